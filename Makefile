@@ -1,0 +1,59 @@
+# anvil — thin front end over CMake.
+#
+#   make demo   install what is missing, build (Release), run the demo
+#   make test   install what is missing (incl. the ggml oracle), build, run every
+#               test: CUnit suites (ctest), the ggml parity program, the unit
+#               suites again under ASan+UBSan, and the fuzzers for a bounded time
+
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+FUZZ_BUILD  ?= build-fuzz
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
+ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+PARITY_ROWS ?= 10000
+FUZZ_SECONDS ?= 60
+
+.PHONY: all demo test deps oracle build unit parity asan fuzz clean
+
+all: build
+
+deps:
+	@scripts/setup-deps.sh
+
+oracle: deps
+	@scripts/setup-oracle.sh "$(ORACLE_DIR)"
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(BUILD)/bin/anvil plugins
+	@echo
+	$(BUILD)/bin/anvil demo
+
+unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
+
+parity: build oracle
+	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
+
+fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON
+	cmake --build $(FUZZ_BUILD) -j$(JOBS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh $(FUZZ_BUILD)
+
+test: build oracle
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
+	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
+	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory fuzz
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

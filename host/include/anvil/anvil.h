@@ -1,0 +1,215 @@
+/*
+ * anvil — public host API.
+ *
+ * A context (anvil_ctx) is one loaded configuration: the plugins it names,
+ * the codecs and backends they registered, the CPU probed once, and the
+ * kernel chosen per weight type. Every fallible call returns a status
+ * (ANVIL_OK = 0, negative on error) and, when given an anvil_error, leaves a
+ * message there that says what failed, where, and what to do.
+ *
+ * Containers (GGUF, safetensors) and tools have their own headers next to
+ * this one.
+ */
+#ifndef ANVIL_ANVIL_H
+#define ANVIL_ANVIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/abi.h"
+#include "anvil/backend.h"
+#include "anvil/blocks.h"
+#include "anvil/codec.h"
+#include "anvil/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ANVIL_BUILDING_HOST)
+#define ANVIL_API __attribute__((visibility("default")))
+#else
+#define ANVIL_API
+#endif
+
+/* ---- errors ------------------------------------------------------------- */
+
+#define ANVIL_ERROR_MESSAGE_MAX 1024
+
+typedef struct anvil_error {
+    int code;                               /* last status, ANVIL_OK if none */
+    char message[ANVIL_ERROR_MESSAGE_MAX];  /* what, where, what to do */
+} anvil_error;
+
+/* Short fixed name of a status code ("ANVIL_E_NONFINITE: non-finite input"). */
+ANVIL_API const char *anvil_strerror(int status);
+ANVIL_API const char *anvil_version(void);
+
+/* ---- types -------------------------------------------------------------- */
+
+typedef struct anvil_type_info {
+    uint32_t id;
+    const char *name;          /* ggml spelling: "q4_K", "f16" */
+    uint32_t block_elems;      /* 1 for plain types */
+    uint32_t block_bytes;      /* bytes per block */
+    int is_quantized;
+    const char *family_plugin; /* plugin that provides it, e.g. "codec-kquants"; NULL for built-ins */
+} anvil_type_info;
+
+/* ggml's own type table (format constants, no plugin needed). Removed and
+ * unknown ids answer ANVIL_E_UNKNOWN_TYPE with a message. */
+ANVIL_API int anvil_type_builtin(uint32_t id, anvil_type_info *out, anvil_error *err);
+
+/* Name -> id (case-insensitive; ggml spelling). With a context, codecs of
+ * loaded third-party plugins are found too. */
+struct anvil_ctx;
+ANVIL_API int anvil_type_from_name(const struct anvil_ctx *ctx, const char *name,
+                                   uint32_t *id, anvil_error *err);
+
+/* Id -> info: built-in table, then (with ctx) loaded third-party codecs. */
+ANVIL_API int anvil_type_lookup(const struct anvil_ctx *ctx, uint32_t id,
+                                anvil_type_info *out, anvil_error *err);
+
+/* Bytes for n elements of a type; ANVIL_E_BLOCK_MISMATCH when n is not a
+ * whole number of blocks, ANVIL_E_OVERFLOW on overflow. */
+ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes,
+                               anvil_error *err);
+
+/* ---- context ------------------------------------------------------------ */
+
+typedef struct anvil_ctx anvil_ctx;
+
+/* Open a context. config_path: explicit file, or NULL to use $ANVIL_CONFIG,
+ * then the config next to the executable (../etc/anvil/anvil.ini), then the
+ * installed default. */
+ANVIL_API int anvil_ctx_open(anvil_ctx **out, const char *config_path, anvil_error *err);
+
+/* Flags for anvil_ctx_open_ex. */
+#define ANVIL_CTX_KEEP_GOING 1u /* a plugin named but not found is recorded, not fatal */
+
+ANVIL_API int anvil_ctx_open_ex(anvil_ctx **out, const char *config_path, unsigned flags,
+                                anvil_error *err);
+
+/* Contexts are reference counted: an object that keeps using a context
+ * (e.g. an open GGUF file resolving third-party types) retains it. Plugins
+ * are unloaded only when the last reference is closed, so nothing a plugin
+ * made outlives its code. anvil_ctx_close drops one reference. */
+ANVIL_API anvil_ctx *anvil_ctx_retain(anvil_ctx *ctx);
+ANVIL_API void anvil_ctx_close(anvil_ctx *ctx);
+
+ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx);
+/* Space-separated names of the ANVIL_CPU_* bits in features ("avx2 fma ..."). */
+ANVIL_API size_t anvil_cpu_features_string(uint64_t features, char *buf, size_t size);
+ANVIL_API const char *anvil_cpu_arch_string(uint32_t arch);
+ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx);
+/* Worker threads for matmul: [runtime] threads, 0 -> online CPUs. Setting
+ * it (0 -> online CPUs) takes effect at the next matmul. */
+ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx);
+ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads);
+
+/* The loaded codec for a type id / name, or NULL. */
+ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id);
+
+/* ---- plugin and dispatch reports (for `anvil plugins`) ------------------- */
+
+typedef struct anvil_plugin_report {
+    const char *name;        /* as named in the config */
+    const char *path;        /* resolved file, or NULL when not found */
+    int status;              /* ANVIL_OK when loaded */
+    const char *reason;      /* why it failed, or NULL */
+    const anvil_plugin_desc *desc; /* NULL unless loaded */
+    int optional;            /* listed under [plugins] optional */
+} anvil_plugin_report;
+
+ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx);
+ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plugin_report *out);
+
+typedef struct anvil_backend_report {
+    const char *name;
+    const char *plugin;      /* plugin id */
+    uint32_t score;          /* 0 = cannot run here */
+    const char *why;         /* reason for score 0, or a note */
+    const anvil_backend *backend;
+    size_t n_kernels;        /* validated copies of the backend's tables */
+    const anvil_kernel *kernels;
+    size_t n_quantizers;
+    const anvil_act_quantizer *quantizers;
+} anvil_backend_report;
+
+ANVIL_API size_t anvil_ctx_backend_count(const anvil_ctx *ctx);
+ANVIL_API int anvil_ctx_backend_report(const anvil_ctx *ctx, size_t i, anvil_backend_report *out);
+
+typedef struct anvil_dispatch_report {
+    uint32_t weight_type;
+    uint32_t act_type;
+    const char *backend;     /* backend providing the dot kernel, or NULL */
+    const char *variant;     /* kernel variant */
+    const char *quantizer_backend; /* who quantizes activations (or "codec") */
+    int fallback;            /* 1: decode + f32 dot (or codec's reference dot) */
+    const char *note;        /* why this choice (pin, order, fallback reason) */
+} anvil_dispatch_report;
+
+/* Dispatch decision for every loaded codec, in type-id order. */
+ANVIL_API size_t anvil_ctx_dispatch_count(const anvil_ctx *ctx);
+ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_dispatch_report *out);
+
+/* The kernel and activation quantizer for a weight type: from the named
+ * backend (which must be usable here), or the dispatched choice when
+ * backend is NULL. ANVIL_E_NO_KERNEL when there is none (the host would fall
+ * back). For benchmarks and tests; anvil_matmul is the normal path. */
+ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
+                                    const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
+                                    anvil_error *err);
+
+/* ---- encode / decode ---------------------------------------------------- */
+
+/* Encode n f32 values (whole blocks) into type's blocks; dst_size >= bytes. */
+ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n,
+                           void *dst, size_t dst_size, anvil_error *err);
+/* Decode n values of type from src (src_size bytes) to f32. */
+ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size,
+                           float *dst, size_t n, anvil_error *err);
+
+/* ---- dot products and matmul -------------------------------------------- */
+
+/* y[i * n_rows + r] = x[i, :] . W[r, :] for i < m, r < n_rows; W holds n_rows
+ * rows of k elements of `type`, row-major, rows contiguous. x is m x k f32.
+ * The host quantizes x once per row into W's activation format and runs the
+ * dispatched kernel (or the fallback). */
+ANVIL_API int anvil_matmul(anvil_ctx *ctx, uint32_t type, const void *w, size_t n_rows, size_t k,
+                           const float *x, size_t m, float *y, anvil_error *err);
+
+/* ---- prepared weights: packed layouts, lifetime, threads ---------------- */
+
+/* How long the weight bytes given to anvil_weights_prepare stay valid and
+ * unchanged. TRANSIENT: until anvil_weights_free; nothing may be cached by
+ * their address beyond that. STABLE: for the life of the process; backends
+ * may cache derived data keyed by the address. */
+#define ANVIL_WEIGHTS_TRANSIENT 0u
+#define ANVIL_WEIGHTS_STABLE 1u
+/* Build the backend's packed (column-interleaved) layout when it offers one.
+ * Packing changes results by at most the documented float bound (the integer
+ * parts are identical; only the f32 accumulation order may differ). */
+#define ANVIL_WEIGHTS_PACK 2u
+
+typedef struct anvil_weights anvil_weights;
+
+/* Prepare an n_rows x k weight matrix of `type` (rows contiguous, each a
+ * whole number of blocks) for repeated matmuls. The bytes are referenced,
+ * not copied (a packed copy is made with ANVIL_WEIGHTS_PACK). */
+ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *data, size_t n_rows, size_t k,
+                                    unsigned flags, anvil_weights **out, anvil_error *err);
+ANVIL_API void anvil_weights_free(anvil_weights *w);
+/* 1 when a packed layout is in use. */
+ANVIL_API int anvil_weights_packed(const anvil_weights *w);
+
+/* y[i * n_rows + r] = x[i, :] . W[r, :] on the context's thread pool. The
+ * result does not depend on the number of threads. */
+ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, const float *x, size_t m, float *y,
+                                    anvil_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ANVIL_ANVIL_H */

@@ -1,0 +1,120 @@
+/* anvil_encode / anvil_decode: the host's front door to codecs, plus the
+ * plain float types (f32, f16, bf16) the host implements itself. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anvil/numeric.h"
+#include "ctx.h"
+#include "error.h"
+
+static int is_builtin_float(uint32_t t) {
+    return t == ANVIL_TYPE_F32 || t == ANVIL_TYPE_F16 || t == ANVIL_TYPE_BF16;
+}
+
+/* Resolve a type to its codec, with the message a user needs when absent. */
+int anvil_host_codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **out, anvil_error *err) {
+    const anvil_codec *c = anvil_ctx_codec(ctx, type);
+    if (c != NULL) {
+        *out = c;
+        return ANVIL_OK;
+    }
+    anvil_type_info t;
+    anvil_error e;
+    if (anvil_type_builtin(type, &t, &e) != ANVIL_OK) {
+        return anvil_error_set(err, e.code, "%s", e.message);
+    }
+    return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+                           "type %s (id %u): no loaded plugin provides it; it comes with the %s plugin "
+                           "(add it to [plugins] load in %s)",
+                           t.name, type, t.family_plugin ? t.family_plugin : "?",
+                           ctx ? anvil_ctx_config_path(ctx) : "the config");
+}
+
+static int check_len(const char *name, size_t n, uint32_t be, uint32_t bb, size_t have, const char *what,
+                     anvil_error *err) {
+    if (n % be != 0) {
+        return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+                               "%s: %zu elements is not a whole number of %u-element blocks (%zu left over)",
+                               name, n, be, n % be);
+    }
+    const size_t blocks = n / be;
+    if (blocks > SIZE_MAX / bb) return anvil_error_set(err, ANVIL_E_OVERFLOW, "%s: %zu elements overflow", name, n);
+    if (have < blocks * bb) {
+        return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "%s: %s holds %zu bytes, %zu elements need %zu",
+                               name, what, have, n, blocks * bb);
+    }
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n, void *dst, size_t dst_size,
+                           anvil_error *err) {
+    anvil_error_clear(err);
+    if ((src == NULL || dst == NULL) && n > 0) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode: NULL buffer");
+    }
+    if (is_builtin_float(type)) {
+        const size_t es = type == ANVIL_TYPE_F32 ? 4 : 2;
+        const char *name = type == ANVIL_TYPE_F32 ? "f32" : (type == ANVIL_TYPE_F16 ? "f16" : "bf16");
+        int rc = check_len(name, n, 1, (uint32_t)es, dst_size, "destination", err);
+        if (rc != ANVIL_OK) return rc;
+        if (type == ANVIL_TYPE_F32) {
+            memcpy(dst, src, n * 4);
+        } else {
+            uint16_t *d = dst;
+            for (size_t i = 0; i < n; ++i) {
+                d[i] = type == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(src[i]) : anvil_fp32_to_bf16(src[i]);
+            }
+        }
+        return ANVIL_OK;
+    }
+    const anvil_codec *c = NULL;
+    int rc = anvil_host_codec_for(ctx, type, &c, err);
+    if (rc != ANVIL_OK) return rc;
+    if (c->encode == NULL) {
+        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
+                               c->encode_note ? c->encode_note : "this codec is decode-only");
+    }
+    rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
+    if (rc != ANVIL_OK) return rc;
+    char msg[512] = "";
+    rc = c->encode(src, dst, n, msg, sizeof msg);
+    msg[sizeof msg - 1] = '\0';
+    if (rc != ANVIL_OK) {
+        return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
+                               msg[0] ? msg : "encoder failed without a message");
+    }
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size, float *dst, size_t n,
+                           anvil_error *err) {
+    anvil_error_clear(err);
+    if ((src == NULL || dst == NULL) && n > 0) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_decode: NULL buffer");
+    }
+    if (is_builtin_float(type)) {
+        const size_t es = type == ANVIL_TYPE_F32 ? 4 : 2;
+        const char *name = type == ANVIL_TYPE_F32 ? "f32" : (type == ANVIL_TYPE_F16 ? "f16" : "bf16");
+        int rc = check_len(name, n, 1, (uint32_t)es, src_size, "source", err);
+        if (rc != ANVIL_OK) return rc;
+        if (type == ANVIL_TYPE_F32) {
+            memcpy(dst, src, n * 4);
+        } else {
+            const uint8_t *s = src;
+            for (size_t i = 0; i < n; ++i) {
+                uint16_t h;
+                memcpy(&h, s + 2 * i, 2);
+                dst[i] = type == ANVIL_TYPE_F16 ? anvil_fp16_to_fp32(h) : anvil_bf16_to_fp32(h);
+            }
+        }
+        return ANVIL_OK;
+    }
+    const anvil_codec *c = NULL;
+    int rc = anvil_host_codec_for(ctx, type, &c, err);
+    if (rc != ANVIL_OK) return rc;
+    rc = check_len(c->name, n, c->block_elems, c->block_bytes, src_size, "source", err);
+    if (rc != ANVIL_OK) return rc;
+    c->decode(src, dst, n);
+    return ANVIL_OK;
+}

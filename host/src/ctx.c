@@ -1,0 +1,139 @@
+/* Context lifecycle and the reports `anvil plugins` prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cpu_probe.h"
+#include "ctx.h"
+#include "error.h"
+#include "registry.h"
+
+static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, anvil_error *err) {
+    anvil_error_clear(err);
+    if (out == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_ctx_open: out is NULL");
+    *out = NULL;
+    char path[4096];
+    if (config_path == NULL || *config_path == '\0') {
+        if (anvil_config_default_path(path, sizeof path) != 0) {
+            return anvil_error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
+        }
+    } else {
+        snprintf(path, sizeof path, "%s", config_path);
+    }
+    anvil_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    ctx->refs = 1;
+    pthread_mutex_init(&ctx->lock, NULL);
+    int rc = anvil_config_load(path, &ctx->cfg, err);
+    if (rc != ANVIL_OK) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return rc;
+    }
+    ctx->cpu = anvil_cpu_probe();
+    const char *mw = anvil_cpu_mask_warnings();
+    if (mw[0] != '\0') anvil_host_log(ANVIL_LOG_WARN, NULL, "%s", mw);
+    rc = anvil_registry_load(ctx, keep_going, err);
+    if (rc == ANVIL_OK) rc = anvil_dispatch_build(ctx, err);
+    if (rc != ANVIL_OK) {
+        anvil_ctx_close(ctx);
+        return rc;
+    }
+    ctx->threads = ctx->cfg.threads ? ctx->cfg.threads : ctx->cpu->n_cpus;
+    *out = ctx;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_ctx_open(anvil_ctx **out, const char *config_path, anvil_error *err) {
+    return open_impl(out, config_path, 0, err);
+}
+
+ANVIL_API int anvil_ctx_open_ex(anvil_ctx **out, const char *config_path, unsigned flags, anvil_error *err) {
+    return open_impl(out, config_path, (flags & ANVIL_CTX_KEEP_GOING) != 0, err);
+}
+
+ANVIL_API anvil_ctx *anvil_ctx_retain(anvil_ctx *ctx) {
+    if (ctx != NULL) {
+        pthread_mutex_lock(&ctx->lock);
+        ctx->refs++;
+        pthread_mutex_unlock(&ctx->lock);
+    }
+    return ctx;
+}
+
+ANVIL_API void anvil_ctx_close(anvil_ctx *ctx) {
+    if (ctx == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    const int left = --ctx->refs;
+    pthread_mutex_unlock(&ctx->lock);
+    if (left > 0) return;
+    anvil_matmul_shutdown(ctx);
+    free(ctx->dispatch);
+    anvil_registry_unload(ctx);
+    anvil_config_free(&ctx->cfg);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx ? ctx->cpu : anvil_cpu_probe(); }
+
+ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx) { return ctx ? ctx->cfg.path : NULL; }
+
+ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx) { return ctx ? ctx->threads : 1; }
+
+ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads) {
+    if (ctx != NULL) ctx->threads = threads ? threads : ctx->cpu->n_cpus;
+}
+
+ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id) {
+    const codec_rec *c = anvil_registry_find_codec(ctx, type_id);
+    return c ? &c->codec : NULL;
+}
+
+ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx) { return ctx ? ctx->n_plugins : 0; }
+
+ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plugin_report *out) {
+    if (ctx == NULL || out == NULL || i >= ctx->n_plugins) return ANVIL_E_INVALID_ARG;
+    const plugin_rec *p = &ctx->plugins[i];
+    out->name = p->name;
+    out->path = p->path;
+    out->status = p->status;
+    out->reason = p->status != ANVIL_OK ? p->reason : NULL;
+    out->desc = (p->status == ANVIL_OK && p->handle != NULL) ? &p->desc : NULL;
+    out->optional = p->optional;
+    return ANVIL_OK;
+}
+
+ANVIL_API size_t anvil_ctx_backend_count(const anvil_ctx *ctx) { return ctx ? ctx->n_backends : 0; }
+
+ANVIL_API int anvil_ctx_backend_report(const anvil_ctx *ctx, size_t i, anvil_backend_report *out) {
+    if (ctx == NULL || out == NULL || i >= ctx->n_backends) return ANVIL_E_INVALID_ARG;
+    const backend_rec *b = &ctx->backends[i];
+    out->name = b->backend.name;
+    out->plugin = ctx->plugins[b->plugin].desc.id;
+    out->score = b->score;
+    out->why = b->why;
+    out->backend = &b->backend;
+    out->n_kernels = b->n_kernels;
+    out->kernels = b->kernels;
+    out->n_quantizers = b->n_quantizers;
+    out->quantizers = b->quantizers;
+    return ANVIL_OK;
+}
+
+ANVIL_API size_t anvil_ctx_dispatch_count(const anvil_ctx *ctx) { return ctx ? ctx->n_dispatch : 0; }
+
+ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_dispatch_report *out) {
+    if (ctx == NULL || out == NULL || i >= ctx->n_dispatch) return ANVIL_E_INVALID_ARG;
+    const dispatch_rec *d = &ctx->dispatch[i];
+    out->weight_type = d->weight_type;
+    out->act_type = d->act_type;
+    out->backend = d->backend ? d->backend->backend.name : NULL;
+    out->variant = d->kernel ? d->kernel->variant : NULL;
+    out->quantizer_backend = d->quantizer_backend ? d->quantizer_backend->backend.name
+                             : (d->act_type == ANVIL_TYPE_F32 ? "none (f32)" : "codec");
+    out->fallback = d->fallback;
+    out->note = d->note;
+    return ANVIL_OK;
+}

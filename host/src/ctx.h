@@ -1,0 +1,86 @@
+/* Internal: what a context holds. */
+#ifndef ANVIL_HOST_CTX_H
+#define ANVIL_HOST_CTX_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "anvil/anvil.h"
+#include "config.h"
+#include "registry.h"
+
+#define ANVIL_REASON_MAX 512
+
+typedef struct plugin_rec {
+    char *name;                 /* as named in the config */
+    char *path;                 /* resolved .so, or NULL */
+    int status;                 /* ANVIL_OK when loaded */
+    char reason[ANVIL_REASON_MAX];
+    int optional;
+    void *handle;               /* dlopen handle while loaded */
+    const anvil_plugin_desc *raw; /* the plugin's own descriptor */
+    anvil_plugin_desc desc;     /* normalised copy: fields past struct_size are zero */
+    int inited;
+} plugin_rec;
+
+typedef struct codec_rec {
+    anvil_codec codec;          /* normalised copy */
+    size_t plugin;
+} codec_rec;
+
+typedef struct backend_rec {
+    anvil_backend backend;      /* normalised copy */
+    size_t plugin;
+    uint32_t score;
+    char why[256];
+    anvil_kernel *kernels;      /* normalised copies */
+    size_t n_kernels;
+    anvil_act_quantizer *quantizers;
+    size_t n_quantizers;
+} backend_rec;
+
+typedef struct dispatch_rec {
+    uint32_t weight_type;
+    uint32_t act_type;
+    const codec_rec *codec;
+    const codec_rec *act_codec;      /* codec of act_type, when any */
+    const anvil_kernel *kernel;      /* NULL: fallback */
+    const backend_rec *backend;
+    const anvil_act_quantizer *quantizer; /* NULL: act_codec->encode or f32 */
+    const backend_rec *quantizer_backend;
+    int fallback;
+    int warned;                      /* fallback note logged once */
+    char note[256];
+} dispatch_rec;
+
+struct anvil_ctx {
+    int refs;
+    anvil_config cfg;
+    const anvil_cpu_info *cpu;
+    anvil_host_services services;
+    plugin_rec *plugins;
+    size_t n_plugins;
+    codec_rec *codecs;
+    size_t n_codecs;
+    backend_rec *backends;
+    size_t n_backends;
+    dispatch_rec *dispatch;
+    size_t n_dispatch;
+    unsigned threads;
+    struct anvil_pool *pool;  /* matmul workers, created on first use */
+    pthread_mutex_t lock;
+};
+
+/* registry.c */
+int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err);
+void anvil_registry_unload(anvil_ctx *ctx);
+const codec_rec *anvil_registry_find_codec(const anvil_ctx *ctx, uint32_t type_id);
+/* dispatch.c */
+int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err);
+const dispatch_rec *anvil_dispatch_find(const anvil_ctx *ctx, uint32_t weight_type);
+/* matmul.c: stop the worker threads. */
+void anvil_matmul_shutdown(anvil_ctx *ctx);
+/* log through the host log sink (stderr, filtered by ANVIL_LOG). */
+void anvil_host_log(int level, const char *who, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * Dispatch: for each weight type, which backend's kernel runs its dot
+ * product, who quantizes the activations, or why the host falls back.
+ *
+ * Rule: the codec names its activation format; the kernel for
+ * (weight, activation) comes from the first backend in [backends] order that
+ * is usable on this CPU (score > 0) and has it; backends the order does not
+ * name come after, in load order. [type.NAME] backend = X puts X first for
+ * that type. With no kernel anywhere: the codec's reference dot when it has
+ * one, else decode + f32 dot -- and the host says so once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ctx.h"
+#include "error.h"
+
+static const anvil_kernel *find_kernel(const backend_rec *b, uint32_t w, uint32_t a) {
+    for (size_t i = 0; i < b->n_kernels; ++i) {
+        if (b->kernels[i].weight_type == w && b->kernels[i].act_type == a) return &b->kernels[i];
+    }
+    return NULL;
+}
+
+static const anvil_act_quantizer *find_quantizer(const backend_rec *b, uint32_t a) {
+    for (size_t i = 0; i < b->n_quantizers; ++i) {
+        if (b->quantizers[i].act_type == a) return &b->quantizers[i];
+    }
+    return NULL;
+}
+
+static const backend_rec *backend_by_name(const anvil_ctx *ctx, const char *name) {
+    for (size_t i = 0; i < ctx->n_backends; ++i) {
+        if (strcasecmp(ctx->backends[i].backend.name, name) == 0) return &ctx->backends[i];
+    }
+    return NULL;
+}
+
+/* Backends in preference order: the configured order, then the rest. */
+static size_t preference(const anvil_ctx *ctx, const backend_rec **out) {
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->cfg.n_order; ++i) {
+        const backend_rec *b = backend_by_name(ctx, ctx->cfg.order[i]);
+        if (b == NULL) continue;
+        int dup = 0;
+        for (size_t j = 0; j < n; ++j) dup |= out[j] == b;
+        if (!dup) out[n++] = b;
+    }
+    for (size_t i = 0; i < ctx->n_backends; ++i) {
+        int dup = 0;
+        for (size_t j = 0; j < n; ++j) dup |= out[j] == &ctx->backends[i];
+        if (!dup) out[n++] = &ctx->backends[i];
+    }
+    return n;
+}
+
+static const anvil_config_pin *pin_for(const anvil_ctx *ctx, const char *type_name) {
+    for (size_t i = 0; i < ctx->cfg.n_pins; ++i) {
+        if (strcasecmp(ctx->cfg.pins[i].type_name, type_name) == 0) return &ctx->cfg.pins[i];
+    }
+    return NULL;
+}
+
+static int cmp_codec(const void *a, const void *b) {
+    const codec_rec *x = *(const codec_rec *const *)a, *y = *(const codec_rec *const *)b;
+    return x->codec.type_id < y->codec.type_id ? -1 : x->codec.type_id > y->codec.type_id;
+}
+
+static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
+    anvil_type_info t;
+    if (anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK) return t.name;
+    return "?";
+}
+
+int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
+    /* Pins must name a type and a loaded backend. */
+    for (size_t i = 0; i < ctx->cfg.n_pins; ++i) {
+        const anvil_config_pin *pin = &ctx->cfg.pins[i];
+        uint32_t id;
+        if (anvil_type_from_name(ctx, pin->type_name, &id, NULL) != ANVIL_OK) {
+            return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+                                   "%s:%d: [type.%s]: unknown type '%s' (use ggml's spelling, e.g. q4_K)",
+                                   ctx->cfg.path, pin->line, pin->type_name, pin->type_name);
+        }
+        if (backend_by_name(ctx, pin->backend) == NULL) {
+            return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+                                   "%s:%d: [type.%s] backend = %s: no loaded plugin provides backend '%s'",
+                                   ctx->cfg.path, pin->line, pin->type_name, pin->backend, pin->backend);
+        }
+    }
+
+    const codec_rec **sorted = calloc(ctx->n_codecs + 1, sizeof *sorted);
+    const backend_rec **pref = calloc(ctx->n_backends + 1, sizeof *pref);
+    ctx->dispatch = calloc(ctx->n_codecs + 1, sizeof *ctx->dispatch);
+    if (sorted == NULL || pref == NULL || ctx->dispatch == NULL) {
+        free(sorted);
+        free(pref);
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < ctx->n_codecs; ++i) sorted[i] = &ctx->codecs[i];
+    qsort(sorted, ctx->n_codecs, sizeof *sorted, cmp_codec);
+    const size_t n_pref = preference(ctx, pref);
+
+    for (size_t i = 0; i < ctx->n_codecs; ++i) {
+        const codec_rec *c = sorted[i];
+        dispatch_rec *d = &ctx->dispatch[ctx->n_dispatch++];
+        d->codec = c;
+        d->weight_type = c->codec.type_id;
+        d->act_type = c->codec.act_type;
+        d->act_codec = anvil_registry_find_codec(ctx, d->act_type);
+        const uint32_t w = d->weight_type, a = d->act_type;
+        char pin_note[160] = "";
+
+        const anvil_config_pin *pin = pin_for(ctx, c->codec.name);
+        if (pin != NULL) {
+            const backend_rec *pb = backend_by_name(ctx, pin->backend);
+            const anvil_kernel *k = pb ? find_kernel(pb, w, a) : NULL;
+            if (pb != NULL && pb->score > 0 && k != NULL) {
+                d->backend = pb;
+                d->kernel = k;
+                snprintf(d->note, sizeof d->note, "pinned by [type.%s]", pin->type_name);
+            } else {
+                snprintf(pin_note, sizeof pin_note, "pin to '%s' ignored (%s); ", pin->backend,
+                         pb == NULL ? "not loaded"
+                         : pb->score == 0 ? "cannot run on this CPU"
+                                          : "it has no kernel for this type");
+            }
+        }
+        if (d->kernel == NULL) {
+            for (size_t j = 0; j < n_pref; ++j) {
+                const anvil_kernel *k = find_kernel(pref[j], w, a);
+                if (k != NULL && pref[j]->score > 0) {
+                    d->backend = pref[j];
+                    d->kernel = k;
+                    snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel",
+                             pin_note, c->codec.name, type_name(ctx, a));
+                    break;
+                }
+            }
+        }
+        /* Activation quantizer: the kernel's own backend first, so a backend
+         * runs on the layout it produced; then any usable backend; then the
+         * activation codec's encoder. */
+        if (a != ANVIL_TYPE_F32) {
+            if (d->backend != NULL && d->backend->score > 0) {
+                d->quantizer = find_quantizer(d->backend, a);
+                if (d->quantizer) d->quantizer_backend = d->backend;
+            }
+            for (size_t j = 0; d->quantizer == NULL && j < n_pref; ++j) {
+                if (pref[j]->score > 0) {
+                    d->quantizer = find_quantizer(pref[j], a);
+                    if (d->quantizer) d->quantizer_backend = pref[j];
+                }
+            }
+            if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
+                if (d->kernel != NULL) {
+                    snprintf(d->note, sizeof d->note,
+                             "%skernel in '%s' unusable: nothing quantizes activations to %s", pin_note,
+                             d->backend->backend.name, type_name(ctx, a));
+                    d->kernel = NULL;
+                    d->backend = NULL;
+                }
+            }
+        }
+        if (d->kernel == NULL) {
+            d->fallback = 1;
+            const int have_act = a == ANVIL_TYPE_F32 || d->quantizer != NULL ||
+                                 (d->act_codec != NULL && d->act_codec->codec.encode != NULL);
+            if (c->codec.ref_vec_dot != NULL && have_act) {
+                snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: codec's reference dot",
+                         pin_note, c->codec.name, type_name(ctx, a));
+            } else {
+                snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: decode + f32 dot", pin_note,
+                         c->codec.name, type_name(ctx, a));
+            }
+        }
+    }
+    free(sorted);
+    free(pref);
+    return ANVIL_OK;
+}
+
+const dispatch_rec *anvil_dispatch_find(const anvil_ctx *ctx, uint32_t weight_type) {
+    for (size_t i = 0; ctx != NULL && i < ctx->n_dispatch; ++i) {
+        if (ctx->dispatch[i].weight_type == weight_type) return &ctx->dispatch[i];
+    }
+    return NULL;
+}
+
+ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
+                                    const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
+                                    anvil_error *err) {
+    *kernel = NULL;
+    *quantizer = NULL;
+    const dispatch_rec *d = anvil_dispatch_find(ctx, weight_type);
+    if (d == NULL) {
+        return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
+    }
+    if (backend == NULL) {
+        if (d->kernel == NULL) {
+            return anvil_error_set(err, ANVIL_E_NO_KERNEL, "%s: %s", d->codec->codec.name, d->note);
+        }
+        *kernel = d->kernel;
+        *quantizer = d->quantizer;
+        return ANVIL_OK;
+    }
+    const backend_rec *b = backend_by_name(ctx, backend);
+    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", backend);
+    if (b->score == 0) {
+        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", backend,
+                               b->why);
+    }
+    *kernel = find_kernel(b, weight_type, d->act_type);
+    if (*kernel == NULL) {
+        return anvil_error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend,
+                               d->codec->codec.name);
+    }
+    *quantizer = find_quantizer(b, d->act_type);
+    if (*quantizer == NULL) *quantizer = d->quantizer;
+    return ANVIL_OK;
+}

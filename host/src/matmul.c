@@ -1,0 +1,349 @@
+/*
+ * Quantized matmul: y[i, r] = x[i, :] . W[r, :].
+ *
+ * Each activation row is quantized once into W's activation format; then the
+ * weight rows are split into tasks on the context's thread pool. A task runs
+ * the dispatched kernel over its rows: the packed GEMM when the weights were
+ * packed, else GEMM for several activation rows, else GEMV, else vec_dot per
+ * row. Kernels compute every output row independently of how rows are
+ * grouped, so the result does not depend on the thread count. Without a
+ * kernel: the codec's reference dot, or decode + f32 dot.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anvil/numeric.h"
+#include "ctx.h"
+#include "error.h"
+#include "thread_pool.h"
+
+int anvil_host_codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **out, anvil_error *err);
+
+struct anvil_weights {
+    anvil_ctx *ctx;            /* retained */
+    uint32_t type;
+    const void *data;
+    size_t n_rows, k, row_bytes;
+    unsigned flags;
+    const anvil_codec *codec;  /* NULL for f32/f16/bf16 */
+    const dispatch_rec *d;
+    void *packed;              /* backend's packed copy, or NULL */
+};
+
+typedef struct geometry {
+    uint32_t be, bb;
+    const char *name;
+} geometry;
+
+static int geometry_of(const anvil_ctx *ctx, uint32_t type, geometry *g, anvil_error *err) {
+    anvil_type_info t;
+    int rc = anvil_type_lookup(ctx, type, &t, err);
+    if (rc != ANVIL_OK) return rc;
+    g->be = t.block_elems;
+    g->bb = t.block_bytes;
+    g->name = t.name;
+    return ANVIL_OK;
+}
+
+static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *err) {
+    if (k % g->be != 0) {
+        return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+                               "%s: row length %zu is not a whole number of %u-element blocks", g->name, k, g->be);
+    }
+    if (k / g->be > SIZE_MAX / g->bb) return anvil_error_set(err, ANVIL_E_OVERFLOW, "%s: row too long", g->name);
+    *out = k / g->be * g->bb;
+    return ANVIL_OK;
+}
+
+/* ---- the thread pool, created on first use ------------------------------ */
+
+static anvil_pool *ctx_pool(anvil_ctx *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->pool != NULL && anvil_pool_threads(ctx->pool) != ctx->threads) {
+        anvil_pool_destroy(ctx->pool);
+        ctx->pool = NULL;
+    }
+    if (ctx->pool == NULL && ctx->threads > 1) ctx->pool = anvil_pool_create(ctx->threads);
+    anvil_pool *p = ctx->pool;
+    pthread_mutex_unlock(&ctx->lock);
+    return p;
+}
+
+void anvil_matmul_shutdown(anvil_ctx *ctx) {
+    anvil_pool_destroy(ctx->pool);
+    ctx->pool = NULL;
+}
+
+/* ---- prepared weights --------------------------------------------------- */
+
+ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *data, size_t n_rows, size_t k,
+                                    unsigned flags, anvil_weights **out, anvil_error *err) {
+    anvil_error_clear(err);
+    if (out == NULL || ctx == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
+    *out = NULL;
+    if (data == NULL && n_rows > 0) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "weights: NULL data");
+    geometry g;
+    int rc = geometry_of(ctx, type, &g, err);
+    if (rc != ANVIL_OK) return rc;
+    size_t row_bytes = 0;
+    rc = checked_bytes(&g, k, &row_bytes, err);
+    if (rc != ANVIL_OK) return rc;
+    if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows) return anvil_error_set(err, ANVIL_E_OVERFLOW, "weights too large");
+    const anvil_codec *codec = NULL;
+    const dispatch_rec *d = NULL;
+    if (type != ANVIL_TYPE_F32 && type != ANVIL_TYPE_F16 && type != ANVIL_TYPE_BF16) {
+        rc = anvil_host_codec_for(ctx, type, &codec, err);
+        if (rc != ANVIL_OK) return rc;
+        d = anvil_dispatch_find(ctx, type);
+        if (d == NULL) return anvil_error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
+    }
+    anvil_weights *w = calloc(1, sizeof *w);
+    if (w == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    w->ctx = anvil_ctx_retain(ctx);
+    w->type = type;
+    w->data = data;
+    w->n_rows = n_rows;
+    w->k = k;
+    w->row_bytes = row_bytes;
+    w->flags = flags;
+    w->codec = codec;
+    w->d = d;
+    if ((flags & ANVIL_WEIGHTS_PACK) && d != NULL && d->kernel != NULL && d->kernel->pack != NULL && n_rows > 0) {
+        const size_t size = d->kernel->packed_size(k, n_rows);
+        if (size > 0) {
+            w->packed = malloc(size);
+            if (w->packed == NULL) {
+                anvil_weights_free(w);
+                return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for a %zu-byte packed copy", size);
+            }
+            rc = d->kernel->pack(data, row_bytes, k, n_rows, w->packed, size);
+            if (rc != ANVIL_OK) {
+                anvil_weights_free(w);
+                return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s: backend '%s' failed to pack",
+                                       codec->name, d->backend->backend.name);
+            }
+        }
+    }
+    *out = w;
+    return ANVIL_OK;
+}
+
+ANVIL_API void anvil_weights_free(anvil_weights *w) {
+    if (w == NULL) return;
+    free(w->packed);
+    anvil_ctx_close(w->ctx);
+    free(w);
+}
+
+ANVIL_API int anvil_weights_packed(const anvil_weights *w) { return w != NULL && w->packed != NULL; }
+
+/* ---- the work ----------------------------------------------------------- */
+
+typedef struct job {
+    const anvil_weights *w;
+    const anvil_kernel *kern;   /* NULL: reference dot or decode fallback */
+    const void *act;            /* m activation rows (quantized, or f32) */
+    size_t act_bytes;
+    const float *x;
+    size_t m;
+    float *y;
+    size_t rows_per_task;
+    int decode;                 /* decode + f32 dot */
+    float **scratch;            /* per-task decode rows (decode path) */
+    int failed;
+} job;
+
+/* Dot of two f32 rows with a double accumulator: the fallback path favours
+ * accuracy and determinism over speed. */
+static float dot_f32(const float *a, const float *b, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; ++i) s += (double)a[i] * (double)b[i];
+    return (float)s;
+}
+
+static void decode_row(const anvil_weights *w, const void *src, float *dst) {
+    if (w->codec != NULL) {
+        w->codec->decode(src, dst, w->k);
+        return;
+    }
+    const unsigned char *s = src;
+    for (size_t i = 0; i < w->k; ++i) {
+        if (w->type == ANVIL_TYPE_F32) {
+            memcpy(&dst[i], s + 4 * i, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, s + 2 * i, 2);
+            dst[i] = w->type == ANVIL_TYPE_F16 ? anvil_fp16_to_fp32(h) : anvil_bf16_to_fp32(h);
+        }
+    }
+}
+
+static void run_task(void *arg, size_t task) {
+    job *j = arg;
+    const anvil_weights *w = j->w;
+    const size_t r0 = task * j->rows_per_task;
+    size_t r1 = r0 + j->rows_per_task;
+    if (r1 > w->n_rows) r1 = w->n_rows;
+    const size_t n = w->n_rows;
+    const char *wb = (const char *)w->data + r0 * w->row_bytes;
+
+    if (j->decode) {
+        float *row = j->scratch[task];
+        for (size_t r = r0; r < r1; ++r) {
+            decode_row(w, (const char *)w->data + r * w->row_bytes, row);
+            for (size_t i = 0; i < j->m; ++i) j->y[i * n + r] = dot_f32(row, j->x + i * w->k, w->k);
+        }
+        return;
+    }
+    const anvil_kernel *kern = j->kern;
+    if (kern == NULL) {
+        for (size_t i = 0; i < j->m; ++i) {
+            const void *ai = (const char *)j->act + i * j->act_bytes;
+            for (size_t r = r0; r < r1; ++r) {
+                w->codec->ref_vec_dot(w->k, &j->y[i * n + r], (const char *)w->data + r * w->row_bytes, ai);
+            }
+        }
+        return;
+    }
+    if (w->packed != NULL) {
+        kern->gemm_packed(w->k, n, r0, r1, j->m, j->y, n, w->packed, j->act, j->act_bytes);
+        return;
+    }
+    if (j->m > 1 && kern->gemm != NULL) {
+        kern->gemm(w->k, r1 - r0, j->m, j->y + r0, n, wb, w->row_bytes, j->act, j->act_bytes);
+        return;
+    }
+    for (size_t i = 0; i < j->m; ++i) {
+        const void *ai = (const char *)j->act + i * j->act_bytes;
+        float *yi = j->y + i * n;
+        if (kern->gemv != NULL) {
+            kern->gemv(w->k, r1 - r0, yi + r0, wb, w->row_bytes, ai);
+        } else {
+            for (size_t r = r0; r < r1; ++r) kern->vec_dot(w->k, &yi[r], (const char *)w->data + r * w->row_bytes, ai);
+        }
+    }
+}
+
+typedef struct quant_job {
+    const dispatch_rec *d;
+    const float *x;
+    size_t k;
+    void *act;
+    size_t act_bytes;
+    int rc;
+} quant_job;
+
+static void quantize_task(void *arg, size_t i) {
+    quant_job *q = arg;
+    void *dst = (char *)q->act + i * q->act_bytes;
+    if (q->d->quantizer != NULL) {
+        q->d->quantizer->quantize(q->x + i * q->k, dst, q->k);
+    } else {
+        char msg[8];
+        int rc = q->d->act_codec->codec.encode(q->x + i * q->k, dst, q->k, msg, sizeof msg);
+        if (rc != ANVIL_OK) q->rc = rc;
+    }
+}
+
+ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, const float *x, size_t m, float *y,
+                                    anvil_error *err) {
+    anvil_error_clear(err);
+    if (ctx == NULL || w == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL argument");
+    if ((x == NULL && m > 0) || (y == NULL && m > 0 && w->n_rows > 0)) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL buffer");
+    }
+    if (w->n_rows == 0 || m == 0) return ANVIL_OK;
+    if (m > SIZE_MAX / w->n_rows || m > SIZE_MAX / (w->k ? w->k : 1)) {
+        return anvil_error_set(err, ANVIL_E_OVERFLOW, "matmul: %zu x %zu output overflows", m, w->n_rows);
+    }
+    const dispatch_rec *d = w->d;
+    anvil_pool *pool = ctx_pool(ctx);
+    const unsigned threads = pool ? anvil_pool_threads(pool) : 1;
+
+    job j = { .w = w, .x = x, .m = m, .y = y, .act = x, .act_bytes = w->k * sizeof(float) };
+    void *act_buf = NULL;
+    if (d == NULL || (d->fallback && w->codec->ref_vec_dot == NULL)) {
+        j.decode = 1;
+        if (d != NULL) {
+            pthread_mutex_lock(&ctx->lock);
+            if (!d->warned) {
+                ((dispatch_rec *)d)->warned = 1;
+                anvil_host_log(ANVIL_LOG_INFO, NULL, "%s: %s", w->codec->name, d->note);
+            }
+            pthread_mutex_unlock(&ctx->lock);
+        }
+    } else {
+        j.kern = d->kernel;
+        if (d->act_type != ANVIL_TYPE_F32) {
+            geometry ag;
+            int rc = geometry_of(ctx, d->act_type, &ag, err);
+            if (rc == ANVIL_OK) rc = checked_bytes(&ag, w->k, &j.act_bytes, err);
+            if (rc != ANVIL_OK) {
+                anvil_error_prefix(err, "%s activations", w->codec->name);
+                return rc;
+            }
+            if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
+                return anvil_error_set(err, ANVIL_E_NO_KERNEL, "%s: nothing quantizes activations to %s",
+                                       w->codec->name, ag.name);
+            }
+            if (m > SIZE_MAX / j.act_bytes) return anvil_error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
+            act_buf = malloc(m * j.act_bytes);
+            if (act_buf == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for activations");
+            if (d->quantizer == NULL) {
+                /* The codec's encoder refuses NaN/Inf: say which row. */
+                for (size_t i = 0; i < m; ++i) {
+                    char msg[512] = "";
+                    int rc2 = d->act_codec->codec.encode(x + i * w->k, (char *)act_buf + i * j.act_bytes, w->k, msg,
+                                                         sizeof msg);
+                    if (rc2 != ANVIL_OK) {
+                        free(act_buf);
+                        return anvil_error_set(err, rc2, "%s activations, row %zu: %s", w->codec->name, i, msg);
+                    }
+                }
+            } else {
+                quant_job q = { d, x, w->k, act_buf, j.act_bytes, ANVIL_OK };
+                anvil_pool_run(pool, m, quantize_task, &q);
+            }
+            j.act = act_buf;
+        }
+    }
+
+    /* Split rows: ~4 tasks per thread for balance, whole packed groups. */
+    size_t per = (w->n_rows + 4 * (size_t)threads - 1) / (4 * (size_t)threads);
+    if (per < 16) per = 16;
+    if (w->packed != NULL && d->kernel->pack_rows > 1) {
+        const size_t g = d->kernel->pack_rows;
+        per = (per + g - 1) / g * g;
+    }
+    j.rows_per_task = per;
+    const size_t n_tasks = (w->n_rows + per - 1) / per;
+    if (j.decode) {
+        j.scratch = calloc(n_tasks, sizeof *j.scratch);
+        int ok = j.scratch != NULL;
+        for (size_t t = 0; ok && t < n_tasks; ++t) ok = (j.scratch[t] = malloc((w->k ? w->k : 1) * sizeof(float))) != NULL;
+        if (!ok) {
+            for (size_t t = 0; j.scratch && t < n_tasks; ++t) free(j.scratch[t]);
+            free(j.scratch);
+            free(act_buf);
+            return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for decode rows");
+        }
+    }
+    anvil_pool_run(pool, n_tasks, run_task, &j);
+    if (j.scratch != NULL) {
+        for (size_t t = 0; t < n_tasks; ++t) free(j.scratch[t]);
+        free(j.scratch);
+    }
+    free(act_buf);
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_matmul(anvil_ctx *ctx, uint32_t type, const void *w, size_t n_rows, size_t k, const float *x,
+                           size_t m, float *y, anvil_error *err) {
+    anvil_weights *pw = NULL;
+    int rc = anvil_weights_prepare(ctx, type, w, n_rows, k, ANVIL_WEIGHTS_TRANSIENT, &pw, err);
+    if (rc != ANVIL_OK) return rc;
+    rc = anvil_matmul_prepared(ctx, pw, x, m, y, err);
+    anvil_weights_free(pw);
+    return rc;
+}

@@ -1,0 +1,575 @@
+/*
+ * The plugin registry: find, dlopen, negotiate, validate, register.
+ *
+ * Every struct a plugin hands over is copied into a host-side normalised
+ * copy: bytes inside the plugin's struct_size are taken as they are, the rest
+ * is zero. An older plugin (smaller struct) thus reads as "field absent", a
+ * newer one (larger struct) has its extra fields ignored, and nothing past
+ * struct_size is ever read from plugin memory.
+ *
+ * Failures never abort the others: each is kept on the plugin's record with
+ * its reason, which `anvil plugins` prints. Only configuration mistakes
+ * (a plugin named but not found) fail the whole context, unless the caller
+ * asked to keep going.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "ctx.h"
+#include "error.h"
+#include "registry.h"
+
+static int log_threshold = -1;
+
+void anvil_host_log(int level, const char *who, const char *fmt, ...) {
+    if (log_threshold < 0) {
+        const char *e = getenv("ANVIL_LOG");
+        log_threshold = ANVIL_LOG_WARN;
+        if (e != NULL) {
+            if (strcasecmp(e, "error") == 0) log_threshold = ANVIL_LOG_ERROR;
+            else if (strcasecmp(e, "info") == 0) log_threshold = ANVIL_LOG_INFO;
+            else if (strcasecmp(e, "debug") == 0) log_threshold = ANVIL_LOG_DEBUG;
+            else if (strcasecmp(e, "quiet") == 0 || strcasecmp(e, "off") == 0) log_threshold = -2;
+        }
+    }
+    if (level > log_threshold) return;
+    static const char *const names[] = { "error", "warning", "info", "debug" };
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "anvil: %s: %s%s%s\n", names[level < 0 ? 0 : (level > 3 ? 3 : level)],
+            who ? who : "", who ? ": " : "", msg);
+}
+
+static void services_log(void *host_ctx, int level, const char *plugin_id, const char *message) {
+    (void)host_ctx;
+    anvil_host_log(level, plugin_id ? plugin_id : "plugin", "%s", message ? message : "");
+}
+
+static char *dupstr(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL) memcpy(d, s, n);
+    return d;
+}
+
+static void reasonf(plugin_rec *p, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reasonf(plugin_rec *p, int status, const char *fmt, ...) {
+    p->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->reason, sizeof p->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* Copy a plugin struct into a host-side one of host_size bytes. */
+static void normalise(void *dst, size_t host_size, const void *src) {
+    uint32_t plugin_size;
+    memcpy(&plugin_size, src, sizeof plugin_size);
+    size_t n = plugin_size < host_size ? plugin_size : host_size;
+    memset(dst, 0, host_size);
+    memcpy(dst, src, n);
+    const uint32_t hs = (uint32_t)host_size;
+    memcpy(dst, &hs, sizeof hs);
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *find_plugin(const anvil_ctx *ctx, const char *name) {
+    char buf[4096];
+    if (strchr(name, '/') != NULL) {
+        if (name[0] == '/') snprintf(buf, sizeof buf, "%s", name);
+        else snprintf(buf, sizeof buf, "%s/%s", ctx->cfg.dir, name);
+        return is_file(buf) ? dupstr(buf) : NULL;
+    }
+    const size_t len = strlen(name);
+    const int has_ext = len > 3 && strcmp(name + len - 3, ".so") == 0;
+    for (size_t i = 0; i < ctx->cfg.n_search; ++i) {
+        snprintf(buf, sizeof buf, "%s/%s%s", ctx->cfg.search[i], name, has_ext ? "" : ".so");
+        if (is_file(buf)) return dupstr(buf);
+    }
+    return NULL;
+}
+
+static void search_path_string(const anvil_ctx *ctx, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < ctx->cfg.n_search && len < size; ++i) {
+        int w = snprintf(buf + len, size - len, "%s%s", i ? ":" : "", ctx->cfg.search[i]);
+        if (w > 0) len += (size_t)w;
+    }
+    if (ctx->cfg.n_search == 0) snprintf(buf, size, "(empty: set [plugins] path)");
+}
+
+static plugin_rec *add_rec(anvil_ctx *ctx, const char *name) {
+    plugin_rec *np = realloc(ctx->plugins, (ctx->n_plugins + 1) * sizeof *np);
+    if (np == NULL) return NULL;
+    ctx->plugins = np;
+    plugin_rec *p = &np[ctx->n_plugins];
+    memset(p, 0, sizeof *p);
+    p->name = dupstr(name);
+    if (p->name == NULL) return NULL;
+    ctx->n_plugins++;
+    return p;
+}
+
+static int valid_name(const char *s, size_t max) {
+    if (s == NULL || *s == '\0' || strlen(s) > max) return 0;
+    for (; *s; ++s) {
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return 0;
+    }
+    return 1;
+}
+
+const codec_rec *anvil_registry_find_codec(const anvil_ctx *ctx, uint32_t type_id) {
+    for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
+        if (ctx->codecs[i].codec.type_id == type_id) return &ctx->codecs[i];
+    }
+    return NULL;
+}
+
+const char *anvil_registry_codec_plugin(const anvil_ctx *ctx, uint32_t type_id) {
+    const codec_rec *c = anvil_registry_find_codec(ctx, type_id);
+    return c ? ctx->plugins[c->plugin].desc.id : NULL;
+}
+
+const anvil_codec *anvil_registry_codec_by_name(const anvil_ctx *ctx, const char *name) {
+    for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
+        if (strcasecmp(ctx->codecs[i].codec.name, name) == 0) return &ctx->codecs[i].codec;
+    }
+    return NULL;
+}
+
+/* Check one codec; on failure write why into p and return 0. */
+static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size_t self_plugin,
+                       const anvil_codec *pending, size_t n_pending) {
+    if (c->struct_size < offsetof(anvil_codec, reserved)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec struct_size %u is smaller than ABI 1.0's %zu",
+                c->struct_size, offsetof(anvil_codec, reserved));
+        return 0;
+    }
+    if (!valid_name(c->name, 31)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec with type id %u has an invalid name", c->type_id);
+        return 0;
+    }
+    if (c->block_elems == 0 || c->block_bytes == 0 || c->decode == NULL) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec '%s' has zero block geometry or no decoder", c->name);
+        return 0;
+    }
+    const uint32_t id = c->type_id;
+    if (id < ANVIL_TYPE_GGML_COUNT) {
+        anvil_type_info t;
+        anvil_error e;
+        if (anvil_type_builtin(id, &t, &e) != ANVIL_OK || !t.is_quantized) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID,
+                    "codec '%s' claims type id %u, which is not a ggml block format (or is built into the host)",
+                    c->name, id);
+            return 0;
+        }
+        if (t.block_elems != c->block_elems || t.block_bytes != c->block_bytes ||
+            strcasecmp(t.name, c->name) != 0) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID,
+                    "codec '%s' (id %u: %u elements / %u bytes) does not match ggml's %s (%u / %u)", c->name,
+                    id, c->block_elems, c->block_bytes, t.name, t.block_elems, t.block_bytes);
+            return 0;
+        }
+    } else if (id < ANVIL_TYPE_THIRD_PARTY_FIRST || id > ANVIL_TYPE_THIRD_PARTY_LAST) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID,
+                "codec '%s' uses type id %u: outside ggml's ids (0-%d) and the third-party range 1024-2047",
+                c->name, id, ANVIL_TYPE_GGML_COUNT - 1);
+        return 0;
+    } else {
+        uint32_t existing;
+        if (anvil_type_from_name(NULL, c->name, &existing, NULL) == ANVIL_OK) {
+            reasonf(p, ANVIL_E_DUPLICATE_TYPE, "codec name '%s' (id %u) is already ggml's name for type %u",
+                    c->name, id, existing);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < ctx->n_codecs; ++i) {
+        const anvil_codec *o = &ctx->codecs[i].codec;
+        if (o->type_id == id || strcasecmp(o->name, c->name) == 0) {
+            reasonf(p, ANVIL_E_DUPLICATE_TYPE,
+                    "codec '%s' (type id %u) clashes with '%s' (type id %u) of plugin '%s': two plugins "
+                    "cannot claim one type; remove one of them from [plugins] load",
+                    c->name, id, o->name, o->type_id, ctx->plugins[ctx->codecs[i].plugin].desc.id);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < n_pending; ++i) {
+        if (pending[i].type_id == id || strcasecmp(pending[i].name, c->name) == 0) {
+            reasonf(p, ANVIL_E_DUPLICATE_TYPE, "plugin lists type id %u ('%s') twice", id, c->name);
+            return 0;
+        }
+    }
+    (void)self_plugin;
+    return 1;
+}
+
+static void free_backend_rec(backend_rec *b) {
+    free(b->kernels);
+    free(b->quantizers);
+}
+
+/* Validate and register everything a plugin offers, all or nothing. */
+static int register_plugin(anvil_ctx *ctx, size_t index) {
+    plugin_rec *p = &ctx->plugins[index];
+    const anvil_plugin_desc *d = &p->desc;
+    if (d->n_codecs > 4096 || d->n_backends > 64) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor lists %zu codecs / %zu backends (implausible)",
+                d->n_codecs, d->n_backends);
+        return 0;
+    }
+    if ((d->n_codecs > 0 && d->codecs == NULL) || (d->n_backends > 0 && d->backends == NULL)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor counts codecs/backends but the array is NULL");
+        return 0;
+    }
+    anvil_codec *codecs = calloc(d->n_codecs ? d->n_codecs : 1, sizeof *codecs);
+    backend_rec *backends = calloc(d->n_backends ? d->n_backends : 1, sizeof *backends);
+    if (codecs == NULL || backends == NULL) {
+        free(codecs);
+        free(backends);
+        reasonf(p, ANVIL_E_NOMEM, "out of memory");
+        return 0;
+    }
+    size_t nb_done = 0;
+    int ok = 1;
+    for (size_t i = 0; ok && i < d->n_codecs; ++i) {
+        if (d->codecs[i] == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec %zu is NULL", i);
+            ok = 0;
+            break;
+        }
+        normalise(&codecs[i], sizeof codecs[i], d->codecs[i]);
+        uint32_t declared;
+        memcpy(&declared, d->codecs[i], sizeof declared);
+        anvil_codec probe = codecs[i];
+        probe.struct_size = declared;
+        ok = check_codec(ctx, p, &probe, index, codecs, i);
+    }
+    for (size_t i = 0; ok && i < d->n_backends; ++i) {
+        const anvil_backend *src = d->backends[i];
+        backend_rec *b = &backends[i];
+        if (src == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu is NULL", i);
+            ok = 0;
+            break;
+        }
+        normalise(&b->backend, sizeof b->backend, src);
+        nb_done = i + 1;
+        if (src->struct_size < offsetof(anvil_backend, reserved) || !valid_name(b->backend.name, 31) ||
+            b->backend.score == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu: struct too small, bad name or no score()", i);
+            ok = 0;
+            break;
+        }
+        for (size_t j = 0; j < ctx->n_backends; ++j) {
+            if (strcasecmp(ctx->backends[j].backend.name, b->backend.name) == 0) {
+                reasonf(p, ANVIL_E_DUPLICATE_TYPE,
+                        "backend '%s' is already provided by plugin '%s'; remove one from [plugins] load",
+                        b->backend.name, ctx->plugins[ctx->backends[j].plugin].desc.id);
+                ok = 0;
+            }
+        }
+        if (!ok) break;
+        const size_t nk = b->backend.n_kernels, nq = b->backend.n_quantizers;
+        if (nk > 4096 || nq > 256 || (nk && b->backend.kernels == NULL) || (nq && b->backend.quantizers == NULL)) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel/quantizer table malformed", b->backend.name);
+            ok = 0;
+            break;
+        }
+        b->kernels = calloc(nk ? nk : 1, sizeof *b->kernels);
+        b->quantizers = calloc(nq ? nq : 1, sizeof *b->quantizers);
+        if (b->kernels == NULL || b->quantizers == NULL) {
+            reasonf(p, ANVIL_E_NOMEM, "out of memory");
+            ok = 0;
+            break;
+        }
+        for (size_t k = 0; ok && k < nk; ++k) {
+            const anvil_kernel *ks = b->backend.kernels[k];
+            if (ks == NULL || ks->struct_size < offsetof(anvil_kernel, reserved) || ks->vec_dot == NULL) {
+                reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel %zu is NULL, too small or has no vec_dot",
+                        b->backend.name, k);
+                ok = 0;
+                break;
+            }
+            normalise(&b->kernels[k], sizeof b->kernels[k], ks);
+            /* Packed layouts need all three entry points. */
+            if (!(b->kernels[k].packed_size && b->kernels[k].pack && b->kernels[k].gemm_packed)) {
+                b->kernels[k].packed_size = NULL;
+                b->kernels[k].pack = NULL;
+                b->kernels[k].gemm_packed = NULL;
+            }
+        }
+        for (size_t k = 0; ok && k < nq; ++k) {
+            const anvil_act_quantizer *qs = b->backend.quantizers[k];
+            if (qs == NULL || qs->struct_size < offsetof(anvil_act_quantizer, reserved) || qs->quantize == NULL) {
+                reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': quantizer %zu is NULL, too small or empty",
+                        b->backend.name, k);
+                ok = 0;
+                break;
+            }
+            normalise(&b->quantizers[k], sizeof b->quantizers[k], qs);
+        }
+        b->n_kernels = nk;
+        b->n_quantizers = nq;
+        b->plugin = index;
+        /* The score is asked once, against the CPU the host probed. */
+        b->why[0] = '\0';
+        b->score = b->backend.score(ctx->cpu, b->why, sizeof b->why);
+        b->why[sizeof b->why - 1] = '\0';
+    }
+    if (!ok) {
+        for (size_t i = 0; i < nb_done; ++i) free_backend_rec(&backends[i]);
+        free(codecs);
+        free(backends);
+        return 0;
+    }
+    codec_rec *nc = realloc(ctx->codecs, (ctx->n_codecs + d->n_codecs + 1) * sizeof *nc);
+    backend_rec *nbk = realloc(ctx->backends, (ctx->n_backends + d->n_backends + 1) * sizeof *nbk);
+    if (nc != NULL) ctx->codecs = nc;
+    if (nbk != NULL) ctx->backends = nbk;
+    if (nc == NULL || nbk == NULL) {
+        for (size_t i = 0; i < d->n_backends; ++i) free_backend_rec(&backends[i]);
+        free(codecs);
+        free(backends);
+        reasonf(p, ANVIL_E_NOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < d->n_codecs; ++i) {
+        ctx->codecs[ctx->n_codecs].codec = codecs[i];
+        ctx->codecs[ctx->n_codecs].plugin = index;
+        ctx->n_codecs++;
+    }
+    for (size_t i = 0; i < d->n_backends; ++i) {
+        ctx->backends[ctx->n_backends++] = backends[i];
+    }
+    free(codecs);
+    free(backends);
+    return 1;
+}
+
+static void unload_rec(plugin_rec *p) {
+    if (p->inited && p->desc.deinit != NULL) p->desc.deinit();
+    p->inited = 0;
+    if (p->handle != NULL) dlclose(p->handle);
+    p->handle = NULL;
+}
+
+static void load_one(anvil_ctx *ctx, size_t index) {
+    plugin_rec *p = &ctx->plugins[index];
+    p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    if (p->handle == NULL) {
+        const char *e = dlerror();
+        reasonf(p, ANVIL_E_PLUGIN_LOAD, "dlopen failed: %s", e ? e : "unknown error");
+        return;
+    }
+    anvil_plugin_entry_fn entry = NULL;
+    void *sym = dlsym(p->handle, ANVIL_PLUGIN_ENTRY_SYMBOL);
+    memcpy(&entry, &sym, sizeof entry);
+    if (entry == NULL) {
+        reasonf(p, ANVIL_E_PLUGIN_NO_ENTRY,
+                "no '%s' symbol: not an anvil plugin (or built without ANVIL_PLUGIN_EXPORT)",
+                ANVIL_PLUGIN_ENTRY_SYMBOL);
+        unload_rec(p);
+        return;
+    }
+    const anvil_plugin_desc *raw = entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+    if (raw == NULL) {
+        reasonf(p, ANVIL_E_ABI_MISMATCH,
+                "the plugin declined host ABI %d.%d (anvil_plugin_entry returned NULL): it was built for "
+                "another ABI major; rebuild it against this SDK",
+                ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+        unload_rec(p);
+        return;
+    }
+    p->raw = raw;
+    if (raw->struct_size < offsetof(anvil_plugin_desc, reserved)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor struct_size %u is smaller than ABI 1.0's %zu",
+                raw->struct_size, offsetof(anvil_plugin_desc, reserved));
+        unload_rec(p);
+        return;
+    }
+    normalise(&p->desc, sizeof p->desc, raw);
+    if (p->desc.abi_major != ANVIL_ABI_MAJOR) {
+        reasonf(p, ANVIL_E_ABI_MISMATCH,
+                "plugin built for ABI %u.%u, host speaks ABI %d.%d: majors differ; rebuild the plugin "
+                "against this SDK",
+                p->desc.abi_major, p->desc.abi_minor, ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+        unload_rec(p);
+        return;
+    }
+    if (!valid_name(p->desc.id, 63)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor has no valid id");
+        unload_rec(p);
+        return;
+    }
+    for (size_t i = 0; i < index; ++i) {
+        if (ctx->plugins[i].status == ANVIL_OK && ctx->plugins[i].handle != NULL &&
+            strcmp(ctx->plugins[i].desc.id, p->desc.id) == 0) {
+            reasonf(p, ANVIL_E_DUPLICATE, "plugin id '%s' is already loaded from %s", p->desc.id,
+                    ctx->plugins[i].path);
+            unload_rec(p);
+            return;
+        }
+    }
+    if (p->desc.init != NULL) {
+        char err[512] = "";
+        int rc = p->desc.init(&ctx->services, err, sizeof err);
+        err[sizeof err - 1] = '\0';
+        if (rc != ANVIL_OK) {
+            reasonf(p, ANVIL_E_PLUGIN_INIT, "init failed (%d): %s", rc, err[0] ? err : "no message");
+            if (p->desc.deinit != NULL) p->desc.deinit();
+            unload_rec(p);
+            return;
+        }
+        p->inited = 1;
+    } else {
+        p->inited = 1;
+    }
+    if (!register_plugin(ctx, index)) {
+        unload_rec(p);
+        return;
+    }
+    p->status = ANVIL_OK;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* With no `load` list: every *.so in the search path, sorted, first folder
+ * wins for a name. */
+static int collect_all(anvil_ctx *ctx, anvil_error *err) {
+    for (size_t s = 0; s < ctx->cfg.n_search; ++s) {
+        DIR *dh = opendir(ctx->cfg.search[s]);
+        if (dh == NULL) continue;
+        char **names = NULL;
+        size_t n = 0;
+        struct dirent *e;
+        while ((e = readdir(dh)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len <= 3 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
+            char **nn = realloc(names, (n + 1) * sizeof *nn);
+            if (nn == NULL) break;
+            names = nn;
+            names[n] = dupstr(e->d_name);
+            if (names[n] != NULL) {
+                names[n][len - 3] = '\0';
+                n++;
+            }
+        }
+        closedir(dh);
+        qsort(names, n, sizeof *names, cmp_str);
+        for (size_t i = 0; i < n; ++i) {
+            int seen = 0;
+            for (size_t j = 0; j < ctx->n_plugins; ++j) seen |= strcmp(ctx->plugins[j].name, names[i]) == 0;
+            if (!seen) {
+                plugin_rec *p = add_rec(ctx, names[i]);
+                if (p == NULL) {
+                    for (size_t j = i; j < n; ++j) free(names[j]);
+                    free(names);
+                    return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                }
+                char buf[4096];
+                snprintf(buf, sizeof buf, "%s/%s.so", ctx->cfg.search[s], names[i]);
+                p->path = dupstr(buf);
+            }
+            free(names[i]);
+        }
+        free(names);
+    }
+    return ANVIL_OK;
+}
+
+int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
+    ctx->services.struct_size = sizeof ctx->services;
+    ctx->services.abi_major = ANVIL_ABI_MAJOR;
+    ctx->services.abi_minor = ANVIL_ABI_MINOR;
+    ctx->services.cpu = ctx->cpu;
+    ctx->services.log = services_log;
+    ctx->services.host_ctx = ctx;
+
+    char sp[2048];
+    search_path_string(ctx, sp, sizeof sp);
+    if (ctx->cfg.load_all) {
+        int rc = collect_all(ctx, err);
+        if (rc != ANVIL_OK) return rc;
+    } else {
+        for (size_t i = 0; i < ctx->cfg.n_load; ++i) {
+            const char *name = ctx->cfg.load[i];
+            for (size_t j = 0; j < i; ++j) {
+                if (strcmp(ctx->cfg.load[j], name) == 0) {
+                    return anvil_error_set(err, ANVIL_E_CONFIG_VALUE, "%s:%d: plugin '%s' listed twice in load",
+                                           ctx->cfg.path, ctx->cfg.load_lines[i], name);
+                }
+            }
+            plugin_rec *p = add_rec(ctx, name);
+            if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            p->path = find_plugin(ctx, name);
+            if (p->path == NULL) {
+                reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "not found: no %s%s in %s", name,
+                        strstr(name, ".so") ? "" : ".so", sp);
+                if (!keep_going) {
+                    return anvil_error_set(err, ANVIL_E_PLUGIN_NOT_FOUND,
+                                           "%s:%d: plugin '%s' not found in the search path %s (build or "
+                                           "install it, fix [plugins] path, or remove it from load)",
+                                           ctx->cfg.path, ctx->cfg.load_lines[i], name, sp);
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < ctx->cfg.n_optional; ++i) {
+        const char *name = ctx->cfg.optional[i];
+        int dup = 0;
+        for (size_t j = 0; j < ctx->n_plugins; ++j) dup |= strcmp(ctx->plugins[j].name, name) == 0;
+        if (dup) continue;
+        plugin_rec *p = add_rec(ctx, name);
+        if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        p->optional = 1;
+        p->path = find_plugin(ctx, name);
+        if (p->path == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "optional, not present in %s", sp);
+        }
+    }
+    for (size_t i = 0; i < ctx->n_plugins; ++i) {
+        if (ctx->plugins[i].path != NULL && ctx->plugins[i].status == ANVIL_OK) {
+            load_one(ctx, i);
+            if (ctx->plugins[i].status != ANVIL_OK) {
+                anvil_host_log(ANVIL_LOG_WARN, ctx->plugins[i].name, "%s", ctx->plugins[i].reason);
+            }
+        }
+    }
+    return ANVIL_OK;
+}
+
+void anvil_registry_unload(anvil_ctx *ctx) {
+    for (size_t i = 0; i < ctx->n_backends; ++i) free_backend_rec(&ctx->backends[i]);
+    free(ctx->backends);
+    ctx->backends = NULL;
+    ctx->n_backends = 0;
+    free(ctx->codecs);
+    ctx->codecs = NULL;
+    ctx->n_codecs = 0;
+    /* Reverse order: a plugin loaded later may depend on an earlier one. */
+    for (size_t i = ctx->n_plugins; i-- > 0;) {
+        unload_rec(&ctx->plugins[i]);
+        free(ctx->plugins[i].name);
+        free(ctx->plugins[i].path);
+    }
+    free(ctx->plugins);
+    ctx->plugins = NULL;
+    ctx->n_plugins = 0;
+}

@@ -1,0 +1,84 @@
+/*
+ * backend-scalar: portable C kernels, the referee every SIMD backend is
+ * checked against. It runs on any CPU, so it always scores 1 (the lowest
+ * usable score): any usable SIMD backend that has a kernel is preferred by
+ * the order in the config, and this one catches the rest.
+ */
+#include <stdio.h>
+
+#include "anvil/abi.h"
+#include "anvil/backend.h"
+#include "kernel_tables.h"
+
+#define MAX_ENTRIES 128
+
+static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
+static const anvil_kernel *kernels[MAX_ENTRIES];
+
+static uint32_t scalar_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
+    (void)cpu;
+    if (why != NULL && why_size > 0) {
+        snprintf(why, why_size, "portable C, runs on any CPU");
+    }
+    return 1;
+}
+
+static anvil_backend backend = {
+    .struct_size = sizeof(anvil_backend),
+    .name = "scalar",
+    .description = "portable C reference kernels (the referee)",
+    .score = scalar_score,
+};
+
+static const anvil_backend *const backends[] = { &backend };
+
+static size_t append(const void **dst, size_t n, size_t cap, const void *const *src) {
+    for (size_t i = 0; src[i] != NULL; ++i) {
+        if (n < cap) {
+            dst[n++] = src[i];
+        }
+    }
+    return n;
+}
+
+static int scalar_init(const anvil_host_services *host, char *err, size_t err_size) {
+    (void)host;
+    size_t nq = 0, nk = 0;
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_q8_0);
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_kquants);
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ternary);
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_cold);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_q8_0);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_kquants);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ternary);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_cold);
+    if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES) {
+        snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
+        return ANVIL_E_INTERNAL;
+    }
+    backend.n_quantizers = nq;
+    backend.quantizers = quantizers;
+    backend.n_kernels = nk;
+    backend.kernels = kernels;
+    return ANVIL_OK;
+}
+
+static const anvil_plugin_desc desc = {
+    .struct_size = sizeof(anvil_plugin_desc),
+    .abi_major = ANVIL_ABI_MAJOR,
+    .abi_minor = ANVIL_ABI_MINOR,
+    .kind = ANVIL_PLUGIN_BACKEND,
+    .id = "backend-scalar",
+    .version = "1.0.0",
+    .license = "MIT",
+    .description = "portable C kernels for every built-in format",
+    .init = scalar_init,
+    .n_backends = 1,
+    .backends = backends,
+};
+
+ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,
+                                                                uint32_t host_abi_minor) {
+    (void)host_abi_minor;
+    return host_abi_major == ANVIL_ABI_MAJOR ? &desc : NULL;
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Install what anvil's build and tests need on Debian 12, or -- when not
+# root -- print the exact apt line and stop.
+set -eu
+
+PKGS="build-essential cmake pkg-config libinih-dev libcunit1-dev clang libclang-rt-14-dev nodejs npm"
+if [ "${ANVIL_WITH_NEON:-0}" = "1" ] && [ "$(uname -m)" = "x86_64" ]; then
+    # backend-neon is cross-built and its tests run under qemu-user.
+    PKGS="$PKGS gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+fi
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        # node/npm may come from elsewhere (nodesource, nvm): accept the commands.
+        case "$p" in
+            nodejs) command -v node >/dev/null 2>&1 && continue ;;
+            npm) command -v npm >/dev/null 2>&1 && continue ;;
+        esac
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "anvil: missing packages:$missing" >&2
+    echo "anvil: install them with:" >&2
+    echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+
+echo "anvil: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

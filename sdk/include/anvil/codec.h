@@ -1,0 +1,61 @@
+/*
+ * anvil SDK — codec vtable.
+ *
+ * A codec owns one block format's meaning: geometry, encode, decode, and the
+ * activation format its dot product consumes. Kernels live in backends; a
+ * codec may additionally carry a reference dot so that a format no backend
+ * knows still works in matmul (the host's fallback path).
+ */
+#ifndef ANVIL_CODEC_H
+#define ANVIL_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Encode n elements (a whole number of blocks, checked by the host and again
+ * by the codec) from f32 into blocks. Returns ANVIL_OK, or a negative status
+ * with a message in msg: ANVIL_E_NONFINITE naming the first bad element
+ * index, ANVIL_E_BLOCK_MISMATCH, ... Must be thread-safe and deterministic. */
+typedef int (*anvil_encode_fn)(const float *src, void *dst, size_t n,
+                               char *msg, size_t msg_size);
+
+/* Decode n elements (a whole number of blocks) to f32. Total: any bit pattern
+ * decodes to something and never reads outside the codec's tables. */
+typedef void (*anvil_decode_fn)(const void *src, float *dst, size_t n);
+
+/* Dot product of n elements: w holds n/block_elems weight blocks, a holds the
+ * matching activation blocks (of the codec's act_type, or f32 when act_type
+ * is ANVIL_TYPE_F32). Result in *s. */
+typedef void (*anvil_vec_dot_fn)(size_t n, float *s, const void *w, const void *a);
+
+/* Codec flags. */
+#define ANVIL_CODEC_ACTIVATION  (1u << 0) /* an activation format (Q8_1, Q8_K) */
+#define ANVIL_CODEC_NEEDS_IMATRIX (1u << 1) /* ggml encodes it only with an importance matrix */
+
+typedef struct anvil_codec {
+    uint32_t struct_size;
+    uint32_t type_id;        /* ggml numbering, or 1024..2047 for third parties */
+    const char *name;        /* ggml spelling, e.g. "q4_K"; matched case-insensitively */
+    const char *family;      /* e.g. "k-quants"; for display */
+    uint32_t block_elems;    /* elements per block */
+    uint32_t block_bytes;    /* bytes per block */
+    uint32_t act_type;       /* activation format the dot consumes */
+    uint32_t flags;          /* ANVIL_CODEC_* */
+    anvil_encode_fn encode;  /* NULL: no byte-exact encoder (see encode_note) */
+    anvil_decode_fn decode;  /* required */
+    anvil_vec_dot_fn ref_vec_dot; /* optional reference dot against act_type */
+    const char *encode_note; /* why encode is NULL, shown by `anvil codec list` */
+    void *reserved[6];
+} anvil_codec;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ANVIL_CODEC_H */

@@ -1,0 +1,21 @@
+/* Where tests find their data, and small CUnit conveniences. */
+#ifndef ANVIL_TEST_ENV_H
+#define ANVIL_TEST_ENV_H
+
+#include <stddef.h>
+
+/* Path of a file under tests/ (e.g. "golden/q4_0.bin"), in a static buffer. */
+const char *test_source_path(const char *rel);
+/* Path of a file in ../shared/testdata, or NULL when that folder is absent. */
+const char *test_shared_path(const char *name);
+/* The build-tree config the suites load (ANVIL_CONFIG, else the default). */
+const char *test_config_path(void);
+/* A fresh temporary directory (removed by test_tmpdir_cleanup). */
+const char *test_tmpdir(void);
+void test_tmpdir_cleanup(void);
+
+/* Run the CUnit registry built by the caller; exit code 0 only when every
+ * assertion passed and at least one ran. */
+int test_run_cunit(void);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]
+ *              [--oracle DIR] [--require-oracle] [--verbose]
+ *
+ * Exit: 0 all checks passed; 1 a mismatch; 77 ggml not found (skipped)
+ * unless --require-oracle, which turns that into 1.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parity.h"
+
+/* Families are linked weakly: each lives in its own parity_<family>.c. */
+int parity_q8_0(parity_ctx *pc) __attribute__((weak));
+int parity_kquants(parity_ctx *pc) __attribute__((weak));
+int parity_ternary(parity_ctx *pc) __attribute__((weak));
+int parity_cold(parity_ctx *pc) __attribute__((weak));
+int parity_gguf(parity_ctx *pc) __attribute__((weak));
+int parity_transcode(parity_ctx *pc) __attribute__((weak));
+
+typedef int (*family_fn)(parity_ctx *);
+
+static family_fn family_by_name(const char *n) {
+    if (strcmp(n, "q8_0") == 0) return parity_q8_0;
+    if (strcmp(n, "kquants") == 0) return parity_kquants;
+    if (strcmp(n, "ternary") == 0) return parity_ternary;
+    if (strcmp(n, "cold") == 0) return parity_cold;
+    if (strcmp(n, "gguf") == 0) return parity_gguf;
+    if (strcmp(n, "transcode") == 0) return parity_transcode;
+    return NULL;
+}
+
+static const char *const all_families[] = { "q8_0", "kquants", "ternary", "cold", "gguf", "transcode" };
+
+void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
+                   size_t mismatches) {
+    pc->total_checks += checked;
+    pc->total_failures += mismatches;
+    printf("%-8s %-34s %9zu checked  %6zu mismatches  %s\n", format, what, checked, mismatches,
+           mismatches == 0 && checked > 0 ? "OK" : "FAIL");
+    if (checked == 0) {
+        pc->total_failures += 1; /* a check that checked nothing is a failure */
+    }
+    fflush(stdout);
+}
+
+int parity_same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+size_t parity_first_diff_f32(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        if (!parity_same_bits(a[i], b[i])) {
+            return i;
+        }
+    }
+    return n;
+}
+
+size_t parity_first_diff_u8(const void *a, const void *b, size_t n) {
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < n; ++i) {
+        if (x[i] != y[i]) {
+            return i;
+        }
+    }
+    return n;
+}
+
+int parity_close(float a, float b, float rel_tol, float abs_floor) {
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && isnan(b);
+    }
+    float m = fabsf(a) > fabsf(b) ? fabsf(a) : fabsf(b);
+    if (m < abs_floor) {
+        m = abs_floor;
+    }
+    return fabsf(a - b) <= rel_tol * m;
+}
+
+static void usage(void) {
+    puts("usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]\n"
+         "                    [--oracle DIR] [--require-oracle] [--verbose]\n"
+         "Compares anvil's encoders, decoders and dot products with ggml's, loaded by\n"
+         "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
+         "families: q8_0 kquants ternary cold gguf transcode\n"
+         "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
+}
+
+int main(int argc, char **argv) {
+    parity_ctx pc = { .rows = 10000, .seed = 1 };
+    const char *oracle_dir = NULL;
+    const char *only[16];
+    size_t n_only = 0;
+    int require = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "--rows") == 0 && i + 1 < argc) {
+            pc.rows = (size_t)strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+            pc.seed = strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(a, "--family") == 0 && i + 1 < argc && n_only < 16) {
+            only[n_only++] = argv[++i];
+        } else if (strcmp(a, "--write-golden") == 0 && i + 1 < argc) {
+            pc.golden_dir = argv[++i];
+        } else if (strcmp(a, "--oracle") == 0 && i + 1 < argc) {
+            oracle_dir = argv[++i];
+        } else if (strcmp(a, "--require-oracle") == 0) {
+            require = 1;
+        } else if (strcmp(a, "--verbose") == 0) {
+            pc.verbose = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage();
+            return 0;
+        } else {
+            fprintf(stderr, "anvil-parity: unknown argument '%s' (try --help)\n", a);
+            return 2;
+        }
+    }
+    static ggml_oracle oracle;
+    char why[2048];
+    if (ggml_oracle_open(&oracle, oracle_dir, why, sizeof why) != 0) {
+        fprintf(stderr, "anvil-parity: %s\n", why);
+        return require ? 1 : 77;
+    }
+    pc.oracle = &oracle;
+    printf("ggml oracle: %s (cpu variant: %s)\n", oracle.dir,
+           oracle.cpu_variant[0] ? oracle.cpu_variant : "none");
+
+    for (size_t j = 0; j < n_only; ++j) {
+        int known = 0;
+        for (size_t f = 0; f < sizeof all_families / sizeof all_families[0]; ++f) {
+            known |= strcmp(only[j], all_families[f]) == 0;
+        }
+        if (!known) {
+            fprintf(stderr, "anvil-parity: unknown family '%s' (try --help)\n", only[j]);
+            return 2;
+        }
+    }
+    int ran = 0;
+    for (size_t f = 0; f < sizeof all_families / sizeof all_families[0]; ++f) {
+        const char *name = all_families[f];
+        if (n_only > 0) {
+            int wanted = 0;
+            for (size_t j = 0; j < n_only; ++j) {
+                wanted |= strcmp(only[j], name) == 0;
+            }
+            if (!wanted) {
+                continue;
+            }
+        }
+        family_fn fn = family_by_name(name);
+        if (fn == NULL) {
+            printf("%-8s (family not built yet)\n", name);
+            if (n_only > 0) {
+                pc.total_failures++;
+            }
+            continue;
+        }
+        printf("== %s\n", name);
+        fn(&pc);
+        ran++;
+    }
+    printf("parity: %d families, %zu checks, %zu failures\n", ran, pc.total_checks, pc.total_failures);
+    if (ran == 0) {
+        return 1;
+    }
+    return pc.total_failures == 0 ? 0 : 1;
+}
