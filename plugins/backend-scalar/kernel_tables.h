@@ -6,6 +6,7 @@
 #define ANVIL_BACKEND_SCALAR_TABLES_H
 
 #include "anvil/backend.h"
+#include "anvil/blocks.h"
 
 extern const anvil_act_quantizer *const anvil_scalar_quantizers_q8_0[];
 extern const anvil_kernel *const anvil_scalar_kernels_q8_0[];
