@@ -1,13 +1,21 @@
 /*
- * anvil bench: single-thread mat-vec throughput per type, and -- when ggml is
- * found -- ggml's own vec_dot on the same weights and activations in the same
- * run, with the ratio. Speed is reported here, never asserted in tests.
+ * anvil bench: mat-vec throughput per type, and -- when ggml is found --
+ * ggml's own vec_dot on the same weights and activations in the same run,
+ * with the ratio. Speed is reported here, never asserted in tests.
+ *
+ * Default: every loaded weight format at 4096 x 4096, one thread.
+ * --suite: the full matrix -- 4096 x 4096 and an out-of-cache size (>= 64 MiB
+ * of weights), one thread and all threads -- plus the machine's measured
+ * read bandwidth, so out-of-cache figures can be read as a fraction of it.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ggml_oracle.h"
@@ -17,9 +25,9 @@ typedef struct bench_opts {
     const char *types[64];
     size_t n_types;
     size_t rows, k, iters;
+    unsigned threads;       /* 0: all online CPUs */
     const char *backend;
-    int json;
-    int no_ggml;
+    int json, no_ggml, suite;
 } bench_opts;
 
 static double now_sec(void) {
@@ -30,25 +38,95 @@ static double now_sec(void) {
 
 static int usage(FILE *f) {
     fprintf(f,
-            "usage: anvil bench [--type T]... [--rows N] [--k K] [--iters I] [--backend B]\n"
-            "                   [--no-ggml] [--json]\n"
+            "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
+            "                   [--backend B] [--suite] [--no-ggml] [--json]\n"
             "\n"
-            "Single-thread mat-vec y = W.x for each type (default: every loaded weight format\n"
-            "with a kernel): W is N x K (default 4096 x 4096) built from llm-like rows, x is\n"
-            "quantized once into the type's activation format. Reports GB/s of weight bytes\n"
-            "read and Gelem/s (best of I timed passes, default: as many as fit in ~0.3 s).\n"
-            "When ggml is found ($ANVIL_GGML_DIR or the build tree's npm folder), ggml's\n"
-            "ggml_vec_dot_* runs on the same bytes in the same run and the ratio is printed\n"
-            "(anvil / ggml, higher is better for anvil), with the largest relative difference\n"
-            "between the two results as a sanity check.\n"
-            "--backend B  use backend B's kernel instead of the dispatched one.\n");
+            "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
+            "W is N x K (default 4096 x 4096) of llm-like rows; x is quantized once into the\n"
+            "type's activation format. Prints GB/s of weight bytes read and Gelem/s, best of\n"
+            "I timed passes (default: as many as fit in ~0.3 s).\n"
+            "\n"
+            "With ggml found ($ANVIL_GGML_DIR or the build tree's npm folder), ggml's own\n"
+            "ggml_vec_dot_* from its best CPU variant for this machine runs on the same bytes\n"
+            "in the same run, split over the same threads; `ratio` is anvil / ggml (above 1:\n"
+            "anvil is faster), `max diff` the largest difference of the two results relative\n"
+            "to the largest output magnitude (a sanity check: accumulation order only).\n"
+            "\n"
+            "--threads N   run on N threads through anvil's thread pool (default 1; all = every\n"
+            "              online CPU)\n"
+            "--backend B   use backend B's kernel instead of the dispatched one (1 thread)\n"
+            "--suite       4096 x 4096 and an out-of-cache size (>= 64 MiB of weights), 1 thread\n"
+            "              and all threads, and the measured memory read bandwidth\n");
     return f == stdout ? 0 : 2;
 }
 
-typedef void (*row_loop_fn)(void *state);
+/* ---- a tiny barrier-driven worker group, for ggml's rows and memory reads */
 
-/* Best time of several passes of fn. */
-static double time_best(row_loop_fn fn, void *state, size_t iters) {
+typedef void (*work_fn)(void *arg, unsigned tid, unsigned nthreads);
+
+typedef struct crew {
+    unsigned n;
+    pthread_t th[256];
+    pthread_barrier_t start, done;
+    work_fn fn;
+    void *arg;
+    int quit;
+} crew;
+
+typedef struct crew_member {
+    crew *c;
+    unsigned tid;
+} crew_member;
+
+static crew_member members[256];
+
+static void *crew_main(void *p) {
+    crew_member *m = p;
+    crew *c = m->c;
+    for (;;) {
+        pthread_barrier_wait(&c->start);
+        if (c->quit) break;
+        c->fn(c->arg, m->tid, c->n);
+        pthread_barrier_wait(&c->done);
+    }
+    return NULL;
+}
+
+static void crew_start(crew *c, unsigned n) {
+    memset(c, 0, sizeof *c);
+    c->n = n ? (n > 256 ? 256 : n) : 1;
+    pthread_barrier_init(&c->start, NULL, c->n);
+    pthread_barrier_init(&c->done, NULL, c->n);
+    for (unsigned i = 1; i < c->n; ++i) {
+        members[i].c = c;
+        members[i].tid = i;
+        pthread_create(&c->th[i], NULL, crew_main, &members[i]);
+    }
+}
+
+static void crew_run(crew *c, work_fn fn, void *arg) {
+    c->fn = fn;
+    c->arg = arg;
+    if (c->n > 1) pthread_barrier_wait(&c->start);
+    fn(arg, 0, c->n);
+    if (c->n > 1) pthread_barrier_wait(&c->done);
+}
+
+static void crew_stop(crew *c) {
+    if (c->n > 1) {
+        c->quit = 1;
+        pthread_barrier_wait(&c->start);
+        for (unsigned i = 1; i < c->n; ++i) pthread_join(c->th[i], NULL);
+    }
+    pthread_barrier_destroy(&c->start);
+    pthread_barrier_destroy(&c->done);
+}
+
+/* ---- timing ------------------------------------------------------------- */
+
+typedef void (*pass_fn)(void *state);
+
+static double time_best(pass_fn fn, void *state, size_t iters) {
     double best = 1e30, total = 0;
     size_t done = 0;
     for (;;) {
@@ -63,70 +141,143 @@ static double time_best(row_loop_fn fn, void *state, size_t iters) {
     return best;
 }
 
-typedef struct anvil_run {
-    const anvil_kernel *k;
-    size_t n, rows, row_bytes;
-    const void *w, *act;
-    float *y;
-} anvil_run;
+/* ---- memory read bandwidth ---------------------------------------------- */
 
-static void run_anvil(void *p) {
-    anvil_run *r = p;
-    if (r->k->gemv != NULL) {
-        r->k->gemv(r->n, r->rows, r->y, r->w, r->row_bytes, r->act);
-    } else {
-        for (size_t i = 0; i < r->rows; ++i) r->k->vec_dot(r->n, &r->y[i], (const char *)r->w + i * r->row_bytes, r->act);
+typedef struct bw_state {
+    const uint64_t *buf;
+    size_t words;
+    crew *c;
+    volatile uint64_t sink[256 * 8];
+} bw_state;
+
+static void bw_work(void *arg, unsigned tid, unsigned n) {
+    bw_state *s = arg;
+    const size_t per = s->words / n;
+    const uint64_t *p = s->buf + per * tid;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t i = 0; i + 4 <= per; i += 4) {
+        a0 += p[i];
+        a1 += p[i + 1];
+        a2 += p[i + 2];
+        a3 += p[i + 3];
     }
+    s->sink[tid * 8] = a0 + a1 + a2 + a3;
 }
 
-typedef struct ggml_run {
+static void bw_pass(void *state) {
+    bw_state *s = state;
+    crew_run(s->c, bw_work, s);
+}
+
+/* GB/s reading a 512 MiB buffer with n threads. */
+static double read_bandwidth(unsigned n) {
+    const size_t bytes = (size_t)512 << 20;
+    uint64_t *buf = malloc(bytes);
+    if (buf == NULL) return 0;
+    for (size_t i = 0; i < bytes / 8; ++i) buf[i] = i;
+    crew c;
+    crew_start(&c, n);
+    bw_state s = { .buf = buf, .words = bytes / 8, .c = &c };
+    const double t = time_best(bw_pass, &s, 5);
+    crew_stop(&c);
+    free(buf);
+    return (double)bytes / 1e9 / t;
+}
+
+/* ---- one measurement ---------------------------------------------------- */
+
+typedef struct anvil_pass {
+    anvil_ctx *ctx;
+    const anvil_weights *w;
+    const anvil_kernel *k; /* set when a specific backend is forced */
+    size_t n, rows, row_bytes;
+    const void *wbytes, *act;
+    const float *x;
+    float *y;
+} anvil_pass;
+
+static void run_anvil(void *p) {
+    anvil_pass *r = p;
+    if (r->k != NULL) {
+        if (r->k->gemv != NULL) {
+            r->k->gemv(r->n, r->rows, r->y, r->wbytes, r->row_bytes, r->act);
+        } else {
+            for (size_t i = 0; i < r->rows; ++i) {
+                r->k->vec_dot(r->n, &r->y[i], (const char *)r->wbytes + i * r->row_bytes, r->act);
+            }
+        }
+        return;
+    }
+    anvil_error err;
+    anvil_matmul_prepared(r->ctx, r->w, r->x, 1, r->y, &err);
+}
+
+typedef struct ggml_pass {
     ggml_vec_dot_fn dot;
     size_t n, rows, row_bytes;
     const void *w, *act;
     float *y;
-} ggml_run;
+    crew *c;
+} ggml_pass;
 
-static void run_ggml(void *p) {
-    ggml_run *r = p;
-    for (size_t i = 0; i < r->rows; ++i) {
-        r->dot((int)r->n, &r->y[i], 0, (const char *)r->w + i * r->row_bytes, 0, r->act, 0, 1);
-    }
+static void ggml_rows(void *arg, unsigned tid, unsigned nthreads) {
+    ggml_pass *r = arg;
+    const size_t per = (r->rows + nthreads - 1) / nthreads;
+    const size_t r0 = per * tid, r1 = r0 + per < r->rows ? r0 + per : r->rows;
+    for (size_t i = r0; i < r1; ++i) r->dot((int)r->n, &r->y[i], 0, (const char *)r->w + i * r->row_bytes, 0, r->act, 0, 1);
 }
 
-static int bench_type(cli_globals *g, const bench_opts *o, uint32_t id, ggml_oracle *oracle, int have_ggml, int *first) {
-    anvil_ctx *ctx = g->ctx;
+static void run_ggml(void *p) {
+    ggml_pass *r = p;
+    crew_run(r->c, ggml_rows, r);
+}
+
+typedef struct result {
+    double gbps, gelems, ggml_gbps, maxrel;
+    int have_ggml;
+} result;
+
+static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows, size_t n, unsigned threads,
+                   ggml_oracle *oracle, int have_ggml, result *res, const char **variant, char *skip, size_t skip_size) {
     anvil_type_info t, at;
     anvil_error err;
+    memset(res, 0, sizeof *res);
     if (anvil_type_lookup(ctx, id, &t, &err) != ANVIL_OK) return cli_fail_err("bench", &err);
     const anvil_codec *c = anvil_ctx_codec(ctx, id);
     const anvil_kernel *kern;
     const anvil_act_quantizer *quant;
     if (anvil_ctx_find_kernel(ctx, o->backend, id, &kern, &quant, &err) != ANVIL_OK) {
-        if (!o->json) printf("  %-8s skipped: %s\n", t.name, err.message);
+        snprintf(skip, skip_size, "%s", err.message);
         return 0;
     }
+    *variant = kern->variant ? kern->variant : "?";
     if (anvil_type_lookup(ctx, c->act_type, &at, &err) != ANVIL_OK) return cli_fail_err("bench", &err);
-    const size_t n = o->k, rows = o->rows;
     if (n % t.block_elems != 0 || n % at.block_elems != 0) {
-        if (!o->json) printf("  %-8s skipped: K=%zu is not a multiple of its block\n", t.name, n);
+        snprintf(skip, skip_size, "K=%zu is not a multiple of its block", n);
         return 0;
     }
     const size_t row_bytes = n / t.block_elems * t.block_bytes;
     const size_t act_bytes = n / at.block_elems * at.block_bytes;
     unsigned char *w = malloc(row_bytes * rows);
-    void *act = malloc(act_bytes), *gact = malloc(act_bytes);
+    void *act = malloc(act_bytes);
     float *row = malloc(n * sizeof *row), *x = malloc(n * sizeof *x);
     float *ya = malloc(rows * sizeof *ya), *yg = malloc(rows * sizeof *yg);
+    anvil_weights *pw = NULL;
     int rc = 0;
-    if (!w || !act || !gact || !row || !x || !ya || !yg) {
+    if (!w || !act || !row || !x || !ya || !yg) {
         rc = cli_fail("bench", "out of memory for %zu x %zu %s", rows, n, t.name);
         goto out;
     }
-    /* Weights: encoded llm-like rows; decode-only formats get random blocks
-     * (timing does not depend on the values). */
+    /* Weights: encoded llm-like rows (a few distinct rows repeated, so big
+     * matrices build fast); decode-only formats get random blocks (timing
+     * does not depend on the values). */
     synth_rng rng;
     synth_seed(&rng, id);
     for (size_t r = 0; r < rows; ++r) {
+        if (r >= 64) {
+            memcpy(w + r * row_bytes, w + (r % 64) * row_bytes, row_bytes);
+            continue;
+        }
         synth_llm_row(row, n, 7, r);
         if (c->encode == NULL || anvil_encode(ctx, id, row, n, w + r * row_bytes, row_bytes, &err) != ANVIL_OK) {
             for (size_t b = 0; b < row_bytes; ++b) w[r * row_bytes + b] = (unsigned char)synth_u64(&rng);
@@ -139,48 +290,50 @@ static int bench_type(cli_globals *g, const bench_opts *o, uint32_t id, ggml_ora
         rc = cli_fail_err("bench", &err);
         goto out;
     }
-    anvil_run ar = { kern, n, rows, row_bytes, w, act, ya };
-    const double ta = time_best(run_anvil, &ar, o->iters);
+    anvil_pass ap = { .ctx = ctx, .n = n, .rows = rows, .row_bytes = row_bytes, .wbytes = w, .act = act, .x = x, .y = ya };
+    if (o->backend != NULL) {
+        ap.k = kern;
+    } else {
+        anvil_ctx_set_threads(ctx, threads);
+        if (anvil_weights_prepare(ctx, id, w, rows, n, ANVIL_WEIGHTS_STABLE, &pw, &err) != ANVIL_OK) {
+            rc = cli_fail_err("bench", &err);
+            goto out;
+        }
+        ap.w = pw;
+    }
+    const double ta = time_best(run_anvil, &ap, o->iters);
     const double gb = (double)(row_bytes * rows) / 1e9;
-    const double a_gbs = gb / ta, a_gel = (double)(n * rows) / 1e9 / ta;
+    res->gbps = gb / ta;
+    res->gelems = (double)(n * rows) / 1e9 / ta;
 
-    double g_gbs = 0, maxrel = 0;
-    int have = 0;
     if (have_ggml) {
         ggml_vec_dot_fn dot = ggml_oracle_vec_dot(oracle, t.name, at.name);
         if (dot != NULL) {
-            /* Same activation bytes for both, so the results must agree. */
-            memcpy(gact, act, act_bytes);
-            ggml_run gr = { dot, n, rows, row_bytes, w, gact, yg };
-            const double tg = time_best(run_ggml, &gr, o->iters);
-            g_gbs = gb / tg;
-            have = 1;
+            crew cr;
+            crew_start(&cr, o->backend ? 1 : threads);
+            ggml_pass gp = { dot, n, rows, row_bytes, w, act, yg, &cr };
+            const double tg = time_best(run_ggml, &gp, o->iters);
+            crew_stop(&cr);
+            res->ggml_gbps = gb / tg;
+            res->have_ggml = 1;
+            /* Same activation bytes for both: the results must agree up to
+             * accumulation order. Measured against the output's scale (its
+             * largest magnitude), so a row whose terms cancel to ~0 does not
+             * read as a large relative error. */
+            double ymax = 0;
             for (size_t i = 0; i < rows; ++i) {
-                const double d = fabs((double)ya[i] - yg[i]);
-                const double m = fmax(fabs((double)ya[i]), fabs((double)yg[i]));
-                if (isfinite(d) && m > 1e-6 && d / m > maxrel) maxrel = d / m;
+                if (isfinite(ya[i])) ymax = fmax(ymax, fabs((double)ya[i]));
+            }
+            for (size_t i = 0; ymax > 0 && i < rows; ++i) {
+                const double d = fabs((double)ya[i] - yg[i]) / ymax;
+                if (isfinite(d) && d > res->maxrel) res->maxrel = d;
             }
         }
     }
-    if (o->json) {
-        printf("%s{\"type\":\"%s\",\"backend\":\"%s\",\"variant\":\"%s\",\"rows\":%zu,\"k\":%zu,\"weight_bytes\":%zu,"
-               "\"gbps\":%.4f,\"gelems\":%.4f",
-               *first ? "" : ",", t.name, o->backend ? o->backend : "dispatched", kern->variant ? kern->variant : "",
-               rows, n, row_bytes * rows, a_gbs, a_gel);
-        if (have) printf(",\"ggml_gbps\":%.4f,\"ratio\":%.4f,\"max_rel_diff\":%.3g", g_gbs, a_gbs / g_gbs, maxrel);
-        printf("}");
-    } else {
-        printf("  %-8s %-14s %6zux%-6zu %8.1f %8.2f %8.3f", t.name, kern->variant ? kern->variant : "?", rows, n,
-               gb * 1e3, a_gbs, a_gel);
-        if (have) printf(" %8.2f %7.2fx %9.2g", g_gbs, a_gbs / g_gbs, maxrel);
-        else printf(" %8s %8s %9s", "-", "-", "-");
-        printf("\n");
-    }
-    *first = 0;
 out:
+    anvil_weights_free(pw);
     free(w);
     free(act);
-    free(gact);
     free(row);
     free(x);
     free(ya);
@@ -188,8 +341,18 @@ out:
     return rc;
 }
 
+/* Rows for an out-of-cache run: at least 64 MiB of weights at k = 8192. */
+static size_t big_rows(const anvil_ctx *ctx, uint32_t id, size_t k) {
+    anvil_type_info t;
+    if (anvil_type_lookup(ctx, id, &t, NULL) != ANVIL_OK || k % t.block_elems) return 16384;
+    const size_t row_bytes = k / t.block_elems * t.block_bytes;
+    size_t rows = ((size_t)64 << 20) / row_bytes + 1;
+    rows = (rows + 255) / 256 * 256;
+    return rows < 16384 ? 16384 : rows;
+}
+
 int cmd_bench(cli_globals *g, int argc, char **argv) {
-    bench_opts o = { .rows = 4096, .k = 4096 };
+    bench_opts o = { .rows = 4096, .k = 4096, .threads = 1 };
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
@@ -198,9 +361,16 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         else if (strcmp(a, "--rows") == 0 && has) o.rows = strtoull(argv[++i], NULL, 10);
         else if (strcmp(a, "--k") == 0 && has) o.k = strtoull(argv[++i], NULL, 10);
         else if (strcmp(a, "--iters") == 0 && has) o.iters = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--backend") == 0 && has) o.backend = argv[++i];
+        else if (strcmp(a, "--threads") == 0 && has) {
+            const char *v = argv[++i];
+            o.threads = strcmp(v, "all") == 0 ? 0 : (unsigned)strtoul(v, NULL, 10);
+            if (strcmp(v, "all") != 0 && (o.threads == 0 || o.threads > 256)) {
+                return cli_fail("bench", "--threads takes 1..256 or 'all'");
+            }
+        } else if (strcmp(a, "--backend") == 0 && has) o.backend = argv[++i];
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--no-ggml") == 0) o.no_ggml = 1;
+        else if (strcmp(a, "--suite") == 0) o.suite = 1;
         else {
             fprintf(stderr, "anvil bench: bad argument '%s'\n", a);
             return usage(stderr);
@@ -211,39 +381,102 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     }
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
+    const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
+    if (o.threads == 0) o.threads = all;
+    if (o.backend != NULL && o.threads != 1) return cli_fail("bench", "--backend runs one thread; drop --threads");
+
+    /* Types to run. */
+    uint32_t ids[256];
+    size_t n_ids = 0;
+    if (o.n_types > 0) {
+        for (size_t i = 0; i < o.n_types; ++i) {
+            anvil_error err;
+            if (anvil_type_from_name(ctx, o.types[i], &ids[n_ids], &err) != ANVIL_OK) return cli_fail_err("bench", &err);
+            if (anvil_ctx_codec(ctx, ids[n_ids]) == NULL) {
+                return cli_fail("bench", "type %s: no loaded codec provides it", o.types[i]);
+            }
+            n_ids++;
+        }
+    } else {
+        for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && n_ids < 256; ++id) {
+            const anvil_codec *c = anvil_ctx_codec(ctx, id);
+            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION)) ids[n_ids++] = id;
+        }
+    }
+
     static ggml_oracle oracle;
     char why[1200];
     const int have_ggml = !o.no_ggml && ggml_oracle_open(&oracle, NULL, why, sizeof why) == 0;
+    double bw1 = 0, bwn = 0;
+    if (o.suite) {
+        bw1 = read_bandwidth(1);
+        bwn = read_bandwidth(all);
+    }
     if (o.json) {
-        printf("{\"ggml\":%s,\"ggml_variant\":\"%s\",\"threads\":1,\"results\":[", have_ggml ? "true" : "false",
-               have_ggml ? oracle.cpu_variant : "");
+        printf("{\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
+               have_ggml ? oracle.cpu_variant : "", all);
+        if (o.suite) printf(",\"read_gbps_1\":%.3f,\"read_gbps_all\":%.3f", bw1, bwn);
+        printf(",\"results\":[");
     } else {
-        printf("anvil bench: single thread, mat-vec, best of timed passes\n");
+        printf("anvil bench: mat-vec, best of timed passes\n");
         if (have_ggml) printf("ggml: %s (cpu variant %s)\n", oracle.dir, oracle.cpu_variant);
         else if (!o.no_ggml) printf("ggml: not found (%s)\n", why);
-        printf("\n  %-8s %-14s %13s %8s %8s %8s %8s %8s %9s\n", "type", "variant", "rows x k", "MB", "GB/s", "Gelem/s",
-               "ggml", "ratio", "max rel");
+        if (o.suite) printf("memory read bandwidth: %.2f GB/s (1 thread), %.2f GB/s (%u threads)\n", bw1, bwn, all);
+        printf("\n  %-8s %-14s %3s %13s %8s %8s %8s %8s %7s %9s%s\n", "type", "variant", "thr", "rows x k", "MB", "GB/s",
+               "Gelem/s", "ggml", "ratio", "max diff", o.suite ? "  %read-bw" : "");
+    }
+
+    /* The runs: (rows, k, threads) tuples. */
+    typedef struct shape {
+        int big;
+        unsigned threads;
+    } shape;
+    shape shapes[4] = { { 0, o.threads } };
+    size_t n_shapes = 1;
+    if (o.suite) {
+        shapes[0] = (shape){ 0, 1 };
+        shapes[1] = (shape){ 0, all };
+        shapes[2] = (shape){ 1, 1 };
+        shapes[3] = (shape){ 1, all };
+        n_shapes = all > 1 ? 4 : 2;
+        if (all <= 1) shapes[1] = shapes[2];
     }
     int first = 1, rc = 0;
-    if (o.n_types > 0) {
-        for (size_t i = 0; i < o.n_types; ++i) {
-            uint32_t id;
-            anvil_error err;
-            if (anvil_type_from_name(ctx, o.types[i], &id, &err) != ANVIL_OK) {
-                rc = cli_fail_err("bench", &err);
-                break;
+    for (size_t s = 0; s < n_shapes; ++s) {
+        for (size_t i = 0; i < n_ids; ++i) {
+            const size_t k = shapes[s].big ? 8192 : o.k;
+            const size_t rows = shapes[s].big ? big_rows(ctx, ids[i], k) : o.rows;
+            result r;
+            const char *variant = "?";
+            char skip[1100] = "";
+            anvil_type_info t;
+            anvil_type_lookup(ctx, ids[i], &t, NULL);
+            rc |= measure(ctx, &o, ids[i], rows, k, shapes[s].threads, &oracle, have_ggml, &r, &variant, skip,
+                          sizeof skip);
+            if (skip[0]) {
+                if (!o.json) printf("  %-8s skipped: %s\n", t.name, skip);
+                continue;
             }
-            if (anvil_ctx_codec(ctx, id) == NULL) {
-                rc = cli_fail("bench", "type %s: no loaded codec provides it", o.types[i]);
-                break;
+            anvil_type_info tt;
+            anvil_type_lookup(ctx, ids[i], &tt, NULL);
+            const double mb = (double)(k / tt.block_elems * tt.block_bytes) * (double)rows / 1e6;
+            const double bw = shapes[s].threads > 1 ? bwn : bw1;
+            if (o.json) {
+                printf("%s{\"type\":\"%s\",\"variant\":\"%s\",\"threads\":%u,\"rows\":%zu,\"k\":%zu,\"weight_mb\":%.3f,"
+                       "\"gbps\":%.4f,\"gelems\":%.4f",
+                       first ? "" : ",", tt.name, variant, shapes[s].threads, rows, k, mb, r.gbps, r.gelems);
+                if (r.have_ggml) printf(",\"ggml_gbps\":%.4f,\"ratio\":%.4f,\"max_diff\":%.3g", r.ggml_gbps, r.gbps / r.ggml_gbps, r.maxrel);
+                if (o.suite && shapes[s].big) printf(",\"read_bw_fraction\":%.4f", bw > 0 ? r.gbps / bw : 0);
+                printf("}");
+            } else {
+                printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, shapes[s].threads, rows, k, mb,
+                       r.gbps, r.gelems);
+                if (r.have_ggml) printf(" %8.2f %6.2fx %9.2g", r.ggml_gbps, r.gbps / r.ggml_gbps, r.maxrel);
+                else printf(" %8s %7s %9s", "-", "-", "-");
+                if (o.suite && shapes[s].big && bw > 0) printf("  %7.0f%%", 100.0 * r.gbps / bw);
+                printf("\n");
             }
-            rc |= bench_type(g, &o, id, &oracle, have_ggml, &first);
-        }
-    } else {
-        for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST; ++id) {
-            const anvil_codec *c = anvil_ctx_codec(ctx, id);
-            if (c == NULL || (c->flags & ANVIL_CODEC_ACTIVATION)) continue;
-            rc |= bench_type(g, &o, id, &oracle, have_ggml, &first);
+            first = 0;
         }
     }
     if (o.json) printf("]}\n");
