@@ -3,7 +3,8 @@
 #   make demo   install what is missing, build (Release), run the demo
 #   make test   install what is missing (incl. the ggml oracle), build, run every
 #               test: CUnit suites (ctest), the ggml parity program, the unit
-#               suites again under ASan+UBSan, and the fuzzers for a bounded time
+#               suites again under ASan+UBSan, and the libFuzzer targets for a
+#               bounded time (clang build, which also proves clang builds clean)
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -12,7 +13,6 @@ JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
 ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 PARITY_ROWS ?= 10000
-FUZZ_SECONDS ?= 60
 
 .PHONY: all demo test deps oracle build unit parity asan fuzz clean
 
@@ -47,7 +47,7 @@ asan: deps
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
-	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzzers.sh $(FUZZ_BUILD)
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
 test: build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle

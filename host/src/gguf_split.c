@@ -1,0 +1,198 @@
+/*
+ * Split GGUF sets, llama.cpp's convention: parts are named
+ * "<prefix>-%05d-of-%05d.gguf" (1-based), every part carries split.no (u16,
+ * 0-based), split.count (u16) and split.tensors.count (i32, the tensors of
+ * the whole set); part 1 also carries all the model's metadata.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gguf_internal.h"
+
+int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err);
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
+                         anvil_error *err);
+
+ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no,
+                                    uint32_t count, anvil_error *err) {
+    if (buf == NULL || prefix == NULL || no == 0 || no > count) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "split part %" PRIu32 " of %" PRIu32
+                               " is not a valid part number", no, count);
+    }
+    const int n = snprintf(buf, size, "%s-%05" PRIu32 "-of-%05" PRIu32 ".gguf", prefix, no, count);
+    if (n < 0 || (size_t)n >= size) {
+        return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "split path for '%s' is too long",
+                               prefix);
+    }
+    return ANVIL_OK;
+}
+
+/* Digits ending just before `end` (exclusive), scanning back to `lo`. */
+static const char *digits_back(const char *lo, const char *end, uint64_t *value) {
+    const char *p = end;
+    while (p > lo && p[-1] >= '0' && p[-1] <= '9') {
+        --p;
+    }
+    if (p == end || end - p > 9) {
+        return NULL;
+    }
+    uint64_t v = 0;
+    for (const char *q = p; q < end; ++q) {
+        v = v * 10 + (uint64_t)(*q - '0');
+    }
+    *value = v;
+    return p;
+}
+
+ANVIL_API int anvil_gguf_split_parse(const char *path, char *prefix, size_t prefix_size,
+                                     uint32_t *no, uint32_t *count) {
+    if (path == NULL) {
+        return 0;
+    }
+    const size_t len = strlen(path);
+    static const char ext[] = ".gguf";
+    if (len < sizeof ext - 1 || strcmp(path + len - (sizeof ext - 1), ext) != 0) {
+        return 0;
+    }
+    const char *end = path + len - (sizeof ext - 1);
+    uint64_t c = 0, n = 0;
+    const char *cp = digits_back(path, end, &c);
+    if (cp == NULL || cp - path < 4 || memcmp(cp - 4, "-of-", 4) != 0) {
+        return 0;
+    }
+    const char *np = digits_back(path, cp - 4, &n);
+    if (np == NULL || np - path < 2 || np[-1] != '-') { /* a non-empty prefix */
+        return 0;
+    }
+    if (n == 0 || c == 0 || n > c || c > UINT16_MAX) {
+        return 0;
+    }
+    /* Only the canonical spelling counts, as llama.cpp compares it. */
+    char canon[64];
+    snprintf(canon, sizeof canon, "-%05" PRIu64 "-of-%05" PRIu64 ".gguf", n, c);
+    const size_t clen = strlen(canon);
+    if (strcmp(np - 1, canon) != 0) {
+        return 0;
+    }
+    const size_t plen = len - clen;
+    if (prefix != NULL) {
+        if (plen >= prefix_size) {
+            return 0;
+        }
+        memcpy(prefix, path, plen);
+        prefix[plen] = '\0';
+    }
+    if (no != NULL) {
+        *no = (uint32_t)n;
+    }
+    if (count != NULL) {
+        *count = (uint32_t)c;
+    }
+    return 1;
+}
+
+/* A split key of part p: -1 when absent, else its u16/i32 value. */
+static int split_key(const gguf_part *p, const char *key, uint32_t want_type, int64_t *value,
+                     const char *path, anvil_error *err) {
+    *value = -1;
+    const int64_t i = gguf_index_find(&p->kv_index, key, strlen(key));
+    if (i < 0) {
+        return ANVIL_OK;
+    }
+    const anvil_gguf_kv *kv = &p->kvs[i];
+    if (kv->type != want_type) {
+        const char *tn = anvil_gguf_type_name(kv->type);
+        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+                               "%s: %s has wire type %s; llama.cpp writes it as %s", path, key,
+                               tn != NULL ? tn : "?", anvil_gguf_type_name(want_type));
+    }
+    anvil_gguf_value v;
+    gguf_value_at(kv->type, kv->raw, kv->raw_size, &v);
+    *value = v.i;
+    return ANVIL_OK;
+}
+
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
+                         anvil_error *err) {
+    int64_t count, no, total;
+    int rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &count, path,
+                       err);
+    if (rc == ANVIL_OK) {
+        rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &no, path, err);
+    }
+    if (rc == ANVIL_OK) {
+        rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &total,
+                       path, err);
+    }
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    /* No split keys, a merged file (count 0, as llama.cpp's merge leaves
+     * it), a one-part set, or a later part opened on its own: one file. */
+    if (count <= 1 || no != 0) {
+        return ANVIL_OK;
+    }
+    char prefix[4096];
+    uint32_t pno = 0, pcount = 0;
+    if (!anvil_gguf_split_parse(path, prefix, sizeof prefix, &pno, &pcount) || pno != 1 ||
+        pcount != (uint32_t)count) {
+        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                               "%s: the file is part 1 of a %" PRId64 "-part split set but its "
+                               "name does not end in -00001-of-%05" PRId64 ".gguf, so the other "
+                               "parts cannot be found; rename the parts as llama.cpp's "
+                               "gguf-split names them, or open this part alone",
+                               path, count, count);
+    }
+    for (uint32_t k = 2; k <= (uint32_t)count; ++k) {
+        char part_path[4200];
+        rc = anvil_gguf_split_path(part_path, sizeof part_path, prefix, k, (uint32_t)count, err);
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+        rc = gguf_add_file_part(g, part_path, ctx, err);
+        if (rc == ANVIL_E_NOT_FOUND) {
+            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                                   "part %" PRIu32 " of %" PRId64 " is missing: '%s' does not "
+                                   "exist; download every part of the split set",
+                                   k, count, part_path);
+        }
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+        const gguf_part *p = &g->parts[g->n_parts - 1];
+        int64_t pn, pc, pt;
+        rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &pn, part_path, err);
+        if (rc == ANVIL_OK) {
+            rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &pc, part_path, err);
+        }
+        if (rc == ANVIL_OK) {
+            rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &pt, part_path,
+                           err);
+        }
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+        if (pn != (int64_t)(k - 1) || pc != count || (total >= 0 && pt >= 0 && pt != total)) {
+            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                                   "%s: split keys say part no %" PRId64 " of %" PRId64
+                                   " (%" PRId64 " tensors in all), expected part no %" PRIu32
+                                   " of %" PRId64 " (%" PRId64 " tensors): the parts come from "
+                                   "different split sets; re-download them",
+                                   part_path, pn, pc, pt, k - 1, count, total);
+        }
+    }
+    if (total >= 0) {
+        size_t have = 0;
+        for (size_t i = 0; i < g->n_parts; ++i) {
+            have += g->parts[i].n_tensors;
+        }
+        if ((uint64_t)have != (uint64_t)total) {
+            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                                   "%s: split.tensors.count says %" PRId64 " tensors but the %"
+                                   PRId64 " parts hold %zu; the set is incomplete or mixed",
+                                   path, total, count, have);
+        }
+    }
+    return ANVIL_OK;
+}

@@ -1,0 +1,58 @@
+/* Internal: the GGUF writer's state, shared by gguf_writer.c (collecting
+ * KVs and tensors) and gguf_emit.c (producing the bytes). */
+#ifndef ANVIL_HOST_GGUF_WRITER_INTERNAL_H
+#define ANVIL_HOST_GGUF_WRITER_INTERNAL_H
+
+#include "gguf_internal.h"
+
+typedef struct gguf_wkv {
+    char *key;               /* NUL-terminated copy */
+    size_t key_len;
+    uint32_t type;
+    uint8_t *wire;           /* the whole KV as written: key, type, value */
+    size_t wire_size;
+} gguf_wkv;
+
+typedef struct gguf_wtensor {
+    char *name;
+    size_t name_len;
+    uint32_t type;
+    uint32_t disk_dims;      /* n_dims written (trailing 1s trimmed, at least 1) */
+    uint64_t ne[ANVIL_GGUF_MAX_DIMS];
+    uint64_t n_bytes;
+    const void *data;        /* borrowed; NULL when declared for streaming */
+} gguf_wtensor;
+
+/* Where bytes go: a file descriptor with a write buffer, or memory. */
+typedef struct gguf_sink {
+    int fd;                  /* -1 for memory */
+    int is_file;             /* buf is our write buffer (freed on discard) */
+    char *tmp_path;          /* temp file, renamed to final_path on commit */
+    char *final_path;
+    uint8_t *buf;            /* fd: write buffer; memory: the output */
+    size_t used;
+    size_t cap;
+    uint64_t written;
+} gguf_sink;
+
+typedef enum gguf_wstate { GGUF_W_BUILDING, GGUF_W_STREAMING } gguf_wstate;
+
+struct anvil_gguf_writer {
+    const anvil_ctx *ctx;
+    gguf_wkv *kvs;
+    size_t n_kv, cap_kv;
+    gguf_name_index kv_index;
+    gguf_wtensor *tensors;
+    size_t n_tensors, cap_tensors;
+    gguf_name_index tensor_index;
+    uint32_t alignment;
+    gguf_wstate state;
+    size_t next;             /* streaming: next tensor expected */
+    gguf_sink sink;
+};
+
+/* Offsets of tensor i's data relative to the data section. */
+int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,
+                        anvil_error *err);
+
+#endif
