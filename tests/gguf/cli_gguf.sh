@@ -39,7 +39,10 @@ cmp -s "$tmp/re.gguf" "$tmp/re2.gguf" || fail "reemit is not a fixed point"
 "$anvil" split "$tmp/re.gguf" "$tmp/part" --max-tensors 5 >/dev/null || fail "split --max-tensors"
 first=$(ls "$tmp"/part-00001-of-*.gguf | head -n 1)
 [ -n "$first" ] || fail "split wrote no first part"
-"$anvil" inspect "$first" | grep -q "parts:" || fail "inspect of part 1 does not show the set"
+case "$first" in
+    *-of-00001.gguf) ;; # one part only (small input): nothing to show
+    *) "$anvil" inspect "$first" | grep -q "parts:" || fail "inspect of part 1 does not show the set" ;;
+esac
 "$anvil" merge "$first" "$tmp/merged.gguf" >/dev/null || fail "merge"
 cmp -s "$tmp/re.gguf" "$tmp/merged.gguf" || fail "split -> merge is not byte-identical"
 

@@ -1,0 +1,90 @@
+/*
+ * codec-cold: the decode-first formats. Eleven codecs, one family:
+ *   i-quants   IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS
+ *   FP4        MXFP4 NVFP4
+ *
+ * Every format decodes bit-identically to ggml. Four encode byte-identically
+ * to what llama-quantize writes without an importance matrix (IQ4_NL IQ4_XS
+ * MXFP4 NVFP4). The others say why they do not, and the host answers
+ * ANVIL_E_ENCODER_UNAVAILABLE with that note:
+ *  - IQ2_XXS IQ2_XS IQ1_S: ggml refuses to quantize them without an
+ *    importance matrix, so there is no imatrix-free output to match;
+ *  - IQ3_XXS IQ3_S IQ2_S IQ1_M: ggml has an imatrix-free encoder (a lattice
+ *    search), not reproduced here yet.
+ *
+ * The codebooks are static tables (plugins/ref/cold_tables.c), so there is
+ * nothing to build at load time and no init function. The implementations
+ * live in plugins/ref, shared with backend-scalar's kernels.
+ */
+#include "anvil/abi.h"
+#include "anvil/blocks.h"
+#include "anvil/codec.h"
+#include "ref/cold.h"
+
+#define NOTE_IMATRIX "ggml encodes it only with an importance matrix: decode-only"
+#define NOTE_NOT_YET "no byte-exact encoder yet"
+
+#define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, dec, note) \
+    static const anvil_codec ident = {                                       \
+        .struct_size = sizeof(anvil_codec),                                  \
+        .type_id = (type),                                                   \
+        .name = (name_),                                                     \
+        .family = "cold",                                                    \
+        .block_elems = (elems),                                              \
+        .block_bytes = sizeof(blk),                                          \
+        .act_type = (act),                                                   \
+        .flags = (flags_),                                                   \
+        .encode = (enc),                                                     \
+        .decode = (dec),                                                     \
+        .ref_vec_dot = NULL,                                                 \
+        .encode_note = (note),                                               \
+    }
+
+COLD_CODEC(c_iq2_xxs, ANVIL_TYPE_IQ2_XXS, "iq2_xxs", anvil_block_iq2_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
+COLD_CODEC(c_iq2_xs, ANVIL_TYPE_IQ2_XS, "iq2_xs", anvil_block_iq2_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
+COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           0, NULL, anvil_ref_decode_iq3_xxs, NOTE_NOT_YET);
+COLD_CODEC(c_iq1_s, ANVIL_TYPE_IQ1_S, "iq1_s", anvil_block_iq1_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
+COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0,
+           0, anvil_ref_encode_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
+COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           0, NULL, anvil_ref_decode_iq3_s, NOTE_NOT_YET);
+COLD_CODEC(c_iq2_s, ANVIL_TYPE_IQ2_S, "iq2_s", anvil_block_iq2_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           0, NULL, anvil_ref_decode_iq2_s, NOTE_NOT_YET);
+COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           0, anvil_ref_encode_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
+COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
+           0, NULL, anvil_ref_decode_iq1_m, NOTE_NOT_YET);
+COLD_CODEC(c_mxfp4, ANVIL_TYPE_MXFP4, "mxfp4", anvil_block_mxfp4, ANVIL_QK_MXFP4, ANVIL_TYPE_Q8_0,
+           0, anvil_ref_encode_mxfp4, anvil_ref_decode_mxfp4, NULL);
+COLD_CODEC(c_nvfp4, ANVIL_TYPE_NVFP4, "nvfp4", anvil_block_nvfp4, ANVIL_QK_NVFP4, ANVIL_TYPE_Q8_0,
+           0, anvil_ref_encode_nvfp4, anvil_ref_decode_nvfp4, NULL);
+
+/* In type-id order. */
+static const anvil_codec *const codecs[] = {
+    &c_iq2_xxs, &c_iq2_xs, &c_iq3_xxs, &c_iq1_s, &c_iq4_nl, &c_iq3_s,
+    &c_iq2_s,   &c_iq4_xs, &c_iq1_m,   &c_mxfp4, &c_nvfp4,
+};
+
+static const anvil_plugin_desc desc = {
+    .struct_size = sizeof(anvil_plugin_desc),
+    .abi_major = ANVIL_ABI_MAJOR,
+    .abi_minor = ANVIL_ABI_MINOR,
+    .kind = ANVIL_PLUGIN_CODEC,
+    .id = "codec-cold",
+    .version = "1.0.0",
+    .license = "MIT",
+    .description = "i-quants, MXFP4 and NVFP4: bit-exact decode for all, byte-exact encode for "
+                   "IQ4_NL IQ4_XS MXFP4 NVFP4",
+    .n_codecs = sizeof codecs / sizeof codecs[0],
+    .codecs = codecs,
+};
+
+ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,
+                                                                uint32_t host_abi_minor) {
+    (void)host_abi_minor;
+    return host_abi_major == ANVIL_ABI_MAJOR ? &desc : NULL;
+}

@@ -1,0 +1,69 @@
+/* Private helpers of the cold formats' reference code (cold_*.c). Not part
+ * of any plugin interface.
+ *
+ * Blocks are read through byte pointers and memcpy, never by dereferencing a
+ * block struct: a row handed to a decoder may sit at any address (a view
+ * into a mapped file, a record in a fixture), and the multi-byte fields of
+ * several formats would then be misaligned. Field positions come from the
+ * SDK's block structs (offsetof), so the layout is still defined once. */
+#ifndef ANVIL_REF_COLD_IMPL_H
+#define ANVIL_REF_COLD_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "anvil/blocks.h"
+#include "anvil/numeric.h"
+#include "anvil/status.h"
+#include "ref/cold_tables.h"
+
+static inline uint16_t cold_u16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline int16_t cold_i16(const uint8_t *p) {
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint32_t cold_u32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline float cold_f32(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline float cold_half(const uint8_t *p) { return anvil_fp16_to_fp32(cold_u16(p)); }
+
+/* v negated when element j's bit is set in `signs`. ggml's source writes
+ * v * (bit ? -1.f : 1.f); its optimized build compiles that to a flip of
+ * the sign bit, which differs from a true multiplication only for NaN (a
+ * multiplication keeps the NaN's sign). Flipping the bit explicitly gives
+ * ggml's bits for every input at any optimization level (probed: with NaN
+ * scales, a -O0 multiply disagrees with ggml, the flip does not). */
+static inline float cold_apply_sign(float v, uint8_t signs, int j) {
+    const uint32_t flip = (signs & anvil_cold_kmask[j]) ? UINT32_C(0x80000000) : 0;
+    return anvil_f32_from_bits(anvil_f32_to_bits(v) ^ flip);
+}
+
+static inline int cold_sign_i(uint8_t signs, int j) {
+    return (signs & anvil_cold_kmask[j]) ? -1 : 1;
+}
+
+/* Activation blocks, by field offset. */
+#define COLD_Q8K_D offsetof(anvil_block_q8_K, d)
+#define COLD_Q8K_QS offsetof(anvil_block_q8_K, qs)
+#define COLD_Q8K_BSUMS offsetof(anvil_block_q8_K, bsums)
+#define COLD_Q80_D offsetof(anvil_block_q8_0, d)
+#define COLD_Q80_QS offsetof(anvil_block_q8_0, qs)
+
+#endif
