@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "anvil/anvil.h"
+#include "anvil/gguf.h"
 #include "test_env.h"
 
 static char prefix[4096], example[4096], config[4096], anvil_cli[4200];
@@ -168,6 +169,63 @@ static void test_matmul_fallback(void) {
     anvil_ctx_close(ctx);
 }
 
+/* A GGUF file holding a tensor of the new type: written, inspected (the type
+ * shown by the plugin's name), read back and decoded; without the plugin the
+ * file is refused as "plugin missing", never as corrupt. */
+static void test_gguf_with_new_type(void) {
+    anvil_ctx *ctx = NULL;
+    anvil_error err;
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, config, &err), ANVIL_OK);
+    enum { K = 64, R = 4 };
+    float w[R * K], back[R * K], dec[R * K];
+    unsigned char blocks[R * (K / 32) * 33];
+    for (int i = 0; i < R * K; ++i) w[i] = sinf((float)i * 0.13f) * 10.0f;
+    CU_ASSERT_EQUAL_FATAL(anvil_encode(ctx, 1100, w, R * K, blocks, sizeof blocks, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(anvil_decode(ctx, 1100, blocks, sizeof blocks, dec, R * K, &err), ANVIL_OK);
+
+    char path[4200];
+    snprintf(path, sizeof path, "%s/mx.gguf", test_tmpdir());
+    anvil_gguf_writer *gw = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&gw, ctx, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_string(gw, "general.name", "mxfp8 demo", &err), ANVIL_OK);
+    const uint64_t ne[2] = { K, R };
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", 1100, 2, ne, blocks,
+                                                       sizeof blocks, &err), ANVIL_OK);
+    int rc = anvil_gguf_writer_write_file(gw, path, &err);
+    if (rc != ANVIL_OK) fprintf(stderr, "\n%s\n", err.message);
+    CU_ASSERT_EQUAL_FATAL(rc, ANVIL_OK);
+    anvil_gguf_writer_free(gw);
+
+    /* inspect through the installed CLI with the plugin loaded */
+    CU_ASSERT_EQUAL(sh("'%s' --config '%s' inspect '%s' 2>&1", anvil_cli, config, path), 0);
+    const char *t = strstr(out, "blk.0.ffn_up.weight");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "mxfp8"));
+
+    /* read back and decode */
+    anvil_gguf *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, path, ctx, 0, &err), ANVIL_OK);
+    const anvil_gguf_tensor *tt = anvil_gguf_find_tensor(g, "blk.0.ffn_up.weight");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tt);
+    CU_ASSERT_EQUAL(tt->type, 1100);
+    CU_ASSERT_EQUAL(tt->n_bytes, sizeof blocks);
+    CU_ASSERT_EQUAL(tt->shape[0], R);
+    CU_ASSERT_EQUAL(tt->shape[1], K);
+    CU_ASSERT_EQUAL_FATAL(anvil_decode(ctx, 1100, tt->data, tt->n_bytes, back, R * K, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(back, dec, sizeof back), 0);
+    anvil_gguf_close(g);
+
+    /* without the plugin: unknown type id, "plugin is missing" */
+    CU_ASSERT_EQUAL(anvil_gguf_open(&g, path, NULL, 0, &err), ANVIL_E_GGUF_TENSOR_TYPE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "1100"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "plugin is missing"));
+    CU_ASSERT_PTR_NULL(strstr(err.message, "corrupt"));
+    CU_ASSERT_NOT_EQUAL(sh("env -u ANVIL_CONFIG '%s' inspect '%s' 2>&1", anvil_cli, path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1100"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "plugin is missing"));
+    anvil_ctx_close(ctx);
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("third-party codec against the installed SDK", setup, NULL);
@@ -175,5 +233,6 @@ int main(void) {
     CU_add_test(s, "plugin loads through a config", test_plugin_loads);
     CU_add_test(s, "codec encode/decode through the CLI", test_codec_roundtrip_cli);
     CU_add_test(s, "matmul through the codec's reference dot", test_matmul_fallback);
+    CU_add_test(s, "GGUF with a tensor of the new type", test_gguf_with_new_type);
     return test_run_cunit();
 }
