@@ -1,0 +1,17 @@
+/* backend-avx2: the per-family tables the kernel files define (compiled for
+ * AVX2) and backend_avx2.c joins (compiled for baseline x86-64: it only
+ * reads these pointers, never calls through them). Each table is
+ * NULL-terminated. */
+#ifndef ANVIL_AVX2_KERNELS_H
+#define ANVIL_AVX2_KERNELS_H
+
+#include "anvil/backend.h"
+
+extern const anvil_act_quantizer *const anvil_avx2_quantizers[];
+extern const anvil_kernel *const anvil_avx2_kernels_q8_0[];
+extern const anvil_kernel *const anvil_avx2_kernels_q4_q5[];
+extern const anvil_kernel *const anvil_avx2_kernels_kquants[];
+extern const anvil_kernel *const anvil_avx2_kernels_ternary[];
+extern const anvil_kernel *const anvil_avx2_kernels_cold[];
+
+#endif

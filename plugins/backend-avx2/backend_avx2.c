@@ -1,0 +1,117 @@
+/*
+ * backend-avx2: AVX2 + FMA + F16C kernels for x86-64 (Haswell, Zen and
+ * later): activation quantizers Q8_0 / Q8_1 / Q8_K; vec_dot, multi-row GEMV,
+ * GEMM and row decode for Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
+ * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4. Every other format falls through to the
+ * next backend in the configured order (backend-scalar).
+ *
+ * This file is compiled for baseline x86-64: it only reads the kernel
+ * tables (data) and decides from the host's CPU features whether they may
+ * run. It never runs cpuid itself, so ANVIL_CPU_MASK=-avx2 (or -fma,
+ * -f16c) makes the backend score 0 and the host skip it, with the reason.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "anvil/abi.h"
+#include "anvil/backend.h"
+#include "avx2_kernels.h"
+
+#define MAX_ENTRIES 64
+
+/* What the kernel files were compiled for (-mavx2 -mfma -mf16c). */
+static const struct {
+    uint64_t bit;
+    const char *name;
+} required[] = {
+    { ANVIL_CPU_AVX, "avx" },
+    { ANVIL_CPU_AVX2, "avx2" },
+    { ANVIL_CPU_FMA, "fma" },
+    { ANVIL_CPU_F16C, "f16c" },
+};
+
+static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
+static const anvil_kernel *kernels[MAX_ENTRIES];
+
+static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
+    if (cpu == NULL || cpu->arch != ANVIL_ARCH_X86_64) {
+        if (why != NULL && why_size > 0) snprintf(why, why_size, "needs an x86-64 CPU");
+        return 0;
+    }
+    char missing[64] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i) {
+        if ((cpu->features & required[i].bit) == 0 && used < sizeof missing) {
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s", used ? " " : "", required[i].name);
+        }
+    }
+    if (missing[0] != '\0') {
+        if (why != NULL && why_size > 0) {
+            snprintf(why, why_size, "needs avx avx2 fma f16c; this CPU (after ANVIL_CPU_MASK) lacks: %s", missing);
+        }
+        return 0;
+    }
+    if (why != NULL && why_size > 0) snprintf(why, why_size, "avx2 fma f16c present");
+    return 20;
+}
+
+static anvil_backend backend = {
+    .struct_size = sizeof(anvil_backend),
+    .name = "avx2",
+    .description = "AVX2/FMA/F16C kernels: 8-row GEMV, exact integer accumulation, results equal to the scalar reference",
+    .score = avx2_score,
+};
+
+static const anvil_backend *const backends[] = { &backend };
+
+static size_t append(const void **dst, size_t n, size_t cap, const void *const *src, int *overflow) {
+    for (size_t i = 0; src[i] != NULL; ++i) {
+        if (n < cap) {
+            dst[n++] = src[i];
+        } else {
+            *overflow = 1;
+        }
+    }
+    return n;
+}
+
+static int avx2_init(const anvil_host_services *host, char *err, size_t err_size) {
+    (void)host; /* the score reads the CPU features; nothing to pick here */
+    size_t nq = 0, nk = 0;
+    int overflow = 0;
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_avx2_quantizers, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_q8_0, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_q4_q5, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_kquants, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ternary, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_cold, &overflow);
+    if (overflow) {
+        snprintf(err, err_size, "backend-avx2: kernel table overflow (raise MAX_ENTRIES in backend_avx2.c)");
+        return ANVIL_E_INTERNAL;
+    }
+    backend.n_quantizers = nq;
+    backend.quantizers = quantizers;
+    backend.n_kernels = nk;
+    backend.kernels = kernels;
+    return ANVIL_OK;
+}
+
+static const anvil_plugin_desc desc = {
+    .struct_size = sizeof(anvil_plugin_desc),
+    .abi_major = ANVIL_ABI_MAJOR,
+    .abi_minor = ANVIL_ABI_MINOR,
+    .kind = ANVIL_PLUGIN_BACKEND,
+    .id = "backend-avx2",
+    .version = "1.0.0",
+    .license = "MIT",
+    .description = "AVX2/FMA/F16C kernels for x86-64",
+    .init = avx2_init,
+    .n_backends = 1,
+    .backends = backends,
+};
+
+ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,
+                                                                uint32_t host_abi_minor) {
+    (void)host_abi_minor;
+    return host_abi_major == ANVIL_ABI_MAJOR ? &desc : NULL;
+}
