@@ -4,7 +4,8 @@
 #   make test   install what is missing (incl. the ggml oracle), build, run every
 #               test: CUnit suites (ctest), the ggml parity program, the unit
 #               suites again under ASan+UBSan, and the libFuzzer targets for a
-#               bounded time (clang build, which also proves clang builds clean)
+#               bounded time (clang build, which also proves clang builds clean),
+#               and the aarch64 build under qemu (backend-neon)
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -14,7 +15,7 @@ ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
 ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 PARITY_ROWS ?= 10000
 
-.PHONY: all demo test deps oracle build unit parity asan fuzz clean
+.PHONY: all demo test deps oracle build unit parity asan fuzz test-aarch64 clean
 
 all: build
 
@@ -49,11 +50,17 @@ fuzz: deps
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
+# backend-neon: cross-built for aarch64, every suite run under qemu-user with
+# and without the dot-product extension (installs its own cross packages).
+test-aarch64:
+	@scripts/test-aarch64.sh build-aarch64
+
 test: build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory test-aarch64
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-aarch64

@@ -4,10 +4,7 @@
 set -eu
 
 PKGS="build-essential cmake pkg-config libinih-dev libcunit1-dev clang libclang-rt-14-dev nodejs npm"
-if [ "${ANVIL_WITH_NEON:-0}" = "1" ] && [ "$(uname -m)" = "x86_64" ]; then
-    # backend-neon is cross-built and its tests run under qemu-user.
-    PKGS="$PKGS gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
-fi
+# (the aarch64 cross toolchain and qemu are installed by scripts/test-aarch64.sh)
 
 missing=""
 for p in $PKGS; do
