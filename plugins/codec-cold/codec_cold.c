@@ -3,26 +3,31 @@
  *   i-quants   IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS
  *   FP4        MXFP4 NVFP4
  *
- * Every format decodes bit-identically to ggml. Four encode byte-identically
- * to what llama-quantize writes without an importance matrix (IQ4_NL IQ4_XS
- * MXFP4 NVFP4). The others say why they do not, and the host answers
- * ANVIL_E_ENCODER_UNAVAILABLE with that note:
- *  - IQ2_XXS IQ2_XS IQ1_S: ggml refuses to quantize them without an
- *    importance matrix, so there is no imatrix-free output to match;
- *  - IQ3_XXS IQ3_S IQ2_S IQ1_M: ggml has an imatrix-free encoder (a lattice
- *    search), not reproduced here yet.
+ * Every format decodes bit-identically to ggml. Eight encode byte-identically
+ * to what llama-quantize writes without an importance matrix: IQ4_NL IQ4_XS
+ * MXFP4 NVFP4, and the lattice searches IQ3_XXS IQ3_S IQ2_S IQ1_M. The other
+ * three say why they do not, and the host answers
+ * ANVIL_E_ENCODER_UNAVAILABLE with that note: ggml refuses to quantize
+ * IQ2_XXS IQ2_XS IQ1_S without an importance matrix, so there is no
+ * imatrix-free output to match.
  *
- * The codebooks are static tables (plugins/ref/cold_tables.c), so there is
- * nothing to build at load time and no init function. The implementations
- * live in plugins/ref, shared with backend-scalar's kernels.
+ * The codebooks are static tables (plugins/ref/cold_tables.c). The lattice
+ * encoders also need search tables derived from them (for every off-grid
+ * code vector, its candidate grid points); those are built once per
+ * process, thread-safely, by the init hook below (plugins/ref/
+ * cold_enc_lattice.c; static storage, so there is nothing to free at
+ * deinit). The implementations live in plugins/ref, shared with
+ * backend-scalar's kernels.
  */
+#include <stdio.h>
+
 #include "anvil/abi.h"
 #include "anvil/blocks.h"
 #include "anvil/codec.h"
 #include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
 
 #define NOTE_IMATRIX "ggml encodes it only with an importance matrix: decode-only"
-#define NOTE_NOT_YET "no byte-exact encoder yet"
 
 #define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, dec, note) \
     static const anvil_codec ident = {                                       \
@@ -45,19 +50,19 @@ COLD_CODEC(c_iq2_xxs, ANVIL_TYPE_IQ2_XXS, "iq2_xxs", anvil_block_iq2_xxs, ANVIL_
 COLD_CODEC(c_iq2_xs, ANVIL_TYPE_IQ2_XS, "iq2_xs", anvil_block_iq2_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
            ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
 COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, NULL, anvil_ref_decode_iq3_xxs, NOTE_NOT_YET);
+           0, anvil_ref_encode_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
 COLD_CODEC(c_iq1_s, ANVIL_TYPE_IQ1_S, "iq1_s", anvil_block_iq1_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
            ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
 COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0,
            0, anvil_ref_encode_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
 COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, NULL, anvil_ref_decode_iq3_s, NOTE_NOT_YET);
+           0, anvil_ref_encode_iq3_s, anvil_ref_decode_iq3_s, NULL);
 COLD_CODEC(c_iq2_s, ANVIL_TYPE_IQ2_S, "iq2_s", anvil_block_iq2_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, NULL, anvil_ref_decode_iq2_s, NOTE_NOT_YET);
+           0, anvil_ref_encode_iq2_s, anvil_ref_decode_iq2_s, NULL);
 COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
            0, anvil_ref_encode_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
 COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, NULL, anvil_ref_decode_iq1_m, NOTE_NOT_YET);
+           0, anvil_ref_encode_iq1_m, anvil_ref_decode_iq1_m, NULL);
 COLD_CODEC(c_mxfp4, ANVIL_TYPE_MXFP4, "mxfp4", anvil_block_mxfp4, ANVIL_QK_MXFP4, ANVIL_TYPE_Q8_0,
            0, anvil_ref_encode_mxfp4, anvil_ref_decode_mxfp4, NULL);
 COLD_CODEC(c_nvfp4, ANVIL_TYPE_NVFP4, "nvfp4", anvil_block_nvfp4, ANVIL_QK_NVFP4, ANVIL_TYPE_Q8_0,
@@ -69,6 +74,19 @@ static const anvil_codec *const codecs[] = {
     &c_iq2_s,   &c_iq4_xs, &c_iq1_m,   &c_mxfp4, &c_nvfp4,
 };
 
+/* Builds the lattice encoders' search tables (once per process; a second
+ * call, or a second load of the plugin, finds them built). */
+static int cold_init(const anvil_host_services *host, char *err, size_t err_size) {
+    (void)host;
+    const int rc = anvil_ref_cold_lattice_init();
+    if (rc != ANVIL_OK && err != NULL && err_size > 0) {
+        snprintf(err, err_size,
+                 "codec-cold: the IQ3/IQ2_S/IQ1_M search tables failed their self-check "
+                 "(plugins/ref/cold_tables.c is corrupt); reinstall the plugin");
+    }
+    return rc;
+}
+
 static const anvil_plugin_desc desc = {
     .struct_size = sizeof(anvil_plugin_desc),
     .abi_major = ANVIL_ABI_MAJOR,
@@ -78,7 +96,8 @@ static const anvil_plugin_desc desc = {
     .version = "1.0.0",
     .license = "MIT",
     .description = "i-quants, MXFP4 and NVFP4: bit-exact decode for all, byte-exact encode for "
-                   "IQ4_NL IQ4_XS MXFP4 NVFP4",
+                   "IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4",
+    .init = cold_init,
     .n_codecs = sizeof codecs / sizeof codecs[0],
     .codecs = codecs,
 };

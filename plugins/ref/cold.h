@@ -11,8 +11,10 @@
  *    table. n is a whole number of blocks (callers check).
  *  - Encoders exist where ggml has a deterministic one that llama-quantize
  *    uses without an importance matrix: IQ4_NL (ggml_quantize_chunk's path,
- *    with the scale search), IQ4_XS, MXFP4, NVFP4 (quantize_row_*_ref). They
- *    are byte-identical to ggml. The other seven are decode-only here.
+ *    with the scale search), IQ4_XS, MXFP4, NVFP4 (quantize_row_*_ref), and
+ *    the lattice searches IQ3_XXS, IQ3_S, IQ2_S, IQ1_M (cold_enc_grid.h).
+ *    All eight are byte-identical to ggml. IQ2_XXS, IQ2_XS and IQ1_S need an
+ *    importance matrix in ggml and are decode-only here.
  *  - Dots follow ggml's scalar (generic) kernels operation for operation, so
  *    they equal ggml_vec_dot_<w>_<act>_generic bit for bit and ggml's SIMD
  *    kernels to accumulation order. Activations: Q8_0 for IQ4_NL, MXFP4 and

@@ -29,6 +29,7 @@
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
 #include "ref/cold_tables.h"
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
@@ -60,19 +61,23 @@ static const fmt formats[] = {
       anvil_ref_vec_dot_iq2_xxs_q8_K, Q8K, offsetof(anvil_block_iq2_xxs, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_decode_iq2_xs,
       anvil_ref_vec_dot_iq2_xs_q8_K, Q8K, offsetof(anvil_block_iq2_xs, d), ANVIL_CODEC_NEEDS_IMATRIX },
-    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), NULL, anvil_ref_decode_iq3_xxs,
+    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs,
+      anvil_ref_decode_iq3_xxs,
       anvil_ref_vec_dot_iq3_xxs_q8_K, Q8K, offsetof(anvil_block_iq3_xxs, d), 0 },
     { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_decode_iq1_s,
       anvil_ref_vec_dot_iq1_s_q8_K, Q8K, offsetof(anvil_block_iq1_s, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), anvil_ref_encode_iq4_nl,
       anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
-    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), NULL, anvil_ref_decode_iq3_s,
+    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s,
+      anvil_ref_decode_iq3_s,
       anvil_ref_vec_dot_iq3_s_q8_K, Q8K, offsetof(anvil_block_iq3_s, d), 0 },
-    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), NULL, anvil_ref_decode_iq2_s,
+    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s,
+      anvil_ref_decode_iq2_s,
       anvil_ref_vec_dot_iq2_s_q8_K, Q8K, offsetof(anvil_block_iq2_s, d), 0 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), anvil_ref_encode_iq4_xs,
       anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
-    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), NULL, anvil_ref_decode_iq1_m,
+    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m,
+      anvil_ref_decode_iq1_m,
       anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), anvil_ref_encode_mxfp4,
       anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE, 0 },
@@ -391,7 +396,21 @@ static void test_encode_refusals(void) {
 
 /* Relative RMS error of encode -> decode on N(0,1) rows, deterministic
  * output, and exact zeros from all-zero input. The bounds are loose upper
- * limits for each format's bit budget (4.25-4.5 bpw). */
+ * limits for each format's bit budget as ggml encodes it without an
+ * importance matrix (weights x^2 favour the large values): 4.25-4.5 bpw
+ * 0.15-0.20; IQ3_S (3.44 bpw) measures 0.165, IQ3_XXS (3.06) 0.214, IQ2_S
+ * (2.56) 0.261, IQ1_M (1.75) 0.590. */
+static double quality_bound(int type) {
+    switch (type) {
+    case ANVIL_TYPE_MXFP4: return 0.20;
+    case ANVIL_TYPE_IQ3_S: return 0.19;
+    case ANVIL_TYPE_IQ3_XXS: return 0.24;
+    case ANVIL_TYPE_IQ2_S: return 0.29;
+    case ANVIL_TYPE_IQ1_M: return 0.65;
+    default: return 0.15;
+    }
+}
+
 static void test_encode_quality(void) {
     static float x[MAX_ELEMS], y[MAX_ELEMS];
     static uint8_t a[MAX_ELEMS * 2], b[MAX_ELEMS * 2];
@@ -414,12 +433,12 @@ static void test_encode_quality(void) {
             }
         }
         const double rel = sqrt(err / ref);
-        const double bound = f->type == ANVIL_TYPE_MXFP4 ? 0.20 : 0.15;
+        const double bound = quality_bound(f->type);
         if (!(rel < bound)) {
             fprintf(stderr, "%s: relative RMS error %.4f (bound %.2f)\n", f->name, rel, bound);
         }
         CU_ASSERT(rel < bound);
-        CU_ASSERT(rel > 0.001); /* a 4-bit code cannot be this exact: the check is live */
+        CU_ASSERT(rel > 0.001); /* a <= 4.5-bit code cannot be this exact: the check is live */
 
         for (size_t j = 0; j < n; ++j) {
             x[j] = (j % 3 == 0) ? -0.0f : 0.0f;
@@ -665,12 +684,10 @@ static void test_plugin_descriptor(void) {
             /* decode-only, and it says why */
             CU_ASSERT_PTR_NULL(c->encode);
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_note);
-            if (f->flags & ANVIL_CODEC_NEEDS_IMATRIX) {
-                CU_ASSERT_STRING_EQUAL(c->encode_note,
-                                       "ggml encodes it only with an importance matrix: decode-only");
-            } else {
-                CU_ASSERT_STRING_EQUAL(c->encode_note, "no byte-exact encoder yet");
-            }
+            /* every format ggml encodes without an imatrix is encodable */
+            CU_ASSERT(f->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+            CU_ASSERT_STRING_EQUAL(c->encode_note,
+                                   "ggml encodes it only with an importance matrix: decode-only");
         }
         /* The plugin's functions behave as the reference (its own copy of
          * anvil_ref): decode one random block both ways. */

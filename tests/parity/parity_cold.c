@@ -15,9 +15,18 @@
  *
  * Per format, over pc->rows rows cycling through every input kind with
  * varied row lengths (whole blocks):
- *   encode   (IQ4_NL IQ4_XS MXFP4 NVFP4) anvil vs ggml_quantize_chunk with
- *            no importance matrix (what llama-quantize writes), and vs
- *            quantize_row_<t>_ref where that is the same function: every byte
+ *   encode   (IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4) anvil vs
+ *            ggml_quantize_chunk with no importance matrix (what
+ *            llama-quantize writes), and vs quantize_row_<t>_ref where that
+ *            is the same function: every byte. Both are timed on the same
+ *            rows (after each side's one-time table build, timed apart).
+ *            The lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M) also get:
+ *            rows scaled over 1e-38 .. 1e6 with random all-zero groups
+ *            (ggml's IQ3_S shifts its output after an all-zero group; tiny
+ *            scales underflow the weights), every byte; and rows of huge
+ *            values, where ggml's search overflows and aborts: ggml runs in
+ *            a child process, and anvil must refuse (ANVIL_E_UNSUPPORTED)
+ *            exactly where ggml dies and match it byte for byte elsewhere
  *   decode   anvil vs dequantize_row_<t> on ggml-encoded rows (formats ggml
  *            encodes only with an importance matrix get a synthetic one), and
  *            on >= 100,000 random-byte blocks with finite scales, and on
@@ -35,11 +44,16 @@
  * zeros, no GOLDEN_REC_ENCODED.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "anvil/blocks.h"
 #include "anvil/codec.h"
@@ -47,6 +61,7 @@
 #include "anvil/status.h"
 #include "parity.h"
 #include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
 #include "ref/cold_tables.h"
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
@@ -84,7 +99,10 @@ typedef struct cold_format {
     anvil_decode_fn act_decode;
     anvil_vec_dot_fn dot;
     int oracle_encoding;
-    size_t max_blocks;         /* row lengths vary over 1..max_blocks blocks */
+    size_t max_blocks;         /* row lengths vary over 1..max_blocks blocks (2 for the
+                                  lattice encoders: their searches are slow and blocks
+                                  are encoded independently, so longer rows add time,
+                                  not coverage) */
 } cold_format;
 
 #define NO_SCALE ((size_t)-1)
@@ -101,8 +119,8 @@ static const cold_format formats[] = {
       offsetof(anvil_block_iq2_xs, d), NULL, 0, anvil_ref_decode_iq2_xs, Q8K,
       anvil_ref_vec_dot_iq2_xs_q8_K, ENC_IMATRIX, 4 },
     { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs),
-      offsetof(anvil_block_iq3_xxs, d), NULL, 0, anvil_ref_decode_iq3_xxs, Q8K,
-      anvil_ref_vec_dot_iq3_xxs_q8_K, ENC_NO_IMATRIX, 4 },
+      offsetof(anvil_block_iq3_xxs, d), anvil_ref_encode_iq3_xxs, 1, anvil_ref_decode_iq3_xxs, Q8K,
+      anvil_ref_vec_dot_iq3_xxs_q8_K, ENC_NO_IMATRIX, 2 },
     { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s),
       offsetof(anvil_block_iq1_s, d), NULL, 0, anvil_ref_decode_iq1_s, Q8K,
       anvil_ref_vec_dot_iq1_s_q8_K, ENC_IMATRIX, 4 },
@@ -110,16 +128,17 @@ static const cold_format formats[] = {
       offsetof(anvil_block_iq4_nl, d), anvil_ref_encode_iq4_nl, 0, anvil_ref_decode_iq4_nl, Q80,
       anvil_ref_vec_dot_iq4_nl_q8_0, ENC_NO_IMATRIX, 32 },
     { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s),
-      offsetof(anvil_block_iq3_s, d), NULL, 0, anvil_ref_decode_iq3_s, Q8K,
-      anvil_ref_vec_dot_iq3_s_q8_K, ENC_NO_IMATRIX, 4 },
+      offsetof(anvil_block_iq3_s, d), anvil_ref_encode_iq3_s, 1, anvil_ref_decode_iq3_s, Q8K,
+      anvil_ref_vec_dot_iq3_s_q8_K, ENC_NO_IMATRIX, 2 },
     { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s),
-      offsetof(anvil_block_iq2_s, d), NULL, 0, anvil_ref_decode_iq2_s, Q8K,
-      anvil_ref_vec_dot_iq2_s_q8_K, ENC_NO_IMATRIX, 4 },
+      offsetof(anvil_block_iq2_s, d), anvil_ref_encode_iq2_s, 1, anvil_ref_decode_iq2_s, Q8K,
+      anvil_ref_vec_dot_iq2_s_q8_K, ENC_NO_IMATRIX, 2 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs),
       offsetof(anvil_block_iq4_xs, d), anvil_ref_encode_iq4_xs, 1, anvil_ref_decode_iq4_xs, Q8K,
       anvil_ref_vec_dot_iq4_xs_q8_K, ENC_NO_IMATRIX, 4 },
-    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), NO_SCALE, NULL, 0,
-      anvil_ref_decode_iq1_m, Q8K, anvil_ref_vec_dot_iq1_m_q8_K, ENC_NO_IMATRIX, 4 },
+    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), NO_SCALE,
+      anvil_ref_encode_iq1_m, 0, anvil_ref_decode_iq1_m, Q8K, anvil_ref_vec_dot_iq1_m_q8_K,
+      ENC_NO_IMATRIX, 2 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), NO_SCALE,
       anvil_ref_encode_mxfp4, 1, anvil_ref_decode_mxfp4, Q80, anvil_ref_vec_dot_mxfp4_q8_0,
       ENC_NO_IMATRIX, 32 },
@@ -700,7 +719,15 @@ typedef struct tally {
     size_t dot_plain_over;  /* rows above 1e-5 relative to the result alone */
     size_t rows;
     size_t kinds_seen;
+    double enc_ggml_s, enc_anvil_s; /* encode wall time, same rows */
+    size_t enc_elems;
 } tally;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g, tally *t) {
     static float x[MAX_ELEMS], act[MAX_ELEMS], yg[MAX_ELEMS], ya[MAX_ELEMS];
@@ -713,11 +740,16 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
         const size_t row_bytes = n / f->block_elems * f->block_bytes;
         kinds |= 1u << kind;
         test_input_fill(x, n, kind, pc->seed, row);
+        const double t0 = now_s();
         ggml_encode_row(pc, f, x, n, row, genc);
+        t->enc_ggml_s += now_s() - t0;
 
         if (f->encode != NULL) {
             char msg[256];
+            const double t1 = now_s();
             const int rc = f->encode(x, aenc, n, msg, sizeof msg);
+            t->enc_anvil_s += now_s() - t1;
+            t->enc_elems += n;
             t->enc_checked++;
             const size_t at = rc == ANVIL_OK ? parity_first_diff_u8(genc, aenc, row_bytes) : 0;
             if (rc != ANVIL_OK || at != row_bytes) {
@@ -867,6 +899,148 @@ static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *
     }
 }
 
+/* ---- lattice encoders at the edges -------------------------------------- */
+
+static int is_lattice_encoder(const cold_format *f) {
+    return f->encode != NULL && (f->type == ANVIL_TYPE_IQ3_XXS || f->type == ANVIL_TYPE_IQ3_S ||
+                                 f->type == ANVIL_TYPE_IQ2_S || f->type == ANVIL_TYPE_IQ1_M);
+}
+
+/* A row of `kind` times 10^e, with some groups zeroed: per 32 elements, one
+ * chance in four that all are 0 (ggml's IQ3_S then shifts what follows),
+ * one in four that one half is. */
+static void edge_row(float *x, size_t n, test_input_kind kind, uint64_t seed, uint64_t row, float e) {
+    test_input_fill(x, n, kind, seed, row);
+    test_rng r;
+    test_rng_seed(&r, seed * 17u + row);
+    const float scale = powf(10.0f, e);
+    for (size_t i = 0; i < n; ++i) {
+        x[i] *= scale;
+        if (!isfinite(x[i])) {
+            x[i] = copysignf(FLT_MAX, x[i]);
+        }
+    }
+    for (size_t g = 0; g + 32 <= n; g += 32) {
+        const unsigned u = (unsigned)(test_rng_u64(&r) % 8);
+        if (u < 2) {
+            memset(x + g, 0, 32 * sizeof *x);
+        } else if (u < 4) {
+            memset(x + g + (u - 2) * 16, 0, 16 * sizeof *x);
+        }
+    }
+}
+
+/* Rows scaled over 1e-38 .. 1e6 with zeroed groups: every byte. */
+static void check_edges_scaled(parity_ctx *pc, const cold_format *f) {
+    static float x[2 * ANVIL_QK_K];
+    static uint8_t genc[2 * MAX_BLOCK_BYTES * 2], aenc[2 * MAX_BLOCK_BYTES * 2];
+    const size_t rows = pc->rows / 4 > 256 ? pc->rows / 4 : 256;
+    size_t bad = 0;
+    test_rng r;
+    test_rng_seed(&r, pc->seed * 5u + (uint64_t)f->type);
+    for (size_t row = 0; row < rows; ++row) {
+        const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
+        const size_t n = (1 + row % 2) * ANVIL_QK_K;
+        const float e = -38.0f + 44.0f * test_rng_uniform(&r);
+        edge_row(x, n, kind, pc->seed + 3, row, e);
+        const size_t row_bytes = n / f->block_elems * f->block_bytes;
+        pc->oracle->quantize_chunk(f->type, x, genc, 0, 1, (int64_t)n, NULL);
+        char msg[256];
+        const int rc = f->encode(x, aenc, n, msg, sizeof msg);
+        const size_t at = rc == ANVIL_OK ? parity_first_diff_u8(genc, aenc, row_bytes) : 0;
+        if (rc != ANVIL_OK || at != row_bytes) {
+            if (bad++ < 3) {
+                printf("  %s scaled row %zu (%s x 1e%.1f): rc %d, first diff at byte %zu: ggml %02x "
+                       "anvil %02x\n",
+                       f->name, row, test_input_kind_name(kind), (double)e, rc, at, genc[at], aenc[at]);
+            }
+        }
+    }
+    parity_report(pc, f->name, "encode rows x 1e-38..1e6 with all-zero groups", rows, bad);
+}
+
+/* Huge values. ggml's search overflows and fails an assertion (IQ1_M: reads
+ * past its input first), which aborts the process, so ggml runs in a child
+ * writing into shared memory. Agreement: ggml dies and anvil refuses with
+ * ANVIL_E_UNSUPPORTED, or both encode and the bytes match. */
+static void check_edges_huge(parity_ctx *pc, const cold_format *f) {
+    static float x[ANVIL_QK_K];
+    static uint8_t aenc[MAX_BLOCK_BYTES * 2];
+    const size_t row_bytes = f->block_bytes;
+    uint8_t *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) {
+        printf("%-8s huge-value check: mmap failed, skipped\n", f->name);
+        return;
+    }
+    const size_t rows = 3 * INPUT_KIND_COUNT;
+    size_t bad = 0, aborted = 0, encoded = 0;
+    for (size_t row = 0; row < rows; ++row) {
+        const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
+        const float e = 6.0f + 26.0f * (float)row / (float)rows;
+        edge_row(x, ANVIL_QK_K, kind, pc->seed + 9, row, e);
+        fflush(stdout);
+        fflush(stderr);
+        const pid_t pid = fork();
+        if (pid == 0) {
+            const int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0) {
+                dup2(devnull, 1);
+                dup2(devnull, 2);
+            }
+            setenv("GGML_NO_BACKTRACE", "1", 1);
+            pc->oracle->quantize_chunk(f->type, x, shared, 0, 1, ANVIL_QK_K, NULL);
+            _exit(0);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+            printf("%-8s huge-value check: fork failed, skipped\n", f->name);
+            break;
+        }
+        const int ggml_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        char msg[512];
+        const int rc = f->encode(x, aenc, ANVIL_QK_K, msg, sizeof msg);
+        int agree;
+        if (ggml_ok) {
+            encoded++;
+            agree = rc == ANVIL_OK && memcmp(shared, aenc, row_bytes) == 0;
+        } else {
+            aborted++;
+            agree = rc == ANVIL_E_UNSUPPORTED;
+        }
+        if (!agree && bad++ < 3) {
+            printf("  %s huge row %zu (%s x 1e%.1f): ggml %s, anvil rc %d\n", f->name, row,
+                   test_input_kind_name(kind), (double)e, ggml_ok ? "encoded" : "aborted", rc);
+        }
+    }
+    munmap(shared, 4096);
+    char what[128];
+    snprintf(what, sizeof what, "encode x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)",
+             aborted, encoded);
+    parity_report(pc, f->name, what, aborted + encoded, bad);
+}
+
+/* One-time table builds, each side timed before anything else uses them:
+ * ggml_quantize_init per lattice type, anvil's single build of all four. */
+static void time_lattice_inits(parity_ctx *pc) {
+    static const int types[] = { ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S, ANVIL_TYPE_IQ2_S, ANVIL_TYPE_IQ1_M };
+    double ggml_ms[4], total = 0.0;
+    for (int i = 0; i < 4; ++i) {
+        const double t0 = now_s();
+        if (pc->oracle->quantize_init != NULL) {
+            pc->oracle->quantize_init(types[i]);
+        }
+        ggml_ms[i] = (now_s() - t0) * 1e3;
+        total += ggml_ms[i];
+    }
+    const double t0 = now_s();
+    const int rc = anvil_ref_cold_lattice_init();
+    const double anvil_ms = (now_s() - t0) * 1e3;
+    printf("lattice search tables: ggml_quantize_init %.1f ms (iq3_xxs %.1f, iq3_s %.1f, iq2_s %.1f, "
+           "iq1_m %.1f); anvil_ref_cold_lattice_init %.1f ms (all four, once)\n",
+           total, ggml_ms[0], ggml_ms[1], ggml_ms[2], ggml_ms[3], anvil_ms);
+    parity_report(pc, "tables", "lattice search tables built (self-check)", 1, rc != ANVIL_OK);
+}
+
 /* ---- golden fixtures ------------------------------------------------------ */
 
 static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g) {
@@ -924,6 +1098,7 @@ static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g
 
 int parity_cold(parity_ctx *pc) {
     const size_t failures_before = pc->total_failures;
+    time_lattice_inits(pc);
     check_tables(pc);
     const size_t random_blocks = pc->rows * 10 > 100000 ? pc->rows * 10 : 100000;
     for (size_t i = 0; i < N_FORMATS; ++i) {
@@ -942,6 +1117,15 @@ int parity_cold(parity_ctx *pc) {
             parity_report(pc, f->name, what, t.enc_checked, t.enc_bad);
             if (f->ref_is_chunk) {
                 parity_report(pc, f->name, "encode vs quantize_row_*_ref", t.enc_ref_checked, t.enc_ref_bad);
+            }
+            const double blocks = (double)t.enc_elems / ANVIL_QK_K;
+            printf("%-8s   encode speed on the same %zu rows: ggml %.1f us, anvil %.1f us per 256 "
+                   "elements (anvil %.2fx ggml's speed)\n",
+                   f->name, t.enc_checked, t.enc_ggml_s * 1e6 / blocks, t.enc_anvil_s * 1e6 / blocks,
+                   t.enc_anvil_s > 0 ? t.enc_ggml_s / t.enc_anvil_s : 0.0);
+            if (is_lattice_encoder(f)) {
+                check_edges_scaled(pc, f);
+                check_edges_huge(pc, f);
             }
         }
         snprintf(what, sizeof what, "decode ggml-encoded rows%s",

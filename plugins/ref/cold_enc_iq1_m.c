@@ -1,0 +1,339 @@
+/*
+ * IQ1_M encoder: what ggml_quantize_chunk(GGML_TYPE_IQ1_M, ..., imatrix =
+ * NULL) writes (quantize_iq1_m; ggml has no quantize_row_iq1_m_ref), byte
+ * for byte.
+ *
+ * Values are (code - 1 + delta) * scale with codes 0..2 and delta = +-1/8
+ * chosen per 8 elements. Per 16 elements, ggml solves the weighted
+ * (w = x^2) least-squares problem exactly over the three-level splits: sort
+ * the elements, try every pair of cut points (i1 <= i2) and, for each, the
+ * four ways of giving the two 8-element halves a delta sign; keep the best
+ * fit. The code vectors of the halves are then snapped to the IQ1 grid
+ * (candidates from cold_enc_lattice.h, scored at the fitted scale), the
+ * scale refitted if one moved, and per 256 elements the 3-bit sub-scales
+ * and one binary16 scale (refitted over the whole block, times 1.1125) are
+ * stored, the latter split in four nibbles over the sub-scale words.
+ *
+ * Two things beyond the arithmetic decide ggml's bytes:
+ *  - The sort. ggml calls qsort with a comparator that sees only the value,
+ *    so the order of equal values is whatever the C library's qsort does.
+ *    glibc's qsort is a merge sort for arrays this small (it falls back to
+ *    quicksort only when it cannot get a scratch buffer), which keeps equal
+ *    values in index order: a stable sort. That is what is done here, and
+ *    what the oracle (on glibc) confirms. Equal values are common (zeros,
+ *    repeated levels), and their order moves the cut points and the sums'
+ *    rounding; ggml built on a C library with an unstable qsort (musl's
+ *    smoothsort) writes other bytes for such groups.
+ *  - The form of the split sums. ggml's current search (the oracle's)
+ *    derives each split's sums from per-half prefix sums; an older one
+ *    summed term by term. Both are the same in exact arithmetic, and
+ *    many splits tie in exact arithmetic (a group of one sign fits
+ *    equally well with all codes 0, 1 or 2), so the rounding of the
+ *    chosen form picks the winner. The prefix form is reproduced.
+ *
+ * Block: qs (low 8 bits of the 11-bit indices), qh (per 16 elements: two
+ * 3-bit index tops at bits 0-2 and 4-6, delta signs at bits 3 and 7),
+ * scales (four u16: 3-bit sub-scales in bits 0..11, a binary16 nibble in
+ * bits 12..15).
+ */
+#include "ref/cold_enc_grid.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "anvil/blocks.h"
+#include "anvil/numeric.h"
+#include "anvil/status.h"
+#include "ref/checks.h"
+#include "ref/cold_enc_search.h"
+#include "ref/cold_tables.h"
+
+#define QK ANVIL_QK_K
+#define GROUP 16 /* ggml's IQ1M_BLOCK_SIZE */
+
+/* ggml's GROUP_MAX_EPS_IQ1_M. */
+#define IQ1M_TINY 1e-7f
+
+#define IQ1M_QS offsetof(anvil_block_iq1_m, qs)
+#define IQ1M_QH offsetof(anvil_block_iq1_m, qh)
+#define IQ1M_SCALES offsetof(anvil_block_iq1_m, scales)
+
+/* Which delta sign a half gets under split variant k: 0 (+,+), 1 (+,-),
+ * 2 (-,+), 3 (-,-) for (first 8, last 8). Returns 1 for x_m. */
+static inline int variant_minus(int k, int second_half) {
+    return second_half ? (k & 1) : (k >> 1);
+}
+
+/* ggml's iq1_find_best_neighbour2: the candidate whose values xx[code] *
+ * scale are closest to x (weighted), first on ties; -1 when none scores
+ * below FLT_MAX (ggml then scans the whole grid reading past its input).
+ * The lists are long (73 candidates on average), so each (element, code)
+ * term w (scale q - x)^2 is computed once, by ggml's expression, and the
+ * candidates' sums add them in ggml's element order: the same floats. */
+static int best_candidate(const cold_lattice *lat, const uint16_t *cand, const float *x,
+                          const float *w, float scale, const float *xx) {
+    float err[8][3];
+    for (int i = 0; i < 8; ++i) {
+        for (int c = 0; c < 3; ++c) {
+            const float diff = scale * xx[c] - x[i];
+            err[i][c] = w[i] * diff * diff;
+        }
+    }
+    const int count = cand[0];
+    float best = FLT_MAX;
+    int index = -1;
+    for (int j = 1; j <= count; ++j) {
+        const uint8_t *c = lat->code + (size_t)cand[j] * 8;
+        float d2 = 0.0f;
+        for (int i = 0; i < 8; ++i) {
+            d2 += err[i][c[i]];
+        }
+        if (d2 < best) {
+            best = d2;
+            index = cand[j];
+        }
+    }
+    return index;
+}
+
+/* Stable ascending order of x[0..GROUP): what glibc's qsort (merge sort)
+ * produces with ggml's value-only comparator. Insertion sort, moving an
+ * element left only past strictly greater ones. */
+static void stable_order(const float *x, int *idx) {
+    for (int j = 0; j < GROUP; ++j) {
+        int m = j;
+        while (m > 0 && x[idx[m - 1]] > x[j]) {
+            idx[m] = idx[m - 1];
+            m--;
+        }
+        idx[m] = j;
+    }
+}
+
+/* The exhaustive split search of one group (ggml's i1/i2/k loops). Returns
+ * the best variant k (or -1 when no split has a positive sumq2), with the
+ * cut points and the scale.
+ *
+ * ggml evaluates each split from prefix sums kept per half (the halves may
+ * take different delta signs): with levels v0, v1, v2 one apart, the split's
+ * sum of w x v is v2 T - P(i1) - P(i2) and its sum of w v^2 is
+ * W v2^2 + Pw(i1) (v0^2 - v1^2) + Pw(i2) (v1^2 - v2^2), per half, then the
+ * halves added. Those are its exact float expressions (older ggml summed
+ * every split term by term, which rounds differently and picks other
+ * splits on near-ties; the oracle is the prefix form). */
+static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
+                      const float *x_m, int *out_i1, int *out_i2, float *out_scale) {
+    float px[2][GROUP + 1], pw[2][GROUP + 1];
+    px[0][0] = px[1][0] = 0.0f;
+    pw[0][0] = pw[1][0] = 0.0f;
+    for (int j = 0; j < GROUP; ++j) {
+        const int i = idx[j];
+        const int h = i < GROUP / 2 ? 0 : 1;
+        px[h][j + 1] = px[h][j] + weight[i] * xb[i];
+        px[1 - h][j + 1] = px[1 - h][j];
+        pw[h][j + 1] = pw[h][j] + weight[i];
+        pw[1 - h][j + 1] = pw[1 - h][j];
+    }
+    const float txs[2] = { px[0][GROUP], px[1][GROUP] };
+    const float tws[2] = { pw[0][GROUP], pw[1][GROUP] };
+    const float p2 = x_p[2], m2 = x_m[2];
+    const float cp1 = x_p[0] * x_p[0] - x_p[1] * x_p[1];
+    const float cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2];
+    const float cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1];
+    const float cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2];
+
+    float best_score = -FLT_MAX, scale = *out_scale;
+    int best_k = -1;
+    for (int i1 = 0; i1 <= GROUP; ++i1) {
+        for (int i2 = i1; i2 <= GROUP; ++i2) {
+            float qx_p[2], qx_m[2], q2_p[2], q2_m[2];
+            for (int h = 0; h < 2; ++h) {
+                const float sx = px[h][i1] + px[h][i2];
+                qx_p[h] = txs[h] * p2 - sx;
+                qx_m[h] = txs[h] * m2 - sx;
+                q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
+                q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+            }
+            /* variant k: first half minus when k >> 1, second when k & 1 */
+            const float sumqx[4] = { qx_p[0] + qx_p[1], qx_p[0] + qx_m[1], qx_m[0] + qx_p[1],
+                                     qx_m[0] + qx_m[1] };
+            const float sumq2[4] = { q2_p[0] + q2_p[1], q2_p[0] + q2_m[1], q2_m[0] + q2_p[1],
+                                     q2_m[0] + q2_m[1] };
+            for (int k = 0; k < 4; ++k) {
+                if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
+                    scale = sumqx[k] / sumq2[k];
+                    best_score = scale * sumqx[k];
+                    *out_i1 = i1;
+                    *out_i2 = i2;
+                    best_k = k;
+                }
+            }
+        }
+    }
+    *out_scale = scale;
+    return best_k;
+}
+
+static int refuse(size_t ibl, int ib, const float *xb, const char *why, char *msg, size_t msg_size) {
+    float amax = 0.0f;
+    for (int i = 0; i < GROUP; ++i) {
+        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+    }
+    const size_t first = ibl * QK + GROUP * (size_t)ib;
+    anvil_ref_message(msg, msg_size,
+                      "iq1_m: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
+                      "squared errors overflow float at this magnitude, where ggml %s; no byte-exact "
+                      "encoding exists (scale the tensor down before quantizing)",
+                      ibl, first, first + GROUP - 1, (double)amax, why);
+    return ANVIL_E_UNSUPPORTED;
+}
+
+int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    int rc = anvil_ref_check_encode_input("iq1_m", src, n, QK, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    rc = anvil_ref_cold_lattice_init();
+    if (rc != ANVIL_OK) {
+        anvil_ref_message(msg, msg_size, "iq1_m: the lattice search tables failed their self-check");
+        return rc;
+    }
+    const cold_lattice *lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
+    const float delta = anvil_cold_iq1m_delta;
+    const float x_p[3] = { -1 + delta, delta, 1 + delta };
+    const float x_m[3] = { -1 - delta, -delta, 1 - delta };
+    static const uint8_t masks[4] = { 0x00, 0x80, 0x08, 0x88 };
+
+    uint8_t *blk = dst;
+    for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq1_m)) {
+        const float *xbl = src + QK * ibl;
+        uint8_t *qs = blk + IQ1M_QS;
+        uint8_t *qh = blk + IQ1M_QH;
+        memset(blk, 0, sizeof(anvil_block_iq1_m));
+        float scales[QK / GROUP];
+        int shifts[QK / GROUP];
+        float max_scale = 0.0f;
+        for (int ib = 0; ib < QK / GROUP; ++ib) {
+            const float *xb = xbl + GROUP * ib;
+            float weight[GROUP];
+            for (int i = 0; i < GROUP; ++i) {
+                weight[i] = xb[i] * xb[i];
+            }
+            float max = fabsf(xb[0]);
+            for (int i = 1; i < GROUP; ++i) {
+                max = cold_max(max, fabsf(xb[i]));
+            }
+            scales[ib] = 0.0f;
+            shifts[ib] = 0;
+            if (max < IQ1M_TINY) {
+                continue; /* indices 0, no delta sign */
+            }
+            int idx[GROUP];
+            stable_order(xb, idx);
+            int i1 = -1, i2 = -1;
+            float scale = max;
+            int best_k = best_split(xb, weight, idx, x_p, x_m, &i1, &i2, &scale);
+            if (best_k < 0) {
+                continue;
+            }
+            int8_t L[GROUP];
+            for (int j = 0; j < GROUP; ++j) {
+                L[idx[j]] = (int8_t)(j < i1 ? 0 : j < i2 ? 1 : 2);
+            }
+            if (scale < 0) {
+                for (int j = 0; j < GROUP; ++j) {
+                    L[j] = (int8_t)(2 - L[j]);
+                }
+                scale = -scale;
+                best_k = 3 - best_k;
+            }
+            int index[2];
+            int all_on_grid = 1;
+            for (int k = 0; k < 2; ++k) {
+                const float *xx = variant_minus(best_k, k) ? x_m : x_p;
+                const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
+                if (v >= 0) {
+                    index[k] = (int)v;
+                    continue;
+                }
+                all_on_grid = 0;
+                index[k] = best_candidate(lat, lat->nb + (-(size_t)v - 1), xb + 8 * k, weight + 8 * k,
+                                          scale, xx);
+                if (index[k] < 0) {
+                    return refuse(ibl, ib, xb, "reads past the end of its input", msg, msg_size);
+                }
+            }
+            if (!all_on_grid) {
+                float sumqx = 0.0f, sumq2 = 0.0f;
+                for (int k = 0; k < 2; ++k) {
+                    const float *xx = variant_minus(best_k, k) ? x_m : x_p;
+                    const uint8_t *c = lat->code + (size_t)index[k] * 8;
+                    for (int j = 0; j < 8; ++j) {
+                        const float w = weight[8 * k + j];
+                        const float q = xx[c[j]];
+                        sumqx += w * q * xb[8 * k + j];
+                        sumq2 += w * q * q;
+                    }
+                }
+                if (sumqx > 0 && sumq2 > 0) {
+                    scale = sumqx / sumq2;
+                }
+            }
+            qs[2 * ib + 0] = (uint8_t)(index[0] & 255);
+            qs[2 * ib + 1] = (uint8_t)(index[1] & 255);
+            qh[ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
+            if (!(scale >= 0)) {
+                return refuse(ibl, ib, xb, "fails an assertion and aborts", msg, msg_size);
+            }
+            scales[ib] = scale;
+            shifts[ib] = best_k;
+            max_scale = cold_max(max_scale, scale);
+        }
+        if (!max_scale) {
+            continue; /* all-zero block: scale 0 */
+        }
+
+        /* Sub-scales, then the super-block scale refitted over every
+         * element with its final code and sub-scale. */
+        uint16_t sc[4] = { 0, 0, 0, 0 };
+        float d = max_scale / 15;
+        const float id = 1 / d;
+        float sumqx = 0.0f, sumq2 = 0.0f;
+        for (int ib = 0; ib < QK / GROUP; ++ib) {
+            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
+            l = l < 7 ? l : 7;
+            l = l > 0 ? l : 0;
+            sc[ib / 4] |= (uint16_t)(l << 3 * (ib % 4));
+            qh[ib] |= masks[shifts[ib]];
+            const float *xb = xbl + GROUP * ib;
+            float weight[GROUP];
+            for (int i = 0; i < GROUP; ++i) {
+                weight[i] = xb[i] * xb[i];
+            }
+            for (int k = 0; k < 2; ++k) {
+                const float *xx = variant_minus(shifts[ib], k) ? x_m : x_p;
+                const int g = qs[2 * ib + k] + ((qh[ib] << (8 - 4 * k)) & 0x700);
+                const uint8_t *c = lat->code + (size_t)g * 8;
+                for (int j = 0; j < 8; ++j) {
+                    const float w = weight[8 * k + j];
+                    const float q = xx[c[j]] * (float)(2 * l + 1);
+                    sumqx += w * q * xb[8 * k + j];
+                    sumq2 += w * q * q;
+                }
+            }
+        }
+        if (sumq2 > 0) {
+            d = sumqx / sumq2;
+        }
+        const uint16_t h = anvil_fp32_to_fp16(d * 1.1125f);
+        sc[0] |= (uint16_t)((h & 0x000f) << 12);
+        sc[1] |= (uint16_t)((h & 0x00f0) << 8);
+        sc[2] |= (uint16_t)((h & 0x0f00) << 4);
+        sc[3] |= (uint16_t)(h & 0xf000);
+        for (int w = 0; w < 4; ++w) {
+            blk[IQ1M_SCALES + 2 * w] = (uint8_t)sc[w];
+            blk[IQ1M_SCALES + 2 * w + 1] = (uint8_t)(sc[w] >> 8);
+        }
+    }
+    return ANVIL_OK;
+}

@@ -1,0 +1,152 @@
+/*
+ * IQ2_S encoder: ggml's quantize_row_iq2_s_ref (= the no-imatrix
+ * ggml_quantize_chunk path), byte for byte.
+ *
+ * Per 16 elements: weights sigma2 / 4 + x^2 (sigma2 = twice the mean square
+ * of the 256-element block), signs split off, the scale sweep of
+ * cold_enc_search.c over two groups of 8 with codes 0..2 (magnitudes 1, 3,
+ * 5 times the scale; trials (5 + 0.1 is) / max, is = -9..9), then per 256
+ * elements a binary16 d = max sub-scale / 31 * 0.9875 and 4-bit sub-scales.
+ *
+ * Block: d; qs[0..32) the low 8 bits of each 10-bit lattice index (one per
+ * 8 elements), qs[32..64) the 8 sign bits of each group, qh the indices'
+ * top 2 bits (four per byte), scales two 4-bit sub-scales per byte.
+ */
+#include "ref/cold_enc_grid.h"
+
+#include <math.h>
+
+#include "anvil/blocks.h"
+#include "anvil/numeric.h"
+#include "anvil/status.h"
+#include "ref/checks.h"
+#include "ref/cold_enc_search.h"
+
+#define QK ANVIL_QK_K
+
+/* ggml's GROUP_MAX_EPS_IQ2_S. */
+#define IQ2S_TINY 1e-8f
+
+#define IQ2S_D offsetof(anvil_block_iq2_s, d)
+#define IQ2S_QS offsetof(anvil_block_iq2_s, qs)
+#define IQ2S_SIGNS (offsetof(anvil_block_iq2_s, qs) + QK / 8)
+#define IQ2S_QH offsetof(anvil_block_iq2_s, qh)
+#define IQ2S_SCALES offsetof(anvil_block_iq2_s, scales)
+
+static int refuse_overflow(size_t ibl, int ib, const float *xb, char *msg, size_t msg_size) {
+    float amax = 0.0f;
+    for (int i = 0; i < 16; ++i) {
+        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+    }
+    const size_t first = ibl * QK + 16 * (size_t)ib;
+    anvil_ref_message(msg, msg_size,
+                      "iq2_s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
+                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
+                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
+                      ibl, first, first + 15, (double)amax);
+    return ANVIL_E_UNSUPPORTED;
+}
+
+int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    int rc = anvil_ref_check_encode_input("iq2_s", src, n, QK, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    rc = anvil_ref_cold_lattice_init();
+    if (rc != ANVIL_OK) {
+        anvil_ref_message(msg, msg_size, "iq2_s: the lattice search tables failed their self-check");
+        return rc;
+    }
+    const cold_sweep sweep = {
+        .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2S),
+        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine_all = 0,
+    };
+    uint8_t *blk = dst;
+    for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_s)) {
+        const float *xbl = src + QK * ibl;
+        memset(blk, 0, sizeof(anvil_block_iq2_s));
+        float sumx2 = 0.0f;
+        for (int i = 0; i < QK; ++i) {
+            sumx2 += xbl[i] * xbl[i];
+        }
+        const float sigma2 = 2 * sumx2 / QK;
+
+        float scales[QK / 16];
+        float max_scale = 0.0f;
+        for (int ib = 0; ib < QK / 16; ++ib) {
+            const float *xb = xbl + 16 * ib;
+            float weight[16], waux[16], xval[16];
+            for (int i = 0; i < 16; ++i) {
+                weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+            }
+            for (int i = 0; i < 16; ++i) {
+                waux[i] = sqrtf(weight[i]);
+            }
+            uint8_t signs[2];
+            for (int k = 0; k < 2; ++k) {
+                uint8_t s = 0;
+                for (int i = 0; i < 8; ++i) {
+                    if (xb[8 * k + i] >= 0) {
+                        xval[8 * k + i] = xb[8 * k + i];
+                    } else {
+                        xval[8 * k + i] = -xb[8 * k + i];
+                        s |= (uint8_t)(1u << i);
+                    }
+                }
+                signs[k] = s;
+            }
+            float max = xval[0];
+            for (int i = 1; i < 16; ++i) {
+                max = cold_max(max, xval[i]);
+            }
+            if (max < IQ2S_TINY) {
+                scales[ib] = 0.0f;
+                continue; /* indices and signs stay 0 */
+            }
+            int8_t L[16];
+            float scale;
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+                return refuse_overflow(ibl, ib, xb, msg, msg_size);
+            }
+            if (scale < 0) {
+                scale = -scale;
+                signs[0] = (uint8_t)~signs[0];
+                signs[1] = (uint8_t)~signs[1];
+            }
+            for (int k = 0; k < 2; ++k) {
+                const int g = cold_grid_index(sweep.lat, L + 8 * k);
+                if (g < 0) {
+                    return refuse_overflow(ibl, ib, xb, msg, msg_size);
+                }
+                const int i8 = 2 * ib + k;
+                blk[IQ2S_QS + i8] = (uint8_t)(g & 255);
+                blk[IQ2S_QH + i8 / 4] |= (uint8_t)((g >> 8) << 2 * (i8 % 4));
+                blk[IQ2S_SIGNS + i8] = signs[k];
+            }
+            if (!(scale >= 0)) {
+                return refuse_overflow(ibl, ib, xb, msg, msg_size);
+            }
+            scales[ib] = scale;
+            max_scale = cold_max(max_scale, scale);
+        }
+        if (!max_scale) {
+            continue; /* d = 0, sub-scales 0 */
+        }
+        const float d = max_scale / 31;
+        const anvil_half h = anvil_fp32_to_fp16(d * 0.9875f);
+        blk[IQ2S_D] = (uint8_t)h;
+        blk[IQ2S_D + 1] = (uint8_t)(h >> 8);
+        const float id = 1 / d;
+        for (int ib = 0; ib < QK / 16; ++ib) {
+            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
+            l = l < 15 ? l : 15;
+            l = l > 0 ? l : 0;
+            if (ib % 2 == 0) {
+                blk[IQ2S_SCALES + ib / 2] = (uint8_t)l;
+            } else {
+                blk[IQ2S_SCALES + ib / 2] |= (uint8_t)(l << 4);
+            }
+        }
+    }
+    return ANVIL_OK;
+}

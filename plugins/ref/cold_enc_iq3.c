@@ -1,0 +1,305 @@
+/*
+ * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_ref and
+ * quantize_row_iq3_s_ref (= the no-imatrix ggml_quantize_chunk path), byte
+ * for byte.
+ *
+ * Per 32 elements: weights x^2, signs split off (magnitudes searched), the
+ * scale sweep of cold_enc_search.c over groups of 4, then per 256 elements
+ * a binary16 scale d = max sub-scale / 31 (times ggml's fudge factor) and
+ * 4-bit sub-scales l with sub-scale ~ d (2l + 1).
+ *
+ * The formats differ in details the bytes depend on:
+ *  - IQ3_XXS stores 7 sign bits per 8 elements (the decoder infers the 8th
+ *    from an even count of negatives), so when the count is odd the
+ *    element with the smallest w x^2 has its sign bit flipped and its
+ *    magnitude searched negated (its own code clamps to the lowest); it
+ *    skips groups whose max is below 1e-8, sweeps 31 trial scales, refines
+ *    only off-grid points, and its d carries a factor 1.0125.
+ *  - IQ3_S stores all 8 sign bits, skips only all-zero groups, sweeps 19
+ *    trials with no point counted as on the grid before the first accepted
+ *    one, re-rounds every point in the refinement, has a 9-bit lattice
+ *    index (high bits in qh) and d times 1.033. And it writes a group's
+ *    indices and signs at a cursor that skips nothing for an all-zero
+ *    group, so they shift (a ggml quirk, reproduced).
+ */
+#include "ref/cold_enc_grid.h"
+
+#include <math.h>
+
+#include "anvil/blocks.h"
+#include "anvil/numeric.h"
+#include "anvil/status.h"
+#include "ref/checks.h"
+#include "ref/cold_enc_search.h"
+
+#define QK ANVIL_QK_K
+
+/* ggml's GROUP_MAX_EPS_IQ3_XXS. */
+#define IQ3XXS_TINY 1e-8f
+
+static void put_u32_le(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static void put_half(uint8_t *p, float f) {
+    const anvil_half h = anvil_fp32_to_fp16(f);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static int refuse_overflow(const char *name, size_t block, const float *xb, char *msg,
+                           size_t msg_size) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) {
+        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+    }
+    anvil_ref_message(msg, msg_size,
+                      "%s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
+                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
+                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
+                      name, block / 8, block * 32, block * 32 + 31, (double)amax);
+    return ANVIL_E_UNSUPPORTED;
+}
+
+static int prepare(const char *name, const float *src, size_t n, char *msg, size_t msg_size) {
+    int rc = anvil_ref_check_encode_input(name, src, n, QK, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    rc = anvil_ref_cold_lattice_init();
+    if (rc != ANVIL_OK) {
+        anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
+    }
+    return rc;
+}
+
+/* ---- IQ3_XXS --------------------------------------------------------------
+ * Block: d, then 64 bytes of lattice indices (8 per 32 elements), then per
+ * 32 elements a u32: four 7-bit sign fields (bits 0..27) and the 4-bit
+ * sub-scale (28..31). */
+
+#define IQ3XXS_D offsetof(anvil_block_iq3_xxs, d)
+#define IQ3XXS_QS offsetof(anvil_block_iq3_xxs, qs)
+#define IQ3XXS_META (offsetof(anvil_block_iq3_xxs, qs) + QK / 4)
+
+int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    int rc = prepare("iq3_xxs", src, n, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    const cold_sweep sweep = {
+        .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS),
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine_all = 0,
+    };
+    uint8_t *blk = dst;
+    for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_xxs)) {
+        const float *xbl = src + QK * ibl;
+        uint8_t *qs = blk + IQ3XXS_QS;
+        memset(blk, 0, sizeof(anvil_block_iq3_xxs));
+        float scales[QK / 32];
+        uint32_t meta[QK / 32];
+        float max_scale = 0.0f;
+        for (int ib = 0; ib < QK / 32; ++ib) {
+            const float *xb = xbl + 32 * ib;
+            float weight[32], waux[32], xval[32];
+            for (int i = 0; i < 32; ++i) {
+                weight[i] = xb[i] * xb[i];
+            }
+            for (int i = 0; i < 32; ++i) {
+                waux[i] = sqrtf(weight[i]);
+            }
+            uint8_t signs[4];
+            for (int k = 0; k < 4; ++k) {
+                int nflip = 0;
+                uint8_t s = 0;
+                for (int i = 0; i < 8; ++i) {
+                    if (xb[8 * k + i] >= 0) {
+                        xval[8 * k + i] = xb[8 * k + i];
+                    } else {
+                        xval[8 * k + i] = -xb[8 * k + i];
+                        ++nflip;
+                        s |= (uint8_t)(1u << i);
+                    }
+                }
+                if (nflip % 2) {
+                    /* Odd: un-flip the element that matters least. */
+                    int imin = 0;
+                    float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
+                    for (int i = 1; i < 8; ++i) {
+                        const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+                        if (ax < min) {
+                            min = ax;
+                            imin = i;
+                        }
+                    }
+                    xval[8 * k + imin] = -xval[8 * k + imin];
+                    s ^= (uint8_t)(1u << imin);
+                }
+                signs[k] = s & 127;
+            }
+            float max = xval[0];
+            for (int i = 1; i < 32; ++i) {
+                max = cold_max(max, xval[i]);
+            }
+            meta[ib] = 0;
+            if (max < IQ3XXS_TINY) {
+                scales[ib] = 0.0f;
+                continue; /* indices and signs stay 0 */
+            }
+            int8_t L[32];
+            float scale;
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+            }
+            if (scale < 0) {
+                /* ggml: "should never happen"; flips the stored signs. */
+                scale = -scale;
+                for (int k = 0; k < 4; ++k) {
+                    signs[k] = (uint8_t)(~signs[k] & 127);
+                }
+            }
+            for (int k = 0; k < 8; ++k) {
+                const int g = cold_grid_index(sweep.lat, L + 4 * k);
+                if (g < 0) {
+                    return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+                }
+                qs[8 * ib + k] = (uint8_t)g;
+            }
+            meta[ib] = (uint32_t)signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14 |
+                       (uint32_t)signs[3] << 21;
+            if (!(scale >= 0)) {
+                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+            }
+            scales[ib] = scale;
+            max_scale = cold_max(max_scale, scale);
+        }
+        if (!max_scale) {
+            memset(blk, 0, sizeof(anvil_block_iq3_xxs));
+            continue;
+        }
+        const float d = max_scale / 31;
+        put_half(blk + IQ3XXS_D, d * 1.0125f);
+        const float id = 1 / d;
+        for (int ib = 0; ib < QK / 32; ++ib) {
+            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
+            l = l < 15 ? l : 15;
+            l = l > 0 ? l : 0;
+            put_u32_le(blk + IQ3XXS_META + 4 * ib, meta[ib] | (uint32_t)l << 28);
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* ---- IQ3_S ----------------------------------------------------------------
+ * Block: d, qs (low 8 bits of each 9-bit lattice index), qh (their 9th
+ * bits, one byte per 32 elements), signs (one bit per element), scales
+ * (two 4-bit sub-scales per byte). */
+
+#define IQ3S_D offsetof(anvil_block_iq3_s, d)
+#define IQ3S_QS offsetof(anvil_block_iq3_s, qs)
+#define IQ3S_QH offsetof(anvil_block_iq3_s, qh)
+#define IQ3S_SIGNS offsetof(anvil_block_iq3_s, signs)
+#define IQ3S_SCALES offsetof(anvil_block_iq3_s, scales)
+
+int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    int rc = prepare("iq3_s", src, n, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    const cold_sweep sweep = {
+        .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S),
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine_all = 1,
+    };
+    uint8_t *blk = dst;
+    for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_s)) {
+        const float *xbl = src + QK * ibl;
+        memset(blk, 0, sizeof(anvil_block_iq3_s));
+        /* ggml advances its index and sign cursors only past groups it
+         * encodes: after an all-zero group (skipped) the following groups'
+         * indices and signs land one group early, and the tail stays 0. The
+         * decoder then reads them at the wrong place; the bytes are what
+         * ggml writes, so they are reproduced. qh and scales are indexed
+         * by group and unaffected. */
+        size_t cursor = 0;
+        float scales[QK / 32];
+        float max_scale = 0.0f;
+        for (int ib = 0; ib < QK / 32; ++ib) {
+            const float *xb = xbl + 32 * ib;
+            float weight[32], waux[32], xval[32];
+            for (int i = 0; i < 32; ++i) {
+                weight[i] = xb[i] * xb[i];
+            }
+            for (int i = 0; i < 32; ++i) {
+                waux[i] = sqrtf(weight[i]);
+            }
+            uint8_t signs[4];
+            for (int k = 0; k < 4; ++k) {
+                uint8_t s = 0;
+                for (int i = 0; i < 8; ++i) {
+                    if (xb[8 * k + i] >= 0) {
+                        xval[8 * k + i] = xb[8 * k + i];
+                    } else {
+                        xval[8 * k + i] = -xb[8 * k + i];
+                        s |= (uint8_t)(1u << i);
+                    }
+                }
+                signs[k] = s;
+            }
+            float max = xval[0];
+            for (int i = 1; i < 32; ++i) {
+                max = cold_max(max, xval[i]);
+            }
+            if (!max) {
+                scales[ib] = 0.0f;
+                continue; /* skipped: the cursor stays (see above) */
+            }
+            int8_t L[32];
+            float scale;
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+            }
+            if (scale < 0) {
+                scale = -scale;
+                for (int k = 0; k < 4; ++k) {
+                    signs[k] = (uint8_t)~signs[k];
+                }
+            }
+            for (int k = 0; k < 8; ++k) {
+                const int g = cold_grid_index(sweep.lat, L + 4 * k);
+                if (g < 0) {
+                    return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+                }
+                blk[IQ3S_QS + 8 * cursor + (size_t)k] = (uint8_t)(g & 255);
+                blk[IQ3S_QH + ib] |= (uint8_t)((g >> 8) << k);
+            }
+            for (int k = 0; k < 4; ++k) {
+                blk[IQ3S_SIGNS + 4 * cursor + (size_t)k] = signs[k];
+            }
+            cursor++;
+            if (!(scale >= 0)) {
+                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
+            }
+            scales[ib] = scale;
+            max_scale = cold_max(max_scale, scale);
+        }
+        if (!max_scale) {
+            continue; /* d = 0; whatever indices and signs were written stay */
+        }
+        const float d = max_scale / 31;
+        put_half(blk + IQ3S_D, d * 1.033f);
+        const float id = 1 / d;
+        for (int ib = 0; ib < QK / 32; ib += 2) {
+            int l1 = anvil_nearest_int(0.5f * (id * scales[ib + 0] - 1));
+            l1 = l1 < 15 ? l1 : 15;
+            l1 = l1 > 0 ? l1 : 0;
+            int l2 = anvil_nearest_int(0.5f * (id * scales[ib + 1] - 1));
+            l2 = l2 < 15 ? l2 : 15;
+            l2 = l2 > 0 ? l2 : 0;
+            blk[IQ3S_SCALES + ib / 2] = (uint8_t)(l1 | (l2 << 4));
+        }
+    }
+    return ANVIL_OK;
+}

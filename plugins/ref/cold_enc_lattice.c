@@ -1,0 +1,250 @@
+/*
+ * Builds the lattice encoders' search tables (see cold_enc_lattice.h).
+ *
+ * What ggml builds in iq2xs_init_impl / iq3xs_init_impl, for each code
+ * vector that is not a grid point: every grid point sorted by (squared
+ * distance, index), then the leading run that spans the nwant smallest
+ * distinct distances. Distances there are measured between the odd values
+ * 2l + 1, i.e. 4 * sum (dl)^2, which orders exactly like sum (dl)^2 used
+ * here. ggml sorts the whole grid once per vector (twice, in fact: a
+ * counting pass and a filling pass), which takes it about 30 s for the four
+ * lattices; the same lists come out of a cheaper route:
+ *  - a vector's distance to a grid point is the sum of two half-vector
+ *    distances, read from a small table (81 x 81 or 64 x 64);
+ *  - the distances that occur are collected as bits of a mask, whose
+ *    lowest nwant set bits are the kept distances (a full histogram only
+ *    if fewer than nwant lie below 64, which the codebooks never need);
+ *  - the points within the cut are gathered in index order, then emitted
+ *    one kept distance at a time, which is (distance, index) order: what
+ *    ggml's sort gives, since its comparator breaks ties by index.
+ * About 0.1 s for all four lattices on a slow shared core.
+ *
+ * Only vectors the encoders can form get a list: ggml's IQ2/IQ1 maps also
+ * cover codes of 3 (keys up to 4^8), which its clamped searches never look
+ * up. Here a key has base `levels`, so every key is reachable.
+ */
+#include "ref/cold_enc_lattice.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "anvil/status.h"
+#include "ref/cold_tables.h"
+
+/* Largest sum of squared code differences: 4 * 7^2 (IQ3), 8 * 2^2 (IQ2/IQ1). */
+#define MAX_DIST 196
+
+#define IQ3_KEYS 4096  /* 8^4 */
+#define IQ2_KEYS 6561  /* 3^8 */
+
+/* Candidate-list storage per lattice, the exact totals (count word + entries
+ * over all off-grid keys) for the committed codebooks. The build checks
+ * them: a different total means the codebook changed. */
+#define NB_IQ3XXS 22825
+#define NB_IQ3S 28317
+#define NB_IQ2S 50253
+#define NB_IQ1 332234
+
+static uint8_t code_iq3xxs[256 * 4], code_iq3s[512 * 4], code_iq2s[1024 * 8], code_iq1[2048 * 8];
+static float odd_iq3xxs[256 * 4], odd_iq3s[512 * 4], odd_iq2s[1024 * 8], odd_iq1[2048 * 8];
+static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map_iq1[IQ2_KEYS];
+static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S], nb_iq1[NB_IQ1];
+
+typedef struct lattice_spec {
+    int dims, levels, grid_size, nwant, keys;
+    size_t nb_size;
+    uint8_t *code;
+    float *odd;
+    int32_t *map;
+    uint16_t *nb;
+} lattice_spec;
+
+static const lattice_spec specs[COLD_LATTICE_COUNT] = {
+    [COLD_LATTICE_IQ3XXS] = { 4, 8, 256, 2, IQ3_KEYS, NB_IQ3XXS, code_iq3xxs, odd_iq3xxs, map_iq3xxs, nb_iq3xxs },
+    [COLD_LATTICE_IQ3S] = { 4, 8, 512, 3, IQ3_KEYS, NB_IQ3S, code_iq3s, odd_iq3s, map_iq3s, nb_iq3s },
+    [COLD_LATTICE_IQ2S] = { 8, 3, 1024, 1, IQ2_KEYS, NB_IQ2S, code_iq2s, odd_iq2s, map_iq2s, nb_iq2s },
+    [COLD_LATTICE_IQ1] = { 8, 3, 2048, 3, IQ2_KEYS, NB_IQ1, code_iq1, odd_iq1, map_iq1, nb_iq1 },
+};
+
+static cold_lattice lattices[COLD_LATTICE_COUNT];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int init_status = ANVIL_E_INTERNAL;
+
+/* Level code of one codebook entry; -1 for a value the format cannot hold. */
+static int entry_code(enum cold_lattice_id id, int g, int i) {
+    switch (id) {
+    case COLD_LATTICE_IQ3XXS: { /* 4, 12, 20, ..., 52, then 62 */
+        const int v = anvil_cold_iq3xxs_grid[g][i];
+        return v == 62 ? 7 : (v >= 4 && v <= 52 && (v - 4) % 8 == 0) ? (v - 4) / 8 : -1;
+    }
+    case COLD_LATTICE_IQ3S: { /* 1, 3, ..., 15 */
+        const int v = anvil_cold_iq3s_grid[g][i];
+        return (v & 1) && v <= 15 ? (v - 1) / 2 : -1;
+    }
+    case COLD_LATTICE_IQ2S: {
+        const int v = anvil_cold_iq2s_grid[g][i];
+        return v == 8 ? 0 : v == 25 ? 1 : v == 43 ? 2 : -1;
+    }
+    case COLD_LATTICE_IQ1: {
+        const int v = anvil_cold_iq1s_grid[g][i];
+        return v >= -1 && v <= 1 ? v + 1 : -1;
+    }
+    default:
+        return -1;
+    }
+}
+
+static int build_one(enum cold_lattice_id id) {
+    const lattice_spec *s = &specs[id];
+    cold_lattice *lat = &lattices[id];
+    lat->dims = s->dims;
+    lat->levels = s->levels;
+    lat->grid_size = s->grid_size;
+    lat->code = s->code;
+    lat->odd = s->odd;
+    lat->map = s->map;
+    lat->nb = s->nb;
+
+    /* Grid codes, and the map's on-grid entries. INT32_MIN marks "not yet". */
+    for (int k = 0; k < s->keys; ++k) {
+        s->map[k] = INT32_MIN;
+    }
+    for (int g = 0; g < s->grid_size; ++g) {
+        int8_t l[8];
+        for (int i = 0; i < s->dims; ++i) {
+            const int c = entry_code(id, g, i);
+            if (c < 0) {
+                return ANVIL_E_INTERNAL;
+            }
+            l[i] = (int8_t)c;
+            s->code[g * s->dims + i] = (uint8_t)c;
+            s->odd[g * s->dims + i] = (float)(2 * c + 1);
+        }
+        const int key = cold_lattice_key(lat, l);
+        if (s->map[key] != INT32_MIN) {
+            return ANVIL_E_INTERNAL; /* two grid points with one code vector */
+        }
+        s->map[key] = g;
+    }
+
+    /* Squared distances through two half-vector tables: a code vector is
+     * (low half, high half), each half a base-`levels` number below
+     * half_keys (81 or 64), and its distance to a grid point is the sum of
+     * the halves' distances: two table reads per grid point. */
+    const int half = s->dims / 2;
+    int half_keys = 1;
+    for (int i = 0; i < half; ++i) {
+        half_keys *= s->levels;
+    }
+    static uint8_t half_dist[81][81];
+    for (int a = 0; a < half_keys; ++a) {
+        for (int b = 0; b < half_keys; ++b) {
+            int d = 0;
+            for (int i = 0, ka = a, kb = b; i < half; ++i, ka /= s->levels, kb /= s->levels) {
+                d += (ka % s->levels - kb % s->levels) * (ka % s->levels - kb % s->levels);
+            }
+            half_dist[a][b] = (uint8_t)d;
+        }
+    }
+    static uint8_t grid_lo[2048], grid_hi[2048];
+    for (int g = 0; g < s->grid_size; ++g) {
+        int lo = 0, hi = 0;
+        for (int i = half - 1; i >= 0; --i) {
+            lo = lo * s->levels + s->code[g * s->dims + i];
+            hi = hi * s->levels + s->code[g * s->dims + half + i];
+        }
+        grid_lo[g] = (uint8_t)lo;
+        grid_hi[g] = (uint8_t)hi;
+    }
+
+    /* Candidate lists of the off-grid keys. */
+    size_t off = 0;
+    for (int key = 0; key < s->keys; ++key) {
+        if (s->map[key] != INT32_MIN) {
+            continue;
+        }
+        const uint8_t *row_lo = half_dist[key % half_keys];
+        const uint8_t *row_hi = half_dist[key / half_keys];
+        uint8_t dist[2048];
+        uint64_t seen = 0; /* bit d: some point lies at distance d < 64 */
+        for (int g = 0; g < s->grid_size; ++g) {
+            const unsigned d = (unsigned)row_lo[grid_lo[g]] + row_hi[grid_hi[g]];
+            dist[g] = (uint8_t)d;
+            seen |= d < 64 ? UINT64_C(1) << d : 0;
+        }
+        /* The nwant smallest distances that occur: the lowest set bits, or
+         * (should fewer than nwant lie below 64) a histogram of them all. */
+        int kept[3], n_kept = 0;
+        for (uint64_t b = seen; b != 0 && n_kept < s->nwant; b &= b - 1) {
+            int d = 0;
+            while (!((b >> d) & 1)) {
+                d++;
+            }
+            kept[n_kept++] = d;
+        }
+        if (n_kept < s->nwant) {
+            uint8_t any[MAX_DIST + 1];
+            memset(any, 0, sizeof any);
+            for (int g = 0; g < s->grid_size; ++g) {
+                any[dist[g]] = 1;
+            }
+            n_kept = 0;
+            for (int d = 0; d <= MAX_DIST && n_kept < s->nwant; ++d) {
+                if (any[d]) {
+                    kept[n_kept++] = d;
+                }
+            }
+        }
+        if (n_kept == 0) {
+            return ANVIL_E_INTERNAL;
+        }
+        /* Every point within the cut, in index order; then one pass over
+         * those per kept distance gives (distance, index) order. */
+        const int cut = kept[n_kept - 1];
+        uint16_t within[2048];
+        int n_within = 0;
+        for (int g = 0; g < s->grid_size; ++g) {
+            if (dist[g] <= cut) {
+                within[n_within++] = (uint16_t)g;
+            }
+        }
+        if (off + 1 + (size_t)n_within > s->nb_size) {
+            return ANVIL_E_INTERNAL;
+        }
+        s->map[key] = -(int32_t)(off + 1);
+        s->nb[off++] = (uint16_t)n_within;
+        for (int j = 0; j < n_kept; ++j) {
+            for (int w = 0; w < n_within; ++w) {
+                if (dist[within[w]] == kept[j]) {
+                    s->nb[off++] = within[w];
+                }
+            }
+        }
+    }
+    return off == s->nb_size ? ANVIL_OK : ANVIL_E_INTERNAL;
+}
+
+static void build_all(void) {
+    for (int id = 0; id < COLD_LATTICE_COUNT; ++id) {
+        const int rc = build_one((enum cold_lattice_id)id);
+        if (rc != ANVIL_OK) {
+            init_status = rc;
+            return;
+        }
+    }
+    init_status = ANVIL_OK;
+}
+
+int anvil_ref_cold_lattice_init(void) {
+    if (pthread_once(&once, build_all) != 0) {
+        return ANVIL_E_INTERNAL;
+    }
+    return init_status;
+}
+
+const cold_lattice *anvil_ref_cold_lattice(enum cold_lattice_id id) {
+    if ((unsigned)id >= COLD_LATTICE_COUNT || anvil_ref_cold_lattice_init() != ANVIL_OK) {
+        return NULL;
+    }
+    return &lattices[id];
+}

@@ -1,0 +1,398 @@
+/*
+ * test_cold_enc: the lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M) beyond
+ * what test_cold's golden fixtures check, without ggml.
+ *
+ *  threads   the search tables' first build, raced by several threads that
+ *            encode at once (this suite's first test, so nothing has built
+ *            them yet in this process): same bytes as a lone thread
+ *  tables    every key of every lattice, against a brute-force rebuild of
+ *            ggml's rule (candidates = grid points at the nwant smallest
+ *            distances, in (distance, index) order), and codebook facts
+ *            copied from ggml's kgrid tables
+ *  refusals  values whose squared errors overflow (where ggml aborts):
+ *            ANVIL_E_UNSUPPORTED naming the block; ordinary large values
+ *            encode
+ *  known     hand-derived bytes: zeros, sign fields, and IQ3_S's habit of
+ *            writing a group's indices and signs one group early after an
+ *            all-zero group
+ *  plugin    codec-cold's init hook builds the tables (idempotent) and its
+ *            four codecs encode exactly as the reference
+ */
+#include <CUnit/Basic.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anvil/abi.h"
+#include "anvil/blocks.h"
+#include "anvil/codec.h"
+#include "anvil/status.h"
+#include "inputs.h"
+#include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
+#include "ref/cold_enc_lattice.h"
+#include "test_env.h"
+
+#define ROW 512 /* two super-blocks */
+
+typedef struct enc_fmt {
+    const char *name;
+    int type;
+    size_t block_bytes;
+    anvil_encode_fn encode;
+} enc_fmt;
+
+static const enc_fmt fmts[] = {
+    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs },
+    { "iq3_s", ANVIL_TYPE_IQ3_S, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s },
+    { "iq2_s", ANVIL_TYPE_IQ2_S, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s },
+    { "iq1_m", ANVIL_TYPE_IQ1_M, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m },
+};
+#define N_FMTS (sizeof fmts / sizeof fmts[0])
+
+/* ---- threads ------------------------------------------------------------- */
+
+#define N_THREADS 4
+#define THREAD_ROWS 16 /* one per input kind */
+
+static pthread_barrier_t start_line;
+static uint8_t thread_out[N_THREADS][N_FMTS][THREAD_ROWS][ROW / ANVIL_QK_K * sizeof(anvil_block_iq3_s)];
+static int thread_rc[N_THREADS];
+
+static void thread_row(float *x, size_t row) {
+    test_input_fill(x, ROW, (test_input_kind)(row % INPUT_KIND_COUNT), 42, row);
+}
+
+static void *encode_all(void *arg) {
+    const size_t t = (size_t)(uintptr_t)arg;
+    float x[ROW];
+    pthread_barrier_wait(&start_line);
+    /* Each thread starts on a different format, so the first encodes (and
+     * the first init) of all four overlap. */
+    for (size_t k = 0; k < N_FMTS; ++k) {
+        const size_t fi = (t + k) % N_FMTS;
+        for (size_t row = 0; row < THREAD_ROWS; ++row) {
+            thread_row(x, row);
+            const int rc = fmts[fi].encode(x, thread_out[t][fi][row], ROW, NULL, 0);
+            if (rc != ANVIL_OK) {
+                thread_rc[t] = rc;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_threads_first_init(void) {
+    pthread_t th[N_THREADS];
+    CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&start_line, NULL, N_THREADS), 0);
+    for (size_t t = 0; t < N_THREADS; ++t) {
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL, encode_all, (void *)(uintptr_t)t), 0);
+    }
+    for (size_t t = 0; t < N_THREADS; ++t) {
+        pthread_join(th[t], NULL);
+        CU_ASSERT_EQUAL(thread_rc[t], ANVIL_OK);
+    }
+    pthread_barrier_destroy(&start_line);
+    /* A lone thread, tables long built: the same bytes. */
+    float x[ROW];
+    uint8_t alone[ROW / ANVIL_QK_K * sizeof(anvil_block_iq3_s)];
+    size_t diff = 0;
+    for (size_t fi = 0; fi < N_FMTS; ++fi) {
+        const size_t bytes = ROW / ANVIL_QK_K * fmts[fi].block_bytes;
+        for (size_t row = 0; row < THREAD_ROWS; ++row) {
+            thread_row(x, row);
+            CU_ASSERT_EQUAL(fmts[fi].encode(x, alone, ROW, NULL, 0), ANVIL_OK);
+            for (size_t t = 0; t < N_THREADS; ++t) {
+                diff += memcmp(alone, thread_out[t][fi][row], bytes) != 0;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(diff, 0);
+    /* Built once: every later init answers OK and hands out the same tables. */
+    const cold_lattice *a = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
+    CU_ASSERT_EQUAL(anvil_ref_cold_lattice_init(), ANVIL_OK);
+    CU_ASSERT_PTR_NOT_NULL(a);
+    CU_ASSERT_PTR_EQUAL(anvil_ref_cold_lattice(COLD_LATTICE_IQ1), a);
+    CU_ASSERT_PTR_NULL(anvil_ref_cold_lattice(COLD_LATTICE_COUNT));
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+typedef struct lattice_expect {
+    enum cold_lattice_id id;
+    const char *name;
+    int dims, levels, grid_size, nwant;
+} lattice_expect;
+
+static const lattice_expect lattices[] = {
+    { COLD_LATTICE_IQ3XXS, "iq3xxs", 4, 8, 256, 2 },
+    { COLD_LATTICE_IQ3S, "iq3s", 4, 8, 512, 3 },
+    { COLD_LATTICE_IQ2S, "iq2s", 8, 3, 1024, 1 },
+    { COLD_LATTICE_IQ1, "iq1", 8, 3, 2048, 3 },
+};
+
+static int code_dist(const cold_lattice *lat, int g, const int *l) {
+    int d = 0;
+    for (int i = 0; i < lat->dims; ++i) {
+        const int diff = lat->code[g * lat->dims + i] - l[i];
+        d += diff * diff;
+    }
+    return d;
+}
+
+/* Brute force for one key: the expected candidate list, as ggml builds it
+ * (sort by (distance, index), keep the run spanning nwant distances). */
+static size_t expected_list(const cold_lattice *lat, int nwant, const int *l, uint16_t *out) {
+    int kept[3], n_kept = 0;
+    for (int floor = -1; n_kept < nwant;) {
+        int m = 1 << 30;
+        for (int g = 0; g < lat->grid_size; ++g) {
+            const int d = code_dist(lat, g, l);
+            if (d > floor && d < m) {
+                m = d;
+            }
+        }
+        if (m == 1 << 30) {
+            break;
+        }
+        kept[n_kept++] = m;
+        floor = m;
+    }
+    size_t n = 0;
+    for (int j = 0; j < n_kept; ++j) {
+        for (int g = 0; g < lat->grid_size; ++g) {
+            if (code_dist(lat, g, l) == kept[j]) {
+                out[n++] = (uint16_t)g;
+            }
+        }
+    }
+    return n;
+}
+
+static void test_lattice_tables(void) {
+    static uint16_t want[2048];
+    for (size_t li = 0; li < sizeof lattices / sizeof lattices[0]; ++li) {
+        const lattice_expect *e = &lattices[li];
+        const cold_lattice *lat = anvil_ref_cold_lattice(e->id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(lat);
+        CU_ASSERT_EQUAL(lat->dims, e->dims);
+        CU_ASSERT_EQUAL(lat->levels, e->levels);
+        CU_ASSERT_EQUAL_FATAL(lat->grid_size, e->grid_size);
+        int keys = 1;
+        for (int i = 0; i < lat->dims; ++i) {
+            keys *= lat->levels;
+        }
+        size_t on_grid = 0, bad_grid = 0, bad_list = 0, candidates = 0;
+        for (int g = 0; g < lat->grid_size; ++g) {
+            int8_t l[8];
+            for (int i = 0; i < lat->dims; ++i) {
+                l[i] = (int8_t)lat->code[g * lat->dims + i];
+                bad_grid += lat->odd[g * lat->dims + i] != (float)(2 * l[i] + 1);
+            }
+            bad_grid += lat->map[cold_lattice_key(lat, l)] != g;
+        }
+        for (int key = 0; key < keys; ++key) {
+            int l[8];
+            for (int i = 0, k = key; i < lat->dims; ++i, k /= lat->levels) {
+                l[i] = k % lat->levels;
+            }
+            const int32_t v = lat->map[key];
+            if (v >= 0) {
+                on_grid++;
+                bad_grid += v >= lat->grid_size || code_dist(lat, v, l) != 0;
+                continue;
+            }
+            const uint16_t *got = lat->nb + (-(size_t)v - 1);
+            const size_t n = expected_list(lat, e->nwant, l, want);
+            candidates += got[0];
+            bad_list += got[0] != n || memcmp(got + 1, want, n * sizeof *want) != 0;
+        }
+        CU_ASSERT_EQUAL(on_grid, (size_t)lat->grid_size);
+        CU_ASSERT_EQUAL(bad_grid, 0);
+        CU_ASSERT_EQUAL(bad_list, 0);
+        CU_ASSERT(candidates > (size_t)(keys - lat->grid_size)); /* lists are not empty */
+        if (bad_grid || bad_list) {
+            fprintf(stderr, "%s: %zu bad grid entries, %zu bad candidate lists\n", e->name, bad_grid,
+                    bad_list);
+        }
+    }
+    /* Codes of a few entries, read off ggml's kgrid tables (2 or 3 bits per
+     * element, element 0 lowest): kgrid_256[3] = 9, kgrid_512[1] = 1,
+     * kgrid_2bit_1024[2] = 5, kgrid_1bit_2048[2] = 5, kgrid_256[255] = 3992. */
+    const cold_lattice *x3 = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS);
+    const cold_lattice *s3 = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S);
+    const cold_lattice *s2 = anvil_ref_cold_lattice(COLD_LATTICE_IQ2S);
+    const cold_lattice *g1 = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
+    static const uint8_t c9[4] = { 1, 1, 0, 0 }, c1[4] = { 1, 0, 0, 0 };
+    static const uint8_t c5[8] = { 1, 1, 0, 0, 0, 0, 0, 0 }, c3992[4] = { 0, 3, 6, 7 };
+    CU_ASSERT_EQUAL(memcmp(x3->code + 3 * 4, c9, 4), 0);
+    CU_ASSERT_EQUAL(memcmp(x3->code + 255 * 4, c3992, 4), 0);
+    CU_ASSERT_EQUAL(memcmp(s3->code + 1 * 4, c1, 4), 0);
+    CU_ASSERT_EQUAL(memcmp(s2->code + 2 * 8, c5, 8), 0);
+    CU_ASSERT_EQUAL(memcmp(g1->code + 2 * 8, c5, 8), 0);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+static void test_refuse_overflow(void) {
+    static float x[ROW];
+    static uint8_t dst[ROW / ANVIL_QK_K * sizeof(anvil_block_iq3_s)];
+    for (size_t fi = 0; fi < N_FMTS; ++fi) {
+        const enc_fmt *f = &fmts[fi];
+        char msg[512] = "";
+        /* Block 0 ordinary, block 1 at 1e25: the squared errors overflow.
+         * Which rows make ggml abort depends on the search: IQ3/IQ2_S on
+         * varied values (off-grid points), IQ1_M on a constant block (its
+         * split sums overflow into a split whose codes are off the grid). */
+        test_input_fill(x, ROW, INPUT_NORMAL, 8, fi);
+        for (size_t i = ANVIL_QK_K; i < ROW; ++i) {
+            x[i] = f->type == ANVIL_TYPE_IQ1_M ? 2.5e25f : x[i] * 1e25f;
+        }
+        CU_ASSERT_EQUAL(f->encode(x, dst, ROW, msg, sizeof msg), ANVIL_E_UNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "block 1 "));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "ggml"));
+        CU_ASSERT_EQUAL(f->encode(x, dst, ROW, NULL, 0), ANVIL_E_UNSUPPORTED); /* no message buffer */
+        /* Large but representable: encodes. */
+        test_input_fill(x, ROW, INPUT_NORMAL, 8, fi);
+        for (size_t i = 0; i < ROW; ++i) {
+            x[i] *= 1e5f;
+        }
+        CU_ASSERT_EQUAL(f->encode(x, dst, ROW, msg, sizeof msg), ANVIL_OK);
+        /* Bad length and NaN are refused before any search. */
+        CU_ASSERT_EQUAL(f->encode(x, dst, ROW - 16, msg, sizeof msg), ANVIL_E_BLOCK_MISMATCH);
+        x[300] = NAN;
+        CU_ASSERT_EQUAL(f->encode(x, dst, ROW, msg, sizeof msg), ANVIL_E_NONFINITE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "element 300"));
+    }
+}
+
+/* ---- known blocks -------------------------------------------------------- */
+
+static int all_zero(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        if (p[i] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_known_blocks(void) {
+    float x[ANVIL_QK_K];
+    uint8_t b[sizeof(anvil_block_iq3_s)];
+    /* Zeros (some negative): every group skipped, every byte 0. */
+    for (int i = 0; i < ANVIL_QK_K; ++i) {
+        x[i] = (i % 3) ? 0.0f : -0.0f;
+    }
+    for (size_t fi = 0; fi < N_FMTS; ++fi) {
+        memset(b, 0xA5, sizeof b);
+        CU_ASSERT_EQUAL(fmts[fi].encode(x, b, ANVIL_QK_K, NULL, 0), ANVIL_OK);
+        CU_ASSERT(all_zero(b, fmts[fi].block_bytes));
+    }
+
+    /* Elements 32..63 all -1, the rest 0. */
+    memset(x, 0, sizeof x);
+    for (int i = 32; i < 64; ++i) {
+        x[i] = -1.0f;
+    }
+    /* IQ3_XXS: group 1's four sign fields, 7 bits each, all set (8
+     * negatives per 8: even, so the 8th bit is implied), in its u32 after
+     * the 64 index bytes; groups 0 and 2..7 empty. */
+    CU_ASSERT_EQUAL(anvil_ref_encode_iq3_xxs(x, b, ANVIL_QK_K, NULL, 0), ANVIL_OK);
+    const uint8_t *meta = b + offsetof(anvil_block_iq3_xxs, qs) + 64;
+    uint32_t m1;
+    memcpy(&m1, meta + 4, 4);
+    CU_ASSERT_EQUAL(m1 & 0x0FFFFFFFu, 0x0FFFFFFFu);
+    CU_ASSERT(all_zero(b + offsetof(anvil_block_iq3_xxs, qs), 8));       /* group 0 indices */
+    CU_ASSERT(all_zero(b + offsetof(anvil_block_iq3_xxs, qs) + 16, 48)); /* groups 2..7 */
+    CU_ASSERT(all_zero(meta, 4));
+
+    /* IQ3_S: group 0 is all zero, so ggml does not advance its index and
+     * sign cursors past it: group 1's sign bytes land at signs[0..3] (all
+     * set), not signs[4..7], and nothing is written after. Its 9th index
+     * bits stay with group 1 (qh[1]), as do the sub-scales. */
+    CU_ASSERT_EQUAL(anvil_ref_encode_iq3_s(x, b, ANVIL_QK_K, NULL, 0), ANVIL_OK);
+    const uint8_t *signs = b + offsetof(anvil_block_iq3_s, signs);
+    for (int k = 0; k < 4; ++k) {
+        CU_ASSERT_EQUAL(signs[k], 0xFF);
+    }
+    CU_ASSERT(all_zero(signs + 4, 28));
+    CU_ASSERT(all_zero(b + offsetof(anvil_block_iq3_s, qs) + 8, 56));
+    CU_ASSERT_EQUAL(b[offsetof(anvil_block_iq3_s, qh) + 0], 0);
+    CU_ASSERT_EQUAL(b[offsetof(anvil_block_iq3_s, scales)] & 0x0F, 0); /* group 0: scale 0 -> 0 */
+    CU_ASSERT(b[offsetof(anvil_block_iq3_s, d)] != 0 || b[offsetof(anvil_block_iq3_s, d) + 1] != 0);
+
+    /* IQ2_S: per 16 elements; groups 2 and 3 (elements 32..63) carry sign
+     * bytes 0xFF at their own slots (IQ2_S writes by group index). */
+    CU_ASSERT_EQUAL(anvil_ref_encode_iq2_s(x, b, ANVIL_QK_K, NULL, 0), ANVIL_OK);
+    const uint8_t *s2 = b + offsetof(anvil_block_iq2_s, qs) + 32;
+    CU_ASSERT(all_zero(s2, 4));
+    for (int k = 4; k < 8; ++k) {
+        CU_ASSERT_EQUAL(s2[k], 0xFF);
+    }
+    CU_ASSERT(all_zero(s2 + 8, 24));
+}
+
+/* ---- plugin -------------------------------------------------------------- */
+
+static void test_plugin_init_and_encode(void) {
+    void *h = dlopen(ANVIL_COLD_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", ANVIL_COLD_PLUGIN_PATH, dlerror());
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    anvil_plugin_entry_fn entry = (anvil_plugin_entry_fn)dlsym(h, ANVIL_PLUGIN_ENTRY_SYMBOL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(entry);
+    const anvil_plugin_desc *d = entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d->init);
+    anvil_host_services host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.abi_major = ANVIL_ABI_MAJOR;
+    host.abi_minor = ANVIL_ABI_MINOR;
+    char err[256] = "";
+    CU_ASSERT_EQUAL(d->init(&host, err, sizeof err), ANVIL_OK);
+    CU_ASSERT_EQUAL(d->init(&host, err, sizeof err), ANVIL_OK); /* idempotent */
+    static float x[ROW];
+    static uint8_t a[ROW], b[ROW];
+    size_t found = 0;
+    for (size_t i = 0; i < d->n_codecs; ++i) {
+        const anvil_codec *c = d->codecs[i];
+        for (size_t fi = 0; fi < N_FMTS; ++fi) {
+            if (c->type_id != (uint32_t)fmts[fi].type) {
+                continue;
+            }
+            found++;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
+            CU_ASSERT_PTR_NULL(c->encode_note);
+            CU_ASSERT_EQUAL(c->flags & ANVIL_CODEC_NEEDS_IMATRIX, 0u);
+            for (uint64_t row = 0; row < INPUT_KIND_COUNT; ++row) {
+                test_input_fill(x, ROW, (test_input_kind)row, 77, row);
+                CU_ASSERT_EQUAL(c->encode(x, a, ROW, NULL, 0), ANVIL_OK);
+                CU_ASSERT_EQUAL(fmts[fi].encode(x, b, ROW, NULL, 0), ANVIL_OK);
+                CU_ASSERT_EQUAL(memcmp(a, b, ROW / ANVIL_QK_K * fmts[fi].block_bytes), 0);
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(found, N_FMTS);
+    /* deliberately not dlclose'd while descriptors may be referenced */
+}
+
+int main(void) {
+    if (CU_initialize_registry() != CUE_SUCCESS) {
+        return 1;
+    }
+    CU_pSuite s = CU_add_suite("cold_enc", NULL, NULL);
+    /* First: nothing in this process has built the tables yet. */
+    CU_add_test(s, "threads: first build raced by concurrent encodes", test_threads_first_init);
+    CU_add_test(s, "tables: every key vs brute force, ggml codebook facts", test_lattice_tables);
+    CU_add_test(s, "refusals: overflow where ggml aborts, length, NaN", test_refuse_overflow);
+    CU_add_test(s, "known: zeros, sign fields, IQ3_S cursor after a zero group", test_known_blocks);
+    CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
+    return test_run_cunit();
+}
