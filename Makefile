@@ -15,7 +15,7 @@ ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
 ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 PARITY_ROWS ?= 10000
 
-.PHONY: all demo test deps oracle build unit parity asan fuzz test-aarch64 clean
+.PHONY: all demo test deps oracle build unit big parity asan fuzz test-aarch64 clean
 
 all: build
 
@@ -33,9 +33,15 @@ demo: build
 	$(BUILD)/bin/anvil plugins
 	@echo
 	$(BUILD)/bin/anvil demo
+	@echo
+	$(BUILD)/bin/anvil demo --model
 
 unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE 'oracle|big'
+
+# The >= 2 GiB transcode under a 256 MiB RSS cap (part of `make test`).
+big: build
+	ctest --test-dir $(BUILD) --output-on-failure -L big
 
 parity: build oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"

@@ -78,7 +78,7 @@ static int try_open(ggml_oracle *o, const char *dir, char *why, size_t why_size)
     }
     o->quantize_chunk = (ggml_quantize_chunk_fn)dlsym(o->base, "ggml_quantize_chunk");
     o->quantize_init = (void (*)(int))dlsym(o->base, "ggml_quantize_init");
-    o->quantize_requires_imatrix = (int (*)(int))dlsym(o->base, "ggml_quantize_requires_imatrix");
+    o->quantize_requires_imatrix = (bool (*)(int))dlsym(o->base, "ggml_quantize_requires_imatrix");
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #ifndef ANVIL_GGML_ORACLE_H
 #define ANVIL_GGML_ORACLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,7 +29,7 @@ typedef struct ggml_oracle {
     char cpu_variant[64];    /* e.g. "haswell", "icelake" */
     ggml_quantize_chunk_fn quantize_chunk;
     void (*quantize_init)(int type);
-    int (*quantize_requires_imatrix)(int type);
+    bool (*quantize_requires_imatrix)(int type); /* C bool in ggml */
 } ggml_oracle;
 
 /* Open from dir (NULL: $ANVIL_GGML_DIR, then the build tree's npm folder).

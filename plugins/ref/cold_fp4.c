@@ -150,7 +150,7 @@ void anvil_ref_vec_dot_mxfp4_q8_0(size_t n, float *s, const void *w, const void 
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK_MXFP4; ++i, blk += sizeof(anvil_block_mxfp4), act += sizeof(anvil_block_q8_0)) {
-        const float d = cold_half(act + COLD_Q80_D) * anvil_e8m0_to_fp32_half(blk[MXFP4_E]);
+        const float d = anvil_rd_half(act + COLD_Q80_D) * anvil_e8m0_to_fp32_half(blk[MXFP4_E]);
         sumf += d * (float)fp4_dot(blk + MXFP4_QS, (const int8_t *)(act + COLD_Q80_QS), ANVIL_QK_MXFP4 / 2);
     }
     *s = sumf;
@@ -166,7 +166,7 @@ void anvil_ref_vec_dot_nvfp4_q8_0(size_t n, float *s, const void *w, const void 
         for (int sb = 0; sb < NVFP4_SUBS; ++sb) {
             const uint8_t *ab = act + (2 * i + (size_t)(sb / 2)) * sizeof(anvil_block_q8_0);
             const float d = anvil_ue4m3_to_fp32_half(blk[NVFP4_D + sb]);
-            const float dy = cold_half(ab + COLD_Q80_D);
+            const float dy = anvil_rd_half(ab + COLD_Q80_D);
             const int8_t *q8 = (const int8_t *)(ab + COLD_Q80_QS) + (sb % 2) * ANVIL_QK_NVFP4_SUB;
             const int32_t sumi = fp4_dot(blk + NVFP4_QS + sb * (ANVIL_QK_NVFP4_SUB / 2), q8, ANVIL_QK_NVFP4_SUB / 2);
             sumf += dy * d * (float)sumi;

@@ -28,10 +28,10 @@
 void anvil_ref_decode_iq2_xxs(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_xxs)) {
-        const float d = cold_half(blk + IQ2XXS_D);
+        const float d = anvil_rd_half(blk + IQ2XXS_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t *q = blk + IQ2XXS_QS + 8 * ib;
-            const uint32_t meta = cold_u32(q + 4);
+            const uint32_t meta = anvil_rd_u32(q + 4);
             const float db = d * (0.5f + (float)(meta >> 28)) * 0.25f;
             for (int l = 0; l < 4; ++l, y += 8) {
                 const uint8_t *g = anvil_cold_iq2xxs_grid[q[l]];
@@ -49,12 +49,12 @@ void anvil_ref_vec_dot_iq2_xxs_q8_K(size_t n, float *s, const void *w, const voi
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_xxs), act += sizeof(anvil_block_q8_K)) {
-        const float d = cold_half(blk + IQ2XXS_D) * cold_f32(act + COLD_Q8K_D);
+        const float d = anvil_rd_half(blk + IQ2XXS_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         int32_t bsum = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t *q = blk + IQ2XXS_QS + 8 * ib;
-            const uint32_t meta = cold_u32(q + 4);
+            const uint32_t meta = anvil_rd_u32(q + 4);
             const int32_t ls = 2 * (int32_t)(meta >> 28) + 1;
             int32_t sumi = 0;
             for (int l = 0; l < 4; ++l, q8 += 8) {
@@ -83,14 +83,14 @@ void anvil_ref_vec_dot_iq2_xxs_q8_K(size_t n, float *s, const void *w, const voi
 void anvil_ref_decode_iq2_xs(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_xs)) {
-        const float d = cold_half(blk + IQ2XS_D);
+        const float d = anvil_rd_half(blk + IQ2XS_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t sc = blk[IQ2XS_SCALES + ib];
             float db[2];
             db[0] = d * (0.5f + (float)(sc & 0xf)) * 0.25f;
             db[1] = d * (0.5f + (float)(sc >> 4)) * 0.25f;
             for (int l = 0; l < 4; ++l, y += 8) {
-                const uint16_t v = cold_u16(blk + IQ2XS_QS + 2 * (4 * ib + l));
+                const uint16_t v = anvil_rd_u16(blk + IQ2XS_QS + 2 * (4 * ib + l));
                 const uint8_t *g = anvil_cold_iq2xs_grid[v & 511];
                 const uint8_t signs = anvil_cold_ksigns[v >> 9];
                 for (int j = 0; j < 8; ++j) {
@@ -106,7 +106,7 @@ void anvil_ref_vec_dot_iq2_xs_q8_K(size_t n, float *s, const void *w, const void
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_xs), act += sizeof(anvil_block_q8_K)) {
-        const float d = cold_half(blk + IQ2XS_D) * cold_f32(act + COLD_Q8K_D);
+        const float d = anvil_rd_half(blk + IQ2XS_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         int32_t bsum = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
@@ -115,7 +115,7 @@ void anvil_ref_vec_dot_iq2_xs_q8_K(size_t n, float *s, const void *w, const void
             for (int half = 0; half < 2; ++half) {
                 int32_t sumi = 0;
                 for (int l = 2 * half; l < 2 * half + 2; ++l, q8 += 8) {
-                    const uint16_t v = cold_u16(blk + IQ2XS_QS + 2 * (4 * ib + l));
+                    const uint16_t v = anvil_rd_u16(blk + IQ2XS_QS + 2 * (4 * ib + l));
                     const uint8_t *g = anvil_cold_iq2xs_grid[v & 511];
                     const uint8_t signs = anvil_cold_ksigns[v >> 9];
                     for (int j = 0; j < 8; ++j) {
@@ -148,7 +148,7 @@ static inline int iq2s_index(const uint8_t *blk, int ib, int l) {
 void anvil_ref_decode_iq2_s(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_s)) {
-        const float d = cold_half(blk + IQ2S_D);
+        const float d = anvil_rd_half(blk + IQ2S_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t sc = blk[IQ2S_SCALES + ib];
             float db[2];
@@ -170,7 +170,7 @@ void anvil_ref_vec_dot_iq2_s_q8_K(size_t n, float *s, const void *w, const void 
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq2_s), act += sizeof(anvil_block_q8_K)) {
-        const float d = cold_half(blk + IQ2S_D) * cold_f32(act + COLD_Q8K_D);
+        const float d = anvil_rd_half(blk + IQ2S_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         int32_t bsum = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
@@ -202,10 +202,10 @@ void anvil_ref_vec_dot_iq2_s_q8_K(size_t n, float *s, const void *w, const void 
 void anvil_ref_decode_iq3_xxs(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq3_xxs)) {
-        const float d = cold_half(blk + IQ3XXS_D);
+        const float d = anvil_rd_half(blk + IQ3XXS_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t *q = blk + IQ3XXS_QS + 8 * ib;
-            const uint32_t meta = cold_u32(blk + IQ3XXS_META + 4 * ib);
+            const uint32_t meta = anvil_rd_u32(blk + IQ3XXS_META + 4 * ib);
             const float db = d * (0.5f + (float)(meta >> 28)) * 0.5f;
             for (int l = 0; l < 4; ++l, y += 8) {
                 const uint8_t signs = anvil_cold_ksigns[(meta >> (7 * l)) & 127];
@@ -225,12 +225,12 @@ void anvil_ref_vec_dot_iq3_xxs_q8_K(size_t n, float *s, const void *w, const voi
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq3_xxs), act += sizeof(anvil_block_q8_K)) {
-        const float d = cold_half(blk + IQ3XXS_D) * cold_f32(act + COLD_Q8K_D);
+        const float d = anvil_rd_half(blk + IQ3XXS_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         int32_t bsum = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
             const uint8_t *q = blk + IQ3XXS_QS + 8 * ib;
-            const uint32_t meta = cold_u32(blk + IQ3XXS_META + 4 * ib);
+            const uint32_t meta = anvil_rd_u32(blk + IQ3XXS_META + 4 * ib);
             const int32_t ls = 2 * (int32_t)(meta >> 28) + 1;
             int32_t sumi = 0;
             for (int l = 0; l < 4; ++l, q8 += 8) {
@@ -271,7 +271,7 @@ static inline int iq3s_sub_scale(const uint8_t *blk, int ib) {
 void anvil_ref_decode_iq3_s(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq3_s)) {
-        const float d = cold_half(blk + IQ3S_D);
+        const float d = anvil_rd_half(blk + IQ3S_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float db = d * (float)iq3s_sub_scale(blk, ib);
             for (int l = 0; l < 4; ++l, y += 8) {
@@ -292,7 +292,7 @@ void anvil_ref_vec_dot_iq3_s_q8_K(size_t n, float *s, const void *w, const void 
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq3_s), act += sizeof(anvil_block_q8_K)) {
-        const float d = cold_half(blk + IQ3S_D) * cold_f32(act + COLD_Q8K_D);
+        const float d = anvil_rd_half(blk + IQ3S_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         int32_t bsum = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
@@ -325,9 +325,9 @@ void anvil_ref_vec_dot_iq3_s_q8_K(size_t n, float *s, const void *w, const void 
 void anvil_ref_decode_iq1_s(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / QK; ++i, blk += sizeof(anvil_block_iq1_s)) {
-        const float d = cold_half(blk + IQ1S_D);
+        const float d = anvil_rd_half(blk + IQ1S_D);
         for (int ib = 0; ib < QK / 32; ++ib) {
-            const uint16_t h = cold_u16(blk + IQ1S_QH + 2 * ib);
+            const uint16_t h = anvil_rd_u16(blk + IQ1S_QH + 2 * ib);
             const float dl = d * (float)(2 * ((h >> 12) & 7) + 1);
             const float delta = (h & 0x8000) ? -anvil_cold_iq1s_delta : anvil_cold_iq1s_delta;
             for (int l = 0; l < 4; ++l, y += 8) {
@@ -350,7 +350,7 @@ void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void 
          * the activation's 16-element sums (bsums). */
         int32_t sumi = 0, sumi1 = 0;
         for (int ib = 0; ib < QK / 32; ++ib) {
-            const uint16_t h = cold_u16(blk + IQ1S_QH + 2 * ib);
+            const uint16_t h = anvil_rd_u16(blk + IQ1S_QH + 2 * ib);
             const int32_t ls = 2 * ((h >> 12) & 7) + 1;
             const int32_t delta = (h & 0x8000) ? -1 : 1;
             int32_t lsum = 0;
@@ -362,9 +362,9 @@ void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void 
             }
             sumi += ls * lsum;
             sumi1 += ls * delta *
-                     (cold_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib)) + cold_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib + 1)));
+                     (anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib)) + anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib + 1)));
         }
-        sumf += cold_half(blk + IQ1S_D) * cold_f32(act + COLD_Q8K_D) *
+        sumf += anvil_rd_half(blk + IQ1S_D) * anvil_rd_f32(act + COLD_Q8K_D) *
                 ((float)sumi + anvil_cold_iq1s_delta * (float)sumi1);
     }
     *s = sumf;
@@ -382,7 +382,7 @@ void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void 
 
 static inline void iq1m_scales(const uint8_t *blk, uint16_t sc[4], float *d) {
     for (int k = 0; k < 4; ++k) {
-        sc[k] = cold_u16(blk + IQ1M_SCALES + 2 * k);
+        sc[k] = anvil_rd_u16(blk + IQ1M_SCALES + 2 * k);
     }
     const uint16_t h = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
                                   (sc[3] & 0xf000));
@@ -444,7 +444,7 @@ void anvil_ref_vec_dot_iq1_m_q8_K(size_t n, float *s, const void *w, const void 
             sumi1 += lat[0] * ls1 + lat[1] * ls2;
             sumi2 += del[0] * ls1 + del[1] * ls2;
         }
-        sumf += d * cold_f32(act + COLD_Q8K_D) * ((float)sumi1 + anvil_cold_iq1m_delta * (float)sumi2);
+        sumf += d * anvil_rd_f32(act + COLD_Q8K_D) * ((float)sumi1 + anvil_cold_iq1m_delta * (float)sumi2);
     }
     *s = sumf;
 }

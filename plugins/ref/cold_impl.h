@@ -16,33 +16,8 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "ref/bytes.h"
 #include "ref/cold_tables.h"
-
-static inline uint16_t cold_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline int16_t cold_i16(const uint8_t *p) {
-    int16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint32_t cold_u32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline float cold_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline float cold_half(const uint8_t *p) { return anvil_fp16_to_fp32(cold_u16(p)); }
 
 /* v negated when element j's bit is set in `signs`. ggml's source writes
  * v * (bit ? -1.f : 1.f); its optimized build compiles that to a flip of

@@ -185,7 +185,7 @@ int anvil_ref_encode_iq4_xs(const float *src, void *dst, size_t n, char *msg, si
 void anvil_ref_decode_iq4_nl(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / ANVIL_QK4_NL; ++i, blk += sizeof(anvil_block_iq4_nl), y += ANVIL_QK4_NL) {
-        const float d = cold_half(blk + IQ4NL_D);
+        const float d = anvil_rd_half(blk + IQ4NL_D);
         const uint8_t *qs = blk + IQ4NL_QS;
         for (int j = 0; j < 16; ++j) {
             y[j + 0] = d * (float)anvil_cold_iq4nl_values[qs[j] & 0xf];
@@ -196,14 +196,14 @@ void anvil_ref_decode_iq4_nl(const void *src, float *y, size_t n) {
 
 /* Biased 6-bit sub-scale of 32-element block ib. */
 static inline int iq4xs_sub_scale(const uint8_t *blk, int ib) {
-    const uint16_t h = cold_u16(blk + IQ4XS_SCALES_H);
+    const uint16_t h = anvil_rd_u16(blk + IQ4XS_SCALES_H);
     return ((blk[IQ4XS_SCALES_L + ib / 2] >> (4 * (ib % 2))) & 0xf) | (((h >> (2 * ib)) & 3) << 4);
 }
 
 void anvil_ref_decode_iq4_xs(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, blk += sizeof(anvil_block_iq4_xs)) {
-        const float d = cold_half(blk + IQ4XS_D);
+        const float d = anvil_rd_half(blk + IQ4XS_D);
         for (int ib = 0; ib < ANVIL_QK_K / 32; ++ib, y += 32) {
             const float dl = d * (float)(iq4xs_sub_scale(blk, ib) - 32);
             const uint8_t *qs = blk + IQ4XS_QS + 16 * ib;
@@ -230,7 +230,7 @@ void anvil_ref_vec_dot_iq4_nl_q8_0(size_t n, float *s, const void *w, const void
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK4_NL; ++i, blk += sizeof(anvil_block_iq4_nl), act += sizeof(anvil_block_q8_0)) {
-        const float d = cold_half(act + COLD_Q80_D) * cold_half(blk + IQ4NL_D);
+        const float d = anvil_rd_half(act + COLD_Q80_D) * anvil_rd_half(blk + IQ4NL_D);
         sumf += d * (float)iq4_dot32(blk + IQ4NL_QS, (const int8_t *)(act + COLD_Q80_QS));
     }
     *s = sumf;
@@ -241,7 +241,7 @@ void anvil_ref_vec_dot_iq4_xs_q8_K(size_t n, float *s, const void *w, const void
     const uint8_t *act = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, blk += sizeof(anvil_block_iq4_xs), act += sizeof(anvil_block_q8_K)) {
-        const float d4d8 = cold_half(blk + IQ4XS_D) * cold_f32(act + COLD_Q8K_D);
+        const float d4d8 = anvil_rd_half(blk + IQ4XS_D) * anvil_rd_f32(act + COLD_Q8K_D);
         const int8_t *q8 = (const int8_t *)(act + COLD_Q8K_QS);
         for (int ib = 0; ib < ANVIL_QK_K / 32; ++ib) {
             const float dl = d4d8 * (float)(iq4xs_sub_scale(blk, ib) - 32);

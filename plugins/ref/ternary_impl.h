@@ -9,33 +9,11 @@
 #include <string.h>
 
 #include "anvil/numeric.h"
+#include "ref/bytes.h"
 
 /* Blocks are byte-packed in files (a TQ1_0 row is 54 bytes per block), so
- * every multi-byte field is read and written through memcpy: no alignment
- * is assumed of any buffer, weight or activation. */
-static inline float ternary_load_half(const uint8_t *p) {
-    anvil_half h;
-    memcpy(&h, p, sizeof h);
-    return anvil_fp16_to_fp32(h);
-}
-
-static inline void ternary_store_half(uint8_t *p, float v) {
-    const anvil_half h = anvil_fp32_to_fp16(v);
-    memcpy(p, &h, sizeof h);
-}
-
-static inline float ternary_load_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline int ternary_load_i16(const uint8_t *p) {
-    int16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
+ * every multi-byte field goes through ref/bytes.h: no alignment is assumed
+ * of any buffer, weight or activation. */
 /* ggml's TQ encoders turn a scaled weight into a trit with
  * `int xi = lroundf(v) + 1`. For finite v that is round-half-away plus one.
  * v is non-finite when a block's absmax is so small (below ~2.9e-39) that its

@@ -28,7 +28,7 @@ static void q1_0_encode_block(const float *x, uint8_t *y) {
     for (int j = 0; j < ANVIL_QK1_0; ++j) {
         sum_abs += fabsf(x[j]);
     }
-    ternary_store_half(y + Q1_0_D, sum_abs / (float)ANVIL_QK1_0);
+    anvil_wr_half(y + Q1_0_D, sum_abs / (float)ANVIL_QK1_0);
     uint8_t *qs = y + Q1_0_QS;
     memset(qs, 0, ANVIL_QK1_0 / 8);
     for (int j = 0; j < ANVIL_QK1_0; ++j) {
@@ -53,7 +53,7 @@ int anvil_ref_encode_q1_0(const float *src, void *dst, size_t n, char *msg, size
 void anvil_ref_decode_q1_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;
     for (size_t i = 0; i < n / ANVIL_QK1_0; ++i, x += Q1_0_BYTES) {
-        const float d = ternary_load_half(x + Q1_0_D);
+        const float d = anvil_rd_half(x + Q1_0_D);
         const float neg_d = -d;
         const uint8_t *qs = x + Q1_0_QS;
         for (int j = 0; j < ANVIL_QK1_0; ++j) {
@@ -67,7 +67,7 @@ void anvil_ref_vec_dot_q1_0_q8_0(size_t n, float *s, const void *w, const void *
     const uint8_t *y = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK1_0; ++i, x += Q1_0_BYTES) {
-        const float d0 = ternary_load_half(x + Q1_0_D);
+        const float d0 = anvil_rd_half(x + Q1_0_D);
         /* ggml keeps the per-activation-block partial sums in a float and
          * applies the weight scale once per weight block; same order here. */
         float sumi = 0.0f;
@@ -85,7 +85,7 @@ void anvil_ref_vec_dot_q1_0_q8_0(size_t n, float *s, const void *w, const void *
                 }
             }
             const int sumi_block = pos + pos - all;
-            sumi += ternary_load_half(y + offsetof(anvil_block_q8_0, d)) * (float)sumi_block;
+            sumi += anvil_rd_half(y + offsetof(anvil_block_q8_0, d)) * (float)sumi_block;
         }
         sumf += d0 * sumi;
     }

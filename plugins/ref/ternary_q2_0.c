@@ -32,7 +32,7 @@ static void q2_0_encode_block(const float *x, uint8_t *y) {
     }
     const float d = amax;
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    ternary_store_half(y + Q2_0_D, d);
+    anvil_wr_half(y + Q2_0_D, d);
     uint8_t *qs = y + Q2_0_QS;
     memset(qs, 0, ANVIL_QK2_0 / 4);
     for (int j = 0; j < ANVIL_QK2_0; ++j) {
@@ -55,7 +55,7 @@ int anvil_ref_encode_q2_0(const float *src, void *dst, size_t n, char *msg, size
 void anvil_ref_decode_q2_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;
     for (size_t i = 0; i < n / ANVIL_QK2_0; ++i, x += Q2_0_BYTES) {
-        const float d = ternary_load_half(x + Q2_0_D);
+        const float d = anvil_rd_half(x + Q2_0_D);
         const uint8_t *qs = x + Q2_0_QS;
         for (int j = 0; j < ANVIL_QK2_0; ++j) {
             const int c = (qs[j / 4] >> (2 * (j % 4))) & 3;
@@ -69,7 +69,7 @@ void anvil_ref_vec_dot_q2_0_q8_0(size_t n, float *s, const void *w, const void *
     const uint8_t *y = a;
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK2_0; ++i, x += Q2_0_BYTES) {
-        const float d0 = ternary_load_half(x + Q2_0_D);
+        const float d0 = anvil_rd_half(x + Q2_0_D);
         float sumi = 0.0f;
         for (int k = 0; k < Q2_0_ACT_BLOCKS; ++k, y += Q8_0_BYTES) {
             const uint8_t *codes = x + Q2_0_QS + k * (ANVIL_QK8_0 / 4);
@@ -86,7 +86,7 @@ void anvil_ref_vec_dot_q2_0_q8_0(size_t n, float *s, const void *w, const void *
                 }
             }
             const int sumi_block = lo + hi + hi - all;
-            sumi += ternary_load_half(y + offsetof(anvil_block_q8_0, d)) * (float)sumi_block;
+            sumi += anvil_rd_half(y + offsetof(anvil_block_q8_0, d)) * (float)sumi_block;
         }
         sumf += d0 * sumi;
     }

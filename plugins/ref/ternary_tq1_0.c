@@ -56,7 +56,7 @@ static void tq1_0_encode_block(const float *x, uint8_t *y) {
     }
     const float d = amax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    ternary_store_half(y + TQ1_0_D, d);
+    anvil_wr_half(y + TQ1_0_D, d);
     for (size_t g = 0; g < 3; ++g) {
         const tq1_0_group *gr = &tq1_0_groups[g];
         for (size_t m = 0; m < gr->nbytes; ++m) {
@@ -81,7 +81,7 @@ int anvil_ref_encode_tq1_0(const float *src, void *dst, size_t n, char *msg, siz
 void anvil_ref_decode_tq1_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, x += TQ1_0_BYTES) {
-        const float d = ternary_load_half(x + TQ1_0_D);
+        const float d = anvil_rd_half(x + TQ1_0_D);
         for (size_t g = 0; g < 3; ++g) {
             const tq1_0_group *gr = &tq1_0_groups[g];
             for (size_t m = 0; m < gr->nbytes; ++m) {
@@ -127,8 +127,8 @@ void anvil_ref_vec_dot_tq1_0_q8_K(size_t n, float *s, const void *w, const void 
                 }
             }
         }
-        const float dy = ternary_load_f32(y + offsetof(anvil_block_q8_K, d));
-        sumf += (float)sum * (ternary_load_half(x + TQ1_0_D) * dy);
+        const float dy = anvil_rd_f32(y + offsetof(anvil_block_q8_K, d));
+        sumf += (float)sum * (anvil_rd_half(x + TQ1_0_D) * dy);
     }
     *s = sumf;
 }

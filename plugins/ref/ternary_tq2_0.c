@@ -26,7 +26,7 @@ static void tq2_0_encode_block(const float *x, uint8_t *y) {
     }
     const float d = amax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    ternary_store_half(y + TQ2_0_D, d);
+    anvil_wr_half(y + TQ2_0_D, d);
     for (size_t j = 0; j < TQ2_0_NQS; j += 32, x += 128) {
         for (size_t m = 0; m < 32; ++m) {
             unsigned q = 0;
@@ -53,7 +53,7 @@ int anvil_ref_encode_tq2_0(const float *src, void *dst, size_t n, char *msg, siz
 void anvil_ref_decode_tq2_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, x += TQ2_0_BYTES) {
-        const float d = ternary_load_half(x + TQ2_0_D);
+        const float d = anvil_rd_half(x + TQ2_0_D);
         const uint8_t *qs = x + TQ2_0_QS;
         for (size_t j = 0; j < TQ2_0_NQS; j += 32) {
             for (unsigned l = 0; l < 4; ++l) {
@@ -89,11 +89,11 @@ void anvil_ref_vec_dot_tq2_0_q8_K(size_t n, float *s, const void *w, const void 
         }
         int all = 0;
         for (size_t b = 0; b < ANVIL_QK_K / 16; ++b) {
-            all += ternary_load_i16(y + offsetof(anvil_block_q8_K, bsums) + 2 * b);
+            all += anvil_rd_i16(y + offsetof(anvil_block_q8_K, bsums) + 2 * b);
         }
         const int sumi = lo + hi + hi - all;
-        const float d = ternary_load_f32(y + offsetof(anvil_block_q8_K, d)) *
-                        ternary_load_half(x + TQ2_0_D);
+        const float d = anvil_rd_f32(y + offsetof(anvil_block_q8_K, d)) *
+                        anvil_rd_half(x + TQ2_0_D);
         sumf += (float)sumi * d;
     }
     *s = sumf;

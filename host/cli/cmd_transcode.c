@@ -1,0 +1,561 @@
+/*
+ * anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]
+ *
+ * A thin front end over anvil/transcode.h: parse the options, plan, print the
+ * plan (--dry-run) or run it with a progress line, then the report: what was
+ * kept and why, the error of every converted tensor, a summary by type, the
+ * speed and the peak memory. The report printers are shared with
+ * merge-lora (cmd_transcode.h).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "anvil/transcode.h"
+#include "cli.h"
+#include "cmd_transcode.h"
+#include "ggml_oracle.h"
+
+#define MAX_RULES 256
+
+static int usage(FILE *f) {
+    fprintf(f,
+            "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
+            "\n"
+            "Quantize a float model's matrix weights into a block format, out of core: the\n"
+            "output header is written first, then one tensor at a time is read, encoded on\n"
+            "every core and written, so memory stays bounded by one tensor's output whatever\n"
+            "the model's size. The output is identical for any number of threads.\n"
+            "\n"
+            "Policy (conservative: never silently degrade a model):\n"
+            "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
+            "    in the name; everything else is copied as it is;\n"
+            "  - sources must be F32/F16/BF16: an already-quantized tensor is not requantized\n"
+            "    (two quantization errors would stack); it is copied verbatim and listed;\n"
+            "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
+            "    type (no silent fallback to another format) and is listed.\n"
+            "\n"
+            "options:\n"
+            "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
+            "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
+            "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
+            "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
+            "                            --dtype it may requantize already-quantized experts:\n"
+            "                            experts are where bytes cost most in decode bandwidth,\n"
+            "                            and their redundancy keeps the added error's risk lowest\n"
+            "  --tensor-type REGEX=T     tensors whose name matches REGEX (POSIX extended,\n"
+            "                            searched) get T; repeatable, first match wins, beats\n"
+            "                            every other option\n"
+            "  --output-tensor-type T    type of output.weight\n"
+            "  --token-embedding-type T  type of token_embd.weight\n"
+            "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
+            "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
+            "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
+            "                            0 there = every online CPU)\n"
+            "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
+            "                            and the final file size; write nothing\n"
+            "  --no-quality              skip the error figures (decode-back) for a faster run\n"
+            "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
+            "                            build found as for `anvil bench`) against anvil's on the\n"
+            "                            same rows, one thread each, and check the bytes agree\n"
+            "  --json                    print the summary as JSON on stdout\n"
+            "  --quiet                   print nothing but errors\n"
+            "\n"
+            "general.file_type is set to llama.cpp's file type for the dominant output type\n"
+            "and general.quantization_version to 2, as llama-quantize does; every other key\n"
+            "is copied byte for byte.\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int parse_type(anvil_ctx *ctx, const char *option, const char *name, uint32_t *out) {
+    anvil_error err;
+    if (anvil_type_from_name(ctx, name, out, &err) != ANVIL_OK) {
+        fprintf(stderr, "anvil transcode: %s '%s': %s\n", option, name, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct tc_args {
+    const char *from, *out;
+    anvil_transcode_options opts;
+    anvil_transcode_rule rules[MAX_RULES];
+    int dry_run, json, quiet, vs_ggml;
+} tc_args;
+
+static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
+    anvil_transcode_options_init(&a->opts);
+    a->opts.rules = a->rules;
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(o, "--from") == 0 && v) {
+            a->from = v;
+        } else if (strcmp(o, "--out") == 0 && v) {
+            a->out = v;
+        } else if (strcmp(o, "--dtype") == 0 && v) {
+            if (parse_type(ctx, o, v, &a->opts.dtype)) return 1;
+        } else if (strcmp(o, "--experts-dtype") == 0 && v) {
+            if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 1;
+        } else if (strcmp(o, "--output-tensor-type") == 0 && v) {
+            if (parse_type(ctx, o, v, &a->opts.output_type)) return 1;
+        } else if (strcmp(o, "--token-embedding-type") == 0 && v) {
+            if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 1;
+        } else if (strcmp(o, "--tensor-type") == 0 && v) {
+            const char *eq = strrchr(v, '=');
+            if (eq == NULL || eq == v || eq[1] == '\0') {
+                fprintf(stderr, "anvil transcode: --tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'\n", v);
+                return 2;
+            }
+            if (a->opts.n_rules >= MAX_RULES) {
+                fprintf(stderr, "anvil transcode: more than %d --tensor-type rules\n", MAX_RULES);
+                return 2;
+            }
+            char *pat = strndup(v, (size_t)(eq - v));
+            if (pat == NULL) return 1;
+            anvil_transcode_rule *r = &a->rules[a->opts.n_rules];
+            if (parse_type(ctx, o, eq + 1, &r->type)) {
+                free(pat);
+                return 1;
+            }
+            r->pattern = pat;
+            a->opts.n_rules++;
+        } else if (strcmp(o, "--split-max-size") == 0 && v) {
+            unsigned long long s = 0;
+            if (cli_parse_size(v, &s) != 0 || s == 0) {
+                fprintf(stderr, "anvil transcode: --split-max-size '%s' is not a positive size (e.g. 2G, 500M)\n", v);
+                return 2;
+            }
+            a->opts.split_max_bytes = s;
+        } else if (strcmp(o, "--threads") == 0 && v) {
+            char *end = NULL;
+            const unsigned long n = strtoul(v, &end, 10);
+            if (end == v || *end != '\0' || n > 1024 || v[0] == '-') {
+                fprintf(stderr, "anvil transcode: --threads '%s' is not a count from 0 to 1024\n", v);
+                return 2;
+            }
+            a->opts.threads = (unsigned)n;
+        } else {
+            takes = 0;
+            if (strcmp(o, "--dry-run") == 0) {
+                a->dry_run = 1;
+            } else if (strcmp(o, "--no-quality") == 0) {
+                a->opts.skip_quality = 1;
+            } else if (strcmp(o, "--vs-ggml") == 0) {
+                a->vs_ggml = 1;
+            } else if (strcmp(o, "--json") == 0) {
+                a->json = 1;
+            } else if (strcmp(o, "--quiet") == 0) {
+                a->quiet = 1;
+            } else {
+                fprintf(stderr, "anvil transcode: unknown or incomplete option '%s'\n", o);
+                return 2;
+            }
+        }
+        i += takes;
+    }
+    if (a->from == NULL || a->out == NULL) {
+        fprintf(stderr, "anvil transcode: --from and --out are required\n");
+        return 2;
+    }
+    const anvil_transcode_options *p = &a->opts;
+    if (p->dtype == ANVIL_TRANSCODE_NO_TYPE && p->experts_dtype == ANVIL_TRANSCODE_NO_TYPE &&
+        p->output_type == ANVIL_TRANSCODE_NO_TYPE && p->token_embd_type == ANVIL_TRANSCODE_NO_TYPE &&
+        p->n_rules == 0) {
+        fprintf(stderr, "anvil transcode: no target type: give --dtype (or --experts-dtype, "
+                        "--tensor-type, --output-tensor-type, --token-embedding-type)\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- report ------------------------------------------------------------------ */
+
+static const char *type_name(uint32_t id) {
+    anvil_type_info info;
+    if (anvil_type_builtin(id, &info, NULL) == ANVIL_OK) return info.name;
+    return "?";
+}
+
+/* "1.23 GB", "45.6 MB", "789 B": decimal units, as file sizes are quoted. */
+static const char *human(uint64_t b, char *buf, size_t size) {
+    if (b >= 1000000000ull) {
+        snprintf(buf, size, "%.2f GB", b / 1e9);
+    } else if (b >= 1000000ull) {
+        snprintf(buf, size, "%.2f MB", b / 1e6);
+    } else if (b >= 1000ull) {
+        snprintf(buf, size, "%.2f KB", b / 1e3);
+    } else {
+        snprintf(buf, size, "%" PRIu64 " B", b);
+    }
+    return buf;
+}
+
+static const char *shape_str(const anvil_gguf_tensor *t, char *buf, size_t size) {
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, size - at, "[");
+    for (uint32_t d = 0; d < t->n_dims && at < size; ++d) {
+        at += (size_t)snprintf(buf + at, size - at, "%s%" PRIu64, d ? ", " : "", t->shape[d]);
+    }
+    if (at < size) snprintf(buf + at, size - at, "]");
+    return buf;
+}
+
+static void fmt_snr(char *buf, size_t size, double snr) {
+    if (isinf(snr)) {
+        snprintf(buf, size, "exact");
+    } else {
+        snprintf(buf, size, "%.2f", snr);
+    }
+}
+
+static int encoded(const anvil_transcode_tensor *it) {
+    return it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten;
+}
+
+static void print_plan(FILE *f, const anvil_transcode *t) {
+    fprintf(f, "  %-34s %-16s %-7s    %-7s %11s    %11s  %s\n", "tensor", "shape", "from", "to", "bytes", "after",
+            "why");
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        char sh[96], b0[32], b1[32];
+        const char *note = it->why == ANVIL_TRANSCODE_CONVERT ? it->rule : anvil_transcode_why_string(it->why);
+        char extra[128] = "";
+        if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) {
+            anvil_type_info ti;
+            if (anvil_type_builtin(it->want_type, &ti, NULL) == ANVIL_OK) {
+                snprintf(extra, sizeof extra, " (%" PRIu64 " is not a multiple of %s's %u)", it->row_len, ti.name,
+                         ti.block_elems);
+            }
+        } else if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) {
+            snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, type_name(it->want_type));
+        }
+        fprintf(f, "  %-34s %-16s %-7s -> %-7s %11s -> %11s  %s%s%s\n", it->name, shape_str(it->src, sh, sizeof sh),
+                type_name(it->src_type), encoded(it) ? type_name(it->dst_type) : "(kept)",
+                human(it->src_bytes, b0, sizeof b0), human(it->dst_bytes, b1, sizeof b1), note ? note : "",
+                extra, it->rewritten ? " [rewritten]" : "");
+    }
+}
+
+static void print_kept_lists(FILE *f, const anvil_transcode *t) {
+    const struct {
+        anvil_transcode_why why;
+        const char *title;
+    } lists[] = {
+        { ANVIL_TRANSCODE_KEEP_QUANTIZED,
+          "kept as they are: already quantized; only --experts-dtype requantizes (two quantization "
+          "errors would stack), copied verbatim" },
+        { ANVIL_TRANSCODE_KEEP_ROWS, "kept in their type: row length not a multiple of the target's block" },
+        { ANVIL_TRANSCODE_KEEP_SOURCE, "kept as they are: their type cannot be decoded to f32" },
+    };
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; ++l) {
+        int header = 0;
+        for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+            const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+            if (it->why != lists[l].why) continue;
+            if (!header) fprintf(f, "%s:\n", lists[l].title);
+            header = 1;
+            anvil_type_info ti;
+            const int have = anvil_type_builtin(it->want_type, &ti, NULL) == ANVIL_OK;
+            if (it->why == ANVIL_TRANSCODE_KEEP_ROWS && have) {
+                fprintf(f, "  %-34s %-6s row length %" PRIu64 ", %s needs a multiple of %u\n", it->name,
+                        type_name(it->src_type), it->row_len, ti.name, ti.block_elems);
+            } else {
+                fprintf(f, "  %-34s %-6s (%s asked for %s)\n", it->name, type_name(it->src_type),
+                        it->rule ? it->rule : "?", have ? ti.name : "?");
+            }
+        }
+    }
+}
+
+static void print_quality(FILE *f, const anvil_transcode *t) {
+    int any = 0;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        if (!it->has_quality) continue;
+        if (!any) {
+            fprintf(f, "quality of every encoded tensor (decode(encode(x)) against x):\n");
+            fprintf(f, "  %-34s %-7s    %-7s %12s %12s %9s\n", "tensor", "from", "to", "RMSE", "max |err|", "SNR dB");
+        }
+        any = 1;
+        char snr[32];
+        fmt_snr(snr, sizeof snr, it->snr_db);
+        fprintf(f, "  %-34s %-7s -> %-7s %12.4g %12.4g %9s\n", it->name, type_name(it->src_type),
+                type_name(it->dst_type), it->rmse, it->max_abs, snr);
+    }
+    if (anvil_transcode_quality_count(t) > 0) {
+        fprintf(f, "summary by target type:\n");
+        fprintf(f, "  %-8s %8s %14s %12s %12s %9s\n", "type", "tensors", "elements", "RMSE", "max |err|", "SNR dB");
+        for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
+            anvil_transcode_quality q;
+            anvil_transcode_quality_at(t, i, &q);
+            char snr[32];
+            fmt_snr(snr, sizeof snr, q.snr_db);
+            fprintf(f, "  %-8s %8zu %14" PRIu64 " %12.4g %12.4g %9s\n", type_name(q.type), q.n_tensors, q.n_elements,
+                    q.rmse, q.max_abs, snr);
+        }
+    }
+}
+
+void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
+                          const cli_vs_ggml *cmp) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    char a[32], b[32], c[32];
+    if (dry_run) {
+        fprintf(f, "plan for %s (%zu tensors; nothing written):\n", input, s.n_tensors);
+        print_plan(f, t);
+    } else {
+        print_quality(f, t);
+    }
+    print_kept_lists(f, t);
+    fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
+    fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
+            anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "", human(s.dst_tensor_bytes, b, sizeof b),
+            human(s.out_file_bytes, c, sizeof c), s.n_parts, s.n_parts == 1 ? "" : "s", s.n_converted);
+    if (s.file_type != UINT32_MAX) {
+        fprintf(f, "        general.file_type = %u (dominant type %s), general.quantization_version = 2\n",
+                s.file_type, type_name(s.dominant_type));
+    }
+    if (s.ran) {
+        fprintf(f, "run     %.2f s, %.1f MB/s of source read, %u thread%s, peak RSS %.1f MB\n", s.seconds, s.mb_per_s,
+                s.threads, s.threads == 1 ? "" : "s", s.peak_rss_bytes / 1e6);
+    }
+    if (cmp != NULL) {
+        if (!cmp->ran) {
+            fprintf(f, "vs ggml %s\n", cmp->note);
+        } else {
+            fprintf(f,
+                    "vs ggml reference encoders (ggml_quantize_chunk) on the same rows (%zu tensors, %.1f MB of "
+                    "source), one thread each:\n"
+                    "        ggml %.1f MB/s, anvil %.1f MB/s (x%.2f); bytes %s\n",
+                    cmp->tensors, cmp->src_bytes / 1e6, cmp->ggml_mb_per_s, cmp->anvil_mb_per_s,
+                    cmp->ggml_mb_per_s > 0 ? cmp->anvil_mb_per_s / cmp->ggml_mb_per_s : 0,
+                    cmp->mismatched == 0 ? "identical" : "DIFFER");
+        }
+    }
+}
+
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) {
+        fprintf(f, "%.17g", v);
+    } else {
+        fputs("null", f);
+    }
+}
+
+void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run, const cli_vs_ggml *cmp) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    fprintf(f, "{\"input\":");
+    cli_json_string(f, input);
+    fprintf(f, ",\"outputs\":[");
+    for (uint32_t p = 0; p < s.n_parts; ++p) {
+        if (p) fputc(',', f);
+        cli_json_string(f, anvil_transcode_part_path(t, p));
+    }
+    fprintf(f, "],\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        cli_json_string(f, it->name);
+        fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", type_name(it->src_type),
+                type_name(it->dst_type), encoded(it) ? "true" : "false");
+        cli_json_string(f, anvil_transcode_why_string(it->why));
+        fprintf(f, ",\"wanted\":");
+        if (it->want_type == ANVIL_TRANSCODE_NO_TYPE) {
+            fputs("null", f);
+        } else {
+            fprintf(f, "\"%s\"", type_name(it->want_type));
+        }
+        fprintf(f, ",\"rule\":");
+        if (it->rule) {
+            cli_json_string(f, it->rule);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
+                it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
+        if (it->has_quality) {
+            fprintf(f, ",\"rmse\":");
+            json_num(f, it->rmse);
+            fprintf(f, ",\"max_abs_err\":");
+            json_num(f, it->max_abs);
+            fprintf(f, ",\"snr_db\":");
+            json_num(f, it->snr_db);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "],\"quality_by_type\":[");
+    for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
+        anvil_transcode_quality q;
+        anvil_transcode_quality_at(t, i, &q);
+        fprintf(f, "%s{\"type\":\"%s\",\"tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
+                type_name(q.type), q.n_tensors, q.n_elements);
+        json_num(f, q.rmse);
+        fprintf(f, ",\"max_abs_err\":");
+        json_num(f, q.max_abs);
+        fprintf(f, ",\"snr_db\":");
+        json_num(f, q.snr_db);
+        fputc('}', f);
+    }
+    fprintf(f,
+            "],\"n_tensors\":%zu,\"n_encoded\":%zu,\"n_kept_quantized\":%zu,\"n_kept_rows\":%zu,"
+            "\"n_kept_source\":%zu,\"src_tensor_bytes\":%" PRIu64 ",\"dst_tensor_bytes\":%" PRIu64
+            ",\"out_file_bytes\":%" PRIu64 ",\"parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
+            s.n_tensors, s.n_converted, s.n_kept_quantized, s.n_kept_rows, s.n_kept_source, s.src_tensor_bytes,
+            s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, type_name(s.dominant_type));
+    if (s.file_type == UINT32_MAX) {
+        fputs("null", f);
+    } else {
+        fprintf(f, "%u", s.file_type);
+    }
+    fprintf(f, ",\"threads\":%u", s.threads);
+    if (s.ran) {
+        fprintf(f, ",\"seconds\":");
+        json_num(f, s.seconds);
+        fprintf(f, ",\"mb_per_s\":");
+        json_num(f, s.mb_per_s);
+        fprintf(f, ",\"peak_rss_bytes\":%" PRIu64, s.peak_rss_bytes);
+    }
+    if (cmp != NULL) {
+        fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", cmp->ran ? "true" : "false");
+        cli_json_string(f, cmp->note);
+        if (cmp->ran) {
+            fprintf(f, ",\"tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
+                    cmp->mismatched, cmp->src_bytes);
+            json_num(f, cmp->ggml_mb_per_s);
+            fprintf(f, ",\"anvil_mb_per_s\":");
+            json_num(f, cmp->anvil_mb_per_s);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "}\n");
+}
+
+/* ---- ggml comparison ------------------------------------------------------ */
+
+static double now_sec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Up to this many elements of each converted tensor are timed. */
+#define VS_GGML_MAX_ELEMS ((uint64_t)4 << 20)
+
+static int vs_ggml(anvil_ctx *ctx, const anvil_transcode *t, cli_vs_ggml *res) {
+    static ggml_oracle oracle;
+    char why[2048];
+    memset(res, 0, sizeof *res);
+    if (ggml_oracle_open(&oracle, NULL, why, sizeof why) != 0) {
+        snprintf(res->note, sizeof res->note, "ggml not found: %.2100s", why);
+        return 0;
+    }
+    snprintf(res->note, sizeof res->note, "ggml %.1000s", oracle.dir);
+    double t_ggml = 0, t_anvil = 0;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        if (it->why != ANVIL_TRANSCODE_CONVERT || it->n_rows == 0) continue;
+        uint64_t rows = VS_GGML_MAX_ELEMS / it->row_len;
+        if (rows == 0) rows = 1;
+        if (rows > it->n_rows) rows = it->n_rows;
+        const size_t n = (size_t)(rows * it->row_len);
+        const size_t src_bytes = (size_t)(it->src_bytes / it->n_rows * rows);
+        const size_t dst_bytes = (size_t)(it->dst_bytes / it->n_rows * rows);
+        float *x = malloc(n * sizeof *x);
+        unsigned char *a = malloc(dst_bytes + 1), *b = malloc(dst_bytes + 1);
+        int ok = x && a && b && anvil_decode(ctx, it->src_type, it->src->data, src_bytes, x, n, NULL) == ANVIL_OK;
+        if (ok) {
+            if (oracle.quantize_init) oracle.quantize_init((int)it->dst_type);
+            double t0 = now_sec();
+            const size_t got = oracle.quantize_chunk((int)it->dst_type, x, b, 0, (int64_t)rows, (int64_t)it->row_len, NULL);
+            double t1 = now_sec();
+            ok = anvil_encode(ctx, it->dst_type, x, n, a, dst_bytes, NULL) == ANVIL_OK;
+            double t2 = now_sec();
+            if (ok && got == dst_bytes) {
+                t_ggml += t1 - t0;
+                t_anvil += t2 - t1;
+                res->elements += n;
+                res->src_bytes += src_bytes;
+                res->tensors++;
+                if (memcmp(a, b, dst_bytes) != 0) res->mismatched++;
+            }
+        }
+        free(x);
+        free(a);
+        free(b);
+    }
+    res->ran = res->tensors > 0;
+    res->ggml_mb_per_s = t_ggml > 0 ? res->src_bytes / 1e6 / t_ggml : 0;
+    res->anvil_mb_per_s = t_anvil > 0 ? res->src_bytes / 1e6 / t_anvil : 0;
+    return 0;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+typedef struct progress_state {
+    double last;
+    int shown;
+} progress_state;
+
+static void progress_line(void *arg, const anvil_transcode_progress *p) {
+    progress_state *ps = arg;
+    const double now = p->seconds;
+    if (now - ps->last < 0.1 && p->bytes_done < p->bytes_total) return;
+    ps->last = now;
+    ps->shown = 1;
+    const double rate = now > 0 ? p->bytes_done / 1e6 / now : 0;
+    const double left = rate > 0 ? (p->bytes_total - p->bytes_done) / 1e6 / rate : 0;
+    fprintf(stderr, "\r\033[K  [%zu/%zu] %.1f%%  %.0f/%.0f MB  %.1f MB/s  ETA %.0fs  %s", p->tensor + 1,
+            p->n_tensors, p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
+            p->bytes_total / 1e6, rate, left, p->name);
+    fflush(stderr);
+}
+
+int cmd_transcode(cli_globals *g, int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) return usage(stdout);
+    anvil_ctx *ctx = cli_ctx(g);
+    if (ctx == NULL) return 1;
+    tc_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(ctx, argc, argv, &a);
+    if (rc != 0) {
+        for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
+        return rc == 2 ? usage(stderr) : 1;
+    }
+    anvil_error err = { 0 };
+    anvil_gguf *src = NULL;
+    anvil_transcode *t = NULL;
+    progress_state ps = { 0, 0 };
+    if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
+        a.opts.progress = progress_line;
+        a.opts.progress_arg = &ps;
+    }
+    int status = anvil_gguf_open(&src, a.from, ctx, 0, &err);
+    if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, a.out, &a.opts, &err);
+    if (status == ANVIL_OK && !a.dry_run) status = anvil_transcode_run(t, &err);
+    if (ps.shown) fprintf(stderr, "\r\033[K");
+    for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
+    if (status != ANVIL_OK) {
+        anvil_transcode_free(t);
+        anvil_gguf_close(src);
+        return cli_fail_err("transcode", &err);
+    }
+    cli_vs_ggml cmp;
+    memset(&cmp, 0, sizeof cmp);
+    if (a.vs_ggml && !a.dry_run) vs_ggml(ctx, t, &cmp);
+    if (a.json) {
+        cli_transcode_json(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
+    } else if (!a.quiet) {
+        cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
+    }
+    anvil_transcode_free(t);
+    anvil_gguf_close(src);
+    return 0;
+}

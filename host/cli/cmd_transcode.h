@@ -1,0 +1,27 @@
+/* The transcode report, shared by `anvil transcode` and `anvil merge-lora`
+ * (both in cmd_transcode.c / cmd_merge_lora.c). */
+#ifndef ANVIL_CLI_CMD_TRANSCODE_H
+#define ANVIL_CLI_CMD_TRANSCODE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "anvil/transcode.h"
+
+/* ggml's reference encoders against anvil's on the same rows, one thread each. */
+typedef struct cli_vs_ggml {
+    int ran;
+    size_t tensors, mismatched;    /* tensors timed; of which bytes differed */
+    uint64_t elements, src_bytes;
+    double ggml_mb_per_s, anvil_mb_per_s; /* source bytes of the timed rows per second */
+    char note[2200];
+} cli_vs_ggml;
+
+/* Human report: the plan (dry_run) or the run's outcome. cmp may be NULL. */
+void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
+                          const cli_vs_ggml *cmp);
+/* The same as one JSON object. */
+void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
+                        const cli_vs_ggml *cmp);
+
+#endif

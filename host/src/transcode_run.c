@@ -1,0 +1,442 @@
+/*
+ * Transcode run: stream the planned output out of core.
+ *
+ * Per tensor, in file order: a kept tensor is written straight from the
+ * source mapping (prefetched before, released after). A converted tensor is
+ * cut into chunks of whole rows (about 64K elements; the cut depends only on
+ * the tensor's shape) and the chunks into slabs of about 16 MiB of source.
+ * For each slab the next one is prefetched, the pool's threads pull chunks
+ * (decode to f32, apply the hook, encode into the tensor's output buffer,
+ * decode back for the error figures), and the slab's source pages are
+ * released. The output buffer goes to the writer and is freed.
+ *
+ * Nothing a thread does depends on which thread does it: bytes land at fixed
+ * offsets, and per-chunk error sums are reduced in chunk order, so output
+ * and quality figures are the same for any thread count. On an error the
+ * failing chunk with the lowest index is the one reported, for the same
+ * reason.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "anvil/numeric.h"
+#include "ctx.h"
+#include "error.h"
+#include "thread_pool.h"
+#include "transcode_internal.h"
+
+#define TC_CHUNK_ELEMS ((uint64_t)1 << 16)
+#define TC_SLAB_BYTES ((uint64_t)16 << 20)
+
+typedef struct chunk_stat {
+    double sse, signal, max_abs;
+} chunk_stat;
+
+typedef struct tensor_job {
+    anvil_ctx *ctx;
+    const anvil_transcode_hook *hook;
+    const anvil_transcode_tensor *it;
+    const uint8_t *src;
+    uint8_t *dst;
+    uint64_t src_row_bytes, dst_row_bytes;
+    uint64_t rows_per_chunk;
+    size_t n_chunks;
+    size_t slab_end;            /* chunks below this index belong to the current slab */
+    atomic_size_t next;
+    chunk_stat *stats;
+    float **x, **y;             /* per pool slot: decoded rows, decoded-back rows */
+    int quality;
+    atomic_size_t fail_at;      /* lowest failing chunk so far, SIZE_MAX if none */
+    pthread_mutex_t lock;
+    anvil_error fail;
+    int fail_rc;
+} tensor_job;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t peak_rss_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024u; /* Linux reports KiB */
+}
+
+static void record_failure(tensor_job *j, size_t chunk, int rc, const anvil_error *e) {
+    pthread_mutex_lock(&j->lock);
+    if (chunk < atomic_load(&j->fail_at)) {
+        atomic_store(&j->fail_at, chunk);
+        j->fail = *e;
+        j->fail_rc = rc;
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* Index of the first NaN/Inf, or n. Blocks are scanned without an early
+ * exit so the compiler can vectorize the common all-finite case; only a
+ * flagged block is searched element by element. */
+static size_t find_nonfinite(const float *x, size_t n) {
+    const size_t block = 1024;
+    for (size_t b = 0; b < n; b += block) {
+        const size_t e = b + block < n ? b + block : n;
+        uint32_t bad = 0;
+        for (size_t i = b; i < e; ++i) {
+            uint32_t bits;
+            memcpy(&bits, &x[i], sizeof bits);
+            bad |= (uint32_t)((bits & UINT32_C(0x7f800000)) == UINT32_C(0x7f800000));
+        }
+        if (bad) return b + anvil_find_nonfinite(x + b, e - b);
+    }
+    return n;
+}
+
+static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, size_t n, size_t at,
+                           anvil_error *e) {
+    (void)n;
+    const anvil_transcode_tensor *it = j->it;
+    const uint64_t row = row0 + at / it->row_len, col = at % it->row_len;
+    const float v = x[at];
+    return anvil_error_set(e, ANVIL_E_NONFINITE,
+                           "tensor '%s' holds %s at row %" PRIu64 ", column %" PRIu64 "%s; fix the "
+                           "source model, or keep this tensor as it is with "
+                           "--tensor-type '^%s$=%s'",
+                           it->name, isnan(v) ? "NaN" : (v > 0 ? "+inf" : "-inf"), row, col,
+                           it->rewritten ? " (after the rewrite)" : "", it->name,
+                           it->src->type_info.name);
+}
+
+static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e) {
+    const anvil_transcode_tensor *it = j->it;
+    const uint64_t row0 = (uint64_t)c * j->rows_per_chunk;
+    const uint64_t nr = it->n_rows - row0 < j->rows_per_chunk ? it->n_rows - row0 : j->rows_per_chunk;
+    const size_t n = (size_t)(nr * it->row_len);
+    const uint8_t *s = j->src + row0 * j->src_row_bytes;
+    uint8_t *d = j->dst + row0 * j->dst_row_bytes;
+    const size_t s_bytes = (size_t)(nr * j->src_row_bytes), d_bytes = (size_t)(nr * j->dst_row_bytes);
+
+    int rc = anvil_decode(j->ctx, it->src_type, s, s_bytes, x, n, e);
+    if (rc == ANVIL_OK && it->rewritten) {
+        rc = j->hook->rows(j->hook->arg, it->src, row0, nr, x, e);
+    }
+    if (rc != ANVIL_OK) {
+        anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
+        return rc;
+    }
+    const size_t bad = find_nonfinite(x, n);
+    if (bad < n) return nonfinite_error(j, row0, x, n, bad, e);
+    rc = anvil_encode(j->ctx, it->dst_type, x, n, d, d_bytes, e);
+    if (rc == ANVIL_OK && j->quality) rc = anvil_decode(j->ctx, it->dst_type, d, d_bytes, y, n, e);
+    if (rc != ANVIL_OK) {
+        anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
+        return rc;
+    }
+    if (j->quality) {
+        double sse = 0, sig = 0, mx = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const double a = x[i], err = a - (double)y[i];
+            sse += err * err;
+            sig += a * a;
+            if (fabs(err) > mx) mx = fabs(err);
+        }
+        j->stats[c].sse = sse;
+        j->stats[c].signal = sig;
+        j->stats[c].max_abs = mx;
+    }
+    return ANVIL_OK;
+}
+
+static void chunk_task(void *arg, size_t slot) {
+    tensor_job *j = arg;
+    for (;;) {
+        const size_t c = atomic_fetch_add(&j->next, 1);
+        if (c >= j->slab_end) break;
+        if (c > atomic_load(&j->fail_at)) continue; /* an earlier chunk failed */
+        anvil_error e;
+        anvil_error_clear(&e);
+        const int rc = do_chunk(j, c, j->x[slot], j->y[slot], &e);
+        if (rc != ANVIL_OK) record_failure(j, c, rc, &e);
+    }
+}
+
+typedef struct run_state {
+    anvil_transcode *t;
+    anvil_pool *pool;
+    unsigned slots;
+    double t0;
+    uint64_t bytes_done;
+    size_t index;
+} run_state;
+
+static void report(run_state *rs, const anvil_transcode_tensor *it) {
+    const anvil_transcode_options *o = &rs->t->opts;
+    if (o->progress == NULL) return;
+    anvil_transcode_progress p;
+    p.tensor = rs->index;
+    p.n_tensors = rs->t->n_items;
+    p.name = it->name;
+    p.bytes_done = rs->bytes_done;
+    p.bytes_total = rs->t->summary.src_tensor_bytes;
+    p.seconds = now_seconds() - rs->t0;
+    o->progress(o->progress_arg, &p);
+}
+
+/* Advice only: a failure to advise changes speed, never the result. */
+static void prefetch(const anvil_gguf *g, const void *p, uint64_t n) {
+    if (n > 0) anvil_gguf_prefetch(g, p, (size_t)n, NULL);
+}
+static void release(const anvil_gguf *g, const void *p, uint64_t n) {
+    if (n > 0) anvil_gguf_release(g, p, (size_t)n, NULL);
+}
+
+static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode_tensor *it, anvil_error *err) {
+    const anvil_gguf *g = rs->t->src;
+    prefetch(g, it->src->data, it->src_bytes);
+    const int rc = anvil_gguf_writer_stream_tensor(w, it->src->data, it->src_bytes, err);
+    release(g, it->src->data, it->src_bytes);
+    rs->bytes_done += it->src_bytes;
+    report(rs, it);
+    return rc;
+}
+
+static void free_scratch(tensor_job *j, unsigned slots) {
+    for (unsigned s = 0; s < slots; ++s) {
+        if (j->x) free(j->x[s]);
+        if (j->y) free(j->y[s]);
+    }
+    free(j->x);
+    free(j->y);
+    free(j->stats);
+    free(j->dst);
+}
+
+static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
+    anvil_transcode *t = rs->t;
+    const anvil_gguf *g = t->src;
+    tensor_job j;
+    memset(&j, 0, sizeof j);
+    j.ctx = t->ctx;
+    j.hook = &t->opts.hook;
+    j.it = it;
+    j.src = it->src->data;
+    j.quality = !t->opts.skip_quality;
+    if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
+        if (it->dst_bytes != 0) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
+        return anvil_gguf_writer_stream_tensor(w, NULL, 0, err);
+    }
+    j.src_row_bytes = it->src_bytes / it->n_rows;
+    j.dst_row_bytes = it->dst_bytes / it->n_rows;
+    j.rows_per_chunk = it->row_len >= TC_CHUNK_ELEMS ? 1 : TC_CHUNK_ELEMS / it->row_len;
+    if (j.rows_per_chunk > it->n_rows) j.rows_per_chunk = it->n_rows;
+    j.n_chunks = (size_t)((it->n_rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
+    const uint64_t chunk_elems = j.rows_per_chunk * it->row_len;
+    if (chunk_elems > SIZE_MAX / sizeof(float)) {
+        return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
+    }
+    j.dst = malloc((size_t)it->dst_bytes);
+    j.stats = calloc(j.n_chunks, sizeof *j.stats);
+    j.x = calloc(rs->slots, sizeof *j.x);
+    j.y = calloc(rs->slots, sizeof *j.y);
+    int ok = j.dst != NULL && j.stats != NULL && j.x != NULL && j.y != NULL;
+    for (unsigned s = 0; ok && s < rs->slots; ++s) {
+        j.x[s] = malloc((size_t)chunk_elems * sizeof(float));
+        j.y[s] = j.quality ? malloc((size_t)chunk_elems * sizeof(float)) : NULL;
+        ok = j.x[s] != NULL && (!j.quality || j.y[s] != NULL);
+    }
+    if (!ok) {
+        free_scratch(&j, rs->slots);
+        return anvil_error_set(err, ANVIL_E_NOMEM,
+                               "tensor '%s': out of memory for its %" PRIu64 "-byte output", it->name,
+                               it->dst_bytes);
+    }
+    pthread_mutex_init(&j.lock, NULL);
+    atomic_init(&j.fail_at, SIZE_MAX);
+    atomic_init(&j.next, 0);
+
+    const uint64_t chunk_src = j.rows_per_chunk * j.src_row_bytes;
+    size_t per_slab = (size_t)(TC_SLAB_BYTES / chunk_src);
+    if (per_slab == 0) per_slab = 1;
+    int rc = ANVIL_OK;
+    prefetch(g, j.src, (per_slab < j.n_chunks ? per_slab * chunk_src : it->src_bytes));
+    for (size_t lo = 0; lo < j.n_chunks && rc == ANVIL_OK; lo += per_slab) {
+        const size_t hi = lo + per_slab < j.n_chunks ? lo + per_slab : j.n_chunks;
+        const uint64_t b0 = lo * chunk_src;
+        const uint64_t b1 = hi == j.n_chunks ? it->src_bytes : hi * chunk_src;
+        if (hi < j.n_chunks) {
+            const uint64_t n1 = hi + per_slab < j.n_chunks ? (hi + per_slab) * chunk_src : it->src_bytes;
+            prefetch(g, j.src + b1, n1 - b1);
+        }
+        j.slab_end = hi;
+        atomic_store(&j.next, lo);
+        anvil_pool_run(rs->pool, rs->slots, chunk_task, &j);
+        release(g, j.src + b0, b1 - b0);
+        if (atomic_load(&j.fail_at) != SIZE_MAX) {
+            *err = j.fail;
+            rc = j.fail_rc;
+            break;
+        }
+        rs->bytes_done += b1 - b0;
+        report(rs, it);
+    }
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w, j.dst, it->dst_bytes, err);
+    if (rc == ANVIL_OK && j.quality) {
+        double sse = 0, sig = 0, mx = 0;
+        for (size_t c = 0; c < j.n_chunks; ++c) {
+            sse += j.stats[c].sse;
+            sig += j.stats[c].signal;
+            if (j.stats[c].max_abs > mx) mx = j.stats[c].max_abs;
+        }
+        const double n = (double)it->n_rows * (double)it->row_len;
+        it->has_quality = 1;
+        it->sum_sq_err = sse;
+        it->sum_sq_signal = sig;
+        it->rmse = sqrt(sse / n);
+        it->max_abs = mx;
+        it->snr_db = sse > 0 ? 10.0 * log10(sig / sse) : INFINITY;
+    }
+    pthread_mutex_destroy(&j.lock);
+    free_scratch(&j, rs->slots);
+    return rc;
+}
+
+static int build_quality(anvil_transcode *t, anvil_error *err) {
+    size_t n = 0;
+    anvil_transcode_quality *q = calloc(t->n_items > 0 ? t->n_items : 1, sizeof *q);
+    double *sse = calloc(t->n_items > 0 ? t->n_items : 1, sizeof *sse);
+    double *sig = calloc(t->n_items > 0 ? t->n_items : 1, sizeof *sig);
+    if (q == NULL || sse == NULL || sig == NULL) {
+        free(q);
+        free(sse);
+        free(sig);
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    /* Types in id order, tensors in file order: a fixed summation order. */
+    for (uint32_t ty = 0; ty <= ANVIL_TYPE_THIRD_PARTY_LAST; ++ty) {
+        int any = 0;
+        for (size_t i = 0; i < t->n_items; ++i) {
+            const anvil_transcode_tensor *it = &t->items[i];
+            if (!it->has_quality || it->dst_type != ty) continue;
+            if (!any) {
+                memset(&q[n], 0, sizeof q[n]);
+                q[n].type = ty;
+                sse[n] = sig[n] = 0;
+                any = 1;
+            }
+            q[n].n_tensors++;
+            q[n].n_elements += it->n_rows * it->row_len;
+            sse[n] += it->sum_sq_err;
+            sig[n] += it->sum_sq_signal;
+            if (it->max_abs > q[n].max_abs) q[n].max_abs = it->max_abs;
+        }
+        if (any) {
+            q[n].rmse = q[n].n_elements ? sqrt(sse[n] / (double)q[n].n_elements) : 0;
+            q[n].snr_db = sse[n] > 0 ? 10.0 * log10(sig[n] / sse[n]) : INFINITY;
+            n++;
+        }
+    }
+    free(sse);
+    free(sig);
+    free(t->quality);
+    t->quality = q;
+    t->n_quality = n;
+    return ANVIL_OK;
+}
+
+static int check_space(const anvil_transcode *t, anvil_error *err) {
+    const char *path = t->part_paths[0];
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (slash == NULL) {
+        snprintf(dir, sizeof dir, ".");
+    } else if (slash == path) {
+        snprintf(dir, sizeof dir, "/");
+    } else {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    }
+    struct statvfs vs;
+    if (statvfs(dir, &vs) != 0) return ANVIL_OK; /* the writer reports a missing folder */
+    const unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
+    if (avail < t->summary.out_file_bytes) {
+        return anvil_error_set(err, ANVIL_E_IO,
+                               "not enough disk space: the output needs %" PRIu64 " bytes (%.2f GB) but "
+                               "the file system holding '%s' has %llu bytes (%.2f GB) free; free some "
+                               "space or write elsewhere",
+                               t->summary.out_file_bytes, t->summary.out_file_bytes / 1e9, dir, avail,
+                               avail / 1e9);
+    }
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
+    anvil_error_clear(err);
+    if (t == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL plan");
+    if (t->ran) return anvil_error_set(err, ANVIL_E_STATE, "this plan was already run; make a new one");
+    t->ran = 1;
+    int rc = check_space(t, err);
+    if (rc != ANVIL_OK) return rc;
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.t = t;
+    rs.slots = t->summary.threads ? t->summary.threads : 1;
+    rs.pool = anvil_pool_create(rs.slots);
+    if (rs.pool == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rs.slots);
+    rs.slots = anvil_pool_threads(rs.pool);
+    t->summary.threads = rs.slots;
+    rs.t0 = now_seconds();
+
+    uint32_t begun = 0;
+    for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
+        anvil_transcode_tensor *it = &t->items[i];
+        while (rc == ANVIL_OK && begun <= it->part) {
+            rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
+            if (rc == ANVIL_OK) begun++;
+        }
+        if (rc != ANVIL_OK) break;
+        rs.index = i;
+        anvil_gguf_writer *w = t->writers[it->part];
+        if (it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten) {
+            rc = write_converted(&rs, w, it, err);
+        } else {
+            rc = write_kept(&rs, w, it, err);
+        }
+    }
+    /* Parts without tensors (none in practice) still get their header. */
+    while (rc == ANVIL_OK && begun < t->n_parts) {
+        rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
+        if (rc == ANVIL_OK) begun++;
+    }
+    /* Rename every part into place only now that all are complete. */
+    uint32_t finished = 0;
+    for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
+        rc = anvil_gguf_writer_stream_finish(t->writers[p], err);
+        if (rc == ANVIL_OK) finished++;
+    }
+    if (rc != ANVIL_OK) {
+        for (uint32_t p = 0; p < t->n_parts; ++p) {
+            if (p < finished) {
+                unlink(t->part_paths[p]);
+            } else {
+                anvil_gguf_writer_stream_abort(t->writers[p]);
+            }
+        }
+    }
+    anvil_pool_destroy(rs.pool);
+    if (rc != ANVIL_OK) return rc;
+    rc = build_quality(t, err);
+    t->summary.seconds = now_seconds() - rs.t0;
+    t->summary.mb_per_s =
+        t->summary.seconds > 0 ? (double)t->summary.src_tensor_bytes / 1e6 / t->summary.seconds : 0;
+    t->summary.peak_rss_bytes = peak_rss_bytes();
+    t->summary.ran = 1;
+    return rc;
+}
