@@ -145,6 +145,15 @@ typedef const anvil_plugin_desc *(*anvil_plugin_entry_fn)(uint32_t host_abi_majo
 ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,
                                                                 uint32_t host_abi_minor);
 
+/* The usual entry: serve the SDK's major with one static descriptor,
+ * decline any other. `ANVIL_PLUGIN_ENTRY(&desc)` at file scope defines it. */
+#define ANVIL_PLUGIN_ENTRY(desc_ptr)                                                          \
+    ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,  \
+                                                                    uint32_t host_abi_minor) {  \
+        (void)host_abi_minor;                                                                 \
+        return host_abi_major == ANVIL_ABI_MAJOR ? (desc_ptr) : NULL;                        \
+    }
+
 #ifdef __cplusplus
 }
 #endif
