@@ -76,6 +76,16 @@ static int try_open(ggml_oracle *o, const char *dir, char *why, size_t why_size)
             }
         }
     }
+    /* The baseline build, kept beside the best one (see vec_dot_portable). */
+    snprintf(path, sizeof path, "%s/libggml-cpu-x64.so", dir);
+    o->portable = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (o->portable != NULL) {
+        /* fills the fp16 table its kernels read (no F16C in this build) */
+        void (*cpu_init)(void) = (void (*)(void))dlsym(o->portable, "ggml_cpu_init");
+        if (cpu_init) {
+            cpu_init();
+        }
+    }
     o->quantize_chunk = (ggml_quantize_chunk_fn)dlsym(o->base, "ggml_quantize_chunk");
     o->quantize_init = (void (*)(int))dlsym(o->base, "ggml_quantize_init");
     o->quantize_requires_imatrix = (bool (*)(int))dlsym(o->base, "ggml_quantize_requires_imatrix");
@@ -110,6 +120,7 @@ void ggml_oracle_close(ggml_oracle *o) {
      * with live statics is not safe, so the handles stay open until exit. */
     o->base = NULL;
     o->cpu = NULL;
+    o->portable = NULL;
 }
 
 void *ggml_oracle_sym(const ggml_oracle *o, const char *name) {
@@ -149,4 +160,32 @@ ggml_vec_dot_fn ggml_oracle_vec_dot(const ggml_oracle *o, const char *wname, con
         return NULL;
     }
     return (ggml_vec_dot_fn)dlsym(o->cpu, name);
+}
+
+ggml_vec_dot_fn ggml_oracle_vec_dot_portable(const ggml_oracle *o, const char *wname, const char *aname) {
+    if (o->portable == NULL) {
+        return NULL;
+    }
+    char name[128];
+    snprintf(name, sizeof name, "ggml_vec_dot_%s_%s_generic", wname, aname);
+    void *p = dlsym(o->portable, name);
+    if (p == NULL) {
+        /* a format with no SIMD version: the generic one has the plain name */
+        snprintf(name, sizeof name, "ggml_vec_dot_%s_%s", wname, aname);
+        p = dlsym(o->portable, name);
+    }
+    ggml_vec_dot_fn fn;
+    memcpy(&fn, &p, sizeof fn);
+    return fn;
+}
+
+ggml_from_float_fn ggml_oracle_quantize_ref(const ggml_oracle *o, int type, const char *name) {
+    ggml_from_float_fn f = ggml_oracle_from_float_ref(o, type);
+    if (f == NULL) {
+        char sym[96];
+        snprintf(sym, sizeof sym, "quantize_row_%s_ref", name);
+        void *p = ggml_oracle_sym(o, sym);
+        memcpy(&f, &p, sizeof f);
+    }
+    return f;
 }

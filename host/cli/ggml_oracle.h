@@ -25,6 +25,7 @@ typedef size_t (*ggml_quantize_chunk_fn)(int type, const float *src, void *dst, 
 typedef struct ggml_oracle {
     void *base;              /* libggml-base.so handle */
     void *cpu;               /* best libggml-cpu-*.so handle (may be NULL) */
+    void *portable;          /* libggml-cpu-x64.so: plain C, no FMA (may be NULL) */
     char dir[1024];
     char cpu_variant[64];    /* e.g. "haswell", "icelake" */
     ggml_quantize_chunk_fn quantize_chunk;
@@ -45,5 +46,13 @@ ggml_to_float_fn ggml_oracle_to_float(const ggml_oracle *o, int type);
 ggml_from_float_fn ggml_oracle_from_float_ref(const ggml_oracle *o, int type);
 /* ggml_vec_dot_<w>_<act> from the CPU library, e.g. ("q4_K", "q8_K"). */
 ggml_vec_dot_fn ggml_oracle_vec_dot(const ggml_oracle *o, const char *wname, const char *aname);
+/* The same dot from ggml's baseline x86-64 build (libggml-cpu-x64.so): ggml's
+ * portable C as written (the best variant for a modern CPU is compiled with
+ * FMA contraction, even its *_generic functions), which is the arithmetic
+ * anvil's scalar reference follows bit for bit. NULL when absent. */
+ggml_vec_dot_fn ggml_oracle_vec_dot_portable(const ggml_oracle *o, const char *wname, const char *aname);
+/* quantize_row_<name>_ref: through the type traits, else by name (Q8_K's
+ * traits carry no from_float_ref although the function is exported). */
+ggml_from_float_fn ggml_oracle_quantize_ref(const ggml_oracle *o, int type, const char *name);
 
 #endif

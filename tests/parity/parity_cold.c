@@ -43,7 +43,6 @@
  * (two rows in three) and random blocks with finite scales (the third), input
  * zeros, no GOLDEN_REC_ENCODED.
  */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -160,46 +159,13 @@ typedef struct ggml_side {
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* The baseline x64 CPU build: its *_generic kernels are plain C compiled
- * without FMA, the same arithmetic as ours. Opened once, never closed (ggml
- * keeps global state). NULL when absent. */
-static void *open_generic_cpu(const parity_ctx *pc) {
-    static int tried;
-    static void *handle;
-    if (!tried) {
-        tried = 1;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/libggml-cpu-x64.so", pc->oracle->dir);
-        handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (handle != NULL) {
-            void (*init)(void) = (void (*)(void))dlsym(handle, "ggml_cpu_init");
-            if (init != NULL) {
-                init();
-            }
-        }
-    }
-    return handle;
-}
-
 static int bind_ggml(const parity_ctx *pc, const cold_format *f, ggml_side *g) {
     memset(g, 0, sizeof *g);
     g->decode = ggml_oracle_to_float(pc->oracle, f->type);
     g->encode_ref = f->ref_is_chunk ? ggml_oracle_from_float_ref(pc->oracle, f->type) : NULL;
-    g->act_quantize = ggml_oracle_from_float_ref(pc->oracle, f->act_type);
-    if (g->act_quantize == NULL) {
-        /* ggml's type traits leave Q8_K's from_float_ref unset; the
-         * function itself is exported. */
-        char sym[64];
-        snprintf(sym, sizeof sym, "quantize_row_%s_ref", f->act_name);
-        g->act_quantize = (ggml_from_float_fn)ggml_oracle_sym(pc->oracle, sym);
-    }
+    g->act_quantize = ggml_oracle_quantize_ref(pc->oracle, (int)f->act_type, f->act_name);
     g->dot = ggml_oracle_vec_dot(pc->oracle, f->name, f->act_name);
-    void *generic = open_generic_cpu(pc);
-    if (generic != NULL) {
-        char sym[96];
-        snprintf(sym, sizeof sym, "ggml_vec_dot_%s_%s_generic", f->name, f->act_name);
-        g->dot_generic = (ggml_vec_dot_fn)dlsym(generic, sym);
-    }
+    g->dot_generic = ggml_oracle_vec_dot_portable(pc->oracle, f->name, f->act_name);
     if (g->decode == NULL || g->act_quantize == NULL || g->dot == NULL ||
         pc->oracle->quantize_chunk == NULL || (f->ref_is_chunk && g->encode_ref == NULL)) {
         printf("%-8s ggml lacks a function this check needs\n", f->name);

@@ -18,7 +18,6 @@
  * leaves them unwritten on an all-zero block, anvil zeroes them).
  * With pc->golden_dir set, (re)writes tests/golden/<type>.bin.
  */
-#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,28 +72,6 @@ typedef struct kq_oracle {
     ggml_vec_dot_fn dot_portable; /* the same from ggml's plain x86-64 build, if any */
 } kq_oracle;
 
-/* ggml's CPU backend built for plain x86-64 (libggml-cpu-x64.so, no FMA, no
- * SIMD dots): its ggml_vec_dot_* is ggml's portable C. Shown beside the SIMD
- * comparison for information: it is the code anvil's scalar dots follow. */
-static void *portable_cpu_lib(const ggml_oracle *o) {
-    static int tried;
-    static void *h;
-    if (!tried) {
-        tried = 1;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/libggml-cpu-x64.so", o->dir);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h != NULL) {
-            /* Fills its f16 tables; without it every f16 reads as 0. */
-            void (*init)(void) = (void (*)(void))dlsym(h, "ggml_cpu_init");
-            if (init != NULL) {
-                init();
-            }
-        }
-    }
-    return h;
-}
-
 static int kq_oracle_get(const ggml_oracle *o, const kq_format *f, kq_oracle *k) {
     char name[96];
     /* By name: Q8_K's type traits carry no from_float_ref. */
@@ -109,11 +86,7 @@ static int kq_oracle_get(const ggml_oracle *o, const kq_format *f, kq_oracle *k)
         k->dequantize = ggml_oracle_to_float(o, (int)f->type_id);
     }
     k->dot = f->dot ? ggml_oracle_vec_dot(o, f->name, "q8_K") : NULL;
-    k->dot_portable = NULL;
-    if (f->dot != NULL && portable_cpu_lib(o) != NULL) {
-        snprintf(name, sizeof name, "ggml_vec_dot_%s_q8_K", f->name);
-        k->dot_portable = (ggml_vec_dot_fn)dlsym(portable_cpu_lib(o), name);
-    }
+    k->dot_portable = f->dot ? ggml_oracle_vec_dot_portable(o, f->name, "q8_K") : NULL;
     if (k->quantize == NULL || k->dequantize == NULL || (f->dot != NULL && k->dot == NULL)) {
         fprintf(stderr, "parity kquants: ggml lacks %s for %s\n",
                 k->quantize == NULL ? "quantize_row_*_ref"

@@ -19,7 +19,6 @@
  *
  * With pc->golden_dir set, writes <dir>/<type>.bin (tests/common/golden.h).
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,28 +84,6 @@ typedef struct ggml_side {
 
 typedef float (*ggml_half_to_float_fn)(uint16_t);
 
-/* The baseline x64 CPU build: its *_generic kernels are plain C compiled
- * without FMA, the same arithmetic as ours. Opened once, never closed
- * (ggml keeps global state). NULL when absent. */
-static void *open_generic_cpu(const parity_ctx *pc) {
-    static int tried;
-    static void *handle;
-    if (!tried) {
-        tried = 1;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/libggml-cpu-x64.so", pc->oracle->dir);
-        handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (handle != NULL) {
-            /* fills the fp16 table the generic kernels read */
-            void (*init)(void) = (void (*)(void))dlsym(handle, "ggml_cpu_init");
-            if (init != NULL) {
-                init();
-            }
-        }
-    }
-    return handle;
-}
-
 static int bind_ggml(const parity_ctx *pc, const q8_format *f, ggml_side *g) {
     memset(g, 0, sizeof *g);
     g->encode = ggml_oracle_from_float_ref(pc->oracle, f->type);
@@ -114,12 +91,7 @@ static int bind_ggml(const parity_ctx *pc, const q8_format *f, ggml_side *g) {
     g->act_quantize = ggml_oracle_from_float_ref(pc->oracle, f->act_type);
     if (f->dot != NULL) {
         g->dot = ggml_oracle_vec_dot(pc->oracle, f->name, f->act_name);
-        void *generic = open_generic_cpu(pc);
-        if (generic != NULL) {
-            char sym[96];
-            snprintf(sym, sizeof sym, "ggml_vec_dot_%s_%s_generic", f->name, f->act_name);
-            g->dot_generic = (ggml_vec_dot_fn)dlsym(generic, sym);
-        }
+        g->dot_generic = ggml_oracle_vec_dot_portable(pc->oracle, f->name, f->act_name);
     }
     if (g->encode == NULL || g->act_quantize == NULL ||
         (f->type != ANVIL_TYPE_Q8_1 && g->decode == NULL) || (f->dot != NULL && g->dot == NULL)) {

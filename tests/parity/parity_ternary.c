@@ -27,7 +27,6 @@
  * With pc->golden_dir set, writes <dir>/<type>.bin: 48 encoded rows of 256
  * elements (every input kind three times) and 4 decode-only crafted rows.
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,44 +405,6 @@ static int write_golden(parity_ctx *pc, const tern_format *f, const tern_oracle 
     return 0;
 }
 
-/* ggml's portable C dot, as compiled for CPUs without FMA: the x64 variant
- * of the CPU library. The best variant for this CPU (haswell and up) is
- * built with FMA contraction, so even its _generic functions fuse d * sum
- * into the accumulation and round differently from the C source; the x64
- * build runs that source as written, which is what anvil (built with
- * -ffp-contract=off) must equal bit for bit. NULL when absent. */
-static ggml_vec_dot_fn portable_dot(parity_ctx *pc, const tern_format *f) {
-    static void *lib;
-    static int tried;
-    if (!tried) {
-        tried = 1;
-        char path[1200];
-        snprintf(path, sizeof path, "%s/libggml-cpu-x64.so", pc->oracle->dir);
-        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (lib == NULL) {
-            fprintf(stderr, "  (no portable ggml CPU library: %s)\n", dlerror());
-            return NULL;
-        }
-        /* fills the f16 table the no-F16C build converts scales with */
-        void (*cpu_init)(void) = (void (*)(void))dlsym(lib, "ggml_cpu_init");
-        if (cpu_init != NULL) {
-            cpu_init();
-        }
-    }
-    if (lib == NULL) {
-        return NULL;
-    }
-    char sym[96];
-    snprintf(sym, sizeof sym, "ggml_vec_dot_%s_%s_generic", f->name, f->act_name);
-    void *p = dlsym(lib, sym);
-    if (p == NULL) { /* no SIMD version: the generic one carries the plain name */
-        snprintf(sym, sizeof sym, "ggml_vec_dot_%s_%s", f->name, f->act_name);
-        p = dlsym(lib, sym);
-    }
-    ggml_vec_dot_fn fn;
-    memcpy(&fn, &p, sizeof fn);
-    return fn;
-}
 
 static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
     char sym[96];
@@ -458,7 +419,7 @@ static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
         o.act_quantize = (ggml_from_float_fn)ggml_oracle_sym(pc->oracle, sym);
     }
     o.dot = ggml_oracle_vec_dot(pc->oracle, f->name, f->act_name);
-    o.dot_generic = portable_dot(pc, f);
+    o.dot_generic = ggml_oracle_vec_dot_portable(pc->oracle, f->name, f->act_name);
     if (o.encode == NULL || o.decode == NULL || o.act_quantize == NULL || o.dot == NULL) {
         fprintf(stderr, "  %s: ggml lacks quantize/dequantize/vec_dot for this type\n", f->name);
         parity_report(pc, f->name, "oracle functions present", 0, 0);
