@@ -57,65 +57,105 @@ AVX2_INLINE __m128i k4_scale_bytes(const uint8_t *p) {
     return _mm_or_si128(six, nib);
 }
 
-/* Shuffle mask that spreads byte `i` of each 128-bit lane to all eight
- * 16-bit words, zero-extended. */
-AVX2_INLINE __m256i byte_to_words(int i) { return _mm256_set1_epi16((short)(i | 0x8000)); }
+/* acc + one row's sub-blocks 2j (low nibbles, against alo) and 2j + 1
+ * (high nibbles, against ahi). q: the row's 32 code bytes of slice j;
+ * sc: its scale dwords for 2j, 2j + 1; for Q5_K the fifth bits come from
+ * qh, 32 bytes before qs (group 2j at bit 2j, 2j + 1 at bit 2j + 1). */
+AVX2_INLINE __m256i k4_step(__m256i acc, const uint8_t *q, __m256i alo, __m256i ahi, const int32_t *sc, const int j,
+                            const int five) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i v = avx2_load_reg(q);
+    __m256i lo = _mm256_and_si256(v, m4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (five) {
+        const __m256i b4 = _mm256_set1_epi8(0x10);
+        const __m256i qh = avx2_load_reg(q - 32 - 32 * j);
+        const int sl = 4 - 2 * j, sh = 3 - 2 * j;
+        const __m256i bl = sl >= 0 ? _mm256_slli_epi16(qh, sl) : _mm256_srli_epi16(qh, -sl);
+        const __m256i bh = sh >= 0 ? _mm256_slli_epi16(qh, sh) : _mm256_srli_epi16(qh, -sh);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(bl, b4));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(bh, b4));
+    }
+    const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_set1_epi32(sc[0]));
+    const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ahi), _mm256_set1_epi32(sc[1]));
+    return avx2_opaque(_mm256_add_epi32(acc, _mm256_add_epi32(plo, phi)));
+}
+
+/* isum[r] for the n (1, 2 or 4) rows at q (their codes, stride ws):
+ * each 64-element activation slice is loaded once for all n rows. */
+AVX2_INLINE void k4_rows4(const uint8_t *q, size_t ws, const uint8_t *a, const int32_t (*scw)[8], __m256i *isum,
+                          const int n, const int five) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+        const __m256i alo = avx2_load(a + Q8K_QS + 64 * j), ahi = avx2_load(a + Q8K_QS + 64 * j + 32);
+        const uint8_t *qj = q + 32 * j;
+        s0 = k4_step(s0, qj, alo, ahi, scw[0] + 2 * j, j, five);
+        if (n > 1) s1 = k4_step(s1, qj + ws, alo, ahi, scw[1] + 2 * j, j, five);
+        if (n > 2) s2 = k4_step(s2, qj + 2 * ws, alo, ahi, scw[2] + 2 * j, j, five);
+        if (n > 3) s3 = k4_step(s3, qj + 3 * ws, alo, ahi, scw[3] + 2 * j, j, five);
+    }
+    isum[0] = s0;
+    if (n > 1) isum[1] = s1;
+    if (n > 2) isum[2] = s2;
+    if (n > 3) isum[3] = s3;
+}
 
 /* Q4_K (five = 0) and Q5_K (five = 1). Block layout: d, dmin, scales[12],
- * [qh[32] for Q5_K], qs[128]. */
+ * [qh[32] for Q5_K], qs[128].
+ *
+ * Loop order: per block, the scales of all R rows are decoded first; then
+ * each 64-element slice of the activation (two 32-element sub-blocks) is
+ * loaded once and run against all R rows, whose int32 accumulators stay in
+ * registers. Each sub-block's scale is applied with one multiply-add by a
+ * vector of it; those vectors are 32-bit broadcasts from a per-block table
+ * (sc_j duplicated into both halves of a dword), a load rather than a
+ * shuffle. Loads (the L1 data path, two vectors per cycle) and shuffles
+ * were what bounded the row-at-a-time order. */
 AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         const int five) {
+                         const int five, avx2_pf *pf) {
     const size_t wbytes = five ? 176 : 144;
     const size_t qs_off = five ? 48 : 16;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += wbytes, a += Q8K_BYTES) {
+        avx2_pf_block(pf, b, wbytes, ws, R);
         /* Sums of the activation codes per 32-element group, from bsums. */
         const __m256i g32 = _mm256_madd_epi16(avx2_load(a + Q8K_BSUMS), _mm256_set1_epi16(1));
         const __m128i g16 = _mm_packs_epi32(_mm256_castsi256_si128(g32), _mm256_extracti128_si256(g32, 1));
-        __m256i isum[8], msum[8];
+        _Alignas(32) int32_t scw[8][8];
+        __m128i msum[8];
+        __m256i isum[8];
         for (int r = 0; r < R; ++r) {
-            const uint8_t *wr = w + r * ws;
-            const __m128i sm = k4_scale_bytes(wr + 4);
-            msum[r] = _mm256_zextsi128_si256(_mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()), g16));
-            const __m256i scl = _mm256_broadcastsi128_si256(sm);
-            const __m256i qh = five ? avx2_load(wr + 16) : _mm256_setzero_si256();
-            __m256i s = _mm256_setzero_si256();
-            for (int j = 0; j < 4; ++j) {
-                const __m256i q = avx2_load(wr + qs_off + 32 * j);
-                __m256i lo = _mm256_and_si256(q, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-                if (five) {
-                    /* fifth bits: group 2j at bit 2j of qh, group 2j+1 at 2j+1 */
-                    const int sl = 4 - 2 * j, sh = 3 - 2 * j;
-                    const __m256i bl = sl >= 0 ? _mm256_slli_epi16(qh, sl) : _mm256_srli_epi16(qh, -sl);
-                    const __m256i bh = sh >= 0 ? _mm256_slli_epi16(qh, sh) : _mm256_srli_epi16(qh, -sh);
-                    lo = _mm256_or_si256(lo, _mm256_and_si256(bl, b4));
-                    hi = _mm256_or_si256(hi, _mm256_and_si256(bh, b4));
-                }
-                const __m256i plo = _mm256_maddubs_epi16(lo, avx2_load(a + Q8K_QS + 64 * j));
-                const __m256i phi = _mm256_maddubs_epi16(hi, avx2_load(a + Q8K_QS + 64 * j + 32));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(scl, byte_to_words(2 * j))));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(scl, byte_to_words(2 * j + 1))));
-            }
-            isum[r] = s;
+            const __m128i sm = k4_scale_bytes(w + r * ws + 4);
+            msum[r] = _mm_madd_epi16(_mm_unpackhi_epi8(sm, _mm_setzero_si128()), g16);
+            _mm256_store_si256((__m256i *)scw[r], _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sm, sm)));
         }
+        /* The table must be read back from memory (as 32-bit broadcasts);
+         * without this, compilers forward the stored vectors and broadcast
+         * from registers, a shuffle per use again. */
+        __asm__("" : "+m"(scw));
+        /* rows in fours: four accumulators, the two activation vectors and
+         * the temporaries fit the sixteen registers without spilling */
+        k4_rows4(w + qs_off, ws, a, scw, isum, R < 4 ? R : 4, five);
+        if (R == 8) k4_rows4(w + 4 * ws + qs_off, ws, a, scw + 4, isum + 4, 4, five);
         const __m256 yd = _mm256_set1_ps(avx2_f32(a));
         const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), yd);
         const __m256 dmin = _mm256_mul_ps(avx2_halves(w + 2, ws, R), yd);
         const __m256 fi = _mm256_cvtepi32_ps(avx2_reduce(isum, R));
-        const __m256 fm = _mm256_cvtepi32_ps(avx2_reduce(msum, R));
+        const __m256 fm = _mm256_cvtepi32_ps(avx2_reduce128(msum, R));
         acc = _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(d, fi), _mm256_mul_ps(dmin, fm)));
     }
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_INLINE void q4_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
-    k4_rows(nb, w, ws, a, y, R, 0);
+AVX2_INLINE void q4_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
+    k4_rows(nb, w, ws, a, y, R, 0, pf);
 }
 
-AVX2_INLINE void q5_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
-    k4_rows(nb, w, ws, a, y, R, 1);
+AVX2_INLINE void q5_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
+    k4_rows(nb, w, ws, a, y, R, 1, pf);
 }
 
 /* ---- Q6_K ------------------------------------------------------------------ */
@@ -124,7 +164,7 @@ AVX2_INLINE void q5_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
  * unsigned codes 0..63 (element order: chunk k = elements 32k..32k+31). */
 AVX2_INLINE void q6_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    const __m256i l0 = avx2_load(ql), l1 = avx2_load(ql + 32), h = avx2_load(qh);
+    const __m256i l0 = avx2_load_reg(ql), l1 = avx2_load_reg(ql + 32), h = avx2_load_reg(qh);
     q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
     q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
     q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
@@ -132,23 +172,33 @@ AVX2_INLINE void q6_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
                            _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
 }
 
-AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
+/* Per row and block: the sixteen scales, sign-extended to int16, are
+ * stored and read back per half as a 128-bit broadcast (a load, where a
+ * lane permute takes a full shuffle slot); each 32-element chunk then
+ * takes its two scales with one in-lane shuffle. The -32 offset enters
+ * as the multiply-add of 32 * sc with the negated bsums (computed once
+ * per block): |32 sc| <= 4096 and |bsum| <= 2032 keep it exact. */
+AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 210, a += Q8K_BYTES) {
-        const __m256i bsums = avx2_load(a + Q8K_BSUMS);
+        avx2_pf_block(pf, b, 210, ws, R);
+        const __m256i nbsums = _mm256_sub_epi16(_mm256_setzero_si256(), avx2_load(a + Q8K_BSUMS));
         __m256i isum[8];
         for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + r * ws;
-            const __m256i s16 = _mm256_cvtepi8_epi16(avx2_load128(wr + 192));
-            /* -32 * sum_g sc_g * bsum_g, folded in up front */
-            __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(s16, bsums), 5));
+            _Alignas(32) int16_t s16[16];
+            const __m256i sc = _mm256_cvtepi8_epi16(avx2_load128(wr + 192));
+            _mm256_store_si256((__m256i *)s16, sc);
+            __asm__("" : "+m"(s16)); /* read back as broadcasts, not permutes */
+            __m256i s = _mm256_madd_epi16(_mm256_slli_epi16(sc, 5), nbsums);
             for (int h = 0; h < 2; ++h) {
                 __m256i q[4];
                 q6_codes(wr + 64 * h, wr + 128 + 32 * h, q);
+                const __m256i sl = avx2_load_lane(s16 + 8 * h);
                 for (int k = 0; k < 4; ++k) {
-                    const int c = 4 * h + k;
-                    const __m256i p = _mm256_maddubs_epi16(q[k], avx2_load(a + Q8K_QS + 32 * c));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, chunk_scales16(s16, c)));
+                    const __m256i p = _mm256_maddubs_epi16(q[k], avx2_load(a + Q8K_QS + 32 * (4 * h + k)));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sl, word_mask(2 * k, 2 * k + 1))));
                 }
             }
             isum[r] = s;
@@ -173,10 +223,12 @@ AVX2_INLINE __m256i q3_scales(const uint8_t *p) {
     return _mm256_cvtepi8_epi16(b);
 }
 
-AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
+AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 110, a += Q8K_BYTES) {
+        avx2_pf_block(pf, b, 110, ws, R);
         const __m256i bsums = avx2_load(a + Q8K_BSUMS);
         __m256i isum[8];
         for (int r = 0; r < R; ++r) {
@@ -204,11 +256,13 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
+AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 84, a += Q8K_BYTES) {
+        avx2_pf_block(pf, b, 84, ws, R);
         const __m256i bsums = avx2_load(a + Q8K_BSUMS);
         __m256i isum[8], msum[8];
         for (int r = 0; r < R; ++r) {
@@ -238,11 +292,11 @@ AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(q2_K, 256)
-AVX2_DEFINE_ENTRY_POINTS(q3_K, 256)
-AVX2_DEFINE_ENTRY_POINTS(q4_K, 256)
-AVX2_DEFINE_ENTRY_POINTS(q5_K, 256)
-AVX2_DEFINE_ENTRY_POINTS(q6_K, 256)
+AVX2_DEFINE_ENTRY_POINTS(q2_K, 256, 84)
+AVX2_DEFINE_ENTRY_POINTS(q3_K, 256, 110)
+AVX2_DEFINE_ENTRY_POINTS(q4_K, 256, 144)
+AVX2_DEFINE_ENTRY_POINTS(q5_K, 256, 176)
+AVX2_DEFINE_ENTRY_POINTS(q6_K, 256, 210)
 
 /* ---- decoders ---------------------------------------------------------------- */
 

@@ -27,32 +27,31 @@ AVX2_INLINE __m256i q8k_total(const uint8_t *a) {
     return _mm256_set1_epi32(avx2_hsum_i32(s));
 }
 
-/* The four 2-bit planes of a TQ2_0 byte are masked in place instead of
- * shifted down: plane 1 (and plane 3, shifted by 4) come out as 4c, plane 2
- * as 16c. Each plane family is summed in its own int16 accumulator (at most
- * 4 * 2 * 12 * 127 = 12192 and 2 * 2 * 48 * 127 = 24384) and divided back
- * exactly (every word is a multiple of 4, resp. 16) once per block: one
- * shift per plane per block instead of one per 32 elements. */
-AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
-    const __m256i m3 = _mm256_set1_epi8(0x03), mc = _mm256_set1_epi8(0x0C), m30 = _mm256_set1_epi8(0x30);
+/* Planes 0 and 2 of a TQ2_0 byte come out as c (mask 0x03 of q and of
+ * q >> 4), planes 1 and 3 as 4c (mask 0x0C, in place): one shift per 32
+ * bytes. The two families are summed in their own int16 accumulators (at
+ * most 4 * 2 * 3 * 127 = 3048 and 4 * 2 * 12 * 127 = 12192) and the second
+ * is divided back exactly (every word is a multiple of 4) once per block. */
+AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
+    const __m256i m3 = _mm256_set1_epi8(0x03), mc = _mm256_set1_epi8(0x0C);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ2_0_BYTES, a += Q8K_BYTES) {
+        avx2_pf_block(pf, b, TQ2_0_BYTES, ws, R);
         const uint8_t *qa = a + Q8K_QS;
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + r * ws;
-            __m256i p1 = _mm256_setzero_si256(), p4 = _mm256_setzero_si256(), p16 = _mm256_setzero_si256();
+            __m256i p1 = _mm256_setzero_si256(), p4 = _mm256_setzero_si256();
             for (int h = 0; h < 2; ++h) {
-                const __m256i q = avx2_load(wr + 32 * h);
+                const __m256i q = avx2_load_reg(wr + 32 * h), q4 = _mm256_srli_epi16(q, 4);
                 const uint8_t *ah = qa + 128 * h;
                 p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(_mm256_and_si256(q, m3), avx2_load(ah)));
                 p4 = _mm256_add_epi16(p4, _mm256_maddubs_epi16(_mm256_and_si256(q, mc), avx2_load(ah + 32)));
-                p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(_mm256_and_si256(q, m30), avx2_load(ah + 64)));
-                p4 = _mm256_add_epi16(p4, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), mc),
-                                                               avx2_load(ah + 96)));
+                p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(_mm256_and_si256(q4, m3), avx2_load(ah + 64)));
+                p4 = _mm256_add_epi16(p4, _mm256_maddubs_epi16(_mm256_and_si256(q4, mc), avx2_load(ah + 96)));
             }
-            const __m256i s16 = _mm256_add_epi16(p1, _mm256_add_epi16(_mm256_srai_epi16(p4, 2), _mm256_srai_epi16(p16, 4)));
-            m[r] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+            m[r] = _mm256_madd_epi16(_mm256_add_epi16(p1, _mm256_srai_epi16(p4, 2)), _mm256_set1_epi16(1));
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), q8k_total(a));
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_f32(a)), avx2_halves(w + 64, ws, R));
@@ -98,9 +97,11 @@ AVX2_INLINE void tq1_0_trits(const uint8_t *blk, __m256i t[8]) {
     t[7] = trits(_mm256_blend_epi32(v, c, 0xF0));
 }
 
-AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R) {
+AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                         avx2_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ1_0_BYTES, a += Q8K_BYTES) {
+        avx2_pf_block(pf, b, TQ1_0_BYTES, ws, R);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
             __m256i t[8];
@@ -118,8 +119,8 @@ AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(tq2_0, 256)
-AVX2_DEFINE_ENTRY_POINTS(tq1_0, 256)
+AVX2_DEFINE_ENTRY_POINTS(tq2_0, 256, TQ2_0_BYTES)
+AVX2_DEFINE_ENTRY_POINTS(tq1_0, 256, TQ1_0_BYTES)
 
 /* ---- decoders: (float)(c - 1) * d ------------------------------------------ */
 
