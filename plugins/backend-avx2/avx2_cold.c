@@ -43,11 +43,11 @@ AVX2_INLINE float e8m0_half(uint8_t e) {
 }
 
 AVX2_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i table = iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += IQ4_NL_BYTES, a += Q8_0_BYTES) {
-        avx2_pf_block(pf, b, IQ4_NL_BYTES, ws, R);
+        simd_pf_block(pf, b, IQ4_NL_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
@@ -60,11 +60,11 @@ AVX2_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 }
 
 AVX2_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i table = mxfp4_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += MXFP4_BYTES, a += Q8_0_BYTES) {
-        avx2_pf_block(pf, b, MXFP4_BYTES, ws, R);
+        simd_pf_block(pf, b, MXFP4_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
         float e[8] = { 0 };
@@ -90,11 +90,11 @@ AVX2_INLINE __m256i iq4_xs_scales(const uint8_t *blk) {
 }
 
 AVX2_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i table = iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += IQ4_XS_BYTES, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, IQ4_XS_BYTES, ws, R);
+        simd_pf_block(pf, b, IQ4_XS_BYTES, ws, R);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + r * ws;
@@ -115,9 +115,9 @@ AVX2_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(iq4_nl, 32, IQ4_NL_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(mxfp4, 32, MXFP4_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(iq4_xs, 256, IQ4_XS_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(iq4_nl, 32, IQ4_NL_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(mxfp4, 32, MXFP4_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(iq4_xs, 256, IQ4_XS_BYTES)
 
 /* ---- decoders ---------------------------------------------------------------- */
 

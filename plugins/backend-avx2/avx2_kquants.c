@@ -113,12 +113,12 @@ AVX2_INLINE void k4_rows4(const uint8_t *q, size_t ws, const uint8_t *a, const i
  * shuffle. Loads (the L1 data path, two vectors per cycle) and shuffles
  * were what bounded the row-at-a-time order. */
 AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         const int five, avx2_pf *pf) {
+                         const int five, simd_pf *pf) {
     const size_t wbytes = five ? 176 : 144;
     const size_t qs_off = five ? 48 : 16;
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += wbytes, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, wbytes, ws, R);
+        simd_pf_block(pf, b, wbytes, ws, R);
         /* Sums of the activation codes per 32-element group, from bsums. */
         const __m256i g32 = _mm256_madd_epi16(avx2_load(a + Q8K_BSUMS), _mm256_set1_epi16(1));
         const __m128i g16 = _mm_packs_epi32(_mm256_castsi256_si128(g32), _mm256_extracti128_si256(g32, 1));
@@ -149,12 +149,12 @@ AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *
 }
 
 AVX2_INLINE void q4_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     k4_rows(nb, w, ws, a, y, R, 0, pf);
 }
 
 AVX2_INLINE void q5_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     k4_rows(nb, w, ws, a, y, R, 1, pf);
 }
 
@@ -179,10 +179,10 @@ AVX2_INLINE void q6_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
  * as the multiply-add of 32 * sc with the negated bsums (computed once
  * per block): |32 sc| <= 4096 and |bsum| <= 2032 keep it exact. */
 AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 210, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, 210, ws, R);
+        simd_pf_block(pf, b, 210, ws, R);
         const __m256i nbsums = _mm256_sub_epi16(_mm256_setzero_si256(), avx2_load(a + Q8K_BSUMS));
         __m256i isum[8];
         for (int r = 0; r < R; ++r) {
@@ -224,11 +224,11 @@ AVX2_INLINE __m256i q3_scales(const uint8_t *p) {
 }
 
 AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 110, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, 110, ws, R);
+        simd_pf_block(pf, b, 110, ws, R);
         const __m256i bsums = avx2_load(a + Q8K_BSUMS);
         __m256i isum[8];
         for (int r = 0; r < R; ++r) {
@@ -257,12 +257,12 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 }
 
 AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 84, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, 84, ws, R);
+        simd_pf_block(pf, b, 84, ws, R);
         const __m256i bsums = avx2_load(a + Q8K_BSUMS);
         __m256i isum[8], msum[8];
         for (int r = 0; r < R; ++r) {
@@ -292,11 +292,11 @@ AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(q2_K, 256, 84)
-AVX2_DEFINE_ENTRY_POINTS(q3_K, 256, 110)
-AVX2_DEFINE_ENTRY_POINTS(q4_K, 256, 144)
-AVX2_DEFINE_ENTRY_POINTS(q5_K, 256, 176)
-AVX2_DEFINE_ENTRY_POINTS(q6_K, 256, 210)
+SIMD_DEFINE_ENTRY_POINTS(q2_K, 256, 84)
+SIMD_DEFINE_ENTRY_POINTS(q3_K, 256, 110)
+SIMD_DEFINE_ENTRY_POINTS(q4_K, 256, 144)
+SIMD_DEFINE_ENTRY_POINTS(q5_K, 256, 176)
+SIMD_DEFINE_ENTRY_POINTS(q6_K, 256, 210)
 
 /* ---- decoders ---------------------------------------------------------------- */
 

@@ -32,10 +32,10 @@ AVX2_INLINE __m256i q5_codes(const uint8_t *qs, const uint8_t *qh) {
 }
 
 AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q4_0_BYTES, a += Q8_0_BYTES) {
-        avx2_pf_block(pf, b, Q4_0_BYTES, ws, R);
+        simd_pf_block(pf, b, Q4_0_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
         for (int r = 0; r < R; ++r) m[r] = avx2_dot_u8s8(avx2_nibbles(w + r * ws + 2), qa);
@@ -47,10 +47,10 @@ AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 }
 
 AVX2_INLINE void q5_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q5_0_BYTES, a += Q8_0_BYTES) {
-        avx2_pf_block(pf, b, Q5_0_BYTES, ws, R);
+        simd_pf_block(pf, b, Q5_0_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
@@ -66,11 +66,11 @@ AVX2_INLINE void q5_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 
 /* Q4_1 (five = 0) and Q5_1 (five = 1): codes at qs_off, fifth bits at 4. */
 AVX2_INLINE void q_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                          const int five, avx2_pf *pf) {
+                          const int five, simd_pf *pf) {
     const size_t wbytes = five ? Q5_1_BYTES : Q4_1_BYTES;
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += wbytes, a += Q8_1_BYTES) {
-        avx2_pf_block(pf, b, wbytes, ws, R);
+        simd_pf_block(pf, b, wbytes, ws, R);
         const __m256i qa = avx2_load(a + 4);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
@@ -87,19 +87,19 @@ AVX2_INLINE void q_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t 
 }
 
 AVX2_INLINE void q4_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     q_1_rows(nb, w, ws, a, y, R, 0, pf);
 }
 
 AVX2_INLINE void q5_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     q_1_rows(nb, w, ws, a, y, R, 1, pf);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(q4_0, 32, Q4_0_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(q4_1, 32, Q4_1_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(q5_0, 32, Q5_0_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(q5_1, 32, Q5_1_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(q4_0, 32, Q4_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(q4_1, 32, Q4_1_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(q5_0, 32, Q5_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(q5_1, 32, Q5_1_BYTES)
 
 /* ---- decoders: the reference's float operations, 8 lanes at a time ------ */
 

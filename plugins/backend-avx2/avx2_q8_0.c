@@ -11,10 +11,10 @@
 #define Q8_0_BYTES 34
 
 AVX2_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q8_0_BYTES, a += Q8_0_BYTES) {
-        avx2_pf_block(pf, b, Q8_0_BYTES, ws, R);
+        simd_pf_block(pf, b, Q8_0_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
@@ -27,7 +27,7 @@ AVX2_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(q8_0, 32, Q8_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(q8_0, 32, Q8_0_BYTES)
 
 /* dst[j] = (float)q[j] * d, as the reference decoder. */
 static void q8_0_decode(const void *src, float *dst, size_t n) {

@@ -33,11 +33,11 @@ AVX2_INLINE __m256i q8k_total(const uint8_t *a) {
  * most 4 * 2 * 3 * 127 = 3048 and 4 * 2 * 12 * 127 = 12192) and the second
  * is divided back exactly (every word is a multiple of 4) once per block. */
 AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(0x03), mc = _mm256_set1_epi8(0x0C);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ2_0_BYTES, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, TQ2_0_BYTES, ws, R);
+        simd_pf_block(pf, b, TQ2_0_BYTES, ws, R);
         const uint8_t *qa = a + Q8K_QS;
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
@@ -98,10 +98,10 @@ AVX2_INLINE void tq1_0_trits(const uint8_t *blk, __m256i t[8]) {
 }
 
 AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         avx2_pf *pf) {
+                         simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ1_0_BYTES, a += Q8K_BYTES) {
-        avx2_pf_block(pf, b, TQ1_0_BYTES, ws, R);
+        simd_pf_block(pf, b, TQ1_0_BYTES, ws, R);
         __m256i m[8];
         for (int r = 0; r < R; ++r) {
             __m256i t[8];
@@ -119,8 +119,8 @@ AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_DEFINE_ENTRY_POINTS(tq2_0, 256, TQ2_0_BYTES)
-AVX2_DEFINE_ENTRY_POINTS(tq1_0, 256, TQ1_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(tq2_0, 256, TQ2_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS(tq1_0, 256, TQ1_0_BYTES)
 
 /* ---- decoders: (float)(c - 1) * d ------------------------------------------ */
 

@@ -1,6 +1,15 @@
 /*
- * backend-avx2 against the scalar reference (plugins/ref, the code
- * backend-scalar is built from).
+ * A SIMD backend plugin against the scalar reference (plugins/ref, the code
+ * backend-scalar is built from). One source, built once per backend
+ * (tests/avx2, tests/avx512), which selects it with:
+ *
+ *   SB_KIND         SB_AVX2, SB_AVX512 (the shipped plugin) or SB_AVX512_EMU
+ *                   (the same kernel sources through SIMDe, for CPUs
+ *                   without AVX-512: plugins/backend-avx512/avx512_emulate.h)
+ *   SB_PLUGIN_PATH  the .so under test; SB_PLUGIN_ID, SB_BACKEND its names
+ *   SB_REQUIRED     formats that must have a kernel ("" for all listed);
+ *                   any other listed format without one is reported as
+ *                   falling back to the next backend
  *
  *  - activation quantizers Q8_0 / Q8_1 / Q8_K: byte-identical, >= 10,000 rows
  *    each over every input kind (ties, subnormal blocks whose 1/d overflows,
@@ -17,15 +26,17 @@
  *    scales and small activation codes makes every float operation exact,
  *    so there the result IS the integer part: all kernels, IQ4_XS included,
  *    must equal the reference exactly;
- *  - the plugin's score: 0 with the missing feature named when AVX2, FMA or
- *    F16C is absent;
- *  - through the host: `ANVIL_CPU_MASK=-avx2 anvil plugins` shows the backend
- *    skipped with the reason, and anvil_matmul gives the same results with
- *    the mask (backend-scalar) as without (backend-avx2).
+ *  - every instruction-set variant the plugin offers and this CPU runs
+ *    (AVX-512: with and without VNNI; emulated: both), each selected the way
+ *    the host selects it, through the CPU features given to init();
+ *  - the plugin's score: 0 with the missing feature named;
+ *  - through the host: `ANVIL_CPU_MASK=-<isa> anvil plugins` shows the
+ *    backend skipped with the reason, and anvil_matmul gives the same
+ *    results with the mask (backend-scalar) as without.
  *
  * The kernels are called through the plugin itself (dlopen + entry + init),
- * exactly as the host would, so the artifact under test is the shipped .so.
- * ANVIL_AVX2_TEST_ROWS overrides the 10,000 rows (e.g. for a quick run).
+ * exactly as the host would, so the artifact under test is the built .so.
+ * SB_ROWS_ENV (ANVIL_AVX2_TEST_ROWS, ...) overrides the 10,000 rows.
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -46,7 +57,21 @@
 #include "ref/ternary.h"
 #include "test_env.h"
 
+#define SB_AVX2 1
+#define SB_AVX512 2
+#define SB_AVX512_EMU 3
+
 #define AVX2_NEEDED (ANVIL_CPU_AVX | ANVIL_CPU_AVX2 | ANVIL_CPU_FMA | ANVIL_CPU_F16C)
+#define AVX512_NEEDED (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_F16C)
+#if SB_KIND == SB_AVX2
+#define SB_NEEDED AVX2_NEEDED
+#define SB_MASK "-avx2"
+#elif SB_KIND == SB_AVX512
+#define SB_NEEDED AVX512_NEEDED
+#define SB_MASK "-avx512"
+#else
+#define SB_NEEDED 0 /* emulated: runs anywhere */
+#endif
 #define MAX_BLOCKS_32 48
 #define MAX_BLOCKS_256 12
 #define MAX_ELEMS (MAX_BLOCKS_256 * 256)  /* >= MAX_BLOCKS_32 * 32 */
@@ -120,9 +145,11 @@ static const wfmt FORMATS[] = {
 /* ---- the plugin, loaded as the host loads it ---------------------------------- */
 
 static anvil_cpu_info g_cpu;      /* the host's probe, unmasked features */
-static int g_have_avx2;
+static int g_runnable;            /* the kernels can run on this CPU */
 static void *g_plugin;
+static const anvil_plugin_desc *g_desc;
 static const anvil_backend *g_backend;
+static const char *g_variant = SB_BACKEND; /* the kernels' variant string expected now */
 static size_t g_rows = 10000;
 
 static const anvil_kernel *kernel_for(uint32_t wtype) {
@@ -147,7 +174,7 @@ static void host_log(void *ctx, int level, const char *plugin, const char *msg) 
 
 static int load_plugin(void) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/backend-avx2.so", ANVIL_PLUGIN_DIR);
+    snprintf(path, sizeof path, "%s", SB_PLUGIN_PATH);
     g_plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (g_plugin == NULL) {
         fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
@@ -159,6 +186,7 @@ static int load_plugin(void) {
         fprintf(stderr, "%s: no backend descriptor\n", path);
         return -1;
     }
+    g_desc = desc;
     static anvil_host_services services;
     services.struct_size = sizeof services;
     services.abi_major = ANVIL_ABI_MAJOR;
@@ -171,6 +199,22 @@ static int load_plugin(void) {
         return -1;
     }
     g_backend = desc->backends[0];
+    return 0;
+}
+
+/* Whether the backend has a kernel for f. A format in SB_REQUIRED (or any
+ * format when SB_REQUIRED is "") must; the others may fall back to the
+ * next backend, which is reported once. */
+static int has_kernel(const wfmt *f) {
+    if (kernel_for(f->id) != NULL) return 1;
+    char want[64];
+    snprintf(want, sizeof want, " %s ", f->name);
+    char list[256];
+    snprintf(list, sizeof list, " %s ", SB_REQUIRED);
+    if (SB_REQUIRED[0] == '\0' || strstr(list, want) != NULL) {
+        fprintf(stderr, "\n%s: no kernel for %s, which it must have\n", SB_PLUGIN_ID, f->name);
+        CU_FAIL("required kernel missing");
+    }
     return 0;
 }
 
@@ -283,6 +327,7 @@ static double term_magnitude(const wfmt *f, const uint8_t *w, const uint8_t *act
 static void check_quantizer(const act_fmt *a) {
     const anvil_act_quantizer *q = quantizer_for(a->id);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_STRING_EQUAL(q->variant, g_variant);
     static float x[16 * 256];
     static uint8_t want[16 * 292] __attribute__((aligned(64)));
     static uint8_t got_buf[16 * 292 + 64];
@@ -334,8 +379,12 @@ static void test_decode_rows(void) {
     static float want[MAX_ELEMS], got_buf[MAX_ELEMS + 16];
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const wfmt *f = &FORMATS[fi];
+        if (!has_kernel(f)) {
+            printf("\n    %-7s no kernel here: falls back to the next backend", f->name);
+            continue;
+        }
         const anvil_kernel *k = kernel_for(f->id);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+        CU_ASSERT_STRING_EQUAL(k->variant, g_variant);
         CU_ASSERT_PTR_NOT_NULL_FATAL(k->decode_row);
         test_rng r;
         test_rng_seed(&r, 0xDEC0DEu + f->id);
@@ -481,6 +530,7 @@ static void check_dots(const wfmt *f, int exact_pass, dot_stats *st) {
 static void test_dots(void) {
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const wfmt *f = &FORMATS[fi];
+        if (!has_kernel(f)) continue;
         dot_stats st = { 0 }, ex = { 0 };
         check_dots(f, 0, &st);
         check_dots(f, 1, &ex);
@@ -513,6 +563,7 @@ static void test_long_rows(void) {
     CU_ASSERT_FATAL(x && w && a);
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const wfmt *f = &FORMATS[fi];
+        if (!has_kernel(f)) continue;
         const anvil_kernel *k = kernel_for(f->id);
         const size_t rb = n / f->be * f->bb, ws = rb + 40;
         char msg[256];
@@ -551,18 +602,41 @@ static void test_long_rows(void) {
 static void test_score(void) {
     char why[256];
     anvil_cpu_info cpu = g_cpu;
-    cpu.features = AVX2_NEEDED | ANVIL_CPU_SSE42;
-    CU_ASSERT(g_backend->score(&cpu, why, sizeof why) > 0);
+#if SB_KIND == SB_AVX2
+    const uint64_t all = AVX2_NEEDED | ANVIL_CPU_SSE42;
     const uint64_t bits[] = { ANVIL_CPU_AVX2, ANVIL_CPU_FMA, ANVIL_CPU_F16C };
     const char *names[] = { "avx2", "fma", "f16c" };
+#else
+    const uint64_t all = AVX2_NEEDED | AVX512_NEEDED | ANVIL_CPU_SSE42 | ANVIL_CPU_AVX512VNNI;
+    const uint64_t bits[] = { ANVIL_CPU_AVX512F, ANVIL_CPU_AVX512BW, ANVIL_CPU_AVX512VL };
+    const char *names[] = { "avx512f", "avx512bw", "avx512vl" };
+#endif
+    cpu.arch = ANVIL_ARCH_X86_64;
+    cpu.features = all;
+    CU_ASSERT(g_backend->score(&cpu, why, sizeof why) > 0);
+#if SB_KIND == SB_AVX512_EMU
+    /* the emulation scores on any CPU, with a reason that says so */
+    cpu.features = 0;
+    CU_ASSERT(g_backend->score(&cpu, why, sizeof why) > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "SIMDe"));
+    (void)bits;
+    (void)names;
+#else
+#if SB_KIND == SB_AVX512
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "variant avx512-vnni"));
+    cpu.features = all & ~ANVIL_CPU_AVX512VNNI;
+    CU_ASSERT(g_backend->score(&cpu, why, sizeof why) > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "variant avx512)"));
+#endif
     for (int i = 0; i < 3; ++i) {
-        cpu.features = (AVX2_NEEDED | ANVIL_CPU_SSE42) & ~bits[i];
+        cpu.features = all & ~bits[i];
         CU_ASSERT_EQUAL(g_backend->score(&cpu, why, sizeof why), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(why, names[i]));
     }
     cpu.arch = ANVIL_ARCH_AARCH64;
     cpu.features = ~UINT64_C(0);
     CU_ASSERT_EQUAL(g_backend->score(&cpu, why, sizeof why), 0);
+#endif
 }
 
 /* ---- through the host: CLI and anvil_matmul with and without the mask ------------- */
@@ -570,43 +644,60 @@ static void test_score(void) {
 static char g_config[4096];
 
 static void write_config(void) {
-    snprintf(g_config, sizeof g_config, "%s/avx2.ini", test_tmpdir());
+    snprintf(g_config, sizeof g_config, "%s/%s.ini", test_tmpdir(), SB_BACKEND);
     FILE *fp = fopen(g_config, "w");
     if (fp == NULL) return;
     fprintf(fp,
-            "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, backend-scalar, "
-            "backend-avx2\n[backends]\norder = avx2, scalar\n",
-            ANVIL_PLUGIN_DIR);
+            "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, backend-scalar%s%s\n"
+            "[backends]\norder = %s, scalar\n",
+            ANVIL_PLUGIN_DIR, SB_KIND == SB_AVX512_EMU ? "" : ", ", SB_KIND == SB_AVX512_EMU ? "" : SB_PLUGIN_ID,
+            SB_BACKEND);
     fclose(fp);
 }
 
-static void test_cli_mask(void) {
+#ifdef SB_MASK
+/* The `anvil plugins` line of this backend, with or without a CPU mask. */
+static void plugins_line(const char *mask, char *line_out, size_t size) {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "ANVIL_CPU_MASK=-avx2 '%s' --config '%s' plugins 2>&1", ANVIL_CLI, g_config);
+    snprintf(cmd, sizeof cmd, "ANVIL_CPU_MASK=%s '%s' --config '%s' plugins 2>&1", mask, ANVIL_CLI, g_config);
     FILE *p = popen(cmd, "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     static char out[1 << 16];
-    size_t len = fread(out, 1, sizeof out - 1, p);
+    const size_t len = fread(out, 1, sizeof out - 1, p);
     out[len] = '\0';
     CU_ASSERT_EQUAL(pclose(p), 0);
-    const char *line = strstr(out, "(backend-avx2)");
+    const char *line = strstr(out, "(" SB_PLUGIN_ID ")");
     CU_ASSERT_PTR_NOT_NULL_FATAL(line);
     const char *eol = strchr(line, '\n');
-    char first[512];
-    snprintf(first, sizeof first, "%.*s", (int)(eol ? eol - line : (long)strlen(line)), line);
-    CU_ASSERT_PTR_NOT_NULL(strstr(first, "SKIPPED"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(first, "lacks: avx2"));
-    /* and without the mask it is used */
-    snprintf(cmd, sizeof cmd, "'%s' --config '%s' plugins 2>&1", ANVIL_CLI, g_config);
-    p = popen(cmd, "r");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    len = fread(out, 1, sizeof out - 1, p);
-    out[len] = '\0';
-    CU_ASSERT_EQUAL(pclose(p), 0);
-    line = strstr(out, "(backend-avx2)");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(line);
-    CU_ASSERT_PTR_NULL(strstr(line, "SKIPPED"));
+    snprintf(line_out, size, "%.*s", (int)(eol ? eol - line : (long)strlen(line)), line);
 }
+
+static void test_cli_mask(void) {
+    char line[512];
+    plugins_line(SB_MASK, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "SKIPPED"));
+#if SB_KIND == SB_AVX2
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "lacks: avx2"));
+#else
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "lacks: avx512f avx512bw avx512vl"));
+#endif
+    /* without the mask: used where the CPU has what it needs, else skipped
+     * with the reason */
+    plugins_line("", line, sizeof line);
+    if (g_runnable) {
+        CU_ASSERT_PTR_NULL(strstr(line, "SKIPPED"));
+    } else {
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "SKIPPED"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "lacks:"));
+    }
+#if SB_KIND == SB_AVX512
+    if (g_runnable && (g_cpu.features_raw & ANVIL_CPU_AVX512VNNI)) {
+        plugins_line("-avx512vnni", line, sizeof line);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, "variant avx512)"));
+    }
+#endif
+}
+#endif
 
 #define MM_ROWS 37
 #define MM_K 1024
@@ -658,6 +749,7 @@ static int matmul_dump(const char *config, const char *path) {
     return rc;
 }
 
+#ifdef SB_MASK
 static void test_matmul_mask(void) {
     char masked[4096], plain[4096];
     snprintf(masked, sizeof masked, "%s/masked.bin", test_tmpdir());
@@ -668,7 +760,7 @@ static void test_matmul_mask(void) {
     const ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     CU_ASSERT_FATAL(sl > 0);
     self[sl] = '\0';
-    snprintf(cmd, sizeof cmd, "ANVIL_CPU_MASK=-avx2 '%s' --matmul-dump '%s' '%s'", self, g_config, masked);
+    snprintf(cmd, sizeof cmd, "ANVIL_CPU_MASK=%s '%s' --matmul-dump '%s' '%s'", SB_MASK, self, g_config, masked);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "ANVIL_CPU_MASK= '%s' --matmul-dump '%s' '%s'", self, g_config, plain);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
@@ -682,7 +774,7 @@ static void test_matmul_mask(void) {
         CU_ASSERT_FATAL(fread(bm, 1, 16, fm) == 16 && fread(ym, sizeof(float), MM_M * MM_ROWS, fm) == MM_M * MM_ROWS);
         CU_ASSERT_FATAL(fread(bp, 1, 16, fp) == 16 && fread(yp, sizeof(float), MM_M * MM_ROWS, fp) == MM_M * MM_ROWS);
         CU_ASSERT_STRING_EQUAL(bm, "scalar");
-        CU_ASSERT_STRING_EQUAL(bp, "avx2");
+        CU_ASSERT_STRING_EQUAL(bp, kernel_for(FORMATS[fi].id) != NULL ? SB_BACKEND : "scalar");
         for (size_t i = 0; i < MM_M * MM_ROWS; ++i) {
             /* bit-identical by design (IQ4_XS: within 1e-5 of |y|, its
              * terms here do not cancel) */
@@ -698,17 +790,53 @@ static void test_matmul_mask(void) {
             }
         }
     }
-    printf("\n    masked (scalar) vs avx2 through anvil_matmul: largest relative difference %.2g (%s)", worst,
+    printf("\n    masked (scalar) vs " SB_BACKEND " through anvil_matmul: largest relative difference %.2g (%s)", worst,
            FORMATS[worst_fmt].name);
     fclose(fm);
     fclose(fp);
 }
 
+#endif
+
 /* ---- main ------------------------------------------------------------------------ */
+
+/* Re-initialise the plugin with the CPU features of one variant, as the
+ * host would on such a CPU. */
+static int select_variant(uint64_t features, const char *variant) {
+    g_cpu.features = features;
+    char err[256] = "";
+    static anvil_host_services services;
+    services.struct_size = sizeof services;
+    services.abi_major = ANVIL_ABI_MAJOR;
+    services.abi_minor = ANVIL_ABI_MINOR;
+    services.cpu = &g_cpu;
+    services.log = host_log;
+    if (g_desc->init != NULL && g_desc->init(&services, err, sizeof err) != ANVIL_OK) {
+        fprintf(stderr, "%s: init failed: %s\n", SB_PLUGIN_ID, err);
+        return 1;
+    }
+    g_backend = g_desc->backends[0];
+    g_variant = variant;
+    return 0;
+}
+
+static uint64_t g_features_plain, g_features_vnni;
+static int suite_plain(void) { return select_variant(g_features_plain, SB_VARIANT_PLAIN); }
+static int suite_vnni(void) { return select_variant(g_features_vnni, SB_VARIANT_VNNI); }
+
+static void add_kernel_tests(const char *name, CU_InitializeFunc init) {
+    CU_pSuite s = CU_add_suite(name, init, NULL);
+    CU_add_test(s, "Q8_0 quantizer == reference bytes", test_quantize_q8_0);
+    CU_add_test(s, "Q8_1 quantizer == reference bytes", test_quantize_q8_1);
+    CU_add_test(s, "Q8_K quantizer == reference bytes", test_quantize_q8_K);
+    CU_add_test(s, "decode_row == reference bits", test_decode_rows);
+    CU_add_test(s, "vec_dot/gemv/gemm vs reference", test_dots);
+    CU_add_test(s, "long rows", test_long_rows);
+}
 
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "--matmul-dump") == 0) return matmul_dump(argv[2], argv[3]);
-    const char *rows = getenv("ANVIL_AVX2_TEST_ROWS");
+    const char *rows = getenv(SB_ROWS_ENV);
     if (rows != NULL && atoi(rows) > 0) g_rows = (size_t)atoi(rows);
 
     /* The host's CPU probe, before any mask, decides whether the kernels can
@@ -717,31 +845,39 @@ int main(int argc, char **argv) {
     anvil_ctx *ctx = NULL;
     anvil_error err;
     if (anvil_ctx_open(&ctx, g_config, &err) != ANVIL_OK) {
-        fprintf(stderr, "test_avx2: cannot open %s: %s\n", g_config, err.message);
+        fprintf(stderr, "test %s: cannot open %s: %s\n", SB_BACKEND, g_config, err.message);
         return 1;
     }
     g_cpu = *anvil_ctx_cpu(ctx);
     anvil_ctx_close(ctx);
-    g_have_avx2 = g_cpu.arch == ANVIL_ARCH_X86_64 && (g_cpu.features_raw & AVX2_NEEDED) == AVX2_NEEDED;
-    if (!g_have_avx2) {
-        printf("test_avx2: SKIPPED: this CPU lacks avx/avx2/fma/f16c, so backend-avx2 cannot run here\n");
-        test_tmpdir_cleanup();
-        return 0;
-    }
+    g_runnable = SB_KIND == SB_AVX512_EMU ||
+                 (g_cpu.arch == ANVIL_ARCH_X86_64 && (g_cpu.features_raw & SB_NEEDED) == SB_NEEDED);
     g_cpu.features = g_cpu.features_raw;
     if (load_plugin() != 0) return 1;
 
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-    CU_pSuite s = CU_add_suite("avx2", NULL, NULL);
-    CU_add_test(s, "score needs avx2, fma, f16c", test_score);
-    CU_add_test(s, "Q8_0 quantizer == reference bytes", test_quantize_q8_0);
-    CU_add_test(s, "Q8_1 quantizer == reference bytes", test_quantize_q8_1);
-    CU_add_test(s, "Q8_K quantizer == reference bytes", test_quantize_q8_K);
-    CU_add_test(s, "decode_row == reference bits", test_decode_rows);
-    CU_add_test(s, "vec_dot/gemv/gemm vs reference", test_dots);
-    CU_add_test(s, "long rows", test_long_rows);
-    CU_add_test(s, "ANVIL_CPU_MASK=-avx2: anvil plugins says why", test_cli_mask);
-    CU_add_test(s, "ANVIL_CPU_MASK=-avx2: anvil_matmul identical", test_matmul_mask);
+    CU_pSuite s = CU_add_suite(SB_BACKEND, NULL, NULL);
+    CU_add_test(s, "score: 0 with the missing feature named", test_score);
+#ifdef SB_MASK
+    CU_add_test(s, "ANVIL_CPU_MASK=" SB_MASK ": anvil plugins says why", test_cli_mask);
+#endif
+    /* The variants to check: the emulation runs both everywhere; the real
+     * plugin those this CPU can execute. */
+    g_features_plain = g_cpu.features_raw & ~(uint64_t)ANVIL_CPU_AVX512VNNI;
+    g_features_vnni = g_cpu.features_raw | ANVIL_CPU_AVX512VNNI;
+    const int have_vnni = SB_KIND == SB_AVX512_EMU || (g_cpu.features_raw & ANVIL_CPU_AVX512VNNI) != 0;
+    if (!g_runnable) {
+        printf("%s: kernels SKIPPED: this CPU lacks what %s needs (score and CLI checks still run)%s\n",
+               SB_BACKEND, SB_PLUGIN_ID,
+               SB_KIND == SB_AVX512 ? "; test_avx512_emu checks the same kernel sources through SIMDe" : "");
+    } else {
+        add_kernel_tests(SB_VARIANT_PLAIN, suite_plain);
+        if (SB_KIND != SB_AVX2 && have_vnni) add_kernel_tests(SB_VARIANT_VNNI, suite_vnni);
+#ifdef SB_MASK
+        CU_pSuite h = CU_add_suite("through the host", NULL, NULL);
+        CU_add_test(h, "ANVIL_CPU_MASK=" SB_MASK ": anvil_matmul identical", test_matmul_mask);
+#endif
+    }
     const int rc = test_run_cunit();
     test_tmpdir_cleanup();
     return rc;
