@@ -47,12 +47,12 @@ parity: build oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON -DANVIL_AVX512_EMU=OFF -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
 
 fuzz: deps
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON -DANVIL_AVX512_EMU=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 

@@ -3,7 +3,7 @@
 # root -- print the exact apt line and stop.
 set -eu
 
-PKGS="build-essential cmake pkg-config libinih-dev libcunit1-dev libsimde-dev clang libclang-rt-14-dev time nodejs npm"
+PKGS="build-essential cmake pkg-config libinih-dev libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm"
 # (the aarch64 cross toolchain and qemu are installed by scripts/test-aarch64.sh)
 
 missing=""

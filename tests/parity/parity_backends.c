@@ -167,7 +167,7 @@ static size_t check_kernel(parity_ctx *pc, const anvil_backend *b, const anvil_k
     snprintf(what, sizeof what, "%s vec_dot %s ggml C", k->variant, bit_exact ? "bits ==" : "1e-5 of");
     parity_report(pc, wt.name, what, rows, dot_bad);
     if (g_best != NULL) {
-        printf("%-8s %s vs ggml %s: largest difference %.2g of sum |w*a|\n", wt.name, k->variant,
+        printf("%-8s %s vs ggml %s: largest difference %.2g of sum |w*a| (info; Q4_1/Q5_1 min terms are not in that sum)\n", wt.name, k->variant,
                pc->oracle->cpu_variant, worst_best);
     }
 done:
