@@ -106,7 +106,7 @@ AVX512_INLINE __m256 iq4_nl_step(__m256 acc, __m512i table, const uint8_t *w, si
                                  const int R, const int two) {
     const __m512i qa = two ? avx512_load2x256(a + 2, a + Q8_0_BYTES + 2) : avx512_zext256(avx512_load256(a + 2));
     __m512i m[8];
-    for (int r = 0; r < R; ++r) {
+    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
         const uint8_t *wr = w + (size_t)r * ws;
         const __m512i c = nibbles2(wr + 2, wr + IQ4_NL_BYTES + 2, two);
 #if AVX512_VNNI
@@ -151,7 +151,7 @@ AVX512_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uin
 /* e8m0_half of the scale byte of rows 0..R-1, in lanes 0..R-1. */
 AVX512_INLINE __m256 e8m0_rows(const uint8_t *w, size_t ws, const int R) {
     float e[8] = { 0 };
-    for (int r = 0; r < R; ++r) e[r] = e8m0_half(w[(size_t)r * ws]);
+    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) e[r] = e8m0_half(w[(size_t)r * ws]);
     return _mm256_loadu_ps(e);
 }
 
@@ -159,7 +159,7 @@ AVX512_INLINE __m256 mxfp4_step(__m256 acc, __m512i table, const uint8_t *w, siz
                                 const int R, const int two) {
     const __m512i qa = two ? avx512_load2x256(a + 2, a + Q8_0_BYTES + 2) : avx512_zext256(avx512_load256(a + 2));
     __m512i m[8];
-    for (int r = 0; r < R; ++r) {
+    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
         const uint8_t *wr = w + (size_t)r * ws;
         const __m512i c = nibbles2(wr + 1, wr + MXFP4_BYTES + 1, two);
         m[r] = avx512_dpbusd(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, c), qa);
@@ -238,7 +238,7 @@ AVX512_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uin
             ahi[h] = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
         }
         __m512i m[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             __m512i sc[2];
             iq4_xs_scales(wr, &sc[0], &sc[1]);

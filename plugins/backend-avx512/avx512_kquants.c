@@ -218,7 +218,7 @@ AVX512_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             ms[h] = _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), g16);
         }
         __m512i isum[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m512i v0 = avx512_load(wr + qs_off), v1 = avx512_load(wr + qs_off + 64);
             __m512i X[4];
@@ -287,7 +287,7 @@ AVX512_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         __m512i A[4];
         for (int i = 0; i < 4; ++i) A[i] = avx512_load(a + Q8K_QS + 64 * i);
         __m512i isum[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m256i sc = _mm256_cvtepi8_epi16(avx512_load128(wr + 192));
             const __m512i off = avx512_zext256(_mm256_madd_epi16(_mm256_slli_epi16(sc, 5), nbsums));
@@ -348,7 +348,7 @@ AVX512_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         __m512i A[4];
         kq_act_planes(a, A);
         __m512i isum[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m256i sc = q3_scales(wr + 96);
             const __m512i off = avx512_zext256(_mm256_madd_epi16(sc, nbsums4));
@@ -395,7 +395,7 @@ AVX512_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
                                      _mm512_madd_epi16(_mm512_unpackhi_epi8(m, _mm512_setzero_si512()), bhi));
         }
         __m512i isum[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(avx512_load128(wr), _mm_set1_epi8(0x0F)));
             __m512i X[4];

@@ -67,7 +67,7 @@ AVX512_INLINE __m256 q_0_step(__m256 acc, const uint8_t *w, size_t ws, const uin
     const size_t wb = five ? Q5_0_BYTES : Q4_0_BYTES;
     const __m512i qa = act2(a, 2, Q8_0_BYTES, two);
     __m512i m[8];
-    for (int r = 0; r < R; ++r) {
+    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
         const uint8_t *wr = w + (size_t)r * ws;
         const __m512i q = five ? q5_codes2(wr, 2, 6, wb, two) : nibbles2(wr + 2, wr + wb + 2, two);
         m[r] = avx512_dpbusd(_mm512_setzero_si512(), q, qa);
@@ -106,7 +106,7 @@ AVX512_INLINE __m256 q_1_step(__m256 acc, const uint8_t *w, size_t ws, const uin
     const size_t wb = five ? Q5_1_BYTES : Q4_1_BYTES;
     const __m512i qa = act2(a, 4, Q8_1_BYTES, two);
     __m512i m[8];
-    for (int r = 0; r < R; ++r) {
+    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
         const uint8_t *wr = w + (size_t)r * ws;
         const __m512i q = five ? q5_codes2(wr, 4, 8, wb, two) : nibbles2(wr + 4, wr + wb + 4, two);
         m[r] = avx512_dpbusd(_mm512_setzero_si512(), q, qa);

@@ -21,7 +21,7 @@ AVX512_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         simd_pf_block(pf, b / 2, 2 * Q8_0_BYTES, ws, R); /* pairs of blocks */
         const __m512i qa = avx512_load2x256(a + 2, a + Q8_0_BYTES + 2);
         __m512i m[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             m[r] = avx512_dpbssd(_mm512_setzero_si512(), avx512_load2x256(wr + 2, wr + Q8_0_BYTES + 2), qa);
         }
@@ -35,7 +35,7 @@ AVX512_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     if (b < nb) { /* an odd last block: the high halves are zero */
         const __m512i qa = avx512_zext256(avx512_load256(a + 2));
         __m512i m[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             m[r] = avx512_dpbssd(_mm512_setzero_si512(), avx512_zext256(avx512_load256(w + (size_t)r * ws + 2)), qa);
         }
         const __m512i s = avx512_reduce_halves(m, R);

@@ -70,7 +70,7 @@ AVX512_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
         const __m512i a0 = avx512_load2x256(qa, qa + 128), a1 = avx512_load2x256(qa + 32, qa + 160);
         const __m512i a2 = avx512_load2x256(qa + 64, qa + 192), a3 = avx512_load2x256(qa + 96, qa + 224);
         __m512i m[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const __m512i q = load_reg(w + (size_t)r * ws), q4 = _mm512_srli_epi16(q, 4);
 #if AVX512_VNNI
             /* the 4c family first; divided by 4, it seeds the c family's
@@ -143,7 +143,7 @@ AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
         __m512i qa[4];
         for (int k = 0; k < 4; ++k) qa[k] = avx512_load(a + Q8K_QS + 64 * k);
         __m512i m[8];
-        for (int r = 0; r < R; ++r) {
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             __m512i z[4];
             tq1_0_trits(w + (size_t)r * ws, z);
 #if AVX512_VNNI
