@@ -28,6 +28,7 @@ ANVIL_API const char *anvil_strerror(int status) {
     case ANVIL_E_STATE: return "ANVIL_E_STATE: call out of order";
     case ANVIL_E_FORMAT: return "ANVIL_E_FORMAT: malformed input";
     case ANVIL_E_TRUNCATED: return "ANVIL_E_TRUNCATED: input is truncated";
+    case ANVIL_E_NEEDS_IMATRIX: return "ANVIL_E_NEEDS_IMATRIX: this format encodes only with an importance matrix";
     case ANVIL_E_CONFIG_SYNTAX: return "ANVIL_E_CONFIG_SYNTAX: config syntax error";
     case ANVIL_E_CONFIG_UNKNOWN: return "ANVIL_E_CONFIG_UNKNOWN: unknown config section or key";
     case ANVIL_E_CONFIG_VALUE: return "ANVIL_E_CONFIG_VALUE: bad config value";

@@ -47,7 +47,7 @@ static void test_help_everywhere(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown command"));
     CU_ASSERT_EQUAL(run("codec explode"), 2);
     CU_ASSERT_EQUAL(run("--version"), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(out, "plugin ABI 1.0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "plugin ABI 1.1"));
 }
 
 static void test_codec_roundtrip(void) {

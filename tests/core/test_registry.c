@@ -73,7 +73,7 @@ static void test_abi_cases(void) {
     expect_plugin(ctx, "codec-q8_0", ANVIL_OK, NULL, NULL);
     expect_plugin(ctx, "abi-good", ANVIL_OK, NULL, NULL);
     /* wrong major: refused, both versions named */
-    expect_plugin(ctx, "abi-wrong-major", ANVIL_E_ABI_MISMATCH, "ABI 2.3", "ABI 1.0");
+    expect_plugin(ctx, "abi-wrong-major", ANVIL_E_ABI_MISMATCH, "ABI 2.3", "ABI 1.1");
     /* older minor with a smaller struct_size: loads */
     expect_plugin(ctx, "abi-old-minor", ANVIL_OK, NULL, NULL);
     /* newer minor with extra trailing fields: loads, extras ignored */

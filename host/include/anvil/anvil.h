@@ -166,6 +166,16 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
 /* Encode n f32 values (whole blocks) into type's blocks; dst_size >= bytes. */
 ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n,
                            void *dst, size_t dst_size, anvil_error *err);
+/* Encode nrows rows of n_per_row f32 values (n_per_row a whole number of
+ * blocks) into type's blocks, optionally weighted by an importance matrix
+ * (imatrix: n_per_row finite non-negative floats, or NULL): the bytes of
+ * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, imatrix). A format
+ * that needs an importance matrix answers ANVIL_E_NEEDS_IMATRIX without one;
+ * a codec without a weighted encoder answers ANVIL_E_ENCODER_UNAVAILABLE when
+ * given one. F32/F16/BF16 ignore imatrix, as ggml does. */
+ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src, size_t nrows,
+                                size_t n_per_row, const float *imatrix, void *dst, size_t dst_size,
+                                anvil_error *err);
 /* Decode n values of type from src (src_size bytes) to f32. */
 ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size,
                            float *dst, size_t n, anvil_error *err);

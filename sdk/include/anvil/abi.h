@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define ANVIL_ABI_MAJOR 1
-#define ANVIL_ABI_MINOR 0
+#define ANVIL_ABI_MINOR 1
 
 #define ANVIL_PLUGIN_ENTRY_SYMBOL "anvil_plugin_entry"
 

@@ -83,6 +83,24 @@ typedef struct anvil_kernel {
     void *reserved[4];
 } anvil_kernel;
 
+/* ABI 1.1: a weight encoder a backend offers for a codec's format (e.g. a
+ * SIMD port of the codec's reference encoder). Same contract and bytes as
+ * the codec's encode_rows: the codec stays the referee, and the host uses
+ * the backend's encoder only where it is chosen (config order, CPU score),
+ * falling back to the codec's. */
+#define ANVIL_ENCODER_WEIGHTED (1u << 0) /* also handles imatrix != NULL */
+
+typedef struct anvil_weight_encoder {
+    uint32_t struct_size;
+    uint32_t type_id;        /* the codec format it encodes */
+    uint32_t flags;          /* ANVIL_ENCODER_* */
+    uint32_t reserved0;
+    const char *variant;     /* e.g. "avx2"; for display */
+    /* Called with imatrix == NULL unless ANVIL_ENCODER_WEIGHTED is set. */
+    anvil_encode_rows_fn encode_rows;
+    void *reserved[4];
+} anvil_weight_encoder;
+
 typedef struct anvil_backend {
     uint32_t struct_size;
     uint32_t reserved0;
@@ -95,6 +113,9 @@ typedef struct anvil_backend {
     size_t n_kernels;
     const anvil_kernel *const *kernels;
     void *reserved[8];
+    /* ---- ABI 1.1 ---- */
+    size_t n_encoders;       /* optional weight encoders */
+    const anvil_weight_encoder *const *encoders;
 } anvil_backend;
 
 #ifdef __cplusplus

@@ -34,6 +34,18 @@ typedef void (*anvil_decode_fn)(const void *src, float *dst, size_t n);
  * is ANVIL_TYPE_F32). Result in *s. */
 typedef void (*anvil_vec_dot_fn)(size_t n, float *s, const void *w, const void *a);
 
+/* ABI 1.1. Encode nrows rows of n_per_row elements each (n_per_row a whole
+ * number of blocks; rows contiguous in src and in dst), optionally weighted
+ * by an importance matrix: imatrix holds n_per_row finite, non-negative
+ * floats, one per column, or is NULL. The bytes are exactly those of
+ * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, imatrix): with
+ * imatrix == NULL that is the same as `encode` for every ggml format except
+ * those that need an importance matrix (ANVIL_CODEC_NEEDS_IMATRIX), which
+ * answer ANVIL_E_NEEDS_IMATRIX. Same error and thread-safety rules as
+ * `encode`; a message names the row and element. */
+typedef int (*anvil_encode_rows_fn)(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                    const float *imatrix, char *msg, size_t msg_size);
+
 /* Codec flags. */
 #define ANVIL_CODEC_ACTIVATION  (1u << 0) /* an activation format (Q8_1, Q8_K) */
 #define ANVIL_CODEC_NEEDS_IMATRIX (1u << 1) /* ggml encodes it only with an importance matrix */
@@ -52,6 +64,11 @@ typedef struct anvil_codec {
     anvil_vec_dot_fn ref_vec_dot; /* optional reference dot against act_type */
     const char *encode_note; /* why encode is NULL, shown by `anvil codec list` */
     void *reserved[6];
+    /* ---- ABI 1.1 ---- */
+    /* Optional: row-wise encoder that takes importance weights (see
+     * anvil_encode_rows_fn). NULL: the host encodes row by row with `encode`
+     * and refuses an importance matrix for this format. */
+    anvil_encode_rows_fn encode_rows;
 } anvil_codec;
 
 #ifdef __cplusplus

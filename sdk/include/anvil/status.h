@@ -32,6 +32,7 @@ typedef enum anvil_status {
     ANVIL_E_STATE = -15,             /* call out of order (e.g. stream writer) */
     ANVIL_E_FORMAT = -16,            /* input bytes are not the expected format */
     ANVIL_E_TRUNCATED = -17,         /* input ends before its structure does */
+    ANVIL_E_NEEDS_IMATRIX = -18,     /* format encodes only with an importance matrix */
 
     /* configuration and plugins */
     ANVIL_E_CONFIG_SYNTAX = -50,     /* INI line does not parse */
