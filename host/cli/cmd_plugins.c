@@ -69,6 +69,16 @@ static void print_text(const anvil_ctx *ctx) {
             if (b.kernels[k].pack) printf("+packed");
         }
         printf("\n");
+        const anvil_weight_encoder *enc = NULL;
+        size_t n_enc = 0;
+        anvil_ctx_backend_encoders(ctx, i, &enc, &n_enc);
+        if (n_enc > 0) {
+            printf("  %-10s encoders:", "");
+            for (size_t e = 0; e < n_enc; ++e) {
+                printf(" %s%s", type_name(ctx, enc[e].type_id), enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "+weighted" : "");
+            }
+            printf("\n");
+        }
     }
 
     printf("\ndispatch (per weight type):\n");
@@ -79,6 +89,18 @@ static void print_text(const anvil_ctx *ctx) {
         printf("  %-9s %-6s %-10s %-14s %-10s %s\n", type_name(ctx, d.weight_type), type_name(ctx, d.act_type),
                d.backend ? d.backend : "-", d.variant ? d.variant : (d.fallback ? "fallback" : "-"),
                d.quantizer_backend ? d.quantizer_backend : "-", d.note ? d.note : "");
+    }
+
+    printf("\nencoders (per type; codec = the codec's own reference encoder):\n");
+    printf("  %-9s %-10s %-14s %-10s %s\n", "type", "backend", "variant", "weighted", "why");
+    for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
+        anvil_encoder_report e;
+        anvil_ctx_encoder_report(ctx, i, &e);
+        const anvil_codec *c = anvil_ctx_codec(ctx, e.type_id);
+        if (c == NULL || (c->encode == NULL && c->encode_rows == NULL)) continue;
+        printf("  %-9s %-10s %-14s %-10s %s\n", type_name(ctx, e.type_id), e.backend ? e.backend : "codec",
+               e.variant ? e.variant : "-", e.weighted_backend ? e.weighted_backend : (c->encode_rows ? "codec" : "-"),
+               e.note ? e.note : "");
     }
 }
 
@@ -151,6 +173,16 @@ static void print_json(const anvil_ctx *ctx) {
             printf("%s", q ? "," : "");
             cli_json_string(stdout, type_name(ctx, b.quantizers[q].act_type));
         }
+        const anvil_weight_encoder *enc = NULL;
+        size_t n_enc = 0;
+        anvil_ctx_backend_encoders(ctx, i, &enc, &n_enc);
+        printf("],\"encoders\":[");
+        for (size_t e = 0; e < n_enc; ++e) {
+            printf("%s{", e ? "," : "");
+            json_kv("type", type_name(ctx, enc[e].type_id), 1);
+            json_kv("variant", enc[e].variant, 1);
+            printf("\"weighted\":%s}", enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "true" : "false");
+        }
         printf("]}");
     }
     printf("],\"dispatch\":[");
@@ -165,7 +197,14 @@ static void print_json(const anvil_ctx *ctx) {
         json_kv("quantizer", d.quantizer_backend ? d.quantizer_backend : "", 1);
         printf("\"fallback\":%s,", d.fallback ? "true" : "false");
         json_kv("note", d.note, 0);
-        printf("}");
+        anvil_encoder_report e;
+        anvil_ctx_encoder_report(ctx, i, &e);
+        printf(",\"encoder\":{");
+        json_kv("backend", e.backend ? e.backend : "", 1);
+        json_kv("variant", e.variant ? e.variant : "", 1);
+        json_kv("weighted_backend", e.weighted_backend ? e.weighted_backend : "", 1);
+        json_kv("note", e.note ? e.note : "", 0);
+        printf("}}");
     }
     printf("]}\n");
 }
@@ -178,8 +217,9 @@ int cmd_plugins(cli_globals *g, int argc, char **argv) {
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: anvil plugins [--json]\n\n"
                    "Shows every plugin the config names (loaded, or failed with its reason), each\n"
-                   "backend with its CPU score (0 = skipped, with why), its kernels, the backend\n"
-                   "chosen for each weight type, and the CPU features (ANVIL_CPU_MASK hides some).\n"
+                   "backend with its CPU score (0 = skipped, with why), its kernels and encoders,\n"
+                   "the backend chosen for each weight type's dot and for its encoder, and the CPU\n"
+                   "features (ANVIL_CPU_MASK hides some).\n"
                    "Exit status 1 when a plugin that is not optional failed to load.\n");
             return 0;
         } else {

@@ -79,7 +79,12 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
     if (rc != ANVIL_OK) return rc;
     char msg[512] = "";
-    rc = c->encode(src, dst, n, msg, sizeof msg);
+    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    if (d != NULL && d->encoder != NULL) {
+        rc = n > 0 ? d->encoder->encode_rows(src, dst, 1, n, NULL, msg, sizeof msg) : ANVIL_OK;
+    } else {
+        rc = c->encode(src, dst, n, msg, sizeof msg);
+    }
     msg[sizeof msg - 1] = '\0';
     if (rc != ANVIL_OK) {
         return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
@@ -120,7 +125,13 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
         }
     }
     char msg[512] = "";
-    if (c->encode_rows != NULL) {
+    /* A backend's encoder where dispatch chose one (same bytes, faster). */
+    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    if (imatrix == NULL && d != NULL && d->encoder != NULL) {
+        rc = n > 0 ? d->encoder->encode_rows(src, dst, nrows, n_per_row, NULL, msg, sizeof msg) : ANVIL_OK;
+    } else if (imatrix != NULL && d != NULL && d->weighted != NULL) {
+        rc = n > 0 ? d->weighted->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg) : ANVIL_OK;
+    } else if (c->encode_rows != NULL) {
         rc = c->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg);
     } else if (imatrix != NULL) {
         return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,

@@ -137,3 +137,22 @@ ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_di
     out->note = d->note;
     return ANVIL_OK;
 }
+
+ANVIL_API int anvil_ctx_encoder_report(const anvil_ctx *ctx, size_t i, anvil_encoder_report *out) {
+    if (ctx == NULL || out == NULL || i >= ctx->n_dispatch) return ANVIL_E_INVALID_ARG;
+    const dispatch_rec *d = &ctx->dispatch[i];
+    out->type_id = d->weight_type;
+    out->backend = d->encoder_backend ? d->encoder_backend->backend.name : NULL;
+    out->variant = d->encoder ? d->encoder->variant : NULL;
+    out->weighted_backend = d->weighted_backend ? d->weighted_backend->backend.name : NULL;
+    out->note = d->encoder_note;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_ctx_backend_encoders(const anvil_ctx *ctx, size_t i, const anvil_weight_encoder **encoders,
+                                         size_t *n) {
+    if (ctx == NULL || encoders == NULL || n == NULL || i >= ctx->n_backends) return ANVIL_E_INVALID_ARG;
+    *encoders = ctx->backends[i].encoders;
+    *n = ctx->backends[i].n_encoders;
+    return ANVIL_OK;
+}

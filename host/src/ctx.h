@@ -37,6 +37,8 @@ typedef struct backend_rec {
     size_t n_kernels;
     anvil_act_quantizer *quantizers;
     size_t n_quantizers;
+    anvil_weight_encoder *encoders;  /* normalised copies (ABI 1.1) */
+    size_t n_encoders;
 } backend_rec;
 
 typedef struct dispatch_rec {
@@ -51,6 +53,13 @@ typedef struct dispatch_rec {
     int fallback;
     int warned;                      /* fallback note logged once */
     char note[256];
+    /* Weight encoders: who encodes this type without (encoder) and with
+     * (weighted) an importance matrix. NULL: the codec's own encoder. */
+    const anvil_weight_encoder *encoder;
+    const backend_rec *encoder_backend;
+    const anvil_weight_encoder *weighted;
+    const backend_rec *weighted_backend;
+    char encoder_note[192];
 } dispatch_rec;
 
 struct anvil_ctx {

@@ -8,6 +8,13 @@
  * name come after, in load order. [type.NAME] backend = X puts X first for
  * that type. With no kernel anywhere: the codec's reference dot when it has
  * one, else decode + f32 dot -- and the host says so once.
+ *
+ * Weight encoders follow the same rule (pin, then order, usable backends
+ * only): the first backend offering an encoder for the type encodes it
+ * without an importance matrix, the first offering an ANVIL_ENCODER_WEIGHTED
+ * one encodes it with one. Only a type whose codec can encode it (the
+ * referee) gets one; otherwise, and when no backend offers one, the codec's
+ * own encoder runs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,13 @@ static const anvil_kernel *find_kernel(const backend_rec *b, uint32_t w, uint32_
 static const anvil_act_quantizer *find_quantizer(const backend_rec *b, uint32_t a) {
     for (size_t i = 0; i < b->n_quantizers; ++i) {
         if (b->quantizers[i].act_type == a) return &b->quantizers[i];
+    }
+    return NULL;
+}
+
+static const anvil_weight_encoder *find_encoder(const backend_rec *b, uint32_t type) {
+    for (size_t i = 0; i < b->n_encoders; ++i) {
+        if (b->encoders[i].type_id == type) return &b->encoders[i];
     }
     return NULL;
 }
@@ -72,6 +86,51 @@ static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
     anvil_type_info t;
     if (anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK) return t.name;
     return "?";
+}
+
+/* The encoder for d's type with (weighted) or without an importance matrix:
+ * the pinned backend's if it has one, else the first usable one in order. */
+static void pick_encoder(dispatch_rec *d, const anvil_config_pin *pin, const backend_rec *const *pref, size_t n_pref,
+                         int weighted, const anvil_ctx *ctx) {
+    const uint32_t type = d->weight_type;
+    const backend_rec *pb = pin ? backend_by_name(ctx, pin->backend) : NULL;
+    const anvil_weight_encoder *e = pb && pb->score > 0 ? find_encoder(pb, type) : NULL;
+    const backend_rec *eb = pb;
+    if (e != NULL && weighted && !(e->flags & ANVIL_ENCODER_WEIGHTED)) e = NULL;
+    for (size_t j = 0; e == NULL && j < n_pref; ++j) {
+        if (pref[j]->score == 0) continue;
+        e = find_encoder(pref[j], type);
+        eb = pref[j];
+        if (e != NULL && weighted && !(e->flags & ANVIL_ENCODER_WEIGHTED)) e = NULL;
+    }
+    if (weighted) {
+        d->weighted = e;
+        d->weighted_backend = e ? eb : NULL;
+    } else {
+        d->encoder = e;
+        d->encoder_backend = e ? eb : NULL;
+    }
+}
+
+static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, size_t n_pref, const anvil_ctx *ctx) {
+    const anvil_codec *c = &d->codec->codec;
+    const anvil_config_pin *pin = pin_for(ctx, c->name);
+    const int can_plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+    if (can_plain) pick_encoder(d, pin, pref, n_pref, 0, ctx);
+    if (c->encode_rows != NULL) pick_encoder(d, pin, pref, n_pref, 1, ctx);
+    const char *pinned = pin != NULL && d->encoder_backend != NULL &&
+                                 strcasecmp(d->encoder_backend->backend.name, pin->backend) == 0
+                             ? "pinned by [type]"
+                             : "first usable backend in order with one";
+    if (!can_plain) {
+        snprintf(d->encoder_note, sizeof d->encoder_note, "%s",
+                 c->encode == NULL ? "the codec has no encoder for it"
+                                   : "needs an importance matrix: the codec's weighted encoder");
+    } else if (d->encoder != NULL) {
+        snprintf(d->encoder_note, sizeof d->encoder_note, "%s", pinned);
+    } else {
+        snprintf(d->encoder_note, sizeof d->encoder_note, "no backend has one: the codec's reference");
+    }
 }
 
 int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
@@ -164,6 +223,7 @@ int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
                 }
             }
         }
+        choose_encoders(d, pref, n_pref, ctx);
         if (d->kernel == NULL) {
             d->fallback = 1;
             const int have_act = a == ANVIL_TYPE_F32 || d->quantizer != NULL ||
@@ -219,5 +279,32 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
     }
     *quantizer = find_quantizer(b, d->act_type);
     if (*quantizer == NULL) *quantizer = d->quantizer;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, uint32_t type,
+                                     const anvil_weight_encoder **encoder, anvil_error *err) {
+    *encoder = NULL;
+    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    if (d == NULL) return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", type);
+    if (backend == NULL) {
+        if (d->encoder == NULL) {
+            return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: %s", d->codec->codec.name,
+                                   d->encoder_note);
+        }
+        *encoder = d->encoder;
+        return ANVIL_OK;
+    }
+    const backend_rec *b = backend_by_name(ctx, backend);
+    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", backend);
+    if (b->score == 0) {
+        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", backend,
+                               b->why);
+    }
+    *encoder = find_encoder(b, type);
+    if (*encoder == NULL) {
+        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "backend '%s' has no %s encoder", backend,
+                               d->codec->codec.name);
+    }
     return ANVIL_OK;
 }

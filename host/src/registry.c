@@ -221,6 +221,56 @@ static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size
 static void free_backend_rec(backend_rec *b) {
     free(b->kernels);
     free(b->quantizers);
+    free(b->encoders);
+}
+
+/* Check and copy a backend's weight encoders (ABI 1.1; a 1.0 backend has
+ * none: its normalised n_encoders reads 0). An encoder names a block format
+ * (a ggml id or the third-party range: the codec may come from another
+ * plugin, so its presence is the dispatcher's business), has an
+ * encode_rows, and appears once per backend. Flag bits this host does not
+ * know are dropped: a newer plugin's extra capability is simply unused. */
+static int copy_encoders(plugin_rec *p, backend_rec *b) {
+    const size_t ne = b->backend.n_encoders;
+    if (ne > 4096 || (ne && b->backend.encoders == NULL)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': encoder table malformed (%zu entries)", b->backend.name, ne);
+        return 0;
+    }
+    b->encoders = calloc(ne ? ne : 1, sizeof *b->encoders);
+    if (b->encoders == NULL) {
+        reasonf(p, ANVIL_E_NOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t k = 0; k < ne; ++k) {
+        const anvil_weight_encoder *es = b->backend.encoders[k];
+        if (es == NULL || es->struct_size < offsetof(anvil_weight_encoder, reserved) || es->encode_rows == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': encoder %zu is NULL, too small or has no encode_rows",
+                    b->backend.name, k);
+            return 0;
+        }
+        anvil_weight_encoder *e = &b->encoders[k];
+        normalise(e, sizeof *e, es);
+        anvil_type_info t;
+        const int ggml_block = e->type_id < ANVIL_TYPE_GGML_COUNT &&
+                               anvil_type_builtin(e->type_id, &t, NULL) == ANVIL_OK && t.is_quantized;
+        if (!ggml_block && (e->type_id < ANVIL_TYPE_THIRD_PARTY_FIRST || e->type_id > ANVIL_TYPE_THIRD_PARTY_LAST)) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID,
+                    "backend '%s': encoder %zu is for type id %u, which is neither a ggml block format nor in "
+                    "the third-party range 1024-2047",
+                    b->backend.name, k, e->type_id);
+            return 0;
+        }
+        for (size_t j = 0; j < k; ++j) {
+            if (b->encoders[j].type_id == e->type_id) {
+                reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': two encoders for type id %u", b->backend.name,
+                        e->type_id);
+                return 0;
+            }
+        }
+        e->flags &= ANVIL_ENCODER_WEIGHTED;
+    }
+    b->n_encoders = ne;
+    return 1;
 }
 
 /* Validate and register everything a plugin offers, all or nothing. */
@@ -322,6 +372,10 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
                 break;
             }
             normalise(&b->quantizers[k], sizeof b->quantizers[k], qs);
+        }
+        if (ok && !copy_encoders(p, b)) {
+            ok = 0;
+            break;
         }
         b->n_kernels = nk;
         b->n_quantizers = nq;

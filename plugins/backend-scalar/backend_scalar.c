@@ -2,7 +2,9 @@
  * backend-scalar: portable C kernels, the referee every SIMD backend is
  * checked against. It runs on any CPU, so it always scores 1 (the lowest
  * usable score): any usable SIMD backend that has a kernel is preferred by
- * the order in the config, and this one catches the rest.
+ * the order in the config, and this one catches the rest. It also offers
+ * every reference weight encoder (encoders.c), so that a pin or an order
+ * naming "scalar" selects the reference encoder too.
  */
 #include <stdio.h>
 
@@ -14,6 +16,7 @@
 
 static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
 static const anvil_kernel *kernels[MAX_ENTRIES];
+static const anvil_weight_encoder *encoders[MAX_ENTRIES];
 
 static uint32_t scalar_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     (void)cpu;
@@ -52,7 +55,8 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_kquants);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ternary);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_cold);
-    if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES) {
+    const size_t ne = append((const void **)encoders, 0, MAX_ENTRIES, (const void *const *)anvil_scalar_encoders);
+    if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES || ne >= MAX_ENTRIES) {
         snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
         return ANVIL_E_INTERNAL;
     }
@@ -60,6 +64,8 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     backend.quantizers = quantizers;
     backend.n_kernels = nk;
     backend.kernels = kernels;
+    backend.n_encoders = ne;
+    backend.encoders = encoders;
     return ANVIL_OK;
 }
 

@@ -16,6 +16,8 @@ extern const anvil_act_quantizer *const anvil_scalar_quantizers_ternary[];
 extern const anvil_kernel *const anvil_scalar_kernels_ternary[];
 extern const anvil_act_quantizer *const anvil_scalar_quantizers_cold[];
 extern const anvil_kernel *const anvil_scalar_kernels_cold[];
+/* encoders.c: every reference weight encoder, row-wise (ABI 1.1). */
+extern const anvil_weight_encoder *const anvil_scalar_encoders[];
 
 /* Helpers to declare a table entry tersely. */
 #define ANVIL_SCALAR_KERNEL(ident, wtype, atype, dot)                          \

@@ -163,6 +163,74 @@ static const anvil_backend pk_backend = {
 static const anvil_backend *const pk_backends[] = { &pk_backend };
 #endif
 
+#if defined(ABI_CASE_ENCODER_BACKEND) || defined(ABI_CASE_BAD_ENCODER) || defined(ABI_CASE_DUP_ENCODER)
+/* Weight encoders (ABI 1.1): two codecs of the tp_i8 layout, tp_enc (with a
+ * weighted encode_rows) and tp_enc2, and a backend "enctest" with a
+ * WEIGHTED encoder for tp_enc (plus a flag bit no host knows, which the host
+ * must drop) and a plain one for tp_enc2. Same bytes as the codec; calls are
+ * counted in abi_enc_calls (read by the test through dlsym):
+ *   [0] enctest's encoders without, [1] with an importance matrix,
+ *   [2] the codec's encode_rows. */
+ANVIL_PLUGIN_EXPORT unsigned abi_enc_calls[3];
+
+static int tp_rows(const float *src, void *dst, size_t nrows, size_t n_per_row, char *msg, size_t msg_size) {
+    for (size_t r = 0; r < nrows; ++r) {
+        const int rc = tp_encode(src + r * n_per_row, (char *)dst + r * (n_per_row / TP_BLOCK) * sizeof(tp_block),
+                                 n_per_row, msg, msg_size);
+        if (rc != ANVIL_OK) return rc;
+    }
+    return ANVIL_OK;
+}
+static int codec_rows(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, char *msg,
+                      size_t msg_size) {
+    (void)imatrix;
+    abi_enc_calls[2]++;
+    return tp_rows(src, dst, nrows, n_per_row, msg, msg_size);
+}
+static int backend_rows(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, char *msg,
+                        size_t msg_size) {
+    abi_enc_calls[imatrix != NULL]++;
+    return tp_rows(src, dst, nrows, n_per_row, msg, msg_size);
+}
+static const anvil_codec enc_codec1 = {
+    .struct_size = sizeof(anvil_codec), .type_id = 1033, .name = "tp_enc", .family = "abi-test",
+    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
+    .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+};
+static const anvil_codec enc_codec2 = {
+    .struct_size = sizeof(anvil_codec), .type_id = 1034, .name = "tp_enc2", .family = "abi-test",
+    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
+    .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+};
+static const anvil_codec *const enc_codecs[] = { &enc_codec1, &enc_codec2 };
+static const anvil_weight_encoder enc_weighted = {
+    .struct_size = sizeof(anvil_weight_encoder), .type_id = 1033,
+    .flags = ANVIL_ENCODER_WEIGHTED | (1u << 9), .variant = "enctest-w", .encode_rows = backend_rows,
+};
+static const anvil_weight_encoder enc_plain = {
+    .struct_size = sizeof(anvil_weight_encoder),
+#if defined(ABI_CASE_BAD_ENCODER)
+    .type_id = 5000, /* neither a ggml id nor third-party */
+#elif defined(ABI_CASE_DUP_ENCODER)
+    .type_id = 1033, /* a second encoder for tp_enc */
+#else
+    .type_id = 1034,
+#endif
+    .variant = "enctest", .encode_rows = backend_rows,
+};
+static const anvil_weight_encoder *const enc_encoders[] = { &enc_weighted, &enc_plain };
+static uint32_t enc_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
+    (void)cpu;
+    snprintf(why, why_size, "test backend");
+    return 5;
+}
+static const anvil_backend enc_backend = {
+    .struct_size = sizeof(anvil_backend), .name = "enctest", .score = enc_score,
+    .n_encoders = 2, .encoders = enc_encoders,
+};
+static const anvil_backend *const enc_backends[] = { &enc_backend };
+#endif
+
 #if defined(ABI_CASE_NEW_MINOR)
 /* A descriptor from a future minor: extra fields appended after reserved. */
 typedef struct {
@@ -204,6 +272,13 @@ static const anvil_plugin_desc desc = {
     .id = "abi-pack-backend",
     .n_backends = 1,
     .backends = pk_backends,
+#elif defined(ABI_CASE_ENCODER_BACKEND) || defined(ABI_CASE_BAD_ENCODER) || defined(ABI_CASE_DUP_ENCODER)
+    .kind = ANVIL_PLUGIN_MIXED,
+    .id = ABI_PLUGIN_ID,
+    .n_codecs = 2,
+    .codecs = enc_codecs,
+    .n_backends = 1,
+    .backends = enc_backends,
 #else
     .kind = ANVIL_PLUGIN_CODEC,
     .id = ABI_PLUGIN_ID,

@@ -6,6 +6,7 @@
  * Also: dispatch order and pins, the fallback paths, trimmed deployments.
  */
 #include <CUnit/Basic.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,126 @@ static void test_pins(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "q9_9"));
 }
 
+static const anvil_encoder_report *encoder_of(const anvil_ctx *ctx, uint32_t type) {
+    static anvil_encoder_report e;
+    for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
+        if (anvil_ctx_encoder_report(ctx, i, &e) == ANVIL_OK && e.type_id == type) return &e;
+    }
+    return NULL;
+}
+
+/* Weight encoders (ABI 1.1): validated, dispatched like kernels (order,
+ * pins, usable backends), used by anvil_encode / anvil_encode_rows without
+ * an importance matrix, and with one only when ANVIL_ENCODER_WEIGHTED. */
+static void test_encoders(void) {
+    char body[2048];
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s:%s\nload = codec-q8_0, backend-scalar, abi-enc-backend, abi-score-zero\n"
+             "[backends]\norder = never, enctest, scalar\n",
+             ANVIL_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    anvil_ctx *ctx = NULL;
+    anvil_error err;
+    int rc = anvil_ctx_open(&ctx, write_config("enc.ini", body), &err);
+    if (rc != ANVIL_OK) fprintf(stderr, "\n%s\n", err.message);
+    CU_ASSERT_EQUAL_FATAL(rc, ANVIL_OK);
+    char so[4096];
+    snprintf(so, sizeof so, "%s/abi-enc-backend.so", ABI_PLUGIN_DIR);
+    void *h = dlopen(so, RTLD_NOW | RTLD_NOLOAD);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    unsigned *calls = (unsigned *)dlsym(h, "abi_enc_calls");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(calls);
+
+    const anvil_encoder_report *e = encoder_of(ctx, 1033);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->backend, "enctest");
+    CU_ASSERT_STRING_EQUAL(e->variant, "enctest-w");
+    CU_ASSERT_STRING_EQUAL(e->weighted_backend, "enctest");
+    e = encoder_of(ctx, 1034);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->backend, "enctest");
+    CU_ASSERT_PTR_NULL(e->weighted_backend); /* not WEIGHTED: the codec's */
+    e = encoder_of(ctx, ANVIL_TYPE_Q8_0);    /* enctest has none: next in order */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_STRING_EQUAL(e->backend, "scalar");
+    /* the unknown flag bit is dropped from the validated copy */
+    for (size_t i = 0; i < anvil_ctx_backend_count(ctx); ++i) {
+        anvil_backend_report b;
+        anvil_ctx_backend_report(ctx, i, &b);
+        const anvil_weight_encoder *enc;
+        size_t n;
+        CU_ASSERT_EQUAL(anvil_ctx_backend_encoders(ctx, i, &enc, &n), ANVIL_OK);
+        if (strcmp(b.name, "enctest") == 0) {
+            CU_ASSERT_EQUAL_FATAL(n, 2);
+            CU_ASSERT_EQUAL(enc[0].flags, ANVIL_ENCODER_WEIGHTED);
+        }
+        if (strcmp(b.name, "scalar") == 0) CU_ASSERT(n >= 6); /* the q8_0 family at least */
+    }
+
+    enum { K = 64, R = 2 };
+    float x[R * K], imx[K];
+    unsigned char a[R * 2 * 36], bytes[R * 2 * 36];
+    for (int i = 0; i < R * K; ++i) x[i] = sinf((float)i * 0.61f);
+    for (int i = 0; i < K; ++i) imx[i] = 1.0f + (float)i;
+    const anvil_codec *c = anvil_ctx_codec(ctx, 1033);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    char msg[256];
+    CU_ASSERT_EQUAL_FATAL(c->encode(x, bytes, R * K, msg, sizeof msg), ANVIL_OK);
+    memset(calls, 0, 3 * sizeof *calls);
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, 1033, x, R, K, NULL, a, sizeof a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(a, bytes, R * 2 * sizeof(float) + R * 2 * 32), 0);
+    CU_ASSERT_EQUAL(calls[0], 1);
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, 1033, x, R, K, imx, a, sizeof a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(calls[1], 1);
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, 1034, x, R, K, imx, a, sizeof a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(calls[2], 1); /* tp_enc2's encoder is not WEIGHTED */
+    CU_ASSERT_EQUAL(anvil_encode(ctx, 1034, x, R * K, a, sizeof a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(calls[0], 2);
+    const anvil_weight_encoder *we = NULL;
+    CU_ASSERT_EQUAL(anvil_ctx_find_encoder(ctx, NULL, 1034, &we, &err), ANVIL_OK);
+    CU_ASSERT(we != NULL && strcmp(we->variant, "enctest") == 0);
+    CU_ASSERT_EQUAL(anvil_ctx_find_encoder(ctx, "scalar", 1034, &we, &err), ANVIL_E_ENCODER_UNAVAILABLE);
+    CU_ASSERT_EQUAL(anvil_ctx_find_encoder(ctx, "never", 1034, &we, &err), ANVIL_E_CPU_UNSUPPORTED);
+    CU_ASSERT_EQUAL(anvil_ctx_find_encoder(ctx, "scalar", ANVIL_TYPE_Q4_0, &we, &err), ANVIL_OK);
+    /* the scalar (reference) encoder gives the codec's bytes, and names the row on bad input */
+    float q[3 * 32];
+    for (int i = 0; i < 3 * 32; ++i) q[i] = cosf((float)i);
+    unsigned char q1[3 * 18], q2[3 * 18];
+    CU_ASSERT_EQUAL(anvil_ctx_codec(ctx, ANVIL_TYPE_Q4_0)->encode(q, q1, 96, msg, sizeof msg), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, ANVIL_TYPE_Q4_0, q, 3, 32, NULL, q2, sizeof q2, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(q1, q2, sizeof q1), 0);
+    q[2 * 32 + 5] = NAN;
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, ANVIL_TYPE_Q4_0, q, 3, 32, NULL, q2, sizeof q2, &err), ANVIL_E_NONFINITE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "row 2"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "element 5"));
+    dlclose(h);
+    anvil_ctx_close(ctx);
+
+    /* Pins: like kernels -- a pinned backend without the encoder is passed
+     * over; one with it wins over the order. */
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s:%s\nload = codec-q8_0, backend-scalar, abi-enc-backend\n"
+             "[backends]\norder = scalar, enctest\n[type.tp_enc]\nbackend = scalar\n"
+             "[type.tp_enc2]\nbackend = enctest\n[type.q4_0]\nbackend = enctest\n",
+             ANVIL_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, write_config("enc-pin.ini", body), &err), ANVIL_OK);
+    e = encoder_of(ctx, 1033);
+    CU_ASSERT(e != NULL && strcmp(e->backend, "enctest") == 0);
+    e = encoder_of(ctx, 1034);
+    CU_ASSERT(e != NULL && strcmp(e->backend, "enctest") == 0 && strstr(e->note, "pinned") != NULL);
+    e = encoder_of(ctx, ANVIL_TYPE_Q4_0);
+    CU_ASSERT(e != NULL && strcmp(e->backend, "scalar") == 0);
+    anvil_ctx_close(ctx);
+
+    /* Malformed encoder tables: the whole plugin is refused, with why. */
+    snprintf(body, sizeof body, "[plugins]\npath = %s:%s\nload = codec-q8_0, abi-bad-encoder, abi-dup-encoder\n",
+             ANVIL_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, write_config("enc-bad.ini", body), &err), ANVIL_OK);
+    expect_plugin(ctx, "abi-bad-encoder", ANVIL_E_PLUGIN_INVALID, "type id 5000", "third-party");
+    expect_plugin(ctx, "abi-dup-encoder", ANVIL_E_PLUGIN_INVALID, "two encoders", "1033");
+    CU_ASSERT_PTR_NULL(anvil_ctx_codec(ctx, 1033));
+    anvil_ctx_close(ctx);
+}
+
 static void test_trimmed_deployment(void) {
     char path[4096];
     snprintf(path, sizeof path, "%s/minimal-q8_0.ini", ANVIL_PROFILE_DIR);
@@ -287,6 +408,7 @@ int main(void) {
     CU_add_test(s, "anvil plugins shows every reason", test_cli_shows_reasons);
     CU_add_test(s, "a missing plugin names file:line", test_missing_plugin);
     CU_add_test(s, "pins", test_pins);
+    CU_add_test(s, "weight encoders: validated, dispatched, used", test_encoders);
     CU_add_test(s, "trimmed deployment", test_trimmed_deployment);
     CU_add_test(s, "ANVIL_CPU_MASK hides features", test_cpu_mask);
     return test_run_cunit();

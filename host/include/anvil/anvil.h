@@ -161,6 +161,30 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
                                     const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
                                     anvil_error *err);
 
+/* Who encodes each type (ABI 1.1 weight encoders), indexed like the
+ * dispatch report. backend NULL: the codec's own encoder. */
+typedef struct anvil_encoder_report {
+    uint32_t type_id;
+    const char *backend;          /* encoder without an importance matrix */
+    const char *variant;
+    const char *weighted_backend; /* with one (ANVIL_ENCODER_WEIGHTED), or NULL */
+    const char *note;             /* why */
+} anvil_encoder_report;
+
+ANVIL_API int anvil_ctx_encoder_report(const anvil_ctx *ctx, size_t i, anvil_encoder_report *out);
+
+/* A backend's weight encoders (validated copies), by backend index. */
+ANVIL_API int anvil_ctx_backend_encoders(const anvil_ctx *ctx, size_t i, const anvil_weight_encoder **encoders,
+                                         size_t *n);
+
+/* The weight encoder for a type without an importance matrix: the named
+ * backend's (which must be usable here), or the dispatched one when backend
+ * is NULL. ANVIL_E_ENCODER_UNAVAILABLE when there is none (the codec's own
+ * encoder runs then). For benchmarks and tests; anvil_encode_rows is the
+ * normal path. */
+ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, uint32_t type,
+                                     const anvil_weight_encoder **encoder, anvil_error *err);
+
 /* ---- encode / decode ---------------------------------------------------- */
 
 /* Encode n f32 values (whole blocks) into type's blocks; dst_size >= bytes. */

@@ -1,0 +1,79 @@
+/* backend-scalar: weight encoders (ABI 1.1) -- the reference encoders of
+ * plugins/ref, the very functions the codecs register, offered row-wise.
+ *
+ * Why a backend repeats the codecs' encoders: encoders are dispatched like
+ * kernels (per type: a [type.X] pin, then [backends] order), so "scalar"
+ * must be a backend that HAS them. Otherwise `order = scalar, avx512` or
+ * `[type.q4_K] backend = scalar` would skip to a SIMD encoder instead of
+ * selecting the reference. Unweighted only: an importance-weighted encode
+ * goes to the codec's encode_rows. */
+#include <stdio.h>
+
+#include "anvil/blocks.h"
+#include "anvil/status.h"
+#include "kernel_tables.h"
+#include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
+#include "ref/kquants.h"
+#include "ref/q8_0_family.h"
+#include "ref/q8_k.h"
+#include "ref/ternary.h"
+
+/* Row by row through a reference encoder; an error names the row. */
+static int rows_with(anvil_encode_fn encode, size_t block_elems, size_t block_bytes, const float *src, void *dst,
+                     size_t nrows, size_t n_per_row, char *msg, size_t msg_size) {
+    const size_t row_bytes = n_per_row / block_elems * block_bytes;
+    for (size_t r = 0; r < nrows; ++r) {
+        char inner[384] = "";
+        const int rc = encode(src + r * n_per_row, (char *)dst + r * row_bytes, n_per_row, inner, sizeof inner);
+        if (rc != ANVIL_OK) {
+            if (msg != NULL && msg_size > 0) snprintf(msg, msg_size, "row %zu: %s", r, inner);
+            return rc;
+        }
+    }
+    return ANVIL_OK;
+}
+
+#define SCALAR_ENCODER(name, TYPE, BLOCK, be)                                                                  \
+    static int rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
+                           char *msg, size_t msg_size) {                                                      \
+        (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: always NULL */                                          \
+        return rows_with(anvil_ref_encode_##name, (be), sizeof(BLOCK), src, dst, nrows, n_per_row, msg,       \
+                         msg_size);                                                                           \
+    }                                                                                                         \
+    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),            \
+                                                     .type_id = (TYPE),                                      \
+                                                     .variant = "scalar",                                    \
+                                                     .encode_rows = rows_##name }
+
+SCALAR_ENCODER(q4_0, ANVIL_TYPE_Q4_0, anvil_block_q4_0, 32);
+SCALAR_ENCODER(q4_1, ANVIL_TYPE_Q4_1, anvil_block_q4_1, 32);
+SCALAR_ENCODER(q5_0, ANVIL_TYPE_Q5_0, anvil_block_q5_0, 32);
+SCALAR_ENCODER(q5_1, ANVIL_TYPE_Q5_1, anvil_block_q5_1, 32);
+SCALAR_ENCODER(q8_0, ANVIL_TYPE_Q8_0, anvil_block_q8_0, 32);
+SCALAR_ENCODER(q8_1, ANVIL_TYPE_Q8_1, anvil_block_q8_1, 32);
+SCALAR_ENCODER(q2_K, ANVIL_TYPE_Q2_K, anvil_block_q2_K, ANVIL_QK_K);
+SCALAR_ENCODER(q3_K, ANVIL_TYPE_Q3_K, anvil_block_q3_K, ANVIL_QK_K);
+SCALAR_ENCODER(q4_K, ANVIL_TYPE_Q4_K, anvil_block_q4_K, ANVIL_QK_K);
+SCALAR_ENCODER(q5_K, ANVIL_TYPE_Q5_K, anvil_block_q5_K, ANVIL_QK_K);
+SCALAR_ENCODER(q6_K, ANVIL_TYPE_Q6_K, anvil_block_q6_K, ANVIL_QK_K);
+SCALAR_ENCODER(q8_K, ANVIL_TYPE_Q8_K, anvil_block_q8_K, ANVIL_QK_K);
+SCALAR_ENCODER(tq1_0, ANVIL_TYPE_TQ1_0, anvil_block_tq1_0, ANVIL_QK_K);
+SCALAR_ENCODER(tq2_0, ANVIL_TYPE_TQ2_0, anvil_block_tq2_0, ANVIL_QK_K);
+SCALAR_ENCODER(q1_0, ANVIL_TYPE_Q1_0, anvil_block_q1_0, ANVIL_QK1_0);
+SCALAR_ENCODER(q2_0, ANVIL_TYPE_Q2_0, anvil_block_q2_0, ANVIL_QK2_0);
+SCALAR_ENCODER(iq4_nl, ANVIL_TYPE_IQ4_NL, anvil_block_iq4_nl, ANVIL_QK4_NL);
+SCALAR_ENCODER(iq4_xs, ANVIL_TYPE_IQ4_XS, anvil_block_iq4_xs, ANVIL_QK_K);
+SCALAR_ENCODER(mxfp4, ANVIL_TYPE_MXFP4, anvil_block_mxfp4, ANVIL_QK_MXFP4);
+SCALAR_ENCODER(nvfp4, ANVIL_TYPE_NVFP4, anvil_block_nvfp4, ANVIL_QK_NVFP4);
+SCALAR_ENCODER(iq3_xxs, ANVIL_TYPE_IQ3_XXS, anvil_block_iq3_xxs, ANVIL_QK_K);
+SCALAR_ENCODER(iq3_s, ANVIL_TYPE_IQ3_S, anvil_block_iq3_s, ANVIL_QK_K);
+SCALAR_ENCODER(iq2_s, ANVIL_TYPE_IQ2_S, anvil_block_iq2_s, ANVIL_QK_K);
+SCALAR_ENCODER(iq1_m, ANVIL_TYPE_IQ1_M, anvil_block_iq1_m, ANVIL_QK_K);
+
+const anvil_weight_encoder *const anvil_scalar_encoders[] = {
+    &enc_q4_0, &enc_q4_1, &enc_q5_0,  &enc_q5_1,  &enc_q8_0,   &enc_q8_1,  &enc_q2_K,  &enc_q3_K,
+    &enc_q4_K, &enc_q5_K, &enc_q6_K,  &enc_q8_K,  &enc_tq1_0,  &enc_tq2_0, &enc_q1_0,  &enc_q2_0,
+    &enc_iq4_nl, &enc_iq4_xs, &enc_mxfp4, &enc_nvfp4, &enc_iq3_xxs, &enc_iq3_s, &enc_iq2_s, &enc_iq1_m,
+    NULL,
+};
