@@ -2,8 +2,10 @@
  * backend-avx2: AVX2 + FMA + F16C kernels for x86-64 (Haswell, Zen and
  * later): activation quantizers Q8_0 / Q8_1 / Q8_K; vec_dot, multi-row GEMV,
  * GEMM and row decode for Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
- * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4. Every other format falls through to the
- * next backend in the configured order (backend-scalar).
+ * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4; weight encoders (ABI 1.1) for the flat
+ * family, the K-quants, TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4 NVFP4, byte-identical
+ * to the codecs'. Every other format falls through to the next backend in
+ * the configured order (backend-scalar).
  *
  * This file is compiled for baseline x86-64: it only reads the kernel
  * tables (data) and decides from the host's CPU features whether they may
@@ -32,6 +34,7 @@ static const struct {
 
 static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
 static const anvil_kernel *kernels[MAX_ENTRIES];
+static const anvil_weight_encoder *encoders[MAX_ENTRIES];
 
 static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     if (cpu == NULL || cpu->arch != ANVIL_ARCH_X86_64) {
@@ -85,6 +88,11 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_kquants, &overflow);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ternary, &overflow);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_cold, &overflow);
+    size_t ne = 0;
+    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_flat, &overflow);
+    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_kquants, &overflow);
+    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_iq4, &overflow);
+    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_small, &overflow);
     if (overflow) {
         snprintf(err, err_size, "backend-avx2: kernel table overflow (raise MAX_ENTRIES in backend_avx2.c)");
         return ANVIL_E_INTERNAL;
@@ -93,6 +101,8 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
     backend.quantizers = quantizers;
     backend.n_kernels = nk;
     backend.kernels = kernels;
+    backend.n_encoders = ne;
+    backend.encoders = encoders;
     return ANVIL_OK;
 }
 

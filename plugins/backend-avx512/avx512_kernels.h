@@ -18,4 +18,11 @@
 AVX512_DECLARE_TABLES(base)
 AVX512_DECLARE_TABLES(vnni)
 
+/* avx512_encode.c (one build for both variants): weight encoders (ABI 1.1)
+ * by format family. */
+extern const anvil_weight_encoder *const anvil_avx512_encoders_flat[];
+extern const anvil_weight_encoder *const anvil_avx512_encoders_kquants[];
+extern const anvil_weight_encoder *const anvil_avx512_encoders_iq4[];
+extern const anvil_weight_encoder *const anvil_avx512_encoders_small[];
+
 #endif

@@ -3,7 +3,8 @@
  * Lake, Sapphire Rapids, Zen 4 and later): activation quantizers Q8_0 /
  * Q8_1 / Q8_K; vec_dot, multi-row GEMV, GEMM and row decode for the formats
  * in the kernel tables (`anvil plugins` lists them; every other format
- * falls through to the next backend in the configured order).
+ * falls through to the next backend in the configured order); weight
+ * encoders (ABI 1.1, avx512_encode.c) byte-identical to the codecs'.
  *
  * Needs AVX-512 F + BW + VL (and F16C, which every such CPU has). With
  * AVX512-VNNI the integer dots use vpdpbusd (variant "avx512-vnni"),
@@ -89,6 +90,7 @@ static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_si
 
 static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
 static const anvil_kernel *kernels[MAX_ENTRIES];
+static const anvil_weight_encoder *encoders[MAX_ENTRIES];
 
 static anvil_backend backend = {
     .struct_size = sizeof(anvil_backend),
@@ -136,6 +138,15 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     for (size_t t = 0; t < sizeof variants[v].kernels / sizeof variants[v].kernels[0]; ++t) {
         nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)variants[v].kernels[t], &overflow);
     }
+    /* Weight encoders: one build for both variants. */
+    static const anvil_weight_encoder *const *const encoder_tables[] = {
+        anvil_avx512_encoders_flat, anvil_avx512_encoders_kquants, anvil_avx512_encoders_iq4,
+        anvil_avx512_encoders_small,
+    };
+    size_t ne = 0;
+    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
+        ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t], &overflow);
+    }
     if (overflow) {
         snprintf(err, err_size, PLUGIN_ID ": kernel table overflow (raise MAX_ENTRIES in backend_avx512.c)");
         return ANVIL_E_INTERNAL;
@@ -144,6 +155,8 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     backend.quantizers = quantizers;
     backend.n_kernels = nk;
     backend.kernels = kernels;
+    backend.n_encoders = ne;
+    backend.encoders = encoders;
     return ANVIL_OK;
 }
 

@@ -26,6 +26,8 @@
  *    scales and small activation codes makes every float operation exact,
  *    so there the result IS the integer part: all kernels, IQ4_XS included,
  *    must equal the reference exactly;
+ *  - weight encoders (ABI 1.1): byte-identical to the reference encoders on
+ *    >= 10,000 rows per format (simd_encoder_test.c);
  *  - every instruction-set variant the plugin offers and this CPU runs
  *    (AVX-512: with and without VNNI; emulated: both), each selected the way
  *    the host selects it, through the CPU features given to init();
@@ -50,6 +52,7 @@
 #include "anvil/anvil.h"
 #include "anvil/numeric.h"
 #include "inputs.h"
+#include "simd_encoder_test.h"
 #include "ref/cold.h"
 #include "ref/kquants.h"
 #include "ref/q8_0_family.h"
@@ -824,8 +827,10 @@ static uint64_t g_features_plain, g_features_vnni;
 static int suite_plain(void) { return select_variant(g_features_plain, SB_VARIANT_PLAIN); }
 static int suite_vnni(void) { return select_variant(g_features_vnni, SB_VARIANT_VNNI); }
 
-static void add_kernel_tests(const char *name, CU_InitializeFunc init) {
+static void add_kernel_tests(const char *name, CU_InitializeFunc init, int encoders) {
     CU_pSuite s = CU_add_suite(name, init, NULL);
+    /* one encoder build serves every kernel variant: checked once */
+    if (encoders) sb_add_encoder_tests(s);
     CU_add_test(s, "Q8_0 quantizer == reference bytes", test_quantize_q8_0);
     CU_add_test(s, "Q8_1 quantizer == reference bytes", test_quantize_q8_1);
     CU_add_test(s, "Q8_K quantizer == reference bytes", test_quantize_q8_K);
@@ -871,8 +876,9 @@ int main(int argc, char **argv) {
                SB_BACKEND, SB_PLUGIN_ID,
                SB_KIND == SB_AVX512 ? "; test_avx512_emu checks the same kernel sources through SIMDe" : "");
     } else {
-        add_kernel_tests(SB_VARIANT_PLAIN, suite_plain);
-        if (SB_KIND != SB_AVX2 && have_vnni) add_kernel_tests(SB_VARIANT_VNNI, suite_vnni);
+        sb_encoder_setup(&g_backend, SB_ENC_VARIANT, SB_REQUIRED, g_rows);
+        add_kernel_tests(SB_VARIANT_PLAIN, suite_plain, 1);
+        if (SB_KIND != SB_AVX2 && have_vnni) add_kernel_tests(SB_VARIANT_VNNI, suite_vnni, 0);
 #ifdef SB_MASK
         CU_pSuite h = CU_add_suite("through the host", NULL, NULL);
         CU_add_test(h, "ANVIL_CPU_MASK=" SB_MASK ": anvil_matmul identical", test_matmul_mask);

@@ -1,0 +1,198 @@
+/*
+ * SIMD encoders for the flat 32-element family: Q8_0 Q8_1 Q4_0 Q4_1 Q5_0
+ * Q5_1 (see simd_enc_common.h for how, and plugins/ref/q8_0_family.c for
+ * the reference they reproduce). Lanes are elements of one block: every
+ * per-element operation is independent, and the per-block reductions are a
+ * maximum, a minimum and a first index, which are exact in any order.
+ *
+ * Defines EV_TABLE(flat): NULL-terminated.
+ */
+#ifndef ANVIL_SIMD_ENC_FLAT_H
+#define ANVIL_SIMD_ENC_FLAT_H
+
+#include <float.h>
+
+#include "simd_enc_common.h"
+
+#define EV_NV32 (32 / EV_LANES) /* vectors per 32-element block */
+
+/* ---- Q8_0 / Q8_1: d = amax / 127, q = roundf(x / d) ---------------------- */
+
+/* The 32 codes (int32, the signed value of the stored byte) of one block
+ * into qs; returns d. When 1/d overflows x * id is +-Inf or NaN, whose
+ * conversion stores 0, as the reference's. */
+EV_INLINE float ev_q8_codes(const float *x, uint8_t *qs, ev_i q[EV_NV32]) {
+    ev_f v[EV_NV32];
+    ev_f m = ev_abs(v[0] = ev_load(x));
+    for (int k = 1; k < EV_NV32; ++k) m = ev_max_mag(m, ev_abs(v[k] = ev_load(x + k * EV_LANES)));
+    const float amax = ev_hmax(m);
+    const float d = amax / 127.0f;
+    const ev_f id = ev_set1(d != 0.0f ? 1.0f / d : 0.0f);
+    for (int k = 0; k < EV_NV32; ++k) {
+        q[k] = ev_roundf(ev_mul(v[k], id));
+        ev_store_u8(qs + k * EV_LANES, q[k]);
+    }
+    return d;
+}
+
+static void ev_blocks_q8_0(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q8_0)) {
+        ev_i q[EV_NV32];
+        const float d = ev_q8_codes(x, y + offsetof(anvil_block_q8_0, qs), q);
+        ev_put_u16(y + offsetof(anvil_block_q8_0, d), ev_fp16(d));
+    }
+}
+
+static void ev_blocks_q8_1(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q8_1)) {
+        ev_i q[EV_NV32];
+        const float d = ev_q8_codes(x, y + offsetof(anvil_block_q8_1, qs), q);
+        /* the sum of the stored (signed) bytes; exact in int32 */
+        ev_i s = ev_sext8(q[0]);
+        for (int k = 1; k < EV_NV32; ++k) s = ev_iadd(s, ev_sext8(q[k]));
+        int32_t lanes[EV_LANES];
+        ev_istore(lanes, s);
+        int sum = 0;
+        for (int l = 0; l < EV_LANES; ++l) sum += lanes[l];
+        ev_put_u16(y + offsetof(anvil_block_q8_1, d), ev_fp16(d));
+        ev_put_u16(y + offsetof(anvil_block_q8_1, s), ev_fp16((float)sum * d));
+    }
+}
+
+/* ---- Q4_0 / Q5_0: d = max / -2^(b-1), codes trunc(x / d + 2^(b-1) + .5) - */
+
+/* Codes (0..2^b - 1 for finite input; the reference's exact conversion in
+ * every case: low byte of the truncation, read signed, capped at top, low
+ * byte kept) of one block; returns d. */
+EV_INLINE float ev_symmetric_codes(const float *x, float levels, float offset, int top, ev_i c[EV_NV32]) {
+    float amax;
+    const float max = ev_first_absmax(x, 32, &amax);
+    const float d = max / levels;
+    const ev_f id = ev_set1(d != 0.0f ? 1.0f / d : 0.0f);
+    const ev_f off = ev_set1(offset);
+    for (int k = 0; k < EV_NV32; ++k) {
+        const ev_i t = ev_cvtt(ev_add(ev_mul(ev_load(x + k * EV_LANES), id), off));
+        c[k] = ev_iand(ev_imin(ev_sext8(t), ev_iset1(top)), ev_iset1(0xff));
+    }
+    return d;
+}
+
+/* Element j in the low nibble of byte j, element j + 16 in the high one. */
+EV_INLINE void ev_pack_nibbles(const ev_i c[EV_NV32], uint8_t *qs) {
+    for (int k = 0; k < EV_NV32 / 2; ++k) {
+        ev_store_u8(qs + k * EV_LANES, ev_ior(c[k], ev_ishl(c[k + EV_NV32 / 2], 4)));
+    }
+}
+
+/* Low nibbles as above; bit 4 of element j in bit j of the qh word. */
+EV_INLINE void ev_pack_five_bits(const ev_i c[EV_NV32], uint8_t *qs, uint8_t *qh) {
+    const ev_i lo4 = ev_iset1(0xf), bit4 = ev_iset1(16);
+    uint32_t high = 0;
+    for (int k = 0; k < EV_NV32; ++k) {
+        high |= (uint32_t)ev_mbits(ev_ieq(ev_iand(c[k], bit4), bit4)) << (k * EV_LANES);
+    }
+    for (int k = 0; k < EV_NV32 / 2; ++k) {
+        ev_store_u8(qs + k * EV_LANES,
+                    ev_ior(ev_iand(c[k], lo4), ev_ishl(ev_iand(c[k + EV_NV32 / 2], lo4), 4)));
+    }
+    memcpy(qh, &high, sizeof high);
+}
+
+static void ev_blocks_q4_0(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q4_0)) {
+        ev_i c[EV_NV32];
+        const float d = ev_symmetric_codes(x, -8.0f, 8.5f, 15, c);
+        ev_put_u16(y + offsetof(anvil_block_q4_0, d), ev_fp16(d));
+        ev_pack_nibbles(c, y + offsetof(anvil_block_q4_0, qs));
+    }
+}
+
+static void ev_blocks_q5_0(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q5_0)) {
+        ev_i c[EV_NV32];
+        const float d = ev_symmetric_codes(x, -16.0f, 16.5f, 31, c);
+        ev_put_u16(y + offsetof(anvil_block_q5_0, d), ev_fp16(d));
+        ev_pack_five_bits(c, y + offsetof(anvil_block_q5_0, qs), y + offsetof(anvil_block_q5_0, qh));
+    }
+}
+
+/* ---- Q4_1 / Q5_1: an affine map of [min, max] onto 0..2^b - 1 ---------- */
+
+/* The first element (in order) numerically equal to v: only a zero has two
+ * encodings, and the reference keeps the first one its strict comparison
+ * met (`if (x < min) min = x` never replaces -0 by +0 or back). */
+EV_INLINE float ev_first_equal_zero(const float *x) {
+    const ev_f z = ev_set1(0.0f);
+    for (int k = 0; k < 32; k += EV_LANES) {
+        const unsigned hit = ev_mbits(ev_eq(ev_load(x + k), z));
+        if (hit != 0) return x[k + __builtin_ctz(hit)];
+    }
+    return 0.0f; /* not reached */
+}
+
+EV_INLINE void ev_affine_block(const float *x, float steps, int cap, int signed_cast, float *d_out, float *min_out,
+                               ev_i c[EV_NV32]) {
+    ev_f v[EV_NV32];
+    ev_f lo = v[0] = ev_load(x), hi = lo;
+    for (int k = 1; k < EV_NV32; ++k) {
+        v[k] = ev_load(x + k * EV_LANES);
+        lo = ev_blend(ev_lt(v[k], lo), lo, v[k]);
+        hi = ev_blend(ev_gt(v[k], hi), hi, v[k]);
+    }
+    float lanes_lo[EV_LANES], lanes_hi[EV_LANES];
+    ev_store(lanes_lo, lo);
+    ev_store(lanes_hi, hi);
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int l = 0; l < EV_LANES; ++l) {
+        if (lanes_lo[l] < min) min = lanes_lo[l];
+        if (lanes_hi[l] > max) max = lanes_hi[l];
+    }
+    if (min == 0.0f) min = ev_first_equal_zero(x);
+    if (max == 0.0f) max = ev_first_equal_zero(x);
+    const float d = (max - min) / steps;
+    const ev_f id = ev_set1(d != 0.0f ? 1.0f / d : 0.0f);
+    const ev_f vmin = ev_set1(min), half = ev_set1(0.5f);
+    for (int k = 0; k < EV_NV32; ++k) {
+        const ev_i t = ev_cvtt(ev_add(ev_mul(ev_sub(v[k], vmin), id), half));
+        ev_i q = signed_cast ? ev_sext8(t) : ev_iand(t, ev_iset1(0xff));
+        if (cap >= 0) q = ev_imin(q, ev_iset1(cap));
+        c[k] = ev_iand(q, ev_iset1(0xff));
+    }
+    *d_out = d;
+    *min_out = min;
+}
+
+static void ev_blocks_q4_1(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q4_1)) {
+        ev_i c[EV_NV32];
+        float d, min;
+        ev_affine_block(x, 15.0f, 15, 1, &d, &min, c);
+        ev_put_u16(y + offsetof(anvil_block_q4_1, d), ev_fp16(d));
+        ev_put_u16(y + offsetof(anvil_block_q4_1, m), ev_fp16(min));
+        ev_pack_nibbles(c, y + offsetof(anvil_block_q4_1, qs));
+    }
+}
+
+static void ev_blocks_q5_1(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q5_1)) {
+        ev_i c[EV_NV32];
+        float d, min;
+        ev_affine_block(x, 31.0f, -1, 0, &d, &min, c);
+        ev_put_u16(y + offsetof(anvil_block_q5_1, d), ev_fp16(d));
+        ev_put_u16(y + offsetof(anvil_block_q5_1, m), ev_fp16(min));
+        ev_pack_five_bits(c, y + offsetof(anvil_block_q5_1, qs), y + offsetof(anvil_block_q5_1, qh));
+    }
+}
+
+EV_ENCODER(q8_0, ANVIL_TYPE_Q8_0, 32, sizeof(anvil_block_q8_0), ev_blocks_q8_0);
+EV_ENCODER(q8_1, ANVIL_TYPE_Q8_1, 32, sizeof(anvil_block_q8_1), ev_blocks_q8_1);
+EV_ENCODER(q4_0, ANVIL_TYPE_Q4_0, 32, sizeof(anvil_block_q4_0), ev_blocks_q4_0);
+EV_ENCODER(q4_1, ANVIL_TYPE_Q4_1, 32, sizeof(anvil_block_q4_1), ev_blocks_q4_1);
+EV_ENCODER(q5_0, ANVIL_TYPE_Q5_0, 32, sizeof(anvil_block_q5_0), ev_blocks_q5_0);
+EV_ENCODER(q5_1, ANVIL_TYPE_Q5_1, 32, sizeof(anvil_block_q5_1), ev_blocks_q5_1);
+
+const anvil_weight_encoder *const EV_TABLE(flat)[] = {
+    &ev_enc_q8_0, &ev_enc_q8_1, &ev_enc_q4_0, &ev_enc_q4_1, &ev_enc_q5_0, &ev_enc_q5_1, NULL,
+};
+
+#endif
