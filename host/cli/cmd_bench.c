@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "ggml_oracle.h"
 #include "synth.h"
@@ -27,19 +28,21 @@ typedef struct bench_opts {
     size_t rows, k, iters;
     unsigned threads;       /* 0: all online CPUs */
     const char *backend;
-    int json, no_ggml, suite;
+    int json, no_ggml, suite, encode, threads_given, rows_given;
 } bench_opts;
 
-static double now_sec(void) {
+double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+#define now_sec bench_now
+
 static int usage(FILE *f) {
     fprintf(f,
             "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
-            "                   [--backend B] [--suite] [--no-ggml] [--json]\n"
+            "                   [--backend B] [--suite] [--encode] [--no-ggml] [--json]\n"
             "\n"
             "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
             "W is N x K (default 4096 x 4096) of llm-like rows; x is quantized once into the\n"
@@ -58,22 +61,16 @@ static int usage(FILE *f) {
             "              online CPU)\n"
             "--backend B   use backend B's kernel instead of the dispatched one (1 thread)\n"
             "--suite       4096 x 4096 and an out-of-cache size (>= 64 MiB of weights), 1 thread\n"
-            "              and all threads, and the measured memory read bandwidth\n");
+            "              and all threads, and the measured memory read bandwidth\n"
+            "--encode      encoders instead: MB/s of f32 source per type (default: every type with\n"
+            "              an encoder) on N x K llm-like rows (default 4096 x 4096: 64 MiB), 1 thread\n"
+            "              and all threads (or --threads), the dispatched encoder (or --backend B's)\n"
+            "              against ggml's reference encoder (ggml_quantize_chunk) on the same rows,\n"
+            "              passes alternating; `bytes` says whether both wrote the same bytes\n");
     return f == stdout ? 0 : 2;
 }
 
 /* ---- a tiny barrier-driven worker group, for ggml's rows and memory reads */
-
-typedef void (*work_fn)(void *arg, unsigned tid, unsigned nthreads);
-
-typedef struct crew {
-    unsigned n;
-    pthread_t th[256];
-    pthread_barrier_t start, done;
-    work_fn fn;
-    void *arg;
-    int quit;
-} crew;
 
 typedef struct crew_member {
     crew *c;
@@ -94,7 +91,7 @@ static void *crew_main(void *p) {
     return NULL;
 }
 
-static void crew_start(crew *c, unsigned n) {
+void crew_start(crew *c, unsigned n) {
     memset(c, 0, sizeof *c);
     c->n = n ? (n > 256 ? 256 : n) : 1;
     pthread_barrier_init(&c->start, NULL, c->n);
@@ -106,7 +103,7 @@ static void crew_start(crew *c, unsigned n) {
     }
 }
 
-static void crew_run(crew *c, work_fn fn, void *arg) {
+void crew_run(crew *c, work_fn fn, void *arg) {
     c->fn = fn;
     c->arg = arg;
     if (c->n > 1) pthread_barrier_wait(&c->start);
@@ -114,7 +111,7 @@ static void crew_run(crew *c, work_fn fn, void *arg) {
     if (c->n > 1) pthread_barrier_wait(&c->done);
 }
 
-static void crew_stop(crew *c) {
+void crew_stop(crew *c) {
     if (c->n > 1) {
         c->quit = 1;
         pthread_barrier_wait(&c->start);
@@ -395,11 +392,15 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         const int has = i + 1 < argc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(stdout);
         if (strcmp(a, "--type") == 0 && has && o.n_types < 64) o.types[o.n_types++] = argv[++i];
-        else if (strcmp(a, "--rows") == 0 && has) o.rows = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(a, "--rows") == 0 && has) {
+            o.rows = strtoull(argv[++i], NULL, 10);
+            o.rows_given = 1;
+        }
         else if (strcmp(a, "--k") == 0 && has) o.k = strtoull(argv[++i], NULL, 10);
         else if (strcmp(a, "--iters") == 0 && has) o.iters = strtoull(argv[++i], NULL, 10);
         else if (strcmp(a, "--threads") == 0 && has) {
             const char *v = argv[++i];
+            o.threads_given = 1;
             o.threads = strcmp(v, "all") == 0 ? 0 : (unsigned)strtoul(v, NULL, 10);
             if (strcmp(v, "all") != 0 && (o.threads == 0 || o.threads > 256)) {
                 return cli_fail("bench", "--threads takes 1..256 or 'all'");
@@ -408,6 +409,7 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--no-ggml") == 0) o.no_ggml = 1;
         else if (strcmp(a, "--suite") == 0) o.suite = 1;
+        else if (strcmp(a, "--encode") == 0) o.encode = 1;
         else {
             fprintf(stderr, "anvil bench: bad argument '%s'\n", a);
             return usage(stderr);
@@ -420,7 +422,9 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     if (ctx == NULL) return 1;
     const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
     if (o.threads == 0) o.threads = all;
-    if (o.backend != NULL && o.threads != 1) return cli_fail("bench", "--backend runs one thread; drop --threads");
+    if (o.backend != NULL && o.threads != 1 && !o.encode) {
+        return cli_fail("bench", "--backend runs one thread; drop --threads");
+    }
 
     /* Types to run. */
     uint32_t ids[256];
@@ -437,13 +441,22 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     } else {
         for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && n_ids < 256; ++id) {
             const anvil_codec *c = anvil_ctx_codec(ctx, id);
-            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION)) ids[n_ids++] = id;
+            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) &&
+                (!o.encode || (c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX)))) {
+                ids[n_ids++] = id;
+            }
         }
     }
 
     static ggml_oracle oracle;
     char why[1200];
     const int have_ggml = !o.no_ggml && ggml_oracle_open(&oracle, NULL, why, sizeof why) == 0;
+    if (o.encode) {
+        const bench_encode_opts eo = { .ids = ids, .n_ids = n_ids, .rows = o.rows, .k = o.k, .iters = o.iters,
+                                       .threads = o.threads_given ? o.threads : 0, .backend = o.backend,
+                                       .json = o.json };
+        return bench_encode(ctx, &eo, &oracle, have_ggml, o.no_ggml ? "--no-ggml" : why);
+    }
     double bw1 = 0, bwn = 0;
     if (o.suite) {
         bw1 = read_bandwidth(1);

@@ -21,6 +21,14 @@
  *             another order: tests/kquants/kq_dot_scale.h) and IQ4_XS (whose
  *             SIMD kernels fold per-block floats); and, for information,
  *             the largest difference from ggml's best SIMD variant here.
+ *   encode    (ABI 1.1) each weight encoder the backend offers against
+ *             ggml_quantize_chunk without an importance matrix (what
+ *             llama-quantize calls: quantize_row_<w>_ref, IQ4_NL's search),
+ *             byte for byte, on every input kind, rows of 1 to 16
+ *             super-blocks passed several per call. The encoders are one
+ *             build for all of a backend's kernel variants (checked: the
+ *             same function for each), so they are compared once per
+ *             backend build, under their own variant name.
  *
  * A backend that cannot run on this CPU is listed as skipped, with the
  * reason its score gives.
@@ -181,6 +189,72 @@ done:
     return q_bad + dot_bad;
 }
 
+/* One weight encoder against ggml_quantize_chunk; returns the failures. */
+static size_t check_encoder(parity_ctx *pc, const anvil_weight_encoder *e) {
+    anvil_type_info t;
+    anvil_error err;
+    if (anvil_type_builtin(e->type_id, &t, &err) != ANVIL_OK) return 0; /* plugin-defined type */
+    if (pc->oracle->quantize_chunk == NULL) {
+        printf("%-8s %s encode: not compared (ggml_quantize_chunk missing)\n", t.name, e->variant);
+        return 0;
+    }
+    if (pc->oracle->quantize_init != NULL) pc->oracle->quantize_init((int)t.id);
+    /* ggml_quantize_chunk takes weight formats only: the activation
+     * formats are compared with their quantize_row_*_ref */
+    const int activation = t.id == ANVIL_TYPE_Q8_1 || t.id == ANVIL_TYPE_Q8_K;
+    const ggml_from_float_fn row_ref = activation ? ggml_oracle_quantize_ref(pc->oracle, (int)t.id, t.name) : NULL;
+    if (activation && row_ref == NULL) {
+        printf("%-8s %s encode: not compared (ggml has no quantize_row_%s_ref)\n", t.name, e->variant, t.name);
+        return 0;
+    }
+    const size_t unit = t.block_elems > 256 ? t.block_elems : 256; /* whole blocks and super-blocks */
+    const size_t max_rows = 3, max_n = MAX_BLOCKS * unit;
+    const size_t max_bytes = max_rows * (max_n / t.block_elems * t.block_bytes);
+    float *x = malloc(max_rows * max_n * sizeof(float));
+    uint8_t *g = malloc(max_bytes + 64), *a = malloc(max_bytes + 64);
+    size_t rows = 0, bad = 0;
+    if (x == NULL || g == NULL || a == NULL) {
+        free(x);
+        free(g);
+        free(a);
+        fprintf(stderr, "parity backends: out of memory\n");
+        return 1;
+    }
+    for (size_t call = 0; rows < pc->rows; ++call) {
+        const size_t n = unit * (1 + call % MAX_BLOCKS);
+        const size_t nrows = 1 + call % max_rows;
+        const size_t rb = n / t.block_elems * t.block_bytes;
+        for (size_t r = 0; r < nrows; ++r) {
+            test_input_fill(x + r * n, n, (test_input_kind)((rows + r) % INPUT_KIND_COUNT), pc->seed + 31u * t.id,
+                            rows + r);
+        }
+        if (row_ref != NULL) {
+            for (size_t r = 0; r < nrows; ++r) row_ref(x + r * n, g + r * rb, (int64_t)n);
+        } else {
+            pc->oracle->quantize_chunk((int)t.id, x, g, 0, (int64_t)nrows, (int64_t)n, NULL);
+        }
+        char msg[512] = "";
+        const int rc = e->encode_rows(x, a, nrows, n, NULL, msg, sizeof msg);
+        for (size_t r = 0; r < nrows; ++r) {
+            if (rc != ANVIL_OK || memcmp(g + r * rb, a + r * rb, rb) != 0) {
+                if (bad++ == 0) {
+                    printf("  %s %s encode: row %zu (%s, n=%zu) differs from ggml's%s%s\n", t.name, e->variant,
+                           rows + r, test_input_kind_name((test_input_kind)((rows + r) % INPUT_KIND_COUNT)), n,
+                           rc != ANVIL_OK ? ": " : "", rc != ANVIL_OK ? msg : "");
+                }
+            }
+        }
+        rows += nrows;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s encode == ggml %s", e->variant, row_ref ? "row ref" : "quantize_chunk");
+    parity_report(pc, t.name, what, rows, bad);
+    free(x);
+    free(g);
+    free(a);
+    return bad;
+}
+
 int parity_backends(parity_ctx *pc) {
     if (pc->oracle->portable == NULL) {
         printf("backends: ggml's portable CPU build (libggml-cpu-x64.so) not found: nothing to compare\n");
@@ -242,6 +316,21 @@ int parity_backends(parity_ctx *pc) {
             }
             checked_backends++;
             for (size_t kk = 0; kk < b->n_kernels; ++kk) failures += check_kernel(pc, b, b->kernels[kk]);
+            /* Encoders: one build for every kernel variant -- compared once;
+             * a later variant must offer the very same functions. */
+            const size_t n_enc = ANVIL_HAS_FIELD(b, anvil_backend, encoders) ? b->n_encoders : 0;
+            static anvil_encode_rows_fn first_fns[64];
+            for (size_t ei = 0; ei < n_enc && ei < 64; ++ei) {
+                const anvil_weight_encoder *e = b->encoders[ei];
+                if (v == 0) {
+                    first_fns[ei] = e->encode_rows;
+                    failures += check_encoder(pc, e);
+                } else if (first_fns[ei] != e->encode_rows) {
+                    printf("backends: %s: variant %d's %u encoder is not the plain variant's\n", desc->id, v,
+                           e->type_id);
+                    failures++;
+                }
+            }
         }
         if (desc->deinit != NULL) desc->deinit();
         /* not dlclose'd: the kernels' tables stay valid for the run */

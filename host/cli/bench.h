@@ -1,0 +1,47 @@
+/* `anvil bench` internals shared by the mat-vec bench (cmd_bench.c) and the
+ * encoder bench (bench_encode.c). */
+#ifndef ANVIL_CLI_BENCH_H
+#define ANVIL_CLI_BENCH_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/anvil.h"
+#include "ggml_oracle.h"
+
+/* A tiny barrier-driven worker group: crew_run calls fn(arg, tid, n) on
+ * every member (the caller is member 0) and returns when all are done. */
+typedef void (*work_fn)(void *arg, unsigned tid, unsigned nthreads);
+
+typedef struct crew {
+    unsigned n;
+    pthread_t th[256];
+    pthread_barrier_t start, done;
+    work_fn fn;
+    void *arg;
+    int quit;
+} crew;
+
+void crew_start(crew *c, unsigned n);
+void crew_run(crew *c, work_fn fn, void *arg);
+void crew_stop(crew *c);
+
+double bench_now(void);
+
+/* anvil bench --encode: MB/s of f32 source per type against ggml's
+ * reference encoder (ggml_quantize_chunk) on the same rows, passes
+ * alternating. threads 0: one thread, then every online CPU. */
+typedef struct bench_encode_opts {
+    const uint32_t *ids;
+    size_t n_ids;
+    size_t rows, k, iters;
+    unsigned threads;
+    const char *backend; /* that backend's encoder instead of the dispatched one */
+    int json;
+} bench_encode_opts;
+
+int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *oracle, int have_ggml,
+                 const char *ggml_why);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * anvil bench --encode: encoder throughput per type, in MB/s of f32 source,
+ * against ggml's reference encoder on the same rows in the same run.
+ *
+ * The source is N x K llm-like rows (default 4096 x 4096: 64 MiB, well
+ * past the caches). anvil encodes through anvil_encode_rows (the encoder
+ * dispatch chose: a backend's SIMD encoder or the codec's reference), or
+ * with --backend B through that backend's encoder directly; ggml through
+ * ggml_quantize_chunk (what llama-quantize calls: quantize_row_*_ref, or
+ * the scale search for IQ4_NL), rows split over the same threads. Passes
+ * alternate, so both see the same machine; the table gives the best pass
+ * of each, their ratio, and the median of the per-pass ratios (robust on a
+ * shared machine). `bytes` compares the two outputs: an encoder that is
+ * fast but not ggml's bytes is not a result.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "synth.h"
+
+typedef struct enc_job {
+    anvil_ctx *ctx;
+    uint32_t type;
+    const anvil_weight_encoder *encoder; /* --backend: called directly */
+    ggml_quantize_chunk_fn ggml;
+    const float *src;
+    uint8_t *dst;
+    size_t rows, k, row_bytes;
+    int failed;
+    char why[512];
+} enc_job;
+
+static void rows_of(const enc_job *j, unsigned tid, unsigned n, size_t *r0, size_t *r1) {
+    const size_t per = (j->rows + n - 1) / n;
+    *r0 = per * tid < j->rows ? per * tid : j->rows;
+    *r1 = *r0 + per < j->rows ? *r0 + per : j->rows;
+}
+
+static void anvil_rows(void *arg, unsigned tid, unsigned n) {
+    enc_job *j = arg;
+    size_t r0, r1;
+    rows_of(j, tid, n, &r0, &r1);
+    if (r1 <= r0) return;
+    const float *src = j->src + r0 * j->k;
+    uint8_t *dst = j->dst + r0 * j->row_bytes;
+    const size_t nr = r1 - r0;
+    int rc;
+    if (j->encoder != NULL) {
+        char msg[512] = "";
+        rc = j->encoder->encode_rows(src, dst, nr, j->k, NULL, msg, sizeof msg);
+        if (rc != ANVIL_OK && !j->failed) snprintf(j->why, sizeof j->why, "%s", msg);
+    } else {
+        anvil_error err;
+        rc = anvil_encode_rows(j->ctx, j->type, src, nr, j->k, NULL, dst, nr * j->row_bytes, &err);
+        if (rc != ANVIL_OK && !j->failed) snprintf(j->why, sizeof j->why, "%.500s", err.message);
+    }
+    if (rc != ANVIL_OK) j->failed = 1;
+}
+
+static void ggml_rows_enc(void *arg, unsigned tid, unsigned n) {
+    enc_job *j = arg;
+    size_t r0, r1;
+    rows_of(j, tid, n, &r0, &r1);
+    if (r1 > r0) j->ggml((int)j->type, j->src, j->dst, (int64_t)(r0 * j->k), (int64_t)(r1 - r0), (int64_t)j->k, NULL);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct enc_result {
+    double mbps, ggml_mbps, median;
+    int have_ggml, same_bytes;
+} enc_result;
+
+/* Alternating passes on `threads` threads; returns 0, or 1 after printing why. */
+static int measure_encode(enc_job *a, enc_job *g, unsigned threads, size_t iters, enc_result *res) {
+    crew c;
+    crew_start(&c, threads);
+    const double mb = (double)(a->rows * a->k * sizeof(float)) / 1e6;
+    double ta = 1e30, tg = 1e30, total = 0, ratios[256];
+    size_t done = 0;
+    for (;;) {
+        double t0 = bench_now();
+        crew_run(&c, anvil_rows, a);
+        const double da = bench_now() - t0;
+        double dg = 0;
+        if (g != NULL) {
+            t0 = bench_now();
+            crew_run(&c, ggml_rows_enc, g);
+            dg = bench_now() - t0;
+            if (dg < tg) tg = dg;
+            ratios[done] = dg / da;
+        }
+        if (da < ta) ta = da;
+        total += da + dg;
+        done++;
+        if (a->failed) break;
+        if (iters > 0 ? done >= iters || done >= 256 : (total > 1.5 && done >= 3) || total > 10 || done >= 25) break;
+    }
+    crew_stop(&c);
+    if (a->failed) return cli_fail("bench", "encode failed: %s", a->why);
+    res->mbps = mb / ta;
+    res->have_ggml = g != NULL;
+    if (g != NULL) {
+        res->ggml_mbps = mb / tg;
+        qsort(ratios, done, sizeof ratios[0], cmp_double);
+        res->median = ratios[done / 2];
+        res->same_bytes = memcmp(a->dst, g->dst, a->rows * a->row_bytes) == 0;
+    }
+    return 0;
+}
+
+int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *oracle, int have_ggml,
+                 const char *ggml_why) {
+    const size_t n = o->rows * o->k;
+    if (o->rows == 0 || o->k == 0 || n / o->k != o->rows || n > ((size_t)1 << 30)) {
+        return cli_fail("bench", "--encode: --rows x --k must be between 1 and 2^30 elements");
+    }
+    float *src = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    uint8_t *da = malloc(n / 32 * 36 + 64), *dg = malloc(n / 32 * 36 + 64);
+    if (src == NULL || da == NULL || dg == NULL) {
+        free(src);
+        free(da);
+        free(dg);
+        return cli_fail("bench", "out of memory for %zu x %zu f32", o->rows, o->k);
+    }
+    for (size_t r = 0; r < o->rows; ++r) synth_llm_row(src + r * o->k, o->k, 7, r);
+    const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
+    unsigned thread_runs[2] = { o->threads ? o->threads : 1, all };
+    const size_t n_runs = o->threads || all <= 1 ? 1 : 2;
+    ggml_quantize_chunk_fn chunk = have_ggml ? oracle->quantize_chunk : NULL;
+
+    if (o->json) {
+        printf("{\"ggml\":%s,\"rows\":%zu,\"k\":%zu,\"source_mb\":%.3f,\"results\":[", chunk ? "true" : "false", o->rows,
+               o->k, (double)(n * sizeof(float)) / 1e6);
+    } else {
+        printf("anvil bench --encode: %zu rows x %zu f32 (%.1f MB of source), best of alternating passes\n", o->rows,
+               o->k, (double)(n * sizeof(float)) / 1e6);
+        if (chunk) printf("ggml: %s (ggml_quantize_chunk: quantize_row_*_ref / the IQ4_NL search)\n", oracle->dir);
+        else printf("ggml: not used (%s)\n", ggml_why);
+        printf("\n  %-8s %-12s %3s %11s %11s %7s %7s %6s\n", "type", "encoder", "thr", "anvil MB/s", "ggml MB/s", "ratio",
+               "median", "bytes");
+    }
+    int rc = 0, first = 1;
+    for (size_t ti = 0; ti < o->n_ids && rc == 0; ++ti) {
+        const uint32_t id = o->ids[ti];
+        const anvil_codec *c = anvil_ctx_codec(ctx, id);
+        if (c == NULL) continue;
+        const char *skip = NULL;
+        char skip_buf[600];
+        if (c->encode == NULL || (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
+            skip = c->encode == NULL ? "no encoder" : "needs an importance matrix";
+        } else if (o->k % c->block_elems != 0) {
+            skip = "--k is not a whole number of blocks";
+        }
+        const anvil_weight_encoder *enc = NULL;
+        anvil_error err;
+        if (skip == NULL && anvil_ctx_find_encoder(ctx, o->backend, id, &enc, &err) != ANVIL_OK) {
+            if (o->backend != NULL) {
+                snprintf(skip_buf, sizeof skip_buf, "%.590s", err.message);
+                skip = skip_buf;
+            }
+            enc = NULL; /* dispatched: none -> the codec's encoder through anvil_encode_rows */
+        }
+        if (skip != NULL) {
+            if (!o->json) printf("  %-8s skipped: %s\n", c->name, skip);
+            continue;
+        }
+        const char *variant = enc ? enc->variant : "codec";
+        enc_job a = { .ctx = ctx, .type = id, .encoder = o->backend ? enc : NULL, .src = src, .dst = da,
+                      .rows = o->rows, .k = o->k, .row_bytes = o->k / c->block_elems * c->block_bytes };
+        enc_job g = a;
+        g.dst = dg;
+        g.ggml = chunk;
+        if (chunk != NULL && oracle->quantize_init != NULL) oracle->quantize_init((int)id);
+        for (size_t t = 0; t < n_runs && rc == 0; ++t) {
+            enc_result r;
+            memset(&r, 0, sizeof r);
+            rc = measure_encode(&a, chunk ? &g : NULL, thread_runs[t], o->iters, &r);
+            if (rc != 0) break;
+            if (o->json) {
+                printf("%s{\"type\":\"%s\",\"encoder\":\"%s\",\"threads\":%u,\"mbps\":%.2f", first ? "" : ",", c->name,
+                       variant, thread_runs[t], r.mbps);
+                if (r.have_ggml) {
+                    printf(",\"ggml_mbps\":%.2f,\"ratio\":%.4f,\"median_ratio\":%.4f,\"same_bytes\":%s", r.ggml_mbps,
+                           r.mbps / r.ggml_mbps, r.median, r.same_bytes ? "true" : "false");
+                }
+                printf("}");
+            } else if (r.have_ggml) {
+                printf("  %-8s %-12s %3u %11.1f %11.1f %6.2fx %6.2fx %6s\n", c->name, variant, thread_runs[t], r.mbps,
+                       r.ggml_mbps, r.mbps / r.ggml_mbps, r.median, r.same_bytes ? "equal" : "DIFFER");
+            } else {
+                printf("  %-8s %-12s %3u %11.1f %11s %7s %7s %6s\n", c->name, variant, thread_runs[t], r.mbps, "-", "-",
+                       "-", "-");
+            }
+            fflush(stdout);
+            first = 0;
+        }
+    }
+    if (o->json) printf("]}\n");
+    free(src);
+    free(da);
+    free(dg);
+    return rc;
+}
