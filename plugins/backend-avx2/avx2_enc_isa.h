@@ -69,6 +69,8 @@ EV_INLINE ev_i ev_ior(ev_i a, ev_i b) { return _mm256_or_si256(a, b); }
 #define ev_ishl(a, n) _mm256_slli_epi32((a), (n))
 #define ev_isra(a, n) _mm256_srai_epi32((a), (n))
 #define ev_isrl(a, n) _mm256_srli_epi32((a), (n))
+/* Shift left by a count known only at run time. */
+EV_INLINE ev_i ev_ishlv(ev_i a, int n) { return _mm256_sll_epi32(a, _mm_cvtsi32_si128(n)); }
 EV_INLINE ev_m ev_ieq(ev_i a, ev_i b) { return _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)); }
 EV_INLINE ev_m ev_igt(ev_i a, ev_i b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) {

@@ -86,6 +86,8 @@ EV_INLINE ev_i ev_ior(ev_i a, ev_i b) { return _mm512_or_si512(a, b); }
 #define ev_ishl(a, n) _mm512_slli_epi32((a), (n))
 #define ev_isra(a, n) _mm512_srai_epi32((a), (n))
 #define ev_isrl(a, n) _mm512_srli_epi32((a), (n))
+/* Shift left by a count known only at run time. */
+EV_INLINE ev_i ev_ishlv(ev_i a, int n) { return _mm512_sll_epi32(a, _mm_cvtsi32_si128(n)); }
 EV_INLINE ev_m ev_ieq(ev_i a, ev_i b) { return _mm512_cmpeq_epi32_mask(a, b); }
 EV_INLINE ev_m ev_igt(ev_i a, ev_i b) { return _mm512_cmpgt_epi32_mask(a, b); }
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return _mm512_mask_blend_epi32(m, a, b); }

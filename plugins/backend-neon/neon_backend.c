@@ -15,6 +15,8 @@
  * Every kernel agrees with backend-scalar: integer parts exactly, floats to
  * the bit (same expressions in the same order), quantizers byte for byte,
  * row decoders bit for bit. tests/neon checks all of it under both paths.
+ * Weight encoders (ABI 1.1, neon_encode.c: the shared SIMD encoder sources)
+ * give the reference encoders' bytes; one copy serves every variant.
  */
 #include <stdio.h>
 
@@ -124,6 +126,10 @@ static const anvil_act_quantizer *const quantizers[] = { &quant_q8_0, &quant_q8_
 static anvil_kernel kernels[N_FORMATS];
 static const anvil_kernel *kernel_ptrs[N_FORMATS];
 
+/* Weight encoders: one copy for every variant, joined at init(). */
+#define MAX_ENCODERS 32
+static const anvil_weight_encoder *encoder_ptrs[MAX_ENCODERS];
+
 static anvil_backend backend = {
     .struct_size = sizeof(anvil_backend),
     .name = "neon",
@@ -168,8 +174,6 @@ static void fill_tables(enum neon_level level) {
 }
 
 static int neon_init(const anvil_host_services *host, char *err, size_t err_size) {
-    (void)err;
-    (void)err_size;
     const anvil_cpu_info *cpu = NULL;
     if (ANVIL_HAS_FIELD(host, anvil_host_services, cpu)) {
         cpu = host->cpu;
@@ -178,6 +182,21 @@ static int neon_init(const anvil_host_services *host, char *err, size_t err_size
      * are filled anyway so the descriptor is well formed. */
     const enum neon_level level = level_of(cpu);
     fill_tables(level == LEVEL_NONE ? LEVEL_BASE : level);
+    static const anvil_weight_encoder *const *const tables[] = {
+        anvil_neon_encoders_flat, anvil_neon_encoders_kquants, anvil_neon_encoders_iq4, anvil_neon_encoders_small,
+    };
+    size_t ne = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; ++t) {
+        for (size_t i = 0; tables[t][i] != NULL; ++i) {
+            if (ne == MAX_ENCODERS) {
+                snprintf(err, err_size, "backend-neon: encoder table overflow (raise MAX_ENCODERS)");
+                return ANVIL_E_INTERNAL;
+            }
+            encoder_ptrs[ne++] = tables[t][i];
+        }
+    }
+    backend.n_encoders = ne;
+    backend.encoders = encoder_ptrs;
     return ANVIL_OK;
 }
 

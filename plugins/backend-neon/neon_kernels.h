@@ -35,6 +35,13 @@ void anvil_neon_decode_iq4_nl(const void *src, float *dst, size_t n);
 void anvil_neon_decode_iq4_xs(const void *src, float *dst, size_t n);
 void anvil_neon_decode_mxfp4(const void *src, float *dst, size_t n);
 
+/* Weight encoders (ABI 1.1, neon_encode.c) by format family; NULL-terminated. */
+#include "anvil/backend.h"
+extern const anvil_weight_encoder *const anvil_neon_encoders_flat[];
+extern const anvil_weight_encoder *const anvil_neon_encoders_kquants[];
+extern const anvil_weight_encoder *const anvil_neon_encoders_iq4[];
+extern const anvil_weight_encoder *const anvil_neon_encoders_small[];
+
 /* ---- per variant ------------------------------------------------------------- */
 #define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                           \
     void anvil_neon_vec_dot_q4_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \

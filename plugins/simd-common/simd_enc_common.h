@@ -12,6 +12,7 @@
  *   lt le gt ge eq ne    C's comparisons (ordered; != unordered)
  *   blend(m, a, b)       m ? b : a        ev_iblend the same for int32
  *   max_mag(a, b)        max of magnitudes (>= +0, not NaN)
+ *   iadd isub imin imax iand ior ishl isra isrl ishlv ieq igt   int32 lanes
  *   cvt / cvtt           int32 -> float / float -> int32 by truncation
  *                        (NaN, out of range -> INT32_MIN: x86-64's cast)
  *   store_u8             the low byte of each lane

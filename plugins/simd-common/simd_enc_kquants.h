@@ -229,7 +229,7 @@ static void ev_blocks_affine_k4(const float *x, uint8_t *y, size_t nb, int q5) {
                     for (int n = 0; n < ANVIL_QK_K; n += 64) {
                         const ev_i a = ev_iload(L + n + l), b = ev_iload(L + n + 32 + l);
                         ev_store_u8(ql + n / 2 + l, ev_ior(ev_iand(a, lo4), ev_ishl(ev_iand(b, lo4), 4)));
-                        h = ev_ior(h, ev_ior(ev_ishl(ev_isrl(a, 4), n / 32), ev_ishl(ev_isrl(b, 4), n / 32 + 1)));
+                        h = ev_ior(h, ev_ior(ev_ishlv(ev_isrl(a, 4), n / 32), ev_ishlv(ev_isrl(b, 4), n / 32 + 1)));
                     }
                     ev_store_u8(qh + l, h);
                 }
@@ -570,7 +570,7 @@ static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) {
             const ev_i three = ev_iset1(3);
             for (int l = 0; l < 32; l += EV_LANES) {
                 ev_i h = ev_iset1(0);
-                for (int k = 0; k < 8; ++k) h = ev_ior(h, ev_ishl(ev_isrl(ev_iload(L + 32 * k + l), 2), k));
+                for (int k = 0; k < 8; ++k) h = ev_ior(h, ev_ishlv(ev_isrl(ev_iload(L + 32 * k + l), 2), k));
                 ev_store_u8(hmask + l, h);
             }
             for (int j = 0; j < ANVIL_QK_K; j += EV_LANES) ev_istore(L + j, ev_iand(ev_iload(L + j), three));

@@ -42,6 +42,7 @@
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
 #include "ref/ternary.h"
+#include "simd_encoder_test.h"
 #include "test_env.h"
 
 /* ---- formats ---------------------------------------------------------------- */
@@ -626,6 +627,31 @@ static void test_through_host(void) {
     anvil_ctx_close(ctx);
 }
 
+/* Weight encoders (ABI 1.1): one copy for every variant, checked once
+ * against the reference encoders (tests/simd-common/simd_encoder_test.c). */
+static const anvil_backend *enc_backend;
+
+static int encoder_suite_init(void) {
+    if (desc == NULL) return 1;
+    anvil_cpu_info cpu;
+    memset(&cpu, 0, sizeof cpu);
+    cpu.struct_size = sizeof cpu;
+    cpu.arch = ANVIL_ARCH_AARCH64;
+    cpu.features = cpu.features_raw = ANVIL_CPU_ASIMD;
+    cpu.n_cpus = 1;
+    anvil_host_services host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.abi_major = ANVIL_ABI_MAJOR;
+    host.abi_minor = ANVIL_ABI_MINOR;
+    host.cpu = &cpu;
+    char err[256] = "";
+    if (desc->init(&host, err, sizeof err) != ANVIL_OK || desc->n_backends != 1) return 1;
+    enc_backend = desc->backends[0];
+    sb_encoder_setup(&enc_backend, "neon", "", rows_per_format);
+    return 0;
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("backend-neon vs the reference", suite_init, suite_clean);
@@ -635,6 +661,7 @@ int main(void) {
     CU_add_test(s, "vec_dot: every format, every variant this CPU runs", test_dots);
     CU_add_test(s, "packed GEMMs (Q8_0, Q4_K) vs vec_dot", test_packed);
     CU_add_test(s, "through the host: registry, dispatch, packed matmul", test_through_host);
+    sb_add_encoder_tests(CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, NULL));
     const int rc = test_run_cunit();
     for (size_t i = 0; i < N_FORMATS; ++i) free(pools[i].blocks);
     return rc;
