@@ -1,9 +1,10 @@
 /*
- * SIMD encoders for the ternary formats TQ1_0 and TQ2_0 and the
- * micro-scaled FP4 formats MXFP4 and NVFP4 (see simd_enc_common.h for how;
- * plugins/ref/ternary_tq*.c and cold_fp4.c are the references they
- * reproduce). Lanes are elements: per element the work is independent, and
- * the per-block reduction is a maximum of magnitudes.
+ * SIMD encoders for the ternary and sub-2-bit formats TQ1_0 TQ2_0 Q1_0
+ * Q2_0 and the micro-scaled FP4 formats MXFP4 and NVFP4 (see
+ * simd_enc_common.h for how; plugins/ref/ternary_*.c and cold_fp4.c are the
+ * references they reproduce). Lanes are elements: per element the work is
+ * independent, and the per-block reduction is a maximum of magnitudes --
+ * except Q1_0's mean, a sequential sum, which puts blocks in lanes.
  *
  * Defines EV_TABLE(small): NULL-terminated.
  */
@@ -75,6 +76,56 @@ static void ev_blocks_tq1_0(const float *x, uint8_t *y, size_t nb) {
             for (int t = 0; t < 4; ++t) q = q * 3 + (unsigned)ev_trit_scalar(x[240 + m + 4 * t], idf, overflow);
             q *= 3;
             qh[m] = (uint8_t)((q * 256 + 242) / 243);
+        }
+    }
+}
+
+/* ---- Q1_0 / Q2_0 ------------------------------------------------------------ */
+
+/* Q1_0: d = mean |x| over 128 elements, summed in element order (the f32
+ * rounding of the sum is part of the bytes), so blocks go in lanes; a bit
+ * per element, set for x >= 0 (-0 included). */
+static void ev_blocks_q1_0(const float *x, uint8_t *y, size_t nb) {
+    float xt[ANVIL_QK1_0 * EV_LANES] EV_ALIGN;
+    for (size_t i = 0; i < nb; i += EV_LANES) {
+        const int n = nb - i < (size_t)EV_LANES ? (int)(nb - i) : EV_LANES;
+        ev_transpose(x + i * ANVIL_QK1_0, ANVIL_QK1_0, n, xt);
+        ev_f sum = ev_set1(0.0f);
+        for (int j = 0; j < ANVIL_QK1_0; ++j) sum = ev_add(sum, ev_abs(ev_load(xt + j * EV_LANES)));
+        float d[EV_LANES];
+        ev_store(d, ev_div(sum, ev_set1((float)ANVIL_QK1_0)));
+        for (int b = 0; b < n; ++b) {
+            const float *xb = x + (i + (size_t)b) * ANVIL_QK1_0;
+            uint8_t *blk = y + (i + (size_t)b) * sizeof(anvil_block_q1_0);
+            ev_put_u16(blk + offsetof(anvil_block_q1_0, d), ev_fp16(d[b]));
+            uint8_t *qs = blk + offsetof(anvil_block_q1_0, qs);
+            uint64_t bits = 0;
+            for (int k = 0; k < ANVIL_QK1_0; k += EV_LANES) {
+                bits |= (uint64_t)ev_mbits(ev_ge(ev_load(xb + k), ev_set1(0.0f))) << (k % 64);
+                if ((k + EV_LANES) % 64 == 0) {
+                    memcpy(qs + k / 64 * 8, &bits, sizeof bits); /* little-endian: element j is bit j */
+                    bits = 0;
+                }
+            }
+        }
+    }
+}
+
+/* Q2_0: d = absmax, code = clamp((int)roundf(x / d) + 1, 0, 3), four per
+ * byte from the low bits; a NaN or out-of-range quotient (1/d overflowed)
+ * is x86-64's INT32_MIN, clamped to 0, as the reference's. */
+static void ev_blocks_q2_0(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i, x += ANVIL_QK2_0, y += sizeof(anvil_block_q2_0)) {
+        const float d = ev_absmax(x, ANVIL_QK2_0);
+        const ev_f id = ev_set1(d > 0.0f ? 1.0f / d : 0.0f);
+        ev_put_u16(y + offsetof(anvil_block_q2_0, d), ev_fp16(d));
+        int32_t c[ANVIL_QK2_0];
+        for (int k = 0; k < ANVIL_QK2_0; k += EV_LANES) {
+            ev_istore(c + k, ev_clamp(ev_iadd(ev_roundf(ev_mul(ev_load(x + k), id)), ev_iset1(1)), 0, 3));
+        }
+        uint8_t *qs = y + offsetof(anvil_block_q2_0, qs);
+        for (int j = 0; j < ANVIL_QK2_0 / 4; ++j) {
+            qs[j] = (uint8_t)(c[4 * j] | (c[4 * j + 1] << 2) | (c[4 * j + 2] << 4) | (c[4 * j + 3] << 6));
         }
     }
 }
@@ -155,10 +206,13 @@ static void ev_blocks_nvfp4(const float *x, uint8_t *y, size_t nb) {
 
 EV_ENCODER(tq1_0, ANVIL_TYPE_TQ1_0, ANVIL_QK_K, sizeof(anvil_block_tq1_0), ev_blocks_tq1_0);
 EV_ENCODER(tq2_0, ANVIL_TYPE_TQ2_0, ANVIL_QK_K, sizeof(anvil_block_tq2_0), ev_blocks_tq2_0);
+EV_ENCODER(q1_0, ANVIL_TYPE_Q1_0, ANVIL_QK1_0, sizeof(anvil_block_q1_0), ev_blocks_q1_0);
+EV_ENCODER(q2_0, ANVIL_TYPE_Q2_0, ANVIL_QK2_0, sizeof(anvil_block_q2_0), ev_blocks_q2_0);
 EV_ENCODER(mxfp4, ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), ev_blocks_mxfp4);
 EV_ENCODER(nvfp4, ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), ev_blocks_nvfp4);
 
-const anvil_weight_encoder *const EV_TABLE(small)[] = { &ev_enc_tq1_0, &ev_enc_tq2_0, &ev_enc_mxfp4, &ev_enc_nvfp4,
-                                                        NULL };
+const anvil_weight_encoder *const EV_TABLE(small)[] = {
+    &ev_enc_tq1_0, &ev_enc_tq2_0, &ev_enc_q1_0, &ev_enc_q2_0, &ev_enc_mxfp4, &ev_enc_nvfp4, NULL,
+};
 
 #endif
