@@ -5,12 +5,12 @@
  * ggml_quantize_chunk, byte for byte.
  *
  * Per format, calls of 1..3 rows cycle through every input kind of
- * tests/common/inputs.h, six importance matrices (none, all ones,
+ * tests/common/inputs.h, seven importance matrices (none, all ones,
  * log-normal, heavy-tailed with a few huge columns, exact zeros including
- * whole zero groups, tiny and subnormal values) and five row lengths (1, 2,
- * 3 and 7 blocks, and 4096 elements: the flat formats weight by the mean
- * square of the whole row), until at least pc->rows rows are encoded with
- * an importance matrix. Every row counts once, reported per matrix kind.
+ * whole zero groups, tiny and subnormal values, a few columns so large the
+ * weighted sums overflow) and five row lengths (1, 2, 3 and 7 blocks, and
+ * 4096 elements: the flat formats weight by the mean square of the whole
+ * row), until at least pc->rows rows are encoded with an importance matrix. Every row counts once, reported per matrix kind.
  * With pc->golden_dir set, (re)writes <dir>/imatrix/<type>.bin (see
  * tests/common/golden_imatrix.h), ggml's bytes.
  */
@@ -43,11 +43,12 @@ typedef enum imx_kind {
     IMX_HEAVY,     /* log-normal with one column in 40 scaled by 1e3 .. 1e8 */
     IMX_ZEROS,     /* a third exact zeros, and whole 16-column groups of zeros */
     IMX_TINY,      /* 1e-30 .. 1e-45: products underflow, some to zero */
+    IMX_EXTREME,   /* one column in 40 up to 3e38: the searches' sums overflow to Inf/NaN */
     IMX_KIND_COUNT
 } imx_kind;
 
 static const char *const imx_names[IMX_KIND_COUNT] = {
-    "none", "ones", "log-normal", "heavy-tailed", "zeros", "tiny",
+    "none", "ones", "log-normal", "heavy-tailed", "zeros", "tiny", "extreme",
 };
 
 static void imx_fill(float *w, size_t n, imx_kind kind, uint64_t seed) {
@@ -71,6 +72,11 @@ static void imx_fill(float *w, size_t n, imx_kind kind, uint64_t seed) {
             break;
         case IMX_TINY:
             w[j] = powf(10.0f, -30.0f - 15.0f * test_rng_uniform(&r));
+            break;
+        case IMX_EXTREME:
+            w[j] = test_rng_uniform(&r) < 0.025f
+                       ? fminf(3e38f, ln * powf(10.0f, 3.0f + 35.0f * test_rng_uniform(&r)))
+                       : ln;
             break;
         default:
             w[j] = 0.0f;
@@ -98,7 +104,7 @@ static size_t row_length(uint32_t block_elems, size_t i) {
 }
 
 /* The golden fixture of one format: 32 one-row records, every input kind
- * twice, cycling through the five importance matrices and none. */
+ * twice, cycling through the six importance matrices and none. */
 static int write_golden(parity_ctx *pc, const char *name, uint32_t type, const anvil_type_info *t,
                         int ignores_imatrix) {
     enum { N_IMX = IMX_KIND_COUNT - 1, N_REC = 2 * INPUT_KIND_COUNT };
