@@ -74,21 +74,9 @@ static void scales_weighted(const float *x, const float *qw, anvil_block_q2_K *y
     float sub_min[ANVIL_QK_K / 16];
     float sw[ANVIL_QK_K / 16];
 
-    float sumx2 = 0;
-    for (int j = 0; j < ANVIL_QK_K; ++j) {
-        sumx2 += x[j] * x[j];
-    }
-    const float sigma2 = sumx2 / ANVIL_QK_K;
+    const float sigma2 = anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
     for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
-        const float *q = qw + 16 * j;
-        for (int l = 0; l < 16; ++l) {
-            weights[l] = q[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        }
-        float sumw = 0;
-        for (int l = 0; l < 16; ++l) {
-            sumw += weights[l];
-        }
-        sw[j] = sumw;
+        sw[j] = anvil_kq_importance(16, x + 16 * j, qw + 16 * j, sigma2, weights);
         sub_scale[j] = anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j],
                                            Laux, -0.9f, 0.05f, 36, 0);
     }

@@ -75,21 +75,9 @@ static void scales_weighted(const float *x, const float *qw, anvil_block_q3_K *y
     float sw[ANVIL_QK_K / 16];
     int8_t ls[ANVIL_QK_K / 16];
 
-    float sumx2 = 0;
-    for (int j = 0; j < ANVIL_QK_K; ++j) {
-        sumx2 += x[j] * x[j];
-    }
-    const float sigma2 = 2 * sumx2 / ANVIL_QK_K;
+    const float sigma2 = 2 * anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
     for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
-        const float *q = qw + 16 * j;
-        for (int l = 0; l < 16; ++l) {
-            weights[l] = q[l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        }
-        float sumw = 0;
-        for (int l = 0; l < 16; ++l) {
-            sumw += weights[l];
-        }
-        sw[j] = sumw;
+        sw[j] = anvil_kq_importance(16, x + 16 * j, qw + 16 * j, sigma2, weights);
         sub_scale[j] = anvil_kq_fit_symmetric(16, 4, x + 16 * j, L + 16 * j, weights);
     }
     const float d_block = anvil_kq_fit_symmetric(ANVIL_QK_K / 16, 32, sub_scale, ls, sw);

@@ -306,6 +306,25 @@ float anvil_kq_fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L)
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
+float anvil_kq_sum_squares(const float *x, size_t n) {
+    float sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sum += x[i] * x[i];
+    }
+    return sum;
+}
+
+float anvil_kq_importance(int n, const float *x, const float *qw, float sigma2, float *weights) {
+    for (int i = 0; i < n; ++i) {
+        weights[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+    }
+    float sum = 0;
+    for (int i = 0; i < n; ++i) {
+        sum += weights[i];
+    }
+    return sum;
+}
+
 void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8],
                                 const uint8_t lm[8]) {
     for (int j = 0; j < 4; ++j) {
@@ -403,22 +422,10 @@ static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k
     float weights[32];
     uint8_t Laux[32];
 
-    float sum_x2 = 0;
-    for (int l = 0; l < ANVIL_QK_K; ++l) {
-        sum_x2 += x[l] * x[l];
-    }
-    const float sigma2 = 2 * sum_x2 / ANVIL_QK_K;
+    const float sigma2 = 2 * anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
     for (int j = 0; j < ANVIL_QK_K / 32; ++j) {
         const float *xs = x + 32 * j;
-        const float *q = qw + 32 * j;
-        for (int l = 0; l < 32; ++l) {
-            weights[l] = q[l] * sqrtf(sigma2 + xs[l] * xs[l]);
-        }
-        float sumw = 0;
-        for (int l = 0; l < 32; ++l) {
-            sumw += weights[l];
-        }
-        sw[j] = sumw;
+        sw[j] = anvil_kq_importance(32, xs, qw + 32 * j, sigma2, weights);
         sub_scale[j] = anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
                                            -0.9f, 0.05f, 36, 0);
     }

@@ -11,6 +11,7 @@
 #ifndef ANVIL_REF_KQUANTS_SEARCH_H
 #define ANVIL_REF_KQUANTS_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "anvil/blocks.h"
@@ -50,6 +51,15 @@ float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const f
  * codes whenever that improves the x^2-weighted least-squares fit. L ends in
  * [0, 2 nmax) (offset by nmax). Returns the least-squares scale. */
 float anvil_kq_fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L);
+
+/* Sum of x[i]^2 in element order (ggml's sigma2 numerator). */
+float anvil_kq_sum_squares(const float *x, size_t n);
+
+/* The element weights of ggml's importance-weighted encoders:
+ * weights[i] = qw[i] * sqrt(sigma2 + x[i]^2) for i < n (sigma2 a mean
+ * square, of the super-block or the row, times 1 or 2 by format). Returns
+ * their sum, in element order (a group's total weight). */
+float anvil_kq_importance(int n, const float *x, const float *qw, float sigma2, float *weights);
 
 /* Q4_K/Q5_K: eight 6-bit scales and eight 6-bit mins in 12 bytes. Bytes 0-3
  * hold scales 0-3, bytes 4-7 mins 0-3 (low 6 bits each); bytes 8-11 hold the

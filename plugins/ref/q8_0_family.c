@@ -212,18 +212,11 @@ static void encode_row(const flat_format *f, const float *x, void *dst, size_t n
         }
         return;
     }
-    float sum_x2 = 0;
-    for (size_t j = 0; j < n; ++j) {
-        sum_x2 += x[j] * x[j];
-    }
-    const float sigma2 = sum_x2 / (float)n;
+    const float sigma2 = anvil_kq_sum_squares(x, n) / (float)n;
     for (size_t i = 0; i < nb; ++i) {
         const float *xb = x + i * Q8_0_FAMILY_BLOCK;
-        const float *q = qw + i * Q8_0_FAMILY_BLOCK;
         float weight[Q8_0_FAMILY_BLOCK];
-        for (int j = 0; j < Q8_0_FAMILY_BLOCK; ++j) {
-            weight[j] = q[j] * sqrtf(sigma2 + xb[j] * xb[j]);
-        }
+        (void)anvil_kq_importance(Q8_0_FAMILY_BLOCK, xb, qw + i * Q8_0_FAMILY_BLOCK, sigma2, weight);
         encode_block_weighted(f, xb, weight, out + i * f->block_bytes);
     }
 }

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "ref/checks.h"
 
@@ -39,15 +38,9 @@ int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void 
             }
         }
     }
-    const size_t bad = anvil_find_nonfinite(src, n);
-    if (bad != n) {
-        const float v = src[bad];
-        anvil_ref_message(msg, msg_size,
-                          "%s: row %zu element %zu (index %zu) is %s; encoders refuse non-finite "
-                          "input (fix the source tensor or clamp it before quantizing)",
-                          f->name, bad / n_per_row, bad % n_per_row, bad,
-                          isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"));
-        return ANVIL_E_NONFINITE;
+    const int rc = anvil_ref_check_finite(f->name, src, n, n_per_row ? n_per_row : 1, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
     }
     unsigned char *out = dst;
     for (size_t r = 0; r < nrows; ++r) {

@@ -202,3 +202,32 @@ int imatrix_contract_check(const char *name, size_t block_elems, size_t block_by
     free(b);
     return fails;
 }
+
+static int codec_check(const anvil_codec *c, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.bin", dir, c->name);
+    size_t checked = 0;
+    const long bad = golden_imx_check(path, c->type_id, c->encode_rows, &checked);
+    int fails = bad != 0 ? 1 : 0;
+    if (checked != 32) {
+        fprintf(stderr, "\n  %s: %zu imatrix golden records checked, 32 expected\n", c->name, checked);
+        ++fails;
+    }
+    return fails + imatrix_contract_check(c->name, c->block_elems, c->block_bytes, c->encode, c->encode_rows,
+                                          (c->flags & ANVIL_CODEC_IMATRIX_UNUSED) == 0);
+}
+
+int imatrix_plugin_check(const anvil_plugin_desc *d, const char *dir, size_t *n_codecs) {
+    *n_codecs = 0;
+    if (d == NULL) {
+        return 1;
+    }
+    int fails = 0;
+    for (size_t i = 0; i < d->n_codecs; ++i) {
+        if (d->codecs[i]->encode_rows != NULL) {
+            fails += codec_check(d->codecs[i], dir);
+            ++*n_codecs;
+        }
+    }
+    return fails;
+}

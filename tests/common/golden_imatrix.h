@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "anvil/abi.h"
 #include "anvil/codec.h"
 
 typedef struct golden_imx_header {
@@ -72,5 +73,12 @@ long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn e
 int imatrix_contract_check(const char *name, size_t block_elems, size_t block_bytes,
                            anvil_encode_fn encode, anvil_encode_rows_fn encode_rows,
                            int uses_imatrix);
+
+/* Both checks for every codec of a plugin that has a row encoder: its
+ * fixture <dir>/<name>.bin (dir: tests/golden/imatrix; all 32 records equal) and its
+ * contract (uses_imatrix unless ANVIL_CODEC_IMATRIX_UNUSED). *n_codecs
+ * counts the codecs checked. Returns the number of failures, 0 when all is
+ * well (a NULL descriptor is one failure). */
+int imatrix_plugin_check(const anvil_plugin_desc *d, const char *dir, size_t *n_codecs);
 
 #endif
