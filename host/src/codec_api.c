@@ -130,7 +130,8 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     if (imatrix == NULL && d != NULL && d->encoder != NULL) {
         rc = n > 0 ? d->encoder->encode_rows(src, dst, nrows, n_per_row, NULL, msg, sizeof msg) : ANVIL_OK;
     } else if (imatrix != NULL && d != NULL && d->weighted != NULL) {
-        rc = n > 0 ? d->weighted->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg) : ANVIL_OK;
+        const float *w = d->weighted_drops_imatrix ? NULL : imatrix;
+        rc = n > 0 ? d->weighted->encode_rows(src, dst, nrows, n_per_row, w, msg, sizeof msg) : ANVIL_OK;
     } else if (c->encode_rows != NULL) {
         rc = c->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg);
     } else if (imatrix != NULL) {

@@ -59,6 +59,7 @@ typedef struct dispatch_rec {
     const backend_rec *encoder_backend;
     const anvil_weight_encoder *weighted;
     const backend_rec *weighted_backend;
+    int weighted_drops_imatrix;      /* ggml ignores the matrix: `encoder` runs */
     char encoder_note[192];
 } dispatch_rec;
 

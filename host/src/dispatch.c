@@ -14,7 +14,9 @@
  * without an importance matrix, the first offering an ANVIL_ENCODER_WEIGHTED
  * one encodes it with one. Only a type whose codec can encode it (the
  * referee) gets one; otherwise, and when no backend offers one, the codec's
- * own encoder runs.
+ * own encoder runs. A format whose codec says ggml ignores the matrix
+ * (ANVIL_CODEC_IMATRIX_UNUSED) encodes weighted calls with the unweighted
+ * encoder, the matrix dropped.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +120,13 @@ static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, siz
     const int can_plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
     if (can_plain) pick_encoder(d, pin, pref, n_pref, 0, ctx);
     if (c->encode_rows != NULL) pick_encoder(d, pin, pref, n_pref, 1, ctx);
+    if (c->encode_rows != NULL && (c->flags & ANVIL_CODEC_IMATRIX_UNUSED) && d->encoder != NULL) {
+        /* ggml accepts and ignores the matrix for this format, so the
+         * unweighted encoder's bytes are the weighted ones. */
+        d->weighted = d->encoder;
+        d->weighted_backend = d->encoder_backend;
+        d->weighted_drops_imatrix = 1;
+    }
     const char *pinned = pin != NULL && d->encoder_backend != NULL &&
                                  strcasecmp(d->encoder_backend->backend.name, pin->backend) == 0
                              ? "pinned by [type]"

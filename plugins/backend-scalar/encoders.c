@@ -1,12 +1,13 @@
 /* backend-scalar: weight encoders (ABI 1.1) -- the reference encoders of
- * plugins/ref, the very functions the codecs register, offered row-wise.
+ * plugins/ref, the very functions the codecs register.
  *
  * Why a backend repeats the codecs' encoders: encoders are dispatched like
  * kernels (per type: a [type.X] pin, then [backends] order), so "scalar"
  * must be a backend that HAS them. Otherwise `order = scalar, avx512` or
  * `[type.q4_K] backend = scalar` would skip to a SIMD encoder instead of
- * selecting the reference. Unweighted only: an importance-weighted encode
- * goes to the codec's encode_rows. */
+ * selecting the reference. Where plugins/ref has a row encoder that takes
+ * importance weights (anvil_ref_encode_rows_*) that one is offered, as
+ * ANVIL_ENCODER_WEIGHTED; the others are the codec's `encode` row by row. */
 #include <stdio.h>
 
 #include "anvil/blocks.h"
@@ -46,22 +47,30 @@ static int rows_with(anvil_encode_fn encode, size_t block_elems, size_t block_by
                                                      .variant = "scalar",                                    \
                                                      .encode_rows = rows_##name }
 
-SCALAR_ENCODER(q4_0, ANVIL_TYPE_Q4_0, anvil_block_q4_0, 32);
-SCALAR_ENCODER(q4_1, ANVIL_TYPE_Q4_1, anvil_block_q4_1, 32);
-SCALAR_ENCODER(q5_0, ANVIL_TYPE_Q5_0, anvil_block_q5_0, 32);
-SCALAR_ENCODER(q5_1, ANVIL_TYPE_Q5_1, anvil_block_q5_1, 32);
-SCALAR_ENCODER(q8_0, ANVIL_TYPE_Q8_0, anvil_block_q8_0, 32);
+/* The reference row encoders that take importance weights. */
+#define SCALAR_WEIGHTED(name, TYPE)                                                                     \
+    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),      \
+                                                     .type_id = (TYPE),                                \
+                                                     .flags = ANVIL_ENCODER_WEIGHTED,                  \
+                                                     .variant = "scalar",                              \
+                                                     .encode_rows = anvil_ref_encode_rows_##name }
+
+SCALAR_WEIGHTED(q4_0, ANVIL_TYPE_Q4_0);
+SCALAR_WEIGHTED(q4_1, ANVIL_TYPE_Q4_1);
+SCALAR_WEIGHTED(q5_0, ANVIL_TYPE_Q5_0);
+SCALAR_WEIGHTED(q5_1, ANVIL_TYPE_Q5_1);
+SCALAR_WEIGHTED(q8_0, ANVIL_TYPE_Q8_0);
 SCALAR_ENCODER(q8_1, ANVIL_TYPE_Q8_1, anvil_block_q8_1, 32);
-SCALAR_ENCODER(q2_K, ANVIL_TYPE_Q2_K, anvil_block_q2_K, ANVIL_QK_K);
-SCALAR_ENCODER(q3_K, ANVIL_TYPE_Q3_K, anvil_block_q3_K, ANVIL_QK_K);
-SCALAR_ENCODER(q4_K, ANVIL_TYPE_Q4_K, anvil_block_q4_K, ANVIL_QK_K);
-SCALAR_ENCODER(q5_K, ANVIL_TYPE_Q5_K, anvil_block_q5_K, ANVIL_QK_K);
-SCALAR_ENCODER(q6_K, ANVIL_TYPE_Q6_K, anvil_block_q6_K, ANVIL_QK_K);
+SCALAR_WEIGHTED(q2_K, ANVIL_TYPE_Q2_K);
+SCALAR_WEIGHTED(q3_K, ANVIL_TYPE_Q3_K);
+SCALAR_WEIGHTED(q4_K, ANVIL_TYPE_Q4_K);
+SCALAR_WEIGHTED(q5_K, ANVIL_TYPE_Q5_K);
+SCALAR_WEIGHTED(q6_K, ANVIL_TYPE_Q6_K);
 SCALAR_ENCODER(q8_K, ANVIL_TYPE_Q8_K, anvil_block_q8_K, ANVIL_QK_K);
-SCALAR_ENCODER(tq1_0, ANVIL_TYPE_TQ1_0, anvil_block_tq1_0, ANVIL_QK_K);
-SCALAR_ENCODER(tq2_0, ANVIL_TYPE_TQ2_0, anvil_block_tq2_0, ANVIL_QK_K);
-SCALAR_ENCODER(q1_0, ANVIL_TYPE_Q1_0, anvil_block_q1_0, ANVIL_QK1_0);
-SCALAR_ENCODER(q2_0, ANVIL_TYPE_Q2_0, anvil_block_q2_0, ANVIL_QK2_0);
+SCALAR_WEIGHTED(tq1_0, ANVIL_TYPE_TQ1_0);
+SCALAR_WEIGHTED(tq2_0, ANVIL_TYPE_TQ2_0);
+SCALAR_WEIGHTED(q1_0, ANVIL_TYPE_Q1_0);
+SCALAR_WEIGHTED(q2_0, ANVIL_TYPE_Q2_0);
 SCALAR_ENCODER(iq4_nl, ANVIL_TYPE_IQ4_NL, anvil_block_iq4_nl, ANVIL_QK4_NL);
 SCALAR_ENCODER(iq4_xs, ANVIL_TYPE_IQ4_XS, anvil_block_iq4_xs, ANVIL_QK_K);
 SCALAR_ENCODER(mxfp4, ANVIL_TYPE_MXFP4, anvil_block_mxfp4, ANVIL_QK_MXFP4);

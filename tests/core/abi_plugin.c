@@ -164,10 +164,11 @@ static const anvil_backend *const pk_backends[] = { &pk_backend };
 #endif
 
 #if defined(ABI_CASE_ENCODER_BACKEND) || defined(ABI_CASE_BAD_ENCODER) || defined(ABI_CASE_DUP_ENCODER)
-/* Weight encoders (ABI 1.1): two codecs of the tp_i8 layout, tp_enc (with a
- * weighted encode_rows) and tp_enc2, and a backend "enctest" with a
- * WEIGHTED encoder for tp_enc (plus a flag bit no host knows, which the host
- * must drop) and a plain one for tp_enc2. Same bytes as the codec; calls are
+/* Weight encoders (ABI 1.1): three codecs of the tp_i8 layout, tp_enc (with
+ * a weighted encode_rows), tp_enc2 and tp_enc3 (whose imatrix ggml would
+ * ignore), and a backend "enctest" with a WEIGHTED encoder for tp_enc (plus
+ * a flag bit no host knows, which the host must drop) and plain ones for
+ * the other two. Same bytes as the codec; calls are
  * counted in abi_enc_calls (read by the test through dlsym):
  *   [0] enctest's encoders without, [1] with an importance matrix,
  *   [2] the codec's encode_rows. */
@@ -202,7 +203,13 @@ static const anvil_codec enc_codec2 = {
     .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
     .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
 };
-static const anvil_codec *const enc_codecs[] = { &enc_codec1, &enc_codec2 };
+/* ggml would ignore an importance matrix for this one */
+static const anvil_codec enc_codec3 = {
+    .struct_size = sizeof(anvil_codec), .type_id = 1035, .name = "tp_enc3", .family = "abi-test",
+    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
+    .flags = ANVIL_CODEC_IMATRIX_UNUSED, .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+};
+static const anvil_codec *const enc_codecs[] = { &enc_codec1, &enc_codec2, &enc_codec3 };
 static const anvil_weight_encoder enc_weighted = {
     .struct_size = sizeof(anvil_weight_encoder), .type_id = 1033,
     .flags = ANVIL_ENCODER_WEIGHTED | (1u << 9), .variant = "enctest-w", .encode_rows = backend_rows,
@@ -218,7 +225,10 @@ static const anvil_weight_encoder enc_plain = {
 #endif
     .variant = "enctest", .encode_rows = backend_rows,
 };
-static const anvil_weight_encoder *const enc_encoders[] = { &enc_weighted, &enc_plain };
+static const anvil_weight_encoder enc_plain3 = {
+    .struct_size = sizeof(anvil_weight_encoder), .type_id = 1035, .variant = "enctest", .encode_rows = backend_rows,
+};
+static const anvil_weight_encoder *const enc_encoders[] = { &enc_weighted, &enc_plain, &enc_plain3 };
 static uint32_t enc_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     (void)cpu;
     snprintf(why, why_size, "test backend");
@@ -226,7 +236,7 @@ static uint32_t enc_score(const anvil_cpu_info *cpu, char *why, size_t why_size)
 }
 static const anvil_backend enc_backend = {
     .struct_size = sizeof(anvil_backend), .name = "enctest", .score = enc_score,
-    .n_encoders = 2, .encoders = enc_encoders,
+    .n_encoders = 3, .encoders = enc_encoders,
 };
 static const anvil_backend *const enc_backends[] = { &enc_backend };
 #endif
@@ -275,7 +285,7 @@ static const anvil_plugin_desc desc = {
 #elif defined(ABI_CASE_ENCODER_BACKEND) || defined(ABI_CASE_BAD_ENCODER) || defined(ABI_CASE_DUP_ENCODER)
     .kind = ANVIL_PLUGIN_MIXED,
     .id = ABI_PLUGIN_ID,
-    .n_codecs = 2,
+    .n_codecs = 3,
     .codecs = enc_codecs,
     .n_backends = 1,
     .backends = enc_backends,

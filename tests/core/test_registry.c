@@ -275,7 +275,7 @@ static void test_encoders(void) {
         size_t n;
         CU_ASSERT_EQUAL(anvil_ctx_backend_encoders(ctx, i, &enc, &n), ANVIL_OK);
         if (strcmp(b.name, "enctest") == 0) {
-            CU_ASSERT_EQUAL_FATAL(n, 2);
+            CU_ASSERT_EQUAL_FATAL(n, 3);
             CU_ASSERT_EQUAL(enc[0].flags, ANVIL_ENCODER_WEIGHTED);
         }
         if (strcmp(b.name, "scalar") == 0) CU_ASSERT(n >= 6); /* the q8_0 family at least */
@@ -300,6 +300,12 @@ static void test_encoders(void) {
     CU_ASSERT_EQUAL(calls[2], 1); /* tp_enc2's encoder is not WEIGHTED */
     CU_ASSERT_EQUAL(anvil_encode(ctx, 1034, x, R * K, a, sizeof a, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(calls[0], 2);
+    /* ggml ignores the matrix for tp_enc3: the plain encoder, matrix dropped */
+    CU_ASSERT_EQUAL(anvil_encode_rows(ctx, 1035, x, R, K, imx, a, sizeof a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(calls[0], 3);
+    CU_ASSERT_EQUAL(calls[1] + calls[2], 2);
+    e = encoder_of(ctx, 1035);
+    CU_ASSERT(e != NULL && e->weighted_backend != NULL && strcmp(e->weighted_backend, "enctest") == 0);
     const anvil_weight_encoder *we = NULL;
     CU_ASSERT_EQUAL(anvil_ctx_find_encoder(ctx, NULL, 1034, &we, &err), ANVIL_OK);
     CU_ASSERT(we != NULL && strcmp(we->variant, "enctest") == 0);
