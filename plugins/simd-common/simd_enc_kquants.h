@@ -11,8 +11,9 @@
  * sums in the reference's order, its candidates tried in the reference's
  * order, its strict comparisons the reference's (ties keep the earlier
  * candidate). The per-super-block steps (6-bit/4-bit scale quantization,
- * fp16 scales) are the reference's scalar code; the requantization against
- * the stored scales runs across the elements of a group.
+ * fp16 scales) are scalar, with the reference's scale packing helpers
+ * (plugins/ref/kquants_search.h, linked in); the requantization against the
+ * stored scales runs across the elements of a group.
  *
  * A group whose requantization scale is 0 keeps its search codes: those are
  * recomputed from the winning candidate's grid (the grid's inverse scale
@@ -24,9 +25,10 @@
 #ifndef ANVIL_SIMD_ENC_KQUANTS_H
 #define ANVIL_SIMD_ENC_KQUANTS_H
 
+#include "ref/kquants_search.h"
 #include "simd_enc_common.h"
 
-#define EV_KQ_EPS 1e-15f /* ggml's GROUP_MAX_EPS */
+#define EV_KQ_EPS ANVIL_KQ_GROUP_EPS
 
 static inline int ev_clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -155,18 +157,6 @@ static void ev_fit_affine_groups(const float *x, int ng, int len, int nmax, floa
 
 /* ---- Q4_K / Q5_K ---------------------------------------------------------- */
 
-static void ev_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8], const uint8_t lm[8]) {
-    for (int j = 0; j < 4; ++j) {
-        packed[j] = ls[j];
-        packed[j + 4] = lm[j];
-    }
-    for (int j = 4; j < 8; ++j) {
-        packed[j + 4] = (uint8_t)((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
-        packed[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
-        packed[j] |= (uint8_t)((lm[j] >> 4) << 6);
-    }
-}
-
 /* One super-block of Q4_K/Q5_K from its 8 group fits: the 12 scale bytes,
  * d, dmin, and the 256 codes (0..nmax) against the stored scales. */
 static void ev_affine_k4_finish(const float *x, int nmax, const ev_group_fits *f, int g0, uint8_t *scales,
@@ -185,15 +175,14 @@ static void ev_affine_k4_finish(const float *x, int nmax, const ev_group_fits *f
         ls[j] = s < 63 ? s : 63;
         lm[j] = m < 63 ? m : 63;
     }
-    ev_pack_scale_min_k4(scales, ls, lm);
+    anvil_kq_pack_scale_min_k4(scales, ls, lm);
     const anvil_half d = anvil_fp32_to_fp16(max_scale / 63.f), dmin = anvil_fp32_to_fp16(max_min / 63.f);
     ev_put_u16(d_out, d);
     ev_put_u16(dmin_out, dmin);
     const float d_all = anvil_fp16_to_fp32(d), dmin_all = anvil_fp16_to_fp32(dmin);
     for (int j = 0; j < 8; ++j) {
-        /* the stored scale and min, as the decoder reads them */
-        const uint8_t sc = j < 4 ? (uint8_t)(scales[j] & 63) : (uint8_t)((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
-        const uint8_t m = j < 4 ? (uint8_t)(scales[j + 4] & 63) : (uint8_t)((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+        uint8_t sc, m; /* the stored scale and min, as the decoder reads them */
+        anvil_kq_scale_min_k4(scales, j, &sc, &m);
         const float dj = d_all * (float)sc;
         if (dj == 0.0f) {
             ev_affine_codes(x + 32 * j, 32, nmax, f->iscale[g0 + j], f->gmin[g0 + j], L + 32 * j);
@@ -549,9 +538,7 @@ static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) {
             const float d_all = anvil_fp16_to_fp32(d);
             int32_t L[ANVIL_QK_K] EV_ALIGN;
             for (int j = 0; j < 16; ++j) {
-                const int low = j < 8 ? (scales[j] & 0xF) : (scales[j - 8] >> 4);
-                const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-                const float dj = d_all * (float)((low | (high << 4)) - 32);
+                const float dj = d_all * (float)anvil_kq_q3_scale(scales, j);
                 if (dj == 0.0f) {
                     const int g = g0 + j;
                     const int32_t *src = lt + (g / EV_LANES) * 16 * EV_LANES + g % EV_LANES;
