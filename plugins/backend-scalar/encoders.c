@@ -14,23 +14,24 @@
 #include "anvil/status.h"
 #include "kernel_tables.h"
 #include "ref/cold.h"
+#include "ref/checks.h"
 #include "ref/cold_enc_grid.h"
 #include "ref/kquants.h"
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
 #include "ref/ternary.h"
 
-/* Row by row through a reference encoder; an error names the row. */
-static int rows_with(anvil_encode_fn encode, size_t block_elems, size_t block_bytes, const float *src, void *dst,
-                     size_t nrows, size_t n_per_row, char *msg, size_t msg_size) {
+/* Row by row through a reference encoder, after the reference's checks of
+ * the whole input (a refusal names row and element, as encode_rows'). */
+static int rows_with(const char *name, anvil_encode_fn encode, size_t block_elems, size_t block_bytes,
+                     const float *src, void *dst, size_t nrows, size_t n_per_row, char *msg, size_t msg_size) {
+    if (n_per_row % block_elems != 0) return encode(src, dst, n_per_row, msg, msg_size); /* its refusal */
+    const int rc = anvil_ref_check_finite(name, src, nrows * n_per_row, n_per_row, msg, msg_size);
+    if (rc != ANVIL_OK) return rc;
     const size_t row_bytes = n_per_row / block_elems * block_bytes;
     for (size_t r = 0; r < nrows; ++r) {
-        char inner[384] = "";
-        const int rc = encode(src + r * n_per_row, (char *)dst + r * row_bytes, n_per_row, inner, sizeof inner);
-        if (rc != ANVIL_OK) {
-            if (msg != NULL && msg_size > 0) snprintf(msg, msg_size, "row %zu: %s", r, inner);
-            return rc;
-        }
+        const int rr = encode(src + r * n_per_row, (char *)dst + r * row_bytes, n_per_row, msg, msg_size);
+        if (rr != ANVIL_OK) return rr;
     }
     return ANVIL_OK;
 }
@@ -39,7 +40,7 @@ static int rows_with(anvil_encode_fn encode, size_t block_elems, size_t block_by
     static int rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
                            char *msg, size_t msg_size) {                                                      \
         (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: always NULL */                                          \
-        return rows_with(anvil_ref_encode_##name, (be), sizeof(BLOCK), src, dst, nrows, n_per_row, msg,       \
+        return rows_with(#name, anvil_ref_encode_##name, (be), sizeof(BLOCK), src, dst, nrows, n_per_row, msg, \
                          msg_size);                                                                           \
     }                                                                                                         \
     static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),            \

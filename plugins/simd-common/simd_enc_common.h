@@ -43,7 +43,8 @@
  *
  * Every encoder has the anvil_encode_rows_fn contract: rows of n_per_row
  * elements (whole blocks), imatrix always NULL (they are not
- * ANVIL_ENCODER_WEIGHTED), NaN/Inf refused with the row and element named.
+ * ANVIL_ENCODER_WEIGHTED), NaN/Inf refused with the row and element named,
+ * in the reference's words (plugins/ref/checks.h, linked in).
  * The source is checked and encoded in chunks of EV_CHUNK elements, so the
  * check reads memory and the encoder reads the chunk again from L1.
  */
@@ -60,6 +61,7 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "ref/checks.h"
 
 #define EV_CHUNK 4096
 #define EV_ALIGN __attribute__((aligned(64)))
@@ -83,11 +85,10 @@ EV_INLINE int ev_all_finite(const float *x, size_t n) {
 static int ev_encode_rows(const char *name, size_t be, size_t bb, ev_blocks_fn fn, const float *src, void *dst,
                           size_t nrows, size_t n_per_row, char *msg, size_t msg_size) {
     if (be == 0 || n_per_row % be != 0) {
-        if (msg != NULL && msg_size > 0) {
-            snprintf(msg, msg_size,
-                     "%s: rows of %zu elements are not a whole number of %zu-element blocks (%zu left over)", name,
-                     n_per_row, be, be ? n_per_row % be : n_per_row);
-        }
+        anvil_ref_message(msg, msg_size,
+                          "%s: rows of %zu elements are not a whole number of %zu-element blocks (%zu left over); "
+                          "choose a row length divisible by %zu",
+                          name, n_per_row, be, be ? n_per_row % be : n_per_row, be);
         return ANVIL_E_BLOCK_MISMATCH;
     }
     const size_t chunk = EV_CHUNK / be * be > 0 ? EV_CHUNK / be * be : be;
@@ -98,14 +99,8 @@ static int ev_encode_rows(const char *name, size_t be, size_t bb, ev_blocks_fn f
         for (size_t off = 0; off < n_per_row; off += chunk) {
             const size_t len = n_per_row - off < chunk ? n_per_row - off : chunk;
             if (!ev_all_finite(x + off, len)) {
-                const size_t bad = off + anvil_find_nonfinite(x + off, len);
-                if (msg != NULL && msg_size > 0) {
-                    snprintf(msg, msg_size,
-                             "row %zu: %s: element %zu is %s; encoders refuse non-finite input (fix the source "
-                             "tensor or clamp it before quantizing)",
-                             r, name, bad, isnan(x[bad]) ? "NaN" : (x[bad] > 0 ? "+Inf" : "-Inf"));
-                }
-                return ANVIL_E_NONFINITE;
+                /* the reference's refusal, word for word (row, element) */
+                return anvil_ref_check_finite(name, src, (r + 1) * n_per_row, n_per_row, msg, msg_size);
             }
             fn(x + off, d + off / be * bb, len / be);
         }

@@ -203,9 +203,9 @@ static void check_encoder(const enc_fmt *f) {
         src_buf[bad_row * n + bad_el] = k == 0 ? NAN : (k == 1 ? INFINITY : -INFINITY);
         char msg[512] = "";
         CU_ASSERT_EQUAL(e->encode_rows(src_buf, got_buf, 3, n, NULL, msg, sizeof msg), ANVIL_E_NONFINITE);
-        char row_txt[32], el_txt[48];
-        snprintf(row_txt, sizeof row_txt, "row %zu", bad_row);
-        snprintf(el_txt, sizeof el_txt, "element %zu is %s", bad_el, k == 0 ? "NaN" : (k == 1 ? "+Inf" : "-Inf"));
+        char row_txt[48], el_txt[48];
+        snprintf(row_txt, sizeof row_txt, "row %zu element %zu", bad_row, bad_el);
+        snprintf(el_txt, sizeof el_txt, "is %s", k == 0 ? "NaN" : (k == 1 ? "+Inf" : "-Inf"));
         if (strstr(msg, row_txt) == NULL || strstr(msg, el_txt) == NULL) {
             fprintf(stderr, "\n%s: message '%s' lacks '%s' / '%s'\n", f->name, msg, row_txt, el_txt);
             CU_FAIL("non-finite message");
