@@ -62,6 +62,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "ref/checks.h"
+#include "ref/kquants_search.h"
 
 #define EV_CHUNK 4096
 #define EV_ALIGN __attribute__((aligned(64)))
@@ -107,6 +108,64 @@ static int ev_encode_rows(const char *name, size_t be, size_t bb, ev_blocks_fn f
     }
     return ANVIL_OK;
 }
+
+/* Importance-weighted blocks: qw holds the weights of x's columns; sigma2
+ * is the row's mean square for the formats that weight by it (the flat
+ * family), else 0 (the K-quants take theirs per super-block). */
+typedef void (*ev_wblocks_fn)(const float *x, const float *qw, float sigma2, uint8_t *dst, size_t nb);
+
+/* encode_rows with an importance matrix: the reference's checks (weights
+ * finite and non-negative, naming the column; input finite, naming row and
+ * element), then row by row; row_sigma2: pass the row's mean square. */
+static int ev_encode_rows_weighted(const char *name, size_t be, size_t bb, ev_wblocks_fn fn, int row_sigma2,
+                                   const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                   const float *imatrix, char *msg, size_t msg_size) {
+    if (be == 0 || n_per_row % be != 0) return ev_encode_rows(name, be, bb, NULL, src, dst, nrows, n_per_row, msg, msg_size);
+    for (size_t j = 0; j < n_per_row; ++j) {
+        if (!(imatrix[j] >= 0.0f) || isinf(imatrix[j])) {
+            anvil_ref_message(msg, msg_size,
+                              "%s: importance weight of column %zu is %g; weights must be finite and non-negative "
+                              "(check the importance matrix)",
+                              name, j, (double)imatrix[j]);
+            return ANVIL_E_INVALID_ARG;
+        }
+    }
+    const size_t chunk = EV_CHUNK / be * be > 0 ? EV_CHUNK / be * be : be;
+    const size_t row_bytes = n_per_row / be * bb;
+    for (size_t r = 0; r < nrows; ++r) {
+        const float *x = src + r * n_per_row;
+        for (size_t off = 0; off < n_per_row; off += chunk) {
+            const size_t len = n_per_row - off < chunk ? n_per_row - off : chunk;
+            if (!ev_all_finite(x + off, len)) {
+                return anvil_ref_check_finite(name, src, (r + 1) * n_per_row, n_per_row, msg, msg_size);
+            }
+        }
+        const float sigma2 = row_sigma2 && n_per_row > 0 ? anvil_kq_sum_squares(x, n_per_row) / (float)n_per_row : 0.0f;
+        uint8_t *d = (uint8_t *)dst + r * row_bytes;
+        for (size_t off = 0; off < n_per_row; off += chunk) {
+            const size_t len = n_per_row - off < chunk ? n_per_row - off : chunk;
+            fn(x + off, imatrix + off, sigma2, d + off / be * bb, len / be);
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* An ANVIL_ENCODER_WEIGHTED entry `ev_enc_<name>`: blocks_fn without an
+ * importance matrix, wblocks_fn with one. */
+#define EV_ENCODER_WEIGHTED(name, TYPE, be, bb, blocks_fn, wblocks_fn, row_sigma2)                            \
+    static int ev_rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
+                              char *msg, size_t msg_size) {                                                   \
+        if (imatrix == NULL) {                                                                                \
+            return ev_encode_rows(#name, (be), (bb), (blocks_fn), src, dst, nrows, n_per_row, msg, msg_size); \
+        }                                                                                                     \
+        return ev_encode_rows_weighted(#name, (be), (bb), (wblocks_fn), (row_sigma2), src, dst, nrows,        \
+                                       n_per_row, imatrix, msg, msg_size);                                    \
+    }                                                                                                         \
+    static const anvil_weight_encoder ev_enc_##name = { .struct_size = sizeof(anvil_weight_encoder),         \
+                                                        .type_id = (TYPE),                                    \
+                                                        .flags = ANVIL_ENCODER_WEIGHTED,                      \
+                                                        .variant = EV_VARIANT,                                \
+                                                        .encode_rows = ev_rows_##name }
 
 /* An encoder table entry `ev_enc_<name>` running blocks_fn row by row. */
 #define EV_ENCODER(name, TYPE, be, bb, blocks_fn)                                                             \
@@ -156,6 +215,20 @@ EV_INLINE void ev_transpose(const float *x, int len, int nl, float *xt) {
             for (int i = 0; i < len; ++i) xt[i * EV_LANES + l] = 0.0f;
         }
     }
+}
+
+/* Per lane, over a group in lanes (xt, qt: elements and importance weights
+ * transposed): ggml's element weights qw * sqrt(sigma2 + x^2) into wt, and
+ * their sum in element order (anvil_kq_importance, lane by lane). */
+EV_INLINE ev_f ev_lanes_importance(const float *xt, const float *qt, int len, ev_f sigma2, float *wt) {
+    ev_f sum = ev_set1(0.0f);
+    for (int i = 0; i < len; ++i) {
+        const ev_f x = ev_load(xt + i * EV_LANES);
+        const ev_f w = ev_mul(ev_load(qt + i * EV_LANES), ev_sqrt(ev_add(sigma2, ev_mul(x, x))));
+        ev_store(wt + i * EV_LANES, w);
+        sum = ev_add(sum, w);
+    }
+    return sum;
 }
 
 /* Per lane, over a group in lanes: the largest magnitude and the signed

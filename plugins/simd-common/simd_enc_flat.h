@@ -1,9 +1,12 @@
 /*
  * SIMD encoders for the flat 32-element family: Q8_0 Q8_1 Q4_0 Q4_1 Q5_0
  * Q5_1 (see simd_enc_common.h for how, and plugins/ref/q8_0_family.c for
- * the reference they reproduce). Lanes are elements of one block: every
- * per-element operation is independent, and the per-block reductions are a
- * maximum, a minimum and a first index, which are exact in any order.
+ * the reference they reproduce). Without an importance matrix, lanes are
+ * elements of one block: every per-element operation is independent, and
+ * the per-block reductions are a maximum, a minimum and a first index,
+ * which are exact in any order. With one (quantize_row_*_impl: weighted
+ * searches over each block), blocks are in lanes as in the K-quants
+ * (simd_enc_fits.h); Q8_0's matrix is ignored, as ggml's.
  *
  * Defines EV_TABLE(flat): NULL-terminated.
  */
@@ -12,7 +15,7 @@
 
 #include <float.h>
 
-#include "simd_enc_common.h"
+#include "simd_enc_fits.h"
 
 #define EV_NV32 (32 / EV_LANES) /* vectors per 32-element block */
 
@@ -64,7 +67,7 @@ static void ev_blocks_q8_1(const float *x, uint8_t *y, size_t nb) {
 /* Codes (0..2^b - 1 for finite input; the reference's exact conversion in
  * every case: low byte of the truncation, read signed, capped at top, low
  * byte kept) of one block; returns d. */
-EV_INLINE float ev_symmetric_codes(const float *x, float levels, float offset, int top, ev_i c[EV_NV32]) {
+EV_INLINE float ev_symmetric_block(const float *x, float levels, float offset, int top, ev_i c[EV_NV32]) {
     float amax;
     const float max = ev_first_absmax(x, 32, &amax);
     const float d = max / levels;
@@ -101,7 +104,7 @@ EV_INLINE void ev_pack_five_bits(const ev_i c[EV_NV32], uint8_t *qs, uint8_t *qh
 static void ev_blocks_q4_0(const float *x, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q4_0)) {
         ev_i c[EV_NV32];
-        const float d = ev_symmetric_codes(x, -8.0f, 8.5f, 15, c);
+        const float d = ev_symmetric_block(x, -8.0f, 8.5f, 15, c);
         ev_put_u16(y + offsetof(anvil_block_q4_0, d), ev_fp16(d));
         ev_pack_nibbles(c, y + offsetof(anvil_block_q4_0, qs));
     }
@@ -110,7 +113,7 @@ static void ev_blocks_q4_0(const float *x, uint8_t *y, size_t nb) {
 static void ev_blocks_q5_0(const float *x, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; ++i, x += 32, y += sizeof(anvil_block_q5_0)) {
         ev_i c[EV_NV32];
-        const float d = ev_symmetric_codes(x, -16.0f, 16.5f, 31, c);
+        const float d = ev_symmetric_block(x, -16.0f, 16.5f, 31, c);
         ev_put_u16(y + offsetof(anvil_block_q5_0, d), ev_fp16(d));
         ev_pack_five_bits(c, y + offsetof(anvil_block_q5_0, qs), y + offsetof(anvil_block_q5_0, qh));
     }
@@ -184,12 +187,82 @@ static void ev_blocks_q5_1(const float *x, uint8_t *y, size_t nb) {
     }
 }
 
+/* ---- with an importance matrix: weighted searches, blocks in lanes ---------- */
+
+/* quantize_row_<t>_impl: element weights qw * sqrt(sigma2 + x^2) (sigma2
+ * the row's mean square), then make_qx_quants (symmetric: Q4_0 Q5_0) or
+ * make_qkx3_quants (affine: Q4_1 Q5_1) per block; the search's codes are
+ * stored as they are (no requantization). */
+static void ev_wblocks_flat(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb, int nmax,
+                            int affine, size_t bb, size_t off_m, size_t off_qh, size_t off_qs) {
+    float xt[32 * EV_LANES] EV_ALIGN, qt[32 * EV_LANES] EV_ALIGN, wt[32 * EV_LANES] EV_ALIGN;
+    for (size_t i = 0; i < nb; i += EV_LANES) {
+        const int nl = nb - i < (size_t)EV_LANES ? (int)(nb - i) : EV_LANES;
+        ev_transpose(x + i * 32, 32, nl, xt);
+        ev_transpose(qw + i * 32, 32, nl, qt);
+        (void)ev_lanes_importance(xt, qt, 32, ev_set1(sigma2), wt);
+        float d[EV_LANES], m[EV_LANES], isc[EV_LANES], gmin[EV_LANES];
+        unsigned tiny = 0;
+        if (affine) {
+            const ev_affine_fit f = ev_fit_affine(32, nmax, xt, wt, -0.9f, 0.05f, 36, 0);
+            ev_store(d, f.scale);
+            ev_store(m, ev_neg(f.neg_min));
+            ev_store(isc, f.iscale);
+            ev_store(gmin, f.gmin);
+        } else {
+            ev_f vi;
+            ev_m vt;
+            ev_store(d, ev_fit_symmetric(xt, wt, 32, nmax, &vi, &vt));
+            ev_store(isc, vi);
+            tiny = ev_mbits(vt);
+        }
+        for (int b = 0; b < nl; ++b) {
+            const float *xb = x + (i + (size_t)b) * 32;
+            uint8_t *blk = y + (i + (size_t)b) * bb;
+            ev_i c[EV_NV32];
+            for (int k = 0; k < EV_NV32; ++k) {
+                const ev_f v = ev_load(xb + k * EV_LANES);
+                if (affine) {
+                    c[k] = ev_clamp(ev_nearest(ev_mul(ev_set1(isc[b]), ev_sub(v, ev_set1(gmin[b])))), 0, nmax);
+                } else if ((tiny >> b) & 1u) {
+                    c[k] = ev_iset1(0);
+                } else {
+                    c[k] = ev_iadd(ev_clamp(ev_nearest(ev_mul(ev_set1(isc[b]), v)), -nmax, nmax - 1), ev_iset1(nmax));
+                }
+            }
+            ev_put_u16(blk, anvil_fp32_to_fp16(d[b])); /* d first in every block */
+            if (affine) ev_put_u16(blk + off_m, anvil_fp32_to_fp16(m[b]));
+            if (off_qh != 0) {
+                ev_pack_five_bits(c, blk + off_qs, blk + off_qh);
+            } else {
+                ev_pack_nibbles(c, blk + off_qs);
+            }
+        }
+    }
+}
+
+static void ev_wblocks_q4_0(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    ev_wblocks_flat(x, qw, sigma2, y, nb, 8, 0, sizeof(anvil_block_q4_0), 0, 0, offsetof(anvil_block_q4_0, qs));
+}
+static void ev_wblocks_q5_0(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    ev_wblocks_flat(x, qw, sigma2, y, nb, 16, 0, sizeof(anvil_block_q5_0), 0, offsetof(anvil_block_q5_0, qh),
+                    offsetof(anvil_block_q5_0, qs));
+}
+static void ev_wblocks_q4_1(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    ev_wblocks_flat(x, qw, sigma2, y, nb, 15, 1, sizeof(anvil_block_q4_1), offsetof(anvil_block_q4_1, m), 0,
+                    offsetof(anvil_block_q4_1, qs));
+}
+static void ev_wblocks_q5_1(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    ev_wblocks_flat(x, qw, sigma2, y, nb, 31, 1, sizeof(anvil_block_q5_1), offsetof(anvil_block_q5_1, m),
+                    offsetof(anvil_block_q5_1, qh), offsetof(anvil_block_q5_1, qs));
+}
+
 EV_ENCODER(q8_0, ANVIL_TYPE_Q8_0, 32, sizeof(anvil_block_q8_0), ev_blocks_q8_0);
 EV_ENCODER(q8_1, ANVIL_TYPE_Q8_1, 32, sizeof(anvil_block_q8_1), ev_blocks_q8_1);
-EV_ENCODER(q4_0, ANVIL_TYPE_Q4_0, 32, sizeof(anvil_block_q4_0), ev_blocks_q4_0);
-EV_ENCODER(q4_1, ANVIL_TYPE_Q4_1, 32, sizeof(anvil_block_q4_1), ev_blocks_q4_1);
-EV_ENCODER(q5_0, ANVIL_TYPE_Q5_0, 32, sizeof(anvil_block_q5_0), ev_blocks_q5_0);
-EV_ENCODER(q5_1, ANVIL_TYPE_Q5_1, 32, sizeof(anvil_block_q5_1), ev_blocks_q5_1);
+EV_ENCODER_WEIGHTED(q4_0, ANVIL_TYPE_Q4_0, 32, sizeof(anvil_block_q4_0), ev_blocks_q4_0, ev_wblocks_q4_0, 1);
+EV_ENCODER_WEIGHTED(q4_1, ANVIL_TYPE_Q4_1, 32, sizeof(anvil_block_q4_1), ev_blocks_q4_1, ev_wblocks_q4_1, 1);
+EV_ENCODER_WEIGHTED(q5_0, ANVIL_TYPE_Q5_0, 32, sizeof(anvil_block_q5_0), ev_blocks_q5_0, ev_wblocks_q5_0, 1);
+EV_ENCODER_WEIGHTED(q5_1, ANVIL_TYPE_Q5_1, 32, sizeof(anvil_block_q5_1), ev_blocks_q5_1, ev_wblocks_q5_1, 1);
 
 const anvil_weight_encoder *const EV_TABLE(flat)[] = {
     &ev_enc_q8_0, &ev_enc_q8_1, &ev_enc_q4_0, &ev_enc_q4_1, &ev_enc_q5_0, &ev_enc_q5_1, NULL,

@@ -1,19 +1,22 @@
 /*
- * SIMD encoders for the K-quants: Q2_K Q3_K Q4_K Q5_K Q6_K (see
- * simd_enc_common.h for how; plugins/ref/kquants_*.c and kquants_search.c
- * are the reference they reproduce, ggml's quantize_row_q*_K_ref).
+ * SIMD encoders for the K-quants: Q2_K Q3_K Q4_K Q5_K Q6_K, without and
+ * with an importance matrix (see simd_enc_common.h for how;
+ * plugins/ref/kquants_*.c and kquants_search.c are the reference they
+ * reproduce, ggml's quantize_row_q*_K_ref and quantize_row_q*_K_impl).
  *
  * The cost is in the per-group scale searches (make_qkx2_quants,
- * make_qx_quants, make_q3_quants): tens of candidate grids, each a
+ * make_qkx3_quants, make_qx_quants, make_q3_quants; simd_enc_fits.h): tens
+ * of candidate grids, each a
  * sequential weighted sum over the group. Here each lane runs the search of
  * ONE group (a 32-element group of Q4_K/Q5_K, a 16-element group of the
  * others) from a transposed copy, so every lane's sums are the reference's
  * sums in the reference's order, its candidates tried in the reference's
  * order, its strict comparisons the reference's (ties keep the earlier
  * candidate). The per-super-block steps (6-bit/4-bit scale quantization,
- * fp16 scales) are scalar, with the reference's scale packing helpers
- * (plugins/ref/kquants_search.h, linked in); the requantization against the
- * stored scales runs across the elements of a group.
+ * the weighted paths' fits of the 8 or 16 scales themselves, the sequential
+ * mean square, fp16 scales) are scalar, through the reference's own helpers
+ * (plugins/ref/kquants_search.h, linked in); the requantization against
+ * the stored scales runs across the elements of a group.
  *
  * A group whose requantization scale is 0 keeps its search codes: those are
  * recomputed from the winning candidate's grid (the grid's inverse scale
@@ -26,128 +29,65 @@
 #define ANVIL_SIMD_ENC_KQUANTS_H
 
 #include "ref/kquants_search.h"
-#include "simd_enc_common.h"
-
-#define EV_KQ_EPS ANVIL_KQ_GROUP_EPS
-
-static inline int ev_clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-/* ---- make_qkx2_quants, one group per lane ---------------------------------
- * Fit x ~ scale * L - neg_min, L in [0, nmax], weighted; codes of the
- * winner: clamp(nearest(iscale * (x - gmin)), 0, nmax). */
-typedef struct ev_affine_fit {
-    ev_f scale, neg_min, iscale, gmin;
-} ev_affine_fit;
-
-EV_INLINE ev_affine_fit ev_fit_affine(int n, int nmax, const float *xt, const float *wt, float rmin, float rdelta,
-                                      int nstep, int use_mad) {
-    const ev_f zero = ev_set1(0.0f);
-    ev_f min = ev_load(xt), max = min;
-    ev_f sum_w = ev_load(wt);
-    ev_f sum_x = ev_mul(sum_w, min);
-    for (int i = 1; i < n; ++i) {
-        const ev_f x = ev_load(xt + i * EV_LANES), w = ev_load(wt + i * EV_LANES);
-        min = ev_blend(ev_lt(x, min), min, x);
-        max = ev_blend(ev_gt(x, max), max, x);
-        sum_w = ev_add(sum_w, w);
-        sum_x = ev_add(sum_x, ev_mul(w, x));
-    }
-    min = ev_blend(ev_gt(min, zero), min, zero);
-    const ev_m flat = ev_eq(max, min); /* the reference returns early: L = 0 */
-    const ev_f flat_min = min;
-
-    /* Candidate 0: nmax + 1 levels over [min, max]. */
-    ev_f iscale = ev_div(ev_set1((float)nmax), ev_sub(max, min));
-    ev_f scale = ev_div(ev_set1(1.0f), iscale);
-    ev_f best = zero;
-    for (int i = 0; i < n; ++i) {
-        const ev_f x = ev_load(xt + i * EV_LANES), w = ev_load(wt + i * EV_LANES);
-        const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(iscale, ev_sub(x, min))), 0, nmax));
-        ev_f diff = ev_sub(ev_add(ev_mul(scale, fl), min), x);
-        diff = use_mad ? ev_abs(diff) : ev_mul(diff, diff);
-        best = ev_add(best, ev_mul(w, diff));
-    }
-    ev_f g_iscale = iscale, g_min = min;
-
-    /* Stretched grids, each solved in closed form; the offset moves when a
-     * candidate wins, and the next grids start from it (per lane). */
-    float lf[32 * EV_LANES] EV_ALIGN;
-    for (int is = 0; is <= nstep; ++is) {
-        const float num = rmin + rdelta * (float)is + (float)nmax;
-        const ev_f isc = ev_div(ev_set1(num), ev_sub(max, min));
-        ev_f sl = zero, sl2 = zero, sxl = zero;
-        for (int i = 0; i < n; ++i) {
-            const ev_f x = ev_load(xt + i * EV_LANES), w = ev_load(wt + i * EV_LANES);
-            const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(isc, ev_sub(x, min))), 0, nmax));
-            ev_store(lf + i * EV_LANES, fl);
-            const ev_f wl = ev_mul(w, fl);
-            sl = ev_add(sl, wl);
-            sl2 = ev_add(sl2, ev_mul(wl, fl));
-            sxl = ev_add(sxl, ev_mul(wl, x));
-        }
-        const ev_f D = ev_sub(ev_mul(sum_w, sl2), ev_mul(sl, sl));
-        const ev_m ok = ev_gt(D, zero);
-        if (!ev_many(ok)) continue;
-        ev_f this_scale = ev_div(ev_sub(ev_mul(sum_w, sxl), ev_mul(sum_x, sl)), D);
-        ev_f this_min = ev_div(ev_sub(ev_mul(sl2, sum_x), ev_mul(sl, sxl)), D);
-        const ev_m pos = ev_gt(this_min, zero);
-        this_min = ev_blend(pos, this_min, zero);
-        this_scale = ev_blend(pos, this_scale, ev_div(sxl, sl2));
-        ev_f cur = zero;
-        for (int i = 0; i < n; ++i) {
-            const ev_f x = ev_load(xt + i * EV_LANES), w = ev_load(wt + i * EV_LANES);
-            ev_f diff = ev_sub(ev_add(ev_mul(this_scale, ev_load(lf + i * EV_LANES)), this_min), x);
-            diff = use_mad ? ev_abs(diff) : ev_mul(diff, diff);
-            cur = ev_add(cur, ev_mul(w, diff));
-        }
-        const ev_m win = ev_mand(ok, ev_lt(cur, best));
-        g_iscale = ev_blend(win, g_iscale, isc);
-        g_min = ev_blend(win, g_min, min);
-        best = ev_blend(win, best, cur);
-        scale = ev_blend(win, scale, this_scale);
-        min = ev_blend(win, min, this_min);
-    }
-    ev_affine_fit r;
-    r.scale = ev_blend(flat, scale, zero);
-    r.neg_min = ev_neg(ev_blend(flat, min, flat_min));
-    r.iscale = ev_blend(flat, g_iscale, zero);
-    r.gmin = ev_blend(flat, g_min, zero);
-    return r;
-}
-
-/* Search codes of an affine group (for a group whose scale quantizes to 0). */
-static void ev_affine_codes(const float *x, int n, int nmax, float iscale, float gmin, int32_t *L) {
-    for (int i = 0; i < n; ++i) L[i] = ev_clamp_int(anvil_nearest_int(iscale * (x[i] - gmin)), 0, nmax);
-}
+#include "simd_enc_fits.h"
 
 /* Per-group fit results of a run of super-blocks, lanes stored out. */
 #define EV_KQ_SB (EV_LANES >= 16 ? EV_LANES / 16 : 1) /* super-blocks per run (16 groups each at most) */
-#define EV_KQ_MAXG (16 * EV_KQ_SB > EV_LANES ? 16 * EV_KQ_SB : EV_LANES)
+#define EV_KQ_MAXG (32 * EV_KQ_SB > EV_LANES ? 32 * EV_KQ_SB : EV_LANES)
 typedef struct ev_group_fits {
-    float scale[2 * EV_KQ_MAXG], neg_min[2 * EV_KQ_MAXG], iscale[2 * EV_KQ_MAXG], gmin[2 * EV_KQ_MAXG];
+    float scale[EV_KQ_MAXG], neg_min[EV_KQ_MAXG], iscale[EV_KQ_MAXG], gmin[EV_KQ_MAXG];
+    float sw[EV_KQ_MAXG];                      /* a group's total importance (weighted paths) */
+    uint32_t tiny[EV_KQ_MAXG / EV_LANES + 1];  /* symmetric fits: groups below the epsilon */
 } ev_group_fits;
 
+/* How a run's groups are weighted. */
+typedef enum ev_weights {
+    EV_W_RMS_ABS,   /* sqrt(mean x^2) + |x| (Q4_K/Q5_K without a matrix) */
+    EV_W_ABS,       /* |x| (Q2_K without a matrix) */
+    EV_W_SQUARE,    /* x^2 (make_qx_quants without a matrix) */
+    EV_W_IMATRIX,   /* the importance weights as given (Q6_K with a matrix) */
+    EV_W_IMPORTANCE /* qw * sqrt(sigma2 + x^2), sigma2 per super-block; sums into sw */
+} ev_weights;
+
+/* The transposed weights of the groups in lanes (xt: their elements; qw:
+ * the importance weights of the first group's columns, the others after
+ * it; sigma2: per super-block of gps groups, for EV_W_IMPORTANCE). */
+EV_INLINE void ev_group_weights(ev_weights mode, const float *xt, const float *qw, const float *sigma2, int gps, int g0,
+                                int nl, int len, float *wt, ev_group_fits *out) {
+    if (mode == EV_W_RMS_ABS) {
+        ev_f sum_x2 = ev_set1(0.0f);
+        for (int i = 0; i < len; ++i) {
+            const ev_f v = ev_load(xt + i * EV_LANES);
+            sum_x2 = ev_add(sum_x2, ev_mul(v, v));
+        }
+        const ev_f av_x = ev_sqrt(ev_div(sum_x2, ev_set1((float)len)));
+        for (int i = 0; i < len; ++i) ev_store(wt + i * EV_LANES, ev_add(av_x, ev_abs(ev_load(xt + i * EV_LANES))));
+    } else if (mode == EV_W_ABS) {
+        for (int i = 0; i < len; ++i) ev_store(wt + i * EV_LANES, ev_abs(ev_load(xt + i * EV_LANES)));
+    } else if (mode == EV_W_IMATRIX || mode == EV_W_IMPORTANCE) {
+        float qt[32 * EV_LANES] EV_ALIGN;
+        ev_transpose(qw + (size_t)g0 * len, len, nl, qt);
+        if (mode == EV_W_IMATRIX) {
+            memcpy(wt, qt, sizeof(float) * (size_t)len * EV_LANES);
+        } else {
+            float s2[EV_LANES];
+            for (int l = 0; l < EV_LANES; ++l) s2[l] = l < nl ? sigma2[(g0 + l) / gps] : 0.0f;
+            ev_store(out->sw + g0, ev_lanes_importance(xt, qt, len, ev_load(s2), wt));
+        }
+    }
+}
+
 /* Fit ng groups of len elements (x: the groups one after the other) with
- * make_qkx2_quants. weights_mode 0: sqrt(mean x^2) + |x| (Q4_K/Q5_K),
- * 1: |x| (Q2_K). */
-static void ev_fit_affine_groups(const float *x, int ng, int len, int nmax, float rmin, int nstep, int use_mad,
-                                 int weights_mode, ev_group_fits *out) {
+ * make_qkx2_quants / make_qkx3_quants (rmin, rdelta, nstep: the grid). */
+static void ev_fit_affine_groups(const float *x, const float *qw, const float *sigma2, int gps, int ng, int len,
+                                 int nmax, float rmin, float rdelta, int nstep, int use_mad, ev_weights mode,
+                                 ev_group_fits *out) {
     float xt[32 * EV_LANES] EV_ALIGN, wt[32 * EV_LANES] EV_ALIGN;
     for (int g0 = 0; g0 < ng; g0 += EV_LANES) {
         const int nl = ng - g0 < EV_LANES ? ng - g0 : EV_LANES;
         ev_transpose(x + (size_t)g0 * len, len, nl, xt);
-        if (weights_mode == 0) {
-            ev_f sum_x2 = ev_set1(0.0f);
-            for (int i = 0; i < len; ++i) {
-                const ev_f v = ev_load(xt + i * EV_LANES);
-                sum_x2 = ev_add(sum_x2, ev_mul(v, v));
-            }
-            const ev_f av_x = ev_sqrt(ev_div(sum_x2, ev_set1((float)len)));
-            for (int i = 0; i < len; ++i) ev_store(wt + i * EV_LANES, ev_add(av_x, ev_abs(ev_load(xt + i * EV_LANES))));
-        } else {
-            for (int i = 0; i < len; ++i) ev_store(wt + i * EV_LANES, ev_abs(ev_load(xt + i * EV_LANES)));
-        }
-        const ev_affine_fit f = ev_fit_affine(len, nmax, xt, wt, rmin, 0.1f, nstep, use_mad);
+        ev_group_weights(mode, xt, qw, sigma2, gps, g0, nl, len, wt, out);
+        const ev_affine_fit f = ev_fit_affine(len, nmax, xt, wt, rmin, rdelta, nstep, use_mad);
         ev_store(out->scale + g0, f.scale);
         ev_store(out->neg_min + g0, f.neg_min);
         ev_store(out->iscale + g0, f.iscale);
@@ -155,12 +95,55 @@ static void ev_fit_affine_groups(const float *x, int ng, int len, int nmax, floa
     }
 }
 
+/* Fit ng groups of 16 with make_qx_quants (weights: EV_W_SQUARE,
+ * EV_W_IMATRIX or EV_W_IMPORTANCE). */
+static void ev_fit_symmetric_groups(const float *x, const float *qw, const float *sigma2, int ng, int nmax,
+                                    ev_weights mode, ev_group_fits *out) {
+    float xt[16 * EV_LANES] EV_ALIGN, wt[16 * EV_LANES] EV_ALIGN;
+    for (int g0 = 0; g0 < ng; g0 += EV_LANES) {
+        const int nl = ng - g0 < EV_LANES ? ng - g0 : EV_LANES;
+        ev_transpose(x + (size_t)g0 * 16, 16, nl, xt);
+        ev_group_weights(mode, xt, qw, sigma2, 16, g0, nl, 16, wt, out);
+        ev_f isc;
+        ev_m tiny;
+        ev_store(out->scale + g0, ev_fit_symmetric(xt, mode == EV_W_SQUARE ? NULL : wt, 16, nmax, &isc, &tiny));
+        ev_store(out->iscale + g0, isc);
+        out->tiny[g0 / EV_LANES] = ev_mbits(tiny);
+    }
+}
+
+static int ev_tiny(const ev_group_fits *f, int g) { return (int)((f->tiny[g / EV_LANES] >> (g % EV_LANES)) & 1u); }
+
+/* The super-blocks' mean squares (times factor) for the weighted paths. */
+static void ev_superblock_sigma2(const float *x, int nsb, float factor, float *sigma2) {
+    for (int s = 0; s < nsb; ++s) {
+        sigma2[s] = factor * anvil_kq_sum_squares(x + (size_t)s * ANVIL_QK_K, ANVIL_QK_K) / ANVIL_QK_K;
+    }
+}
+
 /* ---- Q4_K / Q5_K ---------------------------------------------------------- */
 
-/* One super-block of Q4_K/Q5_K from its 8 group fits: the 12 scale bytes,
- * d, dmin, and the 256 codes (0..nmax) against the stored scales. */
-static void ev_affine_k4_finish(const float *x, int nmax, const ev_group_fits *f, int g0, uint8_t *scales,
-                                uint8_t *d_out, uint8_t *dmin_out, int32_t L[ANVIL_QK_K]) {
+/* 6-bit sub-scales and sub-mins of one super-block (groups g0..g0+7) and
+ * its fp16 d, dmin: relative to the largest of each (quantize_row_*_ref),
+ * or, weighted, fitted by make_qp_quants with the groups' total weights
+ * (quantize_row_*_impl; Q5_K caps the codes at 63 there). */
+static void ev_k4_scales(const ev_group_fits *f, int g0, int weighted, int clamp_weighted, uint8_t *scales,
+                         anvil_half *d, anvil_half *dmin) {
+    uint8_t ls[8], lm[8];
+    if (weighted) {
+        const float d_block = anvil_kq_fit_positive(8, 63, f->scale + g0, ls, f->sw + g0);
+        const float m_block = anvil_kq_fit_positive(8, 63, f->neg_min + g0, lm, f->sw + g0);
+        if (clamp_weighted) {
+            for (int j = 0; j < 8; ++j) {
+                ls[j] = ls[j] < 63 ? ls[j] : 63;
+                lm[j] = lm[j] < 63 ? lm[j] : 63;
+            }
+        }
+        anvil_kq_pack_scale_min_k4(scales, ls, lm);
+        *d = anvil_fp32_to_fp16(d_block);
+        *dmin = anvil_fp32_to_fp16(m_block);
+        return;
+    }
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 8; ++j) {
         if (f->scale[g0 + j] > max_scale) max_scale = f->scale[g0 + j];
@@ -168,17 +151,21 @@ static void ev_affine_k4_finish(const float *x, int nmax, const ev_group_fits *f
     }
     const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
     const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-    uint8_t ls[8], lm[8];
     for (int j = 0; j < 8; ++j) {
-        const uint8_t s = (uint8_t)anvil_nearest_int(inv_scale * f->scale[g0 + j]);
+        const uint8_t sc = (uint8_t)anvil_nearest_int(inv_scale * f->scale[g0 + j]);
         const uint8_t m = (uint8_t)anvil_nearest_int(inv_min * f->neg_min[g0 + j]);
-        ls[j] = s < 63 ? s : 63;
+        ls[j] = sc < 63 ? sc : 63;
         lm[j] = m < 63 ? m : 63;
     }
     anvil_kq_pack_scale_min_k4(scales, ls, lm);
-    const anvil_half d = anvil_fp32_to_fp16(max_scale / 63.f), dmin = anvil_fp32_to_fp16(max_min / 63.f);
-    ev_put_u16(d_out, d);
-    ev_put_u16(dmin_out, dmin);
+    *d = anvil_fp32_to_fp16(max_scale / 63.f);
+    *dmin = anvil_fp32_to_fp16(max_min / 63.f);
+}
+
+/* The 256 codes (0..nmax) against the stored scales; a group whose scale
+ * is 0 keeps its search codes. */
+static void ev_k4_requantize(const float *x, int nmax, const ev_group_fits *f, int g0, const uint8_t *scales,
+                             anvil_half d, anvil_half dmin, int32_t L[ANVIL_QK_K]) {
     const float d_all = anvil_fp16_to_fp32(d), dmin_all = anvil_fp16_to_fp32(dmin);
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, m; /* the stored scale and min, as the decoder reads them */
@@ -196,20 +183,35 @@ static void ev_affine_k4_finish(const float *x, int nmax, const ev_group_fits *f
     }
 }
 
-static void ev_blocks_affine_k4(const float *x, uint8_t *y, size_t nb, int q5) {
+static void ev_blocks_affine_k4(const float *x, const float *qw, uint8_t *y, size_t nb, int q5) {
     const int nmax = q5 ? 31 : 15;
     const size_t bb = q5 ? sizeof(anvil_block_q5_K) : sizeof(anvil_block_q4_K);
+    const size_t off_scales = q5 ? offsetof(anvil_block_q5_K, scales) : offsetof(anvil_block_q4_K, scales);
+    const size_t off_d = q5 ? offsetof(anvil_block_q5_K, d) : offsetof(anvil_block_q4_K, d);
+    const size_t off_dmin = q5 ? offsetof(anvil_block_q5_K, dmin) : offsetof(anvil_block_q4_K, dmin);
     for (size_t i = 0; i < nb; i += EV_KQ_SB * 2) {
         const int nsb = nb - i < (size_t)EV_KQ_SB * 2 ? (int)(nb - i) : EV_KQ_SB * 2;
+        const float *xr = x + i * ANVIL_QK_K;
         ev_group_fits f;
-        ev_fit_affine_groups(x + i * ANVIL_QK_K, 8 * nsb, 32, nmax, q5 ? -0.5f : -1.f, q5 ? 15 : 20, 0, 0, &f);
+        if (qw != NULL) {
+            float sigma2[EV_KQ_SB * 2];
+            ev_superblock_sigma2(xr, nsb, 2.0f, sigma2);
+            ev_fit_affine_groups(xr, qw + i * ANVIL_QK_K, sigma2, 8, 8 * nsb, 32, nmax, -0.9f, 0.05f, 36, 0,
+                                 EV_W_IMPORTANCE, &f);
+        } else {
+            ev_fit_affine_groups(xr, NULL, NULL, 8, 8 * nsb, 32, nmax, q5 ? -0.5f : -1.f, 0.1f, q5 ? 15 : 20, 0,
+                                 EV_W_RMS_ABS, &f);
+        }
         for (int s = 0; s < nsb; ++s) {
-            const float *xs = x + (i + (size_t)s) * ANVIL_QK_K;
+            const float *xs = xr + (size_t)s * ANVIL_QK_K;
             uint8_t *blk = y + (i + (size_t)s) * bb;
+            anvil_half d, dmin;
+            ev_k4_scales(&f, 8 * s, qw != NULL, q5, blk + off_scales, &d, &dmin);
+            ev_put_u16(blk + off_d, d);
+            ev_put_u16(blk + off_dmin, dmin);
             int32_t L[ANVIL_QK_K] EV_ALIGN;
+            ev_k4_requantize(xs, nmax, &f, 8 * s, blk + off_scales, d, dmin, L);
             if (q5) {
-                ev_affine_k4_finish(xs, nmax, &f, 8 * s, blk + offsetof(anvil_block_q5_K, scales),
-                                    blk + offsetof(anvil_block_q5_K, d), blk + offsetof(anvil_block_q5_K, dmin), L);
                 uint8_t *ql = blk + offsetof(anvil_block_q5_K, qs);
                 uint8_t *qh = blk + offsetof(anvil_block_q5_K, qh);
                 const ev_i lo4 = ev_iset1(0xf);
@@ -223,8 +225,6 @@ static void ev_blocks_affine_k4(const float *x, uint8_t *y, size_t nb, int q5) {
                     ev_store_u8(qh + l, h);
                 }
             } else {
-                ev_affine_k4_finish(xs, nmax, &f, 8 * s, blk + offsetof(anvil_block_q4_K, scales),
-                                    blk + offsetof(anvil_block_q4_K, d), blk + offsetof(anvil_block_q4_K, dmin), L);
                 uint8_t *q = blk + offsetof(anvil_block_q4_K, qs);
                 for (int n = 0; n < ANVIL_QK_K; n += 64) {
                     for (int l = 0; l < 32; l += EV_LANES) {
@@ -236,8 +236,16 @@ static void ev_blocks_affine_k4(const float *x, uint8_t *y, size_t nb, int q5) {
     }
 }
 
-static void ev_blocks_q4_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_affine_k4(x, y, nb, 0); }
-static void ev_blocks_q5_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_affine_k4(x, y, nb, 1); }
+static void ev_blocks_q4_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_affine_k4(x, NULL, y, nb, 0); }
+static void ev_blocks_q5_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_affine_k4(x, NULL, y, nb, 1); }
+static void ev_wblocks_q4_K(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    (void)sigma2;
+    ev_blocks_affine_k4(x, qw, y, nb, 0);
+}
+static void ev_wblocks_q5_K(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    (void)sigma2;
+    ev_blocks_affine_k4(x, qw, y, nb, 1);
+}
 
 /* ---- Q2_K ------------------------------------------------------------------- */
 
@@ -253,41 +261,66 @@ EV_INLINE void ev_pack_2bit(const int32_t L[ANVIL_QK_K], uint8_t *qs) {
     }
 }
 
-static void ev_blocks_q2_K(const float *x, uint8_t *y, size_t nb) {
+/* 4-bit sub-scales and sub-mins of one super-block, relative to the largest
+ * of each (quantize_row_q2_K_ref: stored as ggml stores them, no clamp) or,
+ * weighted, fitted by make_qp_quants (quantize_row_q2_K_impl). */
+static void ev_q2_scales(const ev_group_fits *f, int g0, int weighted, uint8_t *scales, anvil_half *d,
+                         anvil_half *dmin) {
     const float q4scale = 15.f;
+    if (weighted) {
+        uint8_t ls[16], lm[16];
+        const float dm = anvil_kq_fit_positive(16, 15, f->scale + g0, ls, f->sw + g0);
+        const float mm = anvil_kq_fit_positive(16, 15, f->neg_min + g0, lm, f->sw + g0);
+        *d = anvil_fp32_to_fp16(dm);
+        *dmin = anvil_fp32_to_fp16(mm);
+        for (int j = 0; j < 16; ++j) scales[j] = (uint8_t)(ls[j] | (lm[j] << 4));
+        return;
+    }
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 16; ++j) {
+        if (f->scale[g0 + j] > max_scale) max_scale = f->scale[g0 + j];
+        if (f->neg_min[g0 + j] > max_min) max_min = f->neg_min[g0 + j];
+    }
+    if (max_scale > 0) {
+        const float iscale = q4scale / max_scale;
+        for (int j = 0; j < 16; ++j) scales[j] = (uint8_t)anvil_nearest_int(iscale * f->scale[g0 + j]);
+        *d = anvil_fp32_to_fp16(max_scale / q4scale);
+    } else {
+        memset(scales, 0, 16);
+        *d = anvil_fp32_to_fp16(0.f);
+    }
+    if (max_min > 0) {
+        const float iscale = q4scale / max_min;
+        for (int j = 0; j < 16; ++j) {
+            const int l = anvil_nearest_int(iscale * f->neg_min[g0 + j]);
+            scales[j] |= (uint8_t)((unsigned)l << 4);
+        }
+        *dmin = anvil_fp32_to_fp16(max_min / q4scale);
+    } else {
+        *dmin = anvil_fp32_to_fp16(0.f);
+    }
+}
+
+static void ev_blocks_q2_K_any(const float *x, const float *qw, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; i += EV_KQ_SB) {
         const int nsb = nb - i < (size_t)EV_KQ_SB ? (int)(nb - i) : EV_KQ_SB;
+        const float *xr = x + i * ANVIL_QK_K;
         ev_group_fits f;
-        ev_fit_affine_groups(x + i * ANVIL_QK_K, 16 * nsb, 16, 3, -0.5f, 15, 1, 1, &f);
+        if (qw != NULL) {
+            float sigma2[EV_KQ_SB];
+            ev_superblock_sigma2(xr, nsb, 1.0f, sigma2);
+            ev_fit_affine_groups(xr, qw + i * ANVIL_QK_K, sigma2, 16, 16 * nsb, 16, 3, -0.9f, 0.05f, 36, 0,
+                                 EV_W_IMPORTANCE, &f);
+        } else {
+            ev_fit_affine_groups(xr, NULL, NULL, 16, 16 * nsb, 16, 3, -0.5f, 0.1f, 15, 1, EV_W_ABS, &f);
+        }
         for (int s = 0; s < nsb; ++s) {
-            const float *xs = x + (i + (size_t)s) * ANVIL_QK_K;
+            const float *xs = xr + (size_t)s * ANVIL_QK_K;
             uint8_t *blk = y + (i + (size_t)s) * sizeof(anvil_block_q2_K);
             uint8_t *scales = blk + offsetof(anvil_block_q2_K, scales);
             const int g0 = 16 * s;
-            float max_scale = 0, max_min = 0;
-            for (int j = 0; j < 16; ++j) {
-                if (f.scale[g0 + j] > max_scale) max_scale = f.scale[g0 + j];
-                if (f.neg_min[g0 + j] > max_min) max_min = f.neg_min[g0 + j];
-            }
             anvil_half d, dmin;
-            if (max_scale > 0) {
-                const float iscale = q4scale / max_scale;
-                for (int j = 0; j < 16; ++j) scales[j] = (uint8_t)anvil_nearest_int(iscale * f.scale[g0 + j]);
-                d = anvil_fp32_to_fp16(max_scale / q4scale);
-            } else {
-                memset(scales, 0, 16);
-                d = anvil_fp32_to_fp16(0.f);
-            }
-            if (max_min > 0) {
-                const float iscale = q4scale / max_min;
-                for (int j = 0; j < 16; ++j) {
-                    const int l = anvil_nearest_int(iscale * f.neg_min[g0 + j]);
-                    scales[j] |= (uint8_t)((unsigned)l << 4);
-                }
-                dmin = anvil_fp32_to_fp16(max_min / q4scale);
-            } else {
-                dmin = anvil_fp32_to_fp16(0.f);
-            }
+            ev_q2_scales(&f, g0, qw != NULL, scales, &d, &dmin);
             ev_put_u16(blk + offsetof(anvil_block_q2_K, d), d);
             ev_put_u16(blk + offsetof(anvil_block_q2_K, dmin), dmin);
             const float d_all = anvil_fp16_to_fp32(d), dmin_all = anvil_fp16_to_fp32(dmin);
@@ -309,80 +342,36 @@ static void ev_blocks_q2_K(const float *x, uint8_t *y, size_t nb) {
     }
 }
 
-/* ---- make_qx_quants (rmse_type 1, no weights): Q6_K, one group per lane --- */
-
-/* Returns the scale per lane; the winner's grid is iscale_out (codes
- * clamp(nearest(iscale * x), -nmax, nmax - 1) + nmax), and tiny lanes
- * (all below EV_KQ_EPS: scale 0, codes 0) are flagged in tiny_out. */
-EV_INLINE ev_f ev_fit_symmetric(const float *xt, int nmax, ev_f *iscale_out, ev_m *tiny_out) {
-    const ev_f zero = ev_set1(0.0f);
-    ev_f amax, max;
-    ev_lanes_absmax(xt, 16, &amax, &max);
-    const ev_m tiny = ev_lt(amax, ev_set1(EV_KQ_EPS));
-    ev_f w[16], wx[16];
-    for (int i = 0; i < 16; ++i) {
-        const ev_f x = ev_load(xt + i * EV_LANES);
-        w[i] = ev_mul(x, x);
-        wx[i] = ev_mul(w[i], x);
-    }
-    ev_f best_iscale = ev_div(ev_set1((float)(-nmax)), max);
-    ev_f sumlx = zero, suml2 = zero;
-    for (int i = 0; i < 16; ++i) {
-        const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(best_iscale, ev_load(xt + i * EV_LANES))), -nmax, nmax - 1));
-        sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
-        suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
-    }
-    ev_f scale = ev_blend(ev_ne(suml2, zero), zero, ev_div(sumlx, suml2));
-    ev_f best = ev_mul(scale, sumlx);
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0) continue;
-        const ev_f isc = ev_div(ev_set1(-((float)nmax + 0.1f * (float)is)), max);
-        sumlx = suml2 = zero;
-        for (int i = 0; i < 16; ++i) {
-            const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(isc, ev_load(xt + i * EV_LANES))), -nmax, nmax - 1));
-            sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
-            suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
-        }
-        const ev_m win = ev_mand(ev_gt(suml2, zero), ev_gt(ev_mul(sumlx, sumlx), ev_mul(best, suml2)));
-        const ev_f s = ev_div(sumlx, suml2);
-        scale = ev_blend(win, scale, s);
-        best = ev_blend(win, best, ev_mul(s, sumlx));
-        best_iscale = ev_blend(win, best_iscale, isc);
-    }
-    *iscale_out = best_iscale;
-    *tiny_out = tiny;
-    return ev_blend(tiny, scale, zero);
+static void ev_blocks_q2_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_q2_K_any(x, NULL, y, nb); }
+static void ev_wblocks_q2_K(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    (void)sigma2;
+    ev_blocks_q2_K_any(x, qw, y, nb);
 }
+
+/* ---- Q6_K ------------------------------------------------------------------- */
 
 /* See kquants_q3_k.c: an int stored into int8_t, two's complement. */
 static inline int ev_wrap_int8(int v) { return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0); }
 
-static void ev_blocks_q6_K(const float *x, uint8_t *y, size_t nb) {
+/* quantize_row_q6_K_ref and (weights: the importance matrix itself)
+ * quantize_row_q6_K_impl differ only in the group fits' weights. */
+static void ev_blocks_q6_K_any(const float *x, const float *qw, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; i += EV_KQ_SB) {
         const int nsb = nb - i < (size_t)EV_KQ_SB ? (int)(nb - i) : EV_KQ_SB;
-        const int ng = 16 * nsb;
-        float scale[EV_KQ_MAXG], iscale[EV_KQ_MAXG];
-        uint32_t tiny_bits[EV_KQ_MAXG / EV_LANES + 1];
-        float xt[16 * EV_LANES] EV_ALIGN;
-        for (int g0 = 0; g0 < ng; g0 += EV_LANES) {
-            const int nl = ng - g0 < EV_LANES ? ng - g0 : EV_LANES;
-            ev_transpose(x + i * ANVIL_QK_K + (size_t)g0 * 16, 16, nl, xt);
-            ev_f isc;
-            ev_m tiny;
-            ev_store(scale + g0, ev_fit_symmetric(xt, 32, &isc, &tiny));
-            ev_store(iscale + g0, isc);
-            tiny_bits[g0 / EV_LANES] = ev_mbits(tiny);
-        }
+        const float *xr = x + i * ANVIL_QK_K;
+        ev_group_fits f;
+        ev_fit_symmetric_groups(xr, qw ? qw + i * ANVIL_QK_K : NULL, NULL, 16 * nsb, 32,
+                                qw ? EV_W_IMATRIX : EV_W_SQUARE, &f);
         for (int s = 0; s < nsb; ++s) {
-            const float *xs = x + (i + (size_t)s) * ANVIL_QK_K;
+            const float *xs = xr + (size_t)s * ANVIL_QK_K;
             uint8_t *blk = y + (i + (size_t)s) * sizeof(anvil_block_q6_K);
             const int g0 = 16 * s;
             float max_scale = 0, max_abs_scale = 0;
             for (int ib = 0; ib < 16; ++ib) {
-                const float a = fabsf(scale[g0 + ib]);
+                const float a = fabsf(f.scale[g0 + ib]);
                 if (a > max_abs_scale) {
                     max_abs_scale = a;
-                    max_scale = scale[g0 + ib];
+                    max_scale = f.scale[g0 + ib];
                 }
             }
             if (max_abs_scale < EV_KQ_EPS) {
@@ -395,7 +384,7 @@ static void ev_blocks_q6_K(const float *x, uint8_t *y, size_t nb) {
             ev_put_u16(blk + offsetof(anvil_block_q6_K, d), d);
             int8_t *scales = (int8_t *)(blk + offsetof(anvil_block_q6_K, scales));
             for (int ib = 0; ib < 16; ++ib) {
-                const int v = anvil_nearest_int(is * scale[g0 + ib]);
+                const int v = anvil_nearest_int(is * f.scale[g0 + ib]);
                 scales[ib] = (int8_t)ev_wrap_int8(v < 127 ? v : 127);
             }
             const float d_all = anvil_fp16_to_fp32(d);
@@ -403,12 +392,7 @@ static void ev_blocks_q6_K(const float *x, uint8_t *y, size_t nb) {
             for (int j = 0; j < 16; ++j) {
                 const float dj = d_all * (float)scales[j];
                 if (dj == 0.0f) {
-                    const int g = g0 + j;
-                    const int tiny = (tiny_bits[g / EV_LANES] >> (g % EV_LANES)) & 1;
-                    for (int ii = 0; ii < 16; ++ii) {
-                        L[16 * j + ii] =
-                            tiny ? 0 : ev_clamp_int(anvil_nearest_int(iscale[g] * xs[16 * j + ii]), -32, 31) + 32;
-                    }
+                    ev_symmetric_codes(xs + 16 * j, 16, 32, f.iscale[g0 + j], ev_tiny(&f, g0 + j), L + 16 * j);
                     continue;
                 }
                 const ev_f vd = ev_set1(dj);
@@ -435,6 +419,12 @@ static void ev_blocks_q6_K(const float *x, uint8_t *y, size_t nb) {
             }
         }
     }
+}
+
+static void ev_blocks_q6_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_q6_K_any(x, NULL, y, nb); }
+static void ev_wblocks_q6_K(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    (void)sigma2;
+    ev_blocks_q6_K_any(x, qw, y, nb);
 }
 
 /* ---- make_q3_quants (do_rmse), one group per lane: Q3_K -------------------- */
@@ -490,49 +480,70 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
     return ev_blend(tiny, scale, zero);
 }
 
-static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) {
+/* Q3_K's 6-bit scale code l (0..63, the scale + 32) of group j: low nibble
+ * in byte j (j < 8) or the high half of byte j - 8, top two bits in byte
+ * 8 + j % 4 at bit 2 (j / 4); the bytes start zeroed. */
+static void ev_q3_put_scale(uint8_t *scales, int j, int l) {
+    if (j < 8) {
+        scales[j] = (uint8_t)(l & 0xF);
+    } else {
+        scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+    }
+    l >>= 4;
+    scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+}
+
+static void ev_blocks_q3_K_any(const float *x, const float *qw, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; i += EV_KQ_SB) {
         const int nsb = nb - i < (size_t)EV_KQ_SB ? (int)(nb - i) : EV_KQ_SB;
         const int ng = 16 * nsb;
-        float scale[EV_KQ_MAXG];
+        const float *xr = x + i * ANVIL_QK_K;
+        ev_group_fits f;
         int32_t lt[(EV_KQ_MAXG / EV_LANES + 1) * 16 * EV_LANES] EV_ALIGN;
-        float xt[16 * EV_LANES] EV_ALIGN;
-        for (int g0 = 0; g0 < ng; g0 += EV_LANES) {
-            const int nl = ng - g0 < EV_LANES ? ng - g0 : EV_LANES;
-            ev_transpose(x + i * ANVIL_QK_K + (size_t)g0 * 16, 16, nl, xt);
-            ev_store(scale + g0, ev_fit_symmetric_refined(xt, 4, lt + (g0 / EV_LANES) * 16 * EV_LANES));
+        if (qw != NULL) {
+            float sigma2[EV_KQ_SB];
+            ev_superblock_sigma2(xr, nsb, 2.0f, sigma2);
+            ev_fit_symmetric_groups(xr, qw + i * ANVIL_QK_K, sigma2, ng, 4, EV_W_IMPORTANCE, &f);
+        } else {
+            float xt[16 * EV_LANES] EV_ALIGN;
+            for (int g0 = 0; g0 < ng; g0 += EV_LANES) {
+                const int nl = ng - g0 < EV_LANES ? ng - g0 : EV_LANES;
+                ev_transpose(xr + (size_t)g0 * 16, 16, nl, xt);
+                ev_store(f.scale + g0, ev_fit_symmetric_refined(xt, 4, lt + (g0 / EV_LANES) * 16 * EV_LANES));
+            }
         }
         for (int s = 0; s < nsb; ++s) {
-            const float *xs = x + (i + (size_t)s) * ANVIL_QK_K;
+            const float *xs = xr + (size_t)s * ANVIL_QK_K;
             uint8_t *blk = y + (i + (size_t)s) * sizeof(anvil_block_q3_K);
             uint8_t *scales = blk + offsetof(anvil_block_q3_K, scales);
             const int g0 = 16 * s;
-            float max_scale = 0, amax = 0;
-            for (int j = 0; j < 16; ++j) {
-                const float a = fabsf(scale[g0 + j]);
-                if (a > amax) {
-                    amax = a;
-                    max_scale = scale[g0 + j];
-                }
-            }
             memset(scales, 0, 12);
             anvil_half d;
-            if (max_scale != 0.0f) {
-                const float iscale = -32.f / max_scale;
-                for (int j = 0; j < 16; ++j) {
-                    int l = ev_wrap_int8(anvil_nearest_int(iscale * scale[g0 + j]));
-                    l = (l < -32 ? -32 : (l > 31 ? 31 : l)) + 32;
-                    if (j < 8) {
-                        scales[j] = (uint8_t)(l & 0xF);
-                    } else {
-                        scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
-                    }
-                    l >>= 4;
-                    scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
-                }
-                d = anvil_fp32_to_fp16(1 / iscale);
+            if (qw != NULL) {
+                /* the group scales fitted by make_qx_quants, weighted by the groups' total weights */
+                int8_t ls[16];
+                const float d_block = anvil_kq_fit_symmetric(16, 32, f.scale + g0, ls, f.sw + g0);
+                for (int j = 0; j < 16; ++j) ev_q3_put_scale(scales, j, ls[j]);
+                d = anvil_fp32_to_fp16(d_block);
             } else {
-                d = anvil_fp32_to_fp16(0.f);
+                float max_scale = 0, amax = 0;
+                for (int j = 0; j < 16; ++j) {
+                    const float a = fabsf(f.scale[g0 + j]);
+                    if (a > amax) {
+                        amax = a;
+                        max_scale = f.scale[g0 + j];
+                    }
+                }
+                if (max_scale != 0.0f) {
+                    const float iscale = -32.f / max_scale;
+                    for (int j = 0; j < 16; ++j) {
+                        const int l = ev_wrap_int8(anvil_nearest_int(iscale * f.scale[g0 + j]));
+                        ev_q3_put_scale(scales, j, (l < -32 ? -32 : (l > 31 ? 31 : l)) + 32);
+                    }
+                    d = anvil_fp32_to_fp16(1 / iscale);
+                } else {
+                    d = anvil_fp32_to_fp16(0.f);
+                }
             }
             ev_put_u16(blk + offsetof(anvil_block_q3_K, d), d);
             const float d_all = anvil_fp16_to_fp32(d);
@@ -541,8 +552,12 @@ static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) {
                 const float dj = d_all * (float)anvil_kq_q3_scale(scales, j);
                 if (dj == 0.0f) {
                     const int g = g0 + j;
-                    const int32_t *src = lt + (g / EV_LANES) * 16 * EV_LANES + g % EV_LANES;
-                    for (int ii = 0; ii < 16; ++ii) L[16 * j + ii] = src[ii * EV_LANES];
+                    if (qw != NULL) {
+                        ev_symmetric_codes(xs + 16 * j, 16, 4, f.iscale[g], ev_tiny(&f, g), L + 16 * j);
+                    } else {
+                        const int32_t *src = lt + (g / EV_LANES) * 16 * EV_LANES + g % EV_LANES;
+                        for (int ii = 0; ii < 16; ++ii) L[16 * j + ii] = src[ii * EV_LANES];
+                    }
                     continue;
                 }
                 const ev_f vd = ev_set1(dj);
@@ -566,11 +581,17 @@ static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) {
     }
 }
 
-EV_ENCODER(q2_K, ANVIL_TYPE_Q2_K, ANVIL_QK_K, sizeof(anvil_block_q2_K), ev_blocks_q2_K);
-EV_ENCODER(q3_K, ANVIL_TYPE_Q3_K, ANVIL_QK_K, sizeof(anvil_block_q3_K), ev_blocks_q3_K);
-EV_ENCODER(q4_K, ANVIL_TYPE_Q4_K, ANVIL_QK_K, sizeof(anvil_block_q4_K), ev_blocks_q4_K);
-EV_ENCODER(q5_K, ANVIL_TYPE_Q5_K, ANVIL_QK_K, sizeof(anvil_block_q5_K), ev_blocks_q5_K);
-EV_ENCODER(q6_K, ANVIL_TYPE_Q6_K, ANVIL_QK_K, sizeof(anvil_block_q6_K), ev_blocks_q6_K);
+static void ev_blocks_q3_K(const float *x, uint8_t *y, size_t nb) { ev_blocks_q3_K_any(x, NULL, y, nb); }
+static void ev_wblocks_q3_K(const float *x, const float *qw, float sigma2, uint8_t *y, size_t nb) {
+    (void)sigma2;
+    ev_blocks_q3_K_any(x, qw, y, nb);
+}
+
+EV_ENCODER_WEIGHTED(q2_K, ANVIL_TYPE_Q2_K, ANVIL_QK_K, sizeof(anvil_block_q2_K), ev_blocks_q2_K, ev_wblocks_q2_K, 0);
+EV_ENCODER_WEIGHTED(q3_K, ANVIL_TYPE_Q3_K, ANVIL_QK_K, sizeof(anvil_block_q3_K), ev_blocks_q3_K, ev_wblocks_q3_K, 0);
+EV_ENCODER_WEIGHTED(q4_K, ANVIL_TYPE_Q4_K, ANVIL_QK_K, sizeof(anvil_block_q4_K), ev_blocks_q4_K, ev_wblocks_q4_K, 0);
+EV_ENCODER_WEIGHTED(q5_K, ANVIL_TYPE_Q5_K, ANVIL_QK_K, sizeof(anvil_block_q5_K), ev_blocks_q5_K, ev_wblocks_q5_K, 0);
+EV_ENCODER_WEIGHTED(q6_K, ANVIL_TYPE_Q6_K, ANVIL_QK_K, sizeof(anvil_block_q6_K), ev_blocks_q6_K, ev_wblocks_q6_K, 0);
 
 const anvil_weight_encoder *const EV_TABLE(kquants)[] = {
     &ev_enc_q2_K, &ev_enc_q3_K, &ev_enc_q4_K, &ev_enc_q5_K, &ev_enc_q6_K, NULL,

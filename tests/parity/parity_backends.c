@@ -25,7 +25,8 @@
  *             ggml_quantize_chunk without an importance matrix (what
  *             llama-quantize calls: quantize_row_<w>_ref, IQ4_NL's search),
  *             byte for byte, on every input kind, rows of 1 to 16
- *             super-blocks passed several per call. The encoders are one
+ *             super-blocks passed several per call; the encoders that take
+ *             an importance matrix also with six kinds of matrix. The encoders are one
  *             build for all of a backend's kernel variants (checked: the
  *             same function for each), so they are compared once per
  *             backend build, under their own variant name.
@@ -42,6 +43,7 @@
 
 #include "anvil/anvil.h"
 #include "anvil/backend.h"
+#include "imatrix_kinds.h"
 #include "parity.h"
 #include "../kquants/kq_dot_scale.h"
 #include "ref/q8_0_family.h"
@@ -249,6 +251,38 @@ static size_t check_encoder(parity_ctx *pc, const anvil_weight_encoder *e) {
     char what[96];
     snprintf(what, sizeof what, "%s encode == ggml %s", e->variant, row_ref ? "row ref" : "quantize_chunk");
     parity_report(pc, t.name, what, rows, bad);
+    if (e->flags & ANVIL_ENCODER_WEIGHTED) {
+        /* with importance matrices of every kind: ggml_quantize_chunk's weighted bytes */
+        float *imx = malloc(max_n * sizeof(float));
+        size_t wrows = 0, wbad = 0;
+        for (size_t call = 0; imx != NULL && wrows < pc->rows; ++call) {
+            const size_t n = unit * (1 + call % MAX_BLOCKS);
+            const size_t nrows = 1 + call % max_rows;
+            const size_t rb = n / t.block_elems * t.block_bytes;
+            const test_imatrix_kind kind = (test_imatrix_kind)(call % TEST_IMX_KIND_COUNT);
+            test_imatrix_fill(imx, n, kind, pc->seed + call);
+            for (size_t r = 0; r < nrows; ++r) {
+                test_input_fill(x + r * n, n, (test_input_kind)((wrows + r) % INPUT_KIND_COUNT),
+                                pc->seed + 37u * t.id, wrows + r);
+            }
+            pc->oracle->quantize_chunk((int)t.id, x, g, 0, (int64_t)nrows, (int64_t)n, imx);
+            char msg[512] = "";
+            const int rc = e->encode_rows(x, a, nrows, n, imx, msg, sizeof msg);
+            for (size_t r = 0; r < nrows; ++r) {
+                if (rc != ANVIL_OK || memcmp(g + r * rb, a + r * rb, rb) != 0) {
+                    if (wbad++ == 0) {
+                        printf("  %s %s weighted encode (%s): row %zu (n=%zu) differs from ggml's\n", t.name,
+                               e->variant, test_imatrix_kind_name(kind), wrows + r, n);
+                    }
+                }
+            }
+            wrows += nrows;
+        }
+        snprintf(what, sizeof what, "%s encode+imatrix == ggml quantize_chunk", e->variant);
+        parity_report(pc, t.name, what, wrows, wbad);
+        bad += wbad + (imx == NULL);
+        free(imx);
+    }
     free(x);
     free(g);
     free(a);

@@ -12,6 +12,12 @@
  * magnitudes near the top of the float range, runs of signed zeros.
  * Plus: NaN/Inf refused with ANVIL_E_NONFINITE naming row and element, and
  * a row length that is not whole blocks refused.
+ *
+ * Encoders that take an importance matrix (ANVIL_ENCODER_WEIGHTED) are
+ * checked the same way against the reference's weighted row encoders
+ * (anvil_ref_encode_rows_*), over six kinds of matrix: all ones,
+ * log-normal, heavy-tailed, a third zeros with whole zero groups, tiny and
+ * subnormal, and a few columns so large that the searches' sums overflow.
  */
 #include "simd_encoder_test.h"
 
@@ -22,6 +28,7 @@
 
 #include "anvil/blocks.h"
 #include "anvil/status.h"
+#include "imatrix_kinds.h"
 #include "inputs.h"
 #include "ref/cold.h"
 #include "ref/kquants.h"
@@ -33,28 +40,29 @@ typedef struct enc_fmt {
     uint32_t id;
     uint32_t be, bb;
     anvil_encode_fn ref;
+    anvil_encode_rows_fn ref_rows; /* with an importance matrix, or NULL */
 } enc_fmt;
 
 static const enc_fmt ENC_FORMATS[] = {
-    { "q8_0", ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_encode_q8_0 },
-    { "q8_1", ANVIL_TYPE_Q8_1, 32, 36, anvil_ref_encode_q8_1 },
-    { "q4_0", ANVIL_TYPE_Q4_0, 32, 18, anvil_ref_encode_q4_0 },
-    { "q4_1", ANVIL_TYPE_Q4_1, 32, 20, anvil_ref_encode_q4_1 },
-    { "q5_0", ANVIL_TYPE_Q5_0, 32, 22, anvil_ref_encode_q5_0 },
-    { "q5_1", ANVIL_TYPE_Q5_1, 32, 24, anvil_ref_encode_q5_1 },
-    { "q2_K", ANVIL_TYPE_Q2_K, 256, 84, anvil_ref_encode_q2_K },
-    { "q3_K", ANVIL_TYPE_Q3_K, 256, 110, anvil_ref_encode_q3_K },
-    { "q4_K", ANVIL_TYPE_Q4_K, 256, 144, anvil_ref_encode_q4_K },
-    { "q5_K", ANVIL_TYPE_Q5_K, 256, 176, anvil_ref_encode_q5_K },
-    { "q6_K", ANVIL_TYPE_Q6_K, 256, 210, anvil_ref_encode_q6_K },
-    { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, anvil_ref_encode_tq1_0 },
-    { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, anvil_ref_encode_tq2_0 },
-    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, anvil_ref_encode_q1_0 },
-    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, anvil_ref_encode_q2_0 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs },
-    { "mxfp4", ANVIL_TYPE_MXFP4, 32, 17, anvil_ref_encode_mxfp4 },
-    { "nvfp4", ANVIL_TYPE_NVFP4, 64, 36, anvil_ref_encode_nvfp4 },
+    { "q8_0", ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_encode_q8_0, anvil_ref_encode_rows_q8_0 },
+    { "q8_1", ANVIL_TYPE_Q8_1, 32, 36, anvil_ref_encode_q8_1, NULL },
+    { "q4_0", ANVIL_TYPE_Q4_0, 32, 18, anvil_ref_encode_q4_0, anvil_ref_encode_rows_q4_0 },
+    { "q4_1", ANVIL_TYPE_Q4_1, 32, 20, anvil_ref_encode_q4_1, anvil_ref_encode_rows_q4_1 },
+    { "q5_0", ANVIL_TYPE_Q5_0, 32, 22, anvil_ref_encode_q5_0, anvil_ref_encode_rows_q5_0 },
+    { "q5_1", ANVIL_TYPE_Q5_1, 32, 24, anvil_ref_encode_q5_1, anvil_ref_encode_rows_q5_1 },
+    { "q2_K", ANVIL_TYPE_Q2_K, 256, 84, anvil_ref_encode_q2_K, anvil_ref_encode_rows_q2_K },
+    { "q3_K", ANVIL_TYPE_Q3_K, 256, 110, anvil_ref_encode_q3_K, anvil_ref_encode_rows_q3_K },
+    { "q4_K", ANVIL_TYPE_Q4_K, 256, 144, anvil_ref_encode_q4_K, anvil_ref_encode_rows_q4_K },
+    { "q5_K", ANVIL_TYPE_Q5_K, 256, 176, anvil_ref_encode_q5_K, anvil_ref_encode_rows_q5_K },
+    { "q6_K", ANVIL_TYPE_Q6_K, 256, 210, anvil_ref_encode_q6_K, anvil_ref_encode_rows_q6_K },
+    { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, anvil_ref_encode_tq1_0, anvil_ref_encode_rows_tq1_0 },
+    { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_encode_rows_tq2_0 },
+    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, anvil_ref_encode_q1_0, anvil_ref_encode_rows_q1_0 },
+    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, anvil_ref_encode_q2_0, anvil_ref_encode_rows_q2_0 },
+    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl, NULL },
+    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs, NULL },
+    { "mxfp4", ANVIL_TYPE_MXFP4, 32, 17, anvil_ref_encode_mxfp4, NULL },
+    { "nvfp4", ANVIL_TYPE_NVFP4, 64, 36, anvil_ref_encode_nvfp4, NULL },
 };
 #define N_ENC (sizeof ENC_FORMATS / sizeof ENC_FORMATS[0])
 #define MAX_ENC_ELEMS (12 * 256) /* >= 48 * 32 */
@@ -147,11 +155,66 @@ static void make_row(float *x, size_t n, uint64_t row, uint32_t salt) {
     }
 }
 
+/* The weighted path against the reference's weighted row encoder. */
+static void check_weighted(const enc_fmt *f, const anvil_weight_encoder *e) {
+    if (!(e->flags & ANVIL_ENCODER_WEIGHTED)) return;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->ref_rows);
+    const size_t max_nb = MAX_ENC_ELEMS / f->be < 48 ? MAX_ENC_ELEMS / f->be : 48;
+    float *src = malloc(MAX_CALL_ROWS * MAX_ENC_ELEMS * sizeof(float));
+    float *imx = malloc(MAX_ENC_ELEMS * sizeof(float));
+    uint8_t *want = malloc(MAX_CALL_ROWS * MAX_ENC_ELEMS / 32 * 36 + 64);
+    uint8_t *got = malloc(MAX_CALL_ROWS * MAX_ENC_ELEMS / 32 * 36 + 64);
+    CU_ASSERT_FATAL(src && imx && want && got);
+    uint64_t rng = 0x1A7A1Cu + f->id;
+    size_t rows = 0, bad_rows = 0, per_kind_bad[TEST_IMX_KIND_COUNT] = { 0 };
+    uint64_t row_id = 0;
+    for (size_t call = 0; rows < g_enc_rows; ++call) {
+        const size_t nb = 1 + rng_next(&rng) % max_nb;
+        const size_t n = nb * f->be, rb = nb * f->bb;
+        const size_t nrows = 1 + rng_next(&rng) % MAX_CALL_ROWS;
+        const test_imatrix_kind kind = (test_imatrix_kind)(call % TEST_IMX_KIND_COUNT);
+        test_imatrix_fill(imx, n, kind, call * 31 + f->id);
+        for (size_t r = 0; r < nrows; ++r) make_row(src + r * n, n, row_id + r, f->id + 1000u);
+        char msg[512];
+        CU_ASSERT_EQUAL_FATAL(f->ref_rows(src, want, nrows, n, imx, msg, sizeof msg), ANVIL_OK);
+        CU_ASSERT_EQUAL(e->encode_rows(src, got, nrows, n, imx, msg, sizeof msg), ANVIL_OK);
+        for (size_t r = 0; r < nrows; ++r) {
+            if (memcmp(want + r * rb, got + r * rb, rb) != 0) {
+                per_kind_bad[kind]++;
+                if (bad_rows++ < 3) {
+                    size_t b = 0;
+                    while (memcmp(want + r * rb + b * f->bb, got + r * rb + b * f->bb, f->bb) == 0) ++b;
+                    fprintf(stderr, "\n%s %s weighted (%s): row %llu (kind %s, shape %llu, n=%zu): block %zu differs",
+                            f->name, e->variant, test_imatrix_kind_name(kind), (unsigned long long)(row_id + r),
+                            test_input_kind_name((test_input_kind)((row_id + r) % INPUT_KIND_COUNT)),
+                            (unsigned long long)((row_id + r) % 29), n, b);
+                }
+            }
+        }
+        rows += nrows;
+        row_id += nrows;
+    }
+    printf("\n    %-7s %-10s weighted: %zu rows, %zu byte mismatches", f->name, e->variant, rows, bad_rows);
+    for (int k = 0; k < TEST_IMX_KIND_COUNT; ++k) {
+        if (per_kind_bad[k]) printf(" (%s: %zu)", test_imatrix_kind_name((test_imatrix_kind)k), per_kind_bad[k]);
+    }
+    CU_ASSERT_EQUAL(bad_rows, 0);
+    /* a bad weight is refused, naming its column */
+    imx[3] = -1.0f;
+    char msg[512] = "";
+    CU_ASSERT_EQUAL(e->encode_rows(src, got, 1, f->be, imx, msg, sizeof msg), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "column 3"));
+    free(src);
+    free(imx);
+    free(want);
+    free(got);
+}
+
 static void check_encoder(const enc_fmt *f) {
     const anvil_weight_encoder *e = need_encoder(f);
     if (e == NULL) return;
     CU_ASSERT_STRING_EQUAL(e->variant, g_enc_variant);
-    CU_ASSERT_EQUAL(e->flags & ANVIL_ENCODER_WEIGHTED, 0);
+    check_weighted(f, e);
     const size_t max_nb = MAX_ENC_ELEMS / f->be < 48 ? MAX_ENC_ELEMS / f->be : 48;
     float *src_buf = malloc((MAX_CALL_ROWS * MAX_ENC_ELEMS + 16) * sizeof(float));
     uint8_t *want = aligned_alloc(64, MAX_CALL_ROWS * MAX_ENC_ELEMS / 32 * 36 + 64);

@@ -1,0 +1,22 @@
+/* Synthetic importance matrices for the weighted encoders' tests: the
+ * shapes that break the weighted searches. */
+#ifndef ANVIL_TEST_IMATRIX_KINDS_H
+#define ANVIL_TEST_IMATRIX_KINDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum test_imatrix_kind {
+    TEST_IMX_ONES = 0, /* every column 1 */
+    TEST_IMX_LOGNORMAL, /* exp(1.5 N(0,1)): real activations' mean squares */
+    TEST_IMX_HEAVY,     /* log-normal, one column in 40 scaled by 1e3 .. 1e8 */
+    TEST_IMX_ZEROS,     /* a third exact zeros, and whole 16-column groups of zeros */
+    TEST_IMX_TINY,      /* 1e-30 .. 1e-45: products underflow, some to zero */
+    TEST_IMX_EXTREME,   /* one column in 40 up to 3e38: the searches' sums overflow */
+    TEST_IMX_KIND_COUNT
+} test_imatrix_kind;
+
+const char *test_imatrix_kind_name(test_imatrix_kind k);
+void test_imatrix_fill(float *w, size_t n, test_imatrix_kind kind, uint64_t seed);
+
+#endif
