@@ -13,6 +13,7 @@
  * shared machine). `bytes` compares the two outputs: an encoder that is
  * fast but not ggml's bytes is not a result.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef struct enc_job {
     const anvil_weight_encoder *encoder; /* --backend: called directly */
     ggml_quantize_chunk_fn ggml;
     const float *src;
+    const float *imatrix; /* or NULL */
     uint8_t *dst;
     size_t rows, k, row_bytes;
     int failed;
@@ -50,11 +52,11 @@ static void anvil_rows(void *arg, unsigned tid, unsigned n) {
     int rc;
     if (j->encoder != NULL) {
         char msg[512] = "";
-        rc = j->encoder->encode_rows(src, dst, nr, j->k, NULL, msg, sizeof msg);
+        rc = j->encoder->encode_rows(src, dst, nr, j->k, j->imatrix, msg, sizeof msg);
         if (rc != ANVIL_OK && !j->failed) snprintf(j->why, sizeof j->why, "%s", msg);
     } else {
         anvil_error err;
-        rc = anvil_encode_rows(j->ctx, j->type, src, nr, j->k, NULL, dst, nr * j->row_bytes, &err);
+        rc = anvil_encode_rows(j->ctx, j->type, src, nr, j->k, j->imatrix, dst, nr * j->row_bytes, &err);
         if (rc != ANVIL_OK && !j->failed) snprintf(j->why, sizeof j->why, "%.500s", err.message);
     }
     if (rc != ANVIL_OK) j->failed = 1;
@@ -64,7 +66,9 @@ static void ggml_rows_enc(void *arg, unsigned tid, unsigned n) {
     enc_job *j = arg;
     size_t r0, r1;
     rows_of(j, tid, n, &r0, &r1);
-    if (r1 > r0) j->ggml((int)j->type, j->src, j->dst, (int64_t)(r0 * j->k), (int64_t)(r1 - r0), (int64_t)j->k, NULL);
+    if (r1 > r0) {
+        j->ggml((int)j->type, j->src, j->dst, (int64_t)(r0 * j->k), (int64_t)(r1 - r0), (int64_t)j->k, j->imatrix);
+    }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -130,6 +134,20 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
         return cli_fail("bench", "out of memory for %zu x %zu f32", o->rows, o->k);
     }
     for (size_t r = 0; r < o->rows; ++r) synth_llm_row(src + r * o->k, o->k, 7, r);
+    float *imx = NULL;
+    if (o->imatrix) {
+        /* log-normal column weights, like real activations' mean squares */
+        imx = malloc(o->k * sizeof *imx);
+        if (imx == NULL) {
+            free(src);
+            free(da);
+            free(dg);
+            return cli_fail("bench", "out of memory");
+        }
+        synth_rng rng;
+        synth_seed(&rng, 11);
+        for (size_t j = 0; j < o->k; ++j) imx[j] = expf(1.5f * synth_normal(&rng));
+    }
     const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
     unsigned thread_runs[2] = { o->threads ? o->threads : 1, all };
     const size_t n_runs = o->threads || all <= 1 ? 1 : 2;
@@ -139,8 +157,8 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
         printf("{\"ggml\":%s,\"rows\":%zu,\"k\":%zu,\"source_mb\":%.3f,\"results\":[", chunk ? "true" : "false", o->rows,
                o->k, (double)(n * sizeof(float)) / 1e6);
     } else {
-        printf("anvil bench --encode: %zu rows x %zu f32 (%.1f MB of source), best of alternating passes\n", o->rows,
-               o->k, (double)(n * sizeof(float)) / 1e6);
+        printf("anvil bench --encode%s: %zu rows x %zu f32 (%.1f MB of source), best of alternating passes\n",
+               imx ? " --imatrix" : "", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);
         if (chunk) printf("ggml: %s (ggml_quantize_chunk: quantize_row_*_ref / the IQ4_NL search)\n", oracle->dir);
         else printf("ggml: not used (%s)\n", ggml_why);
         printf("\n  %-8s %-12s %3s %11s %11s %7s %7s %6s\n", "type", "encoder", "thr", "anvil MB/s", "ggml MB/s", "ratio",
@@ -153,7 +171,9 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
         if (c == NULL) continue;
         const char *skip = NULL;
         char skip_buf[600];
-        if (c->encode == NULL || (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
+        if (imx != NULL && c->encode_rows == NULL) {
+            skip = "no importance-weighted encoder";
+        } else if (imx == NULL && (c->encode == NULL || (c->flags & ANVIL_CODEC_NEEDS_IMATRIX))) {
             skip = c->encode == NULL ? "no encoder" : "needs an importance matrix";
         } else if (o->k % c->block_elems != 0) {
             skip = "--k is not a whole number of blocks";
@@ -167,12 +187,25 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
             }
             enc = NULL; /* dispatched: none -> the codec's encoder through anvil_encode_rows */
         }
+        if (skip == NULL && imx != NULL && enc != NULL && !(enc->flags & ANVIL_ENCODER_WEIGHTED)) {
+            if (o->backend != NULL && !(c->flags & ANVIL_CODEC_IMATRIX_UNUSED)) {
+                skip = "that backend's encoder takes no importance matrix";
+            } else if (o->backend == NULL) {
+                /* what anvil_encode_rows runs with a matrix */
+                anvil_encoder_report rep;
+                for (size_t d = 0; d < anvil_ctx_dispatch_count(ctx); ++d) {
+                    if (anvil_ctx_encoder_report(ctx, d, &rep) == ANVIL_OK && rep.type_id == id) {
+                        if (rep.weighted_backend == NULL) enc = NULL;
+                    }
+                }
+            }
+        }
         if (skip != NULL) {
             if (!o->json) printf("  %-8s skipped: %s\n", c->name, skip);
             continue;
         }
         const char *variant = enc ? enc->variant : "codec";
-        enc_job a = { .ctx = ctx, .type = id, .encoder = o->backend ? enc : NULL, .src = src, .dst = da,
+        enc_job a = { .ctx = ctx, .type = id, .encoder = o->backend ? enc : NULL, .src = src, .imatrix = imx, .dst = da,
                       .rows = o->rows, .k = o->k, .row_bytes = o->k / c->block_elems * c->block_bytes };
         enc_job g = a;
         g.dst = dg;
@@ -203,6 +236,7 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
         }
     }
     if (o->json) printf("]}\n");
+    free(imx);
     free(src);
     free(da);
     free(dg);

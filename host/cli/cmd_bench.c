@@ -28,7 +28,7 @@ typedef struct bench_opts {
     size_t rows, k, iters;
     unsigned threads;       /* 0: all online CPUs */
     const char *backend;
-    int json, no_ggml, suite, encode, threads_given, rows_given;
+    int json, no_ggml, suite, encode, threads_given, rows_given, imatrix;
 } bench_opts;
 
 double bench_now(void) {
@@ -42,7 +42,7 @@ double bench_now(void) {
 static int usage(FILE *f) {
     fprintf(f,
             "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
-            "                   [--backend B] [--suite] [--encode] [--no-ggml] [--json]\n"
+            "                   [--backend B] [--suite] [--encode [--imatrix]] [--no-ggml] [--json]\n"
             "\n"
             "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
             "W is N x K (default 4096 x 4096) of llm-like rows; x is quantized once into the\n"
@@ -66,7 +66,9 @@ static int usage(FILE *f) {
             "              an encoder) on N x K llm-like rows (default 4096 x 4096: 64 MiB), 1 thread\n"
             "              and all threads (or --threads), the dispatched encoder (or --backend B's)\n"
             "              against ggml's reference encoder (ggml_quantize_chunk) on the same rows,\n"
-            "              passes alternating; `bytes` says whether both wrote the same bytes\n");
+            "              passes alternating; `bytes` says whether both wrote the same bytes\n"
+            "--imatrix     (with --encode) both encode with the same synthetic importance matrix\n"
+            "              (log-normal columns): the importance-weighted encoders\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -410,6 +412,7 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         else if (strcmp(a, "--no-ggml") == 0) o.no_ggml = 1;
         else if (strcmp(a, "--suite") == 0) o.suite = 1;
         else if (strcmp(a, "--encode") == 0) o.encode = 1;
+        else if (strcmp(a, "--imatrix") == 0) o.imatrix = 1;
         else {
             fprintf(stderr, "anvil bench: bad argument '%s'\n", a);
             return usage(stderr);
@@ -422,6 +425,7 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     if (ctx == NULL) return 1;
     const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
     if (o.threads == 0) o.threads = all;
+    if (o.imatrix && !o.encode) return cli_fail("bench", "--imatrix goes with --encode");
     if (o.backend != NULL && o.threads != 1 && !o.encode) {
         return cli_fail("bench", "--backend runs one thread; drop --threads");
     }
@@ -441,8 +445,9 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     } else {
         for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && n_ids < 256; ++id) {
             const anvil_codec *c = anvil_ctx_codec(ctx, id);
-            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) &&
-                (!o.encode || (c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX)))) {
+            const int encodable = o.imatrix ? c != NULL && c->encode_rows != NULL
+                                            : c != NULL && c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) && (!o.encode || encodable)) {
                 ids[n_ids++] = id;
             }
         }
@@ -454,7 +459,7 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     if (o.encode) {
         const bench_encode_opts eo = { .ids = ids, .n_ids = n_ids, .rows = o.rows, .k = o.k, .iters = o.iters,
                                        .threads = o.threads_given ? o.threads : 0, .backend = o.backend,
-                                       .json = o.json };
+                                       .json = o.json, .imatrix = o.imatrix };
         return bench_encode(ctx, &eo, &oracle, have_ggml, o.no_ggml ? "--no-ggml" : why);
     }
     double bw1 = 0, bwn = 0;
