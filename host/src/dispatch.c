@@ -258,6 +258,17 @@ const dispatch_rec *anvil_dispatch_find(const anvil_ctx *ctx, uint32_t weight_ty
     return NULL;
 }
 
+/* The backend named `name`, which must be loaded and usable here. */
+static int usable_backend(const anvil_ctx *ctx, const char *name, const backend_rec **out, anvil_error *err) {
+    const backend_rec *b = backend_by_name(ctx, name);
+    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", name);
+    if (b->score == 0) {
+        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name, b->why);
+    }
+    *out = b;
+    return ANVIL_OK;
+}
+
 ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
                                     const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
                                     anvil_error *err) {
@@ -275,12 +286,9 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
         *quantizer = d->quantizer;
         return ANVIL_OK;
     }
-    const backend_rec *b = backend_by_name(ctx, backend);
-    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", backend);
-    if (b->score == 0) {
-        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", backend,
-                               b->why);
-    }
+    const backend_rec *b = NULL;
+    const int rc = usable_backend(ctx, backend, &b, err);
+    if (rc != ANVIL_OK) return rc;
     *kernel = find_kernel(b, weight_type, d->act_type);
     if (*kernel == NULL) {
         return anvil_error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend,
@@ -304,12 +312,9 @@ ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, 
         *encoder = d->encoder;
         return ANVIL_OK;
     }
-    const backend_rec *b = backend_by_name(ctx, backend);
-    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", backend);
-    if (b->score == 0) {
-        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", backend,
-                               b->why);
-    }
+    const backend_rec *b = NULL;
+    const int rc = usable_backend(ctx, backend, &b, err);
+    if (rc != ANVIL_OK) return rc;
     *encoder = find_encoder(b, type);
     if (*encoder == NULL) {
         return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "backend '%s' has no %s encoder", backend,

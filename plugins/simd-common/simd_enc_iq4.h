@@ -34,6 +34,21 @@ EV_INLINE ev_i ev_iq4_index(ev_f x, ev_lut16 mid2) {
     return k;
 }
 
+/* The x^2-weighted sums of one trial scale 1/id over a block per lane:
+ * sum w q x and sum w q q, q the level nearest to id x, in element order. */
+EV_INLINE void ev_iq4_sums(const float *xt, ev_f id, ev_lut16 levels, ev_lut16 mid2, ev_f *sumqx, ev_f *sumq2) {
+    ev_f sx = ev_set1(0.0f), s2 = sx;
+    for (int j = 0; j < 32; ++j) {
+        const ev_f x = ev_load(xt + j * EV_LANES);
+        const ev_f q = ev_lut16_get(levels, ev_iq4_index(ev_mul(id, x), mid2));
+        const ev_f wq = ev_mul(ev_mul(x, x), q);
+        sx = ev_add(sx, ev_mul(wq, x));
+        s2 = ev_add(s2, ev_mul(wq, q));
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
 /* One block's scale per lane (xt: 32 elements per lane): the reference's
  * first guess and trials -7..7, keeping strictly better fits. */
 EV_INLINE ev_f ev_iq4_scale(const float *xt, ev_lut16 levels, ev_lut16 mid2) {
@@ -43,26 +58,13 @@ EV_INLINE ev_f ev_iq4_scale(const float *xt, ev_lut16 levels, ev_lut16 mid2) {
     const ev_m tiny = ev_lt(amax, ev_set1(1e-15f));
     ev_f d = ev_div(ev_neg(max), ev_set1(ev_iq4_levels[0]));
     ev_f id = ev_div(ev_set1(1.0f), d);
-    ev_f sumqx = zero, sumq2 = zero;
-    for (int j = 0; j < 32; ++j) {
-        const ev_f x = ev_load(xt + j * EV_LANES);
-        const ev_f q = ev_lut16_get(levels, ev_iq4_index(ev_mul(id, x), mid2));
-        const ev_f wq = ev_mul(ev_mul(x, x), q);
-        sumqx = ev_add(sumqx, ev_mul(wq, x));
-        sumq2 = ev_add(sumq2, ev_mul(wq, q));
-    }
+    ev_f sumqx, sumq2;
+    ev_iq4_sums(xt, id, levels, mid2, &sumqx, &sumq2);
     d = ev_blend(ev_gt(sumq2, zero), zero, ev_div(sumqx, sumq2));
     ev_f best = ev_mul(d, sumqx);
     for (int itry = -7; itry <= 7; ++itry) {
         id = ev_div(ev_set1((float)(itry + (int)ev_iq4_levels[0])), max);
-        sumqx = sumq2 = zero;
-        for (int j = 0; j < 32; ++j) {
-            const ev_f x = ev_load(xt + j * EV_LANES);
-            const ev_f q = ev_lut16_get(levels, ev_iq4_index(ev_mul(id, x), mid2));
-            const ev_f wq = ev_mul(ev_mul(x, x), q);
-            sumqx = ev_add(sumqx, ev_mul(wq, x));
-            sumq2 = ev_add(sumq2, ev_mul(wq, q));
-        }
+        ev_iq4_sums(xt, id, levels, mid2, &sumqx, &sumq2);
         const ev_m win = ev_mand(ev_gt(sumq2, zero), ev_gt(ev_mul(sumqx, sumqx), ev_mul(best, sumq2)));
         const ev_f nd = ev_div(sumqx, sumq2);
         d = ev_blend(win, d, nd);
