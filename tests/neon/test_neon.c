@@ -162,7 +162,9 @@ static const anvil_act_quantizer *quantizer_for(const anvil_backend *b, uint32_t
     return NULL;
 }
 
-static int suite_init(void) {
+/* dlopen the plugin and take its descriptor (each suite loads it, and its
+ * clean-up unloads it). Returns 0 or 1. */
+static int load_plugin(void) {
     const char *rows = getenv("ANVIL_NEON_ROWS");
     if (rows != NULL && atoi(rows) > 0) rows_per_format = (size_t)atoi(rows);
     cpu_raw = anvil_cpu_probe()->features_raw;
@@ -175,7 +177,11 @@ static int suite_init(void) {
     }
     anvil_plugin_entry_fn entry = (anvil_plugin_entry_fn)dlsym(plugin, ANVIL_PLUGIN_ENTRY_SYMBOL);
     desc = entry ? entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR) : NULL;
-    if (desc == NULL) return 1;
+    return desc == NULL;
+}
+
+static int suite_init(void) {
+    if (load_plugin() != 0) return 1;
     char feats[256];
     anvil_cpu_feature_string(cpu_raw, feats, sizeof feats);
     printf("\n  cpu features: %s\n  variants run here:", feats);
@@ -633,12 +639,18 @@ static void test_through_host(void) {
 }
 
 /* Weight encoders (ABI 1.1): one copy for every variant, checked once
- * against the reference encoders (tests/simd-common/simd_encoder_test.c). */
+ * against the reference encoders (tests/simd-common/simd_encoder_test.c).
+ * Rows per format: ANVIL_NEON_ENC_ROWS, default a fifth of the kernels'
+ * (2,000): the shared encoder sources get their 10,000 rows per format on
+ * x86-64 (test_avx2, test_avx512, test_avx512_emu); here, under qemu, the
+ * reference encoders themselves are the slow part. */
 static const anvil_backend *enc_backend;
 
 static int encoder_suite_init(void) {
-    if (desc == NULL || (enc_backend = try_init_as(ANVIL_ARCH_AARCH64, ANVIL_CPU_ASIMD)) == NULL) return 1;
-    sb_encoder_setup(&enc_backend, "neon", "", rows_per_format);
+    if (load_plugin() != 0 || (enc_backend = try_init_as(ANVIL_ARCH_AARCH64, ANVIL_CPU_ASIMD)) == NULL) return 1;
+    const char *env = getenv("ANVIL_NEON_ENC_ROWS");
+    const size_t rows = env != NULL && atoi(env) > 0 ? (size_t)atoi(env) : (rows_per_format + 4) / 5;
+    sb_encoder_setup(&enc_backend, "neon", "", rows);
     return 0;
 }
 
@@ -651,7 +663,7 @@ int main(void) {
     CU_add_test(s, "vec_dot: every format, every variant this CPU runs", test_dots);
     CU_add_test(s, "packed GEMMs (Q8_0, Q4_K) vs vec_dot", test_packed);
     CU_add_test(s, "through the host: registry, dispatch, packed matmul", test_through_host);
-    sb_add_encoder_tests(CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, NULL));
+    sb_add_encoder_tests(CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, suite_clean));
     const int rc = test_run_cunit();
     for (size_t i = 0; i < N_FORMATS; ++i) free(pools[i].blocks);
     return rc;

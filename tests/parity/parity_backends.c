@@ -249,7 +249,7 @@ static size_t check_encoder(parity_ctx *pc, const anvil_weight_encoder *e) {
         rows += nrows;
     }
     char what[96];
-    snprintf(what, sizeof what, "%s encode == ggml %s", e->variant, row_ref ? "row ref" : "quantize_chunk");
+    snprintf(what, sizeof what, "%s encode == ggml%s", e->variant, row_ref ? " row ref" : "");
     parity_report(pc, t.name, what, rows, bad);
     if (e->flags & ANVIL_ENCODER_WEIGHTED) {
         /* with importance matrices of every kind: ggml_quantize_chunk's weighted bytes */
@@ -278,7 +278,7 @@ static size_t check_encoder(parity_ctx *pc, const anvil_weight_encoder *e) {
             }
             wrows += nrows;
         }
-        snprintf(what, sizeof what, "%s encode+imatrix == ggml quantize_chunk", e->variant);
+        snprintf(what, sizeof what, "%s encode imatrix == ggml", e->variant);
         parity_report(pc, t.name, what, wrows, wbad);
         bad += wbad + (imx == NULL);
         free(imx);
