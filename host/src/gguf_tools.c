@@ -92,11 +92,12 @@ static int plan_parts(const anvil_gguf *src, uint64_t max_bytes, uint64_t max_te
     return ANVIL_OK;
 }
 
+/* Write part `part` to a held temp file (in place only at the set commit). */
 static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
-                      uint32_t n_parts, const char *path, const anvil_ctx *ctx, anvil_error *err) {
-    anvil_gguf_writer *w = NULL;
-    int rc = anvil_gguf_writer_new(&w, ctx, err);
-    if (rc == ANVIL_OK && part == 0) {
+                      uint32_t n_parts, const char *path, anvil_gguf_writer *w,
+                      anvil_error *err) {
+    int rc = ANVIL_OK;
+    if (part == 0) {
         rc = anvil_gguf_writer_copy_from(
             w, src,
             ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS,
@@ -119,13 +120,21 @@ static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t p
             continue;
         }
         const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
-        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
-                                          t->n_bytes, err);
+        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL, t->n_bytes,
+                                          err);
     }
     if (rc == ANVIL_OK) {
-        rc = anvil_gguf_writer_write_file(w, path, err);
+        rc = anvil_gguf_writer_stream_begin(w, path, err);
     }
-    anvil_gguf_writer_free(w);
+    for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
+        if (part_of[i] == part) {
+            const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
+            rc = anvil_gguf_writer_stream_tensor(w, t->data, t->n_bytes, err);
+        }
+    }
+    if (rc == ANVIL_OK) {
+        rc = anvil_gguf_writer_stream_hold(w, err);
+    }
     return rc;
 }
 
@@ -151,26 +160,30 @@ ANVIL_API int anvil_gguf_split_write(const anvil_gguf *src, const char *prefix, 
     }
     uint32_t parts = 1;
     int rc = plan_parts(src, max_bytes, max_tensors, part_of, &parts, err);
-    uint32_t written = 0;
+    anvil_gguf_writer **w = rc == ANVIL_OK ? calloc(parts, sizeof *w) : NULL;
+    if (rc == ANVIL_OK && w == NULL) {
+        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    /* Every part complete under a temp name, then all put in place at once:
+     * an existing set is replaced whole or not at all. */
     for (uint32_t p = 0; rc == ANVIL_OK && p < parts; ++p) {
         char path[4200];
         rc = anvil_gguf_split_path(path, sizeof path, prefix, p + 1, parts, err);
         if (rc == ANVIL_OK) {
-            rc = write_part(src, part_of, p, parts, path, ctx, err);
+            rc = anvil_gguf_writer_new(&w[p], ctx, err);
         }
         if (rc == ANVIL_OK) {
-            written++;
+            rc = write_part(src, part_of, p, parts, path, w[p], err);
         }
     }
-    if (rc != ANVIL_OK) {
-        /* A half-written set is worse than none. */
-        for (uint32_t p = 0; p < written; ++p) {
-            char path[4200];
-            if (anvil_gguf_split_path(path, sizeof path, prefix, p + 1, parts, NULL) == ANVIL_OK) {
-                unlink(path);
-            }
-        }
-    } else if (n_parts != NULL) {
+    if (rc == ANVIL_OK) {
+        rc = anvil_gguf_writer_commit_set(w, parts, err);
+    }
+    for (uint32_t p = 0; w != NULL && p < parts; ++p) {
+        anvil_gguf_writer_free(w[p]); /* drops the temps of a failed run */
+    }
+    free(w);
+    if (rc == ANVIL_OK && n_parts != NULL) {
         *n_parts = parts;
     }
     free(part_of);

@@ -45,6 +45,15 @@ typedef struct anvil_error {
 ANVIL_API const char *anvil_strerror(int status);
 ANVIL_API const char *anvil_version(void);
 
+/* ---- files -------------------------------------------------------------- */
+
+/* Write size bytes to path atomically: a temp file in path's folder (with no
+ * name while it is written, where the OS allows), flushed, renamed over
+ * path. A reader sees the old file or the new one; a failure or a kill
+ * leaves the old file as it was. An existing file keeps its permissions. */
+ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
+                                      anvil_error *err);
+
 /* ---- types -------------------------------------------------------------- */
 
 typedef struct anvil_type_info {
