@@ -80,10 +80,20 @@ ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx
 
 ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx) { return ctx ? ctx->cfg.path : NULL; }
 
-ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx) { return ctx ? ctx->threads : 1; }
+ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx) {
+    if (ctx == NULL) return 1;
+    anvil_ctx *c = (anvil_ctx *)ctx; /* the lock is not part of the context's value */
+    pthread_mutex_lock(&c->lock);
+    const unsigned n = c->threads;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
 
 ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads) {
-    if (ctx != NULL) ctx->threads = threads ? threads : ctx->cpu->n_cpus;
+    if (ctx == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->threads = threads ? threads : ctx->cpu->n_cpus;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id) {
@@ -100,7 +110,7 @@ ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plug
     out->path = p->path;
     out->status = p->status;
     out->reason = p->status != ANVIL_OK ? p->reason : NULL;
-    out->desc = (p->status == ANVIL_OK && p->handle != NULL) ? &p->desc : NULL;
+    out->desc = (p->status == ANVIL_OK && p->lib != NULL) ? &p->desc : NULL;
     out->optional = p->optional;
     return ANVIL_OK;
 }

@@ -9,6 +9,22 @@
  *
  * Containers (GGUF, safetensors) and tools have their own headers next to
  * this one.
+ *
+ * Threads. These may be called from any number of threads at once:
+ *   - anvil_ctx_open, anvil_ctx_open_ex, anvil_ctx_retain, anvil_ctx_close.
+ *     A plugin file is loaded once per process however many contexts use
+ *     it: its init runs once before its first use and its deinit once after
+ *     the last context using it is closed, both under a process-wide lock.
+ *   - On one shared context: anvil_matmul, anvil_weights_prepare,
+ *     anvil_matmul_prepared (one prepared weights object may serve many
+ *     threads), anvil_encode, anvil_encode_rows, anvil_decode,
+ *     anvil_ctx_set_threads (takes effect once no matmul runs), and every
+ *     call taking a const anvil_ctx * (lookups, reports).
+ *   - Readers: anvil_gguf_open, anvil_st_open, and every accessor of an open
+ *     file; one open file may be read from many threads at once.
+ * Not to be shared between threads without a lock of your own: a writer
+ * (anvil_gguf_writer, anvil_st_writer) or a transcode plan. Whatever the
+ * object, close or free it once, when no other thread is using it.
  */
 #ifndef ANVIL_ANVIL_H
 #define ANVIL_ANVIL_H
