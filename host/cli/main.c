@@ -30,19 +30,20 @@ typedef struct command {
     const char *name;
     cmd_fn fn;
     const char *summary;
+    int lazy_config; /* opens a context only when a file needs a plugin */
 } command;
 
 static const command commands[] = {
-    { "plugins", cmd_plugins, "loaded plugins, backends, the kernel chosen per type, CPU features, failures" },
-    { "codec", cmd_codec, "list formats; encode/decode raw f32 files" },
-    { "bench", cmd_bench, "mat-vec throughput per type (and ggml's, when found)" },
-    { "inspect", cmd_inspect, "describe a GGUF or safetensors file" },
-    { "reemit", cmd_reemit, "read a GGUF/safetensors file and write it back through anvil's writer" },
-    { "split", cmd_split, "split a GGUF file into llama.cpp-style parts" },
-    { "merge", cmd_merge, "merge split GGUF parts into one file" },
-    { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format" },
-    { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model" },
-    { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec" },
+    { "plugins", cmd_plugins, "loaded plugins, backends, the kernel chosen per type, CPU features, failures", 0 },
+    { "codec", cmd_codec, "list formats; encode/decode raw f32 files", 0 },
+    { "bench", cmd_bench, "mat-vec throughput per type (and ggml's, when found)", 0 },
+    { "inspect", cmd_inspect, "describe a GGUF or safetensors file", 1 },
+    { "reemit", cmd_reemit, "read a GGUF/safetensors file and write it back through anvil's writer", 1 },
+    { "split", cmd_split, "split a GGUF file into llama.cpp-style parts", 1 },
+    { "merge", cmd_merge, "merge split GGUF parts into one file", 1 },
+    { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format", 0 },
+    { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", 0 },
+    { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec", 0 },
 };
 
 static void usage(FILE *f) {
@@ -108,6 +109,13 @@ int main(int argc, char **argv) {
             if (commands[c].fn == NULL) {
                 fprintf(stderr, "anvil: '%s' is not part of this build\n", name);
                 return 2;
+            }
+            /* Commands that load plugins only on demand still read a config
+             * named explicitly, and refuse a missing or broken one. */
+            const char *env = getenv("ANVIL_CONFIG");
+            if (commands[c].lazy_config && (g.config_path != NULL || (env != NULL && *env != '\0')) &&
+                !cli_wants_help(argc - i, argv + i) && cli_ctx(&g) == NULL) {
+                return 1;
             }
             int rc = commands[c].fn(&g, argc - i, argv + i);
             anvil_ctx_close(g.ctx);

@@ -8,14 +8,16 @@
 #include "ctx.h"
 #include "error.h"
 #include "registry.h"
+#include "trust.h"
 
 static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, anvil_error *err) {
     anvil_error_clear(err);
     if (out == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_ctx_open: out is NULL");
     *out = NULL;
     char path[4096];
+    const char *source = "from --config";
     if (config_path == NULL || *config_path == '\0') {
-        if (anvil_config_default_path(path, sizeof path) != 0) {
+        if (anvil_config_default_path(path, sizeof path, &source) != 0) {
             return anvil_error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
         }
     } else {
@@ -31,6 +33,9 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
         free(ctx);
         return rc;
     }
+    ctx->cfg.source = source;
+    snprintf(ctx->insecure_why, sizeof ctx->insecure_why, "[plugins] allow_insecure = yes at %s:%d",
+             ctx->cfg.path, ctx->cfg.allow_insecure_line);
     ctx->cpu = anvil_cpu_probe();
     const char *mw = anvil_cpu_mask_warnings();
     if (mw[0] != '\0') anvil_host_log(ANVIL_LOG_WARN, NULL, "%s", mw);
@@ -112,6 +117,24 @@ ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plug
     out->reason = p->status != ANVIL_OK ? p->reason : NULL;
     out->desc = (p->status == ANVIL_OK && p->lib != NULL) ? &p->desc : NULL;
     out->optional = p->optional;
+    out->config_line = p->line;
+    out->trust_note = p->trust_note[0] != '\0' ? p->trust_note : NULL;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report *out) {
+    if (ctx == NULL || out == NULL) return ANVIL_E_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->path = ctx->cfg.path;
+    out->source = ctx->cfg.source;
+    if (ctx->cfg.insecure_env) {
+        out->insecure = 1;
+        out->insecure_why = ANVIL_INSECURE_ENV " is set in the environment";
+    } else if (ctx->cfg.allow_insecure) {
+        out->insecure = 1;
+        out->insecure_why = ctx->insecure_why;
+    }
+    out->config_note = ctx->cfg.trust_note[0] != '\0' ? ctx->cfg.trust_note : NULL;
     return ANVIL_OK;
 }
 

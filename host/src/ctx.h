@@ -76,6 +76,7 @@ struct anvil_ctx {
     struct anvil_pool *pool;  /* matmul workers, created on first use */
     unsigned pool_users;      /* matmuls running on it (guarded by lock) */
     pthread_mutex_t lock;
+    char insecure_why[4200];  /* text behind anvil_config_report.insecure_why */
 };
 
 /* registry.c */

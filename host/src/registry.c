@@ -28,6 +28,7 @@
 #include "ctx.h"
 #include "error.h"
 #include "registry.h"
+#include "trust.h"
 
 static int log_threshold;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -93,13 +94,10 @@ static int is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Names only (the config refuses paths): the file comes from the search path. */
 static char *find_plugin(const anvil_ctx *ctx, const char *name) {
     char buf[4096];
-    if (strchr(name, '/') != NULL) {
-        if (name[0] == '/') snprintf(buf, sizeof buf, "%s", name);
-        else snprintf(buf, sizeof buf, "%s/%s", ctx->cfg.dir, name);
-        return is_file(buf) ? dupstr(buf) : NULL;
-    }
+    if (strchr(name, '/') != NULL) return NULL;
     const size_t len = strlen(name);
     const int has_ext = len > 3 && strcmp(name + len - 3, ".so") == 0;
     for (size_t i = 0; i < ctx->cfg.n_search; ++i) {
@@ -509,9 +507,33 @@ static void unload_rec(plugin_rec *p) {
     p->handle = NULL;
 }
 
+/* Code is loaded only from where no one but its owner (root or you) can
+ * change it (trust.h): the folder it was found in, and the file. */
+static int trusted(const anvil_ctx *ctx, plugin_rec *p) {
+    char why[ANVIL_REASON_MAX - 128] = "";
+    const char *slash = strrchr(p->path, '/');
+    char folder[4096];
+    snprintf(folder, sizeof folder, "%.*s", slash != NULL ? (int)(slash - p->path) : 1,
+             slash != NULL ? p->path : ".");
+    if (trust_check_folder(folder[0] != '\0' ? folder : "/", why, sizeof why) == 0 &&
+        trust_check_file(p->path, 1, why, sizeof why) == 0) {
+        return 1;
+    }
+    if (ctx->cfg.allow_insecure || ctx->cfg.insecure_env) {
+        snprintf(p->trust_note, sizeof p->trust_note, "%s", why);
+        return 1;
+    }
+    reasonf(p, ANVIL_E_UNTRUSTED,
+            "not loaded: %s (for development only: [plugins] allow_insecure = yes, or "
+            ANVIL_INSECURE_ENV "=1)",
+            why);
+    return 0;
+}
+
 /* Under libs_lock. */
 static void load_one(anvil_ctx *ctx, size_t index) {
     plugin_rec *p = &ctx->plugins[index];
+    if (!trusted(ctx, p)) return;
     plugin_lib *lib = lib_acquire(p);
     if (lib == NULL) return;
     p->lib = lib;
@@ -599,6 +621,7 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
             }
             plugin_rec *p = add_rec(ctx, name);
             if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            p->line = ctx->cfg.load_lines[i];
             p->path = find_plugin(ctx, name);
             if (p->path == NULL) {
                 reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "not found: no %s%s in %s", name,
@@ -620,6 +643,7 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
         plugin_rec *p = add_rec(ctx, name);
         if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
         p->optional = 1;
+        p->line = ctx->cfg.optional_lines[i];
         p->path = find_plugin(ctx, name);
         if (p->path == NULL) {
             reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "optional, not present in %s", sp);
@@ -633,8 +657,16 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
     }
     pthread_mutex_unlock(&libs_lock);
     for (size_t i = 0; i < ctx->n_plugins; ++i) {
-        if (ctx->plugins[i].path != NULL && ctx->plugins[i].status != ANVIL_OK) {
-            anvil_host_log(ANVIL_LOG_WARN, ctx->plugins[i].name, "%s", ctx->plugins[i].reason);
+        const plugin_rec *p = &ctx->plugins[i];
+        if (p->path != NULL && p->status != ANVIL_OK) {
+            if (p->line > 0) {
+                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, ctx->cfg.path, p->line);
+            } else {
+                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
+            }
+        } else if (p->trust_note[0] != '\0') {
+            anvil_host_log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s",
+                           p->trust_note);
         }
     }
     return ANVIL_OK;

@@ -144,10 +144,26 @@ typedef struct anvil_plugin_report {
     const char *reason;      /* why it failed, or NULL */
     const anvil_plugin_desc *desc; /* NULL unless loaded */
     int optional;            /* listed under [plugins] optional */
+    int config_line;         /* the config line naming it (0: found by scanning the path) */
+    const char *trust_note;  /* loaded although untrusted (allow_insecure): why, else NULL */
 } anvil_plugin_report;
 
 ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx);
 ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plugin_report *out);
+
+/* Which config the context uses, why, and whether trust checks were relaxed
+ * (plugin and config files must be changeable by their owner -- root or
+ * you -- alone, like sshd's StrictModes; ANVIL_ALLOW_INSECURE=1 or
+ * `[plugins] allow_insecure = yes` relax that for development). */
+typedef struct anvil_config_report {
+    const char *path;          /* the config file */
+    const char *source;        /* how it was chosen: --config, ANVIL_CONFIG, a default */
+    int insecure;              /* 1: untrusted plugins are loaded (with a note) */
+    const char *insecure_why;  /* what relaxed the checks, or NULL */
+    const char *config_note;   /* why the config itself is untrusted (relaxed), or NULL */
+} anvil_config_report;
+
+ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report *out);
 
 typedef struct anvil_backend_report {
     const char *name;
