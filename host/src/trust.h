@@ -3,11 +3,13 @@
  * StrictModes, applied to plugins and configs.)
  *
  * A config file or plugin file is trusted when it is a regular file owned by
- * root or by the user running anvil and writable by nobody else (no group or
- * other write bit); its folder the same; and every folder above it not
- * writable by group or others unless sticky (like /tmp, where others cannot
- * rename what is ours). A plugin folder gets no sticky exception: anyone
- * able to create a file in it could plant a plugin.
+ * root or by the user running anvil and writable by nobody else (no other
+ * write bit, no group write bit unless the group is the owner's private
+ * group -- the umask 002 convention); its folder the same; and every folder
+ * above it not writable by group or others unless sticky (like /tmp, where
+ * others cannot rename what is ours). A config's own folder may be sticky;
+ * a plugin folder may not: anyone able to create a file in it could plant a
+ * plugin.
  *
  * Ownership of the folders above is not checked: a checkout owned by a CI
  * user and built by root is common, and those folders cannot be swapped
