@@ -102,18 +102,25 @@ static int check_above(const char *dir, char *why, size_t why_size) {
     }
 }
 
-static int check_folder(const char *dir, int sticky_ok, char *why, size_t why_size) {
-    char real[PATH_MAX];
-    if (realpath(dir, real) == NULL) {
-        snprintf(why, why_size, "cannot resolve %s: %s", dir, strerror(errno));
+/* Resolve path (symlinks followed) into real, of the kind wanted (S_IFDIR
+ * or S_IFREG), and check its owner and mode. */
+static int check_resolved(const char *path, mode_t kind, int sticky_ok, char real[PATH_MAX], char *why,
+                          size_t why_size) {
+    if (realpath(path, real) == NULL) {
+        snprintf(why, why_size, "cannot resolve %s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
-    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(why, why_size, "%s is not a folder", real);
+    if (stat(real, &st) != 0 || (st.st_mode & S_IFMT) != kind) {
+        snprintf(why, why_size, "%s is not a %s", real, kind == S_IFDIR ? "folder" : "regular file");
         return -1;
     }
-    if (check_one(real, &st, sticky_ok, why, why_size) != 0) {
+    return check_one(real, &st, sticky_ok, why, why_size);
+}
+
+static int check_folder(const char *dir, int sticky_ok, char *why, size_t why_size) {
+    char real[PATH_MAX];
+    if (check_resolved(dir, S_IFDIR, sticky_ok, real, why, why_size) != 0) {
         return -1;
     }
     return check_above(real, why, why_size);
@@ -125,16 +132,7 @@ int trust_check_folder(const char *dir, char *why, size_t why_size) {
 
 int trust_check_file(const char *path, int strict_folder, char *why, size_t why_size) {
     char real[PATH_MAX];
-    if (realpath(path, real) == NULL) {
-        snprintf(why, why_size, "cannot resolve %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, why_size, "%s is not a regular file", real);
-        return -1;
-    }
-    if (check_one(real, &st, 0, why, why_size) != 0) {
+    if (check_resolved(path, S_IFREG, 0, real, why, why_size) != 0) {
         return -1;
     }
     char *slash = strrchr(real, '/');

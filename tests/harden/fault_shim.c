@@ -101,27 +101,20 @@ static int open_common(const char *sym, const char *path, int flags, mode_t mode
     return (*slot)(path, flags, mode);
 }
 
-int open(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
+/* open and open64 differ only in the symbol they forward to. */
+#define OPEN_WRAPPER(name)                                                  \
+    int name(const char *path, int flags, ...) {                            \
+        mode_t mode = 0;                                                    \
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {        \
+            va_list ap;                                                     \
+            va_start(ap, flags);                                            \
+            mode = (mode_t)va_arg(ap, int);                                 \
+            va_end(ap);                                                     \
+        }                                                                   \
+        return open_common(#name, path, flags, mode);                       \
     }
-    return open_common("open", path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-    mode_t mode = 0;
-    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    return open_common("open64", path, flags, mode);
-}
+OPEN_WRAPPER(open)
+OPEN_WRAPPER(open64)
 
 __attribute__((destructor)) static void report(void) {
     const char *f = getenv("ANVIL_FAULT_COUNT");
