@@ -217,7 +217,11 @@ static int handler(void *user, const char *section, const char *name, const char
              * not fit one line). */
             char **items = NULL;
             size_t n = 0;
-            if (!append_list(p, value, ':', &items, NULL, &n)) return 0;
+            if (!append_list(p, value, ':', &items, NULL, &n)) {
+                for (size_t j = 0; j < n; ++j) free(items[j]); /* items before the bad one */
+                free(items);
+                return 0;
+            }
             for (size_t i = 0; i < n; ++i) {
                 char *r = resolve(p, items[i]);
                 free(items[i]);
