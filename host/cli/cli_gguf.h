@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "anvil/gguf.h"
 #include "cli.h"
 
 typedef enum cli_sniff {
@@ -23,8 +24,37 @@ cli_sniff cli_gguf_sniff(const char *path);
 typedef int (*cli_gguf_op)(const anvil_ctx *ctx, void *arg, anvil_error *err);
 int cli_gguf_run(cli_globals *g, cli_gguf_op op, void *arg, anvil_error *err);
 
-/* A JSON string from bytes that may hold NULs or invalid UTF-8 (replaced by
- * U+FFFD), so the output is always valid JSON. */
-void cli_gguf_json_bytes(FILE *f, const char *p, size_t len);
+/* One file a command wrote (or, with --dry-run, would write). */
+typedef struct cli_written {
+    const char *path;
+    unsigned long long bytes;
+    size_t tensors;
+} cli_written;
+
+/* What reemit, split and merge report: text on stdout, or the JSON document
+ * {"schema_version":1,"command":cmd,"input":...,"format":...,"tensors":n,
+ *  "dry_run":...,"replaced_input":...,"outputs":[{"path","bytes","tensors"}]}. */
+void cli_report_written(const char *cmd, int json, const char *input, const char *format, size_t n_tensors,
+                        const cli_written *out, size_t n_out, int dry_run, int replaced_input);
+
+/* cli_report_written for the one GGUF file `out` a command wrote (read back
+ * for its size and tensor count). */
+void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
+                            const anvil_ctx *ctx);
+
+/* An anvil_gguf_progress_fn reporting to the cli_progress at arg. */
+void cli_gguf_progress(void *arg, const anvil_gguf_progress *p);
+
+/* An anvil_transcode_progress_fn reporting to the cli_progress at arg
+ * (transcode and merge-lora). */
+struct anvil_transcode_progress;
+void cli_transcode_progress(void *arg, const struct anvil_transcode_progress *p);
+
+/* Options every writing GGUF command takes: --json, --progress, --quiet. */
+typedef struct cli_write_flags {
+    int json, progress, quiet;
+} cli_write_flags;
+/* 1 when argv[i] is one of them (and notes it), else 0. */
+int cli_write_flag(const char *arg, cli_write_flags *f);
 
 #endif

@@ -5,21 +5,20 @@
 
 #include "cli.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil codec list [--json]\n"
-            "       anvil codec encode TYPE IN.f32 OUT.bin\n"
-            "       anvil codec decode TYPE IN.bin OUT.f32\n"
-            "\n"
-            "list    every ggml type and loaded third-party codec: geometry, bits/weight, and\n"
-            "        whether it can encode+decode, decode only (and why), or is not loaded.\n"
-            "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
-            "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
-            "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
-            "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
-            "OUT is written atomically (a temporary file renamed into place).\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_codec[] =
+    "usage: anvil codec list [--json]\n"
+    "       anvil codec encode TYPE IN.f32 OUT.bin [--json]\n"
+    "       anvil codec decode TYPE IN.bin OUT.f32 [--json]\n"
+    "\n"
+    "list    every ggml type and loaded third-party codec: geometry, bits/weight, and\n"
+    "        whether it can encode+decode, decode only (and why), or is not loaded.\n"
+    "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
+    "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
+    "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
+    "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
+    "OUT is written atomically (a temporary file renamed into place).\n"
+    "\n"
+    "  --json  print the result (or the error) as one JSON object on stdout\n";
 
 static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, int *first) {
     const anvil_codec *c = anvil_ctx_codec(ctx, t->id);
@@ -57,8 +56,8 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         cli_json_string(stdout, note);
         printf("}");
     } else {
-        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %s\n", t->name, t->id, t->block_elems, t->block_bytes, bpw,
-               act_name, status, note);
+        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %s\n", cli_esc(t->name), t->id, t->block_elems, t->block_bytes,
+               bpw, cli_esc(act_name), status, cli_esc(note));
     }
     *first = 0;
 }
@@ -67,8 +66,12 @@ static int cmd_list(cli_globals *g, int json) {
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     int first = 1;
-    if (json) printf("[");
-    else printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status", "note");
+    if (json) {
+        cli_json_begin(stdout, "codec list");
+        printf(",\"types\":[");
+    } else {
+        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status", "note");
+    }
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
         if (anvil_type_builtin(id, &t, NULL) == ANVIL_OK) list_row(ctx, &t, json, &first);
@@ -79,24 +82,46 @@ static int cmd_list(cli_globals *g, int json) {
             list_row(ctx, &t, json, &first);
         }
     }
-    if (json) printf("]\n");
+    if (json) printf("]}\n");
     return 0;
 }
 
-static int resolve_type(cli_globals *g, const char *name, uint32_t *id, anvil_type_info *t) {
+/* A type name from the command line: unknown is a usage error (2). */
+static int resolve_type(cli_globals *g, const char *cmd, const char *name, uint32_t *id, anvil_type_info *t) {
     anvil_error err;
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
-    if (anvil_type_from_name(ctx, name, id, &err) != ANVIL_OK || anvil_type_lookup(ctx, *id, t, &err) != ANVIL_OK) {
-        return cli_fail_err("codec", &err);
-    }
+    if (anvil_type_from_name(ctx, name, id, &err) != ANVIL_OK) return cli_usage_error(cmd, "%s", err.message);
+    if (anvil_type_lookup(ctx, *id, t, &err) != ANVIL_OK) return cli_fail_err(cmd, &err);
     return 0;
 }
 
-static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out) {
+/* What encode/decode wrote, as text on stderr or JSON on stdout. */
+static void report(int json, const char *cmd, const anvil_type_info *t, const char *in, const char *out,
+                   size_t values, unsigned long long bytes) {
+    const double bpw = values ? 8.0 * (double)bytes / (double)values : 0.0;
+    if (json) {
+        cli_json_begin(stdout, cmd);
+        printf(",\"type\":");
+        cli_json_string(stdout, t->name);
+        printf(",\"input\":");
+        cli_json_string(stdout, in);
+        printf(",\"outputs\":[{\"path\":");
+        cli_json_string(stdout, out);
+        printf(",\"bytes\":%llu}],\"values\":%zu,\"bits_per_weight\":%.4f}\n",
+               cmd[6] == 'e' ? bytes : (unsigned long long)values * 4, values, bpw);
+    } else if (cmd[6] == 'e') {
+        fprintf(stderr, "encoded %zu values as %s: %llu bytes (%.4f bits/weight)\n", values, t->name, bytes, bpw);
+    } else {
+        fprintf(stderr, "decoded %zu %s values\n", values, t->name);
+    }
+}
+
+static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, int json) {
     uint32_t id;
     anvil_type_info t;
-    if (resolve_type(g, type, &id, &t) != 0) return 1;
+    int rc = resolve_type(g, "codec encode", type, &id, &t);
+    if (rc != 0) return rc;
     anvil_error err;
     void *data;
     size_t size;
@@ -109,28 +134,27 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     uint64_t bytes = 0;
     if (anvil_type_bytes(&t, n, &bytes, &err) != ANVIL_OK) {
         free(data);
-        fprintf(stderr, "anvil codec encode: %s: %s (%s)\n", in, err.message, anvil_strerror(err.code));
-        return 1;
+        return cli_fail("codec encode", "%s: %s (%s)", in, err.message, anvil_strerror(err.code));
     }
     void *blocks = malloc(bytes ? bytes : 1);
     if (blocks == NULL) {
         free(data);
         return cli_fail("codec encode", "out of memory (%llu bytes)", (unsigned long long)bytes);
     }
-    int rc = anvil_encode(g->ctx, id, data, n, blocks, bytes, &err);
+    rc = anvil_encode(g->ctx, id, data, n, blocks, bytes, &err);
     free(data);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, blocks, bytes, &err);
     free(blocks);
     if (rc != ANVIL_OK) return cli_fail_err("codec encode", &err);
-    fprintf(stderr, "encoded %zu values as %s: %llu bytes (%.4f bits/weight)\n", n, t.name, (unsigned long long)bytes,
-            n ? 8.0 * (double)bytes / (double)n : 0.0);
+    report(json, "codec encode", &t, in, out, n, bytes);
     return 0;
 }
 
-static int cmd_decode(cli_globals *g, const char *type, const char *in, const char *out) {
+static int cmd_decode(cli_globals *g, const char *type, const char *in, const char *out, int json) {
     uint32_t id;
     anvil_type_info t;
-    if (resolve_type(g, type, &id, &t) != 0) return 1;
+    int rc = resolve_type(g, "codec decode", type, &id, &t);
+    if (rc != 0) return rc;
     anvil_error err;
     void *data;
     size_t size;
@@ -146,31 +170,43 @@ static int cmd_decode(cli_globals *g, const char *type, const char *in, const ch
         free(data);
         return cli_fail("codec decode", "out of memory");
     }
-    int rc = anvil_decode(g->ctx, id, data, size, f, n, &err);
+    rc = anvil_decode(g->ctx, id, data, size, f, n, &err);
     free(data);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, f, n * sizeof *f, &err);
     free(f);
     if (rc != ANVIL_OK) return cli_fail_err("codec decode", &err);
-    fprintf(stderr, "decoded %zu %s values\n", n, t.name);
+    report(json, "codec decode", &t, in, out, n, size);
     return 0;
 }
 
 int cmd_codec(cli_globals *g, int argc, char **argv) {
-    if (argc < 2) return usage(stderr);
-    if (cli_wants_help(argc, argv)) return usage(stdout);
+    if (cli_wants_help(argc, argv)) return cli_help("codec");
+    if (argc < 2) return cli_usage_error("codec", "say what to do: list, encode or decode");
     const char *sub = argv[1];
-    if (strcmp(sub, "list") == 0) {
-        int json = argc == 3 && strcmp(argv[2], "--json") == 0;
-        if (argc > 3 || (argc == 3 && !json)) return usage(stderr);
-        return cmd_list(g, json);
-    }
-    if (strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0) {
-        if (argc != 5) {
-            fprintf(stderr, "anvil codec %s: needs TYPE IN OUT\n", sub);
-            return usage(stderr);
+    const int is_list = strcmp(sub, "list") == 0;
+    const int is_coder = strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0;
+    if (!is_list && !is_coder) return cli_usage_error("codec", "unknown subcommand '%s' (list, encode or decode)", sub);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "codec %s", sub);
+    const char *pos[3] = { NULL, NULL, NULL };
+    int n_pos = 0, json = 0;
+    for (int i = 2; i < argc; ++i) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (n_pos < (is_list ? 0 : 3)) {
+            pos[n_pos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
         }
-        return sub[0] == 'e' ? cmd_encode(g, argv[2], argv[3], argv[4]) : cmd_decode(g, argv[2], argv[3], argv[4]);
     }
-    fprintf(stderr, "anvil codec: unknown subcommand '%s'\n", sub);
-    return usage(stderr);
+    if (is_list) return cmd_list(g, json);
+    if (n_pos < 3) {
+        static const char *const names[] = { "TYPE", "IN", "OUT" };
+        return cli_usage_error(cmd, "missing %s (needs TYPE IN OUT)", names[n_pos]);
+    }
+    const int rc = cli_check_output(cmd, pos[2], NULL, NULL);
+    if (rc != 0) return rc;
+    return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], json) : cmd_decode(g, pos[0], pos[1], pos[2], json);
 }

@@ -49,6 +49,9 @@ struct anvil_gguf_writer {
     gguf_wstate state;
     size_t next;             /* streaming: next tensor expected */
     gguf_sink sink;
+    anvil_gguf_progress_fn progress; /* after each tensor written; may be NULL */
+    void *progress_arg;
+    uint64_t bytes_done, bytes_total; /* streaming: tensor bytes written / to write */
 };
 
 /* Offsets of tensor i's data relative to the data section. */
