@@ -77,6 +77,8 @@ int cli_json_enabled(void);
 /* The command being run ("inspect", "merge-lora", ...; main() sets it). */
 const char *cli_command_name(void);
 void cli_set_command_name(const char *name);
+/* "ANVIL_E_IO" for ANVIL_E_IO: the status's name alone (a static string). */
+const char *cli_status_name(int code);
 /* Start a command's JSON document: `{"schema_version":1,"command":"<cmd>"`
  * (the caller continues with ,"key":value ... and closes it with "}\n"). */
 void cli_json_begin(FILE *f, const char *cmd);

@@ -46,19 +46,20 @@ void cli_report_written(const char *cmd, int json, const char *input, const char
         cli_json_begin(stdout, cmd);
         fputs(",\"input\":", stdout);
         cli_json_string(stdout, input);
-        printf(",\"format\":\"%s\",\"tensors\":%zu,\"dry_run\":%s,\"replaced_input\":%s,\"outputs\":[", format,
+        printf(",\"format\":\"%s\",\"n_tensors\":%zu,\"dry_run\":%s,\"replaced_input\":%s,\"outputs\":[", format,
                n_tensors, dry_run ? "true" : "false", replaced_input ? "true" : "false");
         for (size_t i = 0; i < n_out; ++i) {
             printf("%s{\"path\":", i ? "," : "");
             cli_json_string(stdout, out[i].path);
-            printf(",\"bytes\":%llu,\"tensors\":%zu}", out[i].bytes, out[i].tensors);
+            printf(",\"bytes\":%llu,\"n_tensors\":%zu}", out[i].bytes, out[i].tensors);
         }
         printf("]}\n");
         return;
     }
     const char *verb = dry_run ? "would write" : replaced_input ? "replaced (atomically)" : "wrote";
+    const char *shown = strcmp(format, "gguf") == 0 ? "GGUF v3" : format;
     if (n_out == 1) {
-        printf("%s %s (%llu bytes, %s, %zu tensors)%s\n", verb, cli_esc(out[0].path), out[0].bytes, format,
+        printf("%s %s (%llu bytes, %s, %zu tensors)%s\n", verb, cli_esc(out[0].path), out[0].bytes, shown,
                out[0].tensors, replaced_input ? ": the input was rewritten in place" : "");
         return;
     }
@@ -77,7 +78,7 @@ void cli_report_gguf_output(const char *cmd, int json, const char *input, const 
         wr.tensors = anvil_gguf_tensor_count(w);
         anvil_gguf_close(w);
     }
-    cli_report_written(cmd, json, input, "GGUF v3", wr.tensors, &wr, 1, 0, replaced_input);
+    cli_report_written(cmd, json, input, "gguf", wr.tensors, &wr, 1, 0, replaced_input);
 }
 
 void cli_gguf_progress(void *arg, const anvil_gguf_progress *p) {

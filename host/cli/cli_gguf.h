@@ -32,8 +32,8 @@ typedef struct cli_written {
 } cli_written;
 
 /* What reemit, split and merge report: text on stdout, or the JSON document
- * {"schema_version":1,"command":cmd,"input":...,"format":...,"tensors":n,
- *  "dry_run":...,"replaced_input":...,"outputs":[{"path","bytes","tensors"}]}. */
+ * {"schema_version":1,"command":cmd,"input":...,"format":...,"n_tensors":n,
+ *  "dry_run":...,"replaced_input":...,"outputs":[{"path","bytes","n_tensors"}]}. */
 void cli_report_written(const char *cmd, int json, const char *input, const char *format, size_t n_tensors,
                         const cli_written *out, size_t n_out, int dry_run, int replaced_input);
 

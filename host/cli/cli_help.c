@@ -18,6 +18,8 @@ const cli_command cli_commands[] = {
     { "bench", cmd_bench, "mat-vec throughput per type (and ggml's, when found)", cli_help_bench },
     { "inspect", cmd_inspect, "describe a GGUF or safetensors file (what can be read of a damaged one too)",
       cli_help_inspect },
+    { "meta", cmd_meta, "get, set, delete or rename GGUF metadata without touching the tensor data",
+      cli_help_meta },
     { "reemit", cmd_reemit, "read a GGUF/safetensors file and write it back through anvil's writer",
       cli_help_reemit },
     { "split", cmd_split, "split a GGUF file into llama.cpp-style parts", cli_help_split },

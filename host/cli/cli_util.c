@@ -386,16 +386,21 @@ int cli_fail(const char *cmd, const char *fmt, ...) {
     return CLI_EXIT_FAIL;
 }
 
+const char *cli_status_name(int code) {
+    /* anvil_strerror: "ANVIL_E_NAME: description", a static string. */
+    static char names[8][64];
+    static unsigned next;
+    char *buf = names[next++ % 8];
+    const char *full = anvil_strerror(code);
+    snprintf(buf, sizeof names[0], "%.*s", (int)strcspn(full, ":"), full);
+    return buf;
+}
+
 int cli_fail_err(const char *cmd, const anvil_error *err) {
-    /* anvil_strerror: "ANVIL_E_NAME: description". */
-    const char *full = anvil_strerror(err->code);
-    char status[64];
-    const char *colon = strchr(full, ':');
-    snprintf(status, sizeof status, "%.*s", colon != NULL ? (int)(colon - full) : (int)strlen(full), full);
     char suffix[256];
-    snprintf(suffix, sizeof suffix, " (%s)", full);
+    snprintf(suffix, sizeof suffix, " (%s)", anvil_strerror(err->code));
     text_error(cmd, err->message, suffix);
-    json_error(cmd, "failure", status, err->message, CLI_EXIT_FAIL);
+    json_error(cmd, "failure", cli_status_name(err->code), err->message, CLI_EXIT_FAIL);
     return CLI_EXIT_FAIL;
 }
 

@@ -418,7 +418,7 @@ static void print_json(const view *v) {
         printf("%s{\"path\":", i ? "," : "");
         cli_json_string(stdout, p.path);
         printf(",\"file_size\":%" PRIu64 ",\"header_size\":%" PRIu64 ",\"data_offset\":%" PRIu64
-               ",\"data_end\":%" PRIu64 ",\"trailing_bytes\":%" PRIu64 ",\"tensors\":%zu}",
+               ",\"data_end\":%" PRIu64 ",\"trailing_bytes\":%" PRIu64 ",\"n_tensors\":%zu}",
                p.file_size, p.header_size, p.data_offset, p.data_end,
                p.file_size > p.data_end ? p.file_size - p.data_end : 0, p.n_tensors);
     }
@@ -467,9 +467,7 @@ static void print_json(const view *v) {
     for (size_t i = 0; i < n; ++i) {
         anvil_gguf_problem p;
         anvil_gguf_problem_at(g, i, &p);
-        char status[64];
-        const char *full = anvil_strerror(p.code);
-        snprintf(status, sizeof status, "%.*s", (int)strcspn(full, ":"), full);
+        const char *status = cli_status_name(p.code);
         printf("%s{\"where\":\"%s\",\"index\":%zu,\"status\":", i ? "," : "", where_name(p.where), p.index);
         cli_json_string(stdout, status);
         fputs(",\"message\":", stdout);
@@ -477,9 +475,7 @@ static void print_json(const view *v) {
         putchar('}');
     }
     if (v->lenient && n == 0) {
-        char status[64];
-        const char *full = anvil_strerror(v->strict->code);
-        snprintf(status, sizeof status, "%.*s", (int)strcspn(full, ":"), full);
+        const char *status = cli_status_name(v->strict->code);
         fputs("{\"where\":\"header\",\"index\":null,\"status\":", stdout);
         cli_json_string(stdout, status);
         fputs(",\"message\":", stdout);

@@ -121,7 +121,7 @@ static void print_json(const anvil_ctx *ctx) {
         json_kv("name", r.name, 1);
         json_kv("path", r.path, 1);
         printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false", r.optional ? "true" : "false");
-        json_kv("status", anvil_strerror(r.status), 1);
+        json_kv("status", cli_status_name(r.status), 1);
         json_kv("reason", r.reason ? r.reason : "", 0);
         if (r.desc) {
             printf(",");

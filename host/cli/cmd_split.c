@@ -171,7 +171,7 @@ int cmd_split(cli_globals *g, int argc, char **argv) {
                                                              : cli_fail_err("split", &err);
     }
     if (!f.quiet || f.json || a.dry_run) {
-        cli_report_written("split", f.json, a.in, "GGUF v3", a.n_tensors, a.written, a.parts, a.dry_run, 0);
+        cli_report_written("split", f.json, a.in, "gguf", a.n_tensors, a.written, a.parts, a.dry_run, 0);
     }
     free(a.written);
     free(a.paths);

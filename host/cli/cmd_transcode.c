@@ -377,7 +377,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         } else {
             fputs("null", f);
         }
-        fprintf(f, ",\"tensors\":%zu}", n);
+        fprintf(f, ",\"n_tensors\":%zu}", n);
     }
     fprintf(f, "],\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
@@ -415,7 +415,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
         anvil_transcode_quality q;
         anvil_transcode_quality_at(t, i, &q);
-        fprintf(f, "%s{\"type\":\"%s\",\"tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
+        fprintf(f, "%s{\"type\":\"%s\",\"n_tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
                 type_name(q.type), q.n_tensors, q.n_elements);
         json_num(f, q.rmse);
         fprintf(f, ",\"max_abs_err\":");
@@ -427,7 +427,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     fprintf(f,
             "],\"n_tensors\":%zu,\"n_encoded\":%zu,\"n_kept_quantized\":%zu,\"n_kept_rows\":%zu,"
             "\"n_kept_source\":%zu,\"src_tensor_bytes\":%" PRIu64 ",\"dst_tensor_bytes\":%" PRIu64
-            ",\"out_file_bytes\":%" PRIu64 ",\"parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
+            ",\"out_file_bytes\":%" PRIu64 ",\"n_parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
             s.n_tensors, s.n_converted, s.n_kept_quantized, s.n_kept_rows, s.n_kept_source, s.src_tensor_bytes,
             s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, type_name(s.dominant_type));
     if (s.file_type == UINT32_MAX) {
@@ -447,7 +447,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", cmp->ran ? "true" : "false");
         cli_json_string(f, cmp->note);
         if (cmp->ran) {
-            fprintf(f, ",\"tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
+            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
                     cmp->mismatched, cmp->src_bytes);
             json_num(f, cmp->ggml_mb_per_s);
             fprintf(f, ",\"anvil_mb_per_s\":");

@@ -41,12 +41,12 @@ const char *inspect_human(uint64_t bytes, char *buf, size_t size) {
 }
 
 static void json_count(FILE *f, const inspect_count *c) {
-    fprintf(f, "{\"tensors\":%" PRIu64 ",\"elements\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bits_per_weight\":%.6f}",
+    fprintf(f, "{\"n_tensors\":%" PRIu64 ",\"elements\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bits_per_weight\":%.6f}",
             c->tensors, c->elements, c->bytes, inspect_bits_per_weight(c));
 }
 
 void inspect_json_totals(FILE *f, const inspect_totals *t) {
-    fputs(",\"totals\":{\"tensors\":", f);
+    fputs(",\"totals\":{\"n_tensors\":", f);
     fprintf(f, "%" PRIu64 ",\"elements\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bits_per_weight\":%.6f", t->all.tensors,
             t->all.elements, t->all.bytes, inspect_bits_per_weight(&t->all));
     fprintf(f, ",\"not_counted\":%" PRIu64 ",\"by_type\":{", t->skipped);

@@ -517,3 +517,17 @@ ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, s
     s->fd = -1;
     return rc;
 }
+
+/* ---- for the metadata editor (gguf_meta.c) ------------------------------------- */
+
+int gguf_writer_header_bytes(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err) {
+    return build_header(w, out, size, err);
+}
+
+int gguf_sink_open(gguf_sink *s, const char *path, anvil_error *err) { return sink_open_file(s, path, err); }
+int gguf_sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *err) {
+    return sink_write(s, data, n, err);
+}
+int gguf_sink_flush(gguf_sink *s, anvil_error *err) { return sink_flush(s, err); }
+int gguf_sink_commit(gguf_sink *s, anvil_error *err) { return sink_commit(s, err); }
+void gguf_sink_discard(gguf_sink *s) { sink_discard(s); }

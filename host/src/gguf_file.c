@@ -282,6 +282,23 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     return ANVIL_OK;
 }
 
+/* Lenient parse of region 0 (already set up) as the one part of g. */
+static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err) {
+    const gguf_region *r = &g->mapping->regions[0];
+    int rc = gguf_parse_part_lenient(&g->parts[0], r->addr, r->size, ctx, &g->problems, err);
+    if (rc != ANVIL_OK) {
+        if (path != NULL) {
+            anvil_error_prefix(err, "%s", path);
+        }
+        return rc;
+    }
+    g->n_parts = 1;
+    if (path != NULL && (g->parts[0].path = strdup(path)) == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    return gguf_merge_parts(g, err);
+}
+
 ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
                                       anvil_error *err) {
     if (out == NULL || path == NULL) {
@@ -294,22 +311,40 @@ ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const 
     }
     g->lenient = 1;
     int rc = add_slot(g, err);
-    gguf_region *r = rc == ANVIL_OK ? &g->mapping->regions[0] : NULL;
     if (rc == ANVIL_OK) {
-        rc = gguf_map_file(path, r, err);
+        rc = gguf_map_file(path, &g->mapping->regions[0], err);
     }
     if (rc == ANVIL_OK) {
         g->mapping->n = 1;
-        rc = gguf_parse_part_lenient(&g->parts[0], r->addr, r->size, ctx, &g->problems, err);
-        if (rc != ANVIL_OK) {
-            anvil_error_prefix(err, "%s", path);
-        }
+        rc = open_lenient_region(g, path, ctx, err);
     }
+    if (rc != ANVIL_OK) {
+        anvil_gguf_close(g);
+        return rc;
+    }
+    *out = g;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
+                                             const anvil_ctx *ctx, anvil_error *err) {
+    if (out == NULL || (data == NULL && size > 0)) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_buffer_lenient: NULL argument");
+    }
+    *out = NULL;
+    anvil_gguf *g = gguf_new();
+    if (g == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    g->lenient = 1;
+    int rc = add_slot(g, err);
     if (rc == ANVIL_OK) {
-        g->n_parts = 1;
-        g->parts[0].path = strdup(path);
-        rc = g->parts[0].path != NULL ? gguf_merge_parts(g, err)
-                                      : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        gguf_region *r = &g->mapping->regions[0];
+        r->addr = (void *)(uintptr_t)data;
+        r->size = size;
+        r->is_mmap = 0;
+        g->mapping->n = 1;
+        rc = open_lenient_region(g, NULL, ctx, err);
     }
     if (rc != ANVIL_OK) {
         anvil_gguf_close(g);

@@ -180,11 +180,14 @@ ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t 
  * open: a KV or directory entry that leaves the rest unreadable ends the
  * lists there; a tensor whose type, shape, offset or data range is wrong is
  * kept, with n_bytes 0 (when unknown) and data NULL, and its problem named
- * by anvil_gguf_tensor_problem. A file the strict open accepts has no
- * problems and the same view. Use anvil_gguf_open for anything but
+ * by anvil_gguf_tensor_problem. A single file the strict open accepts has
+ * no problems and the same view. Use anvil_gguf_open for anything but
  * looking. */
 ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
                                       anvil_error *err);
+/* The same over a caller's buffer (borrowed, as anvil_gguf_open_buffer). */
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
+                                             const anvil_ctx *ctx, anvil_error *err);
 
 typedef enum anvil_gguf_where {
     ANVIL_GGUF_AT_HEADER = 0, /* the header or the file as a whole */
@@ -336,6 +339,9 @@ ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *
  * type and bytes). */
 ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
                                         anvil_error *err);
+/* The same value under another key (a rename). */
+ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_gguf_kv *kv, const char *key,
+                                           anvil_error *err);
 /* Remove a key; returns 1 when it was present, 0 otherwise. */
 ANVIL_API int anvil_gguf_writer_remove_key(anvil_gguf_writer *w, const char *key);
 ANVIL_API size_t anvil_gguf_writer_kv_count(const anvil_gguf_writer *w);
@@ -475,6 +481,21 @@ ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_writ
 ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
                                          uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes,
                                          size_t *n_tensors, anvil_error *err);
+
+/* ---- metadata edits (anvil meta) ----------------------------------------- */
+
+/* Write the single file src again to out_path (which may be src's own path)
+ * with w's metadata. w holds the new KVs and src's tensors, declared in src's
+ * order with their data (anvil_gguf_writer_copy_from(w, src,
+ * ANVIL_GGUF_COPY_TENSORS)). When the data offset and every tensor's offset
+ * stay as they are (gguf_set_metadata's condition), only the header is new:
+ * the tensor bytes are cloned (a reflink, where the filesystem has them) or
+ * copied by the kernel, not streamed through the writer; otherwise the whole
+ * file is written again, streamed. Either way atomic: a temp file next to
+ * out_path, renamed over it when complete. *header_only (may be NULL) says
+ * which way it went. */
+ANVIL_API int anvil_gguf_write_metadata(const anvil_gguf *src, anvil_gguf_writer *w, const char *out_path,
+                                        int *header_only, anvil_error *err);
 
 /* ---- split names (llama.cpp convention) --------------------------------- */
 
