@@ -207,7 +207,11 @@ static void write_completion(FILE *f) {
     size_t used = 0, topts = 0;
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
-        if (anvil_type_builtin(id, &t, NULL) == ANVIL_OK && used + strlen(t.name) + 2 < sizeof types) {
+        /* The types a model is stored in: float and block formats, not the
+         * integer storage types. */
+        if (anvil_type_builtin(id, &t, NULL) != ANVIL_OK) continue;
+        const int wanted = t.is_quantized || id == ANVIL_TYPE_F32 || id == ANVIL_TYPE_F16 || id == ANVIL_TYPE_BF16;
+        if (wanted && used + strlen(t.name) + 2 < sizeof types) {
             used += (size_t)snprintf(types + used, sizeof types - used, "%s%s", used ? " " : "", t.name);
         }
     }

@@ -86,6 +86,25 @@ expect 0 '' help --bash-completion "$tmp/anvil.bash"
 grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help --bash-completion"
 "$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
 checks=$((checks + 1))
+# The man page holds every command's --help text (the same strings).
+for c in plugins codec bench inspect meta reemit split merge transcode merge-lora demo help; do
+    checks=$((checks + 1))
+    grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
+done
+# The completion completes commands, options and type names.
+if command -v bash > /dev/null 2>&1; then
+    complete_words() {
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _anvil; echo "${COMPREPLY[*]}"' \
+            sh "$tmp/anvil.bash" "$@"
+    }
+    checks=$((checks + 4))
+    [ "$(complete_words anvil tran)" = "transcode" ] || fail "completion: commands"
+    [ "$(complete_words anvil split in out --split-max-t)" = "--split-max-tensors" ] || fail "completion: options"
+    [ "$(complete_words anvil transcode --dtype q4_)" = "q4_0 q4_1 q4_K" ] || fail "completion: types"
+    [ "$(complete_words anvil meta "")" = "get set delete rename" ] || fail "completion: meta subcommands"
+else
+    echo "note: no bash; completion not exercised"
+fi
 
 # ---- plugins, codec, bench, demo ---------------------------------------------
 expect 0 '' plugins
