@@ -29,7 +29,7 @@ anvil_ctx *cli_ctx(cli_globals *g) {
         anvil_error err;
         if (anvil_ctx_open(&g->ctx, g->config_path, &err) != ANVIL_OK) {
             g->ctx = NULL;
-            cli_fail_err("config", &err);
+            cli_fail_err(command_name[0] ? command_name : "config", &err);
         }
     }
     return g->ctx;

@@ -67,6 +67,18 @@ static void jpush(jv *c, char *key, jv *item) {
     c->items[c->n++] = item;
 }
 
+static void jfree(jv *v) {
+    if (v == NULL) return;
+    for (size_t i = 0; i < v->n; ++i) {
+        jfree(v->items[i]);
+        free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
+    free(v);
+}
+
 static const jv *jget(const jv *o, const char *key) {
     if (o == NULL || o->kind != J_OBJ) return NULL;
     for (size_t i = 0; i < o->n; ++i) {
@@ -246,16 +258,26 @@ static jv *parse_container(parser *p, int depth, int is_obj) {
         ws(p);
         if (is_obj) {
             size_t klen;
-            if (p->pos >= p->n || p->s[p->pos] != '"') return fail(p, "expected a key");
+            if (p->pos >= p->n || p->s[p->pos] != '"') break;
             key = parse_string(p, &klen);
-            if (key == NULL) return NULL;
-            if (jget(c, key) != NULL) return fail(p, "duplicate key \"%s\"", key);
+            if (key == NULL) break;
+            if (jget(c, key) != NULL) {
+                fail(p, "duplicate key \"%s\"", key);
+                free(key);
+                break;
+            }
             ws(p);
-            if (p->pos >= p->n || p->s[p->pos] != ':') return fail(p, "expected ':'");
+            if (p->pos >= p->n || p->s[p->pos] != ':') {
+                free(key);
+                break;
+            }
             p->pos++;
         }
         jv *item = parse_value(p, depth + 1);
-        if (item == NULL) return NULL;
+        if (item == NULL) {
+            free(key);
+            break;
+        }
         jpush(c, key, item);
         ws(p);
         if (p->pos < p->n && p->s[p->pos] == ',') {
@@ -266,8 +288,11 @@ static jv *parse_container(parser *p, int depth, int is_obj) {
             p->pos++;
             return c;
         }
-        return fail(p, "expected ',' or '%c'", close);
+        break;
     }
+    fail(p, "expected %s", is_obj ? "a key, ':', ',' or '}'" : "',' or ']'");
+    jfree(c);
+    return NULL;
 }
 
 static jv *parse_value(parser *p, int depth) {
@@ -278,7 +303,11 @@ static jv *parse_value(parser *p, int depth) {
     if (c == '"') {
         jv *v = jnew(J_STR);
         v->str = parse_string(p, &v->len);
-        return v->str != NULL ? v : NULL;
+        if (v->str == NULL) {
+            free(v);
+            return NULL;
+        }
+        return v;
     }
     if (c == '-' || (c >= '0' && c <= '9')) return parse_number(p);
     static const struct { const char *word; jkind kind; int b; } lits[] = {
@@ -301,7 +330,10 @@ static jv *parse_document(const char *s, size_t n, char *err, size_t cap) {
     jv *v = parse_value(&p, 0);
     if (v != NULL) {
         ws(&p);
-        if (p.pos != p.n) v = fail(&p, "more than one JSON value (extra text after the document)");
+        if (p.pos != p.n) {
+            jfree(v);
+            v = fail(&p, "more than one JSON value (extra text after the document)");
+        }
     }
     if (v == NULL) snprintf(err, cap, "%s", p.err);
     return v;
@@ -459,11 +491,14 @@ static int load_schemas(const char *md_path, schemas *S) {
         if (b == NULL || jget(b, "$id") == NULL) {
             fprintf(stderr, "json_check: %s: a json block is not a schema with an $id: %s\n", md_path,
                     b == NULL ? err : "no $id");
+            jfree(b);
+            free(md);
             return -1;
         }
         S->blocks[S->n++] = b;
         p = end + 4;
     }
+    free(md);
     return 0;
 }
 
@@ -506,6 +541,7 @@ int main(int argc, char **argv) {
     jv *doc = parse_document(text, n, err, sizeof err);
     if (doc == NULL) {
         fprintf(stderr, "json_check: not one valid JSON document: %s\n", err);
+        free(text);
         return 1;
     }
     if (n == 0 || text[n - 1] != '\n') problem("", "does not end with a newline");
@@ -516,5 +552,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     check(&S, schema, doc, "");
+    jfree(doc);
+    free(text);
+    for (size_t i = 0; i < S.n; ++i) jfree(S.blocks[i]);
+    free(S.blocks);
     return errors ? 1 : 0;
 }
