@@ -1,4 +1,5 @@
 /* Helpers shared by the GGUF subcommands. */
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -81,6 +82,72 @@ void cli_report_gguf_output(const char *cmd, int json, const char *input, const 
     cli_report_written(cmd, json, input, "gguf", wr.tensors, &wr, 1, 0, replaced_input);
 }
 
+static void quoted(FILE *f, const char *p, size_t len, size_t max) {
+    fputc('"', f);
+    const size_t n = len < max ? len : max;
+    for (size_t i = 0, start = 0; i <= n; ++i) {
+        if (i == n || p[i] == '"') {
+            cli_text_bytes(f, p + start, i - start);
+            if (i < n) fputs("\\\"", f);
+            start = i + 1;
+        }
+    }
+    fputc('"', f);
+    if (len > n) {
+        fprintf(f, "...(%zu bytes)", len);
+    }
+}
+
+void cli_gguf_scalar(FILE *f, const anvil_gguf_value *v, cli_value_style style, size_t str_max) {
+    switch (v->kind) {
+    case ANVIL_GGUF_KIND_INT:
+        if (v->in_i64) {
+            fprintf(f, "%" PRId64, v->i);
+        } else {
+            fprintf(f, "%" PRIu64, v->u);
+        }
+        break;
+    case ANVIL_GGUF_KIND_FLOAT:
+        if (style == CLI_VALUE_JSON) {
+            cli_json_number(f, v->f);
+        } else {
+            fprintf(f, "%.9g", v->f);
+        }
+        break;
+    case ANVIL_GGUF_KIND_BOOL: fputs(v->b ? "true" : "false", f); break;
+    case ANVIL_GGUF_KIND_STRING:
+        if (style == CLI_VALUE_JSON) {
+            cli_json_bytes(f, v->s.ptr, v->s.len);
+        } else if (style == CLI_VALUE_RAW) {
+            fwrite(v->s.ptr, 1, v->s.len, f);
+        } else {
+            quoted(f, v->s.ptr, v->s.len, str_max);
+        }
+        break;
+    case ANVIL_GGUF_KIND_ARRAY: fputs(style == CLI_VALUE_JSON ? "null" : "[...]", f); break;
+    }
+}
+
+void cli_gguf_array(FILE *f, const anvil_gguf_array *a, uint64_t n, cli_value_style style, size_t str_max) {
+    for (uint64_t i = 0; i < n; ++i) {
+        anvil_gguf_value e;
+        if (anvil_gguf_array_get(a, i, &e) != ANVIL_OK) {
+            break;
+        }
+        if (i > 0) {
+            fputs(style == CLI_VALUE_JSON ? "," : ", ", f);
+        }
+        cli_gguf_scalar(f, &e, style == CLI_VALUE_RAW ? CLI_VALUE_TEXT : style, str_max);
+    }
+}
+
+void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o) {
+    cli_progress_init(p, f->progress, f->quiet || f->json);
+    anvil_gguf_write_options_init(o);
+    o->progress = p->mode ? cli_gguf_progress : NULL;
+    o->progress_arg = p;
+}
+
 void cli_gguf_progress(void *arg, const anvil_gguf_progress *p) {
     char label[600];
     if (p->n_parts > 1) {
@@ -93,6 +160,31 @@ void cli_gguf_progress(void *arg, const anvil_gguf_progress *p) {
 
 void cli_transcode_progress(void *arg, const anvil_transcode_progress *p) {
     cli_progress_step(arg, p->tensor + 1, p->n_tensors, p->bytes_done, p->bytes_total, p->name);
+}
+
+int cli_parse_in_out(const char *cmd, int argc, char **argv, const char *in_name, const char *out_name,
+                     cli_write_flags *f, const char **in, const char **out) {
+    const char *pos[2] = { NULL, NULL };
+    int n_pos = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (cli_write_flag(argv[i], f)) {
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        }
+        if (n_pos == 2) {
+            return cli_usage_error(cmd, "unexpected argument '%s' (needs %s and %s only)", argv[i], in_name, out_name);
+        }
+        pos[n_pos++] = argv[i];
+    }
+    if (n_pos < 2) {
+        return n_pos == 0 ? cli_usage_error(cmd, "no %s and %s given", in_name, out_name)
+                          : cli_usage_error(cmd, "no %s given", out_name);
+    }
+    *in = pos[0];
+    *out = pos[1];
+    return 0;
 }
 
 int cli_write_flag(const char *arg, cli_write_flags *f) {

@@ -42,6 +42,16 @@ void cli_report_written(const char *cmd, int json, const char *input, const char
 void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
                             const anvil_ctx *ctx);
 
+/* A scalar GGUF value (not an array): TEXT quotes strings and escapes them
+ * (cut after str_max bytes), RAW prints string bytes as they are (stdout is
+ * guarded), JSON prints JSON. */
+typedef enum cli_value_style { CLI_VALUE_TEXT, CLI_VALUE_RAW, CLI_VALUE_JSON } cli_value_style;
+void cli_gguf_scalar(FILE *f, const anvil_gguf_value *v, cli_value_style style, size_t str_max);
+
+/* The first n elements of an array, separated by ", " (",": JSON), without
+ * the brackets. */
+void cli_gguf_array(FILE *f, const anvil_gguf_array *a, uint64_t n, cli_value_style style, size_t str_max);
+
 /* An anvil_gguf_progress_fn reporting to the cli_progress at arg. */
 void cli_gguf_progress(void *arg, const anvil_gguf_progress *p);
 
@@ -54,7 +64,13 @@ void cli_transcode_progress(void *arg, const struct anvil_transcode_progress *p)
 typedef struct cli_write_flags {
     int json, progress, quiet;
 } cli_write_flags;
+/* Write options whose progress goes to p, as the flags say. */
+void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o);
 /* 1 when argv[i] is one of them (and notes it), else 0. */
 int cli_write_flag(const char *arg, cli_write_flags *f);
+/* argv of a command taking exactly two paths (named in_name, out_name) and
+ * the write flags. Returns 0, or 2 after a usage error. */
+int cli_parse_in_out(const char *cmd, int argc, char **argv, const char *in_name, const char *out_name,
+                     cli_write_flags *f, const char **in, const char **out);
 
 #endif

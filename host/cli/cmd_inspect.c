@@ -68,54 +68,6 @@ static const char *type_label(const anvil_gguf_tensor *t, char *buf, size_t size
     return buf;
 }
 
-static void text_string(const char *p, size_t len, size_t max) {
-    putchar('"');
-    const size_t n = len < max ? len : max;
-    for (size_t i = 0, start = 0; i <= n; ++i) {
-        if (i == n || p[i] == '"') {
-            cli_text_bytes(stdout, p + start, i - start);
-            if (i < n) fputs("\\\"", stdout);
-            start = i + 1;
-        }
-    }
-    putchar('"');
-    if (len > n) {
-        printf("...(%zu bytes)", len);
-    }
-}
-
-static void text_scalar(const anvil_gguf_value *v, size_t max) {
-    switch (v->kind) {
-    case ANVIL_GGUF_KIND_INT:
-        if (v->in_i64) {
-            printf("%" PRId64, v->i);
-        } else {
-            printf("%" PRIu64, v->u);
-        }
-        break;
-    case ANVIL_GGUF_KIND_FLOAT: printf("%.9g", v->f); break;
-    case ANVIL_GGUF_KIND_BOOL: fputs(v->b ? "true" : "false", stdout); break;
-    case ANVIL_GGUF_KIND_STRING: text_string(v->s.ptr, v->s.len, max); break;
-    case ANVIL_GGUF_KIND_ARRAY: fputs("[...]", stdout); break;
-    }
-}
-
-static void json_scalar(const anvil_gguf_value *v) {
-    switch (v->kind) {
-    case ANVIL_GGUF_KIND_INT:
-        if (v->in_i64) {
-            printf("%" PRId64, v->i);
-        } else {
-            printf("%" PRIu64, v->u);
-        }
-        break;
-    case ANVIL_GGUF_KIND_FLOAT: cli_json_number(stdout, v->f); break;
-    case ANVIL_GGUF_KIND_BOOL: fputs(v->b ? "true" : "false", stdout); break;
-    case ANVIL_GGUF_KIND_STRING: cli_json_bytes(stdout, v->s.ptr, v->s.len); break;
-    case ANVIL_GGUF_KIND_ARRAY: fputs("null", stdout); break;
-    }
-}
-
 static uint64_t shown_elements(const cli_inspect_opts *o, uint64_t count) {
     return count < o->arrays ? count : o->arrays;
 }
@@ -135,21 +87,12 @@ static void text_value(const anvil_gguf_kv *kv, const cli_inspect_opts *o) {
     anvil_gguf_kv_value(kv, &v);
     const size_t str_max = is_all(o) ? SIZE_MAX : TEXT_STRING_MAX;
     if (v.kind != ANVIL_GGUF_KIND_ARRAY) {
-        text_scalar(&v, str_max);
+        cli_gguf_scalar(stdout, &v, CLI_VALUE_TEXT, str_max);
         return;
     }
     putchar('[');
     const uint64_t n = shown_elements(o, v.a.count);
-    for (uint64_t i = 0; i < n; ++i) {
-        anvil_gguf_value e;
-        if (anvil_gguf_array_get(&v.a, i, &e) != ANVIL_OK) {
-            break;
-        }
-        if (i > 0) {
-            fputs(", ", stdout);
-        }
-        text_scalar(&e, is_all(o) ? SIZE_MAX : ARRAY_STRING_MAX);
-    }
+    cli_gguf_array(stdout, &v.a, n, CLI_VALUE_TEXT, is_all(o) ? SIZE_MAX : ARRAY_STRING_MAX);
     if (v.a.count > n) {
         printf("%s... %" PRIu64 " more", n ? ", " : "", v.a.count - n);
     }
@@ -165,21 +108,12 @@ static void json_kv(const anvil_gguf_kv *kv, const cli_inspect_opts *o) {
     cli_json_string(stdout, anvil_gguf_type_name(kv->type));
     if (v.kind != ANVIL_GGUF_KIND_ARRAY) {
         fputs(",\"value\":", stdout);
-        json_scalar(&v);
+        cli_gguf_scalar(stdout, &v, CLI_VALUE_JSON, 0);
     } else {
         printf(",\"elem_type\":\"%s\",\"count\":%" PRIu64 ",\"value\":[", anvil_gguf_type_name(kv->elem_type),
                kv->count);
         const uint64_t n = shown_elements(o, v.a.count);
-        for (uint64_t i = 0; i < n; ++i) {
-            anvil_gguf_value e;
-            if (anvil_gguf_array_get(&v.a, i, &e) != ANVIL_OK) {
-                break;
-            }
-            if (i > 0) {
-                putchar(',');
-            }
-            json_scalar(&e);
-        }
+        cli_gguf_array(stdout, &v.a, n, CLI_VALUE_JSON, 0);
         printf("],\"truncated\":%s", v.a.count > n ? "true" : "false");
     }
     putchar('}');

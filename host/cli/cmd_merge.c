@@ -40,25 +40,12 @@ int cmd_merge(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         return cli_help("merge");
     }
-    const char *pos[2] = { NULL, NULL };
-    int n_pos = 0;
+    const char *first = NULL, *out = NULL;
     cli_write_flags f = { 0, 0, 0 };
-    for (int i = 1; i < argc; ++i) {
-        if (cli_write_flag(argv[i], &f)) {
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return cli_usage_error("merge", "unknown option '%s'", argv[i]);
-        }
-        if (n_pos == 2) {
-            return cli_usage_error("merge", "unexpected argument '%s' (needs FIRST and OUT only)", argv[i]);
-        }
-        pos[n_pos++] = argv[i];
+    const int parsed = cli_parse_in_out("merge", argc, argv, "FIRST part", "OUT", &f, &first, &out);
+    if (parsed != 0) {
+        return parsed;
     }
-    if (n_pos < 2) {
-        return cli_usage_error("merge", n_pos == 0 ? "no FIRST part and OUT given" : "no OUT given");
-    }
-    const char *first = pos[0], *out = pos[1];
     uint32_t no = 0, count = 0;
     if (!anvil_gguf_split_parse(first, NULL, 0, &no, &count) || no != 1) {
         return cli_usage_error("merge",
@@ -72,11 +59,8 @@ int cmd_merge(cli_globals *g, int argc, char **argv) {
         return checked;
     }
     cli_progress progress;
-    cli_progress_init(&progress, f.progress, f.quiet || f.json);
     anvil_gguf_write_options o;
-    anvil_gguf_write_options_init(&o);
-    o.progress = progress.mode ? cli_gguf_progress : NULL;
-    o.progress_arg = &progress;
+    cli_gguf_write_options(&f, &progress, &o);
     anvil_error err = { 0 };
     merge_args a = { first, out, &o };
     const int rc = cli_gguf_run(g, merge_op, &a, &err);

@@ -170,45 +170,15 @@ static int set_value(anvil_gguf_writer *w, const char *cmd, const char *key, uin
 
 /* ---- printing ----------------------------------------------------------------------- */
 
-static void print_scalar(const anvil_gguf_value *v, int json) {
-    switch (v->kind) {
-    case ANVIL_GGUF_KIND_INT:
-        if (v->in_i64) printf("%" PRId64, v->i);
-        else printf("%" PRIu64, v->u);
-        break;
-    case ANVIL_GGUF_KIND_FLOAT:
-        if (json) cli_json_number(stdout, v->f);
-        else printf("%.9g", v->f);
-        break;
-    case ANVIL_GGUF_KIND_BOOL: fputs(v->b ? "true" : "false", stdout); break;
-    case ANVIL_GGUF_KIND_STRING:
-        if (json) cli_json_bytes(stdout, v->s.ptr, v->s.len);
-        else fwrite(v->s.ptr, 1, v->s.len, stdout); /* stdout is guarded: nothing acts on the terminal */
-        break;
-    case ANVIL_GGUF_KIND_ARRAY: break;
-    }
-}
-
 static void print_value(const anvil_gguf_kv *kv, int json) {
     anvil_gguf_value v;
     anvil_gguf_kv_value(kv, &v);
     if (v.kind != ANVIL_GGUF_KIND_ARRAY) {
-        print_scalar(&v, json);
+        cli_gguf_scalar(stdout, &v, json ? CLI_VALUE_JSON : CLI_VALUE_RAW, 0);
         return;
     }
     putchar('[');
-    for (uint64_t i = 0; i < v.a.count; ++i) {
-        anvil_gguf_value e;
-        if (anvil_gguf_array_get(&v.a, i, &e) != ANVIL_OK) break;
-        if (i) fputs(json ? "," : ", ", stdout);
-        if (!json && e.kind == ANVIL_GGUF_KIND_STRING) {
-            putchar('"');
-            print_scalar(&e, 0);
-            putchar('"');
-        } else {
-            print_scalar(&e, json);
-        }
-    }
+    cli_gguf_array(stdout, &v.a, v.a.count, json ? CLI_VALUE_JSON : CLI_VALUE_RAW, SIZE_MAX);
     putchar(']');
 }
 

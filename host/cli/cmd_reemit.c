@@ -45,25 +45,12 @@ int cmd_reemit(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         return cli_help("reemit");
     }
-    const char *pos[2] = { NULL, NULL };
-    int n_pos = 0;
+    const char *in = NULL, *out = NULL;
     cli_write_flags f = { 0, 0, 0 };
-    for (int i = 1; i < argc; ++i) {
-        if (cli_write_flag(argv[i], &f)) {
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return cli_usage_error("reemit", "unknown option '%s'", argv[i]);
-        }
-        if (n_pos == 2) {
-            return cli_usage_error("reemit", "unexpected argument '%s' (needs IN and OUT only)", argv[i]);
-        }
-        pos[n_pos++] = argv[i];
+    const int parsed = cli_parse_in_out("reemit", argc, argv, "IN", "OUT", &f, &in, &out);
+    if (parsed != 0) {
+        return parsed;
     }
-    if (n_pos < 2) {
-        return cli_usage_error("reemit", n_pos == 0 ? "no IN and OUT given" : "no OUT given");
-    }
-    const char *in = pos[0], *out = pos[1];
     int same = 0;
     const int rc = cli_check_output("reemit", out, in, &same);
     if (rc != 0) {
@@ -73,11 +60,8 @@ int cmd_reemit(cli_globals *g, int argc, char **argv) {
         return cli_reemit_safetensors(g, in, out, f.json, same);
     }
     cli_progress progress;
-    cli_progress_init(&progress, f.progress, f.quiet || f.json);
     anvil_gguf_write_options o;
-    anvil_gguf_write_options_init(&o);
-    o.progress = progress.mode ? cli_gguf_progress : NULL;
-    o.progress_arg = &progress;
+    cli_gguf_write_options(&f, &progress, &o);
     anvil_error err = { 0 };
     reemit_args a = { in, out, &o };
     const int st = cli_gguf_run(g, reemit_op, &a, &err);

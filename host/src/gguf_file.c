@@ -299,10 +299,11 @@ static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx 
     return gguf_merge_parts(g, err);
 }
 
-ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
-                                      anvil_error *err) {
-    if (out == NULL || path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL argument");
+/* A lenient open of the file at path, or (path NULL) of the caller's buffer. */
+static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size,
+                        const anvil_ctx *ctx, anvil_error *err) {
+    if (out == NULL || (path == NULL && data == NULL && size > 0)) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
     }
     *out = NULL;
     anvil_gguf *g = gguf_new();
@@ -311,8 +312,11 @@ ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const 
     }
     g->lenient = 1;
     int rc = add_slot(g, err);
-    if (rc == ANVIL_OK) {
-        rc = gguf_map_file(path, &g->mapping->regions[0], err);
+    gguf_region *r = rc == ANVIL_OK ? &g->mapping->regions[0] : NULL;
+    if (rc == ANVIL_OK && path != NULL) {
+        rc = gguf_map_file(path, r, err);
+    } else if (rc == ANVIL_OK) {
+        *r = (gguf_region){ (void *)(uintptr_t)data, size, 0 };
     }
     if (rc == ANVIL_OK) {
         g->mapping->n = 1;
@@ -326,32 +330,17 @@ ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const 
     return ANVIL_OK;
 }
 
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
+                                      anvil_error *err) {
+    if (path == NULL) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
+    }
+    return open_lenient(out, path, NULL, 0, ctx, err);
+}
+
 ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
                                              const anvil_ctx *ctx, anvil_error *err) {
-    if (out == NULL || (data == NULL && size > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_buffer_lenient: NULL argument");
-    }
-    *out = NULL;
-    anvil_gguf *g = gguf_new();
-    if (g == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    }
-    g->lenient = 1;
-    int rc = add_slot(g, err);
-    if (rc == ANVIL_OK) {
-        gguf_region *r = &g->mapping->regions[0];
-        r->addr = (void *)(uintptr_t)data;
-        r->size = size;
-        r->is_mmap = 0;
-        g->mapping->n = 1;
-        rc = open_lenient_region(g, NULL, ctx, err);
-    }
-    if (rc != ANVIL_OK) {
-        anvil_gguf_close(g);
-        return rc;
-    }
-    *out = g;
-    return ANVIL_OK;
+    return open_lenient(out, NULL, data, size, ctx, err);
 }
 
 ANVIL_API size_t anvil_gguf_problem_count(const anvil_gguf *g) { return g != NULL ? g->problems.n : 0; }

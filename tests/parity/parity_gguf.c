@@ -176,9 +176,18 @@ static int same_file(const char *a, const char *b, int verbose) {
     return same;
 }
 
-/* ggml's read-then-write (see the top comment). Returns 1 when ggml
- * accepted the input and wrote out. */
-static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
+/* A metadata edit, applied the way ggml's tools do it (check_meta). */
+typedef struct meta_edit {
+    enum { EDIT_REMOVE, EDIT_U32, EDIT_STR } op;
+    const char *key;
+    uint32_t u;
+    const char *s;
+} meta_edit;
+
+/* ggml's read-then-write (see the top comment), with an edit of the KVs
+ * between reading and writing when e is not NULL (a set moves the key last).
+ * Returns 1 when ggml accepted the input and wrote out. */
+static int ggml_edit(const gguf_api *a, const char *in, const char *out, const meta_edit *e) {
     void *meta = NULL;
     struct gguf_init_params_view p = { false, &meta };
     void *src = a->init_from_file(in, p);
@@ -187,6 +196,13 @@ static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
     }
     void *dst = a->init_empty();
     a->set_kv(dst, src);
+    if (e != NULL && e->op == EDIT_REMOVE) {
+        a->remove_key(dst, e->key);
+    } else if (e != NULL && e->op == EDIT_U32) {
+        a->set_u32(dst, e->key, e->u);
+    } else if (e != NULL) {
+        a->set_str(dst, e->key, e->s);
+    }
     for (int64_t i = 0; i < a->n_tensors(src); ++i) {
         const char *name = a->tensor_name(src, i);
         const void *t = a->ggml_get_tensor(meta, name);
@@ -204,6 +220,8 @@ static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
     a->ggml_free(meta);
     return ok;
 }
+
+static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) { return ggml_edit(a, in, out, NULL); }
 
 /* ggml accepts path and sees what anvil sees. */
 static int ggml_agrees(const gguf_api *a, const char *path, int verbose) {
@@ -684,40 +702,6 @@ static void check_split(parity_ctx *pc, const gguf_api *a, const char *tmp) {
 }
 
 /* ---- metadata edits ------------------------------------------------------------ */
-
-typedef struct meta_edit {
-    enum { EDIT_REMOVE, EDIT_U32, EDIT_STR } op;
-    const char *key;
-    uint32_t u;
-    const char *s;
-} meta_edit;
-
-/* ggml's edit: read, copy the KVs, edit (a set moves the key last), write. */
-static int ggml_edit(const gguf_api *a, const char *in, const char *out, const meta_edit *e) {
-    void *meta = NULL;
-    struct gguf_init_params_view p = { false, &meta };
-    void *src = a->init_from_file(in, p);
-    if (src == NULL) {
-        return 0;
-    }
-    void *dst = a->init_empty();
-    a->set_kv(dst, src);
-    if (e->op == EDIT_REMOVE) {
-        a->remove_key(dst, e->key);
-    } else if (e->op == EDIT_U32) {
-        a->set_u32(dst, e->key, e->u);
-    } else {
-        a->set_str(dst, e->key, e->s);
-    }
-    for (int64_t i = 0; i < a->n_tensors(src); ++i) {
-        a->add_tensor(dst, a->ggml_get_tensor(meta, a->tensor_name(src, i)));
-    }
-    const int ok = a->write_to_file(dst, out, false);
-    a->free_ctx(dst);
-    a->free_ctx(src);
-    a->ggml_free(meta);
-    return ok;
-}
 
 /* anvil's edit through anvil_gguf_write_metadata, with ggml's key order. */
 static int anvil_edit(const char *in, const char *out, const meta_edit *e, int *header_only, anvil_error *err) {
