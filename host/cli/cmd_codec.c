@@ -1,4 +1,5 @@
-/* anvil codec list | encode TYPE IN.f32 OUT.bin | decode TYPE IN.bin OUT.f32 */
+/* anvil codec list | encode TYPE IN.f32 OUT.bin [--imatrix FILE] | decode TYPE IN.bin OUT.f32 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,24 +8,41 @@
 
 const char cli_help_codec[] =
     "usage: anvil codec list [--json]\n"
-    "       anvil codec encode TYPE IN.f32 OUT.bin [--json]\n"
+    "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE] [--json]\n"
     "       anvil codec decode TYPE IN.bin OUT.f32 [--json]\n"
     "\n"
-    "list    every ggml type and loaded third-party codec: geometry, bits/weight, and\n"
-    "        whether it can encode+decode, decode only (and why), or is not loaded.\n"
+    "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
+    "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
+    "        and what it does with an importance matrix: uses, needs (encodes only\n"
+    "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
+    "        - (no encoder at all).\n"
     "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
     "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
+    "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
+    "        column (finite, >= 0); their count is the row length, a whole number of\n"
+    "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
+    "        with that matrix (llama-quantize --imatrix, per tensor).\n"
     "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
     "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
     "OUT is written atomically (a temporary file renamed into place).\n"
     "\n"
     "  --json  print the result (or the error) as one JSON object on stdout\n";
 
+/* What encoding with an importance matrix does for a codec (NULL: a float
+ * type the host encodes, which ignores it as ggml does). */
+static const char *imatrix_use(const anvil_codec *c) {
+    if (c == NULL || (c->flags & ANVIL_CODEC_IMATRIX_UNUSED)) return "ignored";
+    if (c->encode == NULL && c->encode_rows == NULL) return "-"; /* cannot encode at all */
+    if (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) return "needs";
+    return c->encode_rows != NULL ? "uses" : "no";
+}
+
 static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, int *first) {
     const anvil_codec *c = anvil_ctx_codec(ctx, t->id);
     const int builtin_float = t->id == ANVIL_TYPE_F32 || t->id == ANVIL_TYPE_F16 || t->id == ANVIL_TYPE_BF16;
     const char *status;
     const char *note = "";
+    const char *imatrix = builtin_float || c != NULL ? imatrix_use(c) : "";
     if (builtin_float) {
         status = "encode+decode";
         note = "built into the host";
@@ -33,7 +51,7 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
     } else if (c == NULL) {
         status = "not loaded";
         note = t->family_plugin ? t->family_plugin : "";
-    } else if (c->encode == NULL) {
+    } else if (c->encode == NULL && c->encode_rows == NULL) {
         status = "decode-only";
         note = c->encode_note ? c->encode_note : "";
     } else {
@@ -52,12 +70,14 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         cli_json_string(stdout, status);
         printf(",\"act\":");
         cli_json_string(stdout, act_name);
+        printf(",\"imatrix\":");
+        cli_json_string(stdout, imatrix);
         printf(",\"note\":");
         cli_json_string(stdout, note);
         printf("}");
     } else {
-        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %s\n", cli_esc(t->name), t->id, t->block_elems, t->block_bytes,
-               bpw, cli_esc(act_name), status, cli_esc(note));
+        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %-7s %s\n", cli_esc(t->name), t->id, t->block_elems,
+               t->block_bytes, bpw, cli_esc(act_name), status, imatrix, cli_esc(note));
     }
     *first = 0;
 }
@@ -70,7 +90,8 @@ static int cmd_list(cli_globals *g, int json) {
         cli_json_begin(stdout, "codec list");
         printf(",\"types\":[");
     } else {
-        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status", "note");
+        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status",
+               "imatrix", "note");
     }
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
@@ -117,7 +138,47 @@ static void report(int json, const char *cmd, const anvil_type_info *t, const ch
     }
 }
 
-static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, int json) {
+/* Load --imatrix FILE for type t and input of n values: one finite,
+ * non-negative weight per column, their count a whole number of blocks that
+ * divides n. On success *w (malloc'd) and *n_per_row are set. */
+static int load_imatrix(const char *path, const anvil_type_info *t, size_t n, float **w, size_t *n_per_row) {
+    anvil_error err;
+    void *data;
+    size_t size;
+    if (cli_read_file(path, &data, &size, &err) != ANVIL_OK) return cli_fail_err("codec encode", &err);
+    const char *what = NULL;
+    const size_t nw = size / 4;
+    if (size % 4 != 0) {
+        what = "is not a whole number of float32 weights";
+    } else if (nw == 0) {
+        what = "is empty: it needs one importance weight per column";
+    } else if (nw % t->block_elems != 0) {
+        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) are not a whole number of %u-element %s blocks",
+                 path, nw, t->block_elems, t->name);
+    } else if (n % nw != 0) {
+        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) do not split the %zu input values into whole rows",
+                 path, nw, n);
+    } else {
+        const float *f = data;
+        for (size_t j = 0; j < nw; ++j) {
+            if (!(f[j] >= 0.0f) || isinf(f[j])) {
+                cli_fail("codec encode", "--imatrix %s: the weight of column %zu is %g; importance weights must be finite and non-negative",
+                         path, j, (double)f[j]);
+                free(data);
+                return 1;
+            }
+        }
+        *w = data;
+        *n_per_row = nw;
+        return 0;
+    }
+    if (what != NULL) cli_fail("codec encode", "--imatrix %s: %zu bytes %s", path, size, what);
+    free(data);
+    return 1;
+}
+
+static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, const char *imatrix_path,
+                      int json) {
     uint32_t id;
     anvil_type_info t;
     int rc = resolve_type(g, "codec encode", type, &id, &t);
@@ -136,17 +197,32 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
         free(data);
         return cli_fail("codec encode", "%s: %s (%s)", in, err.message, anvil_strerror(err.code));
     }
+    float *w = NULL;
+    size_t n_per_row = n;
+    if (imatrix_path != NULL && load_imatrix(imatrix_path, &t, n, &w, &n_per_row) != 0) {
+        free(data);
+        return 1;
+    }
     void *blocks = malloc(bytes ? bytes : 1);
     if (blocks == NULL) {
         free(data);
+        free(w);
         return cli_fail("codec encode", "out of memory (%llu bytes)", (unsigned long long)bytes);
     }
-    rc = anvil_encode(g->ctx, id, data, n, blocks, bytes, &err);
+    /* One row without a matrix; with one, rows as long as the matrix. */
+    const size_t nrows = n_per_row ? n / n_per_row : 0;
+    rc = anvil_encode_rows(g->ctx, id, data, nrows, n_per_row, w, blocks, bytes, &err);
     free(data);
+    free(w);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, blocks, bytes, &err);
     free(blocks);
     if (rc != ANVIL_OK) return cli_fail_err("codec encode", &err);
     report(json, "codec encode", &t, in, out, n, bytes);
+    if (imatrix_path != NULL && !json) {
+        const char *use = imatrix_use(anvil_ctx_codec(g->ctx, id));
+        fprintf(stderr, "importance matrix: %zu rows of %zu; %s\n", nrows, n_per_row,
+                strcmp(use, "ignored") == 0 ? "this format ignores it (as ggml does)" : "weighted as ggml_quantize_chunk");
+    }
     return 0;
 }
 
@@ -189,10 +265,14 @@ int cmd_codec(cli_globals *g, int argc, char **argv) {
     char cmd[32];
     snprintf(cmd, sizeof cmd, "codec %s", sub);
     const char *pos[3] = { NULL, NULL, NULL };
+    const char *imatrix = NULL;
     int n_pos = 0, json = 0;
     for (int i = 2; i < argc; ++i) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--imatrix") == 0 && sub[0] == 'e') {
+            if (i + 1 >= argc || imatrix != NULL) return cli_usage_error(cmd, "--imatrix takes one FILE, once");
+            imatrix = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         } else if (n_pos < (is_list ? 0 : 3)) {
@@ -208,5 +288,6 @@ int cmd_codec(cli_globals *g, int argc, char **argv) {
     }
     const int rc = cli_check_output(cmd, pos[2], NULL, NULL);
     if (rc != 0) return rc;
-    return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], json) : cmd_decode(g, pos[0], pos[1], pos[2], json);
+    return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], imatrix, json)
+                         : cmd_decode(g, pos[0], pos[1], pos[2], json);
 }
