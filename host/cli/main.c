@@ -15,6 +15,13 @@
 
 int main(int argc, char **argv) {
     cli_globals g = { 0 };
+    /* Under --json, every error is also a JSON document, even one found
+     * before the command is known. */
+    int json = 0;
+    for (int k = 1; k < argc; ++k) {
+        if (strcmp(argv[k], "--json") == 0) json = 1;
+    }
+    cli_set_json(json);
     int i = 1;
     for (; i < argc; ++i) {
         const char *a = argv[i];
@@ -44,12 +51,6 @@ int main(int argc, char **argv) {
     if (c == NULL) {
         return cli_usage_error("", "unknown command '%s'", argv[i]);
     }
-    /* Under --json, every error of the command is also a JSON document. */
-    int json = 0;
-    for (int k = i + 1; k < argc; ++k) {
-        if (strcmp(argv[k], "--json") == 0) json = 1;
-    }
-    cli_set_json(json);
     cli_set_command_name(c->name);
     if (!json) {
         cli_stdout_guard();

@@ -71,6 +71,7 @@ expect 0 '' --version
 expect 0 '' help
 expect 2 'anvil: no command given' 
 expect 2 "anvil: unknown command 'frobnicate'" frobnicate
+jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
 expect 2 "anvil: unknown option '--bogus'" --bogus
 expect 2 'anvil: --config needs a file' --config
 for c in plugins codec bench inspect meta reemit split merge transcode merge-lora demo help; do
