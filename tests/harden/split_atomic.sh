@@ -148,11 +148,13 @@ say "a folder on part 3's name: exit 1 naming it, the other old parts untouched"
 reset_a
 P2=$(printf 'm-00002-of-%05d.gguf' "$N")
 rm "$W/set/$P2" && cp -a "$W/refB/$P2" "$W/set/$P2"
-"$ANVIL" inspect "$W/set/$FIRST" >/dev/null 2>"$W/err" && fail "a mixed set opens"
+"$ANVIL" merge "$W/set/$FIRST" "$W/out/x.gguf" >/dev/null 2>"$W/err" && fail "a mixed set opens"
 grep -q "$P2.*part 2 of $N does not belong" "$W/err" || fail "mixed set message: $(cat "$W/err")"
+"$ANVIL" inspect "$W/set/$FIRST" >"$W/out/inspect.txt" 2>&1 && fail "inspect: a mixed set reads"
+grep -q "part 2 of $N does not belong" "$W/out/inspect.txt" || fail "inspect of a mixed set: $(cat "$W/out/inspect.txt")"
 reset_a
 rm "$W/set/$P2" && cat "$W/refB/$P2" > "$W/set/$P2"   # a copy without the mark
-"$ANVIL" inspect "$W/set/$FIRST" >/dev/null 2>"$W/err" && fail "a part without mark opens"
+"$ANVIL" merge "$W/set/$FIRST" "$W/out/x.gguf" >/dev/null 2>"$W/err" && fail "a part without mark opens"
 grep -q "part 2 of $N does not belong" "$W/err" || fail "unmarked part message: $(cat "$W/err")"
 say "parts of two sets mixed by hand: refused, naming part 2"
 
