@@ -95,6 +95,10 @@ static void put_name(FILE *f, const char *path) {
     }
 }
 
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 static char *get_name(const char *dir, char **cursor) {
     char *p = *cursor;
     while (*p == ' ') {
@@ -103,11 +107,11 @@ static char *get_name(const char *dir, char **cursor) {
     char *start = p, *out = p;
     while (*p != '\0' && *p != ' ' && *p != '\n') {
         if (*p == '%') {
-            unsigned v = 0;
-            if (sscanf(p + 1, "%2x", &v) != 1 || v == 0 || v == '/') {
+            const int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+            if (lo < 0 || (hi == 0 && lo == 0) || hi * 16 + lo == '/') {
                 return NULL;
             }
-            *out++ = (char)v;
+            *out++ = (char)(hi * 16 + lo);
             p += 3;
         } else {
             *out++ = *p++;
