@@ -375,7 +375,9 @@ static char *reader(char *str, int num, void *stream) {
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%.*s", (int)content, line);
     char *t = trim(tmp);
-    if (t[0] == '[') {
+    /* (An indented line after a key is that key's continuation for inih,
+     * whatever it starts with.) */
+    if (t[0] == '[' && !(p->continuation && p->last_key[0] != '\0')) {
         char *close = strchr(t, ']');
         if (close == NULL) {
             /* inih would keep the previous section and report the next key
