@@ -1,9 +1,11 @@
 /*
- * IQ2_S encoder: ggml's quantize_row_iq2_s_ref (= the no-imatrix
- * ggml_quantize_chunk path), byte for byte.
+ * IQ2_S encoder: ggml's quantize_row_iq2_s_impl, i.e. ggml_quantize_chunk
+ * with or without an importance matrix (without one it is also
+ * quantize_row_iq2_s_ref), byte for byte.
  *
- * Per 16 elements: weights sigma2 / 4 + x^2 (sigma2 = twice the mean square
- * of the 256-element block), signs split off, the scale sweep of
+ * Per 16 elements: weights sigma2 / 4 + x^2, or with an importance matrix
+ * qw sqrt(sigma2 + x^2) (sigma2 = twice the mean square of the 256-element
+ * block), signs split off, the scale sweep of
  * cold_enc_search.c over two groups of 8 with codes 0..2 (magnitudes 1, 3,
  * 5 times the scale; trials (5 + 0.1 is) / max, is = -9..9), then per 256
  * elements a binary16 d = max sub-scale / 31 * 0.9875 and 4-bit sub-scales.
@@ -21,6 +23,8 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_impl.h"
+#include "ref/cold_rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -47,53 +51,40 @@ static int refuse_overflow(size_t ibl, int ib, const float *xb, char *msg, size_
     return ANVIL_E_UNSUPPORTED;
 }
 
-int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = anvil_ref_check_encode_input("iq2_s", src, n, QK, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    rc = anvil_ref_cold_lattice_init();
+static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
+    const int rc = anvil_ref_cold_lattice_init();
     if (rc != ANVIL_OK) {
         anvil_ref_message(msg, msg_size, "iq2_s: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2S),
-        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine_all = 0,
+        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_s)) {
         const float *xbl = src + QK * ibl;
         memset(blk, 0, sizeof(anvil_block_iq2_s));
-        float sumx2 = 0.0f;
-        for (int i = 0; i < QK; ++i) {
-            sumx2 += xbl[i] * xbl[i];
-        }
-        const float sigma2 = 2 * sumx2 / QK;
+        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
 
         float scales[QK / 16];
         float max_scale = 0.0f;
         for (int ib = 0; ib < QK / 16; ++ib) {
             const float *xb = xbl + 16 * ib;
             float weight[16], waux[16], xval[16];
-            for (int i = 0; i < 16; ++i) {
-                weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+            if (qw != NULL) {
+                cold_imatrix_weights(qw + QK * ibl + 16 * ib, xb, 16, sigma2, weight);
+            } else {
+                for (int i = 0; i < 16; ++i) {
+                    weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+                }
             }
             for (int i = 0; i < 16; ++i) {
                 waux[i] = sqrtf(weight[i]);
             }
             uint8_t signs[2];
             for (int k = 0; k < 2; ++k) {
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                signs[k] = s;
+                signs[k] = anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
             }
             float max = xval[0];
             for (int i = 1; i < 16; ++i) {
@@ -105,7 +96,8 @@ int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, siz
             }
             int8_t L[16];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
+                                 &scale) != ANVIL_OK) {
                 return refuse_overflow(ibl, ib, xb, msg, msg_size);
             }
             if (scale < 0) {
@@ -149,4 +141,15 @@ int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, siz
         }
     }
     return ANVIL_OK;
+}
+
+static const cold_rows_format iq2_s_rows = { "iq2_s", QK, sizeof(anvil_block_iq2_s), 0, encode_row };
+
+int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    return anvil_cold_encode_one(&iq2_s_rows, src, dst, n, msg, msg_size);
+}
+
+int anvil_ref_encode_rows_iq2_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                const float *imatrix, char *msg, size_t msg_size) {
+    return anvil_cold_encode_rows(&iq2_s_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
 }

@@ -1,9 +1,12 @@
 /*
- * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_ref and
- * quantize_row_iq3_s_ref (= the no-imatrix ggml_quantize_chunk path), byte
+ * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_impl and
+ * quantize_row_iq3_s_impl, i.e. ggml_quantize_chunk with or without an
+ * importance matrix (without one they are also quantize_row_<t>_ref), byte
  * for byte.
  *
- * Per 32 elements: weights x^2, signs split off (magnitudes searched), the
+ * Per 32 elements: weights x^2, or with an importance matrix
+ * qw sqrt(sigma2 + x^2) (sigma2 = twice the mean square of the 256-element
+ * block), signs split off (magnitudes searched), the
  * scale sweep of cold_enc_search.c over groups of 4, then per 256 elements
  * a binary16 scale d = max sub-scale / 31 (times ggml's fudge factor) and
  * 4-bit sub-scales l with sub-scale ~ d (2l + 1).
@@ -31,6 +34,8 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_impl.h"
+#include "ref/cold_rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -64,16 +69,23 @@ static int refuse_overflow(const char *name, size_t block, const float *xb, char
     return ANVIL_E_UNSUPPORTED;
 }
 
-static int prepare(const char *name, const float *src, size_t n, char *msg, size_t msg_size) {
-    int rc = anvil_ref_check_encode_input(name, src, n, QK, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    rc = anvil_ref_cold_lattice_init();
+static int prepare(const char *name, char *msg, size_t msg_size) {
+    const int rc = anvil_ref_cold_lattice_init();
     if (rc != ANVIL_OK) {
         anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
     }
     return rc;
+}
+
+/* Weights of one 32-element group: x^2, or qw sqrt(sigma2 + x^2). */
+static void group_weights(const float *xb, const float *qw, float sigma2, float *weight) {
+    if (qw != NULL) {
+        cold_imatrix_weights(qw, xb, 32, sigma2, weight);
+    } else {
+        for (int i = 0; i < 32; ++i) {
+            weight[i] = xb[i] * xb[i];
+        }
+    }
 }
 
 /* ---- IQ3_XXS --------------------------------------------------------------
@@ -85,18 +97,20 @@ static int prepare(const char *name, const float *src, size_t n, char *msg, size
 #define IQ3XXS_QS offsetof(anvil_block_iq3_xxs, qs)
 #define IQ3XXS_META (offsetof(anvil_block_iq3_xxs, qs) + QK / 4)
 
-int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = prepare("iq3_xxs", src, n, msg, msg_size);
+static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
+                              size_t msg_size) {
+    const int rc = prepare("iq3_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine_all = 0,
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_xxs)) {
         const float *xbl = src + QK * ibl;
+        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
         uint8_t *qs = blk + IQ3XXS_QS;
         memset(blk, 0, sizeof(anvil_block_iq3_xxs));
         float scales[QK / 32];
@@ -105,40 +119,13 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            for (int i = 0; i < 32; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
+            group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, sigma2, weight);
             for (int i = 0; i < 32; ++i) {
                 waux[i] = sqrtf(weight[i]);
             }
             uint8_t signs[4];
             for (int k = 0; k < 4; ++k) {
-                int nflip = 0;
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        ++nflip;
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                if (nflip % 2) {
-                    /* Odd: un-flip the element that matters least. */
-                    int imin = 0;
-                    float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
-                    for (int i = 1; i < 8; ++i) {
-                        const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-                        if (ax < min) {
-                            min = ax;
-                            imin = i;
-                        }
-                    }
-                    xval[8 * k + imin] = -xval[8 * k + imin];
-                    s ^= (uint8_t)(1u << imin);
-                }
-                signs[k] = s & 127;
+                signs[k] = anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k);
             }
             float max = xval[0];
             for (int i = 1; i < 32; ++i) {
@@ -151,7 +138,8 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
             }
             int8_t L[32];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
+                                 &scale) != ANVIL_OK) {
                 return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
             }
             if (scale < 0) {
@@ -204,18 +192,20 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
 #define IQ3S_SIGNS offsetof(anvil_block_iq3_s, signs)
 #define IQ3S_SCALES offsetof(anvil_block_iq3_s, scales)
 
-int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = prepare("iq3_s", src, n, msg, msg_size);
+static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *qw, char *msg,
+                            size_t msg_size) {
+    const int rc = prepare("iq3_s", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine_all = 1,
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine = COLD_REFINE_ALL,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_s)) {
         const float *xbl = src + QK * ibl;
+        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
         memset(blk, 0, sizeof(anvil_block_iq3_s));
         /* ggml advances its index and sign cursors only past groups it
          * encodes: after an all-zero group (skipped) the following groups'
@@ -229,24 +219,13 @@ int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, siz
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            for (int i = 0; i < 32; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
+            group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, sigma2, weight);
             for (int i = 0; i < 32; ++i) {
                 waux[i] = sqrtf(weight[i]);
             }
             uint8_t signs[4];
             for (int k = 0; k < 4; ++k) {
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                signs[k] = s;
+                signs[k] = anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
             }
             float max = xval[0];
             for (int i = 1; i < 32; ++i) {
@@ -258,7 +237,8 @@ int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, siz
             }
             int8_t L[32];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
+                                 &scale) != ANVIL_OK) {
                 return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
             }
             if (scale < 0) {
@@ -302,4 +282,26 @@ int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, siz
         }
     }
     return ANVIL_OK;
+}
+
+static const cold_rows_format iq3_xxs_rows = { "iq3_xxs", QK, sizeof(anvil_block_iq3_xxs), 0,
+                                               encode_row_iq3_xxs };
+static const cold_rows_format iq3_s_rows = { "iq3_s", QK, sizeof(anvil_block_iq3_s), 0, encode_row_iq3_s };
+
+int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    return anvil_cold_encode_one(&iq3_xxs_rows, src, dst, n, msg, msg_size);
+}
+
+int anvil_ref_encode_rows_iq3_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                  const float *imatrix, char *msg, size_t msg_size) {
+    return anvil_cold_encode_rows(&iq3_xxs_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
+}
+
+int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    return anvil_cold_encode_one(&iq3_s_rows, src, dst, n, msg, msg_size);
+}
+
+int anvil_ref_encode_rows_iq3_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                const float *imatrix, char *msg, size_t msg_size) {
+    return anvil_cold_encode_rows(&iq3_s_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
 }

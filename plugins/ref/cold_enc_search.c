@@ -14,54 +14,63 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 
-/* ggml's iq2_find_best_neighbour / iq3_find_best_neighbour: among the
- * candidates of an off-grid point, the one with the smallest weighted
- * squared error at `scale` (first on ties); its codes go to L. -1 when none
- * scores below FLT_MAX (ggml asserts there).
- *
- * A candidate's error is the sum over its elements, in element order, of
- * w (scale q - x)^2 with q its odd level: a function of (element, code)
- * only. With 3 codes (IQ2_S) and about 8 candidates of 8 elements, the 24
- * terms are computed once, each by ggml's expression, and summed per
- * candidate in ggml's order: the same floats, fewer operations. IQ3's 8
- * codes outnumber its candidates, so it computes them directly. */
-static int best_candidate(const cold_lattice *lat, const uint16_t *cand, const float *xval,
-                          const float *waux, float scale, int8_t *L) {
+/* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 (see the
+ * header). A candidate's error is the sum over its elements, in element
+ * order, of w (scale val[code] - x)^2: a function of (element, code) only.
+ * With 3 codes and about 8 (IQ2) to 73 (IQ1) candidates of 8 elements, the
+ * 24 terms are computed once, each by ggml's expression, and summed per
+ * candidate in ggml's order: the same floats, fewer operations. */
+int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
+                               const float *w, float scale, const float val[3], int8_t *L) {
+    float err[8][3];
+    for (int i = 0; i < 8; ++i) {
+        for (int c = 0; c < 3; ++c) {
+            const float diff = scale * val[c] - x[i];
+            err[i][c] = w[i] * diff * diff;
+        }
+    }
+    const int count = cand[0];
+    float best_d2 = FLT_MAX;
+    int best = -1;
+    for (int j = 1; j <= count; ++j) {
+        const uint8_t *code = lat->code + (size_t)cand[j] * 8;
+        float d2 = 0.0f;
+        for (int i = 0; i < 8; ++i) {
+            d2 += err[i][code[i]];
+        }
+        if (d2 < best_d2) {
+            best_d2 = d2;
+            best = cand[j];
+        }
+    }
+    if (best >= 0 && L != NULL) {
+        const uint8_t *c = lat->code + (size_t)best * 8;
+        for (int i = 0; i < 8; ++i) {
+            L[i] = (int8_t)c[i];
+        }
+    }
+    return best;
+}
+
+/* ggml's iq3_find_best_neighbour: as above on the 8-level IQ3 lattices,
+ * whose codes outnumber their candidates, so the errors are computed
+ * directly from the odd levels 2l + 1. */
+static int best_candidate8(const cold_lattice *lat, const uint16_t *cand, const float *xval,
+                           const float *waux, float scale, int8_t *L) {
     const int dims = lat->dims;
     const int count = cand[0];
     float best_d2 = FLT_MAX;
     int best = -1;
-    if (lat->levels == 3) {
-        float err[8][3];
+    for (int j = 1; j <= count; ++j) {
+        const float *pg = lat->odd + (size_t)cand[j] * (size_t)dims;
+        float d2 = 0.0f;
         for (int i = 0; i < dims; ++i) {
-            for (int c = 0; c < 3; ++c) {
-                const float diff = scale * (float)(2 * c + 1) - xval[i];
-                err[i][c] = waux[i] * diff * diff;
-            }
+            const float diff = scale * pg[i] - xval[i];
+            d2 += waux[i] * diff * diff;
         }
-        for (int j = 1; j <= count; ++j) {
-            const uint8_t *code = lat->code + (size_t)cand[j] * (size_t)dims;
-            float d2 = 0.0f;
-            for (int i = 0; i < dims; ++i) {
-                d2 += err[i][code[i]];
-            }
-            if (d2 < best_d2) {
-                best_d2 = d2;
-                best = cand[j];
-            }
-        }
-    } else {
-        for (int j = 1; j <= count; ++j) {
-            const float *pg = lat->odd + (size_t)cand[j] * (size_t)dims;
-            float d2 = 0.0f;
-            for (int i = 0; i < dims; ++i) {
-                const float diff = scale * pg[i] - xval[i];
-                d2 += waux[i] * diff * diff;
-            }
-            if (d2 < best_d2) {
-                best_d2 = d2;
-                best = cand[j];
-            }
+        if (d2 < best_d2) {
+            best_d2 = d2;
+            best = cand[j];
         }
     }
     if (best >= 0) {
@@ -86,11 +95,15 @@ static void round_group(const float *xval, int dims, float id, int max_q, int8_t
  * snapped, -1: no candidate (ggml aborts). */
 static int snap_group(const cold_lattice *lat, const float *xval, const float *waux, float scale,
                       int8_t *L) {
+    static const float odd3[3] = { 1.0f, 3.0f, 5.0f };
     const int32_t v = lat->map[cold_lattice_key(lat, L)];
     if (v >= 0) {
         return 1;
     }
-    return best_candidate(lat, lat->nb + (-(size_t)v - 1), xval, waux, scale, L) >= 0 ? 0 : -1;
+    const uint16_t *cand = cold_candidates(lat, v);
+    const int best = lat->levels == 3 ? anvil_cold_best_candidate3(lat, cand, xval, waux, scale, odd3, L)
+                                      : best_candidate8(lat, cand, xval, waux, scale, L);
+    return best >= 0 ? 0 : -1;
 }
 
 /* sum w x q and sum w q q over the group, q = 2 l + 1, in element order. */
@@ -108,7 +121,7 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
 }
 
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                     float max, int8_t *L, float *scale_out) {
+                     float max, float scale0, int8_t *L, float *scale_out) {
     const cold_lattice *lat = p->lat;
     const int dims = lat->dims;
     const int groups = p->n / dims;
@@ -117,7 +130,7 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
 
     memset(L, 0, (size_t)p->n); /* the codes when no trial is accepted */
     float best = 0.0f;
-    float scale = max / (float)(2 * p->max_q - 1);
+    float scale = scale0;
     for (int k = 0; k < groups; ++k) {
         on_grid[k] = p->start_on_grid;
     }
@@ -149,10 +162,10 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
     for (int k = 0; k < groups; ++k) {
         off_grid += !on_grid[k];
     }
-    if (off_grid > 0 && scale > 0) {
+    if ((off_grid > 0 || p->refine == COLD_REFINE_ALWAYS) && scale > 0) {
         const float id = 1.0f / scale;
         for (int k = 0; k < groups; ++k) {
-            if (on_grid[k] && !p->refine_all) {
+            if (on_grid[k] && p->refine == COLD_REFINE_OFF_GRID) {
                 continue;
             }
             int8_t *l = L + dims * k;
@@ -169,4 +182,125 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
     }
     *scale_out = scale;
     return ANVIL_OK;
+}
+
+float anvil_cold_qp_scale(int n, int nmax, const float *x, const float *w) {
+    float max = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        max = cold_max(max, x[i]);
+    }
+    if (max < COLD_GROUP_EPS) {
+        return 0.0f;
+    }
+    uint8_t L[32];
+    float iscale = (float)nmax / max;
+    for (int i = 0; i < n; ++i) {
+        L[i] = (uint8_t)anvil_nearest_int(iscale * x[i]);
+    }
+    float scale = 1 / iscale;
+    float best_mse = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float diff = x[i] - scale * (float)L[i];
+        best_mse += w[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) {
+            continue;
+        }
+        const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            int l = anvil_nearest_int(iscale_is * x[i]);
+            l = nmax < l ? nmax : l;
+            const float diff = x[i] - scale_is * (float)l;
+            mse += w[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        int l = anvil_nearest_int(iscale * x[i]);
+        l = nmax < l ? nmax : l;
+        L[i] = (uint8_t)l;
+        sumlx += w[i] * x[i] * (float)l;
+        suml2 += w[i] * (float)l * (float)l;
+    }
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float wi = w[i];
+            float slx = sumlx - wi * x[i] * (float)L[i];
+            float sl2 = suml2 - wi * (float)L[i] * (float)L[i];
+            if (slx > 0 && sl2 > 0) {
+                int new_l = anvil_nearest_int(x[i] * sl2 / slx);
+                new_l = nmax < new_l ? nmax : new_l;
+                if (new_l != L[i]) {
+                    slx += wi * x[i] * (float)new_l;
+                    sl2 += wi * (float)new_l * (float)new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (!n_changed) {
+            break;
+        }
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+void anvil_cold_stable_order(const float *x, int n, int *idx) {
+    /* Insertion sort, moving an element left only past strictly greater
+     * ones: equal values keep their index order. */
+    for (int j = 0; j < n; ++j) {
+        int m = j;
+        while (m > 0 && x[idx[m - 1]] > x[j]) {
+            idx[m] = idx[m - 1];
+            m--;
+        }
+        idx[m] = j;
+    }
+}
+
+uint8_t anvil_cold_split_signs(const float *x, float *xval) {
+    uint8_t s = 0;
+    for (int i = 0; i < 8; ++i) {
+        if (x[i] >= 0) {
+            xval[i] = x[i];
+        } else {
+            xval[i] = -x[i];
+            s |= (uint8_t)(1u << i);
+        }
+    }
+    return s;
+}
+
+uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *xval) {
+    uint8_t s = anvil_cold_split_signs(x, xval);
+    int nflip = 0;
+    for (int i = 0; i < 8; ++i) {
+        nflip += (s >> i) & 1;
+    }
+    if (nflip % 2) {
+        int imin = 0;
+        float min = weight[0] * x[0] * x[0];
+        for (int i = 1; i < 8; ++i) {
+            const float ax = weight[i] * x[i] * x[i];
+            if (ax < min) {
+                min = ax;
+                imin = i;
+            }
+        }
+        xval[imin] = -xval[imin];
+        s ^= (uint8_t)(1u << imin);
+    }
+    return s & 127;
 }

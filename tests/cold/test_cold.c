@@ -5,7 +5,12 @@
  *  tables    the committed codebooks have the structure their formats imply
  *  numeric   E8M0 / UE4M3 / E2M1 helpers of anvil/numeric.h, exhaustively
  *  golden    decode, encode, activation quantizer and dot against the ggml
- *            outputs committed in tests/golden/<type>.bin
+ *            outputs committed in tests/golden/<type>.bin; importance-
+ *            weighted encode_rows (one row and four at once) against
+ *            tests/golden/imatrix/<type>.bin, and that the weights matter
+ *  rows      encode_rows' checks: no importance matrix for IQ2_XXS IQ2_XS
+ *            IQ1_S, bad weights, NaN naming row and element, lengths; and
+ *            without weights the bytes of encode
  *  encode    refusals (NaN/Inf, bad length), determinism, error bounds
  *  decode    totality on random bytes, any alignment
  *  dot       the dot equals the dot of the decoded rows
@@ -41,7 +46,8 @@ typedef struct fmt {
     const char *name;
     int type;
     size_t block_elems, block_bytes;
-    anvil_encode_fn encode; /* NULL: decode-only */
+    anvil_encode_fn encode; /* NULL: only with an importance matrix */
+    anvil_encode_rows_fn encode_rows;
     anvil_decode_fn decode;
     anvil_vec_dot_fn dot;
     int act_type;
@@ -57,32 +63,32 @@ typedef struct fmt {
 #define Q80 ANVIL_TYPE_Q8_0, ANVIL_QK8_0, sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0
 
 static const fmt formats[] = {
-    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_decode_iq2_xxs,
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs,
       anvil_ref_vec_dot_iq2_xxs_q8_K, Q8K, offsetof(anvil_block_iq2_xxs, d), ANVIL_CODEC_NEEDS_IMATRIX },
-    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_decode_iq2_xs,
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs,
       anvil_ref_vec_dot_iq2_xs_q8_K, Q8K, offsetof(anvil_block_iq2_xs, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs,
-      anvil_ref_decode_iq3_xxs,
+      anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs,
       anvil_ref_vec_dot_iq3_xxs_q8_K, Q8K, offsetof(anvil_block_iq3_xxs, d), 0 },
-    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_decode_iq1_s,
+    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s,
       anvil_ref_vec_dot_iq1_s_q8_K, Q8K, offsetof(anvil_block_iq1_s, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), anvil_ref_encode_iq4_nl,
-      anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
+      anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
     { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s,
-      anvil_ref_decode_iq3_s,
+      anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s,
       anvil_ref_vec_dot_iq3_s_q8_K, Q8K, offsetof(anvil_block_iq3_s, d), 0 },
     { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s,
-      anvil_ref_decode_iq2_s,
+      anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s,
       anvil_ref_vec_dot_iq2_s_q8_K, Q8K, offsetof(anvil_block_iq2_s, d), 0 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), anvil_ref_encode_iq4_xs,
-      anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
+      anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
     { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m,
-      anvil_ref_decode_iq1_m,
+      anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m,
       anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), anvil_ref_encode_mxfp4,
-      anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE, 0 },
     { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), anvil_ref_encode_nvfp4,
-      anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE, 0 },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -355,6 +361,161 @@ static void test_golden(void) {
                     enc_bad, dot_bad);
         }
         golden_free(&g);
+    }
+}
+
+/* ---- importance-weighted goldens ------------------------------------------ */
+
+#define GROUP_ROWS 8 /* at most this many encoded records follow one importance matrix */
+
+/* Encodes the rows gathered under one importance matrix in a single
+ * encode_rows call: the same bytes as row by row. */
+static size_t check_group(const fmt *f, size_t n, size_t row_bytes, const float *qw, const float *in,
+                          const uint8_t *want, size_t rows) {
+    static uint8_t out[GROUP_ROWS * MAX_ELEMS];
+    if (rows == 0) {
+        return 0;
+    }
+    char msg[256];
+    CU_ASSERT_EQUAL(f->encode_rows(in, out, rows, n, qw, msg, sizeof msg), ANVIL_OK);
+    return memcmp(out, want, rows * row_bytes) != 0;
+}
+
+static void test_golden_imatrix(void) {
+    static float ones[MAX_ELEMS], y[MAX_ELEMS];
+    static float group_in[GROUP_ROWS * MAX_ELEMS];
+    static uint8_t group_enc[GROUP_ROWS * MAX_ELEMS], enc[MAX_ELEMS], plain[MAX_ELEMS];
+    for (size_t j = 0; j < MAX_ELEMS; ++j) {
+        ones[j] = 1.0f;
+    }
+    for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+        const fmt *f = &formats[fi];
+        char rel[64];
+        snprintf(rel, sizeof rel, "golden/imatrix/%s.bin", f->name);
+        golden_file g;
+        CU_ASSERT_EQUAL_FATAL(golden_load(test_source_path(rel), &g), 0);
+        CU_ASSERT_EQUAL(g.h.type_id, (uint32_t)f->type);
+        CU_ASSERT_STRING_EQUAL(g.h.type_name, f->name);
+        const size_t n = g.h.row_len;
+        CU_ASSERT_FATAL(n > 0 && n <= MAX_ELEMS && n % f->block_elems == 0);
+        const size_t row_bytes = n / f->block_elems * f->block_bytes;
+        CU_ASSERT_EQUAL_FATAL(g.h.row_bytes, row_bytes);
+        const float *qw = NULL;
+        size_t matrices = 0, encoded = 0, enc_bad = 0, dec_bad = 0, group_bad = 0, grouped = 0;
+        size_t differ_from_ones = 0;
+        unsigned kinds = 0;
+        for (size_t i = 0; i < g.h.n_rows; ++i) {
+            golden_record r;
+            golden_record_at(&g, i, &r);
+            if (r.flags & GOLDEN_REC_IMATRIX) {
+                group_bad += check_group(f, n, row_bytes, qw, group_in, group_enc, grouped);
+                grouped = 0;
+                qw = r.in;
+                matrices++;
+                continue;
+            }
+            CU_ASSERT_FATAL((r.flags & GOLDEN_REC_ENCODED) && qw != NULL && grouped < GROUP_ROWS);
+            kinds |= 1u << (r.kind % 32);
+            char msg[256];
+            CU_ASSERT_EQUAL(f->encode_rows(r.in, enc, 1, n, qw, msg, sizeof msg), ANVIL_OK);
+            encoded++;
+            enc_bad += memcmp(enc, r.enc, row_bytes) != 0;
+            f->decode(r.enc, y, n);
+            dec_bad += memcmp(y, r.dec, n * sizeof *y) != 0;
+            /* The weights must change something (except for the FP4
+             * formats, which ignore them, as ggml does). */
+            CU_ASSERT_EQUAL(f->encode_rows(r.in, plain, 1, n, ones, msg, sizeof msg), ANVIL_OK);
+            differ_from_ones += memcmp(plain, enc, row_bytes) != 0;
+            memcpy(group_in + grouped * n, r.in, n * sizeof *r.in);
+            memcpy(group_enc + grouped * row_bytes, r.enc, row_bytes);
+            grouped++;
+        }
+        group_bad += check_group(f, n, row_bytes, qw, group_in, group_enc, grouped);
+        CU_ASSERT(matrices >= 5);
+        CU_ASSERT(encoded >= 16);
+        CU_ASSERT_EQUAL(kinds, (1u << INPUT_KIND_COUNT) - 1);
+        CU_ASSERT_EQUAL(enc_bad, 0);
+        CU_ASSERT_EQUAL(dec_bad, 0);
+        CU_ASSERT_EQUAL(group_bad, 0);
+        if (f->type == ANVIL_TYPE_MXFP4 || f->type == ANVIL_TYPE_NVFP4) {
+            CU_ASSERT_EQUAL(differ_from_ones, 0);
+        } else {
+            CU_ASSERT(differ_from_ones > 0);
+        }
+        if (enc_bad || dec_bad || group_bad) {
+            fprintf(stderr, "%s imatrix golden: %zu encode, %zu decode, %zu multi-row mismatches\n", f->name,
+                    enc_bad, dec_bad, group_bad);
+        }
+        golden_free(&g);
+    }
+}
+
+/* ---- encode_rows' checks --------------------------------------------------- */
+
+static void test_encode_rows_checks(void) {
+    enum { ROWS = 3 };
+    static float x[ROWS * MAX_ELEMS], qw[MAX_ELEMS];
+    static uint8_t a[ROWS * MAX_ELEMS], b[ROWS * MAX_ELEMS];
+    for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+        const fmt *f = &formats[fi];
+        const size_t n = f->block_elems < 256 ? 8 * f->block_elems : 2 * f->block_elems;
+        const size_t row_bytes = n / f->block_elems * f->block_bytes;
+        for (size_t r = 0; r < ROWS; ++r) {
+            test_input_fill(x + r * n, n, INPUT_LLM_LIKE, 5, r);
+        }
+        for (size_t j = 0; j < n; ++j) {
+            qw[j] = 0.5f + (float)(j % 7);
+        }
+        char msg[512] = "";
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
+
+        /* No importance matrix: encode's bytes, row by row; or, for the
+         * formats ggml encodes only with one, a refusal that says so. */
+        const int rc = f->encode_rows(x, b, ROWS, n, NULL, msg, sizeof msg);
+        if (f->flags & ANVIL_CODEC_NEEDS_IMATRIX) {
+            CU_ASSERT_PTR_NULL(f->encode);
+            CU_ASSERT_EQUAL(rc, ANVIL_E_NEEDS_IMATRIX);
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, "importance matrix"));
+        } else {
+            CU_ASSERT_EQUAL(rc, ANVIL_OK);
+            for (size_t r = 0; r < ROWS; ++r) {
+                CU_ASSERT_EQUAL(f->encode(x + r * n, a, n, msg, sizeof msg), ANVIL_OK);
+                CU_ASSERT_EQUAL(memcmp(a, b + r * row_bytes, row_bytes), 0);
+            }
+        }
+
+        /* Weights: zeros are fine; negative, NaN, Inf are refused naming
+         * the column. */
+        memset(qw, 0, n * sizeof *qw);
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
+        const float bad_weights[3] = { -1.0f, NAN, INFINITY };
+        for (int k = 0; k < 3; ++k) {
+            qw[n - 2] = bad_weights[k];
+            CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_INVALID_ARG);
+            char want[64];
+            snprintf(want, sizeof want, "column %zu", n - 2);
+            CU_ASSERT_PTR_NOT_NULL(strstr(msg, want));
+        }
+        qw[n - 2] = 1.0f;
+
+        /* NaN/Inf input: the row and the element within it. */
+        x[n + 7] = NAN;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_NONFINITE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "row 1, element 7"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "NaN"));
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, NULL, 0), ANVIL_E_NONFINITE); /* no message buffer */
+        x[n + 7] = 0.0f;
+        x[2 * n + n - 1] = -INFINITY;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_NONFINITE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "-Inf"));
+        x[2 * n + n - 1] = 0.0f;
+
+        /* Lengths. */
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n - 1, qw, msg, sizeof msg), ANVIL_E_BLOCK_MISMATCH);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, 0, n, qw, msg, sizeof msg), ANVIL_OK); /* nothing to do */
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, SIZE_MAX / 2, n, qw, msg, sizeof msg), ANVIL_E_OVERFLOW);
     }
 }
 
@@ -677,17 +838,31 @@ static void test_plugin_descriptor(void) {
         CU_ASSERT_EQUAL(c->flags, f->flags);
         CU_ASSERT_PTR_NOT_NULL(c->decode);
         CU_ASSERT_PTR_NULL(c->ref_vec_dot);
+        /* Every format encodes row-wise, with or without weights. */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_rows);
         if (f->encode != NULL) {
             CU_ASSERT_PTR_NOT_NULL(c->encode);
             CU_ASSERT_PTR_NULL(c->encode_note);
         } else {
-            /* decode-only, and it says why */
+            /* No unweighted encode, and it says why: every format ggml
+             * encodes without an imatrix has one. */
             CU_ASSERT_PTR_NULL(c->encode);
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_note);
-            /* every format ggml encodes without an imatrix is encodable */
             CU_ASSERT(f->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-            CU_ASSERT_STRING_EQUAL(c->encode_note,
-                                   "ggml encodes it only with an importance matrix: decode-only");
+            CU_ASSERT_STRING_EQUAL(c->encode_note, "needs an importance matrix (ggml encodes it only with one)");
+        }
+        {
+            /* The plugin's encode_rows is the reference's, weighted. */
+            static float x[2 * ANVIL_QK_K], qw[ANVIL_QK_K];
+            static uint8_t e1[2 * ANVIL_QK_K], e2[2 * ANVIL_QK_K];
+            const size_t n = ANVIL_QK_K;
+            test_input_fill(x, 2 * n, INPUT_NORMAL, 9, c->type_id);
+            for (size_t j = 0; j < n; ++j) {
+                qw[j] = 0.25f + (float)(j % 5);
+            }
+            CU_ASSERT_EQUAL(c->encode_rows(x, e1, 2, n, qw, NULL, 0), ANVIL_OK);
+            CU_ASSERT_EQUAL(f->encode_rows(x, e2, 2, n, qw, NULL, 0), ANVIL_OK);
+            CU_ASSERT_EQUAL(memcmp(e1, e2, 2 * n / f->block_elems * f->block_bytes), 0);
         }
         /* The plugin's functions behave as the reference (its own copy of
          * anvil_ref): decode one random block both ways. */
@@ -733,6 +908,8 @@ int main(void) {
     CU_add_test(s, "numeric: ue4m3", test_numeric_ue4m3);
     CU_add_test(s, "numeric: e2m1", test_numeric_e2m1);
     CU_add_test(s, "golden: decode, encode, act, dot", test_golden);
+    CU_add_test(s, "golden: importance-weighted encode_rows", test_golden_imatrix);
+    CU_add_test(s, "encode_rows: imatrix, NaN, lengths; unweighted = encode", test_encode_rows_checks);
     CU_add_test(s, "encode: refusals", test_encode_refusals);
     CU_add_test(s, "encode: determinism and error bounds", test_encode_quality);
     CU_add_test(s, "encode: known blocks", test_encode_known);
