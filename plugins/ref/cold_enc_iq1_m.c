@@ -173,7 +173,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq1_m)) {
         const float *xbl = src + QK * ibl;
         const float *qwbl = qw != NULL ? qw + QK * ibl : NULL;
-        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         uint8_t *qs = blk + IQ1M_QS;
         uint8_t *qh = blk + IQ1M_QH;
         memset(blk, 0, sizeof(anvil_block_iq1_m));

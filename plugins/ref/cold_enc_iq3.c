@@ -110,7 +110,7 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_xxs)) {
         const float *xbl = src + QK * ibl;
-        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         uint8_t *qs = blk + IQ3XXS_QS;
         memset(blk, 0, sizeof(anvil_block_iq3_xxs));
         float scales[QK / 32];
@@ -205,7 +205,7 @@ static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_s)) {
         const float *xbl = src + QK * ibl;
-        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         memset(blk, 0, sizeof(anvil_block_iq3_s));
         /* ggml advances its index and sign cursors only past groups it
          * encodes: after an all-zero group (skipped) the following groups'

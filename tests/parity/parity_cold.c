@@ -15,9 +15,9 @@
  *
  * Per format, over pc->rows rows cycling through every input kind with
  * varied row lengths (whole blocks):
- *   encode   (IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4) anvil vs
- *            ggml_quantize_chunk with no importance matrix (what
- *            llama-quantize writes), and vs quantize_row_<t>_ref where that
+ *   encode   (IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4) anvil's
+ *            unweighted encode vs ggml_quantize_chunk with no importance
+ *            matrix, and vs quantize_row_<t>_ref where that
  *            is the same function: every byte. Both are timed on the same
  *            rows (after each side's one-time table build, timed apart).
  *            The lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M) also get:
@@ -37,11 +37,17 @@
  *            printed); and vs ggml's *_generic from the baseline x64 build,
  *            which computes in our order: bit for bit
  *
+ * Then the importance-weighted checks of every format (parity_cold_weighted.c:
+ * anvil_encode_rows vs ggml_quantize_chunk with synthetic importance
+ * matrices, including IQ2_XXS IQ2_XS IQ1_S, which ggml encodes only so).
+ *
  * With pc->golden_dir set, writes <dir>/<type>.bin (tests/common/golden.h):
- * 48 rows of 256, three per input kind. Encodable formats: ggml's encoding of
- * the input (GOLDEN_REC_ENCODED). Decode-only formats: ggml-produced blocks
- * (two rows in three) and random blocks with finite scales (the third), input
- * zeros, no GOLDEN_REC_ENCODED.
+ * 48 rows of 256, three per input kind. Formats with an unweighted encoder:
+ * ggml's encoding of the input (GOLDEN_REC_ENCODED). IQ2_XXS IQ2_XS IQ1_S:
+ * ggml-produced blocks (two rows in three) and random blocks with finite
+ * scales (the third), input zeros, no GOLDEN_REC_ENCODED. And, for every
+ * format, <dir>/imatrix/<type>.bin: the weighted fixtures
+ * (write_golden_weighted).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -18,9 +18,11 @@
  * A chunk anvil refuses with ANVIL_E_UNSUPPORTED is re-run in ggml in a
  * child process, which must die there; every other chunk runs in-process.
  *
- * Cost (2-core box, --rows 10000): the searches dominate; with 1..4-block
- * rows the whole weighted part adds ~25 s to the family (ggml's side about
- * half of it), so every format gets the full row count.
+ * Cost (shared 2-core box, --rows 10000): the searches dominate, ggml's side
+ * about half of it. With 1..4-block rows the weighted part takes ~33 s for
+ * all eleven formats (the family went from 34 s to 76 s wall, also paying
+ * ggml's IQ2_XXS/IQ2_XS table builds), so even the slow IQ1/IQ2 searches
+ * get the full row count.
  */
 #include <math.h>
 #include <stdio.h>
