@@ -46,7 +46,6 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/cold_rows.h"
@@ -132,35 +131,9 @@ static int best_split(const float *xb, const float *weight, const int *idx, cons
     return best_k;
 }
 
-static int refuse(size_t ibl, int ib, const float *xb, const char *why, char *msg, size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < GROUP; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + GROUP * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "iq1_m: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml %s; no byte-exact "
-                      "encoding exists (scale the tensor down before quantizing)",
-                      ibl, first, first + GROUP - 1, (double)amax, why);
-    return ANVIL_E_UNSUPPORTED;
-}
-
-/* Weights of one 16-element group: x^2, or qw sqrt(sigma2 + x^2). */
-static void group_weights(const float *xb, const float *qw, float sigma2, float *weight) {
-    if (qw != NULL) {
-        cold_imatrix_weights(qw, xb, GROUP, sigma2, weight);
-    } else {
-        for (int i = 0; i < GROUP; ++i) {
-            weight[i] = xb[i] * xb[i];
-        }
-    }
-}
-
 static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
+    const int rc = anvil_cold_lattice_ready("iq1_m", msg, msg_size);
     if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "iq1_m: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_lattice *lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
@@ -183,7 +156,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         for (int ib = 0; ib < QK / GROUP; ++ib) {
             const float *xb = xbl + GROUP * ib;
             float weight[GROUP];
-            group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, sigma2, weight);
+            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             float max = fabsf(xb[0]);
             for (int i = 1; i < GROUP; ++i) {
                 max = cold_max(max, fabsf(xb[i]));
@@ -225,7 +198,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k,
                                                       weight + 8 * k, scale, xx, NULL);
                 if (index[k] < 0) {
-                    return refuse(ibl, ib, xb, "reads past the end of its input", msg, msg_size);
+                    return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, "reads past the end of its input", msg, msg_size);
                 }
             }
             if (!all_on_grid) {
@@ -248,7 +221,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             qs[2 * ib + 1] = (uint8_t)(index[1] & 255);
             qh[ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
             if (!(scale >= 0)) {
-                return refuse(ibl, ib, xb, "fails an assertion and aborts", msg, msg_size);
+                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, "fails an assertion and aborts", msg, msg_size);
             }
             scales[ib] = scale;
             shifts[ib] = best_k;
@@ -265,14 +238,12 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         const float id = 1 / d;
         float sumqx = 0.0f, sumq2 = 0.0f;
         for (int ib = 0; ib < QK / GROUP; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 7 ? l : 7;
-            l = l > 0 ? l : 0;
+            int l = cold_sub_scale(id, scales[ib], 7);
             sc[ib / 4] |= (uint16_t)(l << 3 * (ib % 4));
             qh[ib] |= masks[shifts[ib]];
             const float *xb = xbl + GROUP * ib;
             float weight[GROUP];
-            group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, sigma2, weight);
+            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             for (int k = 0; k < 2; ++k) {
                 const float *xx = variant_minus(shifts[ib], k) ? x_m : x_p;
                 const int g = qs[2 * ib + k] + ((qh[ib] << (8 - 4 * k)) & 0x700);

@@ -36,7 +36,6 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/cold_rows.h"
@@ -93,25 +92,9 @@ static split best_split(const float *xb, const float *weight, const int *idx, co
     return best;
 }
 
-static int refuse(size_t ibl, int ib, const float *xb, const char *why, char *msg, size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < GROUP; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + GROUP * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "iq1_s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude (with these importance weights), "
-                      "where ggml %s; no byte-exact encoding exists (scale the tensor down before "
-                      "quantizing)",
-                      ibl, first, first + GROUP - 1, (double)amax, why);
-    return ANVIL_E_UNSUPPORTED;
-}
-
 static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
+    const int rc = anvil_cold_lattice_ready("iq1_s", msg, msg_size);
     if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "iq1_s: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_lattice *lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
@@ -172,7 +155,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k, weight + 8 * k,
                                                       s.scale, xx, NULL);
                 if (index[k] < 0) {
-                    return refuse(ibl, ib, xb, "reads past the end of its input", msg, msg_size);
+                    return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, "reads past the end of its input", msg, msg_size);
                 }
             }
             if (!all_on_grid) {
@@ -199,7 +182,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             blk[IQ1S_QH + 2 * ib] = (uint8_t)qh[ib];
             blk[IQ1S_QH + 2 * ib + 1] = (uint8_t)(qh[ib] >> 8);
             if (!(s.scale >= 0)) {
-                return refuse(ibl, ib, xb, "fails an assertion and aborts", msg, msg_size);
+                return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, "fails an assertion and aborts", msg, msg_size);
             }
             scales[ib] = s.scale;
             shifts[ib] = s.shift;
@@ -214,9 +197,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         blk[IQ1S_D + 1] = (uint8_t)(h >> 8);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / GROUP; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 7 ? l : 7;
-            l = l > 0 ? l : 0;
+            int l = cold_sub_scale(id, scales[ib], 7);
             if (shifts[ib] == -1) {
                 l |= 8;
             }

@@ -16,12 +16,9 @@
  */
 #include "ref/cold_enc_grid.h"
 
-#include <math.h>
-
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/cold_rows.h"
@@ -37,24 +34,12 @@
 #define IQ2S_QH offsetof(anvil_block_iq2_s, qh)
 #define IQ2S_SCALES offsetof(anvil_block_iq2_s, scales)
 
-static int refuse_overflow(size_t ibl, int ib, const float *xb, char *msg, size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < 16; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + 16 * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "iq2_s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
-                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
-                      ibl, first, first + 15, (double)amax);
-    return ANVIL_E_UNSUPPORTED;
-}
+/* What ggml does where the search overflows. */
+#define GGML_DIES "fails an assertion and aborts"
 
 static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
+    const int rc = anvil_cold_lattice_ready("iq2_s", msg, msg_size);
     if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "iq2_s: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_sweep sweep = {
@@ -79,44 +64,23 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                     weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
                 }
             }
-            for (int i = 0; i < 16; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
             uint8_t signs[2];
-            for (int k = 0; k < 2; ++k) {
-                signs[k] = anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
-            }
-            float max = xval[0];
-            for (int i = 1; i < 16; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 16, 0, waux, xval, signs);
             if (max < IQ2S_TINY) {
                 scales[ib] = 0.0f;
                 continue; /* indices and signs stay 0 */
             }
-            int8_t L[16];
+            int idx[2];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
-                                 &scale) != ANVIL_OK) {
-                return refuse_overflow(ibl, ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                scale = -scale;
-                signs[0] = (uint8_t)~signs[0];
-                signs[1] = (uint8_t)~signs[1];
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq2_s", ibl, 16, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 2; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 8 * k);
-                if (g < 0) {
-                    return refuse_overflow(ibl, ib, xb, msg, msg_size);
-                }
                 const int i8 = 2 * ib + k;
-                blk[IQ2S_QS + i8] = (uint8_t)(g & 255);
-                blk[IQ2S_QH + i8 / 4] |= (uint8_t)((g >> 8) << 2 * (i8 % 4));
+                blk[IQ2S_QS + i8] = (uint8_t)(idx[k] & 255);
+                blk[IQ2S_QH + i8 / 4] |= (uint8_t)((idx[k] >> 8) << 2 * (i8 % 4));
                 blk[IQ2S_SIGNS + i8] = signs[k];
-            }
-            if (!(scale >= 0)) {
-                return refuse_overflow(ibl, ib, xb, msg, msg_size);
             }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
@@ -130,9 +94,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         blk[IQ2S_D + 1] = (uint8_t)(h >> 8);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 16; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 15 ? l : 15;
-            l = l > 0 ? l : 0;
+            const int l = cold_sub_scale(id, scales[ib], 15);
             if (ib % 2 == 0) {
                 blk[IQ2S_SCALES + ib / 2] = (uint8_t)l;
             } else {

@@ -33,12 +33,9 @@
  */
 #include "ref/cold_enc_grid.h"
 
-#include <math.h>
-
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/cold_rows.h"
@@ -51,29 +48,8 @@
 #define IQ2XS_QS offsetof(anvil_block_iq2_xs, qs)
 #define IQ2XS_SCALES offsetof(anvil_block_iq2_xs, scales)
 
-static int refuse_overflow(const char *name, size_t ibl, int group, int ib, const float *xb, char *msg,
-                           size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < group; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + (size_t)group * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "%s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude (with these importance weights), "
-                      "where ggml's quantizer aborts; no byte-exact encoding exists (scale the tensor "
-                      "down before quantizing)",
-                      name, ibl, first, first + (size_t)group - 1, (double)amax);
-    return ANVIL_E_UNSUPPORTED;
-}
-
-static int prepare(const char *name, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
-    if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
-    }
-    return rc;
-}
+/* What ggml does where the search overflows. */
+#define GGML_DIES "fails an assertion and aborts"
 
 static void put_le(uint8_t *p, uint32_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) {
@@ -81,18 +57,11 @@ static void put_le(uint8_t *p, uint32_t v, int bytes) {
     }
 }
 
-/* 4-bit sub-scale l with scale ~ d (2l + 1), id = 1 / d. */
-static int sub_scale(float id, float scale) {
-    int l = anvil_nearest_int(0.5f * (id * scale - 1));
-    l = l < 15 ? l : 15;
-    return l > 0 ? l : 0;
-}
-
 /* ---- IQ2_XXS ------------------------------------------------------------- */
 
 static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
                               size_t msg_size) {
-    const int rc = prepare("iq2_xxs", msg, msg_size);
+    const int rc = anvil_cold_lattice_ready("iq2_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -113,17 +82,8 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
             cold_imatrix_weights(qw + QK * ibl + 32 * ib, xb, 32, sigma2, weight);
-            for (int i = 0; i < 32; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
             uint8_t signs[4];
-            for (int k = 0; k < 4; ++k) {
-                signs[k] = anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k);
-            }
-            float max = xval[0];
-            for (int i = 1; i < 32; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 32, 1, waux, xval, signs);
             scales[ib] = 0.0f;
             if (max < COLD_GROUP_EPS) {
                 continue; /* indices and signs stay 0 */
@@ -133,29 +93,14 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
             if (eff_max <= 0) {
                 continue;
             }
-            int8_t L[32];
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, eff_max, scale, L, &scale) != ANVIL_OK) {
-                return refuse_overflow("iq2_xxs", ibl, 32, ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                /* ggml: "should never happen"; flips the stored signs. */
-                scale = -scale;
-                for (int k = 0; k < 4; ++k) {
-                    signs[k] = (uint8_t)(~signs[k] & 127);
-                }
+            int idx[4];
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, eff_max, scale, signs, 127, idx, &scale) !=
+                ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq2_xxs", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 4; ++k) {
-                /* Off the grid only when the scale is NaN (no trial won and
-                 * none refined): ggml aborts there either way. */
-                const int g = cold_grid_index(sweep.lat, L + 8 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq2_xxs", ibl, 32, ib, xb, msg, msg_size);
-                }
-                q2[2 * ib + 0] |= (uint32_t)g << 8 * k;
+                q2[2 * ib + 0] |= (uint32_t)idx[k] << 8 * k;
                 q2[2 * ib + 1] |= (uint32_t)signs[k] << 7 * k;
-            }
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq2_xxs", ibl, 32, ib, xb, msg, msg_size);
             }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
@@ -167,7 +112,7 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
         put_le(blk + IQ2XXS_D, anvil_fp32_to_fp16(d), 2);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 32; ++ib) {
-            q2[2 * ib + 1] |= (uint32_t)sub_scale(id, scales[ib]) << 28;
+            q2[2 * ib + 1] |= (uint32_t)cold_sub_scale(id, scales[ib], 15) << 28;
         }
         for (int w = 0; w < 2 * (QK / 32); ++w) {
             put_le(blk + IQ2XXS_QS + 4 * w, q2[w], 4);
@@ -180,7 +125,7 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
 
 static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float *qw, char *msg,
                              size_t msg_size) {
-    const int rc = prepare("iq2_xs", msg, msg_size);
+    const int rc = anvil_cold_lattice_ready("iq2_xs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -201,41 +146,20 @@ static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float 
             const float *xb = xbl + 16 * ib;
             float weight[16], waux[16], xval[16];
             cold_imatrix_weights(qw + QK * ibl + 16 * ib, xb, 16, sigma2, weight);
-            for (int i = 0; i < 16; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
             uint8_t signs[2];
-            for (int k = 0; k < 2; ++k) {
-                signs[k] = anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k);
-            }
-            float max = xval[0];
-            for (int i = 1; i < 16; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 16, 1, waux, xval, signs);
             scales[ib] = 0.0f;
             if (max < COLD_GROUP_EPS) {
                 continue;
             }
-            int8_t L[16];
+            int idx[2];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
-                                 &scale) != ANVIL_OK) {
-                return refuse_overflow("iq2_xs", ibl, 16, ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                scale = -scale;
-                signs[0] = (uint8_t)(~signs[0] & 127);
-                signs[1] = (uint8_t)(~signs[1] & 127);
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 127, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq2_xs", ibl, 16, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 2; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 8 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq2_xs", ibl, 16, ib, xb, msg, msg_size);
-                }
-                q2[2 * ib + k] = (uint16_t)(g | signs[k] << 9);
-            }
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq2_xs", ibl, 16, ib, xb, msg, msg_size);
+                q2[2 * ib + k] = (uint16_t)(idx[k] | signs[k] << 9);
             }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
@@ -247,7 +171,7 @@ static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float 
         put_le(blk + IQ2XS_D, anvil_fp32_to_fp16(d), 2);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 16; ++ib) {
-            const int l = sub_scale(id, scales[ib]);
+            const int l = cold_sub_scale(id, scales[ib], 15);
             blk[IQ2XS_SCALES + ib / 2] |= (uint8_t)(ib % 2 == 0 ? l : l << 4);
         }
         for (int w = 0; w < 2 * (QK / 16); ++w) {

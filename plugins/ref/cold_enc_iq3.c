@@ -27,12 +27,9 @@
  */
 #include "ref/cold_enc_grid.h"
 
-#include <math.h>
-
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/cold_rows.h"
@@ -55,38 +52,8 @@ static void put_half(uint8_t *p, float f) {
     p[1] = (uint8_t)(h >> 8);
 }
 
-static int refuse_overflow(const char *name, size_t block, const float *xb, char *msg,
-                           size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    anvil_ref_message(msg, msg_size,
-                      "%s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
-                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
-                      name, block / 8, block * 32, block * 32 + 31, (double)amax);
-    return ANVIL_E_UNSUPPORTED;
-}
-
-static int prepare(const char *name, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
-    if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
-    }
-    return rc;
-}
-
-/* Weights of one 32-element group: x^2, or qw sqrt(sigma2 + x^2). */
-static void group_weights(const float *xb, const float *qw, float sigma2, float *weight) {
-    if (qw != NULL) {
-        cold_imatrix_weights(qw, xb, 32, sigma2, weight);
-    } else {
-        for (int i = 0; i < 32; ++i) {
-            weight[i] = xb[i] * xb[i];
-        }
-    }
-}
+/* What ggml does where the search overflows. */
+#define GGML_DIES "fails an assertion and aborts"
 
 /* ---- IQ3_XXS --------------------------------------------------------------
  * Block: d, then 64 bytes of lattice indices (8 per 32 elements), then per
@@ -99,7 +66,7 @@ static void group_weights(const float *xb, const float *qw, float sigma2, float 
 
 static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
                               size_t msg_size) {
-    const int rc = prepare("iq3_xxs", msg, msg_size);
+    const int rc = anvil_cold_lattice_ready("iq3_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -119,48 +86,25 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, sigma2, weight);
-            for (int i = 0; i < 32; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
+            cold_group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, 32, sigma2, weight);
             uint8_t signs[4];
-            for (int k = 0; k < 4; ++k) {
-                signs[k] = anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k);
-            }
-            float max = xval[0];
-            for (int i = 1; i < 32; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 32, 1, waux, xval, signs);
             meta[ib] = 0;
             if (max < IQ3XXS_TINY) {
                 scales[ib] = 0.0f;
                 continue; /* indices and signs stay 0 */
             }
-            int8_t L[32];
+            int idx[8];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
-                                 &scale) != ANVIL_OK) {
-                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                /* ggml: "should never happen"; flips the stored signs. */
-                scale = -scale;
-                for (int k = 0; k < 4; ++k) {
-                    signs[k] = (uint8_t)(~signs[k] & 127);
-                }
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 127, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq3_xxs", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 4 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-                }
-                qs[8 * ib + k] = (uint8_t)g;
+                qs[8 * ib + k] = (uint8_t)idx[k];
             }
             meta[ib] = (uint32_t)signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14 |
                        (uint32_t)signs[3] << 21;
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
         }
@@ -172,9 +116,7 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
         put_half(blk + IQ3XXS_D, d * 1.0125f);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 32; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 15 ? l : 15;
-            l = l > 0 ? l : 0;
+            const int l = cold_sub_scale(id, scales[ib], 15);
             put_u32_le(blk + IQ3XXS_META + 4 * ib, meta[ib] | (uint32_t)l << 28);
         }
     }
@@ -194,7 +136,7 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
 
 static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *qw, char *msg,
                             size_t msg_size) {
-    const int rc = prepare("iq3_s", msg, msg_size);
+    const int rc = anvil_cold_lattice_ready("iq3_s", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -219,49 +161,27 @@ static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, sigma2, weight);
-            for (int i = 0; i < 32; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
+            cold_group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, 32, sigma2, weight);
             uint8_t signs[4];
-            for (int k = 0; k < 4; ++k) {
-                signs[k] = anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
-            }
-            float max = xval[0];
-            for (int i = 1; i < 32; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 32, 0, waux, xval, signs);
             if (!max) {
                 scales[ib] = 0.0f;
                 continue; /* skipped: the cursor stays (see above) */
             }
-            int8_t L[32];
+            int idx[8];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), L,
-                                 &scale) != ANVIL_OK) {
-                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                scale = -scale;
-                for (int k = 0; k < 4; ++k) {
-                    signs[k] = (uint8_t)~signs[k];
-                }
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq3_s", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 4 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-                }
-                blk[IQ3S_QS + 8 * cursor + (size_t)k] = (uint8_t)(g & 255);
-                blk[IQ3S_QH + ib] |= (uint8_t)((g >> 8) << k);
+                blk[IQ3S_QS + 8 * cursor + (size_t)k] = (uint8_t)(idx[k] & 255);
+                blk[IQ3S_QH + ib] |= (uint8_t)((idx[k] >> 8) << k);
             }
             for (int k = 0; k < 4; ++k) {
                 blk[IQ3S_SIGNS + 4 * cursor + (size_t)k] = signs[k];
             }
             cursor++;
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
         }
@@ -272,12 +192,8 @@ static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *
         put_half(blk + IQ3S_D, d * 1.033f);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 32; ib += 2) {
-            int l1 = anvil_nearest_int(0.5f * (id * scales[ib + 0] - 1));
-            l1 = l1 < 15 ? l1 : 15;
-            l1 = l1 > 0 ? l1 : 0;
-            int l2 = anvil_nearest_int(0.5f * (id * scales[ib + 1] - 1));
-            l2 = l2 < 15 ? l2 : 15;
-            l2 = l2 > 0 ? l2 : 0;
+            const int l1 = cold_sub_scale(id, scales[ib + 0], 15);
+            const int l2 = cold_sub_scale(id, scales[ib + 1], 15);
             blk[IQ3S_SCALES + ib / 2] = (uint8_t)(l1 | (l2 << 4));
         }
     }

@@ -10,9 +10,11 @@
 #include "ref/cold_enc_search.h"
 
 #include <float.h>
+#include <math.h>
 
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "ref/checks.h"
 
 /* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 (see the
  * header). A candidate's error is the sum over its elements, in element
@@ -303,4 +305,69 @@ uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *
         s ^= (uint8_t)(1u << imin);
     }
     return s & 127;
+}
+
+int anvil_cold_lattice_ready(const char *name, char *msg, size_t msg_size) {
+    const int rc = anvil_ref_cold_lattice_init();
+    if (rc != ANVIL_OK) {
+        anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
+    }
+    return rc;
+}
+
+int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, const float *xb,
+                               const char *ggml_does, char *msg, size_t msg_size) {
+    float amax = 0.0f;
+    for (int i = 0; i < group; ++i) {
+        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+    }
+    const size_t first = ibl * 256 + (size_t)group * (size_t)ib;
+    anvil_ref_message(msg, msg_size,
+                      "%s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
+                      "squared errors overflow float at this magnitude (and these weights), where ggml "
+                      "%s; no byte-exact encoding exists (scale the tensor down before quantizing)",
+                      name, ibl, first, first + (size_t)group - 1, (double)amax, ggml_does);
+    return ANVIL_E_UNSUPPORTED;
+}
+
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux,
+                             float *xval, uint8_t *signs) {
+    for (int i = 0; i < n; ++i) {
+        waux[i] = sqrtf(weight[i]);
+    }
+    for (int k = 0; k < n / 8; ++k) {
+        signs[k] = even ? anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k)
+                        : anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
+    }
+    float max = xval[0];
+    for (int i = 1; i < n; ++i) {
+        max = cold_max(max, xval[i]);
+    }
+    return max;
+}
+
+int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                           float max, float scale0, uint8_t *signs, uint8_t sign_mask, int *idx,
+                           float *scale) {
+    int8_t L[32];
+    if (anvil_cold_sweep(p, xval, weight, waux, max, scale0, L, scale) != ANVIL_OK) {
+        return ANVIL_E_UNSUPPORTED;
+    }
+    if (*scale < 0) {
+        /* ggml: "should never happen"; flips the stored signs. */
+        *scale = -*scale;
+        for (int k = 0; k < p->n / 8; ++k) {
+            signs[k] = (uint8_t)(~signs[k] & sign_mask);
+        }
+    }
+    const int dims = p->lat->dims;
+    for (int k = 0; k < p->n / dims; ++k) {
+        /* Off the grid only where the sweep left L unrounded: a NaN scale,
+         * which ggml refuses either way. */
+        idx[k] = cold_grid_index(p->lat, L + dims * k);
+        if (idx[k] < 0) {
+            return ANVIL_E_UNSUPPORTED;
+        }
+    }
+    return *scale >= 0 ? ANVIL_OK : ANVIL_E_UNSUPPORTED;
 }

@@ -7,9 +7,11 @@
 #ifndef ANVIL_REF_COLD_ENC_SEARCH_H
 #define ANVIL_REF_COLD_ENC_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "anvil/numeric.h"
 #include "ref/cold_enc_lattice.h"
 
 /* ggml's GROUP_MAX_EPS: below this largest magnitude a group is all zero. */
@@ -58,6 +60,24 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                      float max, float scale0, int8_t *L, float *scale);
 
+/* A group through the sweep to what is stored of it, as every sweep-based
+ * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from
+ * scale0; a negative scale made positive with the group's sign bits
+ * flipped (within sign_mask: 127 where 7 bits per 8 elements are stored,
+ * 0xFF where 8); idx[k] the grid index of sub-group k (lat->dims codes).
+ * ANVIL_E_UNSUPPORTED where ggml dies: the sweep's assertion, a point off
+ * the grid ("not on grid" abort), a scale that is not >= 0 (NaN). */
+int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                           float max, float scale0, uint8_t *signs, uint8_t sign_mask, int *idx,
+                           float *scale);
+
+/* A sub-scale code l in [0, max] with scale ~ d (2l + 1), id = 1 / d. */
+static inline int cold_sub_scale(float id, float scale, int max) {
+    int l = anvil_nearest_int(0.5f * (id * scale - 1));
+    l = l < max ? l : max;
+    return l > 0 ? l : 0;
+}
+
 /* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 on a 3-level
  * lattice: among the candidates cand (cand[0] of them, then their grid
  * indices), the one whose values scale * val[code] are closest to x in
@@ -83,6 +103,25 @@ float anvil_cold_qp_scale(int n, int nmax, const float *x, const float *w);
  * qsort (a merge sort for arrays this small) gives ggml's IQ1 searches,
  * whose comparator sees only the value. */
 void anvil_cold_stable_order(const float *x, int n, int *idx);
+
+/* Builds the search tables (once) for encoder `name`: ANVIL_OK, or
+ * ANVIL_E_INTERNAL with a message when they fail their self-check. */
+int anvil_cold_lattice_ready(const char *name, char *msg, size_t msg_size);
+
+/* The refusal where ggml's search overflows and dies: ANVIL_E_UNSUPPORTED,
+ * the message naming super-block ibl, the elements of its group ib (of
+ * `group` elements, xb), their largest magnitude and what ggml does there
+ * (ggml_does, e.g. "fails an assertion and aborts"). */
+int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, const float *xb,
+                               const char *ggml_does, char *msg, size_t msg_size);
+
+/* One group of n elements (a multiple of 8) made ready for the sweep:
+ * waux = sqrt(weight), per 8 elements the signs split off into signs[]
+ * (anvil_cold_split_signs_even when `even`, else anvil_cold_split_signs)
+ * and the magnitudes into xval. Returns the largest xval (ggml's MAX
+ * chain from xval[0]). */
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux,
+                             float *xval, uint8_t *signs);
 
 /* Splits the signs off a group of 8: xval = |x|, bit i of the result set
  * when x[i] < 0 (IQ3_S and IQ2_S store all 8 bits). */

@@ -44,6 +44,18 @@ static inline void cold_imatrix_weights(const float *qw, const float *x, int n, 
     }
 }
 
+/* A group's weights: qw sqrt(sigma2 + x^2) with importance weights qw, else
+ * ggml's default x^2 (IQ3, IQ1_M, IQ4). */
+static inline void cold_group_weights(const float *x, const float *qw, int n, float sigma2, float *w) {
+    if (qw != NULL) {
+        cold_imatrix_weights(qw, x, n, sigma2, w);
+    } else {
+        for (int i = 0; i < n; ++i) {
+            w[i] = x[i] * x[i];
+        }
+    }
+}
+
 /* Activation blocks, by field offset. */
 #define COLD_Q8K_D offsetof(anvil_block_q8_K, d)
 #define COLD_Q8K_QS offsetof(anvil_block_q8_K, qs)

@@ -79,13 +79,7 @@ static float iq4_sigma2(const float *x, int n) {
 static float iq4_block_scale(const float *x, const float *qw, float sigma2) {
     const int8_t *values = anvil_cold_iq4nl_values;
     float weight[32];
-    if (qw != NULL) {
-        cold_imatrix_weights(qw, x, 32, sigma2, weight);
-    } else {
-        for (int j = 0; j < 32; ++j) {
-            weight[j] = x[j] * x[j];
-        }
-    }
+    cold_group_weights(x, qw, 32, sigma2, weight);
     /* The element of largest magnitude, first one on ties, with its sign. */
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < 32; ++j) {
