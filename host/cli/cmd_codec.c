@@ -1,4 +1,5 @@
-/* anvil codec list | encode TYPE IN.f32 OUT.bin | decode TYPE IN.bin OUT.f32 */
+/* anvil codec list | encode TYPE IN.f32 OUT.bin [--imatrix FILE] | decode TYPE IN.bin OUT.f32 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +9,33 @@
 static int usage(FILE *f) {
     fprintf(f,
             "usage: anvil codec list [--json]\n"
-            "       anvil codec encode TYPE IN.f32 OUT.bin\n"
+            "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE]\n"
             "       anvil codec decode TYPE IN.bin OUT.f32\n"
             "\n"
-            "list    every ggml type and loaded third-party codec: geometry, bits/weight, and\n"
-            "        whether it can encode+decode, decode only (and why), or is not loaded.\n"
+            "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
+            "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
+            "        and what it does with an importance matrix: uses, needs (encodes only\n"
+            "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
+            "        - (no encoder at all).\n"
             "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
             "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
+            "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
+            "        column (finite, >= 0); their count is the row length, a whole number of\n"
+            "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
+            "        with that matrix (llama-quantize --imatrix, per tensor).\n"
             "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
             "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
             "OUT is written atomically (a temporary file renamed into place).\n");
     return f == stdout ? 0 : 2;
+}
+
+/* What encoding with an importance matrix does for a codec (NULL: a float
+ * type the host encodes, which ignores it as ggml does). */
+static const char *imatrix_use(const anvil_codec *c) {
+    if (c == NULL || (c->flags & ANVIL_CODEC_IMATRIX_UNUSED)) return "ignored";
+    if (c->encode == NULL && c->encode_rows == NULL) return "-"; /* cannot encode at all */
+    if (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) return "needs";
+    return c->encode_rows != NULL ? "uses" : "no";
 }
 
 static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, int *first) {
@@ -26,6 +43,7 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
     const int builtin_float = t->id == ANVIL_TYPE_F32 || t->id == ANVIL_TYPE_F16 || t->id == ANVIL_TYPE_BF16;
     const char *status;
     const char *note = "";
+    const char *imatrix = builtin_float || c != NULL ? imatrix_use(c) : "";
     if (builtin_float) {
         status = "encode+decode";
         note = "built into the host";
@@ -34,7 +52,7 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
     } else if (c == NULL) {
         status = "not loaded";
         note = t->family_plugin ? t->family_plugin : "";
-    } else if (c->encode == NULL) {
+    } else if (c->encode == NULL && c->encode_rows == NULL) {
         status = "decode-only";
         note = c->encode_note ? c->encode_note : "";
     } else {
@@ -53,12 +71,14 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         cli_json_string(stdout, status);
         printf(",\"act\":");
         cli_json_string(stdout, act_name);
+        printf(",\"imatrix\":");
+        cli_json_string(stdout, imatrix);
         printf(",\"note\":");
         cli_json_string(stdout, note);
         printf("}");
     } else {
-        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %s\n", t->name, t->id, t->block_elems, t->block_bytes, bpw,
-               act_name, status, note);
+        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %-7s %s\n", t->name, t->id, t->block_elems, t->block_bytes,
+               bpw, act_name, status, imatrix, note);
     }
     *first = 0;
 }
@@ -68,7 +88,8 @@ static int cmd_list(cli_globals *g, int json) {
     if (ctx == NULL) return 1;
     int first = 1;
     if (json) printf("[");
-    else printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status", "note");
+    else printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status",
+                "imatrix", "note");
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
         if (anvil_type_builtin(id, &t, NULL) == ANVIL_OK) list_row(ctx, &t, json, &first);
@@ -93,7 +114,46 @@ static int resolve_type(cli_globals *g, const char *name, uint32_t *id, anvil_ty
     return 0;
 }
 
-static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out) {
+/* Load --imatrix FILE for type t and input of n values: one finite,
+ * non-negative weight per column, their count a whole number of blocks that
+ * divides n. On success *w (malloc'd) and *n_per_row are set. */
+static int load_imatrix(const char *path, const anvil_type_info *t, size_t n, float **w, size_t *n_per_row) {
+    anvil_error err;
+    void *data;
+    size_t size;
+    if (cli_read_file(path, &data, &size, &err) != ANVIL_OK) return cli_fail_err("codec encode", &err);
+    const char *what = NULL;
+    const size_t nw = size / 4;
+    if (size % 4 != 0) {
+        what = "is not a whole number of float32 weights";
+    } else if (nw == 0) {
+        what = "is empty: it needs one importance weight per column";
+    } else if (nw % t->block_elems != 0) {
+        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) are not a whole number of %u-element %s blocks",
+                 path, nw, t->block_elems, t->name);
+    } else if (n % nw != 0) {
+        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) do not split the %zu input values into whole rows",
+                 path, nw, n);
+    } else {
+        const float *f = data;
+        for (size_t j = 0; j < nw; ++j) {
+            if (!(f[j] >= 0.0f) || isinf(f[j])) {
+                cli_fail("codec encode", "--imatrix %s: the weight of column %zu is %g; importance weights must be finite and non-negative",
+                         path, j, (double)f[j]);
+                free(data);
+                return 1;
+            }
+        }
+        *w = data;
+        *n_per_row = nw;
+        return 0;
+    }
+    if (what != NULL) cli_fail("codec encode", "--imatrix %s: %zu bytes %s", path, size, what);
+    free(data);
+    return 1;
+}
+
+static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, const char *imatrix_path) {
     uint32_t id;
     anvil_type_info t;
     if (resolve_type(g, type, &id, &t) != 0) return 1;
@@ -112,18 +172,33 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
         fprintf(stderr, "anvil codec encode: %s: %s (%s)\n", in, err.message, anvil_strerror(err.code));
         return 1;
     }
+    float *w = NULL;
+    size_t n_per_row = n;
+    if (imatrix_path != NULL && load_imatrix(imatrix_path, &t, n, &w, &n_per_row) != 0) {
+        free(data);
+        return 1;
+    }
     void *blocks = malloc(bytes ? bytes : 1);
     if (blocks == NULL) {
         free(data);
+        free(w);
         return cli_fail("codec encode", "out of memory (%llu bytes)", (unsigned long long)bytes);
     }
-    int rc = anvil_encode(g->ctx, id, data, n, blocks, bytes, &err);
+    /* One row without a matrix; with one, rows as long as the matrix. */
+    const size_t nrows = n_per_row ? n / n_per_row : 0;
+    int rc = anvil_encode_rows(g->ctx, id, data, nrows, n_per_row, w, blocks, bytes, &err);
     free(data);
+    free(w);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, blocks, bytes, &err);
     free(blocks);
     if (rc != ANVIL_OK) return cli_fail_err("codec encode", &err);
     fprintf(stderr, "encoded %zu values as %s: %llu bytes (%.4f bits/weight)\n", n, t.name, (unsigned long long)bytes,
             n ? 8.0 * (double)bytes / (double)n : 0.0);
+    if (imatrix_path != NULL) {
+        const char *use = imatrix_use(anvil_ctx_codec(g->ctx, id));
+        fprintf(stderr, "importance matrix: %zu rows of %zu; %s\n", nrows, n_per_row,
+                strcmp(use, "ignored") == 0 ? "this format ignores it (as ggml does)" : "weighted as ggml_quantize_chunk");
+    }
     return 0;
 }
 
@@ -165,11 +240,28 @@ int cmd_codec(cli_globals *g, int argc, char **argv) {
         return cmd_list(g, json);
     }
     if (strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0) {
-        if (argc != 5) {
+        const char *pos[3];
+        const char *imatrix = NULL;
+        int npos = 0;
+        for (int i = 2; i < argc; ++i) {
+            if (sub[0] == 'e' && strcmp(argv[i], "--imatrix") == 0) {
+                if (i + 1 >= argc || imatrix != NULL) {
+                    fprintf(stderr, "anvil codec encode: --imatrix takes one FILE, once\n");
+                    return usage(stderr);
+                }
+                imatrix = argv[++i];
+            } else if (npos < 3 && strncmp(argv[i], "--", 2) != 0) {
+                pos[npos++] = argv[i];
+            } else {
+                fprintf(stderr, "anvil codec %s: unexpected argument '%s'\n", sub, argv[i]);
+                return usage(stderr);
+            }
+        }
+        if (npos != 3) {
             fprintf(stderr, "anvil codec %s: needs TYPE IN OUT\n", sub);
             return usage(stderr);
         }
-        return sub[0] == 'e' ? cmd_encode(g, argv[2], argv[3], argv[4]) : cmd_decode(g, argv[2], argv[3], argv[4]);
+        return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], imatrix) : cmd_decode(g, pos[0], pos[1], pos[2]);
     }
     fprintf(stderr, "anvil codec: unknown subcommand '%s'\n", sub);
     return usage(stderr);
