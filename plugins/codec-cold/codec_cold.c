@@ -9,7 +9,9 @@
  * IQ2_XXS IQ2_XS IQ1_S are the exception ggml makes: it quantizes them only
  * with an importance matrix, so they have encode_rows alone, flagged
  * ANVIL_CODEC_NEEDS_IMATRIX (answering ANVIL_E_NEEDS_IMATRIX to none), and
- * no unweighted encode (there is no imatrix-free output to match).
+ * no unweighted encode (there is no imatrix-free output to match). MXFP4
+ * and NVFP4 take an importance matrix and, as ggml, ignore it
+ * (ANVIL_CODEC_IMATRIX_UNUSED).
  *
  * The codebooks are static tables (plugins/ref/cold_tables.c). The lattice
  * encoders also need search tables derived from them (for every off-grid
@@ -65,9 +67,9 @@ COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K
 COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
            0, anvil_ref_encode_iq1_m, anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m, NULL);
 COLD_CODEC(c_mxfp4, ANVIL_TYPE_MXFP4, "mxfp4", anvil_block_mxfp4, ANVIL_QK_MXFP4, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_mxfp4, anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_mxfp4, anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, NULL);
 COLD_CODEC(c_nvfp4, ANVIL_TYPE_NVFP4, "nvfp4", anvil_block_nvfp4, ANVIL_QK_NVFP4, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_nvfp4, anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_nvfp4, anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, NULL);
 
 /* In type-id order. */
 static const anvil_codec *const codecs[] = {

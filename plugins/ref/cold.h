@@ -51,7 +51,7 @@ int anvil_ref_encode_mxfp4(const float *src, void *dst, size_t n, char *msg, siz
 int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 
 /* Row-wise, optionally importance-weighted (anvil_encode_rows_fn; checks
- * and refusals in cold_rows.h). MXFP4 and NVFP4 ignore the weights, as
+ * and refusals in ref/rows.h). MXFP4 and NVFP4 ignore the weights, as
  * ggml does. */
 int anvil_ref_encode_rows_iq4_nl(const float *src, void *dst, size_t nrows, size_t n_per_row,
                                  const float *imatrix, char *msg, size_t msg_size);

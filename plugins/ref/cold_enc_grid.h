@@ -50,7 +50,7 @@ int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, siz
 int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 
 /* Row-wise, optionally importance-weighted (anvil_encode_rows_fn; checks
- * and refusals in cold_rows.h; refusals of a row name it). */
+ * and refusals in ref/rows.h; refusals of a row name it). */
 int anvil_ref_encode_rows_iq3_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
                                   const float *imatrix, char *msg, size_t msg_size);
 int anvil_ref_encode_rows_iq3_s(const float *src, void *dst, size_t nrows, size_t n_per_row,

@@ -48,7 +48,7 @@
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 #include "ref/cold_tables.h"
 
 #define QK ANVIL_QK_K
@@ -272,13 +272,4 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
     return ANVIL_OK;
 }
 
-static const cold_rows_format iq1_m_rows = { "iq1_m", QK, sizeof(anvil_block_iq1_m), 0, encode_row };
-
-int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq1_m_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq1_m(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq1_m_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq1_m, "iq1_m", QK, sizeof(anvil_block_iq1_m), encode_row)

@@ -21,7 +21,7 @@
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -105,13 +105,4 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
     return ANVIL_OK;
 }
 
-static const cold_rows_format iq2_s_rows = { "iq2_s", QK, sizeof(anvil_block_iq2_s), 0, encode_row };
-
-int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq2_s_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq2_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq2_s_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq2_s, "iq2_s", QK, sizeof(anvil_block_iq2_s), encode_row)

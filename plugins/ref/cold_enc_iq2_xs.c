@@ -38,7 +38,7 @@
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -181,19 +181,5 @@ static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float 
     return ANVIL_OK;
 }
 
-/* ---- entries ------------------------------------------------------------- */
-
-static const cold_rows_format iq2_xxs_rows = { "iq2_xxs", QK, sizeof(anvil_block_iq2_xxs), 1,
-                                               encode_row_iq2_xxs };
-static const cold_rows_format iq2_xs_rows = { "iq2_xs", QK, sizeof(anvil_block_iq2_xs), 1,
-                                              encode_row_iq2_xs };
-
-int anvil_ref_encode_rows_iq2_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                  const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq2_xxs_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq2_xs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq2_xs_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_WEIGHTED_ENCODER(iq2_xxs, "iq2_xxs", QK, sizeof(anvil_block_iq2_xxs), encode_row_iq2_xxs)
+ANVIL_REF_DEFINE_WEIGHTED_ENCODER(iq2_xs, "iq2_xs", QK, sizeof(anvil_block_iq2_xs), encode_row_iq2_xs)

@@ -32,7 +32,7 @@
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -200,24 +200,5 @@ static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *
     return ANVIL_OK;
 }
 
-static const cold_rows_format iq3_xxs_rows = { "iq3_xxs", QK, sizeof(anvil_block_iq3_xxs), 0,
-                                               encode_row_iq3_xxs };
-static const cold_rows_format iq3_s_rows = { "iq3_s", QK, sizeof(anvil_block_iq3_s), 0, encode_row_iq3_s };
-
-int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq3_xxs_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq3_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                  const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq3_xxs_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
-
-int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq3_s_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq3_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq3_s_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq3_xxs, "iq3_xxs", QK, sizeof(anvil_block_iq3_xxs), encode_row_iq3_xxs)
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq3_s, "iq3_s", QK, sizeof(anvil_block_iq3_s), encode_row_iq3_s)

@@ -18,7 +18,7 @@
 
 #include "ref/checks.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 
 #define MXFP4_E offsetof(anvil_block_mxfp4, e)
 #define MXFP4_QS offsetof(anvil_block_mxfp4, qs)
@@ -53,11 +53,8 @@ static inline uint8_t mxfp4_exponent_byte(float f) {
     return (uint8_t)((uint32_t)(int32_t)f & 0xFFu);
 }
 
-static int encode_row_mxfp4(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                            size_t msg_size) {
+static void encode_row_mxfp4(const float *src, void *dst, size_t n, const float *qw) {
     (void)qw; /* quantize_mxfp4: GGML_UNUSED(quant_weights) */
-    (void)msg;
-    (void)msg_size;
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_MXFP4; ++i, src += ANVIL_QK_MXFP4, blk += sizeof(anvil_block_mxfp4)) {
         float amax = 0.0f;
@@ -79,14 +76,10 @@ static int encode_row_mxfp4(const float *src, void *dst, size_t n, const float *
             blk[MXFP4_QS + j] = (uint8_t)(lo | (hi << 4));
         }
     }
-    return ANVIL_OK;
 }
 
-static int encode_row_nvfp4(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                            size_t msg_size) {
+static void encode_row_nvfp4(const float *src, void *dst, size_t n, const float *qw) {
     (void)qw; /* quantize_nvfp4: GGML_UNUSED(quant_weights) */
-    (void)msg;
-    (void)msg_size;
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_NVFP4; ++i, blk += sizeof(anvil_block_nvfp4)) {
         for (int sb = 0; sb < NVFP4_SUBS; ++sb, src += ANVIL_QK_NVFP4_SUB) {
@@ -108,31 +101,10 @@ static int encode_row_nvfp4(const float *src, void *dst, size_t n, const float *
             }
         }
     }
-    return ANVIL_OK;
 }
 
-static const cold_rows_format mxfp4_rows = { "mxfp4", ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), 0,
-                                             encode_row_mxfp4 };
-static const cold_rows_format nvfp4_rows = { "nvfp4", ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), 0,
-                                             encode_row_nvfp4 };
-
-int anvil_ref_encode_mxfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&mxfp4_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_mxfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&mxfp4_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
-
-int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&nvfp4_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_nvfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&nvfp4_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_ENCODERS(mxfp4, "mxfp4", ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), encode_row_mxfp4)
+ANVIL_REF_DEFINE_ENCODERS(nvfp4, "nvfp4", ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), encode_row_nvfp4)
 
 void anvil_ref_decode_mxfp4(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;

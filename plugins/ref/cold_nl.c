@@ -26,7 +26,7 @@
 
 #include "ref/checks.h"
 #include "ref/cold_impl.h"
-#include "ref/cold_rows.h"
+#include "ref/rows.h"
 
 /* ggml's GROUP_MAX_EPS: a block whose largest magnitude is below this gets
  * scale 0. */
@@ -133,10 +133,7 @@ static void iq4_pack32(const float *x, float id, uint8_t *qs) {
     }
 }
 
-static int encode_row_iq4_nl(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                             size_t msg_size) {
-    (void)msg;
-    (void)msg_size;
+static void encode_row_iq4_nl(const float *src, void *dst, size_t n, const float *qw) {
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK4_NL; ++i, src += ANVIL_QK4_NL, blk += sizeof(anvil_block_iq4_nl)) {
         const float d = qw != NULL ? iq4_block_scale(src, qw + ANVIL_QK4_NL * i, iq4_sigma2(src, ANVIL_QK4_NL))
@@ -147,13 +144,9 @@ static int encode_row_iq4_nl(const float *src, void *dst, size_t n, const float 
          * (d = 0) codes every element as 0 * x, i.e. level 8 (+1). */
         iq4_pack32(src, d != 0.0f ? 1.0f / d : 0.0f, blk + IQ4NL_QS);
     }
-    return ANVIL_OK;
 }
 
-static int encode_row_iq4_xs(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                             size_t msg_size) {
-    (void)msg;
-    (void)msg_size;
+static void encode_row_iq4_xs(const float *src, void *dst, size_t n, const float *qw) {
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, src += ANVIL_QK_K, blk += sizeof(anvil_block_iq4_xs)) {
         const float *qwb = qw != NULL ? qw + ANVIL_QK_K * i : NULL;
@@ -194,31 +187,10 @@ static int encode_row_iq4_xs(const float *src, void *dst, size_t n, const float 
         }
         memcpy(blk + IQ4XS_SCALES_H, &scales_h, sizeof scales_h);
     }
-    return ANVIL_OK;
 }
 
-static const cold_rows_format iq4_nl_rows = { "iq4_nl", ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), 0,
-                                              encode_row_iq4_nl };
-static const cold_rows_format iq4_xs_rows = { "iq4_xs", ANVIL_QK_K, sizeof(anvil_block_iq4_xs), 0,
-                                              encode_row_iq4_xs };
-
-int anvil_ref_encode_iq4_nl(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq4_nl_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq4_nl(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq4_nl_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
-
-int anvil_ref_encode_iq4_xs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    return anvil_cold_encode_one(&iq4_xs_rows, src, dst, n, msg, msg_size);
-}
-
-int anvil_ref_encode_rows_iq4_xs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size) {
-    return anvil_cold_encode_rows(&iq4_xs_rows, src, dst, nrows, n_per_row, imatrix, msg, msg_size);
-}
+ANVIL_REF_DEFINE_ENCODERS(iq4_nl, "iq4_nl", ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), encode_row_iq4_nl)
+ANVIL_REF_DEFINE_ENCODERS(iq4_xs, "iq4_xs", ANVIL_QK_K, sizeof(anvil_block_iq4_xs), encode_row_iq4_xs)
 
 void anvil_ref_decode_iq4_nl(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;

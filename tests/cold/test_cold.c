@@ -6,11 +6,12 @@
  *  numeric   E8M0 / UE4M3 / E2M1 helpers of anvil/numeric.h, exhaustively
  *  golden    decode, encode, activation quantizer and dot against the ggml
  *            outputs committed in tests/golden/<type>.bin; importance-
- *            weighted encode_rows (one row and four at once) against
- *            tests/golden/imatrix/<type>.bin, and that the weights matter
- *  rows      encode_rows' checks: no importance matrix for IQ2_XXS IQ2_XS
- *            IQ1_S, bad weights, NaN naming row and element, lengths; and
- *            without weights the bytes of encode
+ *            weighted encode_rows against tests/golden/imatrix/<type>.bin,
+ *            with the encode_rows contract of tests/common/golden_imatrix.h
+ *            (no importance matrix for IQ2_XXS IQ2_XS IQ1_S, bad weights,
+ *            NaN naming row and element, lengths, the weights matter)
+ *  rows      encode_rows beyond that: many rows = rows one by one, zero
+ *            and infinite weights, -Inf, overflow
  *  encode    refusals (NaN/Inf, bad length), determinism, error bounds
  *  decode    totality on random bytes, any alignment
  *  dot       the dot equals the dot of the decoded rows
@@ -31,6 +32,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "golden.h"
+#include "golden_imatrix.h"
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "ref/cold.h"
@@ -86,9 +88,11 @@ static const fmt formats[] = {
       anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m,
       anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), anvil_ref_encode_mxfp4,
-      anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE,
+      ANVIL_CODEC_IMATRIX_UNUSED },
     { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), anvil_ref_encode_nvfp4,
-      anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE,
+      ANVIL_CODEC_IMATRIX_UNUSED },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -364,94 +368,40 @@ static void test_golden(void) {
     }
 }
 
-/* ---- importance-weighted goldens ------------------------------------------ */
+/* ---- importance-weighted fixtures, encode_rows ----------------------------- */
 
-#define GROUP_ROWS 8 /* at most this many encoded records follow one importance matrix */
-
-/* Encodes the rows gathered under one importance matrix in a single
- * encode_rows call: the same bytes as row by row. */
-static size_t check_group(const fmt *f, size_t n, size_t row_bytes, const float *qw, const float *in,
-                          const uint8_t *want, size_t rows) {
-    static uint8_t out[GROUP_ROWS * MAX_ELEMS];
-    if (rows == 0) {
-        return 0;
+static const anvil_plugin_desc *cold_plugin(void) {
+    void *h = dlopen(ANVIL_COLD_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", ANVIL_COLD_PLUGIN_PATH, dlerror());
+        return NULL;
     }
-    char msg[256];
-    CU_ASSERT_EQUAL(f->encode_rows(in, out, rows, n, qw, msg, sizeof msg), ANVIL_OK);
-    return memcmp(out, want, rows * row_bytes) != 0;
+    anvil_plugin_entry_fn entry = (anvil_plugin_entry_fn)dlsym(h, ANVIL_PLUGIN_ENTRY_SYMBOL);
+    /* deliberately not dlclose'd while descriptors may be referenced */
+    return entry != NULL ? entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR) : NULL;
 }
 
+/* ggml's bytes with importance matrices (tests/golden/imatrix/<type>.bin,
+ * written by anvil-parity --family cold --write-golden), through the
+ * plugin's encode_rows and the reference's, and the encode_rows contract
+ * (tests/common/golden_imatrix.h) of all eleven codecs. */
 static void test_golden_imatrix(void) {
-    static float ones[MAX_ELEMS], y[MAX_ELEMS];
-    static float group_in[GROUP_ROWS * MAX_ELEMS];
-    static uint8_t group_enc[GROUP_ROWS * MAX_ELEMS], enc[MAX_ELEMS], plain[MAX_ELEMS];
-    for (size_t j = 0; j < MAX_ELEMS; ++j) {
-        ones[j] = 1.0f;
-    }
+    size_t n_codecs = 0;
+    CU_ASSERT_EQUAL(imatrix_plugin_check(cold_plugin(), test_source_path("golden/imatrix"), &n_codecs), 0);
+    CU_ASSERT_EQUAL(n_codecs, N_FORMATS);
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const fmt *f = &formats[fi];
         char rel[64];
         snprintf(rel, sizeof rel, "golden/imatrix/%s.bin", f->name);
-        golden_file g;
-        CU_ASSERT_EQUAL_FATAL(golden_load(test_source_path(rel), &g), 0);
-        CU_ASSERT_EQUAL(g.h.type_id, (uint32_t)f->type);
-        CU_ASSERT_STRING_EQUAL(g.h.type_name, f->name);
-        const size_t n = g.h.row_len;
-        CU_ASSERT_FATAL(n > 0 && n <= MAX_ELEMS && n % f->block_elems == 0);
-        const size_t row_bytes = n / f->block_elems * f->block_bytes;
-        CU_ASSERT_EQUAL_FATAL(g.h.row_bytes, row_bytes);
-        const float *qw = NULL;
-        size_t matrices = 0, encoded = 0, enc_bad = 0, dec_bad = 0, group_bad = 0, grouped = 0;
-        size_t differ_from_ones = 0;
-        unsigned kinds = 0;
-        for (size_t i = 0; i < g.h.n_rows; ++i) {
-            golden_record r;
-            golden_record_at(&g, i, &r);
-            if (r.flags & GOLDEN_REC_IMATRIX) {
-                group_bad += check_group(f, n, row_bytes, qw, group_in, group_enc, grouped);
-                grouped = 0;
-                qw = r.in;
-                matrices++;
-                continue;
-            }
-            CU_ASSERT_FATAL((r.flags & GOLDEN_REC_ENCODED) && qw != NULL && grouped < GROUP_ROWS);
-            kinds |= 1u << (r.kind % 32);
-            char msg[256];
-            CU_ASSERT_EQUAL(f->encode_rows(r.in, enc, 1, n, qw, msg, sizeof msg), ANVIL_OK);
-            encoded++;
-            enc_bad += memcmp(enc, r.enc, row_bytes) != 0;
-            f->decode(r.enc, y, n);
-            dec_bad += memcmp(y, r.dec, n * sizeof *y) != 0;
-            /* The weights must change something (except for the FP4
-             * formats, which ignore them, as ggml does). */
-            CU_ASSERT_EQUAL(f->encode_rows(r.in, plain, 1, n, ones, msg, sizeof msg), ANVIL_OK);
-            differ_from_ones += memcmp(plain, enc, row_bytes) != 0;
-            memcpy(group_in + grouped * n, r.in, n * sizeof *r.in);
-            memcpy(group_enc + grouped * row_bytes, r.enc, row_bytes);
-            grouped++;
-        }
-        group_bad += check_group(f, n, row_bytes, qw, group_in, group_enc, grouped);
-        CU_ASSERT(matrices >= 5);
-        CU_ASSERT(encoded >= 16);
-        CU_ASSERT_EQUAL(kinds, (1u << INPUT_KIND_COUNT) - 1);
-        CU_ASSERT_EQUAL(enc_bad, 0);
-        CU_ASSERT_EQUAL(dec_bad, 0);
-        CU_ASSERT_EQUAL(group_bad, 0);
-        if (f->type == ANVIL_TYPE_MXFP4 || f->type == ANVIL_TYPE_NVFP4) {
-            CU_ASSERT_EQUAL(differ_from_ones, 0);
-        } else {
-            CU_ASSERT(differ_from_ones > 0);
-        }
-        if (enc_bad || dec_bad || group_bad) {
-            fprintf(stderr, "%s imatrix golden: %zu encode, %zu decode, %zu multi-row mismatches\n", f->name,
-                    enc_bad, dec_bad, group_bad);
-        }
-        golden_free(&g);
+        size_t checked = 0;
+        CU_ASSERT_EQUAL(golden_imx_check(test_source_path(rel), (uint32_t)f->type, f->encode_rows, &checked), 0);
+        CU_ASSERT_EQUAL(checked, 32);
     }
 }
 
-/* ---- encode_rows' checks --------------------------------------------------- */
-
+/* What the contract leaves out: several weighted rows at once are the rows
+ * one by one; zero weights are fine, infinite ones are not; -Inf input;
+ * no rows; a size that overflows. */
 static void test_encode_rows_checks(void) {
     enum { ROWS = 3 };
     static float x[ROWS * MAX_ELEMS], qw[MAX_ELEMS];
@@ -468,52 +418,24 @@ static void test_encode_rows_checks(void) {
         }
         char msg[512] = "";
         CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
-
-        /* No importance matrix: encode's bytes, row by row; or, for the
-         * formats ggml encodes only with one, a refusal that says so. */
-        const int rc = f->encode_rows(x, b, ROWS, n, NULL, msg, sizeof msg);
-        if (f->flags & ANVIL_CODEC_NEEDS_IMATRIX) {
-            CU_ASSERT_PTR_NULL(f->encode);
-            CU_ASSERT_EQUAL(rc, ANVIL_E_NEEDS_IMATRIX);
-            CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
-            CU_ASSERT_PTR_NOT_NULL(strstr(msg, "importance matrix"));
-        } else {
-            CU_ASSERT_EQUAL(rc, ANVIL_OK);
-            for (size_t r = 0; r < ROWS; ++r) {
-                CU_ASSERT_EQUAL(f->encode(x + r * n, a, n, msg, sizeof msg), ANVIL_OK);
-                CU_ASSERT_EQUAL(memcmp(a, b + r * row_bytes, row_bytes), 0);
-            }
+        for (size_t r = 0; r < ROWS; ++r) {
+            CU_ASSERT_EQUAL(f->encode_rows(x + r * n, b, 1, n, qw, msg, sizeof msg), ANVIL_OK);
+            CU_ASSERT_EQUAL(memcmp(a + r * row_bytes, b, row_bytes), 0);
         }
-
-        /* Weights: zeros are fine; negative, NaN, Inf are refused naming
-         * the column. */
         memset(qw, 0, n * sizeof *qw);
         CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
-        const float bad_weights[3] = { -1.0f, NAN, INFINITY };
-        for (int k = 0; k < 3; ++k) {
-            qw[n - 2] = bad_weights[k];
-            CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_INVALID_ARG);
-            char want[64];
-            snprintf(want, sizeof want, "column %zu", n - 2);
-            CU_ASSERT_PTR_NOT_NULL(strstr(msg, want));
-        }
+        qw[n - 2] = INFINITY;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_INVALID_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "column %zu", n - 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, want));
         qw[n - 2] = 1.0f;
-
-        /* NaN/Inf input: the row and the element within it. */
-        x[n + 7] = NAN;
-        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_NONFINITE);
-        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "row 1, element 7"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "NaN"));
-        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, NULL, 0), ANVIL_E_NONFINITE); /* no message buffer */
-        x[n + 7] = 0.0f;
         x[2 * n + n - 1] = -INFINITY;
         CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_NONFINITE);
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, "-Inf"));
-        x[2 * n + n - 1] = 0.0f;
-
-        /* Lengths. */
-        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n - 1, qw, msg, sizeof msg), ANVIL_E_BLOCK_MISMATCH);
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, NULL, 0), ANVIL_E_NONFINITE); /* no message buffer */
+        x[2 * n + n - 1] = 0.0f;
         CU_ASSERT_EQUAL(f->encode_rows(x, a, 0, n, qw, msg, sizeof msg), ANVIL_OK); /* nothing to do */
         CU_ASSERT_EQUAL(f->encode_rows(x, a, SIZE_MAX / 2, n, qw, msg, sizeof msg), ANVIL_E_OVERFLOW);
     }
@@ -908,8 +830,8 @@ int main(void) {
     CU_add_test(s, "numeric: ue4m3", test_numeric_ue4m3);
     CU_add_test(s, "numeric: e2m1", test_numeric_e2m1);
     CU_add_test(s, "golden: decode, encode, act, dot", test_golden);
-    CU_add_test(s, "golden: importance-weighted encode_rows", test_golden_imatrix);
-    CU_add_test(s, "encode_rows: imatrix, NaN, lengths; unweighted = encode", test_encode_rows_checks);
+    CU_add_test(s, "golden: importance-weighted encode_rows, encode_rows contract", test_golden_imatrix);
+    CU_add_test(s, "encode_rows: many rows, zero/Inf weights, -Inf, overflow", test_encode_rows_checks);
     CU_add_test(s, "encode: refusals", test_encode_refusals);
     CU_add_test(s, "encode: determinism and error bounds", test_encode_quality);
     CU_add_test(s, "encode: known blocks", test_encode_known);

@@ -9,8 +9,7 @@
  *   f32 act[row_len]              one activation row shared by all records
  *   u8  act_q[act_row_bytes]      ggml's quantization of act (act_type), zero-padded to 4
  *   n_rows records:
- *     u32 kind, u32 rec_flags     kind = test_input_kind; bit0: enc = ggml encode(in);
- *                                 bit1: an importance matrix (GOLDEN_REC_IMATRIX)
+ *     u32 kind, u32 rec_flags     kind = test_input_kind; bit0: enc = ggml encode(in)
  *     f32 in[row_len]             (zeros when the record is decode-only)
  *     u8  enc[row_bytes]          block bytes, zero-padded to a multiple of 4
  *     f32 dec[row_len]            ggml dequantize(enc)
@@ -24,10 +23,6 @@
 #include <stdio.h>
 
 #define GOLDEN_REC_ENCODED 1u
-/* An importance matrix, not a row: `in` holds row_len weights (one per
- * column) for the encoded records that follow it; enc and dec are zeros.
- * Used by the weighted fixtures, tests/golden/imatrix/<type>.bin. */
-#define GOLDEN_REC_IMATRIX 2u
 
 typedef struct golden_header {
     uint32_t type_id, act_type, row_len, n_rows, row_bytes, act_row_bytes, flags, reserved;

@@ -66,6 +66,7 @@
 #include "anvil/codec.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "golden_imatrix.h"
 #include "parity.h"
 #include "parity_cold.h"
 #include "ref/cold.h"
@@ -1087,30 +1088,27 @@ static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g
     return 0;
 }
 
-/* <dir>/imatrix/<type>.bin: per synthetic importance-matrix kind, a record
- * holding the matrix (GOLDEN_REC_IMATRIX, its `in` = the 256 weights), then
- * GOLDEN_WEIGHTED_ROWS rows ggml encoded with it (GOLDEN_REC_ENCODED), input
- * kinds cycling through all sixteen. A directory of its own: the host's
- * golden suite reads the .bin files of tests/golden as unweighted. */
-#define GOLDEN_WEIGHTED_ROWS 4
-
-static int write_golden_weighted(parity_ctx *pc, const cold_format *f, const ggml_side *g) {
-    static float in[GOLDEN_LEN], qw[GOLDEN_LEN], zeros[GOLDEN_LEN], dec[GOLDEN_LEN], act[GOLDEN_LEN];
-    static uint8_t enc[GOLDEN_LEN * 2], act_q[GOLDEN_LEN * 2], no_enc[GOLDEN_LEN * 2];
-    const size_t row_bytes = GOLDEN_LEN / f->block_elems * f->block_bytes;
-    const size_t act_bytes = GOLDEN_LEN / f->act_block_elems * f->act_block_bytes;
-    golden_header h;
+/* <dir>/imatrix/<type>.bin (tests/common/golden_imatrix.h, the format of
+ * every weighted fixture): the five synthetic importance matrices of
+ * parity_cold.h, then 32 one-row records, every input kind twice, cycling
+ * through the matrices and (but for the formats that need one) none;
+ * ggml's bytes. Two blocks per row (three for the 32-element formats). */
+static int write_golden_weighted(parity_ctx *pc, const cold_format *f) {
+    enum { N_IMX = COLD_IMX_KIND_COUNT, N_REC = 2 * INPUT_KIND_COUNT };
+    const int needs = f->oracle_encoding == ENC_IMATRIX;
+    golden_imx_header h;
     memset(&h, 0, sizeof h);
     h.type_id = (uint32_t)f->type;
-    h.act_type = (uint32_t)f->act_type;
-    h.row_len = GOLDEN_LEN;
-    h.n_rows = COLD_IMX_KIND_COUNT * (1 + GOLDEN_WEIGHTED_ROWS);
-    h.row_bytes = (uint32_t)row_bytes;
-    h.act_row_bytes = (uint32_t)act_bytes;
+    h.n_per_row = (uint32_t)(f->block_elems == 32 ? 96 : 2 * f->block_elems);
+    h.row_bytes = (uint32_t)(h.n_per_row / f->block_elems * f->block_bytes);
+    h.n_imatrix = N_IMX;
+    h.n_records = N_REC;
     snprintf(h.type_name, sizeof h.type_name, "%s", f->name);
-    test_input_fill(act, GOLDEN_LEN, INPUT_NORMAL, 20240601u, 0);
-    ggml_act(g, f, act, GOLDEN_LEN, act_q);
-
+    static float imx[N_IMX * MAX_ELEMS], in[MAX_ELEMS];
+    static uint8_t enc[MAX_ROW_BYTES];
+    for (int k = 0; k < N_IMX; ++k) {
+        cold_imatrix_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (cold_imatrix_kind)k, 4242u + (uint64_t)k);
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/imatrix", pc->golden_dir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST) {
@@ -1118,31 +1116,26 @@ static int write_golden_weighted(parity_ctx *pc, const cold_format *f, const ggm
         return -1;
     }
     snprintf(path, sizeof path, "%s/imatrix/%s.bin", pc->golden_dir, f->name);
-    FILE *fp = golden_write_begin(path, &h, act, act_q);
+    FILE *fp = golden_imx_write_begin(path, &h, imx);
     if (fp == NULL) {
         return -1;
     }
     int rc = 0;
-    for (int k = 0; k < COLD_IMX_KIND_COUNT && rc == 0; ++k) {
-        cold_imatrix_fill(qw, GOLDEN_LEN, (cold_imatrix_kind)k, 4242u + (uint64_t)k);
-        rc = golden_write_record(fp, &h, (uint32_t)k, GOLDEN_REC_IMATRIX, qw, no_enc, zeros, NAN);
-        for (int j = 0; j < GOLDEN_WEIGHTED_ROWS && rc == 0; ++j) {
-            const uint32_t row = (uint32_t)(GOLDEN_WEIGHTED_ROWS * k + j);
-            const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
-            test_input_fill(in, GOLDEN_LEN, kind, 99u, 100u + row);
-            pc->oracle->quantize_chunk(f->type, in, enc, 0, 1, GOLDEN_LEN, qw);
-            g->decode(enc, dec, GOLDEN_LEN);
-            float dot = 0.0f;
-            g->dot(GOLDEN_LEN, &dot, 0, enc, 0, act_q, 0, 1);
-            rc = golden_write_record(fp, &h, kind, GOLDEN_REC_ENCODED, in, enc, dec, dot);
-        }
+    for (uint32_t i = 0; i < N_REC && rc == 0; ++i) {
+        const uint32_t kind = i % INPUT_KIND_COUNT;
+        const uint32_t which = (kind + 3 * (i / INPUT_KIND_COUNT)) % (uint32_t)(N_IMX + !needs); /* N_IMX: none */
+        test_input_fill(in, h.n_per_row, (test_input_kind)kind, 99u, 100u + i);
+        memset(enc, 0, h.row_bytes);
+        pc->oracle->quantize_chunk(f->type, in, enc, 0, 1, h.n_per_row,
+                                   which < N_IMX ? imx + (size_t)which * h.n_per_row : NULL);
+        rc = golden_imx_write_record(fp, &h, kind, which, in, enc);
     }
-    if (golden_write_end(fp) != 0 || rc != 0) {
+    if (golden_imx_write_end(fp) != 0 || rc != 0) {
         fprintf(stderr, "%s: write failed\n", path);
         return -1;
     }
-    printf("%-8s golden: wrote %s (%u records of %u, %d importance matrices)\n", f->name, path, h.n_rows,
-           GOLDEN_LEN, (int)COLD_IMX_KIND_COUNT);
+    printf("%-8s golden: wrote %s (%u records of %u, %d importance matrices)\n", f->name, path, h.n_records,
+           h.n_per_row, N_IMX);
     return 0;
 }
 
@@ -1212,7 +1205,7 @@ int parity_cold(parity_ctx *pc) {
         parity_report(pc, f->name, "decode random blocks, any scale", rc2, rb2);
 
         if (pc->golden_dir != NULL &&
-            (write_golden(pc, f, &g) != 0 || write_golden_weighted(pc, f, &g) != 0)) {
+            (write_golden(pc, f, &g) != 0 || write_golden_weighted(pc, f) != 0)) {
             parity_report(pc, f->name, "golden fixture written", 1, 1);
         }
     }
