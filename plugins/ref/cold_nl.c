@@ -48,8 +48,14 @@
  * best_index_int8 has had two forms (a branchless one like this, and an
  * older one comparing the rounded distances x - v[k-1] and v[k] - x); both
  * pick this level for every finite float (checked exhaustively over all
- * 2^32 bit patterns), so the result does not depend on ggml's version. */
+ * 2^32 bit patterns), so the result does not depend on ggml's version.
+ * NaN (the scale of a block whose weighted sums overflowed, x huge or its
+ * importance weights): every comparison in ggml's search fails, which
+ * walks it to the top level, 15. */
 static inline int iq4_nearest(float x) {
+    if (isnan(x)) {
+        return 15;
+    }
     const int8_t *v = anvil_cold_iq4nl_values;
     const float x2 = x + x;
     int k = 0;

@@ -12,13 +12,17 @@
 #include "parity.h"
 
 /* Synthetic importance matrices (one weight per column), the shapes that
- * stress a weighted search. */
+ * stress a weighted search. The ordinary ones leave ordinary rows
+ * encodable; with the extreme one the lattice searches overflow (and ggml
+ * aborts) on ordinary rows, so ggml runs it in a child process. */
 typedef enum cold_imatrix_kind {
     COLD_IMX_ONES = 0,  /* all 1: weights sqrt(sigma2 + x^2) */
     COLD_IMX_LOGNORMAL, /* exp(1.5 N(0,1)): positive, ~e^-6 .. e^6 */
     COLD_IMX_HEAVY,     /* log-normal with a few columns 1e3 .. 1e6 times larger */
     COLD_IMX_ZEROS,     /* a quarter exact zeros, and some all-zero runs of 32 */
     COLD_IMX_TINY,      /* 1e-38 .. 1e-18 (subnormals included) */
+    COLD_IMX_ORDINARY,  /* how many kinds come before this one */
+    COLD_IMX_EXTREME = COLD_IMX_ORDINARY, /* log-normal, one column in 40 up to 3e38 */
     COLD_IMX_KIND_COUNT
 } cold_imatrix_kind;
 

@@ -10,7 +10,10 @@
  *            cycling through the five synthetic kinds of parity_cold.h;
  *            every sixth chunk without one: the same bytes as ggml, or, for
  *            IQ2_XXS IQ2_XS IQ1_S, ANVIL_E_NEEDS_IMATRIX (ggml asserts)
- *   edges    (lattice searches) weighted rows scaled over 1e-38 .. 1e6 with
+ *   extreme  ordinary rows, importance matrices with a few columns up to
+ *            3e38 (the weighted sums overflow), ggml in a child process:
+ *            refusals exactly where ggml aborts, else the same bytes
+ *   edges    weighted rows scaled over 1e-38 .. 1e6 with
  *            all-zero groups: every byte; and weighted rows of huge values,
  *            ggml in a child process: anvil refuses (ANVIL_E_UNSUPPORTED)
  *            exactly where ggml aborts, else the same bytes
@@ -37,7 +40,7 @@
 #define MAX_ELEMS 1024
 #define MAX_CHUNK_ROWS 4
 #define MAX_CHUNK_BYTES (MAX_CHUNK_ROWS * MAX_ELEMS * 2) /* generous: IQ4_NL is 18 bytes per 32 */
-#define NULL_IMATRIX_MODE COLD_IMX_KIND_COUNT         /* chunk mode: no importance matrix */
+#define NULL_IMATRIX_MODE COLD_IMX_ORDINARY           /* chunk mode: no importance matrix */
 #define HUGE_ROWS (3 * INPUT_KIND_COUNT)
 
 typedef struct wformat {
@@ -46,21 +49,20 @@ typedef struct wformat {
     size_t block_elems;
     size_t block_bytes;
     int needs_imatrix; /* ggml_quantize_requires_imatrix */
-    int lattice;       /* a lattice search: overflows (ggml aborts) on huge values */
 } wformat;
 
 static const wformat wformats[] = {
-    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), 1, 1 },
-    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), 1, 1 },
-    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), 0, 1 },
-    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), 1, 1 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), 0, 0 },
-    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), 0, 1 },
-    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), 0, 1 },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), 0, 0 },
-    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), 0, 1 },
-    { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), 0, 0 },
-    { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), 0, 0 },
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), 1 },
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), 1 },
+    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), 0 },
+    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), 1 },
+    { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), 0 },
+    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), 0 },
+    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), 0 },
+    { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), 0 },
+    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), 0 },
+    { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), 0 },
+    { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), 0 },
 };
 
 #define N_WFORMATS (sizeof wformats / sizeof wformats[0])
@@ -69,7 +71,7 @@ static const wformat wformats[] = {
 
 const char *cold_imatrix_kind_name(cold_imatrix_kind kind) {
     static const char *const names[COLD_IMX_KIND_COUNT] = { "ones", "log-normal", "heavy-tailed",
-                                                           "zeros", "tiny" };
+                                                           "zeros", "tiny", "extreme" };
     return (unsigned)kind < COLD_IMX_KIND_COUNT ? names[kind] : "none";
 }
 
@@ -93,6 +95,13 @@ void cold_imatrix_fill(float *qw, size_t n, cold_imatrix_kind kind, uint64_t see
         case COLD_IMX_TINY:
             qw[j] = powf(10.0f, -38.0f + 20.0f * test_rng_uniform(&r));
             break;
+        case COLD_IMX_EXTREME: {
+            const float ln = expf(1.5f * test_rng_normal(&r));
+            qw[j] = test_rng_uniform(&r) < 0.025f
+                        ? fminf(3e38f, ln * powf(10.0f, 3.0f + 35.0f * test_rng_uniform(&r)))
+                        : ln;
+            break;
+        }
         default:
             qw[j] = 1.0f;
             break;
@@ -191,7 +200,7 @@ static void check_chunks(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
         const size_t mi = (size_t)(test_rng_u64(&r) % n_mults);
         const size_t n = mults[mi] * f->block_elems;
         const size_t nrows = 1 + (size_t)(test_rng_u64(&r) % MAX_CHUNK_ROWS);
-        const unsigned mode = (unsigned)(c % (COLD_IMX_KIND_COUNT + 1));
+        const unsigned mode = (unsigned)(c % (COLD_IMX_ORDINARY + 1));
         lens |= 1u << mi;
         for (size_t k = 0; k < nrows; ++k, ++row_no) {
             const test_input_kind kind = (test_input_kind)(row_no % INPUT_KIND_COUNT);
@@ -233,7 +242,7 @@ static void check_chunks(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
     }
     char what[160];
     snprintf(what, sizeof what, "encode_rows + imatrix vs ggml_quantize_chunk (%d imatrix, %zu input kinds, %zu lengths)",
-             (int)COLD_IMX_KIND_COUNT, n_kinds, n_lens);
+             (int)COLD_IMX_ORDINARY, n_kinds, n_lens);
     parity_report(pc, f->name, what, wt.rows, wt.bad);
     if (f->needs_imatrix) {
         parity_report(pc, f->name, "encode_rows without imatrix: ANVIL_E_NEEDS_IMATRIX", refused_ok + refused_bad,
@@ -248,7 +257,7 @@ static void check_chunks(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
            blocks > 0 ? wt.anvil_s * 1e6 / blocks : 0.0, wt.anvil_s > 0 ? wt.ggml_s / wt.anvil_s : 0.0);
 }
 
-/* ---- edges of the lattice searches ---------------------------------------- */
+/* ---- edges: tiny and huge values ------------------------------------------- */
 
 static void check_edges(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
     static float x[2 * ANVIL_QK_K], qw[2 * ANVIL_QK_K];
@@ -260,7 +269,7 @@ static void check_edges(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
     test_rng_seed(&r, pc->seed * 13u + (uint64_t)f->type);
     for (size_t row = 0; row < rows; ++row) {
         const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
-        const cold_imatrix_kind imx = (cold_imatrix_kind)(row % COLD_IMX_KIND_COUNT);
+        const cold_imatrix_kind imx = (cold_imatrix_kind)(row % COLD_IMX_ORDINARY);
         const size_t n = (1 + row % 2) * ANVIL_QK_K;
         const float e = -38.0f + 44.0f * test_rng_uniform(&r);
         cold_edge_row(x, n, kind, pc->seed + 3, row, e);
@@ -277,7 +286,7 @@ static void check_edges(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
     bad = 0;
     for (size_t row = 0; row < HUGE_ROWS; ++row) {
         const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
-        const cold_imatrix_kind imx = (cold_imatrix_kind)(row % COLD_IMX_KIND_COUNT);
+        const cold_imatrix_kind imx = (cold_imatrix_kind)(row % COLD_IMX_ORDINARY);
         const float e = 6.0f + 26.0f * (float)row / (float)HUGE_ROWS;
         cold_edge_row(x, ANVIL_QK_K, kind, pc->seed + 9, row, e);
         cold_imatrix_fill(qw, ANVIL_QK_K, imx, pc->seed + 5 * row);
@@ -289,6 +298,32 @@ static void check_edges(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
     }
     char what[128];
     snprintf(what, sizeof what, "encode_rows + imatrix x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)",
+             t.aborted, (size_t)HUGE_ROWS - t.aborted);
+    parity_report(pc, f->name, what, HUGE_ROWS, bad);
+}
+
+/* ---- extreme weights ---------------------------------------------------------- */
+
+/* Ordinary rows, an importance matrix with a few columns up to 3e38: the
+ * weighted sums overflow to Inf/NaN. The lattice searches then mostly die
+ * in ggml, which runs in a child process; the rest must match. */
+static void check_extreme(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
+    static float x[MAX_ELEMS], qw[MAX_ELEMS];
+    const size_t n = f->block_elems == 32 ? 96 : 2 * f->block_elems;
+    wtally t;
+    memset(&t, 0, sizeof t);
+    size_t bad = 0;
+    for (size_t row = 0; row < HUGE_ROWS; ++row) {
+        const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
+        test_input_fill(x, n, kind, pc->seed + 17, row);
+        cold_imatrix_fill(qw, n, COLD_IMX_EXTREME, pc->seed * 7 + row);
+        char why[320];
+        if (compare_chunk(pc, ctx, f, x, 1, n, qw, 1, &t, why, sizeof why) != 0 && bad++ < 3) {
+            printf("  %s extreme-weight row %zu (%s): %s\n", f->name, row, test_input_kind_name(kind), why);
+        }
+    }
+    char what[128];
+    snprintf(what, sizeof what, "encode_rows + imatrix up to 3e38: refused where ggml aborts (%zu), else bytes (%zu)",
              t.aborted, (size_t)HUGE_ROWS - t.aborted);
     parity_report(pc, f->name, what, HUGE_ROWS, bad);
 }
@@ -309,9 +344,8 @@ void parity_cold_weighted(parity_ctx *pc) {
         const wformat *f = &wformats[i];
         const double tf = cold_now_s();
         check_chunks(pc, ctx, f);
-        if (f->lattice) {
-            check_edges(pc, ctx, f);
-        }
+        check_extreme(pc, ctx, f);
+        check_edges(pc, ctx, f);
         printf("%-8s   weighted checks: %.1f s\n", f->name, cold_now_s() - tf);
     }
     printf("cold weighted checks: %.1f s in all\n", cold_now_s() - t0);
