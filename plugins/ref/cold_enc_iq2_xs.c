@@ -14,7 +14,7 @@
  *
  * The sweeps differ:
  *  - IQ2_XXS first fits a scale with ggml's make_qp_quants (codes 0..4;
- *    anvil_cold_qp_scale), then tries (5 + 0.1 is) / (3 scale), is =
+ *    anvil_kq_fit_positive, shared with the weighted K-quants), then tries (5 + 0.1 is) / (3 scale), is =
  *    -6..6, keeping the qp scale when no trial fits better, and always
  *    re-rounds every group at the final scale when it is positive;
  *  - IQ2_XS sweeps (5 + 0.1 is) / max, is = -9..9, like IQ2_S, and
@@ -38,6 +38,7 @@
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
+#include "ref/kquants_search.h"
 #include "ref/rows.h"
 
 #define QK ANVIL_QK_K
@@ -85,10 +86,12 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
             uint8_t signs[4];
             const float max = anvil_cold_group_setup(xb, weight, 32, 1, waux, xval, signs);
             scales[ib] = 0.0f;
-            if (max < COLD_GROUP_EPS) {
+            if (max < ANVIL_KQ_GROUP_EPS) {
                 continue; /* indices and signs stay 0 */
             }
-            float scale = anvil_cold_qp_scale(32, sweep.max_q + 1, xval, weight);
+            /* ggml's make_qp_quants (its codes, uint8_t, are not kept). */
+            uint8_t qp_codes[32];
+            float scale = anvil_kq_fit_positive(32, sweep.max_q + 1, xval, qp_codes, weight);
             const float eff_max = scale * (float)sweep.max_q;
             if (eff_max <= 0) {
                 continue;
@@ -149,7 +152,7 @@ static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float 
             uint8_t signs[2];
             const float max = anvil_cold_group_setup(xb, weight, 16, 1, waux, xval, signs);
             scales[ib] = 0.0f;
-            if (max < COLD_GROUP_EPS) {
+            if (max < ANVIL_KQ_GROUP_EPS) {
                 continue;
             }
             int idx[2];

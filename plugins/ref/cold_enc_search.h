@@ -14,9 +14,6 @@
 #include "anvil/numeric.h"
 #include "ref/cold_enc_lattice.h"
 
-/* ggml's GROUP_MAX_EPS: below this largest magnitude a group is all zero. */
-#define COLD_GROUP_EPS 1e-15f
-
 /* How the sweep ends: which groups are rounded again at the fitted scale
  * before the final refit. */
 typedef enum cold_refine {
@@ -45,7 +42,7 @@ typedef struct cold_sweep {
 } cold_sweep;
 
 /* ggml's first scale, kept when no trial wins: max / (2 max_q - 1) (all
- * but IQ2_XXS, which starts from anvil_cold_qp_scale). */
+ * but IQ2_XXS, which starts from make_qp_quants' scale: anvil_kq_fit_positive). */
 static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
     return max / (float)(2 * p->max_q - 1);
 }
@@ -90,14 +87,6 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
 static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {
     return lat->nb + (-(size_t)v - 1);
 }
-
-/* ggml's make_qp_quants(n, nmax, x, L, w), of which IQ2_XXS keeps only the
- * scale: the best of nine rounding grids (nmax + 0.1 k over max, k =
- * -4..4) by weighted squared error, then up to five passes moving single
- * codes while the least-squares fit improves. ggml's codes are uint8_t, so
- * a negative x (the parity-flipped element) wraps around there exactly as
- * in ggml. n <= 32. */
-float anvil_cold_qp_scale(int n, int nmax, const float *x, const float *w);
 
 /* Stable ascending order of x[0..n) (idx gets the indices): what glibc's
  * qsort (a merge sort for arrays this small) gives ggml's IQ1 searches,

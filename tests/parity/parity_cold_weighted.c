@@ -5,7 +5,8 @@
  * n_per_row, imatrix), every byte, for all eleven cold formats.
  *
  *   chunks   >= pc->rows weighted rows per format, in chunks of 1..4 rows of
- *            one length (1..32 blocks, up to 1024 elements), input kinds
+ *            one length (1..4 blocks of 256, 1..32 of 32 or 64: up to 1024
+ *            elements), input kinds
  *            cycling through tests/common/inputs.c, importance matrices
  *            cycling through the five synthetic kinds of parity_cold.h;
  *            every sixth chunk without one: the same bytes as ggml, or, for
@@ -21,11 +22,10 @@
  * A chunk anvil refuses with ANVIL_E_UNSUPPORTED is re-run in ggml in a
  * child process, which must die there; every other chunk runs in-process.
  *
- * Cost (shared 2-core box, --rows 10000): the searches dominate, ggml's side
- * about half of it. With 1..4-block rows the weighted part takes ~33 s for
- * all eleven formats (the family went from 34 s to 76 s wall, also paying
- * ggml's IQ2_XXS/IQ2_XS table builds), so even the slow IQ1/IQ2 searches
- * get the full row count.
+ * Cost (--rows 10000, CPU time, the box being shared): the searches
+ * dominate, ggml's side about half. With 1..4-block rows all of this adds
+ * ~21 s to the family (34 s -> 55 s of user time, ggml's children
+ * included), so even the slow IQ1/IQ2 searches get the full row count.
  */
 #include <math.h>
 #include <stdio.h>
