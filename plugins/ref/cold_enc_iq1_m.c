@@ -57,6 +57,10 @@
 /* ggml's GROUP_MAX_EPS_IQ1_M. */
 #define IQ1M_TINY 1e-7f
 
+/* What ggml does where the search overflows. */
+#define GGML_READS_PAST "reads past the end of its input"
+#define GGML_DIES "fails an assertion and aborts"
+
 #define IQ1M_QS offsetof(anvil_block_iq1_m, qs)
 #define IQ1M_QH offsetof(anvil_block_iq1_m, qh)
 #define IQ1M_SCALES offsetof(anvil_block_iq1_m, scales)
@@ -185,43 +189,17 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 scale = -scale;
                 best_k = 3 - best_k;
             }
+            const float *const vals[2] = { variant_minus(best_k, 0) ? x_m : x_p,
+                                           variant_minus(best_k, 1) ? x_m : x_p };
             int index[2];
-            int all_on_grid = 1;
-            for (int k = 0; k < 2; ++k) {
-                const float *xx = variant_minus(best_k, k) ? x_m : x_p;
-                const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
-                if (v >= 0) {
-                    index[k] = (int)v;
-                    continue;
-                }
-                all_on_grid = 0;
-                index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k,
-                                                      weight + 8 * k, scale, xx, NULL);
-                if (index[k] < 0) {
-                    return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, "reads past the end of its input", msg, msg_size);
-                }
-            }
-            if (!all_on_grid) {
-                float sumqx = 0.0f, sumq2 = 0.0f;
-                for (int k = 0; k < 2; ++k) {
-                    const float *xx = variant_minus(best_k, k) ? x_m : x_p;
-                    const uint8_t *c = lat->code + (size_t)index[k] * 8;
-                    for (int j = 0; j < 8; ++j) {
-                        const float w = weight[8 * k + j];
-                        const float q = xx[c[j]];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if (sumqx > 0 && sumq2 > 0) {
-                    scale = sumqx / sumq2;
-                }
+            if (anvil_cold_iq1_snap(lat, L, 2, xb, weight, vals, &scale, index) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, GGML_READS_PAST, msg, msg_size);
             }
             qs[2 * ib + 0] = (uint8_t)(index[0] & 255);
             qs[2 * ib + 1] = (uint8_t)(index[1] & 255);
             qh[ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
             if (!(scale >= 0)) {
-                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, "fails an assertion and aborts", msg, msg_size);
+                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, GGML_DIES, msg, msg_size);
             }
             scales[ib] = scale;
             shifts[ib] = best_k;

@@ -47,6 +47,10 @@
 /* ggml's GROUP_MAX_EPS_IQ1_S. */
 #define IQ1S_TINY 1e-12f
 
+/* What ggml does where the search overflows. */
+#define GGML_READS_PAST "reads past the end of its input"
+#define GGML_DIES "fails an assertion and aborts"
+
 #define IQ1S_D offsetof(anvil_block_iq1_s, d)
 #define IQ1S_QS offsetof(anvil_block_iq1_s, qs)
 #define IQ1S_QH offsetof(anvil_block_iq1_s, qh)
@@ -143,35 +147,10 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 s.shift = -s.shift;
             }
             const float *xx = s.shift == 1 ? x_p : x_m;
+            const float *const vals[GROUP / 8] = { xx, xx, xx, xx };
             int index[GROUP / 8];
-            int all_on_grid = 1;
-            for (int k = 0; k < GROUP / 8; ++k) {
-                const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
-                if (v >= 0) {
-                    index[k] = (int)v;
-                    continue;
-                }
-                all_on_grid = 0;
-                index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k, weight + 8 * k,
-                                                      s.scale, xx, NULL);
-                if (index[k] < 0) {
-                    return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, "reads past the end of its input", msg, msg_size);
-                }
-            }
-            if (!all_on_grid) {
-                float sumqx = 0.0f, sumq2 = 0.0f;
-                for (int k = 0; k < GROUP / 8; ++k) {
-                    const uint8_t *c = lat->code + (size_t)index[k] * 8;
-                    for (int j = 0; j < 8; ++j) {
-                        const float w = weight[8 * k + j];
-                        const float q = xx[c[j]];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if (sumqx > 0 && sumq2 > 0) {
-                    s.scale = sumqx / sumq2;
-                }
+            if (anvil_cold_iq1_snap(lat, L, GROUP / 8, xb, weight, vals, &s.scale, index) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, GGML_READS_PAST, msg, msg_size);
             }
             for (int k = 0; k < GROUP / 8; ++k) {
                 blk[IQ1S_QS + (GROUP / 8) * ib + k] = (uint8_t)(index[k] & 255);
@@ -182,7 +161,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             blk[IQ1S_QH + 2 * ib] = (uint8_t)qh[ib];
             blk[IQ1S_QH + 2 * ib + 1] = (uint8_t)(qh[ib] >> 8);
             if (!(s.scale >= 0)) {
-                return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, "fails an assertion and aborts", msg, msg_size);
+                return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, GGML_DIES, msg, msg_size);
             }
             scales[ib] = s.scale;
             shifts[ib] = s.shift;

@@ -298,3 +298,37 @@ int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *
     }
     return *scale >= 0 ? ANVIL_OK : ANVIL_E_UNSUPPORTED;
 }
+
+int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
+                        const float *weight, const float *const *vals, float *scale, int *index) {
+    int all_on_grid = 1;
+    for (int k = 0; k < groups; ++k) {
+        const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
+        if (v >= 0) {
+            index[k] = (int)v;
+            continue;
+        }
+        all_on_grid = 0;
+        index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k, weight + 8 * k, *scale,
+                                              vals[k], NULL);
+        if (index[k] < 0) {
+            return ANVIL_E_UNSUPPORTED;
+        }
+    }
+    if (!all_on_grid) {
+        float sumqx = 0.0f, sumq2 = 0.0f;
+        for (int k = 0; k < groups; ++k) {
+            const uint8_t *c = lat->code + (size_t)index[k] * 8;
+            for (int j = 0; j < 8; ++j) {
+                const float w = weight[8 * k + j];
+                const float q = vals[k][c[j]];
+                sumqx += w * q * xb[8 * k + j];
+                sumq2 += w * q * q;
+            }
+        }
+        if (sumqx > 0 && sumq2 > 0) {
+            *scale = sumqx / sumq2;
+        }
+    }
+    return ANVIL_OK;
+}

@@ -83,6 +83,16 @@ static inline int cold_sub_scale(float id, float scale, int max) {
 int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
                                const float *w, float scale, const float val[3], int8_t *L);
 
+/* The end of ggml's IQ1 searches (IQ1_S, IQ1_M): the groups of 8 codes L
+ * (groups of them) snapped to the IQ1 grid, index[k] getting group k's
+ * grid index: a group on the grid keeps it, the others take the best
+ * candidate at *scale with level values vals[k] (group k's delta sign);
+ * if any moved, *scale is refitted over all groups and kept when the fit
+ * is positive. ANVIL_E_UNSUPPORTED where no candidate scores (ggml then
+ * scans the whole grid reading past the end of its input, and aborts). */
+int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
+                        const float *weight, const float *const *vals, float *scale, int *index);
+
 /* The candidate list of an off-grid key (map value v < 0). */
 static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {
     return lat->nb + (-(size_t)v - 1);
