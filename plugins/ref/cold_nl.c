@@ -51,17 +51,15 @@
  * 2^32 bit patterns), so the result does not depend on ggml's version.
  * NaN (the scale of a block whose weighted sums overflowed, x huge or its
  * importance weights): every comparison in ggml's search fails, which
- * walks it to the top level, 15. */
+ * walks it to the top level, 15; here the test is written as !(2x < sum)
+ * so that NaN passes every step to 15 as well, with no extra branch. */
 static inline int iq4_nearest(float x) {
-    if (isnan(x)) {
-        return 15;
-    }
     const int8_t *v = anvil_cold_iq4nl_values;
     const float x2 = x + x;
     int k = 0;
     for (int step = 8; step > 0; step >>= 1) {
         const int j = k + step;
-        if (x2 >= (float)(v[j - 1] + v[j])) {
+        if (!(x2 < (float)(v[j - 1] + v[j]))) {
             k = j;
         }
     }
