@@ -6,28 +6,27 @@
 
 #include "cli.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil codec list [--json]\n"
-            "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE]\n"
-            "       anvil codec decode TYPE IN.bin OUT.f32\n"
-            "\n"
-            "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
-            "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
-            "        and what it does with an importance matrix: uses, needs (encodes only\n"
-            "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
-            "        - (no encoder at all).\n"
-            "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
-            "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
-            "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
-            "        column (finite, >= 0); their count is the row length, a whole number of\n"
-            "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
-            "        with that matrix (llama-quantize --imatrix, per tensor).\n"
-            "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
-            "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
-            "OUT is written atomically (a temporary file renamed into place).\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_codec[] =
+    "usage: anvil codec list [--json]\n"
+    "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE] [--json]\n"
+    "       anvil codec decode TYPE IN.bin OUT.f32 [--json]\n"
+    "\n"
+    "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
+    "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
+    "        and what it does with an importance matrix: uses, needs (encodes only\n"
+    "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
+    "        - (no encoder at all).\n"
+    "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
+    "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
+    "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
+    "        column (finite, >= 0); their count is the row length, a whole number of\n"
+    "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
+    "        with that matrix (llama-quantize --imatrix, per tensor).\n"
+    "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
+    "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
+    "OUT is written atomically (a temporary file renamed into place).\n"
+    "\n"
+    "  --json  print the result (or the error) as one JSON object on stdout\n";
 
 /* What encoding with an importance matrix does for a codec (NULL: a float
  * type the host encodes, which ignores it as ggml does). */
@@ -77,8 +76,8 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         cli_json_string(stdout, note);
         printf("}");
     } else {
-        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %-7s %s\n", t->name, t->id, t->block_elems, t->block_bytes,
-               bpw, act_name, status, imatrix, note);
+        printf("  %-9s %4u %5u %4u %7.4f  %-6s %-13s %-7s %s\n", cli_esc(t->name), t->id, t->block_elems,
+               t->block_bytes, bpw, cli_esc(act_name), status, imatrix, cli_esc(note));
     }
     *first = 0;
 }
@@ -87,9 +86,13 @@ static int cmd_list(cli_globals *g, int json) {
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     int first = 1;
-    if (json) printf("[");
-    else printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status",
-                "imatrix", "note");
+    if (json) {
+        cli_json_begin(stdout, "codec list");
+        printf(",\"types\":[");
+    } else {
+        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status",
+               "imatrix", "note");
+    }
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
         if (anvil_type_builtin(id, &t, NULL) == ANVIL_OK) list_row(ctx, &t, json, &first);
@@ -100,18 +103,39 @@ static int cmd_list(cli_globals *g, int json) {
             list_row(ctx, &t, json, &first);
         }
     }
-    if (json) printf("]\n");
+    if (json) printf("]}\n");
     return 0;
 }
 
-static int resolve_type(cli_globals *g, const char *name, uint32_t *id, anvil_type_info *t) {
+/* A type name from the command line: unknown is a usage error (2). */
+static int resolve_type(cli_globals *g, const char *cmd, const char *name, uint32_t *id, anvil_type_info *t) {
     anvil_error err;
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
-    if (anvil_type_from_name(ctx, name, id, &err) != ANVIL_OK || anvil_type_lookup(ctx, *id, t, &err) != ANVIL_OK) {
-        return cli_fail_err("codec", &err);
-    }
+    if (anvil_type_from_name(ctx, name, id, &err) != ANVIL_OK) return cli_usage_error(cmd, "%s", err.message);
+    if (anvil_type_lookup(ctx, *id, t, &err) != ANVIL_OK) return cli_fail_err(cmd, &err);
     return 0;
+}
+
+/* What encode/decode wrote, as text on stderr or JSON on stdout. */
+static void report(int json, const char *cmd, const anvil_type_info *t, const char *in, const char *out,
+                   size_t values, unsigned long long bytes) {
+    const double bpw = values ? 8.0 * (double)bytes / (double)values : 0.0;
+    if (json) {
+        cli_json_begin(stdout, cmd);
+        printf(",\"type\":");
+        cli_json_string(stdout, t->name);
+        printf(",\"input\":");
+        cli_json_string(stdout, in);
+        printf(",\"outputs\":[{\"path\":");
+        cli_json_string(stdout, out);
+        printf(",\"bytes\":%llu}],\"values\":%zu,\"bits_per_weight\":%.4f}\n",
+               cmd[6] == 'e' ? bytes : (unsigned long long)values * 4, values, bpw);
+    } else if (cmd[6] == 'e') {
+        fprintf(stderr, "encoded %zu values as %s: %llu bytes (%.4f bits/weight)\n", values, t->name, bytes, bpw);
+    } else {
+        fprintf(stderr, "decoded %zu %s values\n", values, t->name);
+    }
 }
 
 /* Load --imatrix FILE for type t and input of n values: one finite,
@@ -153,10 +177,12 @@ static int load_imatrix(const char *path, const anvil_type_info *t, size_t n, fl
     return 1;
 }
 
-static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, const char *imatrix_path) {
+static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, const char *imatrix_path,
+                      int json) {
     uint32_t id;
     anvil_type_info t;
-    if (resolve_type(g, type, &id, &t) != 0) return 1;
+    int rc = resolve_type(g, "codec encode", type, &id, &t);
+    if (rc != 0) return rc;
     anvil_error err;
     void *data;
     size_t size;
@@ -169,8 +195,7 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     uint64_t bytes = 0;
     if (anvil_type_bytes(&t, n, &bytes, &err) != ANVIL_OK) {
         free(data);
-        fprintf(stderr, "anvil codec encode: %s: %s (%s)\n", in, err.message, anvil_strerror(err.code));
-        return 1;
+        return cli_fail("codec encode", "%s: %s (%s)", in, err.message, anvil_strerror(err.code));
     }
     float *w = NULL;
     size_t n_per_row = n;
@@ -186,15 +211,14 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     }
     /* One row without a matrix; with one, rows as long as the matrix. */
     const size_t nrows = n_per_row ? n / n_per_row : 0;
-    int rc = anvil_encode_rows(g->ctx, id, data, nrows, n_per_row, w, blocks, bytes, &err);
+    rc = anvil_encode_rows(g->ctx, id, data, nrows, n_per_row, w, blocks, bytes, &err);
     free(data);
     free(w);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, blocks, bytes, &err);
     free(blocks);
     if (rc != ANVIL_OK) return cli_fail_err("codec encode", &err);
-    fprintf(stderr, "encoded %zu values as %s: %llu bytes (%.4f bits/weight)\n", n, t.name, (unsigned long long)bytes,
-            n ? 8.0 * (double)bytes / (double)n : 0.0);
-    if (imatrix_path != NULL) {
+    report(json, "codec encode", &t, in, out, n, bytes);
+    if (imatrix_path != NULL && !json) {
         const char *use = imatrix_use(anvil_ctx_codec(g->ctx, id));
         fprintf(stderr, "importance matrix: %zu rows of %zu; %s\n", nrows, n_per_row,
                 strcmp(use, "ignored") == 0 ? "this format ignores it (as ggml does)" : "weighted as ggml_quantize_chunk");
@@ -202,10 +226,11 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     return 0;
 }
 
-static int cmd_decode(cli_globals *g, const char *type, const char *in, const char *out) {
+static int cmd_decode(cli_globals *g, const char *type, const char *in, const char *out, int json) {
     uint32_t id;
     anvil_type_info t;
-    if (resolve_type(g, type, &id, &t) != 0) return 1;
+    int rc = resolve_type(g, "codec decode", type, &id, &t);
+    if (rc != 0) return rc;
     anvil_error err;
     void *data;
     size_t size;
@@ -221,48 +246,48 @@ static int cmd_decode(cli_globals *g, const char *type, const char *in, const ch
         free(data);
         return cli_fail("codec decode", "out of memory");
     }
-    int rc = anvil_decode(g->ctx, id, data, size, f, n, &err);
+    rc = anvil_decode(g->ctx, id, data, size, f, n, &err);
     free(data);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, f, n * sizeof *f, &err);
     free(f);
     if (rc != ANVIL_OK) return cli_fail_err("codec decode", &err);
-    fprintf(stderr, "decoded %zu %s values\n", n, t.name);
+    report(json, "codec decode", &t, in, out, n, size);
     return 0;
 }
 
 int cmd_codec(cli_globals *g, int argc, char **argv) {
-    if (argc < 2) return usage(stderr);
-    if (cli_wants_help(argc, argv)) return usage(stdout);
+    if (cli_wants_help(argc, argv)) return cli_help("codec");
+    if (argc < 2) return cli_usage_error("codec", "say what to do: list, encode or decode");
     const char *sub = argv[1];
-    if (strcmp(sub, "list") == 0) {
-        int json = argc == 3 && strcmp(argv[2], "--json") == 0;
-        if (argc > 3 || (argc == 3 && !json)) return usage(stderr);
-        return cmd_list(g, json);
-    }
-    if (strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0) {
-        const char *pos[3];
-        const char *imatrix = NULL;
-        int npos = 0;
-        for (int i = 2; i < argc; ++i) {
-            if (sub[0] == 'e' && strcmp(argv[i], "--imatrix") == 0) {
-                if (i + 1 >= argc || imatrix != NULL) {
-                    fprintf(stderr, "anvil codec encode: --imatrix takes one FILE, once\n");
-                    return usage(stderr);
-                }
-                imatrix = argv[++i];
-            } else if (npos < 3 && strncmp(argv[i], "--", 2) != 0) {
-                pos[npos++] = argv[i];
-            } else {
-                fprintf(stderr, "anvil codec %s: unexpected argument '%s'\n", sub, argv[i]);
-                return usage(stderr);
-            }
+    const int is_list = strcmp(sub, "list") == 0;
+    const int is_coder = strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0;
+    if (!is_list && !is_coder) return cli_usage_error("codec", "unknown subcommand '%s' (list, encode or decode)", sub);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "codec %s", sub);
+    const char *pos[3] = { NULL, NULL, NULL };
+    const char *imatrix = NULL;
+    int n_pos = 0, json = 0;
+    for (int i = 2; i < argc; ++i) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--imatrix") == 0 && sub[0] == 'e') {
+            if (i + 1 >= argc || imatrix != NULL) return cli_usage_error(cmd, "--imatrix takes one FILE, once");
+            imatrix = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (n_pos < (is_list ? 0 : 3)) {
+            pos[n_pos++] = argv[i];
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
         }
-        if (npos != 3) {
-            fprintf(stderr, "anvil codec %s: needs TYPE IN OUT\n", sub);
-            return usage(stderr);
-        }
-        return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], imatrix) : cmd_decode(g, pos[0], pos[1], pos[2]);
     }
-    fprintf(stderr, "anvil codec: unknown subcommand '%s'\n", sub);
-    return usage(stderr);
+    if (is_list) return cmd_list(g, json);
+    if (n_pos < 3) {
+        static const char *const names[] = { "TYPE", "IN", "OUT" };
+        return cli_usage_error(cmd, "missing %s (needs TYPE IN OUT)", names[n_pos]);
+    }
+    const int rc = cli_check_output(cmd, pos[2], NULL, NULL);
+    if (rc != 0) return rc;
+    return sub[0] == 'e' ? cmd_encode(g, pos[0], pos[1], pos[2], imatrix, json)
+                         : cmd_decode(g, pos[0], pos[1], pos[2], json);
 }

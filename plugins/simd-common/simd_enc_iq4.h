@@ -23,13 +23,16 @@
 static const float ev_iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 static const float ev_iq4_mid2[16] = { 0, -231, -187, -148, -114, -84, -57, -32, -9, 14, 38, 63, 91, 122, 158, 202 };
 
-/* The level index nearest to x (at a midpoint the upper one; NaN -> 0). */
+/* The level index nearest to x (at a midpoint the upper one). Each step
+ * moves up unless 2x < the midpoint sum, as the reference's !(2x < sum):
+ * NaN (a scale whose weighted sums overflowed) walks to the top level, 15,
+ * as in ggml's search, where every comparison fails. */
 EV_INLINE ev_i ev_iq4_index(ev_f x, ev_lut16 mid2) {
     const ev_f x2 = ev_add(x, x);
-    ev_i k = ev_iblend(ev_ge(x2, ev_set1(ev_iq4_mid2[8])), ev_iset1(0), ev_iset1(8));
+    ev_i k = ev_iblend(ev_lt(x2, ev_set1(ev_iq4_mid2[8])), ev_iset1(8), ev_iset1(0));
     for (int step = 4; step > 0; step >>= 1) {
         const ev_i j = ev_iadd(k, ev_iset1(step));
-        k = ev_iblend(ev_ge(x2, ev_lut16_get(mid2, j)), k, j);
+        k = ev_iblend(ev_lt(x2, ev_lut16_get(mid2, j)), j, k);
     }
     return k;
 }

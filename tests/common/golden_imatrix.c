@@ -157,11 +157,27 @@ int imatrix_contract_check(const char *name, size_t block_elems, size_t block_by
         w[j] = expf(2.0f * test_rng_normal(&r));
     }
 
-    /* No importance matrix: the plain encoder's bytes. */
+    /* No importance matrix: the plain encoder's bytes; or, for a format
+     * ggml encodes only with one (no plain encoder), a refusal that says so
+     * and, as the bytes to differ from, all-ones weights. */
     memset(a, 0x5A, ROWS * row_bytes);
     memset(b, 0xA5, ROWS * row_bytes);
-    if (encode(x, a, ROWS * npr, msg, sizeof msg) != ANVIL_OK ||
-        encode_rows(x, b, ROWS, npr, NULL, msg, sizeof msg) != ANVIL_OK) {
+    if (encode == NULL) {
+        for (size_t j = 0; j < npr; ++j) {
+            w[j] = 1.0f;
+        }
+        if (encode_rows(x, b, ROWS, npr, NULL, msg, sizeof msg) != ANVIL_E_NEEDS_IMATRIX ||
+            strstr(msg, "importance matrix") == NULL) {
+            fails += contract_fail(name, "rows without the importance matrix it needs were not refused", msg);
+        }
+        if (encode_rows(x, a, ROWS, npr, w, msg, sizeof msg) != ANVIL_OK) {
+            fails += contract_fail(name, "rows with all-ones weights refused", msg);
+        }
+        for (size_t j = 0; j < npr; ++j) {
+            w[j] = expf(2.0f * test_rng_normal(&r));
+        }
+    } else if (encode(x, a, ROWS * npr, msg, sizeof msg) != ANVIL_OK ||
+               encode_rows(x, b, ROWS, npr, NULL, msg, sizeof msg) != ANVIL_OK) {
         fails += contract_fail(name, "plain rows refused", msg);
     } else if (memcmp(a, b, ROWS * row_bytes) != 0) {
         fails += contract_fail(name, "rows without imatrix differ from encode", NULL);

@@ -64,7 +64,10 @@ long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn e
                       size_t *checked);
 
 /* The encode_rows contract of one codec, checked without ggml: with imatrix
- * NULL the bytes equal `encode` on the same rows; an importance matrix
+ * NULL the bytes equal `encode` on the same rows (encode NULL: a format
+ * ggml encodes only with an importance matrix, refused without one with
+ * ANVIL_E_NEEDS_IMATRIX; its bytes with all-ones weights stand in for the
+ * plain ones below); an importance matrix
  * changes the bytes of a format that uses it (uses_imatrix) and leaves them
  * alone otherwise; a row length that is not a whole number of blocks, a
  * negative or NaN weight and a NaN input are refused with the right status
