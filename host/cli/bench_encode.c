@@ -154,8 +154,9 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
     ggml_quantize_chunk_fn chunk = have_ggml ? oracle->quantize_chunk : NULL;
 
     if (o->json) {
-        printf("{\"ggml\":%s,\"rows\":%zu,\"k\":%zu,\"source_mb\":%.3f,\"results\":[", chunk ? "true" : "false", o->rows,
-               o->k, (double)(n * sizeof(float)) / 1e6);
+        cli_json_begin(stdout, "bench-encode");
+        printf(",\"ggml\":%s,\"imatrix\":%s,\"rows\":%zu,\"k\":%zu,\"source_mb\":%.3f,\"results\":[",
+               chunk ? "true" : "false", imx ? "true" : "false", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);
     } else {
         printf("anvil bench --encode%s: %zu rows x %zu f32 (%.1f MB of source), best of alternating passes\n",
                imx ? " --imatrix" : "", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);

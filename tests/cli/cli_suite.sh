@@ -129,6 +129,7 @@ expect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no
 jexpect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
 expect 2 "anvil codec encode: the output '*' is a folder*" codec encode q8_0 "$tmp/ramp.f32" "$tmp"
 jexpect 0 '' bench --type q8_0 --rows 64 --k 256 --iters 2 --no-ggml
+jexpect 0 '' bench --encode --type q4_K --rows 8 --k 512 --iters 1 --threads 1 --no-ggml
 expect 2 'anvil bench: --rows takes*' bench --rows 0
 expect 2 "anvil bench: unknown or incomplete option '--bogus'" bench --bogus
 expect 2 'anvil bench: unknown type*' bench --type q9_9 --no-ggml
