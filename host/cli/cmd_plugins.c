@@ -118,7 +118,8 @@ static void print_text(const anvil_ctx *ctx) {
         anvil_ctx_encoder_report(ctx, i, &e);
         const anvil_codec *c = anvil_ctx_codec(ctx, e.type_id);
         if (c == NULL || (c->encode == NULL && c->encode_rows == NULL)) continue;
-        printf("  %-9s %-10s %-14s %-10s %s\n", type_name(ctx, e.type_id), e.backend ? e.backend : "codec",
+        const int plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+        printf("  %-9s %-10s %-14s %-10s %s\n", type_name(ctx, e.type_id), e.backend ? e.backend : (plain ? "codec" : "-"),
                e.variant ? e.variant : "-", e.weighted_backend ? e.weighted_backend : (c->encode_rows ? "codec" : "-"),
                e.note ? e.note : "");
     }

@@ -133,8 +133,9 @@ static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, siz
                              : "first usable backend in order with one";
     if (!can_plain) {
         snprintf(d->encoder_note, sizeof d->encoder_note, "%s",
-                 c->encode == NULL ? "the codec has no encoder for it"
-                                   : "needs an importance matrix: the codec's weighted encoder");
+                 (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) ? "ggml encodes it only with an importance matrix"
+                 : c->encode_rows != NULL              ? "encoded only with an importance matrix"
+                                                       : "the codec has no encoder for it");
     } else if (d->encoder != NULL) {
         snprintf(d->encoder_note, sizeof d->encoder_note, "%s", pinned);
     } else {

@@ -72,18 +72,23 @@ SCALAR_WEIGHTED(tq1_0, ANVIL_TYPE_TQ1_0);
 SCALAR_WEIGHTED(tq2_0, ANVIL_TYPE_TQ2_0);
 SCALAR_WEIGHTED(q1_0, ANVIL_TYPE_Q1_0);
 SCALAR_WEIGHTED(q2_0, ANVIL_TYPE_Q2_0);
-SCALAR_ENCODER(iq4_nl, ANVIL_TYPE_IQ4_NL, anvil_block_iq4_nl, ANVIL_QK4_NL);
-SCALAR_ENCODER(iq4_xs, ANVIL_TYPE_IQ4_XS, anvil_block_iq4_xs, ANVIL_QK_K);
-SCALAR_ENCODER(mxfp4, ANVIL_TYPE_MXFP4, anvil_block_mxfp4, ANVIL_QK_MXFP4);
-SCALAR_ENCODER(nvfp4, ANVIL_TYPE_NVFP4, anvil_block_nvfp4, ANVIL_QK_NVFP4);
-SCALAR_ENCODER(iq3_xxs, ANVIL_TYPE_IQ3_XXS, anvil_block_iq3_xxs, ANVIL_QK_K);
-SCALAR_ENCODER(iq3_s, ANVIL_TYPE_IQ3_S, anvil_block_iq3_s, ANVIL_QK_K);
-SCALAR_ENCODER(iq2_s, ANVIL_TYPE_IQ2_S, anvil_block_iq2_s, ANVIL_QK_K);
-SCALAR_ENCODER(iq1_m, ANVIL_TYPE_IQ1_M, anvil_block_iq1_m, ANVIL_QK_K);
+SCALAR_WEIGHTED(iq4_nl, ANVIL_TYPE_IQ4_NL);
+SCALAR_WEIGHTED(iq4_xs, ANVIL_TYPE_IQ4_XS);
+SCALAR_WEIGHTED(mxfp4, ANVIL_TYPE_MXFP4);
+SCALAR_WEIGHTED(nvfp4, ANVIL_TYPE_NVFP4);
+SCALAR_WEIGHTED(iq3_xxs, ANVIL_TYPE_IQ3_XXS);
+SCALAR_WEIGHTED(iq3_s, ANVIL_TYPE_IQ3_S);
+SCALAR_WEIGHTED(iq2_s, ANVIL_TYPE_IQ2_S);
+SCALAR_WEIGHTED(iq1_m, ANVIL_TYPE_IQ1_M);
+/* ggml encodes these only with an importance matrix: offered for weighted
+ * calls only (dispatch never picks them for unweighted ones). */
+SCALAR_WEIGHTED(iq2_xxs, ANVIL_TYPE_IQ2_XXS);
+SCALAR_WEIGHTED(iq2_xs, ANVIL_TYPE_IQ2_XS);
+SCALAR_WEIGHTED(iq1_s, ANVIL_TYPE_IQ1_S);
 
 const anvil_weight_encoder *const anvil_scalar_encoders[] = {
     &enc_q4_0, &enc_q4_1, &enc_q5_0,  &enc_q5_1,  &enc_q8_0,   &enc_q8_1,  &enc_q2_K,  &enc_q3_K,
     &enc_q4_K, &enc_q5_K, &enc_q6_K,  &enc_q8_K,  &enc_tq1_0,  &enc_tq2_0, &enc_q1_0,  &enc_q2_0,
     &enc_iq4_nl, &enc_iq4_xs, &enc_mxfp4, &enc_nvfp4, &enc_iq3_xxs, &enc_iq3_s, &enc_iq2_s, &enc_iq1_m,
-    NULL,
+    &enc_iq2_xxs, &enc_iq2_xs, &enc_iq1_s, NULL,
 };

@@ -59,8 +59,8 @@ static const enc_fmt ENC_FORMATS[] = {
     { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_encode_rows_tq2_0 },
     { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, anvil_ref_encode_q1_0, anvil_ref_encode_rows_q1_0 },
     { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, anvil_ref_encode_q2_0, anvil_ref_encode_rows_q2_0 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl, NULL },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs, NULL },
+    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl },
+    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs },
     { "mxfp4", ANVIL_TYPE_MXFP4, 32, 17, anvil_ref_encode_mxfp4, NULL },
     { "nvfp4", ANVIL_TYPE_NVFP4, 64, 36, anvil_ref_encode_nvfp4, NULL },
 };
