@@ -145,7 +145,7 @@ static void ev_blocks_iq4_xs_any(const float *x, const float *qw, uint8_t *y, si
     const size_t per_run = EV_IQ4_RUN / 8; /* super-blocks */
     for (size_t i = 0; i < nb; i += per_run) {
         const int nsb = nb - i < per_run ? (int)(nb - i) : (int)per_run;
-        float scales[EV_IQ4_RUN], sigma2[EV_IQ4_RUN / 8];
+        float scales[EV_IQ4_RUN], sigma2[EV_IQ4_RUN / 8] = { 0 };
         if (qw != NULL) {
             for (int s = 0; s < nsb; ++s) {
                 sigma2[s] = anvil_kq_sum_squares(x + (i + (size_t)s) * ANVIL_QK_K, ANVIL_QK_K) * (2.f / (float)ANVIL_QK_K);
