@@ -350,6 +350,16 @@ static void ev_wblocks_q2_K(const float *x, const float *qw, float sigma2, uint8
 
 /* ---- Q6_K ------------------------------------------------------------------- */
 
+/* A symmetric group of 16 against its stored scale d: codes
+ * clamp(nearest(x / d), -nmax, nmax - 1) + nmax (Q6_K, Q3_K). */
+EV_INLINE void ev_requantize16(const float *x, float d, int nmax, int32_t *L) {
+    const ev_f vd = ev_set1(d);
+    for (int k = 0; k < 16; k += EV_LANES) {
+        const ev_i l = ev_clamp(ev_nearest(ev_div(ev_load(x + k), vd)), -nmax, nmax - 1);
+        ev_istore(L + k, ev_iadd(l, ev_iset1(nmax)));
+    }
+}
+
 /* See kquants_q3_k.c: an int stored into int8_t, two's complement. */
 static inline int ev_wrap_int8(int v) { return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0); }
 
@@ -395,11 +405,7 @@ static void ev_blocks_q6_K_any(const float *x, const float *qw, uint8_t *y, size
                     ev_symmetric_codes(xs + 16 * j, 16, 32, f.iscale[g0 + j], ev_tiny(&f, g0 + j), L + 16 * j);
                     continue;
                 }
-                const ev_f vd = ev_set1(dj);
-                for (int k = 0; k < 16; k += EV_LANES) {
-                    const ev_i l = ev_clamp(ev_nearest(ev_div(ev_load(xs + 16 * j + k), vd)), -32, 31);
-                    ev_istore(L + 16 * j + k, ev_iadd(l, ev_iset1(32)));
-                }
+                ev_requantize16(xs + 16 * j, dj, 32, L + 16 * j);
             }
             uint8_t *ql = blk + offsetof(anvil_block_q6_K, ql);
             uint8_t *qh = blk + offsetof(anvil_block_q6_K, qh);
@@ -560,11 +566,7 @@ static void ev_blocks_q3_K_any(const float *x, const float *qw, uint8_t *y, size
                     }
                     continue;
                 }
-                const ev_f vd = ev_set1(dj);
-                for (int k = 0; k < 16; k += EV_LANES) {
-                    const ev_i l = ev_clamp(ev_nearest(ev_div(ev_load(xs + 16 * j + k), vd)), -4, 3);
-                    ev_istore(L + 16 * j + k, ev_iadd(l, ev_iset1(4)));
-                }
+                ev_requantize16(xs + 16 * j, dj, 4, L + 16 * j);
             }
             /* Bit 2 of each code into hmask (element j: byte j % 32, bit
              * j / 32), the low two bits into qs. */
