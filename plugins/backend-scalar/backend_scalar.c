@@ -48,10 +48,12 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_kquants);
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ternary);
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_cold);
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ptqtp);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_q8_0);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_kquants);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ternary);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_cold);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ptqtp);
     if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES) {
         snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
         return ANVIL_E_INTERNAL;
@@ -71,7 +73,7 @@ static const anvil_plugin_desc desc = {
     .id = "backend-scalar",
     .version = "1.0.0",
     .license = "MIT",
-    .description = "portable C kernels for every built-in format",
+    .description = "portable C kernels for every built-in format and the published ptqtp formats",
     .init = scalar_init,
     .n_backends = 1,
     .backends = backends,

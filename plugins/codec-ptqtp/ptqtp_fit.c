@@ -1,0 +1,312 @@
+/* The PTQTP fit of one 256-weight block: k ternary planes and their scales
+ * minimising the squared error (why these choices: codec_ptqtp.c).
+ *
+ * Alternating minimisation, as the paper does it:
+ *  - given the scales, every weight takes the nearest of the 3^k values
+ *    sum_j t_j d_j (an exact, exhaustive choice: at most 27 candidates);
+ *  - given the trits, the scales are the k x k ridge least-squares solution
+ *    (T'T + lambda I) d = T'w, in closed form, rounded to binary16 at once
+ *    so that every step is judged with the scales the decoder will use.
+ * Both steps can only lower the error (up to the binary16 rounding), so it
+ * stops when a step no longer gains a relative 2^-20, or after 32 steps.
+ *
+ * The nearest-value assignment of sorted weights is a run of contiguous
+ * segments, one per candidate value, cut at the midpoints between
+ * neighbouring values; with prefix sums of the sorted weights and of their
+ * squares, a step costs O(3^k log 256) instead of O(256 * 3^k): the
+ * per-candidate counts and sums give T'T, T'w and the error directly.
+ * The final trits are then chosen weight by weight, exhaustively, with the
+ * decoder's own float arithmetic.
+ *
+ * Starting points (the alternation finds a local minimum; the best of a few
+ * starts is kept, ties to the first):
+ *  1. progressive, the paper's: plane 1 is the best single ternary plane
+ *     for w, plane j the best for the residual of planes 1..j-1;
+ *  2. "wide": the largest value sum_j d_j at 0.8 max|w|, with the ratios
+ *     d_{j+1}/d_j in {2/3, 2/7} (k = 3: each of the 2 x 2 pairs).
+ *
+ * Deterministic on every ISA: only IEEE +, -, *, / and comparisons, in a
+ * fixed order (the build has no FP contraction), no libm call whose result
+ * could differ, a sort by a total order, and binary16 rounding through the
+ * SDK's bit-exact helper. */
+#include <math.h>
+#include <string.h>
+
+#include "anvil/numeric.h"
+#include "ptqtp_ref.h"
+
+#define N ANVIL_PTQTP_BLOCK
+#define MAX_COMBOS 27
+#define MAX_STEPS 32
+#define STOP_GAIN 0x1.0p-20    /* relative error drop below which a start stops */
+#define RIDGE 0x1.0p-20        /* lambda, in units of "one weight" of T'T */
+#define WIDE_TOP 0.8           /* largest value of a wide start, times max|w| */
+#define HALF_MAX 65504.0
+
+typedef struct combos {
+    unsigned n;                  /* 3^k */
+    int8_t t[MAX_COMBOS][ANVIL_PTQTP_MAX_PLANES];
+} combos;
+
+/* Combination c has plane j's trit {0, +1, -1}[(c / 3^j) % 3]: c = 0 is all
+ * zeros, and dropping a nonzero trit lowers c, so exact ties go to the
+ * sparser combination. */
+static void combos_init(combos *cs, unsigned k) {
+    static const int8_t trit_of[3] = { 0, 1, -1 };
+    cs->n = k == 2 ? 9 : 27;
+    for (unsigned c = 0; c < cs->n; ++c) {
+        unsigned x = c;
+        for (unsigned j = 0; j < ANVIL_PTQTP_MAX_PLANES; ++j, x /= 3) cs->t[c][j] = j < k ? trit_of[x % 3] : 0;
+    }
+}
+
+/* ---- sorting floats by a total order (LSD radix on the bits) ---------------- */
+
+static uint32_t sort_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+
+static void sort_ascending(float *v) {
+    uint32_t a[N], b[N];
+    for (unsigned i = 0; i < N; ++i) a[i] = sort_key(v[i]);
+    uint32_t *src = a, *dst = b;
+    for (unsigned shift = 0; shift < 32; shift += 8) {
+        unsigned count[257] = { 0 };
+        for (unsigned i = 0; i < N; ++i) count[((src[i] >> shift) & 0xffu) + 1]++;
+        for (unsigned r = 0; r < 256; ++r) count[r + 1] += count[r];
+        for (unsigned i = 0; i < N; ++i) dst[count[(src[i] >> shift) & 0xffu]++] = src[i];
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    for (unsigned i = 0; i < N; ++i) {
+        const uint32_t k = src[i], u = (k & 0x80000000u) ? k & 0x7fffffffu : ~k;
+        memcpy(&v[i], &u, sizeof u);
+    }
+}
+
+/* ---- the search state: sorted weights and prefix sums ---------------------- */
+
+typedef struct group {
+    float w[N];          /* ascending */
+    double p[N + 1];     /* p[i] = sum of w[0..i-1] */
+    double q[N + 1];     /* q[i] = sum of w[0..i-1]^2 */
+} group;
+
+typedef struct seg_stats {
+    double n[MAX_COMBOS], s[MAX_COMBOS]; /* weights taking combination c, their sum */
+    double err;
+} seg_stats;
+
+/* First index whose weight is above x. */
+static unsigned upper_bound(const group *g, unsigned lo, double x) {
+    unsigned hi = N;
+    while (lo < hi) {
+        const unsigned mid = (lo + hi) / 2;
+        if ((double)g->w[mid] <= x) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Assign every weight its nearest combination value under scales d and
+ * collect the segments' statistics and the squared error. Values are
+ * sums of at most three binary16 numbers: exact in double. */
+static void assign(const group *g, const combos *cs, unsigned k, const double *d, seg_stats *st) {
+    double v[MAX_COMBOS];
+    unsigned ord[MAX_COMBOS];
+    for (unsigned c = 0; c < cs->n; ++c) {
+        double x = 0.0;
+        for (unsigned j = 0; j < k; ++j) x = x + (double)cs->t[c][j] * d[j];
+        v[c] = x;
+        ord[c] = c;
+        st->n[c] = 0.0;
+        st->s[c] = 0.0;
+    }
+    for (unsigned i = 1; i < cs->n; ++i) { /* by value, ties by index: a total order */
+        const unsigned c = ord[i];
+        unsigned j = i;
+        while (j > 0 && v[ord[j - 1]] > v[c]) {
+            ord[j] = ord[j - 1];
+            --j;
+        }
+        ord[j] = c;
+    }
+    double err = 0.0;
+    unsigned lo = 0;
+    for (unsigned i = 0; i < cs->n; ++i) {
+        const unsigned c = ord[i];
+        const unsigned hi = i + 1 < cs->n ? upper_bound(g, lo, 0.5 * (v[c] + v[ord[i + 1]])) : N;
+        const double cnt = (double)(hi - lo), s = g->p[hi] - g->p[lo], s2 = g->q[hi] - g->q[lo];
+        st->n[c] = cnt;
+        st->s[c] = s;
+        err = err + (s2 - 2.0 * v[c] * s + v[c] * v[c] * cnt);
+        lo = hi;
+    }
+    st->err = err;
+}
+
+/* A scale as binary16 can hold it (saturating: weights beyond +-65504 lose
+ * accuracy, never become Inf), back in double. */
+static double to_half(double x, anvil_half *bits) {
+    if (!(x == x)) x = 0.0;
+    if (x > HALF_MAX) x = HALF_MAX;
+    if (x < -HALF_MAX) x = -HALF_MAX;
+    const anvil_half h = anvil_fp32_to_fp16((float)x);
+    if (bits != NULL) *bits = h;
+    return (double)anvil_fp16_to_fp32(h);
+}
+
+/* The ridge least-squares scales for the assignment in st: (T'T + lambda I)
+ * d = T'w, by Gaussian elimination in a fixed order (the matrix is
+ * symmetric positive definite: no pivoting), rounded to binary16. */
+static void solve(const combos *cs, unsigned k, const seg_stats *st, double *d) {
+    double m[ANVIL_PTQTP_MAX_PLANES][ANVIL_PTQTP_MAX_PLANES + 1];
+    for (unsigned i = 0; i < k; ++i) {
+        for (unsigned j = 0; j <= k; ++j) m[i][j] = 0.0;
+        for (unsigned c = 0; c < cs->n; ++c) {
+            const double ti = (double)cs->t[c][i];
+            for (unsigned j = 0; j < k; ++j) m[i][j] = m[i][j] + ti * (double)cs->t[c][j] * st->n[c];
+            m[i][k] = m[i][k] + ti * st->s[c];
+        }
+        m[i][i] = m[i][i] + RIDGE;
+    }
+    for (unsigned c = 0; c < k; ++c) {
+        for (unsigned r = c + 1; r < k; ++r) {
+            const double f = m[r][c] / m[c][c];
+            for (unsigned j = c; j <= k; ++j) m[r][j] = m[r][j] - f * m[c][j];
+        }
+    }
+    for (unsigned c = k; c-- > 0;) {
+        double x = m[c][k];
+        for (unsigned j = c + 1; j < k; ++j) x = x - m[c][j] * d[j];
+        d[c] = x / m[c][c];
+    }
+    for (unsigned j = 0; j < k; ++j) d[j] = to_half(d[j], NULL);
+}
+
+/* Alternate from scales d (binary16 values) until the error stops falling;
+ * d ends as the best scales seen. Returns their error. */
+static double refine(const group *g, const combos *cs, unsigned k, double *d, unsigned *steps) {
+    seg_stats st;
+    assign(g, cs, k, d, &st);
+    for (unsigned it = 0; it < MAX_STEPS && st.err > 0.0; ++it) {
+        double nd[ANVIL_PTQTP_MAX_PLANES] = { 0 };
+        solve(cs, k, &st, nd);
+        seg_stats ns;
+        assign(g, cs, k, nd, &ns);
+        ++*steps;
+        if (!(ns.err < st.err)) break;
+        const int going = ns.err < st.err - st.err * STOP_GAIN;
+        st = ns;
+        memcpy(d, nd, sizeof nd);
+        if (!going) break;
+    }
+    return st.err;
+}
+
+/* The best single ternary plane for r: with |r| sorted descending, the m
+ * largest at the scale of their mean, m maximising (their sum)^2 / m. The
+ * scale goes to *d (binary16 value); r loses the plane. */
+static void progressive_plane(float *r, double *d) {
+    float a[N];
+    for (unsigned i = 0; i < N; ++i) a[i] = fabsf(r[i]);
+    sort_ascending(a);
+    double sum = 0.0, best = 0.0, best_sum = 0.0;
+    unsigned best_m = 0;
+    for (unsigned m = 1; m <= N; ++m) {
+        sum = sum + (double)a[N - m];
+        const double gain = sum * sum / (double)m;
+        if (gain > best) {
+            best = gain;
+            best_m = m;
+            best_sum = sum;
+        }
+    }
+    *d = best_m > 0 ? to_half(best_sum / (double)best_m, NULL) : 0.0;
+    if (best_m == 0) return;
+    const float thr = a[N - best_m], s = (float)*d;
+    for (unsigned i = 0; i < N; ++i) {
+        if (fabsf(r[i]) >= thr) r[i] = r[i] < 0.0f ? r[i] + s : r[i] - s;
+    }
+}
+
+void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out) {
+    combos cs;
+    combos_init(&cs, k);
+    memset(out, 0, sizeof *out);
+    group g;
+    memcpy(g.w, w, sizeof g.w);
+    sort_ascending(g.w);
+    g.p[0] = g.q[0] = 0.0;
+    for (unsigned i = 0; i < N; ++i) {
+        g.p[i + 1] = g.p[i] + (double)g.w[i];
+        g.q[i + 1] = g.q[i] + (double)g.w[i] * (double)g.w[i];
+    }
+    const double amax = fmax(fabs((double)g.w[0]), fabs((double)g.w[N - 1]));
+
+    double best[ANVIL_PTQTP_MAX_PLANES] = { 0 };
+    double best_err = g.q[N]; /* all zeros */
+    if (amax > 0.0) {
+        /* 1. progressive */
+        double d[ANVIL_PTQTP_MAX_PLANES] = { 0 };
+        float r[N];
+        memcpy(r, w, sizeof r);
+        for (unsigned j = 0; j < k; ++j) progressive_plane(r, &d[j]);
+        double e = refine(&g, &cs, k, d, &out->steps);
+        out->starts++;
+        if (e < best_err) {
+            best_err = e;
+            memcpy(best, d, sizeof d);
+        }
+        /* 2. wide */
+        static const double ratios[2] = { 2.0 / 3.0, 2.0 / 7.0 };
+        for (unsigned a = 0; a < 2; ++a) {
+            for (unsigned b = 0; b < (k == 3 ? 2u : 1u); ++b) {
+                const double r1 = ratios[a], r2 = k == 3 ? ratios[b] : 0.0;
+                const double top = WIDE_TOP * amax / (1.0 + r1 + r1 * r2);
+                d[0] = to_half(top, NULL);
+                d[1] = to_half(top * r1, NULL);
+                d[2] = k == 3 ? to_half(top * r1 * r2, NULL) : 0.0;
+                e = refine(&g, &cs, k, d, &out->steps);
+                out->starts++;
+                if (e < best_err) {
+                    best_err = e;
+                    memcpy(best, d, sizeof d);
+                }
+            }
+        }
+    }
+    out->sse = best_err;
+
+    /* Canonical signs (every candidate set is symmetric in each plane's
+     * sign), then each weight's nearest combination, exhaustively, with the
+     * decoder's arithmetic: y = t0 * d0, y += t1 * d1 (...) in binary32. */
+    float df[ANVIL_PTQTP_MAX_PLANES] = { 0 };
+    for (unsigned j = 0; j < k; ++j) {
+        df[j] = (float)to_half(fabs(best[j]), &out->d[j]);
+    }
+    float v[MAX_COMBOS];
+    for (unsigned c = 0; c < cs.n; ++c) {
+        float y = (float)cs.t[c][0] * df[0];
+        for (unsigned j = 1; j < k; ++j) y = y + (float)cs.t[c][j] * df[j];
+        v[c] = y;
+    }
+    for (unsigned i = 0; i < N; ++i) {
+        unsigned bc = 0;
+        float be = fabsf(w[i] - v[0]);
+        for (unsigned c = 1; c < cs.n; ++c) {
+            const float e = fabsf(w[i] - v[c]);
+            if (e < be) {
+                be = e;
+                bc = c;
+            }
+        }
+        for (unsigned j = 0; j < k; ++j) out->t[j][i] = cs.t[bc][j];
+    }
+}
