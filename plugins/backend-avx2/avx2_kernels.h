@@ -13,5 +13,6 @@ extern const anvil_kernel *const anvil_avx2_kernels_q4_q5[];
 extern const anvil_kernel *const anvil_avx2_kernels_kquants[];
 extern const anvil_kernel *const anvil_avx2_kernels_ternary[];
 extern const anvil_kernel *const anvil_avx2_kernels_cold[];
+extern const anvil_kernel *const anvil_avx2_kernels_ptqtp[];
 
 #endif
