@@ -13,8 +13,11 @@
  *             is the decoded error; never worse than zeros; SNR floors
  *   refusal   NaN/Inf refused naming the element, partial blocks refused;
  *             huge and tiny inputs stay finite
- *   threads   `anvil transcode --dtype ptqtpK` writes the same bytes for 1,
- *             2 and 3 threads, and they are the codec's own bytes
+ *   threads   `anvil transcode --ptqtp K` writes the same bytes for 1, 2
+ *             and 3 threads, and they are the codec's own bytes
+ *   transcode --ptqtp K is --dtype ptqtpK; --tensor-type overrides win;
+ *             --compare prints tq1_0 tq2_0 q2_K q3_K iq2_s beside it;
+ *             bad K, a second matrix type, a missing plugin are refused
  *   host      `anvil codec list` and `inspect` show the types; anvil_matmul
  *             runs them; without the plugin a GGUF holding them is refused
  *             as "a codec plugin is missing"
@@ -442,7 +445,7 @@ static int sh(const char *fmt, ...) {
 
 enum { TR = 37, TK = 1024 };
 
-/* A small F32 model file: one matrix and one norm vector. */
+/* A small F32 model file: two matrices and a norm vector. */
 static int write_f32_model(anvil_ctx *ctx, const char *path, const float *w) {
     anvil_error err;
     anvil_gguf_writer *gw = NULL;
@@ -452,6 +455,7 @@ static int write_f32_model(anvil_ctx *ctx, const char *path, const float *w) {
     const uint64_t ne[2] = { TK, TR }, ne1[1] = { TK };
     int rc = anvil_gguf_writer_set_string(gw, "general.architecture", "llama", &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", ANVIL_TYPE_F32, 2, ne, w, sizeof(float) * TR * TK, &err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.attn_v.weight", ANVIL_TYPE_F32, 2, ne, w, sizeof(float) * TR * TK, &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_norm.weight", ANVIL_TYPE_F32, 1, ne1, norm, sizeof norm, &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_file(gw, path, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "\nwrite_f32_model: %s\n", err.message);
@@ -491,8 +495,8 @@ static void test_threads(void) {
         for (unsigned threads = 1; threads <= 3; ++threads) {
             char outp[4300];
             snprintf(outp, sizeof outp, "%s/%s-t%u.gguf", test_tmpdir(), FMT[f].name, threads);
-            CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --dtype %s --threads %u --quiet 2>&1",
-                                     ANVIL_CLI, model, outp, FMT[f].name, threads), 0);
+            CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp %u --threads %u --quiet 2>&1",
+                                     ANVIL_CLI, model, outp, FMT[f].k, threads), 0);
             uint8_t *data = NULL;
             size_t size = 0;
             CU_ASSERT_EQUAL_FATAL(file_bytes(outp, &data, &size), 0);
@@ -516,6 +520,75 @@ static void test_threads(void) {
         }
         free(first);
     }
+    anvil_ctx_close(ctx);
+}
+
+/* --ptqtp K: the conservative policy with ptqtpK as the matrix type, the
+ * same bytes as --dtype ptqtpK; --tensor-type rules still win; --compare
+ * sets other formats' SNR beside it. */
+static void test_transcode_cli(void) {
+    anvil_ctx *ctx = NULL;
+    anvil_error err;
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, test_config_path(), &err), ANVIL_OK);
+    static float w[TR * TK];
+    for (unsigned r = 0; r < TR; ++r) test_input_fill(w + r * TK, TK, INPUT_LLM_LIKE, 98, r);
+    char model[4200], a[4300], b[4300];
+    snprintf(model, sizeof model, "%s/f32b.gguf", test_tmpdir());
+    snprintf(a, sizeof a, "%s/a.gguf", test_tmpdir());
+    snprintf(b, sizeof b, "%s/b.gguf", test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(write_f32_model(ctx, model, w), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 3 --quiet 2>&1", ANVIL_CLI, model, a), 0);
+    CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --dtype ptqtp3 --quiet 2>&1", ANVIL_CLI, model, b), 0);
+    uint8_t *da = NULL, *db = NULL;
+    size_t na = 0, nb = 0;
+    CU_ASSERT_EQUAL_FATAL(file_bytes(a, &da, &na) | file_bytes(b, &db, &nb), 0);
+    CU_ASSERT(na == nb && memcmp(da, db, na) == 0);
+    free(da);
+    free(db);
+
+    /* an override keeps attn_v at q6_K; the report names the plugin's type */
+    CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --tensor-type 'attn_v=q6_K' "
+                             "--compare 2>&1", ANVIL_CLI, model, a), 0);
+    const char *cmp = strstr(out, "compare: SNR dB");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cmp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cmp, "tq1_0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(cmp, "iq2_s"));
+    const char *up = strstr(cmp, "blk.0.ffn_up.weight"), *v = strstr(cmp, "blk.0.attn_v.weight");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(up);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT(strncmp(up + 35, "ptqtp2", 6) == 0);
+    CU_ASSERT(strncmp(v + 35, "q6_K", 4) == 0);
+    /* the ptqtp2 row: its SNR, then five others, q3_K (4th) above q2_K (3rd) */
+    double snr[6];
+    CU_ASSERT_EQUAL_FATAL(sscanf(up + 44, "%lf %lf %lf %lf %lf %lf", &snr[0], &snr[1], &snr[2], &snr[3], &snr[4], &snr[5]), 6);
+    CU_ASSERT(snr[0] > 10.0 && snr[0] < snr[4] && snr[0] > snr[3] && snr[0] > snr[1]);
+    anvil_gguf *g = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, a, ctx, 0, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_find_tensor(g, "blk.0.ffn_up.weight")->type, ANVIL_TYPE_PTQTP2);
+    CU_ASSERT_EQUAL(anvil_gguf_find_tensor(g, "blk.0.attn_v.weight")->type, ANVIL_TYPE_Q6_K);
+    CU_ASSERT_EQUAL(anvil_gguf_find_tensor(g, "blk.0.ffn_norm.weight")->type, ANVIL_TYPE_F32);
+    anvil_gguf_close(g);
+    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare --json 2>&1", ANVIL_CLI, model, a), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"compare\":{\"types\":[{\"name\":\"tq1_0\""));
+
+    /* refusals: K, a second matrix type, the plugin missing */
+    sh_quiet = 1;
+    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 4 2>&1", ANVIL_CLI, model, a), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "K is 2 or 3"));
+    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --dtype q4_K 2>&1", ANVIL_CLI, model, a), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "give one"));
+    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare-with q4_K,nosuch 2>&1", ANVIL_CLI,
+                       model, a), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "nosuch"));
+    char noplug[4200];
+    snprintf(noplug, sizeof noplug, "%s/noplug-tc.ini", test_tmpdir());
+    FILE *fp = fopen(noplug, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fprintf(fp, "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, backend-scalar\n", ANVIL_PLUGIN_DIR);
+    fclose(fp);
+    CU_ASSERT_EQUAL(sh("'%s' --config '%s' transcode --from '%s' --out '%s' --ptqtp 2 2>&1", ANVIL_CLI, noplug, model, a), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "codec-ptqtp"));
+    sh_quiet = 0;
     anvil_ctx_close(ctx);
 }
 
@@ -617,6 +690,7 @@ int main(int argc, char **argv) {
     CU_add_test(s, "refusals", test_refusals);
     CU_pSuite h = CU_add_suite("ptqtp through the host", NULL, NULL);
     CU_add_test(h, "same bytes for 1, 2 and 3 threads", test_threads);
+    CU_add_test(h, "transcode --ptqtp K, overrides, --compare", test_transcode_cli);
     CU_add_test(h, "codec list, inspect, matmul, missing plugin", test_host);
     const int rc = test_run_cunit();
     test_tmpdir_cleanup();
