@@ -46,6 +46,7 @@
 typedef struct combos {
     unsigned n;                  /* 3^k */
     int8_t t[MAX_COMBOS][ANVIL_PTQTP_MAX_PLANES];
+    double td[MAX_COMBOS][ANVIL_PTQTP_MAX_PLANES]; /* the same, as doubles */
 } combos;
 
 /* Combination c has plane j's trit {0, +1, -1}[(c / 3^j) % 3]: c = 0 is all
@@ -56,7 +57,10 @@ static void combos_init(combos *cs, unsigned k) {
     cs->n = k == 2 ? 9 : 27;
     for (unsigned c = 0; c < cs->n; ++c) {
         unsigned x = c;
-        for (unsigned j = 0; j < ANVIL_PTQTP_MAX_PLANES; ++j, x /= 3) cs->t[c][j] = j < k ? trit_of[x % 3] : 0;
+        for (unsigned j = 0; j < ANVIL_PTQTP_MAX_PLANES; ++j, x /= 3) {
+            cs->t[c][j] = j < k ? trit_of[x % 3] : 0;
+            cs->td[c][j] = (double)cs->t[c][j];
+        }
     }
 }
 
@@ -91,6 +95,7 @@ static void sort_ascending(float *v) {
 
 typedef struct group {
     float w[N];          /* ascending */
+    double wd[N];        /* the same, widened */
     double p[N + 1];     /* p[i] = sum of w[0..i-1] */
     double q[N + 1];     /* q[i] = sum of w[0..i-1]^2 */
 } group;
@@ -100,18 +105,52 @@ typedef struct seg_stats {
     double err;
 } seg_stats;
 
-/* First index whose weight is above x. */
+/* The number of weights <= x, but at least lo (the segments' ends rise).
+ * Branchless: a comparison per halving step, no branch to mispredict. */
 static unsigned upper_bound(const group *g, unsigned lo, double x) {
-    unsigned hi = N;
-    while (lo < hi) {
-        const unsigned mid = (lo + hi) / 2;
-        if ((double)g->w[mid] <= x) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
+    unsigned pos = 0;
+    for (unsigned step = N / 2; step > 0; step >>= 1) pos += g->wd[pos + step - 1] <= x ? step : 0;
+    pos += g->wd[pos] <= x; /* the steps reach N - 1 at most */
+    return pos > lo ? pos : lo;
+}
+
+/* (v[x], x) before (v[y], y): by value, ties by index -- a total order. */
+static int before(const double *v, unsigned x, unsigned y) { return v[x] < v[y] || (v[x] == v[y] && x < y); }
+
+/* The combinations in that order, built plane by plane: those of planes
+ * 0..j are those of planes 0..j-1 with plane j's trit 0, +1 or -1 (index
+ * + 0, 3^j, 2 * 3^j), three runs each already in order (a run shifted by
+ * d_j keeps its order: the values are exact), merged. */
+static void order_combos(unsigned k, const double *v, unsigned *ord) {
+    unsigned buf[MAX_COMBOS];
+    unsigned *cur = (k % 2) ? buf : ord, *nxt = (k % 2) ? ord : buf; /* ends in ord */
+    unsigned m = 1, p3 = 1;
+    cur[0] = 0;
+    for (unsigned j = 0; j < k; ++j, m *= 3, p3 *= 3) {
+        unsigned i0 = 0, i1 = 0, i2 = 0;
+        for (unsigned o = 0; o < 3 * m; ++o) {
+            unsigned best = 3, bc = 0;
+            if (i0 < m) {
+                best = 0;
+                bc = cur[i0];
+            }
+            if (i1 < m && (best == 3 || before(v, cur[i1] + p3, bc))) {
+                best = 1;
+                bc = cur[i1] + p3;
+            }
+            if (i2 < m && (best == 3 || before(v, cur[i2] + 2 * p3, bc))) {
+                best = 2;
+                bc = cur[i2] + 2 * p3;
+            }
+            nxt[o] = bc;
+            i0 += best == 0;
+            i1 += best == 1;
+            i2 += best == 2;
         }
+        unsigned *t = cur;
+        cur = nxt;
+        nxt = t;
     }
-    return lo;
 }
 
 /* Assign every weight its nearest combination value under scales d and
@@ -122,21 +161,12 @@ static void assign(const group *g, const combos *cs, unsigned k, const double *d
     unsigned ord[MAX_COMBOS];
     for (unsigned c = 0; c < cs->n; ++c) {
         double x = 0.0;
-        for (unsigned j = 0; j < k; ++j) x = x + (double)cs->t[c][j] * d[j];
+        for (unsigned j = 0; j < k; ++j) x = x + cs->td[c][j] * d[j];
         v[c] = x;
-        ord[c] = c;
         st->n[c] = 0.0;
         st->s[c] = 0.0;
     }
-    for (unsigned i = 1; i < cs->n; ++i) { /* by value, ties by index: a total order */
-        const unsigned c = ord[i];
-        unsigned j = i;
-        while (j > 0 && v[ord[j - 1]] > v[c]) {
-            ord[j] = ord[j - 1];
-            --j;
-        }
-        ord[j] = c;
-    }
+    order_combos(k, v, ord);
     double err = 0.0;
     unsigned lo = 0;
     for (unsigned i = 0; i < cs->n; ++i) {
@@ -170,8 +200,10 @@ static void solve(const combos *cs, unsigned k, const seg_stats *st, double *d) 
     for (unsigned i = 0; i < k; ++i) {
         for (unsigned j = 0; j <= k; ++j) m[i][j] = 0.0;
         for (unsigned c = 0; c < cs->n; ++c) {
-            const double ti = (double)cs->t[c][i];
-            for (unsigned j = 0; j < k; ++j) m[i][j] = m[i][j] + ti * (double)cs->t[c][j] * st->n[c];
+            /* an empty segment adds only zeros (and +0 + -0 is +0): skip it */
+            if (st->n[c] == 0.0) continue;
+            const double ti = cs->td[c][i];
+            for (unsigned j = 0; j < k; ++j) m[i][j] = m[i][j] + ti * cs->td[c][j] * st->n[c];
             m[i][k] = m[i][k] + ti * st->s[c];
         }
         m[i][i] = m[i][i] + RIDGE;
@@ -210,17 +242,30 @@ static double refine(const group *g, const combos *cs, unsigned k, double *d, un
     return st.err;
 }
 
-/* The best single ternary plane for r: with |r| sorted descending, the m
- * largest at the scale of their mean, m maximising (their sum)^2 / m. The
- * scale goes to *d (binary16 value); r loses the plane. */
-static void progressive_plane(float *r, double *d) {
-    float a[N];
-    for (unsigned i = 0; i < N; ++i) a[i] = fabsf(r[i]);
-    sort_ascending(a);
+/* |w| in ascending order, from w sorted ascending: the two ends of w
+ * walked inwards give the magnitudes largest first. */
+static void magnitudes_from_sorted(const float *w, float *mag) {
+    unsigned lo = 0, hi = N;
+    for (unsigned k = N; k-- > 0;) {
+        const float a = fabsf(w[lo]), b = fabsf(w[hi - 1]);
+        if (a > b) {
+            mag[k] = a;
+            ++lo;
+        } else {
+            mag[k] = b;
+            --hi;
+        }
+    }
+}
+
+/* The best single ternary plane for r, given |r| in ascending order (mag):
+ * the m largest at the scale of their mean, m maximising (their sum)^2 / m.
+ * The scale goes to *d (binary16 value); r loses the plane. */
+static void progressive_plane(float *r, const float *mag, double *d) {
     double sum = 0.0, best = 0.0, best_sum = 0.0;
     unsigned best_m = 0;
     for (unsigned m = 1; m <= N; ++m) {
-        sum = sum + (double)a[N - m];
+        sum = sum + (double)mag[N - m];
         const double gain = sum * sum / (double)m;
         if (gain > best) {
             best = gain;
@@ -230,7 +275,7 @@ static void progressive_plane(float *r, double *d) {
     }
     *d = best_m > 0 ? to_half(best_sum / (double)best_m, NULL) : 0.0;
     if (best_m == 0) return;
-    const float thr = a[N - best_m], s = (float)*d;
+    const float thr = mag[N - best_m], s = (float)*d;
     for (unsigned i = 0; i < N; ++i) {
         if (fabsf(r[i]) >= thr) r[i] = r[i] < 0.0f ? r[i] + s : r[i] - s;
     }
@@ -245,6 +290,7 @@ void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out) {
     sort_ascending(g.w);
     g.p[0] = g.q[0] = 0.0;
     for (unsigned i = 0; i < N; ++i) {
+        g.wd[i] = (double)g.w[i];
         g.p[i + 1] = g.p[i] + (double)g.w[i];
         g.q[i + 1] = g.q[i] + (double)g.w[i] * (double)g.w[i];
     }
@@ -255,9 +301,16 @@ void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out) {
     if (amax > 0.0) {
         /* 1. progressive */
         double d[ANVIL_PTQTP_MAX_PLANES] = { 0 };
-        float r[N];
+        float r[N], mag[N];
         memcpy(r, w, sizeof r);
-        for (unsigned j = 0; j < k; ++j) progressive_plane(r, &d[j]);
+        magnitudes_from_sorted(g.w, mag);
+        for (unsigned j = 0; j < k; ++j) {
+            if (j > 0) {
+                for (unsigned i = 0; i < N; ++i) mag[i] = fabsf(r[i]);
+                sort_ascending(mag);
+            }
+            progressive_plane(r, mag, &d[j]);
+        }
         double e = refine(&g, &cs, k, d, &out->steps);
         out->starts++;
         if (e < best_err) {
@@ -297,16 +350,24 @@ void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out) {
         for (unsigned j = 1; j < k; ++j) y = y + (float)cs.t[c][j] * df[j];
         v[c] = y;
     }
+    /* candidates outermost, so the weights' loop runs across independent
+     * lanes; strict < keeps the first minimum in candidate order */
+    float be[N];
+    int32_t bc[N]; /* as wide as be[], so the loop vectorizes */
     for (unsigned i = 0; i < N; ++i) {
-        unsigned bc = 0;
-        float be = fabsf(w[i] - v[0]);
-        for (unsigned c = 1; c < cs.n; ++c) {
-            const float e = fabsf(w[i] - v[c]);
-            if (e < be) {
-                be = e;
-                bc = c;
-            }
+        be[i] = fabsf(w[i] - v[0]);
+        bc[i] = 0;
+    }
+    for (unsigned c = 1; c < cs.n; ++c) {
+        const float vc = v[c];
+        for (unsigned i = 0; i < N; ++i) {
+            const float e = fabsf(w[i] - vc);
+            const int32_t better = -(int32_t)(e < be[i]); /* a mask: no branch */
+            bc[i] = (bc[i] & ~better) | ((int32_t)c & better);
+            be[i] = e < be[i] ? e : be[i];
         }
-        for (unsigned j = 0; j < k; ++j) out->t[j][i] = cs.t[bc][j];
+    }
+    for (unsigned i = 0; i < N; ++i) {
+        for (unsigned j = 0; j < k; ++j) out->t[j][i] = cs.t[bc[i]][j];
     }
 }
