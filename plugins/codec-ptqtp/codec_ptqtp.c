@@ -12,14 +12,17 @@
  * multiplies once per plane and block. Encoder: ptqtp_fit.c.
  *
  * Design decisions, by measurement (SNR = 10 log10(sum w^2 / sum (w - w')^2)
- * on `anvil demo`'s 64 x 4096 llm-like tensor unless said otherwise):
+ * on `anvil demo`'s 64 x 4096 llm-like tensor unless said otherwise;
+ * tests/ptqtp/ptqtp_report.c re-measures the format's own figures):
  *
  * Group = block = 256 weights, K binary16 scales. The budget (<= 3.4 bits
  * per weight for K = 2, <= 5.1 for K = 3) decides it: 256 trits take 52
- * bytes at five per byte, so K planes cost 3.25 K bits/weight before any
- * scale, leaving 0.125 (K = 2) and 0.35 (K = 3) bits/weight: exactly K
- * binary16 scales per 256 weights (3.375 / 5.0625). Smaller groups fit
- * better but do not fit the budget (fit quality of this encoder, K = 2 / 3):
+ * bytes at five per byte, so K planes cost 1.625 K bits/weight before any
+ * scale (3.25 / 4.875), leaving 0.15 (K = 2) and 0.225 (K = 3) bits/weight:
+ * room for K binary16 scales per 256 weights (0.125 / 0.1875), and not for
+ * a smaller group (3.375 / 5.0625 bits/weight in all).
+ * Smaller groups fit better but break the budget (a prototype of this
+ * search with one binary16 scale per plane and group, K = 2 / 3):
  *     group  32: 15.84 / 25.85 dB at 4.25 / 6.38 bpw
  *     group  64: 14.03 / 23.50 dB at 3.75 / 5.63 bpw
  *     group 128: 12.38 / 21.31 dB at 3.50 / 5.25 bpw
@@ -32,35 +35,40 @@
  * four per byte (2 bits a trit) a plane is 64 bytes and ptqtp2 would be
  * 4.125 bits/weight, over the budget whatever its kernel gains; at five the
  * SIMD unpacking is two compares and two adds per 32 (AVX2) or 64 (AVX-512)
- * trits, cheap next to the activation loads.
+ * trits, and each plane's dot runs at TQ1_0's speed.
  *
  * Ridge regularisation: lambda = 2^-20 (T'T counts weights). The encoder's
  * objective is the plain squared error, so any shrinkage costs accuracy:
  *     lambda   0      1e-6   1e-3   0.1    1      4
- *     K = 2    10.952 10.952 10.951 10.946 10.600 10.225 dB
- *     K = 3    19.437 19.437 19.434 19.158 17.550 17.498 dB
+ *     K = 2    10.977 10.977 10.977 10.968 10.657 10.402 dB
+ *     K = 3    20.036 20.036 20.035 19.834 18.956 18.865 dB
  * A tiny lambda keeps T'T + lambda I positive definite when a plane is
- * empty or two planes coincide (then the solve is still defined and gives
- * the empty plane a zero scale) at no measurable cost.
+ * empty or two planes coincide (the solve stays defined and gives the empty
+ * plane a zero scale) at no measurable cost.
  *
  * Starting points: the paper's progressive start alone gets stuck where the
  * heavy tail matters (plane 1 fits the bulk, the outliers stay far from
- * every level): 10.12 dB (K = 2) and 17.59 dB (K = 3). Adding "wide"
- * starts, whose largest level covers 0.8 max|w|, and keeping the best:
- * 10.95 dB (3 starts) and 19.44 dB (5 starts). A brute-force grid over the
- * two scales of K = 2 (48 x 48 per block, then refined) reaches 11.01 dB:
- * the search is within 0.1 dB of the format's optimum there. More starts
- * add little: K = 3 with 3 x 3 wide starts 19.53 dB at twice the time.
+ * every level): 10.12 dB (K = 2) and 17.59 dB (K = 3). With "wide" starts
+ * as well (the largest level at 0.9 max|w|; d1/d0 in {0.9, 0.1}, d2/d1 in
+ * {0.7, 0.3}: the shapes a brute-force search picks on such blocks) and the
+ * best kept: 10.98 dB (3 starts) and 20.04 dB (5 starts). A brute-force
+ * grid (K = 2: 48 x 48 scale pairs per block, then refined) reaches 11.01
+ * dB; K = 3 on 64 blocks, 12^3 grid + refinement 20.33 dB, this encoder
+ * 20.28 dB: the search is within 0.05 dB of the format's optimum. Four
+ * more starts (ratios 2/3, 2/7) add 0.03 dB for 1.6 times the work.
  *
  * Stopping rule: a start stops when a step lowers the error by less than a
- * relative 2^-20, or after 32 steps. Capped at 4 / 8 / 16 / 32 steps the
- * result is 10.91 / 10.94 / 10.95 / 10.95 dB (K = 2) and 19.02 / 19.29 /
- * 19.42 / 19.44 dB (K = 3); the mean is about 9 steps per start.
+ * relative 2^-20, or after 32 steps. Capped at 4 / 8 / 16 / 32 steps:
+ * 10.953 / 10.972 / 10.977 / 10.977 dB (K = 2), 19.921 / 20.008 / 20.035 /
+ * 20.036 dB (K = 3); about 8 (K = 2) and 11 (K = 3) steps per start.
  *
- * Where that leaves PTQTP: its 2- or 3-term levels (0, +-d1, +-d0 +- d1 ...)
- * are symmetric and tied to K scales, while a free 9-level quantizer per
- * 256 weights (optimal 1-D k-means) reaches 16.3 dB and 27 levels 28.5 dB:
- * the format, not the search, caps the quality on heavy-tailed data.
+ * Where that leaves PTQTP: its levels (0, +-d1, +-d0, +-d0 +- d1 ...) are
+ * symmetric and tied to K scales per 256 weights, while a free 9-level
+ * quantizer per 256 weights (optimal 1-D k-means) reaches 16.3 dB there,
+ * 27 levels 28.5 dB: on heavy-tailed blocks the format, not the search,
+ * caps the quality (q3_K's 16-weight sub-scales isolate outliers: 14.4 dB).
+ * On trained weights (stories260K) the blocks are far less heavy-tailed:
+ * ptqtp2 15.5 dB, ptqtp3 24.9 dB.
  *
  * Encoder determinism: every block is fitted alone, with IEEE arithmetic in
  * a fixed order (no contraction, no libm result that varies), so the bytes

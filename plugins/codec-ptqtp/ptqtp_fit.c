@@ -22,8 +22,10 @@
  * starts is kept, ties to the first):
  *  1. progressive, the paper's: plane 1 is the best single ternary plane
  *     for w, plane j the best for the residual of planes 1..j-1;
- *  2. "wide": the largest value sum_j d_j at 0.8 max|w|, with the ratios
- *     d_{j+1}/d_j in {2/3, 2/7} (k = 3: each of the 2 x 2 pairs).
+ *  2. "wide": the largest value sum_j d_j at 0.9 max|w|, with the ratio
+ *     d1/d0 in {0.9, 0.1} and (k = 3) d2/d1 in {0.7, 0.3}: near-equal
+ *     planes, or one plane for the outliers and small ones for the bulk,
+ *     the two shapes a brute-force search finds on heavy-tailed blocks.
  *
  * Deterministic on every ISA: only IEEE +, -, *, / and comparisons, in a
  * fixed order (the build has no FP contraction), no libm call whose result
@@ -40,7 +42,7 @@
 #define MAX_STEPS 32
 #define STOP_GAIN 0x1.0p-20    /* relative error drop below which a start stops */
 #define RIDGE 0x1.0p-20        /* lambda, in units of "one weight" of T'T */
-#define WIDE_TOP 0.8           /* largest value of a wide start, times max|w| */
+#define WIDE_TOP 0.9           /* largest value of a wide start, times max|w| */
 #define HALF_MAX 65504.0
 
 typedef struct combos {
@@ -318,10 +320,10 @@ void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out) {
             memcpy(best, d, sizeof d);
         }
         /* 2. wide */
-        static const double ratios[2] = { 2.0 / 3.0, 2.0 / 7.0 };
+        static const double ratio1[2] = { 0.9, 0.1 }, ratio2[2] = { 0.7, 0.3 };
         for (unsigned a = 0; a < 2; ++a) {
             for (unsigned b = 0; b < (k == 3 ? 2u : 1u); ++b) {
-                const double r1 = ratios[a], r2 = k == 3 ? ratios[b] : 0.0;
+                const double r1 = ratio1[a], r2 = k == 3 ? ratio2[b] : 0.0;
                 const double top = WIDE_TOP * amax / (1.0 + r1 + r1 * r2);
                 d[0] = to_half(top, NULL);
                 d[1] = to_half(top * r1, NULL);
