@@ -1,10 +1,12 @@
 #include "test_env.h"
 
 #include <CUnit/Basic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *test_source_path(const char *rel) {
@@ -23,6 +25,22 @@ const char *test_shared_path(const char *name) {
 const char *test_config_path(void) {
     const char *e = getenv("ANVIL_CONFIG");
     return (e != NULL && *e != '\0') ? e : ANVIL_TEST_CONFIG;
+}
+
+int test_sh(char *out, size_t out_size, int quiet, const char *fmt, ...) {
+    static char cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) return -1;
+    const size_t n = fread(out, 1, out_size - 1, p);
+    out[n] = '\0';
+    const int st = pclose(p);
+    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (rc != 0 && !quiet) fprintf(stderr, "\n$ %s\n%s\n(exit %d)\n", cmd, out, rc);
+    return rc;
 }
 
 static char tmpdir[4096];

@@ -26,11 +26,9 @@
  */
 #include <CUnit/Basic.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "anvil/anvil.h"
 #include "anvil/formats/ptqtp.h"
@@ -426,22 +424,7 @@ static void test_refusals(void) {
 static char out[1 << 16];
 static int sh_quiet; /* the command is expected to fail: do not echo it */
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    static char cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (rc != 0 && !sh_quiet) fprintf(stderr, "\n$ %s\n%s\n(exit %d)\n", cmd, out, rc);
-    return rc;
-}
+#define sh(...) test_sh(out, sizeof out, sh_quiet, __VA_ARGS__)
 
 enum { TR = 37, TK = 1024 };
 

@@ -7,11 +7,9 @@
  */
 #include <CUnit/Basic.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "anvil/anvil.h"
 #include "anvil/gguf.h"
@@ -20,22 +18,7 @@
 static char prefix[4096], example[4096], config[4096], anvil_cli[4200];
 static char out[1 << 16];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    static char cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (rc != 0) fprintf(stderr, "\n$ %s\n%s\n(exit %d)\n", cmd, out, rc);
-    return rc;
-}
+#define sh(...) test_sh(out, sizeof out, 0, __VA_ARGS__)
 
 /* Install, build the example out of tree, write its config. */
 static int setup(void) {
