@@ -5,6 +5,16 @@
 
 #include "cli.h"
 
+const char cli_help_plugins[] =
+    "usage: anvil plugins [--json]\n"
+    "\n"
+    "Shows every plugin the config names (loaded, or failed with its reason), each\n"
+    "backend with its CPU score (0 = skipped, with why), its kernels, the backend\n"
+    "chosen for each weight type, and the CPU features (ANVIL_CPU_MASK hides some).\n"
+    "Exit status 1 when a plugin that is not optional failed to load.\n"
+    "\n"
+    "  --json  print the same as one JSON object on stdout\n";
+
 static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
     anvil_type_info t;
     return anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK ? t.name : "?";
@@ -20,7 +30,14 @@ static void print_text(const anvil_ctx *ctx) {
     anvil_cpu_features_string(cpu->features, feats, sizeof feats);
     anvil_cpu_features_string(cpu->features_raw & ~cpu->features, hidden, sizeof hidden);
     printf("anvil %s, plugin ABI %d.%d\n", anvil_version(), ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-    printf("config:   %s\n", anvil_ctx_config_path(ctx));
+    anvil_config_report cr;
+    anvil_ctx_config_report(ctx, &cr);
+    printf("config:   %s (%s)\n", cr.path, cr.source ? cr.source : "?");
+    if (cr.insecure) {
+        printf("WARNING:  INSECURE: %s:\n          files another user could change are loaded (development only)\n",
+               cr.insecure_why);
+    }
+    if (cr.config_note) printf("WARNING:  INSECURE config: %s\n", cr.config_note);
     printf("cpu:      %s, %u online CPUs\n", anvil_cpu_arch_string(cpu->arch), cpu->n_cpus);
     printf("features: %s\n", feats[0] ? feats : "(none)");
     if (hidden[0]) printf("hidden:   %s (by ANVIL_CPU_MASK)\n", hidden);
@@ -41,10 +58,12 @@ static void print_text(const anvil_ctx *ctx) {
                 }
                 printf("\n");
             }
+            if (r.trust_note) printf("  %-16s WARNING: INSECURE: %s\n", "", r.trust_note);
         } else {
             printf("  %-16s %s  %s\n", r.name, r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND ? "absent " : "FAILED ",
                    r.reason ? r.reason : "");
             if (r.path) printf("  %-16s file: %s\n", "", r.path);
+            if (r.config_line > 0) printf("  %-16s named at: %s:%d\n", "", cr.path, r.config_line);
             if (!(r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND)) {
                 printf("  %-16s status: %s\n", "", anvil_strerror(r.status));
             }
@@ -93,10 +112,16 @@ static void print_json(const anvil_ctx *ctx) {
     char feats[512], raw[512];
     anvil_cpu_features_string(cpu->features, feats, sizeof feats);
     anvil_cpu_features_string(cpu->features_raw, raw, sizeof raw);
-    printf("{");
+    cli_json_begin(stdout, "plugins");
+    printf(",");
     json_kv("version", anvil_version(), 1);
     printf("\"abi\":\"%d.%d\",", ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-    json_kv("config", anvil_ctx_config_path(ctx), 1);
+    anvil_config_report cr;
+    anvil_ctx_config_report(ctx, &cr);
+    json_kv("config", cr.path, 1);
+    json_kv("config_source", cr.source, 1);
+    printf("\"insecure\":%s,", cr.insecure ? "true" : "false");
+    json_kv("insecure_why", cr.insecure_why ? cr.insecure_why : "", 1);
     printf("\"cpu\":{");
     json_kv("arch", anvil_cpu_arch_string(cpu->arch), 1);
     printf("\"n_cpus\":%u,", cpu->n_cpus);
@@ -110,7 +135,9 @@ static void print_json(const anvil_ctx *ctx) {
         json_kv("name", r.name, 1);
         json_kv("path", r.path, 1);
         printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false", r.optional ? "true" : "false");
-        json_kv("status", anvil_strerror(r.status), 1);
+        json_kv("status", cli_status_name(r.status), 1);
+        printf("\"config_line\":%d,", r.config_line);
+        json_kv("trust_note", r.trust_note ? r.trust_note : "", 1);
         json_kv("reason", r.reason ? r.reason : "", 0);
         if (r.desc) {
             printf(",");
@@ -176,14 +203,9 @@ int cmd_plugins(cli_globals *g, int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: anvil plugins [--json]\n\n"
-                   "Shows every plugin the config names (loaded, or failed with its reason), each\n"
-                   "backend with its CPU score (0 = skipped, with why), its kernels, the backend\n"
-                   "chosen for each weight type, and the CPU features (ANVIL_CPU_MASK hides some).\n"
-                   "Exit status 1 when a plugin that is not optional failed to load.\n");
-            return 0;
+            return cli_help("plugins");
         } else {
-            return cli_fail("plugins", "unknown argument '%s' (try --help)", argv[i]);
+            return cli_usage_error("plugins", "unknown argument '%s'", argv[i]);
         }
     }
     anvil_error err;

@@ -12,78 +12,80 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <regex.h>
+
 #include "anvil/transcode.h"
 #include "cli.h"
+#include "cli_gguf.h"
 #include "cmd_transcode.h"
 #include "ggml_oracle.h"
 #include "transcode_compare.h"
 
 #define MAX_RULES 256
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
-            "\n"
-            "Quantize a float model's matrix weights into a block format, out of core: the\n"
-            "output header is written first, then one tensor at a time is read, encoded on\n"
-            "every core and written, so memory stays bounded by one tensor's output whatever\n"
-            "the model's size. The output is identical for any number of threads.\n"
-            "\n"
-            "Policy (conservative: never silently degrade a model):\n"
-            "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
-            "    in the name; everything else is copied as it is;\n"
-            "  - sources must be F32/F16/BF16: an already-quantized tensor is not requantized\n"
-            "    (two quantization errors would stack); it is copied verbatim and listed;\n"
-            "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
-            "    type (no silent fallback to another format) and is listed.\n"
-            "\n"
-            "options:\n"
-            "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
-            "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
-            "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
-            "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
-            "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
-            "                            rules still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
-            "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
-            "                            --dtype it may requantize already-quantized experts:\n"
-            "                            experts are where bytes cost most in decode bandwidth,\n"
-            "                            and their redundancy keeps the added error's risk lowest\n"
-            "  --tensor-type REGEX=T     tensors whose name matches REGEX (POSIX extended,\n"
-            "                            searched) get T; repeatable, first match wins, beats\n"
-            "                            every other option\n"
-            "  --output-tensor-type T    type of output.weight\n"
-            "  --token-embedding-type T  type of token_embd.weight\n"
-            "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
-            "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
-            "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
-            "                            0 there = every online CPU)\n"
-            "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
-            "                            and the final file size; write nothing\n"
-            "  --no-quality              skip the error figures (decode-back) for a faster run\n"
-            "  --compare                 afterwards, encode the converted tensors again in other\n"
-            "                            formats and set their SNR next to the report's (default\n"
-            "                            " CLI_COMPARE_DEFAULT "; another list: --compare-with)\n"
-            "  --compare-with T1,T2,...  --compare with these formats\n"
-            "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
-            "                            build found as for `anvil bench`) against anvil's on the\n"
-            "                            same rows, one thread each, and check the bytes agree\n"
-            "  --json                    print the summary as JSON on stdout\n"
-            "  --quiet                   print nothing but errors\n"
-            "\n"
-            "general.file_type is set to llama.cpp's file type for the dominant output type\n"
-            "and general.quantization_version to 2, as llama-quantize does; every other key\n"
-            "is copied byte for byte.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_transcode[] =
+    "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
+    "\n"
+    "Quantize a float model's matrix weights into a block format, out of core: the\n"
+    "output header is written first, then one tensor at a time is read, encoded on\n"
+    "every core and written, so memory stays bounded by one tensor's output whatever\n"
+    "the model's size. The output is identical for any number of threads.\n"
+    "\n"
+    "Policy (conservative: never silently degrade a model):\n"
+    "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
+    "    in the name; everything else is copied as it is;\n"
+    "  - sources must be F32/F16/BF16: an already-quantized tensor is not requantized\n"
+    "    (two quantization errors would stack); it is copied verbatim and listed;\n"
+    "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
+    "    type (no silent fallback to another format) and is listed.\n"
+    "\n"
+    "options:\n"
+    "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
+    "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
+    "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
+    "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
+    "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
+    "                            rules still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
+    "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
+    "                            --dtype it may requantize already-quantized experts:\n"
+    "                            experts are where bytes cost most in decode bandwidth,\n"
+    "                            and their redundancy keeps the added error's risk lowest\n"
+    "  --tensor-type REGEX=T     tensors whose name matches REGEX (POSIX extended,\n"
+    "                            searched) get T; repeatable, first match wins, beats\n"
+    "                            every other option\n"
+    "  --output-tensor-type T    type of output.weight\n"
+    "  --token-embedding-type T  type of token_embd.weight\n"
+    "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
+    "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
+    "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
+    "                            0 there = every online CPU)\n"
+    "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
+    "                            and the final file size; write nothing\n"
+    "  --no-quality              skip the error figures (decode-back) for a faster run\n"
+    "  --compare                 afterwards, encode the converted tensors again in other\n"
+    "                            formats and set their SNR next to the report's (default\n"
+    "                            " CLI_COMPARE_DEFAULT "; another list: --compare-with)\n"
+    "  --compare-with T1,T2,...  --compare with these formats\n"
+    "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
+    "                            build found as for `anvil bench`) against anvil's on the\n"
+    "                            same rows, one thread each, and check the bytes agree\n"
+    "  --json                    print the summary as JSON on stdout\n"
+    "  --quiet                   print nothing but errors\n"
+    "  --progress                a plain progress line per tensor on stderr (for logs; on a\n"
+    "                            terminal a progress line is shown anyway)\n"
+    "\n"
+    "general.file_type is set to llama.cpp's file type for the dominant output type\n"
+    "and general.quantization_version to 2, as llama-quantize does; every other key\n"
+    "is copied byte for byte.\n";
 
 static int parse_type(anvil_ctx *ctx, const char *option, const char *name, uint32_t *out) {
     anvil_error err;
     if (anvil_type_from_name(ctx, name, out, &err) != ANVIL_OK) {
-        fprintf(stderr, "anvil transcode: %s '%s': %s\n", option, name, err.message);
-        return -1;
+        return cli_usage_error("transcode", "%s '%s': %s", option, name, err.message);
     }
     return 0;
 }
@@ -92,7 +94,7 @@ typedef struct tc_args {
     const char *from, *out;
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
-    int dry_run, json, quiet, vs_ggml;
+    int dry_run, json, quiet, vs_ggml, progress;
     unsigned ptqtp;          /* --ptqtp K, or 0 */
     const char *compare;     /* --compare's type list, or NULL */
 } tc_args;
@@ -101,18 +103,16 @@ typedef struct tc_args {
 static int resolve_ptqtp(anvil_ctx *ctx, tc_args *a) {
     if (a->ptqtp == 0) return 0;
     if (a->opts.dtype != ANVIL_TRANSCODE_NO_TYPE) {
-        fprintf(stderr, "anvil transcode: --ptqtp and --dtype both set the matrix type: give one "
-                        "(single tensors: --tensor-type REGEX=T)\n");
-        return 2;
+        return cli_usage_error("transcode", "--ptqtp and --dtype both set the matrix type: give one "
+                                            "(single tensors: --tensor-type REGEX=T)");
     }
     char name[16];
     snprintf(name, sizeof name, "ptqtp%u", a->ptqtp);
     anvil_error err;
     if (anvil_type_from_name(ctx, name, &a->opts.dtype, &err) != ANVIL_OK) {
-        fprintf(stderr, "anvil transcode: --ptqtp %u: no loaded codec defines '%s'; load the codec-ptqtp "
-                        "plugin ([plugins] load in %s)\n",
-                a->ptqtp, name, anvil_ctx_config_path(ctx) ? anvil_ctx_config_path(ctx) : "the config");
-        return 1;
+        return cli_fail("transcode", "--ptqtp %u: no loaded codec defines '%s'; load the codec-ptqtp plugin "
+                                     "([plugins] load in %s)",
+                        a->ptqtp, name, anvil_ctx_config_path(ctx) ? anvil_ctx_config_path(ctx) : "the config");
     }
     return 0;
 }
@@ -129,53 +129,57 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         } else if (strcmp(o, "--out") == 0 && v) {
             a->out = v;
         } else if (strcmp(o, "--dtype") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.dtype)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.dtype)) return 2;
         } else if (strcmp(o, "--ptqtp") == 0 && v) {
             if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0) {
-                fprintf(stderr, "anvil transcode: --ptqtp '%s': K is 2 or 3 (trit planes per weight)\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--ptqtp '%s': K is 2 or 3 (trit planes per weight)", v);
             }
             a->ptqtp = (unsigned)(v[0] - '0');
         } else if (strcmp(o, "--compare-with") == 0 && v) {
             a->compare = v;
         } else if (strcmp(o, "--experts-dtype") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 2;
         } else if (strcmp(o, "--output-tensor-type") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.output_type)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.output_type)) return 2;
         } else if (strcmp(o, "--token-embedding-type") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 2;
         } else if (strcmp(o, "--tensor-type") == 0 && v) {
             const char *eq = strrchr(v, '=');
             if (eq == NULL || eq == v || eq[1] == '\0') {
-                fprintf(stderr, "anvil transcode: --tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'", v);
             }
             if (a->opts.n_rules >= MAX_RULES) {
-                fprintf(stderr, "anvil transcode: more than %d --tensor-type rules\n", MAX_RULES);
-                return 2;
+                return cli_usage_error("transcode", "more than %d --tensor-type rules", MAX_RULES);
             }
             char *pat = strndup(v, (size_t)(eq - v));
             if (pat == NULL) return 1;
             anvil_transcode_rule *r = &a->rules[a->opts.n_rules];
             if (parse_type(ctx, o, eq + 1, &r->type)) {
                 free(pat);
-                return 1;
+                return 2;
             }
+            regex_t re;
+            const int bad = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
+            if (bad != 0) {
+                char why[256];
+                regerror(bad, &re, why, sizeof why);
+                free(pat);
+                return cli_usage_error("transcode", "--tensor-type '%s': not a valid POSIX extended regex: %s", v, why);
+            }
+            regfree(&re);
             r->pattern = pat;
             a->opts.n_rules++;
         } else if (strcmp(o, "--split-max-size") == 0 && v) {
             unsigned long long s = 0;
             if (cli_parse_size(v, &s) != 0 || s == 0) {
-                fprintf(stderr, "anvil transcode: --split-max-size '%s' is not a positive size (e.g. 2G, 500M)\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--split-max-size '%s' is not a positive size (e.g. 2G, 500M)", v);
             }
             a->opts.split_max_bytes = s;
         } else if (strcmp(o, "--threads") == 0 && v) {
             char *end = NULL;
             const unsigned long n = strtoul(v, &end, 10);
             if (end == v || *end != '\0' || n > 1024 || v[0] == '-') {
-                fprintf(stderr, "anvil transcode: --threads '%s' is not a count from 0 to 1024\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--threads '%s' is not a count from 0 to 1024", v);
             }
             a->opts.threads = (unsigned)n;
         } else {
@@ -192,16 +196,16 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->json = 1;
             } else if (strcmp(o, "--quiet") == 0) {
                 a->quiet = 1;
+            } else if (strcmp(o, "--progress") == 0) {
+                a->progress = 1;
             } else {
-                fprintf(stderr, "anvil transcode: unknown or incomplete option '%s'\n", o);
-                return 2;
+                return cli_usage_error("transcode", "unknown or incomplete option '%s'", o);
             }
         }
         i += takes;
     }
     if (a->from == NULL || a->out == NULL) {
-        fprintf(stderr, "anvil transcode: --from and --out are required\n");
-        return 2;
+        return cli_usage_error("transcode", "--from and --out are required");
     }
     const int prc = resolve_ptqtp(ctx, a);
     if (prc != 0) return prc;
@@ -209,9 +213,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
     if (p->dtype == ANVIL_TRANSCODE_NO_TYPE && p->experts_dtype == ANVIL_TRANSCODE_NO_TYPE &&
         p->output_type == ANVIL_TRANSCODE_NO_TYPE && p->token_embd_type == ANVIL_TRANSCODE_NO_TYPE &&
         p->n_rules == 0) {
-        fprintf(stderr, "anvil transcode: no target type: give --dtype or --ptqtp (or --experts-dtype, "
-                        "--tensor-type, --output-tensor-type, --token-embedding-type)\n");
-        return 2;
+        return cli_usage_error("transcode", "no target type: give --dtype or --ptqtp (or --experts-dtype, "
+                        "--tensor-type, --output-tensor-type, --token-embedding-type)");
     }
     return 0;
 }
@@ -403,12 +406,26 @@ static void json_num(FILE *f, double v) {
 void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run, const cli_vs_ggml *cmp) {
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
-    fprintf(f, "{\"input\":");
+    cli_json_begin(f, cli_command_name());
+    fprintf(f, ",\"input\":");
     cli_json_string(f, input);
     fprintf(f, ",\"outputs\":[");
     for (uint32_t p = 0; p < s.n_parts; ++p) {
-        if (p) fputc(',', f);
-        cli_json_string(f, anvil_transcode_part_path(t, p));
+        size_t n = 0;
+        for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
+        struct stat st;
+        const char *path = anvil_transcode_part_path(t, p);
+        fprintf(f, "%s{\"path\":", p ? "," : "");
+        cli_json_string(f, path);
+        fprintf(f, ",\"bytes\":");
+        if (!dry_run && stat(path, &st) == 0) {
+            fprintf(f, "%llu", (unsigned long long)st.st_size);
+        } else if (s.n_parts == 1) {
+            fprintf(f, "%" PRIu64, s.out_file_bytes);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ",\"n_tensors\":%zu}", n);
     }
     fprintf(f, "],\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
@@ -446,7 +463,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
         anvil_transcode_quality q;
         anvil_transcode_quality_at(t, i, &q);
-        fprintf(f, "%s{\"type\":\"%s\",\"tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
+        fprintf(f, "%s{\"type\":\"%s\",\"n_tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
                 type_name(q.type), q.n_tensors, q.n_elements);
         json_num(f, q.rmse);
         fprintf(f, ",\"max_abs_err\":");
@@ -458,7 +475,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     fprintf(f,
             "],\"n_tensors\":%zu,\"n_encoded\":%zu,\"n_kept_quantized\":%zu,\"n_kept_rows\":%zu,"
             "\"n_kept_source\":%zu,\"src_tensor_bytes\":%" PRIu64 ",\"dst_tensor_bytes\":%" PRIu64
-            ",\"out_file_bytes\":%" PRIu64 ",\"parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
+            ",\"out_file_bytes\":%" PRIu64 ",\"n_parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
             s.n_tensors, s.n_converted, s.n_kept_quantized, s.n_kept_rows, s.n_kept_source, s.src_tensor_bytes,
             s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, type_name(s.dominant_type));
     if (s.file_type == UINT32_MAX) {
@@ -478,7 +495,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", cmp->ran ? "true" : "false");
         cli_json_string(f, cmp->note);
         if (cmp->ran) {
-            fprintf(f, ",\"tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
+            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
                     cmp->mismatched, cmp->src_bytes);
             json_num(f, cmp->ggml_mb_per_s);
             fprintf(f, ",\"anvil_mb_per_s\":");
@@ -569,12 +586,12 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
     const double left = rate > 0 ? (p->bytes_total - p->bytes_done) / 1e6 / rate : 0;
     fprintf(stderr, "\r\033[K  [%zu/%zu] %.1f%%  %.0f/%.0f MB  %.1f MB/s  ETA %.0fs  %s", p->tensor + 1,
             p->n_tensors, p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
-            p->bytes_total / 1e6, rate, left, p->name);
+            p->bytes_total / 1e6, rate, left, cli_esc(p->name));
     fflush(stderr);
 }
 
 int cmd_transcode(cli_globals *g, int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) return usage(stdout);
+    if (cli_wants_help(argc, argv)) return cli_help("transcode");
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     tc_args a;
@@ -585,13 +602,24 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     if (rc == 0 && a.compare != NULL) rc = cli_compare_parse(ctx, a.compare, &cq);
     if (rc != 0) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
-        return rc == 2 ? usage(stderr) : 1;
+        return rc;
+    }
+    int same = 0;
+    rc = cli_check_output("transcode", a.out, a.from, &same);
+    if (rc != 0) {
+        for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
+        return rc;
     }
     anvil_error err = { 0 };
     anvil_gguf *src = NULL;
     anvil_transcode *t = NULL;
     progress_state ps = { 0, 0 };
-    if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
+    cli_progress plain;
+    if (a.progress && !a.dry_run) {
+        cli_progress_init(&plain, 1, 0);
+        a.opts.progress = cli_transcode_progress;
+        a.opts.progress_arg = &plain;
+    } else if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
         a.opts.progress = progress_line;
         a.opts.progress_arg = &ps;
     }
@@ -623,6 +651,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     } else if (!a.quiet) {
         cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     }
+    if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
     report_extras.ctx = NULL;
     report_extras.compare = NULL;
     cli_compare_free(&cq);

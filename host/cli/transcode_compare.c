@@ -21,15 +21,13 @@ int cli_compare_parse(const anvil_ctx *ctx, const char *list, cli_compare *c) {
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
         if (c->n_types == CLI_COMPARE_MAX_TYPES) {
-            fprintf(stderr, "anvil transcode: --compare takes at most %d types\n", CLI_COMPARE_MAX_TYPES);
-            return 2;
+            return cli_usage_error("transcode", "--compare takes at most %d types", CLI_COMPARE_MAX_TYPES);
         }
         anvil_error err;
         uint32_t id;
         anvil_type_info info;
         if (anvil_type_from_name(ctx, tok, &id, &err) != ANVIL_OK || anvil_type_lookup(ctx, id, &info, &err) != ANVIL_OK) {
-            fprintf(stderr, "anvil transcode: --compare '%s': %s\n", tok, err.message);
-            return 2;
+            return cli_usage_error("transcode", "--compare '%s': %s", tok, err.message);
         }
         c->types[c->n_types] = id;
         c->names[c->n_types] = info.name;
@@ -37,8 +35,7 @@ int cli_compare_parse(const anvil_ctx *ctx, const char *list, cli_compare *c) {
         c->n_types++;
     }
     if (c->n_types == 0) {
-        fprintf(stderr, "anvil transcode: --compare '%s' names no type\n", list);
-        return 2;
+        return cli_usage_error("transcode", "--compare '%s' names no type", list);
     }
     return 0;
 }
@@ -282,14 +279,6 @@ void cli_compare_print(FILE *f, const cli_compare *c, const anvil_transcode *t, 
     }
 }
 
-static void json_snr(FILE *f, double snr) {
-    if (isfinite(snr)) {
-        fprintf(f, "%.17g", snr);
-    } else {
-        fputs(isinf(snr) ? "\"exact\"" : "null", f);
-    }
-}
-
 void cli_compare_json(FILE *f, const cli_compare *c, const anvil_transcode *t) {
     fprintf(f, "{\"types\":[");
     for (size_t j = 0; j < c->n_types; ++j) {
@@ -305,10 +294,17 @@ void cli_compare_json(FILE *f, const cli_compare *c, const anvil_transcode *t) {
         fprintf(f, "%s{\"name\":", first ? "" : ",");
         first = 0;
         cli_json_string(f, it->name);
-        fprintf(f, ",\"snr_db\":[");
+        fprintf(f, ",\"results\":[");
         for (size_t j = 0; j < c->n_types; ++j) {
-            if (j) fputc(',', f);
-            json_snr(f, cli_compare_snr(c, i, j));
+            const double snr = cli_compare_snr(c, i, j);
+            fprintf(f, "%s{\"type\":", j ? "," : "");
+            cli_json_string(f, c->names[j]);
+            fprintf(f, ",\"compared\":%s,\"snr_db\":", isnan(snr) ? "false" : "true");
+            if (isfinite(snr)) {
+                fprintf(f, "%.17g}", snr);
+            } else {
+                fputs("null}", f); /* exact, or not compared */
+            }
         }
         fprintf(f, "]}");
     }

@@ -31,8 +31,8 @@ typedef struct cli_compare {
     double seconds;
 } cli_compare;
 
-/* Resolve a comma-separated list of type names. Returns 0, or prints the
- * problem on stderr and returns 2 (a usage error). */
+/* Resolve a comma-separated list of type names. Returns 0, or reports a
+ * usage error (cli_usage_error) and returns 2. */
 int cli_compare_parse(const anvil_ctx *ctx, const char *list, cli_compare *c);
 
 /* Encode and decode every converted tensor of t in each type of c. */

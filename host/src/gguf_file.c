@@ -11,10 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_set.h"
 #include "gguf_internal.h"
 
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
-                         anvil_error *err);
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
+                         const anvil_ctx *ctx, anvil_error *err);
 void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *len);
 
 /* ---- mapping ------------------------------------------------------------- */
@@ -173,16 +174,19 @@ static int add_slot(anvil_gguf *g, anvil_error *err) {
     return ANVIL_OK;
 }
 
-/* Map and parse path as the next part of g. */
-int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err);
+/* Map and parse the file at open_path as the next part of g, known by name
+ * (they differ while an interrupted set commit is read through its journal). */
+int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
+                       const anvil_ctx *ctx, anvil_error *err);
 
-int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err) {
+int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
+                       const anvil_ctx *ctx, anvil_error *err) {
     int rc = add_slot(g, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     gguf_region *r = &g->mapping->regions[g->mapping->n];
-    rc = gguf_map_file(path, r, err);
+    rc = gguf_map_file(open_path, r, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -190,11 +194,11 @@ int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, an
     gguf_part *p = &g->parts[g->n_parts];
     rc = gguf_parse_part(p, r->addr, r->size, ctx, err);
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(err, "%s", path);
+        anvil_error_prefix(err, "%s", name);
         return rc;
     }
     g->n_parts++;
-    p->path = strdup(path);
+    p->path = strdup(name);
     if (p->path == NULL) {
         return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
@@ -225,13 +229,15 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
             t->part = (uint32_t)i;
             size_t first = 0;
             const int rc = gguf_index_insert(&g->tensor_index, g->n_tensors, &first);
-            if (rc == 1) {
+            if (rc == 1 && g->lenient) {
+                /* Already noted (and the tensor marked) by the parse. */
+            } else if (rc == 1) {
                 return anvil_error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
                                        "tensor '%s' is in part %u and again in part %zu of the "
                                        "split set; the set is corrupt: re-split the model",
                                        t->name, g->tensors[first].part + 1, i + 1);
             }
-            if (rc != ANVIL_OK) {
+            if (rc != ANVIL_OK && rc != 1) {
                 return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
             }
             g->n_tensors++;
@@ -251,6 +257,7 @@ ANVIL_API void anvil_gguf_close(anvil_gguf *g) {
     free(g->tensors);
     gguf_index_free(&g->tensor_index);
     mapping_destroy(g->mapping);
+    gguf_problems_free(&g->problems);
     free(g);
 }
 
@@ -264,10 +271,24 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     if (g == NULL) {
         return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    int rc = gguf_add_file_part(g, path, ctx, err);
-    if (rc == ANVIL_OK && (flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0) {
-        rc = gguf_open_split_rest(g, path, ctx, err);
+    /* Part 1 of a set: the folder is locked (shared) while the parts are
+     * opened, and an interrupted replacement is read as its journal says
+     * (file_set.h). Once mapped, the parts stay what they were. */
+    file_set_view view = { .lock_fd = -1 };
+    uint32_t no = 0, count = 0;
+    int rc = ANVIL_OK;
+    if ((flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0 &&
+        anvil_gguf_split_parse(path, NULL, 0, &no, &count) && no == 1 && count > 1) {
+        rc = file_set_view_open(&view, path, count, err);
     }
+    if (rc == ANVIL_OK) {
+        rc = gguf_add_file_part(g, view.n > 0 ? view.paths[0] : path, path, ctx, err);
+    }
+    if (rc == ANVIL_OK && (flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0) {
+        rc = gguf_open_split_rest(g, path, view.n > 0 ? (const char *const *)view.paths : NULL,
+                                  ctx, err);
+    }
+    file_set_view_close(&view);
     if (rc == ANVIL_OK) {
         rc = gguf_merge_parts(g, err);
     }
@@ -277,6 +298,98 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     }
     *out = g;
     return ANVIL_OK;
+}
+
+/* Lenient parse of region 0 (already set up) as the one part of g. */
+static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err) {
+    const gguf_region *r = &g->mapping->regions[0];
+    int rc = gguf_parse_part_lenient(&g->parts[0], r->addr, r->size, ctx, &g->problems, err);
+    if (rc != ANVIL_OK) {
+        if (path != NULL) {
+            anvil_error_prefix(err, "%s", path);
+        }
+        return rc;
+    }
+    g->n_parts = 1;
+    if (path != NULL && (g->parts[0].path = strdup(path)) == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    return gguf_merge_parts(g, err);
+}
+
+/* A lenient open of the file at path, or (path NULL) of the caller's buffer. */
+static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size,
+                        const anvil_ctx *ctx, anvil_error *err) {
+    if (out == NULL || (path == NULL && data == NULL && size > 0)) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
+    }
+    *out = NULL;
+    anvil_gguf *g = gguf_new();
+    if (g == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    g->lenient = 1;
+    int rc = add_slot(g, err);
+    gguf_region *r = rc == ANVIL_OK ? &g->mapping->regions[0] : NULL;
+    if (rc == ANVIL_OK && path != NULL) {
+        rc = gguf_map_file(path, r, err);
+    } else if (rc == ANVIL_OK) {
+        *r = (gguf_region){ (void *)(uintptr_t)data, size, 0 };
+    }
+    if (rc == ANVIL_OK) {
+        g->mapping->n = 1;
+        rc = open_lenient_region(g, path, ctx, err);
+    }
+    if (rc != ANVIL_OK) {
+        anvil_gguf_close(g);
+        return rc;
+    }
+    *out = g;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
+                                      anvil_error *err) {
+    if (path == NULL) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
+    }
+    return open_lenient(out, path, NULL, 0, ctx, err);
+}
+
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
+                                             const anvil_ctx *ctx, anvil_error *err) {
+    return open_lenient(out, NULL, data, size, ctx, err);
+}
+
+ANVIL_API size_t anvil_gguf_problem_count(const anvil_gguf *g) { return g != NULL ? g->problems.n : 0; }
+
+ANVIL_API int anvil_gguf_problem_at(const anvil_gguf *g, size_t i, anvil_gguf_problem *out) {
+    if (g == NULL || out == NULL || i >= g->problems.n) {
+        return ANVIL_E_INVALID_ARG;
+    }
+    const gguf_problem *p = &g->problems.items[i];
+    out->code = p->code;
+    out->where = p->where;
+    out->index = p->index;
+    out->message = p->message;
+    return ANVIL_OK;
+}
+
+ANVIL_API const char *anvil_gguf_tensor_problem(const anvil_gguf *g, size_t i) {
+    if (g == NULL || i >= g->n_tensors || g->n_parts != 1 || g->parts[0].problem_of == NULL ||
+        g->parts[0].problem_of[i] == 0) {
+        return NULL;
+    }
+    return g->problems.items[g->parts[0].problem_of[i] - 1].message;
+}
+
+ANVIL_API void anvil_gguf_declared_counts(const anvil_gguf *g, uint64_t *n_kv, uint64_t *n_tensors) {
+    if (n_kv != NULL) {
+        *n_kv = g->parts[0].declared_kvs;
+    }
+    if (n_tensors != NULL) {
+        *n_tensors = g->parts[0].declared_tensors;
+    }
 }
 
 ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,

@@ -3,6 +3,7 @@
 #ifndef ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 #define ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 
+#include "atomic_file.h"
 #include "gguf_internal.h"
 
 typedef struct gguf_wkv {
@@ -23,19 +24,19 @@ typedef struct gguf_wtensor {
     const void *data;        /* borrowed; NULL when declared for streaming */
 } gguf_wtensor;
 
-/* Where bytes go: a file descriptor with a write buffer, or memory. */
+/* Where bytes go: a temp file with a write buffer, or memory. */
 typedef struct gguf_sink {
-    int fd;                  /* -1 for memory */
+    int fd;                  /* file.fd while writing a file, else -1 */
     int is_file;             /* buf is our write buffer (freed on discard) */
-    char *tmp_path;          /* temp file, renamed to final_path on commit */
-    char *final_path;
+    afile file;              /* the temp file, put in place on commit */
     uint8_t *buf;            /* fd: write buffer; memory: the output */
     size_t used;
     size_t cap;
     uint64_t written;
 } gguf_sink;
 
-typedef enum gguf_wstate { GGUF_W_BUILDING, GGUF_W_STREAMING } gguf_wstate;
+/* HELD: the stream is complete under a temp name, waiting for commit_set. */
+typedef enum gguf_wstate { GGUF_W_BUILDING, GGUF_W_STREAMING, GGUF_W_HELD } gguf_wstate;
 
 struct anvil_gguf_writer {
     const anvil_ctx *ctx;
@@ -49,7 +50,23 @@ struct anvil_gguf_writer {
     gguf_wstate state;
     size_t next;             /* streaming: next tensor expected */
     gguf_sink sink;
+    anvil_gguf_progress_fn progress; /* after each tensor written; may be NULL */
+    void *progress_arg;
+    uint64_t bytes_done, bytes_total; /* streaming: tensor bytes written / to write */
 };
+
+/* The header as it will be written (KVs, tensor directory, padding to the
+ * data section): malloc'd bytes. */
+int gguf_writer_header_bytes(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err);
+
+/* The atomic file sink the writer uses: a temp file next to path; write
+ * through it (or, after gguf_sink_flush, straight to s->fd), then commit
+ * (fsync, rename over path) or discard (remove the temp file). */
+int gguf_sink_open(gguf_sink *s, const char *path, anvil_error *err);
+int gguf_sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *err);
+int gguf_sink_flush(gguf_sink *s, anvil_error *err);
+int gguf_sink_commit(gguf_sink *s, anvil_error *err);
+void gguf_sink_discard(gguf_sink *s);
 
 /* Offsets of tensor i's data relative to the data section. */
 int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,

@@ -27,22 +27,6 @@ const char *test_config_path(void) {
     return (e != NULL && *e != '\0') ? e : ANVIL_TEST_CONFIG;
 }
 
-int test_sh(char *out, size_t out_size, int quiet, const char *fmt, ...) {
-    static char cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) return -1;
-    const size_t n = fread(out, 1, out_size - 1, p);
-    out[n] = '\0';
-    const int st = pclose(p);
-    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (rc != 0 && !quiet) fprintf(stderr, "\n$ %s\n%s\n(exit %d)\n", cmd, out, rc);
-    return rc;
-}
-
 static char tmpdir[4096];
 
 const char *test_tmpdir(void) {
@@ -66,6 +50,21 @@ void test_tmpdir_cleanup(void) {
         }
         tmpdir[0] = '\0';
     }
+}
+
+int test_shell(char *out, size_t cap, const char *fmt, ...) {
+    char cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    out[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) return -1;
+    const size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    const int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int test_run_cunit(void) {

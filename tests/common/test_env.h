@@ -14,11 +14,9 @@ const char *test_config_path(void);
 const char *test_tmpdir(void);
 void test_tmpdir_cleanup(void);
 
-/* Run a shell command (printf-style; add 2>&1 to capture stderr too): its
- * output goes to out (NUL-terminated, cut at out_size - 1). Returns its
- * exit code, -1 when it could not run. A failing command is echoed with its
- * output on stderr unless quiet (for commands expected to fail). */
-int test_sh(char *out, size_t out_size, int quiet, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Run a shell command (printf-style), its stdout in out (cap bytes, NUL
+ * terminated); returns its exit code, -1 when it could not run. */
+int test_shell(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Run the CUnit registry built by the caller; exit code 0 only when every
  * assertion passed and at least one ran. */

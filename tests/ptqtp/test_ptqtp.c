@@ -424,7 +424,13 @@ static void test_refusals(void) {
 static char out[1 << 16];
 static int sh_quiet; /* the command is expected to fail: do not echo it */
 
-#define sh(...) test_sh(out, sizeof out, sh_quiet, __VA_ARGS__)
+/* A command's exit code (its output in `out`, shown when it fails unless
+ * the failure is expected). */
+#define sh(...) sh_report(test_shell(out, sizeof out, __VA_ARGS__))
+static int sh_report(int rc) {
+    if (rc != 0 && !sh_quiet) fprintf(stderr, "\n%s\n(exit %d)\n", out, rc);
+    return rc;
+}
 
 enum { TR = 37, TK = 1024 };
 
@@ -553,6 +559,7 @@ static void test_transcode_cli(void) {
     anvil_gguf_close(g);
     CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare --json 2>&1", ANVIL_CLI, model, a), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"compare\":{\"types\":[{\"name\":\"tq1_0\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"results\":[{\"type\":\"tq1_0\",\"compared\":true,\"snr_db\":"));
 
     /* refusals: K, a second matrix type, the plugin missing */
     sh_quiet = 1;
