@@ -23,6 +23,7 @@
 #include "cli_gguf.h"
 #include "cmd_transcode.h"
 #include "ggml_oracle.h"
+#include "transcode_compare.h"
 
 #define MAX_RULES 256
 
@@ -46,6 +47,9 @@ const char cli_help_transcode[] =
     "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
     "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
     "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
+    "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
+    "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
+    "                            rules still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
     "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
     "                            --dtype it may requantize already-quantized experts:\n"
     "                            experts are where bytes cost most in decode bandwidth,\n"
@@ -62,6 +66,10 @@ const char cli_help_transcode[] =
     "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
     "                            and the final file size; write nothing\n"
     "  --no-quality              skip the error figures (decode-back) for a faster run\n"
+    "  --compare                 afterwards, encode the converted tensors again in other\n"
+    "                            formats and set their SNR next to the report's (default\n"
+    "                            " CLI_COMPARE_DEFAULT "; another list: --compare-with)\n"
+    "  --compare-with T1,T2,...  --compare with these formats\n"
     "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
     "                            build found as for `anvil bench`) against anvil's on the\n"
     "                            same rows, one thread each, and check the bytes agree\n"
@@ -87,7 +95,27 @@ typedef struct tc_args {
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
     int dry_run, json, quiet, vs_ggml, progress;
+    unsigned ptqtp;          /* --ptqtp K, or 0 */
+    const char *compare;     /* --compare's type list, or NULL */
 } tc_args;
+
+/* --ptqtp K: the matrix type is ptqtpK, which the codec-ptqtp plugin defines. */
+static int resolve_ptqtp(anvil_ctx *ctx, tc_args *a) {
+    if (a->ptqtp == 0) return 0;
+    if (a->opts.dtype != ANVIL_TRANSCODE_NO_TYPE) {
+        return cli_usage_error("transcode", "--ptqtp and --dtype both set the matrix type: give one "
+                                            "(single tensors: --tensor-type REGEX=T)");
+    }
+    char name[16];
+    snprintf(name, sizeof name, "ptqtp%u", a->ptqtp);
+    anvil_error err;
+    if (anvil_type_from_name(ctx, name, &a->opts.dtype, &err) != ANVIL_OK) {
+        return cli_fail("transcode", "--ptqtp %u: no loaded codec defines '%s'; load the codec-ptqtp plugin "
+                                     "([plugins] load in %s)",
+                        a->ptqtp, name, anvil_ctx_config_path(ctx) ? anvil_ctx_config_path(ctx) : "the config");
+    }
+    return 0;
+}
 
 static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
     anvil_transcode_options_init(&a->opts);
@@ -102,6 +130,13 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
             a->out = v;
         } else if (strcmp(o, "--dtype") == 0 && v) {
             if (parse_type(ctx, o, v, &a->opts.dtype)) return 2;
+        } else if (strcmp(o, "--ptqtp") == 0 && v) {
+            if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0) {
+                return cli_usage_error("transcode", "--ptqtp '%s': K is 2 or 3 (trit planes per weight)", v);
+            }
+            a->ptqtp = (unsigned)(v[0] - '0');
+        } else if (strcmp(o, "--compare-with") == 0 && v) {
+            a->compare = v;
         } else if (strcmp(o, "--experts-dtype") == 0 && v) {
             if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 2;
         } else if (strcmp(o, "--output-tensor-type") == 0 && v) {
@@ -155,6 +190,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->opts.skip_quality = 1;
             } else if (strcmp(o, "--vs-ggml") == 0) {
                 a->vs_ggml = 1;
+            } else if (strcmp(o, "--compare") == 0) {
+                if (a->compare == NULL) a->compare = CLI_COMPARE_DEFAULT;
             } else if (strcmp(o, "--json") == 0) {
                 a->json = 1;
             } else if (strcmp(o, "--quiet") == 0) {
@@ -170,11 +207,13 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
     if (a->from == NULL || a->out == NULL) {
         return cli_usage_error("transcode", "--from and --out are required");
     }
+    const int prc = resolve_ptqtp(ctx, a);
+    if (prc != 0) return prc;
     const anvil_transcode_options *p = &a->opts;
     if (p->dtype == ANVIL_TRANSCODE_NO_TYPE && p->experts_dtype == ANVIL_TRANSCODE_NO_TYPE &&
         p->output_type == ANVIL_TRANSCODE_NO_TYPE && p->token_embd_type == ANVIL_TRANSCODE_NO_TYPE &&
         p->n_rules == 0) {
-        return cli_usage_error("transcode", "no target type: give --dtype (or --experts-dtype, "
+        return cli_usage_error("transcode", "no target type: give --dtype or --ptqtp (or --experts-dtype, "
                         "--tensor-type, --output-tensor-type, --token-embedding-type)");
     }
     return 0;
@@ -182,9 +221,17 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
 
 /* ---- report ------------------------------------------------------------------ */
 
+/* What the report adds when `anvil transcode` prints it (merge-lora and the
+ * demo leave it empty): the context, so that a type a plugin defines is
+ * named (ptqtp2, ...), and the --compare results. The CLI is one thread. */
+static struct {
+    const anvil_ctx *ctx;
+    const cli_compare *compare;
+} report_extras;
+
 static const char *type_name(uint32_t id) {
     anvil_type_info info;
-    if (anvil_type_builtin(id, &info, NULL) == ANVIL_OK) return info.name;
+    if (anvil_type_lookup(report_extras.ctx, id, &info, NULL) == ANVIL_OK) return info.name;
     return "?";
 }
 
@@ -234,7 +281,7 @@ static void print_plan(FILE *f, const anvil_transcode *t) {
         char extra[128] = "";
         if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) {
             anvil_type_info ti;
-            if (anvil_type_builtin(it->want_type, &ti, NULL) == ANVIL_OK) {
+            if (anvil_type_lookup(report_extras.ctx, it->want_type, &ti, NULL) == ANVIL_OK) {
                 snprintf(extra, sizeof extra, " (%" PRIu64 " is not a multiple of %s's %u)", it->row_len, ti.name,
                          ti.block_elems);
             }
@@ -267,7 +314,7 @@ static void print_kept_lists(FILE *f, const anvil_transcode *t) {
             if (!header) fprintf(f, "%s:\n", lists[l].title);
             header = 1;
             anvil_type_info ti;
-            const int have = anvil_type_builtin(it->want_type, &ti, NULL) == ANVIL_OK;
+            const int have = anvil_type_lookup(report_extras.ctx, it->want_type, &ti, NULL) == ANVIL_OK;
             if (it->why == ANVIL_TRANSCODE_KEEP_ROWS && have) {
                 fprintf(f, "  %-34s %-6s row length %" PRIu64 ", %s needs a multiple of %u\n", it->name,
                         type_name(it->src_type), it->row_len, ti.name, ti.block_elems);
@@ -319,6 +366,7 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
     } else {
         print_quality(f, t);
     }
+    if (!dry_run && report_extras.compare != NULL) cli_compare_print(f, report_extras.compare, t, report_extras.ctx);
     print_kept_lists(f, t);
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
@@ -455,6 +503,10 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         }
         fputc('}', f);
     }
+    if (!dry_run && report_extras.compare != NULL) {
+        fprintf(f, ",\"compare\":");
+        cli_compare_json(f, report_extras.compare, t);
+    }
     fprintf(f, "}\n");
 }
 
@@ -545,6 +597,9 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     tc_args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(ctx, argc, argv, &a);
+    cli_compare cq; /* --compare: its types are checked before the run */
+    memset(&cq, 0, sizeof cq);
+    if (rc == 0 && a.compare != NULL) rc = cli_compare_parse(ctx, a.compare, &cq);
     if (rc != 0) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
         return rc;
@@ -581,12 +636,25 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     cli_vs_ggml cmp;
     memset(&cmp, 0, sizeof cmp);
     if (a.vs_ggml && !a.dry_run) vs_ggml(ctx, t, &cmp);
+    if (a.compare != NULL && !a.dry_run) {
+        if (cli_compare_run(ctx, t, a.opts.threads, &cq, &err) != ANVIL_OK) {
+            cli_compare_free(&cq);
+            anvil_transcode_free(t);
+            anvil_gguf_close(src);
+            return cli_fail_err("transcode", &err);
+        }
+        report_extras.compare = &cq;
+    }
+    report_extras.ctx = ctx;
     if (a.json) {
         cli_transcode_json(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     } else if (!a.quiet) {
         cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     }
     if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
+    report_extras.ctx = NULL;
+    report_extras.compare = NULL;
+    cli_compare_free(&cq);
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     return 0;

@@ -2,10 +2,11 @@
  * backend-avx2: AVX2 + FMA + F16C kernels for x86-64 (Haswell, Zen and
  * later): activation quantizers Q8_0 / Q8_1 / Q8_K; vec_dot, multi-row GEMV,
  * GEMM and row decode for Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
- * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4; weight encoders (ABI 1.1) for the flat
- * family, the K-quants, TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4 NVFP4, byte-identical
- * to the codecs'. Every other format falls through to the next backend in
- * the configured order (backend-scalar).
+ * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4, and codec-ptqtp's ptqtp2/ptqtp3 (layout
+ * from anvil/formats/ptqtp.h); weight encoders (ABI 1.1) for the flat
+ * family, the K-quants, TQ1_0 TQ2_0 Q1_0 Q2_0 IQ4_NL IQ4_XS MXFP4 NVFP4,
+ * byte-identical to the codecs'. Every other format falls through to the
+ * next backend in the configured order (backend-scalar).
  *
  * This file is compiled for baseline x86-64: it only reads the kernel
  * tables (data) and decides from the host's CPU features whether they may
@@ -88,6 +89,7 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_kquants, &overflow);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ternary, &overflow);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_cold, &overflow);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ptqtp, &overflow);
     size_t ne = 0;
     ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_flat, &overflow);
     ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_kquants, &overflow);

@@ -2,7 +2,8 @@
  * backend-avx512: AVX-512 kernels for x86-64 (Skylake-SP, Cascade Lake, Ice
  * Lake, Sapphire Rapids, Zen 4 and later): activation quantizers Q8_0 /
  * Q8_1 / Q8_K; vec_dot, multi-row GEMV, GEMM and row decode for the formats
- * in the kernel tables (`anvil plugins` lists them; every other format
+ * in the kernel tables, codec-ptqtp's ptqtp2/ptqtp3 included (layout from
+ * anvil/formats/ptqtp.h) (`anvil plugins` lists them; every other format
  * falls through to the next backend in the configured order); weight
  * encoders (ABI 1.1, avx512_encode.c) byte-identical to the codecs'.
  *
@@ -118,12 +119,12 @@ static size_t append(const void **dst, size_t n, size_t cap, const void *const *
         anvil_avx512_quantizers_##sfx,                                                                   \
         { anvil_avx512_kernels_q8_0_##sfx, anvil_avx512_kernels_kquants_##sfx,                           \
           anvil_avx512_kernels_ternary_##sfx, anvil_avx512_kernels_q4_q5_##sfx,                          \
-          anvil_avx512_kernels_cold_##sfx }                                                              \
+          anvil_avx512_kernels_cold_##sfx, anvil_avx512_kernels_ptqtp_##sfx }                            \
     }
 
 static const struct {
     const anvil_act_quantizer *const *quantizers;
-    const anvil_kernel *const *kernels[5];
+    const anvil_kernel *const *kernels[6];
 } variants[2] = { TABLES(base), TABLES(vnni) };
 
 static int avx512_init(const anvil_host_services *host, char *err, size_t err_size) {

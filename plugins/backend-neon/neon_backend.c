@@ -23,6 +23,7 @@
 #include "anvil/abi.h"
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
+#include "anvil/formats/ptqtp.h"
 #include "neon_kernels.h"
 
 /* ---- what the CPU offers ---------------------------------------------------- */
@@ -87,6 +88,8 @@ static const neon_format formats[] = {
     FORMAT(Q3_K, Q8_K, q3_K, q8_K),     FORMAT(Q4_K, Q8_K, q4_K, q8_K),   FORMAT(Q5_K, Q8_K, q5_K, q8_K),
     FORMAT(Q6_K, Q8_K, q6_K, q8_K),     FORMAT(TQ1_0, Q8_K, tq1_0, q8_K), FORMAT(TQ2_0, Q8_K, tq2_0, q8_K),
     FORMAT(IQ4_NL, Q8_0, iq4_nl, q8_0), FORMAT(IQ4_XS, Q8_K, iq4_xs, q8_K), FORMAT(MXFP4, Q8_0, mxfp4, q8_0),
+    /* codec-ptqtp's trit planes: a plugin's types, layout from anvil/formats/ptqtp.h */
+    FORMAT(PTQTP2, Q8_K, ptqtp2, q8_K), FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])

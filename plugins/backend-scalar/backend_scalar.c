@@ -51,10 +51,12 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_kquants);
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ternary);
     nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_cold);
+    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ptqtp);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_q8_0);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_kquants);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ternary);
     nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_cold);
+    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ptqtp);
     const size_t ne = append((const void **)encoders, 0, MAX_ENTRIES, (const void *const *)anvil_scalar_encoders);
     if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES || ne >= MAX_ENTRIES) {
         snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
@@ -77,7 +79,7 @@ static const anvil_plugin_desc desc = {
     .id = "backend-scalar",
     .version = "1.0.0",
     .license = "MIT",
-    .description = "portable C kernels for every built-in format",
+    .description = "portable C kernels for every built-in format and the published ptqtp formats",
     .init = scalar_init,
     .n_backends = 1,
     .backends = backends,

@@ -16,6 +16,8 @@ extern const anvil_act_quantizer *const anvil_scalar_quantizers_ternary[];
 extern const anvil_kernel *const anvil_scalar_kernels_ternary[];
 extern const anvil_act_quantizer *const anvil_scalar_quantizers_cold[];
 extern const anvil_kernel *const anvil_scalar_kernels_cold[];
+extern const anvil_act_quantizer *const anvil_scalar_quantizers_ptqtp[];
+extern const anvil_kernel *const anvil_scalar_kernels_ptqtp[];
 /* encoders.c: every reference weight encoder, row-wise (ABI 1.1). */
 extern const anvil_weight_encoder *const anvil_scalar_encoders[];
 

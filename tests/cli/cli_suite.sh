@@ -240,6 +240,7 @@ expect 2 'anvil merge: no OUT given' merge a
 
 # ---- transcode, merge-lora ----------------------------------------------------
 jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/q.gguf" --dtype q8_0 --quiet
+jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/p.gguf" --ptqtp 2 --compare-with q2_K,tq2_0 --quiet
 jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/q2.gguf" --dtype q4_K --dry-run
 expect 0 '[1/*' transcode --from "$tmp/m.gguf" --out "$tmp/q3.gguf" --dtype q8_0 --progress --no-quality
 grep -q '^\[1/' "$tmp/err" || fail "transcode --progress: no progress lines"

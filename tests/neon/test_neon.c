@@ -35,6 +35,7 @@
 #include "anvil/anvil.h"
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
+#include "anvil/formats/ptqtp.h"
 #include "cpu_probe.h"
 #include "inputs.h"
 #include "ref/cold.h"
@@ -42,6 +43,7 @@
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
 #include "ref/ternary.h"
+#include "ptqtp_ref.h"
 #include "simd_encoder_test.h"
 #include "test_env.h"
 
@@ -96,6 +98,11 @@ static const fmt formats[] = {
     F("iq4_nl", IQ4_NL, A80, 32, iq4_nl, 24, iq4_nl, q8_0),
     F("iq4_xs", IQ4_XS, A8K, 256, iq4_xs, 3, iq4_xs, q8_K),
     F("mxfp4", MXFP4, A80, 32, mxfp4, 24, mxfp4, q8_0),
+    /* codec-ptqtp's trit planes (a plugin's types, layout in the SDK) */
+    { "ptqtp2", ANVIL_TYPE_PTQTP2, A8K, 256, ANVIL_PTQTP_BLOCK_BYTES(2), 3, anvil_ptqtp_encode2, anvil_ptqtp_decode2,
+      anvil_ptqtp_vec_dot2_q8_K },
+    { "ptqtp3", ANVIL_TYPE_PTQTP3, A8K, 256, ANVIL_PTQTP_BLOCK_BYTES(3), 3, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
+      anvil_ptqtp_vec_dot3_q8_K },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 

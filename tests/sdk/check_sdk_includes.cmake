@@ -1,7 +1,8 @@
 # Fails when an SDK header includes anything but the C standard library and
 # other SDK headers: a plugin must build from sdk/include alone.
-file(GLOB headers "${SDK_DIR}/anvil/*.h")
-file(GLOB sdk_names RELATIVE "${SDK_DIR}" "${SDK_DIR}/anvil/*.h")
+# anvil/formats/ holds the layouts of published third-party formats.
+file(GLOB_RECURSE headers "${SDK_DIR}/anvil/*.h")
+file(GLOB_RECURSE sdk_names RELATIVE "${SDK_DIR}" "${SDK_DIR}/anvil/*.h")
 set(std_headers stddef.h stdint.h string.h math.h)
 foreach(h ${headers})
   file(STRINGS "${h}" lines REGEX "^[ \t]*#[ \t]*include")

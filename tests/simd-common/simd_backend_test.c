@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "anvil/anvil.h"
+#include "anvil/formats/ptqtp.h"
 #include "anvil/numeric.h"
 #include "inputs.h"
 #include "simd_encoder_test.h"
@@ -58,6 +59,7 @@
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
 #include "ref/ternary.h"
+#include "ptqtp_ref.h"
 #include "test_env.h"
 
 #define SB_AVX2 1
@@ -109,39 +111,45 @@ typedef struct wfmt {
     int halves[2];      /* byte offsets of fp16 scale fields (-1: none) */
     int e8m0;           /* byte offset of an E8M0 scale, or -1 */
     int codes_lo, codes_hi; /* code bytes of the formats with a min (else 0, 0) */
+    int half3;          /* byte offset of a third fp16 scale (ptqtp3), or 0: none */
 } wfmt;
 
 static const wfmt FORMATS[] = {
     { "q8_0", ANVIL_TYPE_Q8_0, &ACT_Q8_0, 32, 34, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0,
-      anvil_ref_vec_dot_q8_0_q8_0, 1, { 0, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_q8_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
     { "q4_0", ANVIL_TYPE_Q4_0, &ACT_Q8_0, 32, 18, anvil_ref_encode_q4_0, anvil_ref_decode_q4_0,
-      anvil_ref_vec_dot_q4_0_q8_0, 1, { 0, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_q4_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
     { "q4_1", ANVIL_TYPE_Q4_1, &ACT_Q8_1, 32, 20, anvil_ref_encode_q4_1, anvil_ref_decode_q4_1,
-      anvil_ref_vec_dot_q4_1_q8_1, 1, { 0, 2 }, -1, 4, 20 },
+      anvil_ref_vec_dot_q4_1_q8_1, 1, { 0, 2 }, -1, 4, 20, 0 },
     { "q5_0", ANVIL_TYPE_Q5_0, &ACT_Q8_0, 32, 22, anvil_ref_encode_q5_0, anvil_ref_decode_q5_0,
-      anvil_ref_vec_dot_q5_0_q8_0, 1, { 0, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_q5_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
     { "q5_1", ANVIL_TYPE_Q5_1, &ACT_Q8_1, 32, 24, anvil_ref_encode_q5_1, anvil_ref_decode_q5_1,
-      anvil_ref_vec_dot_q5_1_q8_1, 1, { 0, 2 }, -1, 4, 24 },
+      anvil_ref_vec_dot_q5_1_q8_1, 1, { 0, 2 }, -1, 4, 24, 0 },
     { "q2_K", ANVIL_TYPE_Q2_K, &ACT_Q8_K, 256, 84, anvil_ref_encode_q2_K, anvil_ref_decode_q2_K,
-      anvil_ref_vec_dot_q2_K_q8_K, 1, { 80, 82 }, -1, 16, 80 },
+      anvil_ref_vec_dot_q2_K_q8_K, 1, { 80, 82 }, -1, 16, 80, 0 },
     { "q3_K", ANVIL_TYPE_Q3_K, &ACT_Q8_K, 256, 110, anvil_ref_encode_q3_K, anvil_ref_decode_q3_K,
-      anvil_ref_vec_dot_q3_K_q8_K, 1, { 108, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_q3_K_q8_K, 1, { 108, -1 }, -1, 0, 0, 0 },
     { "q4_K", ANVIL_TYPE_Q4_K, &ACT_Q8_K, 256, 144, anvil_ref_encode_q4_K, anvil_ref_decode_q4_K,
-      anvil_ref_vec_dot_q4_K_q8_K, 1, { 0, 2 }, -1, 16, 144 },
+      anvil_ref_vec_dot_q4_K_q8_K, 1, { 0, 2 }, -1, 16, 144, 0 },
     { "q5_K", ANVIL_TYPE_Q5_K, &ACT_Q8_K, 256, 176, anvil_ref_encode_q5_K, anvil_ref_decode_q5_K,
-      anvil_ref_vec_dot_q5_K_q8_K, 1, { 0, 2 }, -1, 16, 176 },
+      anvil_ref_vec_dot_q5_K_q8_K, 1, { 0, 2 }, -1, 16, 176, 0 },
     { "q6_K", ANVIL_TYPE_Q6_K, &ACT_Q8_K, 256, 210, anvil_ref_encode_q6_K, anvil_ref_decode_q6_K,
-      anvil_ref_vec_dot_q6_K_q8_K, 1, { 208, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_q6_K_q8_K, 1, { 208, -1 }, -1, 0, 0, 0 },
     { "tq1_0", ANVIL_TYPE_TQ1_0, &ACT_Q8_K, 256, 54, anvil_ref_encode_tq1_0, anvil_ref_decode_tq1_0,
-      anvil_ref_vec_dot_tq1_0_q8_K, 1, { 52, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_tq1_0_q8_K, 1, { 52, -1 }, -1, 0, 0, 0 },
     { "tq2_0", ANVIL_TYPE_TQ2_0, &ACT_Q8_K, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_decode_tq2_0,
-      anvil_ref_vec_dot_tq2_0_q8_K, 1, { 64, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_tq2_0_q8_K, 1, { 64, -1 }, -1, 0, 0, 0 },
     { "iq4_nl", ANVIL_TYPE_IQ4_NL, &ACT_Q8_0, 32, 18, anvil_ref_encode_iq4_nl, anvil_ref_decode_iq4_nl,
-      anvil_ref_vec_dot_iq4_nl_q8_0, 1, { 0, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_iq4_nl_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, &ACT_Q8_K, 256, 136, anvil_ref_encode_iq4_xs, anvil_ref_decode_iq4_xs,
-      anvil_ref_vec_dot_iq4_xs_q8_K, 0, { 0, -1 }, -1, 0, 0 },
+      anvil_ref_vec_dot_iq4_xs_q8_K, 0, { 0, -1 }, -1, 0, 0, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, &ACT_Q8_0, 32, 17, anvil_ref_encode_mxfp4, anvil_ref_decode_mxfp4,
-      anvil_ref_vec_dot_mxfp4_q8_0, 1, { -1, -1 }, 0, 0, 0 },
+      anvil_ref_vec_dot_mxfp4_q8_0, 1, { -1, -1 }, 0, 0, 0, 0 },
+    /* codec-ptqtp's trit planes (a plugin's types, layout in the SDK) */
+    { "ptqtp2", ANVIL_TYPE_PTQTP2, &ACT_Q8_K, 256, 108, anvil_ptqtp_encode2, anvil_ptqtp_decode2,
+      anvil_ptqtp_vec_dot2_q8_K, 1, { 104, 106 }, -1, 0, 0, 0 },
+    { "ptqtp3", ANVIL_TYPE_PTQTP3, &ACT_Q8_K, 256, 162, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
+      anvil_ptqtp_vec_dot3_q8_K, 1, { 156, 158 }, -1, 0, 0, 160 },
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
@@ -259,9 +267,10 @@ static void make_weight_row(const wfmt *f, int mode, test_rng *r, size_t nb, uin
     static const uint16_t pow2[] = { 0x3C00, 0xBC00 };
     for (size_t b = 0; b < nb; ++b) {
         uint8_t *blk = dst + b * f->bb;
-        for (int h = 0; h < 2; ++h) {
-            if (f->halves[h] < 0) continue;
-            put_u16(blk + f->halves[h], mode == ROW_EXACT ? pow2[uniform_below(r, 2)] : sane_half(r));
+        for (int h = 0; h < 3; ++h) {
+            const int at = h < 2 ? f->halves[h] : (f->half3 > 0 ? f->half3 : -1);
+            if (at < 0) continue;
+            put_u16(blk + at, mode == ROW_EXACT ? pow2[uniform_below(r, 2)] : sane_half(r));
         }
         if (f->e8m0 >= 0) blk[f->e8m0] = (uint8_t)(mode == ROW_EXACT ? 128 + uniform_below(r, 2) : 110 + uniform_below(r, 36));
     }
@@ -651,7 +660,7 @@ static void write_config(void) {
     FILE *fp = fopen(g_config, "w");
     if (fp == NULL) return;
     fprintf(fp,
-            "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, backend-scalar%s%s\n"
+            "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, codec-ptqtp, backend-scalar%s%s\n"
             "[backends]\norder = %s%sscalar\n",
             ANVIL_PLUGIN_DIR, SB_KIND == SB_AVX512_EMU ? "" : ", ", SB_KIND == SB_AVX512_EMU ? "" : SB_PLUGIN_ID,
             /* The emulated build is not an installed plugin: the host-side
