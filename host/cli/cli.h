@@ -51,6 +51,7 @@ int cmd_split(cli_globals *g, int argc, char **argv);
 int cmd_merge(cli_globals *g, int argc, char **argv);
 int cmd_transcode(cli_globals *g, int argc, char **argv);
 int cmd_merge_lora(cli_globals *g, int argc, char **argv);
+int cmd_quantize(cli_globals *g, int argc, char **argv);
 
 /* safetensors side of inspect/reemit (cli/safetensors_cmds.c); the GGUF
  * commands call these when the content is not GGUF. */

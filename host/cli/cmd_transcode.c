@@ -34,8 +34,8 @@ static int usage(FILE *f) {
             "Policy (conservative: never silently degrade a model):\n"
             "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
             "    in the name; everything else is copied as it is;\n"
-            "  - sources must be F32/F16/BF16: an already-quantized tensor is not requantized\n"
-            "    (two quantization errors would stack); it is copied verbatim and listed;\n"
+            "  - an already-quantized tensor is not requantized (two quantization errors would\n"
+            "    stack): that is refused unless --allow-requantize; --dtype f16/f32 dequantizes;\n"
             "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
             "    type (no silent fallback to another format) and is listed.\n"
             "\n"
@@ -43,6 +43,7 @@ static int usage(FILE *f) {
             "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
             "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
             "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
+            "  --allow-requantize        let --dtype/--tensor-type requantize quantized tensors\n"
             "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
             "                            --dtype it may requantize already-quantized experts:\n"
             "                            experts are where bytes cost most in decode bandwidth,\n"
@@ -146,6 +147,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->dry_run = 1;
             } else if (strcmp(o, "--no-quality") == 0) {
                 a->opts.skip_quality = 1;
+            } else if (strcmp(o, "--allow-requantize") == 0) {
+                a->opts.allow_requantize = 1;
             } else if (strcmp(o, "--vs-ggml") == 0) {
                 a->vs_ggml = 1;
             } else if (strcmp(o, "--json") == 0) {
@@ -232,6 +235,9 @@ static void print_plan(FILE *f, const anvil_transcode *t) {
                 snprintf(extra, sizeof extra, " (%" PRIu64 " is not a multiple of %s's %u)", it->row_len, ti.name,
                          ti.block_elems);
             }
+        } else if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
+            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")", type_name(it->fallback_from),
+                     it->row_len);
         } else if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) {
             snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, type_name(it->want_type));
         }
@@ -314,6 +320,9 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
         print_quality(f, t);
     }
     print_kept_lists(f, t);
+    for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+        fprintf(f, "warning: %s\n", anvil_transcode_warning_at(t, i));
+    }
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
             anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "", human(s.dst_tensor_bytes, b, sizeof b),
@@ -381,6 +390,13 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         }
         fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
                 it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
+        if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
+            fprintf(f, ",\"fallback_from\":\"%s\"", type_name(it->fallback_from));
+        }
+        if (it->imatrix != NULL) {
+            fprintf(f, ",\"imatrix\":");
+            cli_json_string(f, it->imatrix_name);
+        }
         if (it->has_quality) {
             fprintf(f, ",\"rmse\":");
             json_num(f, it->rmse);
@@ -415,7 +431,12 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     } else {
         fprintf(f, "%u", s.file_type);
     }
-    fprintf(f, ",\"threads\":%u", s.threads);
+    fprintf(f, ",\"n_fallback\":%zu,\"warnings\":[", s.n_fallback);
+    for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+        if (i) fputc(',', f);
+        cli_json_string(f, anvil_transcode_warning_at(t, i));
+    }
+    fprintf(f, "],\"threads\":%u", s.threads);
     if (s.ran) {
         fprintf(f, ",\"seconds\":");
         json_num(f, s.seconds);
@@ -499,13 +520,8 @@ static int vs_ggml(anvil_ctx *ctx, const anvil_transcode *t, cli_vs_ggml *res) {
 
 /* ---- progress ---------------------------------------------------------------- */
 
-typedef struct progress_state {
-    double last;
-    int shown;
-} progress_state;
-
-static void progress_line(void *arg, const anvil_transcode_progress *p) {
-    progress_state *ps = arg;
+void cli_transcode_progress(void *arg, const anvil_transcode_progress *p) {
+    cli_progress *ps = arg;
     const double now = p->seconds;
     if (now - ps->last < 0.1 && p->bytes_done < p->bytes_total) return;
     ps->last = now;
@@ -516,6 +532,41 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
             p->n_tensors, p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
             p->bytes_total / 1e6, rate, left, p->name);
     fflush(stderr);
+}
+
+/* Nothing encoded is almost never what was meant: say why, loudly. */
+static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    if (s.n_converted > 0) return;
+    size_t rows = 0, policy = 0, same = 0, none = 0;
+    uint32_t want = ANVIL_TRANSCODE_NO_TYPE;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) {
+            rows++;
+            want = it->want_type;
+        }
+        policy += it->why == ANVIL_TRANSCODE_KEEP_POLICY;
+        same += it->why == ANVIL_TRANSCODE_KEEP_SAME;
+        none += it->why == ANVIL_TRANSCODE_KEEP_NO_RULE;
+    }
+    fprintf(stderr, "anvil transcode: WARNING: 0 tensors encoded; the output holds the input's tensors as they "
+                    "are. Why: ");
+    if (rows > 0) {
+        fprintf(stderr, "%zu matrix weight%s ha%s rows that are not a multiple of %s's block (transcode keeps "
+                        "their type)",
+                rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "ve", type_name(want));
+    } else if (same > 0) {
+        fprintf(stderr, "%zu matrix weight%s already in the target type", same, same == 1 ? " is" : "s are");
+    } else if (none > 0) {
+        fprintf(stderr, "no option gives a type to %zu matrix weight%s", none, none == 1 ? "" : "s");
+    } else {
+        fprintf(stderr, "the model has no matrix weights transcode may change (%zu tensors kept by policy)", policy);
+    }
+    fprintf(stderr, ".\nllama-quantize's policy falls back to a type that fits such rows: try `anvil quantize "
+                    "%s OUT.gguf Q4_K_M` (or another preset).\n",
+            from);
 }
 
 int cmd_transcode(cli_globals *g, int argc, char **argv) {
@@ -532,9 +583,9 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     anvil_error err = { 0 };
     anvil_gguf *src = NULL;
     anvil_transcode *t = NULL;
-    progress_state ps = { 0, 0 };
+    cli_progress ps = { 0, 0 };
     if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
-        a.opts.progress = progress_line;
+        a.opts.progress = cli_transcode_progress;
         a.opts.progress_arg = &ps;
     }
     int status = anvil_gguf_open(&src, a.from, ctx, 0, &err);
@@ -555,6 +606,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     } else if (!a.quiet) {
         cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     }
+    warn_nothing_encoded(t, a.from);
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     return 0;

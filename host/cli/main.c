@@ -19,6 +19,7 @@
 #pragma weak cmd_merge
 #pragma weak cmd_transcode
 #pragma weak cmd_merge_lora
+#pragma weak cmd_quantize
 #pragma weak cli_inspect_safetensors
 #pragma weak cli_reemit_safetensors
 
@@ -41,6 +42,7 @@ static const command commands[] = {
     { "split", cmd_split, "split a GGUF file into llama.cpp-style parts" },
     { "merge", cmd_merge, "merge split GGUF parts into one file" },
     { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format" },
+    { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides" },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model" },
     { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec" },
 };

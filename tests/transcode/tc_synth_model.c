@@ -19,11 +19,11 @@ static int preset(const char *name, anvil_synth_model *m) {
     m->type = ANVIL_TYPE_F16;
     m->seed = 1234;
     if (strcmp(name, "small") == 0) {
-        *m = (anvil_synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL };
+        *m = (anvil_synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
     } else if (strcmp(name, "demo") == 0) {
-        *m = (anvil_synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL };
+        *m = (anvil_synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
     } else if (strcmp(name, "big") == 0) {
-        *m = (anvil_synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama" };
+        *m = (anvil_synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama", NULL, 0, 0, 0 };
     } else {
         return -1;
     }
