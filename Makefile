@@ -1,6 +1,7 @@
 # anvil — thin front end over CMake.
 #
-#   make demo   install what is missing, build (Release), run the demo
+#   make demo   install what the demo needs (compiler, CMake, pkg-config, inih),
+#               build libanvil + the CLI + the plugins only (Release), run the demo
 #   make test   install what is missing (incl. the ggml oracle), build, run every
 #               test: CUnit suites (ctest), the ggml parity program, the unit
 #               suites again under ASan+UBSan, and the libFuzzer targets for a
@@ -14,6 +15,8 @@ JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
 ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 PARITY_ROWS ?= 10000
+# The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
+AVX512_EMU  ?= ON
 
 .PHONY: all demo test deps oracle build unit big parity asan fuzz test-aarch64 clean
 
@@ -26,10 +29,16 @@ oracle: deps
 	@scripts/setup-oracle.sh "$(ORACLE_DIR)"
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DANVIL_BUILD_TESTS=ON \
+	  -DANVIL_AVX512_EMU=$(AVX512_EMU) -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# Only what a user runs: no test suites, no SIMDe emulation, no oracle.
+# (The same build folder as `make test`, which turns the tests back on.)
+demo:
+	@scripts/setup-deps.sh demo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DANVIL_BUILD_TESTS=OFF
+	cmake --build $(BUILD) -j$(JOBS) --target runtime
 	$(BUILD)/bin/anvil plugins
 	@echo
 	$(BUILD)/bin/anvil demo

@@ -1,10 +1,23 @@
 #!/bin/sh
-# Install what anvil's build and tests need on Debian 12, or -- when not
-# root -- print the exact apt line and stop.
+# Install what anvil needs on Debian 12, or -- when not root -- print the
+# exact apt line and stop.
+#
+#   scripts/setup-deps.sh demo   what `make demo` needs: a C compiler, CMake,
+#                                pkg-config and inih (libanvil, the CLI, the plugins)
+#   scripts/setup-deps.sh        what `make test` needs on top: CUnit, SIMDe,
+#                                valgrind, clang + libFuzzer, GNU time, node/npm
+#                                (the ggml oracle comes from npm)
 set -eu
 
-PKGS="build-essential cmake pkg-config libinih-dev libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm"
+DEMO_PKGS="gcc make libc6-dev cmake pkg-config libinih-dev"
+TEST_PKGS="build-essential $DEMO_PKGS libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm"
 # (the aarch64 cross toolchain and qemu are installed by scripts/test-aarch64.sh)
+
+case "${1:-test}" in
+    demo) PKGS=$DEMO_PKGS ;;
+    test) PKGS=$TEST_PKGS ;;
+    *) echo "usage: scripts/setup-deps.sh [demo|test]" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do
@@ -25,7 +38,7 @@ fi
 if [ "$(id -u)" -ne 0 ]; then
     echo "anvil: missing packages:$missing" >&2
     echo "anvil: install them with:" >&2
-    echo "    sudo apt-get update && sudo apt-get install -y$missing" >&2
+    echo "    sudo apt-get update && sudo apt-get install -y --no-install-recommends$missing" >&2
     exit 1
 fi
 

@@ -1,7 +1,9 @@
 /* Helpers shared by the GGUF subcommands. */
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "anvil/transcode.h"
 #include "cli_gguf.h"
 
 cli_sniff cli_gguf_sniff(const char *path) {
@@ -39,73 +41,161 @@ int cli_gguf_run(cli_globals *g, cli_gguf_op op, void *arg, anvil_error *err) {
     return rc;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n) {
-    if (p[0] < 0x80) {
-        return 1;
+void cli_report_written(const char *cmd, int json, const char *input, const char *format, size_t n_tensors,
+                        const cli_written *out, size_t n_out, int dry_run, int replaced_input) {
+    if (json) {
+        cli_json_begin(stdout, cmd);
+        fputs(",\"input\":", stdout);
+        cli_json_string(stdout, input);
+        printf(",\"format\":\"%s\",\"n_tensors\":%zu,\"dry_run\":%s,\"replaced_input\":%s,\"outputs\":[", format,
+               n_tensors, dry_run ? "true" : "false", replaced_input ? "true" : "false");
+        for (size_t i = 0; i < n_out; ++i) {
+            printf("%s{\"path\":", i ? "," : "");
+            cli_json_string(stdout, out[i].path);
+            printf(",\"bytes\":%llu,\"n_tensors\":%zu}", out[i].bytes, out[i].tensors);
+        }
+        printf("]}\n");
+        return;
     }
-    size_t len;
-    uint32_t cp;
-    if ((p[0] & 0xE0) == 0xC0) {
-        len = 2;
-        cp = p[0] & 0x1F;
-    } else if ((p[0] & 0xF0) == 0xE0) {
-        len = 3;
-        cp = p[0] & 0x0F;
-    } else if ((p[0] & 0xF8) == 0xF0) {
-        len = 4;
-        cp = p[0] & 0x07;
+    const char *verb = dry_run ? "would write" : replaced_input ? "replaced (atomically)" : "wrote";
+    const char *shown = strcmp(format, "gguf") == 0 ? "GGUF v3" : format;
+    if (n_out == 1) {
+        printf("%s %s (%llu bytes, %s, %zu tensors)%s\n", verb, cli_esc(out[0].path), out[0].bytes, shown,
+               out[0].tensors, replaced_input ? ": the input was rewritten in place" : "");
+        return;
+    }
+    printf("%s %zu parts (%zu tensors):\n", verb, n_out, n_tensors);
+    for (size_t i = 0; i < n_out; ++i) {
+        printf("  %s  %zu tensors, %llu bytes\n", cli_esc(out[i].path), out[i].tensors, out[i].bytes);
+    }
+}
+
+void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
+                            const anvil_ctx *ctx) {
+    anvil_gguf *w = NULL;
+    cli_written wr = { out, 0, 0 };
+    if (anvil_gguf_open(&w, out, ctx, ANVIL_GGUF_OPEN_SINGLE_PART, NULL) == ANVIL_OK) {
+        wr.bytes = anvil_gguf_file_size(w);
+        wr.tensors = anvil_gguf_tensor_count(w);
+        anvil_gguf_close(w);
+    }
+    cli_report_written(cmd, json, input, "gguf", wr.tensors, &wr, 1, 0, replaced_input);
+}
+
+static void quoted(FILE *f, const char *p, size_t len, size_t max) {
+    fputc('"', f);
+    const size_t n = len < max ? len : max;
+    for (size_t i = 0, start = 0; i <= n; ++i) {
+        if (i == n || p[i] == '"') {
+            cli_text_bytes(f, p + start, i - start);
+            if (i < n) fputs("\\\"", f);
+            start = i + 1;
+        }
+    }
+    fputc('"', f);
+    if (len > n) {
+        fprintf(f, "...(%zu bytes)", len);
+    }
+}
+
+void cli_gguf_scalar(FILE *f, const anvil_gguf_value *v, cli_value_style style, size_t str_max) {
+    switch (v->kind) {
+    case ANVIL_GGUF_KIND_INT:
+        if (v->in_i64) {
+            fprintf(f, "%" PRId64, v->i);
+        } else {
+            fprintf(f, "%" PRIu64, v->u);
+        }
+        break;
+    case ANVIL_GGUF_KIND_FLOAT:
+        if (style == CLI_VALUE_JSON) {
+            cli_json_number(f, v->f);
+        } else {
+            fprintf(f, "%.9g", v->f);
+        }
+        break;
+    case ANVIL_GGUF_KIND_BOOL: fputs(v->b ? "true" : "false", f); break;
+    case ANVIL_GGUF_KIND_STRING:
+        if (style == CLI_VALUE_JSON) {
+            cli_json_bytes(f, v->s.ptr, v->s.len);
+        } else if (style == CLI_VALUE_RAW) {
+            fwrite(v->s.ptr, 1, v->s.len, f);
+        } else {
+            quoted(f, v->s.ptr, v->s.len, str_max);
+        }
+        break;
+    case ANVIL_GGUF_KIND_ARRAY: fputs(style == CLI_VALUE_JSON ? "null" : "[...]", f); break;
+    }
+}
+
+void cli_gguf_array(FILE *f, const anvil_gguf_array *a, uint64_t n, cli_value_style style, size_t str_max) {
+    for (uint64_t i = 0; i < n; ++i) {
+        anvil_gguf_value e;
+        if (anvil_gguf_array_get(a, i, &e) != ANVIL_OK) {
+            break;
+        }
+        if (i > 0) {
+            fputs(style == CLI_VALUE_JSON ? "," : ", ", f);
+        }
+        cli_gguf_scalar(f, &e, style == CLI_VALUE_RAW ? CLI_VALUE_TEXT : style, str_max);
+    }
+}
+
+void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o) {
+    cli_progress_init(p, f->progress, f->quiet || f->json);
+    anvil_gguf_write_options_init(o);
+    o->progress = p->mode ? cli_gguf_progress : NULL;
+    o->progress_arg = p;
+}
+
+void cli_gguf_progress(void *arg, const anvil_gguf_progress *p) {
+    char label[600];
+    if (p->n_parts > 1) {
+        snprintf(label, sizeof label, "part %u/%u %s", p->part, p->n_parts, p->name);
+    } else {
+        snprintf(label, sizeof label, "%s", p->name);
+    }
+    cli_progress_step(arg, p->tensor, p->n_tensors, p->bytes_done, p->bytes_total, label);
+}
+
+void cli_transcode_progress(void *arg, const anvil_transcode_progress *p) {
+    cli_progress_step(arg, p->tensor + 1, p->n_tensors, p->bytes_done, p->bytes_total, p->name);
+}
+
+int cli_parse_in_out(const char *cmd, int argc, char **argv, const char *in_name, const char *out_name,
+                     cli_write_flags *f, const char **in, const char **out) {
+    const char *pos[2] = { NULL, NULL };
+    int n_pos = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (cli_write_flag(argv[i], f)) {
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        }
+        if (n_pos == 2) {
+            return cli_usage_error(cmd, "unexpected argument '%s' (needs %s and %s only)", argv[i], in_name, out_name);
+        }
+        pos[n_pos++] = argv[i];
+    }
+    if (n_pos < 2) {
+        return n_pos == 0 ? cli_usage_error(cmd, "no %s and %s given", in_name, out_name)
+                          : cli_usage_error(cmd, "no %s given", out_name);
+    }
+    *in = pos[0];
+    *out = pos[1];
+    return 0;
+}
+
+int cli_write_flag(const char *arg, cli_write_flags *f) {
+    if (strcmp(arg, "--json") == 0) {
+        f->json = 1;
+    } else if (strcmp(arg, "--progress") == 0) {
+        f->progress = 1;
+    } else if (strcmp(arg, "--quiet") == 0) {
+        f->quiet = 1;
     } else {
         return 0;
     }
-    if (len > n) {
-        return 0;
-    }
-    for (size_t i = 1; i < len; ++i) {
-        if ((p[i] & 0xC0) != 0x80) {
-            return 0;
-        }
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        return 0;
-    }
-    return len;
-}
-
-void cli_gguf_json_bytes(FILE *f, const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
-    fputc('"', f);
-    size_t i = 0;
-    while (i < len) {
-        const unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
-            i++;
-        } else if (c == '\n') {
-            fputs("\\n", f);
-            i++;
-        } else if (c == '\r') {
-            fputs("\\r", f);
-            i++;
-        } else if (c == '\t') {
-            fputs("\\t", f);
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            fprintf(f, "\\u%04x", c);
-            i++;
-        } else {
-            const size_t k = utf8_len(p + i, len - i);
-            if (k == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else {
-                fwrite(p + i, 1, k, f);
-                i += k;
-            }
-        }
-    }
-    fputc('"', f);
+    return 1;
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "anvil/gguf.h"
 #include "cli.h"
 
 typedef enum cli_sniff {
@@ -23,8 +24,53 @@ cli_sniff cli_gguf_sniff(const char *path);
 typedef int (*cli_gguf_op)(const anvil_ctx *ctx, void *arg, anvil_error *err);
 int cli_gguf_run(cli_globals *g, cli_gguf_op op, void *arg, anvil_error *err);
 
-/* A JSON string from bytes that may hold NULs or invalid UTF-8 (replaced by
- * U+FFFD), so the output is always valid JSON. */
-void cli_gguf_json_bytes(FILE *f, const char *p, size_t len);
+/* One file a command wrote (or, with --dry-run, would write). */
+typedef struct cli_written {
+    const char *path;
+    unsigned long long bytes;
+    size_t tensors;
+} cli_written;
+
+/* What reemit, split and merge report: text on stdout, or the JSON document
+ * {"schema_version":1,"command":cmd,"input":...,"format":...,"n_tensors":n,
+ *  "dry_run":...,"replaced_input":...,"outputs":[{"path","bytes","n_tensors"}]}. */
+void cli_report_written(const char *cmd, int json, const char *input, const char *format, size_t n_tensors,
+                        const cli_written *out, size_t n_out, int dry_run, int replaced_input);
+
+/* cli_report_written for the one GGUF file `out` a command wrote (read back
+ * for its size and tensor count). */
+void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
+                            const anvil_ctx *ctx);
+
+/* A scalar GGUF value (not an array): TEXT quotes strings and escapes them
+ * (cut after str_max bytes), RAW prints string bytes as they are (stdout is
+ * guarded), JSON prints JSON. */
+typedef enum cli_value_style { CLI_VALUE_TEXT, CLI_VALUE_RAW, CLI_VALUE_JSON } cli_value_style;
+void cli_gguf_scalar(FILE *f, const anvil_gguf_value *v, cli_value_style style, size_t str_max);
+
+/* The first n elements of an array, separated by ", " (",": JSON), without
+ * the brackets. */
+void cli_gguf_array(FILE *f, const anvil_gguf_array *a, uint64_t n, cli_value_style style, size_t str_max);
+
+/* An anvil_gguf_progress_fn reporting to the cli_progress at arg. */
+void cli_gguf_progress(void *arg, const anvil_gguf_progress *p);
+
+/* An anvil_transcode_progress_fn reporting to the cli_progress at arg
+ * (transcode and merge-lora). */
+struct anvil_transcode_progress;
+void cli_transcode_progress(void *arg, const struct anvil_transcode_progress *p);
+
+/* Options every writing GGUF command takes: --json, --progress, --quiet. */
+typedef struct cli_write_flags {
+    int json, progress, quiet;
+} cli_write_flags;
+/* Write options whose progress goes to p, as the flags say. */
+void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o);
+/* 1 when argv[i] is one of them (and notes it), else 0. */
+int cli_write_flag(const char *arg, cli_write_flags *f);
+/* argv of a command taking exactly two paths (named in_name, out_name) and
+ * the write flags. Returns 0, or 2 after a usage error. */
+int cli_parse_in_out(const char *cmd, int argc, char **argv, const char *in_name, const char *out_name,
+                     cli_write_flags *f, const char **in, const char **out);
 
 #endif

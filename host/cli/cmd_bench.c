@@ -36,31 +36,28 @@ static double now_sec(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
-            "                   [--backend B] [--suite] [--no-ggml] [--json]\n"
-            "\n"
-            "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
-            "W is N x K (default 4096 x 4096) of llm-like rows; x is quantized once into the\n"
-            "type's activation format. Prints GB/s of weight bytes read and Gelem/s, best of\n"
-            "I timed passes (default: as many as fit in ~0.3 s).\n"
-            "\n"
-            "With ggml found ($ANVIL_GGML_DIR or the build tree's npm folder), ggml's own\n"
-            "ggml_vec_dot_* from its best CPU variant for this machine runs on the same bytes\n"
-            "in the same run, split over the same threads, passes alternating with anvil's;\n"
-            "`ratio` is best anvil / best ggml throughput (above 1: anvil is faster),\n"
-            "`median` the median of the per-pass ratios (robust on a busy machine), and\n"
-            "`max diff` the largest difference of the two results relative\n"
-            "to the largest output magnitude (a sanity check: accumulation order only).\n"
-            "\n"
-            "--threads N   run on N threads through anvil's thread pool (default 1; all = every\n"
-            "              online CPU)\n"
-            "--backend B   use backend B's kernel instead of the dispatched one (1 thread)\n"
-            "--suite       4096 x 4096 and an out-of-cache size (>= 64 MiB of weights), 1 thread\n"
-            "              and all threads, and the measured memory read bandwidth\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_bench[] =
+    "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
+    "                   [--backend B] [--suite] [--no-ggml] [--json]\n"
+    "\n"
+    "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
+    "W is N x K (default 4096 x 4096) of llm-like rows; x is quantized once into the\n"
+    "type's activation format. Prints GB/s of weight bytes read and Gelem/s, best of\n"
+    "I timed passes (default: as many as fit in ~0.3 s).\n"
+    "\n"
+    "With ggml found ($ANVIL_GGML_DIR or the build tree's npm folder), ggml's own\n"
+    "ggml_vec_dot_* from its best CPU variant for this machine runs on the same bytes\n"
+    "in the same run, split over the same threads, passes alternating with anvil's;\n"
+    "`ratio` is best anvil / best ggml throughput (above 1: anvil is faster),\n"
+    "`median` the median of the per-pass ratios (robust on a busy machine), and\n"
+    "`max diff` the largest difference of the two results relative\n"
+    "to the largest output magnitude (a sanity check: accumulation order only).\n"
+    "\n"
+    "--threads N   run on N threads through anvil's thread pool (default 1; all = every\n"
+    "              online CPU)\n"
+    "--backend B   use backend B's kernel instead of the dispatched one (1 thread)\n"
+    "--suite       4096 x 4096 and an out-of-cache size (>= 64 MiB of weights), 1 thread\n"
+    "              and all threads, and the measured memory read bandwidth\n";
 
 /* ---- a tiny barrier-driven worker group, for ggml's rows and memory reads */
 
@@ -393,34 +390,34 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(stdout);
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return cli_help("bench");
+        unsigned long long v = 0;
         if (strcmp(a, "--type") == 0 && has && o.n_types < 64) o.types[o.n_types++] = argv[++i];
-        else if (strcmp(a, "--rows") == 0 && has) o.rows = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--k") == 0 && has) o.k = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--iters") == 0 && has) o.iters = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--threads") == 0 && has) {
-            const char *v = argv[++i];
-            o.threads = strcmp(v, "all") == 0 ? 0 : (unsigned)strtoul(v, NULL, 10);
-            if (strcmp(v, "all") != 0 && (o.threads == 0 || o.threads > 256)) {
-                return cli_fail("bench", "--threads takes 1..256 or 'all'");
-            }
+        else if (strcmp(a, "--rows") == 0 && has) {
+            if (cli_parse_count(argv[++i], 1, 1u << 20, &v) != 0) return cli_usage_error("bench", "--rows takes 1..1M");
+            o.rows = (size_t)v;
+        } else if (strcmp(a, "--k") == 0 && has) {
+            if (cli_parse_count(argv[++i], 1, 1u << 24, &v) != 0) return cli_usage_error("bench", "--k takes 1..16M");
+            o.k = (size_t)v;
+        } else if (strcmp(a, "--iters") == 0 && has) {
+            if (cli_parse_count(argv[++i], 1, 1000000, &v) != 0) return cli_usage_error("bench", "--iters takes 1..1000000");
+            o.iters = (size_t)v;
+        } else if (strcmp(a, "--threads") == 0 && has) {
+            const char *t = argv[++i];
+            if (strcmp(t, "all") == 0) o.threads = 0;
+            else if (cli_parse_count(t, 1, 256, &v) == 0) o.threads = (unsigned)v;
+            else return cli_usage_error("bench", "--threads takes 1..256 or 'all'");
         } else if (strcmp(a, "--backend") == 0 && has) o.backend = argv[++i];
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--no-ggml") == 0) o.no_ggml = 1;
         else if (strcmp(a, "--suite") == 0) o.suite = 1;
-        else {
-            fprintf(stderr, "anvil bench: bad argument '%s'\n", a);
-            return usage(stderr);
-        }
-    }
-    if (o.rows == 0 || o.k == 0 || o.rows > (1u << 20) || o.k > (1u << 24)) {
-        return cli_fail("bench", "--rows and --k must be between 1 and 1M / 16M");
+        else return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
     }
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
     if (o.threads == 0) o.threads = all;
-    if (o.backend != NULL && o.threads != 1) return cli_fail("bench", "--backend runs one thread; drop --threads");
+    if (o.backend != NULL && o.threads != 1) return cli_usage_error("bench", "--backend runs one thread; drop --threads");
 
     /* Types to run. */
     uint32_t ids[256];
@@ -428,7 +425,9 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     if (o.n_types > 0) {
         for (size_t i = 0; i < o.n_types; ++i) {
             anvil_error err;
-            if (anvil_type_from_name(ctx, o.types[i], &ids[n_ids], &err) != ANVIL_OK) return cli_fail_err("bench", &err);
+            if (anvil_type_from_name(ctx, o.types[i], &ids[n_ids], &err) != ANVIL_OK) {
+                return cli_usage_error("bench", "%s", err.message);
+            }
             if (anvil_ctx_codec(ctx, ids[n_ids]) == NULL) {
                 return cli_fail("bench", "type %s: no loaded codec provides it", o.types[i]);
             }
@@ -450,7 +449,8 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         bwn = read_bandwidth(all);
     }
     if (o.json) {
-        printf("{\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
+        cli_json_begin(stdout, "bench");
+        printf(",\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
                have_ggml ? oracle.cpu_variant : "", all);
         if (o.suite) printf(",\"read_gbps_1\":%.3f,\"read_gbps_all\":%.3f", bw1, bwn);
         printf(",\"results\":[");

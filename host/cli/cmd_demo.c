@@ -20,8 +20,16 @@
 #include "cmd_transcode.h"
 #include "synth.h"
 
-#pragma weak cmd_inspect
-#pragma weak cli_transcode_report
+const char cli_help_demo[] =
+    "usage: anvil demo [--model [--keep DIR]]\n"
+    "\n"
+    "Encodes and decodes a built-in 64x4096 llm-like tensor with every loaded codec\n"
+    "and prints bits/weight, RMSE, max absolute error and SNR per format.\n"
+    "\n"
+    "  --model     the main job instead: synthesise a small llama-shaped F16 model,\n"
+    "              transcode it to Q4_K with the quality report, inspect the result and\n"
+    "              run a mat-vec on one of its weights against the F16 original\n"
+    "  --keep DIR  with --model: write the two model files into DIR and keep them\n";
 
 #define DEMO_ROWS 64
 #define DEMO_COLS 4096
@@ -149,7 +157,7 @@ static int demo_model(cli_globals *g, const char *keep_dir) {
     int st_rc = anvil_gguf_open(&src, f16, ctx, 0, &err);
     if (st_rc == ANVIL_OK) st_rc = anvil_transcode_plan(&t, ctx, src, q4, &o, &err);
     if (st_rc == ANVIL_OK) st_rc = anvil_transcode_run(t, &err);
-    if (st_rc == ANVIL_OK && cli_transcode_report != NULL) cli_transcode_report(stdout, t, f16, 0, NULL);
+    if (st_rc == ANVIL_OK) cli_transcode_report(stdout, t, f16, 0, NULL);
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     if (st_rc != ANVIL_OK) {
@@ -157,14 +165,10 @@ static int demo_model(cli_globals *g, const char *keep_dir) {
         goto out;
     }
     printf("\n== 3. anvil inspect %s\n", files[1]);
-    if (cmd_inspect != NULL) {
-        char *args[] = { "inspect", q4, NULL };
-        if (cmd_inspect(g, 2, args) != 0) {
-            rc = 1;
-            goto out;
-        }
-    } else {
-        printf("(inspect is not part of this build)\n");
+    char *args[] = { "inspect", q4, NULL };
+    if (cmd_inspect(g, 2, args) != 0) {
+        rc = 1;
+        goto out;
     }
     printf("\n== 4. a mat-vec on one of its weights\n");
     rc = demo_matvec(ctx, q4, f16, "blk.0.ffn_up.weight");
@@ -178,17 +182,7 @@ out:
 }
 
 int cmd_demo(cli_globals *g, int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: anvil demo [--model [--keep DIR]]\\n\\nEncodes and decodes a built-in %dx%d llm-like tensor with every loaded\\n"
-               "codec and prints bits/weight, RMSE, max absolute error and SNR per format.\\n"
-               "\\n"
-               "--model      the main job instead: synthesise a small llama-shaped F16 model, transcode\\n"
-               "             it to Q4_K with the quality report, inspect the result and run a mat-vec\\n"
-               "             on one of its weights against the F16 original\\n"
-               "--keep DIR   with --model: write the two model files into DIR and keep them\\n",
-               DEMO_ROWS, DEMO_COLS);
-        return 0;
-    }
+    if (cli_wants_help(argc, argv)) return cli_help("demo");
     int model = 0;
     const char *keep = NULL;
     for (int i = 1; i < argc; ++i) {
@@ -197,10 +191,10 @@ int cmd_demo(cli_globals *g, int argc, char **argv) {
         } else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
             keep = argv[++i];
         } else {
-            return cli_fail("demo", "unexpected argument '%s' (try --help)", argv[i]);
+            return cli_usage_error("demo", "unexpected argument '%s'", argv[i]);
         }
     }
-    if (keep != NULL && !model) return cli_fail("demo", "--keep goes with --model");
+    if (keep != NULL && !model) return cli_usage_error("demo", "--keep goes with --model");
     if (model) return demo_model(g, keep);
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;

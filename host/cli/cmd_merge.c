@@ -1,5 +1,5 @@
 /*
- * anvil merge FIRST-00001-of-0000N.gguf OUT.gguf
+ * anvil merge FIRST-00001-of-0000N.gguf OUT.gguf [--json] [--progress] [--quiet]
  *
  * Join a llama.cpp-style split set into one file: metadata from part 1
  * without the split.* keys, tensors from every part in order. Merging what
@@ -8,56 +8,68 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "anvil/gguf.h"
 #include "cli.h"
 #include "cli_gguf.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil merge FIRST-00001-of-0000N.gguf OUT.gguf\n"
-            "\n"
-            "Merge the split set whose first part is FIRST (llama.cpp naming:\n"
-            "<prefix>-00001-of-0000N.gguf; every part must sit next to it) into OUT. Every\n"
-            "part is validated and its split.no / split.count / split.tensors.count checked;\n"
-            "a missing part is named. OUT is written atomically.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_merge[] =
+    "usage: anvil merge FIRST-00001-of-0000N.gguf OUT.gguf [--json] [--progress] [--quiet]\n"
+    "\n"
+    "Merge the split set whose first part is FIRST (llama.cpp naming:\n"
+    "<prefix>-00001-of-0000N.gguf; every part must sit next to it) into OUT. Every\n"
+    "part is validated and its split.no / split.count / split.tensors.count checked;\n"
+    "a missing part is named. OUT is written atomically; OUT naming a folder is\n"
+    "refused.\n"
+    "\n"
+    "  --json      print what was written as JSON on stdout\n"
+    "  --progress  a plain progress line per tensor on stderr (for logs)\n"
+    "  --quiet     no progress, no report\n";
 
 typedef struct merge_args {
     const char *first, *out;
+    const anvil_gguf_write_options *opts;
 } merge_args;
 
 static int merge_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
     const merge_args *a = arg;
-    return anvil_gguf_merge(a->first, a->out, ctx, err);
+    return anvil_gguf_merge_ex(a->first, a->out, ctx, a->opts, err);
 }
 
 int cmd_merge(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        return usage(stdout);
+        return cli_help("merge");
     }
-    if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-        return usage(stderr);
+    const char *first = NULL, *out = NULL;
+    cli_write_flags f = { 0, 0, 0 };
+    const int parsed = cli_parse_in_out("merge", argc, argv, "FIRST part", "OUT", &f, &first, &out);
+    if (parsed != 0) {
+        return parsed;
     }
-    const char *first = argv[1], *out = argv[2];
     uint32_t no = 0, count = 0;
     if (!anvil_gguf_split_parse(first, NULL, 0, &no, &count) || no != 1) {
-        return cli_fail("merge",
-                        "'%s' is not the first part of a split set: give the file named "
-                        "<prefix>-00001-of-0000N.gguf",
-                        first);
+        return cli_usage_error("merge",
+                               "'%s' is not the first part of a split set: give the file named "
+                               "<prefix>-00001-of-0000N.gguf",
+                               first);
     }
+    int same = 0;
+    const int checked = cli_check_output("merge", out, first, &same);
+    if (checked != 0) {
+        return checked;
+    }
+    cli_progress progress;
+    anvil_gguf_write_options o;
+    cli_gguf_write_options(&f, &progress, &o);
     anvil_error err = { 0 };
-    merge_args a = { first, out };
-    if (cli_gguf_run(g, merge_op, &a, &err) != ANVIL_OK) {
+    merge_args a = { first, out, &o };
+    const int rc = cli_gguf_run(g, merge_op, &a, &err);
+    cli_progress_end(&progress);
+    if (rc != ANVIL_OK) {
         return cli_fail_err("merge", &err);
     }
-    struct stat st;
-    if (stat(out, &st) == 0) {
-        printf("merged %" PRIu32 " parts into %s (%" PRIu64 " bytes)\n", count, out,
-               (uint64_t)st.st_size);
+    if (!f.quiet || f.json) {
+        cli_report_gguf_output("merge", f.json, first, out, same, g->ctx);
     }
     return 0;
 }

@@ -14,37 +14,40 @@
 
 #include "anvil/transcode.h"
 #include "cli.h"
+#include "cli_gguf.h"
 #include "cmd_transcode.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil merge-lora --from BASE.gguf --adapters FILE_OR_DIR --alpha A --out OUT.gguf\n"
-            "                        [--dtype T] [--threads N] [--dry-run] [--json] [--quiet]\n"
-            "\n"
-            "W' = W + (alpha / r) * B * A for every weight the adapters change (r: the rank, from\n"
-            "A's shape), computed in double and rounded once; the rest of the base is copied.\n"
-            "\n"
-            "  --adapters FILE_OR_DIR  a safetensors file, or a folder of them (e.g. PEFT's output)\n"
-            "                          GGUF-named: '<tensor>.lora_a' [r, in] / '.lora_b' [out, r], as\n"
-            "                          llama.cpp's LoRA adapters name them; PEFT-named:\n"
-            "                          'base_model.model.<module>.lora_A.weight' / '.lora_B.weight',\n"
-            "                          mapped to GGUF names by the llama map (model.layers.N -> blk.N,\n"
-            "                          self_attn.{q,k,v,o}_proj -> attn_{q,k,v,output},\n"
-            "                          mlp.{gate,up,down}_proj -> ffn_{gate,up,down}) or the gpt2 map\n"
-            "                          (transformer.h.N -> blk.N, attn.c_attn -> attn_qkv, attn.c_proj\n"
-            "                          -> attn_output, mlp.c_fc -> ffn_up, mlp.c_proj -> ffn_down).\n"
-            "                          A PEFT tensor without lora_A/lora_B (a module saved whole, e.g.\n"
-            "                          a classifier head) replaces the base tensor it maps to.\n"
-            "  --alpha A               required: adapter files do not carry it (PEFT keeps lora_alpha\n"
-            "                          in adapter_config.json)\n"
-            "  --dtype T               also transcode the merged model's matrix weights to T, under\n"
-            "                          `anvil transcode`'s policy (see anvil transcode --help)\n"
-            "\n"
-            "Every adapter tensor must match a base tensor of the right shape, or nothing is\n"
-            "written and the error names it. Quantized base tensors are refused: merge on a\n"
-            "float base (F32/F16/BF16), transcode afterwards.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_merge_lora[] =
+    "usage: anvil merge-lora --from BASE.gguf --adapters FILE_OR_DIR --alpha A --out OUT.gguf\n"
+    "                        [--dtype T] [--threads N] [--dry-run] [--json] [--progress] [--quiet]\n"
+    "\n"
+    "W' = W + (alpha / r) * B * A for every weight the adapters change (r: the rank, from\n"
+    "A's shape), computed in double and rounded once; the rest of the base is copied.\n"
+    "\n"
+    "  --adapters FILE_OR_DIR  a safetensors file, or a folder of them (e.g. PEFT's output)\n"
+    "                          GGUF-named: '<tensor>.lora_a' [r, in] / '.lora_b' [out, r], as\n"
+    "                          llama.cpp's LoRA adapters name them; PEFT-named:\n"
+    "                          'base_model.model.<module>.lora_A.weight' / '.lora_B.weight',\n"
+    "                          mapped to GGUF names by the llama map (model.layers.N -> blk.N,\n"
+    "                          self_attn.{q,k,v,o}_proj -> attn_{q,k,v,output},\n"
+    "                          mlp.{gate,up,down}_proj -> ffn_{gate,up,down}) or the gpt2 map\n"
+    "                          (transformer.h.N -> blk.N, attn.c_attn -> attn_qkv, attn.c_proj\n"
+    "                          -> attn_output, mlp.c_fc -> ffn_up, mlp.c_proj -> ffn_down).\n"
+    "                          A PEFT tensor without lora_A/lora_B (a module saved whole, e.g.\n"
+    "                          a classifier head) replaces the base tensor it maps to.\n"
+    "  --alpha A               required: adapter files do not carry it (PEFT keeps lora_alpha\n"
+    "                          in adapter_config.json)\n"
+    "  --dtype T               also transcode the merged model's matrix weights to T, under\n"
+    "                          `anvil transcode`'s policy (see anvil transcode --help)\n"
+    "  --threads N             encoding threads (0: the config's [runtime] threads)\n"
+    "  --dry-run               print the plan; write nothing\n"
+    "  --json                  print the summary as JSON on stdout\n"
+    "  --progress              a plain progress line per tensor on stderr (for logs)\n"
+    "  --quiet                 print nothing but errors\n"
+    "\n"
+    "Every adapter tensor must match a base tensor of the right shape, or nothing is\n"
+    "written and the error names it. Quantized base tensors are refused: merge on a\n"
+    "float base (F32/F16/BF16), transcode afterwards.\n";
 
 static void print_targets(FILE *f, const anvil_lora *l) {
     fprintf(f, "adapters change %zu base tensors:\n", anvil_lora_target_count(l));
@@ -60,9 +63,9 @@ static void print_targets(FILE *f, const anvil_lora *l) {
 }
 
 int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) return usage(stdout);
+    if (cli_wants_help(argc, argv)) return cli_help("merge-lora");
     const char *from = NULL, *adapters = NULL, *out = NULL, *alpha_s = NULL, *dtype_s = NULL;
-    int json = 0, quiet = 0, dry_run = 0;
+    int json = 0, quiet = 0, dry_run = 0, progress = 0;
     anvil_transcode_options opts;
     anvil_transcode_options_init(&opts);
     for (int i = 1; i < argc; ++i) {
@@ -82,8 +85,7 @@ int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
             char *end = NULL;
             const unsigned long n = strtoul(v, &end, 10);
             if (end == v || *end != '\0' || n > 1024 || v[0] == '-') {
-                fprintf(stderr, "anvil merge-lora: --threads '%s' is not a count from 0 to 1024\n", v);
-                return usage(stderr);
+                return cli_usage_error("merge-lora", "--threads '%s' is not a count from 0 to 1024", v);
             }
             opts.threads = (unsigned)n;
             ++i;
@@ -93,32 +95,38 @@ int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
             quiet = 1;
         } else if (strcmp(o, "--dry-run") == 0) {
             dry_run = 1;
+        } else if (strcmp(o, "--progress") == 0) {
+            progress = 1;
         } else {
-            fprintf(stderr, "anvil merge-lora: unknown or incomplete option '%s'\n", o);
-            return usage(stderr);
+            return cli_usage_error("merge-lora", "unknown or incomplete option '%s'", o);
         }
     }
     if (from == NULL || adapters == NULL || out == NULL) {
-        fprintf(stderr, "anvil merge-lora: --from, --adapters and --out are required\n");
-        return usage(stderr);
+        return cli_usage_error("merge-lora", "--from, --adapters and --out are required");
     }
     if (alpha_s == NULL) {
-        fprintf(stderr, "anvil merge-lora: --alpha is required: adapter files do not carry it (PEFT keeps "
-                        "it as lora_alpha in adapter_config.json)\n");
-        return usage(stderr);
+        return cli_usage_error("merge-lora", "--alpha is required: adapter files do not carry it (PEFT keeps "
+                                             "it as lora_alpha in adapter_config.json)");
     }
     char *end = NULL;
     const double alpha = strtod(alpha_s, &end);
     if (end == alpha_s || *end != '\0' || !isfinite(alpha)) {
-        fprintf(stderr, "anvil merge-lora: --alpha '%s' is not a finite number\n", alpha_s);
-        return usage(stderr);
+        return cli_usage_error("merge-lora", "--alpha '%s' is not a finite number", alpha_s);
     }
+    int same = 0;
+    const int checked = cli_check_output("merge-lora", out, from, &same);
+    if (checked != 0) return checked;
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     anvil_error err = { 0 };
     if (dtype_s != NULL && anvil_type_from_name(ctx, dtype_s, &opts.dtype, &err) != ANVIL_OK) {
-        fprintf(stderr, "anvil merge-lora: --dtype '%s': %s\n", dtype_s, err.message);
-        return 1;
+        return cli_usage_error("merge-lora", "--dtype '%s': %s", dtype_s, err.message);
+    }
+    cli_progress pr;
+    cli_progress_init(&pr, progress && !dry_run, quiet || json || dry_run);
+    if (pr.mode != 0) {
+        opts.progress = cli_transcode_progress;
+        opts.progress_arg = &pr;
     }
     anvil_gguf *base = NULL;
     anvil_lora *lora = NULL;
@@ -131,6 +139,7 @@ int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
         rc = anvil_transcode_plan(&t, ctx, base, out, &opts, &err);
     }
     if (rc == ANVIL_OK && !dry_run) rc = anvil_transcode_run(t, &err);
+    cli_progress_end(&pr);
     if (rc != ANVIL_OK) {
         anvil_transcode_free(t);
         anvil_lora_close(lora);
@@ -143,6 +152,7 @@ int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
         print_targets(stdout, lora);
         cli_transcode_report(stdout, t, from, dry_run, NULL);
     }
+    if (same && !json && !quiet && !dry_run) printf("note: %s was replaced (atomically) by the output\n", out);
     anvil_transcode_free(t);
     anvil_lora_close(lora);
     anvil_gguf_close(base);

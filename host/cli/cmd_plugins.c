@@ -5,6 +5,16 @@
 
 #include "cli.h"
 
+const char cli_help_plugins[] =
+    "usage: anvil plugins [--json]\n"
+    "\n"
+    "Shows every plugin the config names (loaded, or failed with its reason), each\n"
+    "backend with its CPU score (0 = skipped, with why), its kernels, the backend\n"
+    "chosen for each weight type, and the CPU features (ANVIL_CPU_MASK hides some).\n"
+    "Exit status 1 when a plugin that is not optional failed to load.\n"
+    "\n"
+    "  --json  print the same as one JSON object on stdout\n";
+
 static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
     anvil_type_info t;
     return anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK ? t.name : "?";
@@ -93,7 +103,8 @@ static void print_json(const anvil_ctx *ctx) {
     char feats[512], raw[512];
     anvil_cpu_features_string(cpu->features, feats, sizeof feats);
     anvil_cpu_features_string(cpu->features_raw, raw, sizeof raw);
-    printf("{");
+    cli_json_begin(stdout, "plugins");
+    printf(",");
     json_kv("version", anvil_version(), 1);
     printf("\"abi\":\"%d.%d\",", ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
     json_kv("config", anvil_ctx_config_path(ctx), 1);
@@ -110,7 +121,7 @@ static void print_json(const anvil_ctx *ctx) {
         json_kv("name", r.name, 1);
         json_kv("path", r.path, 1);
         printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false", r.optional ? "true" : "false");
-        json_kv("status", anvil_strerror(r.status), 1);
+        json_kv("status", cli_status_name(r.status), 1);
         json_kv("reason", r.reason ? r.reason : "", 0);
         if (r.desc) {
             printf(",");
@@ -176,14 +187,9 @@ int cmd_plugins(cli_globals *g, int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: anvil plugins [--json]\n\n"
-                   "Shows every plugin the config names (loaded, or failed with its reason), each\n"
-                   "backend with its CPU score (0 = skipped, with why), its kernels, the backend\n"
-                   "chosen for each weight type, and the CPU features (ANVIL_CPU_MASK hides some).\n"
-                   "Exit status 1 when a plugin that is not optional failed to load.\n");
-            return 0;
+            return cli_help("plugins");
         } else {
-            return cli_fail("plugins", "unknown argument '%s' (try --help)", argv[i]);
+            return cli_usage_error("plugins", "unknown argument '%s'", argv[i]);
         }
     }
     anvil_error err;

@@ -1,5 +1,5 @@
 /*
- * anvil reemit IN OUT
+ * anvil reemit IN OUT [--json] [--progress] [--quiet]
  *
  * Read a GGUF file and write it back through anvil's writer (version 3, KVs
  * copied raw in order, offsets recomputed, written atomically). For any file
@@ -16,46 +16,61 @@
 #include "cli.h"
 #include "cli_gguf.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil reemit IN OUT\n"
-            "\n"
-            "Read IN (GGUF v2/v3 or safetensors, recognised by content) and write it back\n"
-            "through anvil's writer to OUT. GGUF is written as version 3, byte-identical to\n"
-            "ggml's gguf_write_to_file for the same content; a split part is re-emitted on\n"
-            "its own (use `anvil merge` for a whole set). OUT is written to a temporary file\n"
-            "next to it and renamed into place when complete.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_reemit[] =
+    "usage: anvil reemit IN OUT [--json] [--progress] [--quiet]\n"
+    "\n"
+    "Read IN (GGUF v2/v3 or safetensors, recognised by content) and write it back\n"
+    "through anvil's writer to OUT. GGUF is written as version 3, byte-identical to\n"
+    "ggml's gguf_write_to_file for the same content; a split part is re-emitted on\n"
+    "its own (use `anvil merge` for a whole set). OUT is written to a temporary file\n"
+    "next to it and renamed into place when complete; OUT may be IN (it is then\n"
+    "replaced atomically). OUT naming a folder is refused.\n"
+    "\n"
+    "  --json      print what was written as JSON on stdout\n"
+    "  --progress  a plain progress line per tensor on stderr (for logs); on a terminal\n"
+    "              a progress line is shown anyway\n"
+    "  --quiet     no progress, no report (errors only)\n";
 
 typedef struct reemit_args {
     const char *in, *out;
+    const anvil_gguf_write_options *opts;
 } reemit_args;
 
 static int reemit_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
     const reemit_args *a = arg;
-    return anvil_gguf_reemit(a->in, a->out, ctx, err);
+    return anvil_gguf_reemit_ex(a->in, a->out, ctx, a->opts, err);
 }
 
 int cmd_reemit(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        return usage(stdout);
+        return cli_help("reemit");
     }
-    if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-        return usage(stderr);
+    const char *in = NULL, *out = NULL;
+    cli_write_flags f = { 0, 0, 0 };
+    const int parsed = cli_parse_in_out("reemit", argc, argv, "IN", "OUT", &f, &in, &out);
+    if (parsed != 0) {
+        return parsed;
     }
-    const char *in = argv[1], *out = argv[2];
+    int same = 0;
+    const int rc = cli_check_output("reemit", out, in, &same);
+    if (rc != 0) {
+        return rc;
+    }
     if (cli_gguf_sniff(in) == CLI_SNIFF_SAFETENSORS) {
-        return cli_reemit_safetensors(g, in, out);
+        return cli_reemit_safetensors(g, in, out, f.json, same);
     }
+    cli_progress progress;
+    anvil_gguf_write_options o;
+    cli_gguf_write_options(&f, &progress, &o);
     anvil_error err = { 0 };
-    reemit_args a = { in, out };
-    if (cli_gguf_run(g, reemit_op, &a, &err) != ANVIL_OK) {
+    reemit_args a = { in, out, &o };
+    const int st = cli_gguf_run(g, reemit_op, &a, &err);
+    cli_progress_end(&progress);
+    if (st != ANVIL_OK) {
         return cli_fail_err("reemit", &err);
     }
-    struct stat st;
-    if (stat(out, &st) == 0) {
-        printf("wrote %s (%" PRIu64 " bytes, GGUF v3)\n", out, (uint64_t)st.st_size);
+    if (!f.quiet || f.json) {
+        cli_report_gguf_output("reemit", f.json, in, out, same, g->ctx);
     }
     return 0;
 }

@@ -1,37 +1,82 @@
 /*
- * anvil split IN OUT_PREFIX (--max-size SIZE | --max-tensors N)
+ * anvil split IN OUT_PREFIX [--split-max-size SIZE | --split-max-tensors N] [options]
  *
- * llama.cpp's gguf-split layout: OUT_PREFIX-00001-of-0000N.gguf ..., all
- * metadata in part 1, split.no / split.count (u16) and split.tensors.count
- * (i32) in every part.
+ * llama.cpp's gguf-split layout and option names: OUT_PREFIX-00001-of-0000N.gguf
+ * ..., all metadata in part 1, split.no / split.count (u16) and
+ * split.tensors.count (i32) in every part; at most 128 tensors a part unless
+ * told otherwise.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "anvil/gguf.h"
 #include "cli.h"
 #include "cli_gguf.h"
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil split IN.gguf OUT_PREFIX (--max-size SIZE | --max-tensors N)\n"
-            "\n"
-            "Split IN into OUT_PREFIX-00001-of-0000N.gguf ... the way llama.cpp's gguf-split\n"
-            "does: --max-size starts a new part when the next tensor (padded to 32 bytes)\n"
-            "would take a part's tensor data over SIZE (e.g. 2G = 2e9 bytes, 500M, 4GiB);\n"
-            "--max-tensors puts at most N tensors in each part. Part 1 carries all the\n"
-            "metadata. `anvil merge OUT_PREFIX-00001-of-0000N.gguf OUT.gguf` undoes it.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_split[] =
+    "usage: anvil split IN.gguf OUT_PREFIX [--split-max-size SIZE | --split-max-tensors N]\n"
+    "                   [--no-tensor-first-split] [--dry-run] [--json] [--progress] [--quiet]\n"
+    "\n"
+    "Split IN into OUT_PREFIX-00001-of-0000N.gguf ... the way llama.cpp's gguf-split\n"
+    "does, with its option names. Part 1 carries all the metadata; every part carries\n"
+    "split.no, split.count and split.tensors.count. `anvil merge\n"
+    "OUT_PREFIX-00001-of-0000N.gguf OUT.gguf` undoes it byte for byte.\n"
+    "\n"
+    "  --split-max-size SIZE    start a new part when the next tensor (padded to 32\n"
+    "                           bytes) would take a part's tensor data over SIZE\n"
+    "                           (2G = 2e9 bytes, 500M, 4GiB); alias --max-size\n"
+    "  --split-max-tensors N    at most N tensors a part (default 128, as gguf-split);\n"
+    "                           alias --max-tensors\n"
+    "  --no-tensor-first-split  part 1 holds the metadata only; tensors start in part 2\n"
+    "  --dry-run                print the parts (tensors, bytes) and write nothing\n"
+    "  --json                   print the parts as JSON on stdout\n"
+    "  --progress               a plain progress line per tensor on stderr (for logs)\n"
+    "  --quiet                  no progress, no report\n"
+    "\n"
+    "Each part is written atomically; when one fails, the parts already written are\n"
+    "removed. OUT_PREFIX naming a folder is refused: give the folder and a name, e.g.\n"
+    "out/model.\n";
 
 typedef struct split_args {
     const char *in, *prefix;
-    uint64_t max_size, max_tensors;
+    anvil_gguf_write_options opts;
+    int dry_run;
     uint32_t parts;
+    cli_written *written; /* filled for the report (malloc'd) */
+    char (*paths)[4200];
     size_t n_tensors;
 } split_args;
+
+/* The plan: every part's path, tensor count and size. */
+static int plan(const anvil_gguf *src, split_args *a, const anvil_ctx *ctx, anvil_error *err) {
+    const size_t n = anvil_gguf_tensor_count(src);
+    uint32_t *part_of = malloc((n ? n : 1) * sizeof *part_of);
+    if (part_of == NULL) {
+        return ANVIL_E_NOMEM;
+    }
+    int rc = anvil_gguf_split_plan(src, &a->opts, part_of, &a->parts, err);
+    if (rc == ANVIL_OK) {
+        a->written = calloc(a->parts, sizeof *a->written);
+        a->paths = calloc(a->parts, sizeof *a->paths);
+        if (a->written == NULL || a->paths == NULL) {
+            rc = ANVIL_E_NOMEM;
+        }
+    }
+    for (uint32_t p = 0; rc == ANVIL_OK && p < a->parts; ++p) {
+        uint64_t bytes = 0;
+        rc = anvil_gguf_split_path(a->paths[p], sizeof a->paths[p], a->prefix, p + 1, a->parts, err);
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_split_part_size(src, part_of, p, a->parts, ctx, &bytes, &a->written[p].tensors, err);
+        }
+        a->written[p].path = a->paths[p];
+        a->written[p].bytes = bytes;
+    }
+    free(part_of);
+    return rc;
+}
 
 static int split_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
     split_args *a = arg;
@@ -39,60 +84,96 @@ static int split_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
     int rc = anvil_gguf_open(&src, a->in, ctx, 0, err);
     if (rc == ANVIL_OK) {
         a->n_tensors = anvil_gguf_tensor_count(src);
-        rc = anvil_gguf_split_write(src, a->prefix, a->max_size, a->max_tensors, ctx, &a->parts,
-                                    err);
+        free(a->written);
+        free(a->paths);
+        a->written = NULL;
+        a->paths = NULL;
+        rc = plan(src, a, ctx, err);
+    }
+    if (rc == ANVIL_OK && !a->dry_run) {
+        rc = anvil_gguf_split_write_ex(src, a->prefix, &a->opts, ctx, &a->parts, err);
     }
     anvil_gguf_close(src);
     return rc;
 }
 
+static int parse_limit(const char *opt, const char *v, int is_size, unsigned long long *out) {
+    if (is_size ? cli_parse_size(v, out) != 0 || *out == 0 : cli_parse_count(v, 1, INT32_MAX, out) != 0) {
+        return cli_usage_error("split", is_size ? "%s '%s' is not a positive size (e.g. 2G, 500M, 4GiB)"
+                                                : "%s '%s' is not a positive count",
+                               opt, v);
+    }
+    return 0;
+}
+
 int cmd_split(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
-        return usage(stdout);
+        return cli_help("split");
     }
-    const char *in = NULL, *prefix = NULL;
-    unsigned long long max_size = 0, max_tensors = 0;
-    int have_size = 0, have_tensors = 0;
+    split_args a;
+    memset(&a, 0, sizeof a);
+    anvil_gguf_write_options_init(&a.opts);
+    cli_write_flags f = { 0, 0, 0 };
     for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &max_size) != 0 || max_size == 0) {
-                return cli_fail("split", "--max-size '%s' is not a positive size (e.g. 2G, 500M)",
-                                argv[i]);
+        const char *o = argv[i];
+        const int is_size = strcmp(o, "--split-max-size") == 0 || strcmp(o, "--max-size") == 0;
+        const int is_count = strcmp(o, "--split-max-tensors") == 0 || strcmp(o, "--max-tensors") == 0;
+        if (is_size || is_count) {
+            if (i + 1 >= argc) {
+                return cli_usage_error("split", "%s needs a value", o);
             }
-            have_size = 1;
-        } else if (strcmp(argv[i], "--max-tensors") == 0 && i + 1 < argc) {
-            char *end = NULL;
-            max_tensors = strtoull(argv[++i], &end, 10);
-            if (end == argv[i] || *end != '\0' || max_tensors == 0 || argv[i][0] == '-') {
-                return cli_fail("split", "--max-tensors '%s' is not a positive count", argv[i]);
+            if (is_size ? a.opts.split_max_tensors != 0 : a.opts.split_max_bytes != 0) {
+                return cli_usage_error("split", "give --split-max-size or --split-max-tensors, not both");
             }
-            have_tensors = 1;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "anvil split: unknown or incomplete option '%s'\n", argv[i]);
-            return usage(stderr);
-        } else if (in == NULL) {
-            in = argv[i];
-        } else if (prefix == NULL) {
-            prefix = argv[i];
+            unsigned long long v = 0;
+            const int rc = parse_limit(o, argv[++i], is_size, &v);
+            if (rc != 0) {
+                return rc;
+            }
+            *(is_size ? &a.opts.split_max_bytes : &a.opts.split_max_tensors) = v;
+        } else if (strcmp(o, "--no-tensor-first-split") == 0) {
+            a.opts.split_flags |= ANVIL_GGUF_SPLIT_NO_TENSOR_FIRST;
+        } else if (strcmp(o, "--dry-run") == 0) {
+            a.dry_run = 1;
+        } else if (cli_write_flag(o, &f)) {
+            continue;
+        } else if (o[0] == '-' && o[1] != '\0') {
+            return cli_usage_error("split", "unknown option '%s'", o);
+        } else if (a.in == NULL) {
+            a.in = o;
+        } else if (a.prefix == NULL) {
+            a.prefix = o;
         } else {
-            return usage(stderr);
+            return cli_usage_error("split", "unexpected argument '%s' (needs IN and OUT_PREFIX only)", o);
         }
     }
-    if (in == NULL || prefix == NULL || have_size == have_tensors) {
-        if (in != NULL && prefix != NULL) {
-            fprintf(stderr, "anvil split: give exactly one of --max-size and --max-tensors\n");
-        }
-        return usage(stderr);
+    if (a.in == NULL || a.prefix == NULL) {
+        return cli_usage_error("split", a.in == NULL ? "no IN and OUT_PREFIX given" : "no OUT_PREFIX given");
     }
+    if (a.opts.split_max_bytes == 0 && a.opts.split_max_tensors == 0) {
+        a.opts.split_max_tensors = ANVIL_GGUF_SPLIT_DEFAULT_MAX_TENSORS;
+    }
+    const int checked = cli_check_output("split", a.prefix, NULL, NULL);
+    if (checked != 0) {
+        return checked;
+    }
+    cli_progress progress;
+    cli_progress_init(&progress, f.progress && !a.dry_run, f.quiet || f.json || a.dry_run);
+    a.opts.progress = progress.mode ? cli_gguf_progress : NULL;
+    a.opts.progress_arg = &progress;
     anvil_error err = { 0 };
-    split_args a = { in, prefix, max_size, max_tensors, 0, 0 };
-    if (cli_gguf_run(g, split_op, &a, &err) != ANVIL_OK) {
-        return cli_fail_err("split", &err);
+    const int rc = cli_gguf_run(g, split_op, &a, &err);
+    cli_progress_end(&progress);
+    if (rc != ANVIL_OK) {
+        free(a.written);
+        free(a.paths);
+        return rc == ANVIL_E_NOMEM && err.message[0] == '\0' ? cli_fail("split", "out of memory")
+                                                             : cli_fail_err("split", &err);
     }
-    const uint32_t parts = a.parts;
-    const size_t n_tensors = a.n_tensors;
-    char first[4200];
-    anvil_gguf_split_path(first, sizeof first, prefix, 1, parts, NULL);
-    printf("wrote %" PRIu32 " parts (%zu tensors): %s ...\n", parts, n_tensors, first);
+    if (!f.quiet || f.json || a.dry_run) {
+        cli_report_written("split", f.json, a.in, "gguf", a.n_tensors, a.written, a.parts, a.dry_run, 0);
+    }
+    free(a.written);
+    free(a.paths);
     return 0;
 }

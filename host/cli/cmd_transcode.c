@@ -12,71 +12,73 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+
+#include "anvil/quantize.h"
 #include "anvil/transcode.h"
 #include "cli.h"
+#include "cli_gguf.h"
 #include "cmd_transcode.h"
 #include "ggml_oracle.h"
 
 #define MAX_RULES 256
 
-static int usage(FILE *f) {
-    fprintf(f,
-            "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
-            "\n"
-            "Quantize a float model's matrix weights into a block format, out of core: the\n"
-            "output header is written first, then one tensor at a time is read, encoded on\n"
-            "every core and written, so memory stays bounded by one tensor's output whatever\n"
-            "the model's size. The output is identical for any number of threads.\n"
-            "\n"
-            "Policy (conservative: never silently degrade a model):\n"
-            "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
-            "    in the name; everything else is copied as it is;\n"
-            "  - an already-quantized tensor is not requantized (two quantization errors would\n"
-            "    stack): that is refused unless --allow-requantize; --dtype f16/f32 dequantizes;\n"
-            "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
-            "    type (no silent fallback to another format) and is listed.\n"
-            "\n"
-            "options:\n"
-            "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
-            "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
-            "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
-            "  --allow-requantize        let --dtype/--tensor-type requantize quantized tensors\n"
-            "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
-            "                            --dtype it may requantize already-quantized experts:\n"
-            "                            experts are where bytes cost most in decode bandwidth,\n"
-            "                            and their redundancy keeps the added error's risk lowest\n"
-            "  --tensor-type REGEX=T     tensors whose name matches REGEX (POSIX extended,\n"
-            "                            searched) get T; repeatable, first match wins, beats\n"
-            "                            every other option\n"
-            "  --output-tensor-type T    type of output.weight\n"
-            "  --token-embedding-type T  type of token_embd.weight\n"
-            "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
-            "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
-            "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
-            "                            0 there = every online CPU)\n"
-            "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
-            "                            and the final file size; write nothing\n"
-            "  --no-quality              skip the error figures (decode-back) for a faster run\n"
-            "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
-            "                            build found as for `anvil bench`) against anvil's on the\n"
-            "                            same rows, one thread each, and check the bytes agree\n"
-            "  --json                    print the summary as JSON on stdout\n"
-            "  --quiet                   print nothing but errors\n"
-            "\n"
-            "general.file_type is set to llama.cpp's file type for the dominant output type\n"
-            "and general.quantization_version to 2, as llama-quantize does; every other key\n"
-            "is copied byte for byte.\n");
-    return f == stdout ? 0 : 2;
-}
+const char cli_help_transcode[] =
+    "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
+    "\n"
+    "Quantize a float model's matrix weights into a block format, out of core: the\n"
+    "output header is written first, then one tensor at a time is read, encoded on\n"
+    "every core and written, so memory stays bounded by one tensor's output whatever\n"
+    "the model's size. The output is identical for any number of threads.\n"
+    "\n"
+    "Policy (conservative: never silently degrade a model):\n"
+    "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
+    "    in the name; everything else is copied as it is;\n"
+    "  - an already-quantized tensor is not requantized (two quantization errors would\n"
+    "    stack): that is refused unless --allow-requantize; --dtype f16/f32 dequantizes;\n"
+    "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
+    "    type (no silent fallback to another format) and is listed.\n"
+    "\n"
+    "options:\n"
+    "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
+    "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
+    "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
+    "  --allow-requantize        let --dtype/--tensor-type requantize quantized tensors\n"
+    "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
+    "                            --dtype it may requantize already-quantized experts:\n"
+    "                            experts are where bytes cost most in decode bandwidth,\n"
+    "                            and their redundancy keeps the added error's risk lowest\n"
+    "  --tensor-type REGEX=T     tensors whose name matches REGEX (ECMAScript, as\n"
+    "                            llama.cpp's; searched) get T; repeatable, first match\n"
+    "                            wins, beats every other option\n"
+    "  --output-tensor-type T    type of output.weight\n"
+    "  --token-embedding-type T  type of token_embd.weight\n"
+    "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
+    "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
+    "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
+    "                            0 there = every online CPU)\n"
+    "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
+    "                            and the final file size; write nothing\n"
+    "  --no-quality              skip the error figures (decode-back) for a faster run\n"
+    "  --vs-ggml                 afterwards, time ggml's reference encoders (from the ggml\n"
+    "                            build found as for `anvil bench`) against anvil's on the\n"
+    "                            same rows, one thread each, and check the bytes agree\n"
+    "  --json                    print the summary as JSON on stdout\n"
+    "  --quiet                   print nothing but errors\n"
+    "  --progress                a plain progress line per tensor on stderr (for logs; on a\n"
+    "                            terminal a progress line is shown anyway)\n"
+    "\n"
+    "general.file_type is set to llama.cpp's file type for the dominant output type\n"
+    "and general.quantization_version to 2, as llama-quantize does; every other key\n"
+    "is copied byte for byte.\n";
 
 static int parse_type(anvil_ctx *ctx, const char *option, const char *name, uint32_t *out) {
     anvil_error err;
     if (anvil_type_from_name(ctx, name, out, &err) != ANVIL_OK) {
-        fprintf(stderr, "anvil transcode: %s '%s': %s\n", option, name, err.message);
-        return -1;
+        return cli_usage_error("transcode", "%s '%s': %s", option, name, err.message);
     }
     return 0;
 }
@@ -85,7 +87,7 @@ typedef struct tc_args {
     const char *from, *out;
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
-    int dry_run, json, quiet, vs_ggml;
+    int dry_run, json, quiet, vs_ggml, progress;
 } tc_args;
 
 static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
@@ -100,45 +102,46 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         } else if (strcmp(o, "--out") == 0 && v) {
             a->out = v;
         } else if (strcmp(o, "--dtype") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.dtype)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.dtype)) return 2;
         } else if (strcmp(o, "--experts-dtype") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.experts_dtype)) return 2;
         } else if (strcmp(o, "--output-tensor-type") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.output_type)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.output_type)) return 2;
         } else if (strcmp(o, "--token-embedding-type") == 0 && v) {
-            if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 1;
+            if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 2;
         } else if (strcmp(o, "--tensor-type") == 0 && v) {
             const char *eq = strrchr(v, '=');
             if (eq == NULL || eq == v || eq[1] == '\0') {
-                fprintf(stderr, "anvil transcode: --tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'", v);
             }
             if (a->opts.n_rules >= MAX_RULES) {
-                fprintf(stderr, "anvil transcode: more than %d --tensor-type rules\n", MAX_RULES);
-                return 2;
+                return cli_usage_error("transcode", "more than %d --tensor-type rules", MAX_RULES);
             }
             char *pat = strndup(v, (size_t)(eq - v));
             if (pat == NULL) return 1;
             anvil_transcode_rule *r = &a->rules[a->opts.n_rules];
             if (parse_type(ctx, o, eq + 1, &r->type)) {
                 free(pat);
-                return 1;
+                return 2;
+            }
+            anvil_error perr;
+            if (anvil_tensor_pattern_check(pat, &perr) != ANVIL_OK) {
+                free(pat);
+                return cli_usage_error("transcode", "--tensor-type '%s': %s", v, perr.message);
             }
             r->pattern = pat;
             a->opts.n_rules++;
         } else if (strcmp(o, "--split-max-size") == 0 && v) {
             unsigned long long s = 0;
             if (cli_parse_size(v, &s) != 0 || s == 0) {
-                fprintf(stderr, "anvil transcode: --split-max-size '%s' is not a positive size (e.g. 2G, 500M)\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--split-max-size '%s' is not a positive size (e.g. 2G, 500M)", v);
             }
             a->opts.split_max_bytes = s;
         } else if (strcmp(o, "--threads") == 0 && v) {
             char *end = NULL;
             const unsigned long n = strtoul(v, &end, 10);
             if (end == v || *end != '\0' || n > 1024 || v[0] == '-') {
-                fprintf(stderr, "anvil transcode: --threads '%s' is not a count from 0 to 1024\n", v);
-                return 2;
+                return cli_usage_error("transcode", "--threads '%s' is not a count from 0 to 1024", v);
             }
             a->opts.threads = (unsigned)n;
         } else {
@@ -155,24 +158,23 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->json = 1;
             } else if (strcmp(o, "--quiet") == 0) {
                 a->quiet = 1;
+            } else if (strcmp(o, "--progress") == 0) {
+                a->progress = 1;
             } else {
-                fprintf(stderr, "anvil transcode: unknown or incomplete option '%s'\n", o);
-                return 2;
+                return cli_usage_error("transcode", "unknown or incomplete option '%s'", o);
             }
         }
         i += takes;
     }
     if (a->from == NULL || a->out == NULL) {
-        fprintf(stderr, "anvil transcode: --from and --out are required\n");
-        return 2;
+        return cli_usage_error("transcode", "--from and --out are required");
     }
     const anvil_transcode_options *p = &a->opts;
     if (p->dtype == ANVIL_TRANSCODE_NO_TYPE && p->experts_dtype == ANVIL_TRANSCODE_NO_TYPE &&
         p->output_type == ANVIL_TRANSCODE_NO_TYPE && p->token_embd_type == ANVIL_TRANSCODE_NO_TYPE &&
         p->n_rules == 0) {
-        fprintf(stderr, "anvil transcode: no target type: give --dtype (or --experts-dtype, "
-                        "--tensor-type, --output-tensor-type, --token-embedding-type)\n");
-        return 2;
+        return cli_usage_error("transcode", "no target type: give --dtype (or --experts-dtype, "
+                        "--tensor-type, --output-tensor-type, --token-embedding-type)");
     }
     return 0;
 }
@@ -321,7 +323,7 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
     }
     print_kept_lists(f, t);
     for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
-        fprintf(f, "warning: %s\n", anvil_transcode_warning_at(t, i));
+        fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
@@ -361,12 +363,26 @@ static void json_num(FILE *f, double v) {
 void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run, const cli_vs_ggml *cmp) {
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
-    fprintf(f, "{\"input\":");
+    cli_json_begin(f, cli_command_name());
+    fprintf(f, ",\"input\":");
     cli_json_string(f, input);
     fprintf(f, ",\"outputs\":[");
     for (uint32_t p = 0; p < s.n_parts; ++p) {
-        if (p) fputc(',', f);
-        cli_json_string(f, anvil_transcode_part_path(t, p));
+        size_t n = 0;
+        for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
+        struct stat st;
+        const char *path = anvil_transcode_part_path(t, p);
+        fprintf(f, "%s{\"path\":", p ? "," : "");
+        cli_json_string(f, path);
+        fprintf(f, ",\"bytes\":");
+        if (!dry_run && stat(path, &st) == 0) {
+            fprintf(f, "%llu", (unsigned long long)st.st_size);
+        } else if (s.n_parts == 1) {
+            fprintf(f, "%" PRIu64, s.out_file_bytes);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ",\"n_tensors\":%zu}", n);
     }
     fprintf(f, "],\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
@@ -411,7 +427,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
         anvil_transcode_quality q;
         anvil_transcode_quality_at(t, i, &q);
-        fprintf(f, "%s{\"type\":\"%s\",\"tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
+        fprintf(f, "%s{\"type\":\"%s\",\"n_tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
                 type_name(q.type), q.n_tensors, q.n_elements);
         json_num(f, q.rmse);
         fprintf(f, ",\"max_abs_err\":");
@@ -423,7 +439,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     fprintf(f,
             "],\"n_tensors\":%zu,\"n_encoded\":%zu,\"n_kept_quantized\":%zu,\"n_kept_rows\":%zu,"
             "\"n_kept_source\":%zu,\"src_tensor_bytes\":%" PRIu64 ",\"dst_tensor_bytes\":%" PRIu64
-            ",\"out_file_bytes\":%" PRIu64 ",\"parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
+            ",\"out_file_bytes\":%" PRIu64 ",\"n_parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
             s.n_tensors, s.n_converted, s.n_kept_quantized, s.n_kept_rows, s.n_kept_source, s.src_tensor_bytes,
             s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, type_name(s.dominant_type));
     if (s.file_type == UINT32_MAX) {
@@ -448,7 +464,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", cmp->ran ? "true" : "false");
         cli_json_string(f, cmp->note);
         if (cmp->ran) {
-            fprintf(f, ",\"tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
+            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
                     cmp->mismatched, cmp->src_bytes);
             json_num(f, cmp->ggml_mb_per_s);
             fprintf(f, ",\"anvil_mb_per_s\":");
@@ -520,8 +536,13 @@ static int vs_ggml(anvil_ctx *ctx, const anvil_transcode *t, cli_vs_ggml *res) {
 
 /* ---- progress ---------------------------------------------------------------- */
 
-void cli_transcode_progress(void *arg, const anvil_transcode_progress *p) {
-    cli_progress *ps = arg;
+typedef struct progress_state {
+    double last;
+    int shown;
+} progress_state;
+
+static void progress_line(void *arg, const anvil_transcode_progress *p) {
+    progress_state *ps = arg;
     const double now = p->seconds;
     if (now - ps->last < 0.1 && p->bytes_done < p->bytes_total) return;
     ps->last = now;
@@ -530,7 +551,7 @@ void cli_transcode_progress(void *arg, const anvil_transcode_progress *p) {
     const double left = rate > 0 ? (p->bytes_total - p->bytes_done) / 1e6 / rate : 0;
     fprintf(stderr, "\r\033[K  [%zu/%zu] %.1f%%  %.0f/%.0f MB  %.1f MB/s  ETA %.0fs  %s", p->tensor + 1,
             p->n_tensors, p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
-            p->bytes_total / 1e6, rate, left, p->name);
+            p->bytes_total / 1e6, rate, left, cli_esc(p->name));
     fflush(stderr);
 }
 
@@ -566,11 +587,11 @@ static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
     }
     fprintf(stderr, ".\nllama-quantize's policy falls back to a type that fits such rows: try `anvil quantize "
                     "%s OUT.gguf Q4_K_M` (or another preset).\n",
-            from);
+            cli_esc(from));
 }
 
 int cmd_transcode(cli_globals *g, int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) return usage(stdout);
+    if (cli_wants_help(argc, argv)) return cli_help("transcode");
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     tc_args a;
@@ -578,14 +599,25 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     int rc = parse_args(ctx, argc, argv, &a);
     if (rc != 0) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
-        return rc == 2 ? usage(stderr) : 1;
+        return rc;
+    }
+    int same = 0;
+    rc = cli_check_output("transcode", a.out, a.from, &same);
+    if (rc != 0) {
+        for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
+        return rc;
     }
     anvil_error err = { 0 };
     anvil_gguf *src = NULL;
     anvil_transcode *t = NULL;
-    cli_progress ps = { 0, 0 };
-    if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
+    progress_state ps = { 0, 0 };
+    cli_progress plain;
+    if (a.progress && !a.dry_run) {
+        cli_progress_init(&plain, 1, 0);
         a.opts.progress = cli_transcode_progress;
+        a.opts.progress_arg = &plain;
+    } else if (!a.quiet && !a.dry_run && isatty(fileno(stderr))) {
+        a.opts.progress = progress_line;
         a.opts.progress_arg = &ps;
     }
     int status = anvil_gguf_open(&src, a.from, ctx, 0, &err);
@@ -606,6 +638,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     } else if (!a.quiet) {
         cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     }
+    if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
     warn_nothing_encoded(t, a.from);
     anvil_transcode_free(t);
     anvil_gguf_close(src);

@@ -24,13 +24,4 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
 void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
                         const cli_vs_ggml *cmp);
 
-/* The progress line on stderr (a TTY), shared by transcode and quantize:
- * pass a zeroed cli_progress as the progress argument; clear the line after
- * the run when `shown`. */
-typedef struct cli_progress {
-    double last;
-    int shown;
-} cli_progress;
-void cli_transcode_progress(void *arg, const anvil_transcode_progress *p);
-
 #endif

@@ -9,18 +9,8 @@
 
 #include "anvil/safetensors.h"
 #include "cli.h"
-
-/* Names and metadata are arbitrary UTF-8: keep control bytes off the
- * terminal in the text listing. */
-static void put_text(FILE *f, const char *s) {
-    for (const unsigned char *p = (const unsigned char *)s; *p; ++p) {
-        if (*p < 0x20 || *p == 0x7F) {
-            fprintf(f, "\\x%02x", *p);
-        } else {
-            fputc(*p, f);
-        }
-    }
-}
+#include "cli_gguf.h"
+#include "inspect_common.h"
 
 static int shape_text(char *buf, size_t cap, const anvil_st_tensor *t) {
     size_t o = 0;
@@ -35,147 +25,135 @@ static int shape_text(char *buf, size_t cap, const anvil_st_tensor *t) {
     return (int)(o < cap ? o : cap - 1);
 }
 
-typedef struct dtype_total {
-    unsigned long long tensors, elements, bytes;
-} dtype_total;
+/* Where tensor data starts in the file: after the 8-byte length and the header. */
+static unsigned long long data_start(const anvil_st *st) { return 8ull + anvil_st_header_size(st); }
 
 static void print_text(const char *path, const anvil_st *st, unsigned long long file_size,
-                       const dtype_total *by, const dtype_total *all) {
-    printf("file:      %s\n", path);
-    printf("format:    safetensors\n");
-    printf("size:      %llu bytes = 8 (length) + %llu (header) + %llu (data)\n", file_size,
-           (unsigned long long)anvil_st_header_size(st),
-           (unsigned long long)anvil_st_data_size(st));
-    if (!anvil_st_has_metadata(st)) {
-        printf("metadata:  (none)\n");
+                       const inspect_totals *tot, const cli_inspect_opts *o) {
+    const int md = o->markdown;
+    const size_t n_meta = anvil_st_has_metadata(st) ? anvil_st_metadata_count(st) : 0;
+    if (md) {
+        printf("# ");
+        inspect_md_cell(stdout, path, strlen(path));
+        printf("\n\n| | |\n|---|---|\n| format | safetensors |\n| file size | %llu bytes |\n"
+               "| header | %llu bytes |\n\n## Metadata (%zu keys)\n\n| key | type | value |\n|---|---|---|\n",
+               file_size, (unsigned long long)anvil_st_header_size(st), n_meta);
     } else {
-        printf("metadata:  %zu entr%s\n", anvil_st_metadata_count(st),
-               anvil_st_metadata_count(st) == 1 ? "y" : "ies");
-        for (size_t i = 0; i < anvil_st_metadata_count(st); i++) {
-            const char *k, *v;
-            anvil_st_metadata_at(st, i, &k, &v);
-            printf("  ");
-            put_text(stdout, k);
-            printf(" = ");
-            put_text(stdout, v);
-            printf("\n");
+        printf("file:         ");
+        cli_text_bytes(stdout, path, strlen(path));
+        printf("\nformat:       safetensors\n");
+        printf("file size:    %llu bytes = 8 (length) + %llu (header) + %llu (data)\n", file_size,
+               (unsigned long long)anvil_st_header_size(st), (unsigned long long)anvil_st_data_size(st));
+        printf("metadata:     %zu keys%s\n", n_meta, anvil_st_has_metadata(st) ? "" : " (no __metadata__)");
+    }
+    for (size_t i = 0; i < n_meta; i++) {
+        const char *k, *v;
+        anvil_st_metadata_at(st, i, &k, &v);
+        if (md) {
+            printf("| ");
+            inspect_md_cell(stdout, k, strlen(k));
+            printf(" | str | ");
+            inspect_md_cell(stdout, v, strlen(v));
+            printf(" |\n");
+        } else {
+            char key[512];
+            printf("  %-44s %-16s = \"", cli_text_esc(key, sizeof key, k, strlen(k)), "str");
+            cli_text_bytes(stdout, v, strlen(v));
+            printf("\"\n");
         }
     }
     const size_t count = anvil_st_count(st);
-    int width = 4;
-    for (size_t i = 0; i < count; i++) {
-        const int len = (int)strlen(anvil_st_tensor_at(st, i)->name);
-        if (len > width) {
-            width = len > 64 ? 64 : len;
+    printf(md ? "\n## Tensors (%zu)\n" : "tensors:      %zu (in data order)\n", count);
+    if (!o->no_tensors && count > 0) {
+        if (md) {
+            printf("\n| # | name | type | shape | bytes | offset |\n|---:|---|---|---|---:|---:|\n");
+        } else {
+            printf("  %-5s %-40s %-8s %-24s %14s %14s\n", "#", "name", "type", "shape", "bytes", "offset");
         }
     }
-    printf("tensors:   %zu (in data order)\n", count);
-    if (count > 0) {
-        printf("  %-*s  %-11s  %-20s  %14s  %s\n", width, "name", "dtype", "shape", "bytes",
-               "data_offsets");
-    }
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && !o->no_tensors; i++) {
         const anvil_st_tensor *t = anvil_st_tensor_at(st, i);
-        char shape[256];
+        char shape[256], name[512];
         shape_text(shape, sizeof shape, t);
-        printf("  ");
-        put_text(stdout, t->name);
-        const int pad = width - (int)strlen(t->name);
-        printf("%*s  %-11s  %-20s  %14llu  [%llu, %llu)\n", pad > 0 ? pad : 0, "",
-               anvil_st_dtype_name(t->dtype), shape, (unsigned long long)t->size,
-               (unsigned long long)t->begin, (unsigned long long)t->end);
-    }
-    printf("totals:    %llu tensors, %llu elements, %llu bytes\n", all->tensors, all->elements,
-           all->bytes);
-    for (int d = ANVIL_ST_DTYPE_COUNT - 1; d >= 0; d--) {
-        if (by[d].tensors > 0) {
-            printf("  %-11s %llu tensor%s, %llu elements, %llu bytes\n",
-                   anvil_st_dtype_name((anvil_st_dtype)d), by[d].tensors,
-                   by[d].tensors == 1 ? "" : "s", by[d].elements, by[d].bytes);
+        if (md) {
+            printf("| %zu | ", i);
+            inspect_md_cell(stdout, t->name, strlen(t->name));
+            printf(" | %s | %s | %llu | %llu |\n", anvil_st_dtype_name(t->dtype), shape,
+                   (unsigned long long)t->size, data_start(st) + (unsigned long long)t->begin);
+        } else {
+            printf("  %-5zu %-40s %-8s %-24s %14llu %14llu\n", i, cli_text_esc(name, sizeof name, t->name, strlen(t->name)),
+                   anvil_st_dtype_name(t->dtype), shape, (unsigned long long)t->size,
+                   data_start(st) + (unsigned long long)t->begin);
         }
     }
+    inspect_text_totals(stdout, tot, md);
 }
 
 static void print_json(const char *path, const anvil_st *st, unsigned long long file_size,
-                       const dtype_total *by, const dtype_total *all) {
-    printf("{\"file\":");
+                       const inspect_totals *tot, const cli_inspect_opts *o) {
+    cli_json_begin(stdout, "inspect");
+    printf(",\"input\":");
     cli_json_string(stdout, path);
-    printf(",\"format\":\"safetensors\",\"file_size\":%llu,\"header_size\":%llu,"
-           "\"data_size\":%llu,\"metadata\":",
-           file_size, (unsigned long long)anvil_st_header_size(st),
-           (unsigned long long)anvil_st_data_size(st));
-    if (!anvil_st_has_metadata(st)) {
-        printf("null");
-    } else {
-        printf("{");
-        for (size_t i = 0; i < anvil_st_metadata_count(st); i++) {
-            const char *k, *v;
-            anvil_st_metadata_at(st, i, &k, &v);
-            printf("%s", i ? "," : "");
-            cli_json_string(stdout, k);
-            printf(":");
-            cli_json_string(stdout, v);
-        }
+    printf(",\"format\":\"safetensors\",\"file_size\":%llu,\"ok\":true,\"safetensors\":{\"header_size\":%llu,"
+           "\"data_size\":%llu,\"has_metadata\":%s},\"metadata\":[",
+           file_size, (unsigned long long)anvil_st_header_size(st), (unsigned long long)anvil_st_data_size(st),
+           anvil_st_has_metadata(st) ? "true" : "false");
+    const size_t n_meta = anvil_st_has_metadata(st) ? anvil_st_metadata_count(st) : 0;
+    for (size_t i = 0; i < n_meta; i++) {
+        const char *k, *v;
+        anvil_st_metadata_at(st, i, &k, &v);
+        printf("%s{\"key\":", i ? "," : "");
+        cli_json_string(stdout, k);
+        printf(",\"type\":\"str\",\"value\":");
+        cli_json_string(stdout, v);
         printf("}");
     }
-    printf(",\"tensors\":[");
-    for (size_t i = 0; i < anvil_st_count(st); i++) {
-        const anvil_st_tensor *t = anvil_st_tensor_at(st, i);
-        printf("%s{\"name\":", i ? "," : "");
-        cli_json_string(stdout, t->name);
-        printf(",\"dtype\":\"%s\",\"shape\":[", anvil_st_dtype_name(t->dtype));
-        for (size_t d = 0; d < t->rank; d++) {
-            printf("%s%llu", d ? "," : "", (unsigned long long)t->shape[d]);
+    printf("]");
+    if (!o->no_tensors) {
+        printf(",\"tensors\":[");
+        for (size_t i = 0; i < anvil_st_count(st); i++) {
+            const anvil_st_tensor *t = anvil_st_tensor_at(st, i);
+            printf("%s{\"name\":", i ? "," : "");
+            cli_json_string(stdout, t->name);
+            printf(",\"type\":\"%s\",\"shape\":[", anvil_st_dtype_name(t->dtype));
+            for (size_t d = 0; d < t->rank; d++) {
+                printf("%s%llu", d ? "," : "", (unsigned long long)t->shape[d]);
+            }
+            printf("],\"elements\":%llu,\"bytes\":%llu,\"offset\":%llu,\"problem\":null,\"data_offsets\":[%llu,%llu]}",
+                   (unsigned long long)t->n_elements, (unsigned long long)t->size,
+                   data_start(st) + (unsigned long long)t->begin, (unsigned long long)t->begin,
+                   (unsigned long long)t->end);
         }
-        printf("],\"elements\":%llu,\"bytes\":%llu,\"data_offsets\":[%llu,%llu]}",
-               (unsigned long long)t->n_elements, (unsigned long long)t->size,
-               (unsigned long long)t->begin, (unsigned long long)t->end);
+        printf("]");
     }
-    printf("],\"totals\":{\"tensors\":%llu,\"elements\":%llu,\"bytes\":%llu,\"by_dtype\":{",
-           all->tensors, all->elements, all->bytes);
-    int first = 1;
-    for (int d = ANVIL_ST_DTYPE_COUNT - 1; d >= 0; d--) {
-        if (by[d].tensors > 0) {
-            printf("%s\"%s\":{\"tensors\":%llu,\"elements\":%llu,\"bytes\":%llu}",
-                   first ? "" : ",", anvil_st_dtype_name((anvil_st_dtype)d), by[d].tensors,
-                   by[d].elements, by[d].bytes);
-            first = 0;
-        }
-    }
-    printf("}}}\n");
+    inspect_json_totals(stdout, tot);
+    printf(",\"problems\":[]}\n");
 }
 
-int cli_inspect_safetensors(cli_globals *g, const char *path, int json) {
+int cli_inspect_safetensors(cli_globals *g, const char *path, const cli_inspect_opts *o) {
     (void)g; /* no plugin is needed to read a container */
     anvil_error err;
     anvil_st *st = NULL;
     if (anvil_st_open(&st, path, &err) != ANVIL_OK) {
         return cli_fail_err("inspect", &err);
     }
-    dtype_total by[ANVIL_ST_DTYPE_COUNT];
-    dtype_total all = {0, 0, 0};
-    memset(by, 0, sizeof by);
+    inspect_totals tot;
+    memset(&tot, 0, sizeof tot);
     for (size_t i = 0; i < anvil_st_count(st); i++) {
         const anvil_st_tensor *t = anvil_st_tensor_at(st, i);
-        by[t->dtype].tensors++;
-        by[t->dtype].elements += t->n_elements;
-        by[t->dtype].bytes += t->size;
-        all.tensors++;
-        all.elements += t->n_elements;
-        all.bytes += t->size;
+        inspect_totals_add(&tot, anvil_st_dtype_name(t->dtype), t->n_elements, t->size);
     }
-    const unsigned long long file_size =
-        8ull + anvil_st_header_size(st) + anvil_st_data_size(st);
-    if (json) {
-        print_json(path, st, file_size, by, &all);
+    const unsigned long long file_size = 8ull + anvil_st_header_size(st) + anvil_st_data_size(st);
+    if (o->json) {
+        print_json(path, st, file_size, &tot, o);
     } else {
-        print_text(path, st, file_size, by, &all);
+        print_text(path, st, file_size, &tot, o);
     }
     anvil_st_close(st);
-    return fflush(stdout) == 0 ? 0 : cli_fail("inspect", "writing the listing failed");
+    return 0;
 }
 
-int cli_reemit_safetensors(cli_globals *g, const char *in, const char *out) {
+int cli_reemit_safetensors(cli_globals *g, const char *in, const char *out, int json, int same) {
     (void)g;
     anvil_error err;
     anvil_st *st = NULL;
@@ -198,8 +176,7 @@ int cli_reemit_safetensors(cli_globals *g, const char *in, const char *out) {
         return cli_fail_err("reemit", &err);
     }
     struct stat sb;
-    const unsigned long long size = stat(out, &sb) == 0 ? (unsigned long long)sb.st_size : 0;
-    printf("reemit: %s -> %s (safetensors, %zu tensor%s, %llu bytes)\n", in, out, count,
-           count == 1 ? "" : "s", size);
+    const cli_written wr = { out, stat(out, &sb) == 0 ? (unsigned long long)sb.st_size : 0, count };
+    cli_report_written("reemit", json, in, "safetensors", count, &wr, 1, 0, same);
     return 0;
 }

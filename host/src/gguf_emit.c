@@ -320,6 +320,14 @@ void gguf_writer_stream_cleanup(anvil_gguf_writer *w) {
     }
 }
 
+ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn,
+                                              void *arg) {
+    if (w != NULL) {
+        w->progress = fn;
+        w->progress_arg = arg;
+    }
+}
+
 ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w) {
     if (w != NULL) {
         gguf_writer_stream_cleanup(w);
@@ -351,6 +359,13 @@ ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *p
     }
     w->state = GGUF_W_STREAMING;
     w->next = 0;
+    w->bytes_done = 0;
+    w->bytes_total = 0;
+    for (size_t i = 0; i < w->n_tensors; ++i) {
+        if (gguf_add_overflows(w->bytes_total, w->tensors[i].n_bytes, &w->bytes_total)) {
+            w->bytes_total = UINT64_MAX; /* for progress only; write_header refuses it */
+        }
+    }
     rc = write_header(w, err);
     if (rc != ANVIL_OK) {
         gguf_writer_stream_cleanup(w);
@@ -381,6 +396,12 @@ static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anv
     }
     if (rc == ANVIL_OK) {
         w->next++;
+        w->bytes_done += size;
+        if (w->progress != NULL) {
+            const anvil_gguf_progress p = { w->next, w->n_tensors, w->bytes_done, w->bytes_total,
+                                            t->name, 1, 1 };
+            w->progress(w->progress_arg, &p);
+        }
     }
     return rc;
 }
@@ -496,3 +517,17 @@ ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, s
     s->fd = -1;
     return rc;
 }
+
+/* ---- for the metadata editor (gguf_meta.c) ------------------------------------- */
+
+int gguf_writer_header_bytes(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err) {
+    return build_header(w, out, size, err);
+}
+
+int gguf_sink_open(gguf_sink *s, const char *path, anvil_error *err) { return sink_open_file(s, path, err); }
+int gguf_sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *err) {
+    return sink_write(s, data, n, err);
+}
+int gguf_sink_flush(gguf_sink *s, anvil_error *err) { return sink_flush(s, err); }
+int gguf_sink_commit(gguf_sink *s, anvil_error *err) { return sink_commit(s, err); }
+void gguf_sink_discard(gguf_sink *s) { sink_discard(s); }

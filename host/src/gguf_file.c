@@ -225,13 +225,15 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
             t->part = (uint32_t)i;
             size_t first = 0;
             const int rc = gguf_index_insert(&g->tensor_index, g->n_tensors, &first);
-            if (rc == 1) {
+            if (rc == 1 && g->lenient) {
+                /* Already noted (and the tensor marked) by the parse. */
+            } else if (rc == 1) {
                 return anvil_error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
                                        "tensor '%s' is in part %u and again in part %zu of the "
                                        "split set; the set is corrupt: re-split the model",
                                        t->name, g->tensors[first].part + 1, i + 1);
             }
-            if (rc != ANVIL_OK) {
+            if (rc != ANVIL_OK && rc != 1) {
                 return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
             }
             g->n_tensors++;
@@ -251,6 +253,7 @@ ANVIL_API void anvil_gguf_close(anvil_gguf *g) {
     free(g->tensors);
     gguf_index_free(&g->tensor_index);
     mapping_destroy(g->mapping);
+    gguf_problems_free(&g->problems);
     free(g);
 }
 
@@ -277,6 +280,98 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     }
     *out = g;
     return ANVIL_OK;
+}
+
+/* Lenient parse of region 0 (already set up) as the one part of g. */
+static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err) {
+    const gguf_region *r = &g->mapping->regions[0];
+    int rc = gguf_parse_part_lenient(&g->parts[0], r->addr, r->size, ctx, &g->problems, err);
+    if (rc != ANVIL_OK) {
+        if (path != NULL) {
+            anvil_error_prefix(err, "%s", path);
+        }
+        return rc;
+    }
+    g->n_parts = 1;
+    if (path != NULL && (g->parts[0].path = strdup(path)) == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    return gguf_merge_parts(g, err);
+}
+
+/* A lenient open of the file at path, or (path NULL) of the caller's buffer. */
+static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size,
+                        const anvil_ctx *ctx, anvil_error *err) {
+    if (out == NULL || (path == NULL && data == NULL && size > 0)) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
+    }
+    *out = NULL;
+    anvil_gguf *g = gguf_new();
+    if (g == NULL) {
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    g->lenient = 1;
+    int rc = add_slot(g, err);
+    gguf_region *r = rc == ANVIL_OK ? &g->mapping->regions[0] : NULL;
+    if (rc == ANVIL_OK && path != NULL) {
+        rc = gguf_map_file(path, r, err);
+    } else if (rc == ANVIL_OK) {
+        *r = (gguf_region){ (void *)(uintptr_t)data, size, 0 };
+    }
+    if (rc == ANVIL_OK) {
+        g->mapping->n = 1;
+        rc = open_lenient_region(g, path, ctx, err);
+    }
+    if (rc != ANVIL_OK) {
+        anvil_gguf_close(g);
+        return rc;
+    }
+    *out = g;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
+                                      anvil_error *err) {
+    if (path == NULL) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
+    }
+    return open_lenient(out, path, NULL, 0, ctx, err);
+}
+
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
+                                             const anvil_ctx *ctx, anvil_error *err) {
+    return open_lenient(out, NULL, data, size, ctx, err);
+}
+
+ANVIL_API size_t anvil_gguf_problem_count(const anvil_gguf *g) { return g != NULL ? g->problems.n : 0; }
+
+ANVIL_API int anvil_gguf_problem_at(const anvil_gguf *g, size_t i, anvil_gguf_problem *out) {
+    if (g == NULL || out == NULL || i >= g->problems.n) {
+        return ANVIL_E_INVALID_ARG;
+    }
+    const gguf_problem *p = &g->problems.items[i];
+    out->code = p->code;
+    out->where = p->where;
+    out->index = p->index;
+    out->message = p->message;
+    return ANVIL_OK;
+}
+
+ANVIL_API const char *anvil_gguf_tensor_problem(const anvil_gguf *g, size_t i) {
+    if (g == NULL || i >= g->n_tensors || g->n_parts != 1 || g->parts[0].problem_of == NULL ||
+        g->parts[0].problem_of[i] == 0) {
+        return NULL;
+    }
+    return g->problems.items[g->parts[0].problem_of[i] - 1].message;
+}
+
+ANVIL_API void anvil_gguf_declared_counts(const anvil_gguf *g, uint64_t *n_kv, uint64_t *n_tensors) {
+    if (n_kv != NULL) {
+        *n_kv = g->parts[0].declared_kvs;
+    }
+    if (n_tensors != NULL) {
+        *n_tensors = g->parts[0].declared_tensors;
+    }
 }
 
 ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,

@@ -79,6 +79,24 @@ int64_t gguf_index_find(const gguf_name_index *ix, const char *ptr, size_t len);
 void gguf_index_clear(gguf_name_index *ix);
 void gguf_index_free(gguf_name_index *ix);
 
+/* ---- problems found by a lenient open ----------------------------------- */
+
+typedef struct gguf_problem {
+    int code;
+    int where;               /* ANVIL_GGUF_AT_* */
+    size_t index;
+    char *message;
+} gguf_problem;
+
+typedef struct gguf_problems {
+    gguf_problem *items;
+    size_t n, cap;
+} gguf_problems;
+
+/* Record e's code and message; returns ANVIL_OK or ANVIL_E_NOMEM. */
+int gguf_problem_add(gguf_problems *ps, int where, size_t index, const anvil_error *e);
+void gguf_problems_free(gguf_problems *ps);
+
 /* ---- a parsed part ------------------------------------------------------ */
 
 typedef struct gguf_part {
@@ -96,11 +114,22 @@ typedef struct gguf_part {
     size_t n_tensors;
     char *names;             /* pool of NUL-terminated keys and tensor names */
     gguf_name_index kv_index;
+    uint64_t declared_kvs;   /* the header's counts */
+    uint64_t declared_tensors;
+    size_t *problem_of;      /* lenient: per tensor, 0 or 1 + the index of its
+                                first problem (such a tensor has data NULL) */
 } gguf_part;
 
 /* Parse and validate one file image. On failure the part is left empty. */
 int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
                     anvil_error *err);
+/* The same, reading on past what it can: a bad KV or directory entry that
+ * leaves the rest unreadable stops the parse there, one whose extent is
+ * known is noted and skipped; a tensor whose type, shape, offset or data
+ * range is wrong is kept and noted. Every problem goes to problems. Fails
+ * only when the header itself (magic, version, counts) cannot be read. */
+int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
+                            const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err);
 void gguf_part_free(gguf_part *p);
 
 /* ---- mapping ------------------------------------------------------------ */
@@ -131,6 +160,8 @@ struct anvil_gguf {
     gguf_name_index tensor_index;
     anvil_gguf_mapping *mapping;       /* owned until taken */
     const anvil_gguf_mapping *hints;   /* the mapping, owned or not */
+    int lenient;                       /* opened by anvil_gguf_open_lenient */
+    gguf_problems problems;
 };
 
 /* Build the merged tensor list and its index from the parts. */

@@ -21,7 +21,11 @@ typedef struct reader {
     const uint8_t *base;
     uint64_t size;
     uint64_t pos;
+    gguf_problems *problems; /* lenient: where problems go; NULL: strict */
 } reader;
+
+/* Lenient: the rest of the file cannot be read (an internal status). */
+#define GGUF_STOPPED 1
 
 static uint64_t bytes_left(const reader *r) { return r->size - r->pos; }
 
@@ -185,6 +189,51 @@ static int nomem(anvil_error *err, const char *what) {
     return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory while reading %s", what);
 }
 
+/* ---- lenient bookkeeping ------------------------------------------------- */
+
+int gguf_problem_add(gguf_problems *ps, int where, size_t index, const anvil_error *e) {
+    if (grow_array((void **)&ps->items, &ps->cap, ps->n + 1, sizeof *ps->items) != ANVIL_OK) {
+        return ANVIL_E_NOMEM;
+    }
+    char *m = strdup(e->message);
+    if (m == NULL) {
+        return ANVIL_E_NOMEM;
+    }
+    ps->items[ps->n++] = (gguf_problem){ e->code, where, index, m };
+    return ANVIL_OK;
+}
+
+void gguf_problems_free(gguf_problems *ps) {
+    for (size_t i = 0; i < ps->n; ++i) {
+        free(ps->items[i].message);
+    }
+    free(ps->items);
+    memset(ps, 0, sizeof *ps);
+}
+
+/* A problem found at (where, index), described in *e. Strict: returns its
+ * code. Lenient: notes it and returns ANVIL_OK, or `then` when the parse
+ * cannot go on past it (GGUF_STOPPED). */
+static int problem(reader *r, int where, size_t index, int code, const anvil_error *e, int then,
+                   anvil_error *err) {
+    if (r->problems == NULL) {
+        return code;
+    }
+    if (gguf_problem_add(r->problems, where, index, e) != ANVIL_OK) {
+        return nomem(err, "the list of problems");
+    }
+    return then;
+}
+
+/* Lenient: tensor i of p is bad, its first problem the last one noted. */
+static void mark_bad(const reader *r, gguf_part *p, size_t i) {
+    if (r->problems != NULL && p->problem_of != NULL && p->problem_of[i] == 0) {
+        p->problem_of[i] = r->problems->n;
+    }
+}
+
+static int is_bad(const gguf_part *p, size_t i) { return p->problem_of != NULL && p->problem_of[i] != 0; }
+
 /* Read a string's u64 length and check it against the bytes left. */
 static int read_string(reader *r, anvil_gguf_str *out, const char *what, anvil_error *err) {
     if (bytes_left(r) < 8) {
@@ -302,6 +351,8 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
 }
 
 static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
+    anvil_error local;
+    anvil_error *e = r->problems != NULL ? &local : err; /* lenient: problems, not failures */
     size_t cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_KV_BYTES;
     if (n_kv > 0 &&
@@ -314,15 +365,19 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
         char what[96];
         snprintf(what, sizeof what, "the key of KV %" PRIu64 " of %" PRIu64, k, n_kv);
         anvil_gguf_str key;
-        int rc = read_string(r, &key, what, err);
+        int rc = read_string(r, &key, what, e);
         if (rc != ANVIL_OK) {
-            return rc;
+            return problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, GGUF_STOPPED, err);
         }
         if (key.len == 0) {
-            return anvil_error_set(err, ANVIL_E_GGUF_STRING,
-                                   "KV %" PRIu64 " has an empty key (at byte %" PRIu64
-                                   "); the file is corrupt",
-                                   k, r->pos - 8);
+            rc = anvil_error_set(e, ANVIL_E_GGUF_STRING,
+                                 "KV %" PRIu64 " has an empty key (at byte %" PRIu64
+                                 "); the file is corrupt",
+                                 k, r->pos - 8);
+            rc = problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, ANVIL_OK, err);
+            if (rc != ANVIL_OK) {
+                return rc;
+            }
         }
         if (grow_array((void **)&p->kvs, &cap, p->n_kv + 1, sizeof *p->kvs) != ANVIL_OK) {
             return nomem(err, "the KV table");
@@ -335,19 +390,33 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
         size_t first = 0;
         rc = gguf_index_insert(&p->kv_index, p->n_kv, &first);
         if (rc == 1) {
-            const shown_name s = show(key.ptr, key.len);
-            return anvil_error_set(err, ANVIL_E_GGUF_DUP_KEY,
-                                   "key '%s' appears twice (KV %zu and KV %" PRIu64
-                                   "); the file is corrupt: re-export it",
-                                   s.text, first, k);
-        }
-        if (rc != ANVIL_OK) {
+            const shown_name sn = show(key.ptr, key.len);
+            rc = anvil_error_set(e, ANVIL_E_GGUF_DUP_KEY,
+                                 "key '%s' appears twice (KV %zu and KV %" PRIu64
+                                 "); the file is corrupt: re-export it",
+                                 sn.text, first, k);
+            /* Lenient: both stay listed; lookups find the first. */
+            rc = problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, ANVIL_OK, err);
+            if (rc != ANVIL_OK) {
+                return rc;
+            }
+        } else if (rc != ANVIL_OK) {
             return nomem(err, "the key index");
         }
         p->n_kv++;
-        rc = read_value(r, kv, err);
+        rc = read_value(r, kv, e);
         if (rc != ANVIL_OK) {
-            return rc;
+            if (r->problems != NULL) {
+                /* Not listed: its value is unreadable. */
+                p->n_kv--;
+                gguf_index_clear(&p->kv_index);
+                for (size_t i = 0; i < p->n_kv; ++i) {
+                    if (gguf_index_insert(&p->kv_index, i, &first) < 0) {
+                        return nomem(err, "the key index");
+                    }
+                }
+            }
+            return problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, GGUF_STOPPED, err);
         }
     }
     return ANVIL_OK;
@@ -355,27 +424,32 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
 
 /* general.alignment is checked on its raw wire type: a u64 or i32 holding a
  * "good" number is still refused, because ggml reads only u32. */
-static int read_alignment(gguf_part *p, anvil_error *err) {
+static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
+    anvil_error local;
+    anvil_error *e = r->problems != NULL ? &local : err;
     p->alignment = ANVIL_GGUF_DEFAULT_ALIGNMENT;
     const int64_t at = gguf_index_find(&p->kv_index, ANVIL_GGUF_KEY_ALIGNMENT,
                                        sizeof ANVIL_GGUF_KEY_ALIGNMENT - 1);
     if (at < 0) {
         return ANVIL_OK;
     }
+    /* Lenient: a bad value is noted and the default used. */
     const anvil_gguf_kv *kv = &p->kvs[at];
     if (kv->type != ANVIL_GGUF_TYPE_U32) {
         const char *tn = anvil_gguf_type_name(kv->type);
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                               "general.alignment has wire type %s; it must be u32 (a power of "
-                               "two up to 1 MiB); the file is corrupt",
-                               tn != NULL ? tn : "?");
+        const int rc = anvil_error_set(e, ANVIL_E_GGUF_KEY_TYPE,
+                                       "general.alignment has wire type %s; it must be u32 (a "
+                                       "power of two up to 1 MiB); the file is corrupt",
+                                       tn != NULL ? tn : "?");
+        return problem(r, ANVIL_GGUF_AT_KV, (size_t)at, rc, e, ANVIL_OK, err);
     }
     const uint32_t a = gguf_load_u32(kv->raw);
     if (!gguf_is_pow2(a) || a > ANVIL_GGUF_MAX_ALIGNMENT) {
-        return anvil_error_set(err, ANVIL_E_GGUF_ALIGNMENT,
-                               "general.alignment is %" PRIu32 "; it must be a power of two "
-                               "from 1 to %u (1 MiB); the file is corrupt",
-                               a, ANVIL_GGUF_MAX_ALIGNMENT);
+        const int rc = anvil_error_set(e, ANVIL_E_GGUF_ALIGNMENT,
+                                       "general.alignment is %" PRIu32 "; it must be a power of "
+                                       "two from 1 to %u (1 MiB); the file is corrupt",
+                                       a, ANVIL_GGUF_MAX_ALIGNMENT);
+        return problem(r, ANVIL_GGUF_AT_KV, (size_t)at, rc, e, ANVIL_OK, err);
     }
     p->alignment = a;
     return ANVIL_OK;
@@ -482,9 +556,43 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     return ANVIL_OK;
 }
 
+/* Lenient: where the directory entry at r->pos (after its name) ends, when
+ * its n_dims is sane and it lies inside the file; 0 otherwise. */
+static uint64_t entry_end(const reader *r) {
+    if (bytes_left(r) < 4) {
+        return 0;
+    }
+    const uint32_t n_dims = gguf_load_u32(r->base + r->pos);
+    const uint64_t need = 4 + 8u * (uint64_t)n_dims + 4 + 8;
+    return n_dims <= ANVIL_GGUF_MAX_DIMS && bytes_left(r) >= need ? r->pos + need : 0;
+}
+
+/* Lenient: fill what the wire says of an entry read_tensor refused (its
+ * extent is known), so it can be listed with its problem. */
+static void fill_refused(const reader *r, anvil_gguf_tensor *t, uint64_t start, uint64_t end) {
+    const uint8_t *b = r->base + start;
+    t->n_dims = gguf_load_u32(b);
+    uint64_t n = 1;
+    int overflow = 0;
+    for (uint32_t j = 0; j < ANVIL_GGUF_MAX_DIMS; ++j) {
+        t->ne[j] = j < t->n_dims ? gguf_load_u64(b + 4 + 8u * j) : 1;
+        overflow |= gguf_mul_overflows(n, t->ne[j], &n);
+    }
+    for (uint32_t k = 0; k < ANVIL_GGUF_MAX_DIMS; ++k) {
+        t->shape[k] = k < t->n_dims ? t->ne[t->n_dims - 1 - k] : 1;
+    }
+    t->n_elements = overflow ? 0 : n;
+    t->type = gguf_load_u32(r->base + end - 12);
+    t->offset = gguf_load_u64(r->base + end - 8);
+    t->n_bytes = 0;
+    t->row_bytes = 0;
+}
+
 static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil_ctx *ctx,
                         anvil_error *err) {
-    size_t cap = 0;
+    anvil_error local;
+    anvil_error *e = r->problems != NULL ? &local : err;
+    size_t cap = 0, bad_cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_TENSOR_BYTES;
     if (n_tensors > 0 &&
         grow_array((void **)&p->tensors, &cap,
@@ -499,12 +607,16 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
         char what[96];
         snprintf(what, sizeof what, "the name of tensor %" PRIu64 " of %" PRIu64, k, n_tensors);
         anvil_gguf_str name;
-        rc = read_string(r, &name, what, err);
+        rc = read_string(r, &name, what, e);
         if (rc != ANVIL_OK) {
+            rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, GGUF_STOPPED, err);
             break;
         }
         if (grow_array((void **)&p->tensors, &cap, p->n_tensors + 1, sizeof *p->tensors) !=
-            ANVIL_OK) {
+                ANVIL_OK ||
+            (r->problems != NULL &&
+             grow_array((void **)&p->problem_of, &bad_cap, p->n_tensors + 1, sizeof *p->problem_of) !=
+                 ANVIL_OK)) {
             rc = nomem(err, "the tensor directory");
             break;
         }
@@ -513,22 +625,42 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
         memset(t, 0, sizeof *t);
         t->name = name.ptr;
         t->name_len = name.len;
+        if (p->problem_of != NULL) {
+            p->problem_of[p->n_tensors] = 0;
+        }
         size_t first = 0;
         rc = gguf_index_insert(&names, p->n_tensors, &first);
         if (rc == 1) {
-            const shown_name s = show(name.ptr, name.len);
-            rc = anvil_error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
+            const shown_name sn = show(name.ptr, name.len);
+            rc = anvil_error_set(e, ANVIL_E_GGUF_DUP_TENSOR,
                                  "tensor name '%s' appears twice (tensors %zu and %" PRIu64
                                  "); the file is corrupt: re-export it",
-                                 s.text, first, k);
-            break;
-        }
-        if (rc != ANVIL_OK) {
+                                 sn.text, first, k);
+            rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, ANVIL_OK, err);
+            if (rc != ANVIL_OK) {
+                break;
+            }
+            mark_bad(r, p, p->n_tensors);
+        } else if (rc != ANVIL_OK) {
             rc = nomem(err, "the tensor index");
             break;
         }
+        const uint64_t start = r->pos;
+        const uint64_t end = r->problems != NULL ? entry_end(r) : 0;
         p->n_tensors++;
-        rc = read_tensor(r, t, k, ctx, err);
+        rc = read_tensor(r, t, k, ctx, e);
+        if (rc != ANVIL_OK && end == 0) {
+            /* The rest of the directory cannot be found: not listed. */
+            p->n_tensors -= r->problems != NULL;
+            rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, GGUF_STOPPED, err);
+        } else if (rc != ANVIL_OK) {
+            rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, ANVIL_OK, err);
+            if (rc == ANVIL_OK) {
+                fill_refused(r, t, start, end);
+                mark_bad(r, p, p->n_tensors - 1);
+                r->pos = end;
+            }
+        }
     }
     gguf_index_free(&names);
     return rc;
@@ -550,16 +682,23 @@ static int by_start(const void *a, const void *b) {
     return x->tensor < y->tensor ? -1 : (x->tensor > y->tensor);
 }
 
-static int check_data(gguf_part *p, anvil_error *err) {
+static int check_data(reader *r, gguf_part *p, anvil_error *err) {
+    anvil_error local;
+    anvil_error *e = r->problems != NULL ? &local : err;
+    int rc;
     /* Misaligned offsets first: they say the directory itself is wrong. */
     for (size_t i = 0; i < p->n_tensors; ++i) {
         const anvil_gguf_tensor *t = &p->tensors[i];
-        if (t->offset % p->alignment != 0) {
-            const shown_name s = show(t->name, t->name_len);
-            return anvil_error_set(err, ANVIL_E_GGUF_MISALIGNED,
-                                   "tensor '%s': data offset %" PRIu64 " is not a multiple of "
-                                   "the alignment %" PRIu32 "; the file is corrupt",
-                                   s.text, t->offset, p->alignment);
+        if (!is_bad(p, i) && t->offset % p->alignment != 0) {
+            const shown_name sn = show(t->name, t->name_len);
+            rc = anvil_error_set(e, ANVIL_E_GGUF_MISALIGNED,
+                                 "tensor '%s': data offset %" PRIu64 " is not a multiple of "
+                                 "the alignment %" PRIu32 "; the file is corrupt",
+                                 sn.text, t->offset, p->alignment);
+            if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, rc, e, ANVIL_OK, err)) != ANVIL_OK) {
+                return rc;
+            }
+            mark_bad(r, p, i);
         }
     }
     size_t n_past = 0, first_past = 0;
@@ -567,18 +706,41 @@ static int check_data(gguf_part *p, anvil_error *err) {
     for (size_t i = 0; i < p->n_tensors; ++i) {
         anvil_gguf_tensor *t = &p->tensors[i];
         uint64_t start, end;
+        if (is_bad(p, i)) {
+            /* Where its data would start, for the listing. */
+            t->file_offset = gguf_add_overflows(p->data_offset, t->offset, &start) ? 0 : start;
+            continue;
+        }
         if (gguf_add_overflows(p->data_offset, t->offset, &start) ||
             gguf_add_overflows(start, t->n_bytes, &end)) {
-            const shown_name s = show(t->name, t->name_len);
-            return anvil_error_set(err, ANVIL_E_GGUF_DATA_RANGE,
-                                   "tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes "
-                                   "lies outside any possible file; the file is corrupt",
-                                   s.text, t->offset, t->n_bytes);
+            const shown_name sn = show(t->name, t->name_len);
+            rc = anvil_error_set(e, ANVIL_E_GGUF_DATA_RANGE,
+                                 "tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes "
+                                 "lies outside any possible file; the file is corrupt",
+                                 sn.text, t->offset, t->n_bytes);
+            if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, rc, e, ANVIL_OK, err)) != ANVIL_OK) {
+                return rc;
+            }
+            mark_bad(r, p, i);
+            continue;
         }
         t->file_offset = start;
         if (end > p->size) {
             if (n_past++ == 0) {
                 first_past = i;
+            }
+            if (r->problems != NULL) {
+                const shown_name sn = show(t->name, t->name_len);
+                anvil_error_set(e, ANVIL_E_GGUF_TRUNCATED,
+                                "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
+                                " bytes: %" PRIu64 " bytes short; the file is truncated: "
+                                "re-download or re-export",
+                                sn.text, end, p->size, end - p->size);
+                if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, 0, e, ANVIL_OK, err)) != ANVIL_OK) {
+                    return rc;
+                }
+                mark_bad(r, p, i);
+                continue;
             }
         }
         if (end > need) {
@@ -586,9 +748,9 @@ static int check_data(gguf_part *p, anvil_error *err) {
         }
     }
     p->data_end = need;
-    if (n_past > 0) {
+    if (n_past > 0 && r->problems == NULL) {
         const anvil_gguf_tensor *t = &p->tensors[first_past];
-        const shown_name s = show(t->name, t->name_len);
+        const shown_name sn = show(t->name, t->name_len);
         const uint64_t end = t->file_offset + t->n_bytes;
         char more[256] = "";
         if (n_past > 1) {
@@ -601,7 +763,7 @@ static int check_data(gguf_part *p, anvil_error *err) {
                                "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
                                " bytes: %" PRIu64 " bytes (%.3f GB) short%s. The file is "
                                "truncated: re-download or re-export",
-                               s.text, end, p->size, end - p->size, gguf_gb(end - p->size), more);
+                               sn.text, end, p->size, end - p->size, gguf_gb(end - p->size), more);
     }
 
     /* Overlaps: sort the non-empty ranges and compare each with the one
@@ -615,7 +777,7 @@ static int check_data(gguf_part *p, anvil_error *err) {
         }
     }
     for (size_t i = 0; i < p->n_tensors; ++i) {
-        if (p->tensors[i].n_bytes > 0) {
+        if (p->tensors[i].n_bytes > 0 && !is_bad(p, i)) {
             rs[n].start = p->tensors[i].file_offset;
             rs[n].end = rs[n].start + p->tensors[i].n_bytes;
             rs[n].tensor = i;
@@ -625,26 +787,45 @@ static int check_data(gguf_part *p, anvil_error *err) {
     if (n > 1) {
         qsort(rs, n, sizeof *rs, by_start);
     }
-    int rc = ANVIL_OK;
+    rc = ANVIL_OK;
     size_t reach = 0;
-    for (size_t i = 1; i < n; ++i) {
+    for (size_t i = 1; i < n && rc == ANVIL_OK; ++i) {
         if (rs[i].start < rs[reach].end) {
             const anvil_gguf_tensor *a = &p->tensors[rs[reach].tensor];
             const anvil_gguf_tensor *b = &p->tensors[rs[i].tensor];
             const shown_name sa = show(a->name, a->name_len);
             const shown_name sb = show(b->name, b->name_len);
-            rc = anvil_error_set(err, ANVIL_E_GGUF_OVERLAP,
+            rc = anvil_error_set(e, ANVIL_E_GGUF_OVERLAP,
                                  "tensors '%s' (bytes %" PRIu64 "-%" PRIu64 ") and '%s' (bytes "
                                  "%" PRIu64 "-%" PRIu64 ") overlap; the file is corrupt",
                                  sa.text, rs[reach].start, rs[reach].end, sb.text, rs[i].start,
                                  rs[i].end);
-            break;
+            /* Lenient: both are marked, each with the same message. */
+            const size_t ta = rs[reach].tensor, tb = rs[i].tensor;
+            if (r->problems != NULL && !is_bad(p, ta)) {
+                if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, ta, rc, e, ANVIL_OK, err)) != ANVIL_OK) {
+                    break;
+                }
+                mark_bad(r, p, ta);
+            }
+            rc = problem(r, ANVIL_GGUF_AT_TENSOR, tb, e->code, e, ANVIL_OK, err);
+            mark_bad(r, p, tb);
         }
         if (rs[i].end > rs[reach].end) {
             reach = i;
         }
     }
     free(rs);
+    if (rc == ANVIL_OK && r->problems != NULL) {
+        /* The data the good tensors need. */
+        p->data_end = p->data_offset;
+        for (size_t i = 0; i < p->n_tensors; ++i) {
+            const anvil_gguf_tensor *t = &p->tensors[i];
+            if (!is_bad(p, i) && t->file_offset + t->n_bytes > p->data_end) {
+                p->data_end = t->file_offset + t->n_bytes;
+            }
+        }
+    }
     return rc;
 }
 
@@ -681,13 +862,13 @@ static int pool_names(gguf_part *p, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
-                    anvil_error *err) {
+static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
+                      gguf_problems *problems, anvil_error *err) {
     memset(p, 0, sizeof *p);
     p->base = base;
     p->size = size;
     gguf_index_init(&p->kv_index, gguf_kv_name_of, NULL);
-    reader r = { base, size, 0 };
+    reader r = { base, size, 0, problems };
 
     int rc = check_magic(base, size, err);
     if (rc != ANVIL_OK) {
@@ -719,16 +900,22 @@ int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvi
                              n_tensors, n_kv);
         goto fail;
     }
+    p->declared_kvs = n_kv;
+    p->declared_tensors = n_tensors;
+    /* From here on a lenient parse keeps what it has read (GGUF_STOPPED:
+     * the rest of the file cannot be found). */
     rc = read_kvs(&r, p, n_kv, err);
-    if (rc != ANVIL_OK) {
-        goto fail;
+    if (rc == ANVIL_OK || rc == GGUF_STOPPED) {
+        const int stopped = rc;
+        rc = read_alignment(&r, p, err);
+        if (rc == ANVIL_OK) {
+            rc = stopped;
+        }
     }
-    rc = read_alignment(p, err);
-    if (rc != ANVIL_OK) {
-        goto fail;
+    if (rc == ANVIL_OK) {
+        rc = read_tensors(&r, p, n_tensors, ctx, err);
     }
-    rc = read_tensors(&r, p, n_tensors, ctx, err);
-    if (rc != ANVIL_OK) {
+    if (rc != ANVIL_OK && rc != GGUF_STOPPED) {
         goto fail;
     }
     p->header_size = r.pos;
@@ -739,7 +926,7 @@ int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvi
         rc = anvil_error_set(err, ANVIL_E_GGUF_DATA_RANGE, "data section offset overflows");
         goto fail;
     }
-    rc = check_data(p, err);
+    rc = check_data(&r, p, err);
     if (rc != ANVIL_OK) {
         goto fail;
     }
@@ -748,7 +935,7 @@ int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvi
         goto fail;
     }
     for (size_t i = 0; i < p->n_tensors; ++i) {
-        p->tensors[i].data = base + p->tensors[i].file_offset;
+        p->tensors[i].data = is_bad(p, i) ? NULL : base + p->tensors[i].file_offset;
     }
     return ANVIL_OK;
 
@@ -757,8 +944,19 @@ fail:
     return rc;
 }
 
+int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
+                    anvil_error *err) {
+    return parse_part(p, base, size, ctx, NULL, err);
+}
+
+int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
+                            const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err) {
+    return parse_part(p, base, size, ctx, problems, err);
+}
+
 void gguf_part_free(gguf_part *p) {
     free(p->kvs);
+    free(p->problem_of);
     free(p->tensors);
     free(p->names);
     free(p->path);

@@ -382,6 +382,14 @@ ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_k
     return put_kv(w, kv->key, kv->key_len, kv->type, kv->raw, kv->raw_size, err);
 }
 
+ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_gguf_kv *kv, const char *key,
+                                           anvil_error *err) {
+    if (kv == NULL || key == NULL || key[0] == '\0') {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL KV or empty key");
+    }
+    return put_kv(w, key, strlen(key), kv->type, kv->raw, kv->raw_size, err);
+}
+
 /* ggml reads a bool byte as (b != 0) and writes it back as 0/1. */
 static int copy_kv_canonical_bool(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
                                   anvil_error *err) {

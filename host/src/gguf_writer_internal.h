@@ -49,7 +49,23 @@ struct anvil_gguf_writer {
     gguf_wstate state;
     size_t next;             /* streaming: next tensor expected */
     gguf_sink sink;
+    anvil_gguf_progress_fn progress; /* after each tensor written; may be NULL */
+    void *progress_arg;
+    uint64_t bytes_done, bytes_total; /* streaming: tensor bytes written / to write */
 };
+
+/* The header as it will be written (KVs, tensor directory, padding to the
+ * data section): malloc'd bytes. */
+int gguf_writer_header_bytes(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err);
+
+/* The atomic file sink the writer uses: a temp file next to path; write
+ * through it (or, after gguf_sink_flush, straight to s->fd), then commit
+ * (fsync, rename over path) or discard (remove the temp file). */
+int gguf_sink_open(gguf_sink *s, const char *path, anvil_error *err);
+int gguf_sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *err);
+int gguf_sink_flush(gguf_sink *s, anvil_error *err);
+int gguf_sink_commit(gguf_sink *s, anvil_error *err);
+void gguf_sink_discard(gguf_sink *s);
 
 /* Offsets of tensor i's data relative to the data section. */
 int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,

@@ -115,6 +115,19 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     return ANVIL_OK;
 }
 
+ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err) {
+    anvil_error_clear(err);
+    if (pattern == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL pattern");
+    ecma_re *re = NULL;
+    char why[256];
+    if (ecma_re_compile(pattern, strlen(pattern), &re, why, sizeof why) != 0) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                               "not a valid ECMAScript regular expression (llama.cpp's dialect): %s", why);
+    }
+    ecma_re_free(re);
+    return ANVIL_OK;
+}
+
 ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern, uint32_t *type,
                                                anvil_error *err) {
     anvil_error_clear(err);

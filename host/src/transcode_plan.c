@@ -131,13 +131,27 @@ int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_err
     return 0;
 }
 
+/* Transcode has no importance matrix: a format ggml encodes only with one
+ * is refused up front, pointing to quantize. */
+static int check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_error *err) {
+    int rc = tc_check_target(ctx, type, option, err);
+    const anvil_codec *c = anvil_ctx_codec(ctx, type);
+    if (rc == ANVIL_OK && c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
+        rc = anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                             "%s: %s cannot be written without an importance matrix (ggml encodes it only "
+                             "with one): use `anvil quantize --imatrix FILE`, or pick another type",
+                             option, c->name);
+    }
+    return rc;
+}
+
 static int compile_rules(anvil_transcode *t, anvil_error *err) {
     const anvil_transcode_options *o = &t->opts;
     int rc = tc_compile_rules(t, o->rules, o->n_rules, "--tensor-type", err);
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_rules; ++i) {
         char label[64];
         snprintf(label, sizeof label, "--tensor-type rule %zu", i + 1);
-        rc = tc_check_target(t->ctx, t->rules[i].type, label, err);
+        rc = check_target(t->ctx, t->rules[i].type, label, err);
     }
     return rc;
 }
@@ -155,7 +169,7 @@ static int check_types(anvil_transcode *t, anvil_error *err) {
     };
     for (size_t i = 0; i < sizeof given / sizeof given[0]; ++i) {
         if (given[i].type == ANVIL_TRANSCODE_NO_TYPE) continue;
-        int rc = tc_check_target(t->ctx, given[i].type, given[i].option, err);
+        int rc = check_target(t->ctx, given[i].type, given[i].option, err);
         if (rc != ANVIL_OK) return rc;
     }
     return ANVIL_OK;

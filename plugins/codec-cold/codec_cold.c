@@ -1,15 +1,17 @@
 /*
- * codec-cold: the decode-first formats. Eleven codecs, one family:
+ * codec-cold: eleven codecs, one family:
  *   i-quants   IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS
  *   FP4        MXFP4 NVFP4
  *
- * Every format decodes bit-identically to ggml. Eight encode byte-identically
- * to what llama-quantize writes without an importance matrix: IQ4_NL IQ4_XS
- * MXFP4 NVFP4, and the lattice searches IQ3_XXS IQ3_S IQ2_S IQ1_M. The other
- * three say why they do not, and the host answers
- * ANVIL_E_ENCODER_UNAVAILABLE with that note: ggml refuses to quantize
- * IQ2_XXS IQ2_XS IQ1_S without an importance matrix, so there is no
- * imatrix-free output to match.
+ * Every format decodes bit-identically to ggml and encodes byte-identically
+ * to ggml_quantize_chunk (what llama-quantize writes), with an importance
+ * matrix through encode_rows, without one through encode and encode_rows.
+ * IQ2_XXS IQ2_XS IQ1_S are the exception ggml makes: it quantizes them only
+ * with an importance matrix, so they have encode_rows alone, flagged
+ * ANVIL_CODEC_NEEDS_IMATRIX (answering ANVIL_E_NEEDS_IMATRIX to none), and
+ * no unweighted encode (there is no imatrix-free output to match). MXFP4
+ * and NVFP4 take an importance matrix and, as ggml, ignore it
+ * (ANVIL_CODEC_IMATRIX_UNUSED).
  *
  * The codebooks are static tables (plugins/ref/cold_tables.c). The lattice
  * encoders also need search tables derived from them (for every off-grid
@@ -27,9 +29,9 @@
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
 
-#define NOTE_IMATRIX "ggml encodes it only with an importance matrix: decode-only"
+#define NOTE_IMATRIX "needs an importance matrix (ggml encodes it only with one)"
 
-#define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, dec, note) \
+#define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, rows, dec, note) \
     static const anvil_codec ident = {                                       \
         .struct_size = sizeof(anvil_codec),                                  \
         .type_id = (type),                                                   \
@@ -43,30 +45,31 @@
         .decode = (dec),                                                     \
         .ref_vec_dot = NULL,                                                 \
         .encode_note = (note),                                               \
+        .encode_rows = (rows),                                               \
     }
 
 COLD_CODEC(c_iq2_xxs, ANVIL_TYPE_IQ2_XXS, "iq2_xxs", anvil_block_iq2_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
 COLD_CODEC(c_iq2_xs, ANVIL_TYPE_IQ2_XS, "iq2_xs", anvil_block_iq2_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
 COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
+           0, anvil_ref_encode_iq3_xxs, anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
 COLD_CODEC(c_iq1_s, ANVIL_TYPE_IQ1_S, "iq1_s", anvil_block_iq1_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
 COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
+           0, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
 COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq3_s, anvil_ref_decode_iq3_s, NULL);
+           0, anvil_ref_encode_iq3_s, anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s, NULL);
 COLD_CODEC(c_iq2_s, ANVIL_TYPE_IQ2_S, "iq2_s", anvil_block_iq2_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq2_s, anvil_ref_decode_iq2_s, NULL);
+           0, anvil_ref_encode_iq2_s, anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s, NULL);
 COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
+           0, anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
 COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq1_m, anvil_ref_decode_iq1_m, NULL);
+           0, anvil_ref_encode_iq1_m, anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m, NULL);
 COLD_CODEC(c_mxfp4, ANVIL_TYPE_MXFP4, "mxfp4", anvil_block_mxfp4, ANVIL_QK_MXFP4, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_mxfp4, anvil_ref_decode_mxfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_mxfp4, anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, NULL);
 COLD_CODEC(c_nvfp4, ANVIL_TYPE_NVFP4, "nvfp4", anvil_block_nvfp4, ANVIL_QK_NVFP4, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_nvfp4, anvil_ref_decode_nvfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_nvfp4, anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, NULL);
 
 /* In type-id order. */
 static const anvil_codec *const codecs[] = {
@@ -81,7 +84,7 @@ static int cold_init(const anvil_host_services *host, char *err, size_t err_size
     const int rc = anvil_ref_cold_lattice_init();
     if (rc != ANVIL_OK && err != NULL && err_size > 0) {
         snprintf(err, err_size,
-                 "codec-cold: the IQ3/IQ2_S/IQ1_M search tables failed their self-check "
+                 "codec-cold: the i-quant lattice search tables failed their self-check "
                  "(plugins/ref/cold_tables.c is corrupt); reinstall the plugin");
     }
     return rc;
@@ -93,10 +96,10 @@ static const anvil_plugin_desc desc = {
     .abi_minor = ANVIL_ABI_MINOR,
     .kind = ANVIL_PLUGIN_CODEC,
     .id = "codec-cold",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .license = "MIT",
-    .description = "i-quants, MXFP4 and NVFP4: bit-exact decode for all, byte-exact encode for "
-                   "IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4",
+    .description = "i-quants, MXFP4 and NVFP4: bit-exact decode and byte-exact encode (with or "
+                   "without an importance matrix) for all eleven; IQ2_XXS IQ2_XS IQ1_S need one",
     .init = cold_init,
     .n_codecs = sizeof codecs / sizeof codecs[0],
     .codecs = codecs,

@@ -4,8 +4,11 @@
  * Q2_K .. Q6_K are weight formats whose dot products consume Q8_K
  * activations; Q8_K is that activation format (f32 scale, 256 int8 codes,
  * sixteen 16-element partial sums), flagged as such. Every encoder is
- * byte-identical to ggml's quantize_row_*_ref, every decoder bit-identical
- * to dequantize_row_*. Kernels belong to backends: ref_vec_dot stays NULL.
+ * byte-identical to ggml's quantize_row_*_ref, every row encoder to
+ * ggml_quantize_chunk with or without an importance matrix (which all five
+ * weight formats use), every decoder bit-identical to dequantize_row_*.
+ * Q8_K is not a ggml_quantize_chunk format: no row encoder. Kernels belong
+ * to backends: ref_vec_dot stays NULL.
  */
 #include "anvil/abi.h"
 #include "anvil/blocks.h"
@@ -13,7 +16,7 @@
 #include "ref/kquants.h"
 #include "ref/q8_k.h"
 
-#define KQ_CODEC(ident, type, nm, blk, flg, enc, dec)                          \
+#define KQ_CODEC(ident, type, nm, blk, flg, enc, dec, rows)                          \
     static const anvil_codec ident = {                                         \
         .struct_size = sizeof(anvil_codec),                                    \
         .type_id = (type),                                                     \
@@ -25,20 +28,21 @@
         .flags = (flg),                                                        \
         .encode = (enc),                                                       \
         .decode = (dec),                                                       \
+        .encode_rows = (rows),                                                 \
     }
 
 KQ_CODEC(codec_q2_K, ANVIL_TYPE_Q2_K, "q2_K", anvil_block_q2_K, 0,
-         anvil_ref_encode_q2_K, anvil_ref_decode_q2_K);
+         anvil_ref_encode_q2_K, anvil_ref_decode_q2_K, anvil_ref_encode_rows_q2_K);
 KQ_CODEC(codec_q3_K, ANVIL_TYPE_Q3_K, "q3_K", anvil_block_q3_K, 0,
-         anvil_ref_encode_q3_K, anvil_ref_decode_q3_K);
+         anvil_ref_encode_q3_K, anvil_ref_decode_q3_K, anvil_ref_encode_rows_q3_K);
 KQ_CODEC(codec_q4_K, ANVIL_TYPE_Q4_K, "q4_K", anvil_block_q4_K, 0,
-         anvil_ref_encode_q4_K, anvil_ref_decode_q4_K);
+         anvil_ref_encode_q4_K, anvil_ref_decode_q4_K, anvil_ref_encode_rows_q4_K);
 KQ_CODEC(codec_q5_K, ANVIL_TYPE_Q5_K, "q5_K", anvil_block_q5_K, 0,
-         anvil_ref_encode_q5_K, anvil_ref_decode_q5_K);
+         anvil_ref_encode_q5_K, anvil_ref_decode_q5_K, anvil_ref_encode_rows_q5_K);
 KQ_CODEC(codec_q6_K, ANVIL_TYPE_Q6_K, "q6_K", anvil_block_q6_K, 0,
-         anvil_ref_encode_q6_K, anvil_ref_decode_q6_K);
+         anvil_ref_encode_q6_K, anvil_ref_decode_q6_K, anvil_ref_encode_rows_q6_K);
 KQ_CODEC(codec_q8_K, ANVIL_TYPE_Q8_K, "q8_K", anvil_block_q8_K, ANVIL_CODEC_ACTIVATION,
-         anvil_ref_encode_q8_K, anvil_ref_decode_q8_K);
+         anvil_ref_encode_q8_K, anvil_ref_decode_q8_K, NULL);
 
 static const anvil_codec *const codecs[] = {
     &codec_q2_K, &codec_q3_K, &codec_q4_K, &codec_q5_K, &codec_q6_K, &codec_q8_K,

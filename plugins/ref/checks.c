@@ -26,14 +26,23 @@ int anvil_ref_check_encode_input(const char *type_name, const float *src, size_t
                           type_name, n, block_elems, block_elems ? n % block_elems : n, block_elems);
         return ANVIL_E_BLOCK_MISMATCH;
     }
+    return anvil_ref_check_finite(type_name, src, n, 0, msg, msg_size);
+}
+
+int anvil_ref_check_finite(const char *type_name, const float *src, size_t n, size_t n_per_row,
+                           char *msg, size_t msg_size) {
     const size_t bad = anvil_find_nonfinite(src, n);
-    if (bad != n) {
-        const float v = src[bad];
-        anvil_ref_message(msg, msg_size,
-                          "%s: element %zu is %s; encoders refuse non-finite input "
-                          "(fix the source tensor or clamp it before quantizing)",
-                          type_name, bad, isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"));
-        return ANVIL_E_NONFINITE;
+    if (bad == n) {
+        return ANVIL_OK;
     }
-    return ANVIL_OK;
+    const float v = src[bad];
+    const char *what = isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf");
+    const char *fix = "encoders refuse non-finite input (fix the source tensor or clamp it before quantizing)";
+    if (n_per_row == 0) {
+        anvil_ref_message(msg, msg_size, "%s: element %zu is %s; %s", type_name, bad, what, fix);
+    } else {
+        anvil_ref_message(msg, msg_size, "%s: row %zu element %zu (index %zu) is %s; %s", type_name,
+                          bad / n_per_row, bad % n_per_row, bad, what, fix);
+    }
+    return ANVIL_E_NONFINITE;
 }

@@ -9,12 +9,15 @@
  *    every field is masked to its width and every table has exactly as many
  *    entries as its index field can name, so no bit pattern reads outside a
  *    table. n is a whole number of blocks (callers check).
- *  - Encoders exist where ggml has a deterministic one that llama-quantize
- *    uses without an importance matrix: IQ4_NL (ggml_quantize_chunk's path,
- *    with the scale search), IQ4_XS, MXFP4, NVFP4 (quantize_row_*_ref), and
- *    the lattice searches IQ3_XXS, IQ3_S, IQ2_S, IQ1_M (cold_enc_grid.h).
- *    All eight are byte-identical to ggml. IQ2_XXS, IQ2_XS and IQ1_S need an
- *    importance matrix in ggml and are decode-only here.
+ *  - Encoders are byte-identical to ggml_quantize_chunk, with or without an
+ *    importance matrix: IQ4_NL (the chunk path, with the scale search),
+ *    IQ4_XS, MXFP4, NVFP4 (here), and the lattice searches IQ3_XXS, IQ3_S,
+ *    IQ2_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ1_S (cold_enc_grid.h). Each format has
+ *    a row-wise entry, anvil_ref_encode_rows_<t> (the codec ABI's
+ *    encode_rows: rows of n_per_row elements, optional importance weights,
+ *    one per column), and all but the three that ggml encodes only with an
+ *    importance matrix (IQ2_XXS, IQ2_XS, IQ1_S) an unweighted single-row
+ *    one, anvil_ref_encode_<t>, whose bytes equal encode_rows' without one.
  *  - Dots follow ggml's scalar (generic) kernels operation for operation, so
  *    they equal ggml_vec_dot_<w>_<act>_generic bit for bit and ggml's SIMD
  *    kernels to accumulation order. Activations: Q8_0 for IQ4_NL, MXFP4 and
@@ -46,6 +49,18 @@ int anvil_ref_encode_iq4_nl(const float *src, void *dst, size_t n, char *msg, si
 int anvil_ref_encode_iq4_xs(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 int anvil_ref_encode_mxfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
+
+/* Row-wise, optionally importance-weighted (anvil_encode_rows_fn; checks
+ * and refusals in ref/rows.h). MXFP4 and NVFP4 ignore the weights, as
+ * ggml does. */
+int anvil_ref_encode_rows_iq4_nl(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                 const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq4_xs(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                 const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_mxfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_nvfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                                const float *imatrix, char *msg, size_t msg_size);
 
 /* ---- scalar dots (anvil_vec_dot_fn) --------------------------------------- */
 void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void *a);

@@ -1,11 +1,13 @@
 /*
- * IQ1_M encoder: what ggml_quantize_chunk(GGML_TYPE_IQ1_M, ..., imatrix =
- * NULL) writes (quantize_iq1_m; ggml has no quantize_row_iq1_m_ref), byte
- * for byte.
+ * IQ1_M encoder: what ggml_quantize_chunk(GGML_TYPE_IQ1_M, ...) writes with
+ * or without an importance matrix (quantize_iq1_m; ggml has no
+ * quantize_row_iq1_m_ref), byte for byte.
  *
  * Values are (code - 1 + delta) * scale with codes 0..2 and delta = +-1/8
  * chosen per 8 elements. Per 16 elements, ggml solves the weighted
- * (w = x^2) least-squares problem exactly over the three-level splits: sort
+ * (w = x^2, or with an importance matrix qw sqrt(sigma2 + x^2), sigma2 =
+ * twice the block's mean square) least-squares problem exactly over the
+ * three-level splits: sort
  * the elements, try every pair of cut points (i1 <= i2) and, for each, the
  * four ways of giving the two 8-element halves a delta sign; keep the best
  * fit. The code vectors of the halves are then snapped to the IQ1 grid
@@ -19,8 +21,8 @@
  *    so the order of equal values is whatever the C library's qsort does.
  *    glibc's qsort is a merge sort for arrays this small (it falls back to
  *    quicksort only when it cannot get a scratch buffer), which keeps equal
- *    values in index order: a stable sort. That is what is done here, and
- *    what the oracle (on glibc) confirms. Equal values are common (zeros,
+ *    values in index order: a stable sort (anvil_cold_stable_order). That
+ *    is what is done here, and what the oracle (on glibc) confirms. Equal values are common (zeros,
  *    repeated levels), and their order moves the cut points and the sums'
  *    rounding; ggml built on a C library with an unstable qsort (musl's
  *    smoothsort) writes other bytes for such groups.
@@ -44,8 +46,9 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_impl.h"
+#include "ref/rows.h"
 #include "ref/cold_tables.h"
 
 #define QK ANVIL_QK_K
@@ -53,6 +56,10 @@
 
 /* ggml's GROUP_MAX_EPS_IQ1_M. */
 #define IQ1M_TINY 1e-7f
+
+/* What ggml does where the search overflows. */
+#define GGML_READS_PAST "reads past the end of its input"
+#define GGML_DIES "fails an assertion and aborts"
 
 #define IQ1M_QS offsetof(anvil_block_iq1_m, qs)
 #define IQ1M_QH offsetof(anvil_block_iq1_m, qh)
@@ -62,52 +69,6 @@
  * 2 (-,+), 3 (-,-) for (first 8, last 8). Returns 1 for x_m. */
 static inline int variant_minus(int k, int second_half) {
     return second_half ? (k & 1) : (k >> 1);
-}
-
-/* ggml's iq1_find_best_neighbour2: the candidate whose values xx[code] *
- * scale are closest to x (weighted), first on ties; -1 when none scores
- * below FLT_MAX (ggml then scans the whole grid reading past its input).
- * The lists are long (73 candidates on average), so each (element, code)
- * term w (scale q - x)^2 is computed once, by ggml's expression, and the
- * candidates' sums add them in ggml's element order: the same floats. */
-static int best_candidate(const cold_lattice *lat, const uint16_t *cand, const float *x,
-                          const float *w, float scale, const float *xx) {
-    float err[8][3];
-    for (int i = 0; i < 8; ++i) {
-        for (int c = 0; c < 3; ++c) {
-            const float diff = scale * xx[c] - x[i];
-            err[i][c] = w[i] * diff * diff;
-        }
-    }
-    const int count = cand[0];
-    float best = FLT_MAX;
-    int index = -1;
-    for (int j = 1; j <= count; ++j) {
-        const uint8_t *c = lat->code + (size_t)cand[j] * 8;
-        float d2 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            d2 += err[i][c[i]];
-        }
-        if (d2 < best) {
-            best = d2;
-            index = cand[j];
-        }
-    }
-    return index;
-}
-
-/* Stable ascending order of x[0..GROUP): what glibc's qsort (merge sort)
- * produces with ggml's value-only comparator. Insertion sort, moving an
- * element left only past strictly greater ones. */
-static void stable_order(const float *x, int *idx) {
-    for (int j = 0; j < GROUP; ++j) {
-        int m = j;
-        while (m > 0 && x[idx[m - 1]] > x[j]) {
-            idx[m] = idx[m - 1];
-            m--;
-        }
-        idx[m] = j;
-    }
 }
 
 /* The exhaustive split search of one group (ggml's i1/i2/k loops). Returns
@@ -174,28 +135,9 @@ static int best_split(const float *xb, const float *weight, const int *idx, cons
     return best_k;
 }
 
-static int refuse(size_t ibl, int ib, const float *xb, const char *why, char *msg, size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < GROUP; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + GROUP * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "iq1_m: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml %s; no byte-exact "
-                      "encoding exists (scale the tensor down before quantizing)",
-                      ibl, first, first + GROUP - 1, (double)amax, why);
-    return ANVIL_E_UNSUPPORTED;
-}
-
-int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = anvil_ref_check_encode_input("iq1_m", src, n, QK, msg, msg_size);
+static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
+    const int rc = anvil_cold_lattice_ready("iq1_m", msg, msg_size);
     if (rc != ANVIL_OK) {
-        return rc;
-    }
-    rc = anvil_ref_cold_lattice_init();
-    if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "iq1_m: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_lattice *lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
@@ -207,6 +149,8 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq1_m)) {
         const float *xbl = src + QK * ibl;
+        const float *qwbl = qw != NULL ? qw + QK * ibl : NULL;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         uint8_t *qs = blk + IQ1M_QS;
         uint8_t *qh = blk + IQ1M_QH;
         memset(blk, 0, sizeof(anvil_block_iq1_m));
@@ -216,9 +160,7 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
         for (int ib = 0; ib < QK / GROUP; ++ib) {
             const float *xb = xbl + GROUP * ib;
             float weight[GROUP];
-            for (int i = 0; i < GROUP; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
+            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             float max = fabsf(xb[0]);
             for (int i = 1; i < GROUP; ++i) {
                 max = cold_max(max, fabsf(xb[i]));
@@ -229,7 +171,7 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
                 continue; /* indices 0, no delta sign */
             }
             int idx[GROUP];
-            stable_order(xb, idx);
+            anvil_cold_stable_order(xb, GROUP, idx);
             int i1 = -1, i2 = -1;
             float scale = max;
             int best_k = best_split(xb, weight, idx, x_p, x_m, &i1, &i2, &scale);
@@ -247,43 +189,17 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
                 scale = -scale;
                 best_k = 3 - best_k;
             }
+            const float *const vals[2] = { variant_minus(best_k, 0) ? x_m : x_p,
+                                           variant_minus(best_k, 1) ? x_m : x_p };
             int index[2];
-            int all_on_grid = 1;
-            for (int k = 0; k < 2; ++k) {
-                const float *xx = variant_minus(best_k, k) ? x_m : x_p;
-                const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
-                if (v >= 0) {
-                    index[k] = (int)v;
-                    continue;
-                }
-                all_on_grid = 0;
-                index[k] = best_candidate(lat, lat->nb + (-(size_t)v - 1), xb + 8 * k, weight + 8 * k,
-                                          scale, xx);
-                if (index[k] < 0) {
-                    return refuse(ibl, ib, xb, "reads past the end of its input", msg, msg_size);
-                }
-            }
-            if (!all_on_grid) {
-                float sumqx = 0.0f, sumq2 = 0.0f;
-                for (int k = 0; k < 2; ++k) {
-                    const float *xx = variant_minus(best_k, k) ? x_m : x_p;
-                    const uint8_t *c = lat->code + (size_t)index[k] * 8;
-                    for (int j = 0; j < 8; ++j) {
-                        const float w = weight[8 * k + j];
-                        const float q = xx[c[j]];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if (sumqx > 0 && sumq2 > 0) {
-                    scale = sumqx / sumq2;
-                }
+            if (anvil_cold_iq1_snap(lat, L, 2, xb, weight, vals, &scale, index) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, GGML_READS_PAST, msg, msg_size);
             }
             qs[2 * ib + 0] = (uint8_t)(index[0] & 255);
             qs[2 * ib + 1] = (uint8_t)(index[1] & 255);
             qh[ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
             if (!(scale >= 0)) {
-                return refuse(ibl, ib, xb, "fails an assertion and aborts", msg, msg_size);
+                return anvil_cold_refuse_overflow("iq1_m", ibl, GROUP, ib, xb, GGML_DIES, msg, msg_size);
             }
             scales[ib] = scale;
             shifts[ib] = best_k;
@@ -300,16 +216,12 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
         const float id = 1 / d;
         float sumqx = 0.0f, sumq2 = 0.0f;
         for (int ib = 0; ib < QK / GROUP; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 7 ? l : 7;
-            l = l > 0 ? l : 0;
+            int l = cold_sub_scale(id, scales[ib], 7);
             sc[ib / 4] |= (uint16_t)(l << 3 * (ib % 4));
             qh[ib] |= masks[shifts[ib]];
             const float *xb = xbl + GROUP * ib;
             float weight[GROUP];
-            for (int i = 0; i < GROUP; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
+            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             for (int k = 0; k < 2; ++k) {
                 const float *xx = variant_minus(shifts[ib], k) ? x_m : x_p;
                 const int g = qs[2 * ib + k] + ((qh[ib] << (8 - 4 * k)) & 0x700);
@@ -337,3 +249,5 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
     }
     return ANVIL_OK;
 }
+
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq1_m, "iq1_m", QK, sizeof(anvil_block_iq1_m), encode_row)

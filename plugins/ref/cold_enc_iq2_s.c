@@ -1,9 +1,11 @@
 /*
- * IQ2_S encoder: ggml's quantize_row_iq2_s_ref (= the no-imatrix
- * ggml_quantize_chunk path), byte for byte.
+ * IQ2_S encoder: ggml's quantize_row_iq2_s_impl, i.e. ggml_quantize_chunk
+ * with or without an importance matrix (without one it is also
+ * quantize_row_iq2_s_ref), byte for byte.
  *
- * Per 16 elements: weights sigma2 / 4 + x^2 (sigma2 = twice the mean square
- * of the 256-element block), signs split off, the scale sweep of
+ * Per 16 elements: weights sigma2 / 4 + x^2, or with an importance matrix
+ * qw sqrt(sigma2 + x^2) (sigma2 = twice the mean square of the 256-element
+ * block), signs split off, the scale sweep of
  * cold_enc_search.c over two groups of 8 with codes 0..2 (magnitudes 1, 3,
  * 5 times the scale; trials (5 + 0.1 is) / max, is = -9..9), then per 256
  * elements a binary16 d = max sub-scale / 31 * 0.9875 and 4-bit sub-scales.
@@ -14,13 +16,12 @@
  */
 #include "ref/cold_enc_grid.h"
 
-#include <math.h>
-
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_impl.h"
+#include "ref/rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -33,98 +34,53 @@
 #define IQ2S_QH offsetof(anvil_block_iq2_s, qh)
 #define IQ2S_SCALES offsetof(anvil_block_iq2_s, scales)
 
-static int refuse_overflow(size_t ibl, int ib, const float *xb, char *msg, size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < 16; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    const size_t first = ibl * QK + 16 * (size_t)ib;
-    anvil_ref_message(msg, msg_size,
-                      "iq2_s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
-                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
-                      ibl, first, first + 15, (double)amax);
-    return ANVIL_E_UNSUPPORTED;
-}
+/* What ggml does where the search overflows. */
+#define GGML_DIES "fails an assertion and aborts"
 
-int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = anvil_ref_check_encode_input("iq2_s", src, n, QK, msg, msg_size);
+static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
+    const int rc = anvil_cold_lattice_ready("iq2_s", msg, msg_size);
     if (rc != ANVIL_OK) {
-        return rc;
-    }
-    rc = anvil_ref_cold_lattice_init();
-    if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "iq2_s: the lattice search tables failed their self-check");
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2S),
-        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine_all = 0,
+        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_s)) {
         const float *xbl = src + QK * ibl;
         memset(blk, 0, sizeof(anvil_block_iq2_s));
-        float sumx2 = 0.0f;
-        for (int i = 0; i < QK; ++i) {
-            sumx2 += xbl[i] * xbl[i];
-        }
-        const float sigma2 = 2 * sumx2 / QK;
+        const float sigma2 = 2 * cold_sum_squares(xbl, QK) / QK;
 
         float scales[QK / 16];
         float max_scale = 0.0f;
         for (int ib = 0; ib < QK / 16; ++ib) {
             const float *xb = xbl + 16 * ib;
             float weight[16], waux[16], xval[16];
-            for (int i = 0; i < 16; ++i) {
-                weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
-            }
-            for (int i = 0; i < 16; ++i) {
-                waux[i] = sqrtf(weight[i]);
+            if (qw != NULL) {
+                cold_imatrix_weights(qw + QK * ibl + 16 * ib, xb, 16, sigma2, weight);
+            } else {
+                for (int i = 0; i < 16; ++i) {
+                    weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+                }
             }
             uint8_t signs[2];
-            for (int k = 0; k < 2; ++k) {
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                signs[k] = s;
-            }
-            float max = xval[0];
-            for (int i = 1; i < 16; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 16, 0, waux, xval, signs);
             if (max < IQ2S_TINY) {
                 scales[ib] = 0.0f;
                 continue; /* indices and signs stay 0 */
             }
-            int8_t L[16];
+            int idx[2];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
-                return refuse_overflow(ibl, ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                scale = -scale;
-                signs[0] = (uint8_t)~signs[0];
-                signs[1] = (uint8_t)~signs[1];
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq2_s", ibl, 16, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 2; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 8 * k);
-                if (g < 0) {
-                    return refuse_overflow(ibl, ib, xb, msg, msg_size);
-                }
                 const int i8 = 2 * ib + k;
-                blk[IQ2S_QS + i8] = (uint8_t)(g & 255);
-                blk[IQ2S_QH + i8 / 4] |= (uint8_t)((g >> 8) << 2 * (i8 % 4));
+                blk[IQ2S_QS + i8] = (uint8_t)(idx[k] & 255);
+                blk[IQ2S_QH + i8 / 4] |= (uint8_t)((idx[k] >> 8) << 2 * (i8 % 4));
                 blk[IQ2S_SIGNS + i8] = signs[k];
-            }
-            if (!(scale >= 0)) {
-                return refuse_overflow(ibl, ib, xb, msg, msg_size);
             }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
@@ -138,9 +94,7 @@ int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, siz
         blk[IQ2S_D + 1] = (uint8_t)(h >> 8);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 16; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 15 ? l : 15;
-            l = l > 0 ? l : 0;
+            const int l = cold_sub_scale(id, scales[ib], 15);
             if (ib % 2 == 0) {
                 blk[IQ2S_SCALES + ib / 2] = (uint8_t)l;
             } else {
@@ -150,3 +104,5 @@ int anvil_ref_encode_iq2_s(const float *src, void *dst, size_t n, char *msg, siz
     }
     return ANVIL_OK;
 }
+
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq2_s, "iq2_s", QK, sizeof(anvil_block_iq2_s), encode_row)

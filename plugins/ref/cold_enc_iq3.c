@@ -1,9 +1,12 @@
 /*
- * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_ref and
- * quantize_row_iq3_s_ref (= the no-imatrix ggml_quantize_chunk path), byte
+ * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_impl and
+ * quantize_row_iq3_s_impl, i.e. ggml_quantize_chunk with or without an
+ * importance matrix (without one they are also quantize_row_<t>_ref), byte
  * for byte.
  *
- * Per 32 elements: weights x^2, signs split off (magnitudes searched), the
+ * Per 32 elements: weights x^2, or with an importance matrix
+ * qw sqrt(sigma2 + x^2) (sigma2 = twice the mean square of the 256-element
+ * block), signs split off (magnitudes searched), the
  * scale sweep of cold_enc_search.c over groups of 4, then per 256 elements
  * a binary16 scale d = max sub-scale / 31 (times ggml's fudge factor) and
  * 4-bit sub-scales l with sub-scale ~ d (2l + 1).
@@ -24,13 +27,12 @@
  */
 #include "ref/cold_enc_grid.h"
 
-#include <math.h>
-
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
-#include "ref/checks.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_impl.h"
+#include "ref/rows.h"
 
 #define QK ANVIL_QK_K
 
@@ -50,31 +52,8 @@ static void put_half(uint8_t *p, float f) {
     p[1] = (uint8_t)(h >> 8);
 }
 
-static int refuse_overflow(const char *name, size_t block, const float *xb, char *msg,
-                           size_t msg_size) {
-    float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) {
-        amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
-    }
-    anvil_ref_message(msg, msg_size,
-                      "%s: block %zu (elements %zu..%zu, largest magnitude %g): the lattice search's "
-                      "squared errors overflow float at this magnitude, where ggml's quantizer aborts; "
-                      "no byte-exact encoding exists (scale the tensor down before quantizing)",
-                      name, block / 8, block * 32, block * 32 + 31, (double)amax);
-    return ANVIL_E_UNSUPPORTED;
-}
-
-static int prepare(const char *name, const float *src, size_t n, char *msg, size_t msg_size) {
-    int rc = anvil_ref_check_encode_input(name, src, n, QK, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    rc = anvil_ref_cold_lattice_init();
-    if (rc != ANVIL_OK) {
-        anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
-    }
-    return rc;
-}
+/* What ggml does where the search overflows. */
+#define GGML_DIES "fails an assertion and aborts"
 
 /* ---- IQ3_XXS --------------------------------------------------------------
  * Block: d, then 64 bytes of lattice indices (8 per 32 elements), then per
@@ -85,18 +64,20 @@ static int prepare(const char *name, const float *src, size_t n, char *msg, size
 #define IQ3XXS_QS offsetof(anvil_block_iq3_xxs, qs)
 #define IQ3XXS_META (offsetof(anvil_block_iq3_xxs, qs) + QK / 4)
 
-int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = prepare("iq3_xxs", src, n, msg, msg_size);
+static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
+                              size_t msg_size) {
+    const int rc = anvil_cold_lattice_ready("iq3_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine_all = 0,
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_xxs)) {
         const float *xbl = src + QK * ibl;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         uint8_t *qs = blk + IQ3XXS_QS;
         memset(blk, 0, sizeof(anvil_block_iq3_xxs));
         float scales[QK / 32];
@@ -105,74 +86,25 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            for (int i = 0; i < 32; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
-            for (int i = 0; i < 32; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
+            cold_group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, 32, sigma2, weight);
             uint8_t signs[4];
-            for (int k = 0; k < 4; ++k) {
-                int nflip = 0;
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        ++nflip;
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                if (nflip % 2) {
-                    /* Odd: un-flip the element that matters least. */
-                    int imin = 0;
-                    float min = weight[8 * k] * xb[8 * k] * xb[8 * k];
-                    for (int i = 1; i < 8; ++i) {
-                        const float ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-                        if (ax < min) {
-                            min = ax;
-                            imin = i;
-                        }
-                    }
-                    xval[8 * k + imin] = -xval[8 * k + imin];
-                    s ^= (uint8_t)(1u << imin);
-                }
-                signs[k] = s & 127;
-            }
-            float max = xval[0];
-            for (int i = 1; i < 32; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 32, 1, waux, xval, signs);
             meta[ib] = 0;
             if (max < IQ3XXS_TINY) {
                 scales[ib] = 0.0f;
                 continue; /* indices and signs stay 0 */
             }
-            int8_t L[32];
+            int idx[8];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
-                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                /* ggml: "should never happen"; flips the stored signs. */
-                scale = -scale;
-                for (int k = 0; k < 4; ++k) {
-                    signs[k] = (uint8_t)(~signs[k] & 127);
-                }
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 127, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq3_xxs", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 4 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-                }
-                qs[8 * ib + k] = (uint8_t)g;
+                qs[8 * ib + k] = (uint8_t)idx[k];
             }
             meta[ib] = (uint32_t)signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14 |
                        (uint32_t)signs[3] << 21;
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq3_xxs", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
         }
@@ -184,9 +116,7 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
         put_half(blk + IQ3XXS_D, d * 1.0125f);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 32; ++ib) {
-            int l = anvil_nearest_int(0.5f * (id * scales[ib] - 1));
-            l = l < 15 ? l : 15;
-            l = l > 0 ? l : 0;
+            const int l = cold_sub_scale(id, scales[ib], 15);
             put_u32_le(blk + IQ3XXS_META + 4 * ib, meta[ib] | (uint32_t)l << 28);
         }
     }
@@ -204,18 +134,20 @@ int anvil_ref_encode_iq3_xxs(const float *src, void *dst, size_t n, char *msg, s
 #define IQ3S_SIGNS offsetof(anvil_block_iq3_s, signs)
 #define IQ3S_SCALES offsetof(anvil_block_iq3_s, scales)
 
-int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    int rc = prepare("iq3_s", src, n, msg, msg_size);
+static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *qw, char *msg,
+                            size_t msg_size) {
+    const int rc = anvil_cold_lattice_ready("iq3_s", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine_all = 1,
+        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine = COLD_REFINE_ALL,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_s)) {
         const float *xbl = src + QK * ibl;
+        const float sigma2 = qw != NULL ? 2 * cold_sum_squares(xbl, QK) / QK : 0.0f;
         memset(blk, 0, sizeof(anvil_block_iq3_s));
         /* ggml advances its index and sign cursors only past groups it
          * encodes: after an all-zero group (skipped) the following groups'
@@ -229,59 +161,27 @@ int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, siz
         for (int ib = 0; ib < QK / 32; ++ib) {
             const float *xb = xbl + 32 * ib;
             float weight[32], waux[32], xval[32];
-            for (int i = 0; i < 32; ++i) {
-                weight[i] = xb[i] * xb[i];
-            }
-            for (int i = 0; i < 32; ++i) {
-                waux[i] = sqrtf(weight[i]);
-            }
+            cold_group_weights(xb, qw != NULL ? qw + QK * ibl + 32 * ib : NULL, 32, sigma2, weight);
             uint8_t signs[4];
-            for (int k = 0; k < 4; ++k) {
-                uint8_t s = 0;
-                for (int i = 0; i < 8; ++i) {
-                    if (xb[8 * k + i] >= 0) {
-                        xval[8 * k + i] = xb[8 * k + i];
-                    } else {
-                        xval[8 * k + i] = -xb[8 * k + i];
-                        s |= (uint8_t)(1u << i);
-                    }
-                }
-                signs[k] = s;
-            }
-            float max = xval[0];
-            for (int i = 1; i < 32; ++i) {
-                max = cold_max(max, xval[i]);
-            }
+            const float max = anvil_cold_group_setup(xb, weight, 32, 0, waux, xval, signs);
             if (!max) {
                 scales[ib] = 0.0f;
                 continue; /* skipped: the cursor stays (see above) */
             }
-            int8_t L[32];
+            int idx[8];
             float scale;
-            if (anvil_cold_sweep(&sweep, xval, weight, waux, max, L, &scale) != ANVIL_OK) {
-                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
-            if (scale < 0) {
-                scale = -scale;
-                for (int k = 0; k < 4; ++k) {
-                    signs[k] = (uint8_t)~signs[k];
-                }
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
+                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+                return anvil_cold_refuse_overflow("iq3_s", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {
-                const int g = cold_grid_index(sweep.lat, L + 4 * k);
-                if (g < 0) {
-                    return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-                }
-                blk[IQ3S_QS + 8 * cursor + (size_t)k] = (uint8_t)(g & 255);
-                blk[IQ3S_QH + ib] |= (uint8_t)((g >> 8) << k);
+                blk[IQ3S_QS + 8 * cursor + (size_t)k] = (uint8_t)(idx[k] & 255);
+                blk[IQ3S_QH + ib] |= (uint8_t)((idx[k] >> 8) << k);
             }
             for (int k = 0; k < 4; ++k) {
                 blk[IQ3S_SIGNS + 4 * cursor + (size_t)k] = signs[k];
             }
             cursor++;
-            if (!(scale >= 0)) {
-                return refuse_overflow("iq3_s", ibl * 8 + (size_t)ib, xb, msg, msg_size);
-            }
             scales[ib] = scale;
             max_scale = cold_max(max_scale, scale);
         }
@@ -292,14 +192,13 @@ int anvil_ref_encode_iq3_s(const float *src, void *dst, size_t n, char *msg, siz
         put_half(blk + IQ3S_D, d * 1.033f);
         const float id = 1 / d;
         for (int ib = 0; ib < QK / 32; ib += 2) {
-            int l1 = anvil_nearest_int(0.5f * (id * scales[ib + 0] - 1));
-            l1 = l1 < 15 ? l1 : 15;
-            l1 = l1 > 0 ? l1 : 0;
-            int l2 = anvil_nearest_int(0.5f * (id * scales[ib + 1] - 1));
-            l2 = l2 < 15 ? l2 : 15;
-            l2 = l2 > 0 ? l2 : 0;
+            const int l1 = cold_sub_scale(id, scales[ib + 0], 15);
+            const int l2 = cold_sub_scale(id, scales[ib + 1], 15);
             blk[IQ3S_SCALES + ib / 2] = (uint8_t)(l1 | (l2 << 4));
         }
     }
     return ANVIL_OK;
 }
+
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq3_xxs, "iq3_xxs", QK, sizeof(anvil_block_iq3_xxs), encode_row_iq3_xxs)
+ANVIL_REF_DEFINE_CHECKED_ENCODERS(iq3_s, "iq3_s", QK, sizeof(anvil_block_iq3_s), encode_row_iq3_s)

@@ -17,7 +17,7 @@
  *  - the points within the cut are gathered in index order, then emitted
  *    one kept distance at a time, which is (distance, index) order: what
  *    ggml's sort gives, since its comparator breaks ties by index.
- * About 0.1 s for all four lattices on a slow shared core.
+ * About 0.1 s for all six lattices on a slow shared core.
  *
  * Only vectors the encoders can form get a list: ggml's IQ2/IQ1 maps also
  * cover codes of 3 (keys up to 4^8), which its clamped searches never look
@@ -44,11 +44,17 @@
 #define NB_IQ3S 28317
 #define NB_IQ2S 50253
 #define NB_IQ1 332234
+#define NB_IQ2XXS 119462
+#define NB_IQ2XS 187770
 
 static uint8_t code_iq3xxs[256 * 4], code_iq3s[512 * 4], code_iq2s[1024 * 8], code_iq1[2048 * 8];
+static uint8_t code_iq2xxs[256 * 8], code_iq2xs[512 * 8];
 static float odd_iq3xxs[256 * 4], odd_iq3s[512 * 4], odd_iq2s[1024 * 8], odd_iq1[2048 * 8];
+static float odd_iq2xxs[256 * 8], odd_iq2xs[512 * 8];
 static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map_iq1[IQ2_KEYS];
+static int32_t map_iq2xxs[IQ2_KEYS], map_iq2xs[IQ2_KEYS];
 static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S], nb_iq1[NB_IQ1];
+static uint16_t nb_iq2xxs[NB_IQ2XXS], nb_iq2xs[NB_IQ2XS];
 
 typedef struct lattice_spec {
     int dims, levels, grid_size, nwant, keys;
@@ -64,6 +70,8 @@ static const lattice_spec specs[COLD_LATTICE_COUNT] = {
     [COLD_LATTICE_IQ3S] = { 4, 8, 512, 3, IQ3_KEYS, NB_IQ3S, code_iq3s, odd_iq3s, map_iq3s, nb_iq3s },
     [COLD_LATTICE_IQ2S] = { 8, 3, 1024, 1, IQ2_KEYS, NB_IQ2S, code_iq2s, odd_iq2s, map_iq2s, nb_iq2s },
     [COLD_LATTICE_IQ1] = { 8, 3, 2048, 3, IQ2_KEYS, NB_IQ1, code_iq1, odd_iq1, map_iq1, nb_iq1 },
+    [COLD_LATTICE_IQ2XXS] = { 8, 3, 256, 2, IQ2_KEYS, NB_IQ2XXS, code_iq2xxs, odd_iq2xxs, map_iq2xxs, nb_iq2xxs },
+    [COLD_LATTICE_IQ2XS] = { 8, 3, 512, 2, IQ2_KEYS, NB_IQ2XS, code_iq2xs, odd_iq2xs, map_iq2xs, nb_iq2xs },
 };
 
 static cold_lattice lattices[COLD_LATTICE_COUNT];
@@ -81,8 +89,12 @@ static int entry_code(enum cold_lattice_id id, int g, int i) {
         const int v = anvil_cold_iq3s_grid[g][i];
         return (v & 1) && v <= 15 ? (v - 1) / 2 : -1;
     }
-    case COLD_LATTICE_IQ2S: {
-        const int v = anvil_cold_iq2s_grid[g][i];
+    case COLD_LATTICE_IQ2S:
+    case COLD_LATTICE_IQ2XXS:
+    case COLD_LATTICE_IQ2XS: { /* magnitudes 8, 25, 43 */
+        const int v = id == COLD_LATTICE_IQ2S ? anvil_cold_iq2s_grid[g][i]
+                      : id == COLD_LATTICE_IQ2XS ? anvil_cold_iq2xs_grid[g][i]
+                                                 : anvil_cold_iq2xxs_grid[g][i];
         return v == 8 ? 0 : v == 25 ? 1 : v == 43 ? 2 : -1;
     }
     case COLD_LATTICE_IQ1: {

@@ -1,15 +1,17 @@
 /*
- * Search tables of the lattice encoders (IQ3_XXS, IQ3_S, IQ2_S, IQ1_M):
+ * Search tables of the lattice encoders (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS,
+ * IQ2_S, IQ1_S, IQ1_M):
  * for every point a group of elements can round to, either its index in the
  * format's grid or the list of grid points nearest to it.
  *
  * ggml's encoders round each group of 4 (IQ3) or 8 (IQ2, IQ1) scaled
- * magnitudes to per-element level codes l (0..7 for IQ3, 0..2 for IQ2_S and
+ * magnitudes to per-element level codes l (0..7 for IQ3, 0..2 for IQ2 and
  * IQ1). The code vector is usually NOT a grid point (the grids hold 256 to
  * 2048 of the 4096 / 6561 possible vectors); the encoder then scores a short
  * list of candidates, the grid points at the nwant smallest squared code
  * distances (ggml's iq2xs_init_impl / iq3xs_init_impl: nwant 2 for IQ3_XXS,
- * 3 for IQ3_S and IQ1, 1 for IQ2_S), in order of (distance, grid index).
+ * IQ2_XXS and IQ2_XS, 3 for IQ3_S and IQ1, 1 for IQ2_S), in order of
+ * (distance, grid index).
  * The first candidate with the strictly best score wins, so that order is
  * part of the encoding and is reproduced exactly here.
  *
@@ -29,6 +31,8 @@ enum cold_lattice_id {
     COLD_LATTICE_IQ3S,       /* 512 points of 4 codes 0..7, nwant 3 */
     COLD_LATTICE_IQ2S,       /* 1024 points of 8 codes 0..2, nwant 1 */
     COLD_LATTICE_IQ1,        /* 2048 points of 8 codes 0..2, nwant 3 (IQ1_S and IQ1_M) */
+    COLD_LATTICE_IQ2XXS,     /* 256 points of 8 codes 0..2, nwant 2 */
+    COLD_LATTICE_IQ2XS,      /* 512 points of 8 codes 0..2, nwant 2 */
     COLD_LATTICE_COUNT
 };
 
@@ -49,13 +53,25 @@ typedef struct cold_lattice {
     const uint16_t *nb;
 } cold_lattice;
 
-/* Key of a code vector: base `levels` digits, element 0 lowest. */
+/* Key of a code vector: base `levels` digits, element 0 lowest. Every
+ * code must lie in [0, levels). */
 static inline int cold_lattice_key(const cold_lattice *lat, const int8_t *l) {
     int key = 0;
     for (int i = lat->dims - 1; i >= 0; --i) {
         key = key * lat->levels + l[i];
     }
     return key;
+}
+
+/* 1 when every code of the vector at l lies in [0, levels), so that it has
+ * a key. */
+static inline int cold_lattice_codes_valid(const cold_lattice *lat, const int8_t *l) {
+    for (int i = 0; i < lat->dims; ++i) {
+        if (l[i] < 0 || l[i] >= lat->levels) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Builds every table once; later calls return the first call's result.

@@ -1,45 +1,154 @@
 /*
- * The scale sweep shared by the IQ3_XXS, IQ3_S and IQ2_S encoders (ggml's
- * quantize_row_iq3_xxs_impl / quantize_row_iq3_s_impl /
- * quantize_row_iq2_s_impl, inner part), and the helpers the lattice
- * encoders share. Private to cold_enc_*.c.
+ * The scale sweep shared by the IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S
+ * encoders (the inner part of ggml's quantize_row_<t>_impl), and the
+ * helpers the lattice encoders share (IQ1_S and IQ1_M too). Private to
+ * cold_enc_*.c.
  */
 #ifndef ANVIL_REF_COLD_ENC_SEARCH_H
 #define ANVIL_REF_COLD_ENC_SEARCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "anvil/numeric.h"
 #include "ref/cold_enc_lattice.h"
 
+/* How the sweep ends: which groups are rounded again at the fitted scale
+ * before the final refit. */
+typedef enum cold_refine {
+    COLD_REFINE_OFF_GRID, /* the groups last snapped onto the grid, if any (IQ3_XXS, IQ2_XS, IQ2_S) */
+    COLD_REFINE_ALL,      /* every group, if any was snapped (IQ3_S) */
+    COLD_REFINE_ALWAYS    /* every group, whenever the scale is positive (IQ2_XXS) */
+} cold_refine;
+
 /* How one format runs the sweep. For a group of n magnitudes xval (>= 0,
- * but one may be negative in IQ3_XXS) the trial scales are
+ * but one may be negative where a sign parity is forced) the trial scales
+ * are
  *     id = (2 max_q - 1 + is * step) / max,   is = -steps .. steps,
  * each element's code is nearest_int((id * x - 1) / 2) clamped to
  * [0, max_q - 1], off-grid points are snapped to their best candidate, and
  * the trial with the best weighted fit (sumqx^2 / sumq2, strictly better
- * wins) is kept. Then the points are re-rounded at the fitted scale (only
- * those that were off the grid, unless refine_all) and the scale refitted. */
+ * wins) is kept. Then groups are re-rounded at the fitted scale (`refine`)
+ * and the scale refitted. */
 typedef struct cold_sweep {
     const cold_lattice *lat;
-    int n;             /* elements: 32 (IQ3) or 16 (IQ2_S) */
-    int max_q;         /* ggml's kMaxQ: 8 (IQ3) or 3 (IQ2_S) */
-    float step;        /* 0.2f (IQ3) or 0.1f (IQ2_S) */
-    int steps;         /* 15 (IQ3_XXS) or 9 (IQ3_S, IQ2_S) */
+    int n;             /* elements: 32 (IQ3, IQ2_XXS) or 16 (IQ2_XS, IQ2_S) */
+    int max_q;         /* ggml's kMaxQ: 8 (IQ3) or 3 (IQ2) */
+    float step;        /* 0.2f (IQ3) or 0.1f (IQ2) */
+    int steps;         /* 15 (IQ3_XXS), 9 (IQ3_S, IQ2_XS, IQ2_S) or 6 (IQ2_XXS) */
     int start_on_grid; /* ggml's is_on_grid before any trial: 1, but 0 in IQ3_S */
-    int refine_all;    /* IQ3_S re-rounds every point in the refinement */
+    cold_refine refine;
 } cold_sweep;
 
-/* Runs the sweep. On ANVIL_OK, L[0..n) holds the level codes of on-grid
- * points and *scale the fitted scale (it may be negative or NaN; the caller
- * does what ggml does with that). ANVIL_E_UNSUPPORTED where ggml's search
- * fails its assertion (no candidate scores below FLT_MAX: the squared
- * errors overflowed). */
-int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                     float max, int8_t *L, float *scale);
+/* ggml's first scale, kept when no trial wins: max / (2 max_q - 1) (all
+ * but IQ2_XXS, which starts from make_qp_quants' scale: anvil_kq_fit_positive). */
+static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
+    return max / (float)(2 * p->max_q - 1);
+}
 
-/* Grid index of the code vector at L (dims codes), or -1 when off-grid. */
+/* Runs the sweep from scale0 (the scale kept when no trial wins). On
+ * ANVIL_OK, L[0..n) holds the level codes of on-grid points (all 0 when
+ * no trial won and nothing was refined) and *scale the fitted scale (it
+ * may be negative or NaN; the caller does what ggml does with that).
+ * ANVIL_E_UNSUPPORTED where ggml's search fails its assertion (no
+ * candidate scores below FLT_MAX: the squared errors overflowed or are
+ * NaN). */
+int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                     float max, float scale0, int8_t *L, float *scale);
+
+/* A group through the sweep to what is stored of it, as every sweep-based
+ * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from
+ * scale0; a negative scale made positive with the group's sign bits
+ * flipped (within sign_mask: 127 where 7 bits per 8 elements are stored,
+ * 0xFF where 8); idx[k] the grid index of sub-group k (lat->dims codes).
+ * ANVIL_E_UNSUPPORTED where ggml dies: the sweep's assertion, a point off
+ * the grid ("not on grid" abort), a scale that is not >= 0 (NaN). */
+int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                           float max, float scale0, uint8_t *signs, uint8_t sign_mask, int *idx,
+                           float *scale);
+
+/* A sub-scale code l in [0, max] with scale ~ d (2l + 1), id = 1 / d. */
+static inline int cold_sub_scale(float id, float scale, int max) {
+    int l = anvil_nearest_int(0.5f * (id * scale - 1));
+    l = l < max ? l : max;
+    return l > 0 ? l : 0;
+}
+
+/* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 on a 3-level
+ * lattice: among the candidates cand (cand[0] of them, then their grid
+ * indices), the one whose values scale * val[code] are closest to x in
+ * w-weighted squared error, first on ties; its codes go to L (when not
+ * NULL). -1 when none scores below FLT_MAX (ggml asserts there). */
+int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
+                               const float *w, float scale, const float val[3], int8_t *L);
+
+/* The end of ggml's IQ1 searches (IQ1_S, IQ1_M): the groups of 8 codes L
+ * (groups of them) snapped to the IQ1 grid, index[k] getting group k's
+ * grid index: a group on the grid keeps it, the others take the best
+ * candidate at *scale with level values vals[k] (group k's delta sign);
+ * if any moved, *scale is refitted over all groups and kept when the fit
+ * is positive. ANVIL_E_UNSUPPORTED where no candidate scores (ggml then
+ * scans the whole grid reading past the end of its input, and aborts). */
+int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
+                        const float *weight, const float *const *vals, float *scale, int *index);
+
+/* The candidate list of an off-grid key (map value v < 0). */
+static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {
+    return lat->nb + (-(size_t)v - 1);
+}
+
+/* Stable ascending order of x[0..n) (idx gets the indices): what glibc's
+ * qsort (a merge sort for arrays this small) gives ggml's IQ1 searches,
+ * whose comparator sees only the value. */
+void anvil_cold_stable_order(const float *x, int n, int *idx);
+
+/* Builds the search tables (once) for encoder `name`: ANVIL_OK, or
+ * ANVIL_E_INTERNAL with a message when they fail their self-check. */
+int anvil_cold_lattice_ready(const char *name, char *msg, size_t msg_size);
+
+/* The refusal where ggml's search overflows and dies: ANVIL_E_UNSUPPORTED,
+ * the message naming super-block ibl, the elements of its group ib (of
+ * `group` elements, xb), their largest magnitude and what ggml does there
+ * (ggml_does, e.g. "fails an assertion and aborts"). */
+int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, const float *xb,
+                               const char *ggml_does, char *msg, size_t msg_size);
+
+/* One group of n elements (a multiple of 8) made ready for the sweep:
+ * waux = sqrt(weight), per 8 elements the signs split off into signs[]
+ * (anvil_cold_split_signs_even when `even`, else anvil_cold_split_signs)
+ * and the magnitudes into xval. Returns the largest xval (ggml's MAX
+ * chain from xval[0]). */
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux,
+                             float *xval, uint8_t *signs);
+
+/* Splits the signs off a group of 8: xval = |x|, bit i of the result set
+ * when x[i] < 0 (IQ3_S and IQ2_S store all 8 bits). */
+uint8_t anvil_cold_split_signs(const float *x, float *xval);
+
+/* The same for the formats that store 7 sign bits per 8 elements and let
+ * the decoder infer the 8th from an even count of negatives (IQ3_XXS,
+ * IQ2_XXS, IQ2_XS): when the count is odd, the element with the smallest
+ * weight * x^2 (the first of equals) keeps its sign bit flipped and its
+ * magnitude negated (its code then clamps to the lowest). Returns the 7
+ * stored bits. */
+uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *xval);
+
+/* Sum of x^2 in element order (ggml's sumx2 of a 256-element block). */
+static inline float cold_sum_squares(const float *x, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        s += x[i] * x[i];
+    }
+    return s;
+}
+
+/* Grid index of the code vector at L (dims codes), or -1 when off-grid
+ * (or, which ggml's searches never leave behind, a code is out of range). */
 static inline int cold_grid_index(const cold_lattice *lat, const int8_t *L) {
+    if (!cold_lattice_codes_valid(lat, L)) {
+        return -1;
+    }
     const int32_t v = lat->map[cold_lattice_key(lat, L)];
     return v >= 0 ? (int)v : -1;
 }

@@ -8,7 +8,9 @@
  * anvil_ue4m3_to_fp32_half), so value = doubled code * half scale.
  *
  * Encoders: byte-identical to ggml's quantize_row_mxfp4_ref and
- * quantize_row_nvfp4_ref, which llama-quantize uses for these types.
+ * quantize_row_nvfp4_ref, which llama-quantize uses for these types
+ * (ggml_quantize_chunk ignores an importance matrix for them, and so does
+ * the row-wise entry here).
  */
 #include "ref/cold.h"
 
@@ -16,6 +18,7 @@
 
 #include "ref/checks.h"
 #include "ref/cold_impl.h"
+#include "ref/rows.h"
 
 #define MXFP4_E offsetof(anvil_block_mxfp4, e)
 #define MXFP4_QS offsetof(anvil_block_mxfp4, qs)
@@ -50,11 +53,8 @@ static inline uint8_t mxfp4_exponent_byte(float f) {
     return (uint8_t)((uint32_t)(int32_t)f & 0xFFu);
 }
 
-int anvil_ref_encode_mxfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("mxfp4", src, n, ANVIL_QK_MXFP4, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
+static void encode_row_mxfp4(const float *src, void *dst, size_t n, const float *qw) {
+    (void)qw; /* quantize_mxfp4: GGML_UNUSED(quant_weights) */
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_MXFP4; ++i, src += ANVIL_QK_MXFP4, blk += sizeof(anvil_block_mxfp4)) {
         float amax = 0.0f;
@@ -76,14 +76,10 @@ int anvil_ref_encode_mxfp4(const float *src, void *dst, size_t n, char *msg, siz
             blk[MXFP4_QS + j] = (uint8_t)(lo | (hi << 4));
         }
     }
-    return ANVIL_OK;
 }
 
-int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("nvfp4", src, n, ANVIL_QK_NVFP4, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
+static void encode_row_nvfp4(const float *src, void *dst, size_t n, const float *qw) {
+    (void)qw; /* quantize_nvfp4: GGML_UNUSED(quant_weights) */
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_NVFP4; ++i, blk += sizeof(anvil_block_nvfp4)) {
         for (int sb = 0; sb < NVFP4_SUBS; ++sb, src += ANVIL_QK_NVFP4_SUB) {
@@ -105,8 +101,10 @@ int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, siz
             }
         }
     }
-    return ANVIL_OK;
 }
+
+ANVIL_REF_DEFINE_ENCODERS(mxfp4, "mxfp4", ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), encode_row_mxfp4)
+ANVIL_REF_DEFINE_ENCODERS(nvfp4, "nvfp4", ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), encode_row_nvfp4)
 
 void anvil_ref_decode_mxfp4(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;

@@ -9,6 +9,7 @@
 #ifndef ANVIL_REF_COLD_IMPL_H
 #define ANVIL_REF_COLD_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -32,6 +33,27 @@ static inline float cold_apply_sign(float v, uint8_t signs, int j) {
 
 static inline int cold_sign_i(uint8_t signs, int j) {
     return (signs & anvil_cold_kmask[j]) ? -1 : 1;
+}
+
+/* ggml's importance weights of the i-quants and IQ4:
+ * qw[i] * sqrtf(sigma2 + x[i]^2), sigma2 a per-format multiple of the
+ * block's mean square; qw the importance matrix's entries for x's columns. */
+static inline void cold_imatrix_weights(const float *qw, const float *x, int n, float sigma2, float *w) {
+    for (int i = 0; i < n; ++i) {
+        w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+    }
+}
+
+/* A group's weights: qw sqrt(sigma2 + x^2) with importance weights qw, else
+ * ggml's default x^2 (IQ3, IQ1_M, IQ4). */
+static inline void cold_group_weights(const float *x, const float *qw, int n, float sigma2, float *w) {
+    if (qw != NULL) {
+        cold_imatrix_weights(qw, x, n, sigma2, w);
+    } else {
+        for (int i = 0; i < n; ++i) {
+            w[i] = x[i] * x[i];
+        }
+    }
 }
 
 /* Activation blocks, by field offset. */

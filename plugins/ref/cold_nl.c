@@ -4,18 +4,21 @@
  * 32). Both map each 4-bit code through the same 16 increasing levels
  * (anvil_cold_iq4nl_values); a value is scale * level.
  *
- * The encoders reproduce what llama-quantize writes without an importance
- * matrix, i.e. ggml_quantize_chunk:
- *  - IQ4_XS: quantize_iq4_xs(..., NULL), which quantize_row_iq4_xs_ref calls.
- *  - IQ4_NL: quantize_iq4_nl(..., NULL). NOT quantize_row_iq4_nl_ref: that
- *    one skips the scale search and leaves the codes of near-zero blocks
+ * The encoders reproduce what llama-quantize writes, i.e. ggml_quantize_chunk,
+ * with or without an importance matrix:
+ *  - IQ4_XS: quantize_iq4_xs, which quantize_row_iq4_xs_ref calls with none.
+ *  - IQ4_NL: quantize_iq4_nl. NOT quantize_row_iq4_nl_ref: that one skips
+ *    the scale search and leaves the codes of near-zero blocks
  *    uninitialised, so its bytes are not even reproducible run to run.
- * Both run ggml's search: per 32 elements, a weighted least-squares scale for
- * the first guess and for 15 nearby ones, weights x^2; then (IQ4_XS) the
- * per-32 scales are quantized to 6 bits against one super-block scale, and
- * every element is re-coded against its final scale. The float arithmetic
- * below keeps ggml's operation order (and -ffp-contract=off keeps it from
- * being fused): one rounding different and a code flips.
+ * Both run ggml's search (quantize_row_iq4_nl_impl): per 32 elements, a
+ * weighted least-squares scale for the first guess and for 15 nearby ones,
+ * weights x^2, or with an importance matrix qw sqrt(sigma2 + x^2) (sigma2 =
+ * twice the mean square of the 32 (IQ4_NL) or 256 (IQ4_XS) elements); then
+ * (IQ4_XS) the per-32 scales are quantized to 6 bits against one
+ * super-block scale, and every element is re-coded against its final
+ * scale. The float arithmetic below keeps ggml's operation order (and
+ * -ffp-contract=off keeps it from being fused): one rounding different and
+ * a code flips.
  */
 #include "ref/cold.h"
 
@@ -23,6 +26,7 @@
 
 #include "ref/checks.h"
 #include "ref/cold_impl.h"
+#include "ref/rows.h"
 
 /* ggml's GROUP_MAX_EPS: a block whose largest magnitude is below this gets
  * scale 0. */
@@ -44,28 +48,42 @@
  * best_index_int8 has had two forms (a branchless one like this, and an
  * older one comparing the rounded distances x - v[k-1] and v[k] - x); both
  * pick this level for every finite float (checked exhaustively over all
- * 2^32 bit patterns), so the result does not depend on ggml's version. */
+ * 2^32 bit patterns), so the result does not depend on ggml's version.
+ * NaN (the scale of a block whose weighted sums overflowed, x huge or its
+ * importance weights): every comparison in ggml's search fails, which
+ * walks it to the top level, 15; here the test is written as !(2x < sum)
+ * so that NaN passes every step to 15 as well, with no extra branch. */
 static inline int iq4_nearest(float x) {
     const int8_t *v = anvil_cold_iq4nl_values;
     const float x2 = x + x;
     int k = 0;
     for (int step = 8; step > 0; step >>= 1) {
         const int j = k + step;
-        if (x2 >= (float)(v[j - 1] + v[j])) {
+        if (!(x2 < (float)(v[j - 1] + v[j]))) {
             k = j;
         }
     }
     return k;
 }
 
+/* ggml's sigma2 of a super-block of n elements (32 or 256): the sum of
+ * squares, then times 2 / n. */
+static float iq4_sigma2(const float *x, int n) {
+    float sigma2 = 0.0f;
+    for (int j = 0; j < n; ++j) {
+        sigma2 += x[j] * x[j];
+    }
+    sigma2 *= 2.f / (float)n;
+    return sigma2;
+}
+
 /* ggml's search for one 32-element block (quantize_row_iq4_nl_impl's inner
- * loop, no importance matrix): returns the scale; 0 for a near-zero block. */
-static float iq4_block_scale(const float *x) {
+ * loop): weights x^2, or qw sqrt(sigma2 + x^2) with importance weights qw.
+ * Returns the scale; 0 for a near-zero block. */
+static float iq4_block_scale(const float *x, const float *qw, float sigma2) {
     const int8_t *values = anvil_cold_iq4nl_values;
     float weight[32];
-    for (int j = 0; j < 32; ++j) {
-        weight[j] = x[j] * x[j];
-    }
+    cold_group_weights(x, qw, 32, sigma2, weight);
     /* The element of largest magnitude, first one on ties, with its sign. */
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < 32; ++j) {
@@ -119,36 +137,30 @@ static void iq4_pack32(const float *x, float id, uint8_t *qs) {
     }
 }
 
-int anvil_ref_encode_iq4_nl(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("iq4_nl", src, n, ANVIL_QK4_NL, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
+static void encode_row_iq4_nl(const float *src, void *dst, size_t n, const float *qw) {
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK4_NL; ++i, src += ANVIL_QK4_NL, blk += sizeof(anvil_block_iq4_nl)) {
-        const float d = iq4_block_scale(src);
+        const float d = qw != NULL ? iq4_block_scale(src, qw + ANVIL_QK4_NL * i, iq4_sigma2(src, ANVIL_QK4_NL))
+                                   : iq4_block_scale(src, NULL, 0.0f);
         const anvil_half h = anvil_fp32_to_fp16(d);
         memcpy(blk + IQ4NL_D, &h, sizeof h);
         /* Codes against the unrounded scale, as ggml. A near-zero block
          * (d = 0) codes every element as 0 * x, i.e. level 8 (+1). */
         iq4_pack32(src, d != 0.0f ? 1.0f / d : 0.0f, blk + IQ4NL_QS);
     }
-    return ANVIL_OK;
 }
 
-int anvil_ref_encode_iq4_xs(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("iq4_xs", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
+static void encode_row_iq4_xs(const float *src, void *dst, size_t n, const float *qw) {
     uint8_t *blk = dst;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, src += ANVIL_QK_K, blk += sizeof(anvil_block_iq4_xs)) {
+        const float *qwb = qw != NULL ? qw + ANVIL_QK_K * i : NULL;
+        const float sigma2 = qw != NULL ? iq4_sigma2(src, ANVIL_QK_K) : 0.0f;
         float scales[ANVIL_QK_K / 32];
         /* The sub-block scale of largest magnitude (first on ties), signed:
          * the super-block scale is -that/32, so it maps to sub-scale -32. */
         float amax_scale = 0.0f, max_scale = 0.0f;
         for (int ib = 0; ib < ANVIL_QK_K / 32; ++ib) {
-            scales[ib] = iq4_block_scale(src + 32 * ib);
+            scales[ib] = iq4_block_scale(src + 32 * ib, qwb != NULL ? qwb + 32 * ib : NULL, sigma2);
             const float a = fabsf(scales[ib]);
             if (a > amax_scale) {
                 amax_scale = a;
@@ -179,8 +191,10 @@ int anvil_ref_encode_iq4_xs(const float *src, void *dst, size_t n, char *msg, si
         }
         memcpy(blk + IQ4XS_SCALES_H, &scales_h, sizeof scales_h);
     }
-    return ANVIL_OK;
 }
+
+ANVIL_REF_DEFINE_ENCODERS(iq4_nl, "iq4_nl", ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), encode_row_iq4_nl)
+ANVIL_REF_DEFINE_ENCODERS(iq4_xs, "iq4_xs", ANVIL_QK_K, sizeof(anvil_block_iq4_xs), encode_row_iq4_xs)
 
 void anvil_ref_decode_iq4_nl(const void *src, float *y, size_t n) {
     const uint8_t *blk = src;

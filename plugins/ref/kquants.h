@@ -5,8 +5,9 @@
  * is Q8_K (ref/q8_k.h).
  *
  * Encoders are byte-identical to ggml's quantize_row_q{2..6}_K_ref (what
- * llama-quantize writes without an importance matrix); decoders are
- * bit-identical to dequantize_row_q{2..6}_K. */
+ * llama-quantize writes without an importance matrix), the row encoders to
+ * ggml_quantize_chunk with or without one (quantize_row_q{2..6}_K_impl);
+ * decoders are bit-identical to dequantize_row_q{2..6}_K. */
 #ifndef ANVIL_REF_KQUANTS_H
 #define ANVIL_REF_KQUANTS_H
 
@@ -20,6 +21,21 @@ int anvil_ref_encode_q3_K(const float *src, void *dst, size_t n, char *msg, size
 int anvil_ref_encode_q4_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 int anvil_ref_encode_q5_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
 int anvil_ref_encode_q6_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
+
+/* Row encoders (anvil_encode_rows_fn, see ref/rows.h): rows of n_per_row
+ * (a multiple of 256), each super-block weighted by its 256 columns of the
+ * importance matrix, or unweighted when imatrix is NULL (then the same
+ * bytes as the encoders above). */
+int anvil_ref_encode_rows_q2_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q3_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q4_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q5_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q6_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
+                               const float *imatrix, char *msg, size_t msg_size);
 
 /* Decoders (anvil_decode_fn): n a multiple of 256. Total on any bytes. */
 void anvil_ref_decode_q2_K(const void *src, float *dst, size_t n);

@@ -11,16 +11,18 @@
 #include "ref/checks.h"
 #include "ref/kquants.h"
 #include "ref/kquants_search.h"
+#include "ref/rows.h"
 
-static void encode_block(const float *x, anvil_block_q2_K *y) {
-    uint8_t L[ANVIL_QK_K];
+/* quantize_row_q2_K_ref: each group fitted with weights |x| by absolute
+ * error, then 4-bit sub-scales and sub-mins relative to the largest of
+ * each. Fills L, the scale bytes, d and dmin. */
+static void scales_plain(const float *x, anvil_block_q2_K *y, uint8_t L[ANVIL_QK_K]) {
     uint8_t Laux[16];
     float weights[16];
     float sub_scale[ANVIL_QK_K / 16];
     float sub_min[ANVIL_QK_K / 16];
     const float q4scale = 15.f;
 
-    /* Each group: weighted (|x|) absolute-error fit of an affine grid. */
     float max_scale = 0;
     float max_min = 0;
     for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
@@ -37,8 +39,7 @@ static void encode_block(const float *x, anvil_block_q2_K *y) {
         }
     }
 
-    /* 4-bit sub-scales and sub-mins relative to the largest of each. The
-     * codes are stored as ggml stores them: no clamp, low bits kept. */
+    /* The codes are stored as ggml stores them: no clamp, low bits kept. */
     if (max_scale > 0) {
         const float iscale = q4scale / max_scale;
         for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
@@ -58,6 +59,43 @@ static void encode_block(const float *x, anvil_block_q2_K *y) {
         y->dmin = anvil_fp32_to_fp16(max_min / q4scale);
     } else {
         y->dmin = anvil_fp32_to_fp16(0.f);
+    }
+}
+
+/* quantize_row_q2_K_impl: element weights qw * sqrt(mean x^2 + x^2) (mean
+ * over the super-block), a finer squared-error grid search per group, then
+ * the sub-scales and sub-mins fitted as non-negative 4-bit codes weighted by
+ * each group's total weight. */
+static void scales_weighted(const float *x, const float *qw, anvil_block_q2_K *y,
+                            uint8_t L[ANVIL_QK_K]) {
+    uint8_t Laux[16];
+    float weights[16];
+    float sub_scale[ANVIL_QK_K / 16];
+    float sub_min[ANVIL_QK_K / 16];
+    float sw[ANVIL_QK_K / 16];
+
+    const float sigma2 = anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
+    for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
+        sw[j] = anvil_kq_importance(16, x + 16 * j, qw + 16 * j, sigma2, weights);
+        sub_scale[j] = anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j],
+                                           Laux, -0.9f, 0.05f, 36, 0);
+    }
+    uint8_t ls[ANVIL_QK_K / 16], lm[ANVIL_QK_K / 16];
+    const float dm = anvil_kq_fit_positive(ANVIL_QK_K / 16, 15, sub_scale, ls, sw);
+    const float mm = anvil_kq_fit_positive(ANVIL_QK_K / 16, 15, sub_min, lm, sw);
+    y->d = anvil_fp32_to_fp16(dm);
+    y->dmin = anvil_fp32_to_fp16(mm);
+    for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
+        y->scales[j] = (uint8_t)(ls[j] | (lm[j] << 4));
+    }
+}
+
+static void encode_block(const float *x, const float *qw, anvil_block_q2_K *y) {
+    uint8_t L[ANVIL_QK_K];
+    if (qw != NULL) {
+        scales_weighted(x, qw, y, L);
+    } else {
+        scales_plain(x, y, L);
     }
 
     /* Requantize against the stored scales; a group whose scale is 0 keeps
@@ -85,17 +123,7 @@ static void encode_block(const float *x, anvil_block_q2_K *y) {
     }
 }
 
-int anvil_ref_encode_q2_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q2_K", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    anvil_block_q2_K *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        encode_block(src + i * ANVIL_QK_K, &y[i]);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q2_K, "q2_K", ANVIL_QK_K, anvil_block_q2_K, encode_block)
 
 void anvil_ref_decode_q2_K(const void *src, float *dst, size_t n) {
     const anvil_block_q2_K *x = src;

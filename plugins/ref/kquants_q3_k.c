@@ -11,6 +11,7 @@
 #include "ref/checks.h"
 #include "ref/kquants.h"
 #include "ref/kquants_search.h"
+#include "ref/rows.h"
 
 /* The value an int takes when stored in an int8_t on a two's complement
  * machine (ggml relies on it), without the implementation-defined cast. */
@@ -18,8 +19,23 @@ static int wrap_int8(int v) {
     return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0);
 }
 
-static void encode_block(const float *x, anvil_block_q3_K *y) {
-    int8_t L[ANVIL_QK_K];
+/* Store the 6-bit code l (0..63, the scale + 32) of group j: low nibble in
+ * byte j (j < 8) or the high half of byte j - 8, top two bits in byte
+ * 8 + j % 4 at bit 2 (j / 4). The scale bytes start zeroed. */
+static void put_scale(uint8_t scales[ANVIL_K_SCALE_SIZE], int j, int l) {
+    if (j < 8) {
+        scales[j] = (uint8_t)(l & 0xF);
+    } else {
+        scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+    }
+    l >>= 4;
+    scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+}
+
+/* quantize_row_q3_K_ref: each group fitted by make_q3_quants (x^2 weights,
+ * refined code by code), then the group scales quantized linearly so the
+ * largest in magnitude lands on -32. Fills L, the scale bytes and d. */
+static void scales_plain(const float *x, anvil_block_q3_K *y, int8_t L[ANVIL_QK_K]) {
     float sub_scale[ANVIL_QK_K / 16];
 
     /* The group scale of largest magnitude, sign kept (first one on ties). */
@@ -34,24 +50,50 @@ static void encode_block(const float *x, anvil_block_q3_K *y) {
         }
     }
 
-    memset(y->scales, 0, sizeof y->scales);
     if (max_scale != 0.0f) {
         /* The extreme scale maps to -32; every scale is stored + 32. */
         const float iscale = -32.f / max_scale;
         for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
             int l = wrap_int8(anvil_nearest_int(iscale * sub_scale[j]));
             l = (l < -32 ? -32 : (l > 31 ? 31 : l)) + 32;
-            if (j < 8) {
-                y->scales[j] = (uint8_t)(l & 0xF);
-            } else {
-                y->scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
-            }
-            l >>= 4;
-            y->scales[j % 4 + 8] |= (uint8_t)(l << (2 * (j / 4)));
+            put_scale(y->scales, j, l);
         }
         y->d = anvil_fp32_to_fp16(1 / iscale);
     } else {
         y->d = anvil_fp32_to_fp16(0.f);
+    }
+}
+
+/* quantize_row_q3_K_impl: element weights qw * sqrt(2 mean x^2 + x^2)
+ * (mean over the super-block), each group fitted by make_qx_quants with
+ * those weights, then the group scales themselves fitted by make_qx_quants
+ * weighted by each group's total weight. */
+static void scales_weighted(const float *x, const float *qw, anvil_block_q3_K *y,
+                            int8_t L[ANVIL_QK_K]) {
+    float sub_scale[ANVIL_QK_K / 16];
+    float weights[16];
+    float sw[ANVIL_QK_K / 16];
+    int8_t ls[ANVIL_QK_K / 16];
+
+    const float sigma2 = 2 * anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
+    for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
+        sw[j] = anvil_kq_importance(16, x + 16 * j, qw + 16 * j, sigma2, weights);
+        sub_scale[j] = anvil_kq_fit_symmetric(16, 4, x + 16 * j, L + 16 * j, weights);
+    }
+    const float d_block = anvil_kq_fit_symmetric(ANVIL_QK_K / 16, 32, sub_scale, ls, sw);
+    for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
+        put_scale(y->scales, j, ls[j]);
+    }
+    y->d = anvil_fp32_to_fp16(d_block);
+}
+
+static void encode_block(const float *x, const float *qw, anvil_block_q3_K *y) {
+    int8_t L[ANVIL_QK_K];
+    memset(y->scales, 0, sizeof y->scales);
+    if (qw != NULL) {
+        scales_weighted(x, qw, y, L);
+    } else {
+        scales_plain(x, y, L);
     }
 
     /* Requantize against the stored scales; a group whose scale is 0 keeps
@@ -85,17 +127,7 @@ static void encode_block(const float *x, anvil_block_q3_K *y) {
     }
 }
 
-int anvil_ref_encode_q3_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q3_K", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    anvil_block_q3_K *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        encode_block(src + i * ANVIL_QK_K, &y[i]);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q3_K, "q3_K", ANVIL_QK_K, anvil_block_q3_K, encode_block)
 
 /* The 256 signed codes (-4..3) of a block, in element order. Element
  * 128 h + 32 j + l has its low bits in qs[32 h + l] at bit 2 j and its third

@@ -10,10 +10,16 @@
 #include "ref/checks.h"
 #include "ref/kquants.h"
 #include "ref/kquants_search.h"
+#include "ref/rows.h"
 
-static void encode_block(const float *x, anvil_block_q4_K *y) {
+/* ggml's constants: quantize_row_q4_K_ref searches 21 grids stretched by
+ * -1.0 + 0.1 k levels (k = 0..20); quantize_row_q4_K_impl stores its 6-bit
+ * codes uncapped. */
+static const anvil_kq_k4_format k4_format = { 15, -1.f, 20, 0 };
+
+static void encode_block(const float *x, const float *qw, anvil_block_q4_K *y) {
     uint8_t L[ANVIL_QK_K];
-    anvil_kq_encode_affine_k4(x, 15, -1.f, 20, L, y->scales, &y->d, &y->dmin);
+    anvil_kq_encode_affine_k4(x, qw, &k4_format, L, y->scales, &y->d, &y->dmin);
     uint8_t *q = y->qs;
     for (int j = 0; j < ANVIL_QK_K; j += 64) {
         for (int l = 0; l < 32; ++l) {
@@ -23,17 +29,7 @@ static void encode_block(const float *x, anvil_block_q4_K *y) {
     }
 }
 
-int anvil_ref_encode_q4_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q4_K", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    anvil_block_q4_K *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        encode_block(src + i * ANVIL_QK_K, &y[i]);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q4_K, "q4_K", ANVIL_QK_K, anvil_block_q4_K, encode_block)
 
 void anvil_ref_decode_q4_K(const void *src, float *dst, size_t n) {
     const anvil_block_q4_K *x = src;

@@ -8,10 +8,16 @@
 #include "ref/checks.h"
 #include "ref/kquants.h"
 #include "ref/kquants_search.h"
+#include "ref/rows.h"
 
-static void encode_block(const float *x, anvil_block_q5_K *y) {
+/* ggml's constants: quantize_row_q5_K_ref searches 16 grids stretched by
+ * -0.5 + 0.1 k levels (k = 0..15); quantize_row_q5_K_impl caps its 6-bit
+ * codes at 63. */
+static const anvil_kq_k4_format k4_format = { 31, -0.5f, 15, 1 };
+
+static void encode_block(const float *x, const float *qw, anvil_block_q5_K *y) {
     uint8_t L[ANVIL_QK_K];
-    anvil_kq_encode_affine_k4(x, 31, -0.5f, 15, L, y->scales, &y->d, &y->dmin);
+    anvil_kq_encode_affine_k4(x, qw, &k4_format, L, y->scales, &y->d, &y->dmin);
     memset(y->qh, 0, sizeof y->qh);
     uint8_t *ql = y->qs;
     for (int n = 0; n < ANVIL_QK_K; n += 64) {
@@ -33,17 +39,7 @@ static void encode_block(const float *x, anvil_block_q5_K *y) {
     }
 }
 
-int anvil_ref_encode_q5_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q5_K", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    anvil_block_q5_K *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        encode_block(src + i * ANVIL_QK_K, &y[i]);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q5_K, "q5_K", ANVIL_QK_K, anvil_block_q5_K, encode_block)
 
 void anvil_ref_decode_q5_K(const void *src, float *dst, size_t n) {
     const anvil_block_q5_K *x = src;

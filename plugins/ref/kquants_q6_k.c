@@ -13,20 +13,25 @@
 #include "ref/checks.h"
 #include "ref/kquants.h"
 #include "ref/kquants_search.h"
+#include "ref/rows.h"
 
 /* See kquants_q3_k.c: an int stored into int8_t, two's complement. */
 static int wrap_int8(int v) {
     return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0);
 }
 
-static void encode_block(const float *x, anvil_block_q6_K *y) {
+/* quantize_row_q6_K_ref and, with importance weights qw (the block's 256),
+ * quantize_row_q6_K_impl: they differ only in the weights of the group
+ * fits (x^2, or qw itself). */
+static void encode_block(const float *x, const float *qw, anvil_block_q6_K *y) {
     int8_t L[ANVIL_QK_K];
     float sub_scale[ANVIL_QK_K / 16];
 
     float max_scale = 0;
     float max_abs_scale = 0;
     for (int ib = 0; ib < ANVIL_QK_K / 16; ++ib) {
-        sub_scale[ib] = anvil_kq_fit_symmetric(16, 32, x + 16 * ib, L + 16 * ib);
+        sub_scale[ib] = anvil_kq_fit_symmetric(16, 32, x + 16 * ib, L + 16 * ib,
+                                               qw ? qw + 16 * ib : NULL);
         const float abs_scale = fabsf(sub_scale[ib]);
         if (abs_scale > max_abs_scale) {
             max_abs_scale = abs_scale;
@@ -77,17 +82,7 @@ static void encode_block(const float *x, anvil_block_q6_K *y) {
     }
 }
 
-int anvil_ref_encode_q6_K(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q6_K", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    anvil_block_q6_K *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        encode_block(src + i * ANVIL_QK_K, &y[i]);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q6_K, "q6_K", ANVIL_QK_K, anvil_block_q6_K, encode_block)
 
 /* The 256 signed codes (-32..31) of a block, in element order (layout in
  * the header comment). */

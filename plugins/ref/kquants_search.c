@@ -117,7 +117,13 @@ float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights,
     return scale;
 }
 
-float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
+/* ggml's make_qx_quants with rmse_type 1: w = qw[i], or x[i]^2 without
+ * importance weights. */
+static float symmetric_weight(const float *x, const float *qw, int i) {
+    return qw != NULL ? qw[i] : x[i] * x[i];
+}
+
+float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float amax;
     const float max = signed_absmax(n, x, &amax);
     if (amax < ANVIL_KQ_GROUP_EPS) {
@@ -131,7 +137,7 @@ float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
     for (int i = 0; i < n; ++i) {
         const int l = clamp_int(anvil_nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = (int8_t)(l + nmax);
-        const float w = x[i] * x[i];
+        const float w = symmetric_weight(x, qw, i);
         const float fl = (float)l;
         sumlx += w * x[i] * fl;
         suml2 += w * fl * fl;
@@ -146,7 +152,7 @@ float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const int l = clamp_int(anvil_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = symmetric_weight(x, qw, i);
             const float fl = (float)l;
             sumlx += w * x[i] * fl;
             suml2 += w * fl * fl;
@@ -162,6 +168,90 @@ float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
         }
     }
     return scale;
+}
+
+float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) {
+        max = max > x[i] ? max : x[i];
+    }
+    if (max < ANVIL_KQ_GROUP_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = (float)nmax / max;
+    /* Codes are stored in uint8_t as ggml stores them: no lower clamp, a
+     * negative code wraps (conversion to unsigned is modular). */
+    for (int i = 0; i < n; ++i) {
+        L[i] = (uint8_t)anvil_nearest_int(iscale * x[i]);
+    }
+    /* Pick the best of nine grids (nmax + 0.1 k levels, k = -4..4) by
+     * weighted squared error; the first one wins ties. */
+    const float scale = 1 / iscale;
+    float best_mse = 0;
+    for (int i = 0; i < n; ++i) {
+        const float diff = x[i] - scale * (float)L[i];
+        best_mse += qw[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) {
+            continue;
+        }
+        const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = anvil_nearest_int(iscale_is * x[i]);
+            l = l < nmax ? l : nmax;
+            const float diff = x[i] - scale_is * (float)l;
+            mse += qw[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0;
+    float suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        int l = anvil_nearest_int(iscale * x[i]);
+        l = l < nmax ? l : nmax;
+        L[i] = (uint8_t)l;
+        const float w = qw[i];
+        const float fl = (float)l;
+        sumlx += w * x[i] * fl;
+        suml2 += w * fl * fl;
+    }
+    /* Then move single codes while that improves the least-squares fit.
+     * The sums without element i use the stored (uint8_t) code, as ggml. */
+    for (int itry = 0; itry < 5; ++itry) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = qw[i];
+            const float li = (float)L[i];
+            float slx = sumlx - w * x[i] * li;
+            float sl2 = suml2 - w * li * li;
+            if (slx > 0 && sl2 > 0) {
+                int new_l = anvil_nearest_int(x[i] * sl2 / slx);
+                new_l = new_l < nmax ? new_l : nmax;
+                if (new_l != L[i]) {
+                    const float fl = (float)new_l;
+                    slx += w * x[i] * fl;
+                    sl2 += w * fl * fl;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)new_l; /* modular, as ggml's store */
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (n_changed == 0) {
+            break;
+        }
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 float anvil_kq_fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L) {
@@ -216,6 +306,25 @@ float anvil_kq_fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L)
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
+float anvil_kq_sum_squares(const float *x, size_t n) {
+    float sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sum += x[i] * x[i];
+    }
+    return sum;
+}
+
+float anvil_kq_importance(int n, const float *x, const float *qw, float sigma2, float *weights) {
+    for (int i = 0; i < n; ++i) {
+        weights[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+    }
+    float sum = 0;
+    for (int i = 0; i < n; ++i) {
+        sum += weights[i];
+    }
+    return sum;
+}
+
 void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8],
                                 const uint8_t lm[8]) {
     for (int j = 0; j < 4; ++j) {
@@ -246,9 +355,12 @@ int anvil_kq_q3_scale(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j) {
     return (low | (high << 4)) - 32;
 }
 
-void anvil_kq_encode_affine_k4(const float *x, int nmax, float rmin, int nstep,
-                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
-                               anvil_half *d_out, anvil_half *dmin_out) {
+/* quantize_row_q4_K_ref / q5_K_ref: each 32-element sub-block fitted on
+ * its own (weights: the sub-block's rms plus |x|), sub-scales and sub-mins
+ * quantized to 6 bits against the largest of each. */
+static void k4_scales_plain(const float *x, const anvil_kq_k4_format *f, uint8_t L[ANVIL_QK_K],
+                            uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d_out,
+                            anvil_half *dmin_out) {
     float sub_scale[ANVIL_QK_K / 32];
     float sub_min[ANVIL_QK_K / 32];
     float weights[32];
@@ -269,8 +381,8 @@ void anvil_kq_encode_affine_k4(const float *x, int nmax, float rmin, int nstep,
         for (int l = 0; l < 32; ++l) {
             weights[l] = av_x + fabsf(xs[l]);
         }
-        sub_scale[j] = anvil_kq_fit_affine(32, nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
-                                           rmin, 0.1f, nstep, 0);
+        sub_scale[j] = anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
+                                           f->rmin, 0.1f, f->nstep, 0);
         if (sub_scale[j] > max_scale) {
             max_scale = sub_scale[j];
         }
@@ -294,6 +406,51 @@ void anvil_kq_encode_affine_k4(const float *x, int nmax, float rmin, int nstep,
     anvil_kq_pack_scale_min_k4(scales, ls, lm);
     *d_out = anvil_fp32_to_fp16(max_scale / 63.f);
     *dmin_out = anvil_fp32_to_fp16(max_min / 63.f);
+}
+
+/* quantize_row_q4_K_impl / q5_K_impl with importance weights: element
+ * weights qw * sqrt(sigma2 + x^2) with sigma2 = 2 mean(x^2) over the whole
+ * super-block, a finer grid search per sub-block, then the 6-bit sub-scales
+ * and sub-mins fitted by anvil_kq_fit_positive, weighted by each sub-block's
+ * total weight. */
+static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k4_format *f,
+                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
+                               anvil_half *d_out, anvil_half *dmin_out) {
+    float sub_scale[ANVIL_QK_K / 32];
+    float sub_min[ANVIL_QK_K / 32];
+    float sw[ANVIL_QK_K / 32];
+    float weights[32];
+    uint8_t Laux[32];
+
+    const float sigma2 = 2 * anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
+    for (int j = 0; j < ANVIL_QK_K / 32; ++j) {
+        const float *xs = x + 32 * j;
+        sw[j] = anvil_kq_importance(32, xs, qw + 32 * j, sigma2, weights);
+        sub_scale[j] = anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
+                                           -0.9f, 0.05f, 36, 0);
+    }
+    uint8_t ls[8], lm[8];
+    const float d_block = anvil_kq_fit_positive(ANVIL_QK_K / 32, 63, sub_scale, ls, sw);
+    const float m_block = anvil_kq_fit_positive(ANVIL_QK_K / 32, 63, sub_min, lm, sw);
+    if (f->clamp_weighted) {
+        for (int j = 0; j < ANVIL_QK_K / 32; ++j) {
+            ls[j] = ls[j] < 63 ? ls[j] : 63;
+            lm[j] = lm[j] < 63 ? lm[j] : 63;
+        }
+    }
+    anvil_kq_pack_scale_min_k4(scales, ls, lm);
+    *d_out = anvil_fp32_to_fp16(d_block);
+    *dmin_out = anvil_fp32_to_fp16(m_block);
+}
+
+void anvil_kq_encode_affine_k4(const float *x, const float *qw, const anvil_kq_k4_format *f,
+                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
+                               anvil_half *d_out, anvil_half *dmin_out) {
+    if (qw != NULL) {
+        k4_scales_weighted(x, qw, f, L, scales, d_out, dmin_out);
+    } else {
+        k4_scales_plain(x, f, L, scales, d_out, dmin_out);
+    }
 
     /* Requantize against the scales the decoder will actually use. A
      * sub-block whose scale rounds to 0 keeps the search's codes. */
@@ -309,7 +466,7 @@ void anvil_kq_encode_affine_k4(const float *x, int nmax, float rmin, int nstep,
         const float dm = dmin_all * (float)m;
         for (int ii = 0; ii < 32; ++ii) {
             const int l = anvil_nearest_int((x[32 * j + ii] + dm) / d);
-            L[32 * j + ii] = (uint8_t)clamp_int(l, 0, nmax);
+            L[32 * j + ii] = (uint8_t)clamp_int(l, 0, f->nmax);
         }
     }
 }

@@ -1,7 +1,9 @@
 /* The flat 32-element family, encoding side: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1
- * encoders and the Q8_0/Q8_1 activation quantizers.
+ * encoders, their row encoders (ggml_quantize_chunk, with or without an
+ * importance matrix) and the Q8_0/Q8_1 activation quantizers.
  *
- * Every float operation below is the one ggml's quantize_row_*_ref performs,
+ * Every float operation below is the one ggml's quantize_row_*_ref (or,
+ * with importance weights, quantize_row_*_impl) performs,
  * in the same order and precision (the build sets -ffp-contract=off), so the
  * bytes are ggml's bytes. Blocks are read and written through memcpy at
  * their ggml offsets: callers may hand us any byte address (a row inside a
@@ -19,7 +21,9 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "ref/checks.h"
+#include "ref/kquants_search.h"
 #include "ref/q8_0_family_impl.h"
+#include "ref/rows.h"
 
 static void put_half(uint8_t *p, float v) {
     const anvil_half h = anvil_fp32_to_fp16(v);
@@ -116,46 +120,118 @@ static void pack_five_bits(const uint8_t codes[Q8_0_FAMILY_BLOCK], uint8_t qs[Q8
     put_u32(qh, high);
 }
 
-static void encode_rows_q4_0(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; ++i, x += Q8_0_FAMILY_BLOCK, dst += sizeof(anvil_block_q4_0)) {
-        uint8_t codes[Q8_0_FAMILY_BLOCK];
-        const float d = symmetric_codes(x, -8.0f, 8.5f, 15, codes);
-        put_half(dst + offsetof(anvil_block_q4_0, d), d);
-        pack_nibbles(codes, dst + offsetof(anvil_block_q4_0, qs));
+/* One of the four formats with 4- or 5-bit codes, as both of ggml's
+ * encoders see it. */
+typedef struct flat_format {
+    int nmax;        /* symmetric: codes -nmax..nmax-1 (8, 16); affine: 0..nmax (15, 31) */
+    int affine;      /* a min besides the scale (Q4_1, Q5_1) */
+    int five_bits;   /* fifth code bits in the qh word (Q5_0, Q5_1) */
+    size_t block_bytes;
+    size_t off_m;    /* offset of the f16 min (affine formats) */
+    size_t off_qh;   /* offset of the qh word (5-bit formats) */
+    size_t off_qs;   /* offset of the nibbles */
+} flat_format;
+
+static const flat_format format_q4_0 = { 8, 0, 0, sizeof(anvil_block_q4_0), 0, 0,
+                                         offsetof(anvil_block_q4_0, qs) };
+static const flat_format format_q4_1 = { 15, 1, 0, sizeof(anvil_block_q4_1),
+                                         offsetof(anvil_block_q4_1, m), 0,
+                                         offsetof(anvil_block_q4_1, qs) };
+static const flat_format format_q5_0 = { 16, 0, 1, sizeof(anvil_block_q5_0), 0,
+                                         offsetof(anvil_block_q5_0, qh),
+                                         offsetof(anvil_block_q5_0, qs) };
+static const flat_format format_q5_1 = { 31, 1, 1, sizeof(anvil_block_q5_1),
+                                         offsetof(anvil_block_q5_1, m),
+                                         offsetof(anvil_block_q5_1, qh),
+                                         offsetof(anvil_block_q5_1, qs) };
+
+/* d (and m) first in every block, then the packed codes. */
+static void store_block(const flat_format *f, uint8_t *dst, float d, float m,
+                        const uint8_t codes[Q8_0_FAMILY_BLOCK]) {
+    put_half(dst, d);
+    if (f->affine) {
+        put_half(dst + f->off_m, m);
+    }
+    if (f->five_bits) {
+        pack_five_bits(codes, dst + f->off_qs, dst + f->off_qh);
+    } else {
+        pack_nibbles(codes, dst + f->off_qs);
     }
 }
 
-static void encode_rows_q5_0(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; ++i, x += Q8_0_FAMILY_BLOCK, dst += sizeof(anvil_block_q5_0)) {
-        uint8_t codes[Q8_0_FAMILY_BLOCK];
-        const float d = symmetric_codes(x, -16.0f, 16.5f, 31, codes);
-        put_half(dst + offsetof(anvil_block_q5_0, d), d);
-        pack_five_bits(codes, dst + offsetof(anvil_block_q5_0, qs),
-                       dst + offsetof(anvil_block_q5_0, qh));
+/* quantize_row_<t>_ref: no search, the extreme value(s) fix the grid. Of
+ * the affine pair, Q4_1 casts its codes signed and caps them at 15, Q5_1
+ * casts unsigned without a cap (ggml's code, kept quirk for quirk). */
+static void encode_block_plain(const flat_format *f, const float *x, uint8_t *dst) {
+    uint8_t codes[Q8_0_FAMILY_BLOCK];
+    float d;
+    float m = 0.0f;
+    if (f->affine) {
+        affine_codes(x, (float)f->nmax, f->five_bits ? -1 : f->nmax, !f->five_bits, &d, &m, codes);
+    } else {
+        d = symmetric_codes(x, -(float)f->nmax, (float)f->nmax + 0.5f, 2 * f->nmax - 1, codes);
+    }
+    store_block(f, dst, d, m, codes);
+}
+
+/* quantize_row_<t>_impl's block: the weighted least-squares searches the
+ * K-quants use, make_qx_quants (rmse_type 1) for the symmetric formats and
+ * make_qkx3_quants (36 grids from nmax - 0.9 in steps of 0.05) for the
+ * affine ones. */
+static void encode_block_weighted(const flat_format *f, const float *x, const float *weight,
+                                  uint8_t *dst) {
+    uint8_t codes[Q8_0_FAMILY_BLOCK];
+    float d;
+    float m = 0.0f;
+    if (f->affine) {
+        uint8_t scratch[Q8_0_FAMILY_BLOCK];
+        float neg_min;
+        d = anvil_kq_fit_affine(Q8_0_FAMILY_BLOCK, f->nmax, x, weight, codes, &neg_min, scratch,
+                                -0.9f, 0.05f, 36, 0);
+        m = -neg_min;
+    } else {
+        int8_t L[Q8_0_FAMILY_BLOCK];
+        d = anvil_kq_fit_symmetric(Q8_0_FAMILY_BLOCK, f->nmax, x, L, weight);
+        for (int j = 0; j < Q8_0_FAMILY_BLOCK; ++j) {
+            codes[j] = (uint8_t)L[j];
+        }
+    }
+    store_block(f, dst, d, m, codes);
+}
+
+/* One row as ggml_quantize_chunk encodes it. With importance weights each
+ * element's weight is qw * sqrt(sigma2 + x^2), sigma2 the mean square of
+ * the whole row (not of the block). */
+static void encode_row(const flat_format *f, const float *x, void *dst, size_t n,
+                       const float *qw) {
+    uint8_t *out = dst;
+    const size_t nb = n / Q8_0_FAMILY_BLOCK;
+    if (qw == NULL) {
+        for (size_t i = 0; i < nb; ++i) {
+            encode_block_plain(f, x + i * Q8_0_FAMILY_BLOCK, out + i * f->block_bytes);
+        }
+        return;
+    }
+    const float sigma2 = anvil_kq_sum_squares(x, n) / (float)n;
+    for (size_t i = 0; i < nb; ++i) {
+        const float *xb = x + i * Q8_0_FAMILY_BLOCK;
+        float weight[Q8_0_FAMILY_BLOCK];
+        (void)anvil_kq_importance(Q8_0_FAMILY_BLOCK, xb, qw + i * Q8_0_FAMILY_BLOCK, sigma2, weight);
+        encode_block_weighted(f, xb, weight, out + i * f->block_bytes);
     }
 }
 
-static void encode_rows_q4_1(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; ++i, x += Q8_0_FAMILY_BLOCK, dst += sizeof(anvil_block_q4_1)) {
-        uint8_t codes[Q8_0_FAMILY_BLOCK];
-        float d, min;
-        affine_codes(x, 15.0f, 15, 1, &d, &min, codes);
-        put_half(dst + offsetof(anvil_block_q4_1, d), d);
-        put_half(dst + offsetof(anvil_block_q4_1, m), min);
-        pack_nibbles(codes, dst + offsetof(anvil_block_q4_1, qs));
-    }
+static void encode_row_q4_0(const float *x, void *dst, size_t n, const float *qw) {
+    encode_row(&format_q4_0, x, dst, n, qw);
 }
-
-static void encode_rows_q5_1(const float *x, uint8_t *dst, size_t nb) {
-    for (size_t i = 0; i < nb; ++i, x += Q8_0_FAMILY_BLOCK, dst += sizeof(anvil_block_q5_1)) {
-        uint8_t codes[Q8_0_FAMILY_BLOCK];
-        float d, min;
-        affine_codes(x, 31.0f, -1, 0, &d, &min, codes);
-        put_half(dst + offsetof(anvil_block_q5_1, d), d);
-        put_half(dst + offsetof(anvil_block_q5_1, m), min);
-        pack_five_bits(codes, dst + offsetof(anvil_block_q5_1, qs),
-                       dst + offsetof(anvil_block_q5_1, qh));
-    }
+static void encode_row_q4_1(const float *x, void *dst, size_t n, const float *qw) {
+    encode_row(&format_q4_1, x, dst, n, qw);
+}
+static void encode_row_q5_0(const float *x, void *dst, size_t n, const float *qw) {
+    encode_row(&format_q5_0, x, dst, n, qw);
+}
+static void encode_row_q5_1(const float *x, void *dst, size_t n, const float *qw) {
+    encode_row(&format_q5_1, x, dst, n, qw);
 }
 
 /* Q8_0 and Q8_1 codes: d = amax / 127, q = round-half-away(x / d). Returns
@@ -205,27 +281,25 @@ void anvil_ref_quantize_q8_1(const float *x, void *dst, size_t n) {
     }
 }
 
-/* Encoders: the shared checks, then the block loop. */
-#define DEFINE_ENCODER(type, name, rows_fn)                                               \
-    int anvil_ref_encode_##type(const float *src, void *dst, size_t n, char *msg,         \
-                                size_t msg_size) {                                        \
-        const int rc = anvil_ref_check_encode_input(name, src, n, Q8_0_FAMILY_BLOCK, msg, \
-                                                    msg_size);                            \
-        if (rc != ANVIL_OK) {                                                             \
-            return rc;                                                                    \
-        }                                                                                 \
-        rows_fn(src, dst, n);                                                             \
-        return ANVIL_OK;                                                                  \
+/* ggml's quantize_q8_0 ignores importance weights. */
+static void encode_row_q8_0(const float *x, void *dst, size_t n, const float *qw) {
+    (void)qw;
+    anvil_ref_quantize_q8_0(x, dst, n);
+}
+
+ANVIL_REF_DEFINE_ENCODERS(q4_0, "q4_0", Q8_0_FAMILY_BLOCK, sizeof(anvil_block_q4_0), encode_row_q4_0)
+ANVIL_REF_DEFINE_ENCODERS(q4_1, "q4_1", Q8_0_FAMILY_BLOCK, sizeof(anvil_block_q4_1), encode_row_q4_1)
+ANVIL_REF_DEFINE_ENCODERS(q5_0, "q5_0", Q8_0_FAMILY_BLOCK, sizeof(anvil_block_q5_0), encode_row_q5_0)
+ANVIL_REF_DEFINE_ENCODERS(q5_1, "q5_1", Q8_0_FAMILY_BLOCK, sizeof(anvil_block_q5_1), encode_row_q5_1)
+ANVIL_REF_DEFINE_ENCODERS(q8_0, "q8_0", Q8_0_FAMILY_BLOCK, sizeof(anvil_block_q8_0), encode_row_q8_0)
+
+/* Q8_1 is an activation format (not one ggml_quantize_chunk encodes): the
+ * plain encoder only. */
+int anvil_ref_encode_q8_1(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    const int rc = anvil_ref_check_encode_input("q8_1", src, n, Q8_0_FAMILY_BLOCK, msg, msg_size);
+    if (rc != ANVIL_OK) {
+        return rc;
     }
-
-static void encode_q4_0(const float *x, void *dst, size_t n) { encode_rows_q4_0(x, dst, n / Q8_0_FAMILY_BLOCK); }
-static void encode_q4_1(const float *x, void *dst, size_t n) { encode_rows_q4_1(x, dst, n / Q8_0_FAMILY_BLOCK); }
-static void encode_q5_0(const float *x, void *dst, size_t n) { encode_rows_q5_0(x, dst, n / Q8_0_FAMILY_BLOCK); }
-static void encode_q5_1(const float *x, void *dst, size_t n) { encode_rows_q5_1(x, dst, n / Q8_0_FAMILY_BLOCK); }
-
-DEFINE_ENCODER(q4_0, "q4_0", encode_q4_0)
-DEFINE_ENCODER(q4_1, "q4_1", encode_q4_1)
-DEFINE_ENCODER(q5_0, "q5_0", encode_q5_0)
-DEFINE_ENCODER(q5_1, "q5_1", encode_q5_1)
-DEFINE_ENCODER(q8_0, "q8_0", anvil_ref_quantize_q8_0)
-DEFINE_ENCODER(q8_1, "q8_1", anvil_ref_quantize_q8_1)
+    anvil_ref_quantize_q8_1(src, dst, n);
+    return ANVIL_OK;
+}

@@ -14,6 +14,7 @@
 #include "ref/checks.h"
 #include "ref/ternary.h"
 #include "ref/ternary_impl.h"
+#include "ref/rows.h"
 
 #define Q1_0_BYTES sizeof(anvil_block_q1_0)
 #define Q1_0_D offsetof(anvil_block_q1_0, d)
@@ -21,7 +22,9 @@
 #define Q1_0_ACT_BLOCKS (ANVIL_QK1_0 / ANVIL_QK8_0)
 #define Q8_0_BYTES sizeof(anvil_block_q8_0)
 
-static void q1_0_encode_block(const float *x, uint8_t *y) {
+/* ggml's quantize_q1_0 ignores importance weights (qw). */
+static void q1_0_encode_block(const float *x, const float *qw, uint8_t *y) {
+    (void)qw;
     /* Summed in element order: the f32 rounding of the mean is part of the
      * byte contract. */
     float sum_abs = 0.0f;
@@ -38,17 +41,7 @@ static void q1_0_encode_block(const float *x, uint8_t *y) {
     }
 }
 
-int anvil_ref_encode_q1_0(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q1_0", src, n, ANVIL_QK1_0, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    uint8_t *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK1_0; ++i) {
-        q1_0_encode_block(src + i * ANVIL_QK1_0, y + i * Q1_0_BYTES);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q1_0, "q1_0", ANVIL_QK1_0, anvil_block_q1_0, q1_0_encode_block)
 
 void anvil_ref_decode_q1_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;

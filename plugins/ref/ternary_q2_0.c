@@ -15,6 +15,7 @@
 #include "ref/checks.h"
 #include "ref/ternary.h"
 #include "ref/ternary_impl.h"
+#include "ref/rows.h"
 
 #define Q2_0_BYTES sizeof(anvil_block_q2_0)
 #define Q2_0_D offsetof(anvil_block_q2_0, d)
@@ -22,7 +23,9 @@
 #define Q2_0_ACT_BLOCKS (ANVIL_QK2_0 / ANVIL_QK8_0)
 #define Q8_0_BYTES sizeof(anvil_block_q8_0)
 
-static void q2_0_encode_block(const float *x, uint8_t *y) {
+/* ggml's quantize_q2_0 ignores importance weights (qw). */
+static void q2_0_encode_block(const float *x, const float *qw, uint8_t *y) {
+    (void)qw;
     float amax = 0.0f;
     for (int j = 0; j < ANVIL_QK2_0; ++j) {
         const float a = fabsf(x[j]);
@@ -40,17 +43,7 @@ static void q2_0_encode_block(const float *x, uint8_t *y) {
     }
 }
 
-int anvil_ref_encode_q2_0(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("q2_0", src, n, ANVIL_QK2_0, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    uint8_t *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK2_0; ++i) {
-        q2_0_encode_block(src + i * ANVIL_QK2_0, y + i * Q2_0_BYTES);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(q2_0, "q2_0", ANVIL_QK2_0, anvil_block_q2_0, q2_0_encode_block)
 
 void anvil_ref_decode_q2_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;

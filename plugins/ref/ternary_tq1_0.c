@@ -17,6 +17,7 @@
 #include "ref/checks.h"
 #include "ref/ternary.h"
 #include "ref/ternary_impl.h"
+#include "ref/rows.h"
 
 #define TQ1_0_BYTES sizeof(anvil_block_tq1_0)
 #define TQ1_0_D offsetof(anvil_block_tq1_0, d)
@@ -48,7 +49,9 @@ static uint8_t tq1_0_pack_byte(const float *x, size_t stride, unsigned ntrits, f
     return (uint8_t)(((uint16_t)q * 256 + (243 - 1)) / 243);
 }
 
-static void tq1_0_encode_block(const float *x, uint8_t *y) {
+/* ggml's quantize_tq1_0 ignores importance weights (qw). */
+static void tq1_0_encode_block(const float *x, const float *qw, uint8_t *y) {
+    (void)qw;
     float amax = 0.0f;
     for (int j = 0; j < ANVIL_QK_K; ++j) {
         const float a = fabsf(x[j]);
@@ -66,17 +69,7 @@ static void tq1_0_encode_block(const float *x, uint8_t *y) {
     }
 }
 
-int anvil_ref_encode_tq1_0(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("tq1_0", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    uint8_t *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        tq1_0_encode_block(src + i * ANVIL_QK_K, y + i * TQ1_0_BYTES);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(tq1_0, "tq1_0", ANVIL_QK_K, anvil_block_tq1_0, tq1_0_encode_block)
 
 void anvil_ref_decode_tq1_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;

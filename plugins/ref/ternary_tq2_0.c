@@ -12,13 +12,16 @@
 #include "ref/checks.h"
 #include "ref/ternary.h"
 #include "ref/ternary_impl.h"
+#include "ref/rows.h"
 
 #define TQ2_0_BYTES sizeof(anvil_block_tq2_0)
 #define TQ2_0_QS offsetof(anvil_block_tq2_0, qs)
 #define TQ2_0_NQS (ANVIL_QK_K / 4)
 #define TQ2_0_D offsetof(anvil_block_tq2_0, d)
 
-static void tq2_0_encode_block(const float *x, uint8_t *y) {
+/* ggml's quantize_tq2_0 ignores importance weights (qw). */
+static void tq2_0_encode_block(const float *x, const float *qw, uint8_t *y) {
+    (void)qw;
     float amax = 0.0f;
     for (int j = 0; j < ANVIL_QK_K; ++j) {
         const float a = fabsf(x[j]);
@@ -38,17 +41,7 @@ static void tq2_0_encode_block(const float *x, uint8_t *y) {
     }
 }
 
-int anvil_ref_encode_tq2_0(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_check_encode_input("tq2_0", src, n, ANVIL_QK_K, msg, msg_size);
-    if (rc != 0) {
-        return rc;
-    }
-    uint8_t *y = dst;
-    for (size_t i = 0; i < n / ANVIL_QK_K; ++i) {
-        tq2_0_encode_block(src + i * ANVIL_QK_K, y + i * TQ2_0_BYTES);
-    }
-    return 0;
-}
+ANVIL_REF_DEFINE_BLOCK_ENCODERS(tq2_0, "tq2_0", ANVIL_QK_K, anvil_block_tq2_0, tq2_0_encode_block)
 
 void anvil_ref_decode_tq2_0(const void *src, float *dst, size_t n) {
     const uint8_t *x = src;

@@ -5,7 +5,13 @@
  *  tables    the committed codebooks have the structure their formats imply
  *  numeric   E8M0 / UE4M3 / E2M1 helpers of anvil/numeric.h, exhaustively
  *  golden    decode, encode, activation quantizer and dot against the ggml
- *            outputs committed in tests/golden/<type>.bin
+ *            outputs committed in tests/golden/<type>.bin; importance-
+ *            weighted encode_rows against tests/golden/imatrix/<type>.bin,
+ *            with the encode_rows contract of tests/common/golden_imatrix.h
+ *            (no importance matrix for IQ2_XXS IQ2_XS IQ1_S, bad weights,
+ *            NaN naming row and element, lengths, the weights matter)
+ *  rows      encode_rows beyond that: many rows = rows one by one, zero
+ *            and infinite weights, -Inf, overflow
  *  encode    refusals (NaN/Inf, bad length), determinism, error bounds
  *  decode    totality on random bytes, any alignment
  *  dot       the dot equals the dot of the decoded rows
@@ -26,6 +32,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "golden.h"
+#include "golden_imatrix.h"
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "ref/cold.h"
@@ -41,7 +48,8 @@ typedef struct fmt {
     const char *name;
     int type;
     size_t block_elems, block_bytes;
-    anvil_encode_fn encode; /* NULL: decode-only */
+    anvil_encode_fn encode; /* NULL: only with an importance matrix */
+    anvil_encode_rows_fn encode_rows;
     anvil_decode_fn decode;
     anvil_vec_dot_fn dot;
     int act_type;
@@ -57,32 +65,34 @@ typedef struct fmt {
 #define Q80 ANVIL_TYPE_Q8_0, ANVIL_QK8_0, sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0
 
 static const fmt formats[] = {
-    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_decode_iq2_xxs,
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs,
       anvil_ref_vec_dot_iq2_xxs_q8_K, Q8K, offsetof(anvil_block_iq2_xxs, d), ANVIL_CODEC_NEEDS_IMATRIX },
-    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_decode_iq2_xs,
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs,
       anvil_ref_vec_dot_iq2_xs_q8_K, Q8K, offsetof(anvil_block_iq2_xs, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs,
-      anvil_ref_decode_iq3_xxs,
+      anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs,
       anvil_ref_vec_dot_iq3_xxs_q8_K, Q8K, offsetof(anvil_block_iq3_xxs, d), 0 },
-    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_decode_iq1_s,
+    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s,
       anvil_ref_vec_dot_iq1_s_q8_K, Q8K, offsetof(anvil_block_iq1_s, d), ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), anvil_ref_encode_iq4_nl,
-      anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
+      anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
     { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s,
-      anvil_ref_decode_iq3_s,
+      anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s,
       anvil_ref_vec_dot_iq3_s_q8_K, Q8K, offsetof(anvil_block_iq3_s, d), 0 },
     { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s,
-      anvil_ref_decode_iq2_s,
+      anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s,
       anvil_ref_vec_dot_iq2_s_q8_K, Q8K, offsetof(anvil_block_iq2_s, d), 0 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), anvil_ref_encode_iq4_xs,
-      anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
+      anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
     { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m,
-      anvil_ref_decode_iq1_m,
+      anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m,
       anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), anvil_ref_encode_mxfp4,
-      anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE,
+      ANVIL_CODEC_IMATRIX_UNUSED },
     { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), anvil_ref_encode_nvfp4,
-      anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE, 0 },
+      anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, anvil_ref_vec_dot_nvfp4_q8_0, Q80, NO_SCALE,
+      ANVIL_CODEC_IMATRIX_UNUSED },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -358,6 +368,79 @@ static void test_golden(void) {
     }
 }
 
+/* ---- importance-weighted fixtures, encode_rows ----------------------------- */
+
+static const anvil_plugin_desc *cold_plugin(void) {
+    void *h = dlopen(ANVIL_COLD_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", ANVIL_COLD_PLUGIN_PATH, dlerror());
+        return NULL;
+    }
+    anvil_plugin_entry_fn entry = (anvil_plugin_entry_fn)dlsym(h, ANVIL_PLUGIN_ENTRY_SYMBOL);
+    /* deliberately not dlclose'd while descriptors may be referenced */
+    return entry != NULL ? entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR) : NULL;
+}
+
+/* ggml's bytes with importance matrices (tests/golden/imatrix/<type>.bin,
+ * written by anvil-parity --family cold --write-golden), through the
+ * plugin's encode_rows and the reference's, and the encode_rows contract
+ * (tests/common/golden_imatrix.h) of all eleven codecs. */
+static void test_golden_imatrix(void) {
+    size_t n_codecs = 0;
+    CU_ASSERT_EQUAL(imatrix_plugin_check(cold_plugin(), test_source_path("golden/imatrix"), &n_codecs), 0);
+    CU_ASSERT_EQUAL(n_codecs, N_FORMATS);
+    for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+        const fmt *f = &formats[fi];
+        char rel[64];
+        snprintf(rel, sizeof rel, "golden/imatrix/%s.bin", f->name);
+        size_t checked = 0;
+        CU_ASSERT_EQUAL(golden_imx_check(test_source_path(rel), (uint32_t)f->type, f->encode_rows, &checked), 0);
+        CU_ASSERT_EQUAL(checked, 32);
+    }
+}
+
+/* What the contract leaves out: several weighted rows at once are the rows
+ * one by one; zero weights are fine, infinite ones are not; -Inf input;
+ * no rows; a size that overflows. */
+static void test_encode_rows_checks(void) {
+    enum { ROWS = 3 };
+    static float x[ROWS * MAX_ELEMS], qw[MAX_ELEMS];
+    static uint8_t a[ROWS * MAX_ELEMS], b[ROWS * MAX_ELEMS];
+    for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+        const fmt *f = &formats[fi];
+        const size_t n = f->block_elems < 256 ? 8 * f->block_elems : 2 * f->block_elems;
+        const size_t row_bytes = n / f->block_elems * f->block_bytes;
+        for (size_t r = 0; r < ROWS; ++r) {
+            test_input_fill(x + r * n, n, INPUT_LLM_LIKE, 5, r);
+        }
+        for (size_t j = 0; j < n; ++j) {
+            qw[j] = 0.5f + (float)(j % 7);
+        }
+        char msg[512] = "";
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
+        for (size_t r = 0; r < ROWS; ++r) {
+            CU_ASSERT_EQUAL(f->encode_rows(x + r * n, b, 1, n, qw, msg, sizeof msg), ANVIL_OK);
+            CU_ASSERT_EQUAL(memcmp(a + r * row_bytes, b, row_bytes), 0);
+        }
+        memset(qw, 0, n * sizeof *qw);
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_OK);
+        qw[n - 2] = INFINITY;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_INVALID_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "column %zu", n - 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, want));
+        qw[n - 2] = 1.0f;
+        x[2 * n + n - 1] = -INFINITY;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, msg, sizeof msg), ANVIL_E_NONFINITE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "-Inf"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, ROWS, n, qw, NULL, 0), ANVIL_E_NONFINITE); /* no message buffer */
+        x[2 * n + n - 1] = 0.0f;
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, 0, n, qw, msg, sizeof msg), ANVIL_OK); /* nothing to do */
+        CU_ASSERT_EQUAL(f->encode_rows(x, a, SIZE_MAX / 2, n, qw, msg, sizeof msg), ANVIL_E_OVERFLOW);
+    }
+}
+
 /* ---- encoders ------------------------------------------------------------ */
 
 static void test_encode_refusals(void) {
@@ -457,6 +540,18 @@ static void test_encode_quality(void) {
 static void test_encode_known(void) {
     float x[64];
     uint8_t blk[64];
+    /* IQ4_NL on values whose squares overflow: the weighted sums are Inf,
+     * the fitted scale Inf / Inf = NaN, and ggml's level search, every
+     * comparison with NaN failing, picks the top level 15 for every
+     * element (as anvil-parity's huge-value rows confirm). */
+    for (int j = 0; j < 32; ++j) {
+        x[j] = (j % 3 ? 1e30f : -2e30f);
+    }
+    CU_ASSERT_EQUAL(anvil_ref_encode_iq4_nl(x, blk, 32, NULL, 0), ANVIL_OK);
+    CU_ASSERT(isnan(anvil_fp16_to_fp32((anvil_half)(blk[0] | blk[1] << 8))));
+    for (int j = 2; j < 18; ++j) {
+        CU_ASSERT_EQUAL(blk[j], 0xFF);
+    }
     /* MXFP4: amax 6 -> exponent floor(log2 6) - 2 = 0 -> e = 127, half
      * scale 0.5, so code k decodes to doubled(k) / 2 = E2M1 value itself. */
     static const float e2m1[16] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6, 0, -0.5f, -1, -1.5f, -2, -3, -4, -6 };
@@ -677,17 +772,31 @@ static void test_plugin_descriptor(void) {
         CU_ASSERT_EQUAL(c->flags, f->flags);
         CU_ASSERT_PTR_NOT_NULL(c->decode);
         CU_ASSERT_PTR_NULL(c->ref_vec_dot);
+        /* Every format encodes row-wise, with or without weights. */
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_rows);
         if (f->encode != NULL) {
             CU_ASSERT_PTR_NOT_NULL(c->encode);
             CU_ASSERT_PTR_NULL(c->encode_note);
         } else {
-            /* decode-only, and it says why */
+            /* No unweighted encode, and it says why: every format ggml
+             * encodes without an imatrix has one. */
             CU_ASSERT_PTR_NULL(c->encode);
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_note);
-            /* every format ggml encodes without an imatrix is encodable */
             CU_ASSERT(f->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-            CU_ASSERT_STRING_EQUAL(c->encode_note,
-                                   "ggml encodes it only with an importance matrix: decode-only");
+            CU_ASSERT_STRING_EQUAL(c->encode_note, "needs an importance matrix (ggml encodes it only with one)");
+        }
+        {
+            /* The plugin's encode_rows is the reference's, weighted. */
+            static float x[2 * ANVIL_QK_K], qw[ANVIL_QK_K];
+            static uint8_t e1[2 * ANVIL_QK_K], e2[2 * ANVIL_QK_K];
+            const size_t n = ANVIL_QK_K;
+            test_input_fill(x, 2 * n, INPUT_NORMAL, 9, c->type_id);
+            for (size_t j = 0; j < n; ++j) {
+                qw[j] = 0.25f + (float)(j % 5);
+            }
+            CU_ASSERT_EQUAL(c->encode_rows(x, e1, 2, n, qw, NULL, 0), ANVIL_OK);
+            CU_ASSERT_EQUAL(f->encode_rows(x, e2, 2, n, qw, NULL, 0), ANVIL_OK);
+            CU_ASSERT_EQUAL(memcmp(e1, e2, 2 * n / f->block_elems * f->block_bytes), 0);
         }
         /* The plugin's functions behave as the reference (its own copy of
          * anvil_ref): decode one random block both ways. */
@@ -733,6 +842,8 @@ int main(void) {
     CU_add_test(s, "numeric: ue4m3", test_numeric_ue4m3);
     CU_add_test(s, "numeric: e2m1", test_numeric_e2m1);
     CU_add_test(s, "golden: decode, encode, act, dot", test_golden);
+    CU_add_test(s, "golden: importance-weighted encode_rows, encode_rows contract", test_golden_imatrix);
+    CU_add_test(s, "encode_rows: many rows, zero/Inf weights, -Inf, overflow", test_encode_rows_checks);
     CU_add_test(s, "encode: refusals", test_encode_refusals);
     CU_add_test(s, "encode: determinism and error bounds", test_encode_quality);
     CU_add_test(s, "encode: known blocks", test_encode_known);

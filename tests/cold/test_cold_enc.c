@@ -1,6 +1,8 @@
 /*
- * test_cold_enc: the lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M) beyond
- * what test_cold's golden fixtures check, without ggml.
+ * test_cold_enc: the lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M, and
+ * IQ2_XXS IQ2_XS IQ1_S, which exist only with an importance matrix: here
+ * with all-ones weights) beyond what test_cold's golden fixtures check,
+ * without ggml.
  *
  *  threads   the search tables' first build, raced by several threads that
  *            encode at once (this suite's first test, so nothing has built
@@ -10,13 +12,13 @@
  *            distances, in (distance, index) order), and codebook facts
  *            copied from ggml's kgrid tables
  *  refusals  values whose squared errors overflow (where ggml aborts):
- *            ANVIL_E_UNSUPPORTED naming the block; ordinary large values
- *            encode
+ *            ANVIL_E_UNSUPPORTED naming the block (and, row-wise, the row);
+ *            ordinary large values encode
  *  known     hand-derived bytes: zeros, sign fields, and IQ3_S's habit of
  *            writing a group's indices and signs one group early after an
  *            all-zero group
  *  plugin    codec-cold's init hook builds the tables (idempotent) and its
- *            four codecs encode exactly as the reference
+ *            seven lattice codecs encode exactly as the reference
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -42,14 +44,33 @@ typedef struct enc_fmt {
     const char *name;
     int type;
     size_t block_bytes;
-    anvil_encode_fn encode;
+    anvil_encode_fn encode;          /* what the tests call: one row */
+    anvil_encode_rows_fn encode_rows;
+    int needs_imatrix;               /* encode = encode_rows with all-ones weights */
 } enc_fmt;
 
+/* One row through encode_rows with all-ones importance weights: the
+ * single-row form the tests call for the formats that need weights. */
+static float ones[ROW];
+
+#define WITH_ONES(t)                                                                                \
+    static int ones_##t(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {       \
+        return n > ROW ? ANVIL_E_INVALID_ARG                                                        \
+                       : anvil_ref_encode_rows_##t(src, dst, 1, n, ones, msg, msg_size);           \
+    }
+WITH_ONES(iq2_xxs)
+WITH_ONES(iq2_xs)
+WITH_ONES(iq1_s)
+
 static const enc_fmt fmts[] = {
-    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs },
-    { "iq3_s", ANVIL_TYPE_IQ3_S, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s },
-    { "iq2_s", ANVIL_TYPE_IQ2_S, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s },
-    { "iq1_m", ANVIL_TYPE_IQ1_M, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m },
+    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs,
+      anvil_ref_encode_rows_iq3_xxs, 0 },
+    { "iq3_s", ANVIL_TYPE_IQ3_S, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s, anvil_ref_encode_rows_iq3_s, 0 },
+    { "iq2_s", ANVIL_TYPE_IQ2_S, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s, anvil_ref_encode_rows_iq2_s, 0 },
+    { "iq1_m", ANVIL_TYPE_IQ1_M, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m, anvil_ref_encode_rows_iq1_m, 0 },
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, sizeof(anvil_block_iq2_xxs), ones_iq2_xxs, anvil_ref_encode_rows_iq2_xxs, 1 },
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, sizeof(anvil_block_iq2_xs), ones_iq2_xs, anvil_ref_encode_rows_iq2_xs, 1 },
+    { "iq1_s", ANVIL_TYPE_IQ1_S, sizeof(anvil_block_iq1_s), ones_iq1_s, anvil_ref_encode_rows_iq1_s, 1 },
 };
 #define N_FMTS (sizeof fmts / sizeof fmts[0])
 
@@ -86,6 +107,9 @@ static void *encode_all(void *arg) {
 }
 
 static void test_threads_first_init(void) {
+    for (size_t j = 0; j < ROW; ++j) {
+        ones[j] = 1.0f;
+    }
     pthread_t th[N_THREADS];
     CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&start_line, NULL, N_THREADS), 0);
     for (size_t t = 0; t < N_THREADS; ++t) {
@@ -132,6 +156,8 @@ static const lattice_expect lattices[] = {
     { COLD_LATTICE_IQ3S, "iq3s", 4, 8, 512, 3 },
     { COLD_LATTICE_IQ2S, "iq2s", 8, 3, 1024, 1 },
     { COLD_LATTICE_IQ1, "iq1", 8, 3, 2048, 3 },
+    { COLD_LATTICE_IQ2XXS, "iq2xxs", 8, 3, 256, 2 },
+    { COLD_LATTICE_IQ2XS, "iq2xs", 8, 3, 512, 2 },
 };
 
 static int code_dist(const cold_lattice *lat, int g, const int *l) {
@@ -220,7 +246,7 @@ static void test_lattice_tables(void) {
         }
     }
     /* Codes of a few entries, read off ggml's kgrid tables (2 or 3 bits per
-     * element, element 0 lowest): kgrid_256[3] = 9, kgrid_512[1] = 1,
+     * element, element 0 lowest): IQ3's kgrid_256[3] = 9, kgrid_512[1] = 1,
      * kgrid_2bit_1024[2] = 5, kgrid_1bit_2048[2] = 5, kgrid_256[255] = 3992. */
     const cold_lattice *x3 = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS);
     const cold_lattice *s3 = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S);
@@ -233,6 +259,17 @@ static void test_lattice_tables(void) {
     CU_ASSERT_EQUAL(memcmp(s3->code + 1 * 4, c1, 4), 0);
     CU_ASSERT_EQUAL(memcmp(s2->code + 2 * 8, c5, 8), 0);
     CU_ASSERT_EQUAL(memcmp(g1->code + 2 * 8, c5, 8), 0);
+    /* kgrid_2bit_256 (IQ2_XXS) [1] = 2, [32] = 1025, [255] = 43268;
+     * kgrid_2bit_512 (IQ2_XS) [511] = 43690. */
+    const cold_lattice *xx2 = anvil_ref_cold_lattice(COLD_LATTICE_IQ2XXS);
+    const cold_lattice *xs2 = anvil_ref_cold_lattice(COLD_LATTICE_IQ2XS);
+    static const uint8_t c2[8] = { 2, 0, 0, 0, 0, 0, 0, 0 }, c1025[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
+    static const uint8_t c43268[8] = { 0, 1, 0, 0, 1, 2, 2, 2 }, c43690[8] = { 2, 2, 2, 2, 2, 2, 2, 2 };
+    CU_ASSERT_EQUAL(memcmp(xx2->code + 1 * 8, c2, 8), 0);
+    CU_ASSERT_EQUAL(memcmp(xx2->code + 32 * 8, c1025, 8), 0);
+    CU_ASSERT_EQUAL(memcmp(xx2->code + 255 * 8, c43268, 8), 0);
+    CU_ASSERT_EQUAL(memcmp(xs2->code + 1 * 8, c2, 8), 0);
+    CU_ASSERT_EQUAL(memcmp(xs2->code + 511 * 8, c43690, 8), 0);
 }
 
 /* ---- refusals ------------------------------------------------------------ */
@@ -244,18 +281,34 @@ static void test_refuse_overflow(void) {
         const enc_fmt *f = &fmts[fi];
         char msg[512] = "";
         /* Block 0 ordinary, block 1 at 1e25: the squared errors overflow.
-         * Which rows make ggml abort depends on the search: IQ3/IQ2_S on
-         * varied values (off-grid points), IQ1_M on a constant block (its
-         * split sums overflow into a split whose codes are off the grid). */
+         * Which rows make ggml abort depends on the search (anvil-parity
+         * checked these against ggml in a child process): IQ3/IQ2_S/IQ2_XS
+         * on varied values (off-grid points), IQ1_M, IQ1_S and IQ2_XXS on
+         * a constant block (the split sums, or IQ2_XXS's first fit,
+         * overflow into codes off the grid or a NaN scale). */
+        const int constant = f->type == ANVIL_TYPE_IQ1_M || f->type == ANVIL_TYPE_IQ1_S ||
+                             f->type == ANVIL_TYPE_IQ2_XXS;
         test_input_fill(x, ROW, INPUT_NORMAL, 8, fi);
         for (size_t i = ANVIL_QK_K; i < ROW; ++i) {
-            x[i] = f->type == ANVIL_TYPE_IQ1_M ? 2.5e25f : x[i] * 1e25f;
+            x[i] = constant ? 2.5e25f : x[i] * 1e25f;
         }
         CU_ASSERT_EQUAL(f->encode(x, dst, ROW, msg, sizeof msg), ANVIL_E_UNSUPPORTED);
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, "block 1 "));
         CU_ASSERT_PTR_NOT_NULL(strstr(msg, "ggml"));
         CU_ASSERT_EQUAL(f->encode(x, dst, ROW, NULL, 0), ANVIL_E_UNSUPPORTED); /* no message buffer */
+        /* Row-wise, weighted, as the second of two rows: the message names
+         * the row too. */
+        static float two[2 * ROW], qw[ROW];
+        static uint8_t dst2[2 * ROW / ANVIL_QK_K * sizeof(anvil_block_iq3_s)];
+        test_input_fill(two, ROW, INPUT_LLM_LIKE, 8, fi);
+        memcpy(two + ROW, x, sizeof x);
+        for (size_t j = 0; j < ROW; ++j) {
+            qw[j] = 0.5f + (float)(j % 3);
+        }
+        CU_ASSERT_EQUAL(f->encode_rows(two, dst2, 2, ROW, qw, msg, sizeof msg), ANVIL_E_UNSUPPORTED);
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, f->name));
+        CU_ASSERT_PTR_NOT_NULL(strstr(msg, "row 1: block 1 "));
         /* Large but representable: encodes. */
         test_input_fill(x, ROW, INPUT_NORMAL, 8, fi);
         for (size_t i = 0; i < ROW; ++i) {
@@ -368,12 +421,22 @@ static void test_plugin_init_and_encode(void) {
                 continue;
             }
             found++;
-            CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
-            CU_ASSERT_PTR_NULL(c->encode_note);
-            CU_ASSERT_EQUAL(c->flags & ANVIL_CODEC_NEEDS_IMATRIX, 0u);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_rows);
+            CU_ASSERT_EQUAL((c->flags & ANVIL_CODEC_NEEDS_IMATRIX) != 0, fmts[fi].needs_imatrix);
+            if (fmts[fi].needs_imatrix) {
+                CU_ASSERT_PTR_NULL(c->encode);
+                CU_ASSERT_PTR_NOT_NULL(c->encode_note);
+            } else {
+                CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
+                CU_ASSERT_PTR_NULL(c->encode_note);
+            }
             for (uint64_t row = 0; row < INPUT_KIND_COUNT; ++row) {
                 test_input_fill(x, ROW, (test_input_kind)row, 77, row);
-                CU_ASSERT_EQUAL(c->encode(x, a, ROW, NULL, 0), ANVIL_OK);
+                if (c->encode != NULL) {
+                    CU_ASSERT_EQUAL(c->encode(x, a, ROW, NULL, 0), ANVIL_OK);
+                } else {
+                    CU_ASSERT_EQUAL(c->encode_rows(x, a, 1, ROW, ones, NULL, 0), ANVIL_OK);
+                }
                 CU_ASSERT_EQUAL(fmts[fi].encode(x, b, ROW, NULL, 0), ANVIL_OK);
                 CU_ASSERT_EQUAL(memcmp(a, b, ROW / ANVIL_QK_K * fmts[fi].block_bytes), 0);
             }

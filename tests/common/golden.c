@@ -43,8 +43,9 @@ int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t
 
 int golden_write_end(FILE *f) { return fclose(f) == 0 ? 0 : -1; }
 
-int golden_load(const char *path, golden_file *g) {
-    memset(g, 0, sizeof *g);
+int golden_read_file(const char *path, size_t min_size, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         perror(path);
@@ -56,20 +57,29 @@ int golden_load(const char *path, golden_file *g) {
     }
     long sz = ftell(f);
     rewind(f);
-    if (sz < (long)(8 + sizeof(golden_header))) {
+    if (sz < (long)min_size) {
         fprintf(stderr, "%s: too short for a golden file\n", path);
         fclose(f);
         return -1;
     }
-    g->data = malloc((size_t)sz);
-    g->size = (size_t)sz;
-    if (g->data == NULL || fread(g->data, 1, g->size, f) != g->size) {
+    *data = malloc((size_t)sz);
+    if (*data == NULL || fread(*data, 1, (size_t)sz, f) != (size_t)sz) {
         fprintf(stderr, "%s: read failed\n", path);
         fclose(f);
-        golden_free(g);
+        free(*data);
+        *data = NULL;
         return -1;
     }
     fclose(f);
+    *size = (size_t)sz;
+    return 0;
+}
+
+int golden_load(const char *path, golden_file *g) {
+    memset(g, 0, sizeof *g);
+    if (golden_read_file(path, 8 + sizeof(golden_header), &g->data, &g->size) != 0) {
+        return -1;
+    }
     if (memcmp(g->data, magic, 8) != 0) {
         fprintf(stderr, "%s: bad magic\n", path);
         golden_free(g);

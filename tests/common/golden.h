@@ -54,7 +54,9 @@ int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t
                         const float *in, const void *enc, const float *dec, float dot);
 int golden_write_end(FILE *f);
 
-/* Reading. Returns 0 or -1 (message on stderr). */
+/* Reading. Returns 0 or -1 (message on stderr). golden_read_file reads a
+ * whole fixture of at least min_size bytes into a malloc'd buffer. */
+int golden_read_file(const char *path, size_t min_size, uint8_t **data, size_t *size);
 int golden_load(const char *path, golden_file *g);
 void golden_record_at(const golden_file *g, size_t i, golden_record *r);
 void golden_free(golden_file *g);

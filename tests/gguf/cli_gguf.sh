@@ -28,8 +28,8 @@ grep -q "format:       GGUF v3" "$tmp/inspect.txt" || fail "inspect: no version 
 grep -q "size check" "$tmp/inspect.txt" || fail "inspect: no size check"
 "$anvil" inspect --json "$src" > "$tmp/inspect.json" || fail "inspect --json"
 if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="gguf" and d["size_ok"]' \
-        "$tmp/inspect.json" || fail "inspect --json is not valid JSON or size_ok is false"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="gguf" and d["ok"]' \
+        "$tmp/inspect.json" || fail "inspect --json is not valid JSON or ok is false"
 fi
 
 "$anvil" reemit "$src" "$tmp/re.gguf" >/dev/null || fail "reemit"
@@ -52,13 +52,15 @@ first=$(ls "$tmp"/sz-00001-of-*.gguf | head -n 1)
 "$anvil" merge "$first" "$tmp/merged2.gguf" >/dev/null || fail "merge (size split)"
 cmp -s "$tmp/re.gguf" "$tmp/merged2.gguf" || fail "size split -> merge is not byte-identical"
 
-# Refusals: exit 1 with the reason; usage errors exit 2.
-"$anvil" inspect "$corpus/row_blocks.gguf" 2> "$tmp/err.txt" && fail "row_blocks accepted"
-grep -q "rows of 172" "$tmp/err.txt" || fail "row_blocks message"
+# Refusals: exit 1 with the reason; usage errors exit 2. A damaged file is
+# shown as far as it can be read, the bad tensor marked.
+"$anvil" inspect "$corpus/row_blocks.gguf" > "$tmp/out.txt" 2> "$tmp/err.txt" && fail "row_blocks accepted"
+grep -q "rows of 172" "$tmp/out.txt" || fail "row_blocks message"
+grep -q "has problems" "$tmp/err.txt" || fail "row_blocks: no verdict on stderr"
 "$anvil" inspect "$corpus/version_1.gguf" 2> "$tmp/err.txt" && fail "v1 accepted"
 grep -q "GGUF v1 is no longer supported" "$tmp/err.txt" || fail "v1 message"
-"$anvil" split "$tmp/re.gguf" "$tmp/x" >/dev/null 2>&1
-[ $? -eq 2 ] || fail "split without a limit is not a usage error"
+"$anvil" split "$tmp/re.gguf" "$tmp/x" --max-size 1M --split-max-tensors 3 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "split with two limits is not a usage error"
 "$anvil" merge "$tmp/re.gguf" "$tmp/y.gguf" >/dev/null 2>&1 && fail "merge of a non-part accepted"
 echo "gguf cli: OK"
 exit 0

@@ -3,7 +3,11 @@
  * writer). Properties checked beyond "no crash, no leak, no UB":
  *   - every view handed out lies inside the input;
  *   - whatever parses and can be re-written re-parses, and re-writing that
- *     again gives the same bytes (the writer's output is a fixed point).
+ *     again gives the same bytes (the writer's output is a fixed point);
+ *   - the lenient reader opens whatever the strict one opens, with no
+ *     problems and the same counts; on anything else it either refuses with
+ *     a message or lists what it read, every good tensor's view inside the
+ *     input, every bad one without data and with its reason.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -80,6 +84,47 @@ static int rewrite(const anvil_gguf *g, void **out, size_t *size) {
     return rc;
 }
 
+/* The lenient reader on the same bytes; strict_ok: the strict one opened them. */
+static void check_lenient(const uint8_t *data, size_t size, const anvil_gguf *strict) {
+    anvil_gguf *g = NULL;
+    anvil_error err;
+    if (anvil_gguf_open_buffer_lenient(&g, data, size, NULL, &err) != ANVIL_OK) {
+        if (strict != NULL || err.code >= 0 || err.message[0] == '\0') {
+            abort();
+        }
+        return;
+    }
+    if (strict != NULL && (anvil_gguf_problem_count(g) != 0 || anvil_gguf_kv_count(g) != anvil_gguf_kv_count(strict) ||
+                           anvil_gguf_tensor_count(g) != anvil_gguf_tensor_count(strict))) {
+        abort();
+    }
+    for (size_t i = 0; i < anvil_gguf_problem_count(g); ++i) {
+        anvil_gguf_problem p;
+        if (anvil_gguf_problem_at(g, i, &p) != ANVIL_OK || p.code >= 0 || p.message == NULL || p.message[0] == '\0') {
+            abort();
+        }
+    }
+    for (size_t i = 0; i < anvil_gguf_kv_count(g); ++i) {
+        const anvil_gguf_kv *kv = anvil_gguf_kv_at(g, i);
+        anvil_gguf_value v;
+        check_inside(data, size, kv->raw, kv->raw_size);
+        if (anvil_gguf_kv_value(kv, &v) != ANVIL_OK) {
+            abort();
+        }
+    }
+    for (size_t i = 0; i < anvil_gguf_tensor_count(g); ++i) {
+        const anvil_gguf_tensor *t = anvil_gguf_tensor_at(g, i);
+        if (anvil_gguf_tensor_problem(g, i) != NULL) {
+            if (t->data != NULL) {
+                abort();
+            }
+            continue;
+        }
+        check_inside(data, size, t->data, (size_t)t->n_bytes);
+    }
+    anvil_gguf_close(g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -89,8 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (err.code >= 0 || err.message[0] == '\0') {
             abort(); /* every refusal carries a code and a message */
         }
+        check_lenient(data, size, NULL);
         return 0;
     }
+    check_lenient(data, size, g);
     touch_views(g, data, size);
     void *out1 = NULL, *out2 = NULL;
     size_t n1 = 0, n2 = 0;

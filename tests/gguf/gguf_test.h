@@ -56,6 +56,7 @@ void gguf_add_reader_tests(void);
 void gguf_add_writer_tests(void);
 void gguf_add_hostile_tests(void);
 void gguf_add_split_tests(void);
+void gguf_add_lenient_tests(void);
 
 /* Whole file into memory (malloc'd), or NULL. */
 uint8_t *read_whole(const char *path, size_t *size);

@@ -12,5 +12,6 @@ int main(void) {
     gguf_add_writer_tests();
     gguf_add_hostile_tests();
     gguf_add_split_tests();
+    gguf_add_lenient_tests();
     return test_run_cunit();
 }

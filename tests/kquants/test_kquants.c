@@ -22,6 +22,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "golden.h"
+#include "golden_imatrix.h"
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "kq_dot_scale.h"
@@ -41,23 +42,30 @@ typedef struct fmt {
     anvil_vec_dot_fn dot;  /* NULL for Q8_K */
     double max_rms_rel;    /* round trip on N(0,1) rows: rms error / rms */
     double max_err_amax;   /* round trip on N(0,1), U(-1,1): max error / block max */
+    anvil_encode_rows_fn encode_rows; /* NULL for Q8_K */
 } fmt;
 
 /* Bounds from measurement (200 rows of 4096, worst case) plus ~15% margin:
  * tight enough that a wrong grid search or scale packing trips them. */
 static const fmt formats[] = {
     { "q2_K", ANVIL_TYPE_Q2_K, sizeof(anvil_block_q2_K), anvil_ref_encode_q2_K,
-      anvil_ref_decode_q2_K, anvil_ref_vec_dot_q2_K_q8_K, 0.36, 0.50 },
+      anvil_ref_decode_q2_K, anvil_ref_vec_dot_q2_K_q8_K, 0.36, 0.50,
+      anvil_ref_encode_rows_q2_K },
     { "q3_K", ANVIL_TYPE_Q3_K, sizeof(anvil_block_q3_K), anvil_ref_encode_q3_K,
-      anvil_ref_decode_q3_K, anvil_ref_vec_dot_q3_K_q8_K, 0.19, 0.30 },
+      anvil_ref_decode_q3_K, anvil_ref_vec_dot_q3_K_q8_K, 0.19, 0.30,
+      anvil_ref_encode_rows_q3_K },
     { "q4_K", ANVIL_TYPE_Q4_K, sizeof(anvil_block_q4_K), anvil_ref_encode_q4_K,
-      anvil_ref_decode_q4_K, anvil_ref_vec_dot_q4_K_q8_K, 0.09, 0.13 },
+      anvil_ref_decode_q4_K, anvil_ref_vec_dot_q4_K_q8_K, 0.09, 0.13,
+      anvil_ref_encode_rows_q4_K },
     { "q5_K", ANVIL_TYPE_Q5_K, sizeof(anvil_block_q5_K), anvil_ref_encode_q5_K,
-      anvil_ref_decode_q5_K, anvil_ref_vec_dot_q5_K_q8_K, 0.045, 0.075 },
+      anvil_ref_decode_q5_K, anvil_ref_vec_dot_q5_K_q8_K, 0.045, 0.075,
+      anvil_ref_encode_rows_q5_K },
     { "q6_K", ANVIL_TYPE_Q6_K, sizeof(anvil_block_q6_K), anvil_ref_encode_q6_K,
-      anvil_ref_decode_q6_K, anvil_ref_vec_dot_q6_K_q8_K, 0.022, 0.025 },
+      anvil_ref_decode_q6_K, anvil_ref_vec_dot_q6_K_q8_K, 0.022, 0.025,
+      anvil_ref_encode_rows_q6_K },
     { "q8_K", ANVIL_TYPE_Q8_K, sizeof(anvil_block_q8_K), anvil_ref_encode_q8_K,
-      anvil_ref_decode_q8_K, NULL, 0.009, 0.004 },
+      anvil_ref_decode_q8_K, NULL, 0.009, 0.004,
+      NULL },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -439,6 +447,17 @@ static void test_decode_any_bytes(void) {
     }
 }
 
+/* ---- importance-weighted row encoders --------------------------------- */
+
+/* ggml_quantize_chunk's bytes with synthetic importance matrices (and a few
+ * rows without), from tests/golden/imatrix, plus the encode_rows contract. */
+static void test_imatrix_golden_and_contract(void) {
+    size_t n = 0;
+    const anvil_plugin_desc *d = anvil_plugin_entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+    CU_ASSERT_EQUAL(imatrix_plugin_check(d, test_source_path("golden/imatrix"), &n), 0);
+    CU_ASSERT_EQUAL(n, 5);
+}
+
 /* ---- plugin descriptor and kernel table ----------------------------- */
 
 static void test_plugin_descriptor(void) {
@@ -460,6 +479,7 @@ static void test_plugin_descriptor(void) {
         CU_ASSERT_EQUAL(c->block_bytes, f->block_bytes);
         CU_ASSERT_EQUAL(c->act_type, ANVIL_TYPE_Q8_K);
         CU_ASSERT_EQUAL(c->flags, f->type_id == ANVIL_TYPE_Q8_K ? ANVIL_CODEC_ACTIVATION : 0u);
+        CU_ASSERT(c->encode_rows == f->encode_rows);
         CU_ASSERT(c->encode == f->encode);
         CU_ASSERT(c->decode == f->decode);
         CU_ASSERT_PTR_NULL(c->ref_vec_dot);
@@ -503,6 +523,7 @@ int main(void) {
     CU_add_test(edge, "q8_K structure", test_q8_K_structure);
     CU_add_test(edge, "dot == decoded dot", test_dot_matches_decoded);
     CU_add_test(edge, "decoders total on any bytes", test_decode_any_bytes);
+    CU_add_test(golden, "imatrix goldens and encode_rows contract", test_imatrix_golden_and_contract);
     CU_add_test(edge, "plugin descriptor and kernel table", test_plugin_descriptor);
     return test_run_cunit();
 }

@@ -15,12 +15,12 @@
  *
  * Per format, over pc->rows rows cycling through every input kind with
  * varied row lengths (whole blocks):
- *   encode   (IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4) anvil vs
- *            ggml_quantize_chunk with no importance matrix (what
- *            llama-quantize writes), and vs quantize_row_<t>_ref where that
+ *   encode   (IQ3_XXS IQ3_S IQ2_S IQ1_M IQ4_NL IQ4_XS MXFP4 NVFP4) anvil's
+ *            unweighted encode vs ggml_quantize_chunk with no importance
+ *            matrix, and vs quantize_row_<t>_ref where that
  *            is the same function: every byte. Both are timed on the same
  *            rows (after each side's one-time table build, timed apart).
- *            The lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M) also get:
+ *            Every encoder also gets:
  *            rows scaled over 1e-38 .. 1e6 with random all-zero groups
  *            (ggml's IQ3_S shifts its output after an all-zero group; tiny
  *            scales underflow the weights), every byte; and rows of huge
@@ -37,12 +37,19 @@
  *            printed); and vs ggml's *_generic from the baseline x64 build,
  *            which computes in our order: bit for bit
  *
+ * Then the importance-weighted checks of every format (parity_cold_weighted.c:
+ * anvil_encode_rows vs ggml_quantize_chunk with synthetic importance
+ * matrices, including IQ2_XXS IQ2_XS IQ1_S, which ggml encodes only so).
+ *
  * With pc->golden_dir set, writes <dir>/<type>.bin (tests/common/golden.h):
- * 48 rows of 256, three per input kind. Encodable formats: ggml's encoding of
- * the input (GOLDEN_REC_ENCODED). Decode-only formats: ggml-produced blocks
- * (two rows in three) and random blocks with finite scales (the third), input
- * zeros, no GOLDEN_REC_ENCODED.
+ * 48 rows of 256, three per input kind. Formats with an unweighted encoder:
+ * ggml's encoding of the input (GOLDEN_REC_ENCODED). IQ2_XXS IQ2_XS IQ1_S:
+ * ggml-produced blocks (two rows in three) and random blocks with finite
+ * scales (the third), input zeros, no GOLDEN_REC_ENCODED. And, for every
+ * format, <dir>/imatrix/<type>.bin: the weighted fixtures
+ * (write_golden_weighted).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -50,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,7 +66,9 @@
 #include "anvil/codec.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "golden_imatrix.h"
 #include "parity.h"
+#include "parity_cold.h"
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
 #include "ref/cold_tables.h"
@@ -689,7 +699,7 @@ typedef struct tally {
     size_t enc_elems;
 } tally;
 
-static double now_s(void) {
+double cold_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -706,15 +716,15 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
         const size_t row_bytes = n / f->block_elems * f->block_bytes;
         kinds |= 1u << kind;
         test_input_fill(x, n, kind, pc->seed, row);
-        const double t0 = now_s();
+        const double t0 = cold_now_s();
         ggml_encode_row(pc, f, x, n, row, genc);
-        t->enc_ggml_s += now_s() - t0;
+        t->enc_ggml_s += cold_now_s() - t0;
 
         if (f->encode != NULL) {
             char msg[256];
-            const double t1 = now_s();
+            const double t1 = cold_now_s();
             const int rc = f->encode(x, aenc, n, msg, sizeof msg);
-            t->enc_anvil_s += now_s() - t1;
+            t->enc_anvil_s += cold_now_s() - t1;
             t->enc_elems += n;
             t->enc_checked++;
             const size_t at = rc == ANVIL_OK ? parity_first_diff_u8(genc, aenc, row_bytes) : 0;
@@ -865,17 +875,12 @@ static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *
     }
 }
 
-/* ---- lattice encoders at the edges -------------------------------------- */
+/* ---- encoders at the edges ------------------------------------------------
+ * Every unweighted encoder: the lattice searches overflow on huge values
+ * (ggml aborts), IQ4's scale fit turns NaN there (ggml's level search then
+ * picks the top level), the FP4 scales saturate. */
 
-static int is_lattice_encoder(const cold_format *f) {
-    return f->encode != NULL && (f->type == ANVIL_TYPE_IQ3_XXS || f->type == ANVIL_TYPE_IQ3_S ||
-                                 f->type == ANVIL_TYPE_IQ2_S || f->type == ANVIL_TYPE_IQ1_M);
-}
-
-/* A row of `kind` times 10^e, with some groups zeroed: per 32 elements, one
- * chance in four that all are 0 (ggml's IQ3_S then shifts what follows),
- * one in four that one half is. */
-static void edge_row(float *x, size_t n, test_input_kind kind, uint64_t seed, uint64_t row, float e) {
+void cold_edge_row(float *x, size_t n, test_input_kind kind, uint64_t seed, uint64_t row, float e) {
     test_input_fill(x, n, kind, seed, row);
     test_rng r;
     test_rng_seed(&r, seed * 17u + row);
@@ -908,7 +913,7 @@ static void check_edges_scaled(parity_ctx *pc, const cold_format *f) {
         const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
         const size_t n = (1 + row % 2) * ANVIL_QK_K;
         const float e = -38.0f + 44.0f * test_rng_uniform(&r);
-        edge_row(x, n, kind, pc->seed + 3, row, e);
+        cold_edge_row(x, n, kind, pc->seed + 3, row, e);
         const size_t row_bytes = n / f->block_elems * f->block_bytes;
         pc->oracle->quantize_chunk(f->type, x, genc, 0, 1, (int64_t)n, NULL);
         char msg[256];
@@ -925,50 +930,66 @@ static void check_edges_scaled(parity_ctx *pc, const cold_format *f) {
     parity_report(pc, f->name, "encode rows x 1e-38..1e6 with all-zero groups", rows, bad);
 }
 
+int cold_ggml_quantize_isolated(const parity_ctx *pc, int type, const float *x, size_t nrows,
+                                size_t n_per_row, const float *imatrix, void *dst, size_t dst_size) {
+    enum { SHARED = 65536 };
+    if (dst_size > SHARED) {
+        return -1;
+    }
+    uint8_t *shared = mmap(NULL, SHARED, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) {
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        setenv("GGML_NO_BACKTRACE", "1", 1);
+        pc->oracle->quantize_chunk(type, x, shared, 0, (int64_t)nrows, (int64_t)n_per_row, imatrix);
+        _exit(0);
+    }
+    int status = 0;
+    int done = -1;
+    if (pid > 0 && waitpid(pid, &status, 0) == pid) {
+        done = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (done) {
+            memcpy(dst, shared, dst_size);
+        }
+    }
+    munmap(shared, SHARED);
+    return done;
+}
+
 /* Huge values. ggml's search overflows and fails an assertion (IQ1_M: reads
  * past its input first), which aborts the process, so ggml runs in a child
- * writing into shared memory. Agreement: ggml dies and anvil refuses with
+ * (cold_ggml_quantize_isolated). Agreement: ggml dies and anvil refuses with
  * ANVIL_E_UNSUPPORTED, or both encode and the bytes match. */
 static void check_edges_huge(parity_ctx *pc, const cold_format *f) {
     static float x[ANVIL_QK_K];
-    static uint8_t aenc[MAX_BLOCK_BYTES * 2];
-    const size_t row_bytes = f->block_bytes;
-    uint8_t *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) {
-        printf("%-8s huge-value check: mmap failed, skipped\n", f->name);
-        return;
-    }
+    static uint8_t aenc[MAX_BLOCK_BYTES * 2], genc[MAX_BLOCK_BYTES * 2];
+    const size_t row_bytes = ANVIL_QK_K / f->block_elems * f->block_bytes;
     const size_t rows = 3 * INPUT_KIND_COUNT;
     size_t bad = 0, aborted = 0, encoded = 0;
     for (size_t row = 0; row < rows; ++row) {
         const test_input_kind kind = (test_input_kind)(row % INPUT_KIND_COUNT);
         const float e = 6.0f + 26.0f * (float)row / (float)rows;
-        edge_row(x, ANVIL_QK_K, kind, pc->seed + 9, row, e);
-        fflush(stdout);
-        fflush(stderr);
-        const pid_t pid = fork();
-        if (pid == 0) {
-            const int devnull = open("/dev/null", O_WRONLY);
-            if (devnull >= 0) {
-                dup2(devnull, 1);
-                dup2(devnull, 2);
-            }
-            setenv("GGML_NO_BACKTRACE", "1", 1);
-            pc->oracle->quantize_chunk(f->type, x, shared, 0, 1, ANVIL_QK_K, NULL);
-            _exit(0);
-        }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        cold_edge_row(x, ANVIL_QK_K, kind, pc->seed + 9, row, e);
+        const int ggml_ok = cold_ggml_quantize_isolated(pc, f->type, x, 1, ANVIL_QK_K, NULL, genc, row_bytes);
+        if (ggml_ok < 0) {
             printf("%-8s huge-value check: fork failed, skipped\n", f->name);
             break;
         }
-        const int ggml_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         char msg[512];
         const int rc = f->encode(x, aenc, ANVIL_QK_K, msg, sizeof msg);
         int agree;
         if (ggml_ok) {
             encoded++;
-            agree = rc == ANVIL_OK && memcmp(shared, aenc, row_bytes) == 0;
+            agree = rc == ANVIL_OK && memcmp(genc, aenc, row_bytes) == 0;
         } else {
             aborted++;
             agree = rc == ANVIL_E_UNSUPPORTED;
@@ -978,7 +999,6 @@ static void check_edges_huge(parity_ctx *pc, const cold_format *f) {
                    test_input_kind_name(kind), (double)e, ggml_ok ? "encoded" : "aborted", rc);
         }
     }
-    munmap(shared, 4096);
     char what[128];
     snprintf(what, sizeof what, "encode x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)",
              aborted, encoded);
@@ -988,22 +1008,28 @@ static void check_edges_huge(parity_ctx *pc, const cold_format *f) {
 /* One-time table builds, each side timed before anything else uses them:
  * ggml_quantize_init per lattice type, anvil's single build of all four. */
 static void time_lattice_inits(parity_ctx *pc) {
-    static const int types[] = { ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S, ANVIL_TYPE_IQ2_S, ANVIL_TYPE_IQ1_M };
-    double ggml_ms[4], total = 0.0;
-    for (int i = 0; i < 4; ++i) {
-        const double t0 = now_s();
+    /* IQ1_S shares IQ1_M's tables in both libraries. */
+    static const int types[] = { ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S, ANVIL_TYPE_IQ2_XXS,
+                                 ANVIL_TYPE_IQ2_XS,  ANVIL_TYPE_IQ2_S, ANVIL_TYPE_IQ1_M };
+    static const char *const names[] = { "iq3_xxs", "iq3_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_m" };
+    enum { N = sizeof types / sizeof types[0] };
+    double ggml_ms[N], total = 0.0;
+    for (int i = 0; i < N; ++i) {
+        const double t0 = cold_now_s();
         if (pc->oracle->quantize_init != NULL) {
             pc->oracle->quantize_init(types[i]);
         }
-        ggml_ms[i] = (now_s() - t0) * 1e3;
+        ggml_ms[i] = (cold_now_s() - t0) * 1e3;
         total += ggml_ms[i];
     }
-    const double t0 = now_s();
+    const double t0 = cold_now_s();
     const int rc = anvil_ref_cold_lattice_init();
-    const double anvil_ms = (now_s() - t0) * 1e3;
-    printf("lattice search tables: ggml_quantize_init %.1f ms (iq3_xxs %.1f, iq3_s %.1f, iq2_s %.1f, "
-           "iq1_m %.1f); anvil_ref_cold_lattice_init %.1f ms (all four, once)\n",
-           total, ggml_ms[0], ggml_ms[1], ggml_ms[2], ggml_ms[3], anvil_ms);
+    const double anvil_ms = (cold_now_s() - t0) * 1e3;
+    printf("lattice search tables: ggml_quantize_init %.1f ms (", total);
+    for (int i = 0; i < N; ++i) {
+        printf("%s%s %.1f", i ? ", " : "", names[i], ggml_ms[i]);
+    }
+    printf("); anvil_ref_cold_lattice_init %.1f ms (all six, once)\n", anvil_ms);
     parity_report(pc, "tables", "lattice search tables built (self-check)", 1, rc != ANVIL_OK);
 }
 
@@ -1060,6 +1086,57 @@ static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g
     return 0;
 }
 
+/* <dir>/imatrix/<type>.bin (tests/common/golden_imatrix.h, the format of
+ * every weighted fixture): the five ordinary synthetic importance matrices
+ * of parity_cold.h, then 32 one-row records, every input kind twice, cycling
+ * through the matrices and (but for the formats that need one) none;
+ * ggml's bytes. Two blocks per row (three for the 32-element formats). */
+static int write_golden_weighted(parity_ctx *pc, const cold_format *f) {
+    enum { N_IMX = COLD_IMX_ORDINARY, N_REC = 2 * INPUT_KIND_COUNT };
+    const int needs = f->oracle_encoding == ENC_IMATRIX;
+    golden_imx_header h;
+    memset(&h, 0, sizeof h);
+    h.type_id = (uint32_t)f->type;
+    h.n_per_row = (uint32_t)(f->block_elems == 32 ? 96 : 2 * f->block_elems);
+    h.row_bytes = (uint32_t)(h.n_per_row / f->block_elems * f->block_bytes);
+    h.n_imatrix = N_IMX;
+    h.n_records = N_REC;
+    snprintf(h.type_name, sizeof h.type_name, "%s", f->name);
+    static float imx[N_IMX * MAX_ELEMS], in[MAX_ELEMS];
+    static uint8_t enc[MAX_ROW_BYTES];
+    for (int k = 0; k < N_IMX; ++k) {
+        cold_imatrix_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (cold_imatrix_kind)k, 4242u + (uint64_t)k);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/imatrix", pc->golden_dir);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        perror(path);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/imatrix/%s.bin", pc->golden_dir, f->name);
+    FILE *fp = golden_imx_write_begin(path, &h, imx);
+    if (fp == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < N_REC && rc == 0; ++i) {
+        const uint32_t kind = i % INPUT_KIND_COUNT;
+        const uint32_t which = (kind + 3 * (i / INPUT_KIND_COUNT)) % (uint32_t)(N_IMX + !needs); /* N_IMX: none */
+        test_input_fill(in, h.n_per_row, (test_input_kind)kind, 99u, 100u + i);
+        memset(enc, 0, h.row_bytes);
+        pc->oracle->quantize_chunk(f->type, in, enc, 0, 1, h.n_per_row,
+                                   which < N_IMX ? imx + (size_t)which * h.n_per_row : NULL);
+        rc = golden_imx_write_record(fp, &h, kind, which, in, enc);
+    }
+    if (golden_imx_write_end(fp) != 0 || rc != 0) {
+        fprintf(stderr, "%s: write failed\n", path);
+        return -1;
+    }
+    printf("%-8s golden: wrote %s (%u records of %u, %d importance matrices)\n", f->name, path, h.n_records,
+           h.n_per_row, N_IMX);
+    return 0;
+}
+
 /* ---- entry --------------------------------------------------------------- */
 
 int parity_cold(parity_ctx *pc) {
@@ -1089,10 +1166,8 @@ int parity_cold(parity_ctx *pc) {
                    "elements (anvil %.2fx ggml's speed)\n",
                    f->name, t.enc_checked, t.enc_ggml_s * 1e6 / blocks, t.enc_anvil_s * 1e6 / blocks,
                    t.enc_anvil_s > 0 ? t.enc_ggml_s / t.enc_anvil_s : 0.0);
-            if (is_lattice_encoder(f)) {
-                check_edges_scaled(pc, f);
-                check_edges_huge(pc, f);
-            }
+            check_edges_scaled(pc, f);
+            check_edges_huge(pc, f);
         }
         snprintf(what, sizeof what, "decode ggml-encoded rows%s",
                  f->oracle_encoding == ENC_IMATRIX ? " (imatrix)" : "");
@@ -1125,9 +1200,11 @@ int parity_cold(parity_ctx *pc) {
                      &unused[3], &unused_worst);
         parity_report(pc, f->name, "decode random blocks, any scale", rc2, rb2);
 
-        if (pc->golden_dir != NULL && write_golden(pc, f, &g) != 0) {
+        if (pc->golden_dir != NULL &&
+            (write_golden(pc, f, &g) != 0 || write_golden_weighted(pc, f) != 0)) {
             parity_report(pc, f->name, "golden fixture written", 1, 1);
         }
     }
+    parity_cold_weighted(pc);
     return (int)(pc->total_failures - failures_before);
 }

@@ -13,6 +13,11 @@
  *            same counts, alignment, data offset and tensor offsets;
  *   split    anvil split == llama.cpp's gguf-split procedure run on ggml's
  *            API, part by part; merge of the parts == the original.
+ *   meta     metadata edits (anvil_gguf_write_metadata, what `anvil meta`
+ *            writes with): remove / set / add a key on a ggml-written model
+ *            and on the shared files == the same edit done by ggml (read,
+ *            gguf_set_kv, the edit, write), byte for byte, whether anvil
+ *            rewrote the header only or the whole file; ggml loads each.
  *
  * "ggml read-then-write" is what llama.cpp's tools do: gguf_init_from_file
  * with a ggml context, gguf_init_empty, gguf_set_kv, gguf_add_tensor for
@@ -171,9 +176,18 @@ static int same_file(const char *a, const char *b, int verbose) {
     return same;
 }
 
-/* ggml's read-then-write (see the top comment). Returns 1 when ggml
- * accepted the input and wrote out. */
-static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
+/* A metadata edit, applied the way ggml's tools do it (check_meta). */
+typedef struct meta_edit {
+    enum { EDIT_REMOVE, EDIT_U32, EDIT_STR } op;
+    const char *key;
+    uint32_t u;
+    const char *s;
+} meta_edit;
+
+/* ggml's read-then-write (see the top comment), with an edit of the KVs
+ * between reading and writing when e is not NULL (a set moves the key last).
+ * Returns 1 when ggml accepted the input and wrote out. */
+static int ggml_edit(const gguf_api *a, const char *in, const char *out, const meta_edit *e) {
     void *meta = NULL;
     struct gguf_init_params_view p = { false, &meta };
     void *src = a->init_from_file(in, p);
@@ -182,6 +196,13 @@ static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
     }
     void *dst = a->init_empty();
     a->set_kv(dst, src);
+    if (e != NULL && e->op == EDIT_REMOVE) {
+        a->remove_key(dst, e->key);
+    } else if (e != NULL && e->op == EDIT_U32) {
+        a->set_u32(dst, e->key, e->u);
+    } else if (e != NULL) {
+        a->set_str(dst, e->key, e->s);
+    }
     for (int64_t i = 0; i < a->n_tensors(src); ++i) {
         const char *name = a->tensor_name(src, i);
         const void *t = a->ggml_get_tensor(meta, name);
@@ -199,6 +220,8 @@ static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) {
     a->ggml_free(meta);
     return ok;
 }
+
+static int ggml_rewrite(const gguf_api *a, const char *in, const char *out) { return ggml_edit(a, in, out, NULL); }
 
 /* ggml accepts path and sees what anvil sees. */
 static int ggml_agrees(const gguf_api *a, const char *path, int verbose) {
@@ -678,6 +701,90 @@ static void check_split(parity_ctx *pc, const gguf_api *a, const char *tmp) {
     parity_report(pc, "gguf", "split -> merge == original", checked, merged_bad);
 }
 
+/* ---- metadata edits ------------------------------------------------------------ */
+
+/* anvil's edit through anvil_gguf_write_metadata, with ggml's key order. */
+static int anvil_edit(const char *in, const char *out, const meta_edit *e, int *header_only, anvil_error *err) {
+    anvil_gguf *src = NULL;
+    anvil_gguf_writer *w = NULL;
+    int rc = anvil_gguf_open(&src, in, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_new(&w, NULL, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_copy_from(w, src, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL, err);
+    if (rc == ANVIL_OK) {
+        if (e->op == EDIT_REMOVE) {
+            anvil_gguf_writer_remove_key(w, e->key);
+        } else if (e->op == EDIT_U32) {
+            rc = anvil_gguf_writer_set_u32(w, e->key, e->u, err);
+        } else {
+            rc = anvil_gguf_writer_set_string(w, e->key, e->s, err);
+        }
+    }
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_copy_from(w, src, ANVIL_GGUF_COPY_TENSORS, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_write_metadata(src, w, out, header_only, err);
+    anvil_gguf_writer_free(w);
+    anvil_gguf_close(src);
+    return rc;
+}
+
+static void check_meta(parity_ctx *pc, const gguf_api *a, const char *tmp) {
+    /* A ggml-written model with keys to edit, and the shared real model. */
+    test_rng r;
+    test_rng_seed(&r, pc->seed ^ 0x6d657461ull);
+    both b;
+    build_random(&b, a, &r);
+    while (anvil_gguf_writer_tensor_count(b.w) < 16) {
+        random_tensor(&b, (int)anvil_gguf_writer_tensor_count(b.w));
+    }
+    a->set_str(b.g, "meta.name", "tiny");
+    a->set_u32(b.g, "meta.n", 7);
+    char model[4200];
+    snprintf(model, sizeof model, "%s/meta-model.gguf", tmp);
+    const int wrote = a->write_to_file(b.g, model, false);
+    free_both(&b);
+    const char *inputs[2] = { model, ANVIL_SHARED_TESTDATA "/stories260K.v3.gguf" };
+    static const char long_name[] = "a name long enough to move the data section of the file: "
+                                    "0123456789012345678901234567890123456789012345678901234567890123456789";
+    const meta_edit edits[] = {
+        { EDIT_REMOVE, "meta.n", 0, NULL },     { EDIT_U32, "meta.n", 9, NULL },
+        { EDIT_STR, "meta.name", 0, long_name }, { EDIT_U32, "meta.added", 1, NULL },
+        { EDIT_REMOVE, "meta.name", 0, NULL },  { EDIT_STR, "general.name", 0, "renamed" },
+        { EDIT_REMOVE, "general.architecture", 0, NULL }, { EDIT_STR, "general.name", 0, long_name },
+    };
+    size_t checked = 0, bad = 0, refused = 0, header_only = 0, full = 0;
+    for (size_t f = 0; f < 2; ++f) {
+        struct stat st;
+        if (f == 0 ? !wrote : stat(inputs[f], &st) != 0) {
+            if (f == 1) printf("gguf     note: %s absent; meta edits on it skipped\n", inputs[f]);
+            continue;
+        }
+        for (size_t i = 0; i < sizeof edits / sizeof edits[0]; ++i) {
+            char g_out[4300], a_out[4300];
+            snprintf(g_out, sizeof g_out, "%s/meta-g%zu-%zu.gguf", tmp, f, i);
+            snprintf(a_out, sizeof a_out, "%s/meta-a%zu-%zu.gguf", tmp, f, i);
+            anvil_error err = { 0 };
+            int ho = 0;
+            checked++;
+            if (!ggml_edit(a, inputs[f], g_out, &edits[i]) || anvil_edit(inputs[f], a_out, &edits[i], &ho, &err) != ANVIL_OK) {
+                printf("         meta edit %zu on %s failed: %s\n", i, inputs[f], err.message);
+                bad++;
+                continue;
+            }
+            header_only += ho;
+            full += !ho;
+            bad += !same_file(g_out, a_out, 1);
+            refused += !ggml_agrees(a, a_out, 1);
+            if (pc->verbose) printf("         meta edit %zu on %s: %s\n", i, inputs[f], ho ? "header only" : "rewritten");
+            unlink(g_out);
+            unlink(a_out);
+        }
+    }
+    unlink(model);
+    printf("gguf     meta edits: %zu header-only, %zu whole-file rewrites\n", header_only, full);
+    parity_report(pc, "gguf", "meta edit == ggml edit", checked, bad);
+    parity_report(pc, "gguf", "meta edits load in ggml", checked, refused);
+    parity_report(pc, "gguf", "meta: both write paths taken", 1, header_only == 0 || full == 0);
+}
+
 int parity_gguf(parity_ctx *pc) {
     gguf_api a;
     if (load_api(pc->oracle, &a) != 0) {
@@ -694,6 +801,7 @@ int parity_gguf(parity_ctx *pc) {
     check_written(pc, &a, tmp);
     check_alignment(pc, &a, tmp);
     check_split(pc, &a, tmp);
+    check_meta(pc, &a, tmp);
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) {

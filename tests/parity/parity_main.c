@@ -20,6 +20,7 @@ int parity_cold(parity_ctx *pc) __attribute__((weak));
 int parity_gguf(parity_ctx *pc) __attribute__((weak));
 int parity_transcode(parity_ctx *pc) __attribute__((weak));
 int parity_backends(parity_ctx *pc) __attribute__((weak));
+int parity_imatrix(parity_ctx *pc) __attribute__((weak));
 int parity_quantize(parity_ctx *pc) __attribute__((weak));
 
 typedef int (*family_fn)(parity_ctx *);
@@ -32,11 +33,13 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "gguf") == 0) return parity_gguf;
     if (strcmp(n, "transcode") == 0) return parity_transcode;
     if (strcmp(n, "backends") == 0) return parity_backends;
+    if (strcmp(n, "imatrix") == 0) return parity_imatrix;
     if (strcmp(n, "quantize") == 0) return parity_quantize;
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0", "kquants", "ternary", "cold", "gguf", "transcode", "backends", "quantize" };
+static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",    "gguf",
+                                            "transcode", "backends", "imatrix", "quantize" };
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
                    size_t mismatches) {
@@ -88,7 +91,7 @@ static void usage(void) {
          "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
          "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends quantize\n"
+         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 

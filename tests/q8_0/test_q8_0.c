@@ -25,6 +25,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "golden.h"
+#include "golden_imatrix.h"
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "ref/q8_0_family.h"
@@ -47,21 +48,29 @@ typedef struct fmt {
     anvil_vec_dot_fn dot;
     int has_min;             /* q4_1, q5_1 */
     int code_bits;           /* 4, 5, 8 */
+    anvil_encode_rows_fn encode_rows; /* NULL: q8_1, an activation format */
+    uint32_t flags;          /* the codec's ANVIL_CODEC_* flags */
 } fmt;
 
 static const fmt formats[] = {
     { "q4_0", ANVIL_TYPE_Q4_0, 18, anvil_ref_encode_q4_0, anvil_ref_decode_q4_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0, 0, 4 },
+      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0, 0, 4,
+      anvil_ref_encode_rows_q4_0, 0 },
     { "q4_1", ANVIL_TYPE_Q4_1, 20, anvil_ref_encode_q4_1, anvil_ref_decode_q4_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1, 1, 4 },
+      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1, 1, 4,
+      anvil_ref_encode_rows_q4_1, 0 },
     { "q5_0", ANVIL_TYPE_Q5_0, 22, anvil_ref_encode_q5_0, anvil_ref_decode_q5_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0, 0, 5 },
+      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0, 0, 5,
+      anvil_ref_encode_rows_q5_0, 0 },
     { "q5_1", ANVIL_TYPE_Q5_1, 24, anvil_ref_encode_q5_1, anvil_ref_decode_q5_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1, 1, 5 },
+      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1, 1, 5,
+      anvil_ref_encode_rows_q5_1, 0 },
     { "q8_0", ANVIL_TYPE_Q8_0, 34, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0, 0, 8 },
+      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0, 0, 8,
+      anvil_ref_encode_rows_q8_0, ANVIL_CODEC_IMATRIX_UNUSED },
     { "q8_1", ANVIL_TYPE_Q8_1, 36, anvil_ref_encode_q8_1, anvil_ref_decode_q8_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, NULL, 0, 8 },
+      36, anvil_ref_quantize_q8_1, NULL, 0, 8,
+      NULL, ANVIL_CODEC_ACTIVATION },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -596,6 +605,17 @@ static void test_decoders_total(void) {
 
 /* ---- plugin ------------------------------------------------------------- */
 
+/* ---- importance-weighted row encoders ---------------------------------- */
+
+/* ggml_quantize_chunk's bytes with synthetic importance matrices (and a few
+ * rows without), from tests/golden/imatrix, plus the encode_rows contract. */
+static void test_imatrix_golden_and_contract(void) {
+    size_t n = 0;
+    const anvil_plugin_desc *d = anvil_plugin_entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+    CU_ASSERT_EQUAL(imatrix_plugin_check(d, test_source_path("golden/imatrix"), &n), 0);
+    CU_ASSERT_EQUAL(n, 5);
+}
+
 static void test_codec_descriptor(void) {
     CU_ASSERT_PTR_NULL(anvil_plugin_entry(ANVIL_ABI_MAJOR + 1, 0));
     const anvil_plugin_desc *d = anvil_plugin_entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
@@ -615,7 +635,8 @@ static void test_codec_descriptor(void) {
         CU_ASSERT_EQUAL(c->block_elems, 32);
         CU_ASSERT_EQUAL(c->block_bytes, f->block_bytes);
         CU_ASSERT_EQUAL(c->act_type, f->act_type);
-        CU_ASSERT_EQUAL(c->flags, f->type == ANVIL_TYPE_Q8_1 ? ANVIL_CODEC_ACTIVATION : 0u);
+        CU_ASSERT_EQUAL(c->flags, f->flags);
+        CU_ASSERT(c->encode_rows == f->encode_rows);
         CU_ASSERT(c->encode == f->encode);
         CU_ASSERT(c->decode == f->decode);
         CU_ASSERT_PTR_NULL(c->ref_vec_dot);
@@ -683,6 +704,7 @@ int main(void) {
         { "unaligned buffers", test_unaligned_buffers },
         { "q8_1 by definition, s field", test_q8_1_definition },
         { "decoders are total", test_decoders_total },
+        { "imatrix goldens and encode_rows contract", test_imatrix_golden_and_contract },
         { "codec-q8_0 descriptor", test_codec_descriptor },
         { "backend-scalar q8_0 tables", test_scalar_tables },
     };

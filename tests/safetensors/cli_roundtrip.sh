@@ -44,8 +44,8 @@ for f in hf-samples_overall hf-samples_F16; do
     "$anvil" inspect --json "$in" > "$tmp/a.json" || fail=1
     "$anvil" inspect --json "$tmp/$f.safetensors" > "$tmp/b.json" || fail=1
     summarize() {
-        tr '{' '\n' < "$1" | grep '"name"' | sed 's/,"data_offsets".*//' | sort
-        grep -o '"metadata":[^]]*"tensors"' "$1" | head -1
+        tr '{' '\n' < "$1" | grep '"name"' | sed 's/,"offset".*//' | sort
+        grep -o '"metadata":\[[^]]*\]' "$1" | head -1
     }
     if [ "$(summarize "$tmp/a.json")" = "$(summarize "$tmp/b.json")" ] &&
        [ -n "$(summarize "$tmp/a.json")" ]; then

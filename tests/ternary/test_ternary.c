@@ -27,6 +27,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "golden.h"
+#include "golden_imatrix.h"
 #include "inputs.h"
 #include "kernel_tables.h"
 #include "ref/q8_0_family.h"
@@ -52,21 +53,26 @@ typedef struct fmt {
     anvil_quantize_fn act_quantize;
     anvil_decode_fn act_decode;
     int sign_only;
+    anvil_encode_rows_fn encode_rows;
 } fmt;
 
 static const fmt formats[] = {
     { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, offsetof(anvil_block_tq1_0, d), anvil_ref_encode_tq1_0,
       anvil_ref_decode_tq1_0, anvil_ref_vec_dot_tq1_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292,
-      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0 },
+      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0,
+      anvil_ref_encode_rows_tq1_0 },
     { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, offsetof(anvil_block_tq2_0, d), anvil_ref_encode_tq2_0,
       anvil_ref_decode_tq2_0, anvil_ref_vec_dot_tq2_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292,
-      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0 },
+      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0,
+      anvil_ref_encode_rows_tq2_0 },
     { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, offsetof(anvil_block_q1_0, d), anvil_ref_encode_q1_0,
       anvil_ref_decode_q1_0, anvil_ref_vec_dot_q1_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34,
-      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 1 },
+      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 1,
+      anvil_ref_encode_rows_q1_0 },
     { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, offsetof(anvil_block_q2_0, d), anvil_ref_encode_q2_0,
       anvil_ref_decode_q2_0, anvil_ref_vec_dot_q2_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34,
-      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 0 },
+      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 0,
+      anvil_ref_encode_rows_q2_0 },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 enum { F_TQ1_0, F_TQ2_0, F_Q1_0, F_Q2_0 };
@@ -620,6 +626,18 @@ static void test_unaligned(void) {
 
 /* ---- plugin ------------------------------------------------------------ */
 
+/* ---- importance-weighted row encoders ---------------------------------- */
+
+/* ggml's quantize_tq1_0 .. quantize_q2_0 ignore the importance matrix: the
+ * goldens (ggml_quantize_chunk with synthetic matrices) and the contract
+ * check both hold the row encoders to that. */
+static void test_imatrix_golden_and_contract(void) {
+    size_t n = 0;
+    const anvil_plugin_desc *d = anvil_plugin_entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+    CU_ASSERT_EQUAL(imatrix_plugin_check(d, test_source_path("golden/imatrix"), &n), 0);
+    CU_ASSERT_EQUAL(n, 4);
+}
+
 static void test_codec_descriptor(void) {
     const anvil_plugin_desc *d = anvil_plugin_entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
     CU_ASSERT_FATAL(d != NULL);
@@ -638,7 +656,8 @@ static void test_codec_descriptor(void) {
         CU_ASSERT_EQUAL(c->block_elems, f->block_elems);
         CU_ASSERT_EQUAL(c->block_bytes, f->block_bytes);
         CU_ASSERT_EQUAL(c->act_type, f->act_type);
-        CU_ASSERT_EQUAL(c->flags, 0);
+        CU_ASSERT_EQUAL(c->flags, ANVIL_CODEC_IMATRIX_UNUSED); /* ggml ignores it */
+        CU_ASSERT(c->encode_rows == f->encode_rows);
         CU_ASSERT(c->encode == f->encode);
         CU_ASSERT(c->decode == f->decode);
         CU_ASSERT_PTR_NULL(c->ref_vec_dot);
@@ -686,6 +705,7 @@ int main(void) {
         { "round-trip bounds", test_roundtrip_bounds },
         { "dots == plain reference dot", test_dot_matches_reference },
         { "unaligned buffers", test_unaligned },
+        { "imatrix goldens and encode_rows contract", test_imatrix_golden_and_contract },
         { "codec descriptor", test_codec_descriptor },
         { "kernel table", test_kernel_table },
     };

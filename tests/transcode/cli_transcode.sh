@@ -58,12 +58,12 @@ first=$(ls "$tmp"/sp-00001-of-*.gguf 2>/dev/null | head -n 1)
 "$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" > /dev/null 2> "$tmp/e.txt"
 [ $? -eq 2 ] || fail "no target type: not a usage error"
 "$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q9_K > /dev/null 2>&1
-[ $? -eq 1 ] || fail "unknown type accepted"
+[ $? -eq 2 ] || fail "unknown type: not a usage error"
 "$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype iq2_xxs 2> "$tmp/e.txt" > /dev/null
 [ $? -eq 1 ] || fail "decode-only type accepted"
 grep -q "importance matrix" "$tmp/e.txt" || fail "decode-only: no reason"
 "$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q4_K --tensor-type 'attn_(=q8_0' 2> "$tmp/e.txt" > /dev/null
-[ $? -eq 1 ] || fail "bad regex accepted"
+[ $? -eq 2 ] || fail "bad regex: not a usage error"
 [ -e "$tmp/x.gguf" ] && fail "a refused run left an output"
 
 # merge-lora: --alpha is required; an adapter for another model names its tensor.

@@ -226,15 +226,15 @@ static void expect_refused(anvil_transcode_options *o, int code, const char *nee
 static void test_refusals(void) {
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
-    o.dtype = ANVIL_TYPE_IQ2_XXS; /* decode-only: needs an importance matrix */
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--dtype: iq2_xxs cannot be written");
+    o.dtype = ANVIL_TYPE_IQ2_XXS; /* ggml encodes it only with an importance matrix */
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--dtype: iq2_xxs cannot be written without an importance matrix");
     o.dtype = ANVIL_TYPE_Q8_K; /* an activation format */
     expect_refused(&o, ANVIL_E_INVALID_ARG, "activation format");
     o.dtype = ANVIL_TYPE_I32;
     expect_refused(&o, ANVIL_E_INVALID_ARG, "not a weight format");
     o.dtype = ANVIL_TYPE_Q4_K;
     o.experts_dtype = ANVIL_TYPE_IQ1_S;
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--experts-dtype");
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--experts-dtype");
     o.experts_dtype = NO;
     const anvil_transcode_rule bad[] = { { "attn_(q", ANVIL_TYPE_Q8_0 } };
     o.rules = bad;
@@ -242,7 +242,7 @@ static void test_refusals(void) {
     expect_refused(&o, ANVIL_E_INVALID_ARG, "not a valid ECMAScript regular expression");
     const anvil_transcode_rule bad_type[] = { { "attn", ANVIL_TYPE_IQ2_XS } }; /* needs an imatrix */
     o.rules = bad_type;
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--tensor-type rule 1");
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--tensor-type rule 1");
 }
 
 /* KVs copied raw and in order; quantization_version then file_type set last,

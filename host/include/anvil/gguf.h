@@ -173,6 +173,45 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
 /* Parse a caller's buffer (borrowed: it must outlive every view). */
 ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,
                                      const anvil_ctx *ctx, anvil_error *err);
+/* Lenient open, for inspecting damaged files (the way gguf_dump shows what
+ * it can): a single file (split keys are not followed), read as far as it
+ * goes. ANVIL_OK whenever the header (magic, version, counts) is readable;
+ * everything else that is wrong is listed as problems instead of failing the
+ * open: a KV or directory entry that leaves the rest unreadable ends the
+ * lists there; a tensor whose type, shape, offset or data range is wrong is
+ * kept, with n_bytes 0 (when unknown) and data NULL, and its problem named
+ * by anvil_gguf_tensor_problem. A single file the strict open accepts has
+ * no problems and the same view. Use anvil_gguf_open for anything but
+ * looking. */
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
+                                      anvil_error *err);
+/* The same over a caller's buffer (borrowed, as anvil_gguf_open_buffer). */
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
+                                             const anvil_ctx *ctx, anvil_error *err);
+
+typedef enum anvil_gguf_where {
+    ANVIL_GGUF_AT_HEADER = 0, /* the header or the file as a whole */
+    ANVIL_GGUF_AT_KV = 1,     /* index: the KV's number in the file */
+    ANVIL_GGUF_AT_TENSOR = 2  /* index: the tensor's number in the file (== its
+                                 index in the tensor list when it is listed) */
+} anvil_gguf_where;
+
+typedef struct anvil_gguf_problem {
+    int code;                /* anvil_status */
+    int where;               /* anvil_gguf_where */
+    size_t index;
+    const char *message;     /* lives as long as the anvil_gguf */
+} anvil_gguf_problem;
+
+/* Problems a lenient open found (0 for a strict open). */
+ANVIL_API size_t anvil_gguf_problem_count(const anvil_gguf *g);
+ANVIL_API int anvil_gguf_problem_at(const anvil_gguf *g, size_t i, anvil_gguf_problem *out);
+/* The first problem of listed tensor i, or NULL when it has none. */
+ANVIL_API const char *anvil_gguf_tensor_problem(const anvil_gguf *g, size_t i);
+/* The KV and tensor counts part 1's header declares (a lenient open may list
+ * fewer). */
+ANVIL_API void anvil_gguf_declared_counts(const anvil_gguf *g, uint64_t *n_kv, uint64_t *n_tensors);
+
 /* Unmaps unless the mapping was taken. NULL is a no-op. */
 ANVIL_API void anvil_gguf_close(anvil_gguf *g);
 
@@ -300,6 +339,9 @@ ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *
  * type and bytes). */
 ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
                                         anvil_error *err);
+/* The same value under another key (a rename). */
+ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_gguf_kv *kv, const char *key,
+                                           anvil_error *err);
 /* Remove a key; returns 1 when it was present, 0 otherwise. */
 ANVIL_API int anvil_gguf_writer_remove_key(anvil_gguf_writer *w, const char *key);
 ANVIL_API size_t anvil_gguf_writer_kv_count(const anvil_gguf_writer *w);
@@ -355,6 +397,46 @@ ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *
 ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error *err);
 ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w);
 
+/* ---- progress and options of whole-file writes --------------------------- */
+
+/* Where a long write is: reported after each tensor's bytes are written. */
+typedef struct anvil_gguf_progress {
+    size_t tensor;           /* tensors written so far, this one included (1-based) */
+    size_t n_tensors;        /* tensors to write in all (every part of a split) */
+    uint64_t bytes_done;     /* tensor bytes written so far */
+    uint64_t bytes_total;    /* tensor bytes to write in all */
+    const char *name;        /* the tensor just written */
+    uint32_t part;           /* the part being written (1-based; 1 outside a split) */
+    uint32_t n_parts;
+} anvil_gguf_progress;
+typedef void (*anvil_gguf_progress_fn)(void *arg, const anvil_gguf_progress *p);
+
+/* Call fn (may be NULL: none) after each tensor a writer writes. */
+ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn,
+                                              void *arg);
+
+/* Split flags. */
+#define ANVIL_GGUF_SPLIT_NO_TENSOR_FIRST 1u /* part 1 holds the metadata only, as
+                                               gguf-split --no-tensor-first-split */
+/* gguf-split's default limit when neither is given. */
+#define ANVIL_GGUF_SPLIT_DEFAULT_MAX_TENSORS 128u
+
+/* Options of reemit, merge and split. Start from anvil_gguf_write_options_init;
+ * the struct only grows at the end (struct_size says how much the caller
+ * knows). */
+typedef struct anvil_gguf_write_options {
+    size_t struct_size;
+    anvil_gguf_progress_fn progress; /* may be NULL */
+    void *progress_arg;
+    uint64_t split_max_bytes;        /* split: start a new part past this many tensor
+                                        bytes (each padded to 32); 0 = no size limit */
+    uint64_t split_max_tensors;      /* split: at most this many tensors a part; 0 = no
+                                        count limit (one of the two must be set) */
+    unsigned split_flags;            /* ANVIL_GGUF_SPLIT_* */
+} anvil_gguf_write_options;
+
+ANVIL_API void anvil_gguf_write_options_init(anvil_gguf_write_options *o);
+
 /* ---- whole-file operations ------------------------------------------------ */
 
 /* Read in_path (a split part alone: use anvil_gguf_merge for a set) and write it back through the writer
@@ -380,6 +462,40 @@ ANVIL_API int anvil_gguf_split_write(const anvil_gguf *src, const char *prefix, 
  * the reemitted original byte for byte. */
 ANVIL_API int anvil_gguf_merge(const char *first_path, const char *out_path, const anvil_ctx *ctx,
                                anvil_error *err);
+
+/* The same three with options (NULL: the defaults, which the calls above use). */
+ANVIL_API int anvil_gguf_reemit_ex(const char *in_path, const char *out_path, const anvil_ctx *ctx,
+                                   const anvil_gguf_write_options *opts, anvil_error *err);
+ANVIL_API int anvil_gguf_merge_ex(const char *first_path, const char *out_path,
+                                  const anvil_ctx *ctx, const anvil_gguf_write_options *opts,
+                                  anvil_error *err);
+ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefix,
+                                        const anvil_gguf_write_options *opts, const anvil_ctx *ctx,
+                                        uint32_t *n_parts, anvil_error *err);
+/* The split without writing: part_of[i] (0-based) for every tensor i of src
+ * (part_of holds anvil_gguf_tensor_count(src) entries) and the part count. */
+ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts,
+                                    uint32_t *part_of, uint32_t *n_parts, anvil_error *err);
+/* The size of part `part` (0-based) of that plan as it would be written, and
+ * its tensor count. */
+ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
+                                         uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes,
+                                         size_t *n_tensors, anvil_error *err);
+
+/* ---- metadata edits (anvil meta) ----------------------------------------- */
+
+/* Write the single file src again to out_path (which may be src's own path)
+ * with w's metadata. w holds the new KVs and src's tensors, declared in src's
+ * order with their data (anvil_gguf_writer_copy_from(w, src,
+ * ANVIL_GGUF_COPY_TENSORS)). When the data offset and every tensor's offset
+ * stay as they are (gguf_set_metadata's condition), only the header is new:
+ * the tensor bytes are cloned (a reflink, where the filesystem has them) or
+ * copied by the kernel, not streamed through the writer; otherwise the whole
+ * file is written again, streamed. Either way atomic: a temp file next to
+ * out_path, renamed over it when complete. *header_only (may be NULL) says
+ * which way it went. */
+ANVIL_API int anvil_gguf_write_metadata(const anvil_gguf *src, anvil_gguf_writer *w, const char *out_path,
+                                        int *header_only, anvil_error *err);
 
 /* ---- split names (llama.cpp convention) --------------------------------- */
 

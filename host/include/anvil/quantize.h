@@ -96,6 +96,11 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
  * *pattern is malloc'd (free it). */
 ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern,
                                                uint32_t *type, anvil_error *err);
+/* Check a tensor-name pattern: ECMAScript, as llama.cpp's std::regex reads
+ * it (transcode's and quantize's --tensor-type). ANVIL_E_INVALID_ARG with
+ * the reason when it does not compile. */
+ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err);
+
 /* A --tensor-type-file's text: PATTERN=TYPE items separated by white space.
  * Appends to *rules / *n (growing the malloc'd array); free with
  * anvil_quantize_rules_free. */

@@ -49,6 +49,9 @@ typedef int (*anvil_encode_rows_fn)(const float *src, void *dst, size_t nrows, s
 /* Codec flags. */
 #define ANVIL_CODEC_ACTIVATION  (1u << 0) /* an activation format (Q8_1, Q8_K) */
 #define ANVIL_CODEC_NEEDS_IMATRIX (1u << 1) /* ggml encodes it only with an importance matrix */
+/* encode_rows accepts an importance matrix and, as ggml's quantize_<type>
+ * does, does not use it (Q8_0, TQ1_0, ...): `anvil codec list` says so. */
+#define ANVIL_CODEC_IMATRIX_UNUSED (1u << 2)
 
 typedef struct anvil_codec {
     uint32_t struct_size;

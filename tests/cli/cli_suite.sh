@@ -1,0 +1,258 @@
+#!/bin/sh
+# Every `anvil` command with good and bad arguments: the exit code (0 done,
+# 1 the work failed, 2 usage error), the first line of stderr, and -- with
+# --json -- that stdout is one document following host/cli/JSON.md.
+#
+#   cli_suite.sh ANVIL JSON_CHECK JSON.md GGUF_CORPUS TC_SYNTH_MODEL SHARED_TESTDATA TESTS_DATA
+set -u
+anvil=$1
+json_check=$2
+schema=$3
+corpus=$4
+synth=$5
+shared=$6
+tdata=$7
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/anvil-cli-suite-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+checks=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect CODE 'GLOB' ARGS...: anvil ARGS exits CODE and the first line of its
+# stderr matches GLOB ('' for an empty stderr, '*' for anything).
+expect() {
+    code=$1
+    glob=$2
+    shift 2
+    checks=$((checks + 1))
+    "$anvil" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
+    rc=$?
+    first=$(head -n 1 "$tmp/err")
+    if [ "$rc" -ne "$code" ]; then
+        fail "anvil $*: exit $rc, expected $code (stderr: $first)"
+        return
+    fi
+    # shellcheck disable=SC2254
+    case "$first" in
+        $glob) ;;
+        *) fail "anvil $*: stderr starts with '$first', expected '$glob'" ;;
+    esac
+}
+
+# jexpect CODE 'GLOB' ARGS...: the same with --json appended, and stdout must
+# be one valid document (the command's, or the error document).
+jexpect() {
+    expect "$@" --json
+    checks=$((checks + 1))
+    if ! "$json_check" "$schema" "$tmp/out" 2> "$tmp/jerr"; then
+        shift 2
+        fail "anvil $* --json: $(head -n 3 "$tmp/jerr" | tr '\n' ' ')"
+    fi
+}
+
+# ---- inputs ------------------------------------------------------------------
+"$synth" "$tmp/m.gguf" small > /dev/null || { echo "FAIL: synthetic model"; exit 1; }
+gguf=$corpus/base_ok.gguf
+[ -f "$shared/stories260K.v3.gguf" ] && gguf=$shared/stories260K.v3.gguf
+st=$tdata/hf-samples_overall.safetensors
+damaged=$corpus/row_blocks.gguf
+[ -f "$shared/tinyllamas-stories-260k-q8_0.v2.gguf" ] && damaged=$shared/tinyllamas-stories-260k-q8_0.v2.gguf
+printf '\001\002\003\004%.0s' $(seq 1 32) > "$tmp/x.f32"   # 32 floats of junk bits (finite)
+i=0; : > "$tmp/ramp.f32"
+while [ $i -lt 64 ]; do printf '\000\000\200\077' >> "$tmp/ramp.f32"; i=$((i + 1)); done   # 64 x 1.0f
+
+# ---- global -------------------------------------------------------------------
+expect 0 '' --help
+expect 0 '' --version
+expect 0 '' help
+expect 2 'anvil: no command given' 
+expect 2 "anvil: unknown command 'frobnicate'" frobnicate
+jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
+expect 2 "anvil: unknown option '--bogus'" --bogus
+expect 2 'anvil: --config needs a file' --config
+for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
+    expect 0 '' help "$c"
+    expect 0 '' "$c" --help
+    grep -q "^usage: anvil $c" "$tmp/out" || fail "$c --help: no usage line"
+done
+expect 2 "anvil help: unknown command 'nope'" help nope
+expect 2 "anvil help: one command at a time*" help inspect split
+expect 0 '' help --man "$tmp/anvil.1"
+grep -q '^\.TH ANVIL 1' "$tmp/anvil.1" || fail "help --man: not a man page"
+expect 0 '' help --bash-completion "$tmp/anvil.bash"
+grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help --bash-completion"
+"$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
+checks=$((checks + 1))
+# The man page holds every command's --help text (the same strings).
+for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
+    checks=$((checks + 1))
+    grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
+done
+# The completion completes commands, options and type names.
+if command -v bash > /dev/null 2>&1; then
+    complete_words() {
+        bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _anvil; echo "${COMPREPLY[*]}"' \
+            sh "$tmp/anvil.bash" "$@"
+    }
+    checks=$((checks + 4))
+    [ "$(complete_words anvil tran)" = "transcode" ] || fail "completion: commands"
+    [ "$(complete_words anvil split in out --split-max-t)" = "--split-max-tensors" ] || fail "completion: options"
+    [ "$(complete_words anvil transcode --dtype q4_)" = "q4_0 q4_1 q4_K" ] || fail "completion: types"
+    [ "$(complete_words anvil meta "")" = "get set delete rename" ] || fail "completion: meta subcommands"
+else
+    echo "note: no bash; completion not exercised"
+fi
+
+# ---- plugins, codec, bench, demo ---------------------------------------------
+expect 0 '' plugins
+jexpect 0 '' plugins
+expect 2 "anvil plugins: unknown argument '--bogus'" plugins --bogus
+jexpect 0 '' codec list
+expect 2 "anvil codec list: unknown option '--bogus'" codec list --bogus
+jexpect 2 "anvil codec list: unknown option '--bogus'" codec list --bogus
+expect 2 'anvil codec: say what to do*' codec
+expect 2 "anvil codec: unknown subcommand 'explode'*" codec explode
+expect 0 'encoded 64 values as q8_0*' codec encode q8_0 "$tmp/ramp.f32" "$tmp/ramp.q8"
+jexpect 0 '' codec encode q8_0 "$tmp/ramp.f32" "$tmp/ramp.q8"
+[ "$(wc -c < "$tmp/ramp.q8")" -eq 68 ] || fail "codec encode: not 2 q8_0 blocks"
+jexpect 0 '' codec decode q8_0 "$tmp/ramp.q8" "$tmp/back.f32"
+[ "$(wc -c < "$tmp/back.f32")" -eq 256 ] || fail "codec decode: not 64 floats"
+expect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
+jexpect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
+expect 2 'anvil codec encode: missing OUT*' codec encode q8_0 "$tmp/ramp.f32"
+expect 2 "anvil codec decode: unexpected argument*" codec decode q8_0 a b c d
+expect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
+jexpect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
+expect 2 "anvil codec encode: the output '*' is a folder*" codec encode q8_0 "$tmp/ramp.f32" "$tmp"
+jexpect 0 '' bench --type q8_0 --rows 64 --k 256 --iters 2 --no-ggml
+expect 2 'anvil bench: --rows takes*' bench --rows 0
+expect 2 "anvil bench: unknown or incomplete option '--bogus'" bench --bogus
+expect 2 'anvil bench: unknown type*' bench --type q9_9 --no-ggml
+expect 0 '' demo
+expect 2 "anvil demo: unexpected argument '--bogus'" demo --bogus
+expect 2 'anvil demo: --keep goes with --model' demo --keep "$tmp"
+
+# ---- inspect ------------------------------------------------------------------
+expect 0 '' inspect "$gguf"
+jexpect 0 '' inspect "$gguf"
+jexpect 0 '' inspect "$gguf" --no-tensors --arrays all
+expect 0 '' inspect "$gguf" --markdown
+grep -q '^| key | type | value |' "$tmp/out" || fail "inspect --markdown: no metadata table"
+expect 0 '' inspect "$st"
+jexpect 0 '' inspect "$st"
+expect 0 '' inspect "$st" --markdown --no-tensors
+expect 1 'anvil inspect: *has problems*' inspect "$damaged"
+grep -q 'BAD: ' "$tmp/out" || fail "inspect of a damaged file marks no tensor"
+jexpect 1 'anvil inspect: *has problems*' inspect "$damaged"
+grep -q '"ok":false' "$tmp/out" || fail "inspect --json of a damaged file says ok"
+for f in overlap trunc_tensor0 trunc_kv2 data_past_eof type_unknown dup_tensor misaligned; do
+    jexpect 1 'anvil inspect: *has problems*' inspect "$corpus/$f.gguf"
+done
+jexpect 1 "anvil inspect: *not a GGUF file*" inspect "$corpus/magic_wrong.gguf"
+expect 1 "anvil inspect: *GGUF v1 is no longer supported*" inspect "$corpus/version_1.gguf"
+expect 1 "anvil inspect: *cannot open*" inspect "$tmp/nope.gguf"
+expect 2 'anvil inspect: one file at a time*' inspect a b
+expect 2 'anvil inspect: no FILE given' inspect
+expect 2 "anvil inspect: unknown option '--bogus'" inspect --bogus "$gguf"
+expect 2 "anvil inspect: --arrays 'x' is not a count or 'all'" inspect --arrays x "$gguf"
+expect 2 'anvil inspect: --json and --markdown*' inspect --json --markdown "$gguf"
+
+# Names read from a file never reach the terminal raw: a key with a NUL and a
+# key holding an OSC sequence come out escaped.
+printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000\002\000\000\000\000\000\000\000' > "$tmp/evil.gguf"
+printf '\003\000\000\000\000\000\000\000a\000b\004\000\000\000\001\000\000\000' >> "$tmp/evil.gguf"
+printf '\013\000\000\000\000\000\000\000k\033]0;pwned\007\004\000\000\000\002\000\000\000' >> "$tmp/evil.gguf"
+expect 0 '' inspect "$tmp/evil.gguf"
+checks=$((checks + 3))
+grep -q 'a\\x00b' "$tmp/out" || fail "a key with a NUL is not shown escaped"
+grep -q 'k\\x1b]0;pwned\\x07' "$tmp/out" || fail "a key with ESC ] 0 ; is not shown escaped"
+if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out"; then fail "an ESC byte reached stdout"; fi
+
+# ---- meta ---------------------------------------------------------------------
+cp "$gguf" "$tmp/meta.gguf"
+jexpect 0 '' meta get "$tmp/meta.gguf" general.architecture
+expect 0 '' meta get "$tmp/meta.gguf" general.architecture
+[ "$(cat "$tmp/out")" = "llama" ] || [ "$gguf" = "$corpus/base_ok.gguf" ] || fail "meta get: $(cat "$tmp/out")"
+jexpect 0 '' meta set "$tmp/meta.gguf" anvil.test=u32:7
+grep -q '"action":"added"' "$tmp/out" || fail "meta set of a new key: not added"
+jexpect 0 '' meta set "$tmp/meta.gguf" anvil.test=8
+grep -q '"in_place":true' "$tmp/out" || fail "meta set of the same size: not header-only"
+expect 0 '' meta get "$tmp/meta.gguf" anvil.test
+[ "$(cat "$tmp/out")" = "8" ] || fail "meta get after set: $(cat "$tmp/out")"
+jexpect 0 '' meta rename "$tmp/meta.gguf" anvil.test anvil.renamed
+jexpect 0 '' meta set "$tmp/meta.gguf" anvil.s=str:hello --out "$tmp/meta2.gguf"
+expect 0 '' meta get "$tmp/meta2.gguf" anvil.s
+[ "$(cat "$tmp/out")" = "hello" ] || fail "meta set --out"
+expect 1 "anvil meta get: *has no key 'anvil.s'" meta get "$tmp/meta.gguf" anvil.s
+jexpect 0 '' meta delete "$tmp/meta2.gguf" anvil.s anvil.renamed
+expect 0 '' inspect "$tmp/meta2.gguf"
+jexpect 1 "anvil meta get: *has no key*" meta get "$tmp/meta2.gguf" anvil.renamed
+expect 2 "anvil meta set: 'anvil.new' is a new key: give its type*" meta set "$tmp/meta.gguf" anvil.new=1
+expect 2 "anvil meta set: anvil.renamed: 'x' is not a u32*" meta set "$tmp/meta.gguf" anvil.renamed=x
+expect 2 "anvil meta set: anvil.b: 'maybe' is not a bool*" meta set "$tmp/meta.gguf" anvil.b=bool:maybe
+expect 2 "anvil meta set: anvil.u8: '300' is not a u8*" meta set "$tmp/meta.gguf" anvil.u8=u8:300
+expect 2 "anvil meta set: anvil.a: arrays cannot be set*" meta set "$tmp/meta.gguf" anvil.a=arr:1,2
+expect 2 "anvil meta set: changing general.alignment*" meta set "$tmp/meta.gguf" general.alignment=u32:64
+jexpect 2 "anvil meta set: 'split.count' is one of the keys*" meta set "$tmp/meta.gguf" split.count=u16:2
+expect 0 '' meta set "$tmp/meta.gguf" general.alignment=u32:64 --realign
+expect 0 '' inspect "$tmp/meta.gguf"
+grep -q '^alignment:    64' "$tmp/out" || fail "meta set general.alignment --realign"
+expect 2 'anvil meta rename: needs FILE, OLD and NEW' meta rename "$tmp/meta.gguf" a
+expect 2 "anvil meta: unknown subcommand 'frob'*" meta frob
+expect 1 "anvil meta delete: *has no key 'nope'" meta delete "$tmp/meta.gguf" nope
+expect 1 "anvil meta set: *" meta set "$tmp/nope.gguf" a=u8:1
+
+# ---- reemit, split, merge ----------------------------------------------------
+jexpect 0 '' reemit "$gguf" "$tmp/re.gguf"
+expect 0 '' reemit "$st" "$tmp/re.safetensors"
+cp "$tmp/re.gguf" "$tmp/same.gguf"
+expect 0 '' reemit "$tmp/same.gguf" "$tmp/same.gguf"
+grep -q 'replaced (atomically)' "$tmp/out" || fail "reemit IN IN does not say it replaced the input"
+cmp -s "$tmp/re.gguf" "$tmp/same.gguf" || fail "reemit IN IN changed the bytes"
+expect 2 "anvil reemit: the output '*' is a folder*" reemit "$gguf" "$tmp"
+expect 2 "anvil reemit: the output's folder * does not exist" reemit "$gguf" "$tmp/no/such/out.gguf"
+expect 2 'anvil reemit: unexpected argument*' reemit a b c
+expect 2 'anvil reemit: no OUT given' reemit a
+expect 1 'anvil reemit: *' reemit "$damaged" "$tmp/x.gguf"
+jexpect 1 'anvil reemit: *' reemit "$damaged" "$tmp/x.gguf"
+expect 0 '[1/*' reemit "$gguf" "$tmp/p.gguf" --progress
+grep -q '^\[1/' "$tmp/err" || fail "reemit --progress: no progress lines"
+jexpect 0 '' split "$tmp/re.gguf" "$tmp/part" --split-max-tensors 5 --dry-run
+ls "$tmp"/part-* > /dev/null 2>&1 && fail "split --dry-run wrote parts"
+jexpect 0 '' split "$tmp/re.gguf" "$tmp/part" --max-tensors 5
+first=$(ls "$tmp"/part-00001-of-*.gguf | head -n 1)
+jexpect 0 '' merge "$first" "$tmp/merged.gguf"
+cmp -s "$tmp/re.gguf" "$tmp/merged.gguf" || fail "split -> merge is not byte-identical"
+expect 0 '' split "$tmp/re.gguf" "$tmp/nf" --no-tensor-first-split --split-max-size 1G
+expect 0 '' inspect "$tmp"/nf-00001-of-00002.gguf
+grep -q 'part 1: .*, 0 tensors' "$tmp/out" || fail "--no-tensor-first-split: part 1 has tensors"
+expect 0 '' split "$tmp/re.gguf" "$tmp/dflt"
+expect 2 'anvil split: give --split-max-size or --split-max-tensors, not both' split "$tmp/re.gguf" "$tmp/x" --max-size 1M --split-max-tensors 3
+expect 2 "anvil split: --split-max-size 'x' is not a positive size*" split "$tmp/re.gguf" "$tmp/x" --split-max-size x
+expect 2 'anvil split: no OUT_PREFIX given' split "$tmp/re.gguf"
+jexpect 2 "anvil merge: '*' is not the first part of a split set*" merge "$tmp/re.gguf" "$tmp/y.gguf"
+expect 2 'anvil merge: no OUT given' merge a
+
+# ---- transcode, merge-lora ----------------------------------------------------
+jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/q.gguf" --dtype q8_0 --quiet
+jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/q2.gguf" --dtype q4_K --dry-run
+expect 0 '[1/*' transcode --from "$tmp/m.gguf" --out "$tmp/q3.gguf" --dtype q8_0 --progress --no-quality
+grep -q '^\[1/' "$tmp/err" || fail "transcode --progress: no progress lines"
+jexpect 2 "anvil transcode: --dtype 'q9_K': *" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q9_K
+expect 2 'anvil transcode: --from and --out are required' transcode --dtype q8_0
+expect 2 "anvil transcode: --tensor-type 'attn_(=q8_0': not a valid ECMAScript regular expression*" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q8_0 --tensor-type 'attn_(=q8_0'
+expect 2 "anvil transcode: --tensor-type '\\[': expected REGEX=TYPE*" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --tensor-type '['
+expect 2 "anvil transcode: the output '*' is a folder*" transcode --from "$tmp/m.gguf" --out "$tmp" --dtype q8_0
+expect 1 'anvil transcode: *' transcode --from "$tmp/nope.gguf" --out "$tmp/x.gguf" --dtype q8_0
+[ -e "$tmp/x.gguf" ] && fail "a refused transcode left an output"
+expect 2 'anvil merge-lora: --alpha is required*' merge-lora --from "$tmp/m.gguf" --adapters "$tmp/none" --out "$tmp/x.gguf"
+jexpect 2 "anvil merge-lora: --alpha 'x' is not a finite number" merge-lora --from "$tmp/m.gguf" --adapters a --out "$tmp/x.gguf" --alpha x
+expect 2 "anvil merge-lora: unknown or incomplete option '--bogus'" merge-lora --bogus
+jexpect 1 'anvil merge-lora: *' merge-lora --from "$tmp/m.gguf" --adapters "$tmp/none" --out "$tmp/x.gguf" --alpha 1
+
+echo "cli suite: $checks checks, $failures failures"
+[ "$failures" -eq 0 ]
