@@ -211,6 +211,7 @@ typedef struct qz_case {
     const char *const *include, *const *exclude;
     size_t n_include, n_exclude;
     int generate;                /* llama.cpp loads anvil's output and decodes */
+    const char *golden;          /* model tag: record llama.cpp's tensor types in the golden list */
     int dry_size;                /* anvil's dry-run size must equal llama's output size */
 } qz_case;
 
@@ -224,7 +225,16 @@ typedef struct qz_env {
     anvil_ctx *ctx;
     char dir[512];
     int verbose;
+    FILE *golden;               /* golden/quantize/types.tsv being written, or NULL */
+    double llama_s, anvil_s;   /* wall time in each side's quantize calls */
+    double gen_s;              /* in llama.cpp loading and running anvil's outputs */
 } qz_env;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int ggml_type_id(anvil_ctx *ctx, const char *name) {
     uint32_t id;
@@ -456,8 +466,13 @@ static void run_case(qz_env *env, const qz_case *c, qz_stats *st) {
     char lwhy[512] = "";
     anvil_error aerr;
     memset(&aerr, 0, sizeof aerr);
+    const double t0 = now_s();
     const int lrc = run_llama(env, c, p, lout, lwhy, sizeof lwhy);
+    const double t1 = now_s();
     const int arc = run_anvil(env, c, p, aout, 0, NULL, &aerr);
+    const double t2 = now_s();
+    env->llama_s += t1 - t0;
+    env->anvil_s += t2 - t1;
     /* How many parts: count llama's. */
     uint32_t n_parts = 1;
     if (c->keep_split) {
@@ -465,6 +480,17 @@ static void run_case(qz_env *env, const qz_case *c, qz_stats *st) {
             char probe[700];
             part_path(probe, sizeof probe, lout, 1, 0, n_parts);
             if (exists(probe)) break;
+        }
+    }
+    if (lrc == 0 && c->golden != NULL && env->golden != NULL) {
+        anvil_gguf *g = NULL;
+        if (anvil_gguf_open(&g, lout, env->ctx, ANVIL_GGUF_OPEN_SINGLE_PART, NULL) == ANVIL_OK) {
+            fprintf(env->golden, "%s %s %d ", c->golden, p->name, c->pure);
+            for (size_t i = 0; i < anvil_gguf_tensor_count(g); ++i) {
+                fprintf(env->golden, "%s%s", i ? "," : "", anvil_gguf_tensor_at(g, i)->type_info.name);
+            }
+            fputc('\n', env->golden);
+            anvil_gguf_close(g);
         }
     }
     const char *verdict = NULL;
@@ -508,7 +534,10 @@ static void run_case(qz_env *env, const qz_case *c, qz_stats *st) {
         if (same && c->generate) {
             int32_t toks[4];
             char why[600];
-            if (llama_oracle_generate(env->lo, aout, 4, toks, why, sizeof why) == 0) {
+            const double g0 = now_s();
+            const int grc = llama_oracle_generate(env->lo, aout, 4, toks, why, sizeof why);
+            env->gen_s += now_s() - g0;
+            if (grc == 0) {
                 st->generated++;
             } else {
                 st->gen_fail++;
@@ -517,7 +546,7 @@ static void run_case(qz_env *env, const qz_case *c, qz_stats *st) {
         }
     }
     if (verdict != NULL && (env->verbose || strcmp(verdict, "MISMATCH") == 0)) {
-        printf("  %-60s %s", c->label, verdict);
+        printf("  %-60s %s [llama %.2fs, anvil %.2fs]", c->label, verdict, t1 - t0, t2 - t1);
         if (strcmp(verdict, "identical") != 0) {
             printf(" (llama.cpp: %s; anvil: %s)", lrc == 0 ? "ok" : lwhy, arc == ANVIL_OK ? "ok" : aerr.message);
         }
@@ -556,7 +585,7 @@ static void report(qz_env *env, const char *what, const qz_stats *st) {
 
 static int is_alias(const anvil_quantize_preset *p) { return strstr(p->desc, "alias") != NULL; }
 
-static void sweep_presets(qz_env *env, const char *model, const char *what, int generate) {
+static void sweep_presets(qz_env *env, const char *model, const char *what, int generate, const char *golden) {
     qz_stats st;
     memset(&st, 0, sizeof st);
     for (size_t i = 0; i < anvil_quantize_preset_count(); ++i) {
@@ -576,6 +605,7 @@ static void sweep_presets(qz_env *env, const char *model, const char *what, int 
             c.pure = pure;
             c.generate = generate && !pure;
             c.dry_size = !pure && strcmp(p->name, "Q4_K_M") == 0;
+            c.golden = golden;
             run_case(env, &c, &st);
         }
     }
@@ -683,16 +713,13 @@ static void sweep_split(qz_env *env, const char *split_first) {
     report(env, "split input, with and without --keep-split", &st);
 }
 
-/* The first n_presets of the list (the ones that need a matrix come first),
- * then --include/--exclude-weights and --prune-layers with it. */
+/* The presets of `list` (a NULL-terminated list), then
+ * --include/--exclude-weights and --prune-layers with the matrix. */
 static void sweep_imatrix(qz_env *env, const char *model, const char *what, const synth_imatrix *im, int generate,
-                          size_t n_presets, int with_filters) {
+                          const char *const *presets, int with_filters) {
     qz_stats st;
     memset(&st, 0, sizeof st);
-    static const char *const presets[] = { "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS",
-                                           "IQ3_XS", "IQ3_S", "IQ3_M", "Q2_K_S", "Q2_K", "Q3_K_M", "Q4_K_M",
-                                           "Q4_0", "Q5_0", "IQ4_XS", "IQ4_NL", "Q6_K", "TQ2_0", "Q1_0" };
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0] && i < n_presets; ++i) {
+    for (size_t i = 0; presets[i] != NULL; ++i) {
         qz_case c;
         memset(&c, 0, sizeof c);
         snprintf(c.label, sizeof c.label, "%s %s --imatrix %s", what, presets[i], im->legacy ? ".dat" : "gguf");
@@ -942,9 +969,24 @@ int parity_quantize(parity_ctx *pc) {
         }
     }
     const double t0 = (double)clock() / CLOCKS_PER_SEC;
-    sweep_presets(&env, a, "spm", 1);
-    sweep_presets(&env, stories, "stories", 1);
-    sweep_presets(&env, moe, "moe", 1);
+    if (pc->golden_dir != NULL) {
+        char gp[1200];
+        snprintf(gp, sizeof gp, "%s/quantize/types.tsv", pc->golden_dir);
+        env.golden = fopen(gp, "w");
+        if (env.golden == NULL) {
+            printf("quantize: cannot write %s\n", gp);
+        } else {
+            fprintf(env.golden, "# llama.cpp's tensor types (file order) per preset: model preset pure types.\n"
+                                "# Written by anvil-parity --family quantize --write-golden; checked offline by\n"
+                                "# tests/quantize (the spm model there has a 512-token vocabulary: types depend\n"
+                                "# on the rows, not on the vocabulary size).\n");
+        }
+    }
+    sweep_presets(&env, a, "spm", 1, "spm");
+    sweep_presets(&env, stories, "stories", 1, NULL);
+    sweep_presets(&env, moe, "moe", 1, "moe");
+    if (env.golden != NULL) fclose(env.golden);
+    env.golden = NULL;
     sweep_options(&env, a, stories, moe, q8);
     sweep_split(&env, split_first);
     sweep_cli(&env, a, stories);
@@ -957,9 +999,16 @@ int parity_quantize(parity_ctx *pc) {
     snprintf(p3, sizeof p3, "%s/moe.imatrix.gguf", env.dir);
     if (anvil_gguf_open(&ag, a, ctx, 0, &err) == ANVIL_OK && imatrix_write(&im_g, ag, p1, 0, ctx, 7) == 0 &&
         imatrix_write(&im_d, ag, p2, 1, ctx, 8) == 0 && imatrix_write(&im_m, mg, p3, 0, ctx, 9) == 0) {
-        sweep_imatrix(&env, a, "spm", &im_g, 1, 100, 1);
-        sweep_imatrix(&env, a, "spm", &im_d, 0, 4, 0);
-        sweep_imatrix(&env, moe, "moe", &im_m, 1, 12, 1);
+        /* The presets that need a matrix on (a), the rest on the smaller (c):
+         * every preset meets an importance matrix once. */
+        static const char *const need[] = { "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS",
+                                            "IQ3_XS", "Q2_K_S", "Q4_K_M", "Q4_0", "IQ4_XS", NULL };
+        static const char *const legacy[] = { "IQ2_XXS", "IQ1_M", "Q4_K_M", "Q5_0", NULL };
+        static const char *const rest[] = { "IQ2_XXS", "Q4_K_M", "IQ3_S", "IQ3_M", "Q2_K", "Q3_K_M", "Q5_0",
+                                            "IQ4_NL", "Q6_K", "TQ2_0", "Q1_0", NULL };
+        sweep_imatrix(&env, a, "spm", &im_g, 1, need, 1);
+        sweep_imatrix(&env, a, "spm", &im_d, 0, legacy, 0);
+        sweep_imatrix(&env, moe, "moe", &im_m, 1, rest, 1);
         imatrix_free(&im_g);
         imatrix_free(&im_d);
         imatrix_free(&im_m);
@@ -968,7 +1017,9 @@ int parity_quantize(parity_ctx *pc) {
     }
     anvil_gguf_close(ag);
     anvil_gguf_close(mg);
-    printf("quantize: %.1f s of CPU\n", (double)clock() / CLOCKS_PER_SEC - t0);
+    printf("quantize: %.1f s of CPU; wall time inside the quantize calls: llama.cpp %.1f s, anvil %.1f s (2 threads "
+           "each; not a benchmark); llama.cpp running the outputs %.1f s\n",
+           (double)clock() / CLOCKS_PER_SEC - t0, env.llama_s, env.anvil_s, env.gen_s);
     remove_dir(env.dir);
     anvil_ctx_close(ctx);
     llama_oracle_close(&lo);

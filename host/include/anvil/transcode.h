@@ -10,7 +10,7 @@
  *    count, as in ggml_n_dims), a name ending in ".weight", and no "norm" in
  *    the name. Everything else keeps its stored type and bytes.
  *  - The type a matrix weight gets comes from, first match wins: the
- *    --tensor-type rules (POSIX extended regex searched in the name, in the
+ *    --tensor-type rules (ECMAScript regex, as llama.cpp reads them, searched in the name, in the
  *    order given), the output / token-embedding types (for "output.weight"
  *    and "token_embd.weight"), the experts type (names ending in
  *    "_exps.weight"), then the global dtype. None: it keeps its type.
@@ -62,7 +62,7 @@ extern "C" {
 
 /* One --tensor-type rule. */
 typedef struct anvil_transcode_rule {
-    const char *pattern;     /* POSIX extended regex, searched in the tensor name */
+    const char *pattern;     /* ECMAScript regex (llama.cpp's dialect), searched in the name */
     uint32_t type;
 } anvil_transcode_rule;
 
