@@ -144,12 +144,13 @@ static frag alt(parser *ps, frag *a, frag *b) {
     return r;
 }
 
-static frag star(parser *ps, frag *a, int lazy) {
+/* a* (loop) or a? : a split before the body, and for a loop a jump back. */
+static frag star_or_opt(parser *ps, frag *a, int lazy, int loop) {
     frag r = { 0 };
-    const int32_t body = 1, out = (int32_t)a->n + 2;
+    const int32_t body = 1, out = (int32_t)a->n + (loop ? 2 : 1);
     emit(ps, &r, OP_SPLIT, 0, 0, lazy ? out : body, lazy ? body : out);
     append(ps, &r, a);
-    emit(ps, &r, OP_JMP, 0, 0, -((int32_t)a->n + 1), 0);
+    if (loop) emit(ps, &r, OP_JMP, 0, 0, -((int32_t)a->n + 1), 0);
     frag_free(a);
     return r;
 }
@@ -163,15 +164,6 @@ static frag plus(parser *ps, frag *a, int lazy) {
     return r;
 }
 
-static frag opt(parser *ps, frag *a, int lazy) {
-    frag r = { 0 };
-    const int32_t body = 1, out = (int32_t)a->n + 1;
-    emit(ps, &r, OP_SPLIT, 0, 0, lazy ? out : body, lazy ? body : out);
-    append(ps, &r, a);
-    frag_free(a);
-    return r;
-}
-
 /* a{min,max}; max < 0: unbounded. */
 static frag repeat(parser *ps, frag *a, long min, long max, int lazy) {
     frag r = { 0 };
@@ -179,7 +171,7 @@ static frag repeat(parser *ps, frag *a, long min, long max, int lazy) {
     if (max < 0) {
         frag c = { 0 };
         append(ps, &c, a);
-        frag s = star(ps, &c, lazy);
+        frag s = star_or_opt(ps, &c, lazy, 1);
         append(ps, &r, &s);
         frag_free(&s);
     } else {
@@ -712,7 +704,7 @@ static frag parse_term(parser *ps, int *got) {
                 lazy = 1;
                 ps->i++;
             }
-            f = q == '*' ? star(ps, &f, lazy) : (q == '+' ? plus(ps, &f, lazy) : opt(ps, &f, lazy));
+            f = q == '+' ? plus(ps, &f, lazy) : star_or_opt(ps, &f, lazy, q == '*');
         } else if (q == '{') {
             ps->i++;
             long min = 0, max = -1;

@@ -74,6 +74,16 @@ size_t parity_first_diff_u8(const void *a, const void *b, size_t n) {
     return n;
 }
 
+const char *parity_config_path(void) {
+#ifdef ANVIL_TEST_CONFIG
+    static const char build_config[] = ANVIL_TEST_CONFIG;
+#else
+    static const char build_config[] = "";
+#endif
+    const char *e = getenv("ANVIL_CONFIG");
+    return e != NULL && *e != '\0' ? e : (build_config[0] ? build_config : NULL);
+}
+
 int parity_close(float a, float b, float rel_tol, float abs_floor) {
     if (isnan(a) || isnan(b)) {
         return isnan(a) && isnan(b);

@@ -41,19 +41,11 @@
 #ifndef ANVIL_SHARED_TESTDATA
 #define ANVIL_SHARED_TESTDATA ""
 #endif
-#ifndef ANVIL_TEST_CONFIG
-#define ANVIL_TEST_CONFIG ""
-#endif
 #ifndef ANVIL_CLI
 #define ANVIL_CLI ""
 #endif
 
 #define GGML_TYPE_COUNT 43
-
-static const char *config_path(void) {
-    const char *e = getenv("ANVIL_CONFIG");
-    return e != NULL && *e != '\0' ? e : (ANVIL_TEST_CONFIG[0] ? ANVIL_TEST_CONFIG : NULL);
-}
 
 static int exists(const char *p) {
     struct stat st;
@@ -729,34 +721,32 @@ static void sweep_imatrix(qz_env *env, const char *model, const char *what, cons
         c.generate = generate;
         run_case(env, &c, &st);
     }
+    /* The matrix narrowed by --include/--exclude-weights, and remapped by
+     * --prune-layers (the pruned model's names are looked up as they were). */
     static const char *const inc[] = { "ffn_down", "attn_" }, *const exc[] = { "attn_v" };
-    qz_case c;
-    if (!with_filters) goto done;
-    memset(&c, 0, sizeof c);
-    snprintf(c.label, sizeof c.label, "%s Q4_K_M --imatrix --include-weights x2", what);
-    c.in = model;
-    c.preset = "Q4_K_M";
-    c.im = im;
-    c.include = inc;
-    c.n_include = 2;
-    run_case(env, &c, &st);
-    memset(&c, 0, sizeof c);
-    snprintf(c.label, sizeof c.label, "%s IQ3_S --imatrix --exclude-weights attn_v", what);
-    c.in = model;
-    c.preset = "IQ3_S";
-    c.im = im;
-    c.exclude = exc;
-    c.n_exclude = 1;
-    run_case(env, &c, &st);
-    memset(&c, 0, sizeof c);
-    snprintf(c.label, sizeof c.label, "%s IQ2_XS --imatrix --prune-layers 0", what);
-    c.in = model;
-    c.preset = "IQ2_XS";
-    c.im = im;
-    c.prune = prune_b;
-    c.n_prune = 1;
-    run_case(env, &c, &st);
-done:;
+    static const struct {
+        const char *preset, *label;
+        size_t n_include, n_exclude, n_prune;
+    } filters[] = {
+        { "Q4_K_M", "--include-weights x2", 2, 0, 0 },
+        { "IQ3_S", "--exclude-weights attn_v", 0, 1, 0 },
+        { "IQ2_XS", "--prune-layers 0", 0, 0, 1 },
+    };
+    for (size_t i = 0; with_filters && i < sizeof filters / sizeof filters[0]; ++i) {
+        qz_case c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.label, sizeof c.label, "%s %s --imatrix %s", what, filters[i].preset, filters[i].label);
+        c.in = model;
+        c.preset = filters[i].preset;
+        c.im = im;
+        c.include = inc;
+        c.n_include = filters[i].n_include;
+        c.exclude = exc;
+        c.n_exclude = filters[i].n_exclude;
+        c.prune = prune_b;
+        c.n_prune = filters[i].n_prune;
+        run_case(env, &c, &st);
+    }
     char label[80];
     snprintf(label, sizeof label, "%s: importance matrix (%s)", what, im->legacy ? "legacy .dat" : "GGUF");
     report(env, label, &st);
@@ -832,7 +822,7 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
             snprintf(expanded, sizeof expanded, "%s", args);
         }
         /* Split options from TYPE: every word starting with -- and its value goes first. */
-        snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' '%s' %s", config_path() ? config_path() : "",
+        snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' '%s' %s", parity_config_path() ? parity_config_path() : "",
                  ANVIL_CLI, c->in, aout, expanded);
         const int lrc = run_llama(env, c, p, lout, why, sizeof why);
         const int status = system(cmd);
@@ -851,7 +841,7 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
     /* The default output name: <IN's folder>/ggml-model-<TYPE>.gguf. */
     char cmd[2000], def[700];
     snprintf(def, sizeof def, "%s/ggml-model-Q4_0.gguf", env->dir);
-    snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' q4_0", config_path() ? config_path() : "",
+    snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' q4_0", parity_config_path() ? parity_config_path() : "",
              ANVIL_CLI, a);
     const int status = system(cmd);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(def)) {
@@ -893,7 +883,7 @@ int parity_quantize(parity_ctx *pc) {
     anvil_ctx *ctx = NULL;
     anvil_error err;
     memset(&err, 0, sizeof err);
-    if (anvil_ctx_open(&ctx, config_path(), &err) != ANVIL_OK) {
+    if (anvil_ctx_open(&ctx, parity_config_path(), &err) != ANVIL_OK) {
         printf("quantize: %s\n", err.message);
         parity_report(pc, "quantize", "anvil context", 1, 1);
         return 1;
