@@ -51,7 +51,7 @@ for t in $types; do
         am=$(cut -d' ' -f2 "$tmp/a.t" | sort -n | tail -1)
         lm=$(cut -d' ' -f2 "$tmp/l.t" | sort -n | tail -1)
         printf '%-8s %3s  %9s %9s %7.2f   %9.1f %9.1f   %s\n' "$t" "$n" "$aw" "$lw" \
-            "$(echo "$aw $lw" | awk '{print $2 > 0 ? $1 / $2 : 0}')" "$(echo "$am" | awk '{print $1 / 1024}')" \
+            "$(echo "$aw $lw" | awk '{ if ($2 > 0) print $1 / $2; else print 0 }')" "$(echo "$am" | awk '{print $1 / 1024}')" \
             "$(echo "$lm" | awk '{print $1 / 1024}')" "$same"
     done
 done
