@@ -22,6 +22,7 @@
 #define RE_MAX_PROGRAM 20000
 #define RE_MAX_CLASSES 4096
 #define RE_BACKREF_BUDGET 1000000L
+#define RE_MAX_DEPTH 500 /* nested groups and lookaheads */
 
 enum {
     OP_CHAR,    /* arg: the byte */
@@ -77,6 +78,7 @@ typedef struct parser {
     unsigned open[256];      /* groups not yet closed (for \N checks) */
     unsigned n_open;
     int has_backref;
+    int depth;               /* groups being parsed */
 } parser;
 
 static void fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -761,12 +763,18 @@ static frag parse_alternative(parser *ps) {
 }
 
 static frag parse_disjunction(parser *ps) {
+    if (++ps->depth > RE_MAX_DEPTH) {
+        fail(ps, "groups nested more than %d deep", RE_MAX_DEPTH);
+        frag none = { 0 };
+        return none;
+    }
     frag a = parse_alternative(ps);
     while (!ps->err && peek(ps) == '|') {
         ps->i++;
         frag b = parse_alternative(ps);
         a = alt(ps, &a, &b);
     }
+    ps->depth--;
     return a;
 }
 
