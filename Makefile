@@ -6,11 +6,13 @@
 #               test: CUnit suites (ctest), the ggml parity program, the unit
 #               suites again under ASan+UBSan, and the libFuzzer targets for a
 #               bounded time (clang build, which also proves clang builds clean),
+#               the thread tests under ThreadSanitizer,
 #               and the aarch64 build under qemu (backend-neon)
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
+TSAN_BUILD  ?= build-tsan
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 ORACLE_DIR  := $(CURDIR)/$(BUILD)/oracle
 ORACLE_LIB  := $(ORACLE_DIR)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
@@ -18,7 +20,7 @@ PARITY_ROWS ?= 10000
 # The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
 AVX512_EMU  ?= ON
 
-.PHONY: all demo test deps oracle build unit big parity asan fuzz test-aarch64 clean
+.PHONY: all demo test deps oracle build unit big parity asan tsan fuzz test-aarch64 clean
 
 all: build
 
@@ -60,6 +62,14 @@ asan: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -L unit
 
+# Contexts opened, used and closed from many threads, a shared context's
+# matmuls, plugin init/deinit: under ThreadSanitizer. Only what that test
+# needs is built (the library, three plugins, the test).
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_TSAN=ON -DANVIL_AVX512_EMU=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target test_lifetime
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir $(TSAN_BUILD) --output-on-failure -R '^test_lifetime$$'
+
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON -DANVIL_AVX512_EMU=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
@@ -74,8 +84,9 @@ test: build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory tsan
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-aarch64
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-aarch64
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) build-aarch64

@@ -3,11 +3,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "anvil/safetensors.h"
 #include "anvil/transcode.h"
 #include "cli_gguf.h"
 
 cli_sniff cli_gguf_sniff(const char *path) {
-    unsigned char b[16];
+    unsigned char b[ANVIL_ST_SNIFF_BYTES];
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         return CLI_SNIFF_UNKNOWN;
@@ -17,17 +18,8 @@ cli_sniff cli_gguf_sniff(const char *path) {
     if (n >= 4 && memcmp(b, "GGUF", 4) == 0) {
         return CLI_SNIFF_GGUF;
     }
-    /* safetensors: a little-endian u64 header length, then a JSON object. */
-    if (n >= 9 && b[8] == '{') {
-        uint64_t len = 0;
-        for (int i = 7; i >= 0; --i) {
-            len = len << 8 | b[i];
-        }
-        if (len >= 2) {
-            return CLI_SNIFF_SAFETENSORS;
-        }
-    }
-    return CLI_SNIFF_UNKNOWN;
+    /* safetensors: a little-endian u64 header length, then JSON. */
+    return anvil_st_sniff(b, n) ? CLI_SNIFF_SAFETENSORS : CLI_SNIFF_UNKNOWN;
 }
 
 int cli_gguf_run(cli_globals *g, cli_gguf_op op, void *arg, anvil_error *err) {

@@ -474,40 +474,7 @@ int cli_read_file(const char *path, void **data, size_t *size, anvil_error *err)
 }
 
 int cli_write_file_atomic(const char *path, const void *data, size_t size, anvil_error *err) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        if (err) {
-            err->code = ANVIL_E_IO;
-            snprintf(err->message, sizeof err->message, "cannot create a temporary file next to %s: %s", path,
-                     strerror(errno));
-        }
-        return ANVIL_E_IO;
-    }
-    const char *p = data;
-    size_t left = size;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    int ok = left == 0 && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
-    ok = (close(fd) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        if (err) {
-            err->code = ANVIL_E_IO;
-            snprintf(err->message, sizeof err->message, "cannot write %s: %s", path, strerror(e));
-        }
-        return ANVIL_E_IO;
-    }
-    return ANVIL_OK;
+    return anvil_file_write_atomic(path, data, size, err);
 }
 
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input) {

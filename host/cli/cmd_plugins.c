@@ -30,7 +30,14 @@ static void print_text(const anvil_ctx *ctx) {
     anvil_cpu_features_string(cpu->features, feats, sizeof feats);
     anvil_cpu_features_string(cpu->features_raw & ~cpu->features, hidden, sizeof hidden);
     printf("anvil %s, plugin ABI %d.%d\n", anvil_version(), ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-    printf("config:   %s\n", anvil_ctx_config_path(ctx));
+    anvil_config_report cr;
+    anvil_ctx_config_report(ctx, &cr);
+    printf("config:   %s (%s)\n", cr.path, cr.source ? cr.source : "?");
+    if (cr.insecure) {
+        printf("WARNING:  INSECURE: %s:\n          files another user could change are loaded (development only)\n",
+               cr.insecure_why);
+    }
+    if (cr.config_note) printf("WARNING:  INSECURE config: %s\n", cr.config_note);
     printf("cpu:      %s, %u online CPUs\n", anvil_cpu_arch_string(cpu->arch), cpu->n_cpus);
     printf("features: %s\n", feats[0] ? feats : "(none)");
     if (hidden[0]) printf("hidden:   %s (by ANVIL_CPU_MASK)\n", hidden);
@@ -51,10 +58,12 @@ static void print_text(const anvil_ctx *ctx) {
                 }
                 printf("\n");
             }
+            if (r.trust_note) printf("  %-16s WARNING: INSECURE: %s\n", "", r.trust_note);
         } else {
             printf("  %-16s %s  %s\n", r.name, r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND ? "absent " : "FAILED ",
                    r.reason ? r.reason : "");
             if (r.path) printf("  %-16s file: %s\n", "", r.path);
+            if (r.config_line > 0) printf("  %-16s named at: %s:%d\n", "", cr.path, r.config_line);
             if (!(r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND)) {
                 printf("  %-16s status: %s\n", "", anvil_strerror(r.status));
             }
@@ -107,7 +116,12 @@ static void print_json(const anvil_ctx *ctx) {
     printf(",");
     json_kv("version", anvil_version(), 1);
     printf("\"abi\":\"%d.%d\",", ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-    json_kv("config", anvil_ctx_config_path(ctx), 1);
+    anvil_config_report cr;
+    anvil_ctx_config_report(ctx, &cr);
+    json_kv("config", cr.path, 1);
+    json_kv("config_source", cr.source, 1);
+    printf("\"insecure\":%s,", cr.insecure ? "true" : "false");
+    json_kv("insecure_why", cr.insecure_why ? cr.insecure_why : "", 1);
     printf("\"cpu\":{");
     json_kv("arch", anvil_cpu_arch_string(cpu->arch), 1);
     printf("\"n_cpus\":%u,", cpu->n_cpus);
@@ -122,6 +136,8 @@ static void print_json(const anvil_ctx *ctx) {
         json_kv("path", r.path, 1);
         printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false", r.optional ? "true" : "false");
         json_kv("status", cli_status_name(r.status), 1);
+        printf("\"config_line\":%d,", r.config_line);
+        json_kv("trust_note", r.trust_note ? r.trust_note : "", 1);
         json_kv("reason", r.reason ? r.reason : "", 0);
         if (r.desc) {
             printf(",");

@@ -13,6 +13,22 @@
 
 #include "cli.h"
 
+/* Commands that open a context only when a file needs a plugin: they still
+ * read a config named explicitly (--config, $ANVIL_CONFIG) and refuse a
+ * missing or broken one, instead of ignoring it. */
+static int reads_config_lazily(const char *name) {
+    static const char *const lazy[] = { "inspect", "meta", "reemit", "split", "merge" };
+    for (size_t i = 0; i < sizeof lazy / sizeof lazy[0]; ++i) {
+        if (strcmp(lazy[i], name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int config_named(const cli_globals *g) {
+    const char *env = getenv("ANVIL_CONFIG");
+    return g->config_path != NULL || (env != NULL && *env != '\0');
+}
+
 int main(int argc, char **argv) {
     cli_globals g = { 0 };
     /* Under --json, every error is also a JSON document, even one found
@@ -54,6 +70,10 @@ int main(int argc, char **argv) {
     cli_set_command_name(c->name);
     if (!json) {
         cli_stdout_guard();
+    }
+    if (reads_config_lazily(c->name) && config_named(&g) && !cli_wants_help(argc - i, argv + i) &&
+        cli_ctx(&g) == NULL) {
+        return CLI_EXIT_FAIL;
     }
     const int rc = c->fn(&g, argc - i, argv + i);
     anvil_ctx_close(g.ctx);

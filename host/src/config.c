@@ -10,10 +10,19 @@
  * does not parse -- is an error naming file:line. inih's quirks are handled
  * here: ';' starts an inline comment (so lists are comma-separated), a line
  * starting with whitespace continues the previous value, lines are limited to
- * INI_MAX_LINE characters (reported, never silently cut).
+ * the system inih's fixed INI_MAX_LINE (200 bytes: 198 characters), reported,
+ * never silently cut -- long values go on continuation lines, and `path` may
+ * be repeated (each adds folders); a NUL byte in a line is refused.
+ *
+ * `load` and `optional` take plugin names (codec-q8_0), never paths: where
+ * plugins come from is the search path alone. A path item starting with
+ * "@prefix/" is relative to anvil's own install prefix (the folder above the
+ * one holding the host library), so a profile works from the source tree,
+ * the build tree and an install alike.
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <ini.h>
@@ -27,6 +36,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "trust.h"
 
 #ifndef ANVIL_INSTALLED_CONFIG
 #define ANVIL_INSTALLED_CONFIG "/usr/local/etc/anvil/anvil.ini"
@@ -47,7 +57,7 @@ typedef struct parse_state {
     anvil_error *err;
     int failed;
     /* which scalar keys were seen, to refuse duplicates */
-    int seen_path, seen_load, seen_optional, seen_order, seen_threads;
+    int seen_load, seen_optional, seen_order, seen_threads, seen_insecure;
     int last_key_line;     /* line of the key a continuation extends */
     char last_key[64];
 } parse_state;
@@ -123,13 +133,57 @@ static int append_list(parse_state *p, const char *value, char sep, char ***list
     return 1;
 }
 
+/* Where the host library lives (<prefix>/lib or, linked statically into a
+ * program, <prefix>/bin): its parent is the prefix. */
+static int host_prefix(char *buf, size_t size) {
+    Dl_info info;
+    char real[PATH_MAX];
+    if (dladdr((void *)host_prefix, &info) == 0 || info.dli_fname == NULL ||
+        realpath(info.dli_fname, real) == NULL) {
+        return -1;
+    }
+    char *slash = strrchr(real, '/');
+    if (slash == NULL) return -1;
+    *slash = '\0';
+    slash = strrchr(real, '/');
+    if (slash == NULL) return -1;
+    *slash = '\0';
+    snprintf(buf, size, "%s", real[0] != '\0' ? real : "/");
+    return 0;
+}
+
+/* A plugin is named, not located: letters, digits, '.', '_' and '-', not
+ * starting with '.'. */
+static int plugin_name_ok(const char *s) {
+    if (*s == '\0' || *s == '.' || strlen(s) > 127) return 0;
+    for (; *s; ++s) {
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return 0;
+    }
+    return 1;
+}
+
+static int check_names(parse_state *p, const char *key, char **items, size_t from, size_t n) {
+    for (size_t i = from; i < n; ++i) {
+        if (!plugin_name_ok(items[i])) {
+            return fail(p, p->line, ANVIL_E_CONFIG_VALUE,
+                        "%s names '%s': plugins are given by name (e.g. codec-q8_0), not by path; put "
+                        "the folder in [plugins] path",
+                        key, items[i]);
+        }
+    }
+    return 1;
+}
+
 /* A path from the file, relative to the file's folder; canonical when it
  * exists (so messages show /usr/lib/anvil/plugins, not etc/../../lib/...). */
 static char *resolve(const parse_state *p, const char *rel) {
-    size_t n = strlen(p->cfg->dir) + 1 + strlen(rel) + 1;
+    char prefix[PATH_MAX] = "";
+    const int at_prefix = strncmp(rel, "@prefix/", 8) == 0 && host_prefix(prefix, sizeof prefix) == 0;
+    size_t n = strlen(p->cfg->dir) + strlen(prefix) + 1 + strlen(rel) + 1;
     char *out = malloc(n);
     if (out == NULL) return NULL;
-    if (rel[0] == '/') snprintf(out, n, "%s", rel);
+    if (at_prefix) snprintf(out, n, "%s/%s", prefix, rel + 8);
+    else if (rel[0] == '/') snprintf(out, n, "%s", rel);
     else snprintf(out, n, "%s/%s", p->cfg->dir, rel);
     char real[PATH_MAX];
     if (realpath(out, real) != NULL) {
@@ -144,7 +198,9 @@ static int once(parse_state *p, int *seen, const char *name) {
     if (p->continuation && strcmp(p->last_key, name) == 0) return 1;
     if (*seen) {
         return fail(p, p->line, ANVIL_E_CONFIG_VALUE,
-                    "key '%s' given twice in [%s] (merge the values into one line)", name, p->section);
+                    "key '%s' given twice in [%s] (merge the values: one line, continued on indented "
+                    "lines when long)",
+                    name, p->section);
     }
     *seen = 1;
     return 1;
@@ -157,10 +213,15 @@ static int handler(void *user, const char *section, const char *name, const char
 
     if (strcasecmp(section, "plugins") == 0) {
         if (strcmp(name, "path") == 0) {
-            if (!once(p, &p->seen_path, name)) return 0;
+            /* Repeatable: each line adds folders (a long search path need
+             * not fit one line). */
             char **items = NULL;
             size_t n = 0;
-            if (!append_list(p, value, ':', &items, NULL, &n)) return 0;
+            if (!append_list(p, value, ':', &items, NULL, &n)) {
+                for (size_t j = 0; j < n; ++j) free(items[j]); /* items before the bad one */
+                free(items);
+                return 0;
+            }
             for (size_t i = 0; i < n; ++i) {
                 char *r = resolve(p, items[i]);
                 free(items[i]);
@@ -180,22 +241,36 @@ static int handler(void *user, const char *section, const char *name, const char
             if (strcmp(value, "*") == 0) {
                 p->cfg->load_all = 1;
             } else {
+                const size_t from = p->cfg->n_load;
                 p->cfg->load_all = 0;
                 if (!append_list(p, value, ',', &p->cfg->load, &p->cfg->load_lines, &p->cfg->n_load)) return 0;
+                if (!check_names(p, "load", p->cfg->load, from, p->cfg->n_load)) return 0;
             }
         } else if (strcmp(name, "optional") == 0) {
             if (!once(p, &p->seen_optional, name)) return 0;
+            const size_t from = p->cfg->n_optional;
             if (!append_list(p, value, ',', &p->cfg->optional, &p->cfg->optional_lines,
                              &p->cfg->n_optional))
                 return 0;
+            if (!check_names(p, "optional", p->cfg->optional, from, p->cfg->n_optional)) return 0;
+        } else if (strcmp(name, "allow_insecure") == 0) {
+            if (!once(p, &p->seen_insecure, name)) return 0;
+            if (strcasecmp(value, "yes") == 0 || strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+                p->cfg->allow_insecure = 1;
+            } else if (strcasecmp(value, "no") == 0 || strcasecmp(value, "false") == 0 || strcmp(value, "0") == 0) {
+                p->cfg->allow_insecure = 0;
+            } else {
+                return fail(p, line, ANVIL_E_CONFIG_VALUE, "allow_insecure = '%s': give yes or no%s", value, NULL);
+            }
+            p->cfg->allow_insecure_line = line;
         } else {
             return fail(p, line, ANVIL_E_CONFIG_UNKNOWN,
-                        "unknown key '%s' in [%s] (known: path, load, optional)", name, section);
+                        "unknown key '%s' in [%s] (known: path, load, optional, allow_insecure)", name, section);
         }
     } else if (strcasecmp(section, "backends") == 0) {
         if (strcmp(name, "order") == 0) {
             if (!once(p, &p->seen_order, name)) return 0;
-            if (!append_list(p, value, ',', &p->cfg->order, NULL, &p->cfg->n_order)) return 0;
+            if (!append_list(p, value, ',', &p->cfg->order, &p->cfg->order_lines, &p->cfg->n_order)) return 0;
         } else {
             return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: order)", name,
                         section);
@@ -278,9 +353,21 @@ static char *reader(char *str, int num, void *stream) {
     }
     p->line++;
     p->continuation = (line[0] == ' ' || line[0] == '\t');
+    const char *nul = memchr(line, '\0', (size_t)len);
+    if (nul != NULL) {
+        char at[24];
+        snprintf(at, sizeof at, "%zu", (size_t)(nul - line) + 1);
+        fail(p, p->line, ANVIL_E_CONFIG_SYNTAX,
+             "the line holds a NUL byte (character %s)%s: an INI file is text; remove it", at, NULL);
+    }
     size_t content = strcspn(line, "\r\n");
     if (content >= (size_t)num - 1) {
-        fail(p, p->line, ANVIL_E_CONFIG_SYNTAX, "line longer than %s characters%s", "198", NULL);
+        char limit[16];
+        snprintf(limit, sizeof limit, "%d", num - 2);
+        fail(p, p->line, ANVIL_E_CONFIG_SYNTAX,
+             "line longer than %s characters, the limit of the INI parser (inih)%s: continue a long "
+             "value on indented lines, or repeat `path =` (each adds folders)",
+             limit, NULL);
         content = (size_t)num - 2;
     }
     /* Track sections here: inih only reports a section through its keys, so
@@ -288,9 +375,16 @@ static char *reader(char *str, int num, void *stream) {
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%.*s", (int)content, line);
     char *t = trim(tmp);
-    if (t[0] == '[') {
+    /* (An indented line after a key is that key's continuation for inih,
+     * whatever it starts with.) */
+    if (t[0] == '[' && !(p->continuation && p->last_key[0] != '\0')) {
         char *close = strchr(t, ']');
-        if (close != NULL) {
+        if (close == NULL) {
+            /* inih would keep the previous section and report the next key
+             * against it: name the header itself. */
+            fail(p, p->line, ANVIL_E_CONFIG_SYNTAX, "unterminated section header '%s' (no closing ']')%s",
+                 t, NULL);
+        } else {
             *close = '\0';
             char *name = trim(t + 1);
             snprintf(p->section, sizeof p->section, "%s", name);
@@ -343,9 +437,31 @@ int anvil_config_load(const char *path, anvil_config *cfg, anvil_error *err) {
     int rc = init_cfg(cfg, path, err);
     if (rc != ANVIL_OK) return rc;
     FILE *f = fopen(path, "r");
+    struct stat st;
+    memset(&st, 0, sizeof st);
     if (f == NULL) {
         rc = anvil_error_set(err, ANVIL_E_IO, "cannot open config %s: %s (pass --config FILE or set ANVIL_CONFIG)",
                              path, strerror(errno));
+    } else if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = anvil_error_set(err, ANVIL_E_IO, "config %s is %s, not a file: give the .ini file itself", path,
+                             S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+    } else {
+        /* A config names the code anvil loads: only its owner may change it. */
+        char why[sizeof cfg->trust_note];
+        cfg->insecure_env = trust_insecure_env();
+        if (trust_check_file(path, 0, why, sizeof why) != 0) {
+            if (cfg->insecure_env) {
+                snprintf(cfg->trust_note, sizeof cfg->trust_note, "%s", why);
+            } else {
+                rc = anvil_error_set(err, ANVIL_E_UNTRUSTED,
+                                     "config %s is not trusted: %s (for development only: set "
+                                     ANVIL_INSECURE_ENV "=1)",
+                                     path, why);
+            }
+        }
+    }
+    if (rc != ANVIL_OK) {
+        if (f != NULL) fclose(f);
         anvil_config_free(cfg);
         return rc;
     }
@@ -380,6 +496,7 @@ void anvil_config_free(anvil_config *cfg) {
     free_list(cfg->optional, cfg->n_optional);
     free(cfg->optional_lines);
     free_list(cfg->order, cfg->n_order);
+    free(cfg->order_lines);
     for (size_t i = 0; i < cfg->n_pins; ++i) {
         free(cfg->pins[i].type_name);
         free(cfg->pins[i].backend);
@@ -393,10 +510,11 @@ static int exists(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int anvil_config_default_path(char *buf, size_t size) {
+int anvil_config_default_path(char *buf, size_t size, const char **source) {
     const char *env = getenv("ANVIL_CONFIG");
     if (env != NULL && *env != '\0') {
         snprintf(buf, size, "%s", env);
+        *source = "from ANVIL_CONFIG";
         return 0;
     }
     /* Next to the host library (build tree and relocatable installs). */
@@ -410,12 +528,14 @@ int anvil_config_default_path(char *buf, size_t size) {
             snprintf(cand, sizeof cand, "%s/%s", libpath, ANVIL_CONFIG_FROM_BINDIR);
             if (exists(cand)) {
                 snprintf(buf, size, "%s", cand);
+                *source = "default: next to the anvil library";
                 return 0;
             }
         }
     }
     if (exists(ANVIL_INSTALLED_CONFIG)) {
         snprintf(buf, size, "%s", ANVIL_INSTALLED_CONFIG);
+        *source = "default: the installed config";
         return 0;
     }
     snprintf(buf, size, "no config found: ANVIL_CONFIG unset, none at %s/%s, none at %s", libpath,

@@ -25,14 +25,21 @@ typedef struct anvil_config {
     int *optional_lines;
     size_t n_optional;
     char **order;          /* [backends] order */
+    int *order_lines;
     size_t n_order;
     anvil_config_pin *pins;
     size_t n_pins;
     unsigned threads;      /* [runtime] threads; 0 = online CPUs */
     int threads_set;
+    int allow_insecure;    /* [plugins] allow_insecure = yes: untrusted plugins load (noted) */
+    int allow_insecure_line;
+    int insecure_env;      /* ANVIL_ALLOW_INSECURE set: every trust check relaxed */
+    char trust_note[512];  /* why this config would have been refused, when relaxed */
+    const char *source;    /* how the file was chosen (static text, set by the context) */
 } anvil_config;
 
-/* Parse a file. Errors name file:line. */
+/* Parse a file. Errors name file:line. The file must be trusted (trust.h):
+ * a regular file that only its owner (root or you) can change. */
 int anvil_config_load(const char *path, anvil_config *cfg, anvil_error *err);
 /* Parse INI text as if it were the file `path` (for tests). */
 int anvil_config_parse_text(const char *text, const char *path, anvil_config *cfg, anvil_error *err);
@@ -40,8 +47,8 @@ void anvil_config_free(anvil_config *cfg);
 
 /* Where the default config is: $ANVIL_CONFIG, next to the host library
  * (<libdir>/../etc/anvil/anvil.ini), then the installed path. Writes the
- * chosen path into buf; returns 0, or -1 when none exists (buf then holds a
- * description of what was tried). */
-int anvil_config_default_path(char *buf, size_t size);
+ * chosen path into buf and how it was chosen into *source; returns 0, or -1
+ * when none exists (buf then holds a description of what was tried). */
+int anvil_config_default_path(char *buf, size_t size, const char **source);
 
 #endif

@@ -8,14 +8,16 @@
 #include "ctx.h"
 #include "error.h"
 #include "registry.h"
+#include "trust.h"
 
 static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, anvil_error *err) {
     anvil_error_clear(err);
     if (out == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_ctx_open: out is NULL");
     *out = NULL;
     char path[4096];
+    const char *source = "from --config";
     if (config_path == NULL || *config_path == '\0') {
-        if (anvil_config_default_path(path, sizeof path) != 0) {
+        if (anvil_config_default_path(path, sizeof path, &source) != 0) {
             return anvil_error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
         }
     } else {
@@ -31,6 +33,9 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
         free(ctx);
         return rc;
     }
+    ctx->cfg.source = source;
+    snprintf(ctx->insecure_why, sizeof ctx->insecure_why, "[plugins] allow_insecure = yes at %s:%d",
+             ctx->cfg.path, ctx->cfg.allow_insecure_line);
     ctx->cpu = anvil_cpu_probe();
     const char *mw = anvil_cpu_mask_warnings();
     if (mw[0] != '\0') anvil_host_log(ANVIL_LOG_WARN, NULL, "%s", mw);
@@ -80,10 +85,20 @@ ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx
 
 ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx) { return ctx ? ctx->cfg.path : NULL; }
 
-ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx) { return ctx ? ctx->threads : 1; }
+ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx) {
+    if (ctx == NULL) return 1;
+    anvil_ctx *c = (anvil_ctx *)ctx; /* the lock is not part of the context's value */
+    pthread_mutex_lock(&c->lock);
+    const unsigned n = c->threads;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
 
 ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads) {
-    if (ctx != NULL) ctx->threads = threads ? threads : ctx->cpu->n_cpus;
+    if (ctx == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->threads = threads ? threads : ctx->cpu->n_cpus;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id) {
@@ -100,8 +115,26 @@ ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plug
     out->path = p->path;
     out->status = p->status;
     out->reason = p->status != ANVIL_OK ? p->reason : NULL;
-    out->desc = (p->status == ANVIL_OK && p->handle != NULL) ? &p->desc : NULL;
+    out->desc = (p->status == ANVIL_OK && p->lib != NULL) ? &p->desc : NULL;
     out->optional = p->optional;
+    out->config_line = p->line;
+    out->trust_note = p->trust_note[0] != '\0' ? p->trust_note : NULL;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report *out) {
+    if (ctx == NULL || out == NULL) return ANVIL_E_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->path = ctx->cfg.path;
+    out->source = ctx->cfg.source;
+    if (ctx->cfg.insecure_env) {
+        out->insecure = 1;
+        out->insecure_why = ANVIL_INSECURE_ENV " is set in the environment";
+    } else if (ctx->cfg.allow_insecure) {
+        out->insecure = 1;
+        out->insecure_why = ctx->insecure_why;
+    }
+    out->config_note = ctx->cfg.trust_note[0] != '\0' ? ctx->cfg.trust_note : NULL;
     return ANVIL_OK;
 }
 

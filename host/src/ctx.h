@@ -11,16 +11,23 @@
 
 #define ANVIL_REASON_MAX 512
 
+/* A plugin file loaded in this process, shared by every context that uses
+ * it (registry.c): dlopen'ed and init'ed once, before its first user;
+ * deinit'ed and closed once, after its last. */
+typedef struct plugin_lib plugin_lib;
+
 typedef struct plugin_rec {
     char *name;                 /* as named in the config */
     char *path;                 /* resolved .so, or NULL */
+    int line;                   /* config line that names it (0: found by scanning) */
     int status;                 /* ANVIL_OK when loaded */
     char reason[ANVIL_REASON_MAX];
+    char trust_note[ANVIL_REASON_MAX]; /* loaded although untrusted (allow_insecure) */
     int optional;
-    void *handle;               /* dlopen handle while loaded */
+    plugin_lib *lib;            /* the shared load while this context uses it */
+    void *handle;               /* lib's dlopen handle while loaded */
     const anvil_plugin_desc *raw; /* the plugin's own descriptor */
     anvil_plugin_desc desc;     /* normalised copy: fields past struct_size are zero */
-    int inited;
 } plugin_rec;
 
 typedef struct codec_rec {
@@ -57,7 +64,6 @@ struct anvil_ctx {
     int refs;
     anvil_config cfg;
     const anvil_cpu_info *cpu;
-    anvil_host_services services;
     plugin_rec *plugins;
     size_t n_plugins;
     codec_rec *codecs;
@@ -66,9 +72,11 @@ struct anvil_ctx {
     size_t n_backends;
     dispatch_rec *dispatch;
     size_t n_dispatch;
-    unsigned threads;
+    unsigned threads;         /* guarded by lock */
     struct anvil_pool *pool;  /* matmul workers, created on first use */
+    unsigned pool_users;      /* matmuls running on it (guarded by lock) */
     pthread_mutex_t lock;
+    char insecure_why[4200];  /* text behind anvil_config_report.insecure_why */
 };
 
 /* registry.c */

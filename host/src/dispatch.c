@@ -74,7 +74,44 @@ static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
     return "?";
 }
 
+/* A backend the order may name: a loaded one, or the one a plugin named
+ * backend-NAME in the config would provide (absent here, or failed). */
+static int backend_known(const anvil_ctx *ctx, const char *name) {
+    if (backend_by_name(ctx, name) != NULL) return 1;
+    for (size_t i = 0; i < ctx->n_plugins; ++i) {
+        const char *pn = ctx->plugins[i].name;
+        if (ctx->plugins[i].lib == NULL && strncmp(pn, "backend-", 8) == 0 && strcasecmp(pn + 8, name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int check_order(const anvil_ctx *ctx, anvil_error *err) {
+    for (size_t i = 0; i < ctx->cfg.n_order; ++i) {
+        if (backend_known(ctx, ctx->cfg.order[i])) continue;
+        char known[512] = "";
+        size_t at = 0;
+        for (size_t b = 0; b < ctx->n_backends && at < sizeof known; ++b) {
+            const int w = snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", ctx->backends[b].backend.name);
+            if (w > 0) at += (size_t)w;
+        }
+        for (size_t k = 0; k < ctx->n_plugins && at < sizeof known; ++k) {
+            const char *pn = ctx->plugins[k].name;
+            if (ctx->plugins[k].lib != NULL || strncmp(pn, "backend-", 8) != 0) continue;
+            const int w = snprintf(known + at, sizeof known - at, "%s%s (not loaded)", at ? ", " : "", pn + 8);
+            if (w > 0) at += (size_t)w;
+        }
+        return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+                               "%s:%d: [backends] order names '%s', which no plugin provides; known backends: "
+                               "%s",
+                               ctx->cfg.path, ctx->cfg.order_lines ? ctx->cfg.order_lines[i] : 0,
+                               ctx->cfg.order[i], known[0] ? known : "none");
+    }
+    return ANVIL_OK;
+}
+
 int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
+    const int order_rc = check_order(ctx, err);
+    if (order_rc != ANVIL_OK) return order_rc;
     /* Pins must name a type and a loaded backend. */
     for (size_t i = 0; i < ctx->cfg.n_pins; ++i) {
         const anvil_config_pin *pin = &ctx->cfg.pins[i];

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_set.h"
 #include "gguf_writer_internal.h"
 
 #define SINK_BUFFER (1u << 20)
@@ -144,27 +145,11 @@ static int build_header(const anvil_gguf_writer *w, uint8_t **out, size_t *size,
 
 /* ---- sinks ------------------------------------------------------------------ */
 
-static int write_all(int fd, const uint8_t *p, size_t n, const char *path, anvil_error *err) {
-    while (n > 0) {
-        const ssize_t k = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (k < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return anvil_error_set(err, ANVIL_E_IO, "writing '%s' failed: %s", path,
-                                   strerror(errno));
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return ANVIL_OK;
-}
-
 static int sink_flush(gguf_sink *s, anvil_error *err) {
     if (s->fd < 0 || s->used == 0) {
         return ANVIL_OK;
     }
-    const int rc = write_all(s->fd, s->buf, s->used, s->tmp_path, err);
+    const int rc = afile_write_all(s->fd, s->buf, s->used, s->file.final_path, err);
     s->used = 0;
     return rc;
 }
@@ -184,7 +169,7 @@ static int sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *e
     if (n >= s->cap) {
         /* Large tensor data goes straight to the file. */
         int rc = sink_flush(s, err);
-        return rc != ANVIL_OK ? rc : write_all(s->fd, p, (size_t)n, s->tmp_path, err);
+        return rc != ANVIL_OK ? rc : afile_write_all(s->fd, p, (size_t)n, s->file.final_path, err);
     }
     if (n > s->cap - s->used) {
         int rc = sink_flush(s, err);
@@ -210,101 +195,48 @@ static int sink_pad(gguf_sink *s, uint32_t alignment, anvil_error *err) {
 }
 
 static void sink_discard(gguf_sink *s) {
-    if (s->fd >= 0) {
-        close(s->fd);
-    }
-    if (s->tmp_path != NULL) {
-        unlink(s->tmp_path); /* NULL once renamed into place */
-    }
     if (s->is_file) {
+        afile_discard(&s->file); /* removes the temp unless it was put in place */
         free(s->buf);
     }
-    free(s->tmp_path);
-    free(s->final_path);
     memset(s, 0, sizeof *s);
     s->fd = -1;
 }
 
-/* Temp file next to path (same filesystem, so the rename is atomic). */
+/* A temp file for path (atomic_file.c: anonymous where the OS allows). */
 static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
     memset(s, 0, sizeof *s);
     s->fd = -1;
-    const char *slash = strrchr(path, '/');
-    const size_t dir_len = slash != NULL ? (size_t)(slash - path) : 0;
-    const char *base = slash != NULL ? slash + 1 : path;
-    if (*base == '\0') {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "'%s' names a folder, not a file", path);
-    }
-    const size_t n = strlen(path) + 32;
-    s->is_file = 1;
-    s->tmp_path = malloc(n);
-    s->final_path = strdup(path);
     s->buf = malloc(SINK_BUFFER);
-    if (s->tmp_path == NULL || s->final_path == NULL || s->buf == NULL) {
-        free(s->tmp_path);
-        s->tmp_path = NULL; /* nothing was created */
-        sink_discard(s);
+    if (s->buf == NULL) {
         return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
+    const int rc = afile_open(&s->file, path, err);
+    if (rc != ANVIL_OK) {
+        free(s->buf);
+        s->buf = NULL;
+        return rc;
+    }
+    s->is_file = 1;
     s->cap = SINK_BUFFER;
-    if (slash != NULL) {
-        snprintf(s->tmp_path, n, "%.*s/.%s.anvil-XXXXXX", (int)dir_len, path, base);
-    } else {
-        snprintf(s->tmp_path, n, ".%s.anvil-XXXXXX", base);
-    }
-    s->fd = mkostemp(s->tmp_path, O_CLOEXEC);
-    if (s->fd < 0) {
-        const int e = errno;
-        free(s->tmp_path);
-        s->tmp_path = NULL; /* nothing was created */
-        sink_discard(s);
-        return anvil_error_set(err, ANVIL_E_IO, "cannot create a temp file next to '%s': %s",
-                               path, strerror(e));
-    }
+    s->fd = s->file.fd;
     return ANVIL_OK;
 }
 
+/* Everything written and flushed to disk under a temp name. */
+static int sink_hold(gguf_sink *s, anvil_error *err) {
+    const int rc = sink_flush(s, err);
+    s->fd = -1; /* afile_hold closes it */
+    free(s->buf); /* a held part of a large set costs no memory */
+    s->buf = NULL;
+    s->used = s->cap = 0;
+    return rc != ANVIL_OK ? rc : afile_hold(&s->file, err);
+}
+
 static int sink_commit(gguf_sink *s, anvil_error *err) {
-    int rc = sink_flush(s, err);
-    if (rc == ANVIL_OK && fsync(s->fd) != 0) {
-        rc = anvil_error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", s->tmp_path,
-                             strerror(errno));
-    }
+    int rc = sink_hold(s, err);
     if (rc == ANVIL_OK) {
-        /* mkstemp makes 0600; keep an existing file's mode, else 0644. */
-        struct stat st;
-        const mode_t mode = stat(s->final_path, &st) == 0 ? (st.st_mode & 07777) : 0644;
-        if (fchmod(s->fd, mode) != 0) {
-            rc = anvil_error_set(err, ANVIL_E_IO, "chmod of '%s' failed: %s", s->tmp_path,
-                                 strerror(errno));
-        }
-    }
-    if (rc == ANVIL_OK && close(s->fd) != 0) {
-        s->fd = -1;
-        rc = anvil_error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", s->tmp_path,
-                             strerror(errno));
-        unlink(s->tmp_path);
-    } else if (rc == ANVIL_OK) {
-        s->fd = -1;
-    }
-    if (rc == ANVIL_OK && rename(s->tmp_path, s->final_path) != 0) {
-        rc = anvil_error_set(err, ANVIL_E_IO, "cannot rename '%s' to '%s': %s", s->tmp_path,
-                             s->final_path, strerror(errno));
-        unlink(s->tmp_path);
-    }
-    if (rc == ANVIL_OK) {
-        /* Make the rename itself durable (best effort). */
-        const char *slash = strrchr(s->final_path, '/');
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%.*s", slash != NULL ? (int)(slash - s->final_path + 1) : 1,
-                 slash != NULL ? s->final_path : ".");
-        const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-        free(s->tmp_path);
-        s->tmp_path = NULL;
+        rc = afile_commit(&s->file, err);
     }
     sink_discard(s);
     return rc;
@@ -313,7 +245,7 @@ static int sink_commit(gguf_sink *s, anvil_error *err) {
 /* ---- streaming -------------------------------------------------------------- */
 
 void gguf_writer_stream_cleanup(anvil_gguf_writer *w) {
-    if (w->state == GGUF_W_STREAMING) {
+    if (w->state == GGUF_W_STREAMING || w->state == GGUF_W_HELD) {
         sink_discard(&w->sink);
         w->state = GGUF_W_BUILDING;
         w->next = 0;
@@ -439,6 +371,68 @@ ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error 
     const int rc = sink_commit(&w->sink, err);
     w->state = GGUF_W_BUILDING;
     w->next = 0;
+    return rc;
+}
+
+ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *err) {
+    if (w == NULL) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+    }
+    if (w->state != GGUF_W_STREAMING) {
+        return anvil_error_set(err, ANVIL_E_STATE, "no stream was begun");
+    }
+    int rc = ANVIL_OK;
+    if (w->next < w->n_tensors) {
+        rc = anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+                             "tensor '%s' (%zu of %zu) was never written; the output was "
+                             "discarded",
+                             w->tensors[w->next].name, w->next + 1, w->n_tensors);
+    }
+    if (rc == ANVIL_OK) {
+        rc = sink_hold(&w->sink, err);
+    }
+    if (rc != ANVIL_OK) {
+        gguf_writer_stream_cleanup(w);
+        return rc;
+    }
+    w->state = GGUF_W_HELD;
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
+                                           anvil_error *err) {
+    int rc = parts != NULL || n == 0 ? ANVIL_OK
+                                     : anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL parts");
+    for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
+        if (parts[i] == NULL || parts[i]->state != GGUF_W_HELD) {
+            rc = anvil_error_set(err, ANVIL_E_STATE,
+                                 "part %zu of the set was not held (anvil_gguf_writer_stream_hold)",
+                                 i + 1);
+        }
+    }
+    afile *files = rc == ANVIL_OK ? calloc(n > 0 ? n : 1, sizeof *files) : NULL;
+    if (rc == ANVIL_OK && files == NULL) {
+        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    if (rc != ANVIL_OK) {
+        for (size_t i = 0; parts != NULL && i < n; ++i) {
+            if (parts[i] != NULL) {
+                gguf_writer_stream_cleanup(parts[i]);
+            }
+        }
+        return rc;
+    }
+    /* The temps move to the set commit, which owns them from here. */
+    for (size_t i = 0; i < n; ++i) {
+        files[i] = parts[i]->sink.file;
+        memset(&parts[i]->sink.file, 0, sizeof parts[i]->sink.file);
+        parts[i]->sink.file.fd = -1;
+        sink_discard(&parts[i]->sink);
+        parts[i]->state = GGUF_W_BUILDING;
+        parts[i]->next = 0;
+    }
+    rc = file_set_commit(files, n, err);
+    free(files);
     return rc;
 }
 

@@ -11,10 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_set.h"
 #include "gguf_internal.h"
 
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
-                         anvil_error *err);
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
+                         const anvil_ctx *ctx, anvil_error *err);
 void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *len);
 
 /* ---- mapping ------------------------------------------------------------- */
@@ -173,16 +174,19 @@ static int add_slot(anvil_gguf *g, anvil_error *err) {
     return ANVIL_OK;
 }
 
-/* Map and parse path as the next part of g. */
-int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err);
+/* Map and parse the file at open_path as the next part of g, known by name
+ * (they differ while an interrupted set commit is read through its journal). */
+int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
+                       const anvil_ctx *ctx, anvil_error *err);
 
-int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err) {
+int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
+                       const anvil_ctx *ctx, anvil_error *err) {
     int rc = add_slot(g, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     gguf_region *r = &g->mapping->regions[g->mapping->n];
-    rc = gguf_map_file(path, r, err);
+    rc = gguf_map_file(open_path, r, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -190,11 +194,11 @@ int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, an
     gguf_part *p = &g->parts[g->n_parts];
     rc = gguf_parse_part(p, r->addr, r->size, ctx, err);
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(err, "%s", path);
+        anvil_error_prefix(err, "%s", name);
         return rc;
     }
     g->n_parts++;
-    p->path = strdup(path);
+    p->path = strdup(name);
     if (p->path == NULL) {
         return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
@@ -267,10 +271,24 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     if (g == NULL) {
         return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    int rc = gguf_add_file_part(g, path, ctx, err);
-    if (rc == ANVIL_OK && (flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0) {
-        rc = gguf_open_split_rest(g, path, ctx, err);
+    /* Part 1 of a set: the folder is locked (shared) while the parts are
+     * opened, and an interrupted replacement is read as its journal says
+     * (file_set.h). Once mapped, the parts stay what they were. */
+    file_set_view view = { .lock_fd = -1 };
+    uint32_t no = 0, count = 0;
+    int rc = ANVIL_OK;
+    if ((flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0 &&
+        anvil_gguf_split_parse(path, NULL, 0, &no, &count) && no == 1 && count > 1) {
+        rc = file_set_view_open(&view, path, count, err);
     }
+    if (rc == ANVIL_OK) {
+        rc = gguf_add_file_part(g, view.n > 0 ? view.paths[0] : path, path, ctx, err);
+    }
+    if (rc == ANVIL_OK && (flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0) {
+        rc = gguf_open_split_rest(g, path, view.n > 0 ? (const char *const *)view.paths : NULL,
+                                  ctx, err);
+    }
+    file_set_view_close(&view);
     if (rc == ANVIL_OK) {
         rc = gguf_merge_parts(g, err);
     }

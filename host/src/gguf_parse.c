@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "anvil/safetensors.h"
 #include "gguf_internal.h"
 
 /* Smallest encodings, used only to size the first allocation: a KV is a
@@ -126,7 +127,8 @@ static int check_magic(const uint8_t *b, uint64_t size, anvil_error *err) {
         shown[i] = (b[i] >= 0x20 && b[i] < 0x7f) ? (char)b[i] : '?';
     }
     shown[4] = '\0';
-    const int looks_safetensors = size >= 9 && b[8] == '{';
+    const int looks_safetensors =
+        anvil_st_sniff(b, size < ANVIL_ST_SNIFF_BYTES ? (size_t)size : ANVIL_ST_SNIFF_BYTES);
     return anvil_error_set(err, ANVIL_E_GGUF_MAGIC,
                            "not a GGUF file: it starts with '%s' (%02x %02x %02x %02x), "
                            "expected 'GGUF'%s",

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "file_set.h"
 #include "gguf_internal.h"
 
-int gguf_add_file_part(anvil_gguf *g, const char *path, const anvil_ctx *ctx, anvil_error *err);
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
-                         anvil_error *err);
+int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
+                       const anvil_ctx *ctx, anvil_error *err);
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
+                         const anvil_ctx *ctx, anvil_error *err);
 
 ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no,
                                     uint32_t count, anvil_error *err) {
@@ -113,8 +115,48 @@ static int split_key(const gguf_part *p, const char *key, uint32_t want_type, in
     return ANVIL_OK;
 }
 
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
-                         anvil_error *err) {
+/* The set marks (file_set.h) of part k, read from the file actually opened:
+ * part 1's mark (or its absence) is what every part must match. */
+typedef struct set_mark {
+    int have;
+    char id[FILE_SET_ID_HEX + 1];
+    uint32_t no, count;
+} set_mark;
+
+static int check_mark(const set_mark *first, const char *opened, const char *name, uint32_t k,
+                      int64_t count, anvil_error *err) {
+    set_mark m;
+    m.have = file_set_read_mark(opened, m.id, &m.no, &m.count);
+    if (!first->have && !m.have) {
+        return ANVIL_OK;
+    }
+    if (first->have && m.have && strcmp(m.id, first->id) == 0 && m.no == k &&
+        m.count == (uint32_t)count) {
+        return ANVIL_OK;
+    }
+    char why[200];
+    if (!m.have) {
+        snprintf(why, sizeof why, "it has no anvil set mark while part 1 has one (set %.12s)",
+                 first->id);
+    } else if (!first->have) {
+        snprintf(why, sizeof why, "it has an anvil set mark (set %.12s) while part 1 has none",
+                 m.id);
+    } else if (strcmp(m.id, first->id) != 0) {
+        snprintf(why, sizeof why, "it was written by another run (set %.12s, part 1's is %.12s)",
+                 m.id, first->id);
+    } else {
+        snprintf(why, sizeof why, "its mark says part %" PRIu32 " of %" PRIu32, m.no, m.count);
+    }
+    return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                           "%s: part %" PRIu32 " of %" PRId64 " does not belong with the other "
+                           "parts: %s; the set was mixed with parts of another -- write or "
+                           "download the set again (if the parts do belong together, remove "
+                           "the marks: setfattr -x " FILE_SET_MARK_XATTR " on every part)",
+                           name, k, count, why);
+}
+
+int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
+                         const anvil_ctx *ctx, anvil_error *err) {
     int64_t count, no, total;
     int rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &count, path,
                        err);
@@ -144,13 +186,21 @@ int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
                                "gguf-split names them, or open this part alone",
                                path, count, count);
     }
+    set_mark first;
+    first.have = file_set_read_mark(resolved != NULL ? resolved[0] : path, first.id, &first.no,
+                                    &first.count);
+    rc = check_mark(&first, resolved != NULL ? resolved[0] : path, path, 1, count, err);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
     for (uint32_t k = 2; k <= (uint32_t)count; ++k) {
         char part_path[4200];
         rc = anvil_gguf_split_path(part_path, sizeof part_path, prefix, k, (uint32_t)count, err);
         if (rc != ANVIL_OK) {
             return rc;
         }
-        rc = gguf_add_file_part(g, part_path, ctx, err);
+        const char *opened = resolved != NULL ? resolved[k - 1] : part_path;
+        rc = gguf_add_file_part(g, opened, part_path, ctx, err);
         if (rc == ANVIL_E_NOT_FOUND) {
             return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
                                    "part %" PRIu32 " of %" PRId64 " is missing: '%s' does not "
@@ -170,6 +220,10 @@ int gguf_open_split_rest(anvil_gguf *g, const char *path, const anvil_ctx *ctx,
             rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &pt, part_path,
                            err);
         }
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+        rc = check_mark(&first, opened, part_path, k, count, err);
         if (rc != ANVIL_OK) {
             return rc;
         }

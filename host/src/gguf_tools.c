@@ -5,7 +5,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "gguf_internal.h"
 
@@ -167,10 +166,12 @@ static void part_progress(void *arg, const anvil_gguf_progress *p) {
     s->o->progress(s->o->progress_arg, &q);
 }
 
-/* Write part `part` to path, or (path NULL) only measure it: *size. */
+/* Write part `part` to a held temp file, put in place only by the set
+ * commit (*held receives its writer), or (path NULL) only measure it: *size. */
 static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
                       uint32_t n_parts, const char *path, const anvil_ctx *ctx,
-                      set_progress *progress, uint64_t *size, anvil_error *err) {
+                      set_progress *progress, uint64_t *size, anvil_gguf_writer **held,
+                      anvil_error *err) {
     anvil_gguf_writer *w = NULL;
     int rc = anvil_gguf_writer_new(&w, ctx, err);
     if (rc == ANVIL_OK && progress != NULL && progress->o->progress != NULL) {
@@ -199,12 +200,26 @@ static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t p
             continue;
         }
         const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
-        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
-                                          t->n_bytes, err);
+        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL, t->n_bytes,
+                                          err);
     }
-    if (rc == ANVIL_OK) {
-        rc = path != NULL ? anvil_gguf_writer_write_file(w, path, err)
-                          : anvil_gguf_writer_file_size(w, size, err);
+    if (rc == ANVIL_OK && path == NULL) {
+        rc = anvil_gguf_writer_file_size(w, size, err);
+    } else if (rc == ANVIL_OK) {
+        rc = anvil_gguf_writer_stream_begin(w, path, err);
+        for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
+            if (part_of[i] == part) {
+                const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
+                rc = anvil_gguf_writer_stream_tensor(w, t->data, t->n_bytes, err);
+            }
+        }
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_writer_stream_hold(w, err);
+        }
+        if (rc == ANVIL_OK) {
+            *held = w;
+            w = NULL;
+        }
     }
     anvil_gguf_writer_free(w);
     return rc;
@@ -223,7 +238,7 @@ ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *
             *n_tensors += part_of[i] == part;
         }
     }
-    return write_part(src, part_of, part, n_parts, NULL, ctx, NULL, bytes, err);
+    return write_part(src, part_of, part, n_parts, NULL, ctx, NULL, bytes, NULL, err);
 }
 
 ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefix,
@@ -248,16 +263,20 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     for (size_t i = 0; i < n; ++i) {
         progress.bytes_total += anvil_gguf_tensor_at(src, i)->n_bytes;
     }
-    uint32_t written = 0;
+    anvil_gguf_writer **w = rc == ANVIL_OK ? calloc(parts, sizeof *w) : NULL;
+    if (rc == ANVIL_OK && w == NULL) {
+        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    /* Every part complete under a temp name, then all put in place at once:
+     * an existing set is replaced whole or not at all (file_set.h). */
     for (uint32_t p = 0; rc == ANVIL_OK && p < parts; ++p) {
         char path[4200];
         progress.part = p + 1;
         rc = anvil_gguf_split_path(path, sizeof path, prefix, p + 1, parts, err);
         if (rc == ANVIL_OK) {
-            rc = write_part(src, part_of, p, parts, path, ctx, &progress, NULL, err);
+            rc = write_part(src, part_of, p, parts, path, ctx, &progress, NULL, &w[p], err);
         }
         if (rc == ANVIL_OK) {
-            written++;
             for (size_t i = 0; i < n; ++i) {
                 if (part_of[i] == p) {
                     progress.tensors_before++;
@@ -266,15 +285,14 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
             }
         }
     }
-    if (rc != ANVIL_OK) {
-        /* A half-written set is worse than none. */
-        for (uint32_t p = 0; p < written; ++p) {
-            char path[4200];
-            if (anvil_gguf_split_path(path, sizeof path, prefix, p + 1, parts, NULL) == ANVIL_OK) {
-                unlink(path);
-            }
-        }
-    } else if (n_parts != NULL) {
+    if (rc == ANVIL_OK) {
+        rc = anvil_gguf_writer_commit_set(w, parts, err);
+    }
+    for (uint32_t p = 0; w != NULL && p < parts; ++p) {
+        anvil_gguf_writer_free(w[p]); /* drops the temps of a failed run */
+    }
+    free(w);
+    if (rc == ANVIL_OK && n_parts != NULL) {
         *n_parts = parts;
     }
     free(part_of);

@@ -3,6 +3,7 @@
 #ifndef ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 #define ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 
+#include "atomic_file.h"
 #include "gguf_internal.h"
 
 typedef struct gguf_wkv {
@@ -23,19 +24,19 @@ typedef struct gguf_wtensor {
     const void *data;        /* borrowed; NULL when declared for streaming */
 } gguf_wtensor;
 
-/* Where bytes go: a file descriptor with a write buffer, or memory. */
+/* Where bytes go: a temp file with a write buffer, or memory. */
 typedef struct gguf_sink {
-    int fd;                  /* -1 for memory */
+    int fd;                  /* file.fd while writing a file, else -1 */
     int is_file;             /* buf is our write buffer (freed on discard) */
-    char *tmp_path;          /* temp file, renamed to final_path on commit */
-    char *final_path;
+    afile file;              /* the temp file, put in place on commit */
     uint8_t *buf;            /* fd: write buffer; memory: the output */
     size_t used;
     size_t cap;
     uint64_t written;
 } gguf_sink;
 
-typedef enum gguf_wstate { GGUF_W_BUILDING, GGUF_W_STREAMING } gguf_wstate;
+/* HELD: the stream is complete under a temp name, waiting for commit_set. */
+typedef enum gguf_wstate { GGUF_W_BUILDING, GGUF_W_STREAMING, GGUF_W_HELD } gguf_wstate;
 
 struct anvil_gguf_writer {
     const anvil_ctx *ctx;

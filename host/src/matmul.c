@@ -58,16 +58,27 @@ static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *
 
 /* ---- the thread pool, created on first use ------------------------------ */
 
-static anvil_pool *ctx_pool(anvil_ctx *ctx) {
+/* Matmuls on one context may run from many threads: each holds the pool
+ * while it runs (anvil_pool_run serialises jobs), and a new thread count
+ * (anvil_ctx_set_threads) replaces the pool only once nobody holds it. */
+static anvil_pool *pool_acquire(anvil_ctx *ctx) {
     pthread_mutex_lock(&ctx->lock);
-    if (ctx->pool != NULL && anvil_pool_threads(ctx->pool) != ctx->threads) {
+    if (ctx->pool != NULL && ctx->pool_users == 0 && anvil_pool_threads(ctx->pool) != ctx->threads) {
         anvil_pool_destroy(ctx->pool);
         ctx->pool = NULL;
     }
     if (ctx->pool == NULL && ctx->threads > 1) ctx->pool = anvil_pool_create(ctx->threads);
     anvil_pool *p = ctx->pool;
+    if (p != NULL) ctx->pool_users++;
     pthread_mutex_unlock(&ctx->lock);
     return p;
+}
+
+static void pool_release(anvil_ctx *ctx, anvil_pool *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->pool_users--;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 void anvil_matmul_shutdown(anvil_ctx *ctx) {
@@ -246,6 +257,9 @@ static void quantize_task(void *arg, size_t i) {
     }
 }
 
+static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
+                     float *y, anvil_error *err);
+
 ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, const float *x, size_t m, float *y,
                                     anvil_error *err) {
     anvil_error_clear(err);
@@ -257,8 +271,15 @@ ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, cons
     if (m > SIZE_MAX / w->n_rows || m > SIZE_MAX / (w->k ? w->k : 1)) {
         return anvil_error_set(err, ANVIL_E_OVERFLOW, "matmul: %zu x %zu output overflows", m, w->n_rows);
     }
+    anvil_pool *pool = pool_acquire(ctx);
+    const int rc = matmul_on(ctx, pool, w, x, m, y, err);
+    pool_release(ctx, pool);
+    return rc;
+}
+
+static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
+                     float *y, anvil_error *err) {
     const dispatch_rec *d = w->d;
-    anvil_pool *pool = ctx_pool(ctx);
     const unsigned threads = pool ? anvil_pool_threads(pool) : 1;
 
     job j = { .w = w, .x = x, .m = m, .y = y, .act = x, .act_bytes = w->k * sizeof(float) };

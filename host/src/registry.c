@@ -15,6 +15,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,23 +24,28 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "cpu_probe.h"
 #include "ctx.h"
 #include "error.h"
 #include "registry.h"
+#include "trust.h"
 
-static int log_threshold = -1;
+static int log_threshold;
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static void log_init(void) {
+    const char *e = getenv("ANVIL_LOG");
+    log_threshold = ANVIL_LOG_WARN;
+    if (e != NULL) {
+        if (strcasecmp(e, "error") == 0) log_threshold = ANVIL_LOG_ERROR;
+        else if (strcasecmp(e, "info") == 0) log_threshold = ANVIL_LOG_INFO;
+        else if (strcasecmp(e, "debug") == 0) log_threshold = ANVIL_LOG_DEBUG;
+        else if (strcasecmp(e, "quiet") == 0 || strcasecmp(e, "off") == 0) log_threshold = -2;
+    }
+}
 
 void anvil_host_log(int level, const char *who, const char *fmt, ...) {
-    if (log_threshold < 0) {
-        const char *e = getenv("ANVIL_LOG");
-        log_threshold = ANVIL_LOG_WARN;
-        if (e != NULL) {
-            if (strcasecmp(e, "error") == 0) log_threshold = ANVIL_LOG_ERROR;
-            else if (strcasecmp(e, "info") == 0) log_threshold = ANVIL_LOG_INFO;
-            else if (strcasecmp(e, "debug") == 0) log_threshold = ANVIL_LOG_DEBUG;
-            else if (strcasecmp(e, "quiet") == 0 || strcasecmp(e, "off") == 0) log_threshold = -2;
-        }
-    }
+    pthread_once(&log_once, log_init);
     if (level > log_threshold) return;
     static const char *const names[] = { "error", "warning", "info", "debug" };
     char msg[1024];
@@ -87,13 +94,10 @@ static int is_file(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Names only (the config refuses paths): the file comes from the search path. */
 static char *find_plugin(const anvil_ctx *ctx, const char *name) {
     char buf[4096];
-    if (strchr(name, '/') != NULL) {
-        if (name[0] == '/') snprintf(buf, sizeof buf, "%s", name);
-        else snprintf(buf, sizeof buf, "%s/%s", ctx->cfg.dir, name);
-        return is_file(buf) ? dupstr(buf) : NULL;
-    }
+    if (strchr(name, '/') != NULL) return NULL;
     const size_t len = strlen(name);
     const int has_ext = len > 3 && strcmp(name + len - 3, ".so") == 0;
     for (size_t i = 0; i < ctx->cfg.n_search; ++i) {
@@ -361,83 +365,189 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
     return 1;
 }
 
-static void unload_rec(plugin_rec *p) {
-    if (p->inited && p->desc.deinit != NULL) p->desc.deinit();
-    p->inited = 0;
-    if (p->handle != NULL) dlclose(p->handle);
-    p->handle = NULL;
+/* ---- plugin files, process-wide ---------------------------------------------
+ *
+ * A plugin's init runs once per process before its first use and its deinit
+ * once after its last user is gone: every context that loads the same file
+ * (by device and inode, or the same dlopen handle) shares one plugin_lib,
+ * counted by its users. Loading, registering (which reads the plugin's
+ * tables and calls its score()) and releasing happen under one process-wide
+ * lock, so contexts may be opened and closed from many threads at once and
+ * no plugin code runs concurrently with its own init or deinit. */
+struct plugin_lib {
+    dev_t dev;
+    ino_t ino;
+    void *handle;
+    const anvil_plugin_desc *raw;
+    anvil_plugin_desc desc; /* normalised */
+    unsigned users;
+    plugin_lib *next;
+};
+
+static pthread_mutex_t libs_lock = PTHREAD_MUTEX_INITIALIZER;
+static plugin_lib *libs;
+/* What init receives; valid for the life of the process (a plugin may keep
+ * it past any one context). */
+static anvil_host_services process_services;
+static pthread_once_t services_once = PTHREAD_ONCE_INIT;
+
+static void services_init(void) {
+    process_services.struct_size = sizeof process_services;
+    process_services.abi_major = ANVIL_ABI_MAJOR;
+    process_services.abi_minor = ANVIL_ABI_MINOR;
+    process_services.cpu = anvil_cpu_probe();
+    process_services.log = services_log;
+    process_services.host_ctx = NULL;
 }
 
-static void load_one(anvil_ctx *ctx, size_t index) {
-    plugin_rec *p = &ctx->plugins[index];
-    p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
-    if (p->handle == NULL) {
+/* Under libs_lock. */
+static void lib_release(plugin_lib *lib) {
+    if (--lib->users > 0) return;
+    for (plugin_lib **at = &libs; *at != NULL; at = &(*at)->next) {
+        if (*at == lib) {
+            *at = lib->next;
+            break;
+        }
+    }
+    if (lib->desc.deinit != NULL) lib->desc.deinit();
+    dlclose(lib->handle);
+    free(lib);
+}
+
+/* Under libs_lock: the shared load of p->path, or NULL with p's reason set. */
+static plugin_lib *lib_acquire(plugin_rec *p) {
+    struct stat st;
+    if (stat(p->path, &st) != 0) {
+        reasonf(p, ANVIL_E_PLUGIN_LOAD, "cannot stat %s: %s", p->path, strerror(errno));
+        return NULL;
+    }
+    for (plugin_lib *l = libs; l != NULL; l = l->next) {
+        if (l->dev == st.st_dev && l->ino == st.st_ino) {
+            l->users++;
+            return l;
+        }
+    }
+    void *handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
         const char *e = dlerror();
         reasonf(p, ANVIL_E_PLUGIN_LOAD, "dlopen failed: %s", e ? e : "unknown error");
-        return;
+        return NULL;
+    }
+    for (plugin_lib *l = libs; l != NULL; l = l->next) {
+        if (l->handle == handle) { /* the loader's own match (same name, file since replaced) */
+            dlclose(handle);
+            l->users++;
+            return l;
+        }
     }
     anvil_plugin_entry_fn entry = NULL;
-    void *sym = dlsym(p->handle, ANVIL_PLUGIN_ENTRY_SYMBOL);
+    void *sym = dlsym(handle, ANVIL_PLUGIN_ENTRY_SYMBOL);
     memcpy(&entry, &sym, sizeof entry);
+    const anvil_plugin_desc *raw = entry != NULL ? entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR) : NULL;
+    anvil_plugin_desc desc;
+    memset(&desc, 0, sizeof desc);
     if (entry == NULL) {
         reasonf(p, ANVIL_E_PLUGIN_NO_ENTRY,
                 "no '%s' symbol: not an anvil plugin (or built without ANVIL_PLUGIN_EXPORT)",
                 ANVIL_PLUGIN_ENTRY_SYMBOL);
-        unload_rec(p);
-        return;
-    }
-    const anvil_plugin_desc *raw = entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-    if (raw == NULL) {
+    } else if (raw == NULL) {
         reasonf(p, ANVIL_E_ABI_MISMATCH,
                 "the plugin declined host ABI %d.%d (anvil_plugin_entry returned NULL): it was built for "
                 "another ABI major; rebuild it against this SDK",
                 ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-        unload_rec(p);
-        return;
-    }
-    p->raw = raw;
-    if (raw->struct_size < offsetof(anvil_plugin_desc, reserved)) {
+    } else if (raw->struct_size < offsetof(anvil_plugin_desc, reserved)) {
         reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor struct_size %u is smaller than ABI 1.0's %zu",
                 raw->struct_size, offsetof(anvil_plugin_desc, reserved));
-        unload_rec(p);
-        return;
+    } else {
+        normalise(&desc, sizeof desc, raw);
+        if (desc.abi_major != ANVIL_ABI_MAJOR) {
+            reasonf(p, ANVIL_E_ABI_MISMATCH,
+                    "plugin built for ABI %u.%u, host speaks ABI %d.%d: majors differ; rebuild the plugin "
+                    "against this SDK",
+                    desc.abi_major, desc.abi_minor, ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
+        } else if (!valid_name(desc.id, 63)) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor has no valid id");
+        } else if (desc.init != NULL) {
+            char err[512] = "";
+            pthread_once(&services_once, services_init);
+            const int rc = desc.init(&process_services, err, sizeof err);
+            err[sizeof err - 1] = '\0';
+            if (rc != ANVIL_OK) {
+                reasonf(p, ANVIL_E_PLUGIN_INIT, "init failed (%d): %s", rc, err[0] ? err : "no message");
+                if (desc.deinit != NULL) desc.deinit();
+            }
+        }
     }
-    normalise(&p->desc, sizeof p->desc, raw);
-    if (p->desc.abi_major != ANVIL_ABI_MAJOR) {
-        reasonf(p, ANVIL_E_ABI_MISMATCH,
-                "plugin built for ABI %u.%u, host speaks ABI %d.%d: majors differ; rebuild the plugin "
-                "against this SDK",
-                p->desc.abi_major, p->desc.abi_minor, ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
-        unload_rec(p);
-        return;
+    if (p->status != ANVIL_OK) {
+        dlclose(handle);
+        return NULL;
     }
-    if (!valid_name(p->desc.id, 63)) {
-        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor has no valid id");
-        unload_rec(p);
-        return;
+    plugin_lib *l = calloc(1, sizeof *l);
+    if (l == NULL) {
+        reasonf(p, ANVIL_E_NOMEM, "out of memory");
+        if (desc.deinit != NULL) desc.deinit();
+        dlclose(handle);
+        return NULL;
     }
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+    l->handle = handle;
+    l->raw = raw;
+    l->desc = desc;
+    l->users = 1;
+    l->next = libs;
+    libs = l;
+    return l;
+}
+
+/* Under libs_lock. */
+static void unload_rec(plugin_rec *p) {
+    if (p->lib != NULL) lib_release(p->lib);
+    p->lib = NULL;
+    p->handle = NULL;
+}
+
+/* Code is loaded only from where no one but its owner (root or you) can
+ * change it (trust.h): the folder it was found in, and the file. */
+static int trusted(const anvil_ctx *ctx, plugin_rec *p) {
+    char why[ANVIL_REASON_MAX - 128] = "";
+    const char *slash = strrchr(p->path, '/');
+    char folder[4096];
+    snprintf(folder, sizeof folder, "%.*s", slash != NULL ? (int)(slash - p->path) : 1,
+             slash != NULL ? p->path : ".");
+    if (trust_check_folder(folder[0] != '\0' ? folder : "/", why, sizeof why) == 0 &&
+        trust_check_file(p->path, 1, why, sizeof why) == 0) {
+        return 1;
+    }
+    if (ctx->cfg.allow_insecure || ctx->cfg.insecure_env) {
+        snprintf(p->trust_note, sizeof p->trust_note, "%s", why);
+        return 1;
+    }
+    reasonf(p, ANVIL_E_UNTRUSTED,
+            "not loaded: %s (for development only: [plugins] allow_insecure = yes, or "
+            ANVIL_INSECURE_ENV "=1)",
+            why);
+    return 0;
+}
+
+/* Under libs_lock. */
+static void load_one(anvil_ctx *ctx, size_t index) {
+    plugin_rec *p = &ctx->plugins[index];
+    if (!trusted(ctx, p)) return;
+    plugin_lib *lib = lib_acquire(p);
+    if (lib == NULL) return;
+    p->lib = lib;
+    p->handle = lib->handle;
+    p->raw = lib->raw;
+    p->desc = lib->desc;
     for (size_t i = 0; i < index; ++i) {
-        if (ctx->plugins[i].status == ANVIL_OK && ctx->plugins[i].handle != NULL &&
+        if (ctx->plugins[i].status == ANVIL_OK && ctx->plugins[i].lib != NULL &&
             strcmp(ctx->plugins[i].desc.id, p->desc.id) == 0) {
             reasonf(p, ANVIL_E_DUPLICATE, "plugin id '%s' is already loaded from %s", p->desc.id,
                     ctx->plugins[i].path);
             unload_rec(p);
             return;
         }
-    }
-    if (p->desc.init != NULL) {
-        char err[512] = "";
-        int rc = p->desc.init(&ctx->services, err, sizeof err);
-        err[sizeof err - 1] = '\0';
-        if (rc != ANVIL_OK) {
-            reasonf(p, ANVIL_E_PLUGIN_INIT, "init failed (%d): %s", rc, err[0] ? err : "no message");
-            if (p->desc.deinit != NULL) p->desc.deinit();
-            unload_rec(p);
-            return;
-        }
-        p->inited = 1;
-    } else {
-        p->inited = 1;
     }
     if (!register_plugin(ctx, index)) {
         unload_rec(p);
@@ -495,13 +605,6 @@ static int collect_all(anvil_ctx *ctx, anvil_error *err) {
 }
 
 int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
-    ctx->services.struct_size = sizeof ctx->services;
-    ctx->services.abi_major = ANVIL_ABI_MAJOR;
-    ctx->services.abi_minor = ANVIL_ABI_MINOR;
-    ctx->services.cpu = ctx->cpu;
-    ctx->services.log = services_log;
-    ctx->services.host_ctx = ctx;
-
     char sp[2048];
     search_path_string(ctx, sp, sizeof sp);
     if (ctx->cfg.load_all) {
@@ -518,6 +621,7 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
             }
             plugin_rec *p = add_rec(ctx, name);
             if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            p->line = ctx->cfg.load_lines[i];
             p->path = find_plugin(ctx, name);
             if (p->path == NULL) {
                 reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "not found: no %s%s in %s", name,
@@ -539,17 +643,30 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
         plugin_rec *p = add_rec(ctx, name);
         if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
         p->optional = 1;
+        p->line = ctx->cfg.optional_lines[i];
         p->path = find_plugin(ctx, name);
         if (p->path == NULL) {
             reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "optional, not present in %s", sp);
         }
     }
+    pthread_mutex_lock(&libs_lock);
     for (size_t i = 0; i < ctx->n_plugins; ++i) {
         if (ctx->plugins[i].path != NULL && ctx->plugins[i].status == ANVIL_OK) {
             load_one(ctx, i);
-            if (ctx->plugins[i].status != ANVIL_OK) {
-                anvil_host_log(ANVIL_LOG_WARN, ctx->plugins[i].name, "%s", ctx->plugins[i].reason);
+        }
+    }
+    pthread_mutex_unlock(&libs_lock);
+    for (size_t i = 0; i < ctx->n_plugins; ++i) {
+        const plugin_rec *p = &ctx->plugins[i];
+        if (p->path != NULL && p->status != ANVIL_OK) {
+            if (p->line > 0) {
+                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, ctx->cfg.path, p->line);
+            } else {
+                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
             }
+        } else if (p->trust_note[0] != '\0') {
+            anvil_host_log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s",
+                           p->trust_note);
         }
     }
     return ANVIL_OK;
@@ -564,8 +681,10 @@ void anvil_registry_unload(anvil_ctx *ctx) {
     ctx->codecs = NULL;
     ctx->n_codecs = 0;
     /* Reverse order: a plugin loaded later may depend on an earlier one. */
-    for (size_t i = ctx->n_plugins; i-- > 0;) {
-        unload_rec(&ctx->plugins[i]);
+    pthread_mutex_lock(&libs_lock);
+    for (size_t i = ctx->n_plugins; i-- > 0;) unload_rec(&ctx->plugins[i]);
+    pthread_mutex_unlock(&libs_lock);
+    for (size_t i = 0; i < ctx->n_plugins; ++i) {
         free(ctx->plugins[i].name);
         free(ctx->plugins[i].path);
     }

@@ -40,6 +40,7 @@ ANVIL_API const char *anvil_strerror(int status) {
     case ANVIL_E_DUPLICATE_TYPE: return "ANVIL_E_DUPLICATE_TYPE: type or backend claimed twice";
     case ANVIL_E_CPU_UNSUPPORTED: return "ANVIL_E_CPU_UNSUPPORTED: backend cannot run on this CPU";
     case ANVIL_E_PLUGIN_INIT: return "ANVIL_E_PLUGIN_INIT: plugin initialisation failed";
+    case ANVIL_E_UNTRUSTED: return "ANVIL_E_UNTRUSTED: file or folder another user could change";
     case ANVIL_E_GGUF_MAGIC: return "ANVIL_E_GGUF_MAGIC: not a GGUF file";
     case ANVIL_E_GGUF_VERSION: return "ANVIL_E_GGUF_VERSION: unsupported GGUF version";
     case ANVIL_E_GGUF_ENDIAN: return "ANVIL_E_GGUF_ENDIAN: GGUF byte order mismatch";

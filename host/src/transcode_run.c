@@ -466,20 +466,14 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
         rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
         if (rc == ANVIL_OK) begun++;
     }
-    /* Rename every part into place only now that all are complete. */
-    uint32_t finished = 0;
+    /* Every part complete, then all put in place as one step: an existing
+     * set is replaced whole or not at all (file_set.h). */
     for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
-        rc = anvil_gguf_writer_stream_finish(t->writers[p], err);
-        if (rc == ANVIL_OK) finished++;
+        rc = anvil_gguf_writer_stream_hold(t->writers[p], err);
     }
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_commit_set(t->writers, t->n_parts, err);
     if (rc != ANVIL_OK) {
-        for (uint32_t p = 0; p < t->n_parts; ++p) {
-            if (p < finished) {
-                unlink(t->part_paths[p]);
-            } else {
-                anvil_gguf_writer_stream_abort(t->writers[p]);
-            }
-        }
+        for (uint32_t p = 0; p < t->n_parts; ++p) anvil_gguf_writer_stream_abort(t->writers[p]);
     }
     anvil_pool_destroy(rs.pool);
     if (rc != ANVIL_OK) return rc;

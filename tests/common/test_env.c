@@ -1,10 +1,12 @@
 #include "test_env.h"
 
 #include <CUnit/Basic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *test_source_path(const char *rel) {
@@ -48,6 +50,21 @@ void test_tmpdir_cleanup(void) {
         }
         tmpdir[0] = '\0';
     }
+}
+
+int test_shell(char *out, size_t cap, const char *fmt, ...) {
+    char cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    out[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) return -1;
+    const size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    const int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int test_run_cunit(void) {

@@ -14,6 +14,10 @@ const char *test_config_path(void);
 const char *test_tmpdir(void);
 void test_tmpdir_cleanup(void);
 
+/* Run a shell command (printf-style), its stdout in out (cap bytes, NUL
+ * terminated); returns its exit code, -1 when it could not run. */
+int test_shell(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Run the CUnit registry built by the caller; exit code 0 only when every
  * assertion passed and at least one ran. */
 int test_run_cunit(void);

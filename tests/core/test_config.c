@@ -103,6 +103,30 @@ static void test_errors(void) {
     longline[sizeof longline - 2] = '\n';
     longline[sizeof longline - 1] = '\0';
     expect_error(longline, ANVIL_E_CONFIG_SYNTAX, "test.ini:2:", "longer than");
+    /* ... and says what to do instead */
+    expect_error(longline, ANVIL_E_CONFIG_SYNTAX, "test.ini:2:", "continue a long value on indented lines");
+    /* an unterminated header is reported at its line, and so is a key under it */
+    expect_error("[plugins\nload = a\n", ANVIL_E_CONFIG_SYNTAX, "test.ini:1:", "unterminated section header");
+    expect_error("[plugins]\nload = a\n[backends\norder = scalar\n", ANVIL_E_CONFIG_SYNTAX, "test.ini:3:",
+                 "'[backends'");
+    /* plugins are named, never located */
+    expect_error("[plugins]\nload = codec-q8_0, ../../x.so\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "not by path");
+    expect_error("[plugins]\nload = /opt/evil/x.so\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "not by path");
+    expect_error("[plugins]\noptional = sub/x\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "not by path");
+    expect_error("[plugins]\nallow_insecure = maybe\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "yes or no");
+}
+
+static void test_long_values(void) {
+    /* What the long-line message suggests works: path repeated, and continued. */
+    anvil_config cfg;
+    anvil_error err;
+    CU_ASSERT_EQUAL_FATAL(parse("[plugins]\npath = /a\npath = /b:/c\n  /d\nallow_insecure = yes\n", &cfg, &err),
+                          ANVIL_OK);
+    CU_ASSERT_EQUAL(cfg.n_search, 4);
+    CU_ASSERT(cfg.n_search == 4 && strcmp(cfg.search[3], "/d") == 0);
+    CU_ASSERT_EQUAL(cfg.allow_insecure, 1);
+    CU_ASSERT_EQUAL(cfg.allow_insecure_line, 5);
+    anvil_config_free(&cfg);
 }
 
 static void test_missing_file(void) {
@@ -119,6 +143,7 @@ int main(void) {
     CU_add_test(s, "defaults", test_defaults);
     CU_add_test(s, "continuation lines extend lists", test_continuation_line);
     CU_add_test(s, "every mistake names file:line", test_errors);
+    CU_add_test(s, "long values: repeated path, continuation lines", test_long_values);
     CU_add_test(s, "missing file", test_missing_file);
     return test_run_cunit();
 }

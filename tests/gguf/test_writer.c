@@ -410,7 +410,9 @@ static void test_stream_misuse_keeps_old_file(void) {
     /* Wrong length. */
     anvil_gguf_writer *w = content(0, blob);
     CU_ASSERT_EQUAL(anvil_gguf_writer_stream_begin(w, path, &err), ANVIL_OK);
-    CU_ASSERT_EQUAL(temp_files_in(test_tmpdir()), 1);
+    /* The temp file has no name while it is written where the OS allows
+     * (O_TMPFILE), else one. */
+    CU_ASSERT(temp_files_in(test_tmpdir()) <= 1);
     CU_ASSERT_EQUAL(anvil_gguf_writer_stream_tensor(w, blob, 383, &err), ANVIL_E_GGUF_WRITER);
     CU_ASSERT(strstr(err.message, "'a'") != NULL && strstr(err.message, "384") != NULL);
     CU_ASSERT_EQUAL(temp_files_in(test_tmpdir()), 0);

@@ -20,20 +20,10 @@
 static char prefix[4096], example[4096], config[4096], anvil_cli[4200];
 static char out[1 << 16];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    static char cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (rc != 0) fprintf(stderr, "\n$ %s\n%s\n(exit %d)\n", cmd, out, rc);
+/* A command's exit code (its output in `out`, shown when it fails). */
+#define sh(...) sh_report(test_shell(out, sizeof out, __VA_ARGS__))
+static int sh_report(int rc) {
+    if (rc != 0) fprintf(stderr, "\n%s\n(exit %d)\n", out, rc);
     return rc;
 }
 
@@ -47,8 +37,9 @@ static int setup(void) {
     if (sh("cmake --install '%s' --prefix '%s' 2>&1", ANVIL_TEST_BUILD_DIR, prefix) != 0) return 1;
     /* Only the installed package: no source tree include paths. */
     if (sh("cmake -S '%s/sdk/examples/codec-mxfp8' -B '%s' -DCMAKE_PREFIX_PATH='%s' -DCMAKE_BUILD_TYPE=Release 2>&1 && "
-           "cmake --build '%s' 2>&1 && mkdir -p '%s/plugins' && cp '%s/codec-mxfp8.so' '%s/plugins/'",
-           ANVIL_SOURCE_ROOT, example, prefix, example, tmp, example, tmp) != 0) {
+           "cmake --build '%s' 2>&1 && mkdir -p '%s/plugins' && cp '%s/codec-mxfp8.so' '%s/plugins/' && "
+           "chmod 0755 '%s/plugins' && chmod 0644 '%s/plugins/codec-mxfp8.so'",
+           ANVIL_SOURCE_ROOT, example, prefix, example, tmp, example, tmp, tmp, tmp) != 0) {
         return 1;
     }
     FILE *f = fopen(config, "w");
@@ -56,7 +47,9 @@ static int setup(void) {
     fprintf(f, "[plugins]\npath = %s/lib/anvil/plugins:%s/plugins\nload = codec-q8_0, backend-scalar, codec-mxfp8\n",
             prefix, tmp);
     fclose(f);
-    return 0;
+    /* Plugins and configs load only when their owner alone can change them:
+     * independent of the umask the tests run under. */
+    return sh("chmod 0644 '%s' && chmod -R go-w '%s'", config, prefix) != 0;
 }
 
 static void test_installed_layout(void) {
@@ -66,6 +59,16 @@ static void test_installed_layout(void) {
     CU_ASSERT_EQUAL(sh("PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags anvil-sdk", prefix), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "/include"));
     CU_ASSERT_EQUAL(sh("test -L '%s/lib/libanvil.so.0' && test -f '%s/include/anvil/abi.h'", prefix, prefix), 0);
+}
+
+/* A profile from the install, its plugin path relative to the install
+ * (@prefix), not to where the file came from. */
+static void test_installed_profile(void) {
+    CU_ASSERT_EQUAL(sh("'%s' --config '%s/etc/anvil/profiles/minimal-q8_0.ini' plugins 2>&1", anvil_cli, prefix), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "codec-q8_0"));
+    char want[4200];
+    snprintf(want, sizeof want, "%s/lib/anvil/plugins/codec-q8_0.so", prefix);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
 }
 
 static void test_plugin_loads(void) {
@@ -230,6 +233,7 @@ int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("third-party codec against the installed SDK", setup, NULL);
     CU_add_test(s, "installed layout", test_installed_layout);
+    CU_add_test(s, "an installed profile finds the installed plugins", test_installed_profile);
     CU_add_test(s, "plugin loads through a config", test_plugin_loads);
     CU_add_test(s, "codec encode/decode through the CLI", test_codec_roundtrip_cli);
     CU_add_test(s, "matmul through the codec's reference dot", test_matmul_fallback);

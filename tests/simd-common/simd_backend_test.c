@@ -649,9 +649,12 @@ static void write_config(void) {
     if (fp == NULL) return;
     fprintf(fp,
             "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, backend-scalar%s%s\n"
-            "[backends]\norder = %s, scalar\n",
+            "[backends]\norder = %s%sscalar\n",
             ANVIL_PLUGIN_DIR, SB_KIND == SB_AVX512_EMU ? "" : ", ", SB_KIND == SB_AVX512_EMU ? "" : SB_PLUGIN_ID,
-            SB_BACKEND);
+            /* The emulated build is not an installed plugin: the host-side
+             * config names only what it loads (an order naming a backend
+             * nobody provides is a config error). */
+            SB_KIND == SB_AVX512_EMU ? "" : SB_BACKEND, SB_KIND == SB_AVX512_EMU ? "" : ", ");
     fclose(fp);
 }
 

@@ -9,6 +9,22 @@
  *
  * Containers (GGUF, safetensors) and tools have their own headers next to
  * this one.
+ *
+ * Threads. These may be called from any number of threads at once:
+ *   - anvil_ctx_open, anvil_ctx_open_ex, anvil_ctx_retain, anvil_ctx_close.
+ *     A plugin file is loaded once per process however many contexts use
+ *     it: its init runs once before its first use and its deinit once after
+ *     the last context using it is closed, both under a process-wide lock.
+ *   - On one shared context: anvil_matmul, anvil_weights_prepare,
+ *     anvil_matmul_prepared (one prepared weights object may serve many
+ *     threads), anvil_encode, anvil_encode_rows, anvil_decode,
+ *     anvil_ctx_set_threads (takes effect once no matmul runs), and every
+ *     call taking a const anvil_ctx * (lookups, reports).
+ *   - Readers: anvil_gguf_open, anvil_st_open, and every accessor of an open
+ *     file; one open file may be read from many threads at once.
+ * Not to be shared between threads without a lock of your own: a writer
+ * (anvil_gguf_writer, anvil_st_writer) or a transcode plan. Whatever the
+ * object, close or free it once, when no other thread is using it.
  */
 #ifndef ANVIL_ANVIL_H
 #define ANVIL_ANVIL_H
@@ -44,6 +60,15 @@ typedef struct anvil_error {
 /* Short fixed name of a status code ("ANVIL_E_NONFINITE: non-finite input"). */
 ANVIL_API const char *anvil_strerror(int status);
 ANVIL_API const char *anvil_version(void);
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Write size bytes to path atomically: a temp file in path's folder (with no
+ * name while it is written, where the OS allows), flushed, renamed over
+ * path. A reader sees the old file or the new one; a failure or a kill
+ * leaves the old file as it was. An existing file keeps its permissions. */
+ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
+                                      anvil_error *err);
 
 /* ---- types -------------------------------------------------------------- */
 
@@ -119,10 +144,26 @@ typedef struct anvil_plugin_report {
     const char *reason;      /* why it failed, or NULL */
     const anvil_plugin_desc *desc; /* NULL unless loaded */
     int optional;            /* listed under [plugins] optional */
+    int config_line;         /* the config line naming it (0: found by scanning the path) */
+    const char *trust_note;  /* loaded although untrusted (allow_insecure): why, else NULL */
 } anvil_plugin_report;
 
 ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx);
 ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plugin_report *out);
+
+/* Which config the context uses, why, and whether trust checks were relaxed
+ * (plugin and config files must be changeable by their owner -- root or
+ * you -- alone, like sshd's StrictModes; ANVIL_ALLOW_INSECURE=1 or
+ * `[plugins] allow_insecure = yes` relax that for development). */
+typedef struct anvil_config_report {
+    const char *path;          /* the config file */
+    const char *source;        /* how it was chosen: --config, ANVIL_CONFIG, a default */
+    int insecure;              /* 1: untrusted plugins are loaded (with a note) */
+    const char *insecure_why;  /* what relaxed the checks, or NULL */
+    const char *config_note;   /* why the config itself is untrusted (relaxed), or NULL */
+} anvil_config_report;
+
+ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report *out);
 
 typedef struct anvil_backend_report {
     const char *name;

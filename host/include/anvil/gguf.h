@@ -18,7 +18,11 @@
  * holding a NUL byte is still represented exactly).
  *
  * Opening `name-00001-of-0000N.gguf` whose split.count says N > 1 opens all N
- * parts as one view: metadata from part 1, tensors from every part.
+ * parts as one view: metadata from part 1, tensors from every part. A set
+ * anvil wrote carries a mark on every part (an extended attribute, never a
+ * byte of the file); parts whose marks disagree are refused, naming the
+ * part. A set whose replacement was interrupted (killed writer) is read as
+ * the complete old or the complete new set, never a mix.
  *
  * Writing. An anvil_gguf_writer collects KVs (in insertion order; setting a
  * key again moves it to the end, as ggml does) and tensors, then writes
@@ -397,6 +401,19 @@ ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *
 ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error *err);
 ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w);
 
+/* Files that must change together (the parts of a split set): end each
+ * part's stream with stream_hold instead of stream_finish -- the part is
+ * complete and flushed under a temp name, not yet in place -- then
+ * commit_set puts every held part in place as one step: a reader (or a
+ * kill at any moment, or a failed rename) sees the complete old set or the
+ * complete new one, never a mix, and no old part is removed before every
+ * new part is in place. On failure the old files are as they were and the
+ * held temps are removed. abort (or free) on a held writer drops its temp.
+ * All parts must be in one folder. */
+ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
+                                           anvil_error *err);
+
 /* ---- progress and options of whole-file writes --------------------------- */
 
 /* Where a long write is: reported after each tensor's bytes are written. */
@@ -451,8 +468,8 @@ ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const
  * take the part's tensor bytes over max_bytes, or every max_tensors tensors
  * (give one limit, 0 for the other). Part 1 carries all the metadata; every
  * part carries split.no (u16), split.tensors.count (i32) and split.count (u16).
- * Each part is written atomically; on failure parts already written are
- * removed. *n_parts (may be NULL) receives the part count. */
+ * The set replaces an existing one as one step (anvil_gguf_writer_commit_set);
+ * on failure nothing changes. *n_parts (may be NULL) receives the part count. */
 ANVIL_API int anvil_gguf_split_write(const anvil_gguf *src, const char *prefix, uint64_t max_bytes,
                                      uint64_t max_tensors, const anvil_ctx *ctx, uint32_t *n_parts,
                                      anvil_error *err);

@@ -37,6 +37,15 @@ extern "C" {
 /* Largest header upstream accepts (and writes): 100,000,000 bytes. */
 #define ANVIL_ST_MAX_HEADER 100000000u
 
+/* Bytes anvil_st_sniff wants to see (fewer is fine: it judges what it gets). */
+#define ANVIL_ST_SNIFF_BYTES 64u
+
+/* 1 when the first bytes of a file look like safetensors -- a u64 header
+ * length, then JSON (after any whitespace): also a header that is not an
+ * object or whose length is over the cap, so the safetensors reader, not
+ * the GGUF one, says what is wrong. 0 for GGUF, text and anything else. */
+ANVIL_API int anvil_st_sniff(const void *head, size_t n);
+
 /* Upstream's dtypes, in upstream's declaration order (the writer's sort key). */
 typedef enum anvil_st_dtype {
     ANVIL_ST_BOOL = 0,

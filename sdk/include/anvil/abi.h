@@ -124,12 +124,13 @@ typedef struct anvil_plugin_desc {
     const char *version;     /* plugin's own version, e.g. "1.0.0" */
     const char *license;     /* SPDX identifier */
     const char *description; /* one line */
-    /* Optional. Called once after the descriptor is accepted and before any
-     * codec or backend is read; may fill in tables that depend on the CPU.
-     * Idempotent. Returns ANVIL_OK or a negative status with `err` set. */
+    /* Optional. Called once per process, after the descriptor is accepted
+     * and before any codec or backend is read (however many host contexts
+     * load the file); may fill in tables that depend on the CPU. Idempotent.
+     * Returns ANVIL_OK or a negative status with `err` set. */
     int (*init)(const anvil_host_services *host, char *err, size_t err_size);
-    /* Optional. Called once before unload, after everything the plugin made
-     * is gone. Idempotent. */
+    /* Optional. Called once before unload, after the last context using the
+     * plugin is closed and everything the plugin made is gone. Idempotent. */
     void (*deinit)(void);
     size_t n_codecs;
     const struct anvil_codec *const *codecs;

@@ -46,6 +46,7 @@ typedef enum anvil_status {
     ANVIL_E_DUPLICATE_TYPE = -58,    /* two plugins claim one type id / backend */
     ANVIL_E_CPU_UNSUPPORTED = -59,   /* backend scored 0 on this CPU */
     ANVIL_E_PLUGIN_INIT = -60,       /* plugin init() failed */
+    ANVIL_E_UNTRUSTED = -61,         /* plugin/config file or folder writable or owned by another user */
 
     /* GGUF */
     ANVIL_E_GGUF_MAGIC = -100,       /* not a GGUF file */
