@@ -26,6 +26,8 @@ const cli_command cli_commands[] = {
     { "merge", cmd_merge, "merge split GGUF parts into one file", cli_help_merge },
     { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format",
       cli_help_transcode },
+    { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
+      cli_help_quantize },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },
     { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec; --model: the main job",
       cli_help_demo },

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <regex.h>
 
+#include "anvil/quantize.h"
 #include "anvil/transcode.h"
 #include "cli.h"
 #include "cli_gguf.h"
@@ -38,8 +38,8 @@ const char cli_help_transcode[] =
     "Policy (conservative: never silently degrade a model):\n"
     "  - only matrix weights change type: 2+ dims, name ending in .weight, no 'norm'\n"
     "    in the name; everything else is copied as it is;\n"
-    "  - sources must be F32/F16/BF16: an already-quantized tensor is not requantized\n"
-    "    (two quantization errors would stack); it is copied verbatim and listed;\n"
+    "  - an already-quantized tensor is not requantized (two quantization errors would\n"
+    "    stack): that is refused unless --allow-requantize; --dtype f16/f32 dequantizes;\n"
     "  - a tensor whose row length is not a multiple of the target's block keeps its\n"
     "    type (no silent fallback to another format) and is listed.\n"
     "\n"
@@ -50,13 +50,14 @@ const char cli_help_transcode[] =
     "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
     "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
     "                            rules still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
+    "  --allow-requantize        let --dtype/--tensor-type requantize quantized tensors\n"
     "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
     "                            --dtype it may requantize already-quantized experts:\n"
     "                            experts are where bytes cost most in decode bandwidth,\n"
     "                            and their redundancy keeps the added error's risk lowest\n"
-    "  --tensor-type REGEX=T     tensors whose name matches REGEX (POSIX extended,\n"
-    "                            searched) get T; repeatable, first match wins, beats\n"
-    "                            every other option\n"
+    "  --tensor-type REGEX=T     tensors whose name matches REGEX (ECMAScript, as\n"
+    "                            llama.cpp's; searched) get T; repeatable, first match\n"
+    "                            wins, beats every other option\n"
     "  --output-tensor-type T    type of output.weight\n"
     "  --token-embedding-type T  type of token_embd.weight\n"
     "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
@@ -158,15 +159,11 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 free(pat);
                 return 2;
             }
-            regex_t re;
-            const int bad = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
-            if (bad != 0) {
-                char why[256];
-                regerror(bad, &re, why, sizeof why);
+            anvil_error perr;
+            if (anvil_tensor_pattern_check(pat, &perr) != ANVIL_OK) {
                 free(pat);
-                return cli_usage_error("transcode", "--tensor-type '%s': not a valid POSIX extended regex: %s", v, why);
+                return cli_usage_error("transcode", "--tensor-type '%s': %s", v, perr.message);
             }
-            regfree(&re);
             r->pattern = pat;
             a->opts.n_rules++;
         } else if (strcmp(o, "--split-max-size") == 0 && v) {
@@ -188,6 +185,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->dry_run = 1;
             } else if (strcmp(o, "--no-quality") == 0) {
                 a->opts.skip_quality = 1;
+            } else if (strcmp(o, "--allow-requantize") == 0) {
+                a->opts.allow_requantize = 1;
             } else if (strcmp(o, "--vs-ggml") == 0) {
                 a->vs_ggml = 1;
             } else if (strcmp(o, "--compare") == 0) {
@@ -285,6 +284,9 @@ static void print_plan(FILE *f, const anvil_transcode *t) {
                 snprintf(extra, sizeof extra, " (%" PRIu64 " is not a multiple of %s's %u)", it->row_len, ti.name,
                          ti.block_elems);
             }
+        } else if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
+            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")", type_name(it->fallback_from),
+                     it->row_len);
         } else if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) {
             snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, type_name(it->want_type));
         }
@@ -368,6 +370,9 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
     }
     if (!dry_run && report_extras.compare != NULL) cli_compare_print(f, report_extras.compare, t, report_extras.ctx);
     print_kept_lists(f, t);
+    for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+        fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
+    }
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
             anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "", human(s.dst_tensor_bytes, b, sizeof b),
@@ -449,6 +454,13 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         }
         fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
                 it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
+        if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
+            fprintf(f, ",\"fallback_from\":\"%s\"", type_name(it->fallback_from));
+        }
+        if (it->imatrix != NULL) {
+            fprintf(f, ",\"imatrix\":");
+            cli_json_string(f, it->imatrix_name);
+        }
         if (it->has_quality) {
             fprintf(f, ",\"rmse\":");
             json_num(f, it->rmse);
@@ -483,7 +495,12 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     } else {
         fprintf(f, "%u", s.file_type);
     }
-    fprintf(f, ",\"threads\":%u", s.threads);
+    fprintf(f, ",\"n_fallback\":%zu,\"warnings\":[", s.n_fallback);
+    for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+        if (i) fputc(',', f);
+        cli_json_string(f, anvil_transcode_warning_at(t, i));
+    }
+    fprintf(f, "],\"threads\":%u", s.threads);
     if (s.ran) {
         fprintf(f, ",\"seconds\":");
         json_num(f, s.seconds);
@@ -590,6 +607,41 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
     fflush(stderr);
 }
 
+/* Nothing encoded is almost never what was meant: say why, loudly. */
+static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    if (s.n_converted > 0) return;
+    size_t rows = 0, policy = 0, same = 0, none = 0;
+    uint32_t want = ANVIL_TRANSCODE_NO_TYPE;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) {
+            rows++;
+            want = it->want_type;
+        }
+        policy += it->why == ANVIL_TRANSCODE_KEEP_POLICY;
+        same += it->why == ANVIL_TRANSCODE_KEEP_SAME;
+        none += it->why == ANVIL_TRANSCODE_KEEP_NO_RULE;
+    }
+    fprintf(stderr, "anvil transcode: WARNING: 0 tensors encoded; the output holds the input's tensors as they "
+                    "are. Why: ");
+    if (rows > 0) {
+        fprintf(stderr, "%zu matrix weight%s ha%s rows that are not a multiple of %s's block (transcode keeps "
+                        "their type)",
+                rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "ve", type_name(want));
+    } else if (same > 0) {
+        fprintf(stderr, "%zu matrix weight%s already in the target type", same, same == 1 ? " is" : "s are");
+    } else if (none > 0) {
+        fprintf(stderr, "no option gives a type to %zu matrix weight%s", none, none == 1 ? "" : "s");
+    } else {
+        fprintf(stderr, "the model has no matrix weights transcode may change (%zu tensors kept by policy)", policy);
+    }
+    fprintf(stderr, ".\nllama-quantize's policy falls back to a type that fits such rows: try `anvil quantize "
+                    "%s OUT.gguf Q4_K_M` (or another preset).\n",
+            cli_esc(from));
+}
+
 int cmd_transcode(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) return cli_help("transcode");
     anvil_ctx *ctx = cli_ctx(g);
@@ -655,6 +707,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     report_extras.ctx = NULL;
     report_extras.compare = NULL;
     cli_compare_free(&cq);
+    warn_nothing_encoded(t, a.from);
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     return 0;

@@ -1,5 +1,6 @@
 /* anvil_encode / anvil_decode: the host's front door to codecs, plus the
  * plain float types (f32, f16, bf16) the host implements itself. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,21 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     return ANVIL_OK;
 }
 
+/* Every f16's f32 value (256 KiB, made once from anvil_fp16_to_fp32, so
+ * bit-identical to it): decoding a model's f16 weights is a table lookup, as
+ * ggml does where it has no F16C. */
+static float fp16_values[65536];
+static pthread_once_t fp16_once = PTHREAD_ONCE_INIT;
+
+static void fp16_fill(void) {
+    for (uint32_t h = 0; h < 65536; ++h) fp16_values[h] = anvil_fp16_to_fp32((uint16_t)h);
+}
+
+static const float *fp16_table(void) {
+    pthread_once(&fp16_once, fp16_fill);
+    return fp16_values;
+}
+
 ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size, float *dst, size_t n,
                            anvil_error *err) {
     anvil_error_clear(err);
@@ -181,7 +197,8 @@ ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_
             if (((uintptr_t)src & 1) == 0) {
                 const uint16_t *h = src;
                 if (type == ANVIL_TYPE_F16) {
-                    for (size_t i = 0; i < n; ++i) dst[i] = anvil_fp16_to_fp32(h[i]);
+                    const float *table = fp16_table();
+                    for (size_t i = 0; i < n; ++i) dst[i] = table[h[i]];
                 } else {
                     for (size_t i = 0; i < n; ++i) dst[i] = anvil_bf16_to_fp32(h[i]);
                 }

@@ -5,6 +5,7 @@
  * reports it; the run streams into these writers).
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,14 @@ ANVIL_API void anvil_transcode_options_init(anvil_transcode_options *o) {
 ANVIL_API void anvil_transcode_free(anvil_transcode *t) {
     if (t == NULL) return;
     for (size_t i = 0; i < t->n_rules; ++i) {
-        if (t->rules[i].compiled) regfree(&t->rules[i].re);
+        ecma_re_free(t->rules[i].re);
         free(t->rules[i].pattern);
         free(t->rules[i].label);
     }
     free(t->rules);
+    for (size_t i = 0; i < t->n_warnings; ++i) free(t->warnings[i]);
+    free(t->warnings);
+    if (t->policy_free != NULL) t->policy_free(t->policy);
     for (uint32_t p = 0; p < t->n_parts; ++p) {
         if (t->writers != NULL) anvil_gguf_writer_free(t->writers[p]);
         if (t->part_paths != NULL) free(t->part_paths[p]);
@@ -51,42 +55,105 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-static int compile_rules(anvil_transcode *t, anvil_error *err) {
-    const anvil_transcode_options *o = &t->opts;
-    if (o->n_rules == 0) return ANVIL_OK;
-    if (o->rules == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL rules");
-    t->rules = calloc(o->n_rules, sizeof *t->rules);
+anvil_transcode *tc_new(anvil_ctx *ctx, const anvil_gguf *src) {
+    anvil_transcode *t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    t->ctx = ctx;
+    t->src = src;
+    return t;
+}
+
+int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **v = realloc(t->warnings, (t->n_warnings + 1) * sizeof *v);
+    char *copy = dup_str(buf);
+    if (v == NULL || copy == NULL) {
+        free(copy);
+        if (v != NULL) t->warnings = v;
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    t->warnings = v;
+    t->warnings[t->n_warnings++] = copy;
+    return ANVIL_OK;
+}
+
+int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size_t n, const char *option,
+                     anvil_error *err) {
+    if (n == 0) return ANVIL_OK;
+    if (rules == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL rules");
+    t->rules = calloc(n, sizeof *t->rules);
     if (t->rules == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    t->n_rules = o->n_rules;
-    for (size_t i = 0; i < o->n_rules; ++i) {
+    t->n_rules = n;
+    for (size_t i = 0; i < n; ++i) {
         tc_rule *r = &t->rules[i];
-        const char *pat = o->rules[i].pattern;
+        const char *pat = rules[i].pattern;
         if (pat == NULL || pat[0] == '\0') {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
-                                   "--tensor-type rule %zu has an empty pattern", i + 1);
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s rule %zu has an empty pattern", option, i + 1);
         }
         r->pattern = dup_str(pat);
-        r->label = malloc(strlen(pat) + 16);
+        r->label = malloc(strlen(pat) + strlen(option) + 2);
         if (r->pattern == NULL || r->label == NULL) {
             return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
         }
-        sprintf(r->label, "--tensor-type %s", pat);
-        r->type = o->rules[i].type;
-        const int rc = regcomp(&r->re, pat, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-            char why[256];
-            regerror(rc, &r->re, why, sizeof why);
+        sprintf(r->label, "%s %s", option, pat);
+        r->type = rules[i].type;
+        char why[256];
+        if (ecma_re_compile(pat, strlen(pat), &r->re, why, sizeof why) != 0) {
             return anvil_error_set(err, ANVIL_E_INVALID_ARG,
-                                   "--tensor-type '%s': not a valid POSIX extended regex: %s", pat,
-                                   why);
+                                   "%s '%s': not a valid ECMAScript regular expression (llama.cpp's "
+                                   "dialect): %s",
+                                   option, pat, why);
         }
-        r->compiled = 1;
-        char label[64];
-        snprintf(label, sizeof label, "--tensor-type rule %zu", i + 1);
-        int crc = tc_check_target(t->ctx, r->type, label, err);
-        if (crc != ANVIL_OK) return crc;
     }
     return ANVIL_OK;
+}
+
+int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_error *err) {
+    for (size_t i = 0; i < t->n_rules; ++i) {
+        const int m = ecma_re_search(t->rules[i].re, name, strlen(name));
+        if (m < 0) {
+            anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                            "%s: the pattern needs too many steps on tensor '%s' (back-references); "
+                            "simplify it",
+                            t->rules[i].label, name);
+            return -2;
+        }
+        if (m == 1) {
+            t->rules[i].hits++;
+            *index = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Transcode has no importance matrix: a format ggml encodes only with one
+ * is refused up front, pointing to quantize. */
+static int check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_error *err) {
+    int rc = tc_check_target(ctx, type, option, err);
+    const anvil_codec *c = anvil_ctx_codec(ctx, type);
+    if (rc == ANVIL_OK && c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
+        rc = anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                             "%s: %s cannot be written without an importance matrix (ggml encodes it only "
+                             "with one): use `anvil quantize --imatrix FILE`, or pick another type",
+                             option, c->name);
+    }
+    return rc;
+}
+
+static int compile_rules(anvil_transcode *t, anvil_error *err) {
+    const anvil_transcode_options *o = &t->opts;
+    int rc = tc_compile_rules(t, o->rules, o->n_rules, "--tensor-type", err);
+    for (size_t i = 0; rc == ANVIL_OK && i < t->n_rules; ++i) {
+        char label[64];
+        snprintf(label, sizeof label, "--tensor-type rule %zu", i + 1);
+        rc = check_target(t->ctx, t->rules[i].type, label, err);
+    }
+    return rc;
 }
 
 static int check_types(anvil_transcode *t, anvil_error *err) {
@@ -102,10 +169,18 @@ static int check_types(anvil_transcode *t, anvil_error *err) {
     };
     for (size_t i = 0; i < sizeof given / sizeof given[0]; ++i) {
         if (given[i].type == ANVIL_TRANSCODE_NO_TYPE) continue;
-        int rc = tc_check_target(t->ctx, given[i].type, given[i].option, err);
+        int rc = check_target(t->ctx, given[i].type, given[i].option, err);
         if (rc != ANVIL_OK) return rc;
     }
     return ANVIL_OK;
+}
+
+int tc_item_bytes(anvil_transcode *t, anvil_transcode_tensor *it, anvil_error *err) {
+    anvil_type_info info;
+    int rc = anvil_type_lookup(t->ctx, it->dst_type, &info, err);
+    if (rc == ANVIL_OK) rc = anvil_type_bytes(&info, it->src->n_elements, &it->dst_bytes, err);
+    if (rc != ANVIL_OK) anvil_error_prefix(err, "tensor '%s'", it->src->name);
+    return rc;
 }
 
 static int decide_all(anvil_transcode *t, anvil_error *err) {
@@ -114,10 +189,13 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
     if (t->items == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     t->n_items = n;
     const anvil_transcode_hook *h = &t->opts.hook;
+    size_t n_requant = 0, first_requant = 0;
     for (size_t i = 0; i < n; ++i) {
         const anvil_gguf_tensor *src = anvil_gguf_tensor_at(t->src, i);
         anvil_transcode_tensor *it = &t->items[i];
-        tc_decide(t, t->ctx, src, it);
+        int rc = tc_decide(t, t->ctx, src, it, err);
+        if (rc != ANVIL_OK) return rc;
+        if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED && n_requant++ == 0) first_requant = i;
         if (h->wants != NULL && h->rows != NULL && h->wants(h->arg, src)) {
             if (!tc_is_float_type(src->type)) {
                 return anvil_error_set(err, ANVIL_E_INVALID_ARG,
@@ -127,19 +205,24 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
             }
             it->rewritten = 1;
         }
-        anvil_type_info info;
-        int rc = anvil_type_lookup(t->ctx, it->dst_type, &info, err);
-        if (rc == ANVIL_OK) rc = anvil_type_bytes(&info, src->n_elements, &it->dst_bytes, err);
-        if (rc != ANVIL_OK) {
-            anvil_error_prefix(err, "tensor '%s'", src->name);
-            return rc;
-        }
+        rc = tc_item_bytes(t, it, err);
+        if (rc != ANVIL_OK) return rc;
+    }
+    if (n_requant > 0) {
+        const anvil_transcode_tensor *it = &t->items[first_requant];
+        anvil_type_info want;
+        const int have = anvil_type_lookup(t->ctx, it->want_type, &want, NULL) == ANVIL_OK;
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                               "tensor '%s' is already quantized (%s) and %s asks for %s: requantizing "
+                               "stacks two quantization errors. Pass --allow-requantize to do it anyway, "
+                               "or ask for f16/f32 to dequantize (%zu tensor%s in all)",
+                               it->name, it->src->type_info.name, it->rule ? it->rule : "an option",
+                               have ? want.name : "another type", n_requant, n_requant == 1 ? "" : "s");
     }
     return ANVIL_OK;
 }
 
-/* The output type holding the most elements (ties: the lower id). */
-static uint32_t dominant_type(const anvil_transcode *t) {
+uint32_t tc_dominant_type(const anvil_transcode *t) {
     uint32_t best = ANVIL_TYPE_F32;
     uint64_t best_n = 0;
     for (size_t i = 0; i < t->n_items; ++i) {
@@ -190,21 +273,15 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     return ANVIL_OK;
 }
 
-static int part_paths(anvil_transcode *t, const char *out_path, anvil_error *err) {
+int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, anvil_error *err) {
     t->part_paths = calloc(t->n_parts, sizeof *t->part_paths);
     if (t->part_paths == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    if (t->opts.split_max_bytes == 0) {
+    if (prefix == NULL) {
         t->part_paths[0] = dup_str(out_path);
         return t->part_paths[0] ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    /* OUT.gguf -> OUT-00001-of-0000N.gguf, as llama.cpp names a set. */
-    size_t plen = strlen(out_path);
-    if (plen > 5 && strcmp(out_path + plen - 5, ".gguf") == 0) plen -= 5;
-    char *prefix = malloc(plen + 1);
-    if (prefix == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    memcpy(prefix, out_path, plen);
-    prefix[plen] = '\0';
     int rc = ANVIL_OK;
+    const size_t plen = strlen(prefix);
     for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
         const size_t cap = plen + 32;
         t->part_paths[p] = malloc(cap);
@@ -212,50 +289,62 @@ static int part_paths(anvil_transcode *t, const char *out_path, anvil_error *err
                  ? anvil_error_set(err, ANVIL_E_NOMEM, "out of memory")
                  : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
     }
+    return rc;
+}
+
+/* OUT.gguf -> OUT-00001-of-0000N.gguf, as llama.cpp's gguf-split names a set. */
+static int transcode_part_paths(anvil_transcode *t, const char *out_path, anvil_error *err) {
+    if (t->opts.split_max_bytes == 0) return tc_part_paths(t, out_path, NULL, err);
+    size_t plen = strlen(out_path);
+    if (plen > 5 && strcmp(out_path + plen - 5, ".gguf") == 0) plen -= 5;
+    char *prefix = malloc(plen + 1);
+    if (prefix == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    memcpy(prefix, out_path, plen);
+    prefix[plen] = '\0';
+    const int rc = tc_part_paths(t, out_path, prefix, err);
     free(prefix);
+    return rc;
+}
+
+/* Transcode's metadata: every KV raw (the input's split keys describe the
+ * input's parts, not ours), then quantization version and file type as
+ * llama-quantize sets them; parts carry gguf-split's keys. */
+static int transcode_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t p, anvil_error *err) {
+    int rc = ANVIL_OK;
+    if (p == 0) {
+        rc = anvil_gguf_writer_copy_from(w, t->src, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS, err);
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_writer_set_u32(w, "general.quantization_version", TC_QUANTIZATION_VERSION, err);
+        }
+        const int ft = anvil_transcode_file_type(t->summary.dominant_type);
+        if (rc == ANVIL_OK && ft >= 0) rc = anvil_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft, err);
+    }
+    /* Later parts carry only the split keys, as gguf-split writes them. */
+    if (rc == ANVIL_OK && t->opts.split_max_bytes > 0) {
+        /* gguf-split's order: no, tensors.count, then count. */
+        rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_writer_set_i32(w, ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)t->n_items, err);
+        }
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)t->n_parts, err);
+        }
+    }
     return rc;
 }
 
 static int build_writers(anvil_transcode *t, anvil_error *err) {
     t->writers = calloc(t->n_parts, sizeof *t->writers);
     if (t->writers == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    const int split = t->opts.split_max_bytes > 0;
     for (uint32_t p = 0; p < t->n_parts; ++p) {
         int rc = anvil_gguf_writer_new(&t->writers[p], t->ctx, err);
-        if (rc != ANVIL_OK) return rc;
-        anvil_gguf_writer *w = t->writers[p];
-        if (p == 0) {
-            /* Raw copy: every KV byte for byte, in order; the input's split
-             * keys describe the input's parts, not ours. */
-            rc = anvil_gguf_writer_copy_from(w, t->src,
-                                             ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS, err);
-            if (rc == ANVIL_OK) {
-                rc = anvil_gguf_writer_set_u32(w, "general.quantization_version",
-                                               TC_QUANTIZATION_VERSION, err);
-            }
-            const int ft = anvil_transcode_file_type(t->summary.dominant_type);
-            if (rc == ANVIL_OK && ft >= 0) {
-                rc = anvil_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft, err);
-            }
-        }
-        /* Later parts carry only the split keys, as gguf-split writes them. */
-        if (rc == ANVIL_OK && split) {
-            /* gguf-split's order: no, tensors.count, then count. */
-            rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
-            if (rc == ANVIL_OK) {
-                rc = anvil_gguf_writer_set_i32(w, ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)t->n_items, err);
-            }
-            if (rc == ANVIL_OK) {
-                rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)t->n_parts, err);
-            }
-        }
+        if (rc == ANVIL_OK) rc = t->build_kvs(t, t->writers[p], p, err);
         if (rc != ANVIL_OK) return rc;
     }
     for (size_t i = 0; i < t->n_items; ++i) {
         const anvil_transcode_tensor *it = &t->items[i];
         anvil_gguf_writer *w = t->writers[it->part];
-        int rc = anvil_gguf_writer_add_tensor(w, it->src->name, it->dst_type, it->src->n_dims, it->src->ne,
-                                              NULL, 0, err);
+        int rc = anvil_gguf_writer_add_tensor(w, it->name, it->dst_type, it->src->n_dims, it->src->ne, NULL, 0, err);
         if (rc != ANVIL_OK) return rc;
         const size_t k = anvil_gguf_writer_tensor_count(w) - 1;
         if (anvil_gguf_writer_tensor_bytes(w, k) != it->dst_bytes) {
@@ -279,6 +368,7 @@ static int fill_summary(anvil_transcode *t, anvil_error *err) {
         if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) s->n_kept_quantized++;
         if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) s->n_kept_rows++;
         if (it->why == ANVIL_TRANSCODE_KEEP_SOURCE) s->n_kept_source++;
+        if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) s->n_fallback++;
     }
     for (uint32_t p = 0; p < t->n_parts; ++p) {
         uint64_t size = 0;
@@ -286,9 +376,14 @@ static int fill_summary(anvil_transcode *t, anvil_error *err) {
         if (rc != ANVIL_OK) return rc;
         s->out_file_bytes += size;
     }
-    const int ft = anvil_transcode_file_type(s->dominant_type);
-    s->file_type = ft >= 0 ? (uint32_t)ft : UINT32_MAX;
     return ANVIL_OK;
+}
+
+int tc_layout(anvil_transcode *t, anvil_error *err) {
+    t->summary.dominant_type = tc_dominant_type(t);
+    int rc = build_writers(t, err);
+    if (rc == ANVIL_OK) rc = fill_summary(t, err);
+    return rc;
 }
 
 ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
@@ -299,22 +394,22 @@ ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const 
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_transcode_plan: NULL argument");
     }
     *out = NULL;
-    anvil_transcode *t = calloc(1, sizeof *t);
+    anvil_transcode *t = tc_new(ctx, src);
     if (t == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
-    t->ctx = ctx;
-    t->src = src;
     t->opts = *opts;
+    t->build_kvs = transcode_kvs;
     t->summary.threads = opts->threads ? opts->threads : anvil_ctx_threads(ctx);
     int rc = check_types(t, err);
     if (rc == ANVIL_OK) rc = compile_rules(t, err);
     if (rc == ANVIL_OK) rc = decide_all(t, err);
     if (rc == ANVIL_OK) {
-        t->summary.dominant_type = dominant_type(t);
+        t->summary.dominant_type = tc_dominant_type(t);
+        const int ft = anvil_transcode_file_type(t->summary.dominant_type);
+        t->summary.file_type = ft >= 0 ? (uint32_t)ft : UINT32_MAX;
         rc = assign_parts(t, err);
     }
-    if (rc == ANVIL_OK) rc = part_paths(t, out_path, err);
-    if (rc == ANVIL_OK) rc = build_writers(t, err);
-    if (rc == ANVIL_OK) rc = fill_summary(t, err);
+    if (rc == ANVIL_OK) rc = transcode_part_paths(t, out_path, err);
+    if (rc == ANVIL_OK) rc = tc_layout(t, err);
     if (rc != ANVIL_OK) {
         anvil_transcode_free(t);
         return rc;
@@ -348,4 +443,10 @@ ANVIL_API int anvil_transcode_quality_at(const anvil_transcode *t, size_t i, anv
     if (t == NULL || out == NULL || i >= t->n_quality) return ANVIL_E_INVALID_ARG;
     *out = t->quality[i];
     return ANVIL_OK;
+}
+
+ANVIL_API size_t anvil_transcode_warning_count(const anvil_transcode *t) { return t ? t->n_warnings : 0; }
+
+ANVIL_API const char *anvil_transcode_warning_at(const anvil_transcode *t, size_t i) {
+    return (t != NULL && i < t->n_warnings) ? t->warnings[i] : NULL;
 }

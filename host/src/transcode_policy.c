@@ -66,7 +66,7 @@ int tc_check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_err
                                "weights, so a model stored in it would not run",
                                option, c->name);
     }
-    if (c->encode == NULL) {
+    if (c->encode == NULL && c->encode_rows == NULL) {
         return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
                                "%s: %s cannot be written: %s. Pick a format with an encoder "
                                "(`anvil codec list` shows them)",
@@ -75,36 +75,36 @@ int tc_check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_err
     return ANVIL_OK;
 }
 
-/* The option that gives this matrix weight a type, if any. */
-static uint32_t choose(const anvil_transcode *t, const anvil_gguf_tensor *src, const char **rule,
-                       int *is_experts) {
+/* The option that gives this matrix weight a type, if any (NO_TYPE). */
+static int choose(anvil_transcode *t, const anvil_gguf_tensor *src, const char **rule, int *is_experts,
+                  uint32_t *type, anvil_error *err) {
     *is_experts = 0;
-    for (size_t i = 0; i < t->n_rules; ++i) {
-        if (regexec(&t->rules[i].re, src->name, 0, NULL, 0) == 0) {
-            *rule = t->rules[i].label;
-            return t->rules[i].type;
-        }
+    size_t k = 0;
+    const int m = tc_match_rule(t, src->name, &k, err);
+    if (m < 0) return ANVIL_E_INVALID_ARG;
+    if (m == 1) {
+        *rule = t->rules[k].label;
+        *type = t->rules[k].type;
+        return ANVIL_OK;
     }
     const anvil_transcode_options *o = &t->opts;
+    *rule = NULL;
+    *type = ANVIL_TRANSCODE_NO_TYPE;
     if (o->output_type != ANVIL_TRANSCODE_NO_TYPE && strcmp(src->name, "output.weight") == 0) {
         *rule = "--output-tensor-type";
-        return o->output_type;
-    }
-    if (o->token_embd_type != ANVIL_TRANSCODE_NO_TYPE && strcmp(src->name, "token_embd.weight") == 0) {
+        *type = o->output_type;
+    } else if (o->token_embd_type != ANVIL_TRANSCODE_NO_TYPE && strcmp(src->name, "token_embd.weight") == 0) {
         *rule = "--token-embedding-type";
-        return o->token_embd_type;
-    }
-    if (o->experts_dtype != ANVIL_TRANSCODE_NO_TYPE && ends_with(src->name, "_exps.weight")) {
+        *type = o->token_embd_type;
+    } else if (o->experts_dtype != ANVIL_TRANSCODE_NO_TYPE && ends_with(src->name, "_exps.weight")) {
         *rule = "--experts-dtype";
         *is_experts = 1;
-        return o->experts_dtype;
-    }
-    if (o->dtype != ANVIL_TRANSCODE_NO_TYPE) {
+        *type = o->experts_dtype;
+    } else if (o->dtype != ANVIL_TRANSCODE_NO_TYPE) {
         *rule = "--dtype";
-        return o->dtype;
+        *type = o->dtype;
     }
-    *rule = NULL;
-    return ANVIL_TRANSCODE_NO_TYPE;
+    return ANVIL_OK;
 }
 
 /* A quantized type whose codec is loaded can be decoded to f32. */
@@ -112,54 +112,57 @@ static int decodable(anvil_ctx *ctx, uint32_t type) {
     return tc_is_float_type(type) || anvil_ctx_codec(ctx, type) != NULL;
 }
 
-void tc_decide(const anvil_transcode *t, anvil_ctx *ctx, const anvil_gguf_tensor *src,
-               anvil_transcode_tensor *item) {
+int tc_decide(anvil_transcode *t, anvil_ctx *ctx, const anvil_gguf_tensor *src, anvil_transcode_tensor *item,
+              anvil_error *err) {
     item->src = src;
     item->name = src->name;
     item->src_type = src->type;
     item->dst_type = src->type;
     item->want_type = ANVIL_TRANSCODE_NO_TYPE;
+    item->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
     item->rule = NULL;
     item->row_len = src->ne[0];
     item->n_rows = src->ne[0] > 0 ? src->n_elements / src->ne[0] : 0;
     item->src_bytes = src->n_bytes;
     if (!tc_is_matrix_weight(src)) {
         item->why = ANVIL_TRANSCODE_KEEP_POLICY;
-        return;
+        return ANVIL_OK;
     }
     int is_experts = 0;
-    const uint32_t want = choose(t, src, &item->rule, &is_experts);
+    uint32_t want = ANVIL_TRANSCODE_NO_TYPE;
+    const int rc = choose(t, src, &item->rule, &is_experts, &want, err);
+    if (rc != ANVIL_OK) return rc;
     item->want_type = want;
     if (want == ANVIL_TRANSCODE_NO_TYPE) {
         item->why = ANVIL_TRANSCODE_KEEP_NO_RULE;
-        return;
+        return ANVIL_OK;
     }
     if (want == src->type) {
         item->why = ANVIL_TRANSCODE_KEEP_SAME;
-        return;
+        return ANVIL_OK;
     }
     if (!tc_is_float_type(src->type)) {
-        if (is_integer_or_f64(src->type)) {
+        if (is_integer_or_f64(src->type) || !decodable(ctx, src->type)) {
             item->why = ANVIL_TRANSCODE_KEEP_SOURCE;
-            return;
+            return ANVIL_OK;
         }
-        if (!is_experts) {
+        /* Dequantizing to f16/f32 adds no quantization step; anything else
+         * requantizes (refused by the plan unless allowed). */
+        const int dequantize = want == ANVIL_TYPE_F16 || want == ANVIL_TYPE_F32;
+        if (!dequantize && !is_experts && !t->opts.allow_requantize) {
             item->why = ANVIL_TRANSCODE_KEEP_QUANTIZED;
-            return;
-        }
-        if (!decodable(ctx, src->type)) {
-            item->why = ANVIL_TRANSCODE_KEEP_SOURCE;
-            return;
+            return ANVIL_OK;
         }
     }
     anvil_type_info info;
     if (anvil_type_lookup(ctx, want, &info, NULL) != ANVIL_OK || info.block_elems == 0 ||
         src->ne[0] % info.block_elems != 0) {
         item->why = ANVIL_TRANSCODE_KEEP_ROWS;
-        return;
+        return ANVIL_OK;
     }
     item->why = ANVIL_TRANSCODE_CONVERT;
     item->dst_type = want;
+    return ANVIL_OK;
 }
 
 ANVIL_API const char *anvil_transcode_why_string(anvil_transcode_why why) {
@@ -168,7 +171,7 @@ ANVIL_API const char *anvil_transcode_why_string(anvil_transcode_why why) {
     case ANVIL_TRANSCODE_KEEP_POLICY: return "not a matrix weight";
     case ANVIL_TRANSCODE_KEEP_NO_RULE: return "no option gives it a type";
     case ANVIL_TRANSCODE_KEEP_SAME: return "already the target type";
-    case ANVIL_TRANSCODE_KEEP_QUANTIZED: return "already quantized: not requantized";
+    case ANVIL_TRANSCODE_KEEP_QUANTIZED: return "already quantized: requantizing needs --allow-requantize";
     case ANVIL_TRANSCODE_KEEP_ROWS: return "row length not a multiple of the target's block";
     case ANVIL_TRANSCODE_KEEP_SOURCE: return "its type cannot be decoded to f32";
     }

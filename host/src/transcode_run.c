@@ -116,6 +116,27 @@ static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, s
                            it->src->type_info.name);
 }
 
+/* Rows row0..row0+nr of the tensor, encoded into d. A 3-D tensor is a
+ * stack of matrices (experts) of ne[1] rows each; each expert has its own
+ * slice of the importance matrix, so the rows are handed to the encoder one
+ * expert at a time, as llama.cpp does. */
+static int encode_rows(const tensor_job *j, uint64_t row0, uint64_t nr, const float *x, uint8_t *d, anvil_error *e) {
+    const anvil_transcode_tensor *it = j->it;
+    const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
+    uint64_t r = 0;
+    while (r < nr) {
+        const uint64_t g = row0 + r, expert = g / per;
+        uint64_t take = per - g % per;
+        if (take > nr - r) take = nr - r;
+        const float *im = it->imatrix != NULL ? it->imatrix + expert * it->row_len : NULL;
+        const int rc = anvil_encode_rows(j->ctx, it->dst_type, x + r * it->row_len, (size_t)take, (size_t)it->row_len, im,
+                                         d + r * j->dst_row_bytes, (size_t)(take * j->dst_row_bytes), e);
+        if (rc != ANVIL_OK) return rc;
+        r += take;
+    }
+    return ANVIL_OK;
+}
+
 static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e) {
     const anvil_transcode_tensor *it = j->it;
     const uint64_t row0 = (uint64_t)c * j->rows_per_chunk;
@@ -135,7 +156,7 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
     }
     const size_t bad = find_nonfinite(x, n);
     if (bad < n) return nonfinite_error(j, row0, x, n, bad, e);
-    rc = anvil_encode(j->ctx, it->dst_type, x, n, d, d_bytes, e);
+    rc = encode_rows(j, row0, nr, x, d, e);
     if (rc == ANVIL_OK && j->quality) rc = anvil_decode(j->ctx, it->dst_type, d, d_bytes, y, n, e);
     if (rc != ANVIL_OK) {
         anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
@@ -199,10 +220,40 @@ static void release(const anvil_gguf *g, const void *p, uint64_t n) {
     if (n > 0) anvil_gguf_release(g, p, (size_t)n, NULL);
 }
 
+/* llama.cpp validates every tensor it reads: a float tensor copied as it
+ * is must be finite too. */
+static int check_finite(const anvil_transcode_tensor *it, anvil_error *err) {
+    const uint32_t ty = it->src_type;
+    if (!tc_is_float_type(ty) || it->row_len == 0) return ANVIL_OK;
+    const size_t es = ty == ANVIL_TYPE_F32 ? 4 : 2;
+    const uint8_t *p = it->src->data;
+    for (uint64_t i = 0; i < it->src->n_elements; ++i) {
+        int bad;
+        if (es == 4) {
+            uint32_t b;
+            memcpy(&b, p + 4 * i, 4);
+            bad = (b & UINT32_C(0x7f800000)) == UINT32_C(0x7f800000);
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bad = ty == ANVIL_TYPE_F16 ? (h & 0x7c00) == 0x7c00 : (h & 0x7f80) == 0x7f80;
+        }
+        if (bad) {
+            return anvil_error_set(err, ANVIL_E_NONFINITE,
+                                   "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
+                                   ", column %" PRIu64 " (llama.cpp refuses such a model too); fix the source "
+                                   "model",
+                                   it->name, i / it->row_len, i % it->row_len);
+        }
+    }
+    return ANVIL_OK;
+}
+
 static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode_tensor *it, anvil_error *err) {
     const anvil_gguf *g = rs->t->src;
     prefetch(g, it->src->data, it->src_bytes);
-    const int rc = anvil_gguf_writer_stream_tensor(w, it->src->data, it->src_bytes, err);
+    int rc = rs->t->check_kept ? check_finite(it, err) : ANVIL_OK;
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w, it->src->data, it->src_bytes, err);
     release(g, it->src->data, it->src_bytes);
     rs->bytes_done += it->src_bytes;
     report(rs, it);

@@ -19,7 +19,7 @@ typedef struct synth_tensor {
     char name[64];
     uint32_t type;
     uint32_t n_dims;
-    uint64_t ne[2];
+    uint64_t ne[3];
     int is_norm;
 } synth_tensor;
 
@@ -63,46 +63,74 @@ static void fill_row(float *x, uint64_t n, uint64_t seed, size_t tensor, uint64_
 static int tensor_list(const anvil_synth_model *m, synth_tensor **out, size_t *count, anvil_error *err) {
     if (m->n_vocab < 259 || m->n_embd == 0 || m->n_ff == 0 || m->n_layer == 0 || m->n_head == 0 ||
         m->n_head_kv == 0 || m->n_embd % m->n_head != 0 || m->n_head % m->n_head_kv != 0 ||
-        m->n_layer > 100000) {
+        m->n_layer > 100000 || m->n_expert > 256 || (m->n_expert > 0 && (m->n_expert_used == 0 ||
+        m->n_expert_used > m->n_expert))) {
         return anvil_error_set(err, ANVIL_E_INVALID_ARG,
                                "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
-                               "multiple of n_head, n_head a multiple of n_head_kv, and every size > 0");
+                               "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
+                               "with experts 1 <= n_expert_used <= n_expert <= 256");
     }
     if (m->type != ANVIL_TYPE_F32 && m->type != ANVIL_TYPE_F16 && m->type != ANVIL_TYPE_BF16) {
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
     }
-    const size_t n = 3 + (size_t)m->n_layer * 9;
+    const size_t n = 3 + (size_t)m->n_layer * 10;
     synth_tensor *t = calloc(n, sizeof *t);
     if (t == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     const uint64_t e = m->n_embd, kv = (uint64_t)m->n_embd / m->n_head * m->n_head_kv, f = m->n_ff;
+    const uint64_t x = m->n_expert;
     size_t k = 0;
-#define ADD(nm_fmt, layer, ty, nd, a, b, norm)                                    \
+#define ADD(nm_fmt, layer, ty, nd, a, b, c, norm)                                 \
     do {                                                                         \
         snprintf(t[k].name, sizeof t[k].name, nm_fmt, layer);                    \
         t[k].type = (ty);                                                        \
         t[k].n_dims = (nd);                                                      \
         t[k].ne[0] = (a);                                                        \
         t[k].ne[1] = (b);                                                        \
+        t[k].ne[2] = (c);                                                        \
         t[k].is_norm = (norm);                                                   \
         k++;                                                                     \
     } while (0)
-    ADD("token_embd.weight%.0u", 0u, m->type, 2, e, (uint64_t)m->n_vocab, 0);
+    ADD("token_embd.weight%.0u", 0u, m->type, 2, e, (uint64_t)m->n_vocab, 1, 0);
     for (uint32_t l = 0; l < m->n_layer; ++l) {
-        ADD("blk.%u.attn_norm.weight", l, ANVIL_TYPE_F32, 1, e, 1, 1);
-        ADD("blk.%u.attn_q.weight", l, m->type, 2, e, e, 0);
-        ADD("blk.%u.attn_k.weight", l, m->type, 2, e, kv, 0);
-        ADD("blk.%u.attn_v.weight", l, m->type, 2, e, kv, 0);
-        ADD("blk.%u.attn_output.weight", l, m->type, 2, e, e, 0);
-        ADD("blk.%u.ffn_norm.weight", l, ANVIL_TYPE_F32, 1, e, 1, 1);
-        ADD("blk.%u.ffn_gate.weight", l, m->type, 2, e, f, 0);
-        ADD("blk.%u.ffn_up.weight", l, m->type, 2, e, f, 0);
-        ADD("blk.%u.ffn_down.weight", l, m->type, 2, f, e, 0);
+        ADD("blk.%u.attn_norm.weight", l, ANVIL_TYPE_F32, 1, e, 1, 1, 1);
+        ADD("blk.%u.attn_q.weight", l, m->type, 2, e, e, 1, 0);
+        ADD("blk.%u.attn_k.weight", l, m->type, 2, e, kv, 1, 0);
+        ADD("blk.%u.attn_v.weight", l, m->type, 2, e, kv, 1, 0);
+        ADD("blk.%u.attn_output.weight", l, m->type, 2, e, e, 1, 0);
+        ADD("blk.%u.ffn_norm.weight", l, ANVIL_TYPE_F32, 1, e, 1, 1, 1);
+        if (x > 0) {
+            ADD("blk.%u.ffn_gate_inp.weight", l, ANVIL_TYPE_F32, 2, e, x, 1, 0);
+            ADD("blk.%u.ffn_gate_exps.weight", l, m->type, 3, e, f, x, 0);
+            ADD("blk.%u.ffn_up_exps.weight", l, m->type, 3, e, f, x, 0);
+            ADD("blk.%u.ffn_down_exps.weight", l, m->type, 3, f, e, x, 0);
+        } else {
+            ADD("blk.%u.ffn_gate.weight", l, m->type, 2, e, f, 1, 0);
+            ADD("blk.%u.ffn_up.weight", l, m->type, 2, e, f, 1, 0);
+            ADD("blk.%u.ffn_down.weight", l, m->type, 2, f, e, 1, 0);
+        }
     }
-    ADD("output_norm.weight%.0u", 0u, ANVIL_TYPE_F32, 1, e, 1, 1);
-    ADD("output.weight%.0u", 0u, m->type, 2, e, (uint64_t)m->n_vocab, 0);
+    ADD("output_norm.weight%.0u", 0u, ANVIL_TYPE_F32, 1, e, 1, 1, 1);
+    if (!m->tied_embeddings) ADD("output.weight%.0u", 0u, m->type, 2, e, (uint64_t)m->n_vocab, 1, 0);
 #undef ADD
     *out = t;
     *count = k;
+    return ANVIL_OK;
+}
+
+/* The tokenizer.* keys of another file, raw. */
+static int copy_vocab(anvil_gguf_writer *w, const anvil_gguf *from, uint32_t n_vocab, anvil_error *err) {
+    anvil_gguf_array tokens;
+    if (anvil_gguf_get_array(from, "tokenizer.ggml.tokens", &tokens, err) != ANVIL_OK) return err ? err->code : ANVIL_E_NOT_FOUND;
+    if (tokens.count != n_vocab) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
+                               " tokens, the model n_vocab %u", tokens.count, n_vocab);
+    }
+    for (size_t i = 0; i < anvil_gguf_kv_count(from); ++i) {
+        const anvil_gguf_kv *kv = anvil_gguf_kv_at(from, i);
+        if (strncmp(kv->key, "tokenizer.", 10) != 0) continue;
+        const int rc = anvil_gguf_writer_copy_kv(w, kv, err);
+        if (rc != ANVIL_OK) return rc;
+    }
     return ANVIL_OK;
 }
 
@@ -174,7 +202,11 @@ static int set_metadata(anvil_gguf_writer *w, const anvil_synth_model *m, anvil_
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", file_type, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "llama.vocab_size", m->n_vocab, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "llama.rope.dimension_count", m->n_embd / m->n_head, err);
-    if (rc == ANVIL_OK) rc = set_vocab(w, m->n_vocab, err);
+    if (rc == ANVIL_OK && m->n_expert > 0) rc = anvil_gguf_writer_set_u32(w, "llama.expert_count", m->n_expert, err);
+    if (rc == ANVIL_OK && m->n_expert > 0) {
+        rc = anvil_gguf_writer_set_u32(w, "llama.expert_used_count", m->n_expert_used, err);
+    }
+    if (rc == ANVIL_OK) rc = m->tokenizer_from ? copy_vocab(w, m->tokenizer_from, m->n_vocab, err) : set_vocab(w, m->n_vocab, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.quantization_version", 2, err);
     return rc;
 }
@@ -238,7 +270,7 @@ ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model 
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w, path, err);
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
         const synth_tensor *st = &t[i];
-        const uint64_t cols = st->ne[0], rows = st->ne[1];
+        const uint64_t cols = st->ne[0], rows = st->ne[1] * st->ne[2];
         const size_t es = st->type == ANVIL_TYPE_F32 ? 4 : 2;
         for (uint64_t r = 0; r < rows; ++r) {
             fill_row(row, cols, m->seed, i, r, st->is_norm);

@@ -74,7 +74,7 @@ expect 2 "anvil: unknown command 'frobnicate'" frobnicate
 jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
 expect 2 "anvil: unknown option '--bogus'" --bogus
 expect 2 'anvil: --config needs a file' --config
-for c in plugins codec bench inspect meta reemit split merge transcode merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
     expect 0 '' help "$c"
     expect 0 '' "$c" --help
     grep -q "^usage: anvil $c" "$tmp/out" || fail "$c --help: no usage line"
@@ -88,7 +88,7 @@ grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help 
 "$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
 checks=$((checks + 1))
 # The man page holds every command's --help text (the same strings).
-for c in plugins codec bench inspect meta reemit split merge transcode merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
     checks=$((checks + 1))
     grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
 done
@@ -246,7 +246,7 @@ expect 0 '[1/*' transcode --from "$tmp/m.gguf" --out "$tmp/q3.gguf" --dtype q8_0
 grep -q '^\[1/' "$tmp/err" || fail "transcode --progress: no progress lines"
 jexpect 2 "anvil transcode: --dtype 'q9_K': *" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q9_K
 expect 2 'anvil transcode: --from and --out are required' transcode --dtype q8_0
-expect 2 "anvil transcode: --tensor-type 'attn_(=q8_0': not a valid POSIX extended regex*" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q8_0 --tensor-type 'attn_(=q8_0'
+expect 2 "anvil transcode: --tensor-type 'attn_(=q8_0': not a valid ECMAScript regular expression*" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q8_0 --tensor-type 'attn_(=q8_0'
 expect 2 "anvil transcode: --tensor-type '\\[': expected REGEX=TYPE*" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --tensor-type '['
 expect 2 "anvil transcode: the output '*' is a folder*" transcode --from "$tmp/m.gguf" --out "$tmp" --dtype q8_0
 expect 1 'anvil transcode: *' transcode --from "$tmp/nope.gguf" --out "$tmp/x.gguf" --dtype q8_0
@@ -255,6 +255,58 @@ expect 2 'anvil merge-lora: --alpha is required*' merge-lora --from "$tmp/m.gguf
 jexpect 2 "anvil merge-lora: --alpha 'x' is not a finite number" merge-lora --from "$tmp/m.gguf" --adapters a --out "$tmp/x.gguf" --alpha x
 expect 2 "anvil merge-lora: unknown or incomplete option '--bogus'" merge-lora --bogus
 jexpect 1 'anvil merge-lora: *' merge-lora --from "$tmp/m.gguf" --adapters "$tmp/none" --out "$tmp/x.gguf" --alpha 1
+
+# ---- quantize -----------------------------------------------------------------
+jexpect 0 '' quantize "$tmp/m.gguf" "$tmp/qz.gguf" Q4_K_M
+jexpect 0 '' quantize --dry-run "$tmp/m.gguf" "$tmp/qzd.gguf" 15
+[ -e "$tmp/qzd.gguf" ] && fail "quantize --dry-run wrote its output"
+expect 0 '[1/*' quantize --progress --no-quality --quiet "$tmp/m.gguf" "$tmp/qz3.gguf" q8_0 1
+grep -q '^\[1/' "$tmp/err" || fail "quantize --progress: no progress lines"
+# The default output: <IN's folder>/ggml-model-<TYPE>.gguf.
+expect 0 '' quantize --quiet "$tmp/m.gguf" q8_0
+[ -f "$tmp/ggml-model-Q8_0.gguf" ] || fail "quantize: no ggml-model-Q8_0.gguf next to the input"
+# A wrong TYPE lists the valid ones.
+jexpect 2 "anvil quantize: invalid TYPE 'Q4_K_X'" quantize "$tmp/m.gguf" "$tmp/x.gguf" Q4_K_X
+grep -q 'Q4_K_M' "$tmp/err" && grep -q '15  or  Q4_K ' "$tmp/err" || fail "quantize: a wrong TYPE does not list the presets"
+expect 2 "anvil quantize: '*' is no TYPE*" quantize "$tmp/m.gguf" "$tmp/x.gguf"
+expect 2 'anvil quantize: no IN.gguf and TYPE given' quantize
+expect 2 "anvil quantize: unknown option or missing value: '--bogus'" quantize --bogus
+expect 2 'anvil quantize: --tensor-type: *ECMAScript*' quantize --tensor-type 'attn_(=q8_0' "$tmp/m.gguf" q8_0
+expect 2 'anvil quantize: --tensor-type: *missing quantization type*' quantize --tensor-type 'attn_v=' "$tmp/m.gguf" q8_0
+expect 2 "anvil quantize: --output-tensor-type 'q8_K': an activation format*" quantize --output-tensor-type q8_K "$tmp/m.gguf" q8_0
+expect 2 'anvil quantize: --override-kv: invalid boolean*' quantize --override-kv a=bool:yes "$tmp/m.gguf" q8_0
+expect 2 "anvil quantize: --prune-layers: invalid layer id 'x'" quantize --prune-layers 1,x "$tmp/m.gguf" q8_0
+expect 2 'anvil quantize: --include-weights and --exclude-weights cannot be used together' quantize --include-weights a --exclude-weights b "$tmp/m.gguf" q8_0
+expect 2 "anvil quantize: the output '*' is a folder*" quantize "$tmp/m.gguf" "$tmp" q8_0
+expect 2 "anvil quantize: invalid nthread 'x'" quantize "$tmp/m.gguf" "$tmp/x.gguf" q8_0 x
+# A pattern matching nothing is a warning naming it.
+expect 0 'anvil quantize: warning: --tensor-type nothing_here matches no tensor' quantize --quiet --tensor-type 'nothing_here=q8_0' "$tmp/m.gguf" "$tmp/qz4.gguf" Q4_K_M
+# IQ2_XXS without an importance matrix: llama.cpp's refusal.
+jexpect 1 'anvil quantize: this quantization requires an importance matrix*' quantize "$tmp/m.gguf" "$tmp/x.gguf" IQ2_XXS
+[ -e "$tmp/x.gguf" ] && fail "a refused quantize left an output"
+jexpect 1 "anvil quantize: *cannot open importance matrix*" quantize --imatrix "$tmp/none.dat" "$tmp/m.gguf" "$tmp/x.gguf" IQ2_XXS
+printf 'junk' > "$tmp/junk.dat"
+expect 1 "anvil quantize: *junk.dat: legacy imatrix: entry 1 of *: bad or truncated name*" quantize --imatrix "$tmp/junk.dat" "$tmp/m.gguf" "$tmp/x.gguf" IQ2_XXS
+# A quantized input: llama.cpp's message unless --allow-requantize.
+jexpect 1 'anvil quantize: requantizing from type q*_K is disabled*' quantize "$tmp/qz.gguf" "$tmp/x.gguf" Q8_0
+expect 0 '' quantize --quiet --allow-requantize "$tmp/qz.gguf" "$tmp/rq.gguf" Q8_0
+# The output may be the input: replaced atomically, and it says so.
+cp "$tmp/m.gguf" "$tmp/same.gguf"
+expect 0 '' quantize "$tmp/same.gguf" "$tmp/same.gguf" Q8_0
+grep -q 'was replaced (atomically)' "$tmp/out" || fail "quantize IN IN: no note that the input was replaced"
+expect 0 '' inspect "$tmp/same.gguf" --no-tensors
+# A truncated input names the tensor that does not fit.
+head -c 200000 "$tmp/m.gguf" > "$tmp/trunc.gguf"
+jexpect 1 'anvil quantize: *' quantize "$tmp/trunc.gguf" "$tmp/x.gguf" Q8_0
+grep -q "tensor '" "$tmp/err" || fail "quantize of a truncated file does not name the tensor"
+[ -e "$tmp/x.gguf" ] && fail "a refused quantize left an output"
+# transcode: nothing encoded is a loud warning pointing to quantize.
+if [ -f "$shared/stories260K.v3.gguf" ]; then
+    expect 0 'anvil transcode: WARNING: 0 tensors encoded*' transcode --from "$shared/stories260K.v3.gguf" --out "$tmp/t.gguf" --dtype q4_K --quiet
+    grep -q 'anvil quantize' "$tmp/err" || fail "transcode: the 0-tensors warning does not point to anvil quantize"
+fi
+expect 1 "anvil transcode: tensor '*' is already quantized*--allow-requantize*" transcode --from "$tmp/qz.gguf" --out "$tmp/x.gguf" --dtype q8_0
+expect 0 '' transcode --from "$tmp/qz.gguf" --out "$tmp/deq.gguf" --dtype f16 --quiet
 
 echo "cli suite: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -510,7 +510,7 @@ static const char *id_for(const jv *doc) {
     static const char *const aliases[][2] = {
         { "reemit", "written" }, { "split", "written" }, { "merge", "written" },
         { "meta set", "meta edit" }, { "meta delete", "meta edit" }, { "meta rename", "meta edit" },
-        { "codec decode", "codec encode" }, { "merge-lora", "transcode" },
+        { "codec decode", "codec encode" }, { "merge-lora", "transcode" }, { "quantize", "transcode" },
     };
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; ++i) {
         if (strcmp(c->str, aliases[i][0]) == 0) return aliases[i][1];

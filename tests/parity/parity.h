@@ -35,6 +35,9 @@ int parity_same_bits(float a, float b);
 size_t parity_first_diff_f32(const float *a, const float *b, size_t n);
 /* Index of the first differing byte, or n. */
 size_t parity_first_diff_u8(const void *a, const void *b, size_t n);
+/* The config anvil's context is opened with: $ANVIL_CONFIG, else the
+ * build's (NULL: anvil's default search). */
+const char *parity_config_path(void);
 /* |a - b| <= tol * max(|a|, |b|, floor) */
 int parity_close(float a, float b, float rel_tol, float abs_floor);
 

@@ -21,6 +21,7 @@ int parity_gguf(parity_ctx *pc) __attribute__((weak));
 int parity_transcode(parity_ctx *pc) __attribute__((weak));
 int parity_backends(parity_ctx *pc) __attribute__((weak));
 int parity_imatrix(parity_ctx *pc) __attribute__((weak));
+int parity_quantize(parity_ctx *pc) __attribute__((weak));
 
 typedef int (*family_fn)(parity_ctx *);
 
@@ -33,10 +34,12 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "transcode") == 0) return parity_transcode;
     if (strcmp(n, "backends") == 0) return parity_backends;
     if (strcmp(n, "imatrix") == 0) return parity_imatrix;
+    if (strcmp(n, "quantize") == 0) return parity_quantize;
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0", "kquants", "ternary", "cold", "gguf", "transcode", "backends", "imatrix" };
+static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",    "gguf",
+                                            "transcode", "backends", "imatrix", "quantize" };
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
                    size_t mismatches) {
@@ -71,6 +74,16 @@ size_t parity_first_diff_u8(const void *a, const void *b, size_t n) {
     return n;
 }
 
+const char *parity_config_path(void) {
+#ifdef ANVIL_TEST_CONFIG
+    static const char build_config[] = ANVIL_TEST_CONFIG;
+#else
+    static const char build_config[] = "";
+#endif
+    const char *e = getenv("ANVIL_CONFIG");
+    return e != NULL && *e != '\0' ? e : (build_config[0] ? build_config : NULL);
+}
+
 int parity_close(float a, float b, float rel_tol, float abs_floor) {
     if (isnan(a) || isnan(b)) {
         return isnan(a) && isnan(b);
@@ -85,9 +98,10 @@ int parity_close(float a, float b, float rel_tol, float abs_floor) {
 static void usage(void) {
     puts("usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]\n"
          "                    [--oracle DIR] [--require-oracle] [--verbose]\n"
-         "Compares anvil's encoders, decoders and dot products with ggml's, loaded by\n"
+         "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
+         "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends imatrix\n"
+         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 

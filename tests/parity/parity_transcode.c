@@ -35,15 +35,6 @@
 #ifndef ANVIL_SHARED_TESTDATA
 #define ANVIL_SHARED_TESTDATA ""
 #endif
-#ifndef ANVIL_TEST_CONFIG
-#define ANVIL_TEST_CONFIG ""
-#endif
-
-/* test_env.c's helpers pull in CUnit, which this program does not link. */
-static const char *config_path(void) {
-    const char *e = getenv("ANVIL_CONFIG");
-    return e != NULL && *e != '\0' ? e : (ANVIL_TEST_CONFIG[0] ? ANVIL_TEST_CONFIG : NULL);
-}
 
 static const char *shared_path(const char *name, char *buf, size_t size) {
     struct stat st;
@@ -385,7 +376,7 @@ int parity_transcode(parity_ctx *pc) {
     }
     anvil_ctx *ctx = NULL;
     anvil_error err;
-    if (anvil_ctx_open(&ctx, config_path(), &err) != ANVIL_OK) {
+    if (anvil_ctx_open(&ctx, parity_config_path(), &err) != ANVIL_OK) {
         fprintf(stderr, "parity transcode: %s\n", err.message);
         parity_report(pc, "ctx", "anvil context opens", 1, 1);
         return 1;

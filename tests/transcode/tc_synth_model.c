@@ -1,11 +1,12 @@
 /*
- * tc_synth_model OUT.gguf [small|demo|big] [f32|f16|bf16]
- * tc_synth_model --size [small|demo|big]
+ * tc_synth_model OUT.gguf [small|demo|bench|big] [f32|f16|bf16]
+ * tc_synth_model --size [small|demo|bench|big]
  *
  * Writes (or sizes) a deterministic llama-shaped model through
  * anvil_synth_model_write, for the CLI and big transcode tests.
  *   small  vocab 512, n_embd 256, n_ff 512, 2 layers (~1 MB in F16)
  *   demo   vocab 4096, n_embd 512, n_ff 1536, 4 layers (~34 MB)
+ *   bench  vocab 32000, n_embd 1024, n_ff 2816, 8 layers, GQA 4 (~250 MB: quantize timings)
  *   big    vocab 32000, n_embd 2048, n_ff 5632, 19 layers: > 2 GiB in F16
  */
 #include <inttypes.h>
@@ -19,11 +20,13 @@ static int preset(const char *name, anvil_synth_model *m) {
     m->type = ANVIL_TYPE_F16;
     m->seed = 1234;
     if (strcmp(name, "small") == 0) {
-        *m = (anvil_synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL };
+        *m = (anvil_synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
     } else if (strcmp(name, "demo") == 0) {
-        *m = (anvil_synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL };
+        *m = (anvil_synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
+    } else if (strcmp(name, "bench") == 0) {
+        *m = (anvil_synth_model){ 32000, 1024, 2816, 8, 16, 4, ANVIL_TYPE_F16, 1234, "anvil bench llama", NULL, 0, 0, 0 };
     } else if (strcmp(name, "big") == 0) {
-        *m = (anvil_synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama" };
+        *m = (anvil_synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama", NULL, 0, 0, 0 };
     } else {
         return -1;
     }
@@ -43,7 +46,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 2 || preset(argc > 2 ? argv[2] : "small", &m) != 0) {
-        fprintf(stderr, "usage: tc_synth_model OUT.gguf [small|demo|big] [f32|f16|bf16]\n");
+        fprintf(stderr, "usage: tc_synth_model OUT.gguf [small|demo|bench|big] [f32|f16|bf16]\n");
         return 2;
     }
     if (argc > 3) {

@@ -85,7 +85,14 @@ static void test_global_dtype(void) {
     anvil_transcode_options_init(&o);
     o.dtype = ANVIL_TYPE_Q4_K;
     const char *out = tc_path("policy-q4k.gguf");
+    /* Two q8_0 tensors would be requantized: refused, naming the first. */
     tc_result r = tc_transcode(policy_path(), out, &o, 0);
+    CU_ASSERT_EQUAL(r.rc, ANVIL_E_INVALID_ARG);
+    CU_ASSERT(strstr(r.err.message, "'q.weight' is already quantized (q8_0)") != NULL);
+    CU_ASSERT(strstr(r.err.message, "--allow-requantize") != NULL && strstr(r.err.message, "2 tensors") != NULL);
+    tc_result_free(&r);
+    o.allow_requantize = 1;
+    r = tc_transcode(policy_path(), out, &o, 0);
     CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
     expect(r.t, "token_embd.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
     expect(r.t, "blk.0.attn_norm.weight", ANVIL_TRANSCODE_KEEP_POLICY, ANVIL_TYPE_F32);
@@ -95,8 +102,8 @@ static void test_global_dtype(void) {
     expect(r.t, "blk.0.attn_q.bias", ANVIL_TRANSCODE_KEEP_POLICY, ANVIL_TYPE_F16);
     expect(r.t, "col.weight", ANVIL_TRANSCODE_KEEP_POLICY, ANVIL_TYPE_F16);
     expect(r.t, "odd.weight", ANVIL_TRANSCODE_KEEP_ROWS, ANVIL_TYPE_F16);
-    expect(r.t, "q.weight", ANVIL_TRANSCODE_KEEP_QUANTIZED, ANVIL_TYPE_Q8_0);
-    expect(r.t, "blk.0.ffn_up_exps.weight", ANVIL_TRANSCODE_KEEP_QUANTIZED, ANVIL_TYPE_Q8_0);
+    expect(r.t, "q.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
+    expect(r.t, "blk.0.ffn_up_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
     expect(r.t, "blk.0.ffn_gate_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
     expect(r.t, "ids.weight", ANVIL_TRANSCODE_KEEP_SOURCE, ANVIL_TYPE_I32);
     expect(r.t, "output.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K); /* from F32 */
@@ -104,10 +111,10 @@ static void test_global_dtype(void) {
     CU_ASSERT(q->want_type == ANVIL_TYPE_Q4_K && q->rule != NULL && strcmp(q->rule, "--dtype") == 0);
     anvil_transcode_summary s;
     anvil_transcode_get_summary(r.t, &s);
-    CU_ASSERT_EQUAL(s.n_kept_quantized, 2);
+    CU_ASSERT_EQUAL(s.n_kept_quantized, 0);
     CU_ASSERT_EQUAL(s.n_kept_rows, 1);
     CU_ASSERT_EQUAL(s.n_kept_source, 1);
-    CU_ASSERT_EQUAL(s.n_converted, 6);
+    CU_ASSERT_EQUAL(s.n_converted, 8);
     CU_ASSERT_EQUAL(s.dominant_type, ANVIL_TYPE_Q4_K);
     CU_ASSERT_EQUAL(s.file_type, 15); /* LLAMA_FTYPE_MOSTLY_Q4_K_M */
     check_bytes(&r, out);
@@ -121,20 +128,31 @@ static void test_global_dtype(void) {
     expect(r.t, "q.weight", ANVIL_TRANSCODE_KEEP_SAME, ANVIL_TYPE_Q8_0);
     check_bytes(&r, tc_path("policy-q8.gguf"));
     tc_result_free(&r);
+
+    /* f16 and f32 dequantize without --allow-requantize (ggml's decoder). */
+    o.allow_requantize = 0;
+    o.dtype = ANVIL_TYPE_F16;
+    r = tc_transcode(policy_path(), tc_path("policy-f16.gguf"), &o, 0);
+    CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
+    expect(r.t, "q.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_F16);
+    expect(r.t, "blk.0.ffn_up_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_F16);
+    check_bytes(&r, tc_path("policy-f16.gguf"));
+    tc_result_free(&r);
 }
 
 static void test_experts_requantize(void) {
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
-    o.dtype = ANVIL_TYPE_Q4_K;
+    o.dtype = ANVIL_TYPE_F16;
     o.experts_dtype = ANVIL_TYPE_Q4_K;
     const char *out = tc_path("policy-experts.gguf");
     tc_result r = tc_transcode(policy_path(), out, &o, 0);
     CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
-    /* Quantized experts are requantized, the other quantized tensor is not. */
+    /* Quantized experts are requantized without --allow-requantize; the
+     * other quantized tensor is only dequantized. */
     expect(r.t, "blk.0.ffn_up_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
     expect(r.t, "blk.0.ffn_gate_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
-    expect(r.t, "q.weight", ANVIL_TRANSCODE_KEEP_QUANTIZED, ANVIL_TYPE_Q8_0);
+    expect(r.t, "q.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_F16);
     const anvil_transcode_tensor *e = tc_find(r.t, "blk.0.ffn_up_exps.weight");
     CU_ASSERT(strcmp(e->rule, "--experts-dtype") == 0);
     CU_ASSERT_EQUAL(e->n_rows, 12); /* 4 rows x 3 experts */
@@ -157,7 +175,8 @@ static void test_overrides(void) {
         { "attn", ANVIL_TYPE_Q5_0 },
         { "^output\\.weight$", ANVIL_TYPE_Q6_K }, /* beats --output-tensor-type */
         { "norm", ANVIL_TYPE_Q8_0 },            /* norms stay out whatever the rules */
-        { "^q\\.weight$", ANVIL_TYPE_Q4_0 },     /* quantized: still not requantized */
+        { "^q\\.weight$", ANVIL_TYPE_F32 },      /* quantized: a rule may dequantize it */
+        { "_exps", ANVIL_TYPE_F16 },               /* the q8_0 experts too (the f16 ones stay) */
     };
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
@@ -176,7 +195,9 @@ static void test_overrides(void) {
     expect(r.t, "blk.0.ffn_up.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q4_K);
     expect(r.t, "blk.0.attn_norm.weight", ANVIL_TRANSCODE_KEEP_POLICY, ANVIL_TYPE_F32);
     expect(r.t, "blk.0.ffn_norm.weight", ANVIL_TRANSCODE_KEEP_POLICY, ANVIL_TYPE_F16);
-    expect(r.t, "q.weight", ANVIL_TRANSCODE_KEEP_QUANTIZED, ANVIL_TYPE_Q8_0);
+    expect(r.t, "q.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_F32);
+    expect(r.t, "blk.0.ffn_up_exps.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_F16);
+    expect(r.t, "blk.0.ffn_gate_exps.weight", ANVIL_TRANSCODE_KEEP_SAME, ANVIL_TYPE_F16);
     CU_ASSERT_STRING_EQUAL(tc_find(r.t, "blk.0.attn_v.weight")->rule, "--tensor-type attn_v");
     CU_ASSERT_STRING_EQUAL(tc_find(r.t, "token_embd.weight")->rule, "--token-embedding-type");
     check_bytes(&r, out);
@@ -184,6 +205,7 @@ static void test_overrides(void) {
 
     /* --output-tensor-type applies when no rule takes output.weight. */
     o.n_rules = 2;
+    o.allow_requantize = 1; /* q.weight and the experts now meet --dtype */
     r = tc_transcode(policy_path(), tc_path("policy-rules2.gguf"), &o, 1);
     CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
     expect(r.t, "output.weight", ANVIL_TRANSCODE_CONVERT, ANVIL_TYPE_Q8_0);
@@ -204,23 +226,23 @@ static void expect_refused(anvil_transcode_options *o, int code, const char *nee
 static void test_refusals(void) {
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
-    o.dtype = ANVIL_TYPE_IQ2_XXS; /* decode-only: needs an importance matrix */
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--dtype: iq2_xxs cannot be written");
+    o.dtype = ANVIL_TYPE_IQ2_XXS; /* ggml encodes it only with an importance matrix */
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--dtype: iq2_xxs cannot be written without an importance matrix");
     o.dtype = ANVIL_TYPE_Q8_K; /* an activation format */
     expect_refused(&o, ANVIL_E_INVALID_ARG, "activation format");
     o.dtype = ANVIL_TYPE_I32;
     expect_refused(&o, ANVIL_E_INVALID_ARG, "not a weight format");
     o.dtype = ANVIL_TYPE_Q4_K;
     o.experts_dtype = ANVIL_TYPE_IQ1_S;
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--experts-dtype");
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--experts-dtype");
     o.experts_dtype = NO;
     const anvil_transcode_rule bad[] = { { "attn_(q", ANVIL_TYPE_Q8_0 } };
     o.rules = bad;
     o.n_rules = 1;
-    expect_refused(&o, ANVIL_E_INVALID_ARG, "not a valid POSIX extended regex");
+    expect_refused(&o, ANVIL_E_INVALID_ARG, "not a valid ECMAScript regular expression");
     const anvil_transcode_rule bad_type[] = { { "attn", ANVIL_TYPE_IQ2_XS } }; /* needs an imatrix */
     o.rules = bad_type;
-    expect_refused(&o, ANVIL_E_ENCODER_UNAVAILABLE, "--tensor-type rule 1");
+    expect_refused(&o, ANVIL_E_NEEDS_IMATRIX, "--tensor-type rule 1");
 }
 
 /* KVs copied raw and in order; quantization_version then file_type set last,

@@ -10,15 +10,16 @@
  *    count, as in ggml_n_dims), a name ending in ".weight", and no "norm" in
  *    the name. Everything else keeps its stored type and bytes.
  *  - The type a matrix weight gets comes from, first match wins: the
- *    --tensor-type rules (POSIX extended regex searched in the name, in the
+ *    --tensor-type rules (ECMAScript regex, as llama.cpp reads them, searched in the name, in the
  *    order given), the output / token-embedding types (for "output.weight"
  *    and "token_embd.weight"), the experts type (names ending in
  *    "_exps.weight"), then the global dtype. None: it keeps its type.
- *  - Sources must be F32, F16 or BF16. A tensor that is already quantized
- *    is not requantized (two quantization errors would stack): it is copied
- *    verbatim and listed. The one exception is the experts type: experts are
- *    where bytes cost most in decode bandwidth and where redundancy keeps the
- *    risk lowest, so it may requantize.
+ *  - A tensor that is already quantized is not requantized (two
+ *    quantization errors would stack): asking for another block format is
+ *    refused at plan time, naming the tensor, unless allow_requantize is set.
+ *    Asking for f16 or f32 dequantizes it (ggml's decoder, bit for bit). The
+ *    experts type may always requantize: experts are where bytes cost most in
+ *    decode bandwidth and where redundancy keeps the risk lowest.
  *  - A row length that is not a multiple of the target's block keeps the
  *    source type (no silent fallback to another format) and is listed.
  *
@@ -61,7 +62,7 @@ extern "C" {
 
 /* One --tensor-type rule. */
 typedef struct anvil_transcode_rule {
-    const char *pattern;     /* POSIX extended regex, searched in the tensor name */
+    const char *pattern;     /* ECMAScript regex (llama.cpp's dialect), searched in the name */
     uint32_t type;
 } anvil_transcode_rule;
 
@@ -100,6 +101,7 @@ typedef struct anvil_transcode_options {
     anvil_transcode_progress_fn progress;
     void *progress_arg;
     anvil_transcode_hook hook; /* optional */
+    int allow_requantize;      /* --dtype / --tensor-type may requantize quantized tensors */
 } anvil_transcode_options;
 
 /* Every type ANVIL_TRANSCODE_NO_TYPE, everything else zero. */
@@ -135,6 +137,11 @@ typedef struct anvil_transcode_tensor {
     int has_quality;
     double rmse, max_abs, snr_db; /* snr_db is +inf when the error is exactly 0 */
     double sum_sq_err, sum_sq_signal;
+    /* Since ABI 1.1 (quantize): */
+    uint32_t fallback_from;    /* the type chosen before the row-length fallback, or NO_TYPE */
+    const float *imatrix;      /* importance weights handed to the encoder: ne[0] per expert, or NULL */
+    const char *imatrix_name;  /* the importance-matrix entry they come from, or NULL */
+    int needs_imatrix;         /* llama.cpp requires an importance matrix for its target type */
 } anvil_transcode_tensor;
 
 /* Per output type, over the tensors encoded to it. */
@@ -160,6 +167,10 @@ typedef struct anvil_transcode_summary {
     double seconds;
     double mb_per_s;           /* source tensor bytes / seconds, in 1e6 bytes */
     uint64_t peak_rss_bytes;   /* the process's peak resident set (getrusage) */
+    /* Since ABI 1.1 (quantize): */
+    size_t n_fallback;         /* tensors whose row length forced another type */
+    size_t n_dropped;          /* input tensors left out (--prune-layers) */
+    int needs_imatrix;         /* some tensor's type requires an importance matrix it does not have */
 } anvil_transcode_summary;
 
 typedef struct anvil_transcode anvil_transcode;
@@ -188,6 +199,11 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err);
 ANVIL_API size_t anvil_transcode_quality_count(const anvil_transcode *t);
 ANVIL_API int anvil_transcode_quality_at(const anvil_transcode *t, size_t i,
                                          anvil_transcode_quality *out);
+
+/* Warnings the plan raised (a --tensor-type pattern that matches nothing, a
+ * tensor without importance-matrix weights, ...), in order. */
+ANVIL_API size_t anvil_transcode_warning_count(const anvil_transcode *t);
+ANVIL_API const char *anvil_transcode_warning_at(const anvil_transcode *t, size_t i);
 
 /* llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose dominant
  * type is `type`, as llama.cpp's loader guesses it (k-quants: the _M mix);
@@ -247,14 +263,20 @@ ANVIL_API int anvil_lora_map_name(const char *hf_path, char *buf, size_t size);
 /* ---- a synthetic llama-shaped model -------------------------------------- */
 
 /* For demos, tests and benchmarks: a real GGUF with llama metadata (llama.*
- * hyperparameters, a llama-style tokenizer vocabulary of n_vocab entries)
- * and deterministic weights (heavy-tailed, per-row scales; norms near 1 in
- * F32), in llama.cpp's tensor names and order. */
+ * hyperparameters, a llama-style tokenizer vocabulary of n_vocab entries, or
+ * a real one copied from another file) and deterministic weights
+ * (heavy-tailed, per-row scales; norms and the expert router in F32), in
+ * llama.cpp's tensor names and order. */
 typedef struct anvil_synth_model {
     uint32_t n_vocab, n_embd, n_ff, n_layer, n_head, n_head_kv;
     uint32_t type;           /* type of the matrices: F32, F16 or BF16 */
     uint64_t seed;
     const char *name;        /* general.name; NULL: "anvil synthetic llama" */
+    /* Optional (zero: a dense model with anvil's own vocabulary): */
+    const anvil_gguf *tokenizer_from; /* copy this file's tokenizer.* keys (its token count must be n_vocab) */
+    uint32_t n_expert;       /* > 0: Mixtral-style MoE layers (ffn_gate_inp, ffn_{gate,up,down}_exps) */
+    uint32_t n_expert_used;
+    int tied_embeddings;     /* no output.weight: the output reuses token_embd */
 } anvil_synth_model;
 
 ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model *m,

@@ -1,0 +1,396 @@
+/*
+ * anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]
+ *
+ * llama-quantize's command line over anvil/quantize.h: the same positional
+ * form (OUT defaults to <IN's folder>/ggml-model-<TYPE>.gguf), the same
+ * options and option syntax, the same bytes out. Options may also come after
+ * the positional arguments. anvil's own: --json, --quiet, --no-quality.
+ * Exit: 0 done, 1 the work failed, 2 a usage error.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "anvil/quantize.h"
+#include "cli.h"
+#include "cli_gguf.h"
+#include "cmd_transcode.h"
+
+#define QZ_MAX_LIST 1024
+
+static void print_presets(FILE *f) {
+    fprintf(f, "allowed quantization types (TYPE, by name or number):\n");
+    for (size_t i = 0; i < anvil_quantize_preset_count(); ++i) {
+        const anvil_quantize_preset *p = anvil_quantize_preset_at(i);
+        if (strcmp(p->name, "COPY") != 0) {
+            fprintf(f, "  %2u  or  ", p->ftype);
+        } else {
+            fprintf(f, "          ");
+        }
+        fprintf(f, "%-9s : %s\n", p->name, p->desc);
+    }
+}
+
+const char cli_help_quantize[] =
+    "usage: anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]\n"
+    "\n"
+    "llama-quantize's job with llama.cpp's policy, byte for byte: the same presets,\n"
+    "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
+    "llama_model_quantize, streamed out of core (memory bounded by one tensor). OUT\n"
+    "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be IN itself (written\n"
+    "to a temporary file and renamed over it). NTHREADS <= 0: every core.\n"
+    "\n"
+    "TYPE, a preset name (any case) or its number:\n"
+    "  Q1_0 Q2_0 Q4_0 Q4_1 MXFP4_MOE Q5_0 Q5_1 IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ1_S IQ1_M\n"
+    "  TQ1_0 TQ2_0 Q2_K Q2_K_S IQ3_XXS IQ3_S IQ3_M Q3_K IQ3_XS Q3_K_S Q3_K_M Q3_K_L\n"
+    "  IQ4_NL IQ4_XS Q4_K Q4_K_S Q4_K_M Q5_K Q5_K_S Q5_K_M Q6_K Q8_0 F16 BF16 F32 COPY\n"
+    "  (Q3_K, Q4_K, Q5_K are Q3_K_M, Q4_K_M, Q5_K_M; a wrong TYPE lists the numbers)\n"
+    "\n"
+    "options (llama-quantize's):\n"
+    "  --allow-requantize          allow requantizing tensors that are already quantized\n"
+    "                              (quality suffers compared with quantizing from 16/32 bit)\n"
+    "  --leave-output-tensor       leave output.weight un(re)quantized\n"
+    "  --pure                      no k-quant mixture: every tensor gets the preset's type\n"
+    "  --imatrix FILE              importance matrix (GGUF or legacy .dat from llama-imatrix)\n"
+    "  --include-weights NAME      use the importance matrix only for tensors containing NAME\n"
+    "  --exclude-weights NAME      do not use it for tensors containing NAME (not with\n"
+    "                              --include-weights)\n"
+    "  --output-tensor-type T      ggml type of output.weight\n"
+    "  --token-embedding-type T    ggml type of the token embeddings\n"
+    "  --tensor-type PATTERN=T     tensors whose name matches PATTERN (ECMAScript regex, as\n"
+    "                              llama.cpp's std::regex; lower-cased; searched) get T;\n"
+    "                              repeatable, first match wins, e.g. 'blk\\.\\d+\\.attn_v=q8_0'\n"
+    "  --tensor-type-file FILE     PATTERN=T items separated by spaces or newlines\n"
+    "  --prune-layers L0,L1,...    drop these layers (later ones are renumbered)\n"
+    "  --keep-split                one output part per input part (OUT-0000i-of-0000N.gguf)\n"
+    "  --override-kv KEY=TYPE:VAL  set a metadata key (TYPE int, float, bool or str)\n"
+    "  --dry-run                   print the plan and the final size; write nothing\n"
+    "  --max-buffer-size MiB       accepted for compatibility (anvil streams one tensor at a time)\n"
+    "anvil's:\n"
+    "  --json                      the summary as JSON on stdout\n"
+    "  --quiet                     print nothing but errors and warnings\n"
+    "  --progress                  a plain progress line per tensor on stderr (for logs; on a\n"
+    "                              terminal a progress line is shown anyway)\n"
+    "  --no-quality                skip the error figures (decode-back) for a faster run\n";
+
+typedef struct qz_args {
+    const char *pos[8];
+    int n_pos;
+    anvil_quantize_options o;
+    anvil_transcode_rule *rules;
+    size_t n_rules;
+    anvil_kv_override kvs[QZ_MAX_LIST];
+    size_t n_kvs;
+    int32_t prune[QZ_MAX_LIST];
+    size_t n_prune;
+    const char *imatrix_path;
+    const char *include[QZ_MAX_LIST];
+    size_t n_include;
+    const char *exclude[QZ_MAX_LIST];
+    size_t n_exclude;
+    int json, quiet, progress;
+} qz_args;
+
+/* A type given by an option must be one anvil can write. */
+static int usable_type(anvil_ctx *ctx, const char *option, const char *name, uint32_t *out) {
+    anvil_error err;
+    if (anvil_type_from_name(ctx, name, out, &err) != ANVIL_OK) {
+        return cli_usage_error("quantize", "%s '%s': %s", option, name, err.message);
+    }
+    if (*out == ANVIL_TYPE_F32 || *out == ANVIL_TYPE_F16 || *out == ANVIL_TYPE_BF16) return 0;
+    const anvil_codec *c = anvil_ctx_codec(ctx, *out);
+    anvil_type_info ti;
+    const int known = anvil_type_builtin(*out, &ti, NULL) == ANVIL_OK;
+    if (c == NULL) {
+        return cli_usage_error("quantize", "%s '%s': not a weight format anvil can write here%s%s%s", option, name,
+                               known && ti.family_plugin ? " (it comes with the " : "",
+                               known && ti.family_plugin ? ti.family_plugin : "", known && ti.family_plugin ? " plugin)" : "");
+    }
+    if (c->flags & ANVIL_CODEC_ACTIVATION) {
+        return cli_usage_error("quantize", "%s '%s': an activation format, not a weight format", option, name);
+    }
+    return 0;
+}
+
+/* std::stoi's reading: white space, sign, digits, the rest ignored. */
+static int stoi_like(const char *s, long *v) {
+    char *end = NULL;
+    while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
+    if (!((*s >= '0' && *s <= '9') || ((*s == '-' || *s == '+') && s[1] >= '0' && s[1] <= '9'))) return 0;
+    *v = strtol(s, &end, 10);
+    return *v >= -2147483647L - 1 && *v <= 2147483647L;
+}
+
+static int parse_prune(qz_args *a, const char *list) {
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char item[32];
+        long v = -1;
+        if (n < sizeof item) {
+            memcpy(item, p, n);
+            item[n] = '\0';
+            if (!stoi_like(item, &v)) v = -1;
+        }
+        if (v < 0) {
+            return cli_usage_error("quantize", "--prune-layers: invalid layer id '%.*s'", (int)(n > 30 ? 30 : n), p);
+        }
+        if (a->n_prune >= QZ_MAX_LIST) return cli_usage_error("quantize", "--prune-layers: more than %d layers", QZ_MAX_LIST);
+        a->prune[a->n_prune++] = (int32_t)v;
+        if (comma == NULL) break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
+    anvil_quantize_options_init(&a->o);
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i];
+        if (strncmp(o, "--", 2) != 0 || strcmp(o, "--") == 0) {
+            if (strcmp(o, "--") == 0) {
+                for (++i; i < argc; ++i) {
+                    if (a->n_pos >= 8) return cli_usage_error("quantize", "unexpected argument '%s'", argv[i]);
+                    a->pos[a->n_pos++] = argv[i];
+                }
+                break;
+            }
+            if (a->n_pos >= 4) return cli_usage_error("quantize", "unexpected argument '%s'", o);
+            a->pos[a->n_pos++] = o;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (strcmp(o, "--leave-output-tensor") == 0) {
+            a->o.leave_output_tensor = 1;
+        } else if (strcmp(o, "--allow-requantize") == 0) {
+            a->o.allow_requantize = 1;
+        } else if (strcmp(o, "--pure") == 0) {
+            a->o.pure = 1;
+        } else if (strcmp(o, "--keep-split") == 0) {
+            a->o.keep_split = 1;
+        } else if (strcmp(o, "--dry-run") == 0) {
+            a->o.dry_run = 1;
+        } else if (strcmp(o, "--json") == 0) {
+            a->json = 1;
+        } else if (strcmp(o, "--quiet") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(o, "--no-quality") == 0) {
+            a->o.skip_quality = 1;
+        } else if (strcmp(o, "--progress") == 0) {
+            a->progress = 1;
+        } else if (v == NULL) {
+            return cli_usage_error("quantize", "unknown option or missing value: '%s'", o);
+        } else {
+            i++;
+            if (strcmp(o, "--output-tensor-type") == 0) {
+                rc = usable_type(ctx, o, v, &a->o.output_tensor_type);
+            } else if (strcmp(o, "--token-embedding-type") == 0) {
+                rc = usable_type(ctx, o, v, &a->o.token_embedding_type);
+            } else if (strcmp(o, "--tensor-type") == 0) {
+                char *pat = NULL;
+                uint32_t ty = 0;
+                anvil_error err;
+                if (anvil_quantize_parse_tensor_type(ctx, v, &pat, &ty, &err) != ANVIL_OK) {
+                    return cli_usage_error("quantize", "--tensor-type: %s", err.message);
+                }
+                anvil_transcode_rule *r = realloc(a->rules, (a->n_rules + 1) * sizeof *r);
+                if (r == NULL) {
+                    free(pat);
+                    return 1;
+                }
+                a->rules = r;
+                r[a->n_rules].pattern = pat;
+                r[a->n_rules].type = ty;
+                a->n_rules++;
+                rc = usable_type(ctx, o, v + strlen(pat) + 1, &ty);
+            } else if (strcmp(o, "--tensor-type-file") == 0) {
+                void *text = NULL;
+                size_t len = 0;
+                anvil_error err;
+                if (cli_read_file(v, &text, &len, &err) != ANVIL_OK) {
+                    return cli_usage_error("quantize", "--tensor-type-file: %s", err.message);
+                }
+                const size_t before = a->n_rules;
+                const int prc = anvil_quantize_parse_tensor_type_file(ctx, text, len, &a->rules, &a->n_rules, &err);
+                free(text);
+                if (prc != ANVIL_OK) {
+                    return cli_usage_error("quantize", "--tensor-type-file %s: %s", v, err.message);
+                }
+                for (size_t k = before; rc == 0 && k < a->n_rules; ++k) {
+                    anvil_type_info ti;
+                    uint32_t ty;
+                    if (anvil_type_lookup(ctx, a->rules[k].type, &ti, NULL) == ANVIL_OK) rc = usable_type(ctx, o, ti.name, &ty);
+                }
+            } else if (strcmp(o, "--prune-layers") == 0) {
+                rc = parse_prune(a, v);
+            } else if (strcmp(o, "--override-kv") == 0) {
+                anvil_error err;
+                if (a->n_kvs >= QZ_MAX_LIST) return cli_usage_error("quantize", "more than %d --override-kv", QZ_MAX_LIST);
+                if (anvil_kv_override_parse(v, &a->kvs[a->n_kvs], &err) != ANVIL_OK) {
+                    return cli_usage_error("quantize", "--override-kv: %s", err.message);
+                }
+                a->n_kvs++;
+            } else if (strcmp(o, "--imatrix") == 0) {
+                a->imatrix_path = v;
+            } else if (strcmp(o, "--include-weights") == 0) {
+                if (a->n_include >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --include-weights");
+                a->include[a->n_include++] = v;
+            } else if (strcmp(o, "--exclude-weights") == 0) {
+                if (a->n_exclude >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --exclude-weights");
+                a->exclude[a->n_exclude++] = v;
+            } else if (strcmp(o, "--max-buffer-size") == 0) {
+                if (atoi(v) <= 0) return cli_usage_error("quantize", "invalid --max-buffer-size '%s' (MiB, > 0)", v);
+            } else {
+                return cli_usage_error("quantize", "unknown option '%s'", o);
+            }
+        }
+        if (rc != 0) return rc;
+    }
+    if (a->n_include > 0 && a->n_exclude > 0) {
+        return cli_usage_error("quantize", "--include-weights and --exclude-weights cannot be used together");
+    }
+    if (a->n_pos < 2) {
+        return cli_usage_error("quantize", a->n_pos == 0 ? "no IN.gguf and TYPE given" : "no TYPE given");
+    }
+    return 0;
+}
+
+/* IN [OUT] TYPE [NTHREADS], as llama-quantize tells OUT from TYPE. */
+static int positional(qz_args *a, char **out, const anvil_quantize_preset **preset) {
+    const char *in = a->pos[0];
+    int k = 1;
+    *preset = anvil_quantize_preset_find(a->pos[1]);
+    if (*preset != NULL) {
+        const char *slash = strrchr(in, '/');
+        const char *bslash = strrchr(in, '\\');
+        if (bslash != NULL && (slash == NULL || bslash > slash)) slash = bslash;
+        const size_t dir = slash ? (size_t)(slash - in + 1) : 0;
+        const size_t n = dir + strlen("ggml-model-") + strlen((*preset)->name) + 6;
+        *out = malloc(n);
+        if (*out == NULL) return 1;
+        snprintf(*out, n, "%.*sggml-model-%s%s", (int)dir, in, (*preset)->name, a->o.keep_split ? "" : ".gguf");
+        k = 2;
+    } else {
+        *out = strdup(a->pos[1]);
+        if (*out == NULL) return 1;
+        if (a->o.keep_split && strstr(*out, ".gguf") != NULL) (*out)[strlen(*out) - 5] = '\0';
+        if (a->n_pos < 3) {
+            const int rc = cli_usage_error("quantize", "'%s' is no TYPE (and no TYPE follows it)", a->pos[1]);
+            print_presets(stderr);
+            return rc;
+        }
+        *preset = anvil_quantize_preset_find(a->pos[2]);
+        if (*preset == NULL) {
+            const int rc = cli_usage_error("quantize", "invalid TYPE '%s'", a->pos[2]);
+            print_presets(stderr);
+            return rc;
+        }
+        k = 3;
+    }
+    if (a->n_pos > k) {
+        long n;
+        if (!stoi_like(a->pos[k], &n)) return cli_usage_error("quantize", "invalid nthread '%s'", a->pos[k]);
+        a->o.threads = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 0;
+        k++;
+    }
+    if (a->n_pos > k) return cli_usage_error("quantize", "unexpected argument '%s'", a->pos[k]);
+    return 0;
+}
+
+static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
+
+int cmd_quantize(cli_globals *g, int argc, char **argv) {
+    if (cli_wants_help(argc, argv)) return cli_help("quantize");
+    anvil_ctx *ctx = cli_ctx(g);
+    if (ctx == NULL) return 1;
+    qz_args *a = calloc(1, sizeof *a);
+    if (a == NULL) return 1;
+    char *out = NULL;
+    const anvil_quantize_preset *preset = NULL;
+    int rc = parse_args(ctx, argc, argv, a);
+    if (rc == 0) rc = positional(a, &out, &preset);
+    int replaces = 0;
+    if (rc == 0 && !a->o.dry_run && !a->o.keep_split) rc = cli_check_output("quantize", out, a->pos[0], &replaces);
+    if (rc != 0) {
+        free_args(a);
+        free(a);
+        free(out);
+        return rc;
+    }
+    anvil_quantize_options *o = &a->o;
+    o->ftype = preset->ftype;
+    o->only_copy = strcmp(preset->name, "COPY") == 0;
+    o->tensor_types = a->rules;
+    o->n_tensor_types = a->n_rules;
+    o->kv_overrides = a->kvs;
+    o->n_kv_overrides = a->n_kvs;
+    o->prune_layers = a->prune;
+    o->n_prune_layers = a->n_prune;
+    const char *in = a->pos[0];
+    FILE *info = a->json || a->quiet ? NULL : stdout;
+
+    anvil_error err = { 0 };
+    anvil_imatrix *im = NULL;
+    anvil_gguf *src = NULL;
+    anvil_transcode *t = NULL;
+    int status = ANVIL_OK;
+    if (a->imatrix_path != NULL) {
+        status = anvil_imatrix_load(&im, a->imatrix_path, &err);
+        if (status == ANVIL_OK) status = anvil_imatrix_filter(im, a->include, a->n_include, a->exclude, a->n_exclude, &err);
+        if (status == ANVIL_OK) {
+            if (info) {
+                fprintf(info, "loaded %zu importance matrix entries from %s computed on %d chunks%s\n",
+                        anvil_imatrix_count(im), a->imatrix_path, (int)anvil_imatrix_chunk_count(im),
+                        anvil_imatrix_is_legacy(im) ? " (legacy .dat)" : "");
+            }
+            if (anvil_imatrix_count(im) == 0) {
+                fprintf(stderr, "anvil quantize: warning: no importance matrix entry is left after "
+                                "--include/--exclude-weights: quantizing without one\n");
+            }
+            o->imatrix = im;
+            o->imatrix_path = a->imatrix_path;
+        }
+    }
+    cli_progress ps;
+    cli_progress_init(&ps, a->progress, a->quiet || a->json);
+    if (!o->dry_run && ps.mode != 0) {
+        o->progress = cli_transcode_progress;
+        o->progress_arg = &ps;
+    }
+    if (status == ANVIL_OK) status = anvil_gguf_open(&src, in, ctx, 0, &err);
+    if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
+    if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
+    cli_progress_end(&ps);
+    if (status == ANVIL_OK) {
+        anvil_transcode_summary s;
+        anvil_transcode_get_summary(t, &s);
+        if (a->json) {
+            cli_transcode_json(stdout, t, in, o->dry_run, NULL);
+        } else if (!a->quiet) {
+            fprintf(stdout, "%s %s as %s (general.file_type %u)%s\n", o->dry_run ? "planned" : "quantized", in,
+                    preset->name, s.file_type, o->pure ? ", --pure" : "");
+            cli_transcode_report(stdout, t, in, o->dry_run, NULL);
+            if (replaces) printf("note: %s was replaced (atomically) by the output\n", cli_esc(in));
+        } else {
+            for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+                fprintf(stderr, "anvil quantize: warning: %s\n", anvil_transcode_warning_at(t, i));
+            }
+        }
+        if (o->dry_run && s.needs_imatrix) {
+            fprintf(stderr, "anvil quantize: WARNING: the dry run completed, but actually quantizing will require "
+                            "an importance matrix (--imatrix)\n");
+        }
+    }
+    anvil_transcode_free(t);
+    anvil_gguf_close(src);
+    anvil_imatrix_free(im);
+    free_args(a);
+    free(a);
+    free(out);
+    return status == ANVIL_OK ? 0 : cli_fail_err("quantize", &err);
+}

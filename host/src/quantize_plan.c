@@ -1,0 +1,820 @@
+/*
+ * The quantize plan: llama_model_quantize's preparation, step by step, on
+ * the transcode engine.
+ *
+ *  1. Model facts as llama.cpp's loader reads them (with --override-kv
+ *     applied the way the loader applies it): architecture, block count,
+ *     heads of layer 0, expert count.
+ *  2. Tensor order: the loader's map sorted by layer, then name; pruned
+ *     layers dropped and later ones renumbered; by part and offset with
+ *     keep_split.
+ *  3. Counters, then every tensor's type in that order (the mixture
+ *     depends on it), the importance-matrix checks, the metadata.
+ *  4. The engine lays the output out and streams it.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "error.h"
+#include "quantize_internal.h"
+
+#define QZ_QUANTIZATION_VERSION 2u
+#define QZ_MAX_LAYERS 512u /* LLAMA_MAX_LAYERS */
+
+typedef struct qz_state {
+    qp_state qs;
+    anvil_quantize_options opts;
+    uint32_t ftype;              /* written as general.file_type */
+    char arch_name[128];
+    char **names;                /* output names of the items (owned) */
+    size_t n_names;
+    int pruned;
+    int32_t blk_id;              /* {arch}.block_count after pruning */
+    uint32_t n_split;
+    int32_t n_tensors;           /* split.tensors.count */
+} qz_state;
+
+static void qz_free(void *p) {
+    qz_state *q = p;
+    if (q == NULL) return;
+    for (size_t i = 0; i < q->n_names; ++i) free(q->names[i]);
+    free(q->names);
+    free(q);
+}
+
+ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o) {
+    memset(o, 0, sizeof *o);
+    o->ftype = QF_Q8_0;
+    o->output_tensor_type = ANVIL_TRANSCODE_NO_TYPE;
+    o->token_embedding_type = ANVIL_TRANSCODE_NO_TYPE;
+}
+
+/* ---- 1. model facts ------------------------------------------------------------ */
+
+/* The override llama.cpp's loader uses for key: the first one given. */
+static const anvil_kv_override *find_override(const anvil_quantize_options *o, const char *key) {
+    for (size_t i = 0; i < o->n_kv_overrides; ++i) {
+        if (strcmp(o->kv_overrides[i].key, key) == 0) return &o->kv_overrides[i];
+    }
+    return NULL;
+}
+
+/* get_key<uint32_t>: an INT override wins; otherwise the file's value,
+ * which must be a u32. *found = 0 when neither. */
+static int key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
+                   anvil_error *err) {
+    *found = 0;
+    const anvil_kv_override *ov = find_override(o, key);
+    if (ov != NULL) {
+        if (ov->tag == ANVIL_KV_OVERRIDE_INT) {
+            *v = (uint32_t)ov->i;
+            *found = 1;
+            return ANVIL_OK;
+        }
+        int rc = tc_warn(t, err, "--override-kv %s: %s expects an int; the file's value is used", key, key);
+        if (rc != ANVIL_OK) return rc;
+    }
+    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
+    if (kv == NULL) return ANVIL_OK;
+    if (kv->type != ANVIL_GGUF_TYPE_U32) {
+        const char *tn = anvil_gguf_type_name(kv->type);
+        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+                               "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
+                               "too)",
+                               key, tn ? tn : "?");
+    }
+    anvil_gguf_value val;
+    anvil_gguf_kv_value(kv, &val);
+    *v = (uint32_t)val.u;
+    *found = 1;
+    return ANVIL_OK;
+}
+
+/* get_key_or_arr for layer 0 of a per-layer value. */
+static int key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
+                      uint32_t *v, anvil_error *err) {
+    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
+    if (kv == NULL) return ANVIL_OK;
+    if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
+        int found;
+        return key_u32(t, o, key, v, &found, err);
+    }
+    anvil_gguf_value val;
+    anvil_gguf_kv_value(kv, &val);
+    const uint32_t et = val.a.elem_type;
+    if (et != ANVIL_GGUF_TYPE_U32 && et != ANVIL_GGUF_TYPE_I32 && et != ANVIL_GGUF_TYPE_BOOL) {
+        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)",
+                               key, anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
+    }
+    if (val.a.count != n_layer) {
+        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong array length; expected %u, got %" PRIu64,
+                               key, n_layer, val.a.count);
+    }
+    anvil_gguf_value e0;
+    if (anvil_gguf_array_get(&val.a, 0, &e0) != ANVIL_OK) return ANVIL_OK;
+    *v = et == ANVIL_GGUF_TYPE_BOOL ? (uint32_t)(e0.b != 0) : (uint32_t)(e0.in_u64 ? e0.u : (uint64_t)e0.i);
+    return ANVIL_OK;
+}
+
+static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
+    const anvil_quantize_options *o = &q->opts;
+    qp_model *m = &q->qs.model;
+    anvil_gguf_str arch;
+    if (anvil_gguf_get_str(t->src, "general.architecture", &arch, NULL) == ANVIL_OK) {
+        if (arch.len >= sizeof q->arch_name || memchr(arch.ptr, '\0', arch.len) != NULL) {
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "general.architecture is not a model architecture name");
+        }
+        memcpy(q->arch_name, arch.ptr, arch.len);
+        q->arch_name[arch.len] = '\0';
+    }
+    const char *a = q->arch_name;
+    if (a[0] == '\0') {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                               "the model has no general.architecture: llama.cpp cannot tell its "
+                               "hyperparameters, and neither can anvil");
+    }
+    m->arch = strcmp(a, "llama") == 0 ? QP_ARCH_LLAMA
+              : strcmp(a, "falcon") == 0 ? QP_ARCH_FALCON
+              : strcmp(a, "bailingmoe3") == 0 ? QP_ARCH_BAILINGMOE3
+                                              : QP_ARCH_OTHER;
+    char key[192];
+    int found = 0;
+    snprintf(key, sizeof key, "%s.block_count", a);
+    int rc = key_u32(t, o, key, &m->n_layer_all, &found, err);
+    if (rc != ANVIL_OK) return rc;
+    if (!found) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "key not found in model: %s", key);
+    if (m->n_layer_all == 0 || m->n_layer_all > QZ_MAX_LAYERS) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s is %u: llama.cpp takes 1 to %u layers", key,
+                               m->n_layer_all, QZ_MAX_LAYERS);
+    }
+    snprintf(key, sizeof key, "%s.expert_count", a);
+    rc = key_u32(t, o, key, &m->n_expert, &found, err);
+    uint32_t nextn = 0;
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", a);
+    if (rc == ANVIL_OK) rc = key_u32(t, o, key, &nextn, &found, err);
+    uint32_t n_head = 0, n_head_kv;
+    snprintf(key, sizeof key, "%s.attention.head_count", a);
+    if (rc == ANVIL_OK) rc = key_layer0(t, o, key, m->n_layer_all, &n_head, err);
+    n_head_kv = n_head; /* head_count_kv defaults to head_count */
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
+    if (rc == ANVIL_OK) rc = key_layer0(t, o, key, m->n_layer_all, &n_head_kv, err);
+    if (rc != ANVIL_OK) return rc;
+    if (nextn > m->n_layer_all) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s.nextn_predict_layers (%u) exceeds the block count", a,
+                               nextn);
+    }
+    m->n_gqa = n_head_kv == 0 ? 0 : n_head / n_head_kv;
+    /* LLM_TYPE_70B, the one model type the policy looks at. */
+    const uint32_t n_layer = m->n_layer_all - nextn;
+    if (m->arch == QP_ARCH_LLAMA) {
+        m->is_70b = m->n_expert != 8 && n_layer == 80 && n_head != n_head_kv;
+    } else if (strcmp(a, "qwen2") == 0 || strcmp(a, "deci") == 0 || strcmp(a, "olmo") == 0) {
+        m->is_70b = n_layer == 80;
+    } else if (strcmp(a, "jais2") == 0) {
+        m->is_70b = n_layer == 68;
+    }
+    return ANVIL_OK;
+}
+
+/* The loader's file type: general.file_type, else guessed from the most
+ * common tensor type (marked LLAMA_FTYPE_GUESSED). COPY writes it. */
+static int loader_ftype(anvil_transcode *t, const qz_state *q, const size_t *order, size_t n, uint32_t *out,
+                        anvil_error *err) {
+    int found = 0;
+    int rc = key_u32(t, &q->opts, "general.file_type", out, &found, err);
+    if (rc != ANVIL_OK || found) return rc;
+    uint32_t counts[64];
+    memset(counts, 0, sizeof counts);
+    uint32_t best = ANVIL_TYPE_F32, best_n = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t ty = anvil_gguf_tensor_at(t->src, order[i])->type;
+        if (ty >= 64) continue;
+        if (best_n < ++counts[ty]) {
+            best_n = counts[ty];
+            best = ty;
+        }
+    }
+    /* The loader's table is transcode's guess, less MXFP4 (it has none). */
+    int ft = best == ANVIL_TYPE_MXFP4 ? -1 : anvil_transcode_file_type(best);
+    if (ft < 0) ft = QF_ALL_F32;
+    *out = (uint32_t)ft | QF_GUESSED;
+    return ANVIL_OK;
+}
+
+/* ---- 2. order and pruning --------------------------------------------------------- */
+
+/* weight_name_comparer: layer ("blk.%d.", -1 when absent), then name. */
+static int layer_of(const char *name) {
+    int l = -1;
+    if (sscanf(name, "blk.%d.", &l) != 1) l = -1;
+    return l;
+}
+
+typedef struct sort_key {
+    size_t index;
+    int layer;
+    const char *name;
+} sort_key;
+
+static int by_layer_name(const void *a, const void *b) {
+    const sort_key *x = a, *y = b;
+    if (x->layer != y->layer) return x->layer < y->layer ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_part_offset(const void *a, const void *b) {
+    const anvil_gguf_tensor *x = ((const anvil_transcode_tensor *)a)->src, *y = ((const anvil_transcode_tensor *)b)->src;
+    if (x->part != y->part) return x->part < y->part ? -1 : 1;
+    if (x->file_offset != y->file_offset) return x->file_offset < y->file_offset ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* The first "blk.<digits>." in name (regex blk\.(\d+)\.): where the digits
+ * are and how many. */
+static int find_blk(const char *name, size_t *at, size_t *len) {
+    for (const char *p = strstr(name, "blk."); p != NULL; p = strstr(p + 1, "blk.")) {
+        const char *d = p + 4, *e = d;
+        while (*e >= '0' && *e <= '9') e++;
+        if (e > d && *e == '.') {
+            *at = (size_t)(d - name);
+            *len = (size_t)(e - d);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* remap_layer's map: original layer -> new number (-1: pruned). */
+typedef struct layer_map {
+    long orig[QZ_MAX_LAYERS * 4];
+    long to[QZ_MAX_LAYERS * 4];
+    size_t n;
+} layer_map;
+
+static long map_find(const layer_map *m, long orig) {
+    for (size_t i = 0; i < m->n; ++i) {
+        if (m->orig[i] == orig) return (long)i;
+    }
+    return -1;
+}
+
+static char *with_number(const char *name, size_t at, size_t len, long number) {
+    char num[32];
+    snprintf(num, sizeof num, "%ld", number);
+    const size_t n = strlen(name), k = strlen(num);
+    char *s = malloc(n - len + k + 1);
+    if (s == NULL) return NULL;
+    memcpy(s, name, at);
+    memcpy(s + at, num, k);
+    memcpy(s + at + k, name + at + len, n - at - len + 1);
+    return s;
+}
+
+static int digits_value(const char *d, size_t len, long *v, anvil_error *err, const char *name) {
+    long x = 0;
+    for (size_t i = 0; i < len; ++i) {
+        x = x * 10 + (d[i] - '0');
+        if (x > INT_MAX) {
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': layer number out of range", name);
+        }
+    }
+    *v = x;
+    return ANVIL_OK;
+}
+
+/* remap_layer: the output name, or NULL with *drop = 1 for a pruned layer. */
+static int remap_layer(const char *name, const int32_t *prune, size_t n_prune, layer_map *m, int32_t *next_id,
+                       char **out, int *drop, anvil_error *err) {
+    *drop = 0;
+    *out = NULL;
+    size_t at, len;
+    if (n_prune == 0 || !find_blk(name, &at, &len)) return ANVIL_OK;
+    long blk = 0;
+    int rc = digits_value(name + at, len, &blk, err, name);
+    if (rc != ANVIL_OK) return rc;
+    long k = map_find(m, blk);
+    if (k < 0) {
+        if (m->n >= sizeof m->orig / sizeof m->orig[0]) {
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "too many distinct layer numbers to prune");
+        }
+        k = (long)m->n++;
+        m->orig[k] = blk;
+        int pruned = 0;
+        for (size_t i = 0; i < n_prune; ++i) pruned |= prune[i] == blk;
+        if (pruned) {
+            m->to[k] = -1;
+        } else if (blk < prune[0]) {
+            m->to[k] = blk;
+            *next_id = (int32_t)(blk + 1);
+        } else {
+            m->to[k] = *next_id;
+            ++*next_id;
+        }
+    }
+    if (m->to[k] < 0) {
+        *drop = 1;
+        return ANVIL_OK;
+    }
+    *out = with_number(name, at, len, m->to[k]);
+    return *out ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+}
+
+/* remap_imatrix: the name the importance matrix knows a renumbered tensor by. */
+static int remap_imatrix(const char *name, const layer_map *m, char **out, anvil_error *err) {
+    *out = NULL;
+    size_t at, len;
+    if (m->n == 0 || !find_blk(name, &at, &len)) return ANVIL_OK;
+    long now = 0;
+    int rc = digits_value(name + at, len, &now, err, name);
+    if (rc != ANVIL_OK) return rc;
+    /* llama.cpp compares the digits as a string with the mapped number. */
+    char text[32];
+    for (size_t i = 0; i < m->n; ++i) {
+        if (m->to[i] < 0) continue;
+        snprintf(text, sizeof text, "%ld", m->to[i]);
+        if (strlen(text) == len && memcmp(text, name + at, len) == 0) {
+            *out = with_number(name, at, len, m->orig[i]);
+            return *out ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        }
+    }
+    return anvil_error_set(err, ANVIL_E_INTERNAL, "imatrix mapping error for %s", name);
+}
+
+/* ---- 3. metadata ------------------------------------------------------------------- */
+
+/* gguf_set_kv(ctx_out, metadata): every key through ggml's typed setters,
+ * so bools come out as 0/1 and strings (and keys) end at their first NUL. */
+static int copy_kvs(anvil_gguf_writer *w, const anvil_gguf *src, anvil_error *err) {
+    int rc = ANVIL_OK;
+    for (size_t i = 0; rc == ANVIL_OK && i < anvil_gguf_kv_count(src); ++i) {
+        const anvil_gguf_kv *kv = anvil_gguf_kv_at(src, i);
+        const size_t klen = strlen(kv->key);
+        if (klen == 0) {
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "a metadata key starts with a NUL byte");
+        }
+        anvil_gguf_value v;
+        anvil_gguf_kv_value(kv, &v);
+        if (kv->type == ANVIL_GGUF_TYPE_STRING) {
+            const char *nul = memchr(v.s.ptr, '\0', v.s.len);
+            rc = anvil_gguf_writer_set_string_n(w, kv->key, v.s.ptr, nul ? (size_t)(nul - v.s.ptr) : v.s.len, err);
+        } else if (kv->type == ANVIL_GGUF_TYPE_ARRAY && v.a.elem_type == ANVIL_GGUF_TYPE_STRING) {
+            anvil_gguf_str *items = malloc((v.a.count ? v.a.count : 1) * sizeof *items);
+            if (items == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            const uint64_t got = anvil_gguf_array_strings(&v.a, items, v.a.count);
+            for (uint64_t k = 0; k < got; ++k) {
+                const char *nul = memchr(items[k].ptr, '\0', items[k].len);
+                if (nul != NULL) items[k].len = (size_t)(nul - items[k].ptr);
+            }
+            rc = anvil_gguf_writer_set_str_array(w, kv->key, items, got, err);
+            free(items);
+        } else if (klen != kv->key_len) {
+            anvil_gguf_kv copy = *kv;
+            copy.key_len = klen;
+            rc = anvil_gguf_writer_copy_kv(w, &copy, err);
+        } else {
+            /* Raw bytes, bools canonical: what ggml's setters write. */
+            const int is_bool = kv->type == ANVIL_GGUF_TYPE_BOOL ||
+                                (kv->type == ANVIL_GGUF_TYPE_ARRAY && v.a.elem_type == ANVIL_GGUF_TYPE_BOOL);
+            if (is_bool) {
+                if (kv->type == ANVIL_GGUF_TYPE_BOOL) {
+                    rc = anvil_gguf_writer_set_bool(w, kv->key, v.b, err);
+                } else {
+                    rc = anvil_gguf_writer_set_array(w, kv->key, ANVIL_GGUF_TYPE_BOOL, v.a.data, v.a.count, err);
+                }
+            } else {
+                rc = anvil_gguf_writer_copy_kv(w, kv, err);
+            }
+        }
+    }
+    return rc;
+}
+
+static int put_override(anvil_gguf_writer *w, const anvil_kv_override *o, anvil_error *err) {
+    switch (o->tag) {
+    case ANVIL_KV_OVERRIDE_FLOAT: return anvil_gguf_writer_set_f32(w, o->key, (float)o->f, err);
+    case ANVIL_KV_OVERRIDE_INT: {
+        /* u32 of |v|, as llama.cpp writes an int override. */
+        const uint64_t mag = o->i < 0 ? 0u - (uint64_t)o->i : (uint64_t)o->i;
+        return anvil_gguf_writer_set_u32(w, o->key, (uint32_t)mag, err);
+    }
+    case ANVIL_KV_OVERRIDE_BOOL: return anvil_gguf_writer_set_bool(w, o->key, o->b, err);
+    case ANVIL_KV_OVERRIDE_STR: return anvil_gguf_writer_set_string(w, o->key, o->str, err);
+    }
+    return anvil_error_set(err, ANVIL_E_INVALID_ARG, "--override-kv %s: unknown type", o->key);
+}
+
+/* The keys llama-quantize adds for an importance matrix (as overrides, after the user's). */
+static int put_imatrix_kvs(anvil_gguf_writer *w, const anvil_quantize_options *o, anvil_error *err) {
+    const anvil_imatrix *im = o->imatrix;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%.127s", o->imatrix_path ? o->imatrix_path : "");
+    int rc = anvil_gguf_writer_set_string(w, "quantize.imatrix.file", buf, err);
+    if (rc == ANVIL_OK && anvil_imatrix_dataset_count(im) > 0) {
+        snprintf(buf, sizeof buf, "%.127s", anvil_imatrix_dataset_at(im, 0));
+        rc = anvil_gguf_writer_set_string(w, "quantize.imatrix.dataset", buf, err);
+    }
+    if (rc == ANVIL_OK) {
+        rc = anvil_gguf_writer_set_u32(w, "quantize.imatrix.entries_count", (uint32_t)anvil_imatrix_count(im), err);
+    }
+    const int32_t chunks = anvil_imatrix_chunk_count(im);
+    if (rc == ANVIL_OK && chunks > 0) {
+        rc = anvil_gguf_writer_set_u32(w, "quantize.imatrix.chunks_count", (uint32_t)chunks, err);
+    }
+    return rc;
+}
+
+static int quantize_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t part, anvil_error *err) {
+    const qz_state *q = t->policy;
+    const anvil_quantize_options *o = &q->opts;
+    int rc = ANVIL_OK;
+    if (part == 0) {
+        rc = copy_kvs(w, t->src, err);
+        if (rc == ANVIL_OK) {
+            rc = anvil_gguf_writer_set_u32(w, "general.quantization_version", QZ_QUANTIZATION_VERSION, err);
+        }
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", q->ftype, err);
+        anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_NO);
+        anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_COUNT);
+        anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_TENSORS);
+        for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i) rc = put_override(w, &o->kv_overrides[i], err);
+        if (rc == ANVIL_OK && o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
+            rc = put_imatrix_kvs(w, o, err);
+        }
+        if (rc == ANVIL_OK && q->pruned) {
+            char key[192];
+            snprintf(key, sizeof key, "%s.block_count", q->arch_name);
+            rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)q->blk_id, err);
+        }
+    }
+    if (rc == ANVIL_OK && q->n_split > 1) {
+        /* llama_model_quantize's order: no, count, tensors.count. */
+        rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)part, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)q->n_split, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_i32(w, ANVIL_GGUF_KEY_SPLIT_TENSORS, q->n_tensors, err);
+    }
+    return rc;
+}
+
+/* ---- checks on the options ---------------------------------------------------------- */
+
+static int check_options(anvil_transcode *t, const anvil_quantize_options *o, anvil_error *err) {
+    if (!o->only_copy && anvil_quantize_default_type(o->ftype) == ANVIL_TRANSCODE_NO_TYPE) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "invalid output file type %u (not a llama.cpp preset)",
+                               o->ftype);
+    }
+    int rc = ANVIL_OK;
+    if (o->output_tensor_type != ANVIL_TRANSCODE_NO_TYPE) {
+        rc = tc_check_target(t->ctx, o->output_tensor_type, "--output-tensor-type", err);
+    }
+    if (rc == ANVIL_OK && o->token_embedding_type != ANVIL_TRANSCODE_NO_TYPE) {
+        rc = tc_check_target(t->ctx, o->token_embedding_type, "--token-embedding-type", err);
+    }
+    for (size_t i = 0; rc == ANVIL_OK && i < o->n_tensor_types; ++i) {
+        char label[300];
+        snprintf(label, sizeof label, "--tensor-type %.256s", o->tensor_types[i].pattern ? o->tensor_types[i].pattern : "");
+        rc = tc_check_target(t->ctx, o->tensor_types[i].type, label, err);
+    }
+    for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i) {
+        const char *k = o->kv_overrides[i].key;
+        if (k[0] == '\0') rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "--override-kv: an empty key");
+        if (rc == ANVIL_OK && strcmp(k, ANVIL_GGUF_KEY_ALIGNMENT) == 0) {
+            rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                                 "--override-kv general.alignment: the alignment cannot be overridden (the "
+                                 "file would no longer read back)");
+        }
+    }
+    for (size_t i = 0; rc == ANVIL_OK && i < o->n_prune_layers; ++i) {
+        if (o->prune_layers[i] < 0) rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "--prune-layers: a negative layer");
+    }
+    if (rc == ANVIL_OK && o->imatrix != NULL) {
+        for (size_t i = 0; i < anvil_imatrix_count(o->imatrix); ++i) {
+            anvil_imatrix_entry e;
+            anvil_imatrix_entry_at(o->imatrix, i, &e);
+            for (size_t k = 0; k < e.n_values; ++k) {
+                const float v = e.values[k];
+                if (!(v >= 0.0f) || v > 3.4e38f) {
+                    return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                                           "imatrix contains %s value %g (entry '%s', value %zu): importance "
+                                           "weights must be finite and non-negative",
+                                           v == v && (v <= 3.4e38f && v >= -3.4e38f) ? "a negative" : "a non-finite",
+                                           (double)v, e.name, k);
+                }
+            }
+        }
+    }
+    return rc;
+}
+
+/* ---- the plan ------------------------------------------------------------------------ */
+
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static const char *type_name(uint32_t id) {
+    anvil_type_info ti;
+    return anvil_type_builtin(id, &ti, NULL) == ANVIL_OK ? ti.name : "?";
+}
+
+/* The checks llama_model_quantize makes while writing, in tensor order:
+ * importance-matrix fit, a required matrix, requantizing. */
+static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
+    const anvil_quantize_options *o = &q->opts;
+    for (size_t i = 0; i < t->n_items; ++i) {
+        anvil_transcode_tensor *it = &t->items[i];
+        if (it->why != ANVIL_TRANSCODE_CONVERT) continue;
+        if (it->imatrix_name != NULL) {
+            const anvil_imatrix_entry *e = anvil_imatrix_find(o->imatrix, it->imatrix_name);
+            const uint64_t want = it->src->ne[0] * it->src->ne[2];
+            if (e == NULL) {
+                int rc = tc_warn(t, err, "did not find importance-matrix weights for %s", it->name);
+                if (rc != ANVIL_OK) return rc;
+                it->imatrix_name = NULL;
+            } else if (e->n_values != want) {
+                if (strcmp(it->name, "token_embd.weight") != 0 && strcmp(it->name, "per_layer_token_embd.weight") != 0) {
+                    if (o->dry_run) continue;
+                    return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                                           "imatrix size %d is different from tensor size %d for %s: the "
+                                           "importance matrix was made for another model (or another "
+                                           "version of it)",
+                                           (int)e->n_values, (int)want, it->name);
+                }
+                int rc = tc_warn(t, err, "imatrix size %d is different from tensor size %d for %s: quantized "
+                                 "without it", (int)e->n_values, (int)want, it->name);
+                if (rc != ANVIL_OK) return rc;
+                it->imatrix_name = NULL;
+            } else {
+                it->imatrix = e->values;
+            }
+        }
+        if (it->imatrix == NULL && it->needs_imatrix && !o->dry_run) {
+            return anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                                   "Missing importance matrix for tensor %s in a very low-bit quantization (%s): "
+                                   "the result would be garbage; pass an --imatrix that has it",
+                                   it->name, type_name(it->dst_type));
+        }
+        if (qp_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
+            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                                   "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
+                                   "quantized model stacks two errors; pass --allow-requantize to do it anyway",
+                                   type_name(it->src_type), it->name);
+        }
+    }
+    return ANVIL_OK;
+}
+
+static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anvil_error *err) {
+    const anvil_quantize_options *o = &q->opts;
+    qp_state *qs = &q->qs;
+    const uint32_t default_type = anvil_quantize_default_type(o->only_copy ? QF_ALL_F32 : o->ftype);
+    /* Output names, pruning. */
+    int32_t *prune = NULL;
+    size_t n_prune = 0;
+    if (o->n_prune_layers > 0) {
+        prune = malloc(o->n_prune_layers * sizeof *prune);
+        if (prune == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        memcpy(prune, o->prune_layers, o->n_prune_layers * sizeof *prune);
+        qsort(prune, o->n_prune_layers, sizeof *prune, cmp_i32);
+        for (size_t i = 0; i < o->n_prune_layers; ++i) {
+            if (n_prune == 0 || prune[n_prune - 1] != prune[i]) prune[n_prune++] = prune[i];
+        }
+    }
+    layer_map *map = calloc(1, sizeof *map);
+    t->items = calloc(n > 0 ? n : 1, sizeof *t->items);
+    q->names = calloc(n > 0 ? n : 1, sizeof *q->names);
+    if (map == NULL || t->items == NULL || q->names == NULL) {
+        free(prune);
+        free(map);
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    int rc = ANVIL_OK;
+    int32_t next_id = 0;
+    size_t kept = 0;
+    for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
+        const anvil_gguf_tensor *src = anvil_gguf_tensor_at(t->src, keys[i].index);
+        char *renamed = NULL;
+        int drop = 0;
+        rc = remap_layer(src->name, prune, n_prune, map, &next_id, &renamed, &drop, err);
+        if (rc != ANVIL_OK) break;
+        if (drop) {
+            t->summary.n_dropped++;
+            continue;
+        }
+        if (renamed != NULL && strlen(renamed) > ANVIL_GGUF_MAX_TENSOR_NAME) {
+            free(renamed);
+            rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s' renumbered is too long a name", src->name);
+            break;
+        }
+        keys[kept] = keys[i];
+        q->names[kept] = renamed;
+        anvil_transcode_tensor *it = &t->items[kept];
+        it->src = src;
+        it->name = renamed ? renamed : src->name;
+        kept++;
+    }
+    q->n_names = kept;
+    t->n_items = kept;
+    q->pruned = n_prune > 0;
+    q->blk_id = next_id;
+    free(prune);
+    /* keep_split writes each input part's tensors in their file order. */
+    if (rc == ANVIL_OK && o->keep_split) qsort(t->items, kept, sizeof *t->items, by_part_offset);
+    /* Counters over the whole list, as init_quantize_state_counters. */
+    qs->has_tied_embeddings = 1;
+    for (size_t i = 0; rc == ANVIL_OK && i < kept; ++i) {
+        const qp_category c = qp_category_of(t->items[i].name);
+        if (c == QC_ATTENTION_V || c == QC_ATTENTION_QKV || c == QC_ATTENTION_KV_B) qs->n_attention_wv++;
+        if (c == QC_OUTPUT) qs->has_tied_embeddings = 0;
+    }
+    qs->n_ffn_down = qs->n_ffn_gate = qs->n_ffn_up = (int)qs->model.n_layer_all;
+    /* Every tensor's type, in order. */
+    for (size_t i = 0; rc == ANVIL_OK && i < kept; ++i) {
+        anvil_transcode_tensor *it = &t->items[i];
+        const anvil_gguf_tensor *src = it->src;
+        it->src_type = src->type;
+        it->dst_type = src->type;
+        it->want_type = ANVIL_TRANSCODE_NO_TYPE;
+        it->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
+        it->row_len = src->ne[0];
+        it->n_rows = src->ne[0] > 0 ? src->n_elements / src->ne[0] : 0;
+        it->src_bytes = src->n_bytes;
+        it->part = o->keep_split ? src->part : 0;
+        const int allows = qp_allows_quantization(o, src);
+        if (!allows) {
+            it->why = ANVIL_TRANSCODE_KEEP_POLICY;
+        } else {
+            const char *why = NULL;
+            uint32_t ty = 0;
+            rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty,
+                                &it->fallback_from, &why, err);
+            if (rc != ANVIL_OK) break;
+            it->want_type = ty;
+            it->dst_type = ty;
+            it->rule = why;
+            it->why = ty == src->type ? ANVIL_TRANSCODE_KEEP_SAME : ANVIL_TRANSCODE_CONVERT;
+        }
+        it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, q->ftype);
+        if (o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
+            char *mapped = NULL;
+            rc = remap_imatrix(it->name, map, &mapped, err);
+            if (rc != ANVIL_OK) break;
+            if (mapped != NULL) {
+                /* Keep the string: it is looked up after this loop. */
+                char **v = realloc(q->names, (q->n_names + 1) * sizeof *v);
+                if (v == NULL) {
+                    free(mapped);
+                    rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    break;
+                }
+                q->names = v;
+                q->names[q->n_names++] = mapped;
+            }
+            it->imatrix_name = mapped ? mapped : it->name;
+        } else if (allows && it->needs_imatrix) {
+            t->summary.needs_imatrix = 1;
+            if (!o->dry_run) {
+                rc = anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                                     "this quantization requires an importance matrix: tensor %s would be %s, "
+                                     "which llama.cpp only writes with one (pass --imatrix FILE; make one "
+                                     "with llama-imatrix)",
+                                     it->name, type_name(it->dst_type));
+            }
+        }
+        if (rc == ANVIL_OK) rc = tc_item_bytes(t, it, err);
+    }
+    /* Items hold pointers into q->names: realloc above may have moved the
+     * array, not the strings, so they stay valid. */
+    free(map);
+    return rc;
+}
+
+/* Every type the plan writes must be encodable from its source. */
+static int check_encodable(anvil_transcode *t, anvil_error *err) {
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->why != ANVIL_TRANSCODE_CONVERT) continue;
+        char label[128];
+        snprintf(label, sizeof label, "tensor '%s'", it->name);
+        const int rc = tc_check_target(t->ctx, it->dst_type, label, err);
+        if (rc != ANVIL_OK) return rc;
+        if (!tc_is_float_type(it->src_type) && anvil_ctx_codec(t->ctx, it->src_type) == NULL) {
+            return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+                                   "tensor '%s' is %s, which cannot be decoded here: its codec plugin is not "
+                                   "loaded",
+                                   it->name, type_name(it->src_type));
+        }
+        const uint32_t bs = qp_block_size(it->dst_type);
+        if (bs == 0 || it->row_len % bs != 0) {
+            return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+                                   "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
+                                   "of %u (llama.cpp would abort): choose another type for it",
+                                   it->name, it->row_len, type_name(it->dst_type), bs);
+        }
+    }
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
+                                  const char *out_path, const anvil_quantize_options *opts, anvil_error *err) {
+    anvil_error_clear(err);
+    if (out == NULL || src == NULL || out_path == NULL || opts == NULL) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_plan: NULL argument");
+    }
+    *out = NULL;
+    anvil_transcode *t = tc_new(ctx, src);
+    qz_state *q = calloc(1, sizeof *q);
+    sort_key *keys = NULL;
+    if (t == NULL || q == NULL) {
+        free(t);
+        free(q);
+        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    t->policy = q;
+    t->policy_free = qz_free;
+    t->build_kvs = quantize_kvs;
+    t->check_kept = 1;
+    t->opts.threads = opts->threads;
+    t->opts.skip_quality = opts->skip_quality;
+    t->opts.progress = opts->progress;
+    t->opts.progress_arg = opts->progress_arg;
+    t->summary.threads = opts->threads ? opts->threads : anvil_ctx_threads(ctx);
+    q->opts = *opts;
+    q->qs.opts = &q->opts;
+    q->qs.has_imatrix = opts->imatrix != NULL && anvil_imatrix_count(opts->imatrix) > 0;
+    if (!q->qs.has_imatrix) q->opts.imatrix = NULL;
+
+    int rc = check_options(t, opts, err);
+    if (rc == ANVIL_OK) rc = tc_compile_rules(t, opts->tensor_types, opts->n_tensor_types, "--tensor-type", err);
+    if (rc == ANVIL_OK) rc = read_model(t, q, err);
+    const size_t n = anvil_gguf_tensor_count(src);
+    if (rc == ANVIL_OK) {
+        keys = calloc(n > 0 ? n : 1, sizeof *keys);
+        if (keys == NULL) rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    if (rc == ANVIL_OK) {
+        for (size_t i = 0; i < n; ++i) {
+            const anvil_gguf_tensor *tt = anvil_gguf_tensor_at(src, i);
+            keys[i].index = i;
+            keys[i].layer = layer_of(tt->name);
+            keys[i].name = tt->name;
+        }
+        qsort(keys, n, sizeof *keys, by_layer_name);
+        q->ftype = opts->ftype;
+        if (opts->only_copy) {
+            size_t *order = malloc((n ? n : 1) * sizeof *order);
+            if (order == NULL) {
+                rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            } else {
+                for (size_t i = 0; i < n; ++i) order[i] = keys[i].index;
+                rc = loader_ftype(t, q, order, n, &q->ftype, err);
+                free(order);
+            }
+        }
+        q->qs.ftype = q->ftype;
+    }
+    if (rc == ANVIL_OK) rc = decide(t, q, keys, n, err);
+    if (rc == ANVIL_OK) {
+        for (size_t i = 0; i < t->n_rules; ++i) {
+            if (t->rules[i].hits == 0 && qp_is_quantized(anvil_quantize_default_type(q->ftype))) {
+                rc = tc_warn(t, err, "--tensor-type %s matches no tensor", t->rules[i].pattern);
+            }
+        }
+    }
+    if (rc == ANVIL_OK) rc = check_items(t, q, err);
+    if (rc == ANVIL_OK) rc = check_encodable(t, err);
+    if (rc == ANVIL_OK) {
+        q->n_tensors = (int32_t)t->n_items;
+        q->n_split = 1;
+        if (opts->keep_split) {
+            for (size_t i = 0; i < t->n_items; ++i) {
+                if (t->items[i].part + 1 > q->n_split) q->n_split = t->items[i].part + 1;
+            }
+            for (uint32_t p = 0; rc == ANVIL_OK && p < q->n_split; ++p) {
+                int any = 0;
+                for (size_t i = 0; i < t->n_items && !any; ++i) any = t->items[i].part == p;
+                if (!any) {
+                    rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                                         "--keep-split: input part %u would have no tensors left", p + 1);
+                }
+            }
+        }
+        t->n_parts = q->n_split;
+    }
+    if (rc == ANVIL_OK) rc = tc_part_paths(t, out_path, opts->keep_split ? out_path : NULL, err);
+    if (rc == ANVIL_OK) {
+        t->summary.file_type = q->ftype;
+        rc = tc_layout(t, err);
+    }
+    free(keys);
+    if (rc != ANVIL_OK) {
+        anvil_transcode_free(t);
+        return rc;
+    }
+    *out = t;
+    return ANVIL_OK;
+}
