@@ -14,25 +14,6 @@ static int is_builtin_float(uint32_t t) {
     return t == ANVIL_TYPE_F32 || t == ANVIL_TYPE_F16 || t == ANVIL_TYPE_BF16;
 }
 
-/* Resolve a type to its codec, with the message a user needs when absent. */
-int anvil_host_codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **out, anvil_error *err) {
-    const anvil_codec *c = anvil_ctx_codec(ctx, type);
-    if (c != NULL) {
-        *out = c;
-        return ANVIL_OK;
-    }
-    anvil_type_info t;
-    anvil_error e;
-    if (anvil_type_builtin(type, &t, &e) != ANVIL_OK) {
-        return anvil_error_set(err, e.code, "%s", e.message);
-    }
-    return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                           "type %s (id %u): no loaded plugin provides it; it comes with the %s plugin "
-                           "(add it to [plugins] load in %s)",
-                           t.name, type, t.family_plugin ? t.family_plugin : "?",
-                           ctx ? anvil_ctx_config_path(ctx) : "the config");
-}
-
 static int check_len(const char *name, size_t n, uint32_t be, uint32_t bb, size_t have, const char *what,
                      anvil_error *err) {
     if (n % be != 0) {
@@ -71,7 +52,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
         return ANVIL_OK;
     }
     const anvil_codec *c = NULL;
-    int rc = anvil_host_codec_for(ctx, type, &c, err);
+    int rc = anvil__codec_for(ctx, type, &c, err);
     if (rc != ANVIL_OK) return rc;
     if (c->encode == NULL) {
         return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
@@ -80,7 +61,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
     if (rc != ANVIL_OK) return rc;
     char msg[512] = "";
-    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    const dispatch_rec *d = anvil__dispatch_find(ctx, type);
     if (d != NULL && d->encoder != NULL) {
         rc = n > 0 ? d->encoder->encode_rows(src, dst, 1, n, NULL, msg, sizeof msg) : ANVIL_OK;
     } else {
@@ -107,7 +88,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode_rows: NULL buffer");
     }
     const anvil_codec *c = NULL;
-    int rc = anvil_host_codec_for(ctx, type, &c, err);
+    int rc = anvil__codec_for(ctx, type, &c, err);
     if (rc != ANVIL_OK) return rc;
     if (n_per_row % c->block_elems != 0) {
         return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
@@ -127,7 +108,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     }
     char msg[512] = "";
     /* A backend's encoder where dispatch chose one (same bytes, faster). */
-    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    const dispatch_rec *d = anvil__dispatch_find(ctx, type);
     if (imatrix == NULL && d != NULL && d->encoder != NULL) {
         rc = n > 0 ? d->encoder->encode_rows(src, dst, nrows, n_per_row, NULL, msg, sizeof msg) : ANVIL_OK;
     } else if (imatrix != NULL && d != NULL && d->weighted != NULL) {
@@ -214,7 +195,7 @@ ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_
         return ANVIL_OK;
     }
     const anvil_codec *c = NULL;
-    int rc = anvil_host_codec_for(ctx, type, &c, err);
+    int rc = anvil__codec_for(ctx, type, &c, err);
     if (rc != ANVIL_OK) return rc;
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, src_size, "source", err);
     if (rc != ANVIL_OK) return rc;

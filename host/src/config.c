@@ -433,7 +433,7 @@ static int init_cfg(anvil_config *cfg, const char *path, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int anvil_config_load(const char *path, anvil_config *cfg, anvil_error *err) {
+int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err) {
     int rc = init_cfg(cfg, path, err);
     if (rc != ANVIL_OK) return rc;
     FILE *f = fopen(path, "r");
@@ -462,22 +462,22 @@ int anvil_config_load(const char *path, anvil_config *cfg, anvil_error *err) {
     }
     if (rc != ANVIL_OK) {
         if (f != NULL) fclose(f);
-        anvil_config_free(cfg);
+        anvil__config_free(cfg);
         return rc;
     }
     parse_state p = { .file = f, .cfg = cfg, .err = err };
     rc = finish(&p, ini_parse_stream(reader, &p, handler, &p));
     fclose(f);
-    if (rc != ANVIL_OK) anvil_config_free(cfg);
+    if (rc != ANVIL_OK) anvil__config_free(cfg);
     return rc;
 }
 
-int anvil_config_parse_text(const char *text, const char *path, anvil_config *cfg, anvil_error *err) {
+int anvil__config_parse_text(const char *text, const char *path, anvil_config *cfg, anvil_error *err) {
     int rc = init_cfg(cfg, path, err);
     if (rc != ANVIL_OK) return rc;
     parse_state p = { .text = text, .cfg = cfg, .err = err };
     rc = finish(&p, ini_parse_stream(reader, &p, handler, &p));
-    if (rc != ANVIL_OK) anvil_config_free(cfg);
+    if (rc != ANVIL_OK) anvil__config_free(cfg);
     return rc;
 }
 
@@ -486,7 +486,7 @@ static void free_list(char **l, size_t n) {
     free(l);
 }
 
-void anvil_config_free(anvil_config *cfg) {
+void anvil__config_free(anvil_config *cfg) {
     if (cfg == NULL) return;
     free(cfg->path);
     free(cfg->dir);
@@ -510,7 +510,7 @@ static int exists(const char *p) {
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int anvil_config_default_path(char *buf, size_t size, const char **source) {
+int anvil__config_default_path(char *buf, size_t size, const char **source) {
     const char *env = getenv("ANVIL_CONFIG");
     if (env != NULL && *env != '\0') {
         snprintf(buf, size, "%s", env);
@@ -520,7 +520,7 @@ int anvil_config_default_path(char *buf, size_t size, const char **source) {
     /* Next to the host library (build tree and relocatable installs). */
     Dl_info info;
     char libpath[PATH_MAX] = "";
-    if (dladdr((void *)anvil_config_default_path, &info) != 0 && info.dli_fname != NULL) {
+    if (dladdr((void *)anvil__config_default_path, &info) != 0 && info.dli_fname != NULL) {
         char real[PATH_MAX];
         if (realpath(info.dli_fname, real) != NULL) {
             snprintf(libpath, sizeof libpath, "%s", dirname(real));

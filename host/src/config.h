@@ -40,15 +40,15 @@ typedef struct anvil_config {
 
 /* Parse a file. Errors name file:line. The file must be trusted (trust.h):
  * a regular file that only its owner (root or you) can change. */
-int anvil_config_load(const char *path, anvil_config *cfg, anvil_error *err);
+int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err);
 /* Parse INI text as if it were the file `path` (for tests). */
-int anvil_config_parse_text(const char *text, const char *path, anvil_config *cfg, anvil_error *err);
-void anvil_config_free(anvil_config *cfg);
+int anvil__config_parse_text(const char *text, const char *path, anvil_config *cfg, anvil_error *err);
+void anvil__config_free(anvil_config *cfg);
 
 /* Where the default config is: $ANVIL_CONFIG, next to the host library
  * (<libdir>/../etc/anvil/anvil.ini), then the installed path. Writes the
  * chosen path into buf and how it was chosen into *source; returns 0, or -1
  * when none exists (buf then holds a description of what was tried). */
-int anvil_config_default_path(char *buf, size_t size, const char **source);
+int anvil__config_default_path(char *buf, size_t size, const char **source);
 
 #endif

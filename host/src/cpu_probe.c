@@ -185,17 +185,17 @@ static void probe_once(void) {
     cpu.n_cpus = n > 0 ? (uint32_t)n : 1;
 }
 
-const anvil_cpu_info *anvil_cpu_probe(void) {
+const anvil_cpu_info *anvil__cpu_probe(void) {
     pthread_once(&once, probe_once);
     return &cpu;
 }
 
-const char *anvil_cpu_mask_warnings(void) {
-    anvil_cpu_probe();
+const char *anvil__cpu_mask_warnings(void) {
+    anvil__cpu_probe();
     return mask_warnings;
 }
 
-size_t anvil_cpu_feature_string(uint64_t f, char *buf, size_t size) {
+size_t anvil__cpu_feature_string(uint64_t f, char *buf, size_t size) {
     size_t len = 0;
     if (size > 0) buf[0] = '\0';
     for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i) {
@@ -212,7 +212,7 @@ size_t anvil_cpu_feature_string(uint64_t f, char *buf, size_t size) {
     return len;
 }
 
-const char *anvil_cpu_arch_name(uint32_t arch) {
+const char *anvil__cpu_arch_name(uint32_t arch) {
     switch (arch) {
     case ANVIL_ARCH_X86_64: return "x86_64";
     case ANVIL_ARCH_AARCH64: return "aarch64";
@@ -221,7 +221,7 @@ const char *anvil_cpu_arch_name(uint32_t arch) {
 }
 
 ANVIL_API size_t anvil_cpu_features_string(uint64_t features, char *buf, size_t size) {
-    return anvil_cpu_feature_string(features, buf, size);
+    return anvil__cpu_feature_string(features, buf, size);
 }
 
-ANVIL_API const char *anvil_cpu_arch_string(uint32_t arch) { return anvil_cpu_arch_name(arch); }
+ANVIL_API const char *anvil_cpu_arch_string(uint32_t arch) { return anvil__cpu_arch_name(arch); }

@@ -7,7 +7,9 @@
 #include "cpu_probe.h"
 #include "ctx.h"
 #include "error.h"
+#include "log.h"
 #include "registry.h"
+#include "thread_pool.h"
 #include "trust.h"
 
 static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, anvil_error *err) {
@@ -17,7 +19,7 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
     char path[4096];
     const char *source = "from --config";
     if (config_path == NULL || *config_path == '\0') {
-        if (anvil_config_default_path(path, sizeof path, &source) != 0) {
+        if (anvil__config_default_path(path, sizeof path, &source) != 0) {
             return anvil_error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
         }
     } else {
@@ -27,7 +29,7 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
     if (ctx == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     ctx->refs = 1;
     pthread_mutex_init(&ctx->lock, NULL);
-    int rc = anvil_config_load(path, &ctx->cfg, err);
+    int rc = anvil__config_load(path, &ctx->cfg, err);
     if (rc != ANVIL_OK) {
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
@@ -36,11 +38,11 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
     ctx->cfg.source = source;
     snprintf(ctx->insecure_why, sizeof ctx->insecure_why, "[plugins] allow_insecure = yes at %s:%d",
              ctx->cfg.path, ctx->cfg.allow_insecure_line);
-    ctx->cpu = anvil_cpu_probe();
-    const char *mw = anvil_cpu_mask_warnings();
-    if (mw[0] != '\0') anvil_host_log(ANVIL_LOG_WARN, NULL, "%s", mw);
-    rc = anvil_registry_load(ctx, keep_going, err);
-    if (rc == ANVIL_OK) rc = anvil_dispatch_build(ctx, err);
+    ctx->cpu = anvil__cpu_probe();
+    const char *mw = anvil__cpu_mask_warnings();
+    if (mw[0] != '\0') anvil__log(ANVIL_LOG_WARN, NULL, "%s", mw);
+    rc = anvil__registry_load(ctx, keep_going, err);
+    if (rc == ANVIL_OK) rc = anvil__dispatch_build(ctx, err);
     if (rc != ANVIL_OK) {
         anvil_ctx_close(ctx);
         return rc;
@@ -73,15 +75,40 @@ ANVIL_API void anvil_ctx_close(anvil_ctx *ctx) {
     const int left = --ctx->refs;
     pthread_mutex_unlock(&ctx->lock);
     if (left > 0) return;
-    anvil_matmul_shutdown(ctx);
+    anvil__pool_destroy(ctx->pool);
     free(ctx->dispatch);
-    anvil_registry_unload(ctx);
-    anvil_config_free(&ctx->cfg);
+    anvil__registry_unload(ctx);
+    anvil__config_free(&ctx->cfg);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
 
-ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx ? ctx->cpu : anvil_cpu_probe(); }
+/* ---- the thread pool the context owns, created on first use ------------- */
+
+/* Matmuls on one context may run from many threads: each holds the pool
+ * while it runs (anvil__pool_run serialises jobs), and a new thread count
+ * (anvil_ctx_set_threads) replaces the pool only once nobody holds it. */
+anvil_pool *anvil__ctx_pool_acquire(anvil_ctx *ctx) {
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->pool != NULL && ctx->pool_users == 0 && anvil__pool_threads(ctx->pool) != ctx->threads) {
+        anvil__pool_destroy(ctx->pool);
+        ctx->pool = NULL;
+    }
+    if (ctx->pool == NULL && ctx->threads > 1) ctx->pool = anvil__pool_create(ctx->threads);
+    anvil_pool *p = ctx->pool;
+    if (p != NULL) ctx->pool_users++;
+    pthread_mutex_unlock(&ctx->lock);
+    return p;
+}
+
+void anvil__ctx_pool_release(anvil_ctx *ctx, anvil_pool *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->pool_users--;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx ? ctx->cpu : anvil__cpu_probe(); }
 
 ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx) { return ctx ? ctx->cfg.path : NULL; }
 
@@ -102,7 +129,7 @@ ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads) {
 }
 
 ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id) {
-    const codec_rec *c = anvil_registry_find_codec(ctx, type_id);
+    const codec_rec *c = anvil__registry_find_codec(ctx, type_id);
     return c ? &c->codec : NULL;
 }
 

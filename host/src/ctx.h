@@ -83,22 +83,22 @@ struct anvil_ctx {
     dispatch_rec *dispatch;
     size_t n_dispatch;
     unsigned threads;         /* guarded by lock */
-    struct anvil_pool *pool;  /* matmul workers, created on first use */
+    struct anvil_pool *pool;  /* workers (matmul), created on first use */
     unsigned pool_users;      /* matmuls running on it (guarded by lock) */
     pthread_mutex_t lock;
     char insecure_why[4200];  /* text behind anvil_config_report.insecure_why */
 };
 
 /* registry.c */
-int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err);
-void anvil_registry_unload(anvil_ctx *ctx);
-const codec_rec *anvil_registry_find_codec(const anvil_ctx *ctx, uint32_t type_id);
+int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err);
+void anvil__registry_unload(anvil_ctx *ctx);
+const codec_rec *anvil__registry_find_codec(const anvil_ctx *ctx, uint32_t type_id);
 /* dispatch.c */
-int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err);
-const dispatch_rec *anvil_dispatch_find(const anvil_ctx *ctx, uint32_t weight_type);
-/* matmul.c: stop the worker threads. */
-void anvil_matmul_shutdown(anvil_ctx *ctx);
-/* log through the host log sink (stderr, filtered by ANVIL_LOG). */
-void anvil_host_log(int level, const char *who, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err);
+const dispatch_rec *anvil__dispatch_find(const anvil_ctx *ctx, uint32_t weight_type);
+/* ctx.c: the context's worker pool at its current thread count, held until
+ * released; NULL when the context runs on one thread. */
+struct anvil_pool *anvil__ctx_pool_acquire(anvil_ctx *ctx);
+void anvil__ctx_pool_release(anvil_ctx *ctx, struct anvil_pool *pool);
 
 #endif

@@ -178,7 +178,7 @@ static int check_order(const anvil_ctx *ctx, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
+int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
     const int order_rc = check_order(ctx, err);
     if (order_rc != ANVIL_OK) return order_rc;
     /* Pins must name a type and a loaded backend. */
@@ -215,7 +215,7 @@ int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
         d->codec = c;
         d->weight_type = c->codec.type_id;
         d->act_type = c->codec.act_type;
-        d->act_codec = anvil_registry_find_codec(ctx, d->act_type);
+        d->act_codec = anvil__registry_find_codec(ctx, d->act_type);
         const uint32_t w = d->weight_type, a = d->act_type;
         char pin_note[160] = "";
 
@@ -289,7 +289,7 @@ int anvil_dispatch_build(anvil_ctx *ctx, anvil_error *err) {
     return ANVIL_OK;
 }
 
-const dispatch_rec *anvil_dispatch_find(const anvil_ctx *ctx, uint32_t weight_type) {
+const dispatch_rec *anvil__dispatch_find(const anvil_ctx *ctx, uint32_t weight_type) {
     for (size_t i = 0; ctx != NULL && i < ctx->n_dispatch; ++i) {
         if (ctx->dispatch[i].weight_type == weight_type) return &ctx->dispatch[i];
     }
@@ -312,7 +312,7 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
                                     anvil_error *err) {
     *kernel = NULL;
     *quantizer = NULL;
-    const dispatch_rec *d = anvil_dispatch_find(ctx, weight_type);
+    const dispatch_rec *d = anvil__dispatch_find(ctx, weight_type);
     if (d == NULL) {
         return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
     }
@@ -340,7 +340,7 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
 ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, uint32_t type,
                                      const anvil_weight_encoder **encoder, anvil_error *err) {
     *encoder = NULL;
-    const dispatch_rec *d = anvil_dispatch_find(ctx, type);
+    const dispatch_rec *d = anvil__dispatch_find(ctx, type);
     if (d == NULL) return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", type);
     if (backend == NULL) {
         if (d->encoder == NULL) {

@@ -18,8 +18,6 @@
 
 #define SINK_BUFFER (1u << 20)
 
-void gguf_writer_stream_cleanup(anvil_gguf_writer *w);
-
 /* ---- layout ---------------------------------------------------------------- */
 
 int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,

@@ -14,10 +14,6 @@
 #include "file_set.h"
 #include "gguf_internal.h"
 
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
-                         const anvil_ctx *ctx, anvil_error *err);
-void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *len);
-
 /* ---- mapping ------------------------------------------------------------- */
 
 int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
@@ -176,11 +172,8 @@ static int add_slot(anvil_gguf *g, anvil_error *err) {
 
 /* Map and parse the file at open_path as the next part of g, known by name
  * (they differ while an interrupted set commit is read through its journal). */
-int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
-                       const anvil_ctx *ctx, anvil_error *err);
-
-int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
-                       const anvil_ctx *ctx, anvil_error *err) {
+static int add_file_part(anvil_gguf *g, const char *open_path, const char *name, const anvil_ctx *ctx,
+                         anvil_error *err) {
     int rc = add_slot(g, err);
     if (rc != ANVIL_OK) {
         return rc;
@@ -261,6 +254,37 @@ ANVIL_API void anvil_gguf_close(anvil_gguf *g) {
     free(g);
 }
 
+/* After part 1 is parsed: when it is part 1 of a split set, open the other
+ * parts (resolved: the files to open instead, from an interrupted commit's
+ * journal) and have gguf_split.c check each. */
+static int open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved, const anvil_ctx *ctx,
+                           anvil_error *err) {
+    gguf_split_set s;
+    int rc = gguf_split_begin(&s, &g->parts[0], path, resolved != NULL ? resolved[0] : path, err);
+    if (rc != ANVIL_OK || s.count <= 1) {
+        return rc;
+    }
+    for (uint32_t k = 2; k <= (uint32_t)s.count; ++k) {
+        char part_path[4200];
+        rc = gguf_split_part_path(&s, k, part_path, sizeof part_path, err);
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+        const char *opened = resolved != NULL ? resolved[k - 1] : part_path;
+        rc = add_file_part(g, opened, part_path, ctx, err);
+        if (rc == ANVIL_E_NOT_FOUND) {
+            return gguf_split_missing(&s, k, part_path, err);
+        }
+        if (rc == ANVIL_OK) {
+            rc = gguf_split_check_part(&s, &g->parts[g->n_parts - 1], k, opened, part_path, err);
+        }
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
+    }
+    return gguf_split_check_total(&s, g->parts, g->n_parts, path, err);
+}
+
 ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
                               unsigned flags, anvil_error *err) {
     if (out == NULL || path == NULL) {
@@ -282,11 +306,10 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
         rc = file_set_view_open(&view, path, count, err);
     }
     if (rc == ANVIL_OK) {
-        rc = gguf_add_file_part(g, view.n > 0 ? view.paths[0] : path, path, ctx, err);
+        rc = add_file_part(g, view.n > 0 ? view.paths[0] : path, path, ctx, err);
     }
     if (rc == ANVIL_OK && (flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0) {
-        rc = gguf_open_split_rest(g, path, view.n > 0 ? (const char *const *)view.paths : NULL,
-                                  ctx, err);
+        rc = open_split_rest(g, path, view.n > 0 ? (const char *const *)view.paths : NULL, ctx, err);
     }
     file_set_view_close(&view);
     if (rc == ANVIL_OK) {

@@ -8,6 +8,7 @@
 
 #include "anvil/gguf.h"
 #include "error.h"
+#include "file_set.h"
 
 /* ---- checked arithmetic: each returns 1 on overflow, 0 when *r is valid -- */
 
@@ -164,6 +165,35 @@ struct anvil_gguf {
     gguf_problems problems;
 };
 
+/* gguf_parse.c: a tensor's name, for gguf_index_init over anvil_gguf_tensor[]. */
+void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *len);
+/* gguf_split.c: a split set as part 1 describes it. Opening the parts is
+ * gguf_file.c's: it asks for each part's path and has each part checked. */
+typedef struct gguf_split_mark {
+    int have;                            /* file_set.h's set mark */
+    char id[FILE_SET_ID_HEX + 1];
+    uint32_t no, count;
+} gguf_split_mark;
+typedef struct gguf_split_set {
+    int64_t count;                       /* parts; 1: not a set (or a part alone) */
+    int64_t total;                       /* split.tensors.count, -1: absent */
+    char prefix[4096];
+    gguf_split_mark first;               /* part 1's mark */
+} gguf_split_set;
+/* Read part 1's split keys (path: its name; opened: the file actually
+ * opened, for its set mark). */
+int gguf_split_begin(gguf_split_set *s, const gguf_part *first, const char *path, const char *opened,
+                     anvil_error *err);
+/* The path of part k (2..count). */
+int gguf_split_part_path(const gguf_split_set *s, uint32_t k, char *buf, size_t size, anvil_error *err);
+/* The error for a part that does not exist. */
+int gguf_split_missing(const gguf_split_set *s, uint32_t k, const char *part_path, anvil_error *err);
+/* Check that part k, parsed into p, belongs with part 1. */
+int gguf_split_check_part(const gguf_split_set *s, const gguf_part *p, uint32_t k, const char *opened,
+                          const char *part_path, anvil_error *err);
+/* Check that the parts hold the set's tensor count. */
+int gguf_split_check_total(const gguf_split_set *s, const gguf_part *parts, size_t n_parts, const char *path,
+                           anvil_error *err);
 /* Build the merged tensor list and its index from the parts. */
 int gguf_merge_parts(anvil_gguf *g, anvil_error *err);
 

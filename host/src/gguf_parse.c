@@ -60,10 +60,7 @@ static int truncated_at(const reader *r, uint64_t need, const char *what, anvil_
                            what, need, r->pos, r->size);
 }
 
-void gguf_kv_name_of(const void *items, size_t i, const char **p, size_t *len);
-void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *len);
-
-void gguf_kv_name_of(const void *items, size_t i, const char **p, size_t *len) {
+static void kv_name_of(const void *items, size_t i, const char **p, size_t *len) {
     const anvil_gguf_kv *kv = items;
     *p = kv[i].key;
     *len = kv[i].key_len;
@@ -362,7 +359,7 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
                    sizeof *p->kvs) != ANVIL_OK) {
         return nomem(err, "the KV table");
     }
-    gguf_index_init(&p->kv_index, gguf_kv_name_of, p->kvs);
+    gguf_index_init(&p->kv_index, kv_name_of, p->kvs);
     for (uint64_t k = 0; k < n_kv; ++k) {
         char what[96];
         snprintf(what, sizeof what, "the key of KV %" PRIu64 " of %" PRIu64, k, n_kv);
@@ -869,7 +866,7 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const an
     memset(p, 0, sizeof *p);
     p->base = base;
     p->size = size;
-    gguf_index_init(&p->kv_index, gguf_kv_name_of, NULL);
+    gguf_index_init(&p->kv_index, kv_name_of, NULL);
     reader r = { base, size, 0, problems };
 
     int rc = check_magic(base, size, err);

@@ -3,18 +3,17 @@
  * "<prefix>-%05d-of-%05d.gguf" (1-based), every part carries split.no (u16,
  * 0-based), split.count (u16) and split.tensors.count (i32, the tensors of
  * the whole set); part 1 also carries all the model's metadata.
+ *
+ * This file names the parts and checks that they belong together; opening
+ * them is gguf_file.c's job (it asks here for each part's path).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "file_set.h"
 #include "gguf_internal.h"
-
-int gguf_add_file_part(anvil_gguf *g, const char *open_path, const char *name,
-                       const anvil_ctx *ctx, anvil_error *err);
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
-                         const anvil_ctx *ctx, anvil_error *err);
 
 ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no,
                                     uint32_t count, anvil_error *err) {
@@ -117,15 +116,9 @@ static int split_key(const gguf_part *p, const char *key, uint32_t want_type, in
 
 /* The set marks (file_set.h) of part k, read from the file actually opened:
  * part 1's mark (or its absence) is what every part must match. */
-typedef struct set_mark {
-    int have;
-    char id[FILE_SET_ID_HEX + 1];
-    uint32_t no, count;
-} set_mark;
-
-static int check_mark(const set_mark *first, const char *opened, const char *name, uint32_t k,
+static int check_mark(const gguf_split_mark *first, const char *opened, const char *name, uint32_t k,
                       int64_t count, anvil_error *err) {
-    set_mark m;
+    gguf_split_mark m;
     m.have = file_set_read_mark(opened, m.id, &m.no, &m.count);
     if (!first->have && !m.have) {
         return ANVIL_OK;
@@ -155,98 +148,94 @@ static int check_mark(const set_mark *first, const char *opened, const char *nam
                            name, k, count, why);
 }
 
-int gguf_open_split_rest(anvil_gguf *g, const char *path, const char *const *resolved,
-                         const anvil_ctx *ctx, anvil_error *err) {
-    int64_t count, no, total;
-    int rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &count, path,
-                       err);
+int gguf_split_begin(gguf_split_set *s, const gguf_part *first, const char *path, const char *opened,
+                     anvil_error *err) {
+    memset(s, 0, sizeof *s);
+    int rc = split_key(first, ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &s->count, path, err);
+    int64_t no = -1;
     if (rc == ANVIL_OK) {
-        rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &no, path, err);
+        rc = split_key(first, ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &no, path, err);
     }
     if (rc == ANVIL_OK) {
-        rc = split_key(&g->parts[0], ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &total,
-                       path, err);
+        rc = split_key(first, ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &s->total, path,
+                       err);
     }
     if (rc != ANVIL_OK) {
         return rc;
     }
     /* No split keys, a merged file (count 0, as llama.cpp's merge leaves
      * it), a one-part set, or a later part opened on its own: one file. */
-    if (count <= 1 || no != 0) {
+    if (s->count <= 1 || no != 0) {
+        s->count = 1;
         return ANVIL_OK;
     }
-    char prefix[4096];
     uint32_t pno = 0, pcount = 0;
-    if (!anvil_gguf_split_parse(path, prefix, sizeof prefix, &pno, &pcount) || pno != 1 ||
-        pcount != (uint32_t)count) {
+    if (!anvil_gguf_split_parse(path, s->prefix, sizeof s->prefix, &pno, &pcount) || pno != 1 ||
+        pcount != (uint32_t)s->count) {
         return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%s: the file is part 1 of a %" PRId64 "-part split set but its "
                                "name does not end in -00001-of-%05" PRId64 ".gguf, so the other "
                                "parts cannot be found; rename the parts as llama.cpp's "
                                "gguf-split names them, or open this part alone",
-                               path, count, count);
+                               path, s->count, s->count);
     }
-    set_mark first;
-    first.have = file_set_read_mark(resolved != NULL ? resolved[0] : path, first.id, &first.no,
-                                    &first.count);
-    rc = check_mark(&first, resolved != NULL ? resolved[0] : path, path, 1, count, err);
+    s->first.have = file_set_read_mark(opened, s->first.id, &s->first.no, &s->first.count);
+    return check_mark(&s->first, opened, path, 1, s->count, err);
+}
+
+int gguf_split_part_path(const gguf_split_set *s, uint32_t k, char *buf, size_t size, anvil_error *err) {
+    return anvil_gguf_split_path(buf, size, s->prefix, k, (uint32_t)s->count, err);
+}
+
+int gguf_split_missing(const gguf_split_set *s, uint32_t k, const char *part_path, anvil_error *err) {
+    return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                           "part %" PRIu32 " of %" PRId64 " is missing: '%s' does not "
+                           "exist; download every part of the split set",
+                           k, s->count, part_path);
+}
+
+int gguf_split_check_part(const gguf_split_set *s, const gguf_part *p, uint32_t k, const char *opened,
+                          const char *part_path, anvil_error *err) {
+    int64_t pn, pc, pt;
+    int rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &pn, part_path, err);
+    if (rc == ANVIL_OK) {
+        rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &pc, part_path, err);
+    }
+    if (rc == ANVIL_OK) {
+        rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &pt, part_path, err);
+    }
     if (rc != ANVIL_OK) {
         return rc;
     }
-    for (uint32_t k = 2; k <= (uint32_t)count; ++k) {
-        char part_path[4200];
-        rc = anvil_gguf_split_path(part_path, sizeof part_path, prefix, k, (uint32_t)count, err);
-        if (rc != ANVIL_OK) {
-            return rc;
-        }
-        const char *opened = resolved != NULL ? resolved[k - 1] : part_path;
-        rc = gguf_add_file_part(g, opened, part_path, ctx, err);
-        if (rc == ANVIL_E_NOT_FOUND) {
-            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
-                                   "part %" PRIu32 " of %" PRId64 " is missing: '%s' does not "
-                                   "exist; download every part of the split set",
-                                   k, count, part_path);
-        }
-        if (rc != ANVIL_OK) {
-            return rc;
-        }
-        const gguf_part *p = &g->parts[g->n_parts - 1];
-        int64_t pn, pc, pt;
-        rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_NO, ANVIL_GGUF_TYPE_U16, &pn, part_path, err);
-        if (rc == ANVIL_OK) {
-            rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_COUNT, ANVIL_GGUF_TYPE_U16, &pc, part_path, err);
-        }
-        if (rc == ANVIL_OK) {
-            rc = split_key(p, ANVIL_GGUF_KEY_SPLIT_TENSORS, ANVIL_GGUF_TYPE_I32, &pt, part_path,
-                           err);
-        }
-        if (rc != ANVIL_OK) {
-            return rc;
-        }
-        rc = check_mark(&first, opened, part_path, k, count, err);
-        if (rc != ANVIL_OK) {
-            return rc;
-        }
-        if (pn != (int64_t)(k - 1) || pc != count || (total >= 0 && pt >= 0 && pt != total)) {
-            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
-                                   "%s: split keys say part no %" PRId64 " of %" PRId64
-                                   " (%" PRId64 " tensors in all), expected part no %" PRIu32
-                                   " of %" PRId64 " (%" PRId64 " tensors): the parts come from "
-                                   "different split sets; re-download them",
-                                   part_path, pn, pc, pt, k - 1, count, total);
-        }
+    rc = check_mark(&s->first, opened, part_path, k, s->count, err);
+    if (rc != ANVIL_OK) {
+        return rc;
     }
-    if (total >= 0) {
-        size_t have = 0;
-        for (size_t i = 0; i < g->n_parts; ++i) {
-            have += g->parts[i].n_tensors;
-        }
-        if ((uint64_t)have != (uint64_t)total) {
-            return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
-                                   "%s: split.tensors.count says %" PRId64 " tensors but the %"
-                                   PRId64 " parts hold %zu; the set is incomplete or mixed",
-                                   path, total, count, have);
-        }
+    if (pn != (int64_t)(k - 1) || pc != s->count || (s->total >= 0 && pt >= 0 && pt != s->total)) {
+        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                               "%s: split keys say part no %" PRId64 " of %" PRId64
+                               " (%" PRId64 " tensors in all), expected part no %" PRIu32
+                               " of %" PRId64 " (%" PRId64 " tensors): the parts come from "
+                               "different split sets; re-download them",
+                               part_path, pn, pc, pt, k - 1, s->count, s->total);
+    }
+    return ANVIL_OK;
+}
+
+int gguf_split_check_total(const gguf_split_set *s, const gguf_part *parts, size_t n_parts, const char *path,
+                           anvil_error *err) {
+    if (s->total < 0) {
+        return ANVIL_OK;
+    }
+    size_t have = 0;
+    for (size_t i = 0; i < n_parts; ++i) {
+        have += parts[i].n_tensors;
+    }
+    if ((uint64_t)have != (uint64_t)s->total) {
+        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+                               "%s: split.tensors.count says %" PRId64 " tensors but the %"
+                               PRId64 " parts hold %zu; the set is incomplete or mixed",
+                               path, s->total, s->count, have);
     }
     return ANVIL_OK;
 }

@@ -1,6 +1,8 @@
 /*
- * GGUF metadata views: the typed view (integers widened, floats as double)
- * and getters over the raw wire bytes the parser validated.
+ * GGUF wire values: type names and sizes, and the typed view (integers
+ * widened, floats as double) of the raw bytes the parser validated. Below the
+ * file layer: it reads bytes, never a file (the getters by key, which look a
+ * key up in an open file, are gguf_getters.c).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -165,121 +167,4 @@ ANVIL_API uint64_t anvil_gguf_array_strings(const anvil_gguf_array *a, anvil_ggu
         at += 8 + (size_t)len;
     }
     return k;
-}
-
-/* ---- getters by key ------------------------------------------------------ */
-
-static int lookup(const anvil_gguf *g, const char *key, anvil_gguf_value *v, anvil_error *err) {
-    if (g == NULL || key == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL file or key");
-    }
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(g, key);
-    if (kv == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOT_FOUND, "key '%s' is not in the file", key);
-    }
-    if (anvil_gguf_kv_value(kv, v) != ANVIL_OK) {
-        return anvil_error_set(err, ANVIL_E_INTERNAL, "key '%s' has an unreadable value", key);
-    }
-    return ANVIL_OK;
-}
-
-static int wrong_type(const char *key, const anvil_gguf_value *v, const char *want,
-                      anvil_error *err) {
-    const char *tn = anvil_gguf_type_name(v->wire_type);
-    return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key '%s' holds a %s value, not %s", key,
-                           tn != NULL ? tn : "?", want);
-}
-
-ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out,
-                                 anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_INT) {
-        return wrong_type(key, &v, "an integer", err);
-    }
-    if (!v.in_i64) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW,
-                               "key '%s' holds u64 %" PRIu64 ", which does not fit int64: read "
-                               "it with anvil_gguf_get_u64",
-                               key, v.u);
-    }
-    *out = v.i;
-    return ANVIL_OK;
-}
-
-ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out,
-                                 anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_INT) {
-        return wrong_type(key, &v, "an integer", err);
-    }
-    if (!v.in_u64) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW,
-                               "key '%s' holds %" PRId64 ", which is negative", key, v.i);
-    }
-    *out = v.u;
-    return ANVIL_OK;
-}
-
-ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out,
-                                 anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_FLOAT) {
-        return wrong_type(key, &v, "f32 or f64", err);
-    }
-    *out = v.f;
-    return ANVIL_OK;
-}
-
-ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out,
-                                  anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_BOOL) {
-        return wrong_type(key, &v, "bool", err);
-    }
-    *out = v.b;
-    return ANVIL_OK;
-}
-
-ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out,
-                                 anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_STRING) {
-        return wrong_type(key, &v, "a string", err);
-    }
-    *out = v.s;
-    return ANVIL_OK;
-}
-
-ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out,
-                                   anvil_error *err) {
-    anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
-    if (rc != ANVIL_OK) {
-        return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_ARRAY) {
-        return wrong_type(key, &v, "an array", err);
-    }
-    *out = v.a;
-    return ANVIL_OK;
 }

@@ -9,8 +9,6 @@
 
 #include "gguf_writer_internal.h"
 
-void gguf_writer_stream_cleanup(anvil_gguf_writer *w);
-
 static void wkv_name_of(const void *items, size_t i, const char **p, size_t *len) {
     const gguf_wkv *kv = items;
     *p = kv[i].key;

@@ -69,6 +69,8 @@ int gguf_sink_commit(gguf_sink *s, anvil_error *err);
 void gguf_sink_discard(gguf_sink *s);
 
 /* Offsets of tensor i's data relative to the data section. */
+/* gguf_emit.c: close and remove a stream's temp file (writer free/abort). */
+void gguf_writer_stream_cleanup(anvil_gguf_writer *w);
 int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,
                         anvil_error *err);
 

@@ -68,25 +68,25 @@ typedef struct anvil_json_error {
 /* Objects and arrays nested deeper than this are refused. */
 #define ANVIL_JSON_MAX_DEPTH 64
 
-anvil_json_status anvil_json_parse(const char *text, size_t len, anvil_json_handler handler,
+anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler,
                                    void *user, anvil_json_error *err);
 
 /* A NUMBER's text to u64: 0 ok, 1 not a non-negative integer written
  * without fraction or exponent, 2 does not fit 64 bits. */
-int anvil_json_number_u64(const char *text, size_t len, uint64_t *out);
+int anvil__json_number_u64(const char *text, size_t len, uint64_t *out);
 
 /* "a string", "an object", "null", ... for messages (BEGIN kinds name the
  * container; END and KEY kinds answer "?"). */
-const char *anvil_json_event_what(anvil_json_event_kind kind);
+const char *anvil__json_event_what(anvil_json_event_kind kind);
 
 /* Length of the longest valid UTF-8 prefix of s[0..n) (== n when valid).
  * Overlong forms, surrogates and code points past U+10FFFF are invalid. */
-size_t anvil_utf8_valid_prefix(const unsigned char *s, size_t n);
+size_t anvil__utf8_valid_prefix(const unsigned char *s, size_t n);
 
 /* Write s (len bytes) into dst as a double-quoted, terminal-safe string for
  * messages: control and non-UTF-8 bytes as \xNN, cut after max_bytes at a
  * character boundary with "..." appended. Always NUL-terminates. */
-void anvil_json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
+void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
                                   size_t max_bytes);
 
 #endif

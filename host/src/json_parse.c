@@ -57,7 +57,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     return len;
 }
 
-size_t anvil_utf8_valid_prefix(const unsigned char *s, size_t n) {
+size_t anvil__utf8_valid_prefix(const unsigned char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         if (s[i] < 0x80) {
@@ -73,7 +73,7 @@ size_t anvil_utf8_valid_prefix(const unsigned char *s, size_t n) {
     return n;
 }
 
-void anvil_json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
+void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
                                   size_t max_bytes) {
     if (cap == 0) {
         return;
@@ -185,7 +185,7 @@ static anvil_json_status fail_at(parser *p, anvil_json_status st, size_t at, con
             w += (size_t)snprintf(where + w, sizeof where - w, "[%zu]", f->index);
         } else if (f->key != NO_KEY) {
             char q[80];
-            anvil_json_quote_for_message(q, sizeof q, key_text(p, f->key), p->keys[f->key].len,
+            anvil__json_quote_for_message(q, sizeof q, key_text(p, f->key), p->keys[f->key].len,
                                          48);
             w += (size_t)snprintf(where + w, sizeof where - w, "%s%s", w ? "." : "", q);
         }
@@ -560,7 +560,7 @@ static anvil_json_status check_duplicates(parser *p, size_t base) {
     }
     if (second != NULL && p->err->status == ANVIL_JSON_OK) {
         char q[160];
-        anvil_json_quote_for_message(q, sizeof q, second->text, second->len, 120);
+        anvil__json_quote_for_message(q, sizeof q, second->text, second->len, 120);
         fail_at(p, ANVIL_JSON_E_DUP_KEY, second->offset, "duplicate key %s (first at byte %zu)", q,
                 first->offset);
     }
@@ -684,7 +684,7 @@ static anvil_json_status parse_value(parser *p) {
     }
 }
 
-anvil_json_status anvil_json_parse(const char *text, size_t len, anvil_json_handler handler,
+anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler,
                                    void *user, anvil_json_error *err) {
     anvil_json_error local;
     if (err == NULL) {
@@ -720,7 +720,7 @@ anvil_json_status anvil_json_parse(const char *text, size_t len, anvil_json_hand
     return st != ANVIL_JSON_OK ? st : err->status;
 }
 
-int anvil_json_number_u64(const char *text, size_t len, uint64_t *out) {
+int anvil__json_number_u64(const char *text, size_t len, uint64_t *out) {
     for (size_t i = 0; i < len; i++) {
         if (text[i] < '0' || text[i] > '9') {
             return 1; /* sign, fraction or exponent */
@@ -738,7 +738,7 @@ int anvil_json_number_u64(const char *text, size_t len, uint64_t *out) {
     return 0;
 }
 
-const char *anvil_json_event_what(anvil_json_event_kind kind) {
+const char *anvil__json_event_what(anvil_json_event_kind kind) {
     switch (kind) {
     case ANVIL_JSON_OBJECT_BEGIN: return "an object";
     case ANVIL_JSON_ARRAY_BEGIN: return "an array";

@@ -16,9 +16,8 @@
 #include "anvil/numeric.h"
 #include "ctx.h"
 #include "error.h"
+#include "log.h"
 #include "thread_pool.h"
-
-int anvil_host_codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **out, anvil_error *err);
 
 struct anvil_weights {
     anvil_ctx *ctx;            /* retained */
@@ -56,36 +55,6 @@ static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *
     return ANVIL_OK;
 }
 
-/* ---- the thread pool, created on first use ------------------------------ */
-
-/* Matmuls on one context may run from many threads: each holds the pool
- * while it runs (anvil_pool_run serialises jobs), and a new thread count
- * (anvil_ctx_set_threads) replaces the pool only once nobody holds it. */
-static anvil_pool *pool_acquire(anvil_ctx *ctx) {
-    pthread_mutex_lock(&ctx->lock);
-    if (ctx->pool != NULL && ctx->pool_users == 0 && anvil_pool_threads(ctx->pool) != ctx->threads) {
-        anvil_pool_destroy(ctx->pool);
-        ctx->pool = NULL;
-    }
-    if (ctx->pool == NULL && ctx->threads > 1) ctx->pool = anvil_pool_create(ctx->threads);
-    anvil_pool *p = ctx->pool;
-    if (p != NULL) ctx->pool_users++;
-    pthread_mutex_unlock(&ctx->lock);
-    return p;
-}
-
-static void pool_release(anvil_ctx *ctx, anvil_pool *p) {
-    if (p == NULL) return;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->pool_users--;
-    pthread_mutex_unlock(&ctx->lock);
-}
-
-void anvil_matmul_shutdown(anvil_ctx *ctx) {
-    anvil_pool_destroy(ctx->pool);
-    ctx->pool = NULL;
-}
-
 /* ---- prepared weights --------------------------------------------------- */
 
 ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *data, size_t n_rows, size_t k,
@@ -104,9 +73,9 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
     const anvil_codec *codec = NULL;
     const dispatch_rec *d = NULL;
     if (type != ANVIL_TYPE_F32 && type != ANVIL_TYPE_F16 && type != ANVIL_TYPE_BF16) {
-        rc = anvil_host_codec_for(ctx, type, &codec, err);
+        rc = anvil__codec_for(ctx, type, &codec, err);
         if (rc != ANVIL_OK) return rc;
-        d = anvil_dispatch_find(ctx, type);
+        d = anvil__dispatch_find(ctx, type);
         if (d == NULL) return anvil_error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
     }
     anvil_weights *w = calloc(1, sizeof *w);
@@ -271,16 +240,16 @@ ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, cons
     if (m > SIZE_MAX / w->n_rows || m > SIZE_MAX / (w->k ? w->k : 1)) {
         return anvil_error_set(err, ANVIL_E_OVERFLOW, "matmul: %zu x %zu output overflows", m, w->n_rows);
     }
-    anvil_pool *pool = pool_acquire(ctx);
+    anvil_pool *pool = anvil__ctx_pool_acquire(ctx);
     const int rc = matmul_on(ctx, pool, w, x, m, y, err);
-    pool_release(ctx, pool);
+    anvil__ctx_pool_release(ctx, pool);
     return rc;
 }
 
 static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
                      float *y, anvil_error *err) {
     const dispatch_rec *d = w->d;
-    const unsigned threads = pool ? anvil_pool_threads(pool) : 1;
+    const unsigned threads = pool ? anvil__pool_threads(pool) : 1;
 
     job j = { .w = w, .x = x, .m = m, .y = y, .act = x, .act_bytes = w->k * sizeof(float) };
     void *act_buf = NULL;
@@ -290,7 +259,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             pthread_mutex_lock(&ctx->lock);
             if (!d->warned) {
                 ((dispatch_rec *)d)->warned = 1;
-                anvil_host_log(ANVIL_LOG_INFO, NULL, "%s: %s", w->codec->name, d->note);
+                anvil__log(ANVIL_LOG_INFO, NULL, "%s: %s", w->codec->name, d->note);
             }
             pthread_mutex_unlock(&ctx->lock);
         }
@@ -324,7 +293,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
                 }
             } else {
                 quant_job q = { d, x, w->k, act_buf, j.act_bytes, ANVIL_OK };
-                anvil_pool_run(pool, m, quantize_task, &q);
+                anvil__pool_run(pool, m, quantize_task, &q);
             }
             j.act = act_buf;
         }
@@ -350,7 +319,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for decode rows");
         }
     }
-    anvil_pool_run(pool, n_tasks, run_task, &j);
+    anvil__pool_run(pool, n_tasks, run_task, &j);
     if (j.scratch != NULL) {
         for (size_t t = 0; t < n_tasks; ++t) free(j.scratch[t]);
         free(j.scratch);

@@ -27,39 +27,14 @@
 #include "cpu_probe.h"
 #include "ctx.h"
 #include "error.h"
+#include "log.h"
 #include "registry.h"
 #include "trust.h"
-
-static int log_threshold;
-static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-
-static void log_init(void) {
-    const char *e = getenv("ANVIL_LOG");
-    log_threshold = ANVIL_LOG_WARN;
-    if (e != NULL) {
-        if (strcasecmp(e, "error") == 0) log_threshold = ANVIL_LOG_ERROR;
-        else if (strcasecmp(e, "info") == 0) log_threshold = ANVIL_LOG_INFO;
-        else if (strcasecmp(e, "debug") == 0) log_threshold = ANVIL_LOG_DEBUG;
-        else if (strcasecmp(e, "quiet") == 0 || strcasecmp(e, "off") == 0) log_threshold = -2;
-    }
-}
-
-void anvil_host_log(int level, const char *who, const char *fmt, ...) {
-    pthread_once(&log_once, log_init);
-    if (level > log_threshold) return;
-    static const char *const names[] = { "error", "warning", "info", "debug" };
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "anvil: %s: %s%s%s\n", names[level < 0 ? 0 : (level > 3 ? 3 : level)],
-            who ? who : "", who ? ": " : "", msg);
-}
+#include "types.h"
 
 static void services_log(void *host_ctx, int level, const char *plugin_id, const char *message) {
     (void)host_ctx;
-    anvil_host_log(level, plugin_id ? plugin_id : "plugin", "%s", message ? message : "");
+    anvil__log(level, plugin_id ? plugin_id : "plugin", "%s", message ? message : "");
 }
 
 static char *dupstr(const char *s) {
@@ -137,19 +112,19 @@ static int valid_name(const char *s, size_t max) {
     return 1;
 }
 
-const codec_rec *anvil_registry_find_codec(const anvil_ctx *ctx, uint32_t type_id) {
+const codec_rec *anvil__registry_find_codec(const anvil_ctx *ctx, uint32_t type_id) {
     for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
         if (ctx->codecs[i].codec.type_id == type_id) return &ctx->codecs[i];
     }
     return NULL;
 }
 
-const char *anvil_registry_codec_plugin(const anvil_ctx *ctx, uint32_t type_id) {
-    const codec_rec *c = anvil_registry_find_codec(ctx, type_id);
+const char *anvil__registry_codec_plugin(const anvil_ctx *ctx, uint32_t type_id) {
+    const codec_rec *c = anvil__registry_find_codec(ctx, type_id);
     return c ? ctx->plugins[c->plugin].desc.id : NULL;
 }
 
-const anvil_codec *anvil_registry_codec_by_name(const anvil_ctx *ctx, const char *name) {
+const anvil_codec *anvil__registry_codec_by_name(const anvil_ctx *ctx, const char *name) {
     for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
         if (strcasecmp(ctx->codecs[i].codec.name, name) == 0) return &ctx->codecs[i].codec;
     }
@@ -196,7 +171,7 @@ static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size
         return 0;
     } else {
         uint32_t existing;
-        if (anvil_type_from_name(NULL, c->name, &existing, NULL) == ANVIL_OK) {
+        if (anvil__type_builtin_by_name(c->name, &existing)) {
             reasonf(p, ANVIL_E_DUPLICATE_TYPE, "codec name '%s' (id %u) is already ggml's name for type %u",
                     c->name, id, existing);
             return 0;
@@ -449,7 +424,7 @@ static void services_init(void) {
     process_services.struct_size = sizeof process_services;
     process_services.abi_major = ANVIL_ABI_MAJOR;
     process_services.abi_minor = ANVIL_ABI_MINOR;
-    process_services.cpu = anvil_cpu_probe();
+    process_services.cpu = anvil__cpu_probe();
     process_services.log = services_log;
     process_services.host_ctx = NULL;
 }
@@ -658,7 +633,7 @@ static int collect_all(anvil_ctx *ctx, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
+int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
     char sp[2048];
     search_path_string(ctx, sp, sizeof sp);
     if (ctx->cfg.load_all) {
@@ -714,19 +689,19 @@ int anvil_registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
         const plugin_rec *p = &ctx->plugins[i];
         if (p->path != NULL && p->status != ANVIL_OK) {
             if (p->line > 0) {
-                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, ctx->cfg.path, p->line);
+                anvil__log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, ctx->cfg.path, p->line);
             } else {
-                anvil_host_log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
+                anvil__log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
             }
         } else if (p->trust_note[0] != '\0') {
-            anvil_host_log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s",
+            anvil__log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s",
                            p->trust_note);
         }
     }
     return ANVIL_OK;
 }
 
-void anvil_registry_unload(anvil_ctx *ctx) {
+void anvil__registry_unload(anvil_ctx *ctx) {
     for (size_t i = 0; i < ctx->n_backends; ++i) free_backend_rec(&ctx->backends[i]);
     free(ctx->backends);
     ctx->backends = NULL;

@@ -60,20 +60,20 @@ ANVIL_API int anvil_st_dtype_from_name(const char *name, anvil_st_dtype *out) {
     return ANVIL_E_ST_DTYPE;
 }
 
-void anvil_st_quote(char dst[ANVIL_ST_QUOTED_MAX], const char *name) {
-    anvil_json_quote_for_message(dst, ANVIL_ST_QUOTED_MAX, name, strlen(name), 160);
+void anvil__st_quote(char dst[ANVIL_ST_QUOTED_MAX], const char *name) {
+    anvil__json_quote_for_message(dst, ANVIL_ST_QUOTED_MAX, name, strlen(name), 160);
 }
 
 /* Same arithmetic as upstream's validate(): product of the dims, times the
  * dtype's bits, each step checked; the bit count must be whole bytes. */
-int anvil_st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank,
+int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank,
                           const char *name, uint64_t *n_elements, uint64_t *bytes,
                           anvil_error *err) {
     char q[ANVIL_ST_QUOTED_MAX];
     uint64_t n = 1;
     for (size_t i = 0; i < rank; i++) {
         if (shape[i] != 0 && n > UINT64_MAX / shape[i]) {
-            anvil_st_quote(q, name);
+            anvil__st_quote(q, name);
             return anvil_error_set(err, ANVIL_E_ST_OVERFLOW,
                                    "tensor %s: the element count of its shape overflows 64 bits "
                                    "at dim %zu (%llu); the header is corrupt or hostile",
@@ -83,7 +83,7 @@ int anvil_st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t ra
     }
     const unsigned bits = anvil_st_dtype_bits(dtype);
     if (n > UINT64_MAX / bits) {
-        anvil_st_quote(q, name);
+        anvil__st_quote(q, name);
         return anvil_error_set(err, ANVIL_E_ST_OVERFLOW,
                                "tensor %s: %llu elements of %s overflow a 64-bit bit count; "
                                "the header is corrupt or hostile",
@@ -91,7 +91,7 @@ int anvil_st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t ra
     }
     const uint64_t nbits = n * bits;
     if (nbits % 8 != 0) {
-        anvil_st_quote(q, name);
+        anvil__st_quote(q, name);
         return anvil_error_set(err, ANVIL_E_ST_SUBBYTE,
                                "tensor %s: %llu elements of %u-bit %s make %llu bits, not a whole "
                                "number of bytes (sub-byte tensors must fill their last byte)",
@@ -110,7 +110,7 @@ ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_
     }
     char q[ANVIL_ST_QUOTED_MAX];
     if (t->dtype != ANVIL_ST_F32 && t->dtype != ANVIL_ST_F16 && t->dtype != ANVIL_ST_BF16) {
-        anvil_st_quote(q, t->name);
+        anvil__st_quote(q, t->name);
         return anvil_error_set(err, ANVIL_E_ST_CONVERSION,
                                "tensor %s: dtype %s is unsupported for conversion to f32 "
                                "(only F32, F16 and BF16 convert; its raw bytes are still readable)",
@@ -118,7 +118,7 @@ ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_
                                                                  : "(invalid)");
     }
     if ((uint64_t)n != t->n_elements) {
-        anvil_st_quote(q, t->name);
+        anvil__st_quote(q, t->name);
         return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL,
                                "tensor %s has %llu elements but the output holds %zu", q,
                                (unsigned long long)t->n_elements, n);
@@ -127,7 +127,7 @@ ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_
      * re-check so a hand-built view cannot make us read past its bytes. */
     const unsigned width = anvil_st_dtype_bits(t->dtype) / 8;
     if (t->size / width < t->n_elements || (t->data == NULL && n != 0)) {
-        anvil_st_quote(q, t->name);
+        anvil__st_quote(q, t->name);
         return anvil_error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor %s: %llu bytes cannot hold %llu %s elements", q,
                                (unsigned long long)t->size, (unsigned long long)t->n_elements,

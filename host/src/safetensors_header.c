@@ -157,7 +157,7 @@ static int pool_add(builder *b, const char *s, size_t len, size_t *at) {
 
 /* The tensor being read, quoted for a message. */
 static const char *current(builder *b, char q[ANVIL_ST_QUOTED_MAX]) {
-    anvil_st_quote(q, b->pool + b->t[b->count - 1].name);
+    anvil__st_quote(q, b->pool + b->t[b->count - 1].name);
     return q;
 }
 
@@ -167,10 +167,10 @@ static int take_u64(builder *b, const anvil_json_event *ev, const char *field, s
     char q[ANVIL_ST_QUOTED_MAX];
     if (ev->kind != ANVIL_JSON_NUMBER) {
         fail(b, ANVIL_E_ST_ENTRY, "tensor %s: %s[%zu] is %s, not a non-negative integer" REEXPORT,
-             current(b, q), field, i, anvil_json_event_what(ev->kind));
+             current(b, q), field, i, anvil__json_event_what(ev->kind));
         return 0;
     }
-    const int r = anvil_json_number_u64(ev->text, ev->len, out);
+    const int r = anvil__json_number_u64(ev->text, ev->len, out);
     if (r == 1) {
         fail(b, ANVIL_E_ST_ENTRY,
              "tensor %s: %s[%zu] = %.*s is not a non-negative integer" REEXPORT,
@@ -227,7 +227,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
         return fail(b, ANVIL_E_ST_METADATA,
                     "__metadata__ is %s; it must be an object mapping strings to strings (or "
                     "null)" REEXPORT,
-                    anvil_json_event_what(ev->kind));
+                    anvil__json_event_what(ev->kind));
 
     case S_META_OBJ:
         if (ev->kind == ANVIL_JSON_OBJECT_END) {
@@ -242,10 +242,10 @@ static int on_event(void *user, const anvil_json_event *ev) {
 
     case S_META_ITEM:
         if (ev->kind != ANVIL_JSON_STRING) {
-            anvil_st_quote(q, b->pool + b->meta_key);
+            anvil__st_quote(q, b->pool + b->meta_key);
             return fail(b, ANVIL_E_ST_METADATA,
                         "__metadata__ entry %s is %s; metadata values must be strings" REEXPORT, q,
-                        anvil_json_event_what(ev->kind));
+                        anvil__json_event_what(ev->kind));
         }
         if (!grow((void **)&b->meta, &b->meta_cap, b->meta_count + 1, sizeof *b->meta)) {
             return out_of_memory(b);
@@ -263,7 +263,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: entry is %s, not an object with dtype, shape and "
                         "data_offsets" REEXPORT,
-                        current(b, q), anvil_json_event_what(ev->kind));
+                        current(b, q), anvil__json_event_what(ev->kind));
         }
         b->state = S_ENTRY;
         return 0;
@@ -290,7 +290,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
             b->state = S_OFFSETS_VALUE;
         } else {
             char fq[ANVIL_ST_QUOTED_MAX];
-            anvil_json_quote_for_message(fq, sizeof fq, ev->text, ev->len, 48);
+            anvil__json_quote_for_message(fq, sizeof fq, ev->text, ev->len, 48);
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: unknown field %s (an entry has only dtype, shape and "
                         "data_offsets)" REEXPORT,
@@ -301,11 +301,11 @@ static int on_event(void *user, const anvil_json_event *ev) {
     case S_DTYPE:
         if (ev->kind != ANVIL_JSON_STRING) {
             return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: dtype is %s, not a string" REEXPORT,
-                        current(b, q), anvil_json_event_what(ev->kind));
+                        current(b, q), anvil__json_event_what(ev->kind));
         }
         if (anvil_st_dtype_from_name(ev->text, &t->dtype) != ANVIL_OK) {
             char dq[ANVIL_ST_QUOTED_MAX];
-            anvil_json_quote_for_message(dq, sizeof dq, ev->text, ev->len, 48);
+            anvil__json_quote_for_message(dq, sizeof dq, ev->text, ev->len, 48);
             return fail(b, ANVIL_E_ST_DTYPE,
                         "tensor %s: unknown dtype %s (safetensors knows BOOL, F4, F6_E2M3, "
                         "F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, "
@@ -321,7 +321,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: shape is %s, not an array of integers" REEXPORT,
-                        current(b, q), anvil_json_event_what(ev->kind));
+                        current(b, q), anvil__json_event_what(ev->kind));
         }
         t->dims = b->dims_len;
         t->rank = 0;
@@ -350,7 +350,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: data_offsets is %s, not [begin, end]" REEXPORT, current(b, q),
-                        anvil_json_event_what(ev->kind));
+                        anvil__json_event_what(ev->kind));
         }
         b->n_offsets = 0;
         b->state = S_OFFSETS;
@@ -403,7 +403,7 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
         const char *name = b->pool + e->name;
         char q[ANVIL_ST_QUOTED_MAX];
         if (e->begin != start || e->end < e->begin) {
-            anvil_st_quote(q, name);
+            anvil__st_quote(q, name);
             if (e->end < e->begin) {
                 return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
                                        "%s: tensor %s: data_offsets [%llu, %llu] end before they "
@@ -419,7 +419,7 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
                                        where, q, (unsigned long long)e->begin);
             }
             char pq[ANVIL_ST_QUOTED_MAX];
-            anvil_st_quote(pq, b->pool + b->t[i - 1].name);
+            anvil__st_quote(pq, b->pool + b->t[i - 1].name);
             if (e->begin > start) {
                 return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
                                        "%s: tensor %s: starts at data byte %llu but the previous "
@@ -443,13 +443,13 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
         uint64_t n_elements = 0, bytes = 0;
         anvil_error sub;
         const uint64_t *shape = e->rank > 0 ? b->dims + e->dims : NULL; /* dims may be NULL */
-        const int rc = anvil_st_tensor_bytes(e->dtype, shape, e->rank, name, &n_elements, &bytes,
+        const int rc = anvil__st_tensor_bytes(e->dtype, shape, e->rank, name, &n_elements, &bytes,
                                              &sub);
         if (rc != ANVIL_OK) {
             return anvil_error_set(err, rc, "%s: %s", where, sub.message);
         }
         if (e->end - e->begin != bytes) {
-            anvil_st_quote(q, name);
+            anvil__st_quote(q, name);
             return anvil_error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
                                    "%s: tensor %s: dtype %s with %llu elements needs %llu bytes "
                                    "but data_offsets [%llu, %llu] cover %llu" REEXPORT,
@@ -462,7 +462,7 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
     return ANVIL_OK;
 }
 
-void anvil_st_free_tables(anvil_st *st) {
+void anvil__st_free_tables(anvil_st *st) {
     free(st->tensors);
     free(st->dims);
     free(st->by_name);
@@ -502,7 +502,7 @@ static int fill_tables(anvil_st *st, builder *b, const char *where, anvil_error 
     }
     if (st->tensors == NULL || st->by_name == NULL || st->meta_keys == NULL ||
         st->meta_values == NULL || b->pool == NULL || b->dims == NULL) {
-        anvil_st_free_tables(st);
+        anvil__st_free_tables(st);
         return anvil_error_set(err, ANVIL_E_NOMEM, "%s: out of memory for %zu tensors", where,
                                count);
     }
@@ -538,9 +538,9 @@ static int fill_tables(anvil_st *st, builder *b, const char *where, anvil_error 
     return ANVIL_OK;
 }
 
-int anvil_st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
+int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
                           uint64_t *data_needed, anvil_error *err) {
-    const size_t valid = anvil_utf8_valid_prefix(header, n);
+    const size_t valid = anvil__utf8_valid_prefix(header, n);
     if (valid != n) {
         return anvil_error_set(err, ANVIL_E_ST_UTF8,
                                "%s: header byte %zu (0x%02x) is not valid UTF-8; a safetensors "
@@ -558,7 +558,7 @@ int anvil_st_build_header(anvil_st *st, const unsigned char *header, size_t n, c
     b.where = where;
     b.err = err;
     anvil_json_error je;
-    const anvil_json_status js = anvil_json_parse((const char *)header, n, on_event, &b, &je);
+    const anvil_json_status js = anvil__json_parse((const char *)header, n, on_event, &b, &je);
     int rc = ANVIL_OK;
     if (js == ANVIL_JSON_E_SYNTAX || js == ANVIL_JSON_E_DUP_KEY ||
         (js == ANVIL_JSON_E_NOMEM && b.failed == 0)) {
@@ -586,13 +586,13 @@ int anvil_st_build_header(anvil_st *st, const unsigned char *header, size_t n, c
     return rc;
 }
 
-int anvil_st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
+int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
                        const char *where, anvil_error *err) {
     const uint64_t need = st->count > 0 ? st->tensors[st->count - 1].end : 0;
     char q[ANVIL_ST_QUOTED_MAX];
     if (data_size > need) {
         if (st->count > 0) {
-            anvil_st_quote(q, st->tensors[st->count - 1].name);
+            anvil__st_quote(q, st->tensors[st->count - 1].name);
         }
         return anvil_error_set(err, ANVIL_E_ST_TRAILING,
                                "%s: %llu bytes follow the last tensor%s%s (its data ends at byte "
@@ -607,7 +607,7 @@ int anvil_st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_si
         while (st->tensors[i].end <= data_size) {
             i++;
         }
-        anvil_st_quote(q, st->tensors[i].name);
+        anvil__st_quote(q, st->tensors[i].name);
         return anvil_error_set(err, ANVIL_E_TRUNCATED,
                                "%s: tensor %s needs data bytes [%llu, %llu) but the data buffer "
                                "holds only %llu: %llu bytes are missing; the file is truncated, "
@@ -624,7 +624,7 @@ int anvil_st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_si
     return ANVIL_OK;
 }
 
-int anvil_st_validate_image(anvil_st *st, const char *where, anvil_error *err) {
+int anvil__st_validate_image(anvil_st *st, const char *where, anvil_error *err) {
     const size_t size = st->image_size;
     if (size < 8) {
         return anvil_error_set(err, ANVIL_E_ST_TOO_SMALL,
@@ -632,7 +632,7 @@ int anvil_st_validate_image(anvil_st *st, const char *where, anvil_error *err) {
                                "alone takes 8); the file is truncated or not safetensors",
                                where, size);
     }
-    const uint64_t n = anvil_st_load_u64le(st->image);
+    const uint64_t n = anvil__st_load_u64le(st->image);
     if (n > ANVIL_ST_MAX_HEADER) {
         return anvil_error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
                                "%s: header length %llu exceeds the 100,000,000-byte limit; the "
@@ -646,11 +646,11 @@ int anvil_st_validate_image(anvil_st *st, const char *where, anvil_error *err) {
                                where, (unsigned long long)n, size - 8);
     }
     uint64_t need = 0;
-    int rc = anvil_st_build_header(st, st->image + 8, (size_t)n, where, &need, err);
+    int rc = anvil__st_build_header(st, st->image + 8, (size_t)n, where, &need, err);
     if (rc == ANVIL_OK) {
-        rc = anvil_st_bind_data(st, st->image + 8 + n, size - 8 - n, where, err);
+        rc = anvil__st_bind_data(st, st->image + 8 + n, size - 8 - n, where, err);
         if (rc != ANVIL_OK) {
-            anvil_st_free_tables(st);
+            anvil__st_free_tables(st);
         }
     }
     return rc;

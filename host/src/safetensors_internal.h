@@ -40,32 +40,32 @@ struct anvil_st {
 /* Validate a header (the N bytes after the length) and fill st's tables.
  * `where` names the source in messages (a path, "buffer", "stream").
  * On success *data_needed is the size the data buffer must have; tensor
- * data pointers are set later by anvil_st_bind_data. On failure st's tables
+ * data pointers are set later by anvil__st_bind_data. On failure st's tables
  * are released. */
-int anvil_st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
+int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
                           uint64_t *data_needed, anvil_error *err);
 
 /* Point every tensor at its bytes; `data` holds data_size bytes. Fails with
  * ANVIL_E_ST_TRAILING when data_size is larger than the tensors need and
  * ANVIL_E_TRUNCATED when it is smaller. */
-int anvil_st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
+int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
                        const char *where, anvil_error *err);
 
 /* Validate a whole image (length, header, data) already in memory; the
  * backing fields of st are set by the caller. */
-int anvil_st_validate_image(anvil_st *st, const char *where, anvil_error *err);
+int anvil__st_validate_image(anvil_st *st, const char *where, anvil_error *err);
 
 /* Free st's tables (not its backing). */
-void anvil_st_free_tables(anvil_st *st);
+void anvil__st_free_tables(anvil_st *st);
 
 /* Byte length of n elements of dtype: ANVIL_E_ST_OVERFLOW, ANVIL_E_ST_SUBBYTE
  * (with a message naming `name`) or ANVIL_OK. n_elements gets the product. */
-int anvil_st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank,
+int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank,
                           const char *name, uint64_t *n_elements, uint64_t *bytes,
                           anvil_error *err);
 
 /* Little-endian u64 load/store. */
-static inline uint64_t anvil_st_load_u64le(const unsigned char *p) {
+static inline uint64_t anvil__st_load_u64le(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) {
         v = (v << 8) | p[i];
@@ -73,7 +73,7 @@ static inline uint64_t anvil_st_load_u64le(const unsigned char *p) {
     return v;
 }
 
-static inline void anvil_st_store_u64le(unsigned char *p, uint64_t v) {
+static inline void anvil__st_store_u64le(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) {
         p[i] = (unsigned char)(v >> (8 * i));
     }
@@ -94,13 +94,13 @@ typedef struct anvil_st_plan {
     uint64_t data_size;
 } anvil_st_plan;
 
-int anvil_st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_error *err);
-void anvil_st_plan_free(anvil_st_plan *plan);
+int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_error *err);
+void anvil__st_plan_free(anvil_st_plan *plan);
 /* Write a planned frame to fd; `where` names it in messages. */
-int anvil_st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where, anvil_error *err);
+int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where, anvil_error *err);
 
-/* Message-safe quoted copy of a name (see anvil_json_quote_for_message). */
+/* Message-safe quoted copy of a name (see anvil__json_quote_for_message). */
 #define ANVIL_ST_QUOTED_MAX 200
-void anvil_st_quote(char dst[ANVIL_ST_QUOTED_MAX], const char *name);
+void anvil__st_quote(char dst[ANVIL_ST_QUOTED_MAX], const char *name);
 
 #endif

@@ -2,7 +2,7 @@
  * safetensors reader: three ways to get a validated anvil_st (borrow the
  * caller's bytes, copy them, or map a file), and the accessors.
  *
- * Nothing is handed out until anvil_st_validate_image has passed the whole
+ * Nothing is handed out until anvil__st_validate_image has passed the whole
  * header and the data size; on failure the caller gets NULL and a message.
  */
 #include <errno.h>
@@ -21,7 +21,7 @@ static void st_release(anvil_st *st) {
     if (st == NULL) {
         return;
     }
-    anvil_st_free_tables(st);
+    anvil__st_free_tables(st);
     if (st->backing == ST_MALLOC) {
         free(st->owned);
     } else if (st->backing == ST_MMAP && st->owned != NULL) {
@@ -34,7 +34,7 @@ ANVIL_API void anvil_st_close(anvil_st *st) { st_release(st); }
 
 /* Validate st's image and hand it out, or release it. */
 static int finish(anvil_st **out, anvil_st *st, const char *where, anvil_error *err) {
-    const int rc = anvil_st_validate_image(st, where, err);
+    const int rc = anvil__st_validate_image(st, where, err);
     if (rc != ANVIL_OK) {
         st_release(st);
         return rc;

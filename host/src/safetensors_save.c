@@ -18,21 +18,21 @@ ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, a
     }
     /* Everything that can fail without touching the filesystem, first. */
     anvil_st_plan plan;
-    int rc = anvil_st_writer_plan(w, &plan, err);
+    int rc = anvil__st_writer_plan(w, &plan, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     afile f;
     rc = afile_open(&f, path, err);
     if (rc == ANVIL_OK) {
-        rc = anvil_st_plan_write_fd(&plan, f.fd, path, err);
+        rc = anvil__st_plan_write_fd(&plan, f.fd, path, err);
         if (rc == ANVIL_OK) {
             rc = afile_commit(&f, err);
         } else {
             afile_discard(&f);
         }
     }
-    anvil_st_plan_free(&plan);
+    anvil__st_plan_free(&plan);
     if (rc != ANVIL_OK) {
         anvil_error_prefix(err, "%s: not saved, left untouched", path);
         return rc;

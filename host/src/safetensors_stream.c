@@ -85,7 +85,7 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
                                "length; it is truncated",
                                src->where, got);
     }
-    const uint64_t n = anvil_st_load_u64le(len8);
+    const uint64_t n = anvil__st_load_u64le(len8);
     if (n > ANVIL_ST_MAX_HEADER) {
         return anvil_error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
                                "%s: header length %llu exceeds the 100,000,000-byte limit; the "
@@ -111,7 +111,7 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
     }
     uint64_t need = 0;
     if (rc == ANVIL_OK) {
-        rc = anvil_st_build_header(st, buf + 8, (size_t)n, src->where, &need, err);
+        rc = anvil__st_build_header(st, buf + 8, (size_t)n, src->where, &need, err);
     }
     if (rc != ANVIL_OK) {
         free(buf);
@@ -148,7 +148,7 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
         have += got;
         if (head + have < cap) {
             /* End of stream inside the data: name the tensor cut short. */
-            rc = anvil_st_bind_data(st, buf + head, have, src->where, err);
+            rc = anvil__st_bind_data(st, buf + head, have, src->where, err);
             break;
         }
     }
@@ -157,10 +157,10 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
         st->image_size = head + (size_t)need;
         st->backing = ST_MALLOC;
         st->owned = buf;
-        rc = anvil_st_bind_data(st, buf + head, need, src->where, err);
+        rc = anvil__st_bind_data(st, buf + head, need, src->where, err);
     }
     if (rc != ANVIL_OK) {
-        anvil_st_free_tables(st);
+        anvil__st_free_tables(st);
         free(st);
         free(buf);
         return rc;

@@ -73,10 +73,10 @@ ANVIL_API void anvil_st_writer_free(anvil_st_writer *w) {
 
 static int check_utf8(const char *s, const char *what, anvil_error *err) {
     const size_t len = strlen(s);
-    const size_t ok = anvil_utf8_valid_prefix((const unsigned char *)s, len);
+    const size_t ok = anvil__utf8_valid_prefix((const unsigned char *)s, len);
     if (ok != len) {
         char q[ANVIL_ST_QUOTED_MAX];
-        anvil_st_quote(q, s);
+        anvil__st_quote(q, s);
         return anvil_error_set(err, ANVIL_E_ST_UTF8,
                                "safetensors writer: %s %s is not valid UTF-8 (byte %zu)", what, q,
                                ok);
@@ -101,7 +101,7 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add: NULL argument");
     }
     char q[ANVIL_ST_QUOTED_MAX];
-    anvil_st_quote(q, name);
+    anvil__st_quote(q, name);
     if ((unsigned)dtype >= ANVIL_ST_DTYPE_COUNT) {
         return anvil_error_set(err, ANVIL_E_ST_DTYPE,
                                "safetensors writer: tensor %s: dtype %d is not a safetensors "
@@ -119,7 +119,7 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
     }
     uint64_t n_elements = 0, bytes = 0;
     anvil_error sub;
-    rc = anvil_st_tensor_bytes(dtype, shape, rank, name, &n_elements, &bytes, &sub);
+    rc = anvil__st_tensor_bytes(dtype, shape, rank, name, &n_elements, &bytes, &sub);
     if (rc != ANVIL_OK) {
         return anvil_error_set(err, rc, "safetensors writer: %s", sub.message);
     }
@@ -336,13 +336,13 @@ static int wentry_cmp_name(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-void anvil_st_plan_free(anvil_st_plan *plan) {
+void anvil__st_plan_free(anvil_st_plan *plan) {
     free(plan->head);
     free(plan->chunks);
     memset(plan, 0, sizeof *plan);
 }
 
-int anvil_st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_error *err) {
+int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_error *err) {
     memset(plan, 0, sizeof *plan);
     if (w == NULL) {
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "safetensors writer: NULL writer");
@@ -360,7 +360,7 @@ int anvil_st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_er
     for (size_t i = 1; i < count; i++) {
         if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
             char q[ANVIL_ST_QUOTED_MAX];
-            anvil_st_quote(q, order[i]->name);
+            anvil__st_quote(q, order[i]->name);
             free(order);
             return anvil_error_set(err, ANVIL_E_DUPLICATE,
                                    "safetensors writer: tensor %s was added twice", q);
@@ -434,7 +434,7 @@ int anvil_st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_er
                                "several files",
                                (unsigned long long)n);
     }
-    anvil_st_store_u64le((unsigned char *)b.p, n);
+    anvil__st_store_u64le((unsigned char *)b.p, n);
 
     anvil_st_chunk *chunks = malloc((count ? count : 1) * sizeof *chunks);
     if (chunks == NULL) {
@@ -477,7 +477,7 @@ static int write_all(int fd, const void *p, uint64_t n) {
     return 0;
 }
 
-int anvil_st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where,
+int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where,
                            anvil_error *err) {
     int e = write_all(fd, plan->head, plan->head_size);
     for (size_t i = 0; e == 0 && i < plan->count; i++) {
@@ -498,12 +498,12 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
     *out = NULL;
     *size = 0;
     anvil_st_plan plan;
-    int rc = anvil_st_writer_plan(w, &plan, err);
+    int rc = anvil__st_writer_plan(w, &plan, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     if (plan.data_size > SIZE_MAX - plan.head_size) {
-        anvil_st_plan_free(&plan);
+        anvil__st_plan_free(&plan);
         return anvil_error_set(err, ANVIL_E_OVERFLOW,
                                "safetensors writer: %llu data bytes do not fit in memory here; "
                                "save to a file instead",
@@ -512,7 +512,7 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
     const size_t total = plan.head_size + (size_t)plan.data_size;
     unsigned char *buf = malloc(total);
     if (buf == NULL) {
-        anvil_st_plan_free(&plan);
+        anvil__st_plan_free(&plan);
         return anvil_error_set(err, ANVIL_E_NOMEM,
                                "safetensors writer: out of memory for %zu bytes", total);
     }
@@ -524,7 +524,7 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
         }
         at += (size_t)plan.chunks[i].size;
     }
-    anvil_st_plan_free(&plan);
+    anvil__st_plan_free(&plan);
     *out = buf;
     *size = total;
     return ANVIL_OK;
@@ -535,12 +535,12 @@ ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_e
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_write_fd: bad fd");
     }
     anvil_st_plan plan;
-    int rc = anvil_st_writer_plan(w, &plan, err);
+    int rc = anvil__st_writer_plan(w, &plan, err);
     if (rc == ANVIL_OK) {
         char where[64];
         snprintf(where, sizeof where, "safetensors stream (fd %d)", fd);
-        rc = anvil_st_plan_write_fd(&plan, fd, where, err);
-        anvil_st_plan_free(&plan);
+        rc = anvil__st_plan_write_fd(&plan, fd, where, err);
+        anvil__st_plan_free(&plan);
     }
     return rc;
 }
@@ -552,7 +552,7 @@ ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
                                "anvil_st_writer_write_file: NULL stream");
     }
     anvil_st_plan plan;
-    int rc = anvil_st_writer_plan(w, &plan, err);
+    int rc = anvil__st_writer_plan(w, &plan, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
@@ -567,7 +567,7 @@ ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
             left -= step;
         }
     }
-    anvil_st_plan_free(&plan);
+    anvil__st_plan_free(&plan);
     if (!ok) {
         return anvil_error_set(err, ANVIL_E_IO, "safetensors stream: write failed: %s",
                                strerror(errno));

@@ -16,7 +16,7 @@ struct anvil_pool {
     pthread_mutex_t lock;       /* guards the job fields and generation */
     pthread_cond_t wake;        /* a new job (or shutdown) is posted */
     pthread_cond_t done;        /* the last worker finished the job */
-    pthread_mutex_t run_lock;   /* serialises anvil_pool_run callers */
+    pthread_mutex_t run_lock;   /* serialises anvil__pool_run callers */
     unsigned long generation;
     int shutdown;
     anvil_pool_fn fn;
@@ -54,7 +54,7 @@ static void *worker(void *vp) {
     return NULL;
 }
 
-anvil_pool *anvil_pool_create(unsigned n_threads) {
+anvil_pool *anvil__pool_create(unsigned n_threads) {
     if (n_threads == 0) n_threads = 1;
     anvil_pool *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
@@ -76,9 +76,9 @@ anvil_pool *anvil_pool_create(unsigned n_threads) {
     return p;
 }
 
-unsigned anvil_pool_threads(const anvil_pool *pool) { return pool ? pool->n_threads : 1; }
+unsigned anvil__pool_threads(const anvil_pool *pool) { return pool ? pool->n_threads : 1; }
 
-void anvil_pool_run(anvil_pool *p, size_t n_tasks, anvil_pool_fn fn, void *arg) {
+void anvil__pool_run(anvil_pool *p, size_t n_tasks, anvil_pool_fn fn, void *arg) {
     if (n_tasks == 0) return;
     if (p == NULL || p->n_threads == 1 || n_tasks == 1) {
         for (size_t t = 0; t < n_tasks; ++t) fn(arg, t);
@@ -103,7 +103,7 @@ void anvil_pool_run(anvil_pool *p, size_t n_tasks, anvil_pool_fn fn, void *arg) 
     pthread_mutex_unlock(&p->run_lock);
 }
 
-void anvil_pool_destroy(anvil_pool *p) {
+void anvil__pool_destroy(anvil_pool *p) {
     if (p == NULL) return;
     pthread_mutex_lock(&p->lock);
     p->shutdown = 1;

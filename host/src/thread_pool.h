@@ -11,12 +11,12 @@ typedef void (*anvil_pool_fn)(void *arg, size_t task);
 
 /* Start a pool of n_threads (the caller counts as one: n_threads - 1 workers
  * are created). NULL on failure. */
-anvil_pool *anvil_pool_create(unsigned n_threads);
-void anvil_pool_destroy(anvil_pool *pool);
-unsigned anvil_pool_threads(const anvil_pool *pool);
+anvil_pool *anvil__pool_create(unsigned n_threads);
+void anvil__pool_destroy(anvil_pool *pool);
+unsigned anvil__pool_threads(const anvil_pool *pool);
 
 /* Run fn over n_tasks tasks and return when all are done. The calling
  * thread works too. Calls are serialised: one job at a time per pool. */
-void anvil_pool_run(anvil_pool *pool, size_t n_tasks, anvil_pool_fn fn, void *arg);
+void anvil__pool_run(anvil_pool *pool, size_t n_tasks, anvil_pool_fn fn, void *arg);
 
 #endif

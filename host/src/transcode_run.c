@@ -329,7 +329,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
         }
         j.slab_end = hi;
         atomic_store(&j.next, lo);
-        anvil_pool_run(rs->pool, rs->slots, chunk_task, &j);
+        anvil__pool_run(rs->pool, rs->slots, chunk_task, &j);
         release(g, j.src + b0, b1 - b0);
         if (atomic_load(&j.fail_at) != SIZE_MAX) {
             *err = j.fail;
@@ -439,9 +439,9 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     memset(&rs, 0, sizeof rs);
     rs.t = t;
     rs.slots = t->summary.threads ? t->summary.threads : 1;
-    rs.pool = anvil_pool_create(rs.slots);
+    rs.pool = anvil__pool_create(rs.slots);
     if (rs.pool == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rs.slots);
-    rs.slots = anvil_pool_threads(rs.pool);
+    rs.slots = anvil__pool_threads(rs.pool);
     t->summary.threads = rs.slots;
     rs.t0 = now_seconds();
 
@@ -475,7 +475,7 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     if (rc != ANVIL_OK) {
         for (uint32_t p = 0; p < t->n_parts; ++p) anvil_gguf_writer_stream_abort(t->writers[p]);
     }
-    anvil_pool_destroy(rs.pool);
+    anvil__pool_destroy(rs.pool);
     if (rc != ANVIL_OK) return rc;
     rc = build_quality(t, err);
     t->summary.seconds = now_seconds() - rs.t0;

@@ -2,7 +2,8 @@
  * ggml's type table: names, block geometry, and which plugin family provides
  * each format. These are format constants (what a GGUF file means), so the
  * host knows them without any plugin loaded; encode/decode still needs the
- * codec plugin.
+ * codec plugin. The bottom layer (LAYERS.md): imports nothing but the error
+ * helpers; lookups that also see plugins' types live in type_lookup.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 #include "anvil/anvil.h"
 #include "error.h"
-#include "registry.h"
+#include "types.h"
 
 typedef struct builtin_type {
     const char *name;
@@ -106,47 +107,14 @@ ANVIL_API int anvil_type_builtin(uint32_t id, anvil_type_info *out, anvil_error 
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_type_lookup(const anvil_ctx *ctx, uint32_t id, anvil_type_info *out,
-                                anvil_error *err) {
-    if (ctx != NULL) {
-        const anvil_codec *c = anvil_ctx_codec(ctx, id);
-        if (c != NULL && id >= ANVIL_TYPE_THIRD_PARTY_FIRST) {
-            if (out != NULL) {
-                out->id = id;
-                out->name = c->name;
-                out->block_elems = c->block_elems;
-                out->block_bytes = c->block_bytes;
-                out->is_quantized = 1;
-                out->family_plugin = anvil_registry_codec_plugin(ctx, id);
-            }
-            return ANVIL_OK;
-        }
-    }
-    return anvil_type_builtin(id, out, err);
-}
-
-ANVIL_API int anvil_type_from_name(const anvil_ctx *ctx, const char *name, uint32_t *id,
-                                   anvil_error *err) {
-    if (name == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "type name is NULL");
-    }
+int anvil__type_builtin_by_name(const char *name, uint32_t *id) {
     for (uint32_t i = 0; i < ANVIL_TYPE_GGML_COUNT; ++i) {
         if (table[i].name != NULL && strcasecmp(table[i].name, name) == 0) {
             *id = i;
-            return ANVIL_OK;
+            return 1;
         }
     }
-    if (ctx != NULL) {
-        const anvil_codec *c = anvil_registry_codec_by_name(ctx, name);
-        if (c != NULL) {
-            *id = c->type_id;
-            return ANVIL_OK;
-        }
-    }
-    return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                           "unknown type '%s' (ggml spelling, e.g. q4_0, q4_K, iq4_xs, f16; "
-                           "`anvil codec list` shows what is loaded)",
-                           name);
+    return 0;
 }
 
 ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes,

@@ -316,7 +316,9 @@ ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_ab
 #endif
 }
 #else
-/* Exports something, but not the entry symbol. */
+/* Exports something, but not the entry symbol. (Declared here, not in a
+ * header: nothing calls it, it only has to be in the .so's symbol table.) */
+ANVIL_PLUGIN_EXPORT int not_an_anvil_plugin(void);
 ANVIL_PLUGIN_EXPORT int not_an_anvil_plugin(void) {
     (void)backends;
     (void)codecs;

@@ -7,7 +7,7 @@
 #include "test_env.h"
 
 static int parse(const char *text, anvil_config *cfg, anvil_error *err) {
-    return anvil_config_parse_text(text, "/etc/anvil/test.ini", cfg, err);
+    return anvil__config_parse_text(text, "/etc/anvil/test.ini", cfg, err);
 }
 
 static void test_full_file(void) {
@@ -44,7 +44,7 @@ static void test_full_file(void) {
     CU_ASSERT_STRING_EQUAL(cfg.pins[0].type_name, "q4_K");
     CU_ASSERT_STRING_EQUAL(cfg.pins[0].backend, "scalar");
     CU_ASSERT_EQUAL(cfg.pins[0].line, 13);
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
 }
 
 static void test_defaults(void) {
@@ -53,10 +53,10 @@ static void test_defaults(void) {
     CU_ASSERT_EQUAL_FATAL(parse("[plugins]\npath = x\n", &cfg, &err), ANVIL_OK);
     CU_ASSERT_TRUE(cfg.load_all); /* no load list: everything in the path */
     CU_ASSERT_EQUAL(cfg.threads, 0);
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
     CU_ASSERT_EQUAL_FATAL(parse("[plugins]\nload = *\n", &cfg, &err), ANVIL_OK);
     CU_ASSERT_TRUE(cfg.load_all);
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
 }
 
 static void test_continuation_line(void) {
@@ -66,7 +66,7 @@ static void test_continuation_line(void) {
     CU_ASSERT_EQUAL(cfg.n_load, 4);
     CU_ASSERT_STRING_EQUAL(cfg.load[3], "d");
     CU_ASSERT_EQUAL(cfg.load_lines[2], 3);
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
 }
 
 /* Each bad input: expected status and the file:line prefix. */
@@ -126,13 +126,13 @@ static void test_long_values(void) {
     CU_ASSERT(cfg.n_search == 4 && strcmp(cfg.search[3], "/d") == 0);
     CU_ASSERT_EQUAL(cfg.allow_insecure, 1);
     CU_ASSERT_EQUAL(cfg.allow_insecure_line, 5);
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
 }
 
 static void test_missing_file(void) {
     anvil_config cfg;
     anvil_error err;
-    CU_ASSERT_EQUAL(anvil_config_load("/nonexistent/anvil.ini", &cfg, &err), ANVIL_E_IO);
+    CU_ASSERT_EQUAL(anvil__config_load("/nonexistent/anvil.ini", &cfg, &err), ANVIL_E_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "/nonexistent/anvil.ini"));
 }
 

@@ -15,6 +15,8 @@
 
 #include "anvil/gguf.h"
 
+#include "../common/fuzz_target.h"
+
 static void check_inside(const uint8_t *base, size_t size, const void *p, size_t n) {
     const uintptr_t lo = (uintptr_t)base, at = (uintptr_t)p;
     if (n > 0 && (at < lo || at - lo > size || n > size - (at - lo))) {
@@ -124,8 +126,6 @@ static void check_lenient(const uint8_t *data, size_t size, const anvil_gguf *st
     }
     anvil_gguf_close(g);
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     anvil_gguf *g = NULL;

@@ -10,7 +10,7 @@
 
 #include "config.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "../common/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 1 << 16) {
@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     text[size] = '\0'; /* the text form stops at a NUL; the file form refuses it */
     anvil_config cfg;
     anvil_error err;
-    if (anvil_config_parse_text(text, "/etc/anvil/fuzz.ini", &cfg, &err) == ANVIL_OK) {
-        anvil_config_free(&cfg);
+    if (anvil__config_parse_text(text, "/etc/anvil/fuzz.ini", &cfg, &err) == ANVIL_OK) {
+        anvil__config_free(&cfg);
     } else if (strstr(err.message, "fuzz.ini") == NULL) {
         abort(); /* every refusal names the file */
     }

@@ -15,7 +15,7 @@
 
 #include "file_set.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "../common/fuzz_target.h"
 
 static char dir[4096], journal[4200], first[4200];
 

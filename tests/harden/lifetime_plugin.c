@@ -19,6 +19,8 @@
 #include "anvil/blocks.h"
 #include "anvil/codec.h"
 
+#include "lifetime_plugin.h"
+
 #define LT_BLOCK 32
 #define LT_TYPE 1041
 

@@ -70,10 +70,10 @@ static void test_ini_files(void) {
     const char *p = tmp_path("nul.ini");
     write_file(p, nul, sizeof nul - 1, 0644);
     memset(&err, 0, sizeof err);
-    CU_ASSERT_EQUAL(anvil_config_load(p, &cfg, &err), ANVIL_E_CONFIG_SYNTAX);
+    CU_ASSERT_EQUAL(anvil__config_load(p, &cfg, &err), ANVIL_E_CONFIG_SYNTAX);
     CU_ASSERT(has(err.message, "nul.ini:2:") && has(err.message, "NUL byte"));
     /* A folder is not a config. */
-    CU_ASSERT_EQUAL(anvil_config_load(test_tmpdir(), &cfg, &err), ANVIL_E_IO);
+    CU_ASSERT_EQUAL(anvil__config_load(test_tmpdir(), &cfg, &err), ANVIL_E_IO);
     CU_ASSERT(has(err.message, "a folder"));
 }
 
@@ -84,17 +84,17 @@ static void test_config_trust(void) {
     anvil_error err;
     const char *good = tmp_path("good.ini");
     write_text(good, "[plugins]\nload = codec-q8_0\n");
-    CU_ASSERT_EQUAL(anvil_config_load(good, &cfg, &err), ANVIL_OK);
-    anvil_config_free(&cfg);
+    CU_ASSERT_EQUAL(anvil__config_load(good, &cfg, &err), ANVIL_OK);
+    anvil__config_free(&cfg);
 
     CU_ASSERT_EQUAL(chmod(good, 0666), 0);
-    CU_ASSERT_EQUAL(anvil_config_load(good, &cfg, &err), ANVIL_E_UNTRUSTED);
+    CU_ASSERT_EQUAL(anvil__config_load(good, &cfg, &err), ANVIL_E_UNTRUSTED);
     CU_ASSERT(has(err.message, "good.ini is writable by others") && has(err.message, "0666"));
     /* The environment opt-out loads it, and says so. */
     setenv("ANVIL_ALLOW_INSECURE", "1", 1);
-    CU_ASSERT_EQUAL_FATAL(anvil_config_load(good, &cfg, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(anvil__config_load(good, &cfg, &err), ANVIL_OK);
     CU_ASSERT(cfg.insecure_env == 1 && has(cfg.trust_note, "writable by others"));
-    anvil_config_free(&cfg);
+    anvil__config_free(&cfg);
     unsetenv("ANVIL_ALLOW_INSECURE");
     CU_ASSERT_EQUAL(chmod(good, 0644), 0);
 
@@ -102,23 +102,23 @@ static void test_config_trust(void) {
     const char *open_dir = tmp_path("open"), *in_open = tmp_path("open/c.ini");
     make_dir(open_dir, 0777);
     write_text(in_open, "[plugins]\nload = codec-q8_0\n");
-    CU_ASSERT_EQUAL(anvil_config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
+    CU_ASSERT_EQUAL(anvil__config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
     CU_ASSERT(has(err.message, "/open is writable by others"));
     CU_ASSERT_EQUAL(chmod(open_dir, 01777), 0);
-    CU_ASSERT_EQUAL(anvil_config_load(in_open, &cfg, &err), ANVIL_OK);
-    anvil_config_free(&cfg);
+    CU_ASSERT_EQUAL(anvil__config_load(in_open, &cfg, &err), ANVIL_OK);
+    anvil__config_free(&cfg);
     CU_ASSERT_EQUAL(chmod(open_dir, 0755), 0);
 
     if (geteuid() == 0) {
         /* Owned by another, non-root user. */
         CU_ASSERT_EQUAL(chown(in_open, 65534, 65534), 0);
-        CU_ASSERT_EQUAL(anvil_config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
+        CU_ASSERT_EQUAL(anvil__config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
         CU_ASSERT(has(err.message, "owned by uid 65534"));
         CU_ASSERT_EQUAL(chown(in_open, 0, 0), 0);
         /* Group-writable through a group that is not the owner's own. */
         CU_ASSERT_EQUAL(chown(in_open, 0, 100), 0);
         CU_ASSERT_EQUAL(chmod(in_open, 0664), 0);
-        CU_ASSERT_EQUAL(anvil_config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
+        CU_ASSERT_EQUAL(anvil__config_load(in_open, &cfg, &err), ANVIL_E_UNTRUSTED);
         CU_ASSERT(has(err.message, "writable by its group"));
         CU_ASSERT_EQUAL(chown(in_open, 0, 0), 0);
         CU_ASSERT_EQUAL(chmod(in_open, 0644), 0);

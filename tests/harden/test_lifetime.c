@@ -20,13 +20,12 @@
 
 #include "anvil/anvil.h"
 #include "inputs.h"
+#include "lifetime_plugin.h"
 #include "test_env.h"
 
 #define LT_TYPE 1041
 #define ROWS 48
 #define K 256
-
-typedef void (*counts_fn)(int *, int *, int *);
 
 static char config_path[4200], plugin_path[4200];
 static void *plugin_handle; /* our own reference: the counters outlive the host's dlclose */
@@ -46,7 +45,7 @@ static void counts(int *init, int *deinit, int *violations) {
     *init = *deinit = *violations = -1;
     if (plugin_handle == NULL) plugin_handle = dlopen(plugin_path, RTLD_NOW | RTLD_NOLOAD);
     if (plugin_handle == NULL) return;
-    counts_fn fn;
+    lifetime_plugin_counts_fn fn;
     void *sym = dlsym(plugin_handle, "lifetime_plugin_counts");
     memcpy(&fn, &sym, sizeof fn);
     if (fn != NULL) fn(init, deinit, violations);

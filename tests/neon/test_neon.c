@@ -174,7 +174,7 @@ static const anvil_act_quantizer *quantizer_for(const anvil_backend *b, uint32_t
 static int load_plugin(void) {
     const char *rows = getenv("ANVIL_NEON_ROWS");
     if (rows != NULL && atoi(rows) > 0) rows_per_format = (size_t)atoi(rows);
-    cpu_raw = anvil_cpu_probe()->features_raw;
+    cpu_raw = anvil__cpu_probe()->features_raw;
     char path[4096];
     snprintf(path, sizeof path, "%s/backend-neon.so", ANVIL_PLUGIN_DIR);
     plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -190,7 +190,7 @@ static int load_plugin(void) {
 static int suite_init(void) {
     if (load_plugin() != 0) return 1;
     char feats[256];
-    anvil_cpu_feature_string(cpu_raw, feats, sizeof feats);
+    anvil__cpu_feature_string(cpu_raw, feats, sizeof feats);
     printf("\n  cpu features: %s\n  variants run here:", feats);
     for (size_t l = 0; l < N_LEVELS; ++l) printf(" %s%s", levels[l].name, level_runs_here(&levels[l]) ? "" : "(skipped)");
     printf("\n  rows per format and variant: %zu\n", rows_per_format);

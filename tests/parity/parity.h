@@ -29,6 +29,18 @@ typedef struct parity_ctx {
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
                    size_t mismatches);
 
+/* The families, each in its own parity_<family>.c, linked weakly: a build
+ * without one runs the others (parity_main.c). */
+int parity_q8_0(parity_ctx *pc) __attribute__((weak));
+int parity_kquants(parity_ctx *pc) __attribute__((weak));
+int parity_ternary(parity_ctx *pc) __attribute__((weak));
+int parity_cold(parity_ctx *pc) __attribute__((weak));
+int parity_gguf(parity_ctx *pc) __attribute__((weak));
+int parity_transcode(parity_ctx *pc) __attribute__((weak));
+int parity_backends(parity_ctx *pc) __attribute__((weak));
+int parity_imatrix(parity_ctx *pc) __attribute__((weak));
+int parity_quantize(parity_ctx *pc) __attribute__((weak));
+
 /* Bitwise float equality (so -0.0 != 0.0 and NaN == the same NaN). */
 int parity_same_bits(float a, float b);
 /* Index of the first differing float (bitwise), or n. */

@@ -12,17 +12,6 @@
 
 #include "parity.h"
 
-/* Families are linked weakly: each lives in its own parity_<family>.c. */
-int parity_q8_0(parity_ctx *pc) __attribute__((weak));
-int parity_kquants(parity_ctx *pc) __attribute__((weak));
-int parity_ternary(parity_ctx *pc) __attribute__((weak));
-int parity_cold(parity_ctx *pc) __attribute__((weak));
-int parity_gguf(parity_ctx *pc) __attribute__((weak));
-int parity_transcode(parity_ctx *pc) __attribute__((weak));
-int parity_backends(parity_ctx *pc) __attribute__((weak));
-int parity_imatrix(parity_ctx *pc) __attribute__((weak));
-int parity_quantize(parity_ctx *pc) __attribute__((weak));
-
 typedef int (*family_fn)(parity_ctx *);
 
 static family_fn family_by_name(const char *n) {

@@ -10,7 +10,7 @@
 
 #include "anvil/quantize.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "../common/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     anvil_imatrix *im = NULL;

@@ -12,7 +12,7 @@
 #include "anvil/quantize.h"
 #include "ecma_regex.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "../common/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *s = malloc(size + 1);

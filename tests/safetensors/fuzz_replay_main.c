@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "../common/fuzz_target.h"
 
 int main(int argc, char **argv) {
     int ran = 0;

@@ -14,6 +14,8 @@
 
 #include "anvil/safetensors.h"
 
+#include "../common/fuzz_target.h"
+
 #define CHECK(c)                                                               \
     do {                                                                       \
         if (!(c)) {                                                            \

@@ -64,7 +64,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
 
 static anvil_json_status parse(const char *text, canon *c, anvil_json_error *e) {
     memset(c, 0, sizeof *c);
-    return anvil_json_parse(text, strlen(text), on_event, c, e);
+    return anvil__json_parse(text, strlen(text), on_event, c, e);
 }
 
 static anvil_json_status status_of(const char *text) {
@@ -112,7 +112,7 @@ static int on_trace(void *user, const anvil_json_event *ev) {
 static void test_event_depth_and_offsets(void) {
     trace t = {0};
     const char *text = "{\"w\":{\"shape\":[2,3]}}";
-    CU_ASSERT_EQUAL_FATAL(anvil_json_parse(text, strlen(text), on_trace, &t, NULL), ANVIL_JSON_OK);
+    CU_ASSERT_EQUAL_FATAL(anvil__json_parse(text, strlen(text), on_trace, &t, NULL), ANVIL_JSON_OK);
     CU_ASSERT_EQUAL_FATAL(t.n, 10);
     const struct {
         anvil_json_event_kind kind;
@@ -137,12 +137,12 @@ static void test_handler_stop(void) {
     memset(&c, 0, sizeof c);
     c.stop_after = 3;
     anvil_json_error e;
-    CU_ASSERT_EQUAL(anvil_json_parse("[1,2,3,4]", 9, on_event, &c, &e), ANVIL_JSON_E_STOPPED);
+    CU_ASSERT_EQUAL(anvil__json_parse("[1,2,3,4]", 9, on_event, &c, &e), ANVIL_JSON_E_STOPPED);
     CU_ASSERT_EQUAL(c.events, 3);
     CU_ASSERT_EQUAL(e.status, ANVIL_JSON_E_STOPPED);
     /* No handler at all: a validator. */
-    CU_ASSERT_EQUAL(anvil_json_parse("[1,{\"a\":2}]", 11, NULL, NULL, NULL), ANVIL_JSON_OK);
-    CU_ASSERT_EQUAL(anvil_json_parse("[1,{\"a\":2,\"a\":3}]", 17, NULL, NULL, NULL),
+    CU_ASSERT_EQUAL(anvil__json_parse("[1,{\"a\":2}]", 11, NULL, NULL, NULL), ANVIL_JSON_OK);
+    CU_ASSERT_EQUAL(anvil__json_parse("[1,{\"a\":2,\"a\":3}]", 17, NULL, NULL, NULL),
                     ANVIL_JSON_E_DUP_KEY);
 }
 
@@ -195,7 +195,7 @@ static void test_syntax_refused(void) {
         CU_ASSERT_EQUAL(st, ANVIL_JSON_E_SYNTAX);
     }
     /* An embedded NUL byte (not an escape) is a raw control character. */
-    CU_ASSERT_EQUAL(anvil_json_parse("[\"a\0b\"]", 7, NULL, NULL, NULL), ANVIL_JSON_E_SYNTAX);
+    CU_ASSERT_EQUAL(anvil__json_parse("[\"a\0b\"]", 7, NULL, NULL, NULL), ANVIL_JSON_E_SYNTAX);
 }
 
 static void test_error_position_and_path(void) {
@@ -268,7 +268,7 @@ static void test_duplicate_keys(void) {
     }
     n += (size_t)snprintf(buf + n, cap - n, "\"k7\":0}");
     CU_ASSERT_FATAL(n < cap);
-    CU_ASSERT_EQUAL(anvil_json_parse(buf, n, NULL, NULL, NULL), ANVIL_JSON_E_DUP_KEY);
+    CU_ASSERT_EQUAL(anvil__json_parse(buf, n, NULL, NULL, NULL), ANVIL_JSON_E_DUP_KEY);
     free(buf);
 }
 
@@ -289,7 +289,7 @@ static void test_to_u64(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 7;
-        CU_ASSERT_EQUAL(anvil_json_number_u64(cases[i].text, strlen(cases[i].text), &v),
+        CU_ASSERT_EQUAL(anvil__json_number_u64(cases[i].text, strlen(cases[i].text), &v),
                         cases[i].rc);
         if (cases[i].rc == 0) {
             CU_ASSERT_EQUAL(v, cases[i].v);
@@ -318,20 +318,20 @@ static void test_utf8(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const size_t got =
-            anvil_utf8_valid_prefix((const unsigned char *)cases[i].s, strlen(cases[i].s));
+            anvil__utf8_valid_prefix((const unsigned char *)cases[i].s, strlen(cases[i].s));
         CU_ASSERT_EQUAL(got, cases[i].valid);
     }
 }
 
 static void test_quote_for_message(void) {
     char out[64];
-    anvil_json_quote_for_message(out, sizeof out, "a\"b\n\xc3\xa9", 6, 100);
+    anvil__json_quote_for_message(out, sizeof out, "a\"b\n\xc3\xa9", 6, 100);
     CU_ASSERT_STRING_EQUAL(out, "\"a\\\"b\\x0a\xc3\xa9\"");
-    anvil_json_quote_for_message(out, sizeof out, "abcdef", 6, 3);
+    anvil__json_quote_for_message(out, sizeof out, "abcdef", 6, 3);
     CU_ASSERT_STRING_EQUAL(out, "\"abc\"...");
     /* A tiny buffer still gets a terminated string. */
     char tiny[4];
-    anvil_json_quote_for_message(tiny, sizeof tiny, "abcdef", 6, 100);
+    anvil__json_quote_for_message(tiny, sizeof tiny, "abcdef", 6, 100);
     CU_ASSERT(strlen(tiny) < sizeof tiny);
 }
 
