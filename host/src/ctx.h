@@ -7,6 +7,7 @@
 
 #include "anvil/anvil.h"
 #include "config.h"
+#include "kernel_rows.h"
 #include "registry.h"
 
 #define ANVIL_REASON_MAX 512
@@ -41,6 +42,7 @@ typedef struct backend_rec {
     uint32_t score;
     char why[256];
     anvil_kernel *kernels;      /* normalised copies */
+    anvil__rows_fn *kernel_rows; /* per kernel: how matmul runs it (kernel_rows.h) */
     size_t n_kernels;
     anvil_act_quantizer *quantizers;
     size_t n_quantizers;
@@ -54,6 +56,7 @@ typedef struct dispatch_rec {
     const codec_rec *codec;
     const codec_rec *act_codec;      /* codec of act_type, when any */
     const anvil_kernel *kernel;      /* NULL: fallback */
+    anvil__rows_fn kernel_rows;      /* the kernel's row runner (with kernel) */
     const backend_rec *backend;
     const anvil_act_quantizer *quantizer; /* NULL: act_codec->encode or f32 */
     const backend_rec *quantizer_backend;

@@ -271,6 +271,7 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
             }
         }
         choose_encoders(d, pref, n_pref, ctx);
+        if (d->kernel != NULL) d->kernel_rows = d->backend->kernel_rows[d->kernel - d->backend->kernels];
         if (d->kernel == NULL) {
             d->fallback = 1;
             const int have_act = a == ANVIL_TYPE_F32 || d->quantizer != NULL ||

@@ -5,7 +5,8 @@
  * weight rows are split into tasks on the context's thread pool. A task runs
  * the dispatched kernel over its rows: the packed GEMM when the weights were
  * packed, else GEMM for several activation rows, else GEMV, else vec_dot per
- * row. Kernels compute every output row independently of how rows are
+ * row (one runner per kernel, chosen when the registry loads it:
+ * kernel_rows.h). Kernels compute every output row independently of how rows are
  * grouped, so the result does not depend on the thread count. Without a
  * kernel: the codec's reference dot, or decode + f32 dot.
  */
@@ -45,6 +46,25 @@ static int geometry_of(const anvil_ctx *ctx, uint32_t type, geometry *g, anvil_e
     return ANVIL_OK;
 }
 
+/* The geometry of a type whose codec (when it has one) the dispatch record
+ * already holds: the built-in table for ggml's ids (what anvil_type_lookup
+ * answers for them), the codec for third-party ids; no registry walk. */
+static int geometry_from(uint32_t type, const codec_rec *c, geometry *g, anvil_error *err) {
+    if (type < ANVIL_TYPE_THIRD_PARTY_FIRST || c == NULL) {
+        anvil_type_info t;
+        int rc = anvil_type_builtin(type, &t, err);
+        if (rc != ANVIL_OK) return rc;
+        g->be = t.block_elems;
+        g->bb = t.block_bytes;
+        g->name = t.name;
+    } else {
+        g->be = c->codec.block_elems;
+        g->bb = c->codec.block_bytes;
+        g->name = c->codec.name;
+    }
+    return ANVIL_OK;
+}
+
 static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *err) {
     if (k % g->be != 0) {
         return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
@@ -63,20 +83,23 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
     if (out == NULL || ctx == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
     *out = NULL;
     if (data == NULL && n_rows > 0) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "weights: NULL data");
+    /* One look-up: a loaded codec has a dispatch record, which holds the
+     * codec, the kernel and the activation format. */
+    const int is_float = type == ANVIL_TYPE_F32 || type == ANVIL_TYPE_F16 || type == ANVIL_TYPE_BF16;
+    const dispatch_rec *d = is_float ? NULL : anvil__dispatch_find(ctx, type);
+    const anvil_codec *codec = d != NULL ? &d->codec->codec : NULL;
     geometry g;
-    int rc = geometry_of(ctx, type, &g, err);
+    int rc = d != NULL || is_float ? geometry_from(type, d ? d->codec : NULL, &g, err) : geometry_of(ctx, type, &g, err);
     if (rc != ANVIL_OK) return rc;
     size_t row_bytes = 0;
     rc = checked_bytes(&g, k, &row_bytes, err);
     if (rc != ANVIL_OK) return rc;
     if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows) return anvil_error_set(err, ANVIL_E_OVERFLOW, "weights too large");
-    const anvil_codec *codec = NULL;
-    const dispatch_rec *d = NULL;
-    if (type != ANVIL_TYPE_F32 && type != ANVIL_TYPE_F16 && type != ANVIL_TYPE_BF16) {
+    if (!is_float && d == NULL) {
+        /* No codec loaded for it: the message says which plugin to load. */
         rc = anvil__codec_for(ctx, type, &codec, err);
         if (rc != ANVIL_OK) return rc;
-        d = anvil__dispatch_find(ctx, type);
-        if (d == NULL) return anvil_error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
+        return anvil_error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
     }
     anvil_weights *w = calloc(1, sizeof *w);
     if (w == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
@@ -122,16 +145,14 @@ ANVIL_API int anvil_weights_packed(const anvil_weights *w) { return w != NULL &&
 
 typedef struct job {
     const anvil_weights *w;
-    const anvil_kernel *kern;   /* NULL: reference dot or decode fallback */
-    const void *act;            /* m activation rows (quantized, or f32) */
-    size_t act_bytes;
+    anvil__rows_fn rows;        /* the kernel's runner, the packed GEMM or the reference dot */
+    anvil__rows_call call;      /* its operands */
     const float *x;
     size_t m;
     float *y;
     size_t rows_per_task;
     int decode;                 /* decode + f32 dot */
     float **scratch;            /* per-task decode rows (decode path) */
-    int failed;
 } job;
 
 /* Dot of two f32 rows with a double accumulator: the fallback path favours
@@ -165,10 +186,8 @@ static void run_task(void *arg, size_t task) {
     const size_t r0 = task * j->rows_per_task;
     size_t r1 = r0 + j->rows_per_task;
     if (r1 > w->n_rows) r1 = w->n_rows;
-    const size_t n = w->n_rows;
-    const char *wb = (const char *)w->data + r0 * w->row_bytes;
-
     if (j->decode) {
+        const size_t n = w->n_rows;
         float *row = j->scratch[task];
         for (size_t r = r0; r < r1; ++r) {
             decode_row(w, (const char *)w->data + r * w->row_bytes, row);
@@ -176,54 +195,22 @@ static void run_task(void *arg, size_t task) {
         }
         return;
     }
-    const anvil_kernel *kern = j->kern;
-    if (kern == NULL) {
-        for (size_t i = 0; i < j->m; ++i) {
-            const void *ai = (const char *)j->act + i * j->act_bytes;
-            for (size_t r = r0; r < r1; ++r) {
-                w->codec->ref_vec_dot(w->k, &j->y[i * n + r], (const char *)w->data + r * w->row_bytes, ai);
-            }
-        }
-        return;
-    }
-    if (w->packed != NULL) {
-        kern->gemm_packed(w->k, n, r0, r1, j->m, j->y, n, w->packed, j->act, j->act_bytes);
-        return;
-    }
-    if (j->m > 1 && kern->gemm != NULL) {
-        kern->gemm(w->k, r1 - r0, j->m, j->y + r0, n, wb, w->row_bytes, j->act, j->act_bytes);
-        return;
-    }
-    for (size_t i = 0; i < j->m; ++i) {
-        const void *ai = (const char *)j->act + i * j->act_bytes;
-        float *yi = j->y + i * n;
-        if (kern->gemv != NULL) {
-            kern->gemv(w->k, r1 - r0, yi + r0, wb, w->row_bytes, ai);
-        } else {
-            for (size_t r = r0; r < r1; ++r) kern->vec_dot(w->k, &yi[r], (const char *)w->data + r * w->row_bytes, ai);
-        }
-    }
+    j->rows(&j->call, r0, r1);
 }
 
+/* Backend quantizers only: the codec's encoder (which can refuse a row)
+ * runs on the calling thread, row by row, to say which row it refused. */
 typedef struct quant_job {
-    const dispatch_rec *d;
+    const anvil_act_quantizer *quantizer;
     const float *x;
     size_t k;
     void *act;
     size_t act_bytes;
-    int rc;
 } quant_job;
 
 static void quantize_task(void *arg, size_t i) {
     quant_job *q = arg;
-    void *dst = (char *)q->act + i * q->act_bytes;
-    if (q->d->quantizer != NULL) {
-        q->d->quantizer->quantize(q->x + i * q->k, dst, q->k);
-    } else {
-        char msg[8];
-        int rc = q->d->act_codec->codec.encode(q->x + i * q->k, dst, q->k, msg, sizeof msg);
-        if (rc != ANVIL_OK) q->rc = rc;
-    }
+    q->quantizer->quantize(q->x + i * q->k, (char *)q->act + i * q->act_bytes, q->k);
 }
 
 static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
@@ -251,7 +238,9 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
     const dispatch_rec *d = w->d;
     const unsigned threads = pool ? anvil__pool_threads(pool) : 1;
 
-    job j = { .w = w, .x = x, .m = m, .y = y, .act = x, .act_bytes = w->k * sizeof(float) };
+    job j = { .w = w, .x = x, .m = m, .y = y };
+    j.call = (anvil__rows_call){ .k = w->k, .n = w->n_rows, .m = m, .y = y, .w = w->data, .row_bytes = w->row_bytes,
+                                 .act = x, .act_bytes = w->k * sizeof(float) };
     void *act_buf = NULL;
     if (d == NULL || (d->fallback && w->codec->ref_vec_dot == NULL)) {
         j.decode = 1;
@@ -264,11 +253,23 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             pthread_mutex_unlock(&ctx->lock);
         }
     } else {
-        j.kern = d->kernel;
+        if (w->packed != NULL) {
+            j.rows = anvil__rows_packed;
+            j.call.gemm_packed = d->kernel->gemm_packed;
+            j.call.packed = w->packed;
+        } else if (d->kernel != NULL) {
+            j.rows = d->kernel_rows;
+            j.call.vec_dot = d->kernel->vec_dot;
+            j.call.gemv = d->kernel->gemv;
+            j.call.gemm = d->kernel->gemm;
+        } else {
+            j.rows = anvil__rows_vec_dot;
+            j.call.vec_dot = w->codec->ref_vec_dot;
+        }
         if (d->act_type != ANVIL_TYPE_F32) {
             geometry ag;
-            int rc = geometry_of(ctx, d->act_type, &ag, err);
-            if (rc == ANVIL_OK) rc = checked_bytes(&ag, w->k, &j.act_bytes, err);
+            int rc = geometry_from(d->act_type, d->act_codec, &ag, err);
+            if (rc == ANVIL_OK) rc = checked_bytes(&ag, w->k, &j.call.act_bytes, err);
             if (rc != ANVIL_OK) {
                 anvil_error_prefix(err, "%s activations", w->codec->name);
                 return rc;
@@ -277,14 +278,15 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
                 return anvil_error_set(err, ANVIL_E_NO_KERNEL, "%s: nothing quantizes activations to %s",
                                        w->codec->name, ag.name);
             }
-            if (m > SIZE_MAX / j.act_bytes) return anvil_error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
-            act_buf = malloc(m * j.act_bytes);
+            const size_t act_bytes = j.call.act_bytes;
+            if (m > SIZE_MAX / act_bytes) return anvil_error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
+            act_buf = malloc(m * act_bytes);
             if (act_buf == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for activations");
             if (d->quantizer == NULL) {
                 /* The codec's encoder refuses NaN/Inf: say which row. */
                 for (size_t i = 0; i < m; ++i) {
                     char msg[512] = "";
-                    int rc2 = d->act_codec->codec.encode(x + i * w->k, (char *)act_buf + i * j.act_bytes, w->k, msg,
+                    int rc2 = d->act_codec->codec.encode(x + i * w->k, (char *)act_buf + i * act_bytes, w->k, msg,
                                                          sizeof msg);
                     if (rc2 != ANVIL_OK) {
                         free(act_buf);
@@ -292,10 +294,10 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
                     }
                 }
             } else {
-                quant_job q = { d, x, w->k, act_buf, j.act_bytes, ANVIL_OK };
+                quant_job q = { d->quantizer, x, w->k, act_buf, act_bytes };
                 anvil__pool_run(pool, m, quantize_task, &q);
             }
-            j.act = act_buf;
+            j.call.act = act_buf;
         }
     }
 

@@ -199,6 +199,7 @@ static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size
 
 static void free_backend_rec(backend_rec *b) {
     free(b->kernels);
+    free(b->kernel_rows);
     free(b->quantizers);
     free(b->encoders);
 }
@@ -320,8 +321,9 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
             break;
         }
         b->kernels = calloc(nk ? nk : 1, sizeof *b->kernels);
+        b->kernel_rows = calloc(nk ? nk : 1, sizeof *b->kernel_rows);
         b->quantizers = calloc(nq ? nq : 1, sizeof *b->quantizers);
-        if (b->kernels == NULL || b->quantizers == NULL) {
+        if (b->kernels == NULL || b->kernel_rows == NULL || b->quantizers == NULL) {
             reasonf(p, ANVIL_E_NOMEM, "out of memory");
             ok = 0;
             break;
@@ -341,6 +343,8 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
                 b->kernels[k].pack = NULL;
                 b->kernels[k].gemm_packed = NULL;
             }
+            /* GEMM and GEMV are optional: the runner fills in from vec_dot. */
+            b->kernel_rows[k] = anvil__kernel_rows_for(&b->kernels[k]);
         }
         for (size_t k = 0; ok && k < nq; ++k) {
             const anvil_act_quantizer *qs = b->backend.quantizers[k];
