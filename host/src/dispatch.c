@@ -55,7 +55,11 @@ static const backend_rec *backend_by_name(const anvil_ctx *ctx, const char *name
 }
 
 /* Backends in preference order: the configured order, then the rest. */
-static size_t preference(const anvil_ctx *ctx, const backend_rec **out) {
+/* Backends in preference order: those [backends] order names, in its order;
+ * then the others by score, highest first (ggml's backend loader picks its
+ * best-scoring variant the same way); equal scores keep load order. Returns
+ * the count; *n_named is how many the order named. */
+static size_t preference(const anvil_ctx *ctx, const backend_rec **out, size_t *n_named) {
     size_t n = 0;
     for (size_t i = 0; i < ctx->cfg.n_order; ++i) {
         const backend_rec *b = backend_by_name(ctx, ctx->cfg.order[i]);
@@ -64,10 +68,19 @@ static size_t preference(const anvil_ctx *ctx, const backend_rec **out) {
         for (size_t j = 0; j < n; ++j) dup |= out[j] == b;
         if (!dup) out[n++] = b;
     }
+    *n_named = n;
     for (size_t i = 0; i < ctx->n_backends; ++i) {
         int dup = 0;
         for (size_t j = 0; j < n; ++j) dup |= out[j] == &ctx->backends[i];
-        if (!dup) out[n++] = &ctx->backends[i];
+        if (dup) continue;
+        /* insertion by score, stable */
+        size_t at = n;
+        while (at > *n_named && out[at - 1]->score < ctx->backends[i].score) {
+            out[at] = out[at - 1];
+            --at;
+        }
+        out[at] = &ctx->backends[i];
+        ++n;
     }
     return n;
 }
@@ -207,7 +220,8 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
     }
     for (size_t i = 0; i < ctx->n_codecs; ++i) sorted[i] = &ctx->codecs[i];
     qsort(sorted, ctx->n_codecs, sizeof *sorted, cmp_codec);
-    const size_t n_pref = preference(ctx, pref);
+    size_t n_named = 0;
+    const size_t n_pref = preference(ctx, pref, &n_named);
 
     for (size_t i = 0; i < ctx->n_codecs; ++i) {
         const codec_rec *c = sorted[i];
@@ -240,8 +254,18 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
                 if (k != NULL && pref[j]->score > 0) {
                     d->backend = pref[j];
                     d->kernel = k;
-                    snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel",
-                             pin_note, c->codec.name, type_name(ctx, a));
+                    const backend_rec *next = NULL;
+                    for (size_t j2 = j + 1; j >= n_named && next == NULL && j2 < n_pref; ++j2) {
+                        if (pref[j2]->score > 0 && find_kernel(pref[j2], w, a) != NULL) next = pref[j2];
+                    }
+                    if (next != NULL) {
+                        snprintf(d->note, sizeof d->note,
+                                 "%schosen: score %u > %u (%s), ranked by score: [backends] order names neither",
+                                 pin_note, pref[j]->score, next->score, next->backend.name);
+                    } else {
+                        snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel",
+                                 pin_note, c->codec.name, type_name(ctx, a));
+                    }
                     break;
                 }
             }

@@ -151,13 +151,21 @@ static const anvil_kernel pk_kernel = {
     .packed_size = pk_size, .pack = pk_pack, .gemm_packed = pk_gemm_packed,
 };
 static const anvil_kernel *const pk_kernels[] = { &pk_kernel };
+/* Built twice: as "packtest" (score 5) and, for the ranking test, as
+ * "ranktest" with another score (ABI_BACKEND_NAME, ABI_BACKEND_SCORE). */
+#ifndef ABI_BACKEND_NAME
+#define ABI_BACKEND_NAME "packtest"
+#endif
+#ifndef ABI_BACKEND_SCORE
+#define ABI_BACKEND_SCORE 5
+#endif
 static uint32_t pk_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     (void)cpu;
     snprintf(why, why_size, "test backend");
-    return 5;
+    return ABI_BACKEND_SCORE;
 }
 static const anvil_backend pk_backend = {
-    .struct_size = sizeof(anvil_backend), .name = "packtest", .score = pk_score,
+    .struct_size = sizeof(anvil_backend), .name = ABI_BACKEND_NAME, .score = pk_score,
     .n_kernels = 1, .kernels = pk_kernels,
 };
 static const anvil_backend *const pk_backends[] = { &pk_backend };
@@ -279,7 +287,11 @@ static const anvil_plugin_desc desc = {
     .backends = backends,
 #elif defined(ABI_CASE_PACK_BACKEND)
     .kind = ANVIL_PLUGIN_BACKEND,
+#ifdef ABI_PLUGIN_ID
+    .id = ABI_PLUGIN_ID,
+#else
     .id = "abi-pack-backend",
+#endif
     .n_backends = 1,
     .backends = pk_backends,
 #elif defined(ABI_CASE_ENCODER_BACKEND) || defined(ABI_CASE_BAD_ENCODER) || defined(ABI_CASE_DUP_ENCODER)

@@ -226,6 +226,45 @@ static void test_pins(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "q9_9"));
 }
 
+/* Backends [backends] order does not name rank by score; a named one wins
+ * over any score. packtest (score 5) loads before ranktest (score 9). */
+static const anvil_dispatch_report *dispatch_of(const anvil_ctx *ctx, uint32_t type) {
+    static anvil_dispatch_report d;
+    for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
+        if (anvil_ctx_dispatch_report(ctx, i, &d) == ANVIL_OK && d.weight_type == type) return &d;
+    }
+    return NULL;
+}
+
+static void test_score_ranks(void) {
+    char body[2048];
+    uint32_t tp = 0;
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s:%s\nload = abi-good, backend-scalar, abi-pack-backend, abi-rank-backend\n"
+             "[backends]\norder = scalar\n",
+             ANVIL_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    anvil_ctx *ctx = NULL;
+    anvil_error err;
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, write_config("rank.ini", body), &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(anvil_type_from_name(ctx, "tp_i8", &tp, &err), ANVIL_OK);
+    const anvil_dispatch_report *d = dispatch_of(ctx, tp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_STRING_EQUAL(d->backend, "ranktest");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d->note, "chosen: score 9 > 5 (packtest)"));
+    anvil_ctx_close(ctx);
+
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s:%s\nload = abi-good, abi-pack-backend, abi-rank-backend\n"
+             "[backends]\norder = packtest\n",
+             ANVIL_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, write_config("rank2.ini", body), &err), ANVIL_OK);
+    d = dispatch_of(ctx, tp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_STRING_EQUAL(d->backend, "packtest");
+    CU_ASSERT_PTR_NOT_NULL(strstr(d->note, "first usable backend in order"));
+    anvil_ctx_close(ctx);
+}
+
 static const anvil_encoder_report *encoder_of(const anvil_ctx *ctx, uint32_t type) {
     static anvil_encoder_report e;
     for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
@@ -414,6 +453,7 @@ int main(void) {
     CU_add_test(s, "anvil plugins shows every reason", test_cli_shows_reasons);
     CU_add_test(s, "a missing plugin names file:line", test_missing_plugin);
     CU_add_test(s, "pins", test_pins);
+    CU_add_test(s, "backends the order does not name rank by score", test_score_ranks);
     CU_add_test(s, "weight encoders: validated, dispatched, used", test_encoders);
     CU_add_test(s, "trimmed deployment", test_trimmed_deployment);
     CU_add_test(s, "ANVIL_CPU_MASK hides features", test_cpu_mask);

@@ -106,7 +106,9 @@ typedef struct anvil_backend {
     uint32_t reserved0;
     const char *name;        /* what `[backends] order` names, e.g. "scalar" */
     const char *description;
-    /* 0: cannot run on this CPU (write why); otherwise a preference score. */
+    /* 0: cannot run on this CPU (write why); otherwise a preference score:
+     * among usable backends [backends] order does not name, the higher
+     * score is tried first (sdk/ABI.md, "Backends"). */
     uint32_t (*score)(const anvil_cpu_info *cpu, char *why, size_t why_size);
     size_t n_quantizers;
     const anvil_act_quantizer *const *quantizers;
