@@ -20,7 +20,7 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "synth.h"
+#include "synth_rows.h"
 
 typedef struct enc_job {
     anvil_ctx *ctx;

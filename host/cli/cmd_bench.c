@@ -20,7 +20,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "ggml_oracle.h"
-#include "synth.h"
+#include "synth_rows.h"
 
 typedef struct bench_opts {
     const char *types[64];

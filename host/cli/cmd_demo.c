@@ -18,7 +18,7 @@
 #include "anvil/transcode.h"
 #include "cli.h"
 #include "cmd_transcode.h"
-#include "synth.h"
+#include "synth_rows.h"
 
 const char cli_help_demo[] =
     "usage: anvil demo [--model [--keep DIR]]\n"

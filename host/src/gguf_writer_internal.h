@@ -1,5 +1,6 @@
-/* Internal: the GGUF writer's state, shared by gguf_writer.c (collecting
- * KVs and tensors) and gguf_emit.c (producing the bytes). */
+/* Internal: the GGUF writer's state, shared by gguf_writer_collect.c
+ * (collecting KVs and tensors) and gguf_writer_output.c (producing the
+ * bytes: layout, temp file, streaming, commit). */
 #ifndef ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 #define ANVIL_HOST_GGUF_WRITER_INTERNAL_H
 
@@ -69,7 +70,7 @@ int gguf_sink_commit(gguf_sink *s, anvil_error *err);
 void gguf_sink_discard(gguf_sink *s);
 
 /* Offsets of tensor i's data relative to the data section. */
-/* gguf_emit.c: close and remove a stream's temp file (writer free/abort). */
+/* gguf_writer_output.c: close and remove a stream's temp file (writer free/abort). */
 void gguf_writer_stream_cleanup(anvil_gguf_writer *w);
 int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,
                         anvil_error *err);

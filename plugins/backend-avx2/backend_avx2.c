@@ -12,6 +12,10 @@
  * tables (data) and decides from the host's CPU features whether they may
  * run. It never runs cpuid itself, so ANVIL_CPU_MASK=-avx2 (or -fma,
  * -f16c) makes the backend score 0 and the host skip it, with the reason.
+ *
+ * Why one plugin per instruction set: the host scores, loads or skips a
+ * backend as a unit from the CPU it probed, so everything that needs AVX2 +
+ * FMA + F16C lives here and nothing else does.
  */
 #include <stdio.h>
 #include <string.h>

@@ -20,6 +20,10 @@
  * any x86-64 CPU is safe. Built with AVX512_EMULATED it becomes
  * backend-avx512-emu, the SIMDe test build (avx512_emulate.h), which
  * scores on any CPU and is never installed.
+ *
+ * Why one plugin per instruction set: the host scores, loads or skips a
+ * backend as a unit from the CPU it probed, so everything that needs
+ * AVX-512 F/BW/VL lives here and nothing else does.
  */
 #include <stdio.h>
 

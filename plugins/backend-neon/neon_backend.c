@@ -17,6 +17,10 @@
  * row decoders bit for bit. tests/neon checks all of it under both paths.
  * Weight encoders (ABI 1.1, neon_encode.c: the shared SIMD encoder sources)
  * give the reference encoders' bytes; one copy serves every variant.
+ *
+ * Why one plugin per instruction set: the host scores, loads or skips a
+ * backend as a unit from the CPU it probed, so everything that needs
+ * Advanced SIMD lives here and nothing else does.
  */
 #include <stdio.h>
 

@@ -5,6 +5,10 @@
  * the order in the config, and this one catches the rest. It also offers
  * every reference weight encoder (encoders.c), so that a pin or an order
  * naming "scalar" selects the reference encoder too.
+ *
+ * Why one plugin: the portable kernels and encoders of every format, built
+ * from the same plugins/ref sources the codecs use, so one plugin is the
+ * referee for all of them and the fallback on any CPU.
  */
 #include <stdio.h>
 

@@ -20,6 +20,11 @@
  * cold_enc_lattice.c; static storage, so there is nothing to free at
  * deinit). The implementations live in plugins/ref, shared with
  * backend-scalar's kernels.
+ *
+ * Why one plugin, and why "cold": these decode through codebooks, grids or
+ * fixed value tables (hundreds of KiB of tables and the search code their
+ * encoders need). Kept apart from the hot flat and K-quant families, a
+ * deployment that never reads them does not load their tables.
  */
 #include <stdio.h>
 

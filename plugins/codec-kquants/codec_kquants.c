@@ -9,6 +9,10 @@
  * weight formats use), every decoder bit-identical to dequantize_row_*.
  * Q8_K is not a ggml_quantize_chunk format: no row encoder. Kernels belong
  * to backends: ref_vec_dot stays NULL.
+ *
+ * Why one plugin: the five weight formats share the 256-element super-block,
+ * 6-bit sub-block scales, the same least-squares scale search and the Q8_K
+ * activation format, which is defined here with them.
  */
 #include "anvil/abi.h"
 #include "anvil/blocks.h"

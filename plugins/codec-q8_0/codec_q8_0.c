@@ -17,6 +17,11 @@
  * pair with Q8_0, the ones with a min with Q8_1 (whose s field carries the
  * activation sum the min term needs). Kernels belong to backends, so
  * ref_vec_dot stays NULL here.
+ *
+ * Why these six in one plugin: one 32-element block with one f16 scale (and
+ * a min or a sum for the _1 forms), Q8_0/Q8_1 activations, and one
+ * reference source in ggml (the flat quantizers): they load, encode and
+ * dispatch together, and the config names them as one family.
  */
 #include <stddef.h>
 

@@ -13,6 +13,10 @@
  * format each dot consumes is ggml's vec_dot_type: Q8_K for the 256-element
  * TQ formats, Q8_0 for Q1_0 and Q2_0 (one weight block spans four or two
  * Q8_0 blocks). Kernels belong to backends, so ref_vec_dot stays NULL here.
+ *
+ * Why one plugin: all four store weights in at most two bits with one f16
+ * scale per block and no per-group scale search; they serve the ternary /
+ * 1-2 bit models (BitNet-style) a deployment enables or drops together.
  */
 #include <stddef.h>
 

@@ -23,7 +23,7 @@
 #include "anvil/anvil.h"
 #include "anvil/gguf.h"
 #include "ptqtp_ref.h"
-#include "synth.h"
+#include "synth_rows.h"
 
 static const char *const TYPES[] = { "ptqtp2", "ptqtp3", "tq1_0", "tq2_0", "q2_K", "iq2_s", "q3_K", "q4_K" };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])

@@ -1,6 +1,9 @@
-/* Deterministic synthetic tensors for the demo and the benchmark. */
-#ifndef ANVIL_CLI_SYNTH_H
-#define ANVIL_CLI_SYNTH_H
+/* Deterministic synthetic weight rows (llm-like: heavy tails, a per-row
+ * scale, hot columns) for `anvil demo`, `anvil bench` and ptqtp-report. Not
+ * to be confused with src/synth_model.c, which writes a whole synthetic
+ * llama-shaped GGUF model through the public API. */
+#ifndef ANVIL_SYNTH_ROWS_H
+#define ANVIL_SYNTH_ROWS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "synth.h"
+#include "synth_rows.h"
 
 #include <math.h>
 

@@ -1,6 +1,8 @@
 /*
- * A synthetic llama-shaped model: real llama metadata (hyperparameters and a
- * llama-style tokenizer vocabulary), llama.cpp's tensor names and order, and
+ * A synthetic llama-shaped model, written as a GGUF file
+ * (anvil_synth_model_write; not the CLI's synthetic weight rows for demo and
+ * bench, which are host/synth/synth_rows.c): real llama metadata
+ * (hyperparameters and a llama-style tokenizer vocabulary), llama.cpp's tensor names and order, and
  * deterministic weights that look like trained ones to a quantizer: roughly
  * normal with heavier tails, a per-row scale, a few hot columns shared by
  * every row, norms near 1. Written header-first, one tensor at a time.
