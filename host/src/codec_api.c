@@ -30,6 +30,13 @@ static int check_len(const char *name, size_t n, uint32_t be, uint32_t bb, size_
     return ANVIL_OK;
 }
 
+/* check_len for the float types the host implements (f32, f16, bf16). */
+static int check_float_len(uint32_t type, size_t n, size_t have, const char *what, anvil_error *err) {
+    const uint32_t es = type == ANVIL_TYPE_F32 ? 4 : 2;
+    const char *name = type == ANVIL_TYPE_F32 ? "f32" : (type == ANVIL_TYPE_F16 ? "f16" : "bf16");
+    return check_len(name, n, 1, es, have, what, err);
+}
+
 ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n, void *dst, size_t dst_size,
                            anvil_error *err) {
     anvil_error_clear(err);
@@ -37,9 +44,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode: NULL buffer");
     }
     if (is_builtin_float(type)) {
-        const size_t es = type == ANVIL_TYPE_F32 ? 4 : 2;
-        const char *name = type == ANVIL_TYPE_F32 ? "f32" : (type == ANVIL_TYPE_F16 ? "f16" : "bf16");
-        int rc = check_len(name, n, 1, (uint32_t)es, dst_size, "destination", err);
+        int rc = check_float_len(type, n, dst_size, "destination", err);
         if (rc != ANVIL_OK) return rc;
         if (type == ANVIL_TYPE_F32) {
             memcpy(dst, src, n * 4);
@@ -166,9 +171,7 @@ ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_decode: NULL buffer");
     }
     if (is_builtin_float(type)) {
-        const size_t es = type == ANVIL_TYPE_F32 ? 4 : 2;
-        const char *name = type == ANVIL_TYPE_F32 ? "f32" : (type == ANVIL_TYPE_F16 ? "f16" : "bf16");
-        int rc = check_len(name, n, 1, (uint32_t)es, src_size, "source", err);
+        int rc = check_float_len(type, n, src_size, "source", err);
         if (rc != ANVIL_OK) return rc;
         if (type == ANVIL_TYPE_F32) {
             memcpy(dst, src, n * 4);

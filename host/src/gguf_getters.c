@@ -30,15 +30,23 @@ static int wrong_type(const char *key, const anvil_gguf_value *v, const char *wa
                            tn != NULL ? tn : "?", want);
 }
 
+/* The value of key, which must be of kind `kind` (`want` names it for the
+ * message): the lookup and the type check every getter makes. */
+static int lookup_kind(const anvil_gguf *g, const char *key, int kind, const char *want, anvil_gguf_value *v,
+                       anvil_error *err) {
+    int rc = lookup(g, key, v, err);
+    if (rc == ANVIL_OK && (int)v->kind != kind) {
+        rc = wrong_type(key, v, want, err);
+    }
+    return rc;
+}
+
 ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out,
                                  anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_INT, "an integer", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_INT) {
-        return wrong_type(key, &v, "an integer", err);
     }
     if (!v.in_i64) {
         return anvil_error_set(err, ANVIL_E_OVERFLOW,
@@ -53,12 +61,9 @@ ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *
 ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out,
                                  anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_INT, "an integer", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_INT) {
-        return wrong_type(key, &v, "an integer", err);
     }
     if (!v.in_u64) {
         return anvil_error_set(err, ANVIL_E_OVERFLOW,
@@ -71,12 +76,9 @@ ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t 
 ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out,
                                  anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_FLOAT, "f32 or f64", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_FLOAT) {
-        return wrong_type(key, &v, "f32 or f64", err);
     }
     *out = v.f;
     return ANVIL_OK;
@@ -85,12 +87,9 @@ ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *o
 ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out,
                                   anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_BOOL, "bool", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_BOOL) {
-        return wrong_type(key, &v, "bool", err);
     }
     *out = v.b;
     return ANVIL_OK;
@@ -99,12 +98,9 @@ ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out
 ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out,
                                  anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_STRING, "a string", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_STRING) {
-        return wrong_type(key, &v, "a string", err);
     }
     *out = v.s;
     return ANVIL_OK;
@@ -113,12 +109,9 @@ ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_ggu
 ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out,
                                    anvil_error *err) {
     anvil_gguf_value v;
-    int rc = lookup(g, key, &v, err);
+    int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_ARRAY, "an array", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
-    }
-    if (v.kind != ANVIL_GGUF_KIND_ARRAY) {
-        return wrong_type(key, &v, "an array", err);
     }
     *out = v.a;
     return ANVIL_OK;

@@ -126,8 +126,4 @@ static const anvil_plugin_desc desc = {
     .backends = backends,
 };
 
-ANVIL_PLUGIN_EXPORT const anvil_plugin_desc *anvil_plugin_entry(uint32_t host_abi_major,
-                                                                uint32_t host_abi_minor) {
-    (void)host_abi_minor;
-    return host_abi_major == ANVIL_ABI_MAJOR ? &desc : NULL;
-}
+ANVIL_PLUGIN_ENTRY(&desc)
