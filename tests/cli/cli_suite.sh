@@ -124,6 +124,12 @@ jexpect 0 '' codec decode q8_0 "$tmp/ramp.q8" "$tmp/back.f32"
 expect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
 jexpect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
 expect 2 'anvil codec encode: missing OUT*' codec encode q8_0 "$tmp/ramp.f32"
+# IQ2_XXS without an importance matrix: a missing option (2), llama.cpp's reason.
+cat "$tmp/ramp.f32" "$tmp/ramp.f32" "$tmp/ramp.f32" "$tmp/ramp.f32" > "$tmp/ramp256.f32"
+expect 2 'anvil codec encode: iq2_xxs needs an importance matrix*pass --imatrix FILE*' codec encode iq2_xxs "$tmp/ramp256.f32" "$tmp/no.bin"
+jexpect 2 'anvil codec encode: iq1_s needs an importance matrix*' codec encode iq1_s "$tmp/ramp256.f32" "$tmp/no.bin"
+[ -e "$tmp/no.bin" ] && fail "codec encode iq2_xxs without --imatrix left an output"
+expect 0 'encoded 256 values as iq2_xxs*' codec encode iq2_xxs "$tmp/ramp256.f32" "$tmp/ramp.iq2" --imatrix "$tmp/ramp256.f32"
 expect 2 "anvil codec decode: unexpected argument*" codec decode q8_0 a b c d
 expect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
 jexpect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"

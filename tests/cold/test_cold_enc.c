@@ -424,15 +424,21 @@ static void test_plugin_init_and_encode(void) {
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_rows);
             CU_ASSERT_EQUAL((c->flags & ANVIL_CODEC_NEEDS_IMATRIX) != 0, fmts[fi].needs_imatrix);
             if (fmts[fi].needs_imatrix) {
-                CU_ASSERT_PTR_NULL(c->encode);
+                /* A refusal (ANVIL_E_NEEDS_IMATRIX), never an encoder. */
+                CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
                 CU_ASSERT_PTR_NOT_NULL(c->encode_note);
+                test_input_fill(x, ROW, INPUT_NORMAL, 77, 0);
+                char msg[512] = "";
+                CU_ASSERT_EQUAL(c->encode(x, a, ROW, msg, sizeof msg), ANVIL_E_NEEDS_IMATRIX);
+                CU_ASSERT_PTR_NOT_NULL(strstr(msg, "missing importance matrix"));
+                CU_ASSERT_EQUAL(c->encode(x, a, ROW - 16, msg, sizeof msg), ANVIL_E_BLOCK_MISMATCH);
             } else {
                 CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
                 CU_ASSERT_PTR_NULL(c->encode_note);
             }
             for (uint64_t row = 0; row < INPUT_KIND_COUNT; ++row) {
                 test_input_fill(x, ROW, (test_input_kind)row, 77, row);
-                if (c->encode != NULL) {
+                if (!fmts[fi].needs_imatrix) {
                     CU_ASSERT_EQUAL(c->encode(x, a, ROW, NULL, 0), ANVIL_OK);
                 } else {
                     CU_ASSERT_EQUAL(c->encode_rows(x, a, 1, ROW, ones, NULL, 0), ANVIL_OK);
