@@ -253,6 +253,20 @@ static uint32_t out_part(const anvil_transcode_tensor *it, size_t i) {
     return sp->n ? sp->n - 1 : 0;
 }
 
+/* The summary as the report shows it: with --split-max-tensors, the parts
+ * as cut (their count, and after a run their sizes; a dry run keeps the
+ * whole file's size). Returns those parts, or NULL. */
+static const cli_split_parts *split_summary(anvil_transcode_summary *s, int dry_run) {
+    const cli_split_parts *sp = report_extras.split;
+    if (sp == NULL || sp->n == 0) return NULL;
+    s->n_parts = sp->n;
+    if (!dry_run) {
+        s->out_file_bytes = 0;
+        for (uint32_t p = 0; p < sp->n; ++p) s->out_file_bytes += sp->written[p].bytes;
+    }
+    return sp;
+}
+
 static const char *type_name(uint32_t id) {
     anvil_type_info info;
     if (anvil_type_lookup(report_extras.ctx, id, &info, NULL) == ANVIL_OK) return info.name;
@@ -399,16 +413,9 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
         fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
-    const cli_split_parts *sp = report_extras.split;
-    if (sp != NULL && sp->n > 0) {
-        s.n_parts = sp->n;
-        if (!dry_run) { /* the parts as cut (in a dry run: the whole file's size) */
-            s.out_file_bytes = 0;
-            for (uint32_t p = 0; p < sp->n; ++p) s.out_file_bytes += sp->written[p].bytes;
-        }
-    }
+    const cli_split_parts *sp = split_summary(&s, dry_run);
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
-            sp != NULL && sp->n > 0 ? sp->written[0].path : anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
+            sp != NULL ? sp->written[0].path : anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
             human(s.dst_tensor_bytes, b, sizeof b), human(s.out_file_bytes, c, sizeof c), s.n_parts,
             s.n_parts == 1 ? "" : "s", s.n_converted);
     if (s.file_type != UINT32_MAX) {
@@ -449,25 +456,18 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     fprintf(f, ",\"input\":");
     cli_json_string(f, input);
     fprintf(f, ",\"outputs\":[");
-    const cli_split_parts *sp = report_extras.split;
-    if (sp != NULL && sp->n > 0) {
-        s.n_parts = sp->n;
-        for (uint32_t p = 0; p < sp->n; ++p) {
-            fprintf(f, "%s{\"path\":", p ? "," : "");
-            cli_json_string(f, sp->written[p].path);
-            if (dry_run) {
-                fprintf(f, ",\"bytes\":null");
-            } else {
-                fprintf(f, ",\"bytes\":%llu", sp->written[p].bytes);
-            }
-            fprintf(f, ",\"n_tensors\":%zu}", sp->written[p].tensors);
+    const cli_split_parts *sp = split_summary(&s, dry_run);
+    for (uint32_t p = 0; sp != NULL && p < sp->n; ++p) {
+        fprintf(f, "%s{\"path\":", p ? "," : "");
+        cli_json_string(f, sp->written[p].path);
+        if (dry_run) {
+            fprintf(f, ",\"bytes\":null");
+        } else {
+            fprintf(f, ",\"bytes\":%llu", sp->written[p].bytes);
         }
-        if (!dry_run) {
-            s.out_file_bytes = 0;
-            for (uint32_t p = 0; p < sp->n; ++p) s.out_file_bytes += sp->written[p].bytes;
-        }
+        fprintf(f, ",\"n_tensors\":%zu}", sp->written[p].tensors);
     }
-    for (uint32_t p = 0; (sp == NULL || sp->n == 0) && p < s.n_parts; ++p) {
+    for (uint32_t p = 0; sp == NULL && p < s.n_parts; ++p) {
         size_t n = 0;
         for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
         struct stat st;
