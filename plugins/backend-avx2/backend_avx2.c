@@ -27,10 +27,7 @@
 #define MAX_ENTRIES 64
 
 /* What the kernel files were compiled for (-mavx2 -mfma -mf16c). */
-static const struct {
-    uint64_t bit;
-    const char *name;
-} required[] = {
+static const anvil_cpu_need required[] = {
     { ANVIL_CPU_AVX, "avx" },
     { ANVIL_CPU_AVX2, "avx2" },
     { ANVIL_CPU_FMA, "fma" },
@@ -46,14 +43,8 @@ static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size
         if (why != NULL && why_size > 0) snprintf(why, why_size, "needs an x86-64 CPU");
         return 0;
     }
-    char missing[64] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i) {
-        if ((cpu->features & required[i].bit) == 0 && used < sizeof missing) {
-            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s", used ? " " : "", required[i].name);
-        }
-    }
-    if (missing[0] != '\0') {
+    char missing[64];
+    if (anvil_cpu_lacks(cpu, required, sizeof required / sizeof required[0], missing, sizeof missing) > 0) {
         if (why != NULL && why_size > 0) {
             snprintf(why, why_size, "needs avx avx2 fma f16c; this CPU (after ANVIL_CPU_MASK) lacks: %s", missing);
         }
@@ -72,33 +63,28 @@ static anvil_backend backend = {
 
 static const anvil_backend *const backends[] = { &backend };
 
-static size_t append(const void **dst, size_t n, size_t cap, const void *const *src, int *overflow) {
-    for (size_t i = 0; src[i] != NULL; ++i) {
-        if (n < cap) {
-            dst[n++] = src[i];
-        } else {
-            *overflow = 1;
-        }
-    }
-    return n;
-}
-
 static int avx2_init(const anvil_host_services *host, char *err, size_t err_size) {
     (void)host; /* the score reads the CPU features; nothing to pick here */
-    size_t nq = 0, nk = 0;
+    static const anvil_kernel *const *const kernel_tables[] = {
+        anvil_avx2_kernels_q8_0,    anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants,
+        anvil_avx2_kernels_ternary, anvil_avx2_kernels_cold,  anvil_avx2_kernels_ptqtp,
+    };
+    static const anvil_weight_encoder *const *const encoder_tables[] = {
+        anvil_avx2_encoders_flat, anvil_avx2_encoders_kquants,
+        anvil_avx2_encoders_iq4,  anvil_avx2_encoders_small,
+    };
     int overflow = 0;
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_avx2_quantizers, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_q8_0, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_q4_q5, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_kquants, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ternary, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_cold, &overflow);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_avx2_kernels_ptqtp, &overflow);
-    size_t ne = 0;
-    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_flat, &overflow);
-    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_kquants, &overflow);
-    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_iq4, &overflow);
-    ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)anvil_avx2_encoders_small, &overflow);
+    const size_t nq = anvil_table_append((const void **)quantizers, 0, MAX_ENTRIES,
+                                         (const void *const *)anvil_avx2_quantizers, &overflow);
+    size_t nk = 0, ne = 0;
+    for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t) {
+        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)kernel_tables[t],
+                                &overflow);
+    }
+    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
+        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
+                                &overflow);
+    }
     if (overflow) {
         snprintf(err, err_size, "backend-avx2: kernel table overflow (raise MAX_ENTRIES in backend_avx2.c)");
         return ANVIL_E_INTERNAL;

@@ -43,10 +43,7 @@
 
 #if !AVX512_EMULATED
 /* What the kernel files were compiled for. */
-static const struct {
-    uint64_t bit;
-    const char *name;
-} required[] = {
+static const anvil_cpu_need required[] = {
     { ANVIL_CPU_AVX512F, "avx512f" },
     { ANVIL_CPU_AVX512BW, "avx512bw" },
     { ANVIL_CPU_AVX512VL, "avx512vl" },
@@ -70,14 +67,8 @@ static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_si
         if (why != NULL && why_size > 0) snprintf(why, why_size, "needs an x86-64 CPU");
         return 0;
     }
-    char missing[64] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; ++i) {
-        if ((cpu->features & required[i].bit) == 0 && used < sizeof missing) {
-            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%s", used ? " " : "", required[i].name);
-        }
-    }
-    if (missing[0] != '\0') {
+    char missing[64];
+    if (anvil_cpu_lacks(cpu, required, sizeof required / sizeof required[0], missing, sizeof missing) > 0) {
         if (why != NULL && why_size > 0) {
             snprintf(why, why_size, "needs avx512f avx512bw avx512vl f16c; this CPU (after ANVIL_CPU_MASK) lacks: %s",
                      missing);
@@ -107,17 +98,6 @@ static anvil_backend backend = {
 
 static const anvil_backend *const backends[] = { &backend };
 
-static size_t append(const void **dst, size_t n, size_t cap, const void *const *src, int *overflow) {
-    for (size_t i = 0; src[i] != NULL; ++i) {
-        if (n < cap) {
-            dst[n++] = src[i];
-        } else {
-            *overflow = 1;
-        }
-    }
-    return n;
-}
-
 #define TABLES(sfx)                                                                                      \
     {                                                                                                    \
         anvil_avx512_quantizers_##sfx,                                                                   \
@@ -139,9 +119,11 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     const int v = has_vnni(cpu) ? 1 : 0;
     size_t nq = 0, nk = 0;
     int overflow = 0;
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)variants[v].quantizers, &overflow);
+    nq = anvil_table_append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)variants[v].quantizers,
+                            &overflow);
     for (size_t t = 0; t < sizeof variants[v].kernels / sizeof variants[v].kernels[0]; ++t) {
-        nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)variants[v].kernels[t], &overflow);
+        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)variants[v].kernels[t],
+                                &overflow);
     }
     /* Weight encoders: one build for both variants. */
     static const anvil_weight_encoder *const *const encoder_tables[] = {
@@ -150,7 +132,8 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     };
     size_t ne = 0;
     for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
-        ne = append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t], &overflow);
+        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
+                                &overflow);
     }
     if (overflow) {
         snprintf(err, err_size, PLUGIN_ID ": kernel table overflow (raise MAX_ENTRIES in backend_avx512.c)");

@@ -39,30 +39,29 @@ static anvil_backend backend = {
 
 static const anvil_backend *const backends[] = { &backend };
 
-static size_t append(const void **dst, size_t n, size_t cap, const void *const *src) {
-    for (size_t i = 0; src[i] != NULL; ++i) {
-        if (n < cap) {
-            dst[n++] = src[i];
-        }
-    }
-    return n;
-}
-
 static int scalar_init(const anvil_host_services *host, char *err, size_t err_size) {
     (void)host;
+    static const anvil_act_quantizer *const *const quantizer_tables[] = {
+        anvil_scalar_quantizers_q8_0, anvil_scalar_quantizers_kquants, anvil_scalar_quantizers_ternary,
+        anvil_scalar_quantizers_cold, anvil_scalar_quantizers_ptqtp,
+    };
+    static const anvil_kernel *const *const kernel_tables[] = {
+        anvil_scalar_kernels_q8_0, anvil_scalar_kernels_kquants, anvil_scalar_kernels_ternary,
+        anvil_scalar_kernels_cold, anvil_scalar_kernels_ptqtp,
+    };
     size_t nq = 0, nk = 0;
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_q8_0);
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_kquants);
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ternary);
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_cold);
-    nq = append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)anvil_scalar_quantizers_ptqtp);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_q8_0);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_kquants);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ternary);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_cold);
-    nk = append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)anvil_scalar_kernels_ptqtp);
-    const size_t ne = append((const void **)encoders, 0, MAX_ENTRIES, (const void *const *)anvil_scalar_encoders);
-    if (nq >= MAX_ENTRIES || nk >= MAX_ENTRIES || ne >= MAX_ENTRIES) {
+    int overflow = 0;
+    for (size_t t = 0; t < sizeof quantizer_tables / sizeof quantizer_tables[0]; ++t) {
+        nq = anvil_table_append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)quantizer_tables[t],
+                                &overflow);
+    }
+    for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t) {
+        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)kernel_tables[t],
+                                &overflow);
+    }
+    const size_t ne = anvil_table_append((const void **)encoders, 0, MAX_ENTRIES,
+                                         (const void *const *)anvil_scalar_encoders, &overflow);
+    if (overflow) {
         snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
         return ANVIL_E_INTERNAL;
     }

@@ -120,6 +120,47 @@ typedef struct anvil_backend {
     const anvil_weight_encoder *const *encoders;
 } anvil_backend;
 
+/* ---- helpers for a backend's init and score (header-only) --------------- */
+
+/* Append the NULL-terminated table src to dst[n .. cap) and return the new
+ * count; entries that do not fit are dropped and set *overflow. A backend
+ * assembles its quantizer, kernel and encoder lists from per-family tables
+ * with it at init. */
+static inline size_t anvil_table_append(const void **dst, size_t n, size_t cap, const void *const *src,
+                                        int *overflow) {
+    for (size_t i = 0; src[i] != NULL; ++i) {
+        if (n < cap) {
+            dst[n++] = src[i];
+        } else {
+            *overflow = 1;
+        }
+    }
+    return n;
+}
+
+/* A CPU feature a backend needs: its ANVIL_CPU_* bit and its name. */
+typedef struct anvil_cpu_need {
+    uint64_t bit;
+    const char *name;
+} anvil_cpu_need;
+
+/* The names of the needs that cpu->features lacks, space-separated, into out
+ * (always terminated, cut to fit); returns how many are lacking. For the
+ * score's "lacks: ..." reason. */
+static inline size_t anvil_cpu_lacks(const anvil_cpu_info *cpu, const anvil_cpu_need *need, size_t n_need,
+                                     char *out, size_t out_size) {
+    size_t lacking = 0, used = 0;
+    if (out_size > 0) out[0] = '\0';
+    for (size_t i = 0; i < n_need; ++i) {
+        if ((cpu->features & need[i].bit) != 0) continue;
+        ++lacking;
+        for (const char *p = lacking > 1 ? " " : ""; *p != '\0' && used + 1 < out_size; ++p) out[used++] = *p;
+        for (const char *p = need[i].name; *p != '\0' && used + 1 < out_size; ++p) out[used++] = *p;
+        if (out_size > 0) out[used] = '\0';
+    }
+    return lacking;
+}
+
 #ifdef __cplusplus
 }
 #endif
