@@ -81,7 +81,7 @@ AVX2_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
 /* IQ4_XS sub-scales ls_ib - 32 (ib = 0..7) as int16 in both lanes:
  * [s0..s7 | s0..s7]. */
 AVX2_INLINE __m256i iq4_xs_scales(const uint8_t *blk) {
-    const uint32_t h = avx2_u16(blk + 2), l = avx2_u32(blk + 4);
+    const uint32_t h = anvil_rd_u16(blk + 2), l = anvil_rd_u32(blk + 4);
     int16_t s[8];
     for (int ib = 0; ib < 8; ++ib) {
         s[ib] = (int16_t)((int)(((l >> (4 * ib)) & 0xF) | (((h >> (2 * ib)) & 3) << 4)) - 32);
@@ -109,7 +109,7 @@ AVX2_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
             }
             m[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(avx2_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(m, R))));
     }
     avx2_store_rows(y, acc, R);

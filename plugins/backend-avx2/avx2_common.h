@@ -35,30 +35,13 @@
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
 #include "simd_row_passes.h"
+#include "ref/bytes.h" /* unaligned field loads: one copy for every backend */
 
 #define AVX2_INLINE static inline __attribute__((always_inline))
 
-AVX2_INLINE uint16_t avx2_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-AVX2_INLINE uint32_t avx2_u32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-AVX2_INLINE float avx2_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* fp16 -> fp32 with F16C: exact, like anvil_fp16_to_fp32 (a signalling NaN
  * comes back quiet; every product with it is the same quiet NaN). */
-AVX2_INLINE float avx2_half(const uint8_t *p) { return _cvtsh_ss(avx2_u16(p)); }
+AVX2_INLINE float avx2_half(const uint8_t *p) { return _cvtsh_ss(anvil_rd_u16(p)); }
 
 AVX2_INLINE __m256i avx2_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 /* A load the compiler must keep in a register: when a vector is both
@@ -86,17 +69,17 @@ AVX2_INLINE __m128i avx2_load128(const void *p) { return _mm_loadu_si128((const 
 /* The fp16 at p + r * stride for r < R, as floats in lanes 0..R-1 (the
  * other lanes are zero). */
 AVX2_INLINE __m256 avx2_halves(const uint8_t *p, size_t stride, const int R) {
-    __m128i h = _mm_cvtsi32_si128(avx2_u16(p));
-    if (R > 1) h = _mm_insert_epi16(h, avx2_u16(p + stride), 1);
+    __m128i h = _mm_cvtsi32_si128(anvil_rd_u16(p));
+    if (R > 1) h = _mm_insert_epi16(h, anvil_rd_u16(p + stride), 1);
     if (R > 2) {
-        h = _mm_insert_epi16(h, avx2_u16(p + 2 * stride), 2);
-        h = _mm_insert_epi16(h, avx2_u16(p + 3 * stride), 3);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 2 * stride), 2);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 3 * stride), 3);
     }
     if (R > 4) {
-        h = _mm_insert_epi16(h, avx2_u16(p + 4 * stride), 4);
-        h = _mm_insert_epi16(h, avx2_u16(p + 5 * stride), 5);
-        h = _mm_insert_epi16(h, avx2_u16(p + 6 * stride), 6);
-        h = _mm_insert_epi16(h, avx2_u16(p + 7 * stride), 7);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 4 * stride), 4);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 5 * stride), 5);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 6 * stride), 6);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 7 * stride), 7);
     }
     return _mm256_cvtph_ps(h);
 }

@@ -138,7 +138,7 @@ AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *
          * the temporaries fit the sixteen registers without spilling */
         k4_rows4(w + qs_off, ws, a, scw, isum, R < 4 ? R : 4, five);
         if (R == 8) k4_rows4(w + 4 * ws + qs_off, ws, a, scw + 4, isum + 4, 4, five);
-        const __m256 yd = _mm256_set1_ps(avx2_f32(a));
+        const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
         const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), yd);
         const __m256 dmin = _mm256_mul_ps(avx2_halves(w + 2, ws, R), yd);
         const __m256 fi = _mm256_cvtepi32_ps(avx2_reduce(isum, R));
@@ -203,7 +203,7 @@ AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             }
             isum[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 208, ws, R), _mm256_set1_ps(avx2_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx2_halves(w + 208, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(isum, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -214,7 +214,7 @@ AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 
 /* Q3_K's sixteen 6-bit scales, each minus 32, as int16 [s0..s7 | s8..s15]. */
 AVX2_INLINE __m256i q3_scales(const uint8_t *p) {
-    const uint32_t a0 = avx2_u32(p), a1 = avx2_u32(p + 4), t = avx2_u32(p + 8);
+    const uint32_t a0 = anvil_rd_u32(p), a1 = anvil_rd_u32(p + 4), t = anvil_rd_u32(p + 8);
     const uint32_t s0 = (a0 & 0x0f0f0f0fu) | ((t & 0x03030303u) << 4);
     const uint32_t s1 = (a1 & 0x0f0f0f0fu) | (((t >> 2) & 0x03030303u) << 4);
     const uint32_t s2 = ((a0 >> 4) & 0x0f0f0f0fu) | (((t >> 4) & 0x03030303u) << 4);
@@ -250,7 +250,7 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             }
             isum[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 108, ws, R), _mm256_set1_ps(avx2_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx2_halves(w + 108, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(isum, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -282,7 +282,7 @@ AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             }
             isum[r] = s;
         }
-        const __m256 yd = _mm256_set1_ps(avx2_f32(a));
+        const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
         const __m256 dall = _mm256_mul_ps(yd, avx2_halves(w + 80, ws, R));
         const __m256 dmin = _mm256_mul_ps(yd, avx2_halves(w + 82, ws, R));
         const __m256 fi = _mm256_cvtepi32_ps(avx2_reduce(isum, R));

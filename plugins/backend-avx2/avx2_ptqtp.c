@@ -48,7 +48,7 @@ AVX2_INLINE void plane_states(const uint8_t *p, __m256i s[8]) {
     s[6] = v;
     v = times9(v);
     /* bytes 48..51: dword t of the high lane holds them at level t */
-    const __m256i c0 = _mm256_xor_si256(_mm256_set1_epi32((int)avx2_u32(p + 48)), bias);
+    const __m256i c0 = _mm256_xor_si256(_mm256_set1_epi32((int)anvil_rd_u32(p + 48)), bias);
     const __m256i c1 = times3(c0), c2 = times3(c1), c3 = times3(c2);
     const __m256i c = _mm256_blend_epi32(_mm256_blend_epi32(c0, c1, 0x22), _mm256_blend_epi32(c2, c3, 0x88), 0xCC);
     s[7] = _mm256_blend_epi32(v, c, 0xF0);
@@ -88,7 +88,7 @@ AVX2_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
                                               avx2_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
             blk = k == 0 ? part : _mm256_add_ps(blk, part);
         }
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(avx2_f32(a))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(anvil_rd_f32(a))));
     }
     avx2_store_rows(y, acc, R);
 }

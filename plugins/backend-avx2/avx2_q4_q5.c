@@ -28,7 +28,7 @@ AVX2_INLINE __m256i act_sum(__m256i qa) {
 
 /* The 32 five-bit codes of a Q5 block: nibbles at qs, fifth bits in qh. */
 AVX2_INLINE __m256i q5_codes(const uint8_t *qs, const uint8_t *qh) {
-    return _mm256_or_si256(avx2_nibbles(qs), avx2_bit4_from_bits(avx2_u32(qh)));
+    return _mm256_or_si256(avx2_nibbles(qs), avx2_bit4_from_bits(anvil_rd_u32(qh)));
 }
 
 AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,

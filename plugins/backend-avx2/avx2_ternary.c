@@ -54,7 +54,7 @@ AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             m[r] = _mm256_madd_epi16(_mm256_add_epi16(p1, _mm256_srai_epi16(p4, 2)), _mm256_set1_epi16(1));
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_f32(a)), avx2_halves(w + 64, ws, R));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), avx2_halves(w + 64, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx2_store_rows(y, acc, R);
@@ -91,7 +91,7 @@ AVX2_INLINE void tq1_0_trits(const uint8_t *blk, __m256i t[8]) {
     t[6] = trits(v);
     v = times3(times3(v));
     /* qh: byte 4 t + m holds qh[m] times 3^t */
-    const __m256i c0 = _mm256_set1_epi32((int)avx2_u32(blk + 48));
+    const __m256i c0 = _mm256_set1_epi32((int)anvil_rd_u32(blk + 48));
     const __m256i c1 = times3(c0), c2 = times3(c1), c3 = times3(c2);
     const __m256i c = _mm256_blend_epi32(_mm256_blend_epi32(c0, c1, 0x22), _mm256_blend_epi32(c2, c3, 0x88), 0xCC);
     t[7] = trits(_mm256_blend_epi32(v, c, 0xF0));
@@ -113,7 +113,7 @@ AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             m[r] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 52, ws, R), _mm256_set1_ps(avx2_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx2_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx2_store_rows(y, acc, R);

@@ -201,7 +201,7 @@ AVX512_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 /* Words per 128-bit lane k: ls - 32 of sub-block k (first) and 4 + k
  * (second), where ls = scales_l nibble | two bits of scales_h << 4. */
 AVX512_INLINE void iq4_xs_scales(const uint8_t *blk, __m512i *s0, __m512i *s1) {
-    const uint32_t h = avx512_u16(blk + 2), l = avx512_u32(blk + 4);
+    const uint32_t h = anvil_rd_u16(blk + 2), l = anvil_rd_u32(blk + 4);
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
                                         _mm256_set1_epi32(0x0F));
     const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(h << 4)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
@@ -250,7 +250,7 @@ AVX512_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uin
             }
             m[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx512_halves(w, ws, R), _mm256_set1_ps(avx512_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx512_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(m, R))));
     }
     avx512_store_rows(y, acc, R);
@@ -294,7 +294,7 @@ static void iq4_xs_decode(const void *src, float *dst, size_t n) {
     const __m512 table = iq4nl_float_table();
     for (size_t i = 0; i < n / 256; ++i, b += IQ4_XS_BYTES) {
         const float d = avx512_half(b);
-        const uint32_t h = avx512_u16(b + 2);
+        const uint32_t h = anvil_rd_u16(b + 2);
         for (int ib = 0; ib < 8; ++ib, dst += 32) {
             const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (int)(((h >> (2 * ib)) & 3) << 4);
             const float dl = d * (float)(ls - 32);

@@ -46,6 +46,7 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "simd_row_passes.h"
+#include "ref/bytes.h" /* unaligned field loads: one copy for every backend */
 
 #if AVX512_VNNI
 #define AVX512_SYM(name) name##_vnni
@@ -73,30 +74,12 @@
 #define AVX512_FOR_ROWS _Pragma("GCC unroll 8")
 #endif
 
-AVX512_INLINE uint16_t avx512_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-AVX512_INLINE uint32_t avx512_u32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-AVX512_INLINE float avx512_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* fp16 -> fp32, exact (F16C is part of every AVX-512 CPU). */
 AVX512_INLINE float avx512_half(const uint8_t *p) {
 #if AVX512_EMULATED
-    return anvil_fp16_to_fp32(avx512_u16(p));
+    return anvil_fp16_to_fp32(anvil_rd_u16(p));
 #else
-    return _cvtsh_ss(avx512_u16(p));
+    return _cvtsh_ss(anvil_rd_u16(p));
 #endif
 }
 
@@ -124,17 +107,17 @@ AVX512_INLINE __m512i avx512_load2x256(const void *p, const void *q) {
 /* The fp16 at p + r * stride for r < R, as floats in lanes 0..R-1 (the
  * other lanes are zero). */
 AVX512_INLINE __m256 avx512_halves(const uint8_t *p, size_t stride, const int R) {
-    __m128i h = _mm_cvtsi32_si128(avx512_u16(p));
-    if (R > 1) h = _mm_insert_epi16(h, avx512_u16(p + stride), 1);
+    __m128i h = _mm_cvtsi32_si128(anvil_rd_u16(p));
+    if (R > 1) h = _mm_insert_epi16(h, anvil_rd_u16(p + stride), 1);
     if (R > 2) {
-        h = _mm_insert_epi16(h, avx512_u16(p + 2 * stride), 2);
-        h = _mm_insert_epi16(h, avx512_u16(p + 3 * stride), 3);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 2 * stride), 2);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 3 * stride), 3);
     }
     if (R > 4) {
-        h = _mm_insert_epi16(h, avx512_u16(p + 4 * stride), 4);
-        h = _mm_insert_epi16(h, avx512_u16(p + 5 * stride), 5);
-        h = _mm_insert_epi16(h, avx512_u16(p + 6 * stride), 6);
-        h = _mm_insert_epi16(h, avx512_u16(p + 7 * stride), 7);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 4 * stride), 4);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 5 * stride), 5);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 6 * stride), 6);
+        h = _mm_insert_epi16(h, anvil_rd_u16(p + 7 * stride), 7);
     }
     return _mm256_cvtph_ps(h);
 }
@@ -142,7 +125,7 @@ AVX512_INLINE __m256 avx512_halves(const uint8_t *p, size_t stride, const int R)
 /* The float at p + r * stride for r < R, in lane r (the others zero). */
 AVX512_INLINE __m256 avx512_floats(const uint8_t *p, size_t stride, const int R) {
     float v[8] = { 0 };
-    for (int r = 0; r < R; ++r) v[r] = avx512_f32(p + (size_t)r * stride);
+    for (int r = 0; r < R; ++r) v[r] = anvil_rd_f32(p + (size_t)r * stride);
     return _mm256_loadu_ps(v);
 }
 

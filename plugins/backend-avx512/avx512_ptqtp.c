@@ -42,7 +42,7 @@ AVX512_INLINE void plane_states(const uint8_t *p, __m512i z[4]) {
     z[1] = times9(z[0]);
     const __m512i q2 = times9(z[1]);
     const __m512i f0 = _mm512_xor_si512(_mm512_mask_blend_epi32(0xF000, _mm512_broadcast_i32x4(avx512_load128(p + 32)),
-                                                                _mm512_set1_epi32((int)avx512_u32(p + 48))),
+                                                                _mm512_set1_epi32((int)anvil_rd_u32(p + 48))),
                                         bias);
     const __m512i g = _mm512_mask_blend_epi32(0xA0F0, f0, times3(f0)); /* [p, 3p, p, (h, 3h, h, 3h)] */
     const __m512i g9 = times9(g), g81 = times9(g9);
@@ -89,7 +89,7 @@ AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint
                                               avx512_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
             blk = k == 0 ? part : _mm256_add_ps(blk, part);
         }
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(avx512_f32(a))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(anvil_rd_f32(a))));
     }
     avx512_store_rows(y, acc, R);
 }

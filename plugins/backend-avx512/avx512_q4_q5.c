@@ -38,7 +38,7 @@ AVX512_INLINE __m512i nibbles2(const uint8_t *p, const uint8_t *q, const int two
 /* Q5 codes of two blocks: nibbles plus 16 where the block's qh bit is set
  * (bit j of a block's qh is its element j, i.e. byte j of its half). */
 AVX512_INLINE __m512i q5_codes2(const uint8_t *w, size_t qh_off, size_t qs_off, size_t bytes, const int two) {
-    const uint64_t bits = (uint64_t)avx512_u32(w + qh_off) | (two ? (uint64_t)avx512_u32(w + bytes + qh_off) << 32 : 0);
+    const uint64_t bits = (uint64_t)anvil_rd_u32(w + qh_off) | (two ? (uint64_t)anvil_rd_u32(w + bytes + qh_off) << 32 : 0);
     const __m512i nib = nibbles2(w + qs_off, w + bytes + qs_off, two);
     return _mm512_mask_add_epi8(nib, (__mmask64)bits, nib, _mm512_set1_epi8(0x10));
 }
@@ -197,14 +197,14 @@ static void q4_1_decode(const void *src, float *dst, size_t n) {
 static void q5_0_decode(const void *src, float *dst, size_t n) {
     const uint8_t *b = src;
     for (size_t i = 0; i < n / 32; ++i, b += Q5_0_BYTES, dst += 32) {
-        decode32(b + 6, avx512_u32(b + 2), 1, 16, avx512_half(b), 0, 0.0f, dst);
+        decode32(b + 6, anvil_rd_u32(b + 2), 1, 16, avx512_half(b), 0, 0.0f, dst);
     }
 }
 
 static void q5_1_decode(const void *src, float *dst, size_t n) {
     const uint8_t *b = src;
     for (size_t i = 0; i < n / 32; ++i, b += Q5_1_BYTES, dst += 32) {
-        decode32(b + 8, avx512_u32(b + 4), 1, 0, avx512_half(b), 1, avx512_half(b + 2), dst);
+        decode32(b + 8, anvil_rd_u32(b + 4), 1, 0, avx512_half(b), 1, avx512_half(b + 2), dst);
     }
 }
 

@@ -88,7 +88,7 @@ AVX512_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 #endif
         }
         const __m256i sumi = _mm256_sub_epi32(avx512_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx512_f32(a)), avx512_halves(w + 64, ws, R));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), avx512_halves(w + 64, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx512_store_rows(y, acc, R);
@@ -125,7 +125,7 @@ AVX512_INLINE void tq1_0_trits(const uint8_t *blk, __m512i z[4]) {
     const __m512i q2 = times9(q1); /* [81q | 243q] */
     /* f0 = [p, p, p, qh qh qh qh] (128-bit lanes; the last in dwords) */
     const __m512i f0 = _mm512_mask_blend_epi32(0xF000, _mm512_broadcast_i32x4(avx512_load128(blk + 32)),
-                                               _mm512_set1_epi32((int)avx512_u32(blk + 48)));
+                                               _mm512_set1_epi32((int)anvil_rd_u32(blk + 48)));
     /* g = [p, 3p, p, (qh, 3qh, qh, 3qh)] */
     const __m512i g = _mm512_mask_blend_epi32(0xA0F0, f0, times3(f0));
     const __m512i g9 = times9(g), g81 = times9(g9);
@@ -157,7 +157,7 @@ AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 #endif
         }
         const __m256i sumi = _mm256_sub_epi32(avx512_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(avx512_halves(w + 52, ws, R), _mm256_set1_ps(avx512_f32(a)));
+        const __m256 d = _mm256_mul_ps(avx512_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx512_store_rows(y, acc, R);

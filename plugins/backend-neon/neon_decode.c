@@ -50,7 +50,7 @@ void anvil_neon_decode_q5_0(const void *src, float *dst, size_t n) {
     for (size_t i = 0; i < n / 32; ++i, b += sizeof(anvil_block_q5_0), dst += 32) {
         const float d = neon_half(b + offsetof(anvil_block_q5_0, d));
         int8x16_t lo, hi;
-        five_bit_codes(b + offsetof(anvil_block_q5_0, qs), neon_u32(b + offsetof(anvil_block_q5_0, qh)),
+        five_bit_codes(b + offsetof(anvil_block_q5_0, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_0, qh)),
                        &lo, &hi);
         neon_store_scaled(dst, vsubq_s8(lo, sixteen), d);
         neon_store_scaled(dst + 16, vsubq_s8(hi, sixteen), d);
@@ -63,7 +63,7 @@ void anvil_neon_decode_q5_1(const void *src, float *dst, size_t n) {
         const float d = neon_half(b + offsetof(anvil_block_q5_1, d));
         const float m = neon_half(b + offsetof(anvil_block_q5_1, m));
         int8x16_t lo, hi;
-        five_bit_codes(b + offsetof(anvil_block_q5_1, qs), neon_u32(b + offsetof(anvil_block_q5_1, qh)),
+        five_bit_codes(b + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_1, qh)),
                        &lo, &hi);
         neon_store_scaled_add(dst, lo, d, m);
         neon_store_scaled_add(dst + 16, hi, d, m);
@@ -233,7 +233,7 @@ void anvil_neon_decode_iq4_xs(const void *src, float *dst, size_t n) {
     const int8x16_t table = vld1q_s8(neon_iq4nl_values);
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, b += sizeof(anvil_block_iq4_xs)) {
         const float d = neon_half(b + offsetof(anvil_block_iq4_xs, d));
-        const uint16_t sh = neon_u16(b + offsetof(anvil_block_iq4_xs, scales_h));
+        const uint16_t sh = anvil_rd_u16(b + offsetof(anvil_block_iq4_xs, scales_h));
         const uint8_t *sl = b + offsetof(anvil_block_iq4_xs, scales_l);
         const uint8_t *qs = b + offsetof(anvil_block_iq4_xs, qs);
         for (int ib = 0; ib < 8; ++ib, qs += 16, dst += 32) {

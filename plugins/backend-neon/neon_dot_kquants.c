@@ -57,8 +57,8 @@ void NEON_FN(anvil_neon_vec_dot_q2_K_q8_K)(size_t n, float *s, const void *w, co
                 isum = vmlaq_n_s32(isum, d1, sc[is + 1] & 0xF);
             }
         }
-        const float dall = neon_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_q2_K, d));
-        const float dmin = neon_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_q2_K, dmin));
+        const float dall = anvil_rd_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_q2_K, d));
+        const float dmin = anvil_rd_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_q2_K, dmin));
         sumf += dall * (float)vaddvq_s32(isum) - dmin * (float)summs;
     }
     *s = sumf;
@@ -81,7 +81,7 @@ void NEON_FN(anvil_neon_vec_dot_q3_K_q8_K)(size_t n, float *s, const void *w, co
                                    q3_scale(scales, g + 1));
             }
         }
-        const float d = neon_half(x + offsetof(anvil_block_q3_K, d)) * neon_f32(y + Q8K_D);
+        const float d = neon_half(x + offsetof(anvil_block_q3_K, d)) * anvil_rd_f32(y + Q8K_D);
         sumf += d * (float)vaddvq_s32(isum);
     }
     *s = sumf;
@@ -108,8 +108,8 @@ void NEON_FN(anvil_neon_vec_dot_q4_K_q8_K)(size_t n, float *s, const void *w, co
             isum = vmlaq_n_s32(isum, lo, sc[g]);
             isum = vmlaq_n_s32(isum, hi, sc[g + 1]);
         }
-        const float d = neon_half(x + offsetof(anvil_block_q4_K, d)) * neon_f32(y + Q8K_D);
-        const float dmin = neon_half(x + offsetof(anvil_block_q4_K, dmin)) * neon_f32(y + Q8K_D);
+        const float d = neon_half(x + offsetof(anvil_block_q4_K, d)) * anvil_rd_f32(y + Q8K_D);
+        const float dmin = neon_half(x + offsetof(anvil_block_q4_K, dmin)) * anvil_rd_f32(y + Q8K_D);
         sumf += d * (float)vaddvq_s32(isum) - dmin * (float)summs;
     }
     *s = sumf;
@@ -136,8 +136,8 @@ void NEON_FN(anvil_neon_vec_dot_q5_K_q8_K)(size_t n, float *s, const void *w, co
             isum = vmlaq_n_s32(isum, lo, sc[g]);
             isum = vmlaq_n_s32(isum, hi, sc[g + 1]);
         }
-        const float d = neon_half(x + offsetof(anvil_block_q5_K, d)) * neon_f32(y + Q8K_D);
-        const float dmin = neon_half(x + offsetof(anvil_block_q5_K, dmin)) * neon_f32(y + Q8K_D);
+        const float d = neon_half(x + offsetof(anvil_block_q5_K, d)) * anvil_rd_f32(y + Q8K_D);
+        const float dmin = neon_half(x + offsetof(anvil_block_q5_K, dmin)) * anvil_rd_f32(y + Q8K_D);
         sumf += d * (float)vaddvq_s32(isum) - dmin * (float)summs;
     }
     *s = sumf;
@@ -159,7 +159,7 @@ void NEON_FN(anvil_neon_vec_dot_q6_K_q8_K)(size_t n, float *s, const void *w, co
                 isum = vmlaq_n_s32(isum, neon_dot16(vdupq_n_s32(0), c1, neon_ld_s8(q8 + 16)), scales[g + 1]);
             }
         }
-        const float d = neon_half(x + offsetof(anvil_block_q6_K, d)) * neon_f32(y + Q8K_D);
+        const float d = neon_half(x + offsetof(anvil_block_q6_K, d)) * anvil_rd_f32(y + Q8K_D);
         sumf += d * (float)vaddvq_s32(isum);
     }
     *s = sumf;

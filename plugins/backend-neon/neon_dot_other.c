@@ -28,7 +28,7 @@ void NEON_FN(anvil_neon_vec_dot_tq1_0_q8_K)(size_t n, float *s, const void *w, c
         }
         acc = neon_dot16(acc, v[15], neon_ld_s8(q8 + 240));
         const int sum = vaddvq_s32(acc);
-        sumf += (float)sum * (neon_half(x + offsetof(anvil_block_tq1_0, d)) * neon_f32(y + Q8K_D));
+        sumf += (float)sum * (neon_half(x + offsetof(anvil_block_tq1_0, d)) * anvil_rd_f32(y + Q8K_D));
     }
     *s = sumf;
 }
@@ -52,7 +52,7 @@ void NEON_FN(anvil_neon_vec_dot_tq2_0_q8_K)(size_t n, float *s, const void *w, c
         const int16x8_t b0 = neon_ld_s16x8(y + Q8K_BSUMS), b1 = neon_ld_s16x8(y + Q8K_BSUMS + 16);
         const int all = vaddlvq_s16(b0) + vaddlvq_s16(b1);
         const int sumi = vaddvq_s32(acc) - all;
-        const float d = neon_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_tq2_0, d));
+        const float d = anvil_rd_f32(y + Q8K_D) * neon_half(x + offsetof(anvil_block_tq2_0, d));
         sumf += (float)sumi * d;
     }
     *s = sumf;
@@ -84,8 +84,8 @@ void NEON_FN(anvil_neon_vec_dot_iq4_xs_q8_K)(size_t n, float *s, const void *w, 
     const int8x16_t table = vld1q_s8(neon_iq4nl_values);
     float sumf = 0.0f;
     for (size_t i = 0; i < n / ANVIL_QK_K; ++i, x += sizeof(anvil_block_iq4_xs), y += sizeof(anvil_block_q8_K)) {
-        const float d4d8 = neon_half(x + offsetof(anvil_block_iq4_xs, d)) * neon_f32(y + Q8K_D);
-        const uint16_t sh = neon_u16(x + offsetof(anvil_block_iq4_xs, scales_h));
+        const float d4d8 = neon_half(x + offsetof(anvil_block_iq4_xs, d)) * anvil_rd_f32(y + Q8K_D);
+        const uint16_t sh = anvil_rd_u16(x + offsetof(anvil_block_iq4_xs, scales_h));
         const uint8_t *sl = x + offsetof(anvil_block_iq4_xs, scales_l);
         const uint8_t *qs = x + offsetof(anvil_block_iq4_xs, qs);
         const uint8_t *q8 = y + Q8K_QS;

@@ -34,7 +34,7 @@ static inline void vec_dot(size_t n, float *s, const uint8_t *w, const uint8_t *
             const float d = neon_half(w + ANVIL_PTQTP_SCALE_OFFSET(K, k));
             acc = acc + (float)plane_dot(w + k * ANVIL_PTQTP_PLANE_BYTES, a + Q8K_QS) * d;
         }
-        sum = sum + acc * neon_f32(a + Q8K_D);
+        sum = sum + acc * anvil_rd_f32(a + Q8K_D);
     }
     *s = sum;
 }

@@ -80,7 +80,7 @@ void NEON_FN(anvil_neon_vec_dot_q5_0_q8_0)(size_t n, float *s, const void *w, co
     float acc = 0.0f;
     for (size_t i = 0; i < n / 32; ++i, wb += sizeof(anvil_block_q5_0), ab += Q80) {
         int8x16_t lo, hi;
-        five_bit(wb + offsetof(anvil_block_q5_0, qs), neon_u32(wb + offsetof(anvil_block_q5_0, qh)), 16, &lo,
+        five_bit(wb + offsetof(anvil_block_q5_0, qs), anvil_rd_u32(wb + offsetof(anvil_block_q5_0, qh)), 16, &lo,
                  &hi);
         const uint8_t *qa = ab + offsetof(anvil_block_q8_0, qs);
         const int sumi = vaddvq_s32(neon_dot32(vdupq_n_s32(0), lo, neon_ld_s8(qa), hi, neon_ld_s8(qa + 16)));
@@ -96,7 +96,7 @@ void NEON_FN(anvil_neon_vec_dot_q5_1_q8_1)(size_t n, float *s, const void *w, co
     float acc = 0.0f;
     for (size_t i = 0; i < n / 32; ++i, wb += sizeof(anvil_block_q5_1), ab += Q81) {
         int8x16_t lo, hi;
-        five_bit(wb + offsetof(anvil_block_q5_1, qs), neon_u32(wb + offsetof(anvil_block_q5_1, qh)), 0, &lo,
+        five_bit(wb + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(wb + offsetof(anvil_block_q5_1, qh)), 0, &lo,
                  &hi);
         const uint8_t *qa = ab + offsetof(anvil_block_q8_1, qs);
         const int sumi = vaddvq_s32(neon_dot32(vdupq_n_s32(0), lo, neon_ld_s8(qa), hi, neon_ld_s8(qa + 16)));

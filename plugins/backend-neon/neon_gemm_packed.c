@@ -195,7 +195,7 @@ static inline int32x4_t q4_K_summs(const uint8_t *blk, const uint8_t *act) {
  * d = dx * yd and dmin = dminx * yd. */
 static inline float32x4_t q4_K_float(float32x4_t sumf, const uint8_t *blk, const uint8_t *act, int32x4_t isum,
                                      int32x4_t summs) {
-    const float yd = neon_f32(act + offsetof(anvil_block_q8_K, d));
+    const float yd = anvil_rd_f32(act + offsetof(anvil_block_q8_K, d));
     const float32x4_t d = vmulq_n_f32(ld_f32x4(blk), yd);
     const float32x4_t dmin = vmulq_n_f32(ld_f32x4(blk + NEON_PK_Q4_K_DMIN), yd);
     const float32x4_t t = vsubq_f32(vmulq_f32(d, vcvtq_f32_s32(isum)), vmulq_f32(dmin, vcvtq_f32_s32(summs)));

@@ -31,7 +31,7 @@ static inline void ptqtp_states(const uint8_t *p, int8x16_t s[16]) {
         b0 = ptqtp_times3(b0);
     }
     static const int8_t pow3[16] = { 1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27 };
-    const int8x16_t h = veorq_s8(vreinterpretq_s8_u32(vdupq_n_u32(neon_u32(p + 48))), bias);
+    const int8x16_t h = veorq_s8(vreinterpretq_s8_u32(vdupq_n_u32(anvil_rd_u32(p + 48))), bias);
     s[15] = vmulq_s8(h, vld1q_s8(pow3)); /* 3^t s mod 256: the state at level t */
 }
 

@@ -16,6 +16,7 @@
 
 #include "neon_kernels.h"
 #include "neon_util.h"
+#include "ref/bytes.h"
 
 #define Q8_0_BYTES sizeof(anvil_block_q8_0)
 #define Q8_1_BYTES sizeof(anvil_block_q8_1)
@@ -35,11 +36,6 @@ static inline int8x16_t low_bytes(int32x4_t a, int32x4_t b, int32x4_t c, int32x4
     const int16x8_t ab = vcombine_s16(vmovn_s32(a), vmovn_s32(b));
     const int16x8_t cd = vcombine_s16(vmovn_s32(c), vmovn_s32(d));
     return vcombine_s8(vmovn_s16(ab), vmovn_s16(cd));
-}
-
-static inline void put_half(uint8_t *p, float v) {
-    const anvil_half h = anvil_fp32_to_fp16(v);
-    memcpy(p, &h, sizeof h);
 }
 
 /* One 32-element block of codes; returns d, writes the 32 codes and their
@@ -72,7 +68,7 @@ void anvil_neon_quantize_q8_0(const float *x, void *dst, size_t n) {
         int8_t qs[32];
         int sum;
         const float d = q8_block(x, qs, &sum);
-        put_half(out + offsetof(anvil_block_q8_0, d), d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_0, d), d);
         memcpy(out + offsetof(anvil_block_q8_0, qs), qs, sizeof qs);
     }
 }
@@ -83,8 +79,8 @@ void anvil_neon_quantize_q8_1(const float *x, void *dst, size_t n) {
         int8_t qs[32];
         int sum;
         const float d = q8_block(x, qs, &sum);
-        put_half(out + offsetof(anvil_block_q8_1, d), d);
-        put_half(out + offsetof(anvil_block_q8_1, s), (float)sum * d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_1, d), d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_1, s), (float)sum * d);
         memcpy(out + offsetof(anvil_block_q8_1, qs), qs, sizeof qs);
     }
 }

@@ -81,7 +81,7 @@ static inline void tq1_0_values(const uint8_t *blk, int8x16_t v[16]) {
     }
     /* qh: the four bytes repeated, each copy multiplied by its own 3^t. */
     static const uint8_t mul[16] = { 1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27 };
-    const uint8x16_t h = vreinterpretq_u8_u32(vdupq_n_u32(neon_u32(qh)));
+    const uint8x16_t h = vreinterpretq_u8_u32(vdupq_n_u32(anvil_rd_u32(qh)));
     const uint8x16_t q = vmulq_u8(h, vld1q_u8(mul));
     v[15] = vsubq_s8(vreinterpretq_s8_u8(trits(q, 1)), one);
 }

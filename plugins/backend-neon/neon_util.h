@@ -20,6 +20,7 @@
 
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
+#include "ref/bytes.h" /* unaligned field loads: one copy for every backend */
 
 #ifndef NEON_VARIANT
 #define NEON_VARIANT 0
@@ -46,24 +47,6 @@ static inline float neon_half(const uint8_t *p) {
     anvil_half h;
     memcpy(&h, p, sizeof h);
     return anvil_fp16_to_fp32(h);
-}
-
-static inline float neon_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint16_t neon_u16(const uint8_t *p) {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline uint32_t neon_u32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
 }
 
 /* ---- vector loads at any address --------------------------------------------- */

@@ -24,11 +24,7 @@
 #include "ref/kquants_search.h"
 #include "ref/q8_0_family_impl.h"
 #include "ref/rows.h"
-
-static void put_half(uint8_t *p, float v) {
-    const anvil_half h = anvil_fp32_to_fp16(v);
-    memcpy(p, &h, sizeof h);
-}
+#include "bytes.h"
 
 static void put_u32(uint8_t *p, uint32_t v) {
     memcpy(p, &v, sizeof v); /* little-endian hosts only (see blocks.h) */
@@ -148,9 +144,9 @@ static const flat_format format_q5_1 = { 31, 1, 1, sizeof(anvil_block_q5_1),
 /* d (and m) first in every block, then the packed codes. */
 static void store_block(const flat_format *f, uint8_t *dst, float d, float m,
                         const uint8_t codes[Q8_0_FAMILY_BLOCK]) {
-    put_half(dst, d);
+    anvil_wr_half(dst, d);
     if (f->affine) {
-        put_half(dst + f->off_m, m);
+        anvil_wr_half(dst + f->off_m, m);
     }
     if (f->five_bits) {
         pack_five_bits(codes, dst + f->off_qs, dst + f->off_qh);
@@ -262,7 +258,7 @@ void anvil_ref_quantize_q8_0(const float *x, void *dst, size_t n) {
         int8_t qs[Q8_0_FAMILY_BLOCK];
         int sum;
         const float d = int8_codes(x, qs, &sum);
-        put_half(out + offsetof(anvil_block_q8_0, d), d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_0, d), d);
         memcpy(out + offsetof(anvil_block_q8_0, qs), qs, sizeof qs);
     }
 }
@@ -274,9 +270,9 @@ void anvil_ref_quantize_q8_1(const float *x, void *dst, size_t n) {
         int8_t qs[Q8_0_FAMILY_BLOCK];
         int sum;
         const float d = int8_codes(x, qs, &sum);
-        put_half(out + offsetof(anvil_block_q8_1, d), d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_1, d), d);
         /* ggml rounds (float)sum * d once, to fp16; |sum| <= 4096 is exact. */
-        put_half(out + offsetof(anvil_block_q8_1, s), (float)sum * d);
+        anvil_wr_half(out + offsetof(anvil_block_q8_1, s), (float)sum * d);
         memcpy(out + offsetof(anvil_block_q8_1, qs), qs, sizeof qs);
     }
 }
