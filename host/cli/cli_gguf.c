@@ -140,6 +140,35 @@ void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_ggu
     o->progress_arg = p;
 }
 
+typedef struct rewrite_args {
+    cli_gguf_rewrite_fn fn;
+    const char *in, *out;
+    const anvil_gguf_write_options *opts;
+} rewrite_args;
+
+static int rewrite_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
+    const rewrite_args *a = arg;
+    return a->fn(a->in, a->out, ctx, a->opts, err);
+}
+
+int cli_gguf_rewrite(cli_globals *g, const char *cmd, cli_gguf_rewrite_fn fn, const char *in, const char *out,
+                     const cli_write_flags *f, int replaced_input) {
+    cli_progress progress;
+    anvil_gguf_write_options o;
+    cli_gguf_write_options(f, &progress, &o);
+    anvil_error err = { 0 };
+    rewrite_args a = { fn, in, out, &o };
+    const int rc = cli_gguf_run(g, rewrite_op, &a, &err);
+    cli_progress_end(&progress);
+    if (rc != ANVIL_OK) {
+        return cli_fail_err(cmd, &err);
+    }
+    if (!f->quiet || f->json) {
+        cli_report_gguf_output(cmd, f->json, in, out, replaced_input, g->ctx);
+    }
+    return 0;
+}
+
 void cli_gguf_progress(void *arg, const anvil_gguf_progress *p) {
     char label[600];
     if (p->n_parts > 1) {

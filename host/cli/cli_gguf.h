@@ -84,6 +84,14 @@ typedef struct cli_write_flags {
 } cli_write_flags;
 /* Write options whose progress goes to p, as the flags say. */
 void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o);
+/* A whole-file GGUF rewrite from in to out (anvil_gguf_merge_ex,
+ * anvil_gguf_reemit_ex). */
+typedef int (*cli_gguf_rewrite_fn)(const char *in, const char *out, const anvil_ctx *ctx,
+                                   const anvil_gguf_write_options *opts, anvil_error *err);
+/* Run fn as command cmd with the flags' progress, then report what was
+ * written (replaced_input: out is in). Returns the exit code. */
+int cli_gguf_rewrite(cli_globals *g, const char *cmd, cli_gguf_rewrite_fn fn, const char *in, const char *out,
+                     const cli_write_flags *f, int replaced_input);
 /* 1 when argv[i] is one of them (and notes it), else 0. */
 int cli_write_flag(const char *arg, cli_write_flags *f);
 /* argv of a command taking exactly two paths (named in_name, out_name) and

@@ -26,16 +26,6 @@ const char cli_help_merge[] =
     "  --progress  a plain progress line per tensor on stderr (for logs)\n"
     "  --quiet     no progress, no report\n";
 
-typedef struct merge_args {
-    const char *first, *out;
-    const anvil_gguf_write_options *opts;
-} merge_args;
-
-static int merge_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
-    const merge_args *a = arg;
-    return anvil_gguf_merge_ex(a->first, a->out, ctx, a->opts, err);
-}
-
 int cmd_merge(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         return cli_help("merge");
@@ -58,18 +48,5 @@ int cmd_merge(cli_globals *g, int argc, char **argv) {
     if (checked != 0) {
         return checked;
     }
-    cli_progress progress;
-    anvil_gguf_write_options o;
-    cli_gguf_write_options(&f, &progress, &o);
-    anvil_error err = { 0 };
-    merge_args a = { first, out, &o };
-    const int rc = cli_gguf_run(g, merge_op, &a, &err);
-    cli_progress_end(&progress);
-    if (rc != ANVIL_OK) {
-        return cli_fail_err("merge", &err);
-    }
-    if (!f.quiet || f.json) {
-        cli_report_gguf_output("merge", f.json, first, out, same, g->ctx);
-    }
-    return 0;
+    return cli_gguf_rewrite(g, "merge", anvil_gguf_merge_ex, first, out, &f, same);
 }

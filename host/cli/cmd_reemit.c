@@ -31,16 +31,6 @@ const char cli_help_reemit[] =
     "              a progress line is shown anyway\n"
     "  --quiet     no progress, no report (errors only)\n";
 
-typedef struct reemit_args {
-    const char *in, *out;
-    const anvil_gguf_write_options *opts;
-} reemit_args;
-
-static int reemit_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
-    const reemit_args *a = arg;
-    return anvil_gguf_reemit_ex(a->in, a->out, ctx, a->opts, err);
-}
-
 int cmd_reemit(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         return cli_help("reemit");
@@ -59,18 +49,5 @@ int cmd_reemit(cli_globals *g, int argc, char **argv) {
     if (cli_gguf_sniff(in) == CLI_SNIFF_SAFETENSORS) {
         return cli_reemit_safetensors(g, in, out, f.json, same);
     }
-    cli_progress progress;
-    anvil_gguf_write_options o;
-    cli_gguf_write_options(&f, &progress, &o);
-    anvil_error err = { 0 };
-    reemit_args a = { in, out, &o };
-    const int st = cli_gguf_run(g, reemit_op, &a, &err);
-    cli_progress_end(&progress);
-    if (st != ANVIL_OK) {
-        return cli_fail_err("reemit", &err);
-    }
-    if (!f.quiet || f.json) {
-        cli_report_gguf_output("reemit", f.json, in, out, same, g->ctx);
-    }
-    return 0;
+    return cli_gguf_rewrite(g, "reemit", anvil_gguf_reemit_ex, in, out, &f, same);
 }

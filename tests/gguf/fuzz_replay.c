@@ -8,30 +8,13 @@
 #include <string.h>
 
 #include "../common/fuzz_target.h"
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    const long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    if (p != NULL && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
+#include "read_file.h"
 
 int main(int argc, char **argv) {
     size_t runs = 0;
     for (int i = 1; i < argc; ++i) {
         size_t n = 0;
-        uint8_t *buf = slurp(argv[i], &n);
+        uint8_t *buf = (uint8_t *)test_read_file(argv[i], &n);
         if (buf == NULL) {
             fprintf(stderr, "fuzz_gguf_replay: cannot read %s\n", argv[i]);
             return 1;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gguf_test.h"
+#include "read_file.h"
 
 /* ---- builder --------------------------------------------------------------- */
 
@@ -537,23 +538,6 @@ const size_t hostile_case_count = sizeof hostile_cases / sizeof hostile_cases[0]
 
 /* ---- files ------------------------------------------------------------------ */
 
-uint8_t *read_whole(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-    if (p != NULL && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return p;
-}
 
 int write_whole(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "anvil/gguf.h"
+#include "read_file.h"
 
 typedef struct gb {
     uint8_t *p;
@@ -58,8 +59,7 @@ void gguf_add_hostile_tests(void);
 void gguf_add_split_tests(void);
 void gguf_add_lenient_tests(void);
 
-/* Whole file into memory (malloc'd), or NULL. */
-uint8_t *read_whole(const char *path, size_t *size);
+/* Whole file into memory: test_read_file (tests/common/read_file.h). */
 int write_whole(const char *path, const void *p, size_t n);
 
 #endif

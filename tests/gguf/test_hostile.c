@@ -60,7 +60,7 @@ static void test_cases(void) {
         /* The committed copy must not drift from the generator. */
         snprintf(path, sizeof path, "%s/%s.gguf", ANVIL_GGUF_CORPUS_DIR, c->name);
         size_t n = 0;
-        uint8_t *disk = read_whole(path, &n);
+        uint8_t *disk = test_read_file(path, &n);
         if (disk != NULL) {
             committed++;
             CU_ASSERT(n == b.n && (n == 0 || memcmp(disk, b.p, n) == 0));

@@ -125,7 +125,7 @@ static void split_merge(uint64_t max_bytes, uint64_t max_tensors, uint32_t want_
     /* split -> merge gives back the original, byte for byte. */
     CU_ASSERT_EQUAL(anvil_gguf_merge(first, merged, NULL, &err), ANVIL_OK);
     size_t nm = 0;
-    uint8_t *m = read_whole(merged, &nm);
+    uint8_t *m = test_read_file(merged, &nm);
     CU_ASSERT(m != NULL && nm == n && memcmp(m, orig, n) == 0);
     free(m);
     free(orig);
@@ -163,8 +163,8 @@ static void test_broken_sets(void) {
 
     /* Part 2 replaced by a part claiming to be part 3. */
     size_t n2 = 0, n3 = 0;
-    uint8_t *p2 = read_whole(second, &n2);
-    uint8_t *p3 = read_whole(third, &n3);
+    uint8_t *p2 = test_read_file(second, &n2);
+    uint8_t *p3 = test_read_file(third, &n3);
     CU_ASSERT_EQUAL_FATAL(write_whole(second, p3, n3), 0);
     CU_ASSERT_EQUAL(anvil_gguf_open(&g, first, NULL, 0, &err), ANVIL_E_GGUF_SPLIT);
     CU_ASSERT(strstr(err.message, "part no 2 of 3") != NULL);

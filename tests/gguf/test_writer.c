@@ -387,8 +387,8 @@ static void test_stream_equals_buffered(void) {
     anvil_gguf_writer_free(w);
 
     size_t nb = 0, ns = 0;
-    uint8_t *b = read_whole(buffered, &nb);
-    uint8_t *s = read_whole(streamed, &ns);
+    uint8_t *b = test_read_file(buffered, &nb);
+    uint8_t *s = test_read_file(streamed, &ns);
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT(nb == ns && memcmp(b, s, nb) == 0);
@@ -446,7 +446,7 @@ static void test_stream_misuse_keeps_old_file(void) {
     anvil_gguf_writer_free(w);
 
     size_t n = 0;
-    uint8_t *p = read_whole(path, &n);
+    uint8_t *p = test_read_file(path, &n);
     CU_ASSERT(p != NULL && n == 11 && memcmp(p, "old content", 11) == 0);
     free(p);
     CU_ASSERT_EQUAL(temp_files_in(test_tmpdir()), 0);
@@ -490,7 +490,7 @@ static void test_large_tensors(void) {
     CU_ASSERT_EQUAL(anvil_gguf_writer_write_file(w, path, &err), ANVIL_OK);
     size_t nm = 0, nf = 0;
     uint8_t *mem = to_memory(w, &nm);
-    uint8_t *file = read_whole(path, &nf);
+    uint8_t *file = test_read_file(path, &nf);
     CU_ASSERT(file != NULL && nf == nm && memcmp(file, mem, nm) == 0);
     anvil_gguf *g = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, path, NULL, 0, &err), ANVIL_OK);

@@ -34,6 +34,7 @@
 
 #include "anvil/gguf.h"
 #include "parity.h"
+#include "read_file.h"
 
 #ifndef ANVIL_SHARED_TESTDATA
 #define ANVIL_SHARED_TESTDATA ""
@@ -140,28 +141,10 @@ static int load_api(const ggml_oracle *o, gguf_api *a) {
 
 /* ---- helpers --------------------------------------------------------------- */
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    const long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    if (p != NULL && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
-
 /* 1 when both files exist and hold the same bytes. */
 static int same_file(const char *a, const char *b, int verbose) {
     size_t na = 0, nb = 0;
-    uint8_t *pa = slurp(a, &na), *pb = slurp(b, &nb);
+    uint8_t *pa = (uint8_t *)test_read_file(a, &na), *pb = (uint8_t *)test_read_file(b, &nb);
     int same = pa != NULL && pb != NULL && na == nb && memcmp(pa, pb, na) == 0;
     if (!same && verbose && pa != NULL && pb != NULL) {
         size_t i = 0;

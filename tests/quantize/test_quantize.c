@@ -17,6 +17,7 @@
 #include "anvil/transcode.h"
 #include "ecma_regex.h"
 #include "test_env.h"
+#include "read_file.h"
 
 static anvil_ctx *g_ctx;
 
@@ -31,28 +32,11 @@ static anvil_ctx *ctx(void) {
     return g_ctx;
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)len + 1);
-    if (p != NULL && fread(p, 1, (size_t)len, f) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    if (p != NULL) p[len] = '\0';
-    fclose(f);
-    *n = (size_t)len;
-    return p;
-}
-
 /* ---- the regex table ---------------------------------------------------------- */
 
 static void test_ecma_table(void) {
     size_t n = 0;
-    char *text = slurp(test_source_path("quantize/ecma_cases.tsv"), &n);
+    char *text = test_read_file(test_source_path("quantize/ecma_cases.tsv"), &n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     size_t cases = 0, bad = 0;
     for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
@@ -391,7 +375,7 @@ static void test_imatrix_gguf(void) {
      * refusal or a matrix. */
     size_t n = 0;
     CU_ASSERT_FATAL(write_gguf_imatrix(path, 1, ANVIL_TYPE_F32, 3.0f) == ANVIL_OK);
-    unsigned char *p = (unsigned char *)slurp(path, &n);
+    unsigned char *p = (unsigned char *)test_read_file(path, &n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     for (size_t cut = 0; cut < n; ++cut) {
         if (anvil_imatrix_load_buffer(&im, p, cut, NULL) == ANVIL_OK) anvil_imatrix_free(im);
@@ -432,7 +416,7 @@ static int write_model(const char *path, const char *which) {
 
 static void test_golden_types(void) {
     size_t n = 0;
-    char *text = slurp(test_source_path("golden/quantize/types.tsv"), &n);
+    char *text = test_read_file(test_source_path("golden/quantize/types.tsv"), &n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     char spm[600], moe[600];
     snprintf(spm, sizeof spm, "%s/spm.gguf", test_tmpdir());
