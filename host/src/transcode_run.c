@@ -5,10 +5,14 @@
  * source mapping (prefetched before, released after). A converted tensor is
  * cut into chunks of whole rows (about 64K elements; the cut depends only on
  * the tensor's shape) and the chunks into slabs of about 16 MiB of source.
- * For each slab the next one is prefetched, the pool's threads pull chunks
- * (decode to f32, apply the hook, encode into the tensor's output buffer,
- * decode back for the error figures), and the slab's source pages are
- * released. The output buffer goes to the writer and is freed.
+ * For each slab the next one is prefetched (for the last slab, the next
+ * tensor's first), the pool's threads pull chunks and do each in one pass
+ * while it is in cache (to f32 with the NaN/Inf check fused in, the hook,
+ * encode into the tensor's output buffer, decode back and the error sums),
+ * and the slab's source pages are released. Who encodes and decodes is
+ * looked up once per tensor. The output buffer goes to the output thread
+ * (tc_output.h), which writes it while the next tensor is encoded into the
+ * other of two buffers: peak memory is two output tensors plus a slab.
  *
  * Nothing a thread does depends on which thread does it: bytes land at fixed
  * offsets, and per-chunk error sums are reduced in chunk order, so output
@@ -124,7 +128,7 @@ static int encode_rows(const tensor_job *j, uint64_t row0, uint64_t nr, const fl
         uint8_t *dr = d + r * j->dst_row_bytes;
         int rc;
         if (j->enc_rows != NULL || j->enc_one != NULL) {
-            char msg[256];
+            char msg[512];
             msg[0] = '\0';
             if (j->enc_rows != NULL) {
                 rc = j->enc_rows(xr, dr, (size_t)take, (size_t)it->row_len, j->enc_drops_imatrix ? NULL : im, msg,
