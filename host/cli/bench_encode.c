@@ -155,8 +155,10 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
 
     if (o->json) {
         cli_json_begin(stdout, "bench-encode");
-        printf(",\"ggml\":%s,\"imatrix\":%s,\"rows\":%zu,\"k\":%zu,\"source_mb\":%.3f,\"results\":[",
-               chunk ? "true" : "false", imx ? "true" : "false", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);
+        printf(",\"ggml\":%s,\"imatrix\":%s,\"rows\":%zu,\"k\":%zu", chunk ? "true" : "false",
+               imx ? "true" : "false", o->rows, o->k);
+        cli_json_member_number(stdout, "source_mb", "%.3f", (double)(n * sizeof(float)) / 1e6);
+        printf(",\"results\":[");
     } else {
         printf("anvil bench --encode%s: %zu rows x %zu f32 (%.1f MB of source), best of alternating passes\n",
                imx ? " --imatrix" : "", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);
@@ -220,11 +222,19 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
             rc = measure_encode(&a, g.ggml ? &g : NULL, thread_runs[t], o->iters, &r);
             if (rc != 0) break;
             if (o->json) {
-                printf("%s{\"type\":\"%s\",\"encoder\":\"%s\",\"threads\":%u,\"mbps\":%.2f", first ? "" : ",", c->name,
-                       variant, thread_runs[t], r.mbps);
+                /* Undefined figures (a time of 0, nothing to divide by) are
+                 * null, never inf/nan (not JSON). */
+                printf("%s{\"type\":", first ? "" : ",");
+                cli_json_string(stdout, c->name);
+                printf(",\"encoder\":");
+                cli_json_string(stdout, variant);
+                printf(",\"threads\":%u", thread_runs[t]);
+                cli_json_member_number(stdout, "mbps", "%.2f", r.mbps);
                 if (r.have_ggml) {
-                    printf(",\"ggml_mbps\":%.2f,\"ratio\":%.4f,\"median_ratio\":%.4f,\"same_bytes\":%s", r.ggml_mbps,
-                           r.mbps / r.ggml_mbps, r.median, r.same_bytes ? "true" : "false");
+                    cli_json_member_number(stdout, "ggml_mbps", "%.2f", r.ggml_mbps);
+                    cli_json_member_number(stdout, "ratio", "%.4f", r.mbps / r.ggml_mbps);
+                    cli_json_member_number(stdout, "median_ratio", "%.4f", r.median);
+                    printf(",\"same_bytes\":%s", r.same_bytes ? "true" : "false");
                 }
                 printf("}");
             } else if (r.have_ggml) {

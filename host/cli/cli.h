@@ -89,6 +89,10 @@ void cli_json_bytes(FILE *f, const char *p, size_t len);
 void cli_json_string(FILE *f, const char *s);
 /* A double as JSON: NaN and infinities (which JSON lacks) as null. */
 void cli_json_number(FILE *f, double v);
+/* `,"key":` and v printed with fmt (a printf conversion for one double, e.g.
+ * "%.4f"), or null when v is NaN or infinite (a time of 0, a ratio with
+ * nothing to divide by). */
+void cli_json_member_number(FILE *f, const char *key, const char *fmt, double v);
 
 /* ---- text ------------------------------------------------------------------ */
 

@@ -31,6 +31,24 @@ typedef struct cli_written {
     size_t tensors;
 } cli_written;
 
+/* The parts of a split set as `anvil split` cuts and names them. */
+typedef struct cli_split_parts {
+    uint32_t n;
+    cli_written *written; /* n: path, size, tensor count (malloc'd) */
+    char (*paths)[4200];  /* the paths written[] points to (malloc'd) */
+} cli_split_parts;
+
+/* Plan splitting src with opts (gguf-split's rule: anvil_gguf_split_plan)
+ * into "<prefix>-0000i-of-0000N.gguf": *s gets every part's path, tensor
+ * count and size. cli_split_write also writes the set, committed as one
+ * step (an existing set is replaced whole or not at all). On failure *s is
+ * empty. Free with cli_split_parts_free. */
+int cli_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts, const char *prefix,
+                   const anvil_ctx *ctx, cli_split_parts *s, anvil_error *err);
+int cli_split_write(const anvil_gguf *src, const anvil_gguf_write_options *opts, const char *prefix,
+                    const anvil_ctx *ctx, cli_split_parts *s, anvil_error *err);
+void cli_split_parts_free(cli_split_parts *s);
+
 /* What reemit, split and merge report: text on stdout, or the JSON document
  * {"schema_version":1,"command":cmd,"input":...,"format":...,"n_tensors":n,
  *  "dry_run":...,"replaced_input":...,"outputs":[{"path","bytes","n_tensors"}]}. */

@@ -131,12 +131,23 @@ void cli_json_string(FILE *f, const char *s) {
     }
 }
 
-void cli_json_number(FILE *f, double v) {
+static void json_number_fmt(FILE *f, const char *fmt, double v) {
     if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
         fputs("null", f);
     } else {
-        fprintf(f, "%.17g", v);
+        fprintf(f, fmt, v);
     }
+}
+
+void cli_json_number(FILE *f, double v) {
+    json_number_fmt(f, "%.17g", v);
+}
+
+void cli_json_member_number(FILE *f, const char *key, const char *fmt, double v) {
+    fputc(',', f);
+    cli_json_string(f, key);
+    fputc(':', f);
+    json_number_fmt(f, fmt, v);
 }
 
 void cli_json_begin(FILE *f, const char *cmd) {

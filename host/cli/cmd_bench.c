@@ -468,7 +468,10 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         cli_json_begin(stdout, "bench");
         printf(",\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
                have_ggml ? oracle.cpu_variant : "", all);
-        if (o.suite) printf(",\"read_gbps_1\":%.3f,\"read_gbps_all\":%.3f", bw1, bwn);
+        if (o.suite) {
+            cli_json_member_number(stdout, "read_gbps_1", "%.3f", bw1);
+            cli_json_member_number(stdout, "read_gbps_all", "%.3f", bwn);
+        }
         printf(",\"results\":[");
     } else {
         printf("anvil bench: mat-vec, best of timed passes\n");
@@ -515,12 +518,23 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
             const double mb = (double)(k / tt.block_elems * tt.block_bytes) * (double)rows / 1e6;
             const double bw = shapes[s].threads > 1 ? bwn : bw1;
             if (o.json) {
-                printf("%s{\"type\":\"%s\",\"variant\":\"%s\",\"threads\":%u,\"rows\":%zu,\"k\":%zu,\"weight_mb\":%.3f,"
-                       "\"gbps\":%.4f,\"gelems\":%.4f",
-                       first ? "" : ",", tt.name, variant, shapes[s].threads, rows, k, mb, r.gbps, r.gelems);
-                if (r.have_ggml) printf(",\"ggml_gbps\":%.4f,\"ratio\":%.4f,\"median_ratio\":%.4f,\"max_diff\":%.3g", r.ggml_gbps,
-                                         r.gbps / r.ggml_gbps, r.median_ratio, r.maxrel);
-                if (o.suite && shapes[s].big) printf(",\"read_bw_fraction\":%.4f", bw > 0 ? r.gbps / bw : 0);
+                /* Figures that can be undefined (a time of 0, nothing to
+                 * divide by) are null, never inf/nan (not JSON). */
+                printf("%s{\"type\":", first ? "" : ",");
+                cli_json_string(stdout, tt.name);
+                printf(",\"variant\":");
+                cli_json_string(stdout, variant);
+                printf(",\"threads\":%u,\"rows\":%zu,\"k\":%zu", shapes[s].threads, rows, k);
+                cli_json_member_number(stdout, "weight_mb", "%.3f", mb);
+                cli_json_member_number(stdout, "gbps", "%.4f", r.gbps);
+                cli_json_member_number(stdout, "gelems", "%.4f", r.gelems);
+                if (r.have_ggml) {
+                    cli_json_member_number(stdout, "ggml_gbps", "%.4f", r.ggml_gbps);
+                    cli_json_member_number(stdout, "ratio", "%.4f", r.gbps / r.ggml_gbps);
+                    cli_json_member_number(stdout, "median_ratio", "%.4f", r.median_ratio);
+                    cli_json_member_number(stdout, "max_diff", "%.3g", r.maxrel);
+                }
+                if (o.suite && shapes[s].big) cli_json_member_number(stdout, "read_bw_fraction", "%.4f", bw > 0 ? r.gbps / bw : 0);
                 printf("}");
             } else {
                 printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, shapes[s].threads, rows, k, mb,

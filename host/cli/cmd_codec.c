@@ -21,7 +21,8 @@ const char cli_help_codec[] =
     "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
     "        column (finite, >= 0); their count is the row length, a whole number of\n"
     "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
-    "        with that matrix (llama-quantize --imatrix, per tensor).\n"
+    "        with that matrix (llama-quantize --imatrix, per tensor). IQ2_XXS, IQ2_XS\n"
+    "        and IQ1_S need one (as in llama.cpp): without it, a usage error (2).\n"
     "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
     "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
     "OUT is written atomically (a temporary file renamed into place).\n"
@@ -56,7 +57,9 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         note = c->encode_note ? c->encode_note : "";
     } else {
         status = "encode+decode";
-        note = (c->flags & ANVIL_CODEC_ACTIVATION) ? "activation format" : "";
+        note = (c->flags & ANVIL_CODEC_ACTIVATION) ? "activation format"
+               : (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) ? "only with --imatrix"
+                                                        : "";
     }
     const double bpw = 8.0 * t->block_bytes / t->block_elems;
     anvil_type_info act;
@@ -177,12 +180,24 @@ static int load_imatrix(const char *path, const anvil_type_info *t, size_t n, fl
     return 1;
 }
 
+/* A format that encodes only with an importance matrix, asked without one:
+ * a missing option, so a usage error (2), as llama-quantize refuses it. */
+static int needs_imatrix(const char *type) {
+    return cli_usage_error("codec encode",
+                           "%s needs an importance matrix: it is a very low-bit format that ggml quantizes only "
+                           "with one (without it the result is garbage, so llama.cpp refuses it); pass --imatrix "
+                           "FILE (raw float32, one weight per column, e.g. a tensor's entry from llama-imatrix)",
+                           type);
+}
+
 static int cmd_encode(cli_globals *g, const char *type, const char *in, const char *out, const char *imatrix_path,
                       int json) {
     uint32_t id;
     anvil_type_info t;
     int rc = resolve_type(g, "codec encode", type, &id, &t);
     if (rc != 0) return rc;
+    const anvil_codec *c = anvil_ctx_codec(g->ctx, id);
+    if (imatrix_path == NULL && c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) return needs_imatrix(t.name);
     anvil_error err;
     void *data;
     size_t size;
@@ -214,6 +229,10 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     rc = anvil_encode_rows(g->ctx, id, data, nrows, n_per_row, w, blocks, bytes, &err);
     free(data);
     free(w);
+    if (rc == ANVIL_E_NEEDS_IMATRIX && imatrix_path == NULL) { /* a third-party codec without the flag */
+        free(blocks);
+        return needs_imatrix(t.name);
+    }
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, blocks, bytes, &err);
     free(blocks);
     if (rc != ANVIL_OK) return cli_fail_err("codec encode", &err);

@@ -229,9 +229,9 @@ int cmd_demo(cli_globals *g, int argc, char **argv) {
         uint64_t bytes = 0;
         anvil_type_bytes(&t, n, &bytes, NULL);
         int rc = anvil_encode(ctx, id, x, n, blocks, n * 8 + 4096, &err);
-        if (rc == ANVIL_E_ENCODER_UNAVAILABLE) {
-            printf("  %-9s %8.4f %12s %12s %9s  decode-only: %s\n", t.name, bpw, "-", "-", "-",
-                   c->encode_note ? c->encode_note : "");
+        if (rc == ANVIL_E_ENCODER_UNAVAILABLE || rc == ANVIL_E_NEEDS_IMATRIX) {
+            printf("  %-9s %8.4f %12s %12s %9s  %s: %s\n", t.name, bpw, "-", "-", "-",
+                   rc == ANVIL_E_NEEDS_IMATRIX ? "not shown" : "decode-only", c->encode_note ? c->encode_note : "");
             continue;
         }
         if (rc == ANVIL_OK) rc = anvil_decode(ctx, id, blocks, (size_t)bytes, y, n, &err);

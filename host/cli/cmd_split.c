@@ -44,37 +44,57 @@ typedef struct split_args {
     const char *in, *prefix;
     anvil_gguf_write_options opts;
     int dry_run;
-    uint32_t parts;
-    cli_written *written; /* filled for the report (malloc'd) */
-    char (*paths)[4200];
+    cli_split_parts parts; /* filled for the report */
     size_t n_tensors;
 } split_args;
 
-/* The plan: every part's path, tensor count and size. */
-static int plan(const anvil_gguf *src, split_args *a, const anvil_ctx *ctx, anvil_error *err) {
+static int no_memory(anvil_error *err) {
+    err->code = ANVIL_E_NOMEM;
+    snprintf(err->message, sizeof err->message, "out of memory");
+    return ANVIL_E_NOMEM;
+}
+
+void cli_split_parts_free(cli_split_parts *s) {
+    free(s->written);
+    free(s->paths);
+    memset(s, 0, sizeof *s);
+}
+
+int cli_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts, const char *prefix,
+                   const anvil_ctx *ctx, cli_split_parts *s, anvil_error *err) {
+    cli_split_parts_free(s);
     const size_t n = anvil_gguf_tensor_count(src);
     uint32_t *part_of = malloc((n ? n : 1) * sizeof *part_of);
     if (part_of == NULL) {
-        return ANVIL_E_NOMEM;
+        return no_memory(err);
     }
-    int rc = anvil_gguf_split_plan(src, &a->opts, part_of, &a->parts, err);
+    int rc = anvil_gguf_split_plan(src, opts, part_of, &s->n, err);
     if (rc == ANVIL_OK) {
-        a->written = calloc(a->parts, sizeof *a->written);
-        a->paths = calloc(a->parts, sizeof *a->paths);
-        if (a->written == NULL || a->paths == NULL) {
-            rc = ANVIL_E_NOMEM;
+        s->written = calloc(s->n, sizeof *s->written);
+        s->paths = calloc(s->n, sizeof *s->paths);
+        if (s->written == NULL || s->paths == NULL) {
+            rc = no_memory(err);
         }
     }
-    for (uint32_t p = 0; rc == ANVIL_OK && p < a->parts; ++p) {
+    for (uint32_t p = 0; rc == ANVIL_OK && p < s->n; ++p) {
         uint64_t bytes = 0;
-        rc = anvil_gguf_split_path(a->paths[p], sizeof a->paths[p], a->prefix, p + 1, a->parts, err);
+        rc = anvil_gguf_split_path(s->paths[p], sizeof s->paths[p], prefix, p + 1, s->n, err);
         if (rc == ANVIL_OK) {
-            rc = anvil_gguf_split_part_size(src, part_of, p, a->parts, ctx, &bytes, &a->written[p].tensors, err);
+            rc = anvil_gguf_split_part_size(src, part_of, p, s->n, ctx, &bytes, &s->written[p].tensors, err);
         }
-        a->written[p].path = a->paths[p];
-        a->written[p].bytes = bytes;
+        s->written[p].path = s->paths[p];
+        s->written[p].bytes = bytes;
     }
     free(part_of);
+    if (rc != ANVIL_OK) cli_split_parts_free(s);
+    return rc;
+}
+
+int cli_split_write(const anvil_gguf *src, const anvil_gguf_write_options *opts, const char *prefix,
+                    const anvil_ctx *ctx, cli_split_parts *s, anvil_error *err) {
+    int rc = cli_split_plan(src, opts, prefix, ctx, s, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_split_write_ex(src, prefix, opts, ctx, &s->n, err);
+    if (rc != ANVIL_OK) cli_split_parts_free(s);
     return rc;
 }
 
@@ -84,14 +104,8 @@ static int split_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
     int rc = anvil_gguf_open(&src, a->in, ctx, 0, err);
     if (rc == ANVIL_OK) {
         a->n_tensors = anvil_gguf_tensor_count(src);
-        free(a->written);
-        free(a->paths);
-        a->written = NULL;
-        a->paths = NULL;
-        rc = plan(src, a, ctx, err);
-    }
-    if (rc == ANVIL_OK && !a->dry_run) {
-        rc = anvil_gguf_split_write_ex(src, a->prefix, &a->opts, ctx, &a->parts, err);
+        rc = a->dry_run ? cli_split_plan(src, &a->opts, a->prefix, ctx, &a->parts, err)
+                        : cli_split_write(src, &a->opts, a->prefix, ctx, &a->parts, err);
     }
     anvil_gguf_close(src);
     return rc;
@@ -165,15 +179,13 @@ int cmd_split(cli_globals *g, int argc, char **argv) {
     const int rc = cli_gguf_run(g, split_op, &a, &err);
     cli_progress_end(&progress);
     if (rc != ANVIL_OK) {
-        free(a.written);
-        free(a.paths);
+        cli_split_parts_free(&a.parts);
         return rc == ANVIL_E_NOMEM && err.message[0] == '\0' ? cli_fail("split", "out of memory")
                                                              : cli_fail_err("split", &err);
     }
     if (!f.quiet || f.json || a.dry_run) {
-        cli_report_written("split", f.json, a.in, "gguf", a.n_tensors, a.written, a.parts, a.dry_run, 0);
+        cli_report_written("split", f.json, a.in, "gguf", a.n_tensors, a.parts.written, a.parts.n, a.dry_run, 0);
     }
-    free(a.written);
-    free(a.paths);
+    cli_split_parts_free(&a.parts);
     return 0;
 }

@@ -7,9 +7,11 @@
  * to ggml_quantize_chunk (what llama-quantize writes), with an importance
  * matrix through encode_rows, without one through encode and encode_rows.
  * IQ2_XXS IQ2_XS IQ1_S are the exception ggml makes: it quantizes them only
- * with an importance matrix, so they have encode_rows alone, flagged
- * ANVIL_CODEC_NEEDS_IMATRIX (answering ANVIL_E_NEEDS_IMATRIX to none), and
- * no unweighted encode (there is no imatrix-free output to match). MXFP4
+ * with an importance matrix, so they are flagged ANVIL_CODEC_NEEDS_IMATRIX
+ * and encode only through encode_rows with one (there is no imatrix-free
+ * output to match). Their `encode` is a refusal: ANVIL_E_NEEDS_IMATRIX with
+ * llama.cpp's reason, so that anvil_encode says what is missing instead of
+ * "no encoder" (encode_rows without a matrix answers the same). MXFP4
  * and NVFP4 take an importance matrix and, as ggml, ignore it
  * (ANVIL_CODEC_IMATRIX_UNUSED).
  *
@@ -34,6 +36,17 @@
 
 #define NOTE_IMATRIX "needs an importance matrix (ggml encodes it only with one)"
 
+/* The plain encode of a format that needs an importance matrix: the row
+ * encoder's own refusal (block-count check, then ANVIL_E_NEEDS_IMATRIX and
+ * its message), so both entry points say the same thing. */
+#define NEEDS_IMATRIX_ENCODE(t)                                                                      \
+    static int refuse_plain_##t(const float *src, void *dst, size_t n, char *msg, size_t msg_size) { \
+        return anvil_ref_encode_rows_##t(src, dst, 1, n, NULL, msg, msg_size);                        \
+    }
+NEEDS_IMATRIX_ENCODE(iq2_xxs)
+NEEDS_IMATRIX_ENCODE(iq2_xs)
+NEEDS_IMATRIX_ENCODE(iq1_s)
+
 #define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, rows, dec, note) \
     static const anvil_codec ident = {                                       \
         .struct_size = sizeof(anvil_codec),                                  \
@@ -52,13 +65,13 @@
     }
 
 COLD_CODEC(c_iq2_xxs, ANVIL_TYPE_IQ2_XXS, "iq2_xxs", anvil_block_iq2_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xxs, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
 COLD_CODEC(c_iq2_xs, ANVIL_TYPE_IQ2_XS, "iq2_xs", anvil_block_iq2_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xs, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
 COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
            0, anvil_ref_encode_iq3_xxs, anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
 COLD_CODEC(c_iq1_s, ANVIL_TYPE_IQ1_S, "iq1_s", anvil_block_iq1_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, NULL, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq1_s, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
 COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0,
            0, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
 COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,

@@ -98,9 +98,16 @@ static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v
     return lat->nb + (-(size_t)v - 1);
 }
 
-/* Stable ascending order of x[0..n) (idx gets the indices): what glibc's
- * qsort (a merge sort for arrays this small) gives ggml's IQ1 searches,
- * whose comparator sees only the value. */
+/* Stable ascending order of x[0..n) (idx gets the indices), without the C
+ * library: what ggml's IQ1 searches get from glibc. ggml qsorts n 8-byte
+ * (value, index) pairs (n = 32 for IQ1_S, 16 for IQ1_M) with a comparator
+ * that sees only the value (iq1_sort_helper; -0 equals +0), so the order of
+ * ties is the C library's. glibc's qsort is a merge sort with a scratch
+ * buffer on the stack for arrays under 1 KiB (these are 256 and 128 bytes),
+ * hence stable: equal values in index order. Ties are common (rows of few
+ * levels, zeros) and move the searches' cut points, so a libc qsort here
+ * would give other bytes on musl or BSD. An insertion sort: at most 496
+ * comparisons per 32 elements. */
 void anvil_cold_stable_order(const float *x, int n, int *idx);
 
 /* Builds the search tables (once) for encoder `name`: ANVIL_OK, or

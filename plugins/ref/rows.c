@@ -43,9 +43,9 @@ int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void 
     }
     if (imatrix == NULL && f->needs_imatrix) {
         anvil_ref_message(msg, msg_size,
-                          "%s: missing importance matrix: ggml quantizes this very low-bit format only "
-                          "with one (llama.cpp refuses the tensor); compute one with llama-imatrix and "
-                          "pass it (--imatrix FILE)",
+                          "%s: missing importance matrix: this very low-bit format needs one (without it "
+                          "the result is garbage, so ggml quantizes it only with one and llama.cpp bails "
+                          "out); compute one with llama-imatrix and pass it (--imatrix FILE)",
                           f->name);
         return ANVIL_E_NEEDS_IMATRIX;
     }

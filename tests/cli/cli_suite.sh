@@ -124,6 +124,12 @@ jexpect 0 '' codec decode q8_0 "$tmp/ramp.q8" "$tmp/back.f32"
 expect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
 jexpect 2 "anvil codec encode: unknown type 'q7_7'*" codec encode q7_7 "$tmp/ramp.f32" "$tmp/no.bin"
 expect 2 'anvil codec encode: missing OUT*' codec encode q8_0 "$tmp/ramp.f32"
+# IQ2_XXS without an importance matrix: a missing option (2), llama.cpp's reason.
+cat "$tmp/ramp.f32" "$tmp/ramp.f32" "$tmp/ramp.f32" "$tmp/ramp.f32" > "$tmp/ramp256.f32"
+expect 2 'anvil codec encode: iq2_xxs needs an importance matrix*pass --imatrix FILE*' codec encode iq2_xxs "$tmp/ramp256.f32" "$tmp/no.bin"
+jexpect 2 'anvil codec encode: iq1_s needs an importance matrix*' codec encode iq1_s "$tmp/ramp256.f32" "$tmp/no.bin"
+[ -e "$tmp/no.bin" ] && fail "codec encode iq2_xxs without --imatrix left an output"
+expect 0 'encoded 256 values as iq2_xxs*' codec encode iq2_xxs "$tmp/ramp256.f32" "$tmp/ramp.iq2" --imatrix "$tmp/ramp256.f32"
 expect 2 "anvil codec decode: unexpected argument*" codec decode q8_0 a b c d
 expect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
 jexpect 1 'anvil codec decode: *nope*' codec decode q8_0 "$tmp/nope.bin" "$tmp/no.f32"
@@ -131,6 +137,25 @@ expect 2 "anvil codec encode: the output '*' is a folder*" codec encode q8_0 "$t
 jexpect 0 '' bench --type q8_0 --rows 64 --k 256 --iters 2 --no-ggml
 jexpect 0 '' bench --encode --type q4_K --rows 8 --k 512 --iters 1 --threads 1 --no-ggml
 expect 2 'anvil bench: --rows takes*' bench --rows 0
+# The JSON check itself: printf's inf/nan (what bench printed for a time of
+# 0 or a ratio over 0) are not JSON and are refused by name; null is the
+# documented stand-in and passes the schema.
+bench_doc() {
+    printf '{"schema_version":1,"command":"bench","ggml":true,"ggml_variant":"x","cpus":2,"results":[{"type":"q8_0","variant":"v","threads":1,"rows":1,"k":32,"weight_mb":0.001,"gbps":%s,"gelems":1.0,"ggml_gbps":0.0000,"ratio":%s,"median_ratio":1.0,"max_diff":0}]}\n' "$1" "$2" > "$tmp/bench.json"
+}
+for bad in 'inf -nan' '1.5 inf' '1.5 -inf' '1.5 nan' '1.5 NaN' '1.5 Infinity' '1.5 1e999'; do
+    # shellcheck disable=SC2086
+    bench_doc $bad
+    checks=$((checks + 1))
+    if "$json_check" "$schema" "$tmp/bench.json" 2> "$tmp/jerr"; then
+        fail "json_check accepted a non-finite number ($bad)"
+    elif ! grep -q -e "non-finite number" -e "overflows a double" "$tmp/jerr"; then
+        fail "json_check ($bad): $(head -n 1 "$tmp/jerr")"
+    fi
+done
+bench_doc null null
+checks=$((checks + 1))
+"$json_check" "$schema" "$tmp/bench.json" 2> "$tmp/jerr" || fail "json_check refused null figures: $(head -n 1 "$tmp/jerr")"
 expect 2 "anvil bench: unknown or incomplete option '--bogus'" bench --bogus
 expect 2 'anvil bench: unknown type*' bench --type q9_9 --no-ggml
 expect 0 '' demo

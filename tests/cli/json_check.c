@@ -12,11 +12,13 @@
  * subset JSON.md describes. Its own parser, on purpose: the checker shares
  * no code with what it checks. Exit 0 when valid, 1 with the reasons.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- values --------------------------------------------------------------------- */
 
@@ -212,9 +214,25 @@ static char *parse_string(parser *p, size_t *len) {
 
 static jv *parse_value(parser *p, int depth);
 
+/* What printf makes of a non-finite double ("inf", "-nan", "Infinity" from
+ * other writers): not JSON, named so the failure says which figure to make
+ * null. NULL when the text at pos is none of them. */
+static const char *nonfinite_token(const parser *p) {
+    static const char *const words[] = { "infinity", "inf", "nan" };
+    size_t at = p->pos;
+    if (at < p->n && (p->s[at] == '-' || p->s[at] == '+')) at++;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; ++i) {
+        const size_t l = strlen(words[i]);
+        if (p->n - at >= l && strncasecmp((const char *)p->s + at, words[i], l) == 0) return words[i];
+    }
+    return NULL;
+}
+
 static jv *parse_number(parser *p) {
     const size_t start = p->pos;
     int is_int = 1;
+    const char *nf = nonfinite_token(p);
+    if (nf != NULL) return fail(p, "non-finite number '%s' (JSON has no NaN or infinity: print null)", nf);
     if (p->s[p->pos] == '-') p->pos++;
     if (p->pos < p->n && p->s[p->pos] == '0') {
         p->pos++;
@@ -240,6 +258,10 @@ static jv *parse_number(parser *p) {
     snprintf(buf, sizeof buf, "%.*s", (int)(p->pos - start < 63 ? p->pos - start : 63), (const char *)p->s + start);
     jv *v = jnew(is_int ? J_INT : J_NUM);
     v->num = strtod(buf, NULL);
+    if (!isfinite(v->num)) {
+        free(v);
+        return fail(p, "number '%s' overflows a double (a reader gets inf)", buf);
+    }
     return v;
 }
 
@@ -309,7 +331,7 @@ static jv *parse_value(parser *p, int depth) {
         }
         return v;
     }
-    if (c == '-' || (c >= '0' && c <= '9')) return parse_number(p);
+    if (c == '-' || c == '+' || (c >= '0' && c <= '9') || nonfinite_token(p) != NULL) return parse_number(p);
     static const struct { const char *word; jkind kind; int b; } lits[] = {
         { "true", J_BOOL, 1 }, { "false", J_BOOL, 0 }, { "null", J_NULL, 0 } };
     for (size_t i = 0; i < 3; ++i) {

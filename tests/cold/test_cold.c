@@ -778,12 +778,20 @@ static void test_plugin_descriptor(void) {
             CU_ASSERT_PTR_NOT_NULL(c->encode);
             CU_ASSERT_PTR_NULL(c->encode_note);
         } else {
-            /* No unweighted encode, and it says why: every format ggml
-             * encodes without an imatrix has one. */
-            CU_ASSERT_PTR_NULL(c->encode);
+            /* No unweighted encoder (every format ggml encodes without an
+             * imatrix has one): encode is a refusal naming the missing
+             * matrix, and the note says why. */
+            CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_note);
             CU_ASSERT(f->flags & ANVIL_CODEC_NEEDS_IMATRIX);
             CU_ASSERT_STRING_EQUAL(c->encode_note, "needs an importance matrix (ggml encodes it only with one)");
+            static float z[ANVIL_QK_K];
+            static uint8_t out[ANVIL_QK_K];
+            char m[512] = "";
+            CU_ASSERT_EQUAL(c->encode(z, out, ANVIL_QK_K, m, sizeof m), ANVIL_E_NEEDS_IMATRIX);
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, c->name));
+            CU_ASSERT_PTR_NOT_NULL(strstr(m, "--imatrix"));
+            CU_ASSERT_EQUAL(c->encode(z, out, ANVIL_QK_K, NULL, 0), ANVIL_E_NEEDS_IMATRIX);
         }
         {
             /* The plugin's encode_rows is the reference's, weighted. */

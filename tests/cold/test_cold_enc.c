@@ -14,6 +14,8 @@
  *  refusals  values whose squared errors overflow (where ggml aborts):
  *            ANVIL_E_UNSUPPORTED naming the block (and, row-wise, the row);
  *            ordinary large values encode
+ *  ties      the IQ1 searches' sort: equal values in index order (what
+ *            glibc's qsort gives ggml), and tie-heavy rows against ggml's bytes
  *  known     hand-derived bytes: zeros, sign fields, and IQ3_S's habit of
  *            writing a group's indices and signs one group early after an
  *            all-zero group
@@ -36,6 +38,7 @@
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
 #include "ref/cold_enc_lattice.h"
+#include "ref/cold_enc_search.h"
 #include "test_env.h"
 
 #define ROW 512 /* two super-blocks */
@@ -272,6 +275,101 @@ static void test_lattice_tables(void) {
     CU_ASSERT_EQUAL(memcmp(xs2->code + 511 * 8, c43690, 8), 0);
 }
 
+/* ---- ties: the IQ1 searches' sort ------------------------------------------ */
+
+/* ggml's IQ1_S/IQ1_M searches qsort (value, index) pairs with a comparator
+ * that sees only the value, so equal values come out in the C library's
+ * order: on glibc (the oracle's), a merge sort for these 32- and 16-element
+ * arrays, i.e. stable. anvil_cold_stable_order gives that order without the
+ * C library. First the property, on arrays full of ties (and -0 == +0, as
+ * the comparator sees them). */
+static void test_stable_order_ties(void) {
+    static const float a[12] = { 1, -0.0f, 2, 0, 1, -1, 0, 2, -0.0f, 1, -1, 0 };
+    int idx[32];
+    anvil_cold_stable_order(a, 12, idx);
+    static const int want[12] = { 5, 10, 1, 3, 6, 8, 11, 0, 4, 9, 2, 7 };
+    CU_ASSERT_EQUAL(memcmp(idx, want, sizeof want), 0);
+    float x[32];
+    for (unsigned t = 0; t < 200; ++t) {
+        const int n = t % 2 ? 32 : 16; /* IQ1_S's group, IQ1_M's */
+        for (int i = 0; i < n; ++i) {
+            x[i] = (float)((int)((i * 7u + t * 13u + (unsigned)i * i * t) % (2 + t % 5)) - 1) * 0.5f;
+        }
+        anvil_cold_stable_order(x, n, idx);
+        unsigned seen = 0;
+        for (int j = 0; j < n; ++j) {
+            CU_ASSERT_FATAL(idx[j] >= 0 && idx[j] < n && !(seen >> idx[j] & 1u));
+            seen |= 1u << idx[j];
+            if (j > 0) {
+                CU_ASSERT(x[idx[j - 1]] < x[idx[j]] || (x[idx[j - 1]] == x[idx[j]] && idx[j - 1] < idx[j]));
+            }
+        }
+    }
+}
+
+/* Then the bytes: rows of a few levels (ties everywhere) whose encodings
+ * change when equal values are visited in another order (an order that
+ * reverses ties changes all three), against ggml_quantize_chunk's bytes on
+ * glibc (written by the oracle; anvil-parity's cold family checks many more
+ * such rows). */
+static uint64_t tie_state;
+static uint32_t tie_next(void) {
+    tie_state = tie_state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return (uint32_t)(tie_state >> 33);
+}
+static void tie_row(unsigned seed, float *x, float *w) {
+    tie_state = (uint64_t)seed * 7919u + 1u;
+    const int levels = 2 + (int)(tie_next() % 5);
+    for (int i = 0; i < ANVIL_QK_K; ++i) {
+        x[i] = (float)((int)(tie_next() % (unsigned)(2 * levels + 1)) - levels) * 0.25f;
+    }
+    for (int j = 0; j < ANVIL_QK_K; ++j) {
+        w[j] = (float)(1 + tie_next() % 8) * 0.5f;
+    }
+}
+
+static const uint8_t ties_iq1_s_weighted[100] = {
+    0x20, 0x2a, 0xd5, 0x17, 0xee, 0x2b, 0x23, 0x81, 0x45, 0x1f, 0x37, 0xd9, 0x5c, 0x78, 0xbe, 0x9e,
+    0x37, 0x1d, 0x97, 0xd6, 0xa6, 0xdc, 0x0a, 0x1a, 0xa2, 0xcd, 0x0e, 0xa2, 0x37, 0xc0, 0x03, 0xcf,
+    0x02, 0xe7, 0x29, 0xeb, 0x38, 0xef, 0x2f, 0xd8, 0xbc, 0x70, 0xfa, 0xeb, 0x1f, 0x7c, 0xfb, 0x62,
+    0xee, 0xfc, 0x9d, 0x2d, 0x2c, 0xbf, 0xd2, 0xa7, 0x92, 0x27, 0xcf, 0x08, 0xc2, 0x45, 0xc6, 0x3c,
+    0x2b, 0xf8, 0x9c, 0xfd, 0x65, 0x62, 0xc1, 0x80, 0xc3, 0xb5, 0x76, 0x77, 0x26, 0x8a, 0xdb, 0x30,
+    0x95, 0x01, 0xee, 0xd6, 0x38, 0x74, 0x2c, 0xed, 0xb0, 0xe8, 0x3e, 0xef, 0x8d, 0x62, 0xc8, 0xed,
+    0x0c, 0x79, 0xdc, 0xea,
+};
+static const uint8_t ties_iq1_m_weighted[112] = {
+    0xca, 0x17, 0x93, 0x2b, 0x23, 0x81, 0xff, 0x31, 0x2f, 0xd9, 0x5c, 0xe9, 0xbe, 0x9e, 0x37, 0x5f,
+    0x97, 0x0d, 0xa6, 0xdc, 0x0a, 0x1a, 0x94, 0xda, 0x56, 0xa2, 0x54, 0xc0, 0xbf, 0xcf, 0x02, 0x8a,
+    0xd0, 0xd3, 0x78, 0x60, 0xd6, 0x30, 0x7c, 0x92, 0x7a, 0xdf, 0xb7, 0xf0, 0x7b, 0x1e, 0xd2, 0x6b,
+    0xbe, 0xab, 0xbc, 0x4b, 0xf7, 0xa9, 0xe7, 0x2d, 0x2c, 0xbf, 0xd2, 0xfa, 0x92, 0x27, 0xcf, 0x08,
+    0xb8, 0x31, 0xa4, 0xfe, 0x2b, 0x4d, 0x9c, 0xfd, 0x65, 0x62, 0xc1, 0x80, 0xc3, 0xb5, 0x76, 0x77,
+    0x9d, 0x4a, 0xdb, 0x31, 0x95, 0x01, 0xee, 0xd6, 0x70, 0x88, 0xdc, 0xec, 0x6c, 0xb5, 0x5e, 0xfc,
+    0x15, 0x12, 0x98, 0xe7, 0xac, 0xc4, 0xb4, 0xdb, 0xef, 0x0b, 0xb7, 0xdf, 0x6f, 0xdd, 0xb6, 0x2b,
+};
+static const uint8_t ties_iq1_m_plain[112] = {
+    0xca, 0x17, 0x80, 0x2b, 0x03, 0x81, 0xf7, 0x31, 0x37, 0xd0, 0x04, 0x07, 0xbe, 0x9e, 0x37, 0xb6,
+    0x97, 0x0d, 0xdc, 0xb5, 0xd5, 0x1a, 0xbd, 0xea, 0x4b, 0xa2, 0x54, 0xcf, 0x2f, 0xc6, 0x30, 0xa8,
+    0xd0, 0xd3, 0x78, 0x60, 0x5f, 0x10, 0x74, 0x82, 0x7a, 0xac, 0x37, 0xf0, 0x7e, 0x1e, 0xde, 0x58,
+    0xbe, 0x3d, 0xfe, 0xbb, 0xf6, 0xab, 0xae, 0x2d, 0x16, 0xbf, 0xbd, 0x39, 0xb3, 0x6d, 0x79, 0xc4,
+    0xa1, 0x45, 0xa4, 0x39, 0x2c, 0xf8, 0x9c, 0xfd, 0x65, 0x38, 0x08, 0x0c, 0xc3, 0x35, 0x76, 0x77,
+    0xa6, 0x4a, 0xdd, 0xb6, 0x95, 0x01, 0xdf, 0xd6, 0x70, 0x09, 0xf1, 0xdf, 0x6c, 0x15, 0xfe, 0x7c,
+    0xc5, 0x10, 0xa8, 0xe7, 0xac, 0x74, 0xb4, 0xd8, 0xb7, 0x7d, 0xbf, 0x0f, 0xbf, 0xed, 0xb7, 0x2b,
+};
+
+static void test_tied_rows_ggml_bytes(void) {
+    static float x[2 * ANVIL_QK_K], w[ANVIL_QK_K], unused[ANVIL_QK_K];
+    static uint8_t out[2 * sizeof(anvil_block_iq1_m)];
+    tie_row(10, x, w);
+    tie_row(19, x + ANVIL_QK_K, unused); /* the matrix is row 10's, for both rows */
+    char msg[256] = "";
+    CU_ASSERT_EQUAL(anvil_ref_encode_rows_iq1_s(x, out, 2, ANVIL_QK_K, w, msg, sizeof msg), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(out, ties_iq1_s_weighted, sizeof ties_iq1_s_weighted), 0);
+    CU_ASSERT_EQUAL(anvil_ref_encode_rows_iq1_m(x, out, 2, ANVIL_QK_K, w, msg, sizeof msg), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(out, ties_iq1_m_weighted, sizeof ties_iq1_m_weighted), 0);
+    CU_ASSERT_EQUAL(anvil_ref_encode_rows_iq1_m(x, out, 2, ANVIL_QK_K, NULL, msg, sizeof msg), ANVIL_OK);
+    CU_ASSERT_EQUAL(memcmp(out, ties_iq1_m_plain, sizeof ties_iq1_m_plain), 0);
+}
+
 /* ---- refusals ------------------------------------------------------------ */
 
 static void test_refuse_overflow(void) {
@@ -424,15 +522,21 @@ static void test_plugin_init_and_encode(void) {
             CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode_rows);
             CU_ASSERT_EQUAL((c->flags & ANVIL_CODEC_NEEDS_IMATRIX) != 0, fmts[fi].needs_imatrix);
             if (fmts[fi].needs_imatrix) {
-                CU_ASSERT_PTR_NULL(c->encode);
+                /* A refusal (ANVIL_E_NEEDS_IMATRIX), never an encoder. */
+                CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
                 CU_ASSERT_PTR_NOT_NULL(c->encode_note);
+                test_input_fill(x, ROW, INPUT_NORMAL, 77, 0);
+                char msg[512] = "";
+                CU_ASSERT_EQUAL(c->encode(x, a, ROW, msg, sizeof msg), ANVIL_E_NEEDS_IMATRIX);
+                CU_ASSERT_PTR_NOT_NULL(strstr(msg, "missing importance matrix"));
+                CU_ASSERT_EQUAL(c->encode(x, a, ROW - 16, msg, sizeof msg), ANVIL_E_BLOCK_MISMATCH);
             } else {
                 CU_ASSERT_PTR_NOT_NULL_FATAL(c->encode);
                 CU_ASSERT_PTR_NULL(c->encode_note);
             }
             for (uint64_t row = 0; row < INPUT_KIND_COUNT; ++row) {
                 test_input_fill(x, ROW, (test_input_kind)row, 77, row);
-                if (c->encode != NULL) {
+                if (!fmts[fi].needs_imatrix) {
                     CU_ASSERT_EQUAL(c->encode(x, a, ROW, NULL, 0), ANVIL_OK);
                 } else {
                     CU_ASSERT_EQUAL(c->encode_rows(x, a, 1, ROW, ones, NULL, 0), ANVIL_OK);
@@ -454,6 +558,8 @@ int main(void) {
     /* First: nothing in this process has built the tables yet. */
     CU_add_test(s, "threads: first build raced by concurrent encodes", test_threads_first_init);
     CU_add_test(s, "tables: every key vs brute force, ggml codebook facts", test_lattice_tables);
+    CU_add_test(s, "ties: the IQ1 sort keeps equal values in index order (glibc qsort's)", test_stable_order_ties);
+    CU_add_test(s, "ties: IQ1_S/IQ1_M rows of few levels give ggml's bytes", test_tied_rows_ggml_bytes);
     CU_add_test(s, "refusals: overflow where ggml aborts, length, NaN", test_refuse_overflow);
     CU_add_test(s, "known: zeros, sign fields, IQ3_S cursor after a zero group", test_known_blocks);
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);

@@ -229,8 +229,22 @@ static int codec_check(const anvil_codec *c, const char *dir) {
         fprintf(stderr, "\n  %s: %zu imatrix golden records checked, 32 expected\n", c->name, checked);
         ++fails;
     }
-    return fails + imatrix_contract_check(c->name, c->block_elems, c->block_bytes, c->encode, c->encode_rows,
-                                          (c->flags & ANVIL_CODEC_IMATRIX_UNUSED) == 0);
+    /* A format that needs a matrix has no plain encoder: its `encode`, if
+     * any, is a refusal (checked here), never the bytes to compare with. */
+    const int needs = (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) != 0;
+    if (needs && c->encode != NULL) {
+        static const float zero[4096];
+        static unsigned char out[4096];
+        char msg[512] = "";
+        const size_t n = c->block_elems <= 4096 && c->block_bytes <= 4096 ? c->block_elems : 0;
+        if (n == 0 || c->encode(zero, out, n, msg, sizeof msg) != ANVIL_E_NEEDS_IMATRIX ||
+            strstr(msg, "importance matrix") == NULL) {
+            fails += contract_fail(c->name, "the plain encode of a format that needs an importance matrix "
+                                            "did not refuse with ANVIL_E_NEEDS_IMATRIX", msg);
+        }
+    }
+    return fails + imatrix_contract_check(c->name, c->block_elems, c->block_bytes, needs ? NULL : c->encode,
+                                          c->encode_rows, (c->flags & ANVIL_CODEC_IMATRIX_UNUSED) == 0);
 }
 
 int imatrix_plugin_check(const anvil_plugin_desc *d, const char *dir, size_t *n_codecs) {

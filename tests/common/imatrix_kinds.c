@@ -5,7 +5,7 @@
 
 #include "inputs.h"
 
-static const char *const names[TEST_IMX_KIND_COUNT] = { "ones", "log-normal", "heavy", "zeros", "tiny", "extreme" };
+static const char *const names[TEST_IMX_KIND_COUNT] = { "ones", "log-normal", "heavy-tailed", "zeros", "tiny", "extreme" };
 
 const char *test_imatrix_kind_name(test_imatrix_kind k) {
     return (unsigned)k < TEST_IMX_KIND_COUNT ? names[k] : "?";

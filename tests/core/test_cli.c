@@ -225,6 +225,34 @@ static void test_codec_imatrix_errors(void) {
                                        "\"imatrix\":\"ignored\""));
 }
 
+/* IQ2_XXS IQ2_XS IQ1_S encode only with an importance matrix: without
+ * --imatrix a usage error (2) naming the option, no file; with one they
+ * encode; `codec list` shows them encodable, needing the matrix. */
+static void test_codec_needs_imatrix(void) {
+    float x[512], w[256];
+    for (int i = 0; i < 512; ++i) x[i] = sinf((float)i * 0.3f);
+    for (int i = 0; i < 256; ++i) w[i] = 1.0f + (float)(i % 3);
+    write_floats(tmp("nx.f32"), x, 512);
+    write_floats(tmp("nw.f32"), w, 256);
+    static const char *const types[] = { "iq2_xxs", "IQ2_XS", "iq1_s" };
+    char args[8192];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) {
+        snprintf(args, sizeof args, "codec encode %s '%s' '%s'", types[i], tmp("nx.f32"), tmp("never.bin"));
+        CU_ASSERT_EQUAL(run(args), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "needs an importance matrix"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "pass --imatrix FILE"));
+        CU_ASSERT_EQUAL(file_size(tmp("never.bin")), 0);
+        snprintf(args, sizeof args, "codec encode %s '%s' '%s' --imatrix '%s'", types[i], tmp("nx.f32"),
+                 tmp("n.bin"), tmp("nw.f32"));
+        CU_ASSERT_EQUAL(run(args), 0);
+        CU_ASSERT(file_size(tmp("n.bin")) > 0);
+    }
+    CU_ASSERT_EQUAL(run("codec list --json"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"type\":\"iq2_xxs\",\"id\":16,\"block_elems\":256,\"block_bytes\":66,"
+                                       "\"bits_per_weight\":2.0625,\"status\":\"encode+decode\",\"act\":\"q8_K\","
+                                       "\"imatrix\":\"needs\""));
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("cli", NULL, NULL);
@@ -234,5 +262,6 @@ int main(void) {
     CU_add_test(s, "codec list, demo, bench", test_codec_list_and_demo);
     CU_add_test(s, "codec encode --imatrix: ggml's bytes", test_codec_imatrix);
     CU_add_test(s, "codec encode --imatrix: bad matrices refused", test_codec_imatrix_errors);
+    CU_add_test(s, "codec encode without a needed --imatrix: usage error", test_codec_needs_imatrix);
     return test_run_cunit();
 }

@@ -149,6 +149,29 @@ static void test_encode_refusals(void) {
     CU_ASSERT_EQUAL(back[5], 5.0f);
 }
 
+/* IQ2_XXS IQ2_XS IQ1_S encode only with an importance matrix (ggml's and
+ * llama.cpp's rule): plain anvil_encode and anvil_encode_rows without one
+ * name the missing matrix (not "no encoder"); with one they encode. */
+static void test_encode_needs_imatrix(void) {
+    static const uint32_t types[] = { ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_IQ1_S };
+    static float x[2 * 256], w[256];
+    static unsigned char buf[2 * 256];
+    for (int i = 0; i < 2 * 256; ++i) x[i] = sinf((float)i * 0.37f);
+    for (int i = 0; i < 256; ++i) w[i] = 1.0f + (float)(i % 7);
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; ++k) {
+        anvil_error err;
+        CU_ASSERT_EQUAL(anvil_encode(ctx, types[k], x, 512, buf, sizeof buf, &err), ANVIL_E_NEEDS_IMATRIX);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "missing importance matrix"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--imatrix"));
+        CU_ASSERT_EQUAL(anvil_encode_rows(ctx, types[k], x, 2, 256, NULL, buf, sizeof buf, &err),
+                        ANVIL_E_NEEDS_IMATRIX);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "missing importance matrix"));
+        CU_ASSERT_EQUAL(anvil_encode_rows(ctx, types[k], x, 2, 256, w, buf, sizeof buf, &err), ANVIL_OK);
+        /* The block-count check still comes first. */
+        CU_ASSERT_EQUAL(anvil_encode(ctx, types[k], x, 100, buf, sizeof buf, &err), ANVIL_E_BLOCK_MISMATCH);
+    }
+}
+
 static void test_matmul_shapes(void) {
     /* m > 1 and several rows: each output equals the single-row result. */
     enum { K = 256, R = 5, M = 3 };
@@ -188,6 +211,7 @@ int main(void) {
     CU_pSuite s = CU_add_suite("golden through the host", setup, teardown);
     CU_add_test(s, "every golden fixture", test_all_goldens);
     CU_add_test(s, "encode refusals", test_encode_refusals);
+    CU_add_test(s, "no importance matrix: ANVIL_E_NEEDS_IMATRIX", test_encode_needs_imatrix);
     CU_add_test(s, "matmul shapes", test_matmul_shapes);
     return test_run_cunit();
 }

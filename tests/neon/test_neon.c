@@ -338,6 +338,20 @@ static void test_quantizers(void) {
     }
 }
 
+/* Decoded rows compare bit for bit. PTQTP's decode is a sum of per-plane
+ * products, y = t0*d0 + t1*d1: with two NaN scales (random blocks have them)
+ * both operands of a commutative add are NaN, and which payload survives is
+ * the compiler's choice of operand order in the scalar reference, not a
+ * property of the format. There, and only there, any NaN equals any NaN. */
+static int same_row(const fmt *f, const float *got, const float *want, size_t n) {
+    if (memcmp(got, want, n * sizeof(float)) == 0) return 1;
+    if (f->type != ANVIL_TYPE_PTQTP2 && f->type != ANVIL_TYPE_PTQTP3) return 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!same_value(got[i], want[i])) return 0;
+    }
+    return 1;
+}
+
 static void test_decoders(void) {
     const anvil_backend *b = init_as(ANVIL_ARCH_AARCH64, ANVIL_CPU_ASIMD);
     test_rng rng;
@@ -358,7 +372,7 @@ static void test_decoders(void) {
             memcpy(w, wa, nb * f->bb);
             float *dst = got + 1 + test_rng_u64(&rng) % 3;
             k->decode_row(w, dst, nb * f->be);
-            if (memcmp(dst, want, nb * f->be * sizeof(float)) != 0 && bad++ == 0) {
+            if (!same_row(f, dst, want, nb * f->be) && bad++ == 0) {
                 fprintf(stderr, "\n  %s decode_row: row %zu differs in its bits\n", f->name, r);
             }
         }

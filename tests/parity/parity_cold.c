@@ -1092,7 +1092,7 @@ static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g
  * through the matrices and (but for the formats that need one) none;
  * ggml's bytes. Two blocks per row (three for the 32-element formats). */
 static int write_golden_weighted(parity_ctx *pc, const cold_format *f) {
-    enum { N_IMX = COLD_IMX_ORDINARY, N_REC = 2 * INPUT_KIND_COUNT };
+    enum { N_IMX = TEST_IMX_ORDINARY, N_REC = 2 * INPUT_KIND_COUNT };
     const int needs = f->oracle_encoding == ENC_IMATRIX;
     golden_imx_header h;
     memset(&h, 0, sizeof h);
@@ -1105,7 +1105,7 @@ static int write_golden_weighted(parity_ctx *pc, const cold_format *f) {
     static float imx[N_IMX * MAX_ELEMS], in[MAX_ELEMS];
     static uint8_t enc[MAX_ROW_BYTES];
     for (int k = 0; k < N_IMX; ++k) {
-        cold_imatrix_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (cold_imatrix_kind)k, 4242u + (uint64_t)k);
+        test_imatrix_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (test_imatrix_kind)k, 4242u + (uint64_t)k);
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/imatrix", pc->golden_dir);

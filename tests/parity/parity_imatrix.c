@@ -23,6 +23,7 @@
 
 #include "anvil/anvil.h"
 #include "golden_imatrix.h"
+#include "imatrix_kinds.h"
 #include "parity.h"
 
 #define IMX_MAX_ROW 4096 /* elements */
@@ -36,61 +37,13 @@ static const char *const type_names[] = {
 };
 #define N_TYPES (sizeof type_names / sizeof type_names[0])
 
-typedef enum imx_kind {
-    IMX_NONE = 0,  /* no importance matrix */
-    IMX_ONES,      /* every column 1 */
-    IMX_LOGNORMAL, /* exp(1.5 N(0,1)): what real activations' mean squares look like */
-    IMX_HEAVY,     /* log-normal with one column in 40 scaled by 1e3 .. 1e8 */
-    IMX_ZEROS,     /* a third exact zeros, and whole 16-column groups of zeros */
-    IMX_TINY,      /* 1e-30 .. 1e-45: products underflow, some to zero */
-    IMX_EXTREME,   /* one column in 40 up to 3e38: the searches' sums overflow to Inf/NaN */
-    IMX_KIND_COUNT
-} imx_kind;
+/* The importance matrices of a call: none, or one of tests/common's kinds
+ * (imx_kind k > 0 is test_imatrix_kind k - 1). */
+enum { IMX_NONE = 0, IMX_KIND_COUNT = 1 + TEST_IMX_KIND_COUNT };
+typedef int imx_kind;
 
-static const char *const imx_names[IMX_KIND_COUNT] = {
-    "none", "ones", "log-normal", "heavy-tailed", "zeros", "tiny", "extreme",
-};
-
-static void imx_fill(float *w, size_t n, imx_kind kind, uint64_t seed) {
-    test_rng r;
-    test_rng_seed(&r, seed);
-    for (size_t j = 0; j < n; ++j) {
-        const float ln = expf(1.5f * test_rng_normal(&r));
-        switch (kind) {
-        case IMX_ONES:
-            w[j] = 1.0f;
-            break;
-        case IMX_LOGNORMAL:
-            w[j] = ln;
-            break;
-        case IMX_HEAVY:
-            w[j] = test_rng_uniform(&r) < 0.025f ? ln * powf(10.0f, 3.0f + 5.0f * test_rng_uniform(&r))
-                                                 : ln;
-            break;
-        case IMX_ZEROS:
-            w[j] = test_rng_uniform(&r) < 0.33f ? 0.0f : ln;
-            break;
-        case IMX_TINY:
-            w[j] = powf(10.0f, -30.0f - 15.0f * test_rng_uniform(&r));
-            break;
-        case IMX_EXTREME:
-            w[j] = test_rng_uniform(&r) < 0.025f
-                       ? fminf(3e38f, ln * powf(10.0f, 3.0f + 35.0f * test_rng_uniform(&r)))
-                       : ln;
-            break;
-        default:
-            w[j] = 0.0f;
-            break;
-        }
-    }
-    if (kind == IMX_ZEROS) {
-        /* Whole groups without weight: the searches' zero-sum branches. */
-        for (size_t g = 0; g + 16 <= n; g += 16) {
-            if (test_rng_uniform(&r) < 0.2f) {
-                memset(w + g, 0, 16 * sizeof *w);
-            }
-        }
-    }
+static const char *imx_name(imx_kind k) {
+    return k == IMX_NONE ? "none" : test_imatrix_kind_name((test_imatrix_kind)(k - 1));
 }
 
 typedef struct tally {
@@ -133,7 +86,7 @@ static int write_golden(parity_ctx *pc, const char *name, uint32_t type, const a
         return -1;
     }
     for (uint32_t k = 0; k < N_IMX; ++k) {
-        imx_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (imx_kind)(k + 1), pc->seed * 977 + k);
+        test_imatrix_fill(imx + (size_t)k * h.n_per_row, h.n_per_row, (test_imatrix_kind)k, pc->seed * 977 + k);
     }
     FILE *f = golden_imx_write_begin(path, &h, imx);
     if (f == NULL) {
@@ -186,7 +139,9 @@ static void check_type(parity_ctx *pc, anvil_ctx *ctx, const char *name) {
         const size_t nrows = 1 + c % IMX_MAX_ROWS;
         const size_t nbytes = nrows * (n_per_row / t.block_elems) * t.block_bytes;
         test_input_fill(x, nrows * n_per_row, kind, pc->seed + type, c);
-        imx_fill(w, n_per_row, ik, (pc->seed * 131 + type) * 1000003 + c);
+        if (ik != IMX_NONE) {
+            test_imatrix_fill(w, n_per_row, (test_imatrix_kind)(ik - 1), (pc->seed * 131 + type) * 1000003 + c);
+        }
         const float *imatrix = ik == IMX_NONE ? NULL : w;
 
         memset(enc_ggml, 0, nbytes);
@@ -205,7 +160,7 @@ static void check_type(parity_ctx *pc, anvil_ctx *ctx, const char *name) {
             if (!ok && shown++ < (pc->verbose ? 20u : (size_t)IMX_SHOW)) {
                 printf("  %s call %zu row %zu (%s, imatrix %s, %zu per row): %s byte %zu (block %zu "
                        "+%zu): anvil %02x ggml %02x\n",
-                       name, c, r, test_input_kind_name(kind), imx_names[ik], n_per_row,
+                       name, c, r, test_input_kind_name(kind), imx_name(ik), n_per_row,
                        rc != ANVIL_OK ? err.message : "", d, d / t.block_bytes, d % t.block_bytes,
                        d < row_bytes ? enc_anvil[r * row_bytes + d] : 0,
                        d < row_bytes ? enc_ggml[r * row_bytes + d] : 0);
@@ -224,7 +179,7 @@ static void check_type(parity_ctx *pc, anvil_ctx *ctx, const char *name) {
     }
     for (int k = 0; k < IMX_KIND_COUNT; ++k) {
         char what[80];
-        snprintf(what, sizeof what, "rows, imatrix %s (%zu kinds, %zu lengths)", imx_names[k], kinds,
+        snprintf(what, sizeof what, "rows, imatrix %s (%zu kinds, %zu lengths)", imx_name(k), kinds,
                  lengths);
         parity_report(pc, name, what, by_imx[k].checked, by_imx[k].bad);
     }

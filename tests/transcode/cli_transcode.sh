@@ -54,6 +54,40 @@ first=$(ls "$tmp"/sp-00001-of-*.gguf 2>/dev/null | head -n 1)
 [ -n "$first" ] || fail "no split parts"
 "$anvil" merge "$first" "$tmp/sp-merged.gguf" > /dev/null || fail "merge of the parts"
 
+# --split-max-tensors 2: ceil(tensors / 2) parts, cut as `anvil split` cuts
+# (the same bytes), readable as a set, holding the unsplit output's tensors.
+"$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/whole.gguf" --dtype q8_0 --quiet || fail "unsplit q8_0"
+"$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/mt.gguf" --dtype q8_0 --split-max-tensors 2 > "$tmp/mt.txt" || fail "--split-max-tensors"
+n=$("$anvil" inspect --json "$tmp/m.gguf" | grep -o '"n_tensors":[0-9]*' | head -n 1 | cut -d: -f2)
+want=$(( (n + 1) / 2 ))
+parts=$(ls "$tmp"/mt-*-of-*.gguf | wc -l)
+[ "$n" -gt 2 ] && [ "$parts" -eq "$want" ] || fail "--split-max-tensors 2: $parts parts for $n tensors, expected $want"
+[ -e "$tmp/mt.gguf" ] && fail "--split-max-tensors also wrote the unsplit name"
+ls -a "$tmp" | grep -q '\.anvil-' && fail "--split-max-tensors left a temp file: $(ls -a "$tmp" | grep '\.anvil-')"
+grep -q "on disk in $want files" "$tmp/mt.txt" || fail "--split-max-tensors: the report does not name $want files"
+mt1=$(printf '%s/mt-00001-of-%05d.gguf' "$tmp" "$want")
+"$anvil" inspect "$mt1" > "$tmp/mt-inspect.txt" || fail "inspect of the --split-max-tensors set"
+grep -q "part $want: " "$tmp/mt-inspect.txt" || fail "inspect does not list part $want"
+"$anvil" merge "$mt1" "$tmp/mt-merged.gguf" > /dev/null || fail "merge of the --split-max-tensors set"
+cmp -s "$tmp/mt-merged.gguf" "$tmp/whole.gguf" || fail "--split-max-tensors: the tensors differ from the unsplit output"
+"$anvil" split "$tmp/whole.gguf" "$tmp/ref" --split-max-tensors 2 --quiet || fail "anvil split of the unsplit output"
+for f in "$tmp"/mt-*-of-*.gguf; do
+    cmp -s "$f" "$tmp/ref-${f##*/mt-}" || fail "${f##*/} differs from anvil split's part"
+done
+# A whole-output temp left by a killed run (its writer gone) goes with the
+# next write of the set; a live writer's stays.
+dead=$(sh -c 'echo $$')
+live=$$
+mtb=${mt1##*/}
+echo junk > "$tmp/.$mtb.anvil-$dead-whole"
+echo live > "$tmp/.$mtb.anvil-$live-whole"
+"$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/mt.gguf" --dtype q8_0 --split-max-tensors 2 --quiet || fail "--split-max-tensors again"
+[ -e "$tmp/.$mtb.anvil-$dead-whole" ] && fail "a dead writer's whole-output temp survived"
+[ -e "$tmp/.$mtb.anvil-$live-whole" ] || fail "a live writer's temp was removed"
+rm -f "$tmp/.$mtb.anvil-$live-whole"
+"$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" --dtype q8_0 --split-max-tensors 2 --split-max-size 1M > /dev/null 2>&1
+[ $? -eq 2 ] || fail "both split limits: not a usage error"
+
 # Refusals: exit 2 for usage, 1 with the reason otherwise; no output left.
 "$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/x.gguf" > /dev/null 2> "$tmp/e.txt"
 [ $? -eq 2 ] || fail "no target type: not a usage error"

@@ -62,10 +62,13 @@ typedef struct anvil_codec {
     uint32_t block_bytes;    /* bytes per block */
     uint32_t act_type;       /* activation format the dot consumes */
     uint32_t flags;          /* ANVIL_CODEC_* */
-    anvil_encode_fn encode;  /* NULL: no byte-exact encoder (see encode_note) */
+    /* NULL: no byte-exact encoder (see encode_note). A format flagged
+     * ANVIL_CODEC_NEEDS_IMATRIX may set it to a refusal answering
+     * ANVIL_E_NEEDS_IMATRIX, so anvil_encode names the missing matrix. */
+    anvil_encode_fn encode;
     anvil_decode_fn decode;  /* required */
     anvil_vec_dot_fn ref_vec_dot; /* optional reference dot against act_type */
-    const char *encode_note; /* why encode is NULL, shown by `anvil codec list` */
+    const char *encode_note; /* why encode is NULL (or refuses), shown by `anvil codec list` */
     void *reserved[6];
     /* ---- ABI 1.1 ---- */
     /* Optional: row-wise encoder that takes importance weights (see
