@@ -212,12 +212,14 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
                       .rows = o->rows, .k = o->k, .row_bytes = o->k / c->block_elems * c->block_bytes };
         enc_job g = a;
         g.dst = dg;
-        g.ggml = chunk;
-        if (chunk != NULL && oracle->quantize_init != NULL) oracle->quantize_init((int)id);
+        /* ggml knows only its own ids (a third-party codec such as PTQTP
+         * has none there: ggml would abort on it) */
+        g.ggml = id < ANVIL_TYPE_GGML_COUNT ? chunk : NULL;
+        if (g.ggml != NULL && oracle->quantize_init != NULL) oracle->quantize_init((int)id);
         for (size_t t = 0; t < n_runs && rc == 0; ++t) {
             enc_result r;
             memset(&r, 0, sizeof r);
-            rc = measure_encode(&a, chunk ? &g : NULL, thread_runs[t], o->iters, &r);
+            rc = measure_encode(&a, g.ggml ? &g : NULL, thread_runs[t], o->iters, &r);
             if (rc != 0) break;
             if (o->json) {
                 /* Undefined figures (a time of 0, nothing to divide by) are

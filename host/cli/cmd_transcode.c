@@ -63,9 +63,7 @@ const char cli_help_transcode[] =
     "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
     "                            gguf-split cuts them (SIZE: 2G = 2e9 bytes, 500M, 4GiB)\n"
     "  --split-max-tensors N     the same with at most N tensors a part (gguf-split's\n"
-    "                            --split-max-tensors); the whole output is written first,\n"
-    "                            beside part 1, then cut as `anvil split` cuts: it needs\n"
-    "                            twice the output's size free for a moment\n"
+    "                            --split-max-tensors)\n"
     "  --threads N               encoding threads (default: the config's [runtime] threads,\n"
     "                            0 there = every online CPU)\n"
     "  --dry-run                 print the per-tensor plan (type and bytes before -> after)\n"
@@ -101,7 +99,6 @@ typedef struct tc_args {
     anvil_transcode_rule rules[MAX_RULES];
     int dry_run, json, quiet, vs_ggml, progress;
     unsigned ptqtp;          /* --ptqtp K, or 0 */
-    unsigned long long split_max_tensors; /* --split-max-tensors N, or 0 */
     const char *compare;     /* --compare's type list, or NULL */
 } tc_args;
 
@@ -178,9 +175,11 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
             }
             a->opts.split_max_bytes = s;
         } else if (strcmp(o, "--split-max-tensors") == 0 && v) {
-            if (cli_parse_count(v, 1, INT32_MAX, &a->split_max_tensors) != 0) {
+            unsigned long long n = 0;
+            if (cli_parse_count(v, 1, INT32_MAX, &n) != 0) {
                 return cli_usage_error("transcode", "--split-max-tensors '%s' is not a positive count (e.g. 128)", v);
             }
+            a->opts.split_max_tensors = n;
         } else if (strcmp(o, "--threads") == 0 && v) {
             char *end = NULL;
             const unsigned long n = strtoul(v, &end, 10);
@@ -215,7 +214,7 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
     if (a->from == NULL || a->out == NULL) {
         return cli_usage_error("transcode", "--from and --out are required");
     }
-    if (a->split_max_tensors != 0 && a->opts.split_max_bytes != 0) {
+    if (a->opts.split_max_tensors != 0 && a->opts.split_max_bytes != 0) {
         return cli_usage_error("transcode", "give --split-max-size or --split-max-tensors, not both (as gguf-split)");
     }
     const int prc = resolve_ptqtp(ctx, a);
@@ -238,34 +237,7 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
 static struct {
     const anvil_ctx *ctx;
     const cli_compare *compare;
-    const cli_split_parts *split; /* --split-max-tensors: the parts it cut */
 } report_extras;
-
-/* The output part (0-based) tensor i ends up in. */
-static uint32_t out_part(const anvil_transcode_tensor *it, size_t i) {
-    const cli_split_parts *sp = report_extras.split;
-    if (sp == NULL) return it->part;
-    size_t before = 0;
-    for (uint32_t p = 0; p < sp->n; ++p) {
-        before += sp->written[p].tensors;
-        if (i < before) return p;
-    }
-    return sp->n ? sp->n - 1 : 0;
-}
-
-/* The summary as the report shows it: with --split-max-tensors, the parts
- * as cut (their count, and after a run their sizes; a dry run keeps the
- * whole file's size). Returns those parts, or NULL. */
-static const cli_split_parts *split_summary(anvil_transcode_summary *s, int dry_run) {
-    const cli_split_parts *sp = report_extras.split;
-    if (sp == NULL || sp->n == 0) return NULL;
-    s->n_parts = sp->n;
-    if (!dry_run) {
-        s->out_file_bytes = 0;
-        for (uint32_t p = 0; p < sp->n; ++p) s->out_file_bytes += sp->written[p].bytes;
-    }
-    return sp;
-}
 
 static const char *type_name(uint32_t id) {
     anvil_type_info info;
@@ -413,9 +385,8 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
         fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
     fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
-    const cli_split_parts *sp = split_summary(&s, dry_run);
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
-            sp != NULL ? sp->written[0].path : anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
+            anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
             human(s.dst_tensor_bytes, b, sizeof b), human(s.out_file_bytes, c, sizeof c), s.n_parts,
             s.n_parts == 1 ? "" : "s", s.n_converted);
     if (s.file_type != UINT32_MAX) {
@@ -456,18 +427,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
     fprintf(f, ",\"input\":");
     cli_json_string(f, input);
     fprintf(f, ",\"outputs\":[");
-    const cli_split_parts *sp = split_summary(&s, dry_run);
-    for (uint32_t p = 0; sp != NULL && p < sp->n; ++p) {
-        fprintf(f, "%s{\"path\":", p ? "," : "");
-        cli_json_string(f, sp->written[p].path);
-        if (dry_run) {
-            fprintf(f, ",\"bytes\":null");
-        } else {
-            fprintf(f, ",\"bytes\":%llu", sp->written[p].bytes);
-        }
-        fprintf(f, ",\"n_tensors\":%zu}", sp->written[p].tensors);
-    }
-    for (uint32_t p = 0; sp == NULL && p < s.n_parts; ++p) {
+    for (uint32_t p = 0; p < s.n_parts; ++p) {
         size_t n = 0;
         for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
         struct stat st;
@@ -505,7 +465,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
             fputs("null", f);
         }
         fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
-                it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, out_part(it, i) + 1);
+                it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
         if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
             fprintf(f, ",\"fallback_from\":\"%s\"", type_name(it->fallback_from));
         }
@@ -659,47 +619,6 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
     fflush(stderr);
 }
 
-/* --split-max-tensors N: the engine writes the output whole, under a temp
- * name beside part 1; `anvil split`'s code then cuts it (gguf-split's rule,
- * the set committed as one step, replacing an existing set whole or not at
- * all) and the whole file goes. The temp name is one of part 1's temp names
- * (".<part 1>.anvil-<pid>-whole"), so if a kill leaves it behind, the next
- * write of that part removes it. */
-typedef struct tc_split {
-    anvil_gguf_write_options opts;
-    char prefix[4096];
-    char whole[4400];
-    cli_split_parts parts;
-} tc_split;
-
-static int tc_split_setup(tc_split *sp, const char *out, unsigned long long max_tensors, const anvil_gguf *src,
-                          const anvil_ctx *ctx, anvil_error *err) {
-    anvil_gguf_write_options_init(&sp->opts);
-    sp->opts.split_max_tensors = max_tensors;
-    size_t plen = strlen(out); /* OUT.gguf -> OUT-0000i-of-0000N.gguf, as the engine names a set */
-    if (plen > 5 && strcmp(out + plen - 5, ".gguf") == 0) plen -= 5;
-    snprintf(sp->prefix, sizeof sp->prefix, "%.*s", (int)plen, out);
-    /* Transcode keeps every tensor, in order: the input's count gives the
-     * parts (their sizes are the input's until the cut). */
-    int rc = cli_split_plan(src, &sp->opts, sp->prefix, ctx, &sp->parts, err);
-    if (rc != ANVIL_OK) return rc;
-    const char *first = sp->parts.paths[0];
-    const char *base = strrchr(first, '/');
-    base = base != NULL ? base + 1 : first;
-    snprintf(sp->whole, sizeof sp->whole, "%.*s.%s.anvil-%ld-whole", (int)(base - first), first, base,
-             (long)getpid());
-    return ANVIL_OK;
-}
-
-static int tc_split_cut(tc_split *sp, const anvil_ctx *ctx, anvil_error *err) {
-    anvil_gguf *whole = NULL;
-    int rc = anvil_gguf_open(&whole, sp->whole, ctx, ANVIL_GGUF_OPEN_SINGLE_PART, err);
-    unlink(sp->whole); /* the mapping keeps it readable; nothing is left behind */
-    if (rc == ANVIL_OK) rc = cli_split_write(whole, &sp->opts, sp->prefix, ctx, &sp->parts, err);
-    anvil_gguf_close(whole);
-    return rc;
-}
-
 /* Nothing encoded is almost never what was meant: say why, loudly. */
 static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
     anvil_transcode_summary s;
@@ -768,22 +687,12 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         a.opts.progress = progress_line;
         a.opts.progress_arg = &ps;
     }
-    static tc_split split; /* --split-max-tensors */
-    memset(&split, 0, sizeof split);
-    const char *out = a.out;
     int status = anvil_gguf_open(&src, a.from, ctx, 0, &err);
-    if (status == ANVIL_OK && a.split_max_tensors != 0) {
-        status = tc_split_setup(&split, a.out, a.split_max_tensors, src, ctx, &err);
-        out = split.whole;
-    }
-    if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, out, &a.opts, &err);
+    if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, a.out, &a.opts, &err);
     if (status == ANVIL_OK && !a.dry_run) status = anvil_transcode_run(t, &err);
     if (ps.shown) fprintf(stderr, "\r\033[K");
-    if (status == ANVIL_OK && !a.dry_run && a.split_max_tensors != 0) status = tc_split_cut(&split, ctx, &err);
     for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
     if (status != ANVIL_OK) {
-        if (split.whole[0] != '\0') unlink(split.whole);
-        cli_split_parts_free(&split.parts);
         anvil_transcode_free(t);
         anvil_gguf_close(src);
         return cli_fail_err("transcode", &err);
@@ -794,7 +703,6 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     if (a.compare != NULL && !a.dry_run) {
         if (cli_compare_run(ctx, t, a.opts.threads, &cq, &err) != ANVIL_OK) {
             cli_compare_free(&cq);
-            cli_split_parts_free(&split.parts);
             anvil_transcode_free(t);
             anvil_gguf_close(src);
             return cli_fail_err("transcode", &err);
@@ -802,7 +710,6 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         report_extras.compare = &cq;
     }
     report_extras.ctx = ctx;
-    report_extras.split = a.split_max_tensors != 0 ? &split.parts : NULL;
     if (a.json) {
         cli_transcode_json(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
     } else if (!a.quiet) {
@@ -811,8 +718,6 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
     report_extras.ctx = NULL;
     report_extras.compare = NULL;
-    report_extras.split = NULL;
-    cli_split_parts_free(&split.parts);
     cli_compare_free(&cq);
     warn_nothing_encoded(t, a.from);
     anvil_transcode_free(t);

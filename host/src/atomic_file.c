@@ -94,6 +94,18 @@ int afile_write_all(int fd, const void *p, size_t n, const char *what, anvil_err
     return ANVIL_OK;
 }
 
+void afile_start_writeback(int fd, uint64_t offset, uint64_t n) {
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    if (n > 0 && offset <= (uint64_t)INT64_MAX && n <= (uint64_t)INT64_MAX) {
+        (void)sync_file_range(fd, (off64_t)offset, (off64_t)n, SYNC_FILE_RANGE_WRITE);
+    }
+#else
+    (void)fd;
+    (void)offset;
+    (void)n;
+#endif
+}
+
 /* ---- temp names ------------------------------------------------------------ */
 
 int afile_temp_is_stale(const char *name, const char *base) {

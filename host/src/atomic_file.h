@@ -55,6 +55,11 @@ void afile_discard(afile *f);
 /* Write all n bytes to fd (EINTR retried); errors name `what`. */
 int afile_write_all(int fd, const void *p, size_t n, const char *what, anvil_error *err);
 
+/* Start writing fd's bytes [offset, offset+n) to disk without waiting
+ * (Linux sync_file_range; elsewhere nothing). Advice only: a large output's
+ * disk writes then overlap the work that follows, and the final fsync
+ * finds little left to do. */
+void afile_start_writeback(int fd, uint64_t offset, uint64_t n);
 /* The folder part of path ("." when there is none), malloc'ed. */
 char *afile_dir_of(const char *path);
 /* The last component of path (a pointer into path). */

@@ -29,6 +29,18 @@ static inline int gguf_pad_overflows(uint64_t x, uint64_t align, uint64_t *r) {
 }
 static inline int gguf_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
+/* gguf-split's cut (split_strategy): with in_count tensors of in_bytes
+ * (padded) already in the current part, does the next tensor of `padded`
+ * bytes start a new one? By count when max_tensors > 0, else by size. The
+ * one rule for `anvil split` and for transcode/quantize's split outputs. */
+static inline int gguf_split_starts_part(size_t in_count, uint64_t in_bytes, uint64_t padded,
+                                         uint64_t max_bytes, uint64_t max_tensors) {
+    if (in_count == 0) return 0;
+    if (max_tensors > 0) return in_count >= max_tensors;
+    uint64_t next;
+    return gguf_add_overflows(in_bytes, padded, &next) || next > max_bytes;
+}
+
 /* ---- little-endian wire access (unaligned) ------------------------------ */
 
 static inline uint16_t gguf_load_u16(const uint8_t *p) {

@@ -92,16 +92,7 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
                                &padded)) {
             return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
         }
-        int start_new = 0;
-        if (in_part_count > 0) {
-            if (max_tensors > 0) {
-                start_new = in_part_count >= max_tensors;
-            } else {
-                uint64_t next;
-                start_new = gguf_add_overflows(in_part_bytes, padded, &next) || next > max_bytes;
-            }
-        }
-        if (start_new) {
+        if (gguf_split_starts_part(in_part_count, in_part_bytes, padded, max_bytes, max_tensors)) {
             part++;
             in_part_bytes = 0;
             in_part_count = 0;

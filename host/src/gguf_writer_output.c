@@ -163,11 +163,15 @@ static int sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *e
         s->written += n;
         return ANVIL_OK;
     }
+    const uint64_t at = s->written;
     s->written += n;
     if (n >= s->cap) {
-        /* Large tensor data goes straight to the file. */
+        /* Large tensor data goes straight to the file, and on to the disk
+         * while the caller makes the next tensor. */
         int rc = sink_flush(s, err);
-        return rc != ANVIL_OK ? rc : afile_write_all(s->fd, p, (size_t)n, s->file.final_path, err);
+        if (rc == ANVIL_OK) rc = afile_write_all(s->fd, p, (size_t)n, s->file.final_path, err);
+        if (rc == ANVIL_OK) afile_start_writeback(s->fd, at, n);
+        return rc;
     }
     if (n > s->cap - s->used) {
         int rc = sink_flush(s, err);

@@ -43,6 +43,11 @@ struct anvil_transcode {
     size_t n_warnings;
 };
 
+/* Transcode writes a split set (--split-max-size or --split-max-tensors). */
+static inline int tc_is_split(const anvil_transcode *t) {
+    return t->opts.split_max_bytes > 0 || t->opts.split_max_tensors > 0;
+}
+
 /* transcode_plan.c: what every policy shares. */
 /* A plan with nothing decided yet. */
 anvil_transcode *tc_new(anvil_ctx *ctx, const anvil_gguf *src);

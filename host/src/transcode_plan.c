@@ -12,6 +12,7 @@
 
 #include "ctx.h"
 #include "error.h"
+#include "gguf_internal.h"
 #include "transcode_internal.h"
 
 /* GGML_QNT_VERSION: the block layouts' version llama.cpp stamps on every
@@ -239,18 +240,20 @@ uint32_t tc_dominant_type(const anvil_transcode *t) {
     return best;
 }
 
-/* Part of each tensor, as llama.cpp's gguf-split cuts: a new part when the
- * next tensor (padded to 32) would take the part's data past the limit. */
+/* Part of each tensor, as llama.cpp's gguf-split cuts (anvil split's rule):
+ * a new part when the next tensor (padded to 32) would take the part's data
+ * past --split-max-size, or the part holds --split-max-tensors already. */
 static int assign_parts(anvil_transcode *t, anvil_error *err) {
-    const uint64_t max = t->opts.split_max_bytes;
+    const uint64_t max = t->opts.split_max_bytes, max_tensors = t->opts.split_max_tensors;
     uint32_t part = 0;
     uint64_t in_part = 0;
     size_t count = 0;
     for (size_t i = 0; i < t->n_items; ++i) {
-        const uint64_t b = t->items[i].dst_bytes;
-        if (b > UINT64_MAX - 31) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
-        const uint64_t padded = (b + 31) & ~(uint64_t)31;
-        if (max > 0 && count > 0 && (in_part > UINT64_MAX - padded || in_part + padded > max)) {
+        uint64_t padded;
+        if (gguf_pad_overflows(t->items[i].dst_bytes, ANVIL_GGUF_DEFAULT_ALIGNMENT, &padded)) {
+            return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
+        }
+        if (tc_is_split(t) && gguf_split_starts_part(count, in_part, padded, max, max_tensors)) {
             part++;
             in_part = 0;
             count = 0;
@@ -262,11 +265,11 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     t->n_parts = part + 1;
     if (t->n_parts > UINT16_MAX) {
         return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
-                               "--split-max-size would make %" PRIu32 " parts; split.count is a u16 "
+                               "the split would make %" PRIu32 " parts; split.count is a u16 "
                                "(at most 65535): raise the limit",
                                t->n_parts);
     }
-    if (max > 0 && t->n_items > (size_t)INT32_MAX) {
+    if (tc_is_split(t) && t->n_items > (size_t)INT32_MAX) {
         return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%zu tensors do not fit split.tensors.count (i32)", t->n_items);
     }
@@ -294,7 +297,7 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
 
 /* OUT.gguf -> OUT-00001-of-0000N.gguf, as llama.cpp's gguf-split names a set. */
 static int transcode_part_paths(anvil_transcode *t, const char *out_path, anvil_error *err) {
-    if (t->opts.split_max_bytes == 0) return tc_part_paths(t, out_path, NULL, err);
+    if (!tc_is_split(t)) return tc_part_paths(t, out_path, NULL, err);
     size_t plen = strlen(out_path);
     if (plen > 5 && strcmp(out_path + plen - 5, ".gguf") == 0) plen -= 5;
     char *prefix = malloc(plen + 1);
@@ -320,7 +323,7 @@ static int transcode_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t p, a
         if (rc == ANVIL_OK && ft >= 0) rc = anvil_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft, err);
     }
     /* Later parts carry only the split keys, as gguf-split writes them. */
-    if (rc == ANVIL_OK && t->opts.split_max_bytes > 0) {
+    if (rc == ANVIL_OK && tc_is_split(t)) {
         /* gguf-split's order: no, tensors.count, then count. */
         rc = anvil_gguf_writer_set_u16(w, ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
         if (rc == ANVIL_OK) {
@@ -394,6 +397,10 @@ ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const 
         return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_transcode_plan: NULL argument");
     }
     *out = NULL;
+    if (opts->split_max_bytes > 0 && opts->split_max_tensors > 0) {
+        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                               "give a split size or a tensor count per part, not both (as gguf-split)");
+    }
     anvil_transcode *t = tc_new(ctx, src);
     if (t == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
     t->opts = *opts;

@@ -5,10 +5,14 @@
  * source mapping (prefetched before, released after). A converted tensor is
  * cut into chunks of whole rows (about 64K elements; the cut depends only on
  * the tensor's shape) and the chunks into slabs of about 16 MiB of source.
- * For each slab the next one is prefetched, the pool's threads pull chunks
- * (decode to f32, apply the hook, encode into the tensor's output buffer,
- * decode back for the error figures), and the slab's source pages are
- * released. The output buffer goes to the writer and is freed.
+ * For each slab the next one is prefetched (for the last slab, the next
+ * tensor's first), the pool's threads pull chunks and do each in one pass
+ * while it is in cache (to f32 with the NaN/Inf check fused in, the hook,
+ * encode into the tensor's output buffer, decode back and the error sums),
+ * and the slab's source pages are released. Who encodes and decodes is
+ * looked up once per tensor. The output buffer goes to the output thread
+ * (tc_output.h), which writes it while the next tensor is encoded into the
+ * other of two buffers: peak memory is two output tensors plus a slab.
  *
  * Nothing a thread does depends on which thread does it: bytes land at fixed
  * offsets, and per-chunk error sums are reduced in chunk order, so output
@@ -31,6 +35,8 @@
 #include "anvil/numeric.h"
 #include "ctx.h"
 #include "error.h"
+#include "float_rows.h"
+#include "tc_output.h"
 #include "thread_pool.h"
 #include "transcode_internal.h"
 
@@ -54,6 +60,13 @@ typedef struct tensor_job {
     atomic_size_t next;
     chunk_stat *stats;
     float **x, **y;             /* per pool slot: decoded rows, decoded-back rows */
+    int zero_copy;              /* f32 source encoded straight from the mapping */
+    /* Resolved once per tensor (resolve_coders): NULL means "through
+     * anvil_encode_rows / anvil_decode", which look the type up per call. */
+    anvil_encode_rows_fn enc_rows;
+    anvil_encode_fn enc_one;     /* the codec's one-row encoder, row by row */
+    int enc_drops_imatrix;       /* ggml ignores the matrix for this type */
+    anvil_decode_fn dst_decode;  /* the quality report's decode-back */
     int quality;
     atomic_size_t fail_at;      /* lowest failing chunk so far, SIZE_MAX if none */
     pthread_mutex_t lock;
@@ -81,24 +94,6 @@ static void record_failure(tensor_job *j, size_t chunk, int rc, const anvil_erro
         j->fail_rc = rc;
     }
     pthread_mutex_unlock(&j->lock);
-}
-
-/* Index of the first NaN/Inf, or n. Blocks are scanned without an early
- * exit so the compiler can vectorize the common all-finite case; only a
- * flagged block is searched element by element. */
-static size_t find_nonfinite(const float *x, size_t n) {
-    const size_t block = 1024;
-    for (size_t b = 0; b < n; b += block) {
-        const size_t e = b + block < n ? b + block : n;
-        uint32_t bad = 0;
-        for (size_t i = b; i < e; ++i) {
-            uint32_t bits;
-            memcpy(&bits, &x[i], sizeof bits);
-            bad |= (uint32_t)((bits & UINT32_C(0x7f800000)) == UINT32_C(0x7f800000));
-        }
-        if (bad) return b + anvil_find_nonfinite(x + b, e - b);
-    }
-    return n;
 }
 
 static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, size_t n, size_t at,
@@ -129,14 +124,40 @@ static int encode_rows(const tensor_job *j, uint64_t row0, uint64_t nr, const fl
         uint64_t take = per - g % per;
         if (take > nr - r) take = nr - r;
         const float *im = it->imatrix != NULL ? it->imatrix + expert * it->row_len : NULL;
-        const int rc = anvil_encode_rows(j->ctx, it->dst_type, x + r * it->row_len, (size_t)take, (size_t)it->row_len, im,
-                                         d + r * j->dst_row_bytes, (size_t)(take * j->dst_row_bytes), e);
-        if (rc != ANVIL_OK) return rc;
+        const float *xr = x + r * it->row_len;
+        uint8_t *dr = d + r * j->dst_row_bytes;
+        int rc;
+        if (j->enc_rows != NULL || j->enc_one != NULL) {
+            char msg[512];
+            msg[0] = '\0';
+            if (j->enc_rows != NULL) {
+                rc = j->enc_rows(xr, dr, (size_t)take, (size_t)it->row_len, j->enc_drops_imatrix ? NULL : im, msg,
+                                 sizeof msg);
+            } else {
+                rc = ANVIL_OK;
+                for (uint64_t k = 0; k < take && rc == ANVIL_OK; ++k) {
+                    rc = j->enc_one(xr + k * it->row_len, dr + k * j->dst_row_bytes, (size_t)it->row_len, msg,
+                                    sizeof msg);
+                }
+            }
+            if (rc != ANVIL_OK) {
+                msg[sizeof msg - 1] = '\0';
+                return anvil_error_set(e, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
+                                       msg[0] ? msg : "encoder failed without a message");
+            }
+        } else {
+            rc = anvil_encode_rows(j->ctx, it->dst_type, xr, (size_t)take, (size_t)it->row_len, im, dr,
+                                   (size_t)(take * j->dst_row_bytes), e);
+            if (rc != ANVIL_OK) return rc;
+        }
         r += take;
     }
     return ANVIL_OK;
 }
 
+/* One chunk, in one pass while it is in cache: source to f32 (with the
+ * NaN/Inf check fused in), the rewrite hook, encode, and for the quality
+ * report decode back and the error sums. */
 static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e) {
     const anvil_transcode_tensor *it = j->it;
     const uint64_t row0 = (uint64_t)c * j->rows_per_chunk;
@@ -146,35 +167,82 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
     uint8_t *d = j->dst + row0 * j->dst_row_bytes;
     const size_t s_bytes = (size_t)(nr * j->src_row_bytes), d_bytes = (size_t)(nr * j->dst_row_bytes);
 
-    int rc = anvil_decode(j->ctx, it->src_type, s, s_bytes, x, n, e);
+    int rc = ANVIL_OK;
+    size_t bad = n;
+    if (j->zero_copy) {
+        x = (float *)(uintptr_t)s; /* read only: encoders take const float * */
+        bad = anvil_float_find_nonfinite(x, n);
+    } else if (tc_is_float_type(it->src_type)) {
+        bad = anvil_float_load(it->src_type, s, x, n);
+    } else {
+        rc = anvil_decode(j->ctx, it->src_type, s, s_bytes, x, n, e);
+        if (rc == ANVIL_OK && !it->rewritten) bad = anvil_float_find_nonfinite(x, n);
+    }
     if (rc == ANVIL_OK && it->rewritten) {
         rc = j->hook->rows(j->hook->arg, it->src, row0, nr, x, e);
+        if (rc == ANVIL_OK) bad = anvil_float_find_nonfinite(x, n); /* what is encoded is what counts */
     }
     if (rc != ANVIL_OK) {
         anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
         return rc;
     }
-    const size_t bad = find_nonfinite(x, n);
     if (bad < n) return nonfinite_error(j, row0, x, n, bad, e);
     rc = encode_rows(j, row0, nr, x, d, e);
-    if (rc == ANVIL_OK && j->quality) rc = anvil_decode(j->ctx, it->dst_type, d, d_bytes, y, n, e);
+    if (rc == ANVIL_OK && j->quality) {
+        if (j->dst_decode != NULL) {
+            j->dst_decode(d, y, n);
+        } else {
+            rc = anvil_decode(j->ctx, it->dst_type, d, d_bytes, y, n, e);
+        }
+    }
     if (rc != ANVIL_OK) {
         anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
         return rc;
     }
     if (j->quality) {
-        double sse = 0, sig = 0, mx = 0;
-        for (size_t i = 0; i < n; ++i) {
-            const double a = x[i], err = a - (double)y[i];
-            sse += err * err;
-            sig += a * a;
-            if (fabs(err) > mx) mx = fabs(err);
-        }
-        j->stats[c].sse = sse;
-        j->stats[c].signal = sig;
-        j->stats[c].max_abs = mx;
+        anvil_float_error_sums(x, y, n, &j->stats[c].sse, &j->stats[c].signal, &j->stats[c].max_abs);
     }
     return ANVIL_OK;
+}
+
+/* The importance weights of every expert, checked once per tensor (what
+ * anvil_encode_rows checks on every call). */
+static int imatrix_usable(const anvil_transcode_tensor *it) {
+    const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
+    const uint64_t n = (it->n_rows + per - 1) / per * it->row_len;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (!(it->imatrix[i] >= 0.0f) || it->imatrix[i] > 3.4e38f) return 0;
+    }
+    return 1;
+}
+
+/* Who encodes and decodes this tensor, looked up once per tensor rather
+ * than per chunk: the choice anvil_encode_rows makes (a backend's encoder
+ * where dispatch chose one, with or without importance weights, else the
+ * codec's). Every case it refuses or must check is left to it (enc_rows
+ * and enc_one stay NULL), so its messages stay the only ones. */
+static void resolve_coders(tensor_job *j) {
+    const anvil_transcode_tensor *it = j->it;
+    if (tc_is_float_type(it->dst_type)) return;
+    const anvil_codec *c = anvil_ctx_codec(j->ctx, it->dst_type);
+    if (c == NULL) return;
+    const dispatch_rec *d = anvil__dispatch_find(j->ctx, it->dst_type);
+    /* The chosen kernel's row decoder where it has one (bit-identical to
+     * the codec's, tests/simd-common), else the codec's. */
+    j->dst_decode = d != NULL && d->kernel != NULL && d->kernel->decode_row != NULL ? d->kernel->decode_row : c->decode;
+    if (c->block_elems == 0 || it->row_len % c->block_elems != 0) return;
+    const int weighted = it->imatrix != NULL;
+    if (weighted && !imatrix_usable(it)) return;
+    if (!weighted && d != NULL && d->encoder != NULL) {
+        j->enc_rows = d->encoder->encode_rows;
+    } else if (weighted && d != NULL && d->weighted != NULL) {
+        j->enc_rows = d->weighted->encode_rows;
+        j->enc_drops_imatrix = d->weighted_drops_imatrix;
+    } else if (c->encode_rows != NULL) {
+        j->enc_rows = c->encode_rows;
+    } else if (!weighted && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX) && c->encode != NULL) {
+        j->enc_one = c->encode;
+    }
 }
 
 static void chunk_task(void *arg, size_t slot) {
@@ -197,6 +265,16 @@ typedef struct run_state {
     double t0;
     uint64_t bytes_done;
     size_t index;
+    const anvil_transcode_tensor *next; /* the tensor after this one, or NULL */
+    /* Tensors are written by the output thread while the next one is
+     * encoded: two output buffers, used in turn by converted tensors (the
+     * one in flight is always the other). Each is kept across tensors at
+     * the size of the largest so far: one allocation (and one set of fresh
+     * zeroed pages) per run, not per tensor. */
+    tc_output *writer;
+    uint8_t *out[2];
+    uint64_t out_cap[2];
+    unsigned out_turn;
 } run_state;
 
 static void report(run_state *rs, const anvil_transcode_tensor *it) {
@@ -225,36 +303,36 @@ static void release(const anvil_gguf *g, const void *p, uint64_t n) {
 static int check_finite(const anvil_transcode_tensor *it, anvil_error *err) {
     const uint32_t ty = it->src_type;
     if (!tc_is_float_type(ty) || it->row_len == 0) return ANVIL_OK;
-    const size_t es = ty == ANVIL_TYPE_F32 ? 4 : 2;
-    const uint8_t *p = it->src->data;
-    for (uint64_t i = 0; i < it->src->n_elements; ++i) {
-        int bad;
-        if (es == 4) {
-            uint32_t b;
-            memcpy(&b, p + 4 * i, 4);
-            bad = (b & UINT32_C(0x7f800000)) == UINT32_C(0x7f800000);
-        } else {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, 2);
-            bad = ty == ANVIL_TYPE_F16 ? (h & 0x7c00) == 0x7c00 : (h & 0x7f80) == 0x7f80;
-        }
-        if (bad) {
-            return anvil_error_set(err, ANVIL_E_NONFINITE,
-                                   "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
-                                   ", column %" PRIu64 " (llama.cpp refuses such a model too); fix the source "
-                                   "model",
-                                   it->name, i / it->row_len, i % it->row_len);
-        }
+    const uint64_t n = it->src->n_elements;
+    if (n > SIZE_MAX) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
+    const size_t i = anvil_float_find_nonfinite_raw(ty, it->src->data, (size_t)n);
+    if (i < n) {
+        return anvil_error_set(err, ANVIL_E_NONFINITE,
+                               "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
+                               ", column %" PRIu64 " (llama.cpp refuses such a model too); fix the source "
+                               "model",
+                               it->name, (uint64_t)i / it->row_len, (uint64_t)i % it->row_len);
     }
     return ANVIL_OK;
+}
+
+/* Read-ahead across tensors: the next tensor's first slab is asked for
+ * while this one's last slab is being encoded (or copied). */
+static void prefetch_next(const run_state *rs) {
+    const anvil_transcode_tensor *n = rs->next;
+    if (n != NULL) prefetch(rs->t->src, n->src->data, n->src_bytes < TC_SLAB_BYTES ? n->src_bytes : TC_SLAB_BYTES);
 }
 
 static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode_tensor *it, anvil_error *err) {
     const anvil_gguf *g = rs->t->src;
     prefetch(g, it->src->data, it->src_bytes);
+    prefetch_next(rs);
     int rc = rs->t->check_kept ? check_finite(it, err) : ANVIL_OK;
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w, it->src->data, it->src_bytes, err);
-    release(g, it->src->data, it->src_bytes);
+    if (rc == ANVIL_OK) {
+        rc = tc_output_put(rs->writer, w, it->src->data, it->src_bytes, g, err); /* released once written */
+    } else {
+        release(g, it->src->data, it->src_bytes);
+    }
     rs->bytes_done += it->src_bytes;
     report(rs, it);
     return rc;
@@ -268,7 +346,6 @@ static void free_scratch(tensor_job *j, unsigned slots) {
     free(j->x);
     free(j->y);
     free(j->stats);
-    free(j->dst);
 }
 
 static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
@@ -283,7 +360,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     j.quality = !t->opts.skip_quality;
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
         if (it->dst_bytes != 0) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
-        return anvil_gguf_writer_stream_tensor(w, NULL, 0, err);
+        return tc_output_put(rs->writer, w, NULL, 0, NULL, err);
     }
     j.src_row_bytes = it->src_bytes / it->n_rows;
     j.dst_row_bytes = it->dst_bytes / it->n_rows;
@@ -294,15 +371,25 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     if (chunk_elems > SIZE_MAX / sizeof(float)) {
         return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
     }
-    j.dst = malloc((size_t)it->dst_bytes);
+    resolve_coders(&j);
+    /* An f32 source row is already what the encoder reads: no copy, when
+     * aligned for float loads and not rewritten first. */
+    j.zero_copy = it->src_type == ANVIL_TYPE_F32 && !it->rewritten && ((uintptr_t)j.src % sizeof(float)) == 0;
+    const unsigned turn = rs->out_turn;
+    if (it->dst_bytes > rs->out_cap[turn]) {
+        free(rs->out[turn]);
+        rs->out[turn] = malloc((size_t)it->dst_bytes);
+        rs->out_cap[turn] = rs->out[turn] != NULL ? it->dst_bytes : 0;
+    }
+    j.dst = rs->out[turn];
     j.stats = calloc(j.n_chunks, sizeof *j.stats);
     j.x = calloc(rs->slots, sizeof *j.x);
     j.y = calloc(rs->slots, sizeof *j.y);
     int ok = j.dst != NULL && j.stats != NULL && j.x != NULL && j.y != NULL;
     for (unsigned s = 0; ok && s < rs->slots; ++s) {
-        j.x[s] = malloc((size_t)chunk_elems * sizeof(float));
+        j.x[s] = j.zero_copy ? NULL : malloc((size_t)chunk_elems * sizeof(float));
         j.y[s] = j.quality ? malloc((size_t)chunk_elems * sizeof(float)) : NULL;
-        ok = j.x[s] != NULL && (!j.quality || j.y[s] != NULL);
+        ok = (j.zero_copy || j.x[s] != NULL) && (!j.quality || j.y[s] != NULL);
     }
     if (!ok) {
         free_scratch(&j, rs->slots);
@@ -326,6 +413,8 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
         if (hi < j.n_chunks) {
             const uint64_t n1 = hi + per_slab < j.n_chunks ? (hi + per_slab) * chunk_src : it->src_bytes;
             prefetch(g, j.src + b1, n1 - b1);
+        } else {
+            prefetch_next(rs);
         }
         j.slab_end = hi;
         atomic_store(&j.next, lo);
@@ -339,7 +428,10 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
         rs->bytes_done += b1 - b0;
         report(rs, it);
     }
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w, j.dst, it->dst_bytes, err);
+    if (rc == ANVIL_OK) {
+        rc = tc_output_put(rs->writer, w, j.dst, it->dst_bytes, NULL, err);
+        rs->out_turn ^= 1u;
+    }
     if (rc == ANVIL_OK && j.quality) {
         double sse = 0, sig = 0, mx = 0;
         for (size_t c = 0; c < j.n_chunks; ++c) {
@@ -443,17 +535,24 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     if (rs.pool == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rs.slots);
     rs.slots = anvil__pool_threads(rs.pool);
     t->summary.threads = rs.slots;
+    rs.writer = tc_output_start();
+    if (rs.writer == NULL) {
+        anvil__pool_destroy(rs.pool);
+        return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start the output thread");
+    }
     rs.t0 = now_seconds();
 
     uint32_t begun = 0;
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
         anvil_transcode_tensor *it = &t->items[i];
         while (rc == ANVIL_OK && begun <= it->part) {
-            rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
+            rc = tc_output_wait(rs.writer, err); /* parts are begun in order, after the last one's tensors */
+            if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
             if (rc == ANVIL_OK) begun++;
         }
         if (rc != ANVIL_OK) break;
         rs.index = i;
+        rs.next = i + 1 < t->n_items ? &t->items[i + 1] : NULL;
         anvil_gguf_writer *w = t->writers[it->part];
         if (it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten) {
             rc = write_converted(&rs, w, it, err);
@@ -461,6 +560,13 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
             rc = write_kept(&rs, w, it, err);
         }
     }
+    /* Everything handed to the output thread is written. */
+    if (rc == ANVIL_OK) {
+        rc = tc_output_wait(rs.writer, err);
+    } else {
+        tc_output_wait(rs.writer, NULL);
+    }
+    tc_output_stop(rs.writer);
     /* Parts without tensors (none in practice) still get their header. */
     while (rc == ANVIL_OK && begun < t->n_parts) {
         rc = anvil_gguf_writer_stream_begin(t->writers[begun], t->part_paths[begun], err);
@@ -476,6 +582,8 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
         for (uint32_t p = 0; p < t->n_parts; ++p) anvil_gguf_writer_stream_abort(t->writers[p]);
     }
     anvil__pool_destroy(rs.pool);
+    free(rs.out[0]);
+    free(rs.out[1]);
     if (rc != ANVIL_OK) return rc;
     rc = build_quality(t, err);
     t->summary.seconds = now_seconds() - rs.t0;

@@ -18,9 +18,12 @@
  * The codebooks are static tables (plugins/ref/cold_tables.c). The lattice
  * encoders also need search tables derived from them (for every off-grid
  * code vector, its candidate grid points); those are built once per
- * process, thread-safely, by the init hook below (plugins/ref/
- * cold_enc_lattice.c; static storage, so there is nothing to free at
- * deinit). The implementations live in plugins/ref, shared with
+ * process, thread-safely, by the first lattice encoder that runs
+ * (anvil_cold_lattice_ready; plugins/ref/cold_enc_lattice.c; static
+ * storage, so there is nothing to free at deinit). The init hook below
+ * checks the codebooks they come from, but does not build them: that costs
+ * ~35 ms, which every anvil process paid at load, mostly for formats it
+ * never encodes. The implementations live in plugins/ref, shared with
  * backend-scalar's kernels.
  *
  * Why one plugin, and why "cold": these decode through codebooks, grids or
@@ -95,14 +98,14 @@ static const anvil_codec *const codecs[] = {
     &c_iq2_s,   &c_iq4_xs, &c_iq1_m,   &c_mxfp4, &c_nvfp4,
 };
 
-/* Builds the lattice encoders' search tables (once per process; a second
- * call, or a second load of the plugin, finds them built). */
+/* Checks the codebooks the lattice search tables are built from (the
+ * tables themselves are built on first use; see above). */
 static int cold_init(const anvil_host_services *host, char *err, size_t err_size) {
     (void)host;
-    const int rc = anvil_ref_cold_lattice_init();
+    const int rc = anvil_ref_cold_codebook_check();
     if (rc != ANVIL_OK && err != NULL && err_size > 0) {
         snprintf(err, err_size,
-                 "codec-cold: the i-quant lattice search tables failed their self-check "
+                 "codec-cold: the i-quant codebooks failed their self-check "
                  "(plugins/ref/cold_tables.c is corrupt); reinstall the plugin");
     }
     return rc;

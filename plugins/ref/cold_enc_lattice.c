@@ -236,6 +236,29 @@ static int build_one(enum cold_lattice_id id) {
     return off == s->nb_size ? ANVIL_OK : ANVIL_E_INTERNAL;
 }
 
+int anvil_ref_cold_codebook_check(void) {
+    for (int id = 0; id < COLD_LATTICE_COUNT; ++id) {
+        const lattice_spec *sp = &specs[id];
+        uint8_t seen[IQ2_KEYS > IQ3_KEYS ? IQ2_KEYS : IQ3_KEYS];
+        memset(seen, 0, sizeof seen);
+        for (int g = 0; g < sp->grid_size; ++g) {
+            int key = 0;
+            for (int i = sp->dims - 1; i >= 0; --i) {
+                const int c = entry_code((enum cold_lattice_id)id, g, i);
+                if (c < 0) {
+                    return ANVIL_E_INTERNAL;
+                }
+                key = key * sp->levels + c;
+            }
+            if (seen[key]) {
+                return ANVIL_E_INTERNAL; /* two grid points with one code vector */
+            }
+            seen[key] = 1;
+        }
+    }
+    return ANVIL_OK;
+}
+
 static void build_all(void) {
     for (int id = 0; id < COLD_LATTICE_COUNT; ++id) {
         const int rc = build_one((enum cold_lattice_id)id);

@@ -34,7 +34,31 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
     const int count = cand[0];
     float best_d2 = FLT_MAX;
     int best = -1;
-    for (int j = 1; j <= count; ++j) {
+    int j = 1;
+    /* Eight candidates at a time: lane k sums candidate j+k's terms in
+     * element order, as the scalar loop below does (the same additions,
+     * eight independent chains instead of one), then the lanes are
+     * compared in candidate order. */
+    typedef float cand_v8 __attribute__((vector_size(32)));
+    for (; j + 8 <= count + 1; j += 8) {
+        const uint8_t *code[8];
+        for (int k = 0; k < 8; ++k) {
+            code[k] = lat->code + (size_t)cand[j + k] * 8;
+        }
+        cand_v8 d2 = { 0 };
+        for (int i = 0; i < 8; ++i) {
+            const cand_v8 e = { err[i][code[0][i]], err[i][code[1][i]], err[i][code[2][i]], err[i][code[3][i]],
+                                err[i][code[4][i]], err[i][code[5][i]], err[i][code[6][i]], err[i][code[7][i]] };
+            d2 += e;
+        }
+        for (int k = 0; k < 8; ++k) {
+            if (d2[k] < best_d2) {
+                best_d2 = d2[k];
+                best = cand[j + k];
+            }
+        }
+    }
+    for (; j <= count; ++j) {
         const uint8_t *code = lat->code + (size_t)cand[j] * 8;
         float d2 = 0.0f;
         for (int i = 0; i < 8; ++i) {

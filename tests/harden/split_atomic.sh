@@ -2,7 +2,13 @@
 # Split sets are replaced as one (issue 20, item 1), temp files do not
 # outlive their writer (item 3).
 #
-#   split_atomic.sh ANVIL SYNTH SHIM [RANDOM_KILLS]
+#   split_atomic.sh ANVIL SYNTH SHIM [RANDOM_KILLS] [WRITER]
+#
+# WRITER (default split) is the command that writes the sets: `anvil split`
+# of two models, or with `quantize`, `anvil quantize --keep-split` of one
+# split model to Q8_0 (set A) and Q4_0 (set B), which commits its parts
+# through the same journaled set commit (steps 1, 2 and 5 then; the others
+# test the reader and the temp files, whoever wrote them).
 #
 # SHIM is tests/harden/fault_shim.so (LD_PRELOAD): it kills the writer just
 # before its n-th rename/link/unlink, or fails its n-th rename, so every step
@@ -21,7 +27,7 @@
 #  6. temp files: kill -9 loops with and without O_TMPFILE; a dead writer's
 #     temp is removed by the next write, a live writer's never.
 set -u
-ANVIL=$1 SYNTH=$2 SHIM=$3 RANDOM_KILLS=${4:-30}
+ANVIL=$1 SYNTH=$2 SHIM=$3 RANDOM_KILLS=${4:-30} WRITER=${5:-split}
 W=$(mktemp -d "${TMPDIR:-/tmp}/anvil-split-atomic-XXXXXX")
 trap 'kill $SLEEPER 2>/dev/null; rm -rf "$W"' EXIT
 SLEEPER=
@@ -31,9 +37,22 @@ say() { echo "split_atomic: $*"; }
 "$SYNTH" "$W/a.gguf" small f16 >/dev/null || fail "synth"
 "$ANVIL" transcode --from "$W/a.gguf" --out "$W/b.gguf" --dtype q8_0 >/dev/null 2>&1 || fail "transcode b"
 MT=6
-mkdir "$W/refA" "$W/refB" "$W/set" "$W/out"
-"$ANVIL" split "$W/a.gguf" "$W/refA/m" --max-tensors $MT >/dev/null || fail "split A"
-"$ANVIL" split "$W/b.gguf" "$W/refB/m" --max-tensors $MT >/dev/null || fail "split B"
+mkdir "$W/refA" "$W/refB" "$W/set" "$W/out" "$W/in"
+"$ANVIL" split "$W/a.gguf" "$W/in/m" --max-tensors $MT >/dev/null || fail "split input"
+IN_FIRST=$(cd "$W/in" && ls | head -1)
+# set_args a|b PREFIX: ARGS = the command writing set A or B with the
+# writer under test; write_set runs it.
+set_args() {
+    if [ "$WRITER" = quantize ]; then
+        ARGS=("$ANVIL" quantize --quiet --no-quality --keep-split "$W/in/$IN_FIRST" "$2"
+              "$([ "$1" = a ] && echo Q8_0 || echo Q4_0)")
+    else
+        ARGS=("$ANVIL" split "$W/$1.gguf" "$2" --max-tensors $MT)
+    fi
+}
+write_set() { set_args "$1" "$2" && "${ARGS[@]}"; }
+write_set a "$W/refA/m" >/dev/null || fail "$WRITER A"
+write_set b "$W/refB/m" >/dev/null || fail "$WRITER B"
 N=$(ls "$W/refA" | wc -l)
 [ "$N" -ge 3 ] && [ "$(ls "$W/refB" | wc -l)" = "$N" ] || fail "reference sets: $N parts"
 NAMES=$(cd "$W/refA" && ls)
@@ -81,14 +100,13 @@ next_writer() {
 
 # ---- 1. a kill at every step -----------------------------------------------------
 reset_a
-LD_PRELOAD="$SHIM" ANVIL_FAULT_COUNT="$W/count" "$ANVIL" split "$W/b.gguf" "$W/set/m" --max-tensors $MT >/dev/null ||
-    fail "split B over A"
+LD_PRELOAD="$SHIM" ANVIL_FAULT_COUNT="$W/count" write_set b "$W/set/m" >/dev/null ||
+    fail "$WRITER B over A"
 read -r STEPS RENAMES < "$W/count"
 [ "$(on_disk)" = B ] || fail "split B over A: not B"
 [ "$(litter "$W/set")" = 0 ] || fail "split B over A left litter"
 killed_at() {
-    LD_PRELOAD="$SHIM" ANVIL_FAULT_KILL_AT=$1 "$ANVIL" split "$W/b.gguf" "$W/set/m" --max-tensors $MT \
-        >/dev/null 2>&1
+    LD_PRELOAD="$SHIM" ANVIL_FAULT_KILL_AT=$1 write_set b "$W/set/m" >/dev/null 2>&1
 }
 gaps=0 as=0 bs=0 ra=0 rb=0
 for n in $(seq 1 "$STEPS"); do
@@ -109,7 +127,7 @@ for n in $(seq 1 "$STEPS"); do
         fail "step $n: journal or backups left after the next writer: $(ls -A "$W/set")"
     # Temps made before the commit began belong to that output: its next
     # write removes them.
-    "$ANVIL" split "$W/a.gguf" "$W/set/m" --max-tensors $MT >/dev/null || fail "step $n: rewrite"
+    write_set a "$W/set/m" >/dev/null || fail "step $n: rewrite"
     [ "$(on_disk)" = A ] || fail "step $n: rewrite is not A"
     [ "$(litter "$W/set")" = 0 ] || fail "step $n: litter after rewriting: $(ls -A "$W/set")"
     case "$disk" in GAP) gaps=$((gaps + 1)) ;; A) as=$((as + 1)) ;; B) bs=$((bs + 1)) ;; esac
@@ -120,16 +138,21 @@ say "kill at each of $STEPS steps: never mixed on disk (old $as, new $bs, part 1
 # ---- 2. each rename failing ---------------------------------------------------------
 for n in $(seq 1 "$RENAMES"); do
     reset_a
-    LD_PRELOAD="$SHIM" ANVIL_FAULT_RENAME_FAIL=$n "$ANVIL" split "$W/b.gguf" "$W/set/m" --max-tensors $MT \
-        >/dev/null 2>"$W/err"
+    LD_PRELOAD="$SHIM" ANVIL_FAULT_RENAME_FAIL=$n write_set b "$W/set/m" >/dev/null 2>"$W/err"
     rc=$?
     [ $rc = 1 ] || fail "rename $n failing: exit $rc"
     [ "$(on_disk)" = A ] || fail "rename $n failing: the old set is not intact ($(on_disk))"
     [ "$(litter "$W/set")" = 0 ] || fail "rename $n failing: litter $(ls -A "$W/set")"
 done
 say "each of $RENAMES renames failing: exit 1, old set intact, no litter"
+if [ "$WRITER" = quantize ]; then
+    SKIP_SPLIT_ONLY=1
+else
+    SKIP_SPLIT_ONLY=0
+fi
 
 # ---- 3. a folder squatting on part 3 ---------------------------------------------------
+if [ $SKIP_SPLIT_ONLY = 0 ]; then
 reset_a
 P3=$(printf 'm-00003-of-%05d.gguf' "$N")
 rm "$W/set/$P3" && mkdir "$W/set/$P3" && touch "$W/set/$P3/keep"
@@ -157,27 +180,30 @@ rm "$W/set/$P2" && cat "$W/refB/$P2" > "$W/set/$P2"   # a copy without the mark
 "$ANVIL" merge "$W/set/$FIRST" "$W/out/x.gguf" >/dev/null 2>"$W/err" && fail "a part without mark opens"
 grep -q "part 2 of $N does not belong" "$W/err" || fail "unmarked part message: $(cat "$W/err")"
 say "parts of two sets mixed by hand: refused, naming part 2"
+fi
 
 # ---- 5. random kill -9 -----------------------------------------------------------------------
 reset_a
 t0=$(date +%s%N)
-"$ANVIL" split "$W/b.gguf" "$W/set/m" --max-tensors $MT >/dev/null || fail "timing run"
+write_set b "$W/set/m" >/dev/null || fail "timing run"
 dur_us=$(( ($(date +%s%N) - t0) / 1000 ))
 killed=0 mixed=0
 for i in $(seq 1 "$RANDOM_KILLS"); do
     src=$([ $((i % 2)) = 0 ] && echo a || echo b)
-    kill_randomly "$dur_us" "$ANVIL" split "$W/$src.gguf" "$W/set/m" --max-tensors $MT 2>/dev/null &&
+    set_args "$src" "$W/set/m"
+    kill_randomly "$dur_us" "${ARGS[@]}" 2>/dev/null &&
         killed=$((killed + 1))
     disk=$(on_disk) read=$(reads)
     case "$read" in A|B) ;; *) fail "random kill $i: anvil reads $read" ;; esac
     case "$disk" in A|B|GAP) ;; *) mixed=$((mixed + 1)) ;; esac
 done
 [ $mixed = 0 ] || fail "random kills: $mixed mixed sets on disk"
-"$ANVIL" split "$W/b.gguf" "$W/set/m" --max-tensors $MT >/dev/null || fail "random kills: final run"
+write_set b "$W/set/m" >/dev/null || fail "random kills: final run"
 [ "$(on_disk)" = B ] || fail "random kills: final state $(on_disk)"
 [ "$(litter "$W/set")" = 0 ] || fail "random kills: litter $(ls -A "$W/set")"
 say "$RANDOM_KILLS random kill -9 ($killed landed, run ~${dur_us} us): never mixed, reader always A or B, no litter after the next write"
 
+[ $SKIP_SPLIT_ONLY = 0 ] || exit 0
 # ---- 6. temp files ---------------------------------------------------------------------------
 mkdir "$W/tmp"
 sleep 600 & SLEEPER=$!

@@ -11,6 +11,7 @@
 void tc_add_policy_tests(void);
 void tc_add_stream_tests(void);
 void tc_add_lora_tests(void);
+void tc_add_float_rows_tests(void);
 
 /* The suites' context (the build-tree config, all codec plugins). */
 anvil_ctx *tc_ctx(void);

@@ -9,6 +9,7 @@ int main(void) {
     tc_add_policy_tests();
     tc_add_stream_tests();
     tc_add_lora_tests();
+    tc_add_float_rows_tests();
     const int rc = test_run_cunit();
     tc_ctx_release();
     return rc;

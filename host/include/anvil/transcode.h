@@ -102,6 +102,8 @@ typedef struct anvil_transcode_options {
     void *progress_arg;
     anvil_transcode_hook hook; /* optional */
     int allow_requantize;      /* --dtype / --tensor-type may requantize quantized tensors */
+    uint64_t split_max_tensors; /* > 0: a split set of at most this many tensors a part
+                                   (gguf-split's --split-max-tensors); not with split_max_bytes */
 } anvil_transcode_options;
 
 /* Every type ANVIL_TRANSCODE_NO_TYPE, everything else zero. */
