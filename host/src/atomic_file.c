@@ -85,7 +85,7 @@ int afile_write_all(int fd, const void *p, size_t n, const char *what, anvil_err
             if (errno == EINTR) {
                 continue;
             }
-            return anvil_error_set(err, ANVIL_E_IO, "writing '%s' failed: %s", what,
+            return anvil__error_set(err, ANVIL_E_IO, "writing '%s' failed: %s", what,
                                    strerror(errno));
         }
         b += k;
@@ -180,11 +180,11 @@ int afile_open(afile *f, const char *path, anvil_error *err) {
     f->fd = -1;
     const char *base = afile_base_of(path);
     if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "'%s' names a folder, not a file", path);
+        return anvil__error_set(err, ANVIL_E_IO, "'%s' names a folder, not a file", path);
     }
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        return anvil_error_set(err, ANVIL_E_IO,
+        return anvil__error_set(err, ANVIL_E_IO,
                                "'%s' is a folder: the output would have to replace it; remove "
                                "it or choose another output name",
                                path);
@@ -194,7 +194,7 @@ int afile_open(afile *f, const char *path, anvil_error *err) {
     if (dir == NULL || f->final_path == NULL) {
         free(dir);
         afile_discard(f);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     /* Finish what a killed writer left in this folder, then clear its temps. */
     const int lock = afile_lock_dir(dir, 1);
@@ -223,7 +223,7 @@ int afile_open(afile *f, const char *path, anvil_error *err) {
         free(f->tmp_path);
         f->tmp_path = NULL; /* nothing was created */
         afile_discard(f);
-        return anvil_error_set(err, ANVIL_E_IO, "cannot create a temp file next to '%s': %s",
+        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temp file next to '%s': %s",
                                path, strerror(e));
     }
     return ANVIL_OK;
@@ -235,7 +235,7 @@ static int name_anonymous(afile *f, anvil_error *err) {
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
     char *dir = afile_dir_of(f->final_path);
     if (dir == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     int e = EEXIST;
     for (int attempt = 0; e == EEXIST && attempt < 100; ++attempt) {
@@ -251,7 +251,7 @@ static int name_anonymous(afile *f, anvil_error *err) {
     if (e != 0) {
         free(f->tmp_path);
         f->tmp_path = NULL;
-        return anvil_error_set(err, ANVIL_E_IO, "cannot give the temp file of '%s' a name: %s",
+        return anvil__error_set(err, ANVIL_E_IO, "cannot give the temp file of '%s' a name: %s",
                                f->final_path, strerror(e));
     }
     f->anonymous = 0;
@@ -261,18 +261,18 @@ static int name_anonymous(afile *f, anvil_error *err) {
 int afile_hold(afile *f, anvil_error *err) {
     if (f->fd < 0) {
         return f->tmp_path != NULL ? ANVIL_OK
-                                   : anvil_error_set(err, ANVIL_E_STATE, "no temp file to hold");
+                                   : anvil__error_set(err, ANVIL_E_STATE, "no temp file to hold");
     }
     const char *shown = f->tmp_path != NULL ? f->tmp_path : f->final_path;
     if (fsync(f->fd) != 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", shown,
+        return anvil__error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", shown,
                                strerror(errno));
     }
     /* Replacing a file keeps its permission bits. */
     struct stat st;
     if (stat(f->final_path, &st) == 0 && S_ISREG(st.st_mode) &&
         fchmod(f->fd, st.st_mode & 07777) != 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "chmod of '%s' failed: %s", shown,
+        return anvil__error_set(err, ANVIL_E_IO, "chmod of '%s' failed: %s", shown,
                                strerror(errno));
     }
     if (f->anonymous) {
@@ -284,7 +284,7 @@ int afile_hold(afile *f, anvil_error *err) {
     const int rc = close(f->fd);
     f->fd = -1;
     if (rc != 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->tmp_path,
+        return anvil__error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->tmp_path,
                                strerror(errno));
     }
     return ANVIL_OK;
@@ -293,7 +293,7 @@ int afile_hold(afile *f, anvil_error *err) {
 int afile_commit(afile *f, anvil_error *err) {
     int rc = afile_hold(f, err);
     if (rc == ANVIL_OK && rename(f->tmp_path, f->final_path) != 0) {
-        rc = anvil_error_set(err, ANVIL_E_IO, "cannot rename '%s' to '%s': %s", f->tmp_path,
+        rc = anvil__error_set(err, ANVIL_E_IO, "cannot rename '%s' to '%s': %s", f->tmp_path,
                              f->final_path, strerror(errno));
     }
     if (rc == ANVIL_OK) {
@@ -325,7 +325,7 @@ void afile_discard(afile *f) {
 ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
                                       anvil_error *err) {
     if (path == NULL || (data == NULL && size > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_file_write_atomic: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_file_write_atomic: NULL argument");
     }
     afile f;
     int rc = afile_open(&f, path, err);

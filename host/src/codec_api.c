@@ -17,14 +17,14 @@ static int is_builtin_float(uint32_t t) {
 static int check_len(const char *name, size_t n, uint32_t be, uint32_t bb, size_t have, const char *what,
                      anvil_error *err) {
     if (n % be != 0) {
-        return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+        return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                "%s: %zu elements is not a whole number of %u-element blocks (%zu left over)",
                                name, n, be, n % be);
     }
     const size_t blocks = n / be;
-    if (blocks > SIZE_MAX / bb) return anvil_error_set(err, ANVIL_E_OVERFLOW, "%s: %zu elements overflow", name, n);
+    if (blocks > SIZE_MAX / bb) return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: %zu elements overflow", name, n);
     if (have < blocks * bb) {
-        return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "%s: %s holds %zu bytes, %zu elements need %zu",
+        return anvil__error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "%s: %s holds %zu bytes, %zu elements need %zu",
                                name, what, have, n, blocks * bb);
     }
     return ANVIL_OK;
@@ -39,9 +39,9 @@ static int check_float_len(uint32_t type, size_t n, size_t have, const char *wha
 
 ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n, void *dst, size_t dst_size,
                            anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if ((src == NULL || dst == NULL) && n > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode: NULL buffer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode: NULL buffer");
     }
     if (is_builtin_float(type)) {
         int rc = check_float_len(type, n, dst_size, "destination", err);
@@ -60,7 +60,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     int rc = anvil__codec_for(ctx, type, &c, err);
     if (rc != ANVIL_OK) return rc;
     if (c->encode == NULL) {
-        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
+        return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
                                c->encode_note ? c->encode_note : "this codec is decode-only");
     }
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
@@ -74,7 +74,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     }
     msg[sizeof msg - 1] = '\0';
     if (rc != ANVIL_OK) {
-        return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
+        return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
                                msg[0] ? msg : "encoder failed without a message");
     }
     return ANVIL_OK;
@@ -82,21 +82,21 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
 
 ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src, size_t nrows, size_t n_per_row,
                                 const float *imatrix, void *dst, size_t dst_size, anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if (nrows != 0 && n_per_row > SIZE_MAX / nrows) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "anvil_encode_rows: %zu rows x %zu elements overflow", nrows,
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "anvil_encode_rows: %zu rows x %zu elements overflow", nrows,
                                n_per_row);
     }
     const size_t n = nrows * n_per_row;
     if (is_builtin_float(type)) return anvil_encode(ctx, type, src, n, dst, dst_size, err);
     if ((src == NULL || dst == NULL) && n > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode_rows: NULL buffer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_encode_rows: NULL buffer");
     }
     const anvil_codec *c = NULL;
     int rc = anvil__codec_for(ctx, type, &c, err);
     if (rc != ANVIL_OK) return rc;
     if (n_per_row % c->block_elems != 0) {
-        return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+        return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                "%s: rows of %zu elements are not a whole number of %u-element blocks", c->name,
                                n_per_row, c->block_elems);
     }
@@ -105,7 +105,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     if (imatrix != NULL) {
         for (size_t j = 0; j < n_per_row; ++j) {
             if (!(imatrix[j] >= 0.0f) || imatrix[j] > 3.4e38f) {
-                return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                        "%s: importance weight %zu is %g; weights must be finite and non-negative",
                                        c->name, j, (double)imatrix[j]);
             }
@@ -122,17 +122,17 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     } else if (c->encode_rows != NULL) {
         rc = c->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg);
     } else if (imatrix != NULL) {
-        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
+        return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
                                "%s: the %s codec has no importance-weighted encoder; encode without an "
                                "importance matrix or update the plugin",
                                c->name, c->name);
     } else if (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) {
-        return anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+        return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
                                "%s: ggml encodes this format only with an importance matrix (pass one, e.g. "
                                "--imatrix FILE)",
                                c->name);
     } else if (c->encode == NULL) {
-        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
+        return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
                                c->encode_note ? c->encode_note : "this codec is decode-only");
     } else {
         const size_t row_bytes = n_per_row / c->block_elems * c->block_bytes;
@@ -143,7 +143,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     }
     msg[sizeof msg - 1] = '\0';
     if (rc != ANVIL_OK) {
-        return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
+        return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
                                msg[0] ? msg : "encoder failed without a message");
     }
     return ANVIL_OK;
@@ -166,9 +166,9 @@ static const float *fp16_table(void) {
 
 ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size, float *dst, size_t n,
                            anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if ((src == NULL || dst == NULL) && n > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_decode: NULL buffer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_decode: NULL buffer");
     }
     if (is_builtin_float(type)) {
         int rc = check_float_len(type, n, src_size, "source", err);

@@ -66,7 +66,7 @@ static int fail(parse_state *p, int line, int code, const char *fmt, const char 
     if (!p->failed) {
         char what[700];
         snprintf(what, sizeof what, fmt, a ? a : "", b ? b : "");
-        anvil_error_set(p->err, code, "%s:%d: %s", p->cfg->path, line, what);
+        anvil__error_set(p->err, code, "%s:%d: %s", p->cfg->path, line, what);
         p->failed = 1;
     }
     return 0;
@@ -407,12 +407,12 @@ static int finish(parse_state *p, int rc) {
         return p->err ? p->err->code : ANVIL_E_CONFIG_SYNTAX;
     }
     if (rc > 0) {
-        anvil_error_set(p->err, ANVIL_E_CONFIG_SYNTAX,
+        anvil__error_set(p->err, ANVIL_E_CONFIG_SYNTAX,
                         "%s:%d: not a 'key = value' line, a [section] or a comment", p->cfg->path, rc);
         return ANVIL_E_CONFIG_SYNTAX;
     }
     if (rc < 0) {
-        return anvil_error_set(p->err, ANVIL_E_NOMEM, "%s: out of memory while parsing", p->cfg->path);
+        return anvil__error_set(p->err, ANVIL_E_NOMEM, "%s: out of memory while parsing", p->cfg->path);
     }
     if (!p->seen_load) p->cfg->load_all = 1;
     return ANVIL_OK;
@@ -425,11 +425,11 @@ static int init_cfg(anvil_config *cfg, const char *path, anvil_error *err) {
     char *copy = dupstr(cfg->path ? cfg->path : path);
     if (cfg->path == NULL || copy == NULL) {
         free(copy);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     cfg->dir = dupstr(dirname(copy));
     free(copy);
-    if (cfg->dir == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (cfg->dir == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     return ANVIL_OK;
 }
 
@@ -440,10 +440,10 @@ int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err) {
     struct stat st;
     memset(&st, 0, sizeof st);
     if (f == NULL) {
-        rc = anvil_error_set(err, ANVIL_E_IO, "cannot open config %s: %s (pass --config FILE or set ANVIL_CONFIG)",
+        rc = anvil__error_set(err, ANVIL_E_IO, "cannot open config %s: %s (pass --config FILE or set ANVIL_CONFIG)",
                              path, strerror(errno));
     } else if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = anvil_error_set(err, ANVIL_E_IO, "config %s is %s, not a file: give the .ini file itself", path,
+        rc = anvil__error_set(err, ANVIL_E_IO, "config %s is %s, not a file: give the .ini file itself", path,
                              S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
     } else {
         /* A config names the code anvil loads: only its owner may change it. */
@@ -453,7 +453,7 @@ int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err) {
             if (cfg->insecure_env) {
                 snprintf(cfg->trust_note, sizeof cfg->trust_note, "%s", why);
             } else {
-                rc = anvil_error_set(err, ANVIL_E_UNTRUSTED,
+                rc = anvil__error_set(err, ANVIL_E_UNTRUSTED,
                                      "config %s is not trusted: %s (for development only: set "
                                      ANVIL_INSECURE_ENV "=1)",
                                      path, why);

@@ -13,20 +13,20 @@
 #include "trust.h"
 
 static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, anvil_error *err) {
-    anvil_error_clear(err);
-    if (out == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_ctx_open: out is NULL");
+    anvil__error_clear(err);
+    if (out == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_ctx_open: out is NULL");
     *out = NULL;
     char path[4096];
     const char *source = "from --config";
     if (config_path == NULL || *config_path == '\0') {
         if (anvil__config_default_path(path, sizeof path, &source) != 0) {
-            return anvil_error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
+            return anvil__error_set(err, ANVIL_E_IO, "%s; pass --config FILE or set ANVIL_CONFIG", path);
         }
     } else {
         snprintf(path, sizeof path, "%s", config_path);
     }
     anvil_ctx *ctx = calloc(1, sizeof *ctx);
-    if (ctx == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (ctx == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     ctx->refs = 1;
     pthread_mutex_init(&ctx->lock, NULL);
     int rc = anvil__config_load(path, &ctx->cfg, err);

@@ -182,7 +182,7 @@ static int check_order(const anvil_ctx *ctx, anvil_error *err) {
             const int w = snprintf(known + at, sizeof known - at, "%s%s (not loaded)", at ? ", " : "", pn + 8);
             if (w > 0) at += (size_t)w;
         }
-        return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+        return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                "%s:%d: [backends] order names '%s', which no plugin provides; known backends: "
                                "%s",
                                ctx->cfg.path, ctx->cfg.order_lines ? ctx->cfg.order_lines[i] : 0,
@@ -199,12 +199,12 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
         const anvil_config_pin *pin = &ctx->cfg.pins[i];
         uint32_t id;
         if (anvil_type_from_name(ctx, pin->type_name, &id, NULL) != ANVIL_OK) {
-            return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+            return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                    "%s:%d: [type.%s]: unknown type '%s' (use ggml's spelling, e.g. q4_K)",
                                    ctx->cfg.path, pin->line, pin->type_name, pin->type_name);
         }
         if (backend_by_name(ctx, pin->backend) == NULL) {
-            return anvil_error_set(err, ANVIL_E_CONFIG_VALUE,
+            return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                    "%s:%d: [type.%s] backend = %s: no loaded plugin provides backend '%s'",
                                    ctx->cfg.path, pin->line, pin->type_name, pin->backend, pin->backend);
         }
@@ -216,7 +216,7 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
     if (sorted == NULL || pref == NULL || ctx->dispatch == NULL) {
         free(sorted);
         free(pref);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < ctx->n_codecs; ++i) sorted[i] = &ctx->codecs[i];
     qsort(sorted, ctx->n_codecs, sizeof *sorted, cmp_codec);
@@ -324,9 +324,9 @@ const dispatch_rec *anvil__dispatch_find(const anvil_ctx *ctx, uint32_t weight_t
 /* The backend named `name`, which must be loaded and usable here. */
 static int usable_backend(const anvil_ctx *ctx, const char *name, const backend_rec **out, anvil_error *err) {
     const backend_rec *b = backend_by_name(ctx, name);
-    if (b == NULL) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", name);
+    if (b == NULL) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", name);
     if (b->score == 0) {
-        return anvil_error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name, b->why);
+        return anvil__error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name, b->why);
     }
     *out = b;
     return ANVIL_OK;
@@ -339,11 +339,11 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
     *quantizer = NULL;
     const dispatch_rec *d = anvil__dispatch_find(ctx, weight_type);
     if (d == NULL) {
-        return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
     }
     if (backend == NULL) {
         if (d->kernel == NULL) {
-            return anvil_error_set(err, ANVIL_E_NO_KERNEL, "%s: %s", d->codec->codec.name, d->note);
+            return anvil__error_set(err, ANVIL_E_NO_KERNEL, "%s: %s", d->codec->codec.name, d->note);
         }
         *kernel = d->kernel;
         *quantizer = d->quantizer;
@@ -354,7 +354,7 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
     if (rc != ANVIL_OK) return rc;
     *kernel = find_kernel(b, weight_type, d->act_type);
     if (*kernel == NULL) {
-        return anvil_error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend,
+        return anvil__error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend,
                                d->codec->codec.name);
     }
     *quantizer = find_quantizer(b, d->act_type);
@@ -366,10 +366,10 @@ ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, 
                                      const anvil_weight_encoder **encoder, anvil_error *err) {
     *encoder = NULL;
     const dispatch_rec *d = anvil__dispatch_find(ctx, type);
-    if (d == NULL) return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", type);
+    if (d == NULL) return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", type);
     if (backend == NULL) {
         if (d->encoder == NULL) {
-            return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: %s", d->codec->codec.name,
+            return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: %s", d->codec->codec.name,
                                    d->encoder_note);
         }
         *encoder = d->encoder;
@@ -380,7 +380,7 @@ ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, 
     if (rc != ANVIL_OK) return rc;
     *encoder = find_encoder(b, type);
     if (*encoder == NULL) {
-        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "backend '%s' has no %s encoder", backend,
+        return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "backend '%s' has no %s encoder", backend,
                                d->codec->codec.name);
     }
     return ANVIL_OK;

@@ -5,11 +5,11 @@
 #include "anvil/anvil.h"
 
 /* Set err (if non-NULL) to code and a formatted message; returns code. */
-int anvil_error_set(anvil_error *err, int code, const char *fmt, ...)
+int anvil__error_set(anvil_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Clear err to ANVIL_OK. */
-void anvil_error_clear(anvil_error *err);
+void anvil__error_clear(anvil_error *err);
 /* Prefix the existing message with "<prefix>: ". */
-void anvil_error_prefix(anvil_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void anvil__error_prefix(anvil_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

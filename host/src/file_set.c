@@ -134,7 +134,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
     const size_t n = strlen(j->dir) + strlen(afile_base_of(j->e[0].final_path)) + 48;
     char *tmp = malloc(n);
     if (tmp == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     snprintf(tmp, n, "%s/.%s.anvil-%ld-journal", j->dir, afile_base_of(j->e[0].final_path),
              (long)getpid());
@@ -147,7 +147,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
             unlink(tmp);
         }
         free(tmp);
-        return anvil_error_set(err, ANVIL_E_IO, "cannot write the commit journal in '%s': %s",
+        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal in '%s': %s",
                                j->dir, strerror(e));
     }
     fprintf(f, "anvil-commit 1\nid %s\nn %zu\n", j->id, j->n);
@@ -168,7 +168,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
     if (!ok) {
         unlink(tmp);
         free(tmp);
-        return anvil_error_set(err, ANVIL_E_IO, "cannot write the commit journal '%s': %s",
+        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal '%s': %s",
                                j->path, strerror(e != 0 ? e : errno));
     }
     free(tmp);
@@ -425,7 +425,7 @@ static void mark(const char *path, const char *id, size_t no, size_t count) {
 static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
     j->e = calloc(n, sizeof *j->e);
     if (j->e == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     j->n = n;
     for (size_t i = 0; i < n; ++i) {
@@ -434,7 +434,7 @@ static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
         const int same = dir != NULL && strcmp(dir, j->dir) == 0;
         free(dir);
         if (!same) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "the parts of a split set must share one folder: '%s' is "
                                    "not in '%s'",
                                    parts[i].final_path, j->dir);
@@ -444,24 +444,24 @@ static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
         const size_t bn = strlen(parts[i].tmp_path) + 8;
         e->backup_path = malloc(bn);
         if (e->final_path == NULL || e->temp_path == NULL || e->backup_path == NULL) {
-            return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         }
         snprintf(e->backup_path, bn, "%s-old", parts[i].tmp_path);
         if (inode_at(e->temp_path, &e->new_ino) != 1) {
-            return anvil_error_set(err, ANVIL_E_IO, "the temp file '%s' of '%s' vanished",
+            return anvil__error_set(err, ANVIL_E_IO, "the temp file '%s' of '%s' vanished",
                                    e->temp_path, e->final_path);
         }
         struct stat st;
         if (lstat(e->final_path, &st) == 0) {
             if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-                return anvil_error_set(err, ANVIL_E_IO,
+                return anvil__error_set(err, ANVIL_E_IO,
                                        "'%s' exists and is not a file: the split set cannot "
                                        "replace it; remove it or choose another output name",
                                        e->final_path);
             }
             e->old_ino = (unsigned long long)st.st_ino;
         } else if (errno != ENOENT) {
-            return anvil_error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", e->final_path,
+            return anvil__error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", e->final_path,
                                    strerror(errno));
         }
         mark(e->temp_path, j->id, i + 1, n);
@@ -481,7 +481,7 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
             for (size_t k = 0; k < n; ++k) {
                 afile_discard(&parts[k]);
             }
-            return anvil_error_set(err, ANVIL_E_STATE, "part %zu of the set is not complete",
+            return anvil__error_set(err, ANVIL_E_STATE, "part %zu of the set is not complete",
                                    i + 1);
         }
     }
@@ -489,7 +489,7 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
     memset(&j, 0, sizeof j);
     j.dir = afile_dir_of(parts[0].final_path);
     j.path = j.dir != NULL ? journal_path_for(j.dir, afile_base_of(parts[0].final_path)) : NULL;
-    int rc = j.path != NULL ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    int rc = j.path != NULL ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     const int lock = rc == ANVIL_OK ? afile_lock_dir(j.dir, 1) : -1;
     if (rc == ANVIL_OK) {
         file_set_recover_dir(j.dir); /* a writer that died since we opened */
@@ -510,12 +510,12 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
             }
         } else if (back(&j)) {
             clean_up(&j, 0);
-            rc = anvil_error_set(err, ANVIL_E_IO,
+            rc = anvil__error_set(err, ANVIL_E_IO,
                                  "cannot rename '%s' to '%s': %s; the new split set was not "
                                  "written and the old files are back in place",
                                  fail.from, fail.to, strerror(fail.e));
         } else {
-            rc = anvil_error_set(err, ANVIL_E_IO,
+            rc = anvil__error_set(err, ANVIL_E_IO,
                                  "cannot rename '%s' to '%s': %s, and undoing the partial "
                                  "commit failed too; the journal '%s' records it: the next "
                                  "anvil write in that folder (or anvil's reader) resolves it",
@@ -543,7 +543,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
     char *jpath = dir != NULL ? journal_path_for(dir, afile_base_of(first_path)) : NULL;
     if (jpath == NULL) {
         free(dir);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     v->lock_fd = afile_lock_dir(dir, 0);
     int rc = ANVIL_OK;
@@ -552,7 +552,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
         fs_journal j;
         if (journal_read(&j, dir, jpath) != 0 || j.n != n_parts ||
             strcmp(afile_base_of(j.e[0].final_path), afile_base_of(first_path)) != 0) {
-            rc = anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+            rc = anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                  "'%s': an interrupted write left the journal '%s', which cannot "
                                  "be read; remove it and write the set again",
                                  first_path, jpath);
@@ -562,7 +562,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
         } else {
             const int fwd = can_go_forward(&j), bwd = !fwd && can_go_back(&j);
             v->paths = calloc(n_parts, sizeof *v->paths);
-            rc = v->paths != NULL ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = v->paths != NULL ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             for (size_t i = 0; rc == ANVIL_OK && i < n_parts; ++i) {
                 const fs_entry *e = &j.e[i];
                 const char *p = NULL;
@@ -571,7 +571,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
                 } else if (bwd && e->old_ino != 0) {
                     p = holds(e->backup_path, e->old_ino) ? e->backup_path : e->final_path;
                 } else {
-                    rc = anvil_error_set(
+                    rc = anvil__error_set(
                         err, ANVIL_E_NOT_FOUND,
                         "'%s': a write of this split set was interrupted and %s; write the "
                         "set again",
@@ -583,7 +583,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
                 v->paths[i] = strdup(p);
                 v->n = i + 1;
                 if (v->paths[i] == NULL) {
-                    rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
                 }
             }
             journal_free(&j);

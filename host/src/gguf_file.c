@@ -20,22 +20,22 @@ int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
     memset(out, 0, sizeof *out);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        return anvil_error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
+        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
                                "cannot open '%s': %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         const int e = errno;
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", path, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "'%s' is not a regular file", path);
+        return anvil__error_set(err, ANVIL_E_IO, "'%s' is not a regular file", path);
     }
     if ((uint64_t)st.st_size > SIZE_MAX) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "'%s' is too large to map on this machine",
+        return anvil__error_set(err, ANVIL_E_IO, "'%s' is too large to map on this machine",
                                path);
     }
     if (st.st_size == 0) {
@@ -46,7 +46,7 @@ int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
     const int e = errno;
     close(fd); /* the mapping keeps the file alive */
     if (addr == MAP_FAILED) {
-        return anvil_error_set(err, ANVIL_E_IO, "cannot map '%s': %s", path, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot map '%s': %s", path, strerror(e));
     }
     out->addr = addr;
     out->size = (size_t)st.st_size;
@@ -77,7 +77,7 @@ ANVIL_API void anvil_gguf_mapping_free(anvil_gguf_mapping *m) { mapping_destroy(
 int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, int release,
                       anvil_error *err) {
     if (m == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "no mapping");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no mapping");
     }
     if (len == 0) {
         return ANVIL_OK;
@@ -98,12 +98,12 @@ int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, 
         /* DONTNEED on a read-only private file mapping we never wrote just
          * drops clean pages: touching them again re-reads the file. */
         if (madvise((void *)start, end - start, release ? MADV_DONTNEED : MADV_WILLNEED) != 0) {
-            return anvil_error_set(err, ANVIL_E_IO, "madvise(%s) failed: %s",
+            return anvil__error_set(err, ANVIL_E_IO, "madvise(%s) failed: %s",
                                    release ? "DONTNEED" : "WILLNEED", strerror(errno));
         }
         return ANVIL_OK;
     }
-    return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+    return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                            "the range %p+%zu is not inside this file's mapping", ptr, len);
 }
 
@@ -157,13 +157,13 @@ static anvil_gguf *gguf_new(void) {
 static int add_slot(anvil_gguf *g, anvil_error *err) {
     gguf_region *rs = realloc(g->mapping->regions, (g->mapping->n + 1) * sizeof *rs);
     if (rs == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     g->mapping->regions = rs;
     memset(&rs[g->mapping->n], 0, sizeof *rs);
     gguf_part *ps = realloc(g->parts, (g->n_parts + 1) * sizeof *ps);
     if (ps == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     g->parts = ps;
     memset(&ps[g->n_parts], 0, sizeof *ps);
@@ -187,13 +187,13 @@ static int add_file_part(anvil_gguf *g, const char *open_path, const char *name,
     gguf_part *p = &g->parts[g->n_parts];
     rc = gguf_parse_part(p, r->addr, r->size, ctx, err);
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(err, "%s", name);
+        anvil__error_prefix(err, "%s", name);
         return rc;
     }
     g->n_parts++;
     p->path = strdup(name);
     if (p->path == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     return ANVIL_OK;
 }
@@ -212,7 +212,7 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
     }
     g->tensors = malloc(total * sizeof *g->tensors);
     if (g->tensors == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for %zu tensors", total);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for %zu tensors", total);
     }
     gguf_index_init(&g->tensor_index, gguf_tensor_name_of, g->tensors);
     for (size_t i = 0; i < g->n_parts; ++i) {
@@ -225,13 +225,13 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
             if (rc == 1 && g->lenient) {
                 /* Already noted (and the tensor marked) by the parse. */
             } else if (rc == 1) {
-                return anvil_error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
+                return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
                                        "tensor '%s' is in part %u and again in part %zu of the "
                                        "split set; the set is corrupt: re-split the model",
                                        t->name, g->tensors[first].part + 1, i + 1);
             }
             if (rc != ANVIL_OK && rc != 1) {
-                return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             }
             g->n_tensors++;
         }
@@ -288,12 +288,12 @@ static int open_split_rest(anvil_gguf *g, const char *path, const char *const *r
 ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
                               unsigned flags, anvil_error *err) {
     if (out == NULL || path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open: NULL argument");
     }
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     /* Part 1 of a set: the folder is locked (shared) while the parts are
      * opened, and an interrupted replacement is read as its journal says
@@ -329,13 +329,13 @@ static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx 
     int rc = gguf_parse_part_lenient(&g->parts[0], r->addr, r->size, ctx, &g->problems, err);
     if (rc != ANVIL_OK) {
         if (path != NULL) {
-            anvil_error_prefix(err, "%s", path);
+            anvil__error_prefix(err, "%s", path);
         }
         return rc;
     }
     g->n_parts = 1;
     if (path != NULL && (g->parts[0].path = strdup(path)) == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     return gguf_merge_parts(g, err);
 }
@@ -344,12 +344,12 @@ static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx 
 static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size,
                         const anvil_ctx *ctx, anvil_error *err) {
     if (out == NULL || (path == NULL && data == NULL && size > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
     }
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     g->lenient = 1;
     int rc = add_slot(g, err);
@@ -374,7 +374,7 @@ static int open_lenient(anvil_gguf **out, const char *path, const void *data, si
 ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
                                       anvil_error *err) {
     if (path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
     }
     return open_lenient(out, path, NULL, 0, ctx, err);
 }
@@ -418,12 +418,12 @@ ANVIL_API void anvil_gguf_declared_counts(const anvil_gguf *g, uint64_t *n_kv, u
 ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,
                                      const anvil_ctx *ctx, anvil_error *err) {
     if (out == NULL || (data == NULL && size > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_buffer: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_buffer: NULL argument");
     }
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     int rc = add_slot(g, err);
     if (rc == ANVIL_OK) {

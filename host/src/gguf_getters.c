@@ -11,14 +11,14 @@
 
 static int lookup(const anvil_gguf *g, const char *key, anvil_gguf_value *v, anvil_error *err) {
     if (g == NULL || key == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL file or key");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL file or key");
     }
     const anvil_gguf_kv *kv = anvil_gguf_find_kv(g, key);
     if (kv == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOT_FOUND, "key '%s' is not in the file", key);
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND, "key '%s' is not in the file", key);
     }
     if (anvil_gguf_kv_value(kv, v) != ANVIL_OK) {
-        return anvil_error_set(err, ANVIL_E_INTERNAL, "key '%s' has an unreadable value", key);
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "key '%s' has an unreadable value", key);
     }
     return ANVIL_OK;
 }
@@ -26,7 +26,7 @@ static int lookup(const anvil_gguf *g, const char *key, anvil_gguf_value *v, anv
 static int wrong_type(const char *key, const anvil_gguf_value *v, const char *want,
                       anvil_error *err) {
     const char *tn = anvil_gguf_type_name(v->wire_type);
-    return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key '%s' holds a %s value, not %s", key,
+    return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key '%s' holds a %s value, not %s", key,
                            tn != NULL ? tn : "?", want);
 }
 
@@ -49,7 +49,7 @@ ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *
         return rc;
     }
     if (!v.in_i64) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW,
+        return anvil__error_set(err, ANVIL_E_OVERFLOW,
                                "key '%s' holds u64 %" PRIu64 ", which does not fit int64: read "
                                "it with anvil_gguf_get_u64",
                                key, v.u);
@@ -66,7 +66,7 @@ ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t 
         return rc;
     }
     if (!v.in_u64) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW,
+        return anvil__error_set(err, ANVIL_E_OVERFLOW,
                                "key '%s' holds %" PRId64 ", which is negative", key, v.i);
     }
     *out = v.u;

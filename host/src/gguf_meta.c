@@ -35,7 +35,7 @@ static int same_layout(const anvil_gguf *src, const anvil_gguf_writer *w, uint64
     }
     uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
     if (offsets == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     uint64_t data_size = 0;
     int rc = gguf_writer_offsets(w, offsets, &data_size, err);
@@ -71,7 +71,7 @@ static int copy_data(gguf_sink *s, const anvil_gguf *src, int src_fd, anvil_erro
         const anvil_gguf_tensor *t0 = anvil_gguf_tensor_count(src) ? anvil_gguf_tensor_at(src, 0) : NULL;
         const uint8_t *base = t0 != NULL ? (const uint8_t *)t0->data - t0->file_offset : NULL;
         if (base == NULL) {
-            return anvil_error_set(err, ANVIL_E_INTERNAL, "no mapping to copy the data from");
+            return anvil__error_set(err, ANVIL_E_INTERNAL, "no mapping to copy the data from");
         }
         const uint64_t at = p.file_size - left;
         rc = gguf_sink_write(s, base + at, left, err);
@@ -92,7 +92,7 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
     struct stat st;
     if (src_fd >= 0 && (fstat(src_fd, &st) != 0 || (uint64_t)st.st_size != p.file_size)) {
         close(src_fd);
-        return anvil_error_set(err, ANVIL_E_STATE, "'%s' changed while it was being edited; try again", p.path);
+        return anvil__error_set(err, ANVIL_E_STATE, "'%s' changed while it was being edited; try again", p.path);
     }
     gguf_sink s;
     int rc = gguf_sink_open(&s, out_path, err);
@@ -112,7 +112,7 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
                 continue;
             }
             if (k <= 0) {
-                rc = anvil_error_set(err, ANVIL_E_IO, "writing the header of '%s' failed: %s", out_path,
+                rc = anvil__error_set(err, ANVIL_E_IO, "writing the header of '%s' failed: %s", out_path,
                                      strerror(errno));
             } else {
                 done += (size_t)k;
@@ -137,7 +137,7 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
 ANVIL_API int anvil_gguf_write_metadata(const anvil_gguf *src, anvil_gguf_writer *w, const char *out_path,
                                         int *header_only, anvil_error *err) {
     if (src == NULL || w == NULL || out_path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     }
     if (header_only != NULL) {
         *header_only = 0;

@@ -53,7 +53,7 @@ static shown_name show(const char *p, size_t len) {
 double gguf_gb(uint64_t bytes) { return (double)bytes / 1e9; }
 
 static int truncated_at(const reader *r, uint64_t need, const char *what, anvil_error *err) {
-    return anvil_error_set(err, ANVIL_E_GGUF_TRUNCATED,
+    return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
                            "the file ends inside %s: %" PRIu64 " bytes needed at byte %" PRIu64
                            " but the file has %" PRIu64 " bytes; the file is truncated: "
                            "re-download or re-export",
@@ -88,31 +88,31 @@ static const struct {
 static int check_magic(const uint8_t *b, uint64_t size, anvil_error *err) {
     if (size < 4) {
         if (size == 0) {
-            return anvil_error_set(err, ANVIL_E_GGUF_TRUNCATED,
+            return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
                                    "the file is empty (0 bytes), not a GGUF file; the file is "
                                    "truncated: re-download or re-export");
         }
         if (memcmp(b, "GGUF", (size_t)size) == 0) {
-            return anvil_error_set(err, ANVIL_E_GGUF_TRUNCATED,
+            return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
                                    "the file is %" PRIu64 " bytes and ends inside the GGUF magic; "
                                    "the file is truncated: re-download or re-export",
                                    size);
         }
-        return anvil_error_set(err, ANVIL_E_GGUF_MAGIC,
+        return anvil__error_set(err, ANVIL_E_GGUF_MAGIC,
                                "not a GGUF file: only %" PRIu64 " bytes and no 'GGUF' magic", size);
     }
     if (memcmp(b, "GGUF", 4) == 0) {
         return ANVIL_OK;
     }
     if (memcmp(b, "FUGG", 4) == 0) {
-        return anvil_error_set(err, ANVIL_E_GGUF_ENDIAN,
+        return anvil__error_set(err, ANVIL_E_GGUF_ENDIAN,
                                "magic 'FUGG' is 'GGUF' byte-swapped: the file was written on a "
                                "big-endian machine; convert it to little-endian (gguf-py "
                                "gguf_convert_endian.py) before use");
     }
     for (size_t i = 0; i < sizeof legacy_magics / sizeof legacy_magics[0]; ++i) {
         if (memcmp(b, legacy_magics[i].bytes, 4) == 0) {
-            return anvil_error_set(err, ANVIL_E_GGUF_LEGACY,
+            return anvil__error_set(err, ANVIL_E_GGUF_LEGACY,
                                    "this is a pre-GGUF %s file, a format ggml dropped in 2023; "
                                    "anvil reads GGUF v2 and v3 only: convert the original "
                                    "weights with a current llama.cpp or download a GGUF",
@@ -126,7 +126,7 @@ static int check_magic(const uint8_t *b, uint64_t size, anvil_error *err) {
     shown[4] = '\0';
     const int looks_safetensors =
         anvil_st_sniff(b, size < ANVIL_ST_SNIFF_BYTES ? (size_t)size : ANVIL_ST_SNIFF_BYTES);
-    return anvil_error_set(err, ANVIL_E_GGUF_MAGIC,
+    return anvil__error_set(err, ANVIL_E_GGUF_MAGIC,
                            "not a GGUF file: it starts with '%s' (%02x %02x %02x %02x), "
                            "expected 'GGUF'%s",
                            shown, b[0], b[1], b[2], b[3],
@@ -138,7 +138,7 @@ static int check_version(uint32_t v, anvil_error *err) {
         return ANVIL_OK;
     }
     if (v == 1) {
-        return anvil_error_set(err, ANVIL_E_GGUF_VERSION,
+        return anvil__error_set(err, ANVIL_E_GGUF_VERSION,
                                "GGUF v1 is no longer supported: re-convert the model with a "
                                "current llama.cpp (or download a v2/v3 file)");
     }
@@ -146,14 +146,14 @@ static int check_version(uint32_t v, anvil_error *err) {
         /* A small version read in the wrong byte order lands in the high
          * half: 3 reads as 0x03000000. */
         const uint32_t swapped = __builtin_bswap32(v);
-        return anvil_error_set(err, ANVIL_E_GGUF_ENDIAN,
+        return anvil__error_set(err, ANVIL_E_GGUF_ENDIAN,
                                "GGUF version field reads %" PRIu32 " (0x%08" PRIx32 "), which is "
                                "version %" PRIu32 " byte-swapped: the file is big-endian, this "
                                "host is little-endian; convert it (gguf-py "
                                "gguf_convert_endian.py) before use",
                                v, v, swapped);
     }
-    return anvil_error_set(err, ANVIL_E_GGUF_VERSION,
+    return anvil__error_set(err, ANVIL_E_GGUF_VERSION,
                            "GGUF version %" PRIu32 " is not supported (anvil reads versions 2 "
                            "and 3)",
                            v);
@@ -185,7 +185,7 @@ static int grow_array(void **arr, size_t *cap, size_t need, size_t elem) {
 }
 
 static int nomem(anvil_error *err, const char *what) {
-    return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory while reading %s", what);
+    return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory while reading %s", what);
 }
 
 /* ---- lenient bookkeeping ------------------------------------------------- */
@@ -240,7 +240,7 @@ static int read_string(reader *r, anvil_gguf_str *out, const char *what, anvil_e
     }
     const uint64_t len = gguf_load_u64(r->base + r->pos);
     if (len > bytes_left(r) - 8) {
-        return anvil_error_set(err, ANVIL_E_GGUF_STRING,
+        return anvil__error_set(err, ANVIL_E_GGUF_STRING,
                                "%s: string length %" PRIu64 " at byte %" PRIu64
                                " runs past the end of the file (%" PRIu64 " bytes left); the "
                                "file is truncated or corrupt: re-download or re-export",
@@ -274,13 +274,13 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
         const uint32_t elem = gguf_load_u32(r->base + r->pos);
         const uint64_t count = gguf_load_u64(r->base + r->pos + 4);
         if (elem == ANVIL_GGUF_TYPE_ARRAY) {
-            return anvil_error_set(err, ANVIL_E_GGUF_NESTED_ARRAY,
+            return anvil__error_set(err, ANVIL_E_GGUF_NESTED_ARRAY,
                                    "key '%s' is an array of arrays (at byte %" PRIu64 "), which "
                                    "GGUF does not allow; the file is corrupt",
                                    key.text, r->pos);
         }
         if (elem >= ANVIL_GGUF_TYPE_COUNT) {
-            return anvil_error_set(err, ANVIL_E_GGUF_KV_TYPE,
+            return anvil__error_set(err, ANVIL_E_GGUF_KV_TYPE,
                                    "key '%s' is an array of unknown type %" PRIu32
                                    " (valid types are 0-12) at byte %" PRIu64
                                    "; the file is corrupt",
@@ -292,7 +292,7 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
         if (elem == ANVIL_GGUF_TYPE_STRING) {
             /* Every element is at least its 8-byte length. */
             if (count > bytes_left(r) / 8) {
-                return anvil_error_set(err, ANVIL_E_GGUF_COUNT,
+                return anvil__error_set(err, ANVIL_E_GGUF_COUNT,
                                        "key '%s': array of %" PRIu64 " strings cannot fit in the "
                                        "%" PRIu64 " bytes left in the file; the file is "
                                        "truncated or corrupt",
@@ -316,7 +316,7 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
             const uint64_t esize = anvil_gguf_type_size(elem);
             uint64_t total;
             if (gguf_mul_overflows(count, esize, &total) || total > bytes_left(r)) {
-                return anvil_error_set(err, ANVIL_E_GGUF_COUNT,
+                return anvil__error_set(err, ANVIL_E_GGUF_COUNT,
                                        "key '%s': array of %" PRIu64 " %s values needs more than "
                                        "the %" PRIu64 " bytes left in the file; the file is "
                                        "truncated or corrupt",
@@ -339,7 +339,7 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
         }
         r->pos += size;
     } else {
-        return anvil_error_set(err, ANVIL_E_GGUF_KV_TYPE,
+        return anvil__error_set(err, ANVIL_E_GGUF_KV_TYPE,
                                "key '%s' has unknown value type %" PRIu32
                                " (valid types are 0-12) at byte %" PRIu64 "; the file is corrupt",
                                key.text, type, raw_at - 4);
@@ -369,7 +369,7 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
             return problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, GGUF_STOPPED, err);
         }
         if (key.len == 0) {
-            rc = anvil_error_set(e, ANVIL_E_GGUF_STRING,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_STRING,
                                  "KV %" PRIu64 " has an empty key (at byte %" PRIu64
                                  "); the file is corrupt",
                                  k, r->pos - 8);
@@ -390,7 +390,7 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
         rc = gguf_index_insert(&p->kv_index, p->n_kv, &first);
         if (rc == 1) {
             const shown_name sn = show(key.ptr, key.len);
-            rc = anvil_error_set(e, ANVIL_E_GGUF_DUP_KEY,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_DUP_KEY,
                                  "key '%s' appears twice (KV %zu and KV %" PRIu64
                                  "); the file is corrupt: re-export it",
                                  sn.text, first, k);
@@ -436,7 +436,7 @@ static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
     const anvil_gguf_kv *kv = &p->kvs[at];
     if (kv->type != ANVIL_GGUF_TYPE_U32) {
         const char *tn = anvil_gguf_type_name(kv->type);
-        const int rc = anvil_error_set(e, ANVIL_E_GGUF_KEY_TYPE,
+        const int rc = anvil__error_set(e, ANVIL_E_GGUF_KEY_TYPE,
                                        "general.alignment has wire type %s; it must be u32 (a "
                                        "power of two up to 1 MiB); the file is corrupt",
                                        tn != NULL ? tn : "?");
@@ -444,7 +444,7 @@ static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
     }
     const uint32_t a = gguf_load_u32(kv->raw);
     if (!gguf_is_pow2(a) || a > ANVIL_GGUF_MAX_ALIGNMENT) {
-        const int rc = anvil_error_set(e, ANVIL_E_GGUF_ALIGNMENT,
+        const int rc = anvil__error_set(e, ANVIL_E_GGUF_ALIGNMENT,
                                        "general.alignment is %" PRIu32 "; it must be a power of "
                                        "two from 1 to %u (1 MiB); the file is corrupt",
                                        a, ANVIL_GGUF_MAX_ALIGNMENT);
@@ -466,7 +466,7 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     }
     const uint32_t n_dims = gguf_load_u32(r->base + r->pos);
     if (n_dims > ANVIL_GGUF_MAX_DIMS) {
-        return anvil_error_set(err, ANVIL_E_GGUF_DIMS,
+        return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
                                "tensor '%s' (index %" PRIu64 ") has %" PRIu32 " dims; GGUF allows at "
                                "most %d; the file is corrupt",
                                name.text, index, n_dims, ANVIL_GGUF_MAX_DIMS);
@@ -485,7 +485,7 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
             r->pos += 8;
             /* ggml reads dims as int64: the top bit would be a negative dim. */
             if (t->ne[j] > (uint64_t)INT64_MAX) {
-                return anvil_error_set(err, ANVIL_E_GGUF_DIMS,
+                return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
                                        "tensor '%s': dim %" PRIu32 " is %" PRIu64
                                        ", a negative int64 on disk; the file is corrupt",
                                        name.text, j, t->ne[j]);
@@ -493,7 +493,7 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
         }
         if (gguf_mul_overflows(n_elements, t->ne[j], &n_elements) ||
             n_elements > (uint64_t)INT64_MAX) {
-            return anvil_error_set(err, ANVIL_E_GGUF_DIMS,
+            return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
                                    "tensor '%s': dims %" PRIu64 " x %" PRIu64 " x %" PRIu64
                                    " x %" PRIu64 " overflow the element count; the file is "
                                    "corrupt",
@@ -513,15 +513,15 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     t->type = gguf_load_u32(r->base + r->pos);
     r->pos += 4;
     anvil_error lookup;
-    anvil_error_clear(&lookup);
+    anvil__error_clear(&lookup);
     if (anvil_type_lookup(ctx, t->type, &t->type_info, &lookup) != ANVIL_OK) {
-        return anvil_error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name.text,
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name.text,
                                lookup.message);
     }
     const uint64_t be = t->type_info.block_elems;
     const uint64_t bb = t->type_info.block_bytes;
     if (be == 0 || bb == 0) {
-        return anvil_error_set(err, ANVIL_E_GGUF_TENSOR_TYPE,
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE,
                                "tensor '%s': type id %" PRIu32 " (%s) reports an empty block "
                                "(%" PRIu64 " elements, %" PRIu64 " bytes); its codec plugin is "
                                "broken",
@@ -529,7 +529,7 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
                                be, bb);
     }
     if (t->ne[0] % be != 0) {
-        return anvil_error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
+        return anvil__error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
                                "tensor '%s' (%s) has rows of %" PRIu64 " elements, not a whole "
                                "number of %" PRIu64 "-element blocks (%" PRIu64 " %% %" PRIu64
                                " = %" PRIu64 "); ggml cannot load it either: re-quantize or "
@@ -540,7 +540,7 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     /* ne[0] is whole blocks, so n_elements is too. */
     if (gguf_mul_overflows(t->ne[0] / be, bb, &t->row_bytes) ||
         gguf_mul_overflows(n_elements / be, bb, &t->n_bytes) || t->n_bytes > (uint64_t)INT64_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_DIMS,
+        return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
                                "tensor '%s': %" PRIu64 " elements of %s overflow a byte count; "
                                "the file is corrupt",
                                name.text, n_elements, t->type_info.name);
@@ -631,7 +631,7 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
         rc = gguf_index_insert(&names, p->n_tensors, &first);
         if (rc == 1) {
             const shown_name sn = show(name.ptr, name.len);
-            rc = anvil_error_set(e, ANVIL_E_GGUF_DUP_TENSOR,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_DUP_TENSOR,
                                  "tensor name '%s' appears twice (tensors %zu and %" PRIu64
                                  "); the file is corrupt: re-export it",
                                  sn.text, first, k);
@@ -690,7 +690,7 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
         const anvil_gguf_tensor *t = &p->tensors[i];
         if (!is_bad(p, i) && t->offset % p->alignment != 0) {
             const shown_name sn = show(t->name, t->name_len);
-            rc = anvil_error_set(e, ANVIL_E_GGUF_MISALIGNED,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_MISALIGNED,
                                  "tensor '%s': data offset %" PRIu64 " is not a multiple of "
                                  "the alignment %" PRIu32 "; the file is corrupt",
                                  sn.text, t->offset, p->alignment);
@@ -713,7 +713,7 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
         if (gguf_add_overflows(p->data_offset, t->offset, &start) ||
             gguf_add_overflows(start, t->n_bytes, &end)) {
             const shown_name sn = show(t->name, t->name_len);
-            rc = anvil_error_set(e, ANVIL_E_GGUF_DATA_RANGE,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_DATA_RANGE,
                                  "tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes "
                                  "lies outside any possible file; the file is corrupt",
                                  sn.text, t->offset, t->n_bytes);
@@ -730,7 +730,7 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
             }
             if (r->problems != NULL) {
                 const shown_name sn = show(t->name, t->name_len);
-                anvil_error_set(e, ANVIL_E_GGUF_TRUNCATED,
+                anvil__error_set(e, ANVIL_E_GGUF_TRUNCATED,
                                 "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
                                 " bytes: %" PRIu64 " bytes short; the file is truncated: "
                                 "re-download or re-export",
@@ -758,7 +758,7 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
                      " bytes, %" PRIu64 " bytes = %.3f GB more than the file has)",
                      n_past, p->n_tensors, need, need - p->size, gguf_gb(need - p->size));
         }
-        return anvil_error_set(err, ANVIL_E_GGUF_TRUNCATED,
+        return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
                                "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
                                " bytes: %" PRIu64 " bytes (%.3f GB) short%s. The file is "
                                "truncated: re-download or re-export",
@@ -794,7 +794,7 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
             const anvil_gguf_tensor *b = &p->tensors[rs[i].tensor];
             const shown_name sa = show(a->name, a->name_len);
             const shown_name sb = show(b->name, b->name_len);
-            rc = anvil_error_set(e, ANVIL_E_GGUF_OVERLAP,
+            rc = anvil__error_set(e, ANVIL_E_GGUF_OVERLAP,
                                  "tensors '%s' (bytes %" PRIu64 "-%" PRIu64 ") and '%s' (bytes "
                                  "%" PRIu64 "-%" PRIu64 ") overlap; the file is corrupt",
                                  sa.text, rs[reach].start, rs[reach].end, sb.text, rs[i].start,
@@ -893,7 +893,7 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const an
     r.pos = 24;
     /* ggml reads both counts as int64: the top bit is a negative count. */
     if (n_tensors > (uint64_t)INT64_MAX || n_kv > (uint64_t)INT64_MAX) {
-        rc = anvil_error_set(err, ANVIL_E_GGUF_COUNT,
+        rc = anvil__error_set(err, ANVIL_E_GGUF_COUNT,
                              "the header declares %" PRIu64 " tensors and %" PRIu64 " KVs; a "
                              "count above 2^63-1 is negative on disk: the file is corrupt",
                              n_tensors, n_kv);
@@ -922,7 +922,7 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const an
      * vocab-only file may end right after its KVs. */
     p->data_offset = r.pos;
     if (p->n_tensors > 0 && gguf_pad_overflows(r.pos, p->alignment, &p->data_offset)) {
-        rc = anvil_error_set(err, ANVIL_E_GGUF_DATA_RANGE, "data section offset overflows");
+        rc = anvil__error_set(err, ANVIL_E_GGUF_DATA_RANGE, "data section offset overflows");
         goto fail;
     }
     rc = check_data(&r, p, err);

@@ -18,12 +18,12 @@
 ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no,
                                     uint32_t count, anvil_error *err) {
     if (buf == NULL || prefix == NULL || no == 0 || no > count) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "split part %" PRIu32 " of %" PRIu32
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "split part %" PRIu32 " of %" PRIu32
                                " is not a valid part number", no, count);
     }
     const int n = snprintf(buf, size, "%s-%05" PRIu32 "-of-%05" PRIu32 ".gguf", prefix, no, count);
     if (n < 0 || (size_t)n >= size) {
-        return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "split path for '%s' is too long",
+        return anvil__error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "split path for '%s' is too long",
                                prefix);
     }
     return ANVIL_OK;
@@ -104,7 +104,7 @@ static int split_key(const gguf_part *p, const char *key, uint32_t want_type, in
     const anvil_gguf_kv *kv = &p->kvs[i];
     if (kv->type != want_type) {
         const char *tn = anvil_gguf_type_name(kv->type);
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
                                "%s: %s has wire type %s; llama.cpp writes it as %s", path, key,
                                tn != NULL ? tn : "?", anvil_gguf_type_name(want_type));
     }
@@ -140,7 +140,7 @@ static int check_mark(const gguf_split_mark *first, const char *opened, const ch
     } else {
         snprintf(why, sizeof why, "its mark says part %" PRIu32 " of %" PRIu32, m.no, m.count);
     }
-    return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+    return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                            "%s: part %" PRIu32 " of %" PRId64 " does not belong with the other "
                            "parts: %s; the set was mixed with parts of another -- write or "
                            "download the set again (if the parts do belong together, remove "
@@ -172,7 +172,7 @@ int gguf_split_begin(gguf_split_set *s, const gguf_part *first, const char *path
     uint32_t pno = 0, pcount = 0;
     if (!anvil_gguf_split_parse(path, s->prefix, sizeof s->prefix, &pno, &pcount) || pno != 1 ||
         pcount != (uint32_t)s->count) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%s: the file is part 1 of a %" PRId64 "-part split set but its "
                                "name does not end in -00001-of-%05" PRId64 ".gguf, so the other "
                                "parts cannot be found; rename the parts as llama.cpp's "
@@ -188,7 +188,7 @@ int gguf_split_part_path(const gguf_split_set *s, uint32_t k, char *buf, size_t 
 }
 
 int gguf_split_missing(const gguf_split_set *s, uint32_t k, const char *part_path, anvil_error *err) {
-    return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+    return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                            "part %" PRIu32 " of %" PRId64 " is missing: '%s' does not "
                            "exist; download every part of the split set",
                            k, s->count, part_path);
@@ -212,7 +212,7 @@ int gguf_split_check_part(const gguf_split_set *s, const gguf_part *p, uint32_t 
         return rc;
     }
     if (pn != (int64_t)(k - 1) || pc != s->count || (s->total >= 0 && pt >= 0 && pt != s->total)) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%s: split keys say part no %" PRId64 " of %" PRId64
                                " (%" PRId64 " tensors in all), expected part no %" PRIu32
                                " of %" PRId64 " (%" PRId64 " tensors): the parts come from "
@@ -232,7 +232,7 @@ int gguf_split_check_total(const gguf_split_set *s, const gguf_part *parts, size
         have += parts[i].n_tensors;
     }
     if ((uint64_t)have != (uint64_t)s->total) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%s: split.tensors.count says %" PRId64 " tensors but the %"
                                PRId64 " parts hold %zu; the set is incomplete or mixed",
                                path, s->total, s->count, have);

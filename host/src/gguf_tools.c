@@ -90,7 +90,7 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
         uint64_t padded;
         if (gguf_pad_overflows(anvil_gguf_tensor_at(src, i)->n_bytes, ANVIL_GGUF_DEFAULT_ALIGNMENT,
                                &padded)) {
-            return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
+            return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
         }
         if (gguf_split_starts_part(in_part_count, in_part_bytes, padded, max_bytes, max_tensors)) {
             part++;
@@ -105,7 +105,7 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
      * 1, a second one would be empty: gguf-split refuses that too). */
     *n_parts = n > 0 ? part + 1 : 1;
     if (*n_parts > UINT16_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "the split would make %" PRIu32 " parts; split.count is a u16 "
                                "(at most 65535): raise the limit",
                                *n_parts);
@@ -116,16 +116,16 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
 static int check_split_options(const anvil_gguf *src, const anvil_gguf_write_options *o,
                                anvil_error *err) {
     if (src == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
     }
     if ((o->split_max_bytes == 0) == (o->split_max_tensors == 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "give exactly one split limit: a maximum size or a maximum "
                                "tensor count");
     }
     const size_t n = anvil_gguf_tensor_count(src);
     if (n > (size_t)INT32_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%zu tensors do not fit split.tensors.count (i32)", n);
     }
     return ANVIL_OK;
@@ -136,7 +136,7 @@ ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_writ
     const anvil_gguf_write_options o = read_options(opts);
     int rc = check_split_options(src, &o, err);
     if (rc == ANVIL_OK && (n_parts == NULL || (part_of == NULL && anvil_gguf_tensor_count(src)))) {
-        rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL part_of or n_parts");
+        rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL part_of or n_parts");
     }
     return rc == ANVIL_OK ? plan_parts(src, &o, part_of, n_parts, err) : rc;
 }
@@ -221,7 +221,7 @@ ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *
                                          size_t *n_tensors, anvil_error *err) {
     if (src == NULL || bytes == NULL || part >= n_parts ||
         (part_of == NULL && anvil_gguf_tensor_count(src) > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "bad arguments to anvil_gguf_split_part_size");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "bad arguments to anvil_gguf_split_part_size");
     }
     if (n_tensors != NULL) {
         *n_tensors = 0;
@@ -237,7 +237,7 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
                                         uint32_t *n_parts, anvil_error *err) {
     const anvil_gguf_write_options o = read_options(opts);
     if (prefix == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL prefix");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL prefix");
     }
     int rc = check_split_options(src, &o, err);
     if (rc != ANVIL_OK) {
@@ -246,7 +246,7 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     const size_t n = anvil_gguf_tensor_count(src);
     uint32_t *part_of = malloc((n > 0 ? n : 1) * sizeof *part_of);
     if (part_of == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     uint32_t parts = 1;
     rc = plan_parts(src, &o, part_of, &parts, err);
@@ -256,7 +256,7 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     }
     anvil_gguf_writer **w = rc == ANVIL_OK ? calloc(parts, sizeof *w) : NULL;
     if (rc == ANVIL_OK && w == NULL) {
-        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     /* Every part complete under a temp name, then all put in place at once:
      * an existing set is replaced whole or not at all (file_set.h). */

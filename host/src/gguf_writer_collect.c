@@ -24,11 +24,11 @@ static void wtensor_name_of(const void *items, size_t i, const char **p, size_t 
 ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ctx,
                                     anvil_error *err) {
     if (out == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_writer_new: NULL out");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_writer_new: NULL out");
     }
     anvil_gguf_writer *w = calloc(1, sizeof *w);
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     w->ctx = ctx;
     w->alignment = ANVIL_GGUF_DEFAULT_ALIGNMENT;
@@ -60,10 +60,10 @@ ANVIL_API void anvil_gguf_writer_free(anvil_gguf_writer *w) {
 
 static int check_building(const anvil_gguf_writer *w, anvil_error *err) {
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
     if (w->state != GGUF_W_BUILDING) {
-        return anvil_error_set(err, ANVIL_E_STATE,
+        return anvil__error_set(err, ANVIL_E_STATE,
                                "a stream is being written: KVs and tensors are fixed until it "
                                "is finished or aborted");
     }
@@ -112,13 +112,13 @@ static int check_reserved(anvil_gguf_writer *w, const char *key, size_t key_len,
     }
     if (type != ANVIL_GGUF_TYPE_U32 || value_size != 4) {
         const char *tn = anvil_gguf_type_name(type);
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
                                "general.alignment must be written as u32, not %s",
                                tn != NULL ? tn : "?");
     }
     const uint32_t a = gguf_load_u32(value);
     if (!gguf_is_pow2(a) || a > ANVIL_GGUF_MAX_ALIGNMENT) {
-        return anvil_error_set(err, ANVIL_E_GGUF_ALIGNMENT,
+        return anvil__error_set(err, ANVIL_E_GGUF_ALIGNMENT,
                                "general.alignment %" PRIu32 " is not a power of two from 1 to "
                                "%u (1 MiB)",
                                a, ANVIL_GGUF_MAX_ALIGNMENT);
@@ -138,14 +138,14 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
         return rc;
     }
     if (key == NULL || key_len == 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "a GGUF key must not be empty");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "a GGUF key must not be empty");
     }
     rc = check_reserved(w, key, key_len, type, value, value_size, 0, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     if (value_size > SIZE_MAX - 12 - key_len) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "KV value too large");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "KV value too large");
     }
     const size_t wire_size = 8 + key_len + 4 + value_size;
     uint8_t *wire = malloc(wire_size);
@@ -153,7 +153,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (wire == NULL || kcopy == NULL) {
         free(wire);
         free(kcopy);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_store_u64(wire, key_len);
     memcpy(wire + 8, key, key_len);
@@ -168,7 +168,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (grow((void **)&w->kvs, &w->cap_kv, w->n_kv + 1, sizeof *w->kvs) != ANVIL_OK) {
         free(wire);
         free(kcopy);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_index_rebase(&w->kv_index, w->kvs);
     const int64_t old = gguf_index_find(&w->kv_index, key, key_len);
@@ -184,7 +184,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (gguf_index_insert(&w->kv_index, w->n_kv, NULL) < 0) {
         free(wire);
         free(kcopy);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     w->n_kv++;
     /* The padding follows general.alignment from the moment it is stored. */
@@ -243,14 +243,14 @@ ANVIL_API int anvil_gguf_writer_set_bool(anvil_gguf_writer *w, const char *key, 
 ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *key, const char *s,
                                              size_t len, anvil_error *err) {
     if (s == NULL && len > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
     }
     if (len > SIZE_MAX - 8) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "string too long");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "string too long");
     }
     uint8_t *v = malloc(8 + len);
     if (v == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_store_u64(v, len);
     if (len > 0) {
@@ -265,7 +265,7 @@ ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *k
 ANVIL_API int anvil_gguf_writer_set_string(anvil_gguf_writer *w, const char *key, const char *s,
                                            anvil_error *err) {
     if (s == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
     }
     return anvil_gguf_writer_set_string_n(w, key, s, strlen(s), err);
 }
@@ -274,22 +274,22 @@ ANVIL_API int anvil_gguf_writer_set_array(anvil_gguf_writer *w, const char *key,
                                           const void *values, uint64_t count, anvil_error *err) {
     const size_t es = anvil_gguf_type_size(elem_type);
     if (es == 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "anvil_gguf_writer_set_array takes fixed-width element types; "
                                "use set_string_array for strings (type %" PRIu32 ")",
                                elem_type);
     }
     uint64_t bytes;
     if (gguf_mul_overflows(count, es, &bytes) || bytes > SIZE_MAX - 12) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "array of %" PRIu64 " values is too large",
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "array of %" PRIu64 " values is too large",
                                count);
     }
     if (values == NULL && count > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL array values");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL array values");
     }
     uint8_t *v = malloc(12 + (size_t)bytes);
     if (v == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_store_u32(v, elem_type);
     gguf_store_u64(v + 4, count);
@@ -314,21 +314,21 @@ ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *
                                               const anvil_gguf_str *items, uint64_t count,
                                               anvil_error *err) {
     if (items == NULL && count > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
     }
     uint64_t total = 12;
     for (uint64_t i = 0; i < count; ++i) {
         if ((items[i].ptr == NULL && items[i].len > 0) ||
             gguf_add_overflows(total, 8, &total) || gguf_add_overflows(total, items[i].len, &total)) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "string %" PRIu64 " is invalid", i);
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "string %" PRIu64 " is invalid", i);
         }
     }
     if (total > SIZE_MAX) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "string array too large");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "string array too large");
     }
     uint8_t *v = malloc((size_t)total);
     if (v == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_store_u32(v, ANVIL_GGUF_TYPE_STRING);
     gguf_store_u64(v + 4, count);
@@ -350,19 +350,19 @@ ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const cha
                                                  const char *const *items, uint64_t count,
                                                  anvil_error *err) {
     if (items == NULL && count > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
     }
     if (count > SIZE_MAX / sizeof(anvil_gguf_str)) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "string array too large");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "string array too large");
     }
     anvil_gguf_str *s = malloc((count > 0 ? (size_t)count : 1) * sizeof *s);
     if (s == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     for (uint64_t i = 0; i < count; ++i) {
         if (items[i] == NULL) {
             free(s);
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "string %" PRIu64 " is NULL", i);
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "string %" PRIu64 " is NULL", i);
         }
         s[i].ptr = items[i];
         s[i].len = strlen(items[i]);
@@ -375,7 +375,7 @@ ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const cha
 ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
                                         anvil_error *err) {
     if (kv == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL KV");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL KV");
     }
     return put_kv(w, kv->key, kv->key_len, kv->type, kv->raw, kv->raw_size, err);
 }
@@ -383,7 +383,7 @@ ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_k
 ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_gguf_kv *kv, const char *key,
                                            anvil_error *err) {
     if (kv == NULL || key == NULL || key[0] == '\0') {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL KV or empty key");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL KV or empty key");
     }
     return put_kv(w, key, strlen(key), kv->type, kv->raw, kv->raw_size, err);
 }
@@ -398,7 +398,7 @@ static int copy_kv_canonical_bool(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
     }
     uint8_t *v = malloc(kv->raw_size > 0 ? kv->raw_size : 1);
     if (v == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     memcpy(v, kv->raw, kv->raw_size);
     for (size_t i = array ? 12 : 0; i < kv->raw_size; ++i) {
@@ -437,10 +437,10 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
         return rc;
     }
     if (name == NULL || (ne == NULL && n_dims > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL tensor name or dims");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL tensor name or dims");
     }
     if (name_len > ANVIL_GGUF_MAX_TENSOR_NAME || memchr(name, '\0', name_len) != NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor name '%.*s...' is %zu bytes%s; ggml accepts names of at "
                                "most %d bytes without NUL bytes",
                                (int)(name_len > 40 ? 40 : name_len), name, name_len,
@@ -448,7 +448,7 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
                                ANVIL_GGUF_MAX_TENSOR_NAME);
     }
     if (n_dims > ANVIL_GGUF_MAX_DIMS) {
-        return anvil_error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': %" PRIu32 " dims (at most %d)",
+        return anvil__error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': %" PRIu32 " dims (at most %d)",
                                name, n_dims, ANVIL_GGUF_MAX_DIMS);
     }
     gguf_wtensor t;
@@ -458,33 +458,33 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
         t.ne[j] = j < n_dims ? ne[j] : 1;
         if (t.ne[j] > (uint64_t)INT64_MAX || gguf_mul_overflows(n_elements, t.ne[j], &n_elements) ||
             n_elements > (uint64_t)INT64_MAX) {
-            return anvil_error_set(err, ANVIL_E_GGUF_DIMS,
+            return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
                                    "tensor '%s': dims overflow the element count", name);
         }
     }
     anvil_type_info ti;
     anvil_error lookup;
-    anvil_error_clear(&lookup);
+    anvil__error_clear(&lookup);
     if (anvil_type_lookup(w->ctx, type, &ti, &lookup) != ANVIL_OK) {
-        return anvil_error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name,
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name,
                                lookup.message);
     }
     if (ti.block_elems == 0 || ti.block_bytes == 0) {
-        return anvil_error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': type %s has an empty "
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': type %s has an empty "
                                "block", name, ti.name);
     }
     if (t.ne[0] % ti.block_elems != 0) {
-        return anvil_error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
+        return anvil__error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
                                "tensor '%s' (%s): rows of %" PRIu64 " elements are not a whole "
                                "number of %" PRIu32 "-element blocks",
                                name, ti.name, t.ne[0], ti.block_elems);
     }
     if (gguf_mul_overflows(n_elements / ti.block_elems, ti.block_bytes, &t.n_bytes) ||
         t.n_bytes > (uint64_t)INT64_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': byte size overflows", name);
+        return anvil__error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': byte size overflows", name);
     }
     if (data != NULL && size != t.n_bytes) {
-        return anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+        return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                "tensor '%s' (%s, %" PRIu64 " elements) is %" PRIu64 " bytes but "
                                "%" PRIu64 " bytes were given",
                                name, ti.name, n_elements, t.n_bytes, size);
@@ -504,14 +504,14 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     t.name_len = name_len;
     t.name = malloc(name_len + 1);
     if (t.name == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     memcpy(t.name, name, name_len);
     t.name[name_len] = '\0';
     if (grow((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) !=
         ANVIL_OK) {
         free(t.name);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     gguf_index_rebase(&w->tensor_index, w->tensors);
     w->tensors[w->n_tensors] = t;
@@ -519,10 +519,10 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     if (rc != 0) {
         free(t.name);
         if (rc == 1) {
-            return anvil_error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
+            return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
                                    "tensor '%s' was already added", name);
         }
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     w->n_tensors++;
     return ANVIL_OK;
@@ -549,7 +549,7 @@ static int is_split_key(const char *key) {
 ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf *src,
                                           unsigned flags, anvil_error *err) {
     if (src == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
     }
     int rc = check_building(w, err);
     if (rc != ANVIL_OK) {

@@ -30,7 +30,7 @@ int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t 
         }
         if (gguf_pad_overflows(w->tensors[i].n_bytes, w->alignment, &padded) ||
             gguf_add_overflows(at, padded, &at)) {
-            return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor data size overflows");
+            return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor data size overflows");
         }
     }
     if (data_size != NULL) {
@@ -50,7 +50,7 @@ static int unpadded_header_size(const anvil_gguf_writer *w, uint64_t *out, anvil
         bad |= gguf_add_overflows(n, 8 + t->name_len + 4 + 8ull * t->disk_dims + 4 + 8, &n);
     }
     if (bad) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "GGUF header size overflows");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "GGUF header size overflows");
     }
     *out = n;
     return ANVIL_OK;
@@ -61,7 +61,7 @@ ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t
     uint64_t n = 0;
     int rc = unpadded_header_size(w, &n, err);
     if (rc == ANVIL_OK && gguf_pad_overflows(n, w->alignment, out)) {
-        rc = anvil_error_set(err, ANVIL_E_OVERFLOW, "GGUF header size overflows");
+        rc = anvil__error_set(err, ANVIL_E_OVERFLOW, "GGUF header size overflows");
     }
     return rc;
 }
@@ -74,7 +74,7 @@ ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *
         rc = gguf_writer_offsets(w, NULL, &data, err);
     }
     if (rc == ANVIL_OK && gguf_add_overflows(header, data, out)) {
-        rc = anvil_error_set(err, ANVIL_E_OVERFLOW, "GGUF file size overflows");
+        rc = anvil__error_set(err, ANVIL_E_OVERFLOW, "GGUF file size overflows");
     }
     return rc;
 }
@@ -91,14 +91,14 @@ static int build_header(const anvil_gguf_writer *w, uint8_t **out, size_t *size,
         return rc;
     }
     if (total > SIZE_MAX) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "GGUF header too large");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "GGUF header too large");
     }
     uint64_t *offsets = malloc((w->n_tensors > 0 ? w->n_tensors : 1) * sizeof *offsets);
     uint8_t *h = calloc(1, total > 0 ? (size_t)total : 1); /* zeroed: the padding */
     if (offsets == NULL || h == NULL) {
         free(offsets);
         free(h);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for the GGUF header");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for the GGUF header");
     }
     rc = gguf_writer_offsets(w, offsets, NULL, err);
     if (rc != ANVIL_OK) {
@@ -134,7 +134,7 @@ static int build_header(const anvil_gguf_writer *w, uint8_t **out, size_t *size,
     free(offsets);
     if ((uint64_t)(p - h) != unpadded) {
         free(h);
-        return anvil_error_set(err, ANVIL_E_INTERNAL, "GGUF header size mismatch");
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "GGUF header size mismatch");
     }
     *out = h;
     *size = (size_t)total;
@@ -156,7 +156,7 @@ static int sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *e
     const uint8_t *p = data;
     if (s->fd < 0) {
         if (n > s->cap - s->used) {
-            return anvil_error_set(err, ANVIL_E_INTERNAL, "memory sink overrun");
+            return anvil__error_set(err, ANVIL_E_INTERNAL, "memory sink overrun");
         }
         memcpy(s->buf + s->used, p, (size_t)n);
         s->used += (size_t)n;
@@ -211,7 +211,7 @@ static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
     s->fd = -1;
     s->buf = malloc(SINK_BUFFER);
     if (s->buf == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     const int rc = afile_open(&s->file, path, err);
     if (rc != ANVIL_OK) {
@@ -282,10 +282,10 @@ static int write_header(anvil_gguf_writer *w, anvil_error *err) {
 ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *path,
                                              anvil_error *err) {
     if (w == NULL || path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer or path");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer or path");
     }
     if (w->state != GGUF_W_BUILDING) {
-        return anvil_error_set(err, ANVIL_E_STATE, "a stream is already being written");
+        return anvil__error_set(err, ANVIL_E_STATE, "a stream is already being written");
     }
     int rc = sink_open_file(&w->sink, path, err);
     if (rc != ANVIL_OK) {
@@ -309,20 +309,20 @@ ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *p
 
 static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err) {
     if (w->next >= w->n_tensors) {
-        return anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+        return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                "an extra tensor (%" PRIu64 " bytes) was written, but all %zu "
                                "declared tensors were already written",
                                size, w->n_tensors);
     }
     const gguf_wtensor *t = &w->tensors[w->next];
     if (size != t->n_bytes) {
-        return anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+        return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                "tensor '%s' (%zu of %zu) is %" PRIu64 " bytes but %" PRIu64
                                " bytes were written",
                                t->name, w->next + 1, w->n_tensors, t->n_bytes, size);
     }
     if (data == NULL && size > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': NULL data", t->name);
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': NULL data", t->name);
     }
     int rc = size > 0 ? sink_write(&w->sink, data, size, err) : ANVIL_OK;
     if (rc == ANVIL_OK) {
@@ -343,10 +343,10 @@ static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anv
 ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *data,
                                               uint64_t size, anvil_error *err) {
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
     if (w->state != GGUF_W_STREAMING) {
-        return anvil_error_set(err, ANVIL_E_STATE, "no stream was begun");
+        return anvil__error_set(err, ANVIL_E_STATE, "no stream was begun");
     }
     const int rc = stream_one(w, data, size, err);
     if (rc != ANVIL_OK) {
@@ -357,13 +357,13 @@ ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *
 
 ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error *err) {
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
     if (w->state != GGUF_W_STREAMING) {
-        return anvil_error_set(err, ANVIL_E_STATE, "no stream was begun");
+        return anvil__error_set(err, ANVIL_E_STATE, "no stream was begun");
     }
     if (w->next < w->n_tensors) {
-        const int rc = anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+        const int rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                        "tensor '%s' (%zu of %zu) was never written; the "
                                        "output was discarded",
                                        w->tensors[w->next].name, w->next + 1, w->n_tensors);
@@ -378,14 +378,14 @@ ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error 
 
 ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *err) {
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
     if (w->state != GGUF_W_STREAMING) {
-        return anvil_error_set(err, ANVIL_E_STATE, "no stream was begun");
+        return anvil__error_set(err, ANVIL_E_STATE, "no stream was begun");
     }
     int rc = ANVIL_OK;
     if (w->next < w->n_tensors) {
-        rc = anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+        rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                              "tensor '%s' (%zu of %zu) was never written; the output was "
                              "discarded",
                              w->tensors[w->next].name, w->next + 1, w->n_tensors);
@@ -404,17 +404,17 @@ ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *e
 ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
                                            anvil_error *err) {
     int rc = parts != NULL || n == 0 ? ANVIL_OK
-                                     : anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL parts");
+                                     : anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL parts");
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
         if (parts[i] == NULL || parts[i]->state != GGUF_W_HELD) {
-            rc = anvil_error_set(err, ANVIL_E_STATE,
+            rc = anvil__error_set(err, ANVIL_E_STATE,
                                  "part %zu of the set was not held (anvil_gguf_writer_stream_hold)",
                                  i + 1);
         }
     }
     afile *files = rc == ANVIL_OK ? calloc(n > 0 ? n : 1, sizeof *files) : NULL;
     if (rc == ANVIL_OK && files == NULL) {
-        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     if (rc != ANVIL_OK) {
         for (size_t i = 0; parts != NULL && i < n; ++i) {
@@ -442,11 +442,11 @@ ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size
 
 static int check_all_data(const anvil_gguf_writer *w, anvil_error *err) {
     if (w->state != GGUF_W_BUILDING) {
-        return anvil_error_set(err, ANVIL_E_STATE, "a stream is being written");
+        return anvil__error_set(err, ANVIL_E_STATE, "a stream is being written");
     }
     for (size_t i = 0; i < w->n_tensors; ++i) {
         if (w->tensors[i].data == NULL && w->tensors[i].n_bytes > 0) {
-            return anvil_error_set(err, ANVIL_E_GGUF_WRITER,
+            return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                    "tensor '%s' was declared without data: give its bytes to "
                                    "add_tensor or write it with the streaming calls",
                                    w->tensors[i].name);
@@ -458,7 +458,7 @@ static int check_all_data(const anvil_gguf_writer *w, anvil_error *err) {
 ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path,
                                            anvil_error *err) {
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
     int rc = check_all_data(w, err);
     if (rc == ANVIL_OK) {
@@ -476,7 +476,7 @@ ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *pat
 ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, size_t *size,
                                              anvil_error *err) {
     if (w == NULL || out == NULL || size == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     }
     uint64_t total = 0;
     int rc = check_all_data(w, err);
@@ -487,7 +487,7 @@ ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, s
         return rc;
     }
     if (total > SIZE_MAX) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "GGUF file too large for memory");
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "GGUF file too large for memory");
     }
     gguf_sink *s = &w->sink;
     memset(s, 0, sizeof *s);
@@ -495,7 +495,7 @@ ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, s
     s->cap = (size_t)total;
     s->buf = malloc(total > 0 ? (size_t)total : 1);
     if (s->buf == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for %" PRIu64 " bytes", total);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for %" PRIu64 " bytes", total);
     }
     rc = write_header(w, err);
     for (size_t i = 0; rc == ANVIL_OK && i < w->n_tensors; ++i) {

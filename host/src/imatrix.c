@@ -72,7 +72,7 @@ static im_entry *find(anvil_imatrix *im, const char *name) {
 static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len, anvil_error *err) {
     char *copy = malloc(name_len + 1);
     if (copy == NULL) {
-        anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         return NULL;
     }
     memcpy(copy, name, name_len);
@@ -92,7 +92,7 @@ static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len,
         im_entry *v = realloc(im->e, cap * sizeof *v);
         if (v == NULL) {
             free(copy);
-            anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             return NULL;
         }
         im->e = v;
@@ -106,10 +106,10 @@ static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len,
 
 static int add_dataset(anvil_imatrix *im, const char *s, size_t len, anvil_error *err) {
     char **v = realloc(im->datasets, (im->n_datasets + 1) * sizeof *v);
-    if (v == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (v == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     im->datasets = v;
     char *c = malloc(len + 1);
-    if (c == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (c == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     memcpy(c, s, len);
     c[len] = '\0';
     im->datasets[im->n_datasets++] = c;
@@ -134,7 +134,7 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
     rd r = { data, size, 0 };
     int32_t n_entries = 0;
     if (!rd_i32(&r, &n_entries) || n_entries < 1) {
-        return anvil_error_set(err, ANVIL_E_FORMAT,
+        return anvil__error_set(err, ANVIL_E_FORMAT,
                                "no data in the importance matrix (%zu bytes; neither GGUF nor a legacy .dat "
                                "with entries): make it with llama-imatrix",
                                size);
@@ -142,7 +142,7 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
     for (int32_t i = 0; i < n_entries; ++i) {
         int32_t len = 0;
         if (!rd_i32(&r, &len) || len < 0 || (size_t)len > r.size - r.at) {
-            return anvil_error_set(err, ANVIL_E_TRUNCATED,
+            return anvil__error_set(err, ANVIL_E_TRUNCATED,
                                    "legacy imatrix: entry %d of %d: bad or truncated name (length %d at byte %zu "
                                    "of %zu)",
                                    (int)i + 1, (int)n_entries, (int)len, r.at, r.size);
@@ -153,12 +153,12 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
         r.at += (size_t)len;
         int32_t ncall = 0, nval = 0;
         if (!rd_i32(&r, &ncall) || !rd_i32(&r, &nval) || nval < 1) {
-            return anvil_error_set(err, ANVIL_E_FORMAT,
+            return anvil__error_set(err, ANVIL_E_FORMAT,
                                    "legacy imatrix: entry %d ('%.*s'): failed reading the number of values", (int)i + 1,
                                    (int)(name_len > 200 ? 200 : name_len), name);
         }
         if ((size_t)nval > (r.size - r.at) / 4) {
-            return anvil_error_set(err, ANVIL_E_TRUNCATED,
+            return anvil__error_set(err, ANVIL_E_TRUNCATED,
                                    "legacy imatrix: entry %d ('%.*s') holds %d values but only %zu bytes are left",
                                    (int)i + 1, (int)(name_len > 200 ? 200 : name_len), name, (int)nval, r.size - r.at);
         }
@@ -166,7 +166,7 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
         if (e == NULL) return ANVIL_E_NOMEM;
         e->values = malloc((size_t)nval * sizeof *e->values);
         e->counts = malloc(sizeof *e->counts);
-        if (e->values == NULL || e->counts == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (e->values == NULL || e->counts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         memcpy(e->values, r.p + r.at, (size_t)nval * 4);
         r.at += (size_t)nval * 4;
         e->n = (size_t)nval;
@@ -215,7 +215,7 @@ static int ends_with(const char *s, size_t n, const char *suffix, size_t *stem) 
 
 static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
     const size_t nt = anvil_gguf_tensor_count(g);
-    if (nt < 1) return anvil_error_set(err, ANVIL_E_FORMAT, "no data in the importance matrix (a GGUF without tensors)");
+    if (nt < 1) return anvil__error_set(err, ANVIL_E_FORMAT, "no data in the importance matrix (a GGUF without tensors)");
     const anvil_gguf_kv *ds = anvil_gguf_find_kv(g, "imatrix.datasets");
     const anvil_gguf_kv *cc = anvil_gguf_find_kv(g, "imatrix.chunk_count");
     const anvil_gguf_kv *cs = anvil_gguf_find_kv(g, "imatrix.chunk_size");
@@ -234,7 +234,7 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
     for (int k = 0; k < 2; ++k) {
         const anvil_gguf_kv *kv = k == 0 ? cc : cs;
         if (kv != NULL && kv->type != ANVIL_GGUF_TYPE_U32) {
-            return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "importance matrix: %s must be a u32", kv->key);
+            return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "importance matrix: %s must be a u32", kv->key);
         }
     }
     if (cc != NULL) {
@@ -260,28 +260,28 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
             if (e == NULL) return ANVIL_E_NOMEM;
         }
         if (t->type != ANVIL_TYPE_F32) {
-            return anvil_error_set(err, ANVIL_E_FORMAT, "importance matrix: sums and counts for %s must be F32 (%s is %s)",
+            return anvil__error_set(err, ANVIL_E_FORMAT, "importance matrix: sums and counts for %s must be F32 (%s is %s)",
                                    name, t->name, t->type_info.name);
         }
         if (t->n_elements > SIZE_MAX / sizeof(double)) {
-            return anvil_error_set(err, ANVIL_E_OVERFLOW, "importance matrix: %s is too large", t->name);
+            return anvil__error_set(err, ANVIL_E_OVERFLOW, "importance matrix: %s is too large", t->name);
         }
         const unsigned char *d = t->data;
         if (is_sums) {
             free(e->values);
             e->values = malloc((t->n_elements ? t->n_elements : 1) * sizeof *e->values);
-            if (e->values == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (e->values == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             memcpy(e->values, d, (size_t)t->n_elements * 4);
             e->n = (size_t)t->n_elements;
         } else {
             free(e->counts);
             e->counts = malloc((t->n_elements ? t->n_elements : 1) * sizeof *e->counts);
-            if (e->counts == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (e->counts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             for (uint64_t k = 0; k < t->n_elements; ++k) {
                 float c;
                 memcpy(&c, d + 4 * k, 4);
                 if (!isfinite(c) || fabsf(c) > 4.0e18f) {
-                    return anvil_error_set(err, ANVIL_E_FORMAT,
+                    return anvil__error_set(err, ANVIL_E_FORMAT,
                                            "importance matrix: count %llu of %s is %g, not a token count",
                                            (unsigned long long)k, name, (double)c);
                 }
@@ -293,18 +293,18 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
     for (size_t i = 0; i < im->n; ++i) {
         im_entry *e = &im->e[i];
         if (e->values == NULL || e->counts == NULL) {
-            return anvil_error_set(err, ANVIL_E_FORMAT,
+            return anvil__error_set(err, ANVIL_E_FORMAT,
                                    "importance matrix: mismatched sums and counts for %s (it needs both %s.in_sum2 "
                                    "and %s.counts)",
                                    e->name, e->name, e->name);
         }
         if (e->n_counts == 0) {
-            return anvil_error_set(err, ANVIL_E_FORMAT, "importance matrix: %s.counts is empty", e->name);
+            return anvil__error_set(err, ANVIL_E_FORMAT, "importance matrix: %s.counts is empty", e->name);
         }
         /* Divide each expert's sums by its count; an expert never seen gets 1. */
         const size_t per = e->n / e->n_counts;
         float *out = calloc(e->n ? e->n : 1, sizeof *out);
-        if (out == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (out == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         for (size_t j = 0; j < e->n_counts; ++j) {
             const float count = (float)(int64_t)e->counts[j];
             for (size_t k = 0; k < per; ++k) out[j * per + k] = count > 0.0f ? e->values[j * per + k] / count : 1.0f;
@@ -328,7 +328,7 @@ static int finish(anvil_imatrix *im, anvil_error *err) {
     }
     if (im->n > 1) qsort(im->e, im->n, sizeof *im->e, cmp_entry);
     if (!im->is_legacy && !im->has_metadata) {
-        return anvil_error_set(err, ANVIL_E_FORMAT,
+        return anvil__error_set(err, ANVIL_E_FORMAT,
                                "missing imatrix metadata (imatrix.datasets, imatrix.chunk_count, "
                                "imatrix.chunk_size): llama-quantize refuses such a GGUF too; remake it with "
                                "llama-imatrix");
@@ -338,7 +338,7 @@ static int finish(anvil_imatrix *im, anvil_error *err) {
 
 static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t size, const char *path, anvil_error *err) {
     anvil_imatrix *im = calloc(1, sizeof *im);
-    if (im == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (im == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     int rc;
     if (size >= 4 && memcmp(data, "GGUF", 4) == 0) {
         anvil_gguf *g = NULL;
@@ -350,7 +350,7 @@ static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t siz
     }
     if (rc == ANVIL_OK) rc = finish(im, err);
     if (rc != ANVIL_OK) {
-        if (path != NULL) anvil_error_prefix(err, "%s", path);
+        if (path != NULL) anvil__error_prefix(err, "%s", path);
         anvil_imatrix_free(im);
         return rc;
     }
@@ -359,22 +359,22 @@ static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t siz
 }
 
 ANVIL_API int anvil_imatrix_load_buffer(anvil_imatrix **out, const void *data, size_t size, anvil_error *err) {
-    anvil_error_clear(err);
-    if (out == NULL || (data == NULL && size > 0)) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    anvil__error_clear(err);
+    if (out == NULL || (data == NULL && size > 0)) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *out = NULL;
     return load_bytes(out, data, size, NULL, err);
 }
 
 ANVIL_API int anvil_imatrix_load(anvil_imatrix **out, const char *path, anvil_error *err) {
-    anvil_error_clear(err);
-    if (out == NULL || path == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    anvil__error_clear(err);
+    if (out == NULL || path == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *out = NULL;
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return anvil_error_set(err, ANVIL_E_IO, "cannot open importance matrix '%s': %s", path, strerror(errno));
+    if (fd < 0) return anvil__error_set(err, ANVIL_E_IO, "cannot open importance matrix '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "importance matrix '%s' is not a regular file", path);
+        return anvil__error_set(err, ANVIL_E_IO, "importance matrix '%s' is not a regular file", path);
     }
     const size_t size = (size_t)st.st_size;
     void *map = NULL;
@@ -382,7 +382,7 @@ ANVIL_API int anvil_imatrix_load(anvil_imatrix **out, const char *path, anvil_er
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
             close(fd);
-            return anvil_error_set(err, ANVIL_E_IO, "cannot map importance matrix '%s': %s", path, strerror(errno));
+            return anvil__error_set(err, ANVIL_E_IO, "cannot map importance matrix '%s': %s", path, strerror(errno));
         }
     }
     close(fd);
@@ -403,9 +403,9 @@ static int contains_any(const char *name, const char *const *list, size_t n) {
 
 ANVIL_API int anvil_imatrix_filter(anvil_imatrix *im, const char *const *include, size_t n_include,
                                    const char *const *exclude, size_t n_exclude, anvil_error *err) {
-    if (im == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL importance matrix");
+    if (im == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL importance matrix");
     if (n_include > 0 && n_exclude > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "--include-weights and --exclude-weights cannot be used together");
     }
     size_t k = 0;

@@ -85,15 +85,15 @@ static char *dup_n(const char *s, size_t n) {
 
 static int add_file(anvil_lora *l, const char *path, anvil_error *err) {
     lora_file *f = realloc(l->files, (l->n_files + 1) * sizeof *f);
-    if (f == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     l->files = f;
     lora_file *lf = &l->files[l->n_files];
     memset(lf, 0, sizeof *lf);
     lf->path = dup_n(path, strlen(path));
-    if (lf->path == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (lf->path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     l->n_files++;
     int rc = anvil_st_open(&lf->st, path, err);
-    if (rc != ANVIL_OK) anvil_error_prefix(err, "adapter %s", path);
+    if (rc != ANVIL_OK) anvil__error_prefix(err, "adapter %s", path);
     return rc;
 }
 
@@ -101,7 +101,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static int open_dir(anvil_lora *l, const char *dir, anvil_error *err) {
     DIR *d = opendir(dir);
-    if (d == NULL) return anvil_error_set(err, ANVIL_E_IO, "cannot read the folder %s", dir);
+    if (d == NULL) return anvil__error_set(err, ANVIL_E_IO, "cannot read the folder %s", dir);
     char **names = NULL;
     size_t n = 0;
     int rc = ANVIL_OK;
@@ -113,7 +113,7 @@ static int open_dir(anvil_lora *l, const char *dir, anvil_error *err) {
         if (nn == NULL || p == NULL) {
             free(p);
             if (nn != NULL) names = nn;
-            rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             break;
         }
         names = nn;
@@ -122,7 +122,7 @@ static int open_dir(anvil_lora *l, const char *dir, anvil_error *err) {
     }
     closedir(d);
     if (rc == ANVIL_OK && n == 0) {
-        rc = anvil_error_set(err, ANVIL_E_NOT_FOUND,
+        rc = anvil__error_set(err, ANVIL_E_NOT_FOUND,
                              "the folder %s holds no .safetensors file; give the adapter file or the "
                              "folder PEFT saved it in",
                              dir);
@@ -142,7 +142,7 @@ static lora_pair *pair_for(anvil_lora *l, const char *base_name, anvil_error *er
         const size_t cap = l->cap_pairs ? 2 * l->cap_pairs : 16;
         lora_pair *p = realloc(l->pairs, cap * sizeof *p);
         if (p == NULL) {
-            anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             return NULL;
         }
         l->pairs = p;
@@ -152,7 +152,7 @@ static lora_pair *pair_for(anvil_lora *l, const char *base_name, anvil_error *er
     memset(p, 0, sizeof *p);
     p->base_name = dup_n(base_name, strlen(base_name));
     if (p->base_name == NULL) {
-        anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         return NULL;
     }
     l->n_pairs++;
@@ -175,7 +175,7 @@ static int classify(const char *name, const char *file, char *base, size_t size,
     if (strncmp(name, PEFT_PREFIX, strlen(PEFT_PREFIX)) != 0) goto unknown;
     const char *rest = name + strlen(PEFT_PREFIX);
     if (strstr(rest, "lora_embedding_") != NULL || strstr(rest, "lora_magnitude_vector") != NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "adapter tensor '%s' (%s): embedding LoRA and DoRA magnitudes are not "
                                "supported; only linear-layer lora_A/lora_B pairs are merged",
                                name, file);
@@ -207,7 +207,7 @@ static int classify(const char *name, const char *file, char *base, size_t size,
     if (w < 0 || (size_t)w >= size) goto unknown;
     return ANVIL_OK;
 unknown:
-    return anvil_error_set(err, ANVIL_E_FORMAT,
+    return anvil__error_set(err, ANVIL_E_FORMAT,
                            "adapter tensor '%s' (%s) follows neither naming: GGUF-style "
                            "'<tensor>.lora_a' / '.lora_b', or PEFT-style 'base_model.model.<module>."
                            "lora_A.weight' / '.lora_B.weight'",
@@ -232,7 +232,7 @@ static int add_tensor(anvil_lora *l, const lora_file *f, const anvil_st_tensor *
         other = p->b != NULL ? p->b : (whole ? p->a : NULL);
     }
     if (other != NULL) {
-        return anvil_error_set(err, ANVIL_E_DUPLICATE,
+        return anvil__error_set(err, ANVIL_E_DUPLICATE,
                                "adapter tensors '%s' and '%s' both change base tensor '%s'; give one "
                                "adapter per tensor",
                                other->name, t->name, base);
@@ -249,15 +249,15 @@ static int add_tensor(anvil_lora *l, const lora_file *f, const anvil_st_tensor *
 }
 
 ANVIL_API int anvil_lora_open(anvil_lora **out, const char *file_or_dir, anvil_error *err) {
-    anvil_error_clear(err);
-    if (out == NULL || file_or_dir == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    anvil__error_clear(err);
+    if (out == NULL || file_or_dir == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *out = NULL;
     anvil_lora *l = calloc(1, sizeof *l);
-    if (l == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (l == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     struct stat st;
     int rc;
     if (stat(file_or_dir, &st) != 0) {
-        rc = anvil_error_set(err, ANVIL_E_NOT_FOUND, "adapters: %s does not exist", file_or_dir);
+        rc = anvil__error_set(err, ANVIL_E_NOT_FOUND, "adapters: %s does not exist", file_or_dir);
     } else if (S_ISDIR(st.st_mode)) {
         rc = open_dir(l, file_or_dir, err);
     } else {
@@ -275,7 +275,7 @@ ANVIL_API int anvil_lora_open(anvil_lora **out, const char *file_or_dir, anvil_e
         if (p->rank == UINT32_MAX) continue;
         if (p->a == NULL || p->b == NULL) {
             const anvil_st_tensor *have = p->a != NULL ? p->a : p->b;
-            rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                  "adapter tensor '%s' (%s) has no %s partner for base tensor '%s'; the "
                                  "adapter is incomplete",
                                  have->name, p->a != NULL ? p->a_file : p->b_file, p->a != NULL ? "B" : "A",
@@ -283,7 +283,7 @@ ANVIL_API int anvil_lora_open(anvil_lora **out, const char *file_or_dir, anvil_e
         }
     }
     if (rc == ANVIL_OK && l->n_pairs == 0) {
-        rc = anvil_error_set(err, ANVIL_E_NOT_FOUND, "adapters %s hold no tensors", file_or_dir);
+        rc = anvil__error_set(err, ANVIL_E_NOT_FOUND, "adapters %s hold no tensors", file_or_dir);
     }
     if (rc != ANVIL_OK) {
         anvil_lora_close(l);
@@ -304,20 +304,20 @@ static const char *shape_text(const uint64_t *shape, size_t rank, char *buf, siz
 
 static int to_f32(const anvil_st_tensor *t, const char *file, float **out, anvil_error *err) {
     if (t->n_elements > SIZE_MAX / sizeof(float)) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "adapter tensor '%s' is too large", t->name);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "adapter tensor '%s' is too large", t->name);
     }
     float *f = malloc(t->n_elements > 0 ? (size_t)t->n_elements * sizeof *f : 1);
-    if (f == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for adapter tensor '%s'", t->name);
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for adapter tensor '%s'", t->name);
     int rc = anvil_st_tensor_to_f32(t, f, (size_t)t->n_elements, err);
     if (rc != ANVIL_OK) {
         free(f);
-        anvil_error_prefix(err, "adapter tensor '%s' (%s)", t->name, file);
+        anvil__error_prefix(err, "adapter tensor '%s' (%s)", t->name, file);
         return rc;
     }
     for (uint64_t i = 0; i < t->n_elements; ++i) {
         if (!isfinite(f[i])) {
             free(f);
-            return anvil_error_set(err, ANVIL_E_NONFINITE, "adapter tensor '%s' (%s) holds a non-finite value at index %" PRIu64,
+            return anvil__error_set(err, ANVIL_E_NONFINITE, "adapter tensor '%s' (%s) holds a non-finite value at index %" PRIu64,
                                    t->name, file, i);
         }
     }
@@ -330,13 +330,13 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
     const char *first_file = p->a != NULL ? p->a_file : p->b_file;
     const anvil_gguf_tensor *t = anvil_gguf_find_tensor(base, p->base_name);
     if (t == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOT_FOUND,
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
                                "adapter tensor '%s' (%s) is for base tensor '%s', which the base model "
                                "does not have; was the adapter trained on this model?",
                                first->name, first_file, p->base_name);
     }
     if (!tc_is_float_type(t->type)) {
-        return anvil_error_set(err, ANVIL_E_UNSUPPORTED,
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                "base tensor '%s' is %s, a quantized type, and adapter tensor '%s' "
                                "changes it: a LoRA delta added to quantized weights and quantized again "
                                "stacks two quantization errors, so it is refused. Merge on a float base "
@@ -349,7 +349,7 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
         int same = p->a->rank == t->n_dims;
         for (size_t d = 0; same && d < t->n_dims; ++d) same = p->a->shape[d] == t->shape[d];
         if (!same) {
-            return anvil_error_set(err, ANVIL_E_FORMAT,
+            return anvil__error_set(err, ANVIL_E_FORMAT,
                                    "adapter tensor '%s' (%s) is %s but base tensor '%s' is %s: a saved "
                                    "module must have the base tensor's shape",
                                    p->a->name, p->a_file, shape_text(p->a->shape, p->a->rank, s1, sizeof s1),
@@ -360,7 +360,7 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
         return to_f32(p->a, p->a_file, &p->fa, err);
     }
     if (tc_effective_dims(t) != 2) {
-        return anvil_error_set(err, ANVIL_E_FORMAT,
+        return anvil__error_set(err, ANVIL_E_FORMAT,
                                "adapter tensors '%s' / '%s' change base tensor '%s' of shape %s; LoRA "
                                "applies to 2-D weights [out, in] only",
                                p->a->name, p->b->name, t->name, shape_text(t->shape, t->n_dims, s1, sizeof s1));
@@ -368,14 +368,14 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
     const uint64_t out = t->ne[1], in = t->ne[0];
     const anvil_st_tensor *a = p->a, *b = p->b;
     if (a->rank != 2 || a->shape[1] != in || a->shape[0] == 0 || a->shape[0] > UINT32_MAX) {
-        return anvil_error_set(err, ANVIL_E_FORMAT,
+        return anvil__error_set(err, ANVIL_E_FORMAT,
                                "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
                                "] ([out, in]): lora A must be [r, %" PRIu64 "]",
                                a->name, p->a_file, shape_text(a->shape, a->rank, s1, sizeof s1), t->name, out, in, in);
     }
     const uint64_t r = a->shape[0];
     if (b->rank != 2 || b->shape[0] != out || b->shape[1] != r) {
-        return anvil_error_set(err, ANVIL_E_FORMAT,
+        return anvil__error_set(err, ANVIL_E_FORMAT,
                                "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
                                "] ([out, in]) and its A half has rank %" PRIu64 ": lora B must be [%" PRIu64
                                ", %" PRIu64 "]",
@@ -392,10 +392,10 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
 }
 
 ANVIL_API int anvil_lora_bind(anvil_lora *l, const anvil_gguf *base, double alpha, anvil_error *err) {
-    anvil_error_clear(err);
-    if (l == NULL || base == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
-    if (!isfinite(alpha)) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "alpha must be a finite number");
-    if (l->bound) return anvil_error_set(err, ANVIL_E_STATE, "these adapters are already bound to a base");
+    anvil__error_clear(err);
+    if (l == NULL || base == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (!isfinite(alpha)) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "alpha must be a finite number");
+    if (l->bound) return anvil__error_set(err, ANVIL_E_STATE, "these adapters are already bound to a base");
     for (size_t i = 0; i < l->n_pairs; ++i) {
         int rc = bind_pair(&l->pairs[i], base, alpha, err);
         if (rc != ANVIL_OK) return rc;
@@ -432,14 +432,14 @@ static int hook_wants(void *arg, const anvil_gguf_tensor *t) {
 static int hook_rows(void *arg, const anvil_gguf_tensor *t, uint64_t row0, uint64_t n_rows, float *rows,
                      anvil_error *err) {
     const lora_pair *p = find_pair(arg, t);
-    if (p == NULL) return anvil_error_set(err, ANVIL_E_INTERNAL, "no adapter for tensor '%s'", t->name);
+    if (p == NULL) return anvil__error_set(err, ANVIL_E_INTERNAL, "no adapter for tensor '%s'", t->name);
     const uint64_t cols = t->ne[0];
     if (p->b == NULL) { /* replacement */
         memcpy(rows, p->fa + row0 * cols, (size_t)(n_rows * cols) * sizeof *rows);
         return ANVIL_OK;
     }
     double *acc = malloc((size_t)cols * sizeof *acc);
-    if (acc == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (acc == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     for (uint64_t r = 0; r < n_rows; ++r) {
         const float *brow = p->fb + (row0 + r) * p->rank;
         memset(acc, 0, (size_t)cols * sizeof *acc);

@@ -67,10 +67,10 @@ static int geometry_from(uint32_t type, const codec_rec *c, geometry *g, anvil_e
 
 static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *err) {
     if (k % g->be != 0) {
-        return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+        return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                "%s: row length %zu is not a whole number of %u-element blocks", g->name, k, g->be);
     }
-    if (k / g->be > SIZE_MAX / g->bb) return anvil_error_set(err, ANVIL_E_OVERFLOW, "%s: row too long", g->name);
+    if (k / g->be > SIZE_MAX / g->bb) return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: row too long", g->name);
     *out = k / g->be * g->bb;
     return ANVIL_OK;
 }
@@ -79,10 +79,10 @@ static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *
 
 ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *data, size_t n_rows, size_t k,
                                     unsigned flags, anvil_weights **out, anvil_error *err) {
-    anvil_error_clear(err);
-    if (out == NULL || ctx == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
+    anvil__error_clear(err);
+    if (out == NULL || ctx == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
     *out = NULL;
-    if (data == NULL && n_rows > 0) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "weights: NULL data");
+    if (data == NULL && n_rows > 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "weights: NULL data");
     /* One look-up: a loaded codec has a dispatch record, which holds the
      * codec, the kernel and the activation format. */
     const int is_float = type == ANVIL_TYPE_F32 || type == ANVIL_TYPE_F16 || type == ANVIL_TYPE_BF16;
@@ -94,15 +94,15 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
     size_t row_bytes = 0;
     rc = checked_bytes(&g, k, &row_bytes, err);
     if (rc != ANVIL_OK) return rc;
-    if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows) return anvil_error_set(err, ANVIL_E_OVERFLOW, "weights too large");
+    if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows) return anvil__error_set(err, ANVIL_E_OVERFLOW, "weights too large");
     if (!is_float && d == NULL) {
         /* No codec loaded for it: the message says which plugin to load. */
         rc = anvil__codec_for(ctx, type, &codec, err);
         if (rc != ANVIL_OK) return rc;
-        return anvil_error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
     }
     anvil_weights *w = calloc(1, sizeof *w);
-    if (w == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (w == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     w->ctx = anvil_ctx_retain(ctx);
     w->type = type;
     w->data = data;
@@ -118,12 +118,12 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
             w->packed = malloc(size);
             if (w->packed == NULL) {
                 anvil_weights_free(w);
-                return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for a %zu-byte packed copy", size);
+                return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for a %zu-byte packed copy", size);
             }
             rc = d->kernel->pack(data, row_bytes, k, n_rows, w->packed, size);
             if (rc != ANVIL_OK) {
                 anvil_weights_free(w);
-                return anvil_error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s: backend '%s' failed to pack",
+                return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s: backend '%s' failed to pack",
                                        codec->name, d->backend->backend.name);
             }
         }
@@ -218,14 +218,14 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
 
 ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, const float *x, size_t m, float *y,
                                     anvil_error *err) {
-    anvil_error_clear(err);
-    if (ctx == NULL || w == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL argument");
+    anvil__error_clear(err);
+    if (ctx == NULL || w == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL argument");
     if ((x == NULL && m > 0) || (y == NULL && m > 0 && w->n_rows > 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL buffer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_matmul: NULL buffer");
     }
     if (w->n_rows == 0 || m == 0) return ANVIL_OK;
     if (m > SIZE_MAX / w->n_rows || m > SIZE_MAX / (w->k ? w->k : 1)) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "matmul: %zu x %zu output overflows", m, w->n_rows);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "matmul: %zu x %zu output overflows", m, w->n_rows);
     }
     anvil_pool *pool = anvil__ctx_pool_acquire(ctx);
     const int rc = matmul_on(ctx, pool, w, x, m, y, err);
@@ -271,17 +271,17 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             int rc = geometry_from(d->act_type, d->act_codec, &ag, err);
             if (rc == ANVIL_OK) rc = checked_bytes(&ag, w->k, &j.call.act_bytes, err);
             if (rc != ANVIL_OK) {
-                anvil_error_prefix(err, "%s activations", w->codec->name);
+                anvil__error_prefix(err, "%s activations", w->codec->name);
                 return rc;
             }
             if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
-                return anvil_error_set(err, ANVIL_E_NO_KERNEL, "%s: nothing quantizes activations to %s",
+                return anvil__error_set(err, ANVIL_E_NO_KERNEL, "%s: nothing quantizes activations to %s",
                                        w->codec->name, ag.name);
             }
             const size_t act_bytes = j.call.act_bytes;
-            if (m > SIZE_MAX / act_bytes) return anvil_error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
+            if (m > SIZE_MAX / act_bytes) return anvil__error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
             act_buf = malloc(m * act_bytes);
-            if (act_buf == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for activations");
+            if (act_buf == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for activations");
             if (d->quantizer == NULL) {
                 /* The codec's encoder refuses NaN/Inf: say which row. */
                 for (size_t i = 0; i < m; ++i) {
@@ -290,7 +290,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
                                                          sizeof msg);
                     if (rc2 != ANVIL_OK) {
                         free(act_buf);
-                        return anvil_error_set(err, rc2, "%s activations, row %zu: %s", w->codec->name, i, msg);
+                        return anvil__error_set(err, rc2, "%s activations, row %zu: %s", w->codec->name, i, msg);
                     }
                 }
             } else {
@@ -318,7 +318,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             for (size_t t = 0; j.scratch && t < n_tasks; ++t) free(j.scratch[t]);
             free(j.scratch);
             free(act_buf);
-            return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory for decode rows");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for decode rows");
         }
     }
     anvil__pool_run(pool, n_tasks, run_task, &j);

@@ -13,18 +13,18 @@
 #include "error.h"
 
 ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anvil_error *err) {
-    anvil_error_clear(err);
-    if (s == NULL || out == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    anvil__error_clear(err);
+    if (s == NULL || out == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     memset(out, 0, sizeof *out);
     const char *sep = strchr(s, '=');
     if (sep == NULL || sep - s >= 128) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "malformed KV override '%.200s': expected KEY=TYPE:VALUE with a key of at most "
                                "127 bytes, e.g. general.name=str:mine",
                                s);
     }
     const size_t klen = (size_t)(sep - s);
-    if (klen == 0) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "KV override '%.200s' has an empty key", s);
+    if (klen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "KV override '%.200s' has an empty key", s);
     memcpy(out->key, s, klen);
     out->key[klen] = '\0';
     const char *v = sep + 1;
@@ -41,20 +41,20 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
         } else if (strcmp(v + 5, "false") == 0) {
             out->b = 0;
         } else {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "invalid boolean value for KV override '%.200s': true or false", s);
         }
     } else if (strncmp(v, "str:", 4) == 0) {
         out->tag = ANVIL_KV_OVERRIDE_STR;
         const size_t n = strlen(v + 4);
         if (n > 127) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "malformed KV override '%.60s...': the value cannot exceed 127 bytes (it has %zu)",
                                    s, n);
         }
         memcpy(out->str, v + 4, n + 1);
     } else {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "invalid type for KV override '%.200s': the value must start with int:, float:, "
                                "bool: or str:",
                                s);
@@ -69,31 +69,31 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     if (nul != NULL) len = (size_t)(nul - arg);
     const char *sep = memchr(arg, '=', len);
     if (sep == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "malformed tensor type '%.*s': expected PATTERN=TYPE, e.g. attn_v=q8_0",
                                (int)(len > 200 ? 200 : len), arg);
     }
     const size_t plen = (size_t)(sep - arg);
-    if (plen == 0) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing tensor name", (int)(len > 200 ? 200 : len), arg);
+    if (plen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing tensor name", (int)(len > 200 ? 200 : len), arg);
     const size_t tlen = len - plen - 1;
     if (tlen == 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing quantization type",
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing quantization type",
                                (int)(len > 200 ? 200 : len), arg);
     }
     char tname[64];
     if (tlen >= sizeof tname) {
-        return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type",
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type",
                                (int)(len > 200 ? 200 : len), arg);
     }
     memcpy(tname, sep + 1, tlen);
     tname[tlen] = '\0';
     anvil_error e;
     if (anvil_type_from_name(ctx, tname, type, &e) != ANVIL_OK) {
-        return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type: %s",
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type: %s",
                                (int)(len > 200 ? 200 : len), arg, e.message);
     }
     char *p = malloc(plen + 1);
-    if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     /* llama-quantize lower-cases the pattern (so \D reads as \d). */
     for (size_t i = 0; i < plen; ++i) {
         const unsigned char c = (unsigned char)arg[i];
@@ -103,7 +103,7 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     ecma_re *re = NULL;
     char why[256];
     if (ecma_re_compile(p, plen, &re, why, sizeof why) != 0) {
-        const int rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        const int rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                        "tensor type '%.*s': '%.200s' is not a valid ECMAScript regular expression "
                                        "(llama.cpp's dialect): %s",
                                        (int)(len > 200 ? 200 : len), arg, p, why);
@@ -116,12 +116,12 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
 }
 
 ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err) {
-    anvil_error_clear(err);
-    if (pattern == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL pattern");
+    anvil__error_clear(err);
+    if (pattern == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL pattern");
     ecma_re *re = NULL;
     char why[256];
     if (ecma_re_compile(pattern, strlen(pattern), &re, why, sizeof why) != 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "not a valid ECMAScript regular expression (llama.cpp's dialect): %s", why);
     }
     ecma_re_free(re);
@@ -130,8 +130,8 @@ ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err) 
 
 ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern, uint32_t *type,
                                                anvil_error *err) {
-    anvil_error_clear(err);
-    if (arg == NULL || pattern == NULL || type == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    anvil__error_clear(err);
+    if (arg == NULL || pattern == NULL || type == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *pattern = NULL;
     return parse_item(ctx, arg, strlen(arg), pattern, type, err);
 }
@@ -146,9 +146,9 @@ static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r
 
 ANVIL_API int anvil_quantize_parse_tensor_type_file(const anvil_ctx *ctx, const char *text, size_t len,
                                                     anvil_transcode_rule **rules, size_t *n, anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if ((text == NULL && len > 0) || rules == NULL || n == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     }
     size_t at = 0, line = 1;
     while (at < len) {
@@ -163,13 +163,13 @@ ANVIL_API int anvil_quantize_parse_tensor_type_file(const anvil_ctx *ctx, const 
         uint32_t type = 0;
         int rc = parse_item(ctx, text + start, at - start, &pattern, &type, err);
         if (rc != ANVIL_OK) {
-            anvil_error_prefix(err, "line %zu", line);
+            anvil__error_prefix(err, "line %zu", line);
             return rc;
         }
         anvil_transcode_rule *v = realloc(*rules, (*n + 1) * sizeof *v);
         if (v == NULL) {
             free(pattern);
-            return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         }
         *rules = v;
         v[*n].pattern = pattern;

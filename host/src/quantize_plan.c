@@ -82,7 +82,7 @@ static int key_u32(anvil_transcode *t, const anvil_quantize_options *o, const ch
     if (kv == NULL) return ANVIL_OK;
     if (kv->type != ANVIL_GGUF_TYPE_U32) {
         const char *tn = anvil_gguf_type_name(kv->type);
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
                                "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
                                "too)",
                                key, tn ? tn : "?");
@@ -107,11 +107,11 @@ static int key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const
     anvil_gguf_kv_value(kv, &val);
     const uint32_t et = val.a.elem_type;
     if (et != ANVIL_GGUF_TYPE_U32 && et != ANVIL_GGUF_TYPE_I32 && et != ANVIL_GGUF_TYPE_BOOL) {
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)",
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)",
                                key, anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
     }
     if (val.a.count != n_layer) {
-        return anvil_error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong array length; expected %u, got %" PRIu64,
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong array length; expected %u, got %" PRIu64,
                                key, n_layer, val.a.count);
     }
     anvil_gguf_value e0;
@@ -126,14 +126,14 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     anvil_gguf_str arch;
     if (anvil_gguf_get_str(t->src, "general.architecture", &arch, NULL) == ANVIL_OK) {
         if (arch.len >= sizeof q->arch_name || memchr(arch.ptr, '\0', arch.len) != NULL) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "general.architecture is not a model architecture name");
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "general.architecture is not a model architecture name");
         }
         memcpy(q->arch_name, arch.ptr, arch.len);
         q->arch_name[arch.len] = '\0';
     }
     const char *a = q->arch_name;
     if (a[0] == '\0') {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "the model has no general.architecture: llama.cpp cannot tell its "
                                "hyperparameters, and neither can anvil");
     }
@@ -146,9 +146,9 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     snprintf(key, sizeof key, "%s.block_count", a);
     int rc = key_u32(t, o, key, &m->n_layer_all, &found, err);
     if (rc != ANVIL_OK) return rc;
-    if (!found) return anvil_error_set(err, ANVIL_E_NOT_FOUND, "key not found in model: %s", key);
+    if (!found) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "key not found in model: %s", key);
     if (m->n_layer_all == 0 || m->n_layer_all > QZ_MAX_LAYERS) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s is %u: llama.cpp takes 1 to %u layers", key,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s is %u: llama.cpp takes 1 to %u layers", key,
                                m->n_layer_all, QZ_MAX_LAYERS);
     }
     snprintf(key, sizeof key, "%s.expert_count", a);
@@ -164,7 +164,7 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     if (rc == ANVIL_OK) rc = key_layer0(t, o, key, m->n_layer_all, &n_head_kv, err);
     if (rc != ANVIL_OK) return rc;
     if (nextn > m->n_layer_all) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s.nextn_predict_layers (%u) exceeds the block count", a,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s.nextn_predict_layers (%u) exceeds the block count", a,
                                nextn);
     }
     m->n_gqa = n_head_kv == 0 ? 0 : n_head / n_head_kv;
@@ -279,7 +279,7 @@ static int digits_value(const char *d, size_t len, long *v, anvil_error *err, co
     for (size_t i = 0; i < len; ++i) {
         x = x * 10 + (d[i] - '0');
         if (x > INT_MAX) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': layer number out of range", name);
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': layer number out of range", name);
         }
     }
     *v = x;
@@ -299,7 +299,7 @@ static int remap_layer(const char *name, const int32_t *prune, size_t n_prune, l
     long k = map_find(m, blk);
     if (k < 0) {
         if (m->n >= sizeof m->orig / sizeof m->orig[0]) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "too many distinct layer numbers to prune");
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "too many distinct layer numbers to prune");
         }
         k = (long)m->n++;
         m->orig[k] = blk;
@@ -320,7 +320,7 @@ static int remap_layer(const char *name, const int32_t *prune, size_t n_prune, l
         return ANVIL_OK;
     }
     *out = with_number(name, at, len, m->to[k]);
-    return *out ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    return *out ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
 }
 
 /* remap_imatrix: the name the importance matrix knows a renumbered tensor by. */
@@ -338,10 +338,10 @@ static int remap_imatrix(const char *name, const layer_map *m, char **out, anvil
         snprintf(text, sizeof text, "%ld", m->to[i]);
         if (strlen(text) == len && memcmp(text, name + at, len) == 0) {
             *out = with_number(name, at, len, m->orig[i]);
-            return *out ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return *out ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         }
     }
-    return anvil_error_set(err, ANVIL_E_INTERNAL, "imatrix mapping error for %s", name);
+    return anvil__error_set(err, ANVIL_E_INTERNAL, "imatrix mapping error for %s", name);
 }
 
 /* ---- 3. metadata ------------------------------------------------------------------- */
@@ -354,7 +354,7 @@ static int copy_kvs(anvil_gguf_writer *w, const anvil_gguf *src, anvil_error *er
         const anvil_gguf_kv *kv = anvil_gguf_kv_at(src, i);
         const size_t klen = strlen(kv->key);
         if (klen == 0) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "a metadata key starts with a NUL byte");
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "a metadata key starts with a NUL byte");
         }
         anvil_gguf_value v;
         anvil_gguf_kv_value(kv, &v);
@@ -363,7 +363,7 @@ static int copy_kvs(anvil_gguf_writer *w, const anvil_gguf *src, anvil_error *er
             rc = anvil_gguf_writer_set_string_n(w, kv->key, v.s.ptr, nul ? (size_t)(nul - v.s.ptr) : v.s.len, err);
         } else if (kv->type == ANVIL_GGUF_TYPE_ARRAY && v.a.elem_type == ANVIL_GGUF_TYPE_STRING) {
             anvil_gguf_str *items = malloc((v.a.count ? v.a.count : 1) * sizeof *items);
-            if (items == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             const uint64_t got = anvil_gguf_array_strings(&v.a, items, v.a.count);
             for (uint64_t k = 0; k < got; ++k) {
                 const char *nul = memchr(items[k].ptr, '\0', items[k].len);
@@ -404,7 +404,7 @@ static int put_override(anvil_gguf_writer *w, const anvil_kv_override *o, anvil_
     case ANVIL_KV_OVERRIDE_BOOL: return anvil_gguf_writer_set_bool(w, o->key, o->b, err);
     case ANVIL_KV_OVERRIDE_STR: return anvil_gguf_writer_set_string(w, o->key, o->str, err);
     }
-    return anvil_error_set(err, ANVIL_E_INVALID_ARG, "--override-kv %s: unknown type", o->key);
+    return anvil__error_set(err, ANVIL_E_INVALID_ARG, "--override-kv %s: unknown type", o->key);
 }
 
 /* The keys llama-quantize adds for an importance matrix (as overrides, after the user's). */
@@ -463,7 +463,7 @@ static int quantize_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t part,
 
 static int check_options(anvil_transcode *t, const anvil_quantize_options *o, anvil_error *err) {
     if (!o->only_copy && anvil_quantize_default_type(o->ftype) == ANVIL_TRANSCODE_NO_TYPE) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "invalid output file type %u (not a llama.cpp preset)",
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "invalid output file type %u (not a llama.cpp preset)",
                                o->ftype);
     }
     int rc = ANVIL_OK;
@@ -480,15 +480,15 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
     }
     for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i) {
         const char *k = o->kv_overrides[i].key;
-        if (k[0] == '\0') rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "--override-kv: an empty key");
+        if (k[0] == '\0') rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "--override-kv: an empty key");
         if (rc == ANVIL_OK && strcmp(k, ANVIL_GGUF_KEY_ALIGNMENT) == 0) {
-            rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                  "--override-kv general.alignment: the alignment cannot be overridden (the "
                                  "file would no longer read back)");
         }
     }
     for (size_t i = 0; rc == ANVIL_OK && i < o->n_prune_layers; ++i) {
-        if (o->prune_layers[i] < 0) rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "--prune-layers: a negative layer");
+        if (o->prune_layers[i] < 0) rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "--prune-layers: a negative layer");
     }
     if (rc == ANVIL_OK && o->imatrix != NULL) {
         for (size_t i = 0; i < anvil_imatrix_count(o->imatrix); ++i) {
@@ -497,7 +497,7 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
             for (size_t k = 0; k < e.n_values; ++k) {
                 const float v = e.values[k];
                 if (!(v >= 0.0f) || v > 3.4e38f) {
-                    return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                    return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                            "imatrix contains %s value %g (entry '%s', value %zu): importance "
                                            "weights must be finite and non-negative",
                                            v == v && (v <= 3.4e38f && v >= -3.4e38f) ? "a negative" : "a non-finite",
@@ -538,7 +538,7 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
             } else if (e->n_values != want) {
                 if (strcmp(it->name, "token_embd.weight") != 0 && strcmp(it->name, "per_layer_token_embd.weight") != 0) {
                     if (o->dry_run) continue;
-                    return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                    return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                            "imatrix size %d is different from tensor size %d for %s: the "
                                            "importance matrix was made for another model (or another "
                                            "version of it)",
@@ -553,13 +553,13 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
             }
         }
         if (it->imatrix == NULL && it->needs_imatrix && !o->dry_run) {
-            return anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+            return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
                                    "Missing importance matrix for tensor %s in a very low-bit quantization (%s): "
                                    "the result would be garbage; pass an --imatrix that has it",
                                    it->name, type_name(it->dst_type));
         }
         if (qp_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
                                    "quantized model stacks two errors; pass --allow-requantize to do it anyway",
                                    type_name(it->src_type), it->name);
@@ -577,7 +577,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     size_t n_prune = 0;
     if (o->n_prune_layers > 0) {
         prune = malloc(o->n_prune_layers * sizeof *prune);
-        if (prune == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (prune == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         memcpy(prune, o->prune_layers, o->n_prune_layers * sizeof *prune);
         qsort(prune, o->n_prune_layers, sizeof *prune, cmp_i32);
         for (size_t i = 0; i < o->n_prune_layers; ++i) {
@@ -590,7 +590,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     if (map == NULL || t->items == NULL || q->names == NULL) {
         free(prune);
         free(map);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     int rc = ANVIL_OK;
     int32_t next_id = 0;
@@ -607,7 +607,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
         }
         if (renamed != NULL && strlen(renamed) > ANVIL_GGUF_MAX_TENSOR_NAME) {
             free(renamed);
-            rc = anvil_error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s' renumbered is too long a name", src->name);
+            rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s' renumbered is too long a name", src->name);
             break;
         }
         keys[kept] = keys[i];
@@ -668,7 +668,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
                 char **v = realloc(q->names, (q->n_names + 1) * sizeof *v);
                 if (v == NULL) {
                     free(mapped);
-                    rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
                     break;
                 }
                 q->names = v;
@@ -678,7 +678,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
         } else if (allows && it->needs_imatrix) {
             t->summary.needs_imatrix = 1;
             if (!o->dry_run) {
-                rc = anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                rc = anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
                                      "this quantization requires an importance matrix: tensor %s would be %s, "
                                      "which llama.cpp only writes with one (pass --imatrix FILE; make one "
                                      "with llama-imatrix)",
@@ -703,14 +703,14 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
         const int rc = tc_check_target(t->ctx, it->dst_type, label, err);
         if (rc != ANVIL_OK) return rc;
         if (!tc_is_float_type(it->src_type) && anvil_ctx_codec(t->ctx, it->src_type) == NULL) {
-            return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+            return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
                                    "tensor '%s' is %s, which cannot be decoded here: its codec plugin is not "
                                    "loaded",
                                    it->name, type_name(it->src_type));
         }
         const uint32_t bs = qp_block_size(it->dst_type);
         if (bs == 0 || it->row_len % bs != 0) {
-            return anvil_error_set(err, ANVIL_E_BLOCK_MISMATCH,
+            return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                    "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
                                    "of %u (llama.cpp would abort): choose another type for it",
                                    it->name, it->row_len, type_name(it->dst_type), bs);
@@ -721,9 +721,9 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
 
 ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
                                   const char *out_path, const anvil_quantize_options *opts, anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if (out == NULL || src == NULL || out_path == NULL || opts == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_plan: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_plan: NULL argument");
     }
     *out = NULL;
     anvil_transcode *t = tc_new(ctx, src);
@@ -732,7 +732,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     if (t == NULL || q == NULL) {
         free(t);
         free(q);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     t->policy = q;
     t->policy_free = qz_free;
@@ -754,7 +754,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     const size_t n = anvil_gguf_tensor_count(src);
     if (rc == ANVIL_OK) {
         keys = calloc(n > 0 ? n : 1, sizeof *keys);
-        if (keys == NULL) rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (keys == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     if (rc == ANVIL_OK) {
         for (size_t i = 0; i < n; ++i) {
@@ -768,7 +768,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
         if (opts->only_copy) {
             size_t *order = malloc((n ? n : 1) * sizeof *order);
             if (order == NULL) {
-                rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             } else {
                 for (size_t i = 0; i < n; ++i) order[i] = keys[i].index;
                 rc = loader_ftype(t, q, order, n, &q->ftype, err);
@@ -798,7 +798,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
                 int any = 0;
                 for (size_t i = 0; i < t->n_items && !any; ++i) any = t->items[i].part == p;
                 if (!any) {
-                    rc = anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                    rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                          "--keep-split: input part %u would have no tensors left", p + 1);
                 }
             }

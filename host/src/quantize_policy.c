@@ -249,11 +249,11 @@ static int layer_info(const qp_state *qs, int counter, const char *name, int *la
     const int n_expert = qs->model.n_expert > 1 ? (int)qs->model.n_expert : 1;
     if (n_expert > 1) {
         if (sscanf(name, "blk.%d.", layer) != 1) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "Failed to determine layer for tensor %s (a MoE "
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "Failed to determine layer for tensor %s (a MoE "
                                    "model's ffn tensors must be named blk.N....)", name);
         }
         if (*layer < 0 || *layer >= (int)qs->model.n_layer_all) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "Bad layer %d for tensor %s. Must be in [0, %d)",
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "Bad layer %d for tensor %s. Must be in [0, %d)",
                                    *layer, name, (int)qs->model.n_layer_all);
         }
     }
@@ -443,7 +443,7 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
                     anvil_error *err) {
     const uint32_t target = *type, qk = qp_block_size(target);
     const uint64_t ncols = tensor->ne[0];
-    if (qk == 0) return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u is not a ggml type", target);
+    if (qk == 0) return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u is not a ggml type", target);
     if (ncols % qk == 0) return ANVIL_OK;
     ++qs->n_fallback;
     uint32_t r;
@@ -469,7 +469,7 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
             r = target; /* no smaller block: F16 below */
             break;
         }
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor '%s': rows of %llu are not a multiple of %s's %u and llama.cpp "
                                "defines no fallback type for %s",
                                tensor->name, (unsigned long long)ncols, tname(target), qk, tname(target));

@@ -624,7 +624,7 @@ static int collect_all(anvil_ctx *ctx, anvil_error *err) {
                 if (p == NULL) {
                     for (size_t j = i; j < n; ++j) free(names[j]);
                     free(names);
-                    return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
                 }
                 char buf[4096];
                 snprintf(buf, sizeof buf, "%s/%s.so", ctx->cfg.search[s], names[i]);
@@ -648,19 +648,19 @@ int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
             const char *name = ctx->cfg.load[i];
             for (size_t j = 0; j < i; ++j) {
                 if (strcmp(ctx->cfg.load[j], name) == 0) {
-                    return anvil_error_set(err, ANVIL_E_CONFIG_VALUE, "%s:%d: plugin '%s' listed twice in load",
+                    return anvil__error_set(err, ANVIL_E_CONFIG_VALUE, "%s:%d: plugin '%s' listed twice in load",
                                            ctx->cfg.path, ctx->cfg.load_lines[i], name);
                 }
             }
             plugin_rec *p = add_rec(ctx, name);
-            if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
             p->line = ctx->cfg.load_lines[i];
             p->path = find_plugin(ctx, name);
             if (p->path == NULL) {
                 reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "not found: no %s%s in %s", name,
                         strstr(name, ".so") ? "" : ".so", sp);
                 if (!keep_going) {
-                    return anvil_error_set(err, ANVIL_E_PLUGIN_NOT_FOUND,
+                    return anvil__error_set(err, ANVIL_E_PLUGIN_NOT_FOUND,
                                            "%s:%d: plugin '%s' not found in the search path %s (build or "
                                            "install it, fix [plugins] path, or remove it from load)",
                                            ctx->cfg.path, ctx->cfg.load_lines[i], name, sp);
@@ -674,7 +674,7 @@ int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
         for (size_t j = 0; j < ctx->n_plugins; ++j) dup |= strcmp(ctx->plugins[j].name, name) == 0;
         if (dup) continue;
         plugin_rec *p = add_rec(ctx, name);
-        if (p == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         p->optional = 1;
         p->line = ctx->cfg.optional_lines[i];
         p->path = find_plugin(ctx, name);

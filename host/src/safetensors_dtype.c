@@ -74,7 +74,7 @@ int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t r
     for (size_t i = 0; i < rank; i++) {
         if (shape[i] != 0 && n > UINT64_MAX / shape[i]) {
             anvil__st_quote(q, name);
-            return anvil_error_set(err, ANVIL_E_ST_OVERFLOW,
+            return anvil__error_set(err, ANVIL_E_ST_OVERFLOW,
                                    "tensor %s: the element count of its shape overflows 64 bits "
                                    "at dim %zu (%llu); the header is corrupt or hostile",
                                    q, i, (unsigned long long)shape[i]);
@@ -84,7 +84,7 @@ int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t r
     const unsigned bits = anvil_st_dtype_bits(dtype);
     if (n > UINT64_MAX / bits) {
         anvil__st_quote(q, name);
-        return anvil_error_set(err, ANVIL_E_ST_OVERFLOW,
+        return anvil__error_set(err, ANVIL_E_ST_OVERFLOW,
                                "tensor %s: %llu elements of %s overflow a 64-bit bit count; "
                                "the header is corrupt or hostile",
                                q, (unsigned long long)n, anvil_st_dtype_name(dtype));
@@ -92,7 +92,7 @@ int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t r
     const uint64_t nbits = n * bits;
     if (nbits % 8 != 0) {
         anvil__st_quote(q, name);
-        return anvil_error_set(err, ANVIL_E_ST_SUBBYTE,
+        return anvil__error_set(err, ANVIL_E_ST_SUBBYTE,
                                "tensor %s: %llu elements of %u-bit %s make %llu bits, not a whole "
                                "number of bytes (sub-byte tensors must fill their last byte)",
                                q, (unsigned long long)n, bits, anvil_st_dtype_name(dtype),
@@ -106,12 +106,12 @@ int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t r
 ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_t n,
                                      anvil_error *err) {
     if (t == NULL || (dst == NULL && n != 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_tensor_to_f32: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_tensor_to_f32: NULL argument");
     }
     char q[ANVIL_ST_QUOTED_MAX];
     if (t->dtype != ANVIL_ST_F32 && t->dtype != ANVIL_ST_F16 && t->dtype != ANVIL_ST_BF16) {
         anvil__st_quote(q, t->name);
-        return anvil_error_set(err, ANVIL_E_ST_CONVERSION,
+        return anvil__error_set(err, ANVIL_E_ST_CONVERSION,
                                "tensor %s: dtype %s is unsupported for conversion to f32 "
                                "(only F32, F16 and BF16 convert; its raw bytes are still readable)",
                                q, anvil_st_dtype_name(t->dtype) ? anvil_st_dtype_name(t->dtype)
@@ -119,7 +119,7 @@ ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_
     }
     if ((uint64_t)n != t->n_elements) {
         anvil__st_quote(q, t->name);
-        return anvil_error_set(err, ANVIL_E_BUFFER_TOO_SMALL,
+        return anvil__error_set(err, ANVIL_E_BUFFER_TOO_SMALL,
                                "tensor %s has %llu elements but the output holds %zu", q,
                                (unsigned long long)t->n_elements, n);
     }
@@ -128,7 +128,7 @@ ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_
     const unsigned width = anvil_st_dtype_bits(t->dtype) / 8;
     if (t->size / width < t->n_elements || (t->data == NULL && n != 0)) {
         anvil__st_quote(q, t->name);
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor %s: %llu bytes cannot hold %llu %s elements", q,
                                (unsigned long long)t->size, (unsigned long long)t->n_elements,
                                anvil_st_dtype_name(t->dtype));

@@ -134,7 +134,7 @@ static int fail(builder *b, int code, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
-        anvil_error_set(b->err, code, "%s: %s", b->where, what);
+        anvil__error_set(b->err, code, "%s: %s", b->where, what);
         b->failed = code;
     }
     /* Out of memory stops the parse; anything else lets it run on. */
@@ -405,14 +405,14 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
         if (e->begin != start || e->end < e->begin) {
             anvil__st_quote(q, name);
             if (e->end < e->begin) {
-                return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
+                return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
                                        "%s: tensor %s: data_offsets [%llu, %llu] end before they "
                                        "begin" REEXPORT,
                                        where, q, (unsigned long long)e->begin,
                                        (unsigned long long)e->end);
             }
             if (i == 0) {
-                return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
+                return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
                                        "%s: tensor %s: the first tensor in the data buffer starts "
                                        "at byte %llu, not 0: offsets must run contiguously from 0"
                                        REEXPORT,
@@ -421,7 +421,7 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
             char pq[ANVIL_ST_QUOTED_MAX];
             anvil__st_quote(pq, b->pool + b->t[i - 1].name);
             if (e->begin > start) {
-                return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
+                return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
                                        "%s: tensor %s: starts at data byte %llu but the previous "
                                        "tensor %s ends at %llu, a gap of %llu bytes: offsets must "
                                        "be contiguous" REEXPORT,
@@ -429,7 +429,7 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
                                        (unsigned long long)start,
                                        (unsigned long long)(e->begin - start));
             }
-            return anvil_error_set(err, ANVIL_E_ST_OFFSETS,
+            return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
                                    "%s: tensor %s: starts at data byte %llu, inside the previous "
                                    "tensor %s which ends at %llu: they overlap by %llu bytes"
                                    REEXPORT,
@@ -446,11 +446,11 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
         const int rc = anvil__st_tensor_bytes(e->dtype, shape, e->rank, name, &n_elements, &bytes,
                                              &sub);
         if (rc != ANVIL_OK) {
-            return anvil_error_set(err, rc, "%s: %s", where, sub.message);
+            return anvil__error_set(err, rc, "%s: %s", where, sub.message);
         }
         if (e->end - e->begin != bytes) {
             anvil__st_quote(q, name);
-            return anvil_error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
+            return anvil__error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
                                    "%s: tensor %s: dtype %s with %llu elements needs %llu bytes "
                                    "but data_offsets [%llu, %llu] cover %llu" REEXPORT,
                                    where, q, anvil_st_dtype_name(e->dtype),
@@ -503,7 +503,7 @@ static int fill_tables(anvil_st *st, builder *b, const char *where, anvil_error 
     if (st->tensors == NULL || st->by_name == NULL || st->meta_keys == NULL ||
         st->meta_values == NULL || b->pool == NULL || b->dims == NULL) {
         anvil__st_free_tables(st);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "%s: out of memory for %zu tensors", where,
+        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for %zu tensors", where,
                                count);
     }
     st->strings = b->pool;
@@ -542,13 +542,13 @@ int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, 
                           uint64_t *data_needed, anvil_error *err) {
     const size_t valid = anvil__utf8_valid_prefix(header, n);
     if (valid != n) {
-        return anvil_error_set(err, ANVIL_E_ST_UTF8,
+        return anvil__error_set(err, ANVIL_E_ST_UTF8,
                                "%s: header byte %zu (0x%02x) is not valid UTF-8; a safetensors "
                                "header is UTF-8 JSON" REEXPORT,
                                where, valid, header[valid]);
     }
     if (n == 0 || header[0] != '{') {
-        return anvil_error_set(err, ANVIL_E_ST_JSON,
+        return anvil__error_set(err, ANVIL_E_ST_JSON,
                                "%s: the header %s; it must be a JSON object starting with '{'"
                                REEXPORT,
                                where, n == 0 ? "is empty" : "does not start with '{'");
@@ -565,7 +565,7 @@ int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, 
         rc = js == ANVIL_JSON_E_DUP_KEY ? ANVIL_E_ST_DUP_KEY
              : js == ANVIL_JSON_E_NOMEM ? ANVIL_E_NOMEM
                                         : ANVIL_E_ST_JSON;
-        anvil_error_set(err, rc, "%s: header JSON: %s%s", where, je.message,
+        anvil__error_set(err, rc, "%s: header JSON: %s%s", where, je.message,
                         js == ANVIL_JSON_E_NOMEM ? "" : REEXPORT);
     } else if (b.failed != 0) {
         rc = b.failed; /* the message is in err already */
@@ -594,7 +594,7 @@ int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_s
         if (st->count > 0) {
             anvil__st_quote(q, st->tensors[st->count - 1].name);
         }
-        return anvil_error_set(err, ANVIL_E_ST_TRAILING,
+        return anvil__error_set(err, ANVIL_E_ST_TRAILING,
                                "%s: %llu bytes follow the last tensor%s%s (its data ends at byte "
                                "%llu of %llu); a safetensors file ends exactly after its last "
                                "tensor: it was appended to, or is corrupt",
@@ -608,7 +608,7 @@ int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_s
             i++;
         }
         anvil__st_quote(q, st->tensors[i].name);
-        return anvil_error_set(err, ANVIL_E_TRUNCATED,
+        return anvil__error_set(err, ANVIL_E_TRUNCATED,
                                "%s: tensor %s needs data bytes [%llu, %llu) but the data buffer "
                                "holds only %llu: %llu bytes are missing; the file is truncated, "
                                "re-download or re-export it",
@@ -627,20 +627,20 @@ int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_s
 int anvil__st_validate_image(anvil_st *st, const char *where, anvil_error *err) {
     const size_t size = st->image_size;
     if (size < 8) {
-        return anvil_error_set(err, ANVIL_E_ST_TOO_SMALL,
+        return anvil__error_set(err, ANVIL_E_ST_TOO_SMALL,
                                "%s: %zu bytes is too small for safetensors (the header length "
                                "alone takes 8); the file is truncated or not safetensors",
                                where, size);
     }
     const uint64_t n = anvil__st_load_u64le(st->image);
     if (n > ANVIL_ST_MAX_HEADER) {
-        return anvil_error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
+        return anvil__error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
                                "%s: header length %llu exceeds the 100,000,000-byte limit; the "
                                "file is corrupt or not safetensors",
                                where, (unsigned long long)n);
     }
     if (n > size - 8) {
-        return anvil_error_set(err, ANVIL_E_ST_HEADER_PAST_END,
+        return anvil__error_set(err, ANVIL_E_ST_HEADER_PAST_END,
                                "%s: header length %llu runs past the end: only %zu bytes follow "
                                "the 8-byte length; the file is truncated or not safetensors",
                                where, (unsigned long long)n, size - 8);

@@ -39,19 +39,19 @@ static int finish(anvil_st **out, anvil_st *st, const char *where, anvil_error *
         st_release(st);
         return rc;
     }
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     *out = st;
     return ANVIL_OK;
 }
 
 ANVIL_API int anvil_st_parse(anvil_st **out, const void *bytes, size_t size, anvil_error *err) {
     if (out == NULL || (bytes == NULL && size != 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_parse: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_parse: NULL argument");
     }
     *out = NULL;
     anvil_st *st = calloc(1, sizeof *st);
     if (st == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors buffer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors buffer: out of memory");
     }
     st->image = bytes;
     st->image_size = size;
@@ -62,7 +62,7 @@ ANVIL_API int anvil_st_parse(anvil_st **out, const void *bytes, size_t size, anv
 ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size,
                                   anvil_error *err) {
     if (out == NULL || (bytes == NULL && size != 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_parse_copy: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_parse_copy: NULL argument");
     }
     *out = NULL;
     anvil_st *st = calloc(1, sizeof *st);
@@ -70,7 +70,7 @@ ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size
     if (st == NULL || copy == NULL) {
         free(st);
         free(copy);
-        return anvil_error_set(err, ANVIL_E_NOMEM,
+        return anvil__error_set(err, ANVIL_E_NOMEM,
                                "safetensors buffer: out of memory copying %zu bytes", size);
     }
     if (size != 0) {
@@ -85,34 +85,34 @@ ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size
 
 ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err) {
     if (out == NULL || path == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_open: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_open: NULL argument");
     }
     *out = NULL;
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        return anvil__error_set(err, ANVIL_E_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         const int e = errno;
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "%s: cannot stat: %s", path, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "%s: cannot stat: %s", path, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO,
+        return anvil__error_set(err, ANVIL_E_IO,
                                "%s: not a regular file (safetensors files are memory-mapped)",
                                path);
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_IO, "%s: too large to map on this platform", path);
+        return anvil__error_set(err, ANVIL_E_IO, "%s: too large to map on this platform", path);
     }
     const size_t size = (size_t)sb.st_size;
     anvil_st *st = calloc(1, sizeof *st);
     if (st == NULL) {
         close(fd);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "%s: out of memory", path);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory", path);
     }
     st->backing = ST_MMAP;
     st->image_size = size;
@@ -122,7 +122,7 @@ ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err) 
             const int e = errno;
             close(fd);
             free(st);
-            return anvil_error_set(err, ANVIL_E_IO, "%s: cannot map %zu bytes: %s", path, size,
+            return anvil__error_set(err, ANVIL_E_IO, "%s: cannot map %zu bytes: %s", path, size,
                                    strerror(e));
         }
         st->owned = map;

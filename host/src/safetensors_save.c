@@ -14,7 +14,7 @@
 
 ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, anvil_error *err) {
     if (w == NULL || path == NULL || *path == '\0') {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_save: bad argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_save: bad argument");
     }
     /* Everything that can fail without touching the filesystem, first. */
     anvil_st_plan plan;
@@ -34,9 +34,9 @@ ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, a
     }
     anvil__st_plan_free(&plan);
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(err, "%s: not saved, left untouched", path);
+        anvil__error_prefix(err, "%s: not saved, left untouched", path);
         return rc;
     }
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     return ANVIL_OK;
 }

@@ -44,11 +44,11 @@ struct anvil_st_writer {
 
 ANVIL_API int anvil_st_writer_new(anvil_st_writer **out, anvil_error *err) {
     if (out == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_new: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_new: NULL argument");
     }
     *out = calloc(1, sizeof **out);
     if (*out == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     return ANVIL_OK;
 }
@@ -77,7 +77,7 @@ static int check_utf8(const char *s, const char *what, anvil_error *err) {
     if (ok != len) {
         char q[ANVIL_ST_QUOTED_MAX];
         anvil__st_quote(q, s);
-        return anvil_error_set(err, ANVIL_E_ST_UTF8,
+        return anvil__error_set(err, ANVIL_E_ST_UTF8,
                                "safetensors writer: %s %s is not valid UTF-8 (byte %zu)", what, q,
                                ok);
     }
@@ -98,12 +98,12 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
                                   uint64_t size, anvil_error *err) {
     if (w == NULL || name == NULL || (shape == NULL && rank != 0) ||
         (data == NULL && size != 0)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add: NULL argument");
     }
     char q[ANVIL_ST_QUOTED_MAX];
     anvil__st_quote(q, name);
     if ((unsigned)dtype >= ANVIL_ST_DTYPE_COUNT) {
-        return anvil_error_set(err, ANVIL_E_ST_DTYPE,
+        return anvil__error_set(err, ANVIL_E_ST_DTYPE,
                                "safetensors writer: tensor %s: dtype %d is not a safetensors "
                                "dtype",
                                q, (int)dtype);
@@ -113,7 +113,7 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
         return rc;
     }
     if (strcmp(name, "__metadata__") == 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "safetensors writer: \"__metadata__\" is reserved and cannot name "
                                "a tensor");
     }
@@ -121,10 +121,10 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
     anvil_error sub;
     rc = anvil__st_tensor_bytes(dtype, shape, rank, name, &n_elements, &bytes, &sub);
     if (rc != ANVIL_OK) {
-        return anvil_error_set(err, rc, "safetensors writer: %s", sub.message);
+        return anvil__error_set(err, rc, "safetensors writer: %s", sub.message);
     }
     if (bytes != size) {
-        return anvil_error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
+        return anvil__error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
                                "safetensors writer: tensor %s: %llu elements of %s take %llu "
                                "bytes, but %llu were given",
                                q, (unsigned long long)n_elements, anvil_st_dtype_name(dtype),
@@ -134,7 +134,7 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
         const size_t ncap = w->cap ? w->cap * 2 : 16;
         wentry *ne = ncap <= SIZE_MAX / sizeof *ne ? realloc(w->entries, ncap * sizeof *ne) : NULL;
         if (ne == NULL) {
-            return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
         }
         w->entries = ne;
         w->cap = ncap;
@@ -146,7 +146,7 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
     if (e->name == NULL || e->shape == NULL) {
         free(e->name);
         free(e->shape);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     if (rank != 0) {
         memcpy(e->shape, shape, rank * sizeof *shape);
@@ -168,7 +168,7 @@ ANVIL_API void anvil_st_writer_keep_empty_metadata(anvil_st_writer *w) {
 ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
                                            const char *value, anvil_error *err) {
     if (w == NULL || key == NULL || value == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "anvil_st_writer_set_metadata: NULL argument");
     }
     int rc = check_utf8(key, "metadata key", err);
@@ -180,7 +180,7 @@ ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
     }
     char *v = dup_string(value);
     if (v == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     for (size_t i = 0; i < w->meta_count; i++) {
         if (strcmp(w->meta_keys[i], key) == 0) {
@@ -199,7 +199,7 @@ ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
         char **nv = nk != NULL ? realloc(w->meta_values, ncap * sizeof *nv) : NULL;
         if (nv == NULL) {
             free(v);
-            return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
         }
         w->meta_values = nv;
         w->meta_cap = ncap;
@@ -207,7 +207,7 @@ ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
     char *k = dup_string(key);
     if (k == NULL) {
         free(v);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     w->meta_keys[w->meta_count] = k;
     w->meta_values[w->meta_count] = v;
@@ -218,7 +218,7 @@ ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
 
 ANVIL_API int anvil_st_writer_add_all(anvil_st_writer *w, const anvil_st *st, anvil_error *err) {
     if (w == NULL || st == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add_all: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add_all: NULL argument");
     }
     if (anvil_st_has_metadata(st)) {
         anvil_st_writer_keep_empty_metadata(w);
@@ -345,12 +345,12 @@ void anvil__st_plan_free(anvil_st_plan *plan) {
 int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_error *err) {
     memset(plan, 0, sizeof *plan);
     if (w == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "safetensors writer: NULL writer");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "safetensors writer: NULL writer");
     }
     const size_t count = w->count;
     const wentry **order = malloc((count ? count : 1) * sizeof *order);
     if (order == NULL) {
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     for (size_t i = 0; i < count; i++) {
         order[i] = &w->entries[i];
@@ -362,7 +362,7 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
             char q[ANVIL_ST_QUOTED_MAX];
             anvil__st_quote(q, order[i]->name);
             free(order);
-            return anvil_error_set(err, ANVIL_E_DUPLICATE,
+            return anvil__error_set(err, ANVIL_E_DUPLICATE,
                                    "safetensors writer: tensor %s was added twice", q);
         }
     }
@@ -420,7 +420,7 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
     if (b.failed || overflow) {
         free(b.p);
         free(order);
-        return anvil_error_set(err, overflow ? ANVIL_E_OVERFLOW : ANVIL_E_NOMEM,
+        return anvil__error_set(err, overflow ? ANVIL_E_OVERFLOW : ANVIL_E_NOMEM,
                                "safetensors writer: %s",
                                overflow ? "total data size overflows 64 bits" : "out of memory");
     }
@@ -428,7 +428,7 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
     if (n > ANVIL_ST_MAX_HEADER) {
         free(b.p);
         free(order);
-        return anvil_error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
+        return anvil__error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
                                "safetensors writer: the header would take %llu bytes, over the "
                                "100,000,000-byte limit readers accept; split the tensors across "
                                "several files",
@@ -440,7 +440,7 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
     if (chunks == NULL) {
         free(b.p);
         free(order);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory");
     }
     for (size_t i = 0; i < count; i++) {
         chunks[i].data = order[i]->data;
@@ -484,7 +484,7 @@ int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where
         e = write_all(fd, plan->chunks[i].data, plan->chunks[i].size);
     }
     if (e != 0) {
-        return anvil_error_set(err, ANVIL_E_IO, "%s: write failed: %s", where, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "%s: write failed: %s", where, strerror(e));
     }
     return ANVIL_OK;
 }
@@ -492,7 +492,7 @@ int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where
 ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, size_t *size,
                                         anvil_error *err) {
     if (out == NULL || size == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "anvil_st_writer_serialize: NULL argument");
     }
     *out = NULL;
@@ -504,7 +504,7 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
     }
     if (plan.data_size > SIZE_MAX - plan.head_size) {
         anvil__st_plan_free(&plan);
-        return anvil_error_set(err, ANVIL_E_OVERFLOW,
+        return anvil__error_set(err, ANVIL_E_OVERFLOW,
                                "safetensors writer: %llu data bytes do not fit in memory here; "
                                "save to a file instead",
                                (unsigned long long)plan.data_size);
@@ -513,7 +513,7 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
     unsigned char *buf = malloc(total);
     if (buf == NULL) {
         anvil__st_plan_free(&plan);
-        return anvil_error_set(err, ANVIL_E_NOMEM,
+        return anvil__error_set(err, ANVIL_E_NOMEM,
                                "safetensors writer: out of memory for %zu bytes", total);
     }
     memcpy(buf, plan.head, plan.head_size);
@@ -532,7 +532,7 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
 
 ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_error *err) {
     if (fd < 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_write_fd: bad fd");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_write_fd: bad fd");
     }
     anvil_st_plan plan;
     int rc = anvil__st_writer_plan(w, &plan, err);
@@ -548,7 +548,7 @@ ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_e
 ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
                                          anvil_error *err) {
     if (stream == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "anvil_st_writer_write_file: NULL stream");
     }
     anvil_st_plan plan;
@@ -569,7 +569,7 @@ ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
     }
     anvil__st_plan_free(&plan);
     if (!ok) {
-        return anvil_error_set(err, ANVIL_E_IO, "safetensors stream: write failed: %s",
+        return anvil__error_set(err, ANVIL_E_IO, "safetensors stream: write failed: %s",
                                strerror(errno));
     }
     return ANVIL_OK;

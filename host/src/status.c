@@ -83,7 +83,7 @@ ANVIL_API const char *anvil_strerror(int status) {
     }
 }
 
-int anvil_error_set(anvil_error *err, int code, const char *fmt, ...) {
+int anvil__error_set(anvil_error *err, int code, const char *fmt, ...) {
     if (err != NULL) {
         err->code = code;
         va_list ap;
@@ -94,14 +94,14 @@ int anvil_error_set(anvil_error *err, int code, const char *fmt, ...) {
     return code;
 }
 
-void anvil_error_clear(anvil_error *err) {
+void anvil__error_clear(anvil_error *err) {
     if (err != NULL) {
         err->code = ANVIL_OK;
         err->message[0] = '\0';
     }
 }
 
-void anvil_error_prefix(anvil_error *err, const char *fmt, ...) {
+void anvil__error_prefix(anvil_error *err, const char *fmt, ...) {
     if (err == NULL) {
         return;
     }

@@ -67,17 +67,17 @@ static int tensor_list(const anvil_synth_model *m, synth_tensor **out, size_t *c
         m->n_head_kv == 0 || m->n_embd % m->n_head != 0 || m->n_head % m->n_head_kv != 0 ||
         m->n_layer > 100000 || m->n_expert > 256 || (m->n_expert > 0 && (m->n_expert_used == 0 ||
         m->n_expert_used > m->n_expert))) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
                                "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
                                "with experts 1 <= n_expert_used <= n_expert <= 256");
     }
     if (m->type != ANVIL_TYPE_F32 && m->type != ANVIL_TYPE_F16 && m->type != ANVIL_TYPE_BF16) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
     }
     const size_t n = 3 + (size_t)m->n_layer * 10;
     synth_tensor *t = calloc(n, sizeof *t);
-    if (t == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     const uint64_t e = m->n_embd, kv = (uint64_t)m->n_embd / m->n_head * m->n_head_kv, f = m->n_ff;
     const uint64_t x = m->n_expert;
     size_t k = 0;
@@ -124,7 +124,7 @@ static int copy_vocab(anvil_gguf_writer *w, const anvil_gguf *from, uint32_t n_v
     anvil_gguf_array tokens;
     if (anvil_gguf_get_array(from, "tokenizer.ggml.tokens", &tokens, err) != ANVIL_OK) return err ? err->code : ANVIL_E_NOT_FOUND;
     if (tokens.count != n_vocab) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
                                " tokens, the model n_vocab %u", tokens.count, n_vocab);
     }
     for (size_t i = 0; i < anvil_gguf_kv_count(from); ++i) {
@@ -145,7 +145,7 @@ static int set_vocab(anvil_gguf_writer *w, uint32_t n_vocab, anvil_error *err) {
     int32_t *types = malloc((size_t)n_vocab * sizeof *types);
     int rc = ANVIL_OK;
     if (buf == NULL || items == NULL || scores == NULL || types == NULL) {
-        rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     for (uint32_t i = 0; rc == ANVIL_OK && i < n_vocab; ++i) {
         char *s = buf + (size_t)i * per;
@@ -236,7 +236,7 @@ static int build(const anvil_synth_model *m, const anvil_ctx *ctx, anvil_gguf_wr
 }
 
 ANVIL_API int anvil_synth_model_size(const anvil_synth_model *m, uint64_t *bytes, anvil_error *err) {
-    if (m == NULL || bytes == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (m == NULL || bytes == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     anvil_gguf_writer *w = NULL;
     synth_tensor *t = NULL;
     size_t n = 0;
@@ -249,7 +249,7 @@ ANVIL_API int anvil_synth_model_size(const anvil_synth_model *m, uint64_t *bytes
 
 ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model *m, const anvil_ctx *ctx,
                                       anvil_error *err) {
-    if (path == NULL || m == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (path == NULL || m == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     anvil_gguf_writer *w = NULL;
     synth_tensor *t = NULL;
     size_t n = 0;
@@ -263,11 +263,11 @@ ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model 
     float *row = NULL;
     uint8_t *buf = NULL;
     if (max_bytes > SIZE_MAX) {
-        rc = anvil_error_set(err, ANVIL_E_OVERFLOW, "synthetic model: a tensor is too large for memory");
+        rc = anvil__error_set(err, ANVIL_E_OVERFLOW, "synthetic model: a tensor is too large for memory");
     } else {
         row = malloc((size_t)max_row * sizeof *row);
         buf = malloc((size_t)max_bytes);
-        if (row == NULL || buf == NULL) rc = anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (row == NULL || buf == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w, path, err);
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {

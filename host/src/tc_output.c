@@ -41,7 +41,7 @@ static void *output_main(void *arg) {
         const anvil_gguf *src = o->src;
         pthread_mutex_unlock(&o->lock);
         anvil_error e;
-        anvil_error_clear(&e);
+        anvil__error_clear(&e);
         const int rc = anvil_gguf_writer_stream_tensor(w, data, size, &e);
         if (src != NULL && size > 0) anvil_gguf_release(src, data, (size_t)size, NULL); /* advice only */
         pthread_mutex_lock(&o->lock);

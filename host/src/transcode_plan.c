@@ -75,7 +75,7 @@ int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) {
     if (v == NULL || copy == NULL) {
         free(copy);
         if (v != NULL) t->warnings = v;
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     t->warnings = v;
     t->warnings[t->n_warnings++] = copy;
@@ -85,26 +85,26 @@ int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) {
 int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size_t n, const char *option,
                      anvil_error *err) {
     if (n == 0) return ANVIL_OK;
-    if (rules == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL rules");
+    if (rules == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL rules");
     t->rules = calloc(n, sizeof *t->rules);
-    if (t->rules == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->rules == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     t->n_rules = n;
     for (size_t i = 0; i < n; ++i) {
         tc_rule *r = &t->rules[i];
         const char *pat = rules[i].pattern;
         if (pat == NULL || pat[0] == '\0') {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG, "%s rule %zu has an empty pattern", option, i + 1);
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s rule %zu has an empty pattern", option, i + 1);
         }
         r->pattern = dup_str(pat);
         r->label = malloc(strlen(pat) + strlen(option) + 2);
         if (r->pattern == NULL || r->label == NULL) {
-            return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         }
         sprintf(r->label, "%s %s", option, pat);
         r->type = rules[i].type;
         char why[256];
         if (ecma_re_compile(pat, strlen(pat), &r->re, why, sizeof why) != 0) {
-            return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "%s '%s': not a valid ECMAScript regular expression (llama.cpp's "
                                    "dialect): %s",
                                    option, pat, why);
@@ -117,7 +117,7 @@ int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_err
     for (size_t i = 0; i < t->n_rules; ++i) {
         const int m = ecma_re_search(t->rules[i].re, name, strlen(name));
         if (m < 0) {
-            anvil_error_set(err, ANVIL_E_INVALID_ARG,
+            anvil__error_set(err, ANVIL_E_INVALID_ARG,
                             "%s: the pattern needs too many steps on tensor '%s' (back-references); "
                             "simplify it",
                             t->rules[i].label, name);
@@ -138,7 +138,7 @@ static int check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil
     int rc = tc_check_target(ctx, type, option, err);
     const anvil_codec *c = anvil_ctx_codec(ctx, type);
     if (rc == ANVIL_OK && c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
-        rc = anvil_error_set(err, ANVIL_E_NEEDS_IMATRIX,
+        rc = anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
                              "%s: %s cannot be written without an importance matrix (ggml encodes it only "
                              "with one): use `anvil quantize --imatrix FILE`, or pick another type",
                              option, c->name);
@@ -180,14 +180,14 @@ int tc_item_bytes(anvil_transcode *t, anvil_transcode_tensor *it, anvil_error *e
     anvil_type_info info;
     int rc = anvil_type_lookup(t->ctx, it->dst_type, &info, err);
     if (rc == ANVIL_OK) rc = anvil_type_bytes(&info, it->src->n_elements, &it->dst_bytes, err);
-    if (rc != ANVIL_OK) anvil_error_prefix(err, "tensor '%s'", it->src->name);
+    if (rc != ANVIL_OK) anvil__error_prefix(err, "tensor '%s'", it->src->name);
     return rc;
 }
 
 static int decide_all(anvil_transcode *t, anvil_error *err) {
     const size_t n = anvil_gguf_tensor_count(t->src);
     t->items = calloc(n > 0 ? n : 1, sizeof *t->items);
-    if (t->items == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     t->n_items = n;
     const anvil_transcode_hook *h = &t->opts.hook;
     size_t n_requant = 0, first_requant = 0;
@@ -199,7 +199,7 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
         if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED && n_requant++ == 0) first_requant = i;
         if (h->wants != NULL && h->rows != NULL && h->wants(h->arg, src)) {
             if (!tc_is_float_type(src->type)) {
-                return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+                return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                        "tensor '%s' is %s: it can only be rewritten from a float "
                                        "type (f32, f16, bf16)",
                                        src->name, src->type_info.name);
@@ -213,7 +213,7 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
         const anvil_transcode_tensor *it = &t->items[first_requant];
         anvil_type_info want;
         const int have = anvil_type_lookup(t->ctx, it->want_type, &want, NULL) == ANVIL_OK;
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor '%s' is already quantized (%s) and %s asks for %s: requantizing "
                                "stacks two quantization errors. Pass --allow-requantize to do it anyway, "
                                "or ask for f16/f32 to dequantize (%zu tensor%s in all)",
@@ -251,7 +251,7 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     for (size_t i = 0; i < t->n_items; ++i) {
         uint64_t padded;
         if (gguf_pad_overflows(t->items[i].dst_bytes, ANVIL_GGUF_DEFAULT_ALIGNMENT, &padded)) {
-            return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
+            return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
         }
         if (tc_is_split(t) && gguf_split_starts_part(count, in_part, padded, max, max_tensors)) {
             part++;
@@ -264,13 +264,13 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     }
     t->n_parts = part + 1;
     if (t->n_parts > UINT16_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "the split would make %" PRIu32 " parts; split.count is a u16 "
                                "(at most 65535): raise the limit",
                                t->n_parts);
     }
     if (tc_is_split(t) && t->n_items > (size_t)INT32_MAX) {
-        return anvil_error_set(err, ANVIL_E_GGUF_SPLIT,
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
                                "%zu tensors do not fit split.tensors.count (i32)", t->n_items);
     }
     return ANVIL_OK;
@@ -278,10 +278,10 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
 
 int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, anvil_error *err) {
     t->part_paths = calloc(t->n_parts, sizeof *t->part_paths);
-    if (t->part_paths == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->part_paths == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     if (prefix == NULL) {
         t->part_paths[0] = dup_str(out_path);
-        return t->part_paths[0] ? ANVIL_OK : anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return t->part_paths[0] ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     int rc = ANVIL_OK;
     const size_t plen = strlen(prefix);
@@ -289,7 +289,7 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
         const size_t cap = plen + 32;
         t->part_paths[p] = malloc(cap);
         rc = t->part_paths[p] == NULL
-                 ? anvil_error_set(err, ANVIL_E_NOMEM, "out of memory")
+                 ? anvil__error_set(err, ANVIL_E_NOMEM, "out of memory")
                  : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
     }
     return rc;
@@ -301,7 +301,7 @@ static int transcode_part_paths(anvil_transcode *t, const char *out_path, anvil_
     size_t plen = strlen(out_path);
     if (plen > 5 && strcmp(out_path + plen - 5, ".gguf") == 0) plen -= 5;
     char *prefix = malloc(plen + 1);
-    if (prefix == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (prefix == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     memcpy(prefix, out_path, plen);
     prefix[plen] = '\0';
     const int rc = tc_part_paths(t, out_path, prefix, err);
@@ -338,7 +338,7 @@ static int transcode_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t p, a
 
 static int build_writers(anvil_transcode *t, anvil_error *err) {
     t->writers = calloc(t->n_parts, sizeof *t->writers);
-    if (t->writers == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->writers == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     for (uint32_t p = 0; p < t->n_parts; ++p) {
         int rc = anvil_gguf_writer_new(&t->writers[p], t->ctx, err);
         if (rc == ANVIL_OK) rc = t->build_kvs(t, t->writers[p], p, err);
@@ -351,7 +351,7 @@ static int build_writers(anvil_transcode *t, anvil_error *err) {
         if (rc != ANVIL_OK) return rc;
         const size_t k = anvil_gguf_writer_tensor_count(w) - 1;
         if (anvil_gguf_writer_tensor_bytes(w, k) != it->dst_bytes) {
-            return anvil_error_set(err, ANVIL_E_INTERNAL,
+            return anvil__error_set(err, ANVIL_E_INTERNAL,
                                    "tensor '%s': the writer sizes it at %" PRIu64 " bytes, the plan at %" PRIu64,
                                    it->name, anvil_gguf_writer_tensor_bytes(w, k), it->dst_bytes);
         }
@@ -392,17 +392,17 @@ int tc_layout(anvil_transcode *t, anvil_error *err) {
 ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
                                    const char *out_path, const anvil_transcode_options *opts,
                                    anvil_error *err) {
-    anvil_error_clear(err);
+    anvil__error_clear(err);
     if (out == NULL || src == NULL || out_path == NULL || opts == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "anvil_transcode_plan: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_transcode_plan: NULL argument");
     }
     *out = NULL;
     if (opts->split_max_bytes > 0 && opts->split_max_tensors > 0) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "give a split size or a tensor count per part, not both (as gguf-split)");
     }
     anvil_transcode *t = tc_new(ctx, src);
-    if (t == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     t->opts = *opts;
     t->build_kvs = transcode_kvs;
     t->summary.threads = opts->threads ? opts->threads : anvil_ctx_threads(ctx);

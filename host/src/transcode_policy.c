@@ -43,31 +43,31 @@ int tc_check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_err
     anvil_type_info info;
     anvil_error e;
     if (anvil_type_lookup(ctx, type, &info, &e) != ANVIL_OK) {
-        return anvil_error_set(err, e.code, "%s: %s", option, e.message);
+        return anvil__error_set(err, e.code, "%s: %s", option, e.message);
     }
     if (is_integer_or_f64(type)) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "%s: %s is not a weight format; give a float type (f32, f16, bf16) "
                                "or a block format (q8_0, q4_K, ...)",
                                option, info.name);
     }
     const anvil_codec *c = anvil_ctx_codec(ctx, type);
     if (c == NULL) {
-        return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
                                "%s: %s comes with the %s plugin, which is not loaded (add it to "
                                "[plugins] load in %s)",
                                option, info.name, info.family_plugin ? info.family_plugin : "?",
                                anvil_ctx_config_path(ctx));
     }
     if (c->flags & ANVIL_CODEC_ACTIVATION) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG,
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "%s: %s is an activation format (what ggml quantizes activations "
                                "into for its dot products); ggml has no kernels that read it as "
                                "weights, so a model stored in it would not run",
                                option, c->name);
     }
     if (c->encode == NULL && c->encode_rows == NULL) {
-        return anvil_error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
+        return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
                                "%s: %s cannot be written: %s. Pick a format with an encoder "
                                "(`anvil codec list` shows them)",
                                option, c->name, c->encode_note ? c->encode_note : "decode-only");

@@ -102,7 +102,7 @@ static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, s
     const anvil_transcode_tensor *it = j->it;
     const uint64_t row = row0 + at / it->row_len, col = at % it->row_len;
     const float v = x[at];
-    return anvil_error_set(e, ANVIL_E_NONFINITE,
+    return anvil__error_set(e, ANVIL_E_NONFINITE,
                            "tensor '%s' holds %s at row %" PRIu64 ", column %" PRIu64 "%s; fix the "
                            "source model, or keep this tensor as it is with "
                            "--tensor-type '^%s$=%s'",
@@ -142,7 +142,7 @@ static int encode_rows(const tensor_job *j, uint64_t row0, uint64_t nr, const fl
             }
             if (rc != ANVIL_OK) {
                 msg[sizeof msg - 1] = '\0';
-                return anvil_error_set(e, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
+                return anvil__error_set(e, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
                                        msg[0] ? msg : "encoder failed without a message");
             }
         } else {
@@ -183,7 +183,7 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
         if (rc == ANVIL_OK) bad = anvil_float_find_nonfinite(x, n); /* what is encoded is what counts */
     }
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
+        anvil__error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
         return rc;
     }
     if (bad < n) return nonfinite_error(j, row0, x, n, bad, e);
@@ -196,7 +196,7 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
         }
     }
     if (rc != ANVIL_OK) {
-        anvil_error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
+        anvil__error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
         return rc;
     }
     if (j->quality) {
@@ -252,7 +252,7 @@ static void chunk_task(void *arg, size_t slot) {
         if (c >= j->slab_end) break;
         if (c > atomic_load(&j->fail_at)) continue; /* an earlier chunk failed */
         anvil_error e;
-        anvil_error_clear(&e);
+        anvil__error_clear(&e);
         const int rc = do_chunk(j, c, j->x[slot], j->y[slot], &e);
         if (rc != ANVIL_OK) record_failure(j, c, rc, &e);
     }
@@ -304,10 +304,10 @@ static int check_finite(const anvil_transcode_tensor *it, anvil_error *err) {
     const uint32_t ty = it->src_type;
     if (!tc_is_float_type(ty) || it->row_len == 0) return ANVIL_OK;
     const uint64_t n = it->src->n_elements;
-    if (n > SIZE_MAX) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
+    if (n > SIZE_MAX) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
     const size_t i = anvil_float_find_nonfinite_raw(ty, it->src->data, (size_t)n);
     if (i < n) {
-        return anvil_error_set(err, ANVIL_E_NONFINITE,
+        return anvil__error_set(err, ANVIL_E_NONFINITE,
                                "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
                                ", column %" PRIu64 " (llama.cpp refuses such a model too); fix the source "
                                "model",
@@ -359,7 +359,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     j.src = it->src->data;
     j.quality = !t->opts.skip_quality;
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
-        if (it->dst_bytes != 0) return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
+        if (it->dst_bytes != 0) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
         return tc_output_put(rs->writer, w, NULL, 0, NULL, err);
     }
     j.src_row_bytes = it->src_bytes / it->n_rows;
@@ -369,7 +369,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     j.n_chunks = (size_t)((it->n_rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
     const uint64_t chunk_elems = j.rows_per_chunk * it->row_len;
     if (chunk_elems > SIZE_MAX / sizeof(float)) {
-        return anvil_error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
     }
     resolve_coders(&j);
     /* An f32 source row is already what the encoder reads: no copy, when
@@ -393,7 +393,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     }
     if (!ok) {
         free_scratch(&j, rs->slots);
-        return anvil_error_set(err, ANVIL_E_NOMEM,
+        return anvil__error_set(err, ANVIL_E_NOMEM,
                                "tensor '%s': out of memory for its %" PRIu64 "-byte output", it->name,
                                it->dst_bytes);
     }
@@ -461,7 +461,7 @@ static int build_quality(anvil_transcode *t, anvil_error *err) {
         free(q);
         free(sse);
         free(sig);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     /* Types in id order, tensors in file order: a fixed summation order. */
     for (uint32_t ty = 0; ty <= ANVIL_TYPE_THIRD_PARTY_LAST; ++ty) {
@@ -510,7 +510,7 @@ static int check_space(const anvil_transcode *t, anvil_error *err) {
     if (statvfs(dir, &vs) != 0) return ANVIL_OK; /* the writer reports a missing folder */
     const unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
     if (avail < t->summary.out_file_bytes) {
-        return anvil_error_set(err, ANVIL_E_IO,
+        return anvil__error_set(err, ANVIL_E_IO,
                                "not enough disk space: the output needs %" PRIu64 " bytes (%.2f GB) but "
                                "the file system holding '%s' has %llu bytes (%.2f GB) free; free some "
                                "space or write elsewhere",
@@ -521,9 +521,9 @@ static int check_space(const anvil_transcode *t, anvil_error *err) {
 }
 
 ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
-    anvil_error_clear(err);
-    if (t == NULL) return anvil_error_set(err, ANVIL_E_INVALID_ARG, "NULL plan");
-    if (t->ran) return anvil_error_set(err, ANVIL_E_STATE, "this plan was already run; make a new one");
+    anvil__error_clear(err);
+    if (t == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL plan");
+    if (t->ran) return anvil__error_set(err, ANVIL_E_STATE, "this plan was already run; make a new one");
     t->ran = 1;
     int rc = check_space(t, err);
     if (rc != ANVIL_OK) return rc;
@@ -532,13 +532,13 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     rs.t = t;
     rs.slots = t->summary.threads ? t->summary.threads : 1;
     rs.pool = anvil__pool_create(rs.slots);
-    if (rs.pool == NULL) return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rs.slots);
+    if (rs.pool == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rs.slots);
     rs.slots = anvil__pool_threads(rs.pool);
     t->summary.threads = rs.slots;
     rs.writer = tc_output_start();
     if (rs.writer == NULL) {
         anvil__pool_destroy(rs.pool);
-        return anvil_error_set(err, ANVIL_E_NOMEM, "cannot start the output thread");
+        return anvil__error_set(err, ANVIL_E_NOMEM, "cannot start the output thread");
     }
     rs.t0 = now_seconds();
 

@@ -23,9 +23,9 @@ int anvil__codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **ou
     anvil_type_info t;
     anvil_error e;
     if (anvil_type_builtin(type, &t, &e) != ANVIL_OK) {
-        return anvil_error_set(err, e.code, "%s", e.message);
+        return anvil__error_set(err, e.code, "%s", e.message);
     }
-    return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+    return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
                            "type %s (id %u): no loaded plugin provides it; it comes with the %s plugin "
                            "(add it to [plugins] load in %s)",
                            t.name, type, t.family_plugin ? t.family_plugin : "?",
@@ -55,7 +55,7 @@ ANVIL_API int anvil_type_lookup(const anvil_ctx *ctx, uint32_t id, anvil_type_in
 ANVIL_API int anvil_type_from_name(const anvil_ctx *ctx, const char *name, uint32_t *id,
                                    anvil_error *err) {
     if (name == NULL) {
-        return anvil_error_set(err, ANVIL_E_INVALID_ARG, "type name is NULL");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "type name is NULL");
     }
     if (anvil__type_builtin_by_name(name, id)) return ANVIL_OK;
     if (ctx != NULL) {
@@ -65,7 +65,7 @@ ANVIL_API int anvil_type_from_name(const anvil_ctx *ctx, const char *name, uint3
             return ANVIL_OK;
         }
     }
-    return anvil_error_set(err, ANVIL_E_UNKNOWN_TYPE,
+    return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
                            "unknown type '%s' (ggml spelling, e.g. q4_0, q4_K, iq4_xs, f16; "
                            "`anvil codec list` shows what is loaded)",
                            name);
