@@ -3,27 +3,26 @@
 #ifndef ANVIL_CLI_BENCH_H
 #define ANVIL_CLI_BENCH_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "anvil/anvil.h"
 #include "ggml_oracle.h"
 
-/* A tiny barrier-driven worker group: crew_run calls fn(arg, tid, n) on
- * every member (the caller is member 0) and returns when all are done. */
+/* The bench's workers are the context's (anvil_ctx_run_tasks): anvil's
+ * passes and ggml's run on the same threads. crew_run calls fn(arg, tid, n)
+ * for every tid in [0, n) and returns when all are done. */
 typedef void (*work_fn)(void *arg, unsigned tid, unsigned nthreads);
 
 typedef struct crew {
+    anvil_ctx *ctx;
     unsigned n;
-    pthread_t th[256];
-    pthread_barrier_t start, done;
     work_fn fn;
     void *arg;
-    int quit;
 } crew;
 
-void crew_start(crew *c, unsigned n);
+/* n threads: sets the context's thread count (anvil_matmul's too). */
+void crew_start(crew *c, anvil_ctx *ctx, unsigned n);
 void crew_run(crew *c, work_fn fn, void *arg);
 void crew_stop(crew *c);
 

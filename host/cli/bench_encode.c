@@ -84,7 +84,7 @@ typedef struct enc_result {
 /* Alternating passes on `threads` threads; returns 0, or 1 after printing why. */
 static int measure_encode(enc_job *a, enc_job *g, unsigned threads, size_t iters, enc_result *res) {
     crew c;
-    crew_start(&c, threads);
+    crew_start(&c, a->ctx, threads);
     const double mb = (double)(a->rows * a->k * sizeof(float)) / 1e6;
     double ta = 1e30, tg = 1e30, total = 0, ratios[256];
     size_t done = 0;

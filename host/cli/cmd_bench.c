@@ -9,7 +9,6 @@
  * read bandwidth, so out-of-cache figures can be read as a fraction of it.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,56 +68,27 @@ const char cli_help_bench[] =
     "--imatrix     (with --encode) both encode with the same synthetic importance matrix\n"
     "              (log-normal columns): the importance-weighted encoders\n";
 
-/* ---- a tiny barrier-driven worker group, for ggml's rows and memory reads */
+/* ---- the workers: the context's pool ----------------------------------- */
 
-typedef struct crew_member {
-    crew *c;
-    unsigned tid;
-} crew_member;
-
-static crew_member members[256];
-
-static void *crew_main(void *p) {
-    crew_member *m = p;
-    crew *c = m->c;
-    for (;;) {
-        pthread_barrier_wait(&c->start);
-        if (c->quit) break;
-        c->fn(c->arg, m->tid, c->n);
-        pthread_barrier_wait(&c->done);
-    }
-    return NULL;
+static void crew_task(void *arg, size_t task) {
+    const crew *c = arg;
+    c->fn(c->arg, (unsigned)task, c->n);
 }
 
-void crew_start(crew *c, unsigned n) {
+void crew_start(crew *c, anvil_ctx *ctx, unsigned n) {
     memset(c, 0, sizeof *c);
-    c->n = n ? (n > 256 ? 256 : n) : 1;
-    pthread_barrier_init(&c->start, NULL, c->n);
-    pthread_barrier_init(&c->done, NULL, c->n);
-    for (unsigned i = 1; i < c->n; ++i) {
-        members[i].c = c;
-        members[i].tid = i;
-        pthread_create(&c->th[i], NULL, crew_main, &members[i]);
-    }
+    c->ctx = ctx;
+    c->n = n ? n : 1;
+    anvil_ctx_set_threads(ctx, c->n);
 }
 
 void crew_run(crew *c, work_fn fn, void *arg) {
     c->fn = fn;
     c->arg = arg;
-    if (c->n > 1) pthread_barrier_wait(&c->start);
-    fn(arg, 0, c->n);
-    if (c->n > 1) pthread_barrier_wait(&c->done);
+    anvil_ctx_run_tasks(c->ctx, c->n, crew_task, c);
 }
 
-void crew_stop(crew *c) {
-    if (c->n > 1) {
-        c->quit = 1;
-        pthread_barrier_wait(&c->start);
-        for (unsigned i = 1; i < c->n; ++i) pthread_join(c->th[i], NULL);
-    }
-    pthread_barrier_destroy(&c->start);
-    pthread_barrier_destroy(&c->done);
-}
+void crew_stop(crew *c) { memset(c, 0, sizeof *c); }
 
 /* ---- timing ------------------------------------------------------------- */
 
@@ -174,13 +144,13 @@ static void bw_pass(void *state) {
 }
 
 /* GB/s reading a 512 MiB buffer with n threads. */
-static double read_bandwidth(unsigned n) {
+static double read_bandwidth(anvil_ctx *ctx, unsigned n) {
     const size_t bytes = (size_t)512 << 20;
     uint64_t *buf = aligned_alloc(64, bytes);
     if (buf == NULL) return 0;
     for (size_t i = 0; i < bytes / 8; ++i) buf[i] = i;
     crew c;
-    crew_start(&c, n);
+    crew_start(&c, ctx, n);
     bw_state s = { .buf = buf, .words = bytes / 8, .c = &c };
     const double t = time_best(bw_pass, &s, 5);
     crew_stop(&c);
@@ -309,7 +279,7 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     const double gb = (double)(row_bytes * rows) / 1e9;
     ggml_vec_dot_fn dot = have_ggml ? ggml_oracle_vec_dot(oracle, t.name, at.name) : NULL;
     crew cr;
-    crew_start(&cr, o->backend ? 1 : threads);
+    crew_start(&cr, ctx, o->backend ? 1 : threads);
     ggml_pass gp = { dot, n, rows, row_bytes, w, act, yg, &cr };
     /* anvil and ggml passes alternate, so both see the same machine state
      * (other load, clock); best of each and the median per-pass ratio. */
@@ -461,8 +431,8 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     }
     double bw1 = 0, bwn = 0;
     if (o.suite) {
-        bw1 = read_bandwidth(1);
-        bwn = read_bandwidth(all);
+        bw1 = read_bandwidth(ctx, 1);
+        bwn = read_bandwidth(ctx, all);
     }
     if (o.json) {
         cli_json_begin(stdout, "bench");

@@ -108,6 +108,18 @@ void anvil__ctx_pool_release(anvil_ctx *ctx, anvil_pool *p) {
     pthread_mutex_unlock(&ctx->lock);
 }
 
+ANVIL_API int anvil_ctx_run_tasks(anvil_ctx *ctx, size_t n_tasks, anvil_task_fn fn, void *arg) {
+    if (ctx == NULL || fn == NULL) return ANVIL_E_INVALID_ARG;
+    anvil_pool *pool = anvil__ctx_pool_acquire(ctx);
+    if (pool != NULL) {
+        anvil__pool_run(pool, n_tasks, fn, arg);
+        anvil__ctx_pool_release(ctx, pool);
+    } else { /* one thread (or no pool could start): the caller runs them */
+        for (size_t t = 0; t < n_tasks; ++t) fn(arg, t);
+    }
+    return ANVIL_OK;
+}
+
 ANVIL_API const anvil_cpu_info *anvil_ctx_cpu(const anvil_ctx *ctx) { return ctx ? ctx->cpu : anvil__cpu_probe(); }
 
 ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx) { return ctx ? ctx->cfg.path : NULL; }

@@ -100,6 +100,47 @@ static void test_packed(void) {
     anvil_weights_free(uw);
 }
 
+/* anvil_ctx_run_tasks: every task exactly once, on the context's threads,
+ * for any thread count and task count (more or fewer tasks than threads). */
+typedef struct task_log {
+    unsigned char seen[1000];
+    int bad;
+} task_log;
+
+static void count_task(void *arg, size_t task) {
+    task_log *l = arg;
+    if (task >= sizeof l->seen) {
+        l->bad = 1;
+        return;
+    }
+    __atomic_fetch_add(&l->seen[task], 1, __ATOMIC_RELAXED);
+}
+
+static void test_run_tasks(void) {
+    static const unsigned threads[] = { 1, 2, 3, 8 };
+    static const size_t tasks[] = { 0, 1, 2, 7, 1000 };
+    for (size_t a = 0; a < sizeof threads / sizeof threads[0]; ++a) {
+        anvil_ctx_set_threads(ctx, threads[a]);
+        for (size_t b = 0; b < sizeof tasks / sizeof tasks[0]; ++b) {
+            task_log l;
+            memset(&l, 0, sizeof l);
+            CU_ASSERT_EQUAL(anvil_ctx_run_tasks(ctx, tasks[b], count_task, &l), ANVIL_OK);
+            size_t once = 0, other = 0;
+            for (size_t t = 0; t < sizeof l.seen; ++t) {
+                once += t < tasks[b] && l.seen[t] == 1;
+                other += t >= tasks[b] && l.seen[t] != 0;
+            }
+            CU_ASSERT_EQUAL(once, tasks[b]);
+            CU_ASSERT_EQUAL(other, 0);
+            CU_ASSERT_EQUAL(l.bad, 0);
+        }
+    }
+    task_log l;
+    CU_ASSERT_EQUAL(anvil_ctx_run_tasks(NULL, 1, count_task, &l), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(anvil_ctx_run_tasks(ctx, 1, NULL, &l), ANVIL_E_INVALID_ARG);
+    anvil_ctx_set_threads(ctx, 1);
+}
+
 static int setup(void) {
     anvil_error err;
     return anvil_ctx_open(&ctx, test_config_path(), &err) == ANVIL_OK ? 0 : 1;
@@ -115,5 +156,6 @@ int main(void) {
     CU_pSuite s = CU_add_suite("matmul", setup, teardown);
     CU_add_test(s, "identical results for any thread count", test_threads);
     CU_add_test(s, "packed weights", test_packed);
+    CU_add_test(s, "run_tasks: every task once, any thread count", test_run_tasks);
     return test_run_cunit();
 }

@@ -18,7 +18,8 @@
  *   - On one shared context: anvil_matmul, anvil_weights_prepare,
  *     anvil_matmul_prepared (one prepared weights object may serve many
  *     threads), anvil_encode, anvil_encode_rows, anvil_decode,
- *     anvil_ctx_set_threads (takes effect once no matmul runs), and every
+ *     anvil_ctx_set_threads (takes effect once no matmul runs),
+ *     anvil_ctx_run_tasks (one job at a time per context; others wait), and every
  *     call taking a const anvil_ctx * (lookups, reports).
  *   - Readers: anvil_gguf_open, anvil_st_open, and every accessor of an open
  *     file; one open file may be read from many threads at once.
@@ -131,6 +132,15 @@ ANVIL_API const char *anvil_ctx_config_path(const anvil_ctx *ctx);
  * it (0 -> online CPUs) takes effect at the next matmul. */
 ANVIL_API unsigned anvil_ctx_threads(const anvil_ctx *ctx);
 ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads);
+
+/* Run fn(arg, task) for every task in [0, n_tasks) on the context's worker
+ * threads -- the anvil_ctx_threads() threads anvil_matmul runs on; the
+ * calling thread works too -- and return when all are done. For work split
+ * the way anvil_matmul splits its rows (anvil bench times ggml's kernels on
+ * the same threads as anvil's). Tasks may run on any thread, several on one.
+ * ANVIL_E_INVALID_ARG for a NULL ctx or fn. */
+typedef void (*anvil_task_fn)(void *arg, size_t task);
+ANVIL_API int anvil_ctx_run_tasks(anvil_ctx *ctx, size_t n_tasks, anvil_task_fn fn, void *arg);
 
 /* The loaded codec for a type id / name, or NULL. */
 ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id);
