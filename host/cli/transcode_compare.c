@@ -3,7 +3,6 @@
 #include "transcode_compare.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +66,10 @@ static int out_of_memory(anvil_error *err) {
     return ANVIL_E_NOMEM;
 }
 
-static void *worker(void *arg) {
+/* One of the context's workers (a task of anvil_ctx_run_tasks): its own
+ * scratch, jobs taken in turn until none is left. */
+static void worker(void *arg, size_t task) {
+    (void)task;
     run *r = arg;
     float *x = malloc(r->max_elems * sizeof *x), *y = malloc(r->max_elems * sizeof *y);
     unsigned char *blocks = malloc(r->max_bytes);
@@ -105,7 +107,6 @@ static void *worker(void *arg) {
     free(x);
     free(y);
     free(blocks);
-    return NULL;
 }
 
 int cli_compare_run(anvil_ctx *ctx, const anvil_transcode *t, unsigned threads, cli_compare *c, anvil_error *err) {
@@ -166,13 +167,8 @@ int cli_compare_run(anvil_ctx *ctx, const anvil_transcode *t, unsigned threads, 
     if (threads == 0) threads = anvil_ctx_threads(ctx);
     if (threads == 0) threads = 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
-    pthread_t th[MAX_THREADS];
-    unsigned started = 0;
-    for (; started + 1 < threads; ++started) {
-        if (pthread_create(&th[started], NULL, worker, &r) != 0) break;
-    }
-    worker(&r);
-    for (unsigned i = 0; i < started; ++i) pthread_join(th[i], NULL);
+    anvil_ctx_set_threads(ctx, threads);
+    anvil_ctx_run_tasks(ctx, threads, worker, &r);
     /* sums in job order: the same figures for any thread count */
     for (size_t k = 0; k < r.n_jobs; ++k) {
         const size_t i = r.jobs[k].tensor;
