@@ -21,6 +21,11 @@ PARITY_ROWS ?= 10000
 # under ASan (10-20x slower) they look for memory errors, not rounding: a
 # bounded sample keeps the pass inside ctest's timeout on 2 cores.
 ASAN_SIMD_ROWS ?= 2000
+# The fuzz build compiles only what `ctest -L fuzz` runs: each libFuzzer
+# target and its replay over the seeds (a new fuzz target is added here).
+FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_journal fuzz_journal_replay \
+  fuzz_imatrix fuzz_imatrix_replay fuzz_quantize_args fuzz_quantize_args_replay \
+  fuzz_safetensors fuzz_safetensors_replay
 # The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
 AVX512_EMU  ?= ON
 
@@ -77,7 +82,7 @@ tsan: deps
 
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON -DANVIL_AVX512_EMU=OFF
-	cmake --build $(FUZZ_BUILD) -j$(JOBS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
 
 # backend-neon: cross-built for aarch64, every suite run under qemu-user with
