@@ -22,6 +22,18 @@ const char *test_shared_path(const char *name) {
     return stat(buf, &st) == 0 ? buf : NULL;
 }
 
+const char *test_data_path(const char *name) {
+    static char buf[4096];
+    const char *shared = test_shared_path(name);
+    if (shared != NULL) {
+        snprintf(buf, sizeof buf, "%s", shared);
+        return buf;
+    }
+    snprintf(buf, sizeof buf, "%s/data/%s", ANVIL_TEST_SOURCE_DIR, name);
+    struct stat st;
+    return stat(buf, &st) == 0 ? buf : NULL;
+}
+
 const char *test_config_path(void) {
     const char *e = getenv("ANVIL_CONFIG");
     return (e != NULL && *e != '\0') ? e : ANVIL_TEST_CONFIG;

@@ -8,6 +8,10 @@
 const char *test_source_path(const char *rel);
 /* Path of a file in ../shared/testdata, or NULL when that folder is absent. */
 const char *test_shared_path(const char *name);
+/* A real model file: ../shared/testdata/<name>, else the copy committed in
+ * tests/data (for the few small files a suite must run without ../shared);
+ * NULL when neither exists. Its own static buffer. */
+const char *test_data_path(const char *name);
 /* The build-tree config the suites load (ANVIL_CONFIG, else the default). */
 const char *test_config_path(void);
 /* A fresh temporary directory (removed by test_tmpdir_cleanup). */

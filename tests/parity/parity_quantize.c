@@ -37,10 +37,8 @@
 #include "anvil/transcode.h"
 #include "llama_oracle.h"
 #include "parity.h"
+#include "test_env.h"
 
-#ifndef ANVIL_SHARED_TESTDATA
-#define ANVIL_SHARED_TESTDATA ""
-#endif
 #ifndef ANVIL_CLI
 #define ANVIL_CLI ""
 #endif
@@ -903,15 +901,18 @@ int parity_quantize(parity_ctx *pc) {
     }
     const size_t failures_before = pc->total_failures;
     char spm_src[700], stories[700], q8[700], a[700], moe[700], split_prefix[600], split_first[700];
-    snprintf(spm_src, sizeof spm_src, "%s/ggml-vocab-llama-spm.gguf", ANVIL_SHARED_TESTDATA);
-    snprintf(stories, sizeof stories, "%s/stories260K.v3.gguf", ANVIL_SHARED_TESTDATA);
+    /* ../shared/testdata, else the copies in tests/data (a clone on its own) */
+    const char *spm_path = test_data_path("ggml-vocab-llama-spm.gguf");
+    snprintf(spm_src, sizeof spm_src, "%s", spm_path != NULL ? spm_path : "");
+    const char *stories_path = test_data_path("stories260K.v3.gguf");
+    snprintf(stories, sizeof stories, "%s", stories_path != NULL ? stories_path : "");
     snprintf(q8, sizeof q8, "%s/moe-q4_K_M.gguf", env.dir);
     snprintf(a, sizeof a, "%s/spm-f16.gguf", env.dir);
     snprintf(moe, sizeof moe, "%s/moe-f16.gguf", env.dir);
     snprintf(split_prefix, sizeof split_prefix, "%s/moe-split", env.dir);
     snprintf(split_first, sizeof split_first, "%s-00001-of-00003.gguf", split_prefix);
     if (!exists(spm_src) || !exists(stories)) {
-        printf("quantize: ../shared/testdata is missing (ggml-vocab-llama-spm, stories260K)\n");
+        printf("quantize: ggml-vocab-llama-spm.gguf / stories260K.v3.gguf in neither ../shared/testdata nor tests/data\n");
         parity_report(pc, "quantize", "shared test data", 1, 1);
         remove_dir(env.dir);
         anvil_ctx_close(ctx);
