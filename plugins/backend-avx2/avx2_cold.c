@@ -53,7 +53,7 @@ AVX2_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         for (int r = 0; r < R; ++r) {
             m[r] = avx2_dot_s8s8(_mm256_shuffle_epi8(table, avx2_nibbles(w + r * ws + 2)), qa);
         }
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_half(a)), avx2_halves(w, ws, R));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_half(a)), simd_x86_halves(w, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(m, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -67,12 +67,10 @@ AVX2_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
         simd_pf_block(pf, b, MXFP4_BYTES, ws, R);
         const __m256i qa = avx2_load(a + 2);
         __m256i m[8];
-        float e[8] = { 0 };
         for (int r = 0; r < R; ++r) {
             m[r] = avx2_dot_s8s8(_mm256_shuffle_epi8(table, avx2_nibbles(w + r * ws + 1)), qa);
-            e[r] = e8m0_half(w[r * ws]);
         }
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_half(a)), _mm256_loadu_ps(e));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx2_half(a)), simd_x86_e8m0_halves(w, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(m, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -109,7 +107,7 @@ AVX2_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
             }
             m[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(m, R))));
     }
     avx2_store_rows(y, acc, R);

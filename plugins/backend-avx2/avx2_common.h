@@ -36,6 +36,7 @@
 #include "anvil/blocks.h"
 #include "simd_row_passes.h"
 #include "ref/bytes.h" /* unaligned field loads: one copy for every backend */
+#include "simd_x86_scales.h"
 
 #define AVX2_INLINE static inline __attribute__((always_inline))
 
@@ -65,24 +66,6 @@ AVX2_INLINE __m256i avx2_opaque(__m256i v) {
  * shuffle uop), unlike a broadcast from a register. */
 AVX2_INLINE __m256i avx2_load_lane(const void *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
 AVX2_INLINE __m128i avx2_load128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
-
-/* The fp16 at p + r * stride for r < R, as floats in lanes 0..R-1 (the
- * other lanes are zero). */
-AVX2_INLINE __m256 avx2_halves(const uint8_t *p, size_t stride, const int R) {
-    __m128i h = _mm_cvtsi32_si128(anvil_rd_u16(p));
-    if (R > 1) h = _mm_insert_epi16(h, anvil_rd_u16(p + stride), 1);
-    if (R > 2) {
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 2 * stride), 2);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 3 * stride), 3);
-    }
-    if (R > 4) {
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 4 * stride), 4);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 5 * stride), 5);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 6 * stride), 6);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 7 * stride), 7);
-    }
-    return _mm256_cvtph_ps(h);
-}
 
 /* One step of a transposing reduction: for a and b with the same layout,
  * lanes 2i get a's pairwise sums (lanes 2i + 2i+1 of a) and lanes 2i+1

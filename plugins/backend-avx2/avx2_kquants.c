@@ -139,8 +139,8 @@ AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *
         k4_rows4(w + qs_off, ws, a, scw, isum, R < 4 ? R : 4, five);
         if (R == 8) k4_rows4(w + 4 * ws + qs_off, ws, a, scw + 4, isum + 4, 4, five);
         const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
-        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), yd);
-        const __m256 dmin = _mm256_mul_ps(avx2_halves(w + 2, ws, R), yd);
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), yd);
+        const __m256 dmin = _mm256_mul_ps(simd_x86_halves(w + 2, ws, R), yd);
         const __m256 fi = _mm256_cvtepi32_ps(avx2_reduce(isum, R));
         const __m256 fm = _mm256_cvtepi32_ps(avx2_reduce128(msum, R));
         acc = _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(d, fi), _mm256_mul_ps(dmin, fm)));
@@ -203,7 +203,7 @@ AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             }
             isum[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 208, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 208, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(isum, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -250,7 +250,7 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             }
             isum[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 108, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 108, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(isum, R))));
     }
     avx2_store_rows(y, acc, R);
@@ -283,8 +283,8 @@ AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             isum[r] = s;
         }
         const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
-        const __m256 dall = _mm256_mul_ps(yd, avx2_halves(w + 80, ws, R));
-        const __m256 dmin = _mm256_mul_ps(yd, avx2_halves(w + 82, ws, R));
+        const __m256 dall = _mm256_mul_ps(yd, simd_x86_halves(w + 80, ws, R));
+        const __m256 dmin = _mm256_mul_ps(yd, simd_x86_halves(w + 82, ws, R));
         const __m256 fi = _mm256_cvtepi32_ps(avx2_reduce(isum, R));
         const __m256 fm = _mm256_cvtepi32_ps(avx2_reduce(msum, R));
         acc = _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(dall, fi), _mm256_mul_ps(dmin, fm)));

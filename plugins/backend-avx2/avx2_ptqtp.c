@@ -85,7 +85,7 @@ AVX2_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             __m256i m[8];
             for (int r = 0; r < R; ++r) m[r] = avx2_opaque(plane_dot(w + r * ws + k * PLANE, a + Q8K_QS));
             const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(avx2_reduce(m, R)),
-                                              avx2_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
+                                              simd_x86_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
             blk = k == 0 ? part : _mm256_add_ps(blk, part);
         }
         acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(anvil_rd_f32(a))));

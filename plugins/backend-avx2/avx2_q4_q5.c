@@ -40,7 +40,7 @@ AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
         __m256i m[8];
         for (int r = 0; r < R; ++r) m[r] = avx2_dot_u8s8(avx2_nibbles(w + r * ws + 2), qa);
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), _mm256_slli_epi32(act_sum(qa), 3));
-        const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), avx2_halves(w, ws, R));
+        const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), simd_x86_halves(w, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(t, _mm256_set1_ps(avx2_half(a))));
     }
     avx2_store_rows(y, acc, R);
@@ -58,7 +58,7 @@ AVX2_INLINE void q5_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             m[r] = avx2_dot_u8s8(q5_codes(wr + 6, wr + 2), qa);
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), _mm256_slli_epi32(act_sum(qa), 4));
-        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(avx2_half(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx2_half(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sumi)));
     }
     avx2_store_rows(y, acc, R);
@@ -79,8 +79,8 @@ AVX2_INLINE void q_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t 
             m[r] = avx2_dot_u8s8(q, qa);
         }
         const __m256 sumi = _mm256_cvtepi32_ps(avx2_reduce(m, R));
-        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(avx2_half(a))), sumi);
-        const __m256 min_term = _mm256_mul_ps(avx2_halves(w + 2, ws, R), _mm256_set1_ps(avx2_half(a + 2)));
+        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx2_half(a))), sumi);
+        const __m256 min_term = _mm256_mul_ps(simd_x86_halves(w + 2, ws, R), _mm256_set1_ps(avx2_half(a + 2)));
         acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, min_term));
     }
     avx2_store_rows(y, acc, R);

@@ -21,7 +21,7 @@ AVX2_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             m[r] = avx2_dot_s8s8(avx2_load(w + r * ws + 2), qa);
         }
         const __m256 sumi = _mm256_cvtepi32_ps(avx2_reduce(m, R));
-        const __m256 d = _mm256_mul_ps(avx2_halves(w, ws, R), _mm256_set1_ps(avx2_half(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx2_half(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(sumi, d));
     }
     avx2_store_rows(y, acc, R);

@@ -54,7 +54,7 @@ AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             m[r] = _mm256_madd_epi16(_mm256_add_epi16(p1, _mm256_srai_epi16(p4, 2)), _mm256_set1_epi16(1));
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), avx2_halves(w + 64, ws, R));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), simd_x86_halves(w + 64, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx2_store_rows(y, acc, R);
@@ -113,7 +113,7 @@ AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             m[r] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
         }
         const __m256i sumi = _mm256_sub_epi32(avx2_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(avx2_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx2_store_rows(y, acc, R);

@@ -123,7 +123,7 @@ AVX512_INLINE __m256 iq4_nl_step(__m256 acc, __m512i table, const uint8_t *w, si
 #endif
     for (int k = 0; k < 1 + two; ++k) {
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx512_half(a + (size_t)k * Q8_0_BYTES)),
-                                       avx512_halves(w + (size_t)k * IQ4_NL_BYTES, ws, R));
+                                       simd_x86_halves(w + (size_t)k * IQ4_NL_BYTES, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, k ? hi_ps(s) : lo_ps(s)));
     }
     return acc;
@@ -148,13 +148,6 @@ AVX512_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uin
 
 /* ---- MXFP4: e, qs[16] ------------------------------------------------------- */
 
-/* e8m0_half of the scale byte of rows 0..R-1, in lanes 0..R-1. */
-AVX512_INLINE __m256 e8m0_rows(const uint8_t *w, size_t ws, const int R) {
-    float e[8] = { 0 };
-    AVX512_FOR_ROWS for (int r = 0; r < R; ++r) e[r] = e8m0_half(w[(size_t)r * ws]);
-    return _mm256_loadu_ps(e);
-}
-
 AVX512_INLINE __m256 mxfp4_step(__m256 acc, __m512i table, const uint8_t *w, size_t ws, const uint8_t *a,
                                 const int R, const int two) {
     const __m512i qa = two ? avx512_load2x256(a + 2, a + Q8_0_BYTES + 2) : avx512_zext256(avx512_load256(a + 2));
@@ -169,7 +162,7 @@ AVX512_INLINE __m256 mxfp4_step(__m256 acc, __m512i table, const uint8_t *w, siz
                                        _mm512_add_epi32(_mm512_slli_epi32(sa, 3), _mm512_slli_epi32(sa, 2)));
     for (int k = 0; k < 1 + two; ++k) {
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(avx512_half(a + (size_t)k * Q8_0_BYTES)),
-                                       e8m0_rows(w + (size_t)k * MXFP4_BYTES, ws, R));
+                                       simd_x86_e8m0_halves(w + (size_t)k * MXFP4_BYTES, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, k ? hi_ps(s) : lo_ps(s)));
     }
     return acc;
@@ -250,7 +243,7 @@ AVX512_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uin
             }
             m[r] = s;
         }
-        const __m256 d = _mm256_mul_ps(avx512_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(m, R))));
     }
     avx512_store_rows(y, acc, R);

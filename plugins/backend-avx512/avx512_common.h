@@ -47,6 +47,7 @@
 #include "anvil/numeric.h"
 #include "simd_row_passes.h"
 #include "ref/bytes.h" /* unaligned field loads: one copy for every backend */
+#include "simd_x86_scales.h"
 
 #if AVX512_VNNI
 #define AVX512_SYM(name) name##_vnni
@@ -102,24 +103,6 @@ AVX512_INLINE __m512i avx512_zext256(__m256i v) { return _mm512_inserti64x4(_mm5
 /* 32 bytes at p then 32 bytes at q, as one vector. */
 AVX512_INLINE __m512i avx512_load2x256(const void *p, const void *q) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(avx512_load256(p)), avx512_load256(q), 1);
-}
-
-/* The fp16 at p + r * stride for r < R, as floats in lanes 0..R-1 (the
- * other lanes are zero). */
-AVX512_INLINE __m256 avx512_halves(const uint8_t *p, size_t stride, const int R) {
-    __m128i h = _mm_cvtsi32_si128(anvil_rd_u16(p));
-    if (R > 1) h = _mm_insert_epi16(h, anvil_rd_u16(p + stride), 1);
-    if (R > 2) {
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 2 * stride), 2);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 3 * stride), 3);
-    }
-    if (R > 4) {
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 4 * stride), 4);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 5 * stride), 5);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 6 * stride), 6);
-        h = _mm_insert_epi16(h, anvil_rd_u16(p + 7 * stride), 7);
-    }
-    return _mm256_cvtph_ps(h);
 }
 
 /* The float at p + r * stride for r < R, in lane r (the others zero). */

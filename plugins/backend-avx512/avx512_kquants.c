@@ -236,8 +236,8 @@ AVX512_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
             isum[r] = kq_dot4(_mm512_setzero_si512(), X, A, sw[r >> 2], idx[r & 3]);
         }
         const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
-        const __m256 d = _mm256_mul_ps(avx512_halves(w, ws, R), yd);
-        const __m256 dmin = _mm256_mul_ps(avx512_halves(w + 2, ws, R), yd);
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), yd);
+        const __m256 dmin = _mm256_mul_ps(simd_x86_halves(w + 2, ws, R), yd);
         const __m256 fi = _mm256_cvtepi32_ps(avx512_reduce(isum, R));
         const __m256 fm = _mm256_cvtepi32_ps(kq_lane_sums(ms, R));
         acc = _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(d, fi), _mm256_mul_ps(dmin, fm)));
@@ -295,7 +295,7 @@ AVX512_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
             q6_codes(wr, X);
             isum[r] = kq_dot4(off, X, A, _mm512_castsi256_si512(sc), idx);
         }
-        const __m256 d = _mm256_mul_ps(avx512_halves(w + 208, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 208, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(isum, R))));
     }
     avx512_store_rows(y, acc, R);
@@ -356,7 +356,7 @@ AVX512_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
             q3_codes(wr, X);
             isum[r] = kq_dot4(off, X, A, _mm512_castsi256_si512(sc), idx);
         }
-        const __m256 d = _mm256_mul_ps(avx512_halves(w + 108, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 108, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(isum, R))));
     }
     avx512_store_rows(y, acc, R);
@@ -403,8 +403,8 @@ AVX512_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
             isum[r] = kq_dot4(_mm512_setzero_si512(), X, A, _mm512_castsi256_si512(sc), idx);
         }
         const __m256 yd = _mm256_set1_ps(anvil_rd_f32(a));
-        const __m256 dall = _mm256_mul_ps(yd, avx512_halves(w + 80, ws, R));
-        const __m256 dmin = _mm256_mul_ps(yd, avx512_halves(w + 82, ws, R));
+        const __m256 dall = _mm256_mul_ps(yd, simd_x86_halves(w + 80, ws, R));
+        const __m256 dmin = _mm256_mul_ps(yd, simd_x86_halves(w + 82, ws, R));
         const __m256 fi = _mm256_cvtepi32_ps(avx512_reduce(isum, R));
         const __m256 fm = _mm256_cvtepi32_ps(kq_lane_sums(ms, R));
         acc = _mm256_add_ps(acc, _mm256_sub_ps(_mm256_mul_ps(dall, fi), _mm256_mul_ps(dmin, fm)));

@@ -86,7 +86,7 @@ AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint
             __m512i m[8];
             AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = plane_dot(w + (size_t)r * ws + k * PLANE, qa);
             const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(avx512_reduce(m, R)),
-                                              avx512_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
+                                              simd_x86_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
             blk = k == 0 ? part : _mm256_add_ps(blk, part);
         }
         acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(anvil_rd_f32(a))));

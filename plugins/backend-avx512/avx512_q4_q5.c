@@ -75,7 +75,7 @@ AVX512_INLINE __m256 q_0_step(__m256 acc, const uint8_t *w, size_t ws, const uin
     const __m512i off = _mm512_slli_epi32(act_sums2(qa), five ? 4 : 3);
     const __m512i s = _mm512_sub_epi32(avx512_reduce_halves(m, R), off);
     for (int k = 0; k < 1 + two; ++k) {
-        const __m256 dw = avx512_halves(w + (size_t)k * wb, ws, R);
+        const __m256 dw = simd_x86_halves(w + (size_t)k * wb, ws, R);
         const __m256 da = _mm256_set1_ps(avx512_half(a + (size_t)k * Q8_0_BYTES));
         const __m256 sumi = k ? hi_ps(s) : lo_ps(s);
         if (five) {
@@ -115,8 +115,8 @@ AVX512_INLINE __m256 q_1_step(__m256 acc, const uint8_t *w, size_t ws, const uin
     for (int k = 0; k < 1 + two; ++k) {
         const uint8_t *wk = w + (size_t)k * wb, *ak = a + (size_t)k * Q8_1_BYTES;
         const __m256 sumi = k ? hi_ps(s) : lo_ps(s);
-        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(avx512_halves(wk, ws, R), _mm256_set1_ps(avx512_half(ak))), sumi);
-        const __m256 min_term = _mm256_mul_ps(avx512_halves(wk + 2, ws, R), _mm256_set1_ps(avx512_half(ak + 2)));
+        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(wk, ws, R), _mm256_set1_ps(avx512_half(ak))), sumi);
+        const __m256 min_term = _mm256_mul_ps(simd_x86_halves(wk + 2, ws, R), _mm256_set1_ps(avx512_half(ak + 2)));
         acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, min_term));
     }
     return acc;

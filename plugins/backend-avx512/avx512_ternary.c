@@ -88,7 +88,7 @@ AVX512_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 #endif
         }
         const __m256i sumi = _mm256_sub_epi32(avx512_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), avx512_halves(w + 64, ws, R));
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(anvil_rd_f32(a)), simd_x86_halves(w + 64, ws, R));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx512_store_rows(y, acc, R);
@@ -157,7 +157,7 @@ AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 #endif
         }
         const __m256i sumi = _mm256_sub_epi32(avx512_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(avx512_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx512_store_rows(y, acc, R);
