@@ -78,18 +78,14 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
     return best;
 }
 
-/* ---- the sweep, eight lanes at a time -------------------------------------
+/* ---- the sweep, four lanes at a time --------------------------------------
  *
- * GCC/clang generic vectors of 4 lanes (portable: whatever the target,
- * the compiler lowers them to its SIMD or to scalars), every lane doing one of ggml's
- * scalar computations with its operations in its order: a lane is either a
- * candidate (the neighbour search) or a trial scale (rounding, keys and
- * the fit sums), never part of one reduction split over lanes. */
+ * In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
+ * a candidate (the neighbour search) or a trial scale (rounding, keys and
+ * the fit sums). */
 
-/* 16 bytes: what SSE2 and NEON hold in one register (wider generic
- * vectors are split and, on compares and blends, often scalarised). */
-typedef float f32x4 __attribute__((vector_size(16)));
-typedef int32_t i32x4 __attribute__((vector_size(16)));
+typedef cold_f32x4 f32x4;
+typedef cold_i32x4 i32x4;
 
 /* Lane-wise a where m (all ones), else b. */
 #define PICK_I32(m, a, b) (((m) & (a)) | (~(m) & (b)))
@@ -266,16 +262,7 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
 
     float best = 0.0f;
     float scale = scale0;
-    int best_t = -1;
-    for (int t = 0; t < trials; ++t) {
-        const float sx = sumqx[t / COLD_LANES][t % COLD_LANES];
-        const float s2 = sumq2[t / COLD_LANES][t % COLD_LANES];
-        if (s2 > 0 && sx * sx > best * s2) {
-            scale = sx / s2;
-            best = scale * sx;
-            best_t = t;
-        }
-    }
+    const int best_t = cold_fit_scan((const float *)sumqx, (const float *)sumq2, trials, &best, &scale);
     int on_grid[8];
     for (int k = 0; k < groups; ++k) {
         on_grid[k] = best_t >= 0 ? on_grid_aux[best_t][k] : p->start_on_grid;
@@ -333,15 +320,38 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
 }
 
 void anvil_cold_stable_order(const float *x, int n, int *idx) {
-    /* Insertion sort, moving an element left only past strictly greater
-     * ones: equal values keep their index order. */
-    for (int j = 0; j < n; ++j) {
-        int m = j;
-        while (m > 0 && x[idx[m - 1]] > x[j]) {
-            idx[m] = idx[m - 1];
-            m--;
+    if (n % 4 != 0 || n > 32) {
+        /* Insertion sort, moving an element left only past strictly
+         * greater ones: equal values keep their index order. */
+        for (int j = 0; j < n; ++j) {
+            int m = j;
+            while (m > 0 && x[idx[m - 1]] > x[j]) {
+                idx[m] = idx[m - 1];
+                m--;
+            }
+            idx[m] = j;
         }
-        idx[m] = j;
+        return;
+    }
+    /* The same order by ranks, four elements j at a time: j's place is the
+     * number of elements below x[j] plus the equal ones before it (equal
+     * compares -0 with +0, as the sorts' comparisons do; the values are
+     * finite). */
+    i32x4 rank[8];
+    f32x4 xj[8];
+    const i32x4 lane = { 0, 1, 2, 3 };
+    for (int v = 0; v < n / 4; ++v) {
+        memcpy(&xj[v], x + 4 * v, sizeof xj[v]);
+        rank[v] = (i32x4){ 0 };
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int v = 0; v < n / 4; ++v) {
+            const i32x4 before = (x[i] < xj[v]) | ((x[i] == xj[v]) & (lane + 4 * v > i));
+            rank[v] -= before; /* -1 where true */
+        }
+    }
+    for (int j = 0; j < n; ++j) {
+        idx[rank[j / 4][j % 4]] = j;
     }
 }
 

@@ -93,6 +93,43 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
 int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
                         const float *weight, const float *const *vals, float *scale, int *index);
 
+/* ggml's "keep the better fit" step, over fits j = 0 .. n-1 in order:
+ * fit j (sumqx[j], sumq2[j]) replaces the best when sumq2 > 0 and
+ * sumqx^2 > best_score sumq2 (strictly better), and then
+ * scale = sumqx / sumq2, best_score = scale sumqx. Returns the last fit
+ * that replaced the best, or -1. */
+static inline int cold_fit_scan(const float *sumqx, const float *sumq2, int n, float *best_score,
+                                float *scale) {
+    int got = -1;
+    for (int j = 0; j < n; ++j) {
+        if (sumq2[j] > 0 && sumqx[j] * sumqx[j] > *best_score * sumq2[j]) {
+            *scale = sumqx[j] / sumq2[j];
+            *best_score = *scale * sumqx[j];
+            got = j;
+        }
+    }
+    return got;
+}
+
+/* 4-lane generic vectors (16 bytes: one SSE2 or NEON register; GCC splits
+ * wider ones and often scalarises their compares and blends). Portable:
+ * any target's compiler lowers them to its SIMD or to scalars. Every lane
+ * does one of ggml's scalar computations, with its operations in its
+ * order; a single reduction is never split over lanes. */
+typedef float cold_f32x4 __attribute__((vector_size(16)));
+typedef int32_t cold_i32x4 __attribute__((vector_size(16)));
+
+/* Lanes (all ones) whose fit (sumqx, sumq2) passes ggml's "better fit"
+ * test against best_score. The best changes only on a pass, so where no
+ * lane of a set of fits passes (cold_any_lane), an in-order scan of them
+ * changes nothing and can be skipped; where one does, cold_fit_scan
+ * re-tests them in order. */
+#define COLD_FIT_PASS(sumqx, sumq2, best_score) \
+    (((sumq2) > (cold_f32x4){ 0 }) & ((sumqx) * (sumqx) > (best_score) * (sumq2)))
+
+/* 1 when some lane of the mask m is set. */
+#define COLD_ANY_LANE(m) (((m)[0] | (m)[1] | (m)[2] | (m)[3]) != 0)
+
 /* The candidate list of an off-grid key (map value v < 0). */
 static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {
     return lat->nb + (-(size_t)v - 1);
