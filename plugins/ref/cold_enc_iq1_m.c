@@ -86,7 +86,7 @@ static inline int variant_minus(int k, int second_half) {
  * Four i2 at a time (one per lane, each lane's sums ggml's expressions);
  * the fits are then offered to ggml's in-order "better fit" scan in its
  * order (i1, i2, k), which a group of four i2 can skip when none of its
- * fits passes the test against the current best (COLD_FIT_PASS). */
+ * fits passes the test against the current best (cold_fit_lanes). */
 #define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
 
 static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
@@ -109,7 +109,6 @@ static int best_split(const float *xb, const float *weight, const int *idx, cons
     const float cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2];
     const float cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1];
     const float cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2];
-    const cold_i32x4 lane = { 0, 1, 2, 3 };
 
     float best_score = -FLT_MAX, scale = *out_scale;
     int best_k = -1;
@@ -131,24 +130,8 @@ static int best_split(const float *xb, const float *weight, const int *idx, cons
                                           qx_m[0] + qx_m[1] };
             const cold_f32x4 sumq2[4] = { q2_p[0] + q2_p[1], q2_p[0] + q2_m[1], q2_m[0] + q2_p[1],
                                           q2_m[0] + q2_m[1] };
-            const cold_i32x4 valid = lane < GROUP + 1 - i2;
-            const cold_i32x4 pass = (COLD_FIT_PASS(sumqx[0], sumq2[0], best_score) |
-                                     COLD_FIT_PASS(sumqx[1], sumq2[1], best_score) |
-                                     COLD_FIT_PASS(sumqx[2], sumq2[2], best_score) |
-                                     COLD_FIT_PASS(sumqx[3], sumq2[3], best_score)) & valid;
-            if (!COLD_ANY_LANE(pass)) {
-                continue;
-            }
             /* ggml's order: i2, then k */
-            const int lanes = GROUP + 1 - i2 < 4 ? GROUP + 1 - i2 : 4;
-            float fx[16], f2[16];
-            for (int l = 0; l < lanes; ++l) {
-                for (int k = 0; k < 4; ++k) {
-                    fx[4 * l + k] = sumqx[k][l];
-                    f2[4 * l + k] = sumq2[k][l];
-                }
-            }
-            const int got = cold_fit_scan(fx, f2, 4 * lanes, &best_score, &scale);
+            const int got = cold_fit_lanes(sumqx, sumq2, 4, GROUP + 1 - i2, &best_score, &scale);
             if (got >= 0) {
                 *out_i1 = i1;
                 *out_i2 = i2 + got / 4;

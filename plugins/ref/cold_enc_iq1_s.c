@@ -66,7 +66,7 @@ typedef struct split {
  * split. Four i2 at a time (one per lane, each lane's sums ggml's
  * expressions), offered to ggml's in-order "better fit" scan in its order
  * (i1, i2, sign), which a group of four i2 can skip when none of its fits
- * passes the test against the current best (COLD_FIT_PASS). */
+ * passes the test against the current best (cold_fit_lanes). */
 #define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
 
 static split best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
@@ -80,7 +80,6 @@ static split best_split(const float *xb, const float *weight, const int *idx, co
         sumw[j + 1] = sumw[j] + weight[i];
     }
     const float *const v[2] = { x_p, x_m };
-    const cold_i32x4 lane = { 0, 1, 2, 3 };
     split best = { -1, -1, 0, max };
     float best_score = -FLT_MAX;
     for (int i1 = 0; i1 <= GROUP; ++i1) {
@@ -94,22 +93,8 @@ static split best_split(const float *xb, const float *weight, const int *idx, co
                 sumq2[m] = (sumw[i1] - sumw[0]) * v[m][0] * v[m][0] + (w2 - sumw[i1]) * v[m][1] * v[m][1] +
                            (sumw[GROUP] - w2) * v[m][2] * v[m][2];
             }
-            const cold_i32x4 valid = lane < GROUP + 1 - i2;
-            const cold_i32x4 pass = (COLD_FIT_PASS(sumqx[0], sumq2[0], best_score) |
-                                     COLD_FIT_PASS(sumqx[1], sumq2[1], best_score)) & valid;
-            if (!COLD_ANY_LANE(pass)) {
-                continue;
-            }
             /* ggml's order: i2, then the sign */
-            const int lanes = GROUP + 1 - i2 < 4 ? GROUP + 1 - i2 : 4;
-            float fx[8], f2[8];
-            for (int l = 0; l < lanes; ++l) {
-                for (int m = 0; m < 2; ++m) {
-                    fx[2 * l + m] = sumqx[m][l];
-                    f2[2 * l + m] = sumq2[m][l];
-                }
-            }
-            const int got = cold_fit_scan(fx, f2, 2 * lanes, &best_score, &best.scale);
+            const int got = cold_fit_lanes(sumqx, sumq2, 2, GROUP + 1 - i2, &best_score, &best.scale);
             if (got >= 0) {
                 best.i1 = i1;
                 best.i2 = i2 + got / 2;

@@ -119,16 +119,34 @@ static inline int cold_fit_scan(const float *sumqx, const float *sumq2, int n, f
 typedef float cold_f32x4 __attribute__((vector_size(16)));
 typedef int32_t cold_i32x4 __attribute__((vector_size(16)));
 
-/* Lanes (all ones) whose fit (sumqx, sumq2) passes ggml's "better fit"
- * test against best_score. The best changes only on a pass, so where no
- * lane of a set of fits passes (cold_any_lane), an in-order scan of them
- * changes nothing and can be skipped; where one does, cold_fit_scan
- * re-tests them in order. */
-#define COLD_FIT_PASS(sumqx, sumq2, best_score) \
-    (((sumq2) > (cold_f32x4){ 0 }) & ((sumqx) * (sumqx) > (best_score) * (sumq2)))
-
-/* 1 when some lane of the mask m is set. */
-#define COLD_ANY_LANE(m) (((m)[0] | (m)[1] | (m)[2] | (m)[3]) != 0)
+/* cold_fit_scan over the fits in nv (<= 4) vectors of 4 lanes, in the
+ * order lane, then vector (fit j = nv l + v: sumqx[v][l]), lanes >= lanes
+ * left out. The best changes only on a pass, so where no fit passes the
+ * test against the current best (all of them tested at once) the scan
+ * would change nothing and is skipped; otherwise they are scanned in
+ * order. Returns the last fit that replaced the best, or -1. */
+static inline __attribute__((always_inline)) int cold_fit_lanes(const cold_f32x4 *sumqx, const cold_f32x4 *sumq2,
+                                                                int nv, int lanes, float *best_score,
+                                                                float *scale) {
+    const cold_f32x4 zero = { 0 };
+    const cold_i32x4 lane = { 0, 1, 2, 3 };
+    cold_i32x4 pass = { 0 };
+    for (int v = 0; v < nv; ++v) {
+        pass |= (sumq2[v] > zero) & (sumqx[v] * sumqx[v] > *best_score * sumq2[v]);
+    }
+    pass &= lane < lanes;
+    if ((pass[0] | pass[1] | pass[2] | pass[3]) == 0) {
+        return -1;
+    }
+    float fx[16], f2[16];
+    for (int l = 0; l < lanes && l < 4; ++l) {
+        for (int v = 0; v < nv; ++v) {
+            fx[nv * l + v] = sumqx[v][l];
+            f2[nv * l + v] = sumq2[v][l];
+        }
+    }
+    return cold_fit_scan(fx, f2, nv * (lanes < 4 ? lanes : 4), best_score, scale);
+}
 
 /* The candidate list of an off-grid key (map value v < 0). */
 static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {
