@@ -16,12 +16,66 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 
+/* In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
+ * a candidate (the neighbour searches) or a trial scale (the sweep's
+ * rounding, keys and fit sums). */
+
+typedef cold_f32x4 f32x4;
+typedef cold_i32x4 i32x4;
+
+/* Lane-wise a where m (all ones), else b. */
+#define PICK_I32(m, a, b) (((m) & (a)) | (~(m) & (b)))
+#define PICK_F32(m, a, b) ((f32x4)PICK_I32((m), (i32x4)(a), (i32x4)(b)))
+
+/* The neighbour searches' choice, four candidates at a time: ggml's scan
+ * keeps the first candidate, in list order, whose score is strictly below
+ * the best so far (from FLT_MAX: a NaN or >= FLT_MAX score never wins).
+ * Lane k is offered candidates k, k + 4, ... and keeps its first strictly
+ * best; then the lanes' bests are compared, ties to the earlier candidate:
+ * the same winner. Padding lanes past the list's end repeat its last
+ * candidate, whose score then ties with (and loses to) its first copy. */
+typedef struct lane_best {
+    f32x4 best;
+    i32x4 at;  /* list position of each lane's best */
+    i32x4 pos; /* list positions of the next block's candidates */
+} lane_best;
+
+static inline void lane_best_init(lane_best *b) {
+    const f32x4 flt_max = { FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX };
+    const i32x4 first = { 0, 1, 2, 3 };
+    b->best = flt_max;
+    b->at = first - first;
+    b->pos = first;
+}
+
+/* The scores d2 of the next block of candidates. */
+static inline void lane_best_offer(lane_best *b, f32x4 d2) {
+    const i32x4 better = d2 < b->best;
+    b->best = PICK_F32(better, d2, b->best);
+    b->at = PICK_I32(better, b->pos, b->at);
+    b->pos += COLD_LANES;
+}
+
+/* The winner's list position, or -1. */
+static inline int lane_best_pick(const lane_best *b) {
+    int j = -1;
+    float m = FLT_MAX;
+    for (int k = 0; k < COLD_LANES; ++k) {
+        if (b->best[k] < m || (b->best[k] == m && j >= 0 && b->at[k] < j)) {
+            m = b->best[k];
+            j = b->at[k];
+        }
+    }
+    return j;
+}
+
 /* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 (see the
  * header). A candidate's error is the sum over its elements, in element
  * order, of w (scale val[code] - x)^2: a function of (element, code) only.
  * With 3 codes and about 8 (IQ2) to 73 (IQ1) candidates of 8 elements, the
  * 24 terms are computed once, each by ggml's expression, and summed per
- * candidate in ggml's order: the same floats, fewer operations. */
+ * candidate in ggml's order, four candidates side by side: the same
+ * floats, fewer operations. */
 int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
                                const float *w, float scale, const float val[3], int8_t *L) {
     float err[8][3];
@@ -32,44 +86,26 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
         }
     }
     const int count = cand[0];
-    float best_d2 = FLT_MAX;
-    int best = -1;
-    int j = 1;
-    /* Eight candidates at a time: lane k sums candidate j+k's terms in
-     * element order, as the scalar loop below does (the same additions,
-     * eight independent chains instead of one), then the lanes are
-     * compared in candidate order. */
-    typedef float cand_v8 __attribute__((vector_size(32)));
-    for (; j + 8 <= count + 1; j += 8) {
-        const uint8_t *code[8];
-        for (int k = 0; k < 8; ++k) {
-            code[k] = lat->code + (size_t)cand[j + k] * 8;
+    lane_best lb;
+    lane_best_init(&lb);
+    for (int j = 0; j < count; j += COLD_LANES) {
+        const uint8_t *code[COLD_LANES];
+        for (int k = 0; k < COLD_LANES; ++k) {
+            code[k] = lat->code + (size_t)cand[1 + (j + k < count ? j + k : count - 1)] * 8;
         }
-        cand_v8 d2 = { 0 };
+        f32x4 d2 = { 0 };
         for (int i = 0; i < 8; ++i) {
-            const cand_v8 e = { err[i][code[0][i]], err[i][code[1][i]], err[i][code[2][i]], err[i][code[3][i]],
-                                err[i][code[4][i]], err[i][code[5][i]], err[i][code[6][i]], err[i][code[7][i]] };
+            const f32x4 e = { err[i][code[0][i]], err[i][code[1][i]], err[i][code[2][i]], err[i][code[3][i]] };
             d2 += e;
         }
-        for (int k = 0; k < 8; ++k) {
-            if (d2[k] < best_d2) {
-                best_d2 = d2[k];
-                best = cand[j + k];
-            }
-        }
+        lane_best_offer(&lb, d2);
     }
-    for (; j <= count; ++j) {
-        const uint8_t *code = lat->code + (size_t)cand[j] * 8;
-        float d2 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            d2 += err[i][code[i]];
-        }
-        if (d2 < best_d2) {
-            best_d2 = d2;
-            best = cand[j];
-        }
+    const int j = lane_best_pick(&lb);
+    if (j < 0) {
+        return -1;
     }
-    if (best >= 0 && L != NULL) {
+    const int best = cand[1 + j];
+    if (L != NULL) {
         const uint8_t *c = lat->code + (size_t)best * 8;
         for (int i = 0; i < 8; ++i) {
             L[i] = (int8_t)c[i];
@@ -78,18 +114,7 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
     return best;
 }
 
-/* ---- the sweep, four lanes at a time --------------------------------------
- *
- * In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
- * a candidate (the neighbour search) or a trial scale (rounding, keys and
- * the fit sums). */
-
-typedef cold_f32x4 f32x4;
-typedef cold_i32x4 i32x4;
-
-/* Lane-wise a where m (all ones), else b. */
-#define PICK_I32(m, a, b) (((m) & (a)) | (~(m) & (b)))
-#define PICK_F32(m, a, b) ((f32x4)PICK_I32((m), (i32x4)(a), (i32x4)(b)))
+/* ---- the sweep ----------------------------------------------------------- */
 
 /* The four bytes of a lane-block row as floats, lane k = byte k: each
  * byte masked in place, converted (exact: below 2^28) and scaled back by
@@ -107,38 +132,24 @@ static inline f32x4 lane_bytes(const uint8_t *p) {
  * with lane blocks: the candidate (of the list cand) whose odd values
  * scale * (2l + 1) are closest to x in w-weighted squared error, in list
  * order the first of equals, its codes to L; -1 when none scores below
- * FLT_MAX. Lane k scores candidates k, k + 4, ... each as ggml does
- * (0 + w0 diff0^2 + w1 diff1^2 + ..., element order) and keeps its first
- * strictly best; the lanes' bests are then compared, ties to the earlier
- * candidate: the winner of ggml's strict `<` scan in list order. A NaN or
- * >= FLT_MAX score never wins, as there. */
+ * FLT_MAX. Each lane scores its candidate as ggml does (0 + w0 diff0^2 +
+ * w1 diff1^2 + ..., element order); lane_best chooses as ggml's scan. */
 static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
                                                                const uint16_t *cand, const float *x,
                                                                const float *w, float scale, int8_t *L) {
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
-    f32x4 best = { FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX };
-    i32x4 at = { 0 };
-    i32x4 pos = { 0, 1, 2, 3 };
+    lane_best lb;
+    lane_best_init(&lb);
     for (int b = 0; b < cold_lane_blocks(count); ++b, lane += (size_t)dims * COLD_LANES) {
         f32x4 d2 = { 0 };
         for (int i = 0; i < dims; ++i) {
             const f32x4 diff = scale * lane_bytes(lane + COLD_LANES * i) - x[i];
             d2 += w[i] * diff * diff;
         }
-        const i32x4 better = d2 < best;
-        best = PICK_F32(better, d2, best);
-        at = PICK_I32(better, pos, at);
-        pos += COLD_LANES;
+        lane_best_offer(&lb, d2);
     }
-    int j = -1;
-    float m = FLT_MAX;
-    for (int k = 0; k < COLD_LANES; ++k) {
-        if (best[k] < m || (best[k] == m && j >= 0 && at[k] < j)) {
-            m = best[k];
-            j = at[k];
-        }
-    }
+    const int j = lane_best_pick(&lb);
     if (j < 0) {
         return -1;
     }
