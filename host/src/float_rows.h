@@ -20,11 +20,18 @@ size_t anvil_float_find_nonfinite_raw(uint32_t type, const void *src, size_t n);
 /* Index of the first NaN/Inf in x[0..n), or n (vectorizable scan). */
 size_t anvil_float_find_nonfinite(const float *x, size_t n);
 
-/* Over x[0..n) (the source) and y[0..n) (decoded back), in double:
- * *sse = sum (x-y)^2, *signal = sum x^2, *max_abs = max |x-y|. The order of
- * the additions is fixed (eight lanes, then the tail), so the figures are
- * the same bits on every CPU and with or without SIMD. */
+/* Over x[0..n) (the source) and y[0..n) (decoded back):
+ * *sse = sum (x-y)^2, *signal = sum x^2 (relative error below 4e-6: float
+ * lanes per block of 1024, flushed to double; summed again in double where
+ * float would overflow or underflow), *max_abs = max |x-y| rounded to
+ * float (NaN differences ignored). The order of the operations is fixed,
+ * so the figures are the same bits on every CPU, with or without SIMD. */
 void anvil_float_error_sums(const float *x, const float *y, size_t n, double *sse, double *signal,
                             double *max_abs);
+
+/* The same, on the SIMD path where the CPU has one (simd = 1) or on the
+ * portable path (simd = 0): for the tests that hold them to the same bits. */
+void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int simd, double *sse,
+                                  double *signal, double *max_abs);
 
 #endif
