@@ -53,7 +53,8 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
  * may be negative or NaN; the caller does what ggml does with that).
  * ANVIL_E_UNSUPPORTED where ggml's search fails its assertion (no
  * candidate scores below FLT_MAX: the squared errors overflowed or are
- * NaN). */
+ * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
+ * without lane blocks, more than 31 trials or 32 elements). */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                      float max, float scale0, int8_t *L, float *scale);
 
