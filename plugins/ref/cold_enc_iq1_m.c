@@ -81,12 +81,19 @@ static inline int variant_minus(int k, int second_half) {
  * W v2^2 + Pw(i1) (v0^2 - v1^2) + Pw(i2) (v1^2 - v2^2), per half, then the
  * halves added. Those are its exact float expressions (older ggml summed
  * every split term by term, which rounds differently and picks other
- * splits on near-ties; the oracle is the prefix form). */
+ * splits on near-ties; the oracle is the prefix form).
+ *
+ * Four i2 at a time (one per lane, each lane's sums ggml's expressions);
+ * the fits are then offered to ggml's in-order "better fit" scan in its
+ * order (i1, i2, k), which a group of four i2 can skip when none of its
+ * fits passes the test against the current best (cold_fit_lanes). */
+#define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
+
 static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
                       const float *x_m, int *out_i1, int *out_i2, float *out_scale) {
-    float px[2][GROUP + 1], pw[2][GROUP + 1];
-    px[0][0] = px[1][0] = 0.0f;
-    pw[0][0] = pw[1][0] = 0.0f;
+    float px[2][PAD], pw[2][PAD];
+    memset(px, 0, sizeof px);
+    memset(pw, 0, sizeof pw);
     for (int j = 0; j < GROUP; ++j) {
         const int i = idx[j];
         const int h = i < GROUP / 2 ? 0 : 1;
@@ -106,28 +113,29 @@ static int best_split(const float *xb, const float *weight, const int *idx, cons
     float best_score = -FLT_MAX, scale = *out_scale;
     int best_k = -1;
     for (int i1 = 0; i1 <= GROUP; ++i1) {
-        for (int i2 = i1; i2 <= GROUP; ++i2) {
-            float qx_p[2], qx_m[2], q2_p[2], q2_m[2];
+        for (int i2 = i1; i2 <= GROUP; i2 += 4) {
+            cold_f32x4 qx_p[2], qx_m[2], q2_p[2], q2_m[2];
             for (int h = 0; h < 2; ++h) {
-                const float sx = px[h][i1] + px[h][i2];
+                cold_f32x4 x2, w2;
+                memcpy(&x2, &px[h][i2], sizeof x2);
+                memcpy(&w2, &pw[h][i2], sizeof w2);
+                const cold_f32x4 sx = px[h][i1] + x2;
                 qx_p[h] = txs[h] * p2 - sx;
                 qx_m[h] = txs[h] * m2 - sx;
-                q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
-                q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+                q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + w2 * cp2;
+                q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + w2 * cm2;
             }
             /* variant k: first half minus when k >> 1, second when k & 1 */
-            const float sumqx[4] = { qx_p[0] + qx_p[1], qx_p[0] + qx_m[1], qx_m[0] + qx_p[1],
-                                     qx_m[0] + qx_m[1] };
-            const float sumq2[4] = { q2_p[0] + q2_p[1], q2_p[0] + q2_m[1], q2_m[0] + q2_p[1],
-                                     q2_m[0] + q2_m[1] };
-            for (int k = 0; k < 4; ++k) {
-                if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
-                    scale = sumqx[k] / sumq2[k];
-                    best_score = scale * sumqx[k];
-                    *out_i1 = i1;
-                    *out_i2 = i2;
-                    best_k = k;
-                }
+            const cold_f32x4 sumqx[4] = { qx_p[0] + qx_p[1], qx_p[0] + qx_m[1], qx_m[0] + qx_p[1],
+                                          qx_m[0] + qx_m[1] };
+            const cold_f32x4 sumq2[4] = { q2_p[0] + q2_p[1], q2_p[0] + q2_m[1], q2_m[0] + q2_p[1],
+                                          q2_m[0] + q2_m[1] };
+            /* ggml's order: i2, then k */
+            const int got = cold_fit_lanes(sumqx, sumq2, 4, GROUP + 1 - i2, &best_score, &scale);
+            if (got >= 0) {
+                *out_i1 = i1;
+                *out_i2 = i2 + got / 4;
+                best_k = got % 4;
             }
         }
     }

@@ -63,33 +63,42 @@ typedef struct split {
 
 /* ggml's exhaustive split search of one group: the best (i1, i2, delta
  * sign) by sumqx^2 / sumq2, strictly better wins, + before - at each
- * split. */
+ * split. Four i2 at a time (one per lane, each lane's sums ggml's
+ * expressions), offered to ggml's in-order "better fit" scan in its order
+ * (i1, i2, sign), which a group of four i2 can skip when none of its fits
+ * passes the test against the current best (cold_fit_lanes). */
+#define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
+
 static split best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
                         const float *x_m, float max) {
-    float sumx[GROUP + 1], sumw[GROUP + 1];
-    sumx[0] = sumw[0] = 0.0f;
+    float sumx[PAD], sumw[PAD];
+    memset(sumx, 0, sizeof sumx);
+    memset(sumw, 0, sizeof sumw);
     for (int j = 0; j < GROUP; ++j) {
         const int i = idx[j];
         sumx[j + 1] = sumx[j] + weight[i] * xb[i];
         sumw[j + 1] = sumw[j] + weight[i];
     }
+    const float *const v[2] = { x_p, x_m };
     split best = { -1, -1, 0, max };
     float best_score = -FLT_MAX;
     for (int i1 = 0; i1 <= GROUP; ++i1) {
-        for (int i2 = i1; i2 <= GROUP; ++i2) {
+        for (int i2 = i1; i2 <= GROUP; i2 += 4) {
+            cold_f32x4 x2, w2;
+            memcpy(&x2, &sumx[i2], sizeof x2);
+            memcpy(&w2, &sumw[i2], sizeof w2);
+            cold_f32x4 sumqx[2], sumq2[2];
             for (int m = 0; m < 2; ++m) {
-                const float *v = m == 0 ? x_p : x_m;
-                const float sumqx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] +
-                                    (sumx[GROUP] - sumx[i2]) * v[2];
-                const float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
-                                    (sumw[GROUP] - sumw[i2]) * v[2] * v[2];
-                if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
-                    best.scale = sumqx / sumq2;
-                    best_score = best.scale * sumqx;
-                    best.i1 = i1;
-                    best.i2 = i2;
-                    best.shift = m == 0 ? 1 : -1;
-                }
+                sumqx[m] = (sumx[i1] - sumx[0]) * v[m][0] + (x2 - sumx[i1]) * v[m][1] + (sumx[GROUP] - x2) * v[m][2];
+                sumq2[m] = (sumw[i1] - sumw[0]) * v[m][0] * v[m][0] + (w2 - sumw[i1]) * v[m][1] * v[m][1] +
+                           (sumw[GROUP] - w2) * v[m][2] * v[m][2];
+            }
+            /* ggml's order: i2, then the sign */
+            const int got = cold_fit_lanes(sumqx, sumq2, 2, GROUP + 1 - i2, &best_score, &best.scale);
+            if (got >= 0) {
+                best.i1 = i1;
+                best.i2 = i2 + got / 2;
+                best.shift = got % 2 == 0 ? 1 : -1;
             }
         }
     }

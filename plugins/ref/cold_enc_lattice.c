@@ -37,15 +37,15 @@
 #define IQ3_KEYS 4096  /* 8^4 */
 #define IQ2_KEYS 6561  /* 3^8 */
 
-/* Candidate-list storage per lattice, the exact totals (count word + entries
- * over all off-grid keys) for the committed codebooks. The build checks
+/* Candidate-list storage per lattice, the exact totals (count word, entries
+ * and lane blocks over all off-grid keys) for the committed codebooks. The build checks
  * them: a different total means the codebook changed. */
-#define NB_IQ3XXS 22825
-#define NB_IQ3S 28317
-#define NB_IQ2S 50253
+#define NB_IQ3XXS 71129
+#define NB_IQ3S 87733
+#define NB_IQ2S 267709
 #define NB_IQ1 332234
-#define NB_IQ2XXS 119462
-#define NB_IQ2XS 187770
+#define NB_IQ2XXS 610134
+#define NB_IQ2XS 950682
 
 static uint8_t code_iq3xxs[256 * 4], code_iq3s[512 * 4], code_iq2s[1024 * 8], code_iq1[2048 * 8];
 static uint8_t code_iq2xxs[256 * 8], code_iq2xs[512 * 8];
@@ -58,6 +58,7 @@ static uint16_t nb_iq2xxs[NB_IQ2XXS], nb_iq2xs[NB_IQ2XS];
 
 typedef struct lattice_spec {
     int dims, levels, grid_size, nwant, keys;
+    int lanes; /* the lists carry lane blocks (cold_enc_lattice.h): the sweep lattices */
     size_t nb_size;
     uint8_t *code;
     float *odd;
@@ -66,12 +67,12 @@ typedef struct lattice_spec {
 } lattice_spec;
 
 static const lattice_spec specs[COLD_LATTICE_COUNT] = {
-    [COLD_LATTICE_IQ3XXS] = { 4, 8, 256, 2, IQ3_KEYS, NB_IQ3XXS, code_iq3xxs, odd_iq3xxs, map_iq3xxs, nb_iq3xxs },
-    [COLD_LATTICE_IQ3S] = { 4, 8, 512, 3, IQ3_KEYS, NB_IQ3S, code_iq3s, odd_iq3s, map_iq3s, nb_iq3s },
-    [COLD_LATTICE_IQ2S] = { 8, 3, 1024, 1, IQ2_KEYS, NB_IQ2S, code_iq2s, odd_iq2s, map_iq2s, nb_iq2s },
-    [COLD_LATTICE_IQ1] = { 8, 3, 2048, 3, IQ2_KEYS, NB_IQ1, code_iq1, odd_iq1, map_iq1, nb_iq1 },
-    [COLD_LATTICE_IQ2XXS] = { 8, 3, 256, 2, IQ2_KEYS, NB_IQ2XXS, code_iq2xxs, odd_iq2xxs, map_iq2xxs, nb_iq2xxs },
-    [COLD_LATTICE_IQ2XS] = { 8, 3, 512, 2, IQ2_KEYS, NB_IQ2XS, code_iq2xs, odd_iq2xs, map_iq2xs, nb_iq2xs },
+    [COLD_LATTICE_IQ3XXS] = { 4, 8, 256, 2, IQ3_KEYS, 1, NB_IQ3XXS, code_iq3xxs, odd_iq3xxs, map_iq3xxs, nb_iq3xxs },
+    [COLD_LATTICE_IQ3S] = { 4, 8, 512, 3, IQ3_KEYS, 1, NB_IQ3S, code_iq3s, odd_iq3s, map_iq3s, nb_iq3s },
+    [COLD_LATTICE_IQ2S] = { 8, 3, 1024, 1, IQ2_KEYS, 1, NB_IQ2S, code_iq2s, odd_iq2s, map_iq2s, nb_iq2s },
+    [COLD_LATTICE_IQ1] = { 8, 3, 2048, 3, IQ2_KEYS, 0, NB_IQ1, code_iq1, odd_iq1, map_iq1, nb_iq1 },
+    [COLD_LATTICE_IQ2XXS] = { 8, 3, 256, 2, IQ2_KEYS, 1, NB_IQ2XXS, code_iq2xxs, odd_iq2xxs, map_iq2xxs, nb_iq2xxs },
+    [COLD_LATTICE_IQ2XS] = { 8, 3, 512, 2, IQ2_KEYS, 1, NB_IQ2XS, code_iq2xs, odd_iq2xs, map_iq2xs, nb_iq2xs },
 };
 
 static cold_lattice lattices[COLD_LATTICE_COUNT];
@@ -106,6 +107,22 @@ static int entry_code(enum cold_lattice_id id, int g, int i) {
     }
 }
 
+/* The lane blocks of one candidate list (count, then grid indices; see
+ * cold_enc_lattice.h): per 8 candidates, per element i, the 8 candidates'
+ * odd values 2l + 1 as bytes; a last partial block repeats the list's last
+ * candidate, which never beats its first copy (ties go to the earlier). */
+static void fill_lanes(const lattice_spec *s, const uint16_t *list, uint8_t *out) {
+    const int count = list[0];
+    for (int b = 0; b < cold_lane_blocks(count); ++b) {
+        for (int i = 0; i < s->dims; ++i) {
+            for (int k = 0; k < COLD_LANES; ++k) {
+                const int j = COLD_LANES * b + k < count ? COLD_LANES * b + k : count - 1;
+                *out++ = (uint8_t)(2 * s->code[(size_t)list[1 + j] * (size_t)s->dims + (size_t)i] + 1);
+            }
+        }
+    }
+}
+
 static int build_one(enum cold_lattice_id id) {
     const lattice_spec *s = &specs[id];
     cold_lattice *lat = &lattices[id];
@@ -116,6 +133,7 @@ static int build_one(enum cold_lattice_id id) {
     lat->odd = s->odd;
     lat->map = s->map;
     lat->nb = s->nb;
+    lat->lanes = s->lanes;
 
     /* Grid codes, and the map's on-grid entries. INT32_MIN marks "not yet". */
     for (int k = 0; k < s->keys; ++k) {
@@ -220,10 +238,12 @@ static int build_one(enum cold_lattice_id id) {
                 within[n_within++] = (uint16_t)g;
             }
         }
-        if (off + 1 + (size_t)n_within > s->nb_size) {
+        const size_t lane_words = s->lanes ? (size_t)cold_lane_blocks(n_within) * (size_t)s->dims * COLD_LANES / 2 : 0;
+        if (off + 1 + (size_t)n_within + lane_words > s->nb_size) {
             return ANVIL_E_INTERNAL;
         }
         s->map[key] = -(int32_t)(off + 1);
+        uint16_t *list = s->nb + off;
         s->nb[off++] = (uint16_t)n_within;
         for (int j = 0; j < n_kept; ++j) {
             for (int w = 0; w < n_within; ++w) {
@@ -231,6 +251,10 @@ static int build_one(enum cold_lattice_id id) {
                     s->nb[off++] = within[w];
                 }
             }
+        }
+        if (s->lanes) {
+            fill_lanes(s, list, (uint8_t *)(s->nb + off));
+            off += lane_words;
         }
     }
     return off == s->nb_size ? ANVIL_OK : ANVIL_E_INTERNAL;

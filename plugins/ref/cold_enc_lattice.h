@@ -51,7 +51,22 @@ typedef struct cold_lattice {
      * indices in (distance, index) order. */
     const int32_t *map;
     const uint16_t *nb;
+    /* 1 when each list in nb is followed by its lane blocks: the lattices
+     * of the scale sweep (all but IQ1). A list of count candidates is then
+     * followed by cold_lane_blocks(count) blocks of dims x COLD_LANES bytes:
+     * block b, row i holds element i's odd value 2l + 1 of candidates
+     * 4b .. 4b + 3 (the last candidate repeated past the end), so that the
+     * search scores four candidates per vector without gathering. */
+    int lanes;
 } cold_lattice;
+
+/* Candidates per lane block. */
+#define COLD_LANES 4
+
+/* Lane blocks of a list of count candidates. */
+static inline int cold_lane_blocks(int count) {
+    return (count + COLD_LANES - 1) / COLD_LANES;
+}
 
 /* Key of a code vector: base `levels` digits, element 0 lowest. Every
  * code must lie in [0, levels). */

@@ -16,12 +16,66 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 
+/* In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
+ * a candidate (the neighbour searches) or a trial scale (the sweep's
+ * rounding, keys and fit sums). */
+
+typedef cold_f32x4 f32x4;
+typedef cold_i32x4 i32x4;
+
+/* Lane-wise a where m (all ones), else b. */
+#define PICK_I32(m, a, b) (((m) & (a)) | (~(m) & (b)))
+#define PICK_F32(m, a, b) ((f32x4)PICK_I32((m), (i32x4)(a), (i32x4)(b)))
+
+/* The neighbour searches' choice, four candidates at a time: ggml's scan
+ * keeps the first candidate, in list order, whose score is strictly below
+ * the best so far (from FLT_MAX: a NaN or >= FLT_MAX score never wins).
+ * Lane k is offered candidates k, k + 4, ... and keeps its first strictly
+ * best; then the lanes' bests are compared, ties to the earlier candidate:
+ * the same winner. Padding lanes past the list's end repeat its last
+ * candidate, whose score then ties with (and loses to) its first copy. */
+typedef struct lane_best {
+    f32x4 best;
+    i32x4 at;  /* list position of each lane's best */
+    i32x4 pos; /* list positions of the next block's candidates */
+} lane_best;
+
+static inline void lane_best_init(lane_best *b) {
+    const f32x4 flt_max = { FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX };
+    const i32x4 first = { 0, 1, 2, 3 };
+    b->best = flt_max;
+    b->at = first - first;
+    b->pos = first;
+}
+
+/* The scores d2 of the next block of candidates. */
+static inline void lane_best_offer(lane_best *b, f32x4 d2) {
+    const i32x4 better = d2 < b->best;
+    b->best = PICK_F32(better, d2, b->best);
+    b->at = PICK_I32(better, b->pos, b->at);
+    b->pos += COLD_LANES;
+}
+
+/* The winner's list position, or -1. */
+static inline int lane_best_pick(const lane_best *b) {
+    int j = -1;
+    float m = FLT_MAX;
+    for (int k = 0; k < COLD_LANES; ++k) {
+        if (b->best[k] < m || (b->best[k] == m && j >= 0 && b->at[k] < j)) {
+            m = b->best[k];
+            j = b->at[k];
+        }
+    }
+    return j;
+}
+
 /* ggml's iq2_find_best_neighbour / iq1_find_best_neighbour2 (see the
  * header). A candidate's error is the sum over its elements, in element
  * order, of w (scale val[code] - x)^2: a function of (element, code) only.
  * With 3 codes and about 8 (IQ2) to 73 (IQ1) candidates of 8 elements, the
  * 24 terms are computed once, each by ggml's expression, and summed per
- * candidate in ggml's order: the same floats, fewer operations. */
+ * candidate in ggml's order, four candidates side by side: the same
+ * floats, fewer operations. */
 int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
                                const float *w, float scale, const float val[3], int8_t *L) {
     float err[8][3];
@@ -32,44 +86,26 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
         }
     }
     const int count = cand[0];
-    float best_d2 = FLT_MAX;
-    int best = -1;
-    int j = 1;
-    /* Eight candidates at a time: lane k sums candidate j+k's terms in
-     * element order, as the scalar loop below does (the same additions,
-     * eight independent chains instead of one), then the lanes are
-     * compared in candidate order. */
-    typedef float cand_v8 __attribute__((vector_size(32)));
-    for (; j + 8 <= count + 1; j += 8) {
-        const uint8_t *code[8];
-        for (int k = 0; k < 8; ++k) {
-            code[k] = lat->code + (size_t)cand[j + k] * 8;
+    lane_best lb;
+    lane_best_init(&lb);
+    for (int j = 0; j < count; j += COLD_LANES) {
+        const uint8_t *code[COLD_LANES];
+        for (int k = 0; k < COLD_LANES; ++k) {
+            code[k] = lat->code + (size_t)cand[1 + (j + k < count ? j + k : count - 1)] * 8;
         }
-        cand_v8 d2 = { 0 };
+        f32x4 d2 = { 0 };
         for (int i = 0; i < 8; ++i) {
-            const cand_v8 e = { err[i][code[0][i]], err[i][code[1][i]], err[i][code[2][i]], err[i][code[3][i]],
-                                err[i][code[4][i]], err[i][code[5][i]], err[i][code[6][i]], err[i][code[7][i]] };
+            const f32x4 e = { err[i][code[0][i]], err[i][code[1][i]], err[i][code[2][i]], err[i][code[3][i]] };
             d2 += e;
         }
-        for (int k = 0; k < 8; ++k) {
-            if (d2[k] < best_d2) {
-                best_d2 = d2[k];
-                best = cand[j + k];
-            }
-        }
+        lane_best_offer(&lb, d2);
     }
-    for (; j <= count; ++j) {
-        const uint8_t *code = lat->code + (size_t)cand[j] * 8;
-        float d2 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            d2 += err[i][code[i]];
-        }
-        if (d2 < best_d2) {
-            best_d2 = d2;
-            best = cand[j];
-        }
+    const int j = lane_best_pick(&lb);
+    if (j < 0) {
+        return -1;
     }
-    if (best >= 0 && L != NULL) {
+    const int best = cand[1 + j];
+    if (L != NULL) {
         const uint8_t *c = lat->code + (size_t)best * 8;
         for (int i = 0; i < 8; ++i) {
             L[i] = (int8_t)c[i];
@@ -78,58 +114,66 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
     return best;
 }
 
-/* ggml's iq3_find_best_neighbour: as above on the 8-level IQ3 lattices,
- * whose codes outnumber their candidates, so the errors are computed
- * directly from the odd levels 2l + 1. */
-static int best_candidate8(const cold_lattice *lat, const uint16_t *cand, const float *xval,
-                           const float *waux, float scale, int8_t *L) {
-    const int dims = lat->dims;
+/* ---- the sweep ----------------------------------------------------------- */
+
+/* The four bytes of a lane-block row as floats, lane k = byte k: each
+ * byte masked in place, converted (exact: below 2^28) and scaled back by
+ * 2^-8k (exact). No byte-to-int widening, which SSE2 lacks as a
+ * generic-vector operation. */
+static inline f32x4 lane_bytes(const uint8_t *p) {
+    const uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    const i32x4 mask = { 0xff, 0xff00, 0xff0000, (int32_t)0xff000000u };
+    const f32x4 down = { 1.0f, 1.0f / 256, 1.0f / 65536, 1.0f / 16777216 };
+    const i32x4 b = ((i32x4){ 0 } + (int32_t)u) & mask;
+    return __builtin_convertvector(b, f32x4) * down;
+}
+
+/* ggml's iq3_find_best_neighbour / iq2_find_best_neighbour on a lattice
+ * with lane blocks: the candidate (of the list cand) whose odd values
+ * scale * (2l + 1) are closest to x in w-weighted squared error, in list
+ * order the first of equals, its codes to L; -1 when none scores below
+ * FLT_MAX. Each lane scores its candidate as ggml does (0 + w0 diff0^2 +
+ * w1 diff1^2 + ..., element order); lane_best chooses as ggml's scan. */
+static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
+                                                               const uint16_t *cand, const float *x,
+                                                               const float *w, float scale, int8_t *L) {
     const int count = cand[0];
-    float best_d2 = FLT_MAX;
-    int best = -1;
-    for (int j = 1; j <= count; ++j) {
-        const float *pg = lat->odd + (size_t)cand[j] * (size_t)dims;
-        float d2 = 0.0f;
+    const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
+    lane_best lb;
+    lane_best_init(&lb);
+    for (int b = 0; b < cold_lane_blocks(count); ++b, lane += (size_t)dims * COLD_LANES) {
+        f32x4 d2 = { 0 };
         for (int i = 0; i < dims; ++i) {
-            const float diff = scale * pg[i] - xval[i];
-            d2 += waux[i] * diff * diff;
+            const f32x4 diff = scale * lane_bytes(lane + COLD_LANES * i) - x[i];
+            d2 += w[i] * diff * diff;
         }
-        if (d2 < best_d2) {
-            best_d2 = d2;
-            best = cand[j];
-        }
+        lane_best_offer(&lb, d2);
     }
-    if (best >= 0) {
-        const uint8_t *c = lat->code + (size_t)best * (size_t)dims;
-        for (int i = 0; i < dims; ++i) {
-            L[i] = (int8_t)c[i];
-        }
+    const int j = lane_best_pick(&lb);
+    if (j < 0) {
+        return -1;
     }
-    return best;
-}
-
-/* Codes of one group at inverse scale id, clamped to [0, max_q - 1]. */
-static void round_group(const float *xval, int dims, float id, int max_q, int8_t *L) {
+    const int g = cand[1 + j];
+    const uint8_t *c = lat->code + (size_t)g * (size_t)dims;
     for (int i = 0; i < dims; ++i) {
-        int l = anvil_nearest_int(0.5f * (id * xval[i] - 1.0f));
-        l = l < max_q - 1 ? l : max_q - 1;
-        L[i] = (int8_t)(l > 0 ? l : 0);
+        L[i] = (int8_t)c[i];
     }
+    return g;
 }
 
-/* Snap the group at L onto the grid (in place). 1: was on the grid, 0:
- * snapped, -1: no candidate (ggml aborts). */
-static int snap_group(const cold_lattice *lat, const float *xval, const float *waux, float scale,
-                      int8_t *L) {
-    static const float odd3[3] = { 1.0f, 3.0f, 5.0f };
-    const int32_t v = lat->map[cold_lattice_key(lat, L)];
+/* Snap the group at L (dims codes) onto the grid, in place. 1: it was on
+ * the grid, 0: snapped, -1: no candidate (ggml aborts). */
+static inline __attribute__((always_inline)) int snap_group(const cold_lattice *lat, int dims, const float *xval,
+                                                            const float *waux, float scale, int8_t *L) {
+    int key = 0;
+    for (int i = dims - 1; i >= 0; --i) {
+        key = key * lat->levels + L[i];
+    }
+    const int32_t v = lat->map[key];
     if (v >= 0) {
         return 1;
     }
-    const uint16_t *cand = cold_candidates(lat, v);
-    const int best = lat->levels == 3 ? anvil_cold_best_candidate3(lat, cand, xval, waux, scale, odd3, L)
-                                      : best_candidate8(lat, cand, xval, waux, scale, L);
-    return best >= 0 ? 0 : -1;
+    return best_in_lanes(lat, dims, cold_candidates(lat, v), xval, waux, scale, L) >= 0 ? 0 : -1;
 }
 
 /* sum w x q and sum w q q over the group, q = 2 l + 1, in element order. */
@@ -146,42 +190,97 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
     *sumq2 = s2;
 }
 
-int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                     float max, float scale0, int8_t *L, float *scale_out) {
-    const cold_lattice *lat = p->lat;
-    const int dims = lat->dims;
-    const int groups = p->n / dims;
-    int8_t Laux[32];
-    int on_grid[8], on_grid_aux[8];
+#define MAX_TRIALS 32 /* 2 steps + 1 <= 31 */
+#define TRIAL_VECS (MAX_TRIALS / COLD_LANES)
 
-    memset(L, 0, (size_t)p->n); /* the codes when no trial is accepted */
+/* The sweep with the shape as constants (n elements in groups of dims
+ * codes of `levels` levels), so that each instance is specialised.
+ *
+ * The trials are independent until the best is chosen, so they run side
+ * by side, trial t in lane t % 4 of vector t / 4: each element's codes of
+ * every trial, the groups' keys, the snaps of the off-grid groups (one
+ * group of one trial at a time), and the fit sums, each lane summing in
+ * element order as ggml's one trial does. Then the best trial is chosen
+ * in trial order with ggml's test. */
+static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int n, int dims, int levels,
+                                                       const float *xval, const float *weight,
+                                                       const float *waux, float max, float scale0, int8_t *L,
+                                                       float *scale_out) {
+    const cold_lattice *lat = p->lat;
+    const int groups = n / dims;
+    const int trials = 2 * p->steps + 1;
+    const int vecs = (trials + COLD_LANES - 1) / COLD_LANES;
+    float this_scale[MAX_TRIALS];
+    f32x4 id[TRIAL_VECS];
+    for (int t = 0; t < vecs * COLD_LANES; ++t) {
+        /* lanes past the last trial repeat it (computed, never used) */
+        const int is = (t < trials ? t : trials - 1) - p->steps;
+        const float idt = ((float)(2 * p->max_q - 1) + (float)is * p->step) / max;
+        id[t / COLD_LANES][t % COLD_LANES] = idt;
+        this_scale[t] = 1.0f / idt;
+    }
+    i32x4 code[32][TRIAL_VECS]; /* code[i][v]: element i's code in trials 4v .. 4v + 3 */
+    /* ggml's nearest_int(0.5 (id x - 1)) (anvil_nearest_int's trick, bit
+     * for bit), clamped to [0, max_q - 1] */
+    const i32x4 zero = { 0 };
+    const i32x4 top = zero + (p->max_q - 1);
+    for (int i = 0; i < n; ++i) {
+        for (int v = 0; v < vecs; ++v) {
+            const f32x4 r = 0.5f * (id[v] * xval[i] - 1.0f) + 12582912.f;
+            i32x4 l = ((i32x4)r & 0x007fffff) - 0x00400000;
+            l = PICK_I32(l < top, l, top);
+            code[i][v] = PICK_I32(l > zero, l, zero);
+        }
+    }
+    uint8_t on_grid_aux[MAX_TRIALS][8];
+    for (int k = 0; k < groups; ++k) {
+        for (int v = 0; v < vecs; ++v) {
+            i32x4 key = code[dims * k + dims - 1][v];
+            for (int i = dims - 2; i >= 0; --i) {
+                key = key * levels + code[dims * k + i][v];
+            }
+            for (int c = 0; c < COLD_LANES && COLD_LANES * v + c < trials; ++c) {
+                const int t = COLD_LANES * v + c;
+                const int32_t m = lat->map[key[c]];
+                on_grid_aux[t][k] = m >= 0;
+                if (m >= 0) {
+                    continue;
+                }
+                int8_t l[8];
+                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k,
+                                            waux + dims * k, this_scale[t], l);
+                if (g < 0) {
+                    return ANVIL_E_UNSUPPORTED;
+                }
+                for (int i = 0; i < dims; ++i) {
+                    code[dims * k + i][v][c] = l[i];
+                }
+            }
+        }
+    }
+    f32x4 sumqx[TRIAL_VECS], sumq2[TRIAL_VECS];
+    for (int v = 0; v < vecs; ++v) {
+        f32x4 sx = { 0 }, s2 = { 0 };
+        for (int i = 0; i < n; ++i) {
+            const float w = weight[i];
+            const f32x4 q = __builtin_convertvector(2 * code[i][v] + 1, f32x4);
+            sx += w * xval[i] * q;
+            s2 += w * q * q;
+        }
+        sumqx[v] = sx;
+        sumq2[v] = s2;
+    }
+
     float best = 0.0f;
     float scale = scale0;
+    const int best_t = cold_fit_scan((const float *)sumqx, (const float *)sumq2, trials, &best, &scale);
+    int on_grid[8];
     for (int k = 0; k < groups; ++k) {
-        on_grid[k] = p->start_on_grid;
+        on_grid[k] = best_t >= 0 ? on_grid_aux[best_t][k] : p->start_on_grid;
     }
-    for (int is = -p->steps; is <= p->steps; ++is) {
-        const float id = ((float)(2 * p->max_q - 1) + (float)is * p->step) / max;
-        const float this_scale = 1.0f / id;
-        for (int k = 0; k < groups; ++k) {
-            int8_t *l = Laux + dims * k;
-            round_group(xval + dims * k, dims, id, p->max_q, l);
-            const int r = snap_group(lat, xval + dims * k, waux + dims * k, this_scale, l);
-            if (r < 0) {
-                return ANVIL_E_UNSUPPORTED;
-            }
-            on_grid_aux[k] = r;
-        }
-        float sumqx, sumq2;
-        fit_sums(xval, weight, Laux, p->n, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, Laux, (size_t)p->n);
-            for (int k = 0; k < groups; ++k) {
-                on_grid[k] = on_grid_aux[k];
-            }
-        }
+    for (int i = 0; i < n; ++i) {
+        /* the codes when no trial is accepted: 0 */
+        L[i] = best_t >= 0 ? (int8_t)code[i][best_t / COLD_LANES][best_t % COLD_LANES] : 0;
     }
 
     int off_grid = 0;
@@ -189,37 +288,81 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
         off_grid += !on_grid[k];
     }
     if ((off_grid > 0 || p->refine == COLD_REFINE_ALWAYS) && scale > 0) {
-        const float id = 1.0f / scale;
+        const float idf = 1.0f / scale;
         for (int k = 0; k < groups; ++k) {
             if (on_grid[k] && p->refine == COLD_REFINE_OFF_GRID) {
                 continue;
             }
             int8_t *l = L + dims * k;
-            round_group(xval + dims * k, dims, id, p->max_q, l);
-            if (snap_group(lat, xval + dims * k, waux + dims * k, scale, l) < 0) {
+            for (int i = 0; i < dims; ++i) {
+                const int c = anvil_nearest_int(0.5f * (idf * xval[dims * k + i] - 1.0f));
+                l[i] = (int8_t)(c < p->max_q - 1 ? (c > 0 ? c : 0) : p->max_q - 1);
+            }
+            if (snap_group(lat, dims, xval + dims * k, waux + dims * k, scale, l) < 0) {
                 return ANVIL_E_UNSUPPORTED;
             }
         }
-        float sumqx, sumq2;
-        fit_sums(xval, weight, L, p->n, &sumqx, &sumq2);
-        if (sumq2 > 0) {
-            scale = sumqx / sumq2;
+        float sx, s2;
+        fit_sums(xval, weight, L, n, &sx, &s2);
+        if (s2 > 0) {
+            scale = sx / s2;
         }
     }
     *scale_out = scale;
     return ANVIL_OK;
 }
 
+int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                     float max, float scale0, int8_t *L, float *scale_out) {
+    const cold_lattice *lat = p->lat;
+    if (!lat->lanes || 2 * p->steps + 1 > MAX_TRIALS || p->n > 32 || p->n / lat->dims > 8) {
+        return ANVIL_E_INTERNAL;
+    }
+    if (lat->dims == 4 && lat->levels == 8 && p->n == 32) {
+        return sweep(p, 32, 4, 8, xval, weight, waux, max, scale0, L, scale_out);
+    }
+    if (lat->dims == 8 && lat->levels == 3 && p->n == 32) {
+        return sweep(p, 32, 8, 3, xval, weight, waux, max, scale0, L, scale_out);
+    }
+    if (lat->dims == 8 && lat->levels == 3 && p->n == 16) {
+        return sweep(p, 16, 8, 3, xval, weight, waux, max, scale0, L, scale_out);
+    }
+    return ANVIL_E_INTERNAL;
+}
+
 void anvil_cold_stable_order(const float *x, int n, int *idx) {
-    /* Insertion sort, moving an element left only past strictly greater
-     * ones: equal values keep their index order. */
-    for (int j = 0; j < n; ++j) {
-        int m = j;
-        while (m > 0 && x[idx[m - 1]] > x[j]) {
-            idx[m] = idx[m - 1];
-            m--;
+    if (n % 4 != 0 || n > 32) {
+        /* Insertion sort, moving an element left only past strictly
+         * greater ones: equal values keep their index order. */
+        for (int j = 0; j < n; ++j) {
+            int m = j;
+            while (m > 0 && x[idx[m - 1]] > x[j]) {
+                idx[m] = idx[m - 1];
+                m--;
+            }
+            idx[m] = j;
         }
-        idx[m] = j;
+        return;
+    }
+    /* The same order by ranks, four elements j at a time: j's place is the
+     * number of elements below x[j] plus the equal ones before it (equal
+     * compares -0 with +0, as the sorts' comparisons do; the values are
+     * finite). */
+    i32x4 rank[8];
+    f32x4 xj[8];
+    const i32x4 lane = { 0, 1, 2, 3 };
+    for (int v = 0; v < n / 4; ++v) {
+        memcpy(&xj[v], x + 4 * v, sizeof xj[v]);
+        rank[v] = (i32x4){ 0 };
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int v = 0; v < n / 4; ++v) {
+            const i32x4 before = (x[i] < xj[v]) | ((x[i] == xj[v]) & (lane + 4 * v > i));
+            rank[v] -= before; /* -1 where true */
+        }
+    }
+    for (int j = 0; j < n; ++j) {
+        idx[rank[j / 4][j % 4]] = j;
     }
 }
 

@@ -53,7 +53,8 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
  * may be negative or NaN; the caller does what ggml does with that).
  * ANVIL_E_UNSUPPORTED where ggml's search fails its assertion (no
  * candidate scores below FLT_MAX: the squared errors overflowed or are
- * NaN). */
+ * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
+ * without lane blocks, more than 31 trials or 32 elements). */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                      float max, float scale0, int8_t *L, float *scale);
 
@@ -92,6 +93,61 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
  * scans the whole grid reading past the end of its input, and aborts). */
 int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
                         const float *weight, const float *const *vals, float *scale, int *index);
+
+/* ggml's "keep the better fit" step, over fits j = 0 .. n-1 in order:
+ * fit j (sumqx[j], sumq2[j]) replaces the best when sumq2 > 0 and
+ * sumqx^2 > best_score sumq2 (strictly better), and then
+ * scale = sumqx / sumq2, best_score = scale sumqx. Returns the last fit
+ * that replaced the best, or -1. */
+static inline int cold_fit_scan(const float *sumqx, const float *sumq2, int n, float *best_score,
+                                float *scale) {
+    int got = -1;
+    for (int j = 0; j < n; ++j) {
+        if (sumq2[j] > 0 && sumqx[j] * sumqx[j] > *best_score * sumq2[j]) {
+            *scale = sumqx[j] / sumq2[j];
+            *best_score = *scale * sumqx[j];
+            got = j;
+        }
+    }
+    return got;
+}
+
+/* 4-lane generic vectors (16 bytes: one SSE2 or NEON register; GCC splits
+ * wider ones and often scalarises their compares and blends). Portable:
+ * any target's compiler lowers them to its SIMD or to scalars. Every lane
+ * does one of ggml's scalar computations, with its operations in its
+ * order; a single reduction is never split over lanes. */
+typedef float cold_f32x4 __attribute__((vector_size(16)));
+typedef int32_t cold_i32x4 __attribute__((vector_size(16)));
+
+/* cold_fit_scan over the fits in nv (<= 4) vectors of 4 lanes, in the
+ * order lane, then vector (fit j = nv l + v: sumqx[v][l]), lanes >= lanes
+ * left out. The best changes only on a pass, so where no fit passes the
+ * test against the current best (all of them tested at once) the scan
+ * would change nothing and is skipped; otherwise they are scanned in
+ * order. Returns the last fit that replaced the best, or -1. */
+static inline __attribute__((always_inline)) int cold_fit_lanes(const cold_f32x4 *sumqx, const cold_f32x4 *sumq2,
+                                                                int nv, int lanes, float *best_score,
+                                                                float *scale) {
+    const cold_f32x4 zero = { 0 };
+    const cold_i32x4 lane = { 0, 1, 2, 3 };
+    cold_i32x4 pass = { 0 };
+    for (int v = 0; v < nv; ++v) {
+        pass |= (sumq2[v] > zero) & (sumqx[v] * sumqx[v] > *best_score * sumq2[v]);
+    }
+    pass &= lane < lanes;
+    if ((pass[0] | pass[1] | pass[2] | pass[3]) == 0) {
+        return -1;
+    }
+    float fx[16], f2[16];
+    for (int l = 0; l < lanes && l < 4; ++l) {
+        for (int v = 0; v < nv; ++v) {
+            fx[nv * l + v] = sumqx[v][l];
+            f2[nv * l + v] = sumq2[v][l];
+        }
+    }
+    return cold_fit_scan(fx, f2, nv * (lanes < 4 ? lanes : 4), best_score, scale);
+}
 
 /* The candidate list of an off-grid key (map value v < 0). */
 static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v) {

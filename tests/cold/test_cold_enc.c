@@ -289,6 +289,11 @@ static void test_stable_order_ties(void) {
     anvil_cold_stable_order(a, 12, idx);
     static const int want[12] = { 5, 10, 1, 3, 6, 8, 11, 0, 4, 9, 2, 7 };
     CU_ASSERT_EQUAL(memcmp(idx, want, sizeof want), 0);
+    /* 16 and 32 elements take another route (ranks, by vectors): the same */
+    static const float b[16] = { 1, -0.0f, 2, 0, 1, -1, 0, 2, -0.0f, 1, -1, 0, -0.0f, 3, 0, -1 };
+    static const int want_b[16] = { 5, 10, 15, 1, 3, 6, 8, 11, 12, 14, 0, 4, 9, 2, 7, 13 };
+    anvil_cold_stable_order(b, 16, idx);
+    CU_ASSERT_EQUAL(memcmp(idx, want_b, sizeof want_b), 0);
     float x[32];
     for (unsigned t = 0; t < 200; ++t) {
         const int n = t % 2 ? 32 : 16; /* IQ1_S's group, IQ1_M's */
