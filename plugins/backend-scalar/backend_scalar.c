@@ -3,8 +3,10 @@
  * checked against. It runs on any CPU, so it always scores 1 (the lowest
  * usable score): any usable SIMD backend that has a kernel is preferred by
  * the order in the config, and this one catches the rest. It also offers
- * every reference weight encoder (encoders.c), so that a pin or an order
- * naming "scalar" selects the reference encoder too.
+ * a weight encoder for every format the codecs encode: the shared SIMD
+ * encoder sources on portable generic vectors (portable_encode.c) where
+ * they cover the format, the reference encoder elsewhere (encoders.c), so
+ * that a pin or an order naming "scalar" selects an encoder here too.
  *
  * Why one plugin: the portable kernels and encoders of every format, built
  * from the same plugins/ref sources the codecs use, so one plugin is the
@@ -59,8 +61,15 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
         nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)kernel_tables[t],
                                 &overflow);
     }
-    const size_t ne = anvil_table_append((const void **)encoders, 0, MAX_ENTRIES,
-                                         (const void *const *)anvil_scalar_encoders, &overflow);
+    static const anvil_weight_encoder *const *const encoder_tables[] = {
+        anvil_portable_encoders_flat, anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,
+        anvil_portable_encoders_small, anvil_scalar_encoders,
+    };
+    size_t ne = 0;
+    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
+        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
+                                &overflow);
+    }
     if (overflow) {
         snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
         return ANVIL_E_INTERNAL;

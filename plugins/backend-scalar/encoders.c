@@ -1,25 +1,26 @@
-/* backend-scalar: weight encoders (ABI 1.1) -- the reference encoders of
- * plugins/ref, the very functions the codecs register.
+/* backend-scalar: weight encoders (ABI 1.1) of the formats the shared
+ * SIMD encoder sources do not cover -- the reference encoders of
+ * plugins/ref, the very functions the codecs register. The others (the
+ * q8_0 family, the K-quants, IQ4_NL/IQ4_XS, the ternary and FP4 formats)
+ * are portable_encode.c's: the shared sources on generic vectors, byte
+ * for byte the reference's, at vector speed on any CPU.
  *
- * Why a backend repeats the codecs' encoders: encoders are dispatched like
- * kernels (per type: a [type.X] pin, then [backends] order), so "scalar"
- * must be a backend that HAS them. Otherwise `order = scalar, avx512` or
- * `[type.q4_K] backend = scalar` would skip to a SIMD encoder instead of
- * selecting the reference. Where plugins/ref has a row encoder that takes
- * importance weights (anvil_ref_encode_rows_*) that one is offered, as
- * ANVIL_ENCODER_WEIGHTED; the others are the codec's `encode` row by row. */
+ * Why a backend has encoders at all: encoders are dispatched like kernels
+ * (per type: a [type.X] pin, then [backends] order), so "scalar" must be a
+ * backend that HAS them. Otherwise `order = scalar, avx512` or
+ * `[type.q4_K] backend = scalar` would skip to an ISA-specific encoder
+ * instead of selecting the portable one (or the reference, here). Where
+ * plugins/ref has a row encoder that takes importance weights
+ * (anvil_ref_encode_rows_*) that one is offered, as ANVIL_ENCODER_WEIGHTED;
+ * the others are the codec's `encode` row by row. */
 #include <stdio.h>
 
 #include "anvil/blocks.h"
 #include "anvil/status.h"
 #include "kernel_tables.h"
-#include "ref/cold.h"
 #include "ref/checks.h"
 #include "ref/cold_enc_grid.h"
-#include "ref/kquants.h"
-#include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
-#include "ref/ternary.h"
 
 /* Row by row through a reference encoder, after the reference's checks of
  * the whole input (a refusal names row and element, as encode_rows'). */
@@ -56,26 +57,7 @@ static int rows_with(const char *name, anvil_encode_fn encode, size_t block_elem
                                                      .variant = "scalar",                              \
                                                      .encode_rows = anvil_ref_encode_rows_##name }
 
-SCALAR_WEIGHTED(q4_0, ANVIL_TYPE_Q4_0);
-SCALAR_WEIGHTED(q4_1, ANVIL_TYPE_Q4_1);
-SCALAR_WEIGHTED(q5_0, ANVIL_TYPE_Q5_0);
-SCALAR_WEIGHTED(q5_1, ANVIL_TYPE_Q5_1);
-SCALAR_WEIGHTED(q8_0, ANVIL_TYPE_Q8_0);
-SCALAR_ENCODER(q8_1, ANVIL_TYPE_Q8_1, anvil_block_q8_1, 32);
-SCALAR_WEIGHTED(q2_K, ANVIL_TYPE_Q2_K);
-SCALAR_WEIGHTED(q3_K, ANVIL_TYPE_Q3_K);
-SCALAR_WEIGHTED(q4_K, ANVIL_TYPE_Q4_K);
-SCALAR_WEIGHTED(q5_K, ANVIL_TYPE_Q5_K);
-SCALAR_WEIGHTED(q6_K, ANVIL_TYPE_Q6_K);
 SCALAR_ENCODER(q8_K, ANVIL_TYPE_Q8_K, anvil_block_q8_K, ANVIL_QK_K);
-SCALAR_WEIGHTED(tq1_0, ANVIL_TYPE_TQ1_0);
-SCALAR_WEIGHTED(tq2_0, ANVIL_TYPE_TQ2_0);
-SCALAR_WEIGHTED(q1_0, ANVIL_TYPE_Q1_0);
-SCALAR_WEIGHTED(q2_0, ANVIL_TYPE_Q2_0);
-SCALAR_WEIGHTED(iq4_nl, ANVIL_TYPE_IQ4_NL);
-SCALAR_WEIGHTED(iq4_xs, ANVIL_TYPE_IQ4_XS);
-SCALAR_WEIGHTED(mxfp4, ANVIL_TYPE_MXFP4);
-SCALAR_WEIGHTED(nvfp4, ANVIL_TYPE_NVFP4);
 SCALAR_WEIGHTED(iq3_xxs, ANVIL_TYPE_IQ3_XXS);
 SCALAR_WEIGHTED(iq3_s, ANVIL_TYPE_IQ3_S);
 SCALAR_WEIGHTED(iq2_s, ANVIL_TYPE_IQ2_S);
@@ -87,8 +69,5 @@ SCALAR_WEIGHTED(iq2_xs, ANVIL_TYPE_IQ2_XS);
 SCALAR_WEIGHTED(iq1_s, ANVIL_TYPE_IQ1_S);
 
 const anvil_weight_encoder *const anvil_scalar_encoders[] = {
-    &enc_q4_0, &enc_q4_1, &enc_q5_0,  &enc_q5_1,  &enc_q8_0,   &enc_q8_1,  &enc_q2_K,  &enc_q3_K,
-    &enc_q4_K, &enc_q5_K, &enc_q6_K,  &enc_q8_K,  &enc_tq1_0,  &enc_tq2_0, &enc_q1_0,  &enc_q2_0,
-    &enc_iq4_nl, &enc_iq4_xs, &enc_mxfp4, &enc_nvfp4, &enc_iq3_xxs, &enc_iq3_s, &enc_iq2_s, &enc_iq1_m,
-    &enc_iq2_xxs, &enc_iq2_xs, &enc_iq1_s, NULL,
+    &enc_q8_K, &enc_iq3_xxs, &enc_iq3_s, &enc_iq2_s, &enc_iq1_m, &enc_iq2_xxs, &enc_iq2_xs, &enc_iq1_s, NULL,
 };

@@ -18,8 +18,14 @@ extern const anvil_act_quantizer *const anvil_scalar_quantizers_cold[];
 extern const anvil_kernel *const anvil_scalar_kernels_cold[];
 extern const anvil_act_quantizer *const anvil_scalar_quantizers_ptqtp[];
 extern const anvil_kernel *const anvil_scalar_kernels_ptqtp[];
-/* encoders.c: every reference weight encoder, row-wise (ABI 1.1). */
+/* encoders.c: the reference weight encoders of the formats the shared
+ * SIMD sources do not cover, row-wise (ABI 1.1). */
 extern const anvil_weight_encoder *const anvil_scalar_encoders[];
+/* portable_encode.c: the shared SIMD encoders on generic vectors. */
+extern const anvil_weight_encoder *const anvil_portable_encoders_flat[];
+extern const anvil_weight_encoder *const anvil_portable_encoders_kquants[];
+extern const anvil_weight_encoder *const anvil_portable_encoders_iq4[];
+extern const anvil_weight_encoder *const anvil_portable_encoders_small[];
 
 /* Helpers to declare a table entry tersely. */
 #define ANVIL_SCALAR_KERNEL(ident, wtype, atype, dot)                          \

@@ -31,6 +31,11 @@
  *             same function for each), so they are compared once per
  *             backend build, under their own variant name.
  *
+ * backend-scalar is here for its encoders only: those of the portable
+ * vector layer (variant "portable", the shared SIMD encoder sources on
+ * generic vectors). Its kernels and its other encoders are plugins/ref's,
+ * compared with ggml by the formats' own families.
+ *
  * A backend that cannot run on this CPU is listed as skipped, with the
  * reason its score gives.
  */
@@ -53,15 +58,17 @@
 
 typedef struct backend_build {
     const char *path;
-    int variants; /* 2: plain and VNNI (AVX-512) */
+    int variants;           /* 2: plain and VNNI (AVX-512) */
+    const char *encoders_of; /* compare only the encoders of this variant, and no kernels; NULL: all */
 } backend_build;
 
 static const backend_build builds[] = {
-    { ANVIL_PLUGIN_DIR "/backend-avx2.so", 1 },
-    { ANVIL_PLUGIN_DIR "/backend-avx512.so", 2 },
+    { ANVIL_PLUGIN_DIR "/backend-avx2.so", 1, NULL },
+    { ANVIL_PLUGIN_DIR "/backend-avx512.so", 2, NULL },
 #ifdef ANVIL_AVX512_EMU_PLUGIN
-    { ANVIL_AVX512_EMU_PLUGIN, 2 },
+    { ANVIL_AVX512_EMU_PLUGIN, 2, NULL },
 #endif
+    { ANVIL_PLUGIN_DIR "/backend-scalar.so", 1, "portable" },
 };
 
 static const anvil_act_quantizer *find_quantizer(const anvil_backend *b, uint32_t type) {
@@ -348,14 +355,16 @@ int parity_backends(parity_ctx *pc) {
                        v == 1 && b->score(&cpu, why, sizeof why) > 0 ? "no avx512vnni" : why);
                 continue;
             }
-            checked_backends++;
-            for (size_t kk = 0; kk < b->n_kernels; ++kk) failures += check_kernel(pc, b, b->kernels[kk]);
+            const char *only = builds[i].encoders_of;
+            checked_backends += only == NULL;
+            for (size_t kk = 0; only == NULL && kk < b->n_kernels; ++kk) failures += check_kernel(pc, b, b->kernels[kk]);
             /* Encoders: one build for every kernel variant -- compared once;
              * a later variant must offer the very same functions. */
             const size_t n_enc = ANVIL_HAS_FIELD(b, anvil_backend, encoders) ? b->n_encoders : 0;
             static anvil_encode_rows_fn first_fns[64];
             for (size_t ei = 0; ei < n_enc && ei < 64; ++ei) {
                 const anvil_weight_encoder *e = b->encoders[ei];
+                if (only != NULL && strcmp(e->variant, only) != 0) continue;
                 if (v == 0) {
                     first_fns[ei] = e->encode_rows;
                     failures += check_encoder(pc, e);
