@@ -33,6 +33,7 @@
 typedef float ev_f __attribute__((vector_size(16)));
 typedef int32_t ev_i __attribute__((vector_size(16)));
 typedef uint32_t ev_u __attribute__((vector_size(16)));
+typedef uint64_t ev_q __attribute__((vector_size(16)));
 typedef ev_i ev_m; /* lanes all-ones (true) or all-zeros */
 
 EV_INLINE ev_f ev_load(const float *p) {
@@ -71,9 +72,13 @@ EV_INLINE int ev_many(ev_m a) {
     memcpy(h, &a, sizeof h);
     return (h[0] | h[1]) != 0;
 }
+/* Horizontal steps go through 64-bit lanes (lane pairs), which every
+ * target moves to scalar registers cheaply; lane extraction one by one is
+ * slow on SSE2. */
 EV_INLINE unsigned ev_mbits(ev_m a) {
-    const ev_i bits = a & (ev_i){ 1, 2, 4, 8 };
-    return (unsigned)(bits[0] | bits[1] | bits[2] | bits[3]);
+    ev_q w = (ev_q)(a & (ev_i){ 1, 2, 4, 8 });
+    w |= w >> 32;
+    return (unsigned)(w[0] | w[1]) & 15u;
 }
 /* m ? b : a, lane by lane. */
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return (a & ~m) | (b & m); }
@@ -106,20 +111,22 @@ EV_INLINE void ev_istore(int32_t *p, ev_i v) { memcpy(p, &v, sizeof v); }
 /* int32 -> float (exact for the small codes used here). */
 EV_INLINE ev_f ev_cvt(ev_i a) { return __builtin_convertvector(a, ev_f); }
 /* float -> int32 by truncation, as x86-64's cast: NaN and values out of
- * int32 range give INT32_MIN. Those lanes are zeroed before the
- * conversion (which C leaves undefined for them) and replaced after. */
+ * int32 range give INT32_MIN. Lanes with |a| >= 2^31 or NaN are zeroed
+ * before the conversion (which C leaves undefined for them) and given
+ * INT32_MIN after; -2^31 itself is among them, and INT32_MIN is its value. */
 EV_INLINE ev_i ev_cvtt(ev_f a) {
-    const ev_m ok = (a >= ev_set1(-2147483648.0f)) & (a < ev_set1(2147483648.0f));
+    const ev_m ok = ev_abs(a) < ev_set1(2147483648.0f);
     const ev_i t = __builtin_convertvector((ev_f)((ev_i)a & ok), ev_i);
-    return ev_iblend(ok, ev_iset1(INT32_MIN), t);
+    return t | (~ok & INT32_MIN);
 }
 
-/* The low byte of each lane, 4 bytes. */
+/* The low byte of each lane, 4 bytes: in each 64-bit half, byte 0 and
+ * byte 4 brought together (b0 | b1 << 8), then the two halves joined. */
 EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
-    p[0] = (uint8_t)v[0];
-    p[1] = (uint8_t)v[1];
-    p[2] = (uint8_t)v[2];
-    p[3] = (uint8_t)v[3];
+    ev_q w = (ev_q)(v & 0xff);
+    w |= w >> 24;
+    const uint32_t r = (uint32_t)(w[0] & 0xffff) | (uint32_t)(w[1] << 16);
+    memcpy(p, &r, sizeof r);
 }
 
 /* Largest lane of a vector of finite values >= +0 (max is exact: any order). */

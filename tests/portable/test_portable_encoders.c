@@ -14,6 +14,10 @@
 #include "simd_encoder_test.h"
 #include "test_env.h"
 
+#ifndef PORTABLE_ENC_ROWS
+#define PORTABLE_ENC_ROWS 10000
+#endif
+
 static void *plugin;
 static const anvil_backend *backend;
 
@@ -39,7 +43,7 @@ static int suite_init(void) {
     }
     backend = desc->backends[0];
     const char *env = getenv("ANVIL_PORTABLE_ENC_ROWS");
-    sb_encoder_setup(&backend, "portable", "", env != NULL && atoi(env) > 0 ? (size_t)atoi(env) : 10000);
+    sb_encoder_setup(&backend, "portable", "", env != NULL && atoi(env) > 0 ? (size_t)atoi(env) : PORTABLE_ENC_ROWS);
     return 0;
 }
 
