@@ -4,7 +4,9 @@
  * One source per format family (simd_enc_flat.h, simd_enc_kquants.h,
  * simd_enc_iq4.h, simd_enc_small.h) is compiled once per instruction set:
  * a backend's encoder file includes its ISA layer (avx2_enc_isa.h,
- * avx512_enc_isa.h, neon_enc_isa.h), then this file, then the family. The
+ * avx512_enc_isa.h, neon_enc_isa.h, and backend-scalar's
+ * portable_enc_isa.h on generic vectors, for any other CPU), then this
+ * file, then the family. The
  * ISA layer defines EV_LANES float lanes and the ev_* operations:
  *
  *   ev_f / ev_i / ev_m   a vector of floats / int32s / a lane mask
@@ -38,8 +40,9 @@
  *  - Conversions are the x86-64 ones the reference pins down (truncation,
  *    INT32_MIN for NaN), ggml's nearest_int bit trick, fp16 round to
  *    nearest even.
- * tests/simd-common checks each encoder against the reference on every
- * input kind, and tests/parity against ggml itself.
+ * tests/simd-common (tests/portable for the generic-vector build) checks
+ * each encoder against the reference on every input kind, and tests/parity
+ * against ggml itself.
  *
  * Every encoder has the anvil_encode_rows_fn contract: rows of n_per_row
  * elements (whole blocks), imatrix always NULL (they are not
