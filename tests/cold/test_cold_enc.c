@@ -506,11 +506,7 @@ static void test_plugin_init_and_encode(void) {
     const anvil_plugin_desc *d = entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_PTR_NOT_NULL_FATAL(d->init);
-    anvil_host_services host;
-    memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
-    host.abi_major = ANVIL_ABI_MAJOR;
-    host.abi_minor = ANVIL_ABI_MINOR;
+    anvil_host_services host = test_host_services();
     char err[256] = "";
     CU_ASSERT_EQUAL(d->init(&host, err, sizeof err), ANVIL_OK);
     CU_ASSERT_EQUAL(d->init(&host, err, sizeof err), ANVIL_OK); /* idempotent */

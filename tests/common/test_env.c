@@ -93,3 +93,12 @@ int test_run_cunit(void) {
     }
     return (failed == 0 && !setup_failed) ? 0 : 1;
 }
+
+anvil_host_services test_host_services(void) {
+    anvil_host_services host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.abi_major = ANVIL_ABI_MAJOR;
+    host.abi_minor = ANVIL_ABI_MINOR;
+    return host;
+}

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "anvil/abi.h"
+
 /* Path of a file under tests/ (e.g. "golden/q4_0.bin"), in a static buffer. */
 const char *test_source_path(const char *rel);
 /* Path of a file in ../shared/testdata, or NULL when that folder is absent. */
@@ -21,6 +23,10 @@ void test_tmpdir_cleanup(void);
 /* Run a shell command (printf-style), its stdout in out (cap bytes, NUL
  * terminated); returns its exit code, -1 when it could not run. */
 int test_shell(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Host services as a plugin's init gets them from the host: sized, this
+ * ABI version, every other field zero (the caller sets cpu etc.). */
+anvil_host_services test_host_services(void);
 
 /* Run the CUnit registry built by the caller; exit code 0 only when every
  * assertion passed and at least one ran. */

@@ -138,11 +138,7 @@ static const anvil_backend *try_init_as(uint32_t arch, uint64_t features) {
     cpu.arch = arch;
     cpu.features = cpu.features_raw = features;
     cpu.n_cpus = 1;
-    anvil_host_services host;
-    memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
-    host.abi_major = ANVIL_ABI_MAJOR;
-    host.abi_minor = ANVIL_ABI_MINOR;
+    anvil_host_services host = test_host_services();
     host.cpu = &cpu;
     char err[256] = "";
     if (desc->init(&host, err, sizeof err) != ANVIL_OK || desc->n_backends != 1) return NULL;

@@ -31,11 +31,7 @@ static int suite_init(void) {
     }
     anvil_plugin_entry_fn entry = (anvil_plugin_entry_fn)dlsym(plugin, ANVIL_PLUGIN_ENTRY_SYMBOL);
     const anvil_plugin_desc *desc = entry ? entry(ANVIL_ABI_MAJOR, ANVIL_ABI_MINOR) : NULL;
-    anvil_host_services host;
-    memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
-    host.abi_major = ANVIL_ABI_MAJOR;
-    host.abi_minor = ANVIL_ABI_MINOR;
+    anvil_host_services host = test_host_services();
     char err[256] = "";
     if (desc == NULL || desc->n_backends != 1 || desc->init(&host, err, sizeof err) != ANVIL_OK) {
         fprintf(stderr, "backend-scalar: no descriptor or init failed: %s\n", err);
