@@ -74,6 +74,9 @@ EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return _mm512_mask_blend_ps(m,
 /* max(a, b) of values that are >= +0 and not NaN (magnitudes): there the
  * instruction's operand order cannot matter. */
 EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return _mm512_max_ps(a, b); }
+/* a < b ? a : b and a > b ? a : b, lane by lane (NaN or equal lanes: b). */
+EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return _mm512_min_ps(a, b); }
+EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return _mm512_max_ps(a, b); }
 
 /* Integers (int32 lanes). */
 EV_INLINE ev_i ev_iset1(int v) { return _mm512_set1_epi32(v); }

@@ -62,6 +62,9 @@ EV_INLINE unsigned ev_mbits(ev_m a) {
 EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return vbslq_f32(m, b, a); }
 /* max(a, b) of values that are >= +0 and not NaN (magnitudes). */
 EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return vmaxq_f32(a, b); }
+/* a < b ? a : b and a > b ? a : b, lane by lane (NaN or equal lanes: b). */
+EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
+EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }
 
 /* Integers (int32 lanes). */
 EV_INLINE ev_i ev_iset1(int v) { return vdupq_n_s32(v); }

@@ -25,6 +25,10 @@
 
 #include "anvil/numeric.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define EV_LANES 4
 #define EV_INLINE static inline __attribute__((always_inline))
 #define EV_VARIANT "portable"
@@ -83,8 +87,20 @@ EV_INLINE unsigned ev_mbits(ev_m a) {
 /* m ? b : a, lane by lane. */
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return (a & ~m) | (b & m); }
 EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return (ev_f)ev_iblend(m, (ev_i)a, (ev_i)b); }
-/* max(a, b) of values that are >= +0 and not NaN (magnitudes). */
+/* max(a, b) of values that are >= +0 and not NaN (magnitudes): any max
+ * gives the same lanes. SSE2 is part of x86-64 itself (no ISA flag), and
+ * its maxps is one instruction where compare-and-blend is four. */
+/* a < b ? a : b and a > b ? a : b, lane by lane (NaN or equal lanes: b):
+ * exactly SSE2's minps and maxps. */
+#if defined(__SSE2__)
+EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return (ev_f)_mm_max_ps((__m128)a, (__m128)b); }
+EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return (ev_f)_mm_min_ps((__m128)a, (__m128)b); }
+EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return (ev_f)_mm_max_ps((__m128)a, (__m128)b); }
+#else
 EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return ev_blend(a < b, a, b); }
+EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return ev_blend(a < b, b, a); }
+EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return ev_blend(a > b, b, a); }
+#endif
 
 /* Integers (int32 lanes; shifts of signed lanes are arithmetic, as C's on
  * GCC and clang). */
@@ -114,20 +130,34 @@ EV_INLINE ev_f ev_cvt(ev_i a) { return __builtin_convertvector(a, ev_f); }
  * int32 range give INT32_MIN. Lanes with |a| >= 2^31 or NaN are zeroed
  * before the conversion (which C leaves undefined for them) and given
  * INT32_MIN after; -2^31 itself is among them, and INT32_MIN is its value. */
+#if defined(__SSE2__)
+EV_INLINE ev_i ev_cvtt(ev_f a) { return (ev_i)_mm_cvttps_epi32((__m128)a); } /* the x86-64 answer itself */
+#else
 EV_INLINE ev_i ev_cvtt(ev_f a) {
     const ev_m ok = ev_abs(a) < ev_set1(2147483648.0f);
     const ev_i t = __builtin_convertvector((ev_f)((ev_i)a & ok), ev_i);
     return t | (~ok & INT32_MIN);
 }
+#endif
 
-/* The low byte of each lane, 4 bytes: in each 64-bit half, byte 0 and
+/* The low byte of each lane, 4 bytes (SSE2: masked to 0..255, so the
+ * saturating packs are plain narrowing). Otherwise: in each 64-bit half, byte 0 and
  * byte 4 brought together (b0 | b1 << 8), then the two halves joined. */
+#if defined(__SSE2__)
+EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
+    const __m128i w = _mm_and_si128((__m128i)v, _mm_set1_epi32(0xff));
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(w, w), _mm_setzero_si128());
+    const int r = _mm_cvtsi128_si32(b);
+    memcpy(p, &r, sizeof r);
+}
+#else
 EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
     ev_q w = (ev_q)(v & 0xff);
     w |= w >> 24;
     const uint32_t r = (uint32_t)(w[0] & 0xffff) | (uint32_t)(w[1] << 16);
     memcpy(p, &r, sizeof r);
 }
+#endif
 
 /* Largest lane of a vector of finite values >= +0 (max is exact: any order). */
 EV_INLINE float ev_hmax(ev_f v) {

@@ -14,6 +14,8 @@
  *   lt le gt ge eq ne    C's comparisons (ordered; != unordered)
  *   blend(m, a, b)       m ? b : a        ev_iblend the same for int32
  *   max_mag(a, b)        max of magnitudes (>= +0, not NaN)
+ *   min_lt(a, b)         a < b ? a : b    (C's select: b on NaN or equal)
+ *   max_gt(a, b)         a > b ? a : b    (x86 minps/maxps exactly)
  *   iadd isub imin imax iand ior ishl isra isrl ishlv ieq igt   int32 lanes
  *   cvt / cvtt           int32 -> float / float -> int32 by truncation
  *                        (NaN, out of range -> INT32_MIN: x86-64's cast)

@@ -32,8 +32,8 @@ EV_INLINE ev_affine_fit ev_fit_affine(int n, int nmax, const float *xt, const fl
     ev_f sum_x = ev_mul(sum_w, min);
     for (int i = 1; i < n; ++i) {
         const ev_f x = ev_load(xt + i * EV_LANES), w = ev_load(wt + i * EV_LANES);
-        min = ev_blend(ev_lt(x, min), min, x);
-        max = ev_blend(ev_gt(x, max), max, x);
+        min = ev_min_lt(x, min); /* if (x < min) min = x */
+        max = ev_max_gt(x, max); /* if (x > max) max = x */
         sum_w = ev_add(sum_w, w);
         sum_x = ev_add(sum_x, ev_mul(w, x));
     }

@@ -139,8 +139,8 @@ EV_INLINE void ev_affine_block(const float *x, float steps, int cap, int signed_
     ev_f lo = v[0] = ev_load(x), hi = lo;
     for (int k = 1; k < EV_NV32; ++k) {
         v[k] = ev_load(x + k * EV_LANES);
-        lo = ev_blend(ev_lt(v[k], lo), lo, v[k]);
-        hi = ev_blend(ev_gt(v[k], hi), hi, v[k]);
+        lo = ev_min_lt(v[k], lo); /* if (x < min) min = x */
+        hi = ev_max_gt(v[k], hi); /* if (x > max) max = x */
     }
     float lanes_lo[EV_LANES], lanes_hi[EV_LANES];
     ev_store(lanes_lo, lo);
