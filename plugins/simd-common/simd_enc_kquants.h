@@ -435,44 +435,63 @@ static void ev_wblocks_q6_K(const float *x, const float *qw, float sigma2, uint8
 
 /* ---- make_q3_quants (do_rmse), one group per lane: Q3_K -------------------- */
 
+/* clamp(nearest(v), lo, hi) as a float: the integer clamp done on the
+ * exact float of the code (|nearest| <= 2^22 converts exactly and the
+ * conversion keeps order), two min/max where generic vectors need
+ * compare-and-blend pairs for integers. */
+EV_INLINE ev_f ev_code_f(ev_f v, float lo, float hi) {
+    return ev_min_lt(ev_max_gt(ev_cvt(ev_nearest(v)), ev_set1(lo)), ev_set1(hi));
+}
+
 /* Codes (0..2 nmax - 1) into lt (element i of lane l at lt[i * EV_LANES +
- * l]); returns the scale (0 for tiny lanes, whose codes are 0). */
+ * l]); returns the scale (0 for tiny lanes, whose codes are 0).
+ *
+ * The refinement passes are sequential per lane (a taken code moves the
+ * sums the next element starts from), but a code rarely moves: the
+ * per-element terms w x L and w L L are kept per element (the reference
+ * recomputes the same products), and the sums are only touched behind a
+ * branch when some lane has a new code, so the next element does not wait
+ * for a blend of sums that did not change. */
 EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) {
     const ev_f zero = ev_set1(0.0f);
+    const float lo = (float)-nmax, hi = (float)(nmax - 1);
     ev_f amax, max;
     ev_lanes_absmax(xt, 16, &amax, &max);
     const ev_m tiny = ev_lt(amax, ev_set1(EV_KQ_EPS));
     const ev_f iscale = ev_div(ev_set1((float)(-nmax)), max);
-    ev_f w[16], wx[16];
-    ev_i L[16];
+    ev_f w[16], wx[16], fl[16], wxl[16], wll[16];
     ev_f sumlx = zero, suml2 = zero;
     for (int i = 0; i < 16; ++i) {
         const ev_f x = ev_load(xt + i * EV_LANES);
         w[i] = ev_mul(x, x);
         wx[i] = ev_mul(w[i], x);
-        L[i] = ev_clamp(ev_nearest(ev_mul(iscale, x)), -nmax, nmax - 1);
-        const ev_f fl = ev_cvt(L[i]);
-        sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
-        suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
+        fl[i] = ev_code_f(ev_mul(iscale, x), lo, hi);
+        wxl[i] = ev_mul(wx[i], fl[i]);
+        wll[i] = ev_mul(ev_mul(w[i], fl[i]), fl[i]);
+        sumlx = ev_add(sumlx, wxl[i]);
+        suml2 = ev_add(suml2, wll[i]);
     }
     ev_m active = ev_eq(zero, zero); /* every lane */
     for (int itry = 0; itry < 5; ++itry) {
         ev_m changed = ev_ne(zero, zero); /* no lane */
         for (int i = 0; i < 16; ++i) {
-            const ev_f x = ev_load(xt + i * EV_LANES);
-            const ev_f li = ev_cvt(L[i]);
-            const ev_f slx = ev_sub(sumlx, ev_mul(wx[i], li));
-            const ev_m pos = ev_gt(slx, zero);
-            if (!ev_many(pos)) continue;
-            const ev_f sl2 = ev_sub(suml2, ev_mul(ev_mul(w[i], li), li));
-            const ev_i new_l = ev_clamp(ev_nearest(ev_div(ev_mul(x, sl2), slx)), -nmax, nmax - 1);
-            const ev_f fl = ev_cvt(new_l);
-            const ev_f slx2 = ev_add(slx, ev_mul(wx[i], fl));
-            const ev_f sl22 = ev_add(sl2, ev_mul(ev_mul(w[i], fl), fl));
+            const ev_f slx = ev_sub(sumlx, wxl[i]);
+            const ev_f sl2 = ev_sub(suml2, wll[i]);
+            const ev_f nfl = ev_code_f(ev_div(ev_mul(ev_load(xt + i * EV_LANES), sl2), slx), lo, hi);
+            /* lanes where the reference tries the new code: slx > 0 and it differs */
+            const ev_m moved = ev_mandnot(ev_mand(ev_gt(slx, zero), active), ev_eq(nfl, fl[i]));
+            if (!ev_many(moved)) continue;
+            const ev_f nwxl = ev_mul(wx[i], nfl);
+            const ev_f nwll = ev_mul(ev_mul(w[i], nfl), nfl);
+            const ev_f slx2 = ev_add(slx, nwxl);
+            const ev_f sl22 = ev_add(sl2, nwll);
             const ev_m better = ev_mand(ev_gt(sl22, zero), ev_gt(ev_mul(ev_mul(slx2, slx2), suml2),
                                                                  ev_mul(ev_mul(sumlx, sumlx), sl22)));
-            const ev_m take = ev_mand(ev_mandnot(ev_mand(pos, active), ev_ieq(new_l, L[i])), better);
-            L[i] = ev_iblend(take, L[i], new_l);
+            const ev_m take = ev_mand(moved, better);
+            if (!ev_many(take)) continue;
+            fl[i] = ev_blend(take, fl[i], nfl);
+            wxl[i] = ev_blend(take, wxl[i], nwxl);
+            wll[i] = ev_blend(take, wll[i], nwll);
             sumlx = ev_blend(take, sumlx, slx2);
             suml2 = ev_blend(take, suml2, sl22);
             changed = ev_mor(changed, take);
@@ -480,8 +499,8 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
         active = ev_mand(active, changed);
         if (!ev_many(active)) break;
     }
-    const ev_i zi = ev_iset1(0);
-    for (int i = 0; i < 16; ++i) ev_istore(lt + i * EV_LANES, ev_iblend(tiny, ev_iadd(L[i], ev_iset1(nmax)), zi));
+    const ev_i zi = ev_iset1(0), off = ev_iset1(nmax);
+    for (int i = 0; i < 16; ++i) ev_istore(lt + i * EV_LANES, ev_iblend(tiny, ev_iadd(ev_cvtt(fl[i]), off), zi));
     const ev_f scale = ev_blend(ev_gt(suml2, zero), zero, ev_div(sumlx, suml2));
     return ev_blend(tiny, scale, zero);
 }
