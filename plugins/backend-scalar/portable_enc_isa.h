@@ -71,19 +71,25 @@ EV_INLINE ev_m ev_ne(ev_f a, ev_f b) { return ~(a == b); }
 EV_INLINE ev_m ev_mand(ev_m a, ev_m b) { return a & b; }
 EV_INLINE ev_m ev_mor(ev_m a, ev_m b) { return a | b; }
 EV_INLINE ev_m ev_mandnot(ev_m a, ev_m b) { return a & ~b; } /* a && !b */
+/* Mask bits: SSE2's movmskps (one instruction, the sign bits of lanes
+ * that are all-ones or all-zeros). Otherwise horizontal steps go through
+ * 64-bit lanes (lane pairs), which every target moves to scalar registers
+ * cheaply; lane extraction one by one is slow. */
+#if defined(__SSE2__)
+EV_INLINE int ev_many(ev_m a) { return _mm_movemask_ps((__m128)a) != 0; }
+EV_INLINE unsigned ev_mbits(ev_m a) { return (unsigned)_mm_movemask_ps((__m128)a); }
+#else
 EV_INLINE int ev_many(ev_m a) {
     uint64_t h[2];
     memcpy(h, &a, sizeof h);
     return (h[0] | h[1]) != 0;
 }
-/* Horizontal steps go through 64-bit lanes (lane pairs), which every
- * target moves to scalar registers cheaply; lane extraction one by one is
- * slow on SSE2. */
 EV_INLINE unsigned ev_mbits(ev_m a) {
     ev_q w = (ev_q)(a & (ev_i){ 1, 2, 4, 8 });
     w |= w >> 32;
     return (unsigned)(w[0] | w[1]) & 15u;
 }
+#endif
 /* m ? b : a, lane by lane. */
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return (a & ~m) | (b & m); }
 EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return (ev_f)ev_iblend(m, (ev_i)a, (ev_i)b); }

@@ -236,20 +236,32 @@ EV_INLINE ev_f ev_lanes_importance(const float *xt, const float *qt, int len, ev
     return sum;
 }
 
-/* Per lane, over a group in lanes: the largest magnitude and the signed
- * value that first reaches it (strict >, starting from +0): the
- * reference's `if (ax > amax) { amax = ax; max = x[i]; }`. */
+/* Per lane, over a group in lanes (len a multiple of 4): the largest
+ * magnitude and the signed value that first reaches it (strict >, starting
+ * from +0): the reference's `if (ax > amax) { amax = ax; max = x[i]; }`.
+ * The maximum is exact in any order, so it is taken over four independent
+ * chains; the value is then found scanning backwards (the first element
+ * reaching the maximum is the last one written), each step a blend whose
+ * mask does not wait for the previous step. All-zero lanes give +0, as the
+ * reference's max starts there. */
 EV_INLINE void ev_lanes_absmax(const float *xt, int len, ev_f *amax_out, ev_f *max_out) {
-    ev_f amax = ev_set1(0.0f), max = amax;
-    for (int i = 0; i < len; ++i) {
+    ev_f m0 = ev_abs(ev_load(xt)), m1 = ev_abs(ev_load(xt + EV_LANES));
+    ev_f m2 = ev_abs(ev_load(xt + 2 * EV_LANES)), m3 = ev_abs(ev_load(xt + 3 * EV_LANES));
+    for (int i = 4; i < len; i += 4) {
+        m0 = ev_max_mag(m0, ev_abs(ev_load(xt + i * EV_LANES)));
+        m1 = ev_max_mag(m1, ev_abs(ev_load(xt + (i + 1) * EV_LANES)));
+        m2 = ev_max_mag(m2, ev_abs(ev_load(xt + (i + 2) * EV_LANES)));
+        m3 = ev_max_mag(m3, ev_abs(ev_load(xt + (i + 3) * EV_LANES)));
+    }
+    const ev_f amax = ev_max_mag(ev_max_mag(m0, m1), ev_max_mag(m2, m3));
+    const ev_f zero = ev_set1(0.0f);
+    ev_f max = zero;
+    for (int i = len - 1; i >= 0; --i) {
         const ev_f x = ev_load(xt + i * EV_LANES);
-        const ev_f ax = ev_abs(x);
-        const ev_m gt = ev_gt(ax, amax);
-        amax = ev_blend(gt, amax, ax);
-        max = ev_blend(gt, max, x);
+        max = ev_blend(ev_eq(ev_abs(x), amax), max, x);
     }
     *amax_out = amax;
-    *max_out = max;
+    *max_out = ev_blend(ev_eq(amax, zero), max, zero);
 }
 
 /* The same over n contiguous elements (n a multiple of EV_LANES): the
