@@ -435,14 +435,6 @@ static void ev_wblocks_q6_K(const float *x, const float *qw, float sigma2, uint8
 
 /* ---- make_q3_quants (do_rmse), one group per lane: Q3_K -------------------- */
 
-/* clamp(nearest(v), lo, hi) as a float: the integer clamp done on the
- * exact float of the code (|nearest| <= 2^22 converts exactly and the
- * conversion keeps order), two min/max where generic vectors need
- * compare-and-blend pairs for integers. */
-EV_INLINE ev_f ev_code_f(ev_f v, float lo, float hi) {
-    return ev_min_lt(ev_max_gt(ev_cvt(ev_nearest(v)), ev_set1(lo)), ev_set1(hi));
-}
-
 /* Codes (0..2 nmax - 1) into lt (element i of lane l at lt[i * EV_LANES +
  * l]); returns the scale (0 for tiny lanes, whose codes are 0).
  *
