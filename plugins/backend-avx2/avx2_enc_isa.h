@@ -79,6 +79,8 @@ EV_INLINE ev_m ev_igt(ev_i a, ev_i b) { return _mm256_castsi256_ps(_mm256_cmpgt_
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) {
     return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), m));
 }
+/* a + 1 in the lanes of m (a true lane is all ones: -1). */
+EV_INLINE ev_i ev_iinc(ev_m m, ev_i a) { return _mm256_sub_epi32(a, _mm256_castps_si256(m)); }
 EV_INLINE ev_i ev_iload(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 EV_INLINE void ev_istore(int32_t *p, ev_i v) { _mm256_storeu_si256((__m256i *)p, v); }
 /* int32 -> float (exact for the small codes used here). */
@@ -94,7 +96,8 @@ EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
     _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(w, w));
 }
 
-/* Largest lane of a vector of finite values >= +0 (max is exact: any order). */
+/* Largest lane of a vector of finite values (max is exact in any order; a
+ * zero result may be either zero). */
 EV_INLINE float ev_hmax(ev_f v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));

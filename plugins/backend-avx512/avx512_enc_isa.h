@@ -94,6 +94,8 @@ EV_INLINE ev_i ev_ishlv(ev_i a, int n) { return _mm512_sll_epi32(a, _mm_cvtsi32_
 EV_INLINE ev_m ev_ieq(ev_i a, ev_i b) { return _mm512_cmpeq_epi32_mask(a, b); }
 EV_INLINE ev_m ev_igt(ev_i a, ev_i b) { return _mm512_cmpgt_epi32_mask(a, b); }
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return _mm512_mask_blend_epi32(m, a, b); }
+/* a + 1 in the lanes of m. */
+EV_INLINE ev_i ev_iinc(ev_m m, ev_i a) { return _mm512_mask_add_epi32(a, m, a, _mm512_set1_epi32(1)); }
 EV_INLINE ev_i ev_iload(const int32_t *p) { return _mm512_loadu_si512(p); }
 EV_INLINE void ev_istore(int32_t *p, ev_i v) { _mm512_storeu_si512(p, v); }
 /* int32 -> float (exact for the small codes used here). */
@@ -105,7 +107,8 @@ EV_INLINE ev_i ev_cvtt(ev_f a) { return _mm512_cvttps_epi32(a); }
 /* The low byte of each lane (vpmovdb), 16 bytes. */
 EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(v)); }
 
-/* Largest lane of a vector of finite values >= +0 (max is exact: any order). */
+/* Largest lane of a vector of finite values (max is exact in any order; a
+ * zero result may be either zero). */
 EV_INLINE float ev_hmax(ev_f v) { return _mm512_reduce_max_ps(v); }
 
 /* A 16-entry float table indexed per lane (index in 0..15). */

@@ -82,6 +82,8 @@ EV_INLINE ev_i ev_ishlv(ev_i a, int n) { return vshlq_s32(a, vdupq_n_s32(n)); }
 EV_INLINE ev_m ev_ieq(ev_i a, ev_i b) { return vceqq_s32(a, b); }
 EV_INLINE ev_m ev_igt(ev_i a, ev_i b) { return vcgtq_s32(a, b); }
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return vbslq_s32(m, b, a); }
+/* a + 1 in the lanes of m (a true lane is all ones: -1). */
+EV_INLINE ev_i ev_iinc(ev_m m, ev_i a) { return vsubq_s32(a, vreinterpretq_s32_u32(m)); }
 EV_INLINE ev_i ev_iload(const int32_t *p) { return vld1q_s32(p); }
 EV_INLINE void ev_istore(int32_t *p, ev_i v) { vst1q_s32(p, v); }
 /* int32 -> float (exact for the small codes used here). */
@@ -101,7 +103,8 @@ EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
     memcpy(p, &w, sizeof w);
 }
 
-/* Largest lane of a vector of finite values >= +0 (max is exact: any order). */
+/* Largest lane of a vector of finite values (max is exact in any order; a
+ * zero result may be either zero). */
 EV_INLINE float ev_hmax(ev_f v) { return vmaxvq_f32(v); }
 
 /* A 16-entry float table indexed per lane (index in 0..15): the bytes of

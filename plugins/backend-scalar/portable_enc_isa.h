@@ -97,6 +97,8 @@ EV_INLINE unsigned ev_mbits(ev_m a) {
 #endif
 /* m ? b : a, lane by lane. */
 EV_INLINE ev_i ev_iblend(ev_m m, ev_i a, ev_i b) { return (a & ~m) | (b & m); }
+/* a + 1 in the lanes of m (a true lane is all ones: -1). */
+EV_INLINE ev_i ev_iinc(ev_m m, ev_i a) { return (ev_i)((ev_u)a - (ev_u)m); }
 EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return (ev_f)ev_iblend(m, (ev_i)a, (ev_i)b); }
 /* max(a, b) of values that are >= +0 and not NaN (magnitudes): any max
  * gives the same lanes. SSE2 is part of x86-64 itself (no ISA flag), and
@@ -170,7 +172,8 @@ EV_INLINE void ev_store_u8(uint8_t *p, ev_i v) {
 }
 #endif
 
-/* Largest lane of a vector of finite values >= +0 (max is exact: any order). */
+/* Largest lane of a vector of finite values (max is exact in any order; a
+ * zero result may be either zero). */
 EV_INLINE float ev_hmax(ev_f v) {
     const float a = v[0] > v[1] ? v[0] : v[1];
     const float b = v[2] > v[3] ? v[2] : v[3];

@@ -13,6 +13,7 @@
  *   load store set1 add sub mul div sqrt abs neg   float lanes
  *   lt le gt ge eq ne    C's comparisons (ordered; != unordered)
  *   blend(m, a, b)       m ? b : a        ev_iblend the same for int32
+ *   iinc(m, a)           a + 1 in the lanes of m (int32)
  *   max_mag(a, b)        max of magnitudes (>= +0, not NaN)
  *   min_lt(a, b)         a < b ? a : b    (C's select: b on NaN or equal)
  *   max_gt(a, b)         a > b ? a : b    (x86 minps/maxps exactly)
@@ -20,7 +21,8 @@
  *   cvt / cvtt           int32 -> float / float -> int32 by truncation
  *                        (NaN, out of range -> INT32_MIN: x86-64's cast)
  *   store_u8             the low byte of each lane
- *   hmax                 largest lane of magnitudes
+ *   hmax                 largest lane (finite lanes; a zero result's sign
+ *                        unspecified)
  *   lut16                a 16-entry float table indexed per lane
  *   fp16                 binary32 -> binary16 of a non-NaN scalar
  *

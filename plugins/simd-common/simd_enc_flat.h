@@ -66,15 +66,49 @@ static void ev_blocks_q8_1(const float *x, uint8_t *y, size_t nb) {
 
 /* Codes (0..2^b - 1 for finite input; the reference's exact conversion in
  * every case: low byte of the truncation, read signed, capped at top, low
- * byte kept) of one block; returns d. */
+ * byte kept) of one block; returns d.
+ *
+ * The block's signed extremes give the reference's max (the first element
+ * of largest magnitude) without a search unless +a and -a both reach it.
+ * When a * |id| < 137 (a the largest magnitude; rounding is monotonic, so
+ * every |x * id| is at most that), each t = x * id + offset lies in
+ * (-128.5, 2^b + 0.5]: its truncation is already the signed low byte, and
+ * min(trunc(t), top) = trunc(min(t, top + .5)) — one float minimum where the
+ * general path needs a sign extension and an integer minimum. Only the low
+ * byte of a code is ever stored, which both paths agree on. */
 EV_INLINE float ev_symmetric_block(const float *x, float levels, float offset, int top, ev_i c[EV_NV32]) {
+    ev_f v[EV_NV32];
+    ev_f lo = v[0] = ev_load(x), hi = lo;
+    for (int k = 1; k < EV_NV32; ++k) {
+        v[k] = ev_load(x + k * EV_LANES);
+        lo = ev_min_lt(v[k], lo);
+        hi = ev_max_gt(v[k], hi);
+    }
+    /* exact in any order; the sign of a zero extreme is not used */
+    const float min = -ev_hmax(ev_neg(lo)), max_v = ev_hmax(hi);
     float amax;
-    const float max = ev_first_absmax(x, 32, &amax);
+    float max;
+    if (max_v > -min) {
+        max = amax = max_v;
+    } else if (-min > max_v) {
+        max = min;
+        amax = -min;
+    } else if (max_v == 0.0f) {
+        max = amax = 0.0f; /* all zeros: the reference's max stays +0 */
+    } else {
+        max = ev_first_absmax(x, 32, &amax); /* +a and -a: the first one */
+    }
     const float d = max / levels;
-    const ev_f id = ev_set1(d != 0.0f ? 1.0f / d : 0.0f);
+    const float idf = d != 0.0f ? 1.0f / d : 0.0f;
+    const ev_f id = ev_set1(idf);
     const ev_f off = ev_set1(offset);
+    if (amax * fabsf(idf) < 137.0f) {
+        const ev_f cap = ev_set1((float)top + 0.5f);
+        for (int k = 0; k < EV_NV32; ++k) c[k] = ev_cvtt(ev_min_lt(ev_add(ev_mul(v[k], id), off), cap));
+        return d;
+    }
     for (int k = 0; k < EV_NV32; ++k) {
-        const ev_i t = ev_cvtt(ev_add(ev_mul(ev_load(x + k * EV_LANES), id), off));
+        const ev_i t = ev_cvtt(ev_add(ev_mul(v[k], id), off));
         c[k] = ev_iand(ev_imin(ev_sext8(t), ev_iset1(top)), ev_iset1(0xff));
     }
     return d;
@@ -142,19 +176,23 @@ EV_INLINE void ev_affine_block(const float *x, float steps, int cap, int signed_
         lo = ev_min_lt(v[k], lo); /* if (x < min) min = x */
         hi = ev_max_gt(v[k], hi); /* if (x > max) max = x */
     }
-    float lanes_lo[EV_LANES], lanes_hi[EV_LANES];
-    ev_store(lanes_lo, lo);
-    ev_store(lanes_hi, hi);
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int l = 0; l < EV_LANES; ++l) {
-        if (lanes_lo[l] < min) min = lanes_lo[l];
-        if (lanes_hi[l] > max) max = lanes_hi[l];
-    }
+    /* exact in any order; a zero's sign is the first zero's (below) */
+    float min = -ev_hmax(ev_neg(lo)), max = ev_hmax(hi);
     if (min == 0.0f) min = ev_first_equal_zero(x);
     if (max == 0.0f) max = ev_first_equal_zero(x);
     const float d = (max - min) / steps;
-    const ev_f id = ev_set1(d != 0.0f ? 1.0f / d : 0.0f);
+    const float idf = d != 0.0f ? 1.0f / d : 0.0f;
+    const ev_f id = ev_set1(idf);
     const ev_f vmin = ev_set1(min), half = ev_set1(0.5f);
+    /* Every x - min lies in [0, max - min] and the roundings are monotonic:
+     * when (max - min) * id + .5 < 2^b, every truncation is a code already
+     * (0..2^b - 1), which the conversions below leave as it is. */
+    if ((max - min) * idf + 0.5f < steps + 1.0f) {
+        for (int k = 0; k < EV_NV32; ++k) c[k] = ev_cvtt(ev_add(ev_mul(ev_sub(v[k], vmin), id), half));
+        *d_out = d;
+        *min_out = min;
+        return;
+    }
     for (int k = 0; k < EV_NV32; ++k) {
         const ev_i t = ev_cvtt(ev_add(ev_mul(ev_sub(v[k], vmin), id), half));
         ev_i q = signed_cast ? ev_sext8(t) : ev_iand(t, ev_iset1(0xff));

@@ -156,6 +156,29 @@ EV_INLINE ev_i ev_fp4_code(ev_f x, const ev_f p[8]) {
     return ev_iblend(neg, k, ev_iadd(k, ev_iset1(8)));
 }
 
+/* The same code without the running minimum. The distances to the 8
+ * magnitudes p[0] < ... < p[7] (exact products, a gap of at least p[1]
+ * between neighbours) fall, then rise: |p - ax| rounds monotonically on
+ * each side of ax. Where 2 ulps of the largest magnitude in the block fit
+ * in the smallest gap (amax <= p[1] * 2^21: ev_fp4_fast), the falling part
+ * falls strictly, so the first minimum is at the number of steps where
+ * the distance falls (strictly): one comparison with the previous
+ * distance per candidate, no blends. */
+EV_INLINE ev_i ev_fp4_code_falls(ev_f x, const ev_f p[8]) {
+    const ev_f ax = ev_abs(x);
+    ev_f prev = ax;
+    ev_i k = ev_iset1(0);
+    for (int c = 1; c < 8; ++c) {
+        const ev_f dist = ev_abs(ev_sub(p[c], ax));
+        k = ev_iinc(ev_lt(dist, prev), k);
+        prev = dist;
+    }
+    const ev_m neg = ev_mandnot(ev_lt(x, ev_set1(0.0f)), ev_ieq(k, ev_iset1(0)));
+    return ev_iblend(neg, k, ev_iadd(k, ev_iset1(8)));
+}
+
+EV_INLINE int ev_fp4_fast(float amax, float unit) { return amax <= unit * 0x1p21f; }
+
 EV_INLINE void ev_fp4_products(float e, ev_f p[8]) {
     for (int c = 0; c < 8; ++c) p[c] = ev_set1(ev_e2m1_x2[c] * e);
 }
@@ -176,12 +199,18 @@ static inline uint8_t ev_mxfp4_exponent(float amax) {
 
 static void ev_blocks_mxfp4(const float *x, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; ++i, x += ANVIL_QK_MXFP4, y += sizeof(anvil_block_mxfp4)) {
-        const uint8_t e = ev_mxfp4_exponent(ev_absmax(x, ANVIL_QK_MXFP4));
+        const float amax = ev_absmax(x, ANVIL_QK_MXFP4);
+        const uint8_t e = ev_mxfp4_exponent(amax);
         y[offsetof(anvil_block_mxfp4, e)] = e;
         ev_f p[8];
-        ev_fp4_products(anvil_e8m0_to_fp32_half(e), p);
+        const float unit = anvil_e8m0_to_fp32_half(e);
+        ev_fp4_products(unit, p);
         ev_i c[32 / EV_LANES];
-        for (int k = 0; k < 32 / EV_LANES; ++k) c[k] = ev_fp4_code(ev_load(x + k * EV_LANES), p);
+        if (ev_fp4_fast(amax, unit)) {
+            for (int k = 0; k < 32 / EV_LANES; ++k) c[k] = ev_fp4_code_falls(ev_load(x + k * EV_LANES), p);
+        } else {
+            for (int k = 0; k < 32 / EV_LANES; ++k) c[k] = ev_fp4_code(ev_load(x + k * EV_LANES), p);
+        }
         uint8_t *qs = y + offsetof(anvil_block_mxfp4, qs);
         for (int k = 0; k < 32 / EV_LANES / 2; ++k) {
             ev_store_u8(qs + k * EV_LANES, ev_ior(c[k], ev_ishl(c[k + 32 / EV_LANES / 2], 4)));
@@ -192,12 +221,20 @@ static void ev_blocks_mxfp4(const float *x, uint8_t *y, size_t nb) {
 static void ev_blocks_nvfp4(const float *x, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; ++i, y += sizeof(anvil_block_nvfp4)) {
         for (int sb = 0; sb < ANVIL_QK_NVFP4 / ANVIL_QK_NVFP4_SUB; ++sb, x += ANVIL_QK_NVFP4_SUB) {
-            const uint8_t ue = anvil_fp32_to_ue4m3(ev_absmax(x, ANVIL_QK_NVFP4_SUB) / 6.0f);
+            const float amax = ev_absmax(x, ANVIL_QK_NVFP4_SUB);
+            const uint8_t ue = anvil_fp32_to_ue4m3(amax / 6.0f);
             y[offsetof(anvil_block_nvfp4, d) + sb] = ue;
             ev_f p[8];
-            ev_fp4_products(anvil_ue4m3_to_fp32_half(ue), p);
+            const float unit = anvil_ue4m3_to_fp32_half(ue);
+            ev_fp4_products(unit, p);
             int32_t c[ANVIL_QK_NVFP4_SUB];
-            for (int k = 0; k < ANVIL_QK_NVFP4_SUB; k += EV_LANES) ev_istore(c + k, ev_fp4_code(ev_load(x + k), p));
+            if (ev_fp4_fast(amax, unit)) {
+                for (int k = 0; k < ANVIL_QK_NVFP4_SUB; k += EV_LANES) {
+                    ev_istore(c + k, ev_fp4_code_falls(ev_load(x + k), p));
+                }
+            } else {
+                for (int k = 0; k < ANVIL_QK_NVFP4_SUB; k += EV_LANES) ev_istore(c + k, ev_fp4_code(ev_load(x + k), p));
+            }
             uint8_t *qs = y + offsetof(anvil_block_nvfp4, qs) + sb * (ANVIL_QK_NVFP4_SUB / 2);
             for (int j = 0; j < ANVIL_QK_NVFP4_SUB / 2; ++j) qs[j] = (uint8_t)(c[j] | (c[j + ANVIL_QK_NVFP4_SUB / 2] << 4));
         }

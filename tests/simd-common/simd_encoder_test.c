@@ -9,7 +9,8 @@
  * address. Every few rows the kind is reshaped into the cases that break
  * encoders: blocks scaled by 2^-130 (subnormal scales, reciprocals that
  * overflow), sign ties of the extreme value, values on a rounding half,
- * magnitudes near the top of the float range, runs of signed zeros.
+ * magnitudes near the top of the float range, runs of signed zeros,
+ * magnitudes past the largest NVFP4 scale.
  * Plus: NaN/Inf refused with ANVIL_E_NONFINITE naming row and element, and
  * a row length that is not whole blocks refused.
  *
@@ -148,6 +149,13 @@ static void make_row(float *x, size_t n, uint64_t row, uint32_t salt) {
         for (size_t j = 0; j < n; ++j) {
             const float p = ldexpf(1.0f, (int)((j + row) % 40) - 20);
             x[j] = (j % 3 == 0) ? p : (j % 3 == 1 ? nextafterf(p, 0.0f) : -nextafterf(p, 1e30f));
+        }
+        break;
+    case 23: /* 2^30..2^37: NVFP4's scale saturates and the distances to its
+                codes round to equal steps (a first minimum past a tie) */
+        for (size_t j = 0; j < n; ++j) {
+            const float m = ldexpf(1.0f + (float)((j + row) % 13) / 13.0f, 30 + (int)((j * 5 + row) % 8));
+            x[j] = (j + row) % 3 == 0 ? -m : m;
         }
         break;
     default:
