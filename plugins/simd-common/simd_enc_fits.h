@@ -18,9 +18,9 @@
 static inline int ev_clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* clamp(nearest(v), lo, hi) as a float: the integer clamp done on the
- * exact float of the code (|nearest| <= 2^22 converts exactly and the
- * conversion keeps order), two min/max where generic vectors need
- * compare-and-blend pairs for integers. */
+ * float of the code, which is exact (the bit trick gives -2^22..2^22 - 1
+ * for any v, NaN included) and keeps order: two float min/max where
+ * generic vectors on SSE2 need compare-and-blend pairs for int32. */
 EV_INLINE ev_f ev_code_f(ev_f v, float lo, float hi) {
     return ev_min_lt(ev_max_gt(ev_cvt(ev_nearest(v)), ev_set1(lo)), ev_set1(hi));
 }
