@@ -122,10 +122,13 @@ EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nma
         w[i] = wt != NULL ? ev_load(wt + i * EV_LANES) : ev_mul(x, x);
         wx[i] = ev_mul(w[i], x);
     }
+    /* Every |iscale * x| is at most about nmax + 1 (|x| <= amax = |max|)
+     * where the group is not tiny, and tiny groups' results are discarded:
+     * the codes may be clamped as floats (ev_nearest_clamped). */
     ev_f best_iscale = ev_div(ev_set1((float)(-nmax)), max);
     ev_f sumlx = zero, suml2 = zero;
     for (int i = 0; i < n; ++i) {
-        const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(best_iscale, ev_load(xt + i * EV_LANES))), -nmax, nmax - 1));
+        const ev_f fl = ev_cvt(ev_nearest_clamped(ev_mul(best_iscale, ev_load(xt + i * EV_LANES)), -nmax, nmax - 1));
         sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
         suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
     }
@@ -136,7 +139,7 @@ EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nma
         const ev_f isc = ev_div(ev_set1(-((float)nmax + 0.1f * (float)is)), max);
         sumlx = suml2 = zero;
         for (int i = 0; i < n; ++i) {
-            const ev_f fl = ev_cvt(ev_clamp(ev_nearest(ev_mul(isc, ev_load(xt + i * EV_LANES))), -nmax, nmax - 1));
+            const ev_f fl = ev_cvt(ev_nearest_clamped(ev_mul(isc, ev_load(xt + i * EV_LANES)), -nmax, nmax - 1));
             sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
             suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
         }
