@@ -60,6 +60,10 @@ EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return _mm256_max_ps(a, b); }
 /* a < b ? a : b and a > b ? a : b, lane by lane (NaN or equal lanes: b). */
 EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return _mm256_min_ps(a, b); }
 EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return _mm256_max_ps(a, b); }
+/* min(max(a, lo), hi) in lanes that are not NaN (NaN lanes: unspecified). */
+EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) {
+    return _mm256_min_ps(_mm256_max_ps(a, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+}
 
 /* Integers (int32 lanes). */
 EV_INLINE ev_i ev_iset1(int v) { return _mm256_set1_epi32(v); }

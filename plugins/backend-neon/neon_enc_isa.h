@@ -65,6 +65,8 @@ EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return vmaxq_f32(a, b); }
 /* a < b ? a : b and a > b ? a : b, lane by lane (NaN or equal lanes: b). */
 EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
 EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }
+/* min(max(a, lo), hi) in lanes that are not NaN (NaN lanes: unspecified). */
+EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) { return vminq_f32(vmaxq_f32(a, vdupq_n_f32(lo)), vdupq_n_f32(hi)); }
 
 /* Integers (int32 lanes). */
 EV_INLINE ev_i ev_iset1(int v) { return vdupq_n_s32(v); }

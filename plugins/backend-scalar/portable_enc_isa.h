@@ -51,9 +51,9 @@ EV_INLINE ev_f ev_add(ev_f a, ev_f b) { return a + b; }
 EV_INLINE ev_f ev_sub(ev_f a, ev_f b) { return a - b; }
 EV_INLINE ev_f ev_mul(ev_f a, ev_f b) { return a * b; }
 EV_INLINE ev_f ev_div(ev_f a, ev_f b) { return a / b; }
-/* SSE2's sqrtps (IEEE, correctly rounded: sqrtf's answer) on x86-64;
- * otherwise lane by lane, generic vectors having no square root. The
- * operands here are sums of squares and weights, never negative. */
+/* Generic vectors have no square root: SSE2's sqrtps (IEEE, as sqrtf)
+ * where the target has it, else lane by lane. The operands here are sums
+ * of squares and weights, never negative. */
 #if defined(__SSE2__)
 EV_INLINE ev_f ev_sqrt(ev_f a) { return (ev_f)_mm_sqrt_ps((__m128)a); }
 #else
@@ -109,10 +109,14 @@ EV_INLINE ev_f ev_blend(ev_m m, ev_f a, ev_f b) { return (ev_f)ev_iblend(m, (ev_
 EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return (ev_f)_mm_max_ps((__m128)a, (__m128)b); }
 EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return (ev_f)_mm_min_ps((__m128)a, (__m128)b); }
 EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return (ev_f)_mm_max_ps((__m128)a, (__m128)b); }
+EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) {
+    return (ev_f)_mm_min_ps(_mm_max_ps((__m128)a, _mm_set1_ps(lo)), _mm_set1_ps(hi));
+}
 #else
 EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return ev_blend(a < b, a, b); }
 EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return ev_blend(a < b, b, a); }
 EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return ev_blend(a > b, b, a); }
+EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) { return ev_min_lt(ev_max_gt(a, ev_set1(lo)), ev_set1(hi)); }
 #endif
 
 /* Integers (int32 lanes; shifts of signed lanes are arithmetic, as C's on

@@ -17,6 +17,7 @@
  *   max_mag(a, b)        max of magnitudes (>= +0, not NaN)
  *   min_lt(a, b)         a < b ? a : b    (C's select: b on NaN or equal)
  *   max_gt(a, b)         a > b ? a : b    (x86 minps/maxps exactly)
+ *   fclamp(a, lo, hi)    min(max(a, lo), hi) (lanes not NaN)
  *   iadd isub imin imax iand ior ishl isra isrl ishlv ieq igt   int32 lanes
  *   cvt / cvtt           int32 -> float / float -> int32 by truncation
  *                        (NaN, out of range -> INT32_MIN: x86-64's cast)
@@ -194,6 +195,18 @@ EV_INLINE ev_i ev_nearest(ev_f v) {
     const ev_i t = ev_bits(ev_add(v, ev_set1(12582912.f)));
     return ev_isub(ev_iand(t, ev_iset1(0x007fffff)), ev_iset1(0x00400000));
 }
+
+/* clamp(nearest(v), lo, hi) for lanes with |v| <= 2^22, where nearest is
+ * the exact rounding and monotonic, so clamping the float first gives the
+ * same integer: two float operations where an integer clamp costs four
+ * on some layers. Other lanes get a value the caller must discard. */
+EV_INLINE ev_i ev_nearest_clamped(ev_f v, int lo, int hi) { return ev_nearest(ev_fclamp(v, (float)lo, (float)hi)); }
+
+/* clamp(nearest(v), lo, hi) as a float, for any v: the clamp done after
+ * the rounding, on the float of the code, which is exact (the bit trick
+ * gives -2^22..2^22 - 1 for every v, NaN included) and keeps order. For
+ * quotients that may be huge, where ev_nearest_clamped does not apply. */
+EV_INLINE ev_f ev_nearest_clamped_f(ev_f v, float lo, float hi) { return ev_fclamp(ev_cvt(ev_nearest(v)), lo, hi); }
 
 /* roundf (half away from zero) as int32, for |v| < 2^23: truncate
  * v + copysign(0.5 - 2^-25, v). The addend just below one half keeps a

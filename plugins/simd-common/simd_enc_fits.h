@@ -17,14 +17,6 @@
 
 static inline int ev_clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-/* clamp(nearest(v), lo, hi) as a float: the integer clamp done on the
- * float of the code, which is exact (the bit trick gives -2^22..2^22 - 1
- * for any v, NaN included) and keeps order: two float min/max where
- * generic vectors on SSE2 need compare-and-blend pairs for int32. */
-EV_INLINE ev_f ev_code_f(ev_f v, float lo, float hi) {
-    return ev_min_lt(ev_max_gt(ev_cvt(ev_nearest(v)), ev_set1(lo)), ev_set1(hi));
-}
-
 /* ---- make_qkx2_quants / make_qkx3_quants, one group per lane -----------------
  * Fit x ~ scale * L - neg_min, L in [0, nmax], weighted; codes of the
  * winner: clamp(nearest(iscale * (x - gmin)), 0, nmax). */
@@ -121,7 +113,6 @@ static void ev_affine_codes(const float *x, int n, int nmax, float iscale, float
 EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nmax, ev_f *iscale_out,
                                 ev_m *tiny_out) {
     const ev_f zero = ev_set1(0.0f);
-    const float lo = (float)-nmax, hi = (float)(nmax - 1);
     ev_f amax, max;
     ev_lanes_absmax(xt, n, &amax, &max);
     const ev_m tiny = ev_lt(amax, ev_set1(EV_KQ_EPS));
@@ -131,10 +122,13 @@ EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nma
         w[i] = wt != NULL ? ev_load(wt + i * EV_LANES) : ev_mul(x, x);
         wx[i] = ev_mul(w[i], x);
     }
+    /* Every |iscale * x| is at most about nmax + 1 (|x| <= amax = |max|)
+     * where the group is not tiny, and tiny groups' results are discarded:
+     * the codes may be clamped as floats (ev_nearest_clamped). */
     ev_f best_iscale = ev_div(ev_set1((float)(-nmax)), max);
     ev_f sumlx = zero, suml2 = zero;
     for (int i = 0; i < n; ++i) {
-        const ev_f fl = ev_code_f(ev_mul(best_iscale, ev_load(xt + i * EV_LANES)), lo, hi);
+        const ev_f fl = ev_cvt(ev_nearest_clamped(ev_mul(best_iscale, ev_load(xt + i * EV_LANES)), -nmax, nmax - 1));
         sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
         suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
     }
@@ -145,7 +139,7 @@ EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nma
         const ev_f isc = ev_div(ev_set1(-((float)nmax + 0.1f * (float)is)), max);
         sumlx = suml2 = zero;
         for (int i = 0; i < n; ++i) {
-            const ev_f fl = ev_code_f(ev_mul(isc, ev_load(xt + i * EV_LANES)), lo, hi);
+            const ev_f fl = ev_cvt(ev_nearest_clamped(ev_mul(isc, ev_load(xt + i * EV_LANES)), -nmax, nmax - 1));
             sumlx = ev_add(sumlx, ev_mul(wx[i], fl));
             suml2 = ev_add(suml2, ev_mul(ev_mul(w[i], fl), fl));
         }

@@ -457,7 +457,7 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
         const ev_f x = ev_load(xt + i * EV_LANES);
         w[i] = ev_mul(x, x);
         wx[i] = ev_mul(w[i], x);
-        fl[i] = ev_code_f(ev_mul(iscale, x), lo, hi);
+        fl[i] = ev_nearest_clamped_f(ev_mul(iscale, x), lo, hi);
         wxl[i] = ev_mul(wx[i], fl[i]);
         wll[i] = ev_mul(ev_mul(w[i], fl[i]), fl[i]);
         sumlx = ev_add(sumlx, wxl[i]);
@@ -469,7 +469,7 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
         for (int i = 0; i < 16; ++i) {
             const ev_f slx = ev_sub(sumlx, wxl[i]);
             const ev_f sl2 = ev_sub(suml2, wll[i]);
-            const ev_f nfl = ev_code_f(ev_div(ev_mul(ev_load(xt + i * EV_LANES), sl2), slx), lo, hi);
+            const ev_f nfl = ev_nearest_clamped_f(ev_div(ev_mul(ev_load(xt + i * EV_LANES), sl2), slx), lo, hi);
             /* lanes where the reference tries the new code: slx > 0 and it differs */
             const ev_m moved = ev_mandnot(ev_mand(ev_gt(slx, zero), active), ev_eq(nfl, fl[i]));
             if (!ev_many(moved)) continue;
