@@ -480,7 +480,6 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
             const ev_m better = ev_mand(ev_gt(sl22, zero), ev_gt(ev_mul(ev_mul(slx2, slx2), suml2),
                                                                  ev_mul(ev_mul(sumlx, sumlx), sl22)));
             const ev_m take = ev_mand(moved, better);
-            if (!ev_many(take)) continue;
             fl[i] = ev_blend(take, fl[i], nfl);
             wxl[i] = ev_blend(take, wxl[i], nwxl);
             wll[i] = ev_blend(take, wll[i], nwll);
