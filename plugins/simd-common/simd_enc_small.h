@@ -136,6 +136,13 @@ static void ev_blocks_q2_0(const float *x, uint8_t *y, size_t nb) {
  * their negatives). */
 static const float ev_e2m1_x2[8] = { 0, 1, 2, 3, 4, 6, 8, 12 };
 
+/* Code k of |x|'s magnitude, or its negative 8 + k where x < 0 (a zero
+ * code stays 0: the reference's first minimum is the positive one). */
+EV_INLINE ev_i ev_fp4_signed(ev_f x, ev_i k) {
+    const ev_m neg = ev_mandnot(ev_lt(x, ev_set1(0.0f)), ev_ieq(k, ev_iset1(0)));
+    return ev_iblend(neg, k, ev_iadd(k, ev_iset1(8)));
+}
+
 /* The reference's nearest code (16 distances |v * e - x|, first minimum)
  * for x in lanes: codes 8..15 (negative values) never strictly beat code 0
  * for x >= 0, nor codes 1..7 for x < 0 (their distance is at least |x|,
@@ -152,8 +159,7 @@ EV_INLINE ev_i ev_fp4_code(ev_f x, const ev_f p[8]) {
         best = ev_blend(lt, best, dist);
         k = ev_iblend(lt, k, ev_iset1(c));
     }
-    const ev_m neg = ev_mandnot(ev_lt(x, ev_set1(0.0f)), ev_ieq(k, ev_iset1(0)));
-    return ev_iblend(neg, k, ev_iadd(k, ev_iset1(8)));
+    return ev_fp4_signed(x, k);
 }
 
 /* The same code without the running minimum. The distances to the 8
@@ -173,8 +179,7 @@ EV_INLINE ev_i ev_fp4_code_falls(ev_f x, const ev_f p[8]) {
         k = ev_iinc(ev_lt(dist, prev), k);
         prev = dist;
     }
-    const ev_m neg = ev_mandnot(ev_lt(x, ev_set1(0.0f)), ev_ieq(k, ev_iset1(0)));
-    return ev_iblend(neg, k, ev_iadd(k, ev_iset1(8)));
+    return ev_fp4_signed(x, k);
 }
 
 EV_INLINE int ev_fp4_fast(float amax, float unit) { return amax <= unit * 0x1p21f; }
