@@ -1,6 +1,6 @@
 /* Deterministic synthetic weight rows (llm-like: heavy tails, a per-row
  * scale, hot columns) for `anvil demo`, `anvil bench` and ptqtp-report. Not
- * to be confused with src/synth_model.c, which writes a whole synthetic
+ * to be confused with src/export/synth_model.c, which writes a whole synthetic
  * llama-shaped GGUF model through the public API. */
 #ifndef ANVIL_SYNTH_ROWS_H
 #define ANVIL_SYNTH_ROWS_H

@@ -1,4 +1,4 @@
-/* The strict JSON parser under the safetensors header (host/src/json.h). */
+/* The strict JSON parser under the safetensors header (host/src/base/json.h). */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
