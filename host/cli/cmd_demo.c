@@ -157,7 +157,7 @@ static int demo_model(cli_globals *g, const char *keep_dir) {
     int st_rc = anvil_gguf_open(&src, f16, ctx, 0, &err);
     if (st_rc == ANVIL_OK) st_rc = anvil_transcode_plan(&t, ctx, src, q4, &o, &err);
     if (st_rc == ANVIL_OK) st_rc = anvil_transcode_run(t, &err);
-    if (st_rc == ANVIL_OK) cli_transcode_report(stdout, t, f16, 0, NULL);
+    if (st_rc == ANVIL_OK) cli_transcode_report(stdout, t, &(cli_report){ ctx, f16, 0, NULL, NULL });
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     if (st_rc != ANVIL_OK) {

@@ -147,10 +147,10 @@ int cmd_merge_lora(cli_globals *g, int argc, char **argv) {
         return cli_fail_err("merge-lora", &err);
     }
     if (json) {
-        cli_transcode_json(stdout, t, from, dry_run, NULL);
+        cli_transcode_json(stdout, t, &(cli_report){ ctx, from, dry_run, NULL, NULL });
     } else if (!quiet) {
         print_targets(stdout, lora);
-        cli_transcode_report(stdout, t, from, dry_run, NULL);
+        cli_transcode_report(stdout, t, &(cli_report){ ctx, from, dry_run, NULL, NULL });
     }
     if (same && !json && !quiet && !dry_run) printf("note: %s was replaced (atomically) by the output\n", out);
     anvil_transcode_free(t);

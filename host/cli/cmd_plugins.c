@@ -16,11 +16,6 @@ const char cli_help_plugins[] =
     "\n"
     "  --json  print the same as one JSON object on stdout\n";
 
-static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
-    anvil_type_info t;
-    return anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK ? t.name : "?";
-}
-
 static const char *kind_name(uint32_t k) {
     return k == ANVIL_PLUGIN_CODEC ? "codec" : k == ANVIL_PLUGIN_BACKEND ? "backend" : k == ANVIL_PLUGIN_MIXED ? "mixed" : "?";
 }
@@ -82,10 +77,10 @@ static void print_text(const anvil_ctx *ctx) {
                    b.why && b.why[0] ? b.why : "no reason given");
         }
         printf("  %-10s quantizers:", "");
-        for (size_t q = 0; q < b.n_quantizers; ++q) printf(" %s", type_name(ctx, b.quantizers[q].act_type));
+        for (size_t q = 0; q < b.n_quantizers; ++q) printf(" %s", anvil_type_name(ctx, b.quantizers[q].act_type));
         printf("\n  %-10s kernels:", "");
         for (size_t k = 0; k < b.n_kernels; ++k) {
-            printf(" %s.%s", type_name(ctx, b.kernels[k].weight_type), type_name(ctx, b.kernels[k].act_type));
+            printf(" %s.%s", anvil_type_name(ctx, b.kernels[k].weight_type), anvil_type_name(ctx, b.kernels[k].act_type));
             if (b.kernels[k].pack) printf("+packed");
         }
         printf("\n");
@@ -95,7 +90,7 @@ static void print_text(const anvil_ctx *ctx) {
         if (n_enc > 0) {
             printf("  %-10s encoders:", "");
             for (size_t e = 0; e < n_enc; ++e) {
-                printf(" %s%s", type_name(ctx, enc[e].type_id), enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "+weighted" : "");
+                printf(" %s%s", anvil_type_name(ctx, enc[e].type_id), enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "+weighted" : "");
             }
             printf("\n");
         }
@@ -106,7 +101,7 @@ static void print_text(const anvil_ctx *ctx) {
     for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
         anvil_dispatch_report d;
         anvil_ctx_dispatch_report(ctx, i, &d);
-        printf("  %-9s %-6s %-10s %-14s %-10s %s\n", type_name(ctx, d.weight_type), type_name(ctx, d.act_type),
+        printf("  %-9s %-6s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, d.weight_type), anvil_type_name(ctx, d.act_type),
                d.backend ? d.backend : "-", d.variant ? d.variant : (d.fallback ? "fallback" : "-"),
                d.quantizer_backend ? d.quantizer_backend : "-", d.note ? d.note : "");
     }
@@ -119,7 +114,7 @@ static void print_text(const anvil_ctx *ctx) {
         const anvil_codec *c = anvil_ctx_codec(ctx, e.type_id);
         if (c == NULL || (c->encode == NULL && c->encode_rows == NULL)) continue;
         const int plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-        printf("  %-9s %-10s %-14s %-10s %s\n", type_name(ctx, e.type_id), e.backend ? e.backend : (plain ? "codec" : "-"),
+        printf("  %-9s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, e.type_id), e.backend ? e.backend : (plain ? "codec" : "-"),
                e.variant ? e.variant : "-", e.weighted_backend ? e.weighted_backend : (c->encode_rows ? "codec" : "-"),
                e.note ? e.note : "");
     }
@@ -191,8 +186,8 @@ static void print_json(const anvil_ctx *ctx) {
         printf("\"kernels\":[");
         for (size_t k = 0; k < b.n_kernels; ++k) {
             printf("%s{", k ? "," : "");
-            json_kv("weight", type_name(ctx, b.kernels[k].weight_type), 1);
-            json_kv("act", type_name(ctx, b.kernels[k].act_type), 1);
+            json_kv("weight", anvil_type_name(ctx, b.kernels[k].weight_type), 1);
+            json_kv("act", anvil_type_name(ctx, b.kernels[k].act_type), 1);
             json_kv("variant", b.kernels[k].variant, 1);
             printf("\"gemv\":%s,\"gemm\":%s,\"packed\":%s}", b.kernels[k].gemv ? "true" : "false",
                    b.kernels[k].gemm ? "true" : "false", b.kernels[k].pack ? "true" : "false");
@@ -200,7 +195,7 @@ static void print_json(const anvil_ctx *ctx) {
         printf("],\"quantizers\":[");
         for (size_t q = 0; q < b.n_quantizers; ++q) {
             printf("%s", q ? "," : "");
-            cli_json_string(stdout, type_name(ctx, b.quantizers[q].act_type));
+            cli_json_string(stdout, anvil_type_name(ctx, b.quantizers[q].act_type));
         }
         const anvil_weight_encoder *enc = NULL;
         size_t n_enc = 0;
@@ -208,7 +203,7 @@ static void print_json(const anvil_ctx *ctx) {
         printf("],\"encoders\":[");
         for (size_t e = 0; e < n_enc; ++e) {
             printf("%s{", e ? "," : "");
-            json_kv("type", type_name(ctx, enc[e].type_id), 1);
+            json_kv("type", anvil_type_name(ctx, enc[e].type_id), 1);
             json_kv("variant", enc[e].variant, 1);
             printf("\"weighted\":%s}", enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "true" : "false");
         }
@@ -219,8 +214,8 @@ static void print_json(const anvil_ctx *ctx) {
         anvil_dispatch_report d;
         anvil_ctx_dispatch_report(ctx, i, &d);
         printf("%s{", i ? "," : "");
-        json_kv("type", type_name(ctx, d.weight_type), 1);
-        json_kv("act", type_name(ctx, d.act_type), 1);
+        json_kv("type", anvil_type_name(ctx, d.weight_type), 1);
+        json_kv("act", anvil_type_name(ctx, d.act_type), 1);
         json_kv("backend", d.backend ? d.backend : "", 1);
         json_kv("variant", d.variant ? d.variant : "", 1);
         json_kv("quantizer", d.quantizer_backend ? d.quantizer_backend : "", 1);

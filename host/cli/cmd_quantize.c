@@ -370,11 +370,11 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         anvil_transcode_summary s;
         anvil_transcode_get_summary(t, &s);
         if (a->json) {
-            cli_transcode_json(stdout, t, in, o->dry_run, NULL);
+            cli_transcode_json(stdout, t, &(cli_report){ ctx, in, o->dry_run, NULL, NULL });
         } else if (!a->quiet) {
             fprintf(stdout, "%s %s as %s (general.file_type %u)%s\n", o->dry_run ? "planned" : "quantized", in,
                     preset->name, s.file_type, o->pure ? ", --pure" : "");
-            cli_transcode_report(stdout, t, in, o->dry_run, NULL);
+            cli_transcode_report(stdout, t, &(cli_report){ ctx, in, o->dry_run, NULL, NULL });
             if (replaces) printf("note: %s was replaced (atomically) by the output\n", cli_esc(in));
         } else {
             for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {

@@ -57,7 +57,8 @@ const char cli_help_transcode[] =
     "                            and their redundancy keeps the added error's risk lowest\n"
     "  --tensor-type REGEX=T     tensors whose name matches REGEX (ECMAScript, as\n"
     "                            llama.cpp's; searched) get T; repeatable, first match\n"
-    "                            wins, beats every other option\n"
+    "                            wins, beats every other option. Read as llama-quantize\n"
+    "                            reads it: REGEX ends at the first '=', lower-cased\n"
     "  --output-tensor-type T    type of output.weight\n"
     "  --token-embedding-type T  type of token_embd.weight\n"
     "  --split-max-size SIZE     write OUT-00001-of-0000N.gguf ... parts cut as llama.cpp's\n"
@@ -147,24 +148,14 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         } else if (strcmp(o, "--token-embedding-type") == 0 && v) {
             if (parse_type(ctx, o, v, &a->opts.token_embd_type)) return 2;
         } else if (strcmp(o, "--tensor-type") == 0 && v) {
-            const char *eq = strrchr(v, '=');
-            if (eq == NULL || eq == v || eq[1] == '\0') {
-                return cli_usage_error("transcode", "--tensor-type '%s': expected REGEX=TYPE, e.g. 'attn_v=q8_0'", v);
-            }
             if (a->opts.n_rules >= MAX_RULES) {
                 return cli_usage_error("transcode", "more than %d --tensor-type rules", MAX_RULES);
             }
-            char *pat = strndup(v, (size_t)(eq - v));
-            if (pat == NULL) return 1;
             anvil_transcode_rule *r = &a->rules[a->opts.n_rules];
-            if (parse_type(ctx, o, eq + 1, &r->type)) {
-                free(pat);
-                return 2;
-            }
+            char *pat = NULL;
             anvil_error perr;
-            if (anvil_tensor_pattern_check(pat, &perr) != ANVIL_OK) {
-                free(pat);
-                return cli_usage_error("transcode", "--tensor-type '%s': %s", v, perr.message);
+            if (anvil_quantize_parse_tensor_type(ctx, v, &pat, &r->type, &perr) != ANVIL_OK) {
+                return cli_usage_error("transcode", "--tensor-type %s", perr.message);
             }
             r->pattern = pat;
             a->opts.n_rules++;
@@ -231,20 +222,6 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
 
 /* ---- report ------------------------------------------------------------------ */
 
-/* What the report adds when `anvil transcode` prints it (merge-lora and the
- * demo leave it empty): the context, so that a type a plugin defines is
- * named (ptqtp2, ...), and the --compare results. The CLI is one thread. */
-static struct {
-    const anvil_ctx *ctx;
-    const cli_compare *compare;
-} report_extras;
-
-static const char *type_name(uint32_t id) {
-    anvil_type_info info;
-    if (anvil_type_lookup(report_extras.ctx, id, &info, NULL) == ANVIL_OK) return info.name;
-    return "?";
-}
-
 /* "1.23 GB", "45.6 MB", "789 B": decimal units, as file sizes are quoted. */
 static const char *human(uint64_t b, char *buf, size_t size) {
     if (b >= 1000000000ull) {
@@ -281,7 +258,7 @@ static int encoded(const anvil_transcode_tensor *it) {
     return it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten;
 }
 
-static void print_plan(FILE *f, const anvil_transcode *t) {
+static void print_plan(FILE *f, const anvil_transcode *t, const anvil_ctx *ctx) {
     fprintf(f, "  %-34s %-16s %-7s    %-7s %11s    %11s  %s\n", "tensor", "shape", "from", "to", "bytes", "after",
             "why");
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
@@ -291,24 +268,24 @@ static void print_plan(FILE *f, const anvil_transcode *t) {
         char extra[128] = "";
         if (it->why == ANVIL_TRANSCODE_KEEP_ROWS) {
             anvil_type_info ti;
-            if (anvil_type_lookup(report_extras.ctx, it->want_type, &ti, NULL) == ANVIL_OK) {
+            if (anvil_type_lookup(ctx, it->want_type, &ti, NULL) == ANVIL_OK) {
                 snprintf(extra, sizeof extra, " (%" PRIu64 " is not a multiple of %s's %u)", it->row_len, ti.name,
                          ti.block_elems);
             }
         } else if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
-            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")", type_name(it->fallback_from),
+            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")", anvil_type_name(ctx, it->fallback_from),
                      it->row_len);
         } else if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) {
-            snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, type_name(it->want_type));
+            snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, anvil_type_name(ctx, it->want_type));
         }
         fprintf(f, "  %-34s %-16s %-7s -> %-7s %11s -> %11s  %s%s%s\n", it->name, shape_str(it->src, sh, sizeof sh),
-                type_name(it->src_type), encoded(it) ? type_name(it->dst_type) : "(kept)",
+                anvil_type_name(ctx, it->src_type), encoded(it) ? anvil_type_name(ctx, it->dst_type) : "(kept)",
                 human(it->src_bytes, b0, sizeof b0), human(it->dst_bytes, b1, sizeof b1), note ? note : "",
                 extra, it->rewritten ? " [rewritten]" : "");
     }
 }
 
-static void print_kept_lists(FILE *f, const anvil_transcode *t) {
+static void print_kept_lists(FILE *f, const anvil_transcode *t, const anvil_ctx *ctx) {
     const struct {
         anvil_transcode_why why;
         const char *title;
@@ -327,19 +304,19 @@ static void print_kept_lists(FILE *f, const anvil_transcode *t) {
             if (!header) fprintf(f, "%s:\n", lists[l].title);
             header = 1;
             anvil_type_info ti;
-            const int have = anvil_type_lookup(report_extras.ctx, it->want_type, &ti, NULL) == ANVIL_OK;
+            const int have = anvil_type_lookup(ctx, it->want_type, &ti, NULL) == ANVIL_OK;
             if (it->why == ANVIL_TRANSCODE_KEEP_ROWS && have) {
                 fprintf(f, "  %-34s %-6s row length %" PRIu64 ", %s needs a multiple of %u\n", it->name,
-                        type_name(it->src_type), it->row_len, ti.name, ti.block_elems);
+                        anvil_type_name(ctx, it->src_type), it->row_len, ti.name, ti.block_elems);
             } else {
-                fprintf(f, "  %-34s %-6s (%s asked for %s)\n", it->name, type_name(it->src_type),
+                fprintf(f, "  %-34s %-6s (%s asked for %s)\n", it->name, anvil_type_name(ctx, it->src_type),
                         it->rule ? it->rule : "?", have ? ti.name : "?");
             }
         }
     }
 }
 
-static void print_quality(FILE *f, const anvil_transcode *t) {
+static void print_quality(FILE *f, const anvil_transcode *t, const anvil_ctx *ctx) {
     int any = 0;
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
         const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
@@ -351,8 +328,8 @@ static void print_quality(FILE *f, const anvil_transcode *t) {
         any = 1;
         char snr[32];
         fmt_snr(snr, sizeof snr, it->snr_db);
-        fprintf(f, "  %-34s %-7s -> %-7s %12.4g %12.4g %9s\n", it->name, type_name(it->src_type),
-                type_name(it->dst_type), it->rmse, it->max_abs, snr);
+        fprintf(f, "  %-34s %-7s -> %-7s %12.4g %12.4g %9s\n", it->name, anvil_type_name(ctx, it->src_type),
+                anvil_type_name(ctx, it->dst_type), it->rmse, it->max_abs, snr);
     }
     if (anvil_transcode_quality_count(t) > 0) {
         fprintf(f, "summary by target type:\n");
@@ -362,25 +339,28 @@ static void print_quality(FILE *f, const anvil_transcode *t) {
             anvil_transcode_quality_at(t, i, &q);
             char snr[32];
             fmt_snr(snr, sizeof snr, q.snr_db);
-            fprintf(f, "  %-8s %8zu %14" PRIu64 " %12.4g %12.4g %9s\n", type_name(q.type), q.n_tensors, q.n_elements,
+            fprintf(f, "  %-8s %8zu %14" PRIu64 " %12.4g %12.4g %9s\n", anvil_type_name(ctx, q.type), q.n_tensors, q.n_elements,
                     q.rmse, q.max_abs, snr);
         }
     }
 }
 
-void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
-                          const cli_vs_ggml *cmp) {
+void cli_transcode_report(FILE *f, const anvil_transcode *t, const cli_report *r) {
+    const anvil_ctx *ctx = r->ctx;
+    const char *input = r->input;
+    const int dry_run = r->dry_run;
+    const cli_vs_ggml *cmp = r->cmp;
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
     char a[32], b[32], c[32];
     if (dry_run) {
         fprintf(f, "plan for %s (%zu tensors; nothing written):\n", input, s.n_tensors);
-        print_plan(f, t);
+        print_plan(f, t, ctx);
     } else {
-        print_quality(f, t);
+        print_quality(f, t, ctx);
     }
-    if (!dry_run && report_extras.compare != NULL) cli_compare_print(f, report_extras.compare, t, report_extras.ctx);
-    print_kept_lists(f, t);
+    if (!dry_run && r->compare != NULL) cli_compare_print(f, r->compare, t, ctx);
+    print_kept_lists(f, t, ctx);
     for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
         fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
@@ -391,7 +371,7 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, 
             s.n_parts == 1 ? "" : "s", s.n_converted);
     if (s.file_type != UINT32_MAX) {
         fprintf(f, "        general.file_type = %u (dominant type %s), general.quantization_version = 2\n",
-                s.file_type, type_name(s.dominant_type));
+                s.file_type, anvil_type_name(ctx, s.dominant_type));
     }
     if (s.ran) {
         fprintf(f, "run     %.2f s, %.1f MB/s of source read, %u thread%s, peak RSS %.1f MB\n", s.seconds, s.mb_per_s,
@@ -420,7 +400,11 @@ static void json_num(FILE *f, double v) {
     }
 }
 
-void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run, const cli_vs_ggml *cmp) {
+void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) {
+    const anvil_ctx *ctx = r->ctx;
+    const char *input = r->input;
+    const int dry_run = r->dry_run;
+    const cli_vs_ggml *cmp = r->cmp;
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
     cli_json_begin(f, cli_command_name());
@@ -449,14 +433,14 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
         fprintf(f, "%s{\"name\":", i ? "," : "");
         cli_json_string(f, it->name);
-        fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", type_name(it->src_type),
-                type_name(it->dst_type), encoded(it) ? "true" : "false");
+        fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", anvil_type_name(ctx, it->src_type),
+                anvil_type_name(ctx, it->dst_type), encoded(it) ? "true" : "false");
         cli_json_string(f, anvil_transcode_why_string(it->why));
         fprintf(f, ",\"wanted\":");
         if (it->want_type == ANVIL_TRANSCODE_NO_TYPE) {
             fputs("null", f);
         } else {
-            fprintf(f, "\"%s\"", type_name(it->want_type));
+            fprintf(f, "\"%s\"", anvil_type_name(ctx, it->want_type));
         }
         fprintf(f, ",\"rule\":");
         if (it->rule) {
@@ -467,7 +451,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
                 it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
         if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
-            fprintf(f, ",\"fallback_from\":\"%s\"", type_name(it->fallback_from));
+            fprintf(f, ",\"fallback_from\":\"%s\"", anvil_type_name(ctx, it->fallback_from));
         }
         if (it->imatrix != NULL) {
             fprintf(f, ",\"imatrix\":");
@@ -488,7 +472,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         anvil_transcode_quality q;
         anvil_transcode_quality_at(t, i, &q);
         fprintf(f, "%s{\"type\":\"%s\",\"n_tensors\":%zu,\"elements\":%" PRIu64 ",\"rmse\":", i ? "," : "",
-                type_name(q.type), q.n_tensors, q.n_elements);
+                anvil_type_name(ctx, q.type), q.n_tensors, q.n_elements);
         json_num(f, q.rmse);
         fprintf(f, ",\"max_abs_err\":");
         json_num(f, q.max_abs);
@@ -501,7 +485,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
             "\"n_kept_source\":%zu,\"src_tensor_bytes\":%" PRIu64 ",\"dst_tensor_bytes\":%" PRIu64
             ",\"out_file_bytes\":%" PRIu64 ",\"n_parts\":%u,\"dominant_type\":\"%s\",\"file_type\":",
             s.n_tensors, s.n_converted, s.n_kept_quantized, s.n_kept_rows, s.n_kept_source, s.src_tensor_bytes,
-            s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, type_name(s.dominant_type));
+            s.dst_tensor_bytes, s.out_file_bytes, s.n_parts, anvil_type_name(ctx, s.dominant_type));
     if (s.file_type == UINT32_MAX) {
         fputs("null", f);
     } else {
@@ -532,9 +516,9 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         }
         fputc('}', f);
     }
-    if (!dry_run && report_extras.compare != NULL) {
+    if (!dry_run && r->compare != NULL) {
         fprintf(f, ",\"compare\":");
-        cli_compare_json(f, report_extras.compare, t);
+        cli_compare_json(f, r->compare, t);
     }
     fprintf(f, "}\n");
 }
@@ -620,7 +604,7 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
 }
 
 /* Nothing encoded is almost never what was meant: say why, loudly. */
-static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
+static void warn_nothing_encoded(const anvil_transcode *t, const anvil_ctx *ctx, const char *from) {
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
     if (s.n_converted > 0) return;
@@ -641,7 +625,7 @@ static void warn_nothing_encoded(const anvil_transcode *t, const char *from) {
     if (rows > 0) {
         fprintf(stderr, "%zu matrix weight%s ha%s rows that are not a multiple of %s's block (transcode keeps "
                         "their type)",
-                rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "ve", type_name(want));
+                rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "ve", anvil_type_name(ctx, want));
     } else if (same > 0) {
         fprintf(stderr, "%zu matrix weight%s already in the target type", same, same == 1 ? " is" : "s are");
     } else if (none > 0) {
@@ -707,19 +691,17 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
             anvil_gguf_close(src);
             return cli_fail_err("transcode", &err);
         }
-        report_extras.compare = &cq;
     }
-    report_extras.ctx = ctx;
+    const cli_report rep = { ctx, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL,
+                             a.compare != NULL && !a.dry_run ? &cq : NULL };
     if (a.json) {
-        cli_transcode_json(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
+        cli_transcode_json(stdout, t, &rep);
     } else if (!a.quiet) {
-        cli_transcode_report(stdout, t, a.from, a.dry_run, a.vs_ggml && !a.dry_run ? &cmp : NULL);
+        cli_transcode_report(stdout, t, &rep);
     }
     if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
-    report_extras.ctx = NULL;
-    report_extras.compare = NULL;
     cli_compare_free(&cq);
-    warn_nothing_encoded(t, a.from);
+    warn_nothing_encoded(t, ctx, a.from);
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     return 0;

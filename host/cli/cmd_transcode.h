@@ -17,11 +17,21 @@ typedef struct cli_vs_ggml {
     char note[2200];
 } cli_vs_ggml;
 
-/* Human report: the plan (dry_run) or the run's outcome. cmp may be NULL. */
-void cli_transcode_report(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
-                          const cli_vs_ggml *cmp);
+/* What a report shows besides the plan: the context that made it (so a type
+ * a plugin defines is named: ptqtp2, ...), the input's name, and the
+ * optional --vs-ggml and --compare results (NULL: none). */
+struct cli_compare;
+typedef struct cli_report {
+    const anvil_ctx *ctx;
+    const char *input;
+    int dry_run;
+    const cli_vs_ggml *cmp;
+    const struct cli_compare *compare;
+} cli_report;
+
+/* Human report: the plan (dry_run) or the run's outcome. */
+void cli_transcode_report(FILE *f, const anvil_transcode *t, const cli_report *r);
 /* The same as one JSON object. */
-void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, int dry_run,
-                        const cli_vs_ggml *cmp);
+void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r);
 
 #endif

@@ -213,11 +213,6 @@ static void cell(FILE *f, double snr) {
     }
 }
 
-static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
-    anvil_type_info info;
-    return anvil_type_lookup(ctx, id, &info, NULL) == ANVIL_OK ? info.name : "?";
-}
-
 static double type_bpw(const anvil_ctx *ctx, uint32_t id) {
     anvil_type_info info;
     if (anvil_type_lookup(ctx, id, &info, NULL) != ANVIL_OK || info.block_elems == 0) return 0.0;
@@ -238,7 +233,7 @@ void cli_compare_print(FILE *f, const cli_compare *c, const anvil_transcode *t, 
     for (size_t i = 0; i < c->n_tensors; ++i) {
         const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
         if (!it->has_quality) continue;
-        fprintf(f, "  %-34s %-8s", it->name, type_name(ctx, it->dst_type));
+        fprintf(f, "  %-34s %-8s", it->name, anvil_type_name(ctx, it->dst_type));
         cell(f, it->snr_db);
         for (size_t j = 0; j < ny; ++j) cell(f, cli_compare_snr(c, i, j));
         fprintf(f, "\n");
@@ -268,7 +263,7 @@ void cli_compare_print(FILE *f, const cli_compare *c, const anvil_transcode *t, 
         }
         char label[64];
         snprintf(label, sizeof label, "all %zu tensors (%.3fb)", count, type_bpw(ctx, targets[k]));
-        fprintf(f, "  %-34s %-8s", label, type_name(ctx, targets[k]));
+        fprintf(f, "  %-34s %-8s", label, anvil_type_name(ctx, targets[k]));
         cell(f, snr_of(sig, sse));
         for (size_t j = 0; j < ny; ++j) cell(f, missing[j] ? NAN : snr_of(csig[j], csse[j]));
         fprintf(f, "\n");

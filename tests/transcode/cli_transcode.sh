@@ -104,6 +104,34 @@ else
     echo "note: shared testdata absent; merge-lora file case skipped"
 fi
 
+# merge-lora's report names the target type a plugin defines (it printed
+# "?" when only `transcode` gave the report its context): a rank-4 adapter
+# for blk.0.attn_q.weight, written here, merged with --dtype ptqtp2.
+python3 - "$tmp/a.safetensors" <<'PY' || fail "writing the adapter"
+import json, struct, sys
+ts = {"blk.0.attn_q.weight.lora_a": [4, 256], "blk.0.attn_q.weight.lora_b": [256, 4]}
+hdr, off, data = {}, 0, b""
+for n, s in ts.items():
+    k = s[0] * s[1]
+    hdr[n] = {"dtype": "F32", "shape": s, "data_offsets": [off, off + 4 * k]}
+    data += struct.pack("<%df" % k, *([0.01] * k))
+    off += 4 * k
+h = json.dumps(hdr).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+"$anvil" merge-lora --from "$tmp/m.gguf" --adapters "$tmp/a.safetensors" --alpha 1 --dtype ptqtp2 \
+    --out "$tmp/x.gguf" --dry-run > "$tmp/ml.txt" || fail "merge-lora --dtype ptqtp2 --dry-run"
+grep -q "blk.0.attn_q.weight .* f16     -> ptqtp2 .*\[rewritten\]" "$tmp/ml.txt" \
+    || fail "merge-lora --dry-run does not name ptqtp2"
+grep -q -- "-> ?" "$tmp/ml.txt" && fail "merge-lora --dry-run shows an unnamed type"
+
+# --tensor-type is read as llama-quantize reads it (the one parser): the
+# pattern ends at the first '=' and is lower-cased, so ATTN_V matches attn_v.
+"$anvil" transcode --from "$tmp/m.gguf" --out "$tmp/o.gguf" --dtype q4_K --tensor-type 'ATTN_V=q6_K' --dry-run \
+    > "$tmp/plan.txt" || fail "--tensor-type ATTN_V=q6_K"
+grep -q "blk.0.attn_v.weight .* f16     -> q6_K" "$tmp/plan.txt" || fail "--tensor-type: pattern not lower-cased"
+
 # The demo's main job.
 "$anvil" demo --model > "$tmp/demo.txt" 2>&1 || fail "demo --model"
 grep -q "q4_K .*general.quantization_version\|summary by target type" "$tmp/demo.txt" || fail "demo: no report"

@@ -96,6 +96,11 @@ ANVIL_API int anvil_type_from_name(const struct anvil_ctx *ctx, const char *name
 ANVIL_API int anvil_type_lookup(const struct anvil_ctx *ctx, uint32_t id,
                                 anvil_type_info *out, anvil_error *err);
 
+/* Id -> name, as anvil_type_lookup finds it (ctx may be NULL: built-in
+ * types only); "?" for an id nothing knows. Never NULL; the string lives
+ * as long as the type (a plugin's while its context is open). */
+ANVIL_API const char *anvil_type_name(const struct anvil_ctx *ctx, uint32_t id);
+
 /* Bytes for n elements of a type; ANVIL_E_BLOCK_MISMATCH when n is not a
  * whole number of blocks, ANVIL_E_OVERFLOW on overflow. */
 ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes,

@@ -90,10 +90,13 @@ typedef struct anvil_kv_override {
  * llama.cpp's --override-kv reads it. */
 ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anvil_error *err);
 
-/* "PATTERN=TYPE" as llama-quantize's --tensor-type reads it: the pattern is
- * everything before the first '=', lower-cased; TYPE is a ggml type name
- * (case-insensitive). The pattern is checked as an ECMAScript regex.
- * *pattern is malloc'd (free it). */
+/* "REGEX=TYPE" as llama-quantize's --tensor-type reads it (the one parser of
+ * that option: `anvil quantize` and `anvil transcode` both use it): the
+ * pattern is everything before the first '=', lower-cased (so a pattern
+ * cannot contain '=', and \D reads as \d, as in llama-quantize); TYPE is a
+ * ggml type name (case-insensitive; with ctx, plugins' types too). The
+ * pattern is checked as an ECMAScript regex. An error message starts with
+ * the argument quoted. *pattern is malloc'd (free it). */
 ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern,
                                                uint32_t *type, anvil_error *err);
 /* Check a tensor-name pattern: ECMAScript, as llama.cpp's std::regex reads

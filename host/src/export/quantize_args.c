@@ -62,7 +62,10 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
     return ANVIL_OK;
 }
 
-/* One PATTERN=TYPE of at most len bytes (stops at a NUL, as c_str()). */
+/* One REGEX=TYPE of at most len bytes (stops at a NUL, as c_str()), read as
+ * llama-quantize reads --tensor-type: split at the first '=', the pattern
+ * lower-cased. Messages start with the item quoted; the caller names the
+ * option. */
 static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **pattern, uint32_t *type,
                       anvil_error *err) {
     const char *nul = memchr(arg, '\0', len);
@@ -70,26 +73,26 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     const char *sep = memchr(arg, '=', len);
     if (sep == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "malformed tensor type '%.*s': expected PATTERN=TYPE, e.g. attn_v=q8_0",
+                               "'%.*s': expected REGEX=TYPE, e.g. attn_v=q8_0",
                                (int)(len > 200 ? 200 : len), arg);
     }
     const size_t plen = (size_t)(sep - arg);
-    if (plen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing tensor name", (int)(len > 200 ? 200 : len), arg);
+    if (plen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': missing tensor name", (int)(len > 200 ? 200 : len), arg);
     const size_t tlen = len - plen - 1;
     if (tlen == 0) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor type '%.*s': missing quantization type",
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': missing quantization type",
                                (int)(len > 200 ? 200 : len), arg);
     }
     char tname[64];
     if (tlen >= sizeof tname) {
-        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type",
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "'%.*s': invalid quantization type",
                                (int)(len > 200 ? 200 : len), arg);
     }
     memcpy(tname, sep + 1, tlen);
     tname[tlen] = '\0';
     anvil_error e;
     if (anvil_type_from_name(ctx, tname, type, &e) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "tensor type '%.*s': invalid quantization type: %s",
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "'%.*s': invalid quantization type: %s",
                                (int)(len > 200 ? 200 : len), arg, e.message);
     }
     char *p = malloc(plen + 1);
@@ -104,9 +107,9 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     char why[256];
     if (ecma_re_compile(p, plen, &re, why, sizeof why) != 0) {
         const int rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                       "tensor type '%.*s': '%.200s' is not a valid ECMAScript regular expression "
-                                       "(llama.cpp's dialect): %s",
-                                       (int)(len > 200 ? 200 : len), arg, p, why);
+                                       "'%.*s': not a valid ECMAScript regular expression (llama.cpp's "
+                                       "dialect): %s",
+                                       (int)(len > 200 ? 200 : len), arg, why);
         free(p);
         return rc;
     }

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
 #include "error.h"
 #include "quantize_internal.h"
 
@@ -516,11 +515,6 @@ static int cmp_i32(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static const char *type_name(uint32_t id) {
-    anvil_type_info ti;
-    return anvil_type_builtin(id, &ti, NULL) == ANVIL_OK ? ti.name : "?";
-}
-
 /* The checks llama_model_quantize makes while writing, in tensor order:
  * importance-matrix fit, a required matrix, requantizing. */
 static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
@@ -556,13 +550,13 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
             return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
                                    "Missing importance matrix for tensor %s in a very low-bit quantization (%s): "
                                    "the result would be garbage; pass an --imatrix that has it",
-                                   it->name, type_name(it->dst_type));
+                                   it->name, anvil_type_name(NULL, it->dst_type));
         }
         if (qp_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                    "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
                                    "quantized model stacks two errors; pass --allow-requantize to do it anyway",
-                                   type_name(it->src_type), it->name);
+                                   anvil_type_name(NULL, it->src_type), it->name);
         }
     }
     return ANVIL_OK;
@@ -682,7 +676,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
                                      "this quantization requires an importance matrix: tensor %s would be %s, "
                                      "which llama.cpp only writes with one (pass --imatrix FILE; make one "
                                      "with llama-imatrix)",
-                                     it->name, type_name(it->dst_type));
+                                     it->name, anvil_type_name(NULL, it->dst_type));
             }
         }
         if (rc == ANVIL_OK) rc = tc_item_bytes(t, it, err);
@@ -706,14 +700,14 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
             return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
                                    "tensor '%s' is %s, which cannot be decoded here: its codec plugin is not "
                                    "loaded",
-                                   it->name, type_name(it->src_type));
+                                   it->name, anvil_type_name(NULL, it->src_type));
         }
         const uint32_t bs = qp_block_size(it->dst_type);
         if (bs == 0 || it->row_len % bs != 0) {
             return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                    "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
                                    "of %u (llama.cpp would abort): choose another type for it",
-                                   it->name, it->row_len, type_name(it->dst_type), bs);
+                                   it->name, it->row_len, anvil_type_name(NULL, it->dst_type), bs);
         }
     }
     return ANVIL_OK;

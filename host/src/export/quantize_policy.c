@@ -158,11 +158,6 @@ uint32_t qp_block_size(uint32_t type) {
     return anvil_type_builtin(type, &ti, NULL) == ANVIL_OK ? ti.block_elems : 0;
 }
 
-static const char *tname(uint32_t type) {
-    anvil_type_info ti;
-    return anvil_type_builtin(type, &ti, NULL) == ANVIL_OK ? ti.name : "?";
-}
-
 /* ggml_n_dims: up to the last dim greater than 1. */
 static int ggml_n_dims(const anvil_gguf_tensor *t) {
     for (int i = ANVIL_GGUF_MAX_DIMS - 1; i >= 1; --i) {
@@ -472,7 +467,7 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor '%s': rows of %llu are not a multiple of %s's %u and llama.cpp "
                                "defines no fallback type for %s",
-                               tensor->name, (unsigned long long)ncols, tname(target), qk, tname(target));
+                               tensor->name, (unsigned long long)ncols, anvil_type_name(NULL, target), qk, anvil_type_name(NULL, target));
     }
     if (ncols % qp_block_size(r) != 0) r = ANVIL_TYPE_F16;
     *from = target;

@@ -51,11 +51,6 @@ static inline int tc_is_split(const anvil_transcode *t) {
 /* transcode_plan.c: what every policy shares. */
 /* A plan with nothing decided yet. */
 anvil_transcode *tc_new(anvil_ctx *ctx, const anvil_gguf *src);
-/* Compile rules[0..n) into t->rules (label "<option> <pattern>"). */
-int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size_t n, const char *option,
-                     anvil_error *err);
-/* Index of the first rule matching name, or -1 (an error when the search gives up). */
-int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_error *err);
 /* it->dst_bytes from it->dst_type and the source's shape. */
 int tc_item_bytes(anvil_transcode *t, anvil_transcode_tensor *it, anvil_error *err);
 /* t->part_paths for n_parts: one part is out_path itself; a set is
@@ -67,6 +62,14 @@ int tc_layout(anvil_transcode *t, anvil_error *err);
 uint32_t tc_dominant_type(const anvil_transcode *t);
 /* Record a warning (printf-style). */
 int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* transcode_rules.c: below the policies and the plan. */
+/* Compile rules[0..n) into t->rules (label "<option> <pattern>"). */
+int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size_t n, const char *option,
+                     anvil_error *err);
+/* 1 and *index of the first rule matching name, 0 when none does, -2 (an
+ * error) when the search gives up. */
+int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_error *err);
 
 /* transcode_policy.c */
 /* ggml_n_dims: dims up to the last one that is not 1 (at least 1). */

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctx.h"
 #include "error.h"
 #include "transcode_internal.h"
 

@@ -41,8 +41,10 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
     ctx->cpu = anvil__cpu_probe();
     const char *mw = anvil__cpu_mask_warnings();
     if (mw[0] != '\0') anvil__log(ANVIL_LOG_WARN, NULL, "%s", mw);
-    rc = anvil__registry_load(ctx, keep_going, err);
-    if (rc == ANVIL_OK) rc = anvil__dispatch_build(ctx, err);
+    ctx->reg.cfg = &ctx->cfg;
+    ctx->reg.cpu = ctx->cpu;
+    rc = anvil__registry_load(&ctx->reg, keep_going, err);
+    if (rc == ANVIL_OK) rc = anvil__dispatch_build(&ctx->dispatch, &ctx->reg, err);
     if (rc != ANVIL_OK) {
         anvil_ctx_close(ctx);
         return rc;
@@ -76,8 +78,8 @@ ANVIL_API void anvil_ctx_close(anvil_ctx *ctx) {
     pthread_mutex_unlock(&ctx->lock);
     if (left > 0) return;
     anvil__pool_destroy(ctx->pool);
-    free(ctx->dispatch);
-    anvil__registry_unload(ctx);
+    anvil__dispatch_free(&ctx->dispatch);
+    anvil__registry_unload(&ctx->reg);
     anvil__config_free(&ctx->cfg);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -141,15 +143,15 @@ ANVIL_API void anvil_ctx_set_threads(anvil_ctx *ctx, unsigned threads) {
 }
 
 ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type_id) {
-    const codec_rec *c = anvil__registry_find_codec(ctx, type_id);
+    const codec_rec *c = anvil__registry_find_codec(ctx ? &ctx->reg : NULL, type_id);
     return c ? &c->codec : NULL;
 }
 
-ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx) { return ctx ? ctx->n_plugins : 0; }
+ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx) { return ctx ? ctx->reg.n_plugins : 0; }
 
 ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plugin_report *out) {
-    if (ctx == NULL || out == NULL || i >= ctx->n_plugins) return ANVIL_E_INVALID_ARG;
-    const plugin_rec *p = &ctx->plugins[i];
+    if (ctx == NULL || out == NULL || i >= ctx->reg.n_plugins) return ANVIL_E_INVALID_ARG;
+    const plugin_rec *p = &ctx->reg.plugins[i];
     out->name = p->name;
     out->path = p->path;
     out->status = p->status;
@@ -177,13 +179,13 @@ ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report 
     return ANVIL_OK;
 }
 
-ANVIL_API size_t anvil_ctx_backend_count(const anvil_ctx *ctx) { return ctx ? ctx->n_backends : 0; }
+ANVIL_API size_t anvil_ctx_backend_count(const anvil_ctx *ctx) { return ctx ? ctx->reg.n_backends : 0; }
 
 ANVIL_API int anvil_ctx_backend_report(const anvil_ctx *ctx, size_t i, anvil_backend_report *out) {
-    if (ctx == NULL || out == NULL || i >= ctx->n_backends) return ANVIL_E_INVALID_ARG;
-    const backend_rec *b = &ctx->backends[i];
+    if (ctx == NULL || out == NULL || i >= ctx->reg.n_backends) return ANVIL_E_INVALID_ARG;
+    const backend_rec *b = &ctx->reg.backends[i];
     out->name = b->backend.name;
-    out->plugin = ctx->plugins[b->plugin].desc.id;
+    out->plugin = ctx->reg.plugins[b->plugin].desc.id;
     out->score = b->score;
     out->why = b->why;
     out->backend = &b->backend;
@@ -194,11 +196,11 @@ ANVIL_API int anvil_ctx_backend_report(const anvil_ctx *ctx, size_t i, anvil_bac
     return ANVIL_OK;
 }
 
-ANVIL_API size_t anvil_ctx_dispatch_count(const anvil_ctx *ctx) { return ctx ? ctx->n_dispatch : 0; }
+ANVIL_API size_t anvil_ctx_dispatch_count(const anvil_ctx *ctx) { return ctx ? ctx->dispatch.n : 0; }
 
 ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_dispatch_report *out) {
-    if (ctx == NULL || out == NULL || i >= ctx->n_dispatch) return ANVIL_E_INVALID_ARG;
-    const dispatch_rec *d = &ctx->dispatch[i];
+    if (ctx == NULL || out == NULL || i >= ctx->dispatch.n) return ANVIL_E_INVALID_ARG;
+    const dispatch_rec *d = &ctx->dispatch.recs[i];
     out->weight_type = d->weight_type;
     out->act_type = d->act_type;
     out->backend = d->backend ? d->backend->backend.name : NULL;
@@ -211,8 +213,8 @@ ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_di
 }
 
 ANVIL_API int anvil_ctx_encoder_report(const anvil_ctx *ctx, size_t i, anvil_encoder_report *out) {
-    if (ctx == NULL || out == NULL || i >= ctx->n_dispatch) return ANVIL_E_INVALID_ARG;
-    const dispatch_rec *d = &ctx->dispatch[i];
+    if (ctx == NULL || out == NULL || i >= ctx->dispatch.n) return ANVIL_E_INVALID_ARG;
+    const dispatch_rec *d = &ctx->dispatch.recs[i];
     out->type_id = d->weight_type;
     out->backend = d->encoder_backend ? d->encoder_backend->backend.name : NULL;
     out->variant = d->encoder ? d->encoder->variant : NULL;
@@ -223,8 +225,25 @@ ANVIL_API int anvil_ctx_encoder_report(const anvil_ctx *ctx, size_t i, anvil_enc
 
 ANVIL_API int anvil_ctx_backend_encoders(const anvil_ctx *ctx, size_t i, const anvil_weight_encoder **encoders,
                                          size_t *n) {
-    if (ctx == NULL || encoders == NULL || n == NULL || i >= ctx->n_backends) return ANVIL_E_INVALID_ARG;
-    *encoders = ctx->backends[i].encoders;
-    *n = ctx->backends[i].n_encoders;
+    if (ctx == NULL || encoders == NULL || n == NULL || i >= ctx->reg.n_backends) return ANVIL_E_INVALID_ARG;
+    *encoders = ctx->reg.backends[i].encoders;
+    *n = ctx->reg.backends[i].n_encoders;
     return ANVIL_OK;
+}
+
+const dispatch_rec *anvil__dispatch_find(const anvil_ctx *ctx, uint32_t weight_type) {
+    return anvil__dispatch_table_find(ctx ? &ctx->dispatch : NULL, weight_type);
+}
+
+ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
+                                    const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
+                                    anvil_error *err) {
+    return anvil__dispatch_find_kernel(ctx ? &ctx->dispatch : NULL, ctx ? &ctx->reg : NULL, backend, weight_type,
+                                       kernel, quantizer, err);
+}
+
+ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, uint32_t type,
+                                     const anvil_weight_encoder **encoder, anvil_error *err) {
+    return anvil__dispatch_find_encoder(ctx ? &ctx->dispatch : NULL, ctx ? &ctx->reg : NULL, backend, type, encoder,
+                                        err);
 }

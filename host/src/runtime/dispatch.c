@@ -23,8 +23,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ctx.h"
+#include "dispatch.h"
 #include "error.h"
+#include "registry.h"
 
 static const anvil_kernel *find_kernel(const backend_rec *b, uint32_t w, uint32_t a) {
     for (size_t i = 0; i < b->n_kernels; ++i) {
@@ -47,47 +48,40 @@ static const anvil_weight_encoder *find_encoder(const backend_rec *b, uint32_t t
     return NULL;
 }
 
-static const backend_rec *backend_by_name(const anvil_ctx *ctx, const char *name) {
-    for (size_t i = 0; i < ctx->n_backends; ++i) {
-        if (strcasecmp(ctx->backends[i].backend.name, name) == 0) return &ctx->backends[i];
-    }
-    return NULL;
-}
-
 /* Backends in preference order: the configured order, then the rest. */
 /* Backends in preference order: those [backends] order names, in its order;
  * then the others by score, highest first (ggml's backend loader picks its
  * best-scoring variant the same way); equal scores keep load order. Returns
  * the count; *n_named is how many the order named. */
-static size_t preference(const anvil_ctx *ctx, const backend_rec **out, size_t *n_named) {
+static size_t preference(const anvil_registry *reg, const backend_rec **out, size_t *n_named) {
     size_t n = 0;
-    for (size_t i = 0; i < ctx->cfg.n_order; ++i) {
-        const backend_rec *b = backend_by_name(ctx, ctx->cfg.order[i]);
+    for (size_t i = 0; i < reg->cfg->n_order; ++i) {
+        const backend_rec *b = anvil__registry_backend_by_name(reg, reg->cfg->order[i]);
         if (b == NULL) continue;
         int dup = 0;
         for (size_t j = 0; j < n; ++j) dup |= out[j] == b;
         if (!dup) out[n++] = b;
     }
     *n_named = n;
-    for (size_t i = 0; i < ctx->n_backends; ++i) {
+    for (size_t i = 0; i < reg->n_backends; ++i) {
         int dup = 0;
-        for (size_t j = 0; j < n; ++j) dup |= out[j] == &ctx->backends[i];
+        for (size_t j = 0; j < n; ++j) dup |= out[j] == &reg->backends[i];
         if (dup) continue;
         /* insertion by score, stable */
         size_t at = n;
-        while (at > *n_named && out[at - 1]->score < ctx->backends[i].score) {
+        while (at > *n_named && out[at - 1]->score < reg->backends[i].score) {
             out[at] = out[at - 1];
             --at;
         }
-        out[at] = &ctx->backends[i];
+        out[at] = &reg->backends[i];
         ++n;
     }
     return n;
 }
 
-static const anvil_config_pin *pin_for(const anvil_ctx *ctx, const char *type_name) {
-    for (size_t i = 0; i < ctx->cfg.n_pins; ++i) {
-        if (strcasecmp(ctx->cfg.pins[i].type_name, type_name) == 0) return &ctx->cfg.pins[i];
+static const anvil_config_pin *pin_for(const anvil_registry *reg, const char *type_name) {
+    for (size_t i = 0; i < reg->cfg->n_pins; ++i) {
+        if (strcasecmp(reg->cfg->pins[i].type_name, type_name) == 0) return &reg->cfg->pins[i];
     }
     return NULL;
 }
@@ -97,18 +91,12 @@ static int cmp_codec(const void *a, const void *b) {
     return x->codec.type_id < y->codec.type_id ? -1 : x->codec.type_id > y->codec.type_id;
 }
 
-static const char *type_name(const anvil_ctx *ctx, uint32_t id) {
-    anvil_type_info t;
-    if (anvil_type_lookup(ctx, id, &t, NULL) == ANVIL_OK) return t.name;
-    return "?";
-}
-
 /* The encoder for d's type with (weighted) or without an importance matrix:
  * the pinned backend's if it has one, else the first usable one in order. */
 static void pick_encoder(dispatch_rec *d, const anvil_config_pin *pin, const backend_rec *const *pref, size_t n_pref,
-                         int weighted, const anvil_ctx *ctx) {
+                         int weighted, const anvil_registry *reg) {
     const uint32_t type = d->weight_type;
-    const backend_rec *pb = pin ? backend_by_name(ctx, pin->backend) : NULL;
+    const backend_rec *pb = pin ? anvil__registry_backend_by_name(reg, pin->backend) : NULL;
     const anvil_weight_encoder *e = pb && pb->score > 0 ? find_encoder(pb, type) : NULL;
     const backend_rec *eb = pb;
     if (e != NULL && weighted && !(e->flags & ANVIL_ENCODER_WEIGHTED)) e = NULL;
@@ -127,12 +115,12 @@ static void pick_encoder(dispatch_rec *d, const anvil_config_pin *pin, const bac
     }
 }
 
-static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, size_t n_pref, const anvil_ctx *ctx) {
+static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, size_t n_pref, const anvil_registry *reg) {
     const anvil_codec *c = &d->codec->codec;
-    const anvil_config_pin *pin = pin_for(ctx, c->name);
+    const anvil_config_pin *pin = pin_for(reg, c->name);
     const int can_plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-    if (can_plain) pick_encoder(d, pin, pref, n_pref, 0, ctx);
-    if (c->encode_rows != NULL) pick_encoder(d, pin, pref, n_pref, 1, ctx);
+    if (can_plain) pick_encoder(d, pin, pref, n_pref, 0, reg);
+    if (c->encode_rows != NULL) pick_encoder(d, pin, pref, n_pref, 1, reg);
     if (c->encode_rows != NULL && (c->flags & ANVIL_CODEC_IMATRIX_UNUSED) && d->encoder != NULL) {
         /* ggml accepts and ignores the matrix for this format, so the
          * unweighted encoder's bytes are the weighted ones. */
@@ -158,84 +146,84 @@ static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, siz
 
 /* A backend the order may name: a loaded one, or the one a plugin named
  * backend-NAME in the config would provide (absent here, or failed). */
-static int backend_known(const anvil_ctx *ctx, const char *name) {
-    if (backend_by_name(ctx, name) != NULL) return 1;
-    for (size_t i = 0; i < ctx->n_plugins; ++i) {
-        const char *pn = ctx->plugins[i].name;
-        if (ctx->plugins[i].lib == NULL && strncmp(pn, "backend-", 8) == 0 && strcasecmp(pn + 8, name) == 0) return 1;
+static int backend_known(const anvil_registry *reg, const char *name) {
+    if (anvil__registry_backend_by_name(reg, name) != NULL) return 1;
+    for (size_t i = 0; i < reg->n_plugins; ++i) {
+        const char *pn = reg->plugins[i].name;
+        if (reg->plugins[i].lib == NULL && strncmp(pn, "backend-", 8) == 0 && strcasecmp(pn + 8, name) == 0) return 1;
     }
     return 0;
 }
 
-static int check_order(const anvil_ctx *ctx, anvil_error *err) {
-    for (size_t i = 0; i < ctx->cfg.n_order; ++i) {
-        if (backend_known(ctx, ctx->cfg.order[i])) continue;
+static int check_order(const anvil_registry *reg, anvil_error *err) {
+    for (size_t i = 0; i < reg->cfg->n_order; ++i) {
+        if (backend_known(reg, reg->cfg->order[i])) continue;
         char known[512] = "";
         size_t at = 0;
-        for (size_t b = 0; b < ctx->n_backends && at < sizeof known; ++b) {
-            const int w = snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", ctx->backends[b].backend.name);
+        for (size_t b = 0; b < reg->n_backends && at < sizeof known; ++b) {
+            const int w = snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", reg->backends[b].backend.name);
             if (w > 0) at += (size_t)w;
         }
-        for (size_t k = 0; k < ctx->n_plugins && at < sizeof known; ++k) {
-            const char *pn = ctx->plugins[k].name;
-            if (ctx->plugins[k].lib != NULL || strncmp(pn, "backend-", 8) != 0) continue;
+        for (size_t k = 0; k < reg->n_plugins && at < sizeof known; ++k) {
+            const char *pn = reg->plugins[k].name;
+            if (reg->plugins[k].lib != NULL || strncmp(pn, "backend-", 8) != 0) continue;
             const int w = snprintf(known + at, sizeof known - at, "%s%s (not loaded)", at ? ", " : "", pn + 8);
             if (w > 0) at += (size_t)w;
         }
         return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                "%s:%d: [backends] order names '%s', which no plugin provides; known backends: "
                                "%s",
-                               ctx->cfg.path, ctx->cfg.order_lines ? ctx->cfg.order_lines[i] : 0,
-                               ctx->cfg.order[i], known[0] ? known : "none");
+                               reg->cfg->path, reg->cfg->order_lines ? reg->cfg->order_lines[i] : 0,
+                               reg->cfg->order[i], known[0] ? known : "none");
     }
     return ANVIL_OK;
 }
 
-int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
-    const int order_rc = check_order(ctx, err);
+int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, anvil_error *err) {
+    const int order_rc = check_order(reg, err);
     if (order_rc != ANVIL_OK) return order_rc;
     /* Pins must name a type and a loaded backend. */
-    for (size_t i = 0; i < ctx->cfg.n_pins; ++i) {
-        const anvil_config_pin *pin = &ctx->cfg.pins[i];
+    for (size_t i = 0; i < reg->cfg->n_pins; ++i) {
+        const anvil_config_pin *pin = &reg->cfg->pins[i];
         uint32_t id;
-        if (anvil_type_from_name(ctx, pin->type_name, &id, NULL) != ANVIL_OK) {
+        if (anvil__type_from_name_in(reg, pin->type_name, &id, NULL) != ANVIL_OK) {
             return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                    "%s:%d: [type.%s]: unknown type '%s' (use ggml's spelling, e.g. q4_K)",
-                                   ctx->cfg.path, pin->line, pin->type_name, pin->type_name);
+                                   reg->cfg->path, pin->line, pin->type_name, pin->type_name);
         }
-        if (backend_by_name(ctx, pin->backend) == NULL) {
+        if (anvil__registry_backend_by_name(reg, pin->backend) == NULL) {
             return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
                                    "%s:%d: [type.%s] backend = %s: no loaded plugin provides backend '%s'",
-                                   ctx->cfg.path, pin->line, pin->type_name, pin->backend, pin->backend);
+                                   reg->cfg->path, pin->line, pin->type_name, pin->backend, pin->backend);
         }
     }
 
-    const codec_rec **sorted = calloc(ctx->n_codecs + 1, sizeof *sorted);
-    const backend_rec **pref = calloc(ctx->n_backends + 1, sizeof *pref);
-    ctx->dispatch = calloc(ctx->n_codecs + 1, sizeof *ctx->dispatch);
-    if (sorted == NULL || pref == NULL || ctx->dispatch == NULL) {
+    const codec_rec **sorted = calloc(reg->n_codecs + 1, sizeof *sorted);
+    const backend_rec **pref = calloc(reg->n_backends + 1, sizeof *pref);
+    dt->recs = calloc(reg->n_codecs + 1, sizeof *dt->recs);
+    if (sorted == NULL || pref == NULL || dt->recs == NULL) {
         free(sorted);
         free(pref);
         return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    for (size_t i = 0; i < ctx->n_codecs; ++i) sorted[i] = &ctx->codecs[i];
-    qsort(sorted, ctx->n_codecs, sizeof *sorted, cmp_codec);
+    for (size_t i = 0; i < reg->n_codecs; ++i) sorted[i] = &reg->codecs[i];
+    qsort(sorted, reg->n_codecs, sizeof *sorted, cmp_codec);
     size_t n_named = 0;
-    const size_t n_pref = preference(ctx, pref, &n_named);
+    const size_t n_pref = preference(reg, pref, &n_named);
 
-    for (size_t i = 0; i < ctx->n_codecs; ++i) {
+    for (size_t i = 0; i < reg->n_codecs; ++i) {
         const codec_rec *c = sorted[i];
-        dispatch_rec *d = &ctx->dispatch[ctx->n_dispatch++];
+        dispatch_rec *d = &dt->recs[dt->n++];
         d->codec = c;
         d->weight_type = c->codec.type_id;
         d->act_type = c->codec.act_type;
-        d->act_codec = anvil__registry_find_codec(ctx, d->act_type);
+        d->act_codec = anvil__registry_find_codec(reg, d->act_type);
         const uint32_t w = d->weight_type, a = d->act_type;
         char pin_note[160] = "";
 
-        const anvil_config_pin *pin = pin_for(ctx, c->codec.name);
+        const anvil_config_pin *pin = pin_for(reg, c->codec.name);
         if (pin != NULL) {
-            const backend_rec *pb = backend_by_name(ctx, pin->backend);
+            const backend_rec *pb = anvil__registry_backend_by_name(reg, pin->backend);
             const anvil_kernel *k = pb ? find_kernel(pb, w, a) : NULL;
             if (pb != NULL && pb->score > 0 && k != NULL) {
                 d->backend = pb;
@@ -264,7 +252,7 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
                                  pin_note, pref[j]->score, next->score, next->backend.name);
                     } else {
                         snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel",
-                                 pin_note, c->codec.name, type_name(ctx, a));
+                                 pin_note, c->codec.name, anvil__type_name_in(reg, a));
                     }
                     break;
                 }
@@ -288,13 +276,13 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
                 if (d->kernel != NULL) {
                     snprintf(d->note, sizeof d->note,
                              "%skernel in '%s' unusable: nothing quantizes activations to %s", pin_note,
-                             d->backend->backend.name, type_name(ctx, a));
+                             d->backend->backend.name, anvil__type_name_in(reg, a));
                     d->kernel = NULL;
                     d->backend = NULL;
                 }
             }
         }
-        choose_encoders(d, pref, n_pref, ctx);
+        choose_encoders(d, pref, n_pref, reg);
         if (d->kernel != NULL) d->kernel_rows = d->backend->kernel_rows[d->kernel - d->backend->kernels];
         if (d->kernel == NULL) {
             d->fallback = 1;
@@ -302,10 +290,10 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
                                  (d->act_codec != NULL && d->act_codec->codec.encode != NULL);
             if (c->codec.ref_vec_dot != NULL && have_act) {
                 snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: codec's reference dot",
-                         pin_note, c->codec.name, type_name(ctx, a));
+                         pin_note, c->codec.name, anvil__type_name_in(reg, a));
             } else {
                 snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: decode + f32 dot", pin_note,
-                         c->codec.name, type_name(ctx, a));
+                         c->codec.name, anvil__type_name_in(reg, a));
             }
         }
     }
@@ -314,16 +302,22 @@ int anvil__dispatch_build(anvil_ctx *ctx, anvil_error *err) {
     return ANVIL_OK;
 }
 
-const dispatch_rec *anvil__dispatch_find(const anvil_ctx *ctx, uint32_t weight_type) {
-    for (size_t i = 0; ctx != NULL && i < ctx->n_dispatch; ++i) {
-        if (ctx->dispatch[i].weight_type == weight_type) return &ctx->dispatch[i];
+void anvil__dispatch_free(anvil_dispatch_table *dt) {
+    free(dt->recs);
+    dt->recs = NULL;
+    dt->n = 0;
+}
+
+const dispatch_rec *anvil__dispatch_table_find(const anvil_dispatch_table *dt, uint32_t weight_type) {
+    for (size_t i = 0; dt != NULL && i < dt->n; ++i) {
+        if (dt->recs[i].weight_type == weight_type) return &dt->recs[i];
     }
     return NULL;
 }
 
 /* The backend named `name`, which must be loaded and usable here. */
-static int usable_backend(const anvil_ctx *ctx, const char *name, const backend_rec **out, anvil_error *err) {
-    const backend_rec *b = backend_by_name(ctx, name);
+static int usable_backend(const anvil_registry *reg, const char *name, const backend_rec **out, anvil_error *err) {
+    const backend_rec *b = anvil__registry_backend_by_name(reg, name);
     if (b == NULL) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", name);
     if (b->score == 0) {
         return anvil__error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name, b->why);
@@ -332,12 +326,12 @@ static int usable_backend(const anvil_ctx *ctx, const char *name, const backend_
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
-                                    const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
-                                    anvil_error *err) {
+int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_registry *reg, const char *backend,
+                                uint32_t weight_type, const anvil_kernel **kernel,
+                                const anvil_act_quantizer **quantizer, anvil_error *err) {
     *kernel = NULL;
     *quantizer = NULL;
-    const dispatch_rec *d = anvil__dispatch_find(ctx, weight_type);
+    const dispatch_rec *d = anvil__dispatch_table_find(dt, weight_type);
     if (d == NULL) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
     }
@@ -350,7 +344,7 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
         return ANVIL_OK;
     }
     const backend_rec *b = NULL;
-    const int rc = usable_backend(ctx, backend, &b, err);
+    const int rc = usable_backend(reg, backend, &b, err);
     if (rc != ANVIL_OK) return rc;
     *kernel = find_kernel(b, weight_type, d->act_type);
     if (*kernel == NULL) {
@@ -362,10 +356,10 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, uint32_t type,
-                                     const anvil_weight_encoder **encoder, anvil_error *err) {
+int anvil__dispatch_find_encoder(const anvil_dispatch_table *dt, const anvil_registry *reg, const char *backend,
+                                 uint32_t type, const anvil_weight_encoder **encoder, anvil_error *err) {
     *encoder = NULL;
-    const dispatch_rec *d = anvil__dispatch_find(ctx, type);
+    const dispatch_rec *d = anvil__dispatch_table_find(dt, type);
     if (d == NULL) return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", type);
     if (backend == NULL) {
         if (d->encoder == NULL) {
@@ -376,7 +370,7 @@ ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, 
         return ANVIL_OK;
     }
     const backend_rec *b = NULL;
-    const int rc = usable_backend(ctx, backend, &b, err);
+    const int rc = usable_backend(reg, backend, &b, err);
     if (rc != ANVIL_OK) return rc;
     *encoder = find_encoder(b, type);
     if (*encoder == NULL) {

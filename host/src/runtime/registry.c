@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 
 #include "cpu_probe.h"
-#include "ctx.h"
 #include "error.h"
 #include "log.h"
 #include "registry.h"
@@ -70,37 +69,37 @@ static int is_file(const char *p) {
 }
 
 /* Names only (the config refuses paths): the file comes from the search path. */
-static char *find_plugin(const anvil_ctx *ctx, const char *name) {
+static char *find_plugin(const anvil_registry *reg, const char *name) {
     char buf[4096];
     if (strchr(name, '/') != NULL) return NULL;
     const size_t len = strlen(name);
     const int has_ext = len > 3 && strcmp(name + len - 3, ".so") == 0;
-    for (size_t i = 0; i < ctx->cfg.n_search; ++i) {
-        snprintf(buf, sizeof buf, "%s/%s%s", ctx->cfg.search[i], name, has_ext ? "" : ".so");
+    for (size_t i = 0; i < reg->cfg->n_search; ++i) {
+        snprintf(buf, sizeof buf, "%s/%s%s", reg->cfg->search[i], name, has_ext ? "" : ".so");
         if (is_file(buf)) return dupstr(buf);
     }
     return NULL;
 }
 
-static void search_path_string(const anvil_ctx *ctx, char *buf, size_t size) {
+static void search_path_string(const anvil_registry *reg, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < ctx->cfg.n_search && len < size; ++i) {
-        int w = snprintf(buf + len, size - len, "%s%s", i ? ":" : "", ctx->cfg.search[i]);
+    for (size_t i = 0; i < reg->cfg->n_search && len < size; ++i) {
+        int w = snprintf(buf + len, size - len, "%s%s", i ? ":" : "", reg->cfg->search[i]);
         if (w > 0) len += (size_t)w;
     }
-    if (ctx->cfg.n_search == 0) snprintf(buf, size, "(empty: set [plugins] path)");
+    if (reg->cfg->n_search == 0) snprintf(buf, size, "(empty: set [plugins] path)");
 }
 
-static plugin_rec *add_rec(anvil_ctx *ctx, const char *name) {
-    plugin_rec *np = realloc(ctx->plugins, (ctx->n_plugins + 1) * sizeof *np);
+static plugin_rec *add_rec(anvil_registry *reg, const char *name) {
+    plugin_rec *np = realloc(reg->plugins, (reg->n_plugins + 1) * sizeof *np);
     if (np == NULL) return NULL;
-    ctx->plugins = np;
-    plugin_rec *p = &np[ctx->n_plugins];
+    reg->plugins = np;
+    plugin_rec *p = &np[reg->n_plugins];
     memset(p, 0, sizeof *p);
     p->name = dupstr(name);
     if (p->name == NULL) return NULL;
-    ctx->n_plugins++;
+    reg->n_plugins++;
     return p;
 }
 
@@ -112,27 +111,34 @@ static int valid_name(const char *s, size_t max) {
     return 1;
 }
 
-const codec_rec *anvil__registry_find_codec(const anvil_ctx *ctx, uint32_t type_id) {
-    for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
-        if (ctx->codecs[i].codec.type_id == type_id) return &ctx->codecs[i];
+const codec_rec *anvil__registry_find_codec(const anvil_registry *reg, uint32_t type_id) {
+    for (size_t i = 0; reg != NULL && i < reg->n_codecs; ++i) {
+        if (reg->codecs[i].codec.type_id == type_id) return &reg->codecs[i];
     }
     return NULL;
 }
 
-const char *anvil__registry_codec_plugin(const anvil_ctx *ctx, uint32_t type_id) {
-    const codec_rec *c = anvil__registry_find_codec(ctx, type_id);
-    return c ? ctx->plugins[c->plugin].desc.id : NULL;
+const char *anvil__registry_codec_plugin(const anvil_registry *reg, uint32_t type_id) {
+    const codec_rec *c = anvil__registry_find_codec(reg, type_id);
+    return c ? reg->plugins[c->plugin].desc.id : NULL;
 }
 
-const anvil_codec *anvil__registry_codec_by_name(const anvil_ctx *ctx, const char *name) {
-    for (size_t i = 0; ctx != NULL && i < ctx->n_codecs; ++i) {
-        if (strcasecmp(ctx->codecs[i].codec.name, name) == 0) return &ctx->codecs[i].codec;
+const anvil_codec *anvil__registry_codec_by_name(const anvil_registry *reg, const char *name) {
+    for (size_t i = 0; reg != NULL && i < reg->n_codecs; ++i) {
+        if (strcasecmp(reg->codecs[i].codec.name, name) == 0) return &reg->codecs[i].codec;
+    }
+    return NULL;
+}
+
+const backend_rec *anvil__registry_backend_by_name(const anvil_registry *reg, const char *name) {
+    for (size_t i = 0; reg != NULL && i < reg->n_backends; ++i) {
+        if (strcasecmp(reg->backends[i].backend.name, name) == 0) return &reg->backends[i];
     }
     return NULL;
 }
 
 /* Check one codec; on failure write why into p and return 0. */
-static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size_t self_plugin,
+static int check_codec(anvil_registry *reg, plugin_rec *p, const anvil_codec *c, size_t self_plugin,
                        const anvil_codec *pending, size_t n_pending) {
     if (c->struct_size < offsetof(anvil_codec, reserved)) {
         reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec struct_size %u is smaller than ABI 1.0's %zu",
@@ -177,13 +183,13 @@ static int check_codec(anvil_ctx *ctx, plugin_rec *p, const anvil_codec *c, size
             return 0;
         }
     }
-    for (size_t i = 0; i < ctx->n_codecs; ++i) {
-        const anvil_codec *o = &ctx->codecs[i].codec;
+    for (size_t i = 0; i < reg->n_codecs; ++i) {
+        const anvil_codec *o = &reg->codecs[i].codec;
         if (o->type_id == id || strcasecmp(o->name, c->name) == 0) {
             reasonf(p, ANVIL_E_DUPLICATE_TYPE,
                     "codec '%s' (type id %u) clashes with '%s' (type id %u) of plugin '%s': two plugins "
                     "cannot claim one type; remove one of them from [plugins] load",
-                    c->name, id, o->name, o->type_id, ctx->plugins[ctx->codecs[i].plugin].desc.id);
+                    c->name, id, o->name, o->type_id, reg->plugins[reg->codecs[i].plugin].desc.id);
             return 0;
         }
     }
@@ -254,8 +260,8 @@ static int copy_encoders(plugin_rec *p, backend_rec *b) {
 }
 
 /* Validate and register everything a plugin offers, all or nothing. */
-static int register_plugin(anvil_ctx *ctx, size_t index) {
-    plugin_rec *p = &ctx->plugins[index];
+static int register_plugin(anvil_registry *reg, size_t index) {
+    plugin_rec *p = &reg->plugins[index];
     const anvil_plugin_desc *d = &p->desc;
     if (d->n_codecs > 4096 || d->n_backends > 64) {
         reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor lists %zu codecs / %zu backends (implausible)",
@@ -287,7 +293,7 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
         memcpy(&declared, d->codecs[i], sizeof declared);
         anvil_codec probe = codecs[i];
         probe.struct_size = declared;
-        ok = check_codec(ctx, p, &probe, index, codecs, i);
+        ok = check_codec(reg, p, &probe, index, codecs, i);
     }
     for (size_t i = 0; ok && i < d->n_backends; ++i) {
         const anvil_backend *src = d->backends[i];
@@ -305,11 +311,11 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
             ok = 0;
             break;
         }
-        for (size_t j = 0; j < ctx->n_backends; ++j) {
-            if (strcasecmp(ctx->backends[j].backend.name, b->backend.name) == 0) {
+        for (size_t j = 0; j < reg->n_backends; ++j) {
+            if (strcasecmp(reg->backends[j].backend.name, b->backend.name) == 0) {
                 reasonf(p, ANVIL_E_DUPLICATE_TYPE,
                         "backend '%s' is already provided by plugin '%s'; remove one from [plugins] load",
-                        b->backend.name, ctx->plugins[ctx->backends[j].plugin].desc.id);
+                        b->backend.name, reg->plugins[reg->backends[j].plugin].desc.id);
                 ok = 0;
             }
         }
@@ -365,7 +371,7 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
         b->plugin = index;
         /* The score is asked once, against the CPU the host probed. */
         b->why[0] = '\0';
-        b->score = b->backend.score(ctx->cpu, b->why, sizeof b->why);
+        b->score = b->backend.score(reg->cpu, b->why, sizeof b->why);
         b->why[sizeof b->why - 1] = '\0';
     }
     if (!ok) {
@@ -374,10 +380,10 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
         free(backends);
         return 0;
     }
-    codec_rec *nc = realloc(ctx->codecs, (ctx->n_codecs + d->n_codecs + 1) * sizeof *nc);
-    backend_rec *nbk = realloc(ctx->backends, (ctx->n_backends + d->n_backends + 1) * sizeof *nbk);
-    if (nc != NULL) ctx->codecs = nc;
-    if (nbk != NULL) ctx->backends = nbk;
+    codec_rec *nc = realloc(reg->codecs, (reg->n_codecs + d->n_codecs + 1) * sizeof *nc);
+    backend_rec *nbk = realloc(reg->backends, (reg->n_backends + d->n_backends + 1) * sizeof *nbk);
+    if (nc != NULL) reg->codecs = nc;
+    if (nbk != NULL) reg->backends = nbk;
     if (nc == NULL || nbk == NULL) {
         for (size_t i = 0; i < d->n_backends; ++i) free_backend_rec(&backends[i]);
         free(codecs);
@@ -386,12 +392,12 @@ static int register_plugin(anvil_ctx *ctx, size_t index) {
         return 0;
     }
     for (size_t i = 0; i < d->n_codecs; ++i) {
-        ctx->codecs[ctx->n_codecs].codec = codecs[i];
-        ctx->codecs[ctx->n_codecs].plugin = index;
-        ctx->n_codecs++;
+        reg->codecs[reg->n_codecs].codec = codecs[i];
+        reg->codecs[reg->n_codecs].plugin = index;
+        reg->n_codecs++;
     }
     for (size_t i = 0; i < d->n_backends; ++i) {
-        ctx->backends[ctx->n_backends++] = backends[i];
+        reg->backends[reg->n_backends++] = backends[i];
     }
     free(codecs);
     free(backends);
@@ -542,7 +548,7 @@ static void unload_rec(plugin_rec *p) {
 
 /* Code is loaded only from where no one but its owner (root or you) can
  * change it (trust.h): the folder it was found in, and the file. */
-static int trusted(const anvil_ctx *ctx, plugin_rec *p) {
+static int trusted(const anvil_registry *reg, plugin_rec *p) {
     char why[ANVIL_REASON_MAX - 128] = "";
     const char *slash = strrchr(p->path, '/');
     char folder[4096];
@@ -552,7 +558,7 @@ static int trusted(const anvil_ctx *ctx, plugin_rec *p) {
         trust_check_file(p->path, 1, why, sizeof why) == 0) {
         return 1;
     }
-    if (ctx->cfg.allow_insecure || ctx->cfg.insecure_env) {
+    if (reg->cfg->allow_insecure || reg->cfg->insecure_env) {
         snprintf(p->trust_note, sizeof p->trust_note, "%s", why);
         return 1;
     }
@@ -564,9 +570,9 @@ static int trusted(const anvil_ctx *ctx, plugin_rec *p) {
 }
 
 /* Under libs_lock. */
-static void load_one(anvil_ctx *ctx, size_t index) {
-    plugin_rec *p = &ctx->plugins[index];
-    if (!trusted(ctx, p)) return;
+static void load_one(anvil_registry *reg, size_t index) {
+    plugin_rec *p = &reg->plugins[index];
+    if (!trusted(reg, p)) return;
     plugin_lib *lib = lib_acquire(p);
     if (lib == NULL) return;
     p->lib = lib;
@@ -574,15 +580,15 @@ static void load_one(anvil_ctx *ctx, size_t index) {
     p->raw = lib->raw;
     p->desc = lib->desc;
     for (size_t i = 0; i < index; ++i) {
-        if (ctx->plugins[i].status == ANVIL_OK && ctx->plugins[i].lib != NULL &&
-            strcmp(ctx->plugins[i].desc.id, p->desc.id) == 0) {
+        if (reg->plugins[i].status == ANVIL_OK && reg->plugins[i].lib != NULL &&
+            strcmp(reg->plugins[i].desc.id, p->desc.id) == 0) {
             reasonf(p, ANVIL_E_DUPLICATE, "plugin id '%s' is already loaded from %s", p->desc.id,
-                    ctx->plugins[i].path);
+                    reg->plugins[i].path);
             unload_rec(p);
             return;
         }
     }
-    if (!register_plugin(ctx, index)) {
+    if (!register_plugin(reg, index)) {
         unload_rec(p);
         return;
     }
@@ -595,9 +601,9 @@ static int cmp_str(const void *a, const void *b) {
 
 /* With no `load` list: every *.so in the search path, sorted, first folder
  * wins for a name. */
-static int collect_all(anvil_ctx *ctx, anvil_error *err) {
-    for (size_t s = 0; s < ctx->cfg.n_search; ++s) {
-        DIR *dh = opendir(ctx->cfg.search[s]);
+static int collect_all(anvil_registry *reg, anvil_error *err) {
+    for (size_t s = 0; s < reg->cfg->n_search; ++s) {
+        DIR *dh = opendir(reg->cfg->search[s]);
         if (dh == NULL) continue;
         char **names = NULL;
         size_t n = 0;
@@ -618,16 +624,16 @@ static int collect_all(anvil_ctx *ctx, anvil_error *err) {
         qsort(names, n, sizeof *names, cmp_str);
         for (size_t i = 0; i < n; ++i) {
             int seen = 0;
-            for (size_t j = 0; j < ctx->n_plugins; ++j) seen |= strcmp(ctx->plugins[j].name, names[i]) == 0;
+            for (size_t j = 0; j < reg->n_plugins; ++j) seen |= strcmp(reg->plugins[j].name, names[i]) == 0;
             if (!seen) {
-                plugin_rec *p = add_rec(ctx, names[i]);
+                plugin_rec *p = add_rec(reg, names[i]);
                 if (p == NULL) {
                     for (size_t j = i; j < n; ++j) free(names[j]);
                     free(names);
                     return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
                 }
                 char buf[4096];
-                snprintf(buf, sizeof buf, "%s/%s.so", ctx->cfg.search[s], names[i]);
+                snprintf(buf, sizeof buf, "%s/%s.so", reg->cfg->search[s], names[i]);
                 p->path = dupstr(buf);
             }
             free(names[i]);
@@ -637,25 +643,25 @@ static int collect_all(anvil_ctx *ctx, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
+int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) {
     char sp[2048];
-    search_path_string(ctx, sp, sizeof sp);
-    if (ctx->cfg.load_all) {
-        int rc = collect_all(ctx, err);
+    search_path_string(reg, sp, sizeof sp);
+    if (reg->cfg->load_all) {
+        int rc = collect_all(reg, err);
         if (rc != ANVIL_OK) return rc;
     } else {
-        for (size_t i = 0; i < ctx->cfg.n_load; ++i) {
-            const char *name = ctx->cfg.load[i];
+        for (size_t i = 0; i < reg->cfg->n_load; ++i) {
+            const char *name = reg->cfg->load[i];
             for (size_t j = 0; j < i; ++j) {
-                if (strcmp(ctx->cfg.load[j], name) == 0) {
+                if (strcmp(reg->cfg->load[j], name) == 0) {
                     return anvil__error_set(err, ANVIL_E_CONFIG_VALUE, "%s:%d: plugin '%s' listed twice in load",
-                                           ctx->cfg.path, ctx->cfg.load_lines[i], name);
+                                           reg->cfg->path, reg->cfg->load_lines[i], name);
                 }
             }
-            plugin_rec *p = add_rec(ctx, name);
+            plugin_rec *p = add_rec(reg, name);
             if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
-            p->line = ctx->cfg.load_lines[i];
-            p->path = find_plugin(ctx, name);
+            p->line = reg->cfg->load_lines[i];
+            p->path = find_plugin(reg, name);
             if (p->path == NULL) {
                 reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "not found: no %s%s in %s", name,
                         strstr(name, ".so") ? "" : ".so", sp);
@@ -663,37 +669,37 @@ int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
                     return anvil__error_set(err, ANVIL_E_PLUGIN_NOT_FOUND,
                                            "%s:%d: plugin '%s' not found in the search path %s (build or "
                                            "install it, fix [plugins] path, or remove it from load)",
-                                           ctx->cfg.path, ctx->cfg.load_lines[i], name, sp);
+                                           reg->cfg->path, reg->cfg->load_lines[i], name, sp);
                 }
             }
         }
     }
-    for (size_t i = 0; i < ctx->cfg.n_optional; ++i) {
-        const char *name = ctx->cfg.optional[i];
+    for (size_t i = 0; i < reg->cfg->n_optional; ++i) {
+        const char *name = reg->cfg->optional[i];
         int dup = 0;
-        for (size_t j = 0; j < ctx->n_plugins; ++j) dup |= strcmp(ctx->plugins[j].name, name) == 0;
+        for (size_t j = 0; j < reg->n_plugins; ++j) dup |= strcmp(reg->plugins[j].name, name) == 0;
         if (dup) continue;
-        plugin_rec *p = add_rec(ctx, name);
+        plugin_rec *p = add_rec(reg, name);
         if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
         p->optional = 1;
-        p->line = ctx->cfg.optional_lines[i];
-        p->path = find_plugin(ctx, name);
+        p->line = reg->cfg->optional_lines[i];
+        p->path = find_plugin(reg, name);
         if (p->path == NULL) {
             reasonf(p, ANVIL_E_PLUGIN_NOT_FOUND, "optional, not present in %s", sp);
         }
     }
     pthread_mutex_lock(&libs_lock);
-    for (size_t i = 0; i < ctx->n_plugins; ++i) {
-        if (ctx->plugins[i].path != NULL && ctx->plugins[i].status == ANVIL_OK) {
-            load_one(ctx, i);
+    for (size_t i = 0; i < reg->n_plugins; ++i) {
+        if (reg->plugins[i].path != NULL && reg->plugins[i].status == ANVIL_OK) {
+            load_one(reg, i);
         }
     }
     pthread_mutex_unlock(&libs_lock);
-    for (size_t i = 0; i < ctx->n_plugins; ++i) {
-        const plugin_rec *p = &ctx->plugins[i];
+    for (size_t i = 0; i < reg->n_plugins; ++i) {
+        const plugin_rec *p = &reg->plugins[i];
         if (p->path != NULL && p->status != ANVIL_OK) {
             if (p->line > 0) {
-                anvil__log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, ctx->cfg.path, p->line);
+                anvil__log(ANVIL_LOG_WARN, p->name, "%s (%s:%d)", p->reason, reg->cfg->path, p->line);
             } else {
                 anvil__log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
             }
@@ -705,23 +711,23 @@ int anvil__registry_load(anvil_ctx *ctx, int keep_going, anvil_error *err) {
     return ANVIL_OK;
 }
 
-void anvil__registry_unload(anvil_ctx *ctx) {
-    for (size_t i = 0; i < ctx->n_backends; ++i) free_backend_rec(&ctx->backends[i]);
-    free(ctx->backends);
-    ctx->backends = NULL;
-    ctx->n_backends = 0;
-    free(ctx->codecs);
-    ctx->codecs = NULL;
-    ctx->n_codecs = 0;
+void anvil__registry_unload(anvil_registry *reg) {
+    for (size_t i = 0; i < reg->n_backends; ++i) free_backend_rec(&reg->backends[i]);
+    free(reg->backends);
+    reg->backends = NULL;
+    reg->n_backends = 0;
+    free(reg->codecs);
+    reg->codecs = NULL;
+    reg->n_codecs = 0;
     /* Reverse order: a plugin loaded later may depend on an earlier one. */
     pthread_mutex_lock(&libs_lock);
-    for (size_t i = ctx->n_plugins; i-- > 0;) unload_rec(&ctx->plugins[i]);
+    for (size_t i = reg->n_plugins; i-- > 0;) unload_rec(&reg->plugins[i]);
     pthread_mutex_unlock(&libs_lock);
-    for (size_t i = 0; i < ctx->n_plugins; ++i) {
-        free(ctx->plugins[i].name);
-        free(ctx->plugins[i].path);
+    for (size_t i = 0; i < reg->n_plugins; ++i) {
+        free(reg->plugins[i].name);
+        free(reg->plugins[i].path);
     }
-    free(ctx->plugins);
-    ctx->plugins = NULL;
-    ctx->n_plugins = 0;
+    free(reg->plugins);
+    reg->plugins = NULL;
+    reg->n_plugins = 0;
 }
