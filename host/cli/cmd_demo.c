@@ -16,6 +16,7 @@
 
 #include "anvil/gguf.h"
 #include "anvil/transcode.h"
+#include "synth_model.h"
 #include "cli.h"
 #include "cmd_transcode.h"
 #include "synth_rows.h"
@@ -133,13 +134,13 @@ static int demo_model(cli_globals *g, const char *keep_dir) {
     char f16[4200], q4[4200];
     snprintf(f16, sizeof f16, "%s/%s", dir, files[0]);
     snprintf(q4, sizeof q4, "%s/%s", dir, files[1]);
-    const anvil_synth_model m = { .n_vocab = 4096, .n_embd = 512, .n_ff = 1536, .n_layer = 4, .n_head = 8,
+    const synth_model m = { .n_vocab = 4096, .n_embd = 512, .n_ff = 1536, .n_layer = 4, .n_head = 8,
                                   .n_head_kv = 4, .type = ANVIL_TYPE_F16, .seed = 42,
                                   .name = "anvil demo llama (synthetic)" };
     anvil_error err = { 0 };
     int rc = 0;
     printf("== 1. synthesise a small llama-shaped F16 model\n");
-    if (anvil_synth_model_write(f16, &m, ctx, &err) != ANVIL_OK) {
+    if (synth_model_write(f16, &m, ctx, &err) != ANVIL_OK) {
         rc = cli_fail_err("demo", &err);
         goto out;
     }

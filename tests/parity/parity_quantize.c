@@ -35,6 +35,7 @@
 #include "anvil/gguf.h"
 #include "anvil/quantize.h"
 #include "anvil/transcode.h"
+#include "synth_model.h"
 #include "llama_oracle.h"
 #include "parity.h"
 #include "test_env.h"
@@ -855,9 +856,9 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
 
 /* ---- models ----------------------------------------------------------------------------- */
 
-static int write_model(const char *path, const anvil_synth_model *m, anvil_ctx *ctx) {
+static int write_model(const char *path, const synth_model *m, anvil_ctx *ctx) {
     anvil_error err;
-    if (anvil_synth_model_write(path, m, ctx, &err) != ANVIL_OK) {
+    if (synth_model_write(path, m, ctx, &err) != ANVIL_OK) {
         fprintf(stderr, "quantize parity: cannot write %s: %s\n", path, err.message);
         return -1;
     }
@@ -922,10 +923,10 @@ int parity_quantize(parity_ctx *pc) {
     int ok = anvil_gguf_open(&vocab, spm_src, ctx, 0, &err) == ANVIL_OK;
     /* (a) ties its embeddings (the 32000-row tables dominate the run time);
      * (c) has its own output.weight. */
-    anvil_synth_model ma = { .n_vocab = 32000, .n_embd = 256, .n_ff = 256, .n_layer = 16, .n_head = 4,
+    synth_model ma = { .n_vocab = 32000, .n_embd = 256, .n_ff = 256, .n_layer = 16, .n_head = 4,
                              .n_head_kv = 2, .type = ANVIL_TYPE_F16, .seed = pc->seed, .name = "anvil parity spm",
                              .tokenizer_from = vocab, .tied_embeddings = 1 };
-    anvil_synth_model mc = { .n_vocab = 512, .n_embd = 256, .n_ff = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 1,
+    synth_model mc = { .n_vocab = 512, .n_embd = 256, .n_ff = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 1,
                              .type = ANVIL_TYPE_F16, .seed = pc->seed + 1, .name = "anvil parity moe",
                              .n_expert = 8, .n_expert_used = 2 };
     ok = ok && write_model(a, &ma, ctx) == 0 && write_model(moe, &mc, ctx) == 0;

@@ -15,6 +15,7 @@
 #include "anvil/gguf.h"
 #include "anvil/quantize.h"
 #include "anvil/transcode.h"
+#include "synth_model.h"
 #include "ecma_regex.h"
 #include "test_env.h"
 #include "read_file.h"
@@ -391,7 +392,7 @@ static void test_imatrix_gguf(void) {
 /* ---- per-tensor types of every preset: llama.cpp's, from the golden ---------------- */
 
 static int write_model(const char *path, const char *which) {
-    anvil_synth_model m;
+    synth_model m;
     memset(&m, 0, sizeof m);
     m.type = ANVIL_TYPE_F16;
     m.seed = 1;
@@ -411,7 +412,7 @@ static int write_model(const char *path, const char *which) {
         m.n_expert_used = 2;
     }
     anvil_error err;
-    return anvil_synth_model_write(path, &m, NULL, &err);
+    return synth_model_write(path, &m, NULL, &err);
 }
 
 static void test_golden_types(void) {

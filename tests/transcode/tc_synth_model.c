@@ -3,7 +3,7 @@
  * tc_synth_model --size [small|demo|bench|big]
  *
  * Writes (or sizes) a deterministic llama-shaped model through
- * anvil_synth_model_write, for the CLI and big transcode tests.
+ * synth_model_write, for the CLI and big transcode tests.
  *   small  vocab 512, n_embd 256, n_ff 512, 2 layers (~1 MB in F16)
  *   demo   vocab 4096, n_embd 512, n_ff 1536, 4 layers (~34 MB)
  *   bench  vocab 32000, n_embd 1024, n_ff 2816, 8 layers, GQA 4 (~250 MB: quantize timings)
@@ -14,19 +14,20 @@
 #include <string.h>
 
 #include "anvil/transcode.h"
+#include "synth_model.h"
 
-static int preset(const char *name, anvil_synth_model *m) {
+static int preset(const char *name, synth_model *m) {
     memset(m, 0, sizeof *m);
     m->type = ANVIL_TYPE_F16;
     m->seed = 1234;
     if (strcmp(name, "small") == 0) {
-        *m = (anvil_synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
+        *m = (synth_model){ 512, 256, 512, 2, 4, 2, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
     } else if (strcmp(name, "demo") == 0) {
-        *m = (anvil_synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
+        *m = (synth_model){ 4096, 512, 1536, 4, 8, 4, ANVIL_TYPE_F16, 1234, NULL, NULL, 0, 0, 0 };
     } else if (strcmp(name, "bench") == 0) {
-        *m = (anvil_synth_model){ 32000, 1024, 2816, 8, 16, 4, ANVIL_TYPE_F16, 1234, "anvil bench llama", NULL, 0, 0, 0 };
+        *m = (synth_model){ 32000, 1024, 2816, 8, 16, 4, ANVIL_TYPE_F16, 1234, "anvil bench llama", NULL, 0, 0, 0 };
     } else if (strcmp(name, "big") == 0) {
-        *m = (anvil_synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama", NULL, 0, 0, 0 };
+        *m = (synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama", NULL, 0, 0, 0 };
     } else {
         return -1;
     }
@@ -34,11 +35,11 @@ static int preset(const char *name, anvil_synth_model *m) {
 }
 
 int main(int argc, char **argv) {
-    anvil_synth_model m;
+    synth_model m;
     anvil_error err;
     if (argc >= 2 && strcmp(argv[1], "--size") == 0) {
         uint64_t bytes = 0;
-        if (preset(argc > 2 ? argv[2] : "small", &m) != 0 || anvil_synth_model_size(&m, &bytes, &err) != ANVIL_OK) {
+        if (preset(argc > 2 ? argv[2] : "small", &m) != 0 || synth_model_size(&m, &bytes, &err) != ANVIL_OK) {
             fprintf(stderr, "tc_synth_model: bad preset\n");
             return 2;
         }
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
         m.type = strcmp(argv[3], "f32") == 0 ? ANVIL_TYPE_F32 : strcmp(argv[3], "bf16") == 0 ? ANVIL_TYPE_BF16
                                                                                               : ANVIL_TYPE_F16;
     }
-    if (anvil_synth_model_write(argv[1], &m, NULL, &err) != ANVIL_OK) {
+    if (synth_model_write(argv[1], &m, NULL, &err) != ANVIL_OK) {
         fprintf(stderr, "tc_synth_model: %s\n", err.message);
         return 1;
     }

@@ -37,7 +37,7 @@ int tc_write_model(const char *path, const tc_spec *specs, size_t n);
 void tc_spec_values(const tc_spec *s, float *out, size_t n);
 uint64_t tc_spec_elements(const tc_spec *s);
 
-/* A tiny llama-shaped synthetic model (anvil_synth_model_write). */
+/* A tiny llama-shaped synthetic model (synth_model_write). */
 int tc_write_synth(const char *path, uint32_t type, uint64_t seed);
 
 /* Plan and run: everything a test inspects afterwards. */

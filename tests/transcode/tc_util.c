@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "anvil/numeric.h"
+#include "synth_model.h"
 #include "tc_test.h"
 #include "test_env.h"
 
@@ -100,10 +101,10 @@ int tc_write_model(const char *path, const tc_spec *specs, size_t n) {
 }
 
 int tc_write_synth(const char *path, uint32_t type, uint64_t seed) {
-    const anvil_synth_model m = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2, .n_head = 4,
+    const synth_model m = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2, .n_head = 4,
                                   .n_head_kv = 2, .type = type, .seed = seed, .name = NULL };
     anvil_error err;
-    const int rc = anvil_synth_model_write(path, &m, tc_ctx(), &err);
+    const int rc = synth_model_write(path, &m, tc_ctx(), &err);
     if (rc != ANVIL_OK) fprintf(stderr, "tc_write_synth: %s\n", err.message);
     return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * anvil — transcode a float model into block formats, fold LoRA adapters
- * into a float base, and write a synthetic llama-shaped model.
+ * into a float base.
  *
  * Transcode. A plan decides, tensor by tensor, what the output holds; the
  * run then streams it out of core. The policy is conservative: each rule
@@ -261,30 +261,6 @@ ANVIL_API anvil_transcode_hook anvil_lora_hook(anvil_lora *l);
  * "blk.3.attn_q"), through the llama and gpt2 maps; a path neither map knows
  * is returned unchanged. 0 on success, -1 when buf is too small. */
 ANVIL_API int anvil_lora_map_name(const char *hf_path, char *buf, size_t size);
-
-/* ---- a synthetic llama-shaped model -------------------------------------- */
-
-/* For demos, tests and benchmarks: a real GGUF with llama metadata (llama.*
- * hyperparameters, a llama-style tokenizer vocabulary of n_vocab entries, or
- * a real one copied from another file) and deterministic weights
- * (heavy-tailed, per-row scales; norms and the expert router in F32), in
- * llama.cpp's tensor names and order. */
-typedef struct anvil_synth_model {
-    uint32_t n_vocab, n_embd, n_ff, n_layer, n_head, n_head_kv;
-    uint32_t type;           /* type of the matrices: F32, F16 or BF16 */
-    uint64_t seed;
-    const char *name;        /* general.name; NULL: "anvil synthetic llama" */
-    /* Optional (zero: a dense model with anvil's own vocabulary): */
-    const anvil_gguf *tokenizer_from; /* copy this file's tokenizer.* keys (its token count must be n_vocab) */
-    uint32_t n_expert;       /* > 0: Mixtral-style MoE layers (ffn_gate_inp, ffn_{gate,up,down}_exps) */
-    uint32_t n_expert_used;
-    int tied_embeddings;     /* no output.weight: the output reuses token_embd */
-} anvil_synth_model;
-
-ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model *m,
-                                      const anvil_ctx *ctx, anvil_error *err);
-/* Bytes the model's file will take. */
-ANVIL_API int anvil_synth_model_size(const anvil_synth_model *m, uint64_t *bytes, anvil_error *err);
 
 #ifdef __cplusplus
 }

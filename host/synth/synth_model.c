@@ -1,7 +1,7 @@
 /*
  * A synthetic llama-shaped model, written as a GGUF file
- * (anvil_synth_model_write; not the CLI's synthetic weight rows for demo and
- * bench, which are host/synth/synth_rows.c): real llama metadata
+ * (synth_model_write; not the CLI's synthetic weight rows for demo and
+ * bench, which are synth_rows.c): real llama metadata
  * (hyperparameters and a llama-style tokenizer vocabulary), llama.cpp's tensor names and order, and
  * deterministic weights that look like trained ones to a quantizer: roughly
  * normal with heavier tails, a per-row scale, a few hot columns shared by
@@ -9,13 +9,27 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "anvil/gguf.h"
 #include "anvil/numeric.h"
-#include "anvil/transcode.h"
-#include "error.h"
+#include "synth_model.h"
+
+/* The error helpers of libanvil are internal: this file is built on the
+ * public API only. */
+__attribute__((format(printf, 3, 4))) static int fail(anvil_error *err, int code, const char *fmt, ...) {
+    if (err != NULL) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
 
 typedef struct synth_tensor {
     char name[64];
@@ -62,22 +76,22 @@ static void fill_row(float *x, uint64_t n, uint64_t seed, size_t tensor, uint64_
     }
 }
 
-static int tensor_list(const anvil_synth_model *m, synth_tensor **out, size_t *count, anvil_error *err) {
+static int tensor_list(const synth_model *m, synth_tensor **out, size_t *count, anvil_error *err) {
     if (m->n_vocab < 259 || m->n_embd == 0 || m->n_ff == 0 || m->n_layer == 0 || m->n_head == 0 ||
         m->n_head_kv == 0 || m->n_embd % m->n_head != 0 || m->n_head % m->n_head_kv != 0 ||
         m->n_layer > 100000 || m->n_expert > 256 || (m->n_expert > 0 && (m->n_expert_used == 0 ||
         m->n_expert_used > m->n_expert))) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
-                               "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
-                               "with experts 1 <= n_expert_used <= n_expert <= 256");
+        return fail(err, ANVIL_E_INVALID_ARG,
+                   "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
+                   "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
+                   "with experts 1 <= n_expert_used <= n_expert <= 256");
     }
     if (m->type != ANVIL_TYPE_F32 && m->type != ANVIL_TYPE_F16 && m->type != ANVIL_TYPE_BF16) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
+        return fail(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
     }
     const size_t n = 3 + (size_t)m->n_layer * 10;
     synth_tensor *t = calloc(n, sizeof *t);
-    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t == NULL) return fail(err, ANVIL_E_NOMEM, "out of memory");
     const uint64_t e = m->n_embd, kv = (uint64_t)m->n_embd / m->n_head * m->n_head_kv, f = m->n_ff;
     const uint64_t x = m->n_expert;
     size_t k = 0;
@@ -124,8 +138,8 @@ static int copy_vocab(anvil_gguf_writer *w, const anvil_gguf *from, uint32_t n_v
     anvil_gguf_array tokens;
     if (anvil_gguf_get_array(from, "tokenizer.ggml.tokens", &tokens, err) != ANVIL_OK) return err ? err->code : ANVIL_E_NOT_FOUND;
     if (tokens.count != n_vocab) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
-                               " tokens, the model n_vocab %u", tokens.count, n_vocab);
+        return fail(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
+                   " tokens, the model n_vocab %u", tokens.count, n_vocab);
     }
     for (size_t i = 0; i < anvil_gguf_kv_count(from); ++i) {
         const anvil_gguf_kv *kv = anvil_gguf_kv_at(from, i);
@@ -145,7 +159,7 @@ static int set_vocab(anvil_gguf_writer *w, uint32_t n_vocab, anvil_error *err) {
     int32_t *types = malloc((size_t)n_vocab * sizeof *types);
     int rc = ANVIL_OK;
     if (buf == NULL || items == NULL || scores == NULL || types == NULL) {
-        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = fail(err, ANVIL_E_NOMEM, "out of memory");
     }
     for (uint32_t i = 0; rc == ANVIL_OK && i < n_vocab; ++i) {
         char *s = buf + (size_t)i * per;
@@ -186,7 +200,7 @@ static int set_vocab(anvil_gguf_writer *w, uint32_t n_vocab, anvil_error *err) {
     return rc;
 }
 
-static int set_metadata(anvil_gguf_writer *w, const anvil_synth_model *m, anvil_error *err) {
+static int set_metadata(anvil_gguf_writer *w, const synth_model *m, anvil_error *err) {
     const uint32_t file_type = m->type == ANVIL_TYPE_F32 ? 0 : (m->type == ANVIL_TYPE_F16 ? 1 : 32);
     int rc = anvil_gguf_writer_set_string(w, "general.architecture", "llama", err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(w, "general.type", "model", err);
@@ -213,7 +227,7 @@ static int set_metadata(anvil_gguf_writer *w, const anvil_synth_model *m, anvil_
     return rc;
 }
 
-static int build(const anvil_synth_model *m, const anvil_ctx *ctx, anvil_gguf_writer **wout, synth_tensor **tout,
+static int build(const synth_model *m, const anvil_ctx *ctx, anvil_gguf_writer **wout, synth_tensor **tout,
                  size_t *nout, anvil_error *err) {
     synth_tensor *t = NULL;
     size_t n = 0;
@@ -235,8 +249,8 @@ static int build(const anvil_synth_model *m, const anvil_ctx *ctx, anvil_gguf_wr
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_synth_model_size(const anvil_synth_model *m, uint64_t *bytes, anvil_error *err) {
-    if (m == NULL || bytes == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+int synth_model_size(const synth_model *m, uint64_t *bytes, anvil_error *err) {
+    if (m == NULL || bytes == NULL) return fail(err, ANVIL_E_INVALID_ARG, "NULL argument");
     anvil_gguf_writer *w = NULL;
     synth_tensor *t = NULL;
     size_t n = 0;
@@ -247,9 +261,9 @@ ANVIL_API int anvil_synth_model_size(const anvil_synth_model *m, uint64_t *bytes
     return rc;
 }
 
-ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model *m, const anvil_ctx *ctx,
+int synth_model_write(const char *path, const synth_model *m, const anvil_ctx *ctx,
                                       anvil_error *err) {
-    if (path == NULL || m == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (path == NULL || m == NULL) return fail(err, ANVIL_E_INVALID_ARG, "NULL argument");
     anvil_gguf_writer *w = NULL;
     synth_tensor *t = NULL;
     size_t n = 0;
@@ -263,11 +277,11 @@ ANVIL_API int anvil_synth_model_write(const char *path, const anvil_synth_model 
     float *row = NULL;
     uint8_t *buf = NULL;
     if (max_bytes > SIZE_MAX) {
-        rc = anvil__error_set(err, ANVIL_E_OVERFLOW, "synthetic model: a tensor is too large for memory");
+        rc = fail(err, ANVIL_E_OVERFLOW, "synthetic model: a tensor is too large for memory");
     } else {
         row = malloc((size_t)max_row * sizeof *row);
         buf = malloc((size_t)max_bytes);
-        if (row == NULL || buf == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (row == NULL || buf == NULL) rc = fail(err, ANVIL_E_NOMEM, "out of memory");
     }
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w, path, err);
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
