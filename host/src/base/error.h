@@ -12,4 +12,7 @@ void anvil__error_clear(anvil_error *err);
 /* Prefix the existing message with "<prefix>: ". */
 void anvil__error_prefix(anvil_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The one out-of-memory error: sets err, returns ANVIL_E_NOMEM. */
+static inline int anvil__nomem(anvil_error *err) { return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory"); }
+
 #endif

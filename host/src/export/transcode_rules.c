@@ -16,7 +16,7 @@ int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size
     if (n == 0) return ANVIL_OK;
     if (rules == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL rules");
     t->rules = calloc(n, sizeof *t->rules);
-    if (t->rules == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->rules == NULL) return anvil__nomem(err);
     t->n_rules = n;
     for (size_t i = 0; i < n; ++i) {
         tc_rule *r = &t->rules[i];
@@ -27,7 +27,7 @@ int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size
         r->pattern = strdup(pat);
         r->label = malloc(strlen(pat) + strlen(option) + 2);
         if (r->pattern == NULL || r->label == NULL) {
-            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__nomem(err);
         }
         sprintf(r->label, "%s %s", option, pat);
         r->type = rules[i].type;

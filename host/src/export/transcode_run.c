@@ -461,7 +461,7 @@ static int build_quality(anvil_transcode *t, anvil_error *err) {
         free(q);
         free(sse);
         free(sig);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     /* Types in id order, tensors in file order: a fixed summation order. */
     for (uint32_t ty = 0; ty <= ANVIL_TYPE_THIRD_PARTY_LAST; ++ty) {

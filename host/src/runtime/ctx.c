@@ -26,7 +26,7 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
         snprintf(path, sizeof path, "%s", config_path);
     }
     anvil_ctx *ctx = calloc(1, sizeof *ctx);
-    if (ctx == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (ctx == NULL) return anvil__nomem(err);
     ctx->refs = 1;
     pthread_mutex_init(&ctx->lock, NULL);
     int rc = anvil__config_load(path, &ctx->cfg, err);

@@ -204,7 +204,7 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
     if (sorted == NULL || pref == NULL || dt->recs == NULL) {
         free(sorted);
         free(pref);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     for (size_t i = 0; i < reg->n_codecs; ++i) sorted[i] = &reg->codecs[i];
     qsort(sorted, reg->n_codecs, sizeof *sorted, cmp_codec);

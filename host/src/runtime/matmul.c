@@ -102,7 +102,7 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
         return anvil__error_set(err, ANVIL_E_INTERNAL, "%s: no dispatch record", codec->name);
     }
     anvil_weights *w = calloc(1, sizeof *w);
-    if (w == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (w == NULL) return anvil__nomem(err);
     w->ctx = anvil_ctx_retain(ctx);
     w->type = type;
     w->data = data;

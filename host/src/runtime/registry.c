@@ -630,7 +630,7 @@ static int collect_all(anvil_registry *reg, anvil_error *err) {
                 if (p == NULL) {
                     for (size_t j = i; j < n; ++j) free(names[j]);
                     free(names);
-                    return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    return anvil__nomem(err);
                 }
                 char buf[4096];
                 snprintf(buf, sizeof buf, "%s/%s.so", reg->cfg->search[s], names[i]);
@@ -659,7 +659,7 @@ int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) 
                 }
             }
             plugin_rec *p = add_rec(reg, name);
-            if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (p == NULL) return anvil__nomem(err);
             p->line = reg->cfg->load_lines[i];
             p->path = find_plugin(reg, name);
             if (p->path == NULL) {
@@ -680,7 +680,7 @@ int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) 
         for (size_t j = 0; j < reg->n_plugins; ++j) dup |= strcmp(reg->plugins[j].name, name) == 0;
         if (dup) continue;
         plugin_rec *p = add_rec(reg, name);
-        if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (p == NULL) return anvil__nomem(err);
         p->optional = 1;
         p->line = reg->cfg->optional_lines[i];
         p->path = find_plugin(reg, name);
