@@ -681,11 +681,11 @@ static int by_start(const void *a, const void *b) {
     return x->tensor < y->tensor ? -1 : (x->tensor > y->tensor);
 }
 
-static int check_data(reader *r, gguf_part *p, anvil_error *err) {
-    anvil_error local;
-    anvil_error *e = r->problems != NULL ? &local : err;
+/* Check the tensor directory against the data section: e is err, or a
+ * scratch error when the reader is lenient (problems are listed, not fatal).
+ * Misaligned offsets first: they say the directory itself is wrong. */
+static int check_alignment(reader *r, gguf_part *p, anvil_error *e, anvil_error *err) {
     int rc;
-    /* Misaligned offsets first: they say the directory itself is wrong. */
     for (size_t i = 0; i < p->n_tensors; ++i) {
         const anvil_gguf_tensor *t = &p->tensors[i];
         if (!is_bad(p, i) && t->offset % p->alignment != 0) {
@@ -700,6 +700,13 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
             mark_bad(r, p, i);
         }
     }
+    return ANVIL_OK;
+}
+
+/* Each tensor's bytes inside the file: file_offset and data_end set; a
+ * truncated file is named by its first tensor past the end. */
+static int check_ranges(reader *r, gguf_part *p, anvil_error *e, anvil_error *err) {
+    int rc;
     size_t n_past = 0, first_past = 0;
     uint64_t need = p->data_offset;
     for (size_t i = 0; i < p->n_tensors; ++i) {
@@ -765,8 +772,13 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
                                sn.text, end, p->size, end - p->size, gguf_gb(end - p->size), more);
     }
 
-    /* Overlaps: sort the non-empty ranges and compare each with the one
-     * reaching furthest so far. */
+    return ANVIL_OK;
+}
+
+/* No two tensors' bytes overlap: sort the non-empty ranges and compare each
+ * with the one reaching furthest so far. */
+static int check_overlaps(reader *r, gguf_part *p, anvil_error *e, anvil_error *err) {
+    int rc;
     range *rs = NULL;
     size_t n = 0;
     if (p->n_tensors > 0) {
@@ -815,6 +827,15 @@ static int check_data(reader *r, gguf_part *p, anvil_error *err) {
         }
     }
     free(rs);
+    return rc;
+}
+
+static int check_data(reader *r, gguf_part *p, anvil_error *err) {
+    anvil_error local;
+    anvil_error *e = r->problems != NULL ? &local : err;
+    int rc = check_alignment(r, p, e, err);
+    if (rc == ANVIL_OK) rc = check_ranges(r, p, e, err);
+    if (rc == ANVIL_OK) rc = check_overlaps(r, p, e, err);
     if (rc == ANVIL_OK && r->problems != NULL) {
         /* The data the good tensors need. */
         p->data_end = p->data_offset;

@@ -179,10 +179,8 @@ static int check_order(const anvil_registry *reg, anvil_error *err) {
     return ANVIL_OK;
 }
 
-int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, anvil_error *err) {
-    const int order_rc = check_order(reg, err);
-    if (order_rc != ANVIL_OK) return order_rc;
-    /* Pins must name a type and a loaded backend. */
+/* Pins must name a type and a loaded backend. */
+static int check_pins(const anvil_registry *reg, anvil_error *err) {
     for (size_t i = 0; i < reg->cfg->n_pins; ++i) {
         const anvil_config_pin *pin = &reg->cfg->pins[i];
         uint32_t id;
@@ -197,7 +195,99 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
                                    reg->cfg->path, pin->line, pin->type_name, pin->backend, pin->backend);
         }
     }
+    return ANVIL_OK;
+}
 
+/* The kernel for d's (weight, activation): the pinned backend's, else the
+ * first usable one in preference order. pin_note says why a pin was not
+ * taken (it prefixes d's note). */
+static void choose_kernel(dispatch_rec *d, const anvil_registry *reg, const backend_rec *const *pref, size_t n_pref,
+                          size_t n_named, char *pin_note, size_t pin_note_size) {
+    const codec_rec *c = d->codec;
+    const uint32_t w = d->weight_type, a = d->act_type;
+    const anvil_config_pin *pin = pin_for(reg, c->codec.name);
+    if (pin != NULL) {
+        const backend_rec *pb = anvil__registry_backend_by_name(reg, pin->backend);
+        const anvil_kernel *k = pb ? find_kernel(pb, w, a) : NULL;
+        if (pb != NULL && pb->score > 0 && k != NULL) {
+            d->backend = pb;
+            d->kernel = k;
+            snprintf(d->note, sizeof d->note, "pinned by [type.%s]", pin->type_name);
+            return;
+        }
+        snprintf(pin_note, pin_note_size, "pin to '%s' ignored (%s); ", pin->backend,
+                 pb == NULL ? "not loaded"
+                 : pb->score == 0 ? "cannot run on this CPU"
+                                  : "it has no kernel for this type");
+    }
+    for (size_t j = 0; j < n_pref; ++j) {
+        const anvil_kernel *k = find_kernel(pref[j], w, a);
+        if (k == NULL || pref[j]->score == 0) continue;
+        d->backend = pref[j];
+        d->kernel = k;
+        const backend_rec *next = NULL;
+        for (size_t j2 = j + 1; j >= n_named && next == NULL && j2 < n_pref; ++j2) {
+            if (pref[j2]->score > 0 && find_kernel(pref[j2], w, a) != NULL) next = pref[j2];
+        }
+        if (next != NULL) {
+            snprintf(d->note, sizeof d->note,
+                     "%schosen: score %u > %u (%s), ranked by score: [backends] order names neither", pin_note,
+                     pref[j]->score, next->score, next->backend.name);
+        } else {
+            snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel", pin_note,
+                     c->codec.name, anvil__type_name_in(reg, a));
+        }
+        return;
+    }
+}
+
+/* Activation quantizer: the kernel's own backend first, so a backend runs
+ * on the layout it produced; then any usable backend; then the activation
+ * codec's encoder. With none of them, the kernel cannot be used. */
+static void choose_quantizer(dispatch_rec *d, const anvil_registry *reg, const backend_rec *const *pref,
+                             size_t n_pref, const char *pin_note) {
+    const uint32_t a = d->act_type;
+    if (a == ANVIL_TYPE_F32) return;
+    if (d->backend != NULL && d->backend->score > 0) {
+        d->quantizer = find_quantizer(d->backend, a);
+        if (d->quantizer) d->quantizer_backend = d->backend;
+    }
+    for (size_t j = 0; d->quantizer == NULL && j < n_pref; ++j) {
+        if (pref[j]->score > 0) {
+            d->quantizer = find_quantizer(pref[j], a);
+            if (d->quantizer) d->quantizer_backend = pref[j];
+        }
+    }
+    if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
+        if (d->kernel != NULL) {
+            snprintf(d->note, sizeof d->note, "%skernel in '%s' unusable: nothing quantizes activations to %s",
+                     pin_note, d->backend->backend.name, anvil__type_name_in(reg, a));
+            d->kernel = NULL;
+            d->backend = NULL;
+        }
+    }
+}
+
+/* No kernel: the codec's reference dot, or decode + f32 dot. */
+static void fallback(dispatch_rec *d, const anvil_registry *reg, const char *pin_note) {
+    const codec_rec *c = d->codec;
+    const uint32_t a = d->act_type;
+    d->fallback = 1;
+    const int have_act = a == ANVIL_TYPE_F32 || d->quantizer != NULL ||
+                         (d->act_codec != NULL && d->act_codec->codec.encode != NULL);
+    if (c->codec.ref_vec_dot != NULL && have_act) {
+        snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: codec's reference dot", pin_note,
+                 c->codec.name, anvil__type_name_in(reg, a));
+    } else {
+        snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: decode + f32 dot", pin_note,
+                 c->codec.name, anvil__type_name_in(reg, a));
+    }
+}
+
+int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, anvil_error *err) {
+    int rc = check_order(reg, err);
+    if (rc == ANVIL_OK) rc = check_pins(reg, err);
+    if (rc != ANVIL_OK) return rc;
     const codec_rec **sorted = calloc(reg->n_codecs + 1, sizeof *sorted);
     const backend_rec **pref = calloc(reg->n_backends + 1, sizeof *pref);
     dt->recs = calloc(reg->n_codecs + 1, sizeof *dt->recs);
@@ -210,7 +300,6 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
     qsort(sorted, reg->n_codecs, sizeof *sorted, cmp_codec);
     size_t n_named = 0;
     const size_t n_pref = preference(reg, pref, &n_named);
-
     for (size_t i = 0; i < reg->n_codecs; ++i) {
         const codec_rec *c = sorted[i];
         dispatch_rec *d = &dt->recs[dt->n++];
@@ -218,84 +307,12 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
         d->weight_type = c->codec.type_id;
         d->act_type = c->codec.act_type;
         d->act_codec = anvil__registry_find_codec(reg, d->act_type);
-        const uint32_t w = d->weight_type, a = d->act_type;
         char pin_note[160] = "";
-
-        const anvil_config_pin *pin = pin_for(reg, c->codec.name);
-        if (pin != NULL) {
-            const backend_rec *pb = anvil__registry_backend_by_name(reg, pin->backend);
-            const anvil_kernel *k = pb ? find_kernel(pb, w, a) : NULL;
-            if (pb != NULL && pb->score > 0 && k != NULL) {
-                d->backend = pb;
-                d->kernel = k;
-                snprintf(d->note, sizeof d->note, "pinned by [type.%s]", pin->type_name);
-            } else {
-                snprintf(pin_note, sizeof pin_note, "pin to '%s' ignored (%s); ", pin->backend,
-                         pb == NULL ? "not loaded"
-                         : pb->score == 0 ? "cannot run on this CPU"
-                                          : "it has no kernel for this type");
-            }
-        }
-        if (d->kernel == NULL) {
-            for (size_t j = 0; j < n_pref; ++j) {
-                const anvil_kernel *k = find_kernel(pref[j], w, a);
-                if (k != NULL && pref[j]->score > 0) {
-                    d->backend = pref[j];
-                    d->kernel = k;
-                    const backend_rec *next = NULL;
-                    for (size_t j2 = j + 1; j >= n_named && next == NULL && j2 < n_pref; ++j2) {
-                        if (pref[j2]->score > 0 && find_kernel(pref[j2], w, a) != NULL) next = pref[j2];
-                    }
-                    if (next != NULL) {
-                        snprintf(d->note, sizeof d->note,
-                                 "%schosen: score %u > %u (%s), ranked by score: [backends] order names neither",
-                                 pin_note, pref[j]->score, next->score, next->backend.name);
-                    } else {
-                        snprintf(d->note, sizeof d->note, "%sfirst usable backend in order with a %s.%s kernel",
-                                 pin_note, c->codec.name, anvil__type_name_in(reg, a));
-                    }
-                    break;
-                }
-            }
-        }
-        /* Activation quantizer: the kernel's own backend first, so a backend
-         * runs on the layout it produced; then any usable backend; then the
-         * activation codec's encoder. */
-        if (a != ANVIL_TYPE_F32) {
-            if (d->backend != NULL && d->backend->score > 0) {
-                d->quantizer = find_quantizer(d->backend, a);
-                if (d->quantizer) d->quantizer_backend = d->backend;
-            }
-            for (size_t j = 0; d->quantizer == NULL && j < n_pref; ++j) {
-                if (pref[j]->score > 0) {
-                    d->quantizer = find_quantizer(pref[j], a);
-                    if (d->quantizer) d->quantizer_backend = pref[j];
-                }
-            }
-            if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
-                if (d->kernel != NULL) {
-                    snprintf(d->note, sizeof d->note,
-                             "%skernel in '%s' unusable: nothing quantizes activations to %s", pin_note,
-                             d->backend->backend.name, anvil__type_name_in(reg, a));
-                    d->kernel = NULL;
-                    d->backend = NULL;
-                }
-            }
-        }
+        choose_kernel(d, reg, pref, n_pref, n_named, pin_note, sizeof pin_note);
+        choose_quantizer(d, reg, pref, n_pref, pin_note);
         choose_encoders(d, pref, n_pref, reg);
         if (d->kernel != NULL) d->kernel_rows = d->backend->kernel_rows[d->kernel - d->backend->kernels];
-        if (d->kernel == NULL) {
-            d->fallback = 1;
-            const int have_act = a == ANVIL_TYPE_F32 || d->quantizer != NULL ||
-                                 (d->act_codec != NULL && d->act_codec->codec.encode != NULL);
-            if (c->codec.ref_vec_dot != NULL && have_act) {
-                snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: codec's reference dot",
-                         pin_note, c->codec.name, anvil__type_name_in(reg, a));
-            } else {
-                snprintf(d->note, sizeof d->note, "%sno backend has a %s.%s kernel: decode + f32 dot", pin_note,
-                         c->codec.name, anvil__type_name_in(reg, a));
-            }
-        }
+        if (d->kernel == NULL) fallback(d, reg, pin_note);
     }
     free(sorted);
     free(pref);

@@ -259,6 +259,80 @@ static int copy_encoders(plugin_rec *p, backend_rec *b) {
     return 1;
 }
 
+/* Check one backend and copy its tables into b (normalised; kernels with
+ * their row runners); on failure write why into p and return 0 (b may own
+ * tables then: free_backend_rec). The score is asked once, here. */
+static int check_backend(const anvil_registry *reg, plugin_rec *p, const anvil_backend *src, size_t i,
+                         size_t index, backend_rec *b) {
+    if (src == NULL) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu is NULL", i);
+        return 0;
+    }
+    normalise(&b->backend, sizeof b->backend, src);
+    if (src->struct_size < offsetof(anvil_backend, reserved) || !valid_name(b->backend.name, 31) ||
+        b->backend.score == NULL) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu: struct too small, bad name or no score()", i);
+        return 0;
+    }
+    for (size_t j = 0; j < reg->n_backends; ++j) {
+        if (strcasecmp(reg->backends[j].backend.name, b->backend.name) == 0) {
+            reasonf(p, ANVIL_E_DUPLICATE_TYPE,
+                    "backend '%s' is already provided by plugin '%s'; remove one from [plugins] load",
+                    b->backend.name, reg->plugins[reg->backends[j].plugin].desc.id);
+            return 0;
+        }
+    }
+    const size_t nk = b->backend.n_kernels, nq = b->backend.n_quantizers;
+    if (nk > 4096 || nq > 256 || (nk && b->backend.kernels == NULL) || (nq && b->backend.quantizers == NULL)) {
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel/quantizer table malformed", b->backend.name);
+        return 0;
+    }
+    b->kernels = calloc(nk ? nk : 1, sizeof *b->kernels);
+    b->kernel_rows = calloc(nk ? nk : 1, sizeof *b->kernel_rows);
+    b->quantizers = calloc(nq ? nq : 1, sizeof *b->quantizers);
+    if (b->kernels == NULL || b->kernel_rows == NULL || b->quantizers == NULL) {
+        reasonf(p, ANVIL_E_NOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t k = 0; k < nk; ++k) {
+        const anvil_kernel *ks = b->backend.kernels[k];
+        if (ks == NULL || ks->struct_size < offsetof(anvil_kernel, reserved) || ks->vec_dot == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel %zu is NULL, too small or has no vec_dot",
+                    b->backend.name, k);
+            return 0;
+        }
+        normalise(&b->kernels[k], sizeof b->kernels[k], ks);
+        /* Packed layouts need all three entry points. */
+        if (!(b->kernels[k].packed_size && b->kernels[k].pack && b->kernels[k].gemm_packed)) {
+            b->kernels[k].packed_size = NULL;
+            b->kernels[k].pack = NULL;
+            b->kernels[k].gemm_packed = NULL;
+        }
+        /* GEMM and GEMV are optional: the runner fills in from vec_dot. */
+        b->kernel_rows[k] = anvil__kernel_rows_for(&b->kernels[k]);
+    }
+    for (size_t k = 0; k < nq; ++k) {
+        const anvil_act_quantizer *qs = b->backend.quantizers[k];
+        if (qs == NULL || qs->struct_size < offsetof(anvil_act_quantizer, reserved) || qs->quantize == NULL) {
+            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': quantizer %zu is NULL, too small or empty",
+                    b->backend.name, k);
+            return 0;
+        }
+        normalise(&b->quantizers[k], sizeof b->quantizers[k], qs);
+    }
+    if (!copy_encoders(p, b)) {
+        return 0;
+    }
+    b->n_kernels = nk;
+    b->n_quantizers = nq;
+    b->plugin = index;
+    /* The score is asked once, against the CPU the host probed. */
+    b->why[0] = '\0';
+    b->score = b->backend.score(reg->cpu, b->why, sizeof b->why);
+    b->why[sizeof b->why - 1] = '\0';
+    return 1;
+}
+
 /* Validate and register everything a plugin offers, all or nothing. */
 static int register_plugin(anvil_registry *reg, size_t index) {
     plugin_rec *p = &reg->plugins[index];
@@ -296,83 +370,8 @@ static int register_plugin(anvil_registry *reg, size_t index) {
         ok = check_codec(reg, p, &probe, index, codecs, i);
     }
     for (size_t i = 0; ok && i < d->n_backends; ++i) {
-        const anvil_backend *src = d->backends[i];
-        backend_rec *b = &backends[i];
-        if (src == NULL) {
-            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu is NULL", i);
-            ok = 0;
-            break;
-        }
-        normalise(&b->backend, sizeof b->backend, src);
-        nb_done = i + 1;
-        if (src->struct_size < offsetof(anvil_backend, reserved) || !valid_name(b->backend.name, 31) ||
-            b->backend.score == NULL) {
-            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu: struct too small, bad name or no score()", i);
-            ok = 0;
-            break;
-        }
-        for (size_t j = 0; j < reg->n_backends; ++j) {
-            if (strcasecmp(reg->backends[j].backend.name, b->backend.name) == 0) {
-                reasonf(p, ANVIL_E_DUPLICATE_TYPE,
-                        "backend '%s' is already provided by plugin '%s'; remove one from [plugins] load",
-                        b->backend.name, reg->plugins[reg->backends[j].plugin].desc.id);
-                ok = 0;
-            }
-        }
-        if (!ok) break;
-        const size_t nk = b->backend.n_kernels, nq = b->backend.n_quantizers;
-        if (nk > 4096 || nq > 256 || (nk && b->backend.kernels == NULL) || (nq && b->backend.quantizers == NULL)) {
-            reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel/quantizer table malformed", b->backend.name);
-            ok = 0;
-            break;
-        }
-        b->kernels = calloc(nk ? nk : 1, sizeof *b->kernels);
-        b->kernel_rows = calloc(nk ? nk : 1, sizeof *b->kernel_rows);
-        b->quantizers = calloc(nq ? nq : 1, sizeof *b->quantizers);
-        if (b->kernels == NULL || b->kernel_rows == NULL || b->quantizers == NULL) {
-            reasonf(p, ANVIL_E_NOMEM, "out of memory");
-            ok = 0;
-            break;
-        }
-        for (size_t k = 0; ok && k < nk; ++k) {
-            const anvil_kernel *ks = b->backend.kernels[k];
-            if (ks == NULL || ks->struct_size < offsetof(anvil_kernel, reserved) || ks->vec_dot == NULL) {
-                reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': kernel %zu is NULL, too small or has no vec_dot",
-                        b->backend.name, k);
-                ok = 0;
-                break;
-            }
-            normalise(&b->kernels[k], sizeof b->kernels[k], ks);
-            /* Packed layouts need all three entry points. */
-            if (!(b->kernels[k].packed_size && b->kernels[k].pack && b->kernels[k].gemm_packed)) {
-                b->kernels[k].packed_size = NULL;
-                b->kernels[k].pack = NULL;
-                b->kernels[k].gemm_packed = NULL;
-            }
-            /* GEMM and GEMV are optional: the runner fills in from vec_dot. */
-            b->kernel_rows[k] = anvil__kernel_rows_for(&b->kernels[k]);
-        }
-        for (size_t k = 0; ok && k < nq; ++k) {
-            const anvil_act_quantizer *qs = b->backend.quantizers[k];
-            if (qs == NULL || qs->struct_size < offsetof(anvil_act_quantizer, reserved) || qs->quantize == NULL) {
-                reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': quantizer %zu is NULL, too small or empty",
-                        b->backend.name, k);
-                ok = 0;
-                break;
-            }
-            normalise(&b->quantizers[k], sizeof b->quantizers[k], qs);
-        }
-        if (ok && !copy_encoders(p, b)) {
-            ok = 0;
-            break;
-        }
-        b->n_kernels = nk;
-        b->n_quantizers = nq;
-        b->plugin = index;
-        /* The score is asked once, against the CPU the host probed. */
-        b->why[0] = '\0';
-        b->score = b->backend.score(reg->cpu, b->why, sizeof b->why);
-        b->why[sizeof b->why - 1] = '\0';
+        if (d->backends[i] != NULL) nb_done = i + 1; /* its record may own tables from here on */
+        ok = check_backend(reg, p, d->backends[i], i, index, &backends[i]);
     }
     if (!ok) {
         for (size_t i = 0; i < nb_done; ++i) free_backend_rec(&backends[i]);

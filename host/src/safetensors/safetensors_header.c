@@ -185,36 +185,34 @@ static int take_u64(builder *b, const anvil_json_event *ev, const char *field, s
     return 1;
 }
 
-static int on_event(void *user, const anvil_json_event *ev) {
-    builder *b = user;
-    char q[ANVIL_ST_QUOTED_MAX];
-    if (b->failed) {
+/* A key at the top level: a tensor entry begins, or __metadata__. */
+static int on_top(builder *b, const anvil_json_event *ev) {
+    if (ev->kind != ANVIL_JSON_KEY) {
+        return 0; /* the root's own begin and end */
+    }
+    if (ev->len == sizeof METADATA_KEY - 1 && memcmp(ev->text, METADATA_KEY, ev->len) == 0) {
+        b->state = S_META_VALUE;
         return 0;
     }
-    tensor_rec *t = b->count > 0 ? &b->t[b->count - 1] : NULL;
-    switch (b->state) {
-    case S_TOP:
-        if (ev->kind != ANVIL_JSON_KEY) {
-            return 0; /* the root's own begin and end */
-        }
-        if (ev->len == sizeof METADATA_KEY - 1 && memcmp(ev->text, METADATA_KEY, ev->len) == 0) {
-            b->state = S_META_VALUE;
-            return 0;
-        }
-        if (!grow((void **)&b->t, &b->cap, b->count + 1, sizeof *b->t)) {
-            return out_of_memory(b);
-        }
-        t = &b->t[b->count];
-        memset(t, 0, sizeof *t);
-        if (!pool_add(b, ev->text, ev->len, &t->name)) {
-            return out_of_memory(b);
-        }
-        t->name_len = ev->len;
-        t->order = b->count++;
-        b->state = S_ENTRY_VALUE;
-        return 0;
+    if (!grow((void **)&b->t, &b->cap, b->count + 1, sizeof *b->t)) {
+        return out_of_memory(b);
+    }
+    tensor_rec *t = &b->t[b->count];
+    memset(t, 0, sizeof *t);
+    if (!pool_add(b, ev->text, ev->len, &t->name)) {
+        return out_of_memory(b);
+    }
+    t->name_len = ev->len;
+    t->order = b->count++;
+    b->state = S_ENTRY_VALUE;
+    return 0;
+}
 
-    case S_META_VALUE:
+/* __metadata__: null, or an object of strings. */
+static int on_metadata(builder *b, const anvil_json_event *ev) {
+    char q[ANVIL_ST_QUOTED_MAX];
+    switch (b->state) {
+    case S_META_VALUE: {
         if (ev->kind == ANVIL_JSON_NULL) {
             b->state = S_TOP; /* null: no metadata, as upstream's Option */
             return 0;
@@ -228,8 +226,8 @@ static int on_event(void *user, const anvil_json_event *ev) {
                     "__metadata__ is %s; it must be an object mapping strings to strings (or "
                     "null)" REEXPORT,
                     anvil__json_event_what(ev->kind));
-
-    case S_META_OBJ:
+    }
+    case S_META_OBJ: {
         if (ev->kind == ANVIL_JSON_OBJECT_END) {
             b->state = S_TOP;
             return 0;
@@ -239,8 +237,8 @@ static int on_event(void *user, const anvil_json_event *ev) {
         }
         b->state = S_META_ITEM;
         return 0;
-
-    case S_META_ITEM:
+    }
+    case S_META_ITEM: {
         if (ev->kind != ANVIL_JSON_STRING) {
             anvil__st_quote(q, b->pool + b->meta_key);
             return fail(b, ANVIL_E_ST_METADATA,
@@ -257,8 +255,18 @@ static int on_event(void *user, const anvil_json_event *ev) {
         b->meta_count++;
         b->state = S_META_OBJ;
         return 0;
+    }
+    default:
+        return 0;
+    }
+}
 
-    case S_ENTRY_VALUE:
+/* A tensor entry: an object of dtype, shape and data_offsets, each once. */
+static int on_entry(builder *b, const anvil_json_event *ev) {
+    char q[ANVIL_ST_QUOTED_MAX];
+    tensor_rec *t = &b->t[b->count - 1];
+    switch (b->state) {
+    case S_ENTRY_VALUE: {
         if (ev->kind != ANVIL_JSON_OBJECT_BEGIN) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: entry is %s, not an object with dtype, shape and "
@@ -267,8 +275,8 @@ static int on_event(void *user, const anvil_json_event *ev) {
         }
         b->state = S_ENTRY;
         return 0;
-
-    case S_ENTRY:
+    }
+    case S_ENTRY: {
         if (ev->kind == ANVIL_JSON_OBJECT_END) {
             const char *missing = !(t->fields & HAVE_DTYPE)     ? "dtype"
                                   : !(t->fields & HAVE_SHAPE)   ? "shape"
@@ -297,8 +305,18 @@ static int on_event(void *user, const anvil_json_event *ev) {
                         current(b, q), fq);
         }
         return 0;
+    }
+    default:
+        return 0;
+    }
+}
 
-    case S_DTYPE:
+/* The dtype and shape fields of an entry. */
+static int on_dtype_shape(builder *b, const anvil_json_event *ev) {
+    char q[ANVIL_ST_QUOTED_MAX];
+    tensor_rec *t = &b->t[b->count - 1];
+    switch (b->state) {
+    case S_DTYPE: {
         if (ev->kind != ANVIL_JSON_STRING) {
             return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: dtype is %s, not a string" REEXPORT,
                         current(b, q), anvil__json_event_what(ev->kind));
@@ -316,8 +334,8 @@ static int on_event(void *user, const anvil_json_event *ev) {
         t->fields |= HAVE_DTYPE;
         b->state = S_ENTRY;
         return 0;
-
-    case S_SHAPE_VALUE:
+    }
+    case S_SHAPE_VALUE: {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: shape is %s, not an array of integers" REEXPORT,
@@ -327,7 +345,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
         t->rank = 0;
         b->state = S_SHAPE;
         return 0;
-
+    }
     case S_SHAPE: {
         if (ev->kind == ANVIL_JSON_ARRAY_END) {
             t->fields |= HAVE_SHAPE;
@@ -345,8 +363,17 @@ static int on_event(void *user, const anvil_json_event *ev) {
         t->rank++;
         return 0;
     }
+    default:
+        return 0;
+    }
+}
 
-    case S_OFFSETS_VALUE:
+/* The data_offsets field of an entry: [begin, end]. */
+static int on_offsets(builder *b, const anvil_json_event *ev) {
+    char q[ANVIL_ST_QUOTED_MAX];
+    tensor_rec *t = &b->t[b->count - 1];
+    switch (b->state) {
+    case S_OFFSETS_VALUE: {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
             return fail(b, ANVIL_E_ST_ENTRY,
                         "tensor %s: data_offsets is %s, not [begin, end]" REEXPORT, current(b, q),
@@ -355,8 +382,8 @@ static int on_event(void *user, const anvil_json_event *ev) {
         b->n_offsets = 0;
         b->state = S_OFFSETS;
         return 0;
-
-    case S_OFFSETS:
+    }
+    case S_OFFSETS: {
         if (ev->kind == ANVIL_JSON_ARRAY_END || b->n_offsets == 2) {
             if (ev->kind != ANVIL_JSON_ARRAY_END || b->n_offsets != 2) {
                 return fail(b, ANVIL_E_ST_ENTRY,
@@ -374,6 +401,35 @@ static int on_event(void *user, const anvil_json_event *ev) {
             b->n_offsets++;
         }
         return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The json parser's events, by the state of the header being read. */
+static int on_event(void *user, const anvil_json_event *ev) {
+    builder *b = user;
+    if (b->failed) {
+        return 0;
+    }
+    switch (b->state) {
+    case S_TOP:
+        return on_top(b, ev);
+    case S_META_VALUE:
+    case S_META_OBJ:
+    case S_META_ITEM:
+        return on_metadata(b, ev);
+    case S_ENTRY_VALUE:
+    case S_ENTRY:
+        return on_entry(b, ev);
+    case S_DTYPE:
+    case S_SHAPE_VALUE:
+    case S_SHAPE:
+        return on_dtype_shape(b, ev);
+    case S_OFFSETS_VALUE:
+    case S_OFFSETS:
+        return on_offsets(b, ev);
     }
     return 0;
 }
