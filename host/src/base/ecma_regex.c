@@ -582,31 +582,26 @@ static int read_count(parser *ps, long *v) {
     return 1;
 }
 
-/* One term: an assertion, or an atom with its quantifiers. *got = 0 when
- * the next token cannot start a term. */
-static frag parse_term(parser *ps, int *got) {
-    frag f = { 0 };
-    *got = 0;
-    if (at_end(ps) || ps->err) return f;
+/* An assertion at the cursor (^ $ \b \B (?= (?!), never quantified: 1
+ * when one was read into *f, 0 when the next token is none, -1 on an error
+ * (ps->err set). Also checks that "(?" opens one of ECMAScript's groups. */
+static int parse_assertion(parser *ps, frag *f) {
     const unsigned char c = ps->p[ps->i];
-    /* Assertions: never quantified. */
     if (c == '^' || c == '$') {
         ps->i++;
-        emit(ps, &f, c == '^' ? OP_BOL : OP_EOL, 0, 0, 0, 0);
-        *got = 1;
-        return f;
+        emit(ps, f, c == '^' ? OP_BOL : OP_EOL, 0, 0, 0, 0);
+        return 1;
     }
     if (c == '\\' && ps->i + 1 < ps->len && (ps->p[ps->i + 1] == 'b' || ps->p[ps->i + 1] == 'B')) {
         const int neg = ps->p[ps->i + 1] == 'B';
         ps->i += 2;
-        emit(ps, &f, OP_WORDB, (uint8_t)neg, 0, 0, 0);
-        *got = 1;
-        return f;
+        emit(ps, f, OP_WORDB, (uint8_t)neg, 0, 0, 0);
+        return 1;
     }
     if (c == '(' && ps->i + 2 < ps->len + 1 && ps->i + 1 < ps->len && ps->p[ps->i + 1] == '?') {
         if (ps->i + 2 >= ps->len) {
             fail(ps, "'(?' at the end of the pattern");
-            return f;
+            return -1;
         }
         const unsigned char k = ps->p[ps->i + 2];
         if (k == '=' || k == '!') {
@@ -614,89 +609,115 @@ static frag parse_term(parser *ps, int *got) {
             frag sub = parse_disjunction(ps);
             if (!ps->err && peek(ps) != ')') fail(ps, "'(?%c' without a closing ')'", k);
             ps->i++;
-            emit(ps, &f, OP_LOOK, (uint8_t)(k == '!'), 0, (int32_t)sub.n + 2, 0);
-            append(ps, &f, &sub);
-            emit(ps, &f, OP_MATCH, 0, 0, 0, 0);
+            emit(ps, f, OP_LOOK, (uint8_t)(k == '!'), 0, (int32_t)sub.n + 2, 0);
+            append(ps, f, &sub);
+            emit(ps, f, OP_MATCH, 0, 0, 0, 0);
             frag_free(&sub);
-            *got = 1;
-            return f;
+            return 1;
         }
         if (k != ':') {
             fail(ps, "'(?%c': only (?:...), (?=...) and (?!...) are ECMAScript groups", k);
-            return f;
+            return -1;
         }
     }
-    /* Atoms. */
-    if (c == '.') {
-        ps->i++;
-        emit(ps, &f, OP_ANY, 0, 0, 0, 0);
-    } else if (c == '(') {
-        ps->i++;
-        int capture = 1;
-        if (peek(ps) == '?') {
-            ps->i += 2; /* "?:" checked above */
-            capture = 0;
+    return 0;
+}
+
+/* A group atom, "(...)" (capturing) or "(?:...)"; the cursor is on '('.
+ * -1 when the term must stop (ps->err set). */
+static int parse_group(parser *ps, frag *f) {
+    ps->i++;
+    int capture = 1;
+    if (peek(ps) == '?') {
+        ps->i += 2; /* "?:" checked by parse_assertion */
+        capture = 0;
+    }
+    unsigned g = 0;
+    if (capture) {
+        g = ++ps->n_groups;
+        if (g > 255) {
+            fail(ps, "more than 255 groups");
+            return -1;
         }
-        unsigned g = 0;
-        if (capture) {
-            g = ++ps->n_groups;
-            if (g > 255) {
-                fail(ps, "more than 255 groups");
-                return f;
+        ps->open[ps->n_open++] = g;
+    }
+    frag sub = parse_disjunction(ps);
+    if (!ps->err && peek(ps) != ')') fail(ps, "'(' without a closing ')'");
+    ps->i++;
+    if (capture) {
+        ps->n_open--;
+        emit(ps, f, OP_SAVE, 0, (uint16_t)(2 * g), 0, 0);
+    }
+    append(ps, f, &sub);
+    if (capture) emit(ps, f, OP_SAVE, 0, (uint16_t)(2 * g + 1), 0, 0);
+    frag_free(&sub);
+    return 0;
+}
+
+/* An escape atom (a character, a class, a back-reference); the cursor is on
+ * the backslash. -1 when the term must stop (ps->err set). */
+static int parse_escape_atom(parser *ps, frag *f) {
+    ps->i++;
+    esc e;
+    if (read_escape(ps, 0, &e) != 0) return -1;
+    if (e.kind == ESC_CHAR) {
+        emit(ps, f, OP_CHAR, 0, e.c, 0, 0);
+    } else if (e.kind == ESC_CLASS) {
+        *f = class_frag(ps, e.c);
+    } else if (e.kind == ESC_BACKREF) {
+        if (e.ref > ps->n_groups) {
+            fail(ps, "back-reference \\%lu: the pattern has only %u groups before it", e.ref, ps->n_groups);
+            return -1;
+        }
+        for (unsigned k = 0; k < ps->n_open; ++k) {
+            if (ps->open[k] == e.ref) {
+                fail(ps, "back-reference \\%lu refers to a group that is still open", e.ref);
+                return -1;
             }
-            ps->open[ps->n_open++] = g;
         }
-        frag sub = parse_disjunction(ps);
-        if (!ps->err && peek(ps) != ')') fail(ps, "'(' without a closing ')'");
-        ps->i++;
-        if (capture) {
-            ps->n_open--;
-            emit(ps, &f, OP_SAVE, 0, (uint16_t)(2 * g), 0, 0);
-        }
-        append(ps, &f, &sub);
-        if (capture) emit(ps, &f, OP_SAVE, 0, (uint16_t)(2 * g + 1), 0, 0);
-        frag_free(&sub);
-    } else if (c == '[') {
-        ps->i++;
-        int neg = 0;
-        if (peek(ps) == '^') {
-            neg = 1;
-            ps->i++;
-        }
-        f = parse_bracket(ps, neg);
-    } else if (c == '\\') {
-        ps->i++;
-        esc e;
-        if (read_escape(ps, 0, &e) != 0) return f;
-        if (e.kind == ESC_CHAR) {
-            emit(ps, &f, OP_CHAR, 0, e.c, 0, 0);
-        } else if (e.kind == ESC_CLASS) {
-            f = class_frag(ps, e.c);
-        } else if (e.kind == ESC_BACKREF) {
-            if (e.ref > ps->n_groups) {
-                fail(ps, "back-reference \\%lu: the pattern has only %u groups before it", e.ref, ps->n_groups);
-                return f;
-            }
-            for (unsigned k = 0; k < ps->n_open; ++k) {
-                if (ps->open[k] == e.ref) {
-                    fail(ps, "back-reference \\%lu refers to a group that is still open", e.ref);
-                    return f;
-                }
-            }
-            ps->has_backref = 1;
-            emit(ps, &f, OP_BACKREF, 0, (uint16_t)e.ref, 0, 0);
-        } else {
-            fail(ps, "internal: word boundary as an atom");
-            return f;
-        }
-    } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == '|' || c == ')') {
-        return f; /* not a term */
+        ps->has_backref = 1;
+        emit(ps, f, OP_BACKREF, 0, (uint16_t)e.ref, 0, 0);
     } else {
-        ps->i++;
-        emit(ps, &f, OP_CHAR, 0, c, 0, 0); /* includes ']' and '}' */
+        fail(ps, "internal: word boundary as an atom");
+        return -1;
     }
-    *got = 1;
-    /* Quantifiers, stacked as libstdc++ allows. */
+    return 0;
+}
+
+/* "{min}", "{min,}", "{min,max}" after an atom, the cursor past '{'; 0 with
+ * ps->err set when malformed. */
+static int read_braces(parser *ps, long *min, long *max) {
+    *max = -1;
+    if (!read_count(ps, min)) {
+        fail(ps, "'{' must start a repetition count like {2}, {2,} or {2,5}");
+        return 0;
+    }
+    int infinite = 0;
+    if (peek(ps) == ',') {
+        ps->i++;
+        if (!read_count(ps, max)) infinite = 1;
+    } else {
+        *max = *min;
+    }
+    if (peek(ps) != '}') {
+        fail(ps, "a repetition count must end with '}'");
+        return 0;
+    }
+    ps->i++;
+    if (!infinite && *max < *min) {
+        fail(ps, "invalid repetition {%ld,%ld}: the maximum is below the minimum", *min, *max);
+        return 0;
+    }
+    if (*min > RE_MAX_PROGRAM || *max > RE_MAX_PROGRAM) {
+        fail(ps, "the pattern is too complex (a repetition count above %d)", RE_MAX_PROGRAM);
+        return 0;
+    }
+    if (infinite) *max = -1;
+    return 1;
+}
+
+/* The quantifiers after an atom, stacked as libstdc++ allows. */
+static frag parse_quantifiers(parser *ps, frag f) {
     while (!ps->err && !at_end(ps)) {
         const unsigned char q = ps->p[ps->i];
         if (q == '*' || q == '+' || q == '?') {
@@ -710,41 +731,55 @@ static frag parse_term(parser *ps, int *got) {
         } else if (q == '{') {
             ps->i++;
             long min = 0, max = -1;
-            if (!read_count(ps, &min)) {
-                fail(ps, "'{' must start a repetition count like {2}, {2,} or {2,5}");
-                break;
-            }
-            int infinite = 0;
-            if (peek(ps) == ',') {
-                ps->i++;
-                if (!read_count(ps, &max)) infinite = 1;
-            } else {
-                max = min;
-            }
-            if (peek(ps) != '}') {
-                fail(ps, "a repetition count must end with '}'");
-                break;
-            }
-            ps->i++;
-            if (!infinite && max < min) {
-                fail(ps, "invalid repetition {%ld,%ld}: the maximum is below the minimum", min, max);
-                break;
-            }
-            if (min > RE_MAX_PROGRAM || max > RE_MAX_PROGRAM) {
-                fail(ps, "the pattern is too complex (a repetition count above %d)", RE_MAX_PROGRAM);
-                break;
-            }
+            if (!read_braces(ps, &min, &max)) break;
             int lazy = 0;
             if (peek(ps) == '?') {
                 lazy = 1;
                 ps->i++;
             }
-            f = repeat(ps, &f, min, infinite ? -1 : max, lazy);
+            f = repeat(ps, &f, min, max, lazy);
         } else {
             break;
         }
     }
     return f;
+}
+
+/* One term: an assertion, or an atom with its quantifiers. *got = 0 when
+ * the next token cannot start a term. */
+static frag parse_term(parser *ps, int *got) {
+    frag f = { 0 };
+    *got = 0;
+    if (at_end(ps) || ps->err) return f;
+    const int assertion = parse_assertion(ps, &f);
+    if (assertion != 0) {
+        *got = assertion > 0;
+        return f;
+    }
+    const unsigned char c = ps->p[ps->i];
+    if (c == '.') {
+        ps->i++;
+        emit(ps, &f, OP_ANY, 0, 0, 0, 0);
+    } else if (c == '(') {
+        if (parse_group(ps, &f) != 0) return f;
+    } else if (c == '[') {
+        ps->i++;
+        int neg = 0;
+        if (peek(ps) == '^') {
+            neg = 1;
+            ps->i++;
+        }
+        f = parse_bracket(ps, neg);
+    } else if (c == '\\') {
+        if (parse_escape_atom(ps, &f) != 0) return f;
+    } else if (c == '*' || c == '+' || c == '?' || c == '{' || c == '|' || c == ')') {
+        return f; /* not a term */
+    } else {
+        ps->i++;
+        emit(ps, &f, OP_CHAR, 0, c, 0, 0); /* includes ']' and '}' */
+    }
+    *got = 1;
+    return parse_quantifiers(ps, f);
 }
 
 static frag parse_alternative(parser *ps) {
