@@ -119,6 +119,73 @@ static int measure_encode(enc_job *a, enc_job *g, unsigned threads, size_t iters
     return 0;
 }
 
+/* Why type id is not timed (NULL: it is), and the encoder that runs it
+ * (*encp; NULL: the codec's own, through anvil_encode_rows). */
+static const char *encode_skip(anvil_ctx *ctx, const bench_encode_opts *o, const anvil_codec *c, uint32_t id,
+                               const float *imx, const anvil_weight_encoder **encp, char *skip_buf,
+                               size_t skip_size) {
+    const char *skip = NULL;
+    if (imx != NULL && c->encode_rows == NULL) {
+        skip = "no importance-weighted encoder";
+    } else if (imx == NULL && (c->encode == NULL || (c->flags & ANVIL_CODEC_NEEDS_IMATRIX))) {
+        skip = c->encode == NULL ? "no encoder" : "needs an importance matrix";
+    } else if (o->k % c->block_elems != 0) {
+        skip = "--k is not a whole number of blocks";
+    }
+    const anvil_weight_encoder *enc = NULL;
+    anvil_error err;
+    if (skip == NULL && anvil_ctx_find_encoder(ctx, o->backend, id, &enc, &err) != ANVIL_OK) {
+        if (o->backend != NULL) {
+            snprintf(skip_buf, skip_size, "%.590s", err.message);
+            skip = skip_buf;
+        }
+        enc = NULL; /* dispatched: none -> the codec's encoder through anvil_encode_rows */
+    }
+    if (skip == NULL && imx != NULL && enc != NULL && !(enc->flags & ANVIL_ENCODER_WEIGHTED)) {
+        if (o->backend != NULL && !(c->flags & ANVIL_CODEC_IMATRIX_UNUSED)) {
+            skip = "that backend's encoder takes no importance matrix";
+        } else if (o->backend == NULL) {
+            /* what anvil_encode_rows runs with a matrix */
+            anvil_encoder_report rep;
+            for (size_t d = 0; d < anvil_ctx_dispatch_count(ctx); ++d) {
+                if (anvil_ctx_encoder_report(ctx, d, &rep) == ANVIL_OK && rep.type_id == id) {
+                    if (rep.weighted_backend == NULL) enc = NULL;
+                }
+            }
+        }
+    }
+    *encp = enc;
+    return skip;
+}
+
+/* One result row, JSON or text. */
+static void print_encode_result(const bench_encode_opts *o, const anvil_codec *c, const char *variant,
+                                unsigned threads, const enc_result *rp, int first) {
+    if (o->json) {
+        /* Undefined figures (a time of 0, nothing to divide by) are
+         * null, never inf/nan (not JSON). */
+        printf("%s{\"type\":", first ? "" : ",");
+        cli_json_string(stdout, c->name);
+        printf(",\"encoder\":");
+        cli_json_string(stdout, variant);
+        printf(",\"threads\":%u", threads);
+        cli_json_member_number(stdout, "mbps", "%.2f", rp->mbps);
+        if (rp->have_ggml) {
+            cli_json_member_number(stdout, "ggml_mbps", "%.2f", rp->ggml_mbps);
+            cli_json_member_number(stdout, "ratio", "%.4f", rp->mbps / rp->ggml_mbps);
+            cli_json_member_number(stdout, "median_ratio", "%.4f", rp->median);
+            printf(",\"same_bytes\":%s", rp->same_bytes ? "true" : "false");
+        }
+        printf("}");
+    } else if (rp->have_ggml) {
+        printf("  %-8s %-12s %3u %11.1f %11.1f %6.2fx %6.2fx %6s\n", c->name, variant, threads, rp->mbps,
+               rp->ggml_mbps, rp->mbps / rp->ggml_mbps, rp->median, rp->same_bytes ? "equal" : "DIFFER");
+    } else {
+        printf("  %-8s %-12s %3u %11.1f %11s %7s %7s %6s\n", c->name, variant, threads, rp->mbps, "-", "-",
+               "-", "-");
+    }
+}
+
 int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *oracle, int have_ggml,
                  const char *ggml_why) {
     const size_t n = o->rows * o->k;
@@ -172,37 +239,9 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
         const uint32_t id = o->ids[ti];
         const anvil_codec *c = anvil_ctx_codec(ctx, id);
         if (c == NULL) continue;
-        const char *skip = NULL;
-        char skip_buf[600];
-        if (imx != NULL && c->encode_rows == NULL) {
-            skip = "no importance-weighted encoder";
-        } else if (imx == NULL && (c->encode == NULL || (c->flags & ANVIL_CODEC_NEEDS_IMATRIX))) {
-            skip = c->encode == NULL ? "no encoder" : "needs an importance matrix";
-        } else if (o->k % c->block_elems != 0) {
-            skip = "--k is not a whole number of blocks";
-        }
         const anvil_weight_encoder *enc = NULL;
-        anvil_error err;
-        if (skip == NULL && anvil_ctx_find_encoder(ctx, o->backend, id, &enc, &err) != ANVIL_OK) {
-            if (o->backend != NULL) {
-                snprintf(skip_buf, sizeof skip_buf, "%.590s", err.message);
-                skip = skip_buf;
-            }
-            enc = NULL; /* dispatched: none -> the codec's encoder through anvil_encode_rows */
-        }
-        if (skip == NULL && imx != NULL && enc != NULL && !(enc->flags & ANVIL_ENCODER_WEIGHTED)) {
-            if (o->backend != NULL && !(c->flags & ANVIL_CODEC_IMATRIX_UNUSED)) {
-                skip = "that backend's encoder takes no importance matrix";
-            } else if (o->backend == NULL) {
-                /* what anvil_encode_rows runs with a matrix */
-                anvil_encoder_report rep;
-                for (size_t d = 0; d < anvil_ctx_dispatch_count(ctx); ++d) {
-                    if (anvil_ctx_encoder_report(ctx, d, &rep) == ANVIL_OK && rep.type_id == id) {
-                        if (rep.weighted_backend == NULL) enc = NULL;
-                    }
-                }
-            }
-        }
+        char skip_buf[600];
+        const char *skip = encode_skip(ctx, o, c, id, imx, &enc, skip_buf, sizeof skip_buf);
         if (skip != NULL) {
             if (!o->json) printf("  %-8s skipped: %s\n", c->name, skip);
             continue;
@@ -221,29 +260,7 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
             memset(&r, 0, sizeof r);
             rc = measure_encode(&a, g.ggml ? &g : NULL, thread_runs[t], o->iters, &r);
             if (rc != 0) break;
-            if (o->json) {
-                /* Undefined figures (a time of 0, nothing to divide by) are
-                 * null, never inf/nan (not JSON). */
-                printf("%s{\"type\":", first ? "" : ",");
-                cli_json_string(stdout, c->name);
-                printf(",\"encoder\":");
-                cli_json_string(stdout, variant);
-                printf(",\"threads\":%u", thread_runs[t]);
-                cli_json_member_number(stdout, "mbps", "%.2f", r.mbps);
-                if (r.have_ggml) {
-                    cli_json_member_number(stdout, "ggml_mbps", "%.2f", r.ggml_mbps);
-                    cli_json_member_number(stdout, "ratio", "%.4f", r.mbps / r.ggml_mbps);
-                    cli_json_member_number(stdout, "median_ratio", "%.4f", r.median);
-                    printf(",\"same_bytes\":%s", r.same_bytes ? "true" : "false");
-                }
-                printf("}");
-            } else if (r.have_ggml) {
-                printf("  %-8s %-12s %3u %11.1f %11.1f %6.2fx %6.2fx %6s\n", c->name, variant, thread_runs[t], r.mbps,
-                       r.ggml_mbps, r.mbps / r.ggml_mbps, r.median, r.same_bytes ? "equal" : "DIFFER");
-            } else {
-                printf("  %-8s %-12s %3u %11.1f %11s %7s %7s %6s\n", c->name, variant, thread_runs[t], r.mbps, "-", "-",
-                       "-", "-");
-            }
+            print_encode_result(o, c, variant, thread_runs[t], &r, first);
             fflush(stdout);
             first = 0;
         }

@@ -210,6 +210,35 @@ typedef struct result {
     int have_ggml;
 } result;
 
+/* The ggml side of a result: the median per-pass speed ratio, and how far
+ * ggml's outputs are from anvil's. ratios is sorted in place. */
+static void compare_ggml(result *res, double *ratios, size_t done, const float *ya, const float *yg, size_t rows) {
+    res->have_ggml = 1;
+    /* median of the per-pass ratios (insertion sort: few passes) */
+    for (size_t i = 1; i < done; ++i) {
+        const double v = ratios[i];
+        size_t j = i;
+        while (j > 0 && ratios[j - 1] > v) {
+            ratios[j] = ratios[j - 1];
+            --j;
+        }
+        ratios[j] = v;
+    }
+    res->median_ratio = ratios[done / 2];
+    /* Same activation bytes for both: the results must agree up to
+     * accumulation order. Measured against the output's scale (its
+     * largest magnitude), so a row whose terms cancel to ~0 does not
+     * read as a large relative error. */
+    double ymax = 0;
+    for (size_t i = 0; i < rows; ++i) {
+        if (isfinite(ya[i])) ymax = fmax(ymax, fabs((double)ya[i]));
+    }
+    for (size_t i = 0; ymax > 0 && i < rows; ++i) {
+        const double d = fabs((double)ya[i] - yg[i]) / ymax;
+        if (isfinite(d) && d > res->maxrel) res->maxrel = d;
+    }
+}
+
 static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows, size_t n, unsigned threads,
                    ggml_oracle *oracle, int have_ggml, result *res, const char **variant, char *skip, size_t skip_size) {
     anvil_type_info t, at;
@@ -306,31 +335,8 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     res->gelems = (double)(n * rows) / 1e9 / ta;
 
     if (dot != NULL) {
-            res->ggml_gbps = gb / tg;
-            res->have_ggml = 1;
-            /* median of the per-pass ratios (insertion sort: few passes) */
-            for (size_t i = 1; i < done; ++i) {
-                const double v = ratios[i];
-                size_t j = i;
-                while (j > 0 && ratios[j - 1] > v) {
-                    ratios[j] = ratios[j - 1];
-                    --j;
-                }
-                ratios[j] = v;
-            }
-            res->median_ratio = ratios[done / 2];
-            /* Same activation bytes for both: the results must agree up to
-             * accumulation order. Measured against the output's scale (its
-             * largest magnitude), so a row whose terms cancel to ~0 does not
-             * read as a large relative error. */
-            double ymax = 0;
-            for (size_t i = 0; i < rows; ++i) {
-                if (isfinite(ya[i])) ymax = fmax(ymax, fabs((double)ya[i]));
-            }
-            for (size_t i = 0; ymax > 0 && i < rows; ++i) {
-                const double d = fabs((double)ya[i] - yg[i]) / ymax;
-                if (isfinite(d) && d > res->maxrel) res->maxrel = d;
-            }
+        res->ggml_gbps = gb / tg;
+        compare_ggml(res, ratios, done, ya, yg, rows);
     }
 out:
     anvil_weights_free(pw);
@@ -353,38 +359,135 @@ static size_t big_rows(const anvil_ctx *ctx, uint32_t id, size_t k) {
     return rows < 16384 ? 16384 : rows;
 }
 
-int cmd_bench(cli_globals *g, int argc, char **argv) {
-    bench_opts o = { .rows = 4096, .k = 4096, .threads = 1 };
+/* The options; -1 to go on, else the exit code. */
+static int parse_bench_args(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const int has = i + 1 < argc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return cli_help("bench");
         unsigned long long v = 0;
-        if (strcmp(a, "--type") == 0 && has && o.n_types < 64) o.types[o.n_types++] = argv[++i];
+        if (strcmp(a, "--type") == 0 && has && o->n_types < 64) o->types[o->n_types++] = argv[++i];
         else if (strcmp(a, "--rows") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1u << 20, &v) != 0) return cli_usage_error("bench", "--rows takes 1..1M");
-            o.rows = (size_t)v;
-            o.rows_given = 1;
+            o->rows = (size_t)v;
+            o->rows_given = 1;
         } else if (strcmp(a, "--k") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1u << 24, &v) != 0) return cli_usage_error("bench", "--k takes 1..16M");
-            o.k = (size_t)v;
+            o->k = (size_t)v;
         } else if (strcmp(a, "--iters") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1000000, &v) != 0) return cli_usage_error("bench", "--iters takes 1..1000000");
-            o.iters = (size_t)v;
+            o->iters = (size_t)v;
         } else if (strcmp(a, "--threads") == 0 && has) {
             const char *t = argv[++i];
-            o.threads_given = 1;
-            if (strcmp(t, "all") == 0) o.threads = 0;
-            else if (cli_parse_count(t, 1, 256, &v) == 0) o.threads = (unsigned)v;
+            o->threads_given = 1;
+            if (strcmp(t, "all") == 0) o->threads = 0;
+            else if (cli_parse_count(t, 1, 256, &v) == 0) o->threads = (unsigned)v;
             else return cli_usage_error("bench", "--threads takes 1..256 or 'all'");
-        } else if (strcmp(a, "--backend") == 0 && has) o.backend = argv[++i];
-        else if (strcmp(a, "--json") == 0) o.json = 1;
-        else if (strcmp(a, "--no-ggml") == 0) o.no_ggml = 1;
-        else if (strcmp(a, "--suite") == 0) o.suite = 1;
-        else if (strcmp(a, "--encode") == 0) o.encode = 1;
-        else if (strcmp(a, "--imatrix") == 0) o.imatrix = 1;
+        } else if (strcmp(a, "--backend") == 0 && has) o->backend = argv[++i];
+        else if (strcmp(a, "--json") == 0) o->json = 1;
+        else if (strcmp(a, "--no-ggml") == 0) o->no_ggml = 1;
+        else if (strcmp(a, "--suite") == 0) o->suite = 1;
+        else if (strcmp(a, "--encode") == 0) o->encode = 1;
+        else if (strcmp(a, "--imatrix") == 0) o->imatrix = 1;
         else return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
     }
+    return -1;
+}
+
+/* The types to run: those named, else every loaded non-activation type (with
+ * --encode, those that encode). 0, or the exit code. */
+static int bench_types(anvil_ctx *ctx, const bench_opts *o, uint32_t ids[256], size_t *n_ids) {
+    *n_ids = 0;
+    if (o->n_types > 0) {
+        for (size_t i = 0; i < o->n_types; ++i) {
+            anvil_error err;
+            if (anvil_type_from_name(ctx, o->types[i], &ids[*n_ids], &err) != ANVIL_OK) {
+                return cli_usage_error("bench", "%s", err.message);
+            }
+            if (anvil_ctx_codec(ctx, ids[*n_ids]) == NULL) {
+                return cli_fail("bench", "type %s: no loaded codec provides it", o->types[i]);
+            }
+            (*n_ids)++;
+        }
+    } else {
+        for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && *n_ids < 256; ++id) {
+            const anvil_codec *c = anvil_ctx_codec(ctx, id);
+            const int encodable = o->imatrix ? c != NULL && c->encode_rows != NULL
+                                            : c != NULL && c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) && (!o->encode || encodable)) {
+                ids[(*n_ids)++] = id;
+            }
+        }
+    }
+
+    return 0;
+}
+
+/* The report's head: ggml, the read bandwidth, the column names. */
+static void print_header(const bench_opts *o, int have_ggml, const ggml_oracle *oracle, const char *why, unsigned all,
+                         double bw1, double bwn) {
+    if (o->json) {
+        cli_json_begin(stdout, "bench");
+        printf(",\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
+               have_ggml ? oracle->cpu_variant : "", all);
+        if (o->suite) {
+            cli_json_member_number(stdout, "read_gbps_1", "%.3f", bw1);
+            cli_json_member_number(stdout, "read_gbps_all", "%.3f", bwn);
+        }
+        printf(",\"results\":[");
+    } else {
+        printf("anvil bench: mat-vec, best of timed passes\n");
+        if (have_ggml) printf("ggml: %s (cpu variant %s)\n", oracle->dir, oracle->cpu_variant);
+        else if (!o->no_ggml) printf("ggml: not found (%s)\n", why);
+        if (o->suite) printf("memory read bandwidth: %.2f GB/s (1 thread), %.2f GB/s (%u threads)\n", bw1, bwn, all);
+        printf("\n  %-8s %-14s %3s %13s %8s %8s %8s %8s %7s %7s %9s%s\n", "type", "variant", "thr", "rows x k", "MB",
+               "GB/s", "Gelem/s", "ggml", "ratio", "median", "max diff", o->suite ? "  %read-bw" : "");
+    }
+
+}
+
+/* One result row (bw: the read bandwidth at its thread count). */
+static void print_result(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows, size_t k, unsigned threads,
+                         int big, double bw, const result *rp, const char *variant, int first) {
+    anvil_type_info tt;
+    anvil_type_lookup(ctx, id, &tt, NULL);
+    const double mb = (double)(k / tt.block_elems * tt.block_bytes) * (double)rows / 1e6;
+    if (o->json) {
+        /* Figures that can be undefined (a time of 0, nothing to
+         * divide by) are null, never inf/nan (not JSON). */
+        printf("%s{\"type\":", first ? "" : ",");
+        cli_json_string(stdout, tt.name);
+        printf(",\"variant\":");
+        cli_json_string(stdout, variant);
+        printf(",\"threads\":%u,\"rows\":%zu,\"k\":%zu", threads, rows, k);
+        cli_json_member_number(stdout, "weight_mb", "%.3f", mb);
+        cli_json_member_number(stdout, "gbps", "%.4f", rp->gbps);
+        cli_json_member_number(stdout, "gelems", "%.4f", rp->gelems);
+        if (rp->have_ggml) {
+            cli_json_member_number(stdout, "ggml_gbps", "%.4f", rp->ggml_gbps);
+            cli_json_member_number(stdout, "ratio", "%.4f", rp->gbps / rp->ggml_gbps);
+            cli_json_member_number(stdout, "median_ratio", "%.4f", rp->median_ratio);
+            cli_json_member_number(stdout, "max_diff", "%.3g", rp->maxrel);
+        }
+        if (o->suite && big) cli_json_member_number(stdout, "read_bw_fraction", "%.4f", bw > 0 ? rp->gbps / bw : 0);
+        printf("}");
+    } else {
+        printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, threads, rows, k, mb,
+               rp->gbps, rp->gelems);
+        if (rp->have_ggml) {
+            printf(" %8.2f %6.2fx %6.2fx %9.2g", rp->ggml_gbps, rp->gbps / rp->ggml_gbps, rp->median_ratio, rp->maxrel);
+        } else {
+            printf(" %8s %7s %7s %9s", "-", "-", "-", "-");
+        }
+        if (o->suite && big && bw > 0) printf("  %7.0f%%", 100.0 * rp->gbps / bw);
+        printf("\n");
+    }
+}
+
+int cmd_bench(cli_globals *g, int argc, char **argv) {
+    bench_opts o = { .rows = 4096, .k = 4096, .threads = 1 };
+    const int arc = parse_bench_args(argc, argv, &o);
+    if (arc >= 0) return arc;
     anvil_ctx *ctx = cli_ctx(g);
     if (ctx == NULL) return 1;
     const unsigned all = anvil_ctx_cpu(ctx)->n_cpus;
@@ -393,31 +496,10 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     if (o.backend != NULL && o.threads != 1 && !o.encode) {
         return cli_usage_error("bench", "--backend runs one thread; drop --threads");
     }
-
-    /* Types to run. */
     uint32_t ids[256];
     size_t n_ids = 0;
-    if (o.n_types > 0) {
-        for (size_t i = 0; i < o.n_types; ++i) {
-            anvil_error err;
-            if (anvil_type_from_name(ctx, o.types[i], &ids[n_ids], &err) != ANVIL_OK) {
-                return cli_usage_error("bench", "%s", err.message);
-            }
-            if (anvil_ctx_codec(ctx, ids[n_ids]) == NULL) {
-                return cli_fail("bench", "type %s: no loaded codec provides it", o.types[i]);
-            }
-            n_ids++;
-        }
-    } else {
-        for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && n_ids < 256; ++id) {
-            const anvil_codec *c = anvil_ctx_codec(ctx, id);
-            const int encodable = o.imatrix ? c != NULL && c->encode_rows != NULL
-                                            : c != NULL && c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-            if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) && (!o.encode || encodable)) {
-                ids[n_ids++] = id;
-            }
-        }
-    }
+    const int trc = bench_types(ctx, &o, ids, &n_ids);
+    if (trc != 0) return trc;
 
     static ggml_oracle oracle;
     char why[1200];
@@ -433,23 +515,7 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
         bw1 = read_bandwidth(ctx, 1);
         bwn = read_bandwidth(ctx, all);
     }
-    if (o.json) {
-        cli_json_begin(stdout, "bench");
-        printf(",\"ggml\":%s,\"ggml_variant\":\"%s\",\"cpus\":%u", have_ggml ? "true" : "false",
-               have_ggml ? oracle.cpu_variant : "", all);
-        if (o.suite) {
-            cli_json_member_number(stdout, "read_gbps_1", "%.3f", bw1);
-            cli_json_member_number(stdout, "read_gbps_all", "%.3f", bwn);
-        }
-        printf(",\"results\":[");
-    } else {
-        printf("anvil bench: mat-vec, best of timed passes\n");
-        if (have_ggml) printf("ggml: %s (cpu variant %s)\n", oracle.dir, oracle.cpu_variant);
-        else if (!o.no_ggml) printf("ggml: not found (%s)\n", why);
-        if (o.suite) printf("memory read bandwidth: %.2f GB/s (1 thread), %.2f GB/s (%u threads)\n", bw1, bwn, all);
-        printf("\n  %-8s %-14s %3s %13s %8s %8s %8s %8s %7s %7s %9s%s\n", "type", "variant", "thr", "rows x k", "MB",
-               "GB/s", "Gelem/s", "ggml", "ratio", "median", "max diff", o.suite ? "  %read-bw" : "");
-    }
+    print_header(&o, have_ggml, &oracle, why, all, bw1, bwn);
 
     /* The runs: (rows, k, threads) tuples. */
     typedef struct shape {
@@ -485,40 +551,8 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
                 if (!o.json) printf("  %-8s skipped: %s\n", t.name, skip);
                 continue;
             }
-            anvil_type_info tt;
-            anvil_type_lookup(ctx, ids[i], &tt, NULL);
-            const double mb = (double)(k / tt.block_elems * tt.block_bytes) * (double)rows / 1e6;
-            const double bw = shapes[s].threads > 1 ? bwn : bw1;
-            if (o.json) {
-                /* Figures that can be undefined (a time of 0, nothing to
-                 * divide by) are null, never inf/nan (not JSON). */
-                printf("%s{\"type\":", first ? "" : ",");
-                cli_json_string(stdout, tt.name);
-                printf(",\"variant\":");
-                cli_json_string(stdout, variant);
-                printf(",\"threads\":%u,\"rows\":%zu,\"k\":%zu", shapes[s].threads, rows, k);
-                cli_json_member_number(stdout, "weight_mb", "%.3f", mb);
-                cli_json_member_number(stdout, "gbps", "%.4f", r.gbps);
-                cli_json_member_number(stdout, "gelems", "%.4f", r.gelems);
-                if (r.have_ggml) {
-                    cli_json_member_number(stdout, "ggml_gbps", "%.4f", r.ggml_gbps);
-                    cli_json_member_number(stdout, "ratio", "%.4f", r.gbps / r.ggml_gbps);
-                    cli_json_member_number(stdout, "median_ratio", "%.4f", r.median_ratio);
-                    cli_json_member_number(stdout, "max_diff", "%.3g", r.maxrel);
-                }
-                if (o.suite && shapes[s].big) cli_json_member_number(stdout, "read_bw_fraction", "%.4f", bw > 0 ? r.gbps / bw : 0);
-                printf("}");
-            } else {
-                printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, shapes[s].threads, rows, k, mb,
-                       r.gbps, r.gelems);
-                if (r.have_ggml) {
-                    printf(" %8.2f %6.2fx %6.2fx %9.2g", r.ggml_gbps, r.gbps / r.ggml_gbps, r.median_ratio, r.maxrel);
-                } else {
-                    printf(" %8s %7s %7s %9s", "-", "-", "-", "-");
-                }
-                if (o.suite && shapes[s].big && bw > 0) printf("  %7.0f%%", 100.0 * r.gbps / bw);
-                printf("\n");
-            }
+            print_result(ctx, &o, ids[i], rows, k, shapes[s].threads, shapes[s].big, shapes[s].threads > 1 ? bwn : bw1,
+                         &r, variant, first);
             first = 0;
         }
     }

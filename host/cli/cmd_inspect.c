@@ -177,6 +177,99 @@ static void print_problems_text(const view *v, int markdown) {
     }
 }
 
+/* One metadata line: a markdown row (the value's '|' escaped) or text. */
+static void print_kv(const view *v, const anvil_gguf_kv *kv, int md) {
+    char type[48], key[512];
+    kv_type(kv, type, sizeof type);
+    if (md) {
+        printf("| ");
+        inspect_md_cell(stdout, kv->key, kv->key_len);
+        printf(" | %s | ", type);
+        /* The value through a markdown-safe path: printed to a buffer first. */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (mem != NULL) {
+            FILE *saved = stdout;
+            stdout = mem;
+            text_value(kv, v->o);
+            stdout = saved;
+            fclose(mem);
+            for (size_t k = 0, start = 0; k <= len; ++k) {
+                if (k == len || buf[k] == '|') {
+                    fwrite(buf + start, 1, k - start, stdout);
+                    if (k < len) fputs("\\|", stdout);
+                    start = k + 1;
+                }
+            }
+            free(buf);
+        }
+        printf(" |\n");
+    } else {
+        printf("  %-44s %-16s = ", cli_text_esc(key, sizeof key, kv->key, kv->key_len), type);
+        text_value(kv, v->o);
+        putchar('\n');
+    }
+}
+
+/* One tensor line (markdown row or text), with its problem when it has one. */
+static void print_tensor(const anvil_gguf *g, size_t i, int md, int parts) {
+    const anvil_gguf_tensor *t = anvil_gguf_tensor_at(g, i);
+    const char *problem = anvil_gguf_tensor_problem(g, i);
+    char shape[128], tl[32], name[512];
+    shape_text(t, shape, sizeof shape);
+    if (md) {
+        printf("| %zu | ", i);
+        inspect_md_cell(stdout, t->name, t->name_len);
+        printf(" | %s | %s | %" PRIu64 " | %" PRIu64 " |", type_label(t, tl, sizeof tl), shape, t->n_bytes,
+               t->file_offset);
+        if (parts) printf(" %u |", t->part + 1);
+        if (problem != NULL) {
+            printf(" **bad**: ");
+            inspect_md_cell(stdout, problem, strlen(problem));
+        }
+        putchar('\n');
+        return;
+    }
+    printf("  %-5zu %-40s %-8s %-24s ", i, cli_text_esc(name, sizeof name, t->name, t->name_len),
+           type_label(t, tl, sizeof tl), shape);
+    if (problem != NULL) {
+        printf("%14s %14" PRIu64 "\n        BAD: ", "?", t->file_offset);
+        cli_text_bytes(stdout, problem, strlen(problem));
+        putchar('\n');
+        return;
+    }
+    printf("%14" PRIu64 " %14" PRIu64, t->n_bytes, t->file_offset);
+    if (parts) {
+        printf("  %u", t->part + 1);
+    }
+    putchar('\n');
+}
+
+/* Where each part's data ends against its file size. */
+static void print_size_checks(const anvil_gguf *g) {
+    for (size_t i = 0; i < anvil_gguf_part_count(g); ++i) {
+        anvil_gguf_part_info p;
+        anvil_gguf_part(g, i, &p);
+        char label[32];
+        if (anvil_gguf_part_count(g) > 1) {
+            snprintf(label, sizeof label, "part %zu:", i + 1);
+        } else {
+            snprintf(label, sizeof label, "size check:");
+        }
+        if (p.data_end == p.file_size) {
+            printf("%-13s data ends at byte %" PRIu64 ", the file's size: OK\n", label, p.data_end);
+        } else if (p.data_end < p.file_size) {
+            /* The reader refuses data past the end; anything left is
+             * padding or trailing bytes. */
+            printf("%-13s data ends at byte %" PRIu64 ", the file has %" PRIu64 " bytes: %" PRIu64
+                   " bytes after the data%s\n",
+                   label, p.data_end, p.file_size, p.file_size - p.data_end,
+                   p.file_size - p.data_end < p.alignment ? " (padding): OK" : " (trailing data)");
+        }
+    }
+}
+
 static void print_text(const view *v) {
     const anvil_gguf *g = v->g;
     const int md = v->o->markdown;
@@ -219,40 +312,7 @@ static void print_text(const view *v) {
     } else {
         printf("metadata:     %zu keys\n", n_kv);
     }
-    for (size_t i = 0; i < n_kv; ++i) {
-        const anvil_gguf_kv *kv = anvil_gguf_kv_at(g, i);
-        char type[48], key[512];
-        kv_type(kv, type, sizeof type);
-        if (md) {
-            printf("| ");
-            inspect_md_cell(stdout, kv->key, kv->key_len);
-            printf(" | %s | ", type);
-            /* The value through a markdown-safe path: printed to a buffer first. */
-            char *buf = NULL;
-            size_t len = 0;
-            FILE *mem = open_memstream(&buf, &len);
-            if (mem != NULL) {
-                FILE *saved = stdout;
-                stdout = mem;
-                text_value(kv, v->o);
-                stdout = saved;
-                fclose(mem);
-                for (size_t k = 0, start = 0; k <= len; ++k) {
-                    if (k == len || buf[k] == '|') {
-                        fwrite(buf + start, 1, k - start, stdout);
-                        if (k < len) fputs("\\|", stdout);
-                        start = k + 1;
-                    }
-                }
-                free(buf);
-            }
-            printf(" |\n");
-        } else {
-            printf("  %-44s %-16s = ", cli_text_esc(key, sizeof key, kv->key, kv->key_len), type);
-            text_value(kv, v->o);
-            putchar('\n');
-        }
-    }
+    for (size_t i = 0; i < n_kv; ++i) print_kv(v, anvil_gguf_kv_at(g, i), md);
     const size_t n_t = anvil_gguf_tensor_count(g);
     const int parts = anvil_gguf_part_count(g) > 1;
     if (md) {
@@ -271,63 +331,13 @@ static void print_text(const view *v) {
                    parts ? "  part" : "");
         }
     }
-    for (size_t i = 0; i < n_t && !v->o->no_tensors; ++i) {
-        const anvil_gguf_tensor *t = anvil_gguf_tensor_at(g, i);
-        const char *problem = anvil_gguf_tensor_problem(g, i);
-        char shape[128], tl[32], name[512];
-        shape_text(t, shape, sizeof shape);
-        if (md) {
-            printf("| %zu | ", i);
-            inspect_md_cell(stdout, t->name, t->name_len);
-            printf(" | %s | %s | %" PRIu64 " | %" PRIu64 " |", type_label(t, tl, sizeof tl), shape, t->n_bytes,
-                   t->file_offset);
-            if (parts) printf(" %u |", t->part + 1);
-            if (problem != NULL) {
-                printf(" **bad**: ");
-                inspect_md_cell(stdout, problem, strlen(problem));
-            }
-            putchar('\n');
-            continue;
-        }
-        printf("  %-5zu %-40s %-8s %-24s ", i, cli_text_esc(name, sizeof name, t->name, t->name_len),
-               type_label(t, tl, sizeof tl), shape);
-        if (problem != NULL) {
-            printf("%14s %14" PRIu64 "\n        BAD: ", "?", t->file_offset);
-            cli_text_bytes(stdout, problem, strlen(problem));
-            putchar('\n');
-            continue;
-        }
-        printf("%14" PRIu64 " %14" PRIu64, t->n_bytes, t->file_offset);
-        if (parts) {
-            printf("  %u", t->part + 1);
-        }
-        putchar('\n');
-    }
+    for (size_t i = 0; i < n_t && !v->o->no_tensors; ++i) print_tensor(g, i, md, parts);
     inspect_text_totals(stdout, &tot, md);
     if (md) {
         print_problems_text(v, 1);
         return;
     }
-    for (size_t i = 0; i < anvil_gguf_part_count(g); ++i) {
-        anvil_gguf_part_info p;
-        anvil_gguf_part(g, i, &p);
-        char label[32];
-        if (anvil_gguf_part_count(g) > 1) {
-            snprintf(label, sizeof label, "part %zu:", i + 1);
-        } else {
-            snprintf(label, sizeof label, "size check:");
-        }
-        if (p.data_end == p.file_size) {
-            printf("%-13s data ends at byte %" PRIu64 ", the file's size: OK\n", label, p.data_end);
-        } else if (p.data_end < p.file_size) {
-            /* The reader refuses data past the end; anything left is
-             * padding or trailing bytes. */
-            printf("%-13s data ends at byte %" PRIu64 ", the file has %" PRIu64 " bytes: %" PRIu64
-                   " bytes after the data%s\n",
-                   label, p.data_end, p.file_size, p.file_size - p.data_end,
-                   p.file_size - p.data_end < p.alignment ? " (padding): OK" : " (trailing data)");
-        }
-    }
+    print_size_checks(g);
     print_problems_text(v, 0);
 }
 

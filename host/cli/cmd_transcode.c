@@ -400,6 +400,68 @@ static void json_num(FILE *f, double v) {
     }
 }
 
+/* The "outputs" array: each part's path, size and tensor count. */
+static void json_outputs(FILE *f, const anvil_transcode *t, const anvil_transcode_summary *sum, int dry_run) {
+    fprintf(f, ",\"outputs\":[");
+    for (uint32_t p = 0; p < sum->n_parts; ++p) {
+        size_t n = 0;
+        for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
+        struct stat st;
+        const char *path = anvil_transcode_part_path(t, p);
+        fprintf(f, "%s{\"path\":", p ? "," : "");
+        cli_json_string(f, path);
+        fprintf(f, ",\"bytes\":");
+        if (!dry_run && stat(path, &st) == 0) {
+            fprintf(f, "%llu", (unsigned long long)st.st_size);
+        } else if (sum->n_parts == 1) {
+            fprintf(f, "%" PRIu64, sum->out_file_bytes);
+        } else {
+            fputs("null", f);
+        }
+        fprintf(f, ",\"n_tensors\":%zu}", n);
+    }
+    fputc(']', f);
+}
+
+/* One element of the "tensors" array (i: its index). */
+static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode_tensor *it, size_t i) {
+    fprintf(f, "%s{\"name\":", i ? "," : "");
+    cli_json_string(f, it->name);
+    fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", anvil_type_name(ctx, it->src_type),
+            anvil_type_name(ctx, it->dst_type), encoded(it) ? "true" : "false");
+    cli_json_string(f, anvil_transcode_why_string(it->why));
+    fprintf(f, ",\"wanted\":");
+    if (it->want_type == ANVIL_TRANSCODE_NO_TYPE) {
+        fputs("null", f);
+    } else {
+        fprintf(f, "\"%s\"", anvil_type_name(ctx, it->want_type));
+    }
+    fprintf(f, ",\"rule\":");
+    if (it->rule) {
+        cli_json_string(f, it->rule);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
+            it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
+    if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
+        fprintf(f, ",\"fallback_from\":\"%s\"", anvil_type_name(ctx, it->fallback_from));
+    }
+    if (it->imatrix != NULL) {
+        fprintf(f, ",\"imatrix\":");
+        cli_json_string(f, it->imatrix_name);
+    }
+    if (it->has_quality) {
+        fprintf(f, ",\"rmse\":");
+        json_num(f, it->rmse);
+        fprintf(f, ",\"max_abs_err\":");
+        json_num(f, it->max_abs);
+        fprintf(f, ",\"snr_db\":");
+        json_num(f, it->snr_db);
+    }
+    fputc('}', f);
+}
+
 void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) {
     const anvil_ctx *ctx = r->ctx;
     const char *input = r->input;
@@ -410,63 +472,9 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) 
     cli_json_begin(f, cli_command_name());
     fprintf(f, ",\"input\":");
     cli_json_string(f, input);
-    fprintf(f, ",\"outputs\":[");
-    for (uint32_t p = 0; p < s.n_parts; ++p) {
-        size_t n = 0;
-        for (size_t i = 0; i < anvil_transcode_count(t); ++i) n += anvil_transcode_tensor_at(t, i)->part == p;
-        struct stat st;
-        const char *path = anvil_transcode_part_path(t, p);
-        fprintf(f, "%s{\"path\":", p ? "," : "");
-        cli_json_string(f, path);
-        fprintf(f, ",\"bytes\":");
-        if (!dry_run && stat(path, &st) == 0) {
-            fprintf(f, "%llu", (unsigned long long)st.st_size);
-        } else if (s.n_parts == 1) {
-            fprintf(f, "%" PRIu64, s.out_file_bytes);
-        } else {
-            fputs("null", f);
-        }
-        fprintf(f, ",\"n_tensors\":%zu}", n);
-    }
-    fprintf(f, "],\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
-    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
-        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
-        fprintf(f, "%s{\"name\":", i ? "," : "");
-        cli_json_string(f, it->name);
-        fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", anvil_type_name(ctx, it->src_type),
-                anvil_type_name(ctx, it->dst_type), encoded(it) ? "true" : "false");
-        cli_json_string(f, anvil_transcode_why_string(it->why));
-        fprintf(f, ",\"wanted\":");
-        if (it->want_type == ANVIL_TRANSCODE_NO_TYPE) {
-            fputs("null", f);
-        } else {
-            fprintf(f, "\"%s\"", anvil_type_name(ctx, it->want_type));
-        }
-        fprintf(f, ",\"rule\":");
-        if (it->rule) {
-            cli_json_string(f, it->rule);
-        } else {
-            fputs("null", f);
-        }
-        fprintf(f, ",\"rewritten\":%s,\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64 ",\"part\":%u",
-                it->rewritten ? "true" : "false", it->src_bytes, it->dst_bytes, it->part + 1);
-        if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
-            fprintf(f, ",\"fallback_from\":\"%s\"", anvil_type_name(ctx, it->fallback_from));
-        }
-        if (it->imatrix != NULL) {
-            fprintf(f, ",\"imatrix\":");
-            cli_json_string(f, it->imatrix_name);
-        }
-        if (it->has_quality) {
-            fprintf(f, ",\"rmse\":");
-            json_num(f, it->rmse);
-            fprintf(f, ",\"max_abs_err\":");
-            json_num(f, it->max_abs);
-            fprintf(f, ",\"snr_db\":");
-            json_num(f, it->snr_db);
-        }
-        fputc('}', f);
-    }
+    json_outputs(f, t, &s, dry_run);
+    fprintf(f, ",\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) json_tensor(f, ctx, anvil_transcode_tensor_at(t, i), i);
     fprintf(f, "],\"quality_by_type\":[");
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
         anvil_transcode_quality q;
