@@ -693,7 +693,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     memset(&cmp, 0, sizeof cmp);
     if (a.vs_ggml && !a.dry_run) vs_ggml(ctx, t, &cmp);
     if (a.compare != NULL && !a.dry_run) {
-        if (cli_compare_run(ctx, t, a.opts.threads, &cq, &err) != ANVIL_OK) {
+        if (cli_compare_run(t, &cq, &err) != ANVIL_OK) {
             cli_compare_free(&cq);
             anvil_transcode_free(t);
             anvil_gguf_close(src);

@@ -1,9 +1,9 @@
 /* `anvil transcode --compare`: after a run, the tensors it converted are
  * encoded again in other formats (by default tq1_0 tq2_0 q2_K q3_K iq2_s)
  * and decoded back, so the quality report can set the chosen format's SNR
- * next to what those formats give on the same weights. Rows are streamed
- * in bounded chunks from the (mapped) source, on `threads` threads; the
- * sums are added in chunk order, so the figures do not depend on it. */
+ * next to what those formats give on the same weights. The pass is the
+ * library's (anvil_transcode_quality_as: the run's own chunks, coders,
+ * threads and chunk-order sums); this file parses the list and prints. */
 #ifndef ANVIL_CLI_TRANSCODE_COMPARE_H
 #define ANVIL_CLI_TRANSCODE_COMPARE_H
 
@@ -36,8 +36,7 @@ typedef struct cli_compare {
 int cli_compare_parse(const anvil_ctx *ctx, const char *list, cli_compare *c);
 
 /* Encode and decode every converted tensor of t in each type of c. */
-int cli_compare_run(anvil_ctx *ctx, const anvil_transcode *t, unsigned threads, cli_compare *c,
-                    anvil_error *err);
+int cli_compare_run(anvil_transcode *t, cli_compare *c, anvil_error *err);
 
 /* SNR in dB of tensor i in type j: +inf when exact, NAN when not compared. */
 double cli_compare_snr(const cli_compare *c, size_t i, size_t j);

@@ -301,6 +301,57 @@ static int plus_rows(void *arg, const anvil_gguf_tensor *t, uint64_t row0, uint6
     return ANVIL_OK;
 }
 
+/* anvil_transcode_quality_as is the run's own pass: in the run's type it
+ * gives the run's figures bit for bit, for any thread count; in another type
+ * it compares every converted tensor and names why it skips the others. */
+static void test_quality_as(void) {
+    const unsigned threads[] = { 1, 3 };
+    double first_q6[64];
+    for (size_t k = 0; k < 2; ++k) {
+        anvil_transcode_options o;
+        anvil_transcode_options_init(&o);
+        o.dtype = ANVIL_TYPE_Q4_K;
+        o.threads = threads[k];
+        tc_result dry = tc_transcode(synth_path(), tc_path("quality-as.gguf"), &o, 1);
+        CU_ASSERT_EQUAL_FATAL(dry.rc, ANVIL_OK);
+        anvil_transcode_alt_quality q[64];
+        anvil_error err;
+        CU_ASSERT_EQUAL(anvil_transcode_quality_as(dry.t, ANVIL_TYPE_Q4_K, q, &err), ANVIL_E_STATE);
+        tc_result_free(&dry);
+        tc_result r = tc_transcode(synth_path(), tc_path("quality-as.gguf"), &o, 0);
+        CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
+        const size_t n = anvil_transcode_count(r.t);
+        CU_ASSERT_FATAL(n <= 64);
+        CU_ASSERT_EQUAL_FATAL(anvil_transcode_quality_as(r.t, ANVIL_TYPE_Q4_K, q, &err), ANVIL_OK);
+        size_t converted = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const anvil_transcode_tensor *it = anvil_transcode_tensor_at(r.t, i);
+            if (!it->has_quality) {
+                CU_ASSERT(q[i].why != NULL && strcmp(q[i].why, "not converted") == 0);
+                CU_ASSERT(isnan(q[i].sum_sq_err));
+                continue;
+            }
+            converted++;
+            CU_ASSERT_PTR_NULL(q[i].why);
+            CU_ASSERT(memcmp(&q[i].sum_sq_err, &it->sum_sq_err, sizeof(double)) == 0);
+            CU_ASSERT(memcmp(&q[i].sum_sq_signal, &it->sum_sq_signal, sizeof(double)) == 0);
+            CU_ASSERT(memcmp(&q[i].max_abs, &it->max_abs, sizeof(double)) == 0);
+        }
+        CU_ASSERT(converted > 0);
+        /* Q6_K: more bits, less error, the same for any thread count. */
+        CU_ASSERT_EQUAL_FATAL(anvil_transcode_quality_as(r.t, ANVIL_TYPE_Q6_K, q, &err), ANVIL_OK);
+        for (size_t i = 0; i < n; ++i) {
+            const anvil_transcode_tensor *it = anvil_transcode_tensor_at(r.t, i);
+            if (!it->has_quality) continue;
+            CU_ASSERT(q[i].sum_sq_err < it->sum_sq_err);
+            CU_ASSERT(q[i].snr_db > it->snr_db);
+            if (k == 0) first_q6[i] = q[i].sum_sq_err;
+            else CU_ASSERT(memcmp(&first_q6[i], &q[i].sum_sq_err, sizeof(double)) == 0);
+        }
+        tc_result_free(&r);
+    }
+}
+
 static void test_hook(void) {
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
@@ -340,4 +391,5 @@ void tc_add_stream_tests(void) {
     CU_add_test(s, "atomic: a failure leaves the old file, no temp", test_atomic);
     CU_add_test(s, "quality figures equal a direct computation", test_quality);
     CU_add_test(s, "rewrite hook", test_hook);
+    CU_add_test(s, "quality_as: the run's pass in another type", test_quality_as);
 }

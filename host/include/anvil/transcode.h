@@ -202,6 +202,21 @@ ANVIL_API size_t anvil_transcode_quality_count(const anvil_transcode *t);
 ANVIL_API int anvil_transcode_quality_at(const anvil_transcode *t, size_t i,
                                          anvil_transcode_quality *out);
 
+/* The run's quality pass again in another type, after a run: every tensor
+ * the run converted is encoded in `type` and decoded back, with the run's
+ * chunks, coders (importance weights included), threads and sums, so the
+ * figures sit beside the run's own (anvil transcode --compare). out has
+ * anvil_transcode_count(t) entries; a tensor not compared has NAN sums and
+ * `why` says why (not converted, rows not a whole number of blocks, the
+ * encoder's refusal). An error only for what stops every tensor. */
+typedef struct anvil_transcode_alt_quality {
+    double sum_sq_err, sum_sq_signal; /* NAN: not compared */
+    double rmse, max_abs, snr_db;     /* snr_db is +inf when the error is exactly 0 */
+    const char *why;                  /* NULL, or why not compared (static text) */
+} anvil_transcode_alt_quality;
+ANVIL_API int anvil_transcode_quality_as(anvil_transcode *t, uint32_t type, anvil_transcode_alt_quality *out,
+                                         anvil_error *err);
+
 /* Warnings the plan raised (a --tensor-type pattern that matches nothing, a
  * tensor without importance-matrix weights, ...), in order. */
 ANVIL_API size_t anvil_transcode_warning_count(const anvil_transcode *t);

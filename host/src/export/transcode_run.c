@@ -348,108 +348,192 @@ static void free_scratch(tensor_job *j, unsigned slots) {
     free(j->stats);
 }
 
+/* Set up the job for one tensor: its chunk geometry (the cut depends only
+ * on the shape), its coders, the per-slot scratch; dst holds the whole
+ * encoded tensor (it->dst_bytes). A tensor with no rows is not a job: the
+ * caller writes nothing for it. */
+static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, int quality,
+                     uint8_t *dst, unsigned slots, anvil_error *err) {
+    memset(j, 0, sizeof *j);
+    j->ctx = t->ctx;
+    j->hook = &t->opts.hook;
+    j->it = it;
+    j->src = it->src->data;
+    j->quality = quality;
+    j->src_row_bytes = it->src_bytes / it->n_rows;
+    j->dst_row_bytes = it->dst_bytes / it->n_rows;
+    j->rows_per_chunk = it->row_len >= TC_CHUNK_ELEMS ? 1 : TC_CHUNK_ELEMS / it->row_len;
+    if (j->rows_per_chunk > it->n_rows) j->rows_per_chunk = it->n_rows;
+    j->n_chunks = (size_t)((it->n_rows + j->rows_per_chunk - 1) / j->rows_per_chunk);
+    const uint64_t chunk_elems = j->rows_per_chunk * it->row_len;
+    if (chunk_elems > SIZE_MAX / sizeof(float)) {
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
+    }
+    resolve_coders(j);
+    /* An f32 source row is already what the encoder reads: no copy, when
+     * aligned for float loads and not rewritten first. */
+    j->zero_copy = it->src_type == ANVIL_TYPE_F32 && !it->rewritten && ((uintptr_t)j->src % sizeof(float)) == 0;
+    j->dst = dst;
+    j->stats = calloc(j->n_chunks, sizeof *j->stats);
+    j->x = calloc(slots, sizeof *j->x);
+    j->y = calloc(slots, sizeof *j->y);
+    int ok = j->dst != NULL && j->stats != NULL && j->x != NULL && j->y != NULL;
+    for (unsigned s = 0; ok && s < slots; ++s) {
+        j->x[s] = j->zero_copy ? NULL : malloc((size_t)chunk_elems * sizeof(float));
+        j->y[s] = j->quality ? malloc((size_t)chunk_elems * sizeof(float)) : NULL;
+        ok = (j->zero_copy || j->x[s] != NULL) && (!j->quality || j->y[s] != NULL);
+    }
+    if (!ok) {
+        free_scratch(j, slots);
+        return anvil__error_set(err, ANVIL_E_NOMEM,
+                               "tensor '%s': out of memory for its %" PRIu64 "-byte output", it->name,
+                               it->dst_bytes);
+    }
+    pthread_mutex_init(&j->lock, NULL);
+    atomic_init(&j->fail_at, SIZE_MAX);
+    atomic_init(&j->next, 0);
+    return ANVIL_OK;
+}
+
+static void job_end(tensor_job *j, unsigned slots) {
+    pthread_mutex_destroy(&j->lock);
+    free_scratch(j, slots);
+}
+
+/* Every chunk of the job on the pool, slab by slab of the source (read
+ * ahead, released once done); rs, when given, hears the progress and reads
+ * ahead into the next tensor. The first failing chunk's error is the one. */
+static int job_run(tensor_job *j, const anvil_gguf *g, anvil_pool *pool, unsigned slots, run_state *rs,
+                   anvil_error *err) {
+    const anvil_transcode_tensor *it = j->it;
+    const uint64_t chunk_src = j->rows_per_chunk * j->src_row_bytes;
+    size_t per_slab = (size_t)(TC_SLAB_BYTES / chunk_src);
+    if (per_slab == 0) per_slab = 1;
+    prefetch(g, j->src, (per_slab < j->n_chunks ? per_slab * chunk_src : it->src_bytes));
+    for (size_t lo = 0; lo < j->n_chunks; lo += per_slab) {
+        const size_t hi = lo + per_slab < j->n_chunks ? lo + per_slab : j->n_chunks;
+        const uint64_t b0 = lo * chunk_src;
+        const uint64_t b1 = hi == j->n_chunks ? it->src_bytes : hi * chunk_src;
+        if (hi < j->n_chunks) {
+            const uint64_t n1 = hi + per_slab < j->n_chunks ? (hi + per_slab) * chunk_src : it->src_bytes;
+            prefetch(g, j->src + b1, n1 - b1);
+        } else if (rs != NULL) {
+            prefetch_next(rs);
+        }
+        j->slab_end = hi;
+        atomic_store(&j->next, lo);
+        anvil__pool_run(pool, slots, chunk_task, j);
+        release(g, j->src + b0, b1 - b0);
+        if (atomic_load(&j->fail_at) != SIZE_MAX) {
+            *err = j->fail;
+            return j->fail_rc;
+        }
+        if (rs != NULL) {
+            rs->bytes_done += b1 - b0;
+            report(rs, it);
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* The quality figures of a finished job, its chunk sums added in chunk
+ * order (the same for any thread count). */
+static void job_quality(const tensor_job *j, double *sse_out, double *sig_out, double *max_out, double *rmse,
+                        double *snr_db) {
+    double sse = 0, sig = 0, mx = 0;
+    for (size_t c = 0; c < j->n_chunks; ++c) {
+        sse += j->stats[c].sse;
+        sig += j->stats[c].signal;
+        if (j->stats[c].max_abs > mx) mx = j->stats[c].max_abs;
+    }
+    const double n = (double)j->it->n_rows * (double)j->it->row_len;
+    *sse_out = sse;
+    *sig_out = sig;
+    *max_out = mx;
+    *rmse = sqrt(sse / n);
+    *snr_db = sse > 0 ? 10.0 * log10(sig / sse) : INFINITY;
+}
+
 static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
     anvil_transcode *t = rs->t;
-    const anvil_gguf *g = t->src;
-    tensor_job j;
-    memset(&j, 0, sizeof j);
-    j.ctx = t->ctx;
-    j.hook = &t->opts.hook;
-    j.it = it;
-    j.src = it->src->data;
-    j.quality = !t->opts.skip_quality;
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
         if (it->dst_bytes != 0) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
         return tc_output_put(rs->writer, w, NULL, 0, NULL, err);
     }
-    j.src_row_bytes = it->src_bytes / it->n_rows;
-    j.dst_row_bytes = it->dst_bytes / it->n_rows;
-    j.rows_per_chunk = it->row_len >= TC_CHUNK_ELEMS ? 1 : TC_CHUNK_ELEMS / it->row_len;
-    if (j.rows_per_chunk > it->n_rows) j.rows_per_chunk = it->n_rows;
-    j.n_chunks = (size_t)((it->n_rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
-    const uint64_t chunk_elems = j.rows_per_chunk * it->row_len;
-    if (chunk_elems > SIZE_MAX / sizeof(float)) {
-        return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s': rows are too long", it->name);
-    }
-    resolve_coders(&j);
-    /* An f32 source row is already what the encoder reads: no copy, when
-     * aligned for float loads and not rewritten first. */
-    j.zero_copy = it->src_type == ANVIL_TYPE_F32 && !it->rewritten && ((uintptr_t)j.src % sizeof(float)) == 0;
     const unsigned turn = rs->out_turn;
     if (it->dst_bytes > rs->out_cap[turn]) {
         free(rs->out[turn]);
         rs->out[turn] = malloc((size_t)it->dst_bytes);
         rs->out_cap[turn] = rs->out[turn] != NULL ? it->dst_bytes : 0;
     }
-    j.dst = rs->out[turn];
-    j.stats = calloc(j.n_chunks, sizeof *j.stats);
-    j.x = calloc(rs->slots, sizeof *j.x);
-    j.y = calloc(rs->slots, sizeof *j.y);
-    int ok = j.dst != NULL && j.stats != NULL && j.x != NULL && j.y != NULL;
-    for (unsigned s = 0; ok && s < rs->slots; ++s) {
-        j.x[s] = j.zero_copy ? NULL : malloc((size_t)chunk_elems * sizeof(float));
-        j.y[s] = j.quality ? malloc((size_t)chunk_elems * sizeof(float)) : NULL;
-        ok = (j.zero_copy || j.x[s] != NULL) && (!j.quality || j.y[s] != NULL);
-    }
-    if (!ok) {
-        free_scratch(&j, rs->slots);
-        return anvil__error_set(err, ANVIL_E_NOMEM,
-                               "tensor '%s': out of memory for its %" PRIu64 "-byte output", it->name,
-                               it->dst_bytes);
-    }
-    pthread_mutex_init(&j.lock, NULL);
-    atomic_init(&j.fail_at, SIZE_MAX);
-    atomic_init(&j.next, 0);
-
-    const uint64_t chunk_src = j.rows_per_chunk * j.src_row_bytes;
-    size_t per_slab = (size_t)(TC_SLAB_BYTES / chunk_src);
-    if (per_slab == 0) per_slab = 1;
-    int rc = ANVIL_OK;
-    prefetch(g, j.src, (per_slab < j.n_chunks ? per_slab * chunk_src : it->src_bytes));
-    for (size_t lo = 0; lo < j.n_chunks && rc == ANVIL_OK; lo += per_slab) {
-        const size_t hi = lo + per_slab < j.n_chunks ? lo + per_slab : j.n_chunks;
-        const uint64_t b0 = lo * chunk_src;
-        const uint64_t b1 = hi == j.n_chunks ? it->src_bytes : hi * chunk_src;
-        if (hi < j.n_chunks) {
-            const uint64_t n1 = hi + per_slab < j.n_chunks ? (hi + per_slab) * chunk_src : it->src_bytes;
-            prefetch(g, j.src + b1, n1 - b1);
-        } else {
-            prefetch_next(rs);
-        }
-        j.slab_end = hi;
-        atomic_store(&j.next, lo);
-        anvil__pool_run(rs->pool, rs->slots, chunk_task, &j);
-        release(g, j.src + b0, b1 - b0);
-        if (atomic_load(&j.fail_at) != SIZE_MAX) {
-            *err = j.fail;
-            rc = j.fail_rc;
-            break;
-        }
-        rs->bytes_done += b1 - b0;
-        report(rs, it);
-    }
+    tensor_job j;
+    int rc = job_begin(&j, t, it, !t->opts.skip_quality, rs->out[turn], rs->slots, err);
+    if (rc != ANVIL_OK) return rc;
+    rc = job_run(&j, t->src, rs->pool, rs->slots, rs, err);
     if (rc == ANVIL_OK) {
         rc = tc_output_put(rs->writer, w, j.dst, it->dst_bytes, NULL, err);
         rs->out_turn ^= 1u;
     }
     if (rc == ANVIL_OK && j.quality) {
-        double sse = 0, sig = 0, mx = 0;
-        for (size_t c = 0; c < j.n_chunks; ++c) {
-            sse += j.stats[c].sse;
-            sig += j.stats[c].signal;
-            if (j.stats[c].max_abs > mx) mx = j.stats[c].max_abs;
-        }
-        const double n = (double)it->n_rows * (double)it->row_len;
         it->has_quality = 1;
-        it->sum_sq_err = sse;
-        it->sum_sq_signal = sig;
-        it->rmse = sqrt(sse / n);
-        it->max_abs = mx;
-        it->snr_db = sse > 0 ? 10.0 * log10(sig / sse) : INFINITY;
+        job_quality(&j, &it->sum_sq_err, &it->sum_sq_signal, &it->max_abs, &it->rmse, &it->snr_db);
     }
-    pthread_mutex_destroy(&j.lock);
-    free_scratch(&j, rs->slots);
+    job_end(&j, rs->slots);
     return rc;
+}
+
+/* One tensor of anvil_transcode_quality_as: the run's item with `type`
+ * as its output, through the same job. */
+static void quality_as_one(const anvil_transcode *t, const anvil_transcode_tensor *src_it, uint32_t type,
+                           const anvil_type_info *ti, anvil_pool *pool, unsigned slots,
+                           anvil_transcode_alt_quality *q) {
+    q->sum_sq_err = q->rmse = q->max_abs = q->snr_db = NAN;
+    q->sum_sq_signal = NAN;
+    q->why = NULL;
+    if (!src_it->has_quality) {
+        q->why = "not converted";
+        return;
+    }
+    anvil_transcode_tensor it = *src_it;
+    it.dst_type = type;
+    uint64_t bytes = 0;
+    if (it.n_rows == 0 || it.row_len == 0 || ti->block_elems == 0 || it.row_len % ti->block_elems != 0 ||
+        anvil_type_bytes(ti, it.n_rows * it.row_len, &bytes, NULL) != ANVIL_OK || bytes > SIZE_MAX) {
+        q->why = "row length not a multiple of its block";
+        return;
+    }
+    it.dst_bytes = bytes;
+    uint8_t *dst = malloc(bytes > 0 ? (size_t)bytes : 1);
+    tensor_job j;
+    anvil_error e;
+    int rc = dst != NULL ? job_begin(&j, t, &it, 1, dst, slots, &e) : ANVIL_E_NOMEM;
+    if (rc == ANVIL_OK) {
+        rc = job_run(&j, t->src, pool, slots, NULL, &e);
+        if (rc == ANVIL_OK) job_quality(&j, &q->sum_sq_err, &q->sum_sq_signal, &q->max_abs, &q->rmse, &q->snr_db);
+        job_end(&j, slots);
+    }
+    if (rc != ANVIL_OK) q->why = anvil_strerror(rc);
+    free(dst);
+}
+
+ANVIL_API int anvil_transcode_quality_as(anvil_transcode *t, uint32_t type, anvil_transcode_alt_quality *out,
+                                         anvil_error *err) {
+    anvil__error_clear(err);
+    if (t == NULL || out == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (!t->ran) return anvil__error_set(err, ANVIL_E_STATE, "the plan has not run: its quality pass comes after");
+    anvil_type_info ti;
+    int rc = anvil_type_lookup(t->ctx, type, &ti, err);
+    if (rc != ANVIL_OK) return rc;
+    if (!tc_is_float_type(type) && anvil_ctx_codec(t->ctx, type) == NULL) {
+        return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type %s: no loaded codec provides it", ti.name);
+    }
+    const unsigned want = t->summary.threads ? t->summary.threads : 1;
+    anvil_pool *pool = anvil__pool_create(want);
+    if (pool == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", want);
+    const unsigned slots = anvil__pool_threads(pool);
+    for (size_t i = 0; i < t->n_items; ++i) quality_as_one(t, &t->items[i], type, &ti, pool, slots, &out[i]);
+    anvil__pool_destroy(pool);
+    return ANVIL_OK;
 }
 
 static int build_quality(anvil_transcode *t, anvil_error *err) {
