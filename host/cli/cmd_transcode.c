@@ -347,24 +347,21 @@ static void print_quality(FILE *f, const anvil_transcode *t, const anvil_ctx *ct
 
 void cli_transcode_report(FILE *f, const anvil_transcode *t, const cli_report *r) {
     const anvil_ctx *ctx = r->ctx;
-    const char *input = r->input;
-    const int dry_run = r->dry_run;
-    const cli_vs_ggml *cmp = r->cmp;
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
     char a[32], b[32], c[32];
-    if (dry_run) {
-        fprintf(f, "plan for %s (%zu tensors; nothing written):\n", input, s.n_tensors);
+    if (r->dry_run) {
+        fprintf(f, "plan for %s (%zu tensors; nothing written):\n", r->input, s.n_tensors);
         print_plan(f, t, ctx);
     } else {
         print_quality(f, t, ctx);
     }
-    if (!dry_run && r->compare != NULL) cli_compare_print(f, r->compare, t, ctx);
+    if (!r->dry_run && r->compare != NULL) cli_compare_print(f, r->compare, t, ctx);
     print_kept_lists(f, t, ctx);
     for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
         fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
-    fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
+    fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", r->input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
             anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
             human(s.dst_tensor_bytes, b, sizeof b), human(s.out_file_bytes, c, sizeof c), s.n_parts,
@@ -377,17 +374,17 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const cli_report *r
         fprintf(f, "run     %.2f s, %.1f MB/s of source read, %u thread%s, peak RSS %.1f MB\n", s.seconds, s.mb_per_s,
                 s.threads, s.threads == 1 ? "" : "s", s.peak_rss_bytes / 1e6);
     }
-    if (cmp != NULL) {
-        if (!cmp->ran) {
-            fprintf(f, "vs ggml %s\n", cmp->note);
+    if (r->cmp != NULL) {
+        if (!r->cmp->ran) {
+            fprintf(f, "vs ggml %s\n", r->cmp->note);
         } else {
             fprintf(f,
                     "vs ggml reference encoders (ggml_quantize_chunk) on the same rows (%zu tensors, %.1f MB of "
                     "source), one thread each:\n"
                     "        ggml %.1f MB/s, anvil %.1f MB/s (x%.2f); bytes %s\n",
-                    cmp->tensors, cmp->src_bytes / 1e6, cmp->ggml_mb_per_s, cmp->anvil_mb_per_s,
-                    cmp->ggml_mb_per_s > 0 ? cmp->anvil_mb_per_s / cmp->ggml_mb_per_s : 0,
-                    cmp->mismatched == 0 ? "identical" : "DIFFER");
+                    r->cmp->tensors, r->cmp->src_bytes / 1e6, r->cmp->ggml_mb_per_s, r->cmp->anvil_mb_per_s,
+                    r->cmp->ggml_mb_per_s > 0 ? r->cmp->anvil_mb_per_s / r->cmp->ggml_mb_per_s : 0,
+                    r->cmp->mismatched == 0 ? "identical" : "DIFFER");
         }
     }
 }
@@ -464,16 +461,13 @@ static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode_ten
 
 void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) {
     const anvil_ctx *ctx = r->ctx;
-    const char *input = r->input;
-    const int dry_run = r->dry_run;
-    const cli_vs_ggml *cmp = r->cmp;
     anvil_transcode_summary s;
     anvil_transcode_get_summary(t, &s);
     cli_json_begin(f, cli_command_name());
     fprintf(f, ",\"input\":");
-    cli_json_string(f, input);
-    json_outputs(f, t, &s, dry_run);
-    fprintf(f, ",\"dry_run\":%s,\"tensors\":[", dry_run ? "true" : "false");
+    cli_json_string(f, r->input);
+    json_outputs(f, t, &s, r->dry_run);
+    fprintf(f, ",\"dry_run\":%s,\"tensors\":[", r->dry_run ? "true" : "false");
     for (size_t i = 0; i < anvil_transcode_count(t); ++i) json_tensor(f, ctx, anvil_transcode_tensor_at(t, i), i);
     fprintf(f, "],\"quality_by_type\":[");
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
@@ -512,19 +506,19 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) 
         json_num(f, s.mb_per_s);
         fprintf(f, ",\"peak_rss_bytes\":%" PRIu64, s.peak_rss_bytes);
     }
-    if (cmp != NULL) {
-        fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", cmp->ran ? "true" : "false");
-        cli_json_string(f, cmp->note);
-        if (cmp->ran) {
-            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", cmp->tensors,
-                    cmp->mismatched, cmp->src_bytes);
-            json_num(f, cmp->ggml_mb_per_s);
+    if (r->cmp != NULL) {
+        fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", r->cmp->ran ? "true" : "false");
+        cli_json_string(f, r->cmp->note);
+        if (r->cmp->ran) {
+            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", r->cmp->tensors,
+                    r->cmp->mismatched, r->cmp->src_bytes);
+            json_num(f, r->cmp->ggml_mb_per_s);
             fprintf(f, ",\"anvil_mb_per_s\":");
-            json_num(f, cmp->anvil_mb_per_s);
+            json_num(f, r->cmp->anvil_mb_per_s);
         }
         fputc('}', f);
     }
-    if (!dry_run && r->compare != NULL) {
+    if (!r->dry_run && r->compare != NULL) {
         fprintf(f, ",\"compare\":");
         cli_compare_json(f, r->compare, t);
     }
