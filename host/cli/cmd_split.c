@@ -167,7 +167,7 @@ int cmd_split(cli_globals *g, int argc, char **argv) {
     if (a.opts.split_max_bytes == 0 && a.opts.split_max_tensors == 0) {
         a.opts.split_max_tensors = ANVIL_GGUF_SPLIT_DEFAULT_MAX_TENSORS;
     }
-    const int checked = cli_check_output("split", a.prefix, NULL, NULL);
+    const int checked = cli_check_prefix("split", a.prefix);
     if (checked != 0) {
         return checked;
     }

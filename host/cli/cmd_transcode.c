@@ -435,7 +435,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         fprintf(f, "%s{\"path\":", p ? "," : "");
         cli_json_string(f, path);
         fprintf(f, ",\"bytes\":");
-        if (!dry_run && stat(path, &st) == 0) {
+        if (!dry_run && strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             fprintf(f, "%llu", (unsigned long long)st.st_size);
         } else if (s.n_parts == 1) {
             fprintf(f, "%" PRIu64, s.out_file_bytes);
