@@ -38,7 +38,8 @@ const char cli_help_split[] =
     "\n"
     "Each part is written atomically; when one fails, the parts already written are\n"
     "removed. OUT_PREFIX naming a folder is refused: give the folder and a name, e.g.\n"
-    "out/model.\n";
+    "out/model. Parts are files renamed into place as one: '-' is refused, and so is\n"
+    "a part name that is a device, a FIFO or a socket (before anything is written).\n";
 
 typedef struct split_args {
     const char *in, *prefix;
