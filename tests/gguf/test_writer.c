@@ -514,7 +514,7 @@ static void test_large_tensors(void) {
  * (a descriptor, /dev/null), or refused (a socket; a held part); inputs that
  * cannot be mapped (a FIFO) are refused at once instead of blocking. */
 static void test_outputs_not_files(void) {
-    uint8_t blob[384];
+    uint8_t blob[672];
     for (size_t i = 0; i < sizeof blob; ++i) blob[i] = (uint8_t)(i * 7);
     anvil_error err;
     anvil_gguf_writer *w = content(1, blob);
