@@ -6,11 +6,12 @@
 #                                pkg-config and inih (libanvil, the CLI, the plugins)
 #   scripts/setup-deps.sh        what `make test` needs on top: CUnit, SIMDe,
 #                                valgrind, clang + libFuzzer, GNU time, node/npm
-#                                (the ggml oracle comes from npm)
+#                                (the ggml oracle comes from npm), python3 (the CLI
+#                                suite makes a UNIX socket with it)
 set -eu
 
 DEMO_PKGS="gcc make libc6-dev cmake pkg-config libinih-dev"
-TEST_PKGS="build-essential $DEMO_PKGS libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm"
+TEST_PKGS="build-essential $DEMO_PKGS libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm python3"
 # (the aarch64 cross toolchain and qemu are installed by scripts/test-aarch64.sh)
 
 case "${1:-test}" in

@@ -129,8 +129,14 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
 
 /* An output path for `cmd`: refused (usage error, returns 2) when it names a
  * directory or its folder does not exist; returns 0 when fine, and sets
- * *same_as_input when it is the same file as `input` (may be NULL). */
+ * *same_as_input when it is the same regular file as `input` (may be NULL).
+ * "-" (or /dev/stdout, /dev/fd/1): the file goes to standard output, so from
+ * here on everything the command prints on stdout goes to stderr, and
+ * --json is refused (usage error). A device, a FIFO or a socket is the
+ * library's to write into or refuse (host/src/atomic_file.h). */
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input);
+/* The same for a split set's OUT_PREFIX: standard output is refused. */
+int cli_check_prefix(const char *cmd, const char *prefix);
 
 /* Progress of a long write: on a TTY (stderr) a self-erasing line, with
  * --progress a plain line per step for logs, otherwise nothing. */
@@ -139,6 +145,7 @@ typedef struct cli_progress {
     double start, last;
     int shown;
     size_t last_step; /* plain lines: one per step */
+    size_t steps_total; /* the last step's total, counted in every mode */
 } cli_progress;
 /* mode from --progress (forced) / --quiet / the TTY-ness of stderr. */
 void cli_progress_init(cli_progress *p, int forced, int quiet);

@@ -1,7 +1,11 @@
 /* Helpers shared by the GGUF subcommands. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "anvil/safetensors.h"
 #include "anvil/transcode.h"
@@ -9,12 +13,25 @@
 
 cli_sniff cli_gguf_sniff(const char *path) {
     unsigned char b[ANVIL_ST_SNIFF_BYTES];
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    /* Only a regular file is looked into. O_NONBLOCK: opening a FIFO to read
+     * would wait for a writer; the reader that follows refuses it by name. */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
         return CLI_SNIFF_UNKNOWN;
     }
-    const size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return CLI_SNIFF_UNKNOWN;
+    }
+    size_t n = 0;
+    while (n < sizeof b) {
+        const ssize_t k = read(fd, b + n, sizeof b - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        n += (size_t)k;
+    }
+    close(fd);
     if (n >= 4 && memcmp(b, "GGUF", 4) == 0) {
         return CLI_SNIFF_GGUF;
     }
@@ -44,13 +61,21 @@ void cli_report_written(const char *cmd, int json, const char *input, const char
         for (size_t i = 0; i < n_out; ++i) {
             printf("%s{\"path\":", i ? "," : "");
             cli_json_string(stdout, out[i].path);
-            printf(",\"bytes\":%llu,\"n_tensors\":%zu}", out[i].bytes, out[i].tensors);
+            if (out[i].bytes == CLI_BYTES_UNKNOWN) {
+                printf(",\"bytes\":null,\"n_tensors\":%zu}", out[i].tensors);
+            } else {
+                printf(",\"bytes\":%llu,\"n_tensors\":%zu}", out[i].bytes, out[i].tensors);
+            }
         }
         printf("]}\n");
         return;
     }
     const char *verb = dry_run ? "would write" : replaced_input ? "replaced (atomically)" : "wrote";
     const char *shown = strcmp(format, "gguf") == 0 ? "GGUF v3" : format;
+    if (n_out == 1 && out[0].bytes == CLI_BYTES_UNKNOWN) {
+        printf("%s %s (%s, %zu tensors)\n", verb, cli_esc(out[0].path), shown, out[0].tensors);
+        return;
+    }
     if (n_out == 1) {
         printf("%s %s (%llu bytes, %s, %zu tensors)%s\n", verb, cli_esc(out[0].path), out[0].bytes, shown,
                out[0].tensors, replaced_input ? ": the input was rewritten in place" : "");
@@ -63,10 +88,15 @@ void cli_report_written(const char *cmd, int json, const char *input, const char
 }
 
 void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
-                            const anvil_ctx *ctx) {
+                            const anvil_ctx *ctx, size_t streamed_tensors) {
     anvil_gguf *w = NULL;
     cli_written wr = { out, 0, 0 };
-    if (anvil_gguf_open(&w, out, ctx, ANVIL_GGUF_OPEN_SINGLE_PART, NULL) == ANVIL_OK) {
+    struct stat st;
+    if (stat(out, &st) != 0 || !S_ISREG(st.st_mode) || strcmp(out, "-") == 0) {
+        /* Written into a device, a FIFO or standard output: nothing to read back. */
+        wr.bytes = CLI_BYTES_UNKNOWN;
+        wr.tensors = streamed_tensors;
+    } else if (anvil_gguf_open(&w, out, ctx, ANVIL_GGUF_OPEN_SINGLE_PART, NULL) == ANVIL_OK) {
         wr.bytes = anvil_gguf_file_size(w);
         wr.tensors = anvil_gguf_tensor_count(w);
         anvil_gguf_close(w);
@@ -136,7 +166,7 @@ void cli_gguf_array(FILE *f, const anvil_gguf_array *a, uint64_t n, cli_value_st
 void cli_gguf_write_options(const cli_write_flags *f, cli_progress *p, anvil_gguf_write_options *o) {
     cli_progress_init(p, f->progress, f->quiet || f->json);
     anvil_gguf_write_options_init(o);
-    o->progress = p->mode ? cli_gguf_progress : NULL;
+    o->progress = cli_gguf_progress; /* counts the tensors even when nothing is shown */
     o->progress_arg = p;
 }
 
@@ -164,7 +194,7 @@ int cli_gguf_rewrite(cli_globals *g, const char *cmd, cli_gguf_rewrite_fn fn, co
         return cli_fail_err(cmd, &err);
     }
     if (!f->quiet || f->json) {
-        cli_report_gguf_output(cmd, f->json, in, out, replaced_input, g->ctx);
+        cli_report_gguf_output(cmd, f->json, in, out, replaced_input, g->ctx, progress.steps_total);
     }
     return 0;
 }

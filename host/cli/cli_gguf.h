@@ -2,6 +2,7 @@
 #ifndef ANVIL_CLI_GGUF_H
 #define ANVIL_CLI_GGUF_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -25,9 +26,13 @@ typedef int (*cli_gguf_op)(const anvil_ctx *ctx, void *arg, anvil_error *err);
 int cli_gguf_run(cli_globals *g, cli_gguf_op op, void *arg, anvil_error *err);
 
 /* One file a command wrote (or, with --dry-run, would write). */
+/* bytes of an output that is not a regular file (a device, a FIFO,
+ * standard output): nothing to stat afterwards; null in JSON. */
+#define CLI_BYTES_UNKNOWN ULLONG_MAX
+
 typedef struct cli_written {
     const char *path;
-    unsigned long long bytes;
+    unsigned long long bytes; /* or CLI_BYTES_UNKNOWN */
     size_t tensors;
 } cli_written;
 
@@ -58,7 +63,7 @@ void cli_report_written(const char *cmd, int json, const char *input, const char
 /* cli_report_written for the one GGUF file `out` a command wrote (read back
  * for its size and tensor count). */
 void cli_report_gguf_output(const char *cmd, int json, const char *input, const char *out, int replaced_input,
-                            const anvil_ctx *ctx);
+                            const anvil_ctx *ctx, size_t streamed_tensors);
 
 /* A scalar GGUF value (not an array): TEXT quotes strings and escapes them
  * (cut after str_max bytes), RAW prints string bytes as they are (stdout is

@@ -64,6 +64,22 @@ static const char main_environment[] =
     "  ANVIL_LOG       error | warn (default) | info | debug | quiet\n"
     "  ANVIL_GGML_DIR  folder with ggml's libggml-base.so (for bench comparisons)\n";
 
+static const char main_files[] =
+    "files:\n"
+    "  Inputs are memory-mapped, so they must be regular files: a FIFO, a socket or a\n"
+    "  device is refused at once (exit 1; copy it to a file first). An output that is\n"
+    "  a regular file, or does not exist, is written to a temporary file next to it and\n"
+    "  renamed into place when complete. An output that is a character or block device\n"
+    "  or a FIFO (/dev/null, a named pipe) is written into, front to back, never\n"
+    "  replaced; '-' (or /dev/stdout) is standard output, and the command's report then\n"
+    "  goes to stderr (--json is refused). A write error there is exit 1 with the\n"
+    "  system's reason (/dev/full: No space left on device). A FIFO output waits up to\n"
+    "  10 s for its reader. A socket, a terminal, or a link through /proc to a file is\n"
+    "  refused, and split sets (whose parts are renamed into place as one) need files.\n"
+    "  A symbolic link to a device or FIFO is written through; a symbolic link to a\n"
+    "  regular file, or a dangling one, is replaced by the new file (the link itself;\n"
+    "  the file it pointed to is left unchanged).\n";
+
 static const char main_exit[] =
     "exit status (every command):\n"
     "  0  success\n"
@@ -98,7 +114,7 @@ void cli_usage_main(FILE *f) {
     for (size_t i = 0; i < cli_n_commands; ++i) {
         fprintf(f, "  %-11s %s\n", cli_commands[i].name, cli_commands[i].summary);
     }
-    fprintf(f, "\n%s\n%s\n%s", main_options, main_environment, main_exit);
+    fprintf(f, "\n%s\n%s\n%s\n%s", main_options, main_files, main_environment, main_exit);
 }
 
 /* ---- man page ------------------------------------------------------------------- */
@@ -147,6 +163,8 @@ static void write_man(FILE *f) {
     }
     fputs(".SH OPTIONS\n", f);
     troff_block(f, after_first_line(main_options));
+    fputs(".SH FILES\n", f);
+    troff_block(f, after_first_line(main_files));
     fputs(".SH ENVIRONMENT\n", f);
     troff_block(f, after_first_line(main_environment));
     fputs(".SH EXIT STATUS\n", f);

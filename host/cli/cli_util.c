@@ -447,11 +447,41 @@ int cli_wants_help(int argc, char **argv) {
 
 /* ---- files ------------------------------------------------------------------ */
 
+/* A FIFO, socket or device as input: refused by stat() before any open,
+ * which for a FIFO would wait for a writer (the library's inputs follow the
+ * same rule, host/src/file_input.h). */
+static int refuse_unreadable(const char *path, anvil_error *err) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+        return ANVIL_OK;
+    }
+    if (err) {
+        err->code = ANVIL_E_IO;
+        snprintf(err->message, sizeof err->message,
+                 "'%s' is %s: anvil needs a regular file as input, not a pipe, a socket or a device; copy it "
+                 "to a regular file first (cat '%s' > file) and give that",
+                 path,
+                 S_ISFIFO(st.st_mode)   ? "a FIFO"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                 : S_ISCHR(st.st_mode)  ? "a character device"
+                                        : "a block device",
+                 path);
+    }
+    return ANVIL_E_IO;
+}
+
 int cli_read_file(const char *path, void **data, size_t *size, anvil_error *err) {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
+    if (refuse_unreadable(path, err) != ANVIL_OK) {
+        return ANVIL_E_IO;
+    }
+    /* O_NONBLOCK: a path swapped for a FIFO since the check cannot block;
+     * the regular-file check below refuses it. */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (f == NULL) {
+        if (fd >= 0) close(fd);
         if (err) {
             err->code = ANVIL_E_IO;
             snprintf(err->message, sizeof err->message, "cannot open %s: %s", path, strerror(errno));
@@ -488,10 +518,14 @@ int cli_write_file_atomic(const char *path, const void *data, size_t size, anvil
     return anvil_file_write_atomic(path, data, size, err);
 }
 
-int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input) {
-    if (same_as_input != NULL) {
-        *same_as_input = 0;
-    }
+/* "-" and the names of descriptor 1: the file is written to standard output
+ * (the library writes into descriptor 1, host/src/atomic_file.h). */
+static int names_stdout(const char *p) {
+    return strcmp(p, "-") == 0 || strcmp(p, "/dev/stdout") == 0 || strcmp(p, "/dev/fd/1") == 0 ||
+           strcmp(p, "/proc/self/fd/1") == 0;
+}
+
+static int check_output_path(const char *cmd, const char *output) {
     const size_t len = strlen(output);
     struct stat st;
     if (len == 0) {
@@ -509,12 +543,43 @@ int cli_check_output(const char *cmd, const char *output, const char *input, int
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         return cli_usage_error(cmd, "the output's folder '%s' does not exist", dir);
     }
-    struct stat in_st;
-    if (input != NULL && same_as_input != NULL && stat(output, &st) == 0 && stat(input, &in_st) == 0 &&
-        st.st_dev == in_st.st_dev && st.st_ino == in_st.st_ino) {
+    return 0;
+}
+
+int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input) {
+    if (same_as_input != NULL) {
+        *same_as_input = 0;
+    }
+    if (names_stdout(output)) {
+        /* The file's bytes own descriptor 1: the report goes to stderr, and
+         * --json, whose document is stdout, is refused. */
+        if (cli_json_enabled()) {
+            return cli_usage_error(cmd, "--json prints on standard output, which is the output file here: drop "
+                                        "--json or name an output file");
+        }
+        fflush(stdout);
+        stdout = stderr; /* as cli_stdout_guard does: glibc's stdout is a variable */
+        return 0;
+    }
+    const int rc = check_output_path(cmd, output);
+    if (rc != 0) {
+        return rc;
+    }
+    struct stat st, in_st;
+    if (input != NULL && same_as_input != NULL && stat(output, &st) == 0 && S_ISREG(st.st_mode) &&
+        stat(input, &in_st) == 0 && st.st_dev == in_st.st_dev && st.st_ino == in_st.st_ino) {
         *same_as_input = 1;
     }
     return 0;
+}
+
+int cli_check_prefix(const char *cmd, const char *prefix) {
+    if (names_stdout(prefix)) {
+        return cli_usage_error(cmd, "'%s' is standard output, but a split set is files "
+                                    "(PREFIX-00001-of-0000N.gguf, ...): give a file prefix",
+                               prefix);
+    }
+    return check_output_path(cmd, prefix);
 }
 
 /* ---- values ----------------------------------------------------------------- */
@@ -575,6 +640,7 @@ void cli_progress_init(cli_progress *p, int forced, int quiet) {
 
 void cli_progress_step(cli_progress *p, size_t done, size_t total, unsigned long long bytes_done,
                        unsigned long long bytes_total, const char *label) {
+    p->steps_total = total;
     if (p->mode == 0) {
         return;
     }

@@ -25,7 +25,8 @@ const char cli_help_codec[] =
     "        and IQ1_S need one (as in llama.cpp): without it, a usage error (2).\n"
     "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
     "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
-    "OUT is written atomically (a temporary file renamed into place).\n"
+    "OUT is written atomically (a temporary file renamed into place); '-' (stdout), a\n"
+    "device or a FIFO is written into (`anvil help`, files).\n"
     "\n"
     "  --json  print the result (or the error) as one JSON object on stdout\n";
 

@@ -47,7 +47,8 @@ const char cli_help_merge_lora[] =
     "\n"
     "Every adapter tensor must match a base tensor of the right shape, or nothing is\n"
     "written and the error names it. Quantized base tensors are refused: merge on a\n"
-    "float base (F32/F16/BF16), transcode afterwards.\n";
+    "float base (F32/F16/BF16), transcode afterwards. OUT is written atomically, or\n"
+    "into it when it is '-' (stdout), a device or a FIFO (`anvil help`, files).\n";
 
 static void print_targets(FILE *f, const anvil_lora *l) {
     fprintf(f, "adapters change %zu base tensors:\n", anvil_lora_target_count(l));

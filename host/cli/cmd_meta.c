@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "anvil/gguf.h"
 #include "cli.h"
@@ -36,9 +37,11 @@ const char cli_help_meta[] =
     "rename  give OLD's value the name NEW (in OLD's place)\n"
     "\n"
     "FILE is written again in place (atomically: a temporary file renamed over it),\n"
-    "or to OUT with --out. When the header keeps its size up to the data section\n"
-    "(as gguf_set_metadata requires), only the header is new and the tensor bytes\n"
-    "are cloned or copied by the kernel; otherwise the whole file is rewritten.\n"
+    "or to OUT with --out ('-' (stdout), a device or a FIFO: written into, front to\n"
+    "back; FILE itself must be a regular file). When the header keeps its size up to\n"
+    "the data section (as gguf_set_metadata requires), only the header is new and\n"
+    "the tensor bytes are cloned or copied by the kernel; otherwise the whole file is\n"
+    "rewritten.\n"
     "split.* keys are refused (they tie a split set together); changing\n"
     "general.alignment moves every tensor and needs --realign.\n"
     "\n"
@@ -291,14 +294,12 @@ static int build(const char *cmd, const meta_args *a, const anvil_gguf *f, anvil
     return 0;
 }
 
-static void report(const char *cmd, const meta_args *a, const char *out, int header_only) {
-    anvil_gguf *r = NULL;
-    uint64_t offset = 0, bytes = 0;
-    if (anvil_gguf_open(&r, out, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, NULL) == ANVIL_OK) {
-        offset = anvil_gguf_data_offset(r);
-        bytes = anvil_gguf_file_size(r);
-        anvil_gguf_close(r);
-    }
+/* offset and bytes: the written file's, as the writer laid it out (so also
+ * for an output that cannot be read back: a device, a FIFO, stdout). */
+static void report(const char *cmd, const meta_args *a, const char *out, int header_only, uint64_t offset,
+                   uint64_t bytes) {
+    struct stat st;
+    const int regular = strcmp(out, "-") != 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode);
     static const char *const verbs[] = { "set", "deleted", "renamed" };
     if (a->json) {
         cli_json_begin(stdout, cmd);
@@ -306,7 +307,7 @@ static void report(const char *cmd, const meta_args *a, const char *out, int hea
         cli_json_string(stdout, a->path);
         fputs(",\"output\":", stdout);
         cli_json_string(stdout, out);
-        printf(",\"in_place\":%s,\"changes\":[", header_only ? "true" : "false");
+        printf(",\"in_place\":%s,\"changes\":[", header_only && regular ? "true" : "false");
         for (size_t i = 0; i < a->n; ++i) {
             const edit *e = &a->edits[i];
             printf("%s{\"key\":", i ? "," : "");
@@ -328,8 +329,9 @@ static void report(const char *cmd, const meta_args *a, const char *out, int hea
                e->new_key ? " -> " : "", e->new_key ? cli_esc(e->new_key) : "");
     }
     printf("wrote %s (%" PRIu64 " bytes): %s\n", cli_esc(out), bytes,
-           header_only ? "only the header was rewritten (the data offset did not move)"
-                       : "the whole file was rewritten (the data offset moved)");
+           !regular     ? "written in one pass (not a regular file)"
+           : header_only ? "only the header was rewritten (the data offset did not move)"
+                         : "the whole file was rewritten (the data offset moved)");
 }
 
 static int cmd_edit(cli_globals *g, meta_args *a, const char *cmd) {
@@ -346,12 +348,15 @@ static int cmd_edit(cli_globals *g, meta_args *a, const char *cmd) {
     if (rc == 0 && anvil_gguf_writer_new(&w, g->ctx, &err) != ANVIL_OK) rc = cli_fail_err(cmd, &err);
     if (rc == 0) rc = build(cmd, a, f, w);
     int header_only = 0;
-    if (rc == 0 && anvil_gguf_write_metadata(f, w, out, &header_only, &err) != ANVIL_OK) {
+    uint64_t offset = 0, bytes = 0;
+    if (rc == 0 && (anvil_gguf_writer_header_size(w, &offset, &err) != ANVIL_OK ||
+                    anvil_gguf_writer_file_size(w, &bytes, &err) != ANVIL_OK ||
+                    anvil_gguf_write_metadata(f, w, out, &header_only, &err) != ANVIL_OK)) {
         rc = cli_fail_err(cmd, &err);
     }
     anvil_gguf_writer_free(w);
     anvil_gguf_close(f);
-    if (rc == 0) report(cmd, a, out, header_only);
+    if (rc == 0) report(cmd, a, out, header_only, offset, bytes);
     return rc;
 }
 

@@ -38,7 +38,8 @@ const char cli_help_split[] =
     "\n"
     "Each part is written atomically; when one fails, the parts already written are\n"
     "removed. OUT_PREFIX naming a folder is refused: give the folder and a name, e.g.\n"
-    "out/model.\n";
+    "out/model. Parts are files renamed into place as one: '-' is refused, and so is\n"
+    "a part name that is a device, a FIFO or a socket (before anything is written).\n";
 
 typedef struct split_args {
     const char *in, *prefix;
@@ -167,7 +168,7 @@ int cmd_split(cli_globals *g, int argc, char **argv) {
     if (a.opts.split_max_bytes == 0 && a.opts.split_max_tensors == 0) {
         a.opts.split_max_tensors = ANVIL_GGUF_SPLIT_DEFAULT_MAX_TENSORS;
     }
-    const int checked = cli_check_output("split", a.prefix, NULL, NULL);
+    const int checked = cli_check_prefix("split", a.prefix);
     if (checked != 0) {
         return checked;
     }

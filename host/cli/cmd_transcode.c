@@ -45,7 +45,8 @@ const char cli_help_transcode[] =
     "\n"
     "options:\n"
     "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
-    "  --out OUT.gguf            output, written atomically (complete or not at all)\n"
+    "  --out OUT.gguf            output, written atomically (complete or not at all);\n"
+    "                            '-' (stdout), a device or a FIFO is written into\n"
     "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
     "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
     "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
@@ -408,7 +409,7 @@ static void json_outputs(FILE *f, const anvil_transcode *t, const anvil_transcod
         fprintf(f, "%s{\"path\":", p ? "," : "");
         cli_json_string(f, path);
         fprintf(f, ",\"bytes\":");
-        if (!dry_run && stat(path, &st) == 0) {
+        if (!dry_run && strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             fprintf(f, "%llu", (unsigned long long)st.st_size);
         } else if (sum->n_parts == 1) {
             fprintf(f, "%" PRIu64, sum->out_file_bytes);

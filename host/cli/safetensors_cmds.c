@@ -176,7 +176,8 @@ int cli_reemit_safetensors(cli_globals *g, const char *in, const char *out, int 
         return cli_fail_err("reemit", &err);
     }
     struct stat sb;
-    const cli_written wr = { out, stat(out, &sb) == 0 ? (unsigned long long)sb.st_size : 0, count };
+    const int regular = strcmp(out, "-") != 0 && stat(out, &sb) == 0 && S_ISREG(sb.st_mode);
+    const cli_written wr = { out, regular ? (unsigned long long)sb.st_size : CLI_BYTES_UNKNOWN, count };
     cli_report_written("reemit", json, in, "safetensors", count, &wr, 1, 0, same);
     return 0;
 }

@@ -333,5 +333,153 @@ fi
 expect 1 "anvil transcode: tensor '*' is already quantized*--allow-requantize*" transcode --from "$tmp/qz.gguf" --out "$tmp/x.gguf" --dtype q8_0
 expect 0 '' transcode --from "$tmp/qz.gguf" --out "$tmp/deq.gguf" --dtype f16 --quiet
 
+# ---- outputs and inputs that are not regular files ---------------------------
+# A device, a FIFO or stdout as the output is written into, never renamed
+# over (/dev/full: ENOSPC, exit 1); a socket is refused; as an input each is
+# refused before anything can block. After every case the node is still what
+# it was and nothing else is left in its folder.
+nodes=$tmp/nodes
+mkdir -p "$nodes"
+if [ "$(id -u)" -ne 0 ] || ! mknod "$nodes/null" c 1 3 2> /dev/null || ! mknod "$nodes/full" c 1 7 2> /dev/null; then
+    echo "note: not root (or no mknod here): device, FIFO and socket cases skipped"
+else
+    mkfifo "$nodes/fifo"
+    kinds='null full fifo'
+    if command -v python3 > /dev/null 2>&1 &&
+        python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$nodes/sock"; then
+        kinds="$kinds sock"
+    else
+        echo "note: no python3 to make a UNIX socket: socket cases skipped"
+    fi
+    n_nodes=$(ls -A "$nodes" | wc -l)
+    kind_of() { case $1 in null|full) echo 'character special file' ;; fifo) echo fifo ;; sock) echo socket ;; esac; }
+    # An adapter for merge-lora: blk.0.attn_q.weight += B A, rank 1, zeros.
+    hdr='{"blk.0.attn_q.weight.lora_a":{"dtype":"F32","shape":[1,256],"data_offsets":[0,1024]},"blk.0.attn_q.weight.lora_b":{"dtype":"F32","shape":[256,1],"data_offsets":[1024,2048]}}'
+    while [ $((${#hdr} % 8)) -ne 0 ]; do hdr="$hdr "; done
+    { printf "\\$(printf %03o $((${#hdr} & 255)))\\$(printf %03o $((${#hdr} >> 8)))\\000\\000\\000\\000\\000\\000"
+      printf '%s' "$hdr"; head -c 2048 /dev/zero; } > "$tmp/lora.safetensors"
+    "$anvil" split "$tmp/m.gguf" "$tmp/nodeset" --split-max-tensors 8 > /dev/null
+    # node_case KIND NAME ARGS... (@ in ARGS is the node): the exit code and
+    # first stderr line per kind; through the FIFO a reader gets the bytes,
+    # which must equal what the same command wrote to a regular file.
+    node_case() {
+        kind=$1 name=$2
+        shift 2
+        node=$nodes/$kind
+        # shellcheck disable=SC2046
+        set -- $(echo "$*" | sed "s|@|$node|g")
+        reader=''
+        if [ "$kind" = fifo ]; then
+            timeout 20 cat "$node" > "$tmp/fifo.got" &
+            reader=$!
+        fi
+        case $kind in
+            null) expect 0 "$ok" "$@" ;;
+            full) expect 1 "anvil *: *$node*: No space left on device*" "$@" ;;
+            fifo) expect 0 "$ok" "$@" ;;
+            sock) expect 1 "anvil *: *'$node' is a socket: *" "$@" ;;
+        esac
+        if [ -n "$reader" ]; then
+            wait "$reader"
+            checks=$((checks + 1))
+            cmp -s "$tmp/fifo.got" "$tmp/ref.$name" || fail "$name into a FIFO: not the bytes of a file"
+        fi
+        checks=$((checks + 2))
+        [ "$(stat -c %F "$node")" = "$(kind_of "$kind")" ] || fail "$name $kind: $node is now a $(stat -c %F "$node")"
+        [ "$(ls -A "$nodes" | wc -l)" -eq "$n_nodes" ] || fail "$name $kind: left $(ls -A "$nodes" | tr '\n' ' ')"
+    }
+    # Every writing command, @ for its output; ref.NAME: the same into a file.
+    {
+        echo "reemit reemit $tmp/m.gguf @"
+        echo "reemit_st reemit $st @"
+        echo "transcode transcode --from $tmp/m.gguf --out @ --dtype q8_0 --quiet --no-quality"
+        echo "quantize quantize --quiet --no-quality $tmp/m.gguf @ Q8_0 2"
+        echo "merge merge $tmp/nodeset-00001-of-00003.gguf @"
+        echo "merge_lora merge-lora --from $tmp/m.gguf --adapters $tmp/lora.safetensors --alpha 1 --out @ --quiet"
+        echo "meta_set meta set $tmp/m.gguf anvil.n=u8:1 --out @"
+        echo "codec_encode codec encode q8_0 $tmp/ramp.f32 @"
+        echo "codec_decode codec decode q8_0 $tmp/ramp.q8 @"
+    } > "$tmp/writers"
+    while read -r name args; do
+        ok=''
+        case $name in codec_*) ok='*coded 64 *' ;; esac   # codec reports on stderr
+        # shellcheck disable=SC2046
+        expect 0 "$ok" $(echo "$args" | sed "s|@|$tmp/ref.$name|g")
+        for kind in $kinds; do
+            # shellcheck disable=SC2086
+            node_case "$kind" "$name" $args
+        done
+    done < "$tmp/writers"
+    # '-' is standard output: the same bytes, the report on stderr, --json refused.
+    expect 0 'wrote - (GGUF v3, 21 tensors)' reemit "$tmp/m.gguf" -
+    checks=$((checks + 1))
+    cmp -s "$tmp/out" "$tmp/ref.reemit" || fail "reemit IN -: not the bytes of a file"
+    expect 0 '' quantize --quiet --no-quality "$tmp/m.gguf" /dev/stdout Q8_0 2
+    checks=$((checks + 1))
+    cmp -s "$tmp/out" "$tmp/ref.quantize" || fail "quantize IN /dev/stdout: not the bytes of a file"
+    expect 2 'anvil reemit: --json prints on standard output, which is the output file here*' reemit "$tmp/m.gguf" - --json
+    # A split set is files: refused up front, nothing written.
+    expect 2 "anvil split: '-' is standard output, but a split set is files*" split "$tmp/m.gguf" -
+    ln -s "$nodes/null" "$tmp/dev-00001-of-00003.gguf"
+    expect 1 "anvil split: '$tmp/dev-00001-of-00003.gguf' is not a file: the parts of a split set*" split "$tmp/m.gguf" "$tmp/dev" --split-max-tensors 8
+    expect 1 "anvil transcode: '$nodes/null' is not a file: the parts of a split set*" transcode --from "$tmp/m.gguf" --out "$nodes/null" --dtype q8_0 --split-max-tensors 8
+    checks=$((checks + 1))
+    [ "$(ls -d "$tmp"/dev-* | wc -l)" -eq 1 ] && [ "$(ls -A "$nodes" | wc -l)" -eq "$n_nodes" ] || fail "a refused split set wrote a part"
+    rm -f "$tmp/dev-00001-of-00003.gguf"
+    # Symbolic links: to a device, written through (the link stays); to a
+    # regular file, or dangling, replaced by the new file (the link itself;
+    # the file it pointed to is unchanged).
+    ln -s "$nodes/null" "$tmp/to-null"
+    cp "$tmp/m.gguf" "$tmp/target.gguf"
+    ln -s "$tmp/target.gguf" "$tmp/to-file"
+    ln -s "$tmp/nowhere.gguf" "$tmp/dangling"
+    for l in to-null to-file dangling; do expect 0 '' reemit --quiet "$tmp/ref.meta_set" "$tmp/$l"; done
+    checks=$((checks + 4))
+    [ -L "$tmp/to-null" ] && [ -c "$nodes/null" ] || fail "a link to a device was replaced"
+    [ ! -L "$tmp/to-file" ] && cmp -s "$tmp/to-file" "$tmp/ref.meta_set" || fail "a link to a file was not replaced by the output"
+    cmp -s "$tmp/target.gguf" "$tmp/m.gguf" || fail "writing over a link changed the file it pointed to"
+    [ ! -L "$tmp/dangling" ] && [ -f "$tmp/dangling" ] && [ ! -e "$tmp/nowhere.gguf" ] || fail "a dangling link was not replaced by a file"
+    # /dev/stdin (a link into /proc) on a regular file: refused, never replaced.
+    checks=$((checks + 1))
+    "$anvil" reemit "$tmp/m.gguf" /dev/stdin < "$tmp/target.gguf" > /dev/null 2> "$tmp/err"
+    rc=$?
+    case "$rc:$(head -n 1 "$tmp/err")" in
+        "1:anvil reemit: '/dev/stdin' leads through /proc to a process's open file"*) ;;
+        *) fail "reemit IN /dev/stdin (a file): exit $rc, $(head -n 1 "$tmp/err")" ;;
+    esac
+    # Inputs: refused at once, exit 1 (an open that blocks fails by timeout).
+    inexpect() {
+        checks=$((checks + 1))
+        timeout 10 "$anvil" "$@" > "$tmp/out" 2> "$tmp/err" < /dev/null
+        rc=$?
+        first=$(head -n 1 "$tmp/err")
+        case "$rc:$first" in
+            "1:anvil "*"'$node' is "*": anvil "*"regular file"*) ;;
+            124:*) fail "anvil $*: blocked (killed after 10 s)" ;;
+            *) fail "anvil $*: exit $rc, stderr '$first'" ;;
+        esac
+    }
+    for kind in $kinds; do
+        node=$nodes/$kind
+        # One command per way in: the CLI's sniff and the GGUF reader, the
+        # in-place edit, the importance matrix, the safetensors reader, whole-file reads.
+        inexpect inspect "$node"
+        inexpect quantize "$node" "$tmp/x.gguf" q8_0
+        inexpect meta set "$node" anvil.n=u8:1
+        inexpect quantize --imatrix "$node" "$tmp/m.gguf" "$tmp/x.gguf" Q4_K_M
+        inexpect merge-lora --from "$tmp/m.gguf" --adapters "$node" --alpha 1 --out "$tmp/x.gguf"
+        inexpect codec encode q8_0 "$node" "$tmp/x.bin"
+        checks=$((checks + 2))
+        [ "$(stat -c %F "$node")" = "$(kind_of "$kind")" ] || fail "input $kind: $node is now a $(stat -c %F "$node")"
+        if [ -e "$tmp/x.gguf" ] || [ -e "$tmp/x.bin" ]; then fail "input $kind: an output was written"; fi
+    done
+fi
+# Empty files and /proc files keep their errors.
+: > "$tmp/empty.gguf"
+expect 1 'anvil inspect: *the file is empty (0 bytes)*' inspect "$tmp/empty.gguf"
+if [ -r /proc/self/status ]; then
+    expect 1 'anvil inspect: *the file is empty (0 bytes)*' inspect /proc/self/status
+fi
+
 echo "cli suite: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -2,9 +2,16 @@
  * raw copies, streaming == buffered, stream misuse, atomic replacement. */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "anvil/safetensors.h"
 
 #include "gguf_test.h"
 #include "test_env.h"
@@ -503,6 +510,84 @@ static void test_large_tensors(void) {
     anvil_gguf_writer_free(w);
 }
 
+/* Outputs that are not regular files are written into, never renamed over
+ * (a descriptor, /dev/null), or refused (a socket; a held part); inputs that
+ * cannot be mapped (a FIFO) are refused at once instead of blocking. */
+static void test_outputs_not_files(void) {
+    uint8_t blob[672];
+    for (size_t i = 0; i < sizeof blob; ++i) blob[i] = (uint8_t)(i * 7);
+    anvil_error err;
+    anvil_gguf_writer *w = content(1, blob);
+    size_t want_n = 0;
+    uint8_t *want = to_memory(w, &want_n);
+
+    /* A pipe named by its descriptor: the file's bytes, in order. */
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    CU_ASSERT_FATAL(want_n < 65536); /* fits the pipe: no reader thread needed */
+    char name[64];
+    snprintf(name, sizeof name, "/dev/fd/%d", p[1]);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_write_file(w, name, &err), ANVIL_OK);
+    close(p[1]);
+    uint8_t *got = malloc(want_n + 1);
+    size_t n = 0;
+    ssize_t k;
+    while ((k = read(p[0], got + n, want_n + 1 - n)) > 0) n += (size_t)k;
+    close(p[0]);
+    CU_ASSERT_EQUAL(n, want_n);
+    CU_ASSERT(n == want_n && memcmp(got, want, n) == 0);
+    free(got);
+    free(want);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_write_file(w, "/dev/fd/999", &err), ANVIL_E_IO);
+    CU_ASSERT(strstr(err.message, "not open") != NULL);
+
+    /* /dev/null takes a stream, but a part of a set cannot be held. */
+    struct stat st;
+    if (stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode)) {
+        CU_ASSERT_EQUAL(anvil_gguf_writer_write_file(w, "/dev/null", &err), ANVIL_OK);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_stream_begin(w, "/dev/null", &err), ANVIL_OK);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_stream_tensor(w, blob, 384, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_stream_tensor(w, blob, 288, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_stream_tensor(w, NULL, 0, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_stream_hold(w, &err), ANVIL_E_STATE);
+        CU_ASSERT(strstr(err.message, "split set") != NULL);
+        CU_ASSERT(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+    }
+
+    /* A socket is refused and stays a socket. */
+    char sock[512];
+    snprintf(sock, sizeof sock, "%s/sock", test_tmpdir());
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    const int sfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (sfd >= 0 && strlen(sock) < sizeof a.sun_path) {
+        memcpy(a.sun_path, sock, strlen(sock) + 1);
+        CU_ASSERT_FATAL(bind(sfd, (struct sockaddr *)&a, sizeof a) == 0);
+        CU_ASSERT_EQUAL(anvil_gguf_writer_write_file(w, sock, &err), ANVIL_E_IO);
+        CU_ASSERT(strstr(err.message, "is a socket") != NULL);
+        CU_ASSERT(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+        CU_ASSERT_EQUAL(anvil_file_write_atomic(sock, blob, 4, &err), ANVIL_E_IO);
+        CU_ASSERT(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+        unlink(sock);
+    }
+    if (sfd >= 0) close(sfd);
+    anvil_gguf_writer_free(w);
+
+    /* A FIFO as input: refused at once (nobody writes to it: an open
+     * without O_NONBLOCK would wait forever). */
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/fifo", test_tmpdir());
+    CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+    anvil_gguf *g = NULL;
+    CU_ASSERT_EQUAL(anvil_gguf_open(&g, fifo, NULL, 0, &err), ANVIL_E_IO);
+    CU_ASSERT(strstr(err.message, "is a FIFO") != NULL && strstr(err.message, "copy it") != NULL);
+    anvil_st *t = NULL;
+    CU_ASSERT_EQUAL(anvil_st_open(&t, fifo, &err), ANVIL_E_IO);
+    CU_ASSERT(strstr(err.message, "is a FIFO") != NULL);
+    CU_ASSERT(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    unlink(fifo);
+}
+
+
 void gguf_add_writer_tests(void) {
     CU_pSuite s = CU_add_suite("gguf_writer", NULL, NULL);
     CU_add_test(s, "exact bytes of a small file", test_exact_bytes);
@@ -515,4 +600,5 @@ void gguf_add_writer_tests(void) {
     CU_add_test(s, "streaming output == buffered output", test_stream_equals_buffered);
     CU_add_test(s, "stream misuse and failures keep the old file", test_stream_misuse_keeps_old_file);
     CU_add_test(s, "tensors larger than the write buffer", test_large_tensors);
+    CU_add_test(s, "outputs and inputs that are not regular files", test_outputs_not_files);
 }

@@ -67,7 +67,18 @@ ANVIL_API const char *anvil_version(void);
 /* Write size bytes to path atomically: a temp file in path's folder (with no
  * name while it is written, where the OS allows), flushed, renamed over
  * path. A reader sees the old file or the new one; a failure or a kill
- * leaves the old file as it was. An existing file keeps its permissions. */
+ * leaves the old file as it was. An existing file keeps its permissions. *
+ * What path is decides how it is written (every writer of anvil that takes a
+ * path works this way): a regular file, a missing path, a symbolic link to a
+ * regular file or a dangling link is replaced as above (a link is replaced
+ * itself; the file it pointed to is left as it was). A character or block
+ * device, a FIFO, a link to either, "-" or "/dev/stdout" (descriptor 1),
+ * "/dev/stderr", "/dev/fd/N" or "/proc/self/fd/N" (descriptor N) is written
+ * into, front to back, never replaced; a write error there (ENOSPC on
+ * /dev/full) fails with the system's reason, and what was written stays
+ * written. A FIFO waits up to 10 s for a reader, then is refused. A folder, a
+ * socket, a terminal and a link through /proc to a regular file are refused
+ * before anything is written. */
 ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
                                       anvil_error *err);
 

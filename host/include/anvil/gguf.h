@@ -169,6 +169,8 @@ typedef struct anvil_gguf_mapping anvil_gguf_mapping;
 #define ANVIL_GGUF_OPEN_SINGLE_PART 1u  /* do not follow split.count to other parts */
 
 /* Open and validate a file (and, for part 1 of a split set, all its parts).
+ * The file is memory-mapped, so it must be a regular file: a FIFO, a socket
+ * or a device is refused (ANVIL_E_IO) before it is opened, never waited on.
  * ctx (may be NULL) resolves third-party tensor type ids through the loaded
  * codec plugins; without it such ids are refused with a message naming the
  * missing plugin. */
@@ -382,7 +384,9 @@ ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *
 
 /* Buffered: write everything (every tensor needs its data) to path
  * atomically: a temp file in path's folder renamed into place when complete;
- * on failure the old file is untouched and the temp file removed. */
+ * on failure the old file is untouched and the temp file removed. A path that
+ * is a device, a FIFO or "-" (stdout) is written into instead, front to back
+ * (the writer never seeks; see anvil_file_write_atomic in anvil.h). */
 ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path,
                                            anvil_error *err);
 /* The same bytes into a malloc'd buffer (free() it). */
@@ -409,7 +413,8 @@ ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w);
  * complete new one, never a mix, and no old part is removed before every
  * new part is in place. On failure the old files are as they were and the
  * held temps are removed. abort (or free) on a held writer drops its temp.
- * All parts must be in one folder. */
+ * All parts must be in one folder, and be files: a part written into a
+ * device, a FIFO or "-" cannot be held (ANVIL_E_STATE). */
 ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *err);
 ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
                                            anvil_error *err);
@@ -509,8 +514,9 @@ ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *
  * the tensor bytes are cloned (a reflink, where the filesystem has them) or
  * copied by the kernel, not streamed through the writer; otherwise the whole
  * file is written again, streamed. Either way atomic: a temp file next to
- * out_path, renamed over it when complete. *header_only (may be NULL) says
- * which way it went. */
+ * out_path, renamed over it when complete -- or, when out_path is a device,
+ * a FIFO or "-", header and data written into it in file order (no clone, no
+ * seek). *header_only (may be NULL) says which way it went. */
 ANVIL_API int anvil_gguf_write_metadata(const anvil_gguf *src, anvil_gguf_writer *w, const char *out_path,
                                         int *header_only, anvil_error *err);
 

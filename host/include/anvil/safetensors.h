@@ -170,9 +170,10 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
 ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_error *err);
 ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
                                          anvil_error *err);
-/* Save atomically: write PATH.tmp.<unique> in PATH's folder, fsync, rename
- * over PATH, fsync the folder. On any error before the rename the temp file
- * is removed and PATH is untouched. */
+/* Save atomically: write a temp file in PATH's folder, fsync, rename over
+ * PATH, fsync the folder. On any error before the rename the temp file is
+ * removed and PATH is untouched. A PATH that is a device, a FIFO or "-" is
+ * written into instead (see anvil_file_write_atomic in anvil.h). */
 ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, anvil_error *err);
 
 #ifdef __cplusplus

@@ -16,6 +16,24 @@
  *    temp whose pid is alive -- another writer, or a recycled pid -- is
  *    never touched: at worst a stale temp survives, never a live one dies.
  *
+ * Only a regular file (or a missing path) is replaced that way. An output
+ * that exists as something else is never renamed over (afile_output_kind):
+ * a character or block device, a FIFO, or a name for an open descriptor
+ * ("-" and /dev/stdout are descriptor 1, /dev/stderr 2, /dev/fd/N and
+ * /proc/self/fd/N are N) is written into, once, front to back -- every
+ * writer that goes through here writes sequentially and never seeks -- and
+ * a socket, a folder, a terminal, or a link that leads through /proc to a
+ * regular file (another open file of a process: no folder to rename in)
+ * is refused before anything is written. A symbolic link is followed to
+ * see what it names: a link to a device or FIFO is written through; a link
+ * to a regular file, and a dangling link, is replaced by the new file (the
+ * link itself, as rename() does; the file it pointed to is left as it was).
+ *
+ * Layering: this file is a base utility and calls nothing above it. Split
+ * sets (file_set.c) stand on it, never the reverse: the writers' entry
+ * point that also finishes a folder's interrupted set commits is
+ * file_set_output_open, in file_set.c.
+ *
  * The folder lock: flock() on the destination folder. Writers take it
  * exclusively around their renames (file_set.c) and around the clean-up;
  * readers of a split set take it shared while they open the parts. It is
@@ -33,23 +51,45 @@
 typedef struct afile {
     int fd;             /* open while writing; -1 once held or discarded */
     int anonymous;      /* fd is an O_TMPFILE that has no name yet */
-    char *final_path;   /* where the file goes */
-    char *tmp_path;     /* its temp name (NULL while anonymous) */
+    int stream;         /* fd is the output itself (device, FIFO, descriptor):
+                           written in one pass, nothing to rename */
+    char *final_path;   /* where the file goes (for a stream: its name in messages) */
+    char *tmp_path;     /* its temp name (NULL while anonymous, and for a stream) */
 } afile;
 
-/* Clean up after dead writers of path, then open a temp file for it. An
- * existing directory at path is refused here, before anything is written. */
+/* What writing to path means, decided from its name and stat() alone --
+ * nothing is opened, so nothing can block:
+ *   AFILE_REPLACE  a missing path, a regular file, a link to one or a
+ *                  dangling link: a temp file renamed over path;
+ *   AFILE_STREAM   a character or block device, a FIFO, a link to one, or a
+ *                  descriptor name ("-", /dev/stdout, ...): written into;
+ *   < 0            refused (a folder, a socket, a link through /proc to a
+ *                  regular file); err says what and what to do. */
+#define AFILE_REPLACE 0
+#define AFILE_STREAM 1
+int afile_output_kind(const char *path, anvil_error *err);
+
+/* Open path for writing as afile_output_kind says. AFILE_REPLACE: clean up
+ * after dead writers of path, then open a temp file for it. AFILE_STREAM:
+ * open the device or FIFO (a FIFO nobody reads, or a terminal, is refused
+ * rather than waited on or written to) or duplicate the named descriptor.
+ * A refused kind fails here, before anything is written. Writers call
+ * file_set_output_open (file_set.h), which first finishes the folder's
+ * interrupted split-set commits. */
 int afile_open(afile *f, const char *path, anvil_error *err);
 /* Make the written bytes durable and give the temp file a name: fsync, the
  * destination's mode (an existing file keeps its mode; a new one gets 0666
  * less the umask), a name, and the descriptor closed. The file is complete
- * but not yet in place. */
+ * but not yet in place. A stream cannot be held (ANVIL_E_STATE). */
 int afile_hold(afile *f, anvil_error *err);
 /* Hold (when not yet) and rename into place; the folder is flushed so the
  * rename survives a power cut. On failure the temp file is removed and the
- * destination is untouched. Always releases f. */
+ * destination is untouched. A stream is flushed (a block device or a file
+ * behind a descriptor: fsync) and closed; a failure there is an error. Always
+ * releases f. */
 int afile_commit(afile *f, anvil_error *err);
-/* Remove the temp file and release f (safe on a zeroed or released afile). */
+/* Remove the temp file and release f (safe on a zeroed or released afile).
+ * A stream is closed: what was written into it stays written. */
 void afile_discard(afile *f);
 
 /* Write all n bytes to fd (EINTR retried); errors name `what`. */

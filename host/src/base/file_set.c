@@ -179,8 +179,14 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
 /* Parse the journal at path. 0 on success. */
 static int journal_read(fs_journal *j, const char *dir, const char *path) {
     memset(j, 0, sizeof *j);
-    FILE *f = fopen(path, "r");
+    /* O_NONBLOCK: a FIFO planted under a journal's name must not block the
+     * open; the regular-file check below then refuses it. */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (f == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
         return -1;
     }
     struct stat st;
@@ -393,6 +399,53 @@ void file_set_recover_dir(const char *dir) {
         free(names[i]);
     }
     free(names);
+}
+
+/* ---- opening an output ------------------------------------------------------- */
+
+int file_set_output_open(afile *f, const char *path, anvil_error *err) {
+    anvil_error ignored;
+    if (afile_output_kind(path, &ignored) == AFILE_REPLACE) {
+        char *dir = afile_dir_of(path);
+        if (dir != NULL) {
+            /* Before afile_open clears stale temps: a journal may need them. */
+            const int lock = afile_lock_dir(dir, 1);
+            file_set_recover_dir(dir);
+            afile_unlock_dir(lock);
+            free(dir);
+        }
+    }
+    return afile_open(f, path, err);
+}
+
+int file_set_check_part(const char *path, anvil_error *err) {
+    const int kind = afile_output_kind(path, err);
+    if (kind == AFILE_STREAM) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                               "'%s' is not a file: the parts of a split set are written beside "
+                               "each other and renamed into place as one, which a device, a FIFO "
+                               "or standard output cannot be; choose another output name",
+                               path);
+    }
+    return kind < 0 ? kind : ANVIL_OK;
+}
+
+ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
+                                      anvil_error *err) {
+    if (path == NULL || (data == NULL && size > 0)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_file_write_atomic: NULL argument");
+    }
+    afile f;
+    int rc = file_set_output_open(&f, path, err);
+    if (rc != ANVIL_OK) {
+        return rc;
+    }
+    rc = afile_write_all(f.fd, data, size, f.final_path, err);
+    if (rc != ANVIL_OK) {
+        afile_discard(&f);
+        return rc;
+    }
+    return afile_commit(&f, err);
 }
 
 /* ---- commit ------------------------------------------------------------------ */

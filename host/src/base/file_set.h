@@ -61,8 +61,20 @@
 int file_set_commit(afile *parts, size_t n, anvil_error *err);
 
 /* Finish or undo every interrupted commit in dir. Call with the folder
- * locked exclusively (afile_open does). */
+ * locked exclusively (file_set_output_open does). */
 void file_set_recover_dir(const char *dir);
+
+/* What every writer opens its output with: where the output will be
+ * replaced (AFILE_REPLACE), first the interrupted set commits in its folder
+ * are finished (a killed writer's journal, above), then afile_open. This
+ * lives here, not in atomic_file.c, so that the dependency runs one way:
+ * file_set -> atomic_file. */
+int file_set_output_open(afile *f, const char *path, anvil_error *err);
+
+/* A part of a set must be a file that can be replaced: a path that is a
+ * device, a FIFO, a descriptor name or a socket is refused (naming it and
+ * why) before any part is written. */
+int file_set_check_part(const char *path, anvil_error *err);
 
 /* The reader's view of the set whose first part is first_path: the folder
  * locked shared, and where an interrupted commit left a journal, the file

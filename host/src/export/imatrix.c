@@ -22,6 +22,7 @@
 
 #include "anvil/quantize.h"
 #include "error.h"
+#include "file_input.h"
 
 typedef struct im_entry {
     char *name;
@@ -369,7 +370,14 @@ ANVIL_API int anvil_imatrix_load(anvil_imatrix **out, const char *path, anvil_er
     anvil__error_clear(err);
     if (out == NULL || path == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *out = NULL;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Refused before the open, which for a FIFO would wait for a writer;
+     * O_NONBLOCK for a path swapped since (file_input.h). */
+    const int checked = file_input_check(path, err);
+    if (checked != ANVIL_OK) {
+        anvil__error_prefix(err, "importance matrix");
+        return checked;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return anvil__error_set(err, ANVIL_E_IO, "cannot open importance matrix '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "file_set.h"
 #include "gguf_internal.h"
 #include "transcode_internal.h"
 
@@ -232,7 +233,9 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
         t->part_paths[0] = dup_str(out_path);
         return t->part_paths[0] ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    int rc = ANVIL_OK;
+    /* A set is files renamed into place as one: refused up front when the
+     * output named, or a part's name, is a device, a FIFO or a descriptor. */
+    int rc = file_set_check_part(out_path, err);
     const size_t plen = strlen(prefix);
     for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
         const size_t cap = plen + 32;
@@ -240,6 +243,7 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
         rc = t->part_paths[p] == NULL
                  ? anvil__error_set(err, ANVIL_E_NOMEM, "out of memory")
                  : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
+        if (rc == ANVIL_OK) rc = file_set_check_part(t->part_paths[p], err);
     }
     return rc;
 }

@@ -35,6 +35,7 @@
 #include "anvil/numeric.h"
 #include "ctx.h"
 #include "error.h"
+#include "file_set.h"
 #include "float_rows.h"
 #include "tc_output.h"
 #include "thread_pool.h"
@@ -581,6 +582,10 @@ static int build_quality(anvil_transcode *t, anvil_error *err) {
 
 static int check_space(const anvil_transcode *t, anvil_error *err) {
     const char *path = t->part_paths[0];
+    anvil_error ignored;
+    if (t->n_parts == 1 && afile_output_kind(path, &ignored) != AFILE_REPLACE) {
+        return ANVIL_OK; /* a device, FIFO or descriptor: no file system to ask; the writer opens it */
+    }
     const char *slash = strrchr(path, '/');
     char dir[4096];
     if (slash == NULL) {
@@ -658,10 +663,16 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     }
     /* Every part complete, then all put in place as one step: an existing
      * set is replaced whole or not at all (file_set.h). */
-    for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
-        rc = anvil_gguf_writer_stream_hold(t->writers[p], err);
+    /* One file is simply finished: it may be a device, a FIFO or standard
+     * output, written in one pass, which cannot be held (atomic_file.h). */
+    if (rc == ANVIL_OK && t->n_parts == 1) {
+        rc = anvil_gguf_writer_stream_finish(t->writers[0], err);
+    } else {
+        for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
+            rc = anvil_gguf_writer_stream_hold(t->writers[p], err);
+        }
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_commit_set(t->writers, t->n_parts, err);
     }
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_commit_set(t->writers, t->n_parts, err);
     if (rc != ANVIL_OK) {
         for (uint32_t p = 0; p < t->n_parts; ++p) anvil_gguf_writer_stream_abort(t->writers[p]);
     }

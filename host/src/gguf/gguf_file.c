@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_input.h"
 #include "file_set.h"
 #include "gguf_internal.h"
 
@@ -18,7 +19,13 @@
 
 int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
     memset(out, 0, sizeof *out);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Refused before the open, which for a FIFO would wait for a writer;
+     * O_NONBLOCK for a path swapped since (file_input.h). */
+    const int checked = file_input_check(path, err);
+    if (checked != ANVIL_OK) {
+        return checked;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
                                "cannot open '%s': %s", path, strerror(errno));

@@ -9,6 +9,8 @@
  * header written over it (O(1) on btrfs, XFS, ...), or else the header
  * followed by a kernel-side copy of the data (copy_file_range), or a plain
  * copy from the mapping. Every path goes through the writer's atomic sink.
+ * When the output is a device, a FIFO or standard output, the header and the
+ * data are plain writes in file order (no clone, no kernel copy, no seek).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +59,7 @@ static int copy_data(gguf_sink *s, const anvil_gguf *src, int src_fd, anvil_erro
     uint64_t left = p.file_size - p.data_offset;
     /* In the kernel when it can (and a reflink on filesystems that share
      * extents); from the mapping otherwise. */
-    while (rc == ANVIL_OK && left > 0 && src_fd >= 0) {
+    while (rc == ANVIL_OK && left > 0 && src_fd >= 0 && !s->file.stream) {
         const ssize_t k = copy_file_range(src_fd, &in, s->fd, NULL, left > (1u << 30) ? (1u << 30) : (size_t)left, 0);
         if (k <= 0) {
             if (k < 0 && errno == EINTR) {
@@ -88,9 +90,9 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
     anvil_gguf_part(src, 0, &p);
     /* The source again by path, for the clone: it must still be the file
      * that was read (same size, same old header). */
-    int src_fd = p.path != NULL ? open(p.path, O_RDONLY | O_CLOEXEC) : -1;
+    int src_fd = p.path != NULL ? open(p.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
     struct stat st;
-    if (src_fd >= 0 && (fstat(src_fd, &st) != 0 || (uint64_t)st.st_size != p.file_size)) {
+    if (src_fd >= 0 && (fstat(src_fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != p.file_size)) {
         close(src_fd);
         return anvil__error_set(err, ANVIL_E_STATE, "'%s' changed while it was being edited; try again", p.path);
     }
@@ -102,7 +104,8 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
         }
         return rc;
     }
-    if (src_fd >= 0 && ioctl(s.fd, FICLONE, src_fd) == 0) {
+    /* Never an ioctl into a device the output may be. */
+    if (src_fd >= 0 && !s.file.stream && ioctl(s.fd, FICLONE, src_fd) == 0) {
         /* The clone holds the old file: the new header goes over the old one
          * (the same length, so nothing else moves). */
         size_t done = 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "file_set.h"
 #include "gguf_internal.h"
 
 /* ggml re-writes bools as 0/1; reemit and merge do the same so that their
@@ -257,6 +258,12 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     anvil_gguf_writer **w = rc == ANVIL_OK ? calloc(parts, sizeof *w) : NULL;
     if (rc == ANVIL_OK && w == NULL) {
         rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    /* Every part a file that can be replaced, before any is written. */
+    for (uint32_t p = 0; rc == ANVIL_OK && p < parts; ++p) {
+        char path[4200];
+        rc = anvil_gguf_split_path(path, sizeof path, prefix, p + 1, parts, err);
+        if (rc == ANVIL_OK) rc = file_set_check_part(path, err);
     }
     /* Every part complete under a temp name, then all put in place at once:
      * an existing set is replaced whole or not at all (file_set.h). */

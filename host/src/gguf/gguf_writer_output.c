@@ -3,7 +3,11 @@
  * lays them out (version 3, u64 counts, KVs in order, tensor infos with
  * offsets computed here, one zero pad after the directory, each tensor's data
  * zero-padded to the alignment including the last), written to a temp file
- * in the destination folder and renamed into place once complete.
+ * in the destination folder and renamed into place once complete -- or, when
+ * the destination is a device, a FIFO or standard output (atomic_file.h),
+ * written straight into it. Either way the bytes go out front to back, in
+ * one pass: every offset is known before the first byte (the header is
+ * complete before any tensor), so nothing here ever seeks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -205,7 +209,8 @@ static void sink_discard(gguf_sink *s) {
     s->fd = -1;
 }
 
-/* A temp file for path (atomic_file.c: anonymous where the OS allows). */
+/* A temp file for path (atomic_file.c: anonymous where the OS allows), or
+ * the device, FIFO or descriptor path names. */
 static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
     memset(s, 0, sizeof *s);
     s->fd = -1;
@@ -213,7 +218,7 @@ static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
     if (s->buf == NULL) {
         return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
-    const int rc = afile_open(&s->file, path, err);
+    const int rc = file_set_output_open(&s->file, path, err);
     if (rc != ANVIL_OK) {
         free(s->buf);
         s->buf = NULL;
@@ -236,7 +241,8 @@ static int sink_hold(gguf_sink *s, anvil_error *err) {
 }
 
 static int sink_commit(gguf_sink *s, anvil_error *err) {
-    int rc = sink_hold(s, err);
+    /* A stream is not held (nothing to rename): flushed, then closed. */
+    int rc = s->file.stream ? sink_flush(s, err) : sink_hold(s, err);
     if (rc == ANVIL_OK) {
         rc = afile_commit(&s->file, err);
     }

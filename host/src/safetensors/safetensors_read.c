@@ -15,6 +15,7 @@
 
 #include "anvil/safetensors.h"
 #include "error.h"
+#include "file_input.h"
 #include "safetensors_internal.h"
 
 static void st_release(anvil_st *st) {
@@ -88,7 +89,13 @@ ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err) 
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_open: NULL argument");
     }
     *out = NULL;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Refused before the open, which for a FIFO would wait for a writer;
+     * O_NONBLOCK for a path swapped since (file_input.h). */
+    const int checked = file_input_check(path, err);
+    if (checked != ANVIL_OK) {
+        return checked;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         return anvil__error_set(err, ANVIL_E_IO, "%s: cannot open: %s", path, strerror(errno));
     }

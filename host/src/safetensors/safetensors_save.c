@@ -5,10 +5,12 @@
  * rename itself survives a power cut. rename() within one folder replaces
  * PATH in one step, so a reader (or a crash) sees either the old file or the
  * complete new one, never a mix. Any failure before the rename removes the
- * temp file and leaves PATH as it was.
+ * temp file and leaves PATH as it was. A PATH that is a device, a FIFO or
+ * standard output is written into instead (atomic_file.h): the writer goes
+ * front to back and never seeks.
  */
 #include "anvil/safetensors.h"
-#include "atomic_file.h"
+#include "file_set.h"
 #include "error.h"
 #include "safetensors_internal.h"
 
@@ -23,7 +25,8 @@ ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, a
         return rc;
     }
     afile f;
-    rc = afile_open(&f, path, err);
+    rc = file_set_output_open(&f, path, err);
+    const int stream = rc == ANVIL_OK && f.stream;
     if (rc == ANVIL_OK) {
         rc = anvil__st_plan_write_fd(&plan, f.fd, path, err);
         if (rc == ANVIL_OK) {
@@ -34,7 +37,8 @@ ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, a
     }
     anvil__st_plan_free(&plan);
     if (rc != ANVIL_OK) {
-        anvil__error_prefix(err, "%s: not saved, left untouched", path);
+        anvil__error_prefix(err, stream ? "%s: not saved completely" : "%s: not saved, left untouched",
+                            path);
         return rc;
     }
     anvil__error_clear(err);
