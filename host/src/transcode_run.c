@@ -328,6 +328,7 @@ static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode
     prefetch(g, it->src->data, it->src_bytes);
     prefetch_next(rs);
     int rc = rs->t->check_kept ? check_finite(it, err) : ANVIL_OK;
+    if (rc == ANVIL_OK && rs->t->check_src != NULL) rc = rs->t->check_src(it, err);
     if (rc == ANVIL_OK) {
         rc = tc_output_put(rs->writer, w, it->src->data, it->src_bytes, g, err); /* released once written */
     } else {
@@ -358,6 +359,10 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     j.it = it;
     j.src = it->src->data;
     j.quality = !t->opts.skip_quality;
+    if (t->check_src != NULL) {
+        const int rc = t->check_src(it, err);
+        if (rc != ANVIL_OK) return rc;
+    }
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
         if (it->dst_bytes != 0) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
         return tc_output_put(rs->writer, w, NULL, 0, NULL, err);
