@@ -79,26 +79,47 @@ def gguf_type(expr, body, fn_name, rest):
     return {'float': 'f', 'bool': 'b', 'std::string': 's', 'int32_t': 'i', 'int': 'i', 'double': 'd',
             'uint64_t': 'U', 'uint8_t': 'u8'}.get(t, 'u')
 
+def call_args(body, start):
+    """The argument list of the call whose '(' is at start, split at top-level commas."""
+    depth, i, args, cur = 0, start, [], ''
+    while i < len(body):
+        ch = body[i]
+        if ch == '(':
+            depth += 1
+            if depth == 1:
+                i += 1
+                continue
+        elif ch == ')':
+            depth -= 1
+            if depth == 0:
+                args.append(cur.strip())
+                return args
+        if ch == ',' and depth == 1:
+            args.append(cur.strip()); cur = ''
+        else:
+            cur += ch
+        i += 1
+    return args
+
 def required_keys(body):
     keys = []
-    depth = 0
-    i = 0
-    call = re.compile(r'ml\.(get_key_or_arr|get_key|get_arr_n|get_arr)\(\s*(LLM_KV_\w+)\s*,\s*([^,)]+)(.*?)\);', re.S)
+    call = re.compile(r'ml\.(get_key_or_arr|get_key|get_arr_n|get_arr)\(')
     for m in call.finditer(body):
         pre = body[:m.start()]
         depth = pre.count('{') - pre.count('}')
-        line_start = pre.rfind('\n')
-        line = pre[line_start + 1:]
-        if depth != 0 or re.search(r'\b(if|\?|\|\||&&)\b|\|\||&&|\?', line):
+        line = pre[pre.rfind('\n') + 1:]
+        if depth != 0 or re.search(r'\bif\b|\|\||&&|\?|=', line):
             continue
-        rest = m.group(4)
-        args = [a.strip() for a in rest.split(',') if a.strip()]
-        if any(a in ('false', '/* required */ false') or a.endswith('false') for a in args):
+        args = call_args(body, m.end() - 1)
+        if len(args) < 2 or not args[0].startswith('LLM_KV_'):
             continue
-        fmt = kv_names.get(m.group(2))
+        rest = ', '.join(args[2:])
+        if any(a.endswith('false') for a in args[2:]):
+            continue
+        fmt = kv_names.get(args[0])
         if fmt is None:
             continue
-        keys.append((gguf_type(m.group(3), body, m.group(1), rest), fmt))
+        keys.append((gguf_type(args[1], body, m.group(1), rest), fmt))
     return keys
 
 def tensors(body):

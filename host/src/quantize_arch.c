@@ -258,6 +258,85 @@ static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, 
     return rc;
 }
 
+static int array_len(const anvil_gguf *g, const char *fmt, const char *arch, uint64_t *n) {
+    char key[256];
+    key_name(key, sizeof key, fmt, arch);
+    const anvil_gguf_kv *kv = anvil_gguf_find_kv(g, key);
+    if (kv == NULL || kv->type != ANVIL_GGUF_TYPE_ARRAY) return 0;
+    anvil_gguf_value v;
+    anvil_gguf_kv_value(kv, &v);
+    *n = v.a.count;
+    return 1;
+}
+
+/* The checks some load_arch_hparams make by hand (beyond the table's keys). */
+static int own_checks(anvil_transcode *t, const anvil_quantize_options *o, const char *a, uint32_t n_layer,
+                      anvil_error *err) {
+    int rc = ANVIL_OK;
+    uint64_t n = 0;
+    if (strcmp(a, "cohere2moe") == 0) {
+        char k1[256], k2[256];
+        key_name(k1, sizeof k1, "%s.attention.layer_norm_epsilon", a);
+        key_name(k2, sizeof k2, "%s.attention.layer_norm_rms_epsilon", a);
+        if (anvil_gguf_find_kv(t->src, k1) == NULL && anvil_gguf_find_kv(t->src, k2) == NULL &&
+            override_of(o, k1) == NULL && override_of(o, k2) == NULL) {
+            return anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                   "missing Cohere2 MoE norm epsilon: %s or %s (llama.cpp requires one)", k1, k2);
+        }
+    } else if (strcmp(a, "ernie4_5-moe") == 0) {
+        rc = need_key(t->src, o, "Au%s.expert_feed_forward_length", a, n_layer, err);
+        if (rc == ANVIL_OK) rc = need_key(t->src, o, "u%s.interleave_moe_layer_step", a, n_layer, err);
+    } else if (strcmp(a, "hrm_text") == 0) {
+        uint32_t per = 0, h = 0, l = 0;
+        rc = u32_key(t, o, a, "%s.hrm.layers_per_stack", 1, &per, err);
+        if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.hrm.h_cycles", 1, &h, err);
+        if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.hrm.l_cycles", 1, &l, err);
+        if (rc == ANVIL_OK && (per == 0 || h == 0 || l == 0 || (uint64_t)per * h * ((uint64_t)l + 1) != n_layer)) {
+            rc = assert_fail(err, a, "block_count is not hrm.layers_per_stack * h_cycles * (l_cycles + 1)");
+        }
+    } else if (strcmp(a, "bailingmoe3") == 0) {
+        /* kda.safe_gate (default true) must be true, kda.gate_lower_bound below 0 */
+        double bound = 0.0;
+        int safe = 1;
+        char key[256];
+        key_name(key, sizeof key, "%s.kda.gate_lower_bound", a);
+        const anvil_kv_override *ov = override_of(o, key);
+        const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
+        anvil_gguf_value v;
+        if (ov != NULL && ov->tag == ANVIL_KV_OVERRIDE_FLOAT) {
+            bound = (double)(float)ov->f;
+        } else if (kv != NULL) {
+            anvil_gguf_kv_value(kv, &v);
+            bound = v.f;
+        }
+        key_name(key, sizeof key, "%s.kda.safe_gate", a);
+        ov = override_of(o, key);
+        kv = anvil_gguf_find_kv(t->src, key);
+        if (ov != NULL && ov->tag == ANVIL_KV_OVERRIDE_BOOL) {
+            safe = ov->b != 0;
+        } else if (kv != NULL && kv->type == ANVIL_GGUF_TYPE_BOOL) {
+            anvil_gguf_kv_value(kv, &v);
+            safe = v.b;
+        } else if (kv != NULL) {
+            return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong type %s but expected type bool", key,
+                                   anvil_gguf_type_name(kv->type) ? anvil_gguf_type_name(kv->type) : "?");
+        }
+        if (!safe) return assert_fail(err, a, "kda.safe_gate is false");
+        if (!(bound < 0.0)) return assert_fail(err, a, "kda.gate_lower_bound is not below 0");
+    } else if (strcmp(a, "eagle3") == 0 || strcmp(a, "dflash") == 0) {
+        if (!array_len(t->src, "%s.target_layers", a, &n)) {
+            return anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                   "%s model requires the array %s.target_layers (llama.cpp refuses it without)", a,
+                                   a);
+        }
+        if (strcmp(a, "eagle3") == 0 && n != 3) {
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                   "EAGLE3 requires exactly 3 entries in %s.target_layers, not %" PRIu64, a, n);
+        }
+    }
+    return rc;
+}
+
 /* load_arch_hparams: required keys, layer count changes, LLM_TYPE_70B. */
 static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, const qa_arch_row *row, qp_model *m,
                         uint32_t n_head, uint32_t n_head_kv, uint32_t nextn, anvil_error *err) {
@@ -266,6 +345,7 @@ static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, con
     for (size_t i = 0; rc == ANVIL_OK && row->keys[i] != NULL; ++i) {
         rc = need_key(t->src, o, row->keys[i], a, m->n_layer_all, err);
     }
+    if (rc == ANVIL_OK) rc = own_checks(t, o, a, m->n_layer_all - nextn, err);
     if (rc != ANVIL_OK) return rc;
     const uint32_t n_layer = m->n_layer_all - nextn;
     if (strcmp(a, "deepseek2") == 0 || strcmp(a, "mistral4") == 0) {

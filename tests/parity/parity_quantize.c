@@ -1022,6 +1022,7 @@ static void sweep_arch_table(qz_env *env) {
     memset(&st, 0, sizeof st);
     static const char *const presets[] = { "Q4_K_M", "Q2_K", NULL };
     size_t n_arch = 0, all_same = 0, all_refuse = 0, differ = 0;
+    char refused[2048] = "", mixed[512] = "";
     for (size_t i = 0; i < qza_arch_count(); ++i) {
         qza_spec s;
         memset(&s, 0, sizeof s);
@@ -1032,33 +1033,25 @@ static void sweep_arch_table(qz_env *env) {
         memset(&one, 0, sizeof one);
         arch_cases(env, &one, s.arch, &s, presets, 0, NULL, 0);
         n_arch++;
-        /* Checks of their own in load_arch_hparams that anvil does not model
-         * yet (conditional or computed required keys, asserts on the layer
-         * layout): reported, not counted as agreement. */
-        static const char *const gaps[] = { "cohere2moe", "deepseek4", "bailingmoe3", "ernie4_5-moe", "hrm_text",
-                                            "eagle3", "dflash", NULL };
-        int gap = 0;
-        for (size_t g = 0; gaps[g] != NULL; ++g) gap |= strcmp(gaps[g], s.arch) == 0;
-        if (one.mismatch > 0 && gap) {
-            printf("  %-60s PENDING: llama.cpp's own %s checks are not modelled yet\n", s.arch, s.arch);
-            st.pending += one.mismatch;
-            one.mismatch = 0;
-            differ++;
-        } else if (one.mismatch > 0) {
+        if (one.mismatch > 0) {
             differ++;
         } else if (one.both_refuse == 2) {
             all_refuse++;
+            snprintf(refused + strlen(refused), sizeof refused - strlen(refused), " %s", s.arch);
+        } else if (one.same == 2) {
+            all_same++;
         } else {
-            all_same += one.same == 2;
+            snprintf(mixed + strlen(mixed), sizeof mixed - strlen(mixed), " %s", s.arch);
         }
         st.same += one.same;
         st.both_refuse += one.both_refuse;
         st.mismatch += one.mismatch;
         st.pending += one.pending;
     }
-    printf("quantize architectures: %zu architectures, %zu identical, %zu both refuse, %zu differ (known gaps, "
-           "pending), %zu one preset identical and one both refuse\n",
+    printf("quantize architectures: %zu architectures, %zu identical, %zu both refuse, %zu differ, %zu one preset "
+           "identical and one both refuse\n",
            n_arch, all_same, all_refuse, differ, n_arch - all_same - all_refuse - differ);
+    printf("         both refuse:%s; one of each:%s\n", refused, mixed);
     report(env, "architectures: every name of llama.cpp's table", &st);
 }
 

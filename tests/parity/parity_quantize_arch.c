@@ -145,7 +145,7 @@ static int set_key(anvil_gguf_writer *w, const qza_spec *s, const char *spec, an
     uint32_t arr[512];
     for (size_t i = 0; i < 512; ++i) arr[i] = 4;
     switch (spec[0]) {
-    case 'f': return anvil_gguf_writer_set_f32(w, key, 1e-5f, err);
+    case 'f': return anvil_gguf_writer_set_f32(w, key, strstr(key, "lower_bound") ? -1e-5f : 1e-5f, err);
     case 'd': return anvil_gguf_writer_set_f64(w, key, 1e-5, err);
     case 'b': return anvil_gguf_writer_set_bool(w, key, 0, err);
     case 's': return anvil_gguf_writer_set_string(w, key, "", err);
