@@ -462,11 +462,11 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
             anvil_imatrix_entry_at(o->imatrix, i, &e);
             for (size_t k = 0; k < e.n_values; ++k) {
                 const float v = e.values[k];
-                if (!(v >= 0.0f) || v > 3.4e38f) {
+                if (!(v == v) || v > 3.4e38f || v < -3.4e38f) {
+                    /* llama.cpp refuses non-finite entries only (negative ones are used as given) */
                     return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                           "imatrix contains %s value %g (entry '%s', value %zu): importance "
-                                           "weights must be finite and non-negative",
-                                           v == v && (v <= 3.4e38f && v >= -3.4e38f) ? "a negative" : "a non-finite",
+                                           "imatrix contains non-finite value %g (entry '%s', value %zu): the "
+                                           "importance matrix is damaged; make it again with llama-imatrix",
                                            (double)v, e.name, k);
                 }
             }

@@ -211,7 +211,7 @@ static int imatrix_usable(const anvil_transcode_tensor *it) {
     const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
     const uint64_t n = (it->n_rows + per - 1) / per * it->row_len;
     for (uint64_t i = 0; i < n; ++i) {
-        if (!(it->imatrix[i] >= 0.0f) || it->imatrix[i] > 3.4e38f) return 0;
+        if (!(it->imatrix[i] == it->imatrix[i]) || it->imatrix[i] > 3.4e38f || it->imatrix[i] < -3.4e38f) return 0;
     }
     return 1;
 }

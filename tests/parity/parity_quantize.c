@@ -85,8 +85,11 @@ static float pseudo(uint64_t *s) {
 /* One entry per quantizable-looking tensor (2+ dims, *weight): positive
  * sums of squares per column, counts per expert (expert 1 of a MoE tensor
  * never seen: its weights read as 1). Written as GGUF or legacy .dat. */
+/* With seed's top bit set, every fifth column of every entry is negative
+ * (llama.cpp takes such a matrix as given). */
 static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *path, int legacy, anvil_ctx *ctx,
                          uint64_t seed) {
+    const int negative = (int)(seed >> 63);
     memset(m, 0, sizeof *m);
     snprintf(m->path, sizeof m->path, "%s", path);
     m->legacy = legacy;
@@ -117,7 +120,8 @@ static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *
         const int32_t ncall = 20;
         for (size_t j = 0; j < nm; ++j) counts[k][j] = nm > 1 && j == 1 ? 0.0f : (float)(100 + 7 * j);
         for (size_t j = 0; j < n; ++j) {
-            const float col = 0.05f + 4.0f * pseudo(&s) * pseudo(&s) + ((j % 97) == 3 ? 30.0f : 0.0f);
+            float col = 0.05f + 4.0f * pseudo(&s) * pseudo(&s) + ((j % 97) == 3 ? 30.0f : 0.0f);
+            if (negative && j % 5 == 1) col = -col;
             const float c = counts[k][j / ne0];
             if (legacy) {
                 /* The legacy file holds (sum / count) * ncall. */
@@ -901,7 +905,7 @@ static void arch_cases(qz_env *env, qz_stats *st, const char *label, const qza_s
     if (with_im) {
         anvil_gguf *g = NULL;
         have_im = anvil_gguf_open(&g, path, env->ctx, 0, NULL) == ANVIL_OK &&
-                  imatrix_write(&im, g, imp, 0, env->ctx, spec->seed + 5) == 0;
+                  imatrix_write(&im, g, imp, 0, env->ctx, (spec->seed + 5) | (with_im == 2 ? 1ull << 63 : 0)) == 0;
         anvil_gguf_close(g);
         if (!have_im) st->mismatch++;
     }
@@ -909,7 +913,8 @@ static void arch_cases(qz_env *env, qz_stats *st, const char *label, const qza_s
         for (size_t i = 0; presets[i] != NULL; ++i) {
             qz_case c;
             memset(&c, 0, sizeof c);
-            snprintf(c.label, sizeof c.label, "%s %s%s", label, presets[i], w ? " --imatrix" : "");
+            snprintf(c.label, sizeof c.label, "%s %s%s", label, presets[i],
+                     w ? (with_im == 2 ? " --imatrix (negative entries)" : " --imatrix") : "");
             c.in = path;
             c.preset = presets[i];
             c.kvs = kvs;
@@ -1013,6 +1018,12 @@ static void sweep_arch_cases(qz_env *env) {
     arch_cases(env, &st, "kept Q6_K output", &s, keep_q6, 0, NULL, 0);
     s.q6k_output = 2;
     arch_cases(env, &st, "kept Q6_K output, NaN scale", &s, keep_q6, 0, NULL, 0);
+    /* an importance matrix with negative entries: llama.cpp uses it as given */
+    static const char *const neg[] = { "Q4_K_M", "Q2_K", "Q3_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL", "IQ4_XS",
+                                       "IQ3_S", "TQ1_0", "Q1_0", NULL };
+    s.q6k_output = 0;
+    s.n_head_kv = 1;
+    arch_cases(env, &st, "llama", &s, neg, 2, NULL, 0);
     report(env, "architectures: loader cases", &st);
 }
 
