@@ -1040,6 +1040,16 @@ static void sweep_arch_table(qz_env *env) {
         s.arch = qza_arch_name(i);
         s.n_layer = 4;
         s.seed = 100 + i;
+        /* keys some architectures require only on a condition the table
+         * does not hold (here: what makes them quantizable) */
+        static const char *const lora_q[] = { "%s.attention.q_lora_rank=4", NULL };
+        static const char *const ernie[] = { "%s.expert_feed_forward_length=32", "%s.interleave_moe_layer_step=1",
+                                             NULL };
+        static const char *const hrm[] = { "%s.hrm.layers_per_stack=1", "%s.hrm.h_cycles=2", "%s.hrm.l_cycles=1",
+                                           NULL };
+        if (strcmp(s.arch, "deepseek2") == 0 || strcmp(s.arch, "mistral4") == 0) s.extra_u32 = lora_q;
+        if (strcmp(s.arch, "ernie4_5-moe") == 0) s.extra_u32 = ernie;
+        if (strcmp(s.arch, "hrm_text") == 0) s.extra_u32 = hrm;
         qz_stats one;
         memset(&one, 0, sizeof one);
         arch_cases(env, &one, s.arch, &s, presets, 0, NULL, 0);
