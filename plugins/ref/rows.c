@@ -51,10 +51,10 @@ int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void 
     }
     if (imatrix != NULL) {
         for (size_t j = 0; j < n_per_row; ++j) {
-            if (!(imatrix[j] >= 0.0f) || isinf(imatrix[j])) {
+            if (!isfinite(imatrix[j])) {
                 anvil_ref_message(msg, msg_size,
                                   "%s: importance weight of column %zu is %g; weights must be finite "
-                                  "and non-negative (check the importance matrix)",
+                                  "(check the importance matrix)",
                                   f->name, j, (double)imatrix[j]);
                 return ANVIL_E_INVALID_ARG;
             }

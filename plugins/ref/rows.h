@@ -9,7 +9,7 @@
 #include "ref/checks.h"
 
 /* Encode one row of n (a whole number of blocks, all finite) into dst,
- * weighted by imatrix (n finite, non-negative weights, one per column) or
+ * weighted by imatrix (n finite weights, one per column, negative ones too) or
  * not (NULL): the bytes of ggml_quantize_chunk for one row. */
 typedef void (*anvil_ref_row_encoder)(const float *x, void *dst, size_t n, const float *imatrix);
 

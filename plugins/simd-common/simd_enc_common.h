@@ -123,16 +123,16 @@ static int ev_encode_rows(const char *name, size_t be, size_t bb, ev_blocks_fn f
 typedef void (*ev_wblocks_fn)(const float *x, const float *qw, float sigma2, uint8_t *dst, size_t nb);
 
 /* encode_rows with an importance matrix: the reference's checks (weights
- * finite and non-negative, naming the column; input finite, naming row and
+ * finite (negative ones are taken as given, as ggml does), naming the column; input finite, naming row and
  * element), then row by row; row_sigma2: pass the row's mean square. */
 static int ev_encode_rows_weighted(const char *name, size_t be, size_t bb, ev_wblocks_fn fn, int row_sigma2,
                                    const float *src, void *dst, size_t nrows, size_t n_per_row,
                                    const float *imatrix, char *msg, size_t msg_size) {
     if (be == 0 || n_per_row % be != 0) return ev_encode_rows(name, be, bb, NULL, src, dst, nrows, n_per_row, msg, msg_size);
     for (size_t j = 0; j < n_per_row; ++j) {
-        if (!(imatrix[j] >= 0.0f) || isinf(imatrix[j])) {
+        if (!isfinite(imatrix[j])) {
             anvil_ref_message(msg, msg_size,
-                              "%s: importance weight of column %zu is %g; weights must be finite and non-negative "
+                              "%s: importance weight of column %zu is %g; weights must be finite "
                               "(check the importance matrix)",
                               name, j, (double)imatrix[j]);
             return ANVIL_E_INVALID_ARG;

@@ -38,6 +38,7 @@
 #include "synth_model.h"
 #include "llama_oracle.h"
 #include "parity.h"
+#include "parity_quantize_arch.h"
 #include "test_env.h"
 
 #ifndef ANVIL_CLI
@@ -85,8 +86,11 @@ static float pseudo(uint64_t *s) {
 /* One entry per quantizable-looking tensor (2+ dims, *weight): positive
  * sums of squares per column, counts per expert (expert 1 of a MoE tensor
  * never seen: its weights read as 1). Written as GGUF or legacy .dat. */
+/* With seed's top bit set, every fifth column of every entry is negative
+ * (llama.cpp takes such a matrix as given). */
 static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *path, int legacy, anvil_ctx *ctx,
                          uint64_t seed) {
+    const int negative = (int)(seed >> 63);
     memset(m, 0, sizeof *m);
     snprintf(m->path, sizeof m->path, "%s", path);
     m->legacy = legacy;
@@ -117,7 +121,8 @@ static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *
         const int32_t ncall = 20;
         for (size_t j = 0; j < nm; ++j) counts[k][j] = nm > 1 && j == 1 ? 0.0f : (float)(100 + 7 * j);
         for (size_t j = 0; j < n; ++j) {
-            const float col = 0.05f + 4.0f * pseudo(&s) * pseudo(&s) + ((j % 97) == 3 ? 30.0f : 0.0f);
+            float col = 0.05f + 4.0f * pseudo(&s) * pseudo(&s) + ((j % 97) == 3 ? 30.0f : 0.0f);
+            if (negative && j % 5 == 1) col = -col;
             const float c = counts[k][j / ne0];
             if (legacy) {
                 /* The legacy file holds (sum / count) * ncall. */
@@ -204,6 +209,7 @@ typedef struct qz_case {
     int generate;                /* llama.cpp loads anvil's output and decodes */
     const char *golden;          /* model tag: record llama.cpp's tensor types in the golden list */
     int dry_size;                /* anvil's dry-run size must equal llama's output size */
+    int isolate;                 /* llama.cpp may abort: run it in a child process */
 } qz_case;
 
 typedef struct qz_stats {
@@ -250,6 +256,33 @@ static size_t filtered_imatrix(const qz_case *c, lq_imatrix *out) {
     out[k].data = NULL;
     out[k].size = 0;
     return k;
+}
+
+/* llama_model_quantize in a child process: an abort there is a refusal. */
+static uint32_t quantize_isolated(llama_oracle *lo, const char *in, const char *out, const lq_quantize_params *q,
+                                  char *why, size_t why_size) {
+    int fd[2];
+    if (pipe(fd) != 0) return 1;
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        setenv("GGML_NO_BACKTRACE", "1", 1);
+        const uint32_t rc = lo->quantize(in, out, q);
+        char buf[512] = "";
+        if (rc != 0) llama_oracle_log_last(lo, buf, sizeof buf);
+        const ssize_t wr = write(fd[1], buf, strlen(buf));
+        (void)wr;
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = pid > 0 ? read(fd[0], why, why_size - 1) : -1;
+    why[n > 0 ? (size_t)n : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return 1;
+    if (WIFSIGNALED(status)) snprintf(why, why_size, "llama.cpp aborted (signal %d)", WTERMSIG(status));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
 static int run_llama(qz_env *env, const qz_case *c, const anvil_quantize_preset *p, const char *out, char *why,
@@ -325,8 +358,9 @@ static int run_llama(qz_env *env, const qz_case *c, const anvil_quantize_preset 
         q.prune_layers = prune;
     }
     llama_oracle_log_clear(lo);
-    const uint32_t rc = lo->quantize(c->in, out, &q);
+    const uint32_t rc = c->isolate ? quantize_isolated(lo, c->in, out, &q, why, why_size) : lo->quantize(c->in, out, &q);
     free(ims);
+    if (rc != 0 && c->isolate) return -1;
     if (rc != 0) llama_oracle_log_last(lo, why, why_size);
     return rc == 0 ? 0 : -1;
 }
@@ -854,6 +888,195 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
     report(env, "the anvil CLI", &st);
 }
 
+/* ---- architectures ------------------------------------------------------------------- */
+
+/* One architecture case: the presets of `presets` on spec's model, without
+ * and (with_im) with an importance matrix. */
+static void arch_cases(qz_env *env, qz_stats *st, const char *label, const qza_spec *spec,
+                       const char *const *presets, int with_im, const char *const *kvs, size_t n_kvs) {
+    char path[700], imp[700];
+    snprintf(path, sizeof path, "%s/arch.gguf", env->dir);
+    snprintf(imp, sizeof imp, "%s/arch.imatrix.gguf", env->dir);
+    if (qza_write_model(path, spec, env->ctx) != 0) {
+        st->mismatch++;
+        return;
+    }
+    synth_imatrix im;
+    int have_im = 0;
+    if (with_im) {
+        anvil_gguf *g = NULL;
+        have_im = anvil_gguf_open(&g, path, env->ctx, 0, NULL) == ANVIL_OK &&
+                  imatrix_write(&im, g, imp, 0, env->ctx, (spec->seed + 5) | (with_im == 2 ? 1ull << 63 : 0)) == 0;
+        anvil_gguf_close(g);
+        if (!have_im) st->mismatch++;
+    }
+    for (int w = 0; w <= have_im; ++w) {
+        for (size_t i = 0; presets[i] != NULL; ++i) {
+            qz_case c;
+            memset(&c, 0, sizeof c);
+            snprintf(c.label, sizeof c.label, "%s %s%s", label, presets[i],
+                     w ? (with_im == 2 ? " --imatrix (negative entries)" : " --imatrix") : "");
+            c.in = path;
+            c.preset = presets[i];
+            c.kvs = kvs;
+            c.n_kvs = n_kvs;
+            c.im = w ? &im : NULL;
+            c.isolate = 1;
+            run_case(env, &c, st);
+        }
+    }
+    if (have_im) imatrix_free(&im);
+    unlink(imp);
+    unlink(path);
+}
+
+/* The cases where llama.cpp's loader decides before the rules run. */
+static void sweep_arch_cases(qz_env *env) {
+    qz_stats st;
+    memset(&st, 0, sizeof st);
+    static const char *const mix[] = { "Q4_K_M", "Q2_K", "Q3_K_M", "Q5_K_M", "IQ4_XS", NULL };
+    static const char *const one[] = { "Q4_K_M", NULL };
+    static const char *const big[] = { "Q3_K_S", "Q4_K_S", "Q4_K_M", NULL };
+    static const char *const clip_t[] = { "v.patch_embd.weight", "v.blk.%d.attn_q.weight", "v.blk.%d.attn_k.weight",
+                                          "v.blk.%d.attn_v.weight", "v.blk.%d.attn_out.weight", "v.blk.%d.ln1.weight",
+                                          "v.blk.%d.ffn_up.weight", "v.blk.%d.ffn_down.weight", "mm.0.weight",
+                                          "mm.2.weight", "v.post_ln.weight", NULL };
+    static const char *const loops[] = { "%s.num_loops=2", NULL };
+    static const char *const ov_qwen2[] = { "general.architecture=str:qwen2" };
+    static const char *const ov_gptj[] = { "general.architecture=str:gptj" };
+    qza_spec s;
+    /* mmproj: clip, without and with clip.block_count */
+    memset(&s, 0, sizeof s);
+    s.arch = "clip";
+    s.tensors = clip_t;
+    s.seed = 11;
+    arch_cases(env, &st, "clip (no block_count)", &s, mix, 1, NULL, 0);
+    s.n_layer = 4;
+    arch_cases(env, &st, "clip block_count 4", &s, mix, 1, NULL, 0);
+    /* unknown and unsupported */
+    memset(&s, 0, sizeof s);
+    s.arch = "anvil-unknown";
+    s.table_arch = "llama";
+    s.n_layer = 4;
+    arch_cases(env, &st, "unknown architecture", &s, one, 0, NULL, 0);
+    s.arch = "gptj";
+    arch_cases(env, &st, "unsupported gptj", &s, one, 0, NULL, 0);
+    s.arch = "(unknown)";
+    arch_cases(env, &st, "architecture '(unknown)'", &s, one, 0, NULL, 0);
+    /* layer counts: nanbeige loops, graniteswitch's router layer */
+    memset(&s, 0, sizeof s);
+    s.arch = "nanbeige";
+    s.n_layer = 4;
+    s.extra_u32 = loops;
+    arch_cases(env, &st, "nanbeige num_loops 2", &s, mix, 1, NULL, 0);
+    s.arch = "graniteswitch";
+    s.extra_u32 = NULL;
+    arch_cases(env, &st, "graniteswitch", &s, mix, 1, NULL, 0);
+    /* LLM_TYPE_70B */
+    memset(&s, 0, sizeof s);
+    s.n_head = 8;
+    s.n_head_kv = 2;
+    s.n_layer = 80;
+    s.arch = "llama-embed";
+    arch_cases(env, &st, "llama-embed 80 layers GQA", &s, big, 0, NULL, 0);
+    s.arch = "qwen2";
+    arch_cases(env, &st, "qwen2 80 layers", &s, big, 0, NULL, 0);
+    s.arch = "llama";
+    s.n_head_kv = 8;
+    arch_cases(env, &st, "llama 80 layers no GQA (65B)", &s, big, 0, NULL, 0);
+    s.arch = "jais2";
+    s.n_layer = 68;
+    arch_cases(env, &st, "jais2 68 layers", &s, big, 0, NULL, 0);
+    /* missing required keys */
+    memset(&s, 0, sizeof s);
+    s.arch = "llama";
+    s.n_layer = 4;
+    s.drop_key = "%s.context_length";
+    arch_cases(env, &st, "llama without context_length", &s, one, 0, NULL, 0);
+    s.drop_key = "%s.attention.layer_norm_rms_epsilon";
+    arch_cases(env, &st, "llama without rms epsilon", &s, one, 0, NULL, 0);
+    s.arch = "deepseek2";
+    s.drop_key = "%s.attention.kv_lora_rank";
+    arch_cases(env, &st, "deepseek2 without kv_lora_rank", &s, one, 0, NULL, 0);
+    s.arch = "qwen2";
+    s.drop_key = NULL;
+    s.n_layer = 0;
+    arch_cases(env, &st, "qwen2 without block_count", &s, one, 0, NULL, 0);
+    /* --override-kv general.architecture */
+    memset(&s, 0, sizeof s);
+    s.arch = "qwen2";
+    s.declared = "anvil-unknown";
+    s.n_layer = 4;
+    arch_cases(env, &st, "override unknown -> qwen2", &s, mix, 0, ov_qwen2, 1);
+    s.declared = NULL;
+    arch_cases(env, &st, "override qwen2 -> gptj", &s, one, 0, ov_gptj, 1);
+    /* data validation: a kept Q6_K output.weight, valid and with a NaN scale */
+    memset(&s, 0, sizeof s);
+    s.arch = "llama";
+    s.n_layer = 4;
+    s.q6k_output = 1;
+    static const char *const keep_q6[] = { "Q4_K_M", "Q5_K_M", "COPY", NULL };
+    arch_cases(env, &st, "kept Q6_K output", &s, keep_q6, 0, NULL, 0);
+    s.q6k_output = 2;
+    arch_cases(env, &st, "kept Q6_K output, NaN scale", &s, keep_q6, 0, NULL, 0);
+    /* an importance matrix with negative entries: llama.cpp uses it as given */
+    static const char *const neg[] = { "Q4_K_M", "Q2_K", "Q3_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL", "IQ4_XS",
+                                       "IQ3_S", "TQ1_0", "Q1_0", NULL };
+    s.q6k_output = 0;
+    s.n_head_kv = 1;
+    arch_cases(env, &st, "llama", &s, neg, 2, NULL, 0);
+    report(env, "architectures: loader cases", &st);
+}
+
+/* Every architecture of llama.cpp's table, Q4_K_M and Q2_K. */
+static void sweep_arch_table(qz_env *env) {
+    qz_stats st;
+    memset(&st, 0, sizeof st);
+    static const char *const presets[] = { "Q4_K_M", "Q2_K", NULL };
+    size_t n_arch = 0, all_same = 0, all_refuse = 0, differ = 0;
+    char refused[2048] = "", mixed[512] = "";
+    for (size_t i = 0; i < qza_arch_count(); ++i) {
+        qza_spec s;
+        memset(&s, 0, sizeof s);
+        s.arch = qza_arch_name(i);
+        s.n_layer = 4;
+        s.seed = 100 + i;
+        /* keys some architectures require only on a condition the table
+         * does not hold (here: what makes them quantizable) */
+        static const char *const lora_q[] = { "%s.attention.q_lora_rank=4", NULL };
+        static const char *const ernie[] = { "%s.expert_feed_forward_length=32", "%s.interleave_moe_layer_step=1",
+                                             NULL };
+        static const char *const hrm[] = { "%s.hrm.layers_per_stack=1", "%s.hrm.h_cycles=2", "%s.hrm.l_cycles=1",
+                                           NULL };
+        if (strcmp(s.arch, "deepseek2") == 0 || strcmp(s.arch, "mistral4") == 0) s.extra_u32 = lora_q;
+        if (strcmp(s.arch, "ernie4_5-moe") == 0) s.extra_u32 = ernie;
+        if (strcmp(s.arch, "hrm_text") == 0) s.extra_u32 = hrm;
+        qz_stats one;
+        memset(&one, 0, sizeof one);
+        arch_cases(env, &one, s.arch, &s, presets, 0, NULL, 0);
+        n_arch++;
+        if (one.mismatch > 0) {
+            differ++;
+        } else if (one.both_refuse == 2) {
+            all_refuse++;
+            snprintf(refused + strlen(refused), sizeof refused - strlen(refused), " %s", s.arch);
+        } else if (one.same == 2) {
+            all_same++;
+        } else {
+            snprintf(mixed + strlen(mixed), sizeof mixed - strlen(mixed), " %s", s.arch);
+        }
+        st.same += one.same;
+        st.both_refuse += one.both_refuse;
+        st.mismatch += one.mismatch;
+        st.pending += one.pending;
+    }
+    printf("quantize architectures: %zu architectures, %zu identical, %zu both refuse, %zu differ, %zu one preset "
+           "identical and one both refuse\n",
+           n_arch, all_same, all_refuse, differ, n_arch - all_same - all_refuse - differ);
+    printf("         both refuse:%s; one of each:%s\n", refused, mixed);
+    report(env, "architectures: every name of llama.cpp's table", &st);
+}
+
 /* ---- models ----------------------------------------------------------------------------- */
 
 static int write_model(const char *path, const synth_model *m, anvil_ctx *ctx) {
@@ -982,6 +1205,8 @@ int parity_quantize(parity_ctx *pc) {
     sweep_options(&env, a, stories, moe, q8);
     sweep_split(&env, split_first);
     sweep_cli(&env, a, stories);
+    sweep_arch_cases(&env);
+    sweep_arch_table(&env);
     /* Importance matrices, both formats. */
     anvil_gguf *ag = NULL;
     synth_imatrix im_g, im_d, im_m;

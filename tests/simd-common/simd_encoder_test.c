@@ -207,8 +207,9 @@ static void check_weighted(const enc_fmt *f, const anvil_weight_encoder *e) {
         if (per_kind_bad[k]) printf(" (%s: %zu)", test_imatrix_kind_name((test_imatrix_kind)k), per_kind_bad[k]);
     }
     CU_ASSERT_EQUAL(bad_rows, 0);
-    /* a bad weight is refused, naming its column */
-    imx[3] = -1.0f;
+    /* a non-finite weight is refused, naming its column (negative ones are
+     * ggml's to take as given) */
+    imx[3] = INFINITY;
     char msg[512] = "";
     CU_ASSERT_EQUAL(e->encode_rows(src, got, 1, f->be, imx, msg, sizeof msg), ANVIL_E_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "column 3"));

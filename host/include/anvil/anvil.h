@@ -259,7 +259,8 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
                            void *dst, size_t dst_size, anvil_error *err);
 /* Encode nrows rows of n_per_row f32 values (n_per_row a whole number of
  * blocks) into type's blocks, optionally weighted by an importance matrix
- * (imatrix: n_per_row finite non-negative floats, or NULL): the bytes of
+ * (imatrix: n_per_row finite floats, or NULL; negative ones are used as
+ * given, as ggml does): the bytes of
  * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, imatrix). A format
  * that needs an importance matrix answers ANVIL_E_NEEDS_IMATRIX without one;
  * a codec without a weighted encoder answers ANVIL_E_ENCODER_UNAVAILABLE when

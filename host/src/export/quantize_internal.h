@@ -30,6 +30,7 @@ typedef struct qp_model {
     uint32_t n_expert;       /* {arch}.expert_count (0 when absent) */
     uint32_t n_gqa;          /* n_head(0) / n_head_kv(0), 0 when n_head_kv is 0 */
     int is_70b;              /* LLM_TYPE_70B */
+    int no_layers;           /* n_layer() is 0 (clip): llama.cpp aborts where the rules ask for n_gqa() */
 } qp_model;
 
 /* tensor_category in llama-quant.cpp. */
@@ -66,5 +67,26 @@ int qp_tensor_type(qp_state *qs, anvil_transcode *t, const anvil_gguf_tensor *te
 int qp_is_quantized(uint32_t type);
 /* ggml_blck_size (1 for plain types, 0 when unknown). */
 uint32_t qp_block_size(uint32_t type);
+
+/* quantize_plan.c: the loader's get_key<uint32_t> (an INT override wins;
+ * *found = 0 when absent) and get_key_or_arr's layer-0 value. */
+int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
+               anvil_error *err);
+int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
+                  uint32_t *v, anvil_error *err);
+
+/* quantize_arch.c: llama_model_create + load_hparams for architecture
+ * `arch` (the name after --override-kv): refuses what llama.cpp refuses,
+ * fills m. */
+int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qp_model *m,
+                  anvil_error *err);
+/* 1 when llama.cpp's attn_v rule for ftype reads n_gqa() (which aborts
+ * on a model without layers). */
+int qa_rules_ask_gqa(uint32_t ftype);
+/* ggml_validate_row_data on a source tensor that is not F32/F16/BF16. */
+int qa_check_data(const anvil_transcode_tensor *it, anvil_error *err);
+/* llama.cpp's architecture names, in its table's order. */
+size_t qa_arch_count(void);
+const char *qa_arch_name(size_t i);
 
 #endif

@@ -64,8 +64,8 @@ static const anvil_kv_override *find_override(const anvil_quantize_options *o, c
 
 /* get_key<uint32_t>: an INT override wins; otherwise the file's value,
  * which must be a u32. *found = 0 when neither. */
-static int key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
-                   anvil_error *err) {
+int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
+               anvil_error *err) {
     *found = 0;
     const anvil_kv_override *ov = find_override(o, key);
     if (ov != NULL) {
@@ -94,13 +94,13 @@ static int key_u32(anvil_transcode *t, const anvil_quantize_options *o, const ch
 }
 
 /* get_key_or_arr for layer 0 of a per-layer value. */
-static int key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
-                      uint32_t *v, anvil_error *err) {
+int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
+                  uint32_t *v, anvil_error *err) {
     const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
     if (kv == NULL) return ANVIL_OK;
     if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
         int found;
-        return key_u32(t, o, key, v, &found, err);
+        return qz_key_u32(t, o, key, v, &found, err);
     }
     anvil_gguf_value val;
     anvil_gguf_kv_value(kv, &val);
@@ -121,62 +121,28 @@ static int key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const
 
 static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
-    qp_model *m = &q->qs.model;
-    anvil_gguf_str arch;
-    if (anvil_gguf_get_str(t->src, "general.architecture", &arch, NULL) == ANVIL_OK) {
+    anvil_gguf_str arch = { NULL, 0 };
+    /* The loader reads the architecture through get_key: a string override wins. */
+    const anvil_kv_override *ov = find_override(o, "general.architecture");
+    if (ov != NULL && ov->tag == ANVIL_KV_OVERRIDE_STR) {
+        arch.ptr = ov->str;
+        arch.len = strlen(ov->str);
+    } else if (anvil_gguf_get_str(t->src, "general.architecture", &arch, NULL) != ANVIL_OK) {
+        arch.len = 0;
+    }
+    if (arch.len > 0) {
         if (arch.len >= sizeof q->arch_name || memchr(arch.ptr, '\0', arch.len) != NULL) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG, "general.architecture is not a model architecture name");
         }
         memcpy(q->arch_name, arch.ptr, arch.len);
         q->arch_name[arch.len] = '\0';
     }
-    const char *a = q->arch_name;
-    if (a[0] == '\0') {
+    if (q->arch_name[0] == '\0') {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "the model has no general.architecture: llama.cpp cannot tell its "
                                "hyperparameters, and neither can anvil");
     }
-    m->arch = strcmp(a, "llama") == 0 ? QP_ARCH_LLAMA
-              : strcmp(a, "falcon") == 0 ? QP_ARCH_FALCON
-              : strcmp(a, "bailingmoe3") == 0 ? QP_ARCH_BAILINGMOE3
-                                              : QP_ARCH_OTHER;
-    char key[192];
-    int found = 0;
-    snprintf(key, sizeof key, "%s.block_count", a);
-    int rc = key_u32(t, o, key, &m->n_layer_all, &found, err);
-    if (rc != ANVIL_OK) return rc;
-    if (!found) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "key not found in model: %s", key);
-    if (m->n_layer_all == 0 || m->n_layer_all > QZ_MAX_LAYERS) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s is %u: llama.cpp takes 1 to %u layers", key,
-                               m->n_layer_all, QZ_MAX_LAYERS);
-    }
-    snprintf(key, sizeof key, "%s.expert_count", a);
-    rc = key_u32(t, o, key, &m->n_expert, &found, err);
-    uint32_t nextn = 0;
-    snprintf(key, sizeof key, "%s.nextn_predict_layers", a);
-    if (rc == ANVIL_OK) rc = key_u32(t, o, key, &nextn, &found, err);
-    uint32_t n_head = 0, n_head_kv;
-    snprintf(key, sizeof key, "%s.attention.head_count", a);
-    if (rc == ANVIL_OK) rc = key_layer0(t, o, key, m->n_layer_all, &n_head, err);
-    n_head_kv = n_head; /* head_count_kv defaults to head_count */
-    snprintf(key, sizeof key, "%s.attention.head_count_kv", a);
-    if (rc == ANVIL_OK) rc = key_layer0(t, o, key, m->n_layer_all, &n_head_kv, err);
-    if (rc != ANVIL_OK) return rc;
-    if (nextn > m->n_layer_all) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s.nextn_predict_layers (%u) exceeds the block count", a,
-                               nextn);
-    }
-    m->n_gqa = n_head_kv == 0 ? 0 : n_head / n_head_kv;
-    /* LLM_TYPE_70B, the one model type the policy looks at. */
-    const uint32_t n_layer = m->n_layer_all - nextn;
-    if (m->arch == QP_ARCH_LLAMA) {
-        m->is_70b = m->n_expert != 8 && n_layer == 80 && n_head != n_head_kv;
-    } else if (strcmp(a, "qwen2") == 0 || strcmp(a, "deci") == 0 || strcmp(a, "olmo") == 0) {
-        m->is_70b = n_layer == 80;
-    } else if (strcmp(a, "jais2") == 0) {
-        m->is_70b = n_layer == 68;
-    }
-    return ANVIL_OK;
+    return qa_load_model(t, o, q->arch_name, &q->qs.model, err);
 }
 
 /* The loader's file type: general.file_type, else guessed from the most
@@ -184,7 +150,7 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
 static int loader_ftype(anvil_transcode *t, const qz_state *q, const size_t *order, size_t n, uint32_t *out,
                         anvil_error *err) {
     int found = 0;
-    int rc = key_u32(t, &q->opts, "general.file_type", out, &found, err);
+    int rc = qz_key_u32(t, &q->opts, "general.file_type", out, &found, err);
     if (rc != ANVIL_OK || found) return rc;
     uint32_t counts[64];
     memset(counts, 0, sizeof counts);
@@ -495,11 +461,11 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
             anvil_imatrix_entry_at(o->imatrix, i, &e);
             for (size_t k = 0; k < e.n_values; ++k) {
                 const float v = e.values[k];
-                if (!(v >= 0.0f) || v > 3.4e38f) {
+                if (!(v == v) || v > 3.4e38f || v < -3.4e38f) {
+                    /* llama.cpp refuses non-finite entries only (negative ones are used as given) */
                     return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                           "imatrix contains %s value %g (entry '%s', value %zu): importance "
-                                           "weights must be finite and non-negative",
-                                           v == v && (v <= 3.4e38f && v >= -3.4e38f) ? "a negative" : "a non-finite",
+                                           "imatrix contains non-finite value %g (entry '%s', value %zu): the "
+                                           "importance matrix is damaged; make it again with llama-imatrix",
                                            (double)v, e.name, k);
                 }
             }
@@ -732,6 +698,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     t->policy_free = qz_free;
     t->build_kvs = quantize_kvs;
     t->check_kept = 1;
+    t->check_src = qa_check_data;
     t->opts.threads = opts->threads;
     t->opts.skip_quality = opts->skip_quality;
     t->opts.progress = opts->progress;

@@ -265,6 +265,13 @@ static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *na
     const uint32_t gqa = m->n_gqa, nexp = m->n_expert;
     uint32_t t = *type;
     int rc = ANVIL_OK, layer = 0;
+    if (m->no_layers && is_attn_v_like(cat) && qa_rules_ask_gqa(ftype)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                               "tensor '%s': this preset's rule for it needs the model's attention heads, and "
+                               "the model has no layers (llama.cpp aborts here); choose a K-quant preset other "
+                               "than Q2_K, or set its type with --tensor-type",
+                               name);
+    }
     if (cat == QC_OUTPUT || (qs->has_tied_embeddings && cat == QC_TOKEN_EMBD)) {
         if (o->output_tensor_type != ANVIL_TRANSCODE_NO_TYPE) {
             t = o->output_tensor_type;

@@ -39,6 +39,9 @@ struct anvil_transcode {
     void *policy;                /* the policy's own state, freed with policy_free */
     void (*policy_free)(void *policy);
     int check_kept;              /* copied float tensors must be finite (llama.cpp validates them) */
+    /* The policy's check of a source tensor's data before it is copied or
+     * converted (NULL: none). */
+    int (*check_src)(const anvil_transcode_tensor *it, anvil_error *err);
     char **warnings;
     size_t n_warnings;
 };

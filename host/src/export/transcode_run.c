@@ -212,7 +212,7 @@ static int imatrix_usable(const anvil_transcode_tensor *it) {
     const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
     const uint64_t n = (it->n_rows + per - 1) / per * it->row_len;
     for (uint64_t i = 0; i < n; ++i) {
-        if (!(it->imatrix[i] >= 0.0f) || it->imatrix[i] > 3.4e38f) return 0;
+        if (!(it->imatrix[i] == it->imatrix[i]) || it->imatrix[i] > 3.4e38f || it->imatrix[i] < -3.4e38f) return 0;
     }
     return 1;
 }
@@ -329,6 +329,7 @@ static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode
     prefetch(g, it->src->data, it->src_bytes);
     prefetch_next(rs);
     int rc = rs->t->check_kept ? check_finite(it, err) : ANVIL_OK;
+    if (rc == ANVIL_OK && rs->t->check_src != NULL) rc = rs->t->check_src(it, err);
     if (rc == ANVIL_OK) {
         rc = tc_output_put(rs->writer, w, it->src->data, it->src_bytes, g, err); /* released once written */
     } else {
@@ -457,6 +458,10 @@ static void job_quality(const tensor_job *j, double *sse_out, double *sig_out, d
 
 static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
     anvil_transcode *t = rs->t;
+    if (t->check_src != NULL) {
+        const int rc = t->check_src(it, err);
+        if (rc != ANVIL_OK) return rc;
+    }
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
         if (it->dst_bytes != 0) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
         return tc_output_put(rs->writer, w, NULL, 0, NULL, err);

@@ -104,9 +104,10 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     if (rc != ANVIL_OK) return rc;
     if (imatrix != NULL) {
         for (size_t j = 0; j < n_per_row; ++j) {
-            if (!(imatrix[j] >= 0.0f) || imatrix[j] > 3.4e38f) {
+            if (!(imatrix[j] == imatrix[j]) || imatrix[j] > 3.4e38f || imatrix[j] < -3.4e38f) {
                 return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                       "%s: importance weight %zu is %g; weights must be finite and non-negative",
+                                       "%s: importance weight %zu is %g; weights must be finite (ggml takes "
+                                       "negative ones as given)",
                                        c->name, j, (double)imatrix[j]);
             }
         }

@@ -36,8 +36,9 @@ typedef void (*anvil_vec_dot_fn)(size_t n, float *s, const void *w, const void *
 
 /* ABI 1.1. Encode nrows rows of n_per_row elements each (n_per_row a whole
  * number of blocks; rows contiguous in src and in dst), optionally weighted
- * by an importance matrix: imatrix holds n_per_row finite, non-negative
- * floats, one per column, or is NULL. The bytes are exactly those of
+ * by an importance matrix: imatrix holds n_per_row finite floats, one per
+ * column (negative ones too: llama.cpp passes them to ggml as given), or is
+ * NULL. The bytes are exactly those of
  * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, imatrix): with
  * imatrix == NULL that is the same as `encode` for every ggml format except
  * those that need an importance matrix (ANVIL_CODEC_NEEDS_IMATRIX), which
