@@ -103,8 +103,8 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     void *qdef = dlsym(lo->lib, "llama_model_quantize_default_params");
     void *mdef = dlsym(lo->lib, "llama_model_default_params");
     void *cdef = dlsym(lo->lib, "llama_context_default_params");
-    void (*log_set)(void (*)(int, const char *, void *), void *) = (void (*)(void (*)(int, const char *, void *), void *))dlsym(lo->lib, "llama_log_set");
-    if (qdef == NULL || mdef == NULL || cdef == NULL || log_set == NULL) {
+    *(void **)&lo->log_set = dlsym(lo->lib, "llama_log_set");
+    if (qdef == NULL || mdef == NULL || cdef == NULL || lo->log_set == NULL) {
         snprintf(why, why_size, "libllama lacks the default-parameter functions");
         return -1;
     }
@@ -124,7 +124,7 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     SYM(get_memory, "llama_get_memory");
     SYM(memory_clear, "llama_memory_clear");
     SYM(model_n_params, "llama_model_n_params");
-    log_set(log_cb, lo);
+    lo->log_set(log_cb, lo);
 
     /* The structs must be the ones declared here: sizes and known defaults. */
     unsigned char buf[512];
@@ -155,9 +155,19 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     return 0;
 }
 
+static void log_drop(int level, const char *text, void *arg) {
+    (void)level;
+    (void)text;
+    (void)arg;
+}
+
 void llama_oracle_close(llama_oracle *lo) {
     /* libllama is never unloaded: its backends and threads may outlive us. */
-    (void)lo;
+    if (lo->log_set != NULL) lo->log_set(log_drop, NULL);
+}
+
+void llama_oracle_log_here(llama_oracle *lo) {
+    if (lo->log_set != NULL) lo->log_set(log_cb, lo);
 }
 
 int llama_oracle_backends(llama_oracle *lo, char *why, size_t why_size) {

@@ -120,6 +120,7 @@ typedef struct llama_oracle {
     void *(*get_memory)(const void *ctx);
     void (*memory_clear)(void *mem, bool data);
     uint64_t (*model_n_params)(const void *model);
+    void (*log_set)(void (*cb)(int, const char *, void *), void *arg);
     int backends_loaded;
     char log[8192];          /* the tail of llama.cpp's log */
     size_t log_len;
@@ -127,7 +128,11 @@ typedef struct llama_oracle {
 
 /* Open libllama next to ggml (dir: the oracle's folder). 0, or -1 with why. */
 int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_size);
+/* llama.cpp's log goes to one place at a time (llama_log_set is global):
+ * open points it at lo; close drops it (lo may be on a stack that dies), so
+ * a caller with several oracles open points it back with log_here. */
 void llama_oracle_close(llama_oracle *lo);
+void llama_oracle_log_here(llama_oracle *lo);
 /* Forget the log (call before a run whose messages you want). */
 void llama_oracle_log_clear(llama_oracle *lo);
 /* The last line of the log that holds text, for messages. */

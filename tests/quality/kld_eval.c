@@ -356,6 +356,7 @@ static int score(kld_bench *b, void *model, void *ctx, kld_result *r, char *why,
 
 int kld_eval(kld_bench *b, const char *path, kld_result *r, char *why, size_t why_size) {
     memset(r, 0, sizeof *r);
+    llama_oracle_log_here(&b->lo);
     const double t0 = now_s();
     struct stat st;
     void *model = load_model(b, path, 0, why, why_size);

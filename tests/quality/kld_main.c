@@ -41,12 +41,13 @@ static const char usage[] =
     "                    for the same thread count\n"
     "  --cache FILE      the base's cache (default $TMPDIR/anvil-kld-<key>.cache)\n"
     "  --json            one JSON document on stdout\n"
+    "  --markdown        a Markdown table: model, bytes, bpw, KLD, top-1, PPL\n"
     "  --quiet           no progress on stderr\n"
     "  --require-oracle  a missing oracle fails (exit 1) instead of skipping (77)\n";
 
 typedef struct args {
     kld_opts o;
-    int json, require_oracle;
+    int json, markdown, require_oracle;
     const char *base;
     const char **models;
     int n_models;
@@ -74,6 +75,8 @@ static int parse_args(int argc, char **argv, args *a) {
             exit(0);
         } else if (strcmp(s, "--json") == 0) {
             a->json = 1;
+        } else if (strcmp(s, "--markdown") == 0) {
+            a->markdown = 1;
         } else if (strcmp(s, "--quiet") == 0) {
             a->o.verbose = 0;
         } else if (strcmp(s, "--require-oracle") == 0) {
@@ -164,7 +167,21 @@ static void print_text_model(const char *path, const kld_result *r) {
            100.0 * s->top1, 100.0 * s->top1_unc, r->seconds);
 }
 
+static void print_markdown_model(const char *path, const kld_result *r) {
+    const kld_summary *s = &r->s;
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const size_t len = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".gguf") == 0 ? strlen(name) - 5 : strlen(name);
+    printf("| %.*s | %llu | %.3f | %.6f ± %.6f | %.3f | %.5f | %.3f |\n", (int)len, name, (unsigned long long)r->bytes,
+           r->bpw, s->kld, s->kld_unc, s->top1, s->kld_p99, s->ppl);
+}
+
 static void print_header(const args *a, const kld_bench *b) {
+    if (a->markdown) {
+        printf("%s: %d chunks of %d tokens (%llu positions scored)\n\n",
+               a->o.text_path, b->n_chunks, a->o.n_ctx, (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored);
+        printf("| model | bytes | file bpw | mean KLD | top-1 | 99%% KLD | PPL |\n|---|---|---|---|---|---|---|\n");
+        return;
+    }
     if (a->json) {
         printf("{\"text\":");
         json_str(a->o.text_path);
@@ -198,22 +215,28 @@ int main(int argc, char **argv) {
     }
     print_header(&a, &b);
     int failed = 0;
+    kld_summary base = { 0 };
     for (int i = 0; i < a.n_models; ++i) {
         kld_result r;
         const int bad = kld_eval(&b, a.models[i], &r, why, sizeof why) != 0;
         if (bad) {
             fprintf(stderr, "anvil-kld: %s\n", why);
             failed = 1;
+        } else {
+            base = r.s;
         }
         if (a.json) {
             if (i > 0) putchar(',');
             print_json_model(a.models[i], &r, bad ? why : NULL);
+        } else if (!bad && a.markdown) {
+            print_markdown_model(a.models[i], &r);
         } else if (!bad) {
             print_text_model(a.models[i], &r);
         }
         fflush(stdout);
     }
     if (a.json) printf("]}\n");
+    if (a.markdown && base.count > 0) printf("\nbase %s: PPL %.4f ± %.4f\n", a.base, base.ppl_base, base.ppl_base_unc);
     kld_close(&b);
     free(a.models);
     return failed;
