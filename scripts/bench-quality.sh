@@ -8,7 +8,7 @@
 #   scripts/bench-quality.sh [BUILD_DIR] [FILE.gguf ...]
 #
 # Environment: PRESETS (default the twelve below; "" for none), CHUNKS
-# (default all the text holds), THREADS (2), OUTDIR (keep the preset files
+# (default all the text holds), THREADS (1), OUTDIR (keep the preset files
 # there as PRESET.gguf; default a temp folder removed at exit), MODEL,
 # IMATRIX, TEXT (default the files of ../shared/testdata/quality).
 set -u
@@ -19,7 +19,7 @@ model=${MODEL:-$q/tiny-code-llama.f16.gguf}
 imatrix=${IMATRIX:-$q/tiny-code-llama.imatrix.gguf}
 text=${TEXT:-$q/heldout.txt}
 presets=${PRESETS-Q2_K Q3_K_S Q3_K_M Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ2_XS IQ3_XXS IQ3_M IQ4_XS}
-threads=${THREADS:-2}
+threads=${THREADS:-1}
 anvil=$build/bin/anvil
 kld=$build/bin/anvil-kld
 [ -x "$anvil" ] && [ -x "$kld" ] || { echo "build $build first (targets runtime, anvil-kld)" >&2; exit 1; }

@@ -37,7 +37,8 @@ static const char usage[] =
     "  --oracle DIR      folder of libllama.v0.5.0.so (default " ANVIL_DEFAULT_ORACLE_DIR ")\n"
     "  --ctx N           tokens a chunk (default 256)\n"
     "  --chunks N        the first N chunks only (default: all the text holds)\n"
-    "  --threads N       llama.cpp's threads (default 2); figures are the same\n"
+    "  --threads N       llama.cpp's threads (default 1: its spinning workers\n"
+    "                    crawl on a busy machine); figures are the same\n"
     "                    for the same thread count\n"
     "  --cache FILE      the base's cache (default $TMPDIR/anvil-kld-<key>.cache)\n"
     "  --json            one JSON document on stdout\n"
@@ -64,7 +65,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static int parse_args(int argc, char **argv, args *a) {
     static char text[1200];
     snprintf(text, sizeof text, "%s/quality/heldout.txt", ANVIL_SHARED_TESTDATA);
-    a->o = (kld_opts){ .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR, .text_path = text, .n_ctx = 256, .threads = 2, .verbose = 1 };
+    a->o = (kld_opts){ .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR, .text_path = text, .n_ctx = 256, .threads = 1, .verbose = 1 };
     a->models = calloc((size_t)argc, sizeof *a->models);
     if (a->models == NULL) return -1;
     for (int i = 1; i < argc; ++i) {
@@ -236,7 +237,11 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     if (a.json) printf("]}\n");
-    if (a.markdown && base.count > 0) printf("\nbase %s: PPL %.4f ± %.4f\n", a.base, base.ppl_base, base.ppl_base_unc);
+    if (a.markdown && base.count > 0) {
+        printf("\nbase %s: PPL %.4f ± %.4f; ", a.base, base.ppl_base, base.ppl_base_unc);
+        if (b.base_seconds > 0) printf("evaluated in %.1f s (%d threads)\n", b.base_seconds, a.o.threads);
+        else printf("from the cache %s\n", b.cache_path);
+    }
     kld_close(&b);
     free(a.models);
     return failed;

@@ -31,8 +31,8 @@
 #define ANVIL_DEFAULT_ORACLE_DIR ""
 #endif
 
-#define CHUNKS 6
-#define THREADS 2
+#define CHUNKS 8
+#define THREADS 1
 
 static kld_bench bench;
 static char model[1024], imatrix[1024], text[1024], cache[1024];
