@@ -3,9 +3,10 @@
 #   make demo   install what the demo needs (compiler, CMake, pkg-config, inih),
 #               build libanvil + the CLI + the plugins only (Release), run the demo
 #   make test   install what is missing (incl. the ggml oracle), build, run every
-#               test: CUnit suites (ctest), the ggml parity program, the unit
-#               suites again under ASan+UBSan, and the libFuzzer targets for a
-#               bounded time (clang build, which also proves clang builds clean),
+#               test: CUnit suites (ctest), the ggml parity program, the
+#               quality benchmark (KL divergence of presets by llama.cpp, a few
+#               chunks), the unit suites again under ASan+UBSan, and the
+#               libFuzzer targets for a bounded time (clang build, which also proves clang builds clean),
 #               the thread tests under ThreadSanitizer,
 #               and the aarch64 build under qemu (backend-neon)
 
@@ -29,7 +30,7 @@ FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_jo
 # The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
 AVX512_EMU  ?= ON
 
-.PHONY: all demo test deps oracle build unit big parity asan tsan fuzz test-aarch64 clean
+.PHONY: all demo test deps oracle build unit big parity quality asan tsan fuzz test-aarch64 clean
 
 all: build
 
@@ -66,6 +67,13 @@ big: build
 parity: build oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 
+# The quality benchmark's bounded run (tests/quality/test_quality.c): KL
+# divergence of anvil's presets of the trained test model, by llama.cpp.
+QUALITY_CTEST = ANVIL_REQUIRE_ORACLE=1 ctest --test-dir $(BUILD) --output-on-failure -L '^quality$$'
+
+quality: build oracle
+	$(QUALITY_CTEST)
+
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_SANITIZE=ON -DANVIL_AVX512_EMU=OFF -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
@@ -93,6 +101,7 @@ test-aarch64:
 test: build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
+	$(QUALITY_CTEST)
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory tsan
 	$(MAKE) --no-print-directory fuzz

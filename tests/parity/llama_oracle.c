@@ -103,8 +103,8 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     void *qdef = dlsym(lo->lib, "llama_model_quantize_default_params");
     void *mdef = dlsym(lo->lib, "llama_model_default_params");
     void *cdef = dlsym(lo->lib, "llama_context_default_params");
-    void (*log_set)(void (*)(int, const char *, void *), void *) = (void (*)(void (*)(int, const char *, void *), void *))dlsym(lo->lib, "llama_log_set");
-    if (qdef == NULL || mdef == NULL || cdef == NULL || log_set == NULL) {
+    *(void **)&lo->log_set = dlsym(lo->lib, "llama_log_set");
+    if (qdef == NULL || mdef == NULL || cdef == NULL || lo->log_set == NULL) {
         snprintf(why, why_size, "libllama lacks the default-parameter functions");
         return -1;
     }
@@ -118,7 +118,13 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     SYM(logits_ith, "llama_get_logits_ith");
     SYM(model_vocab, "llama_model_get_vocab");
     SYM(vocab_n_tokens, "llama_vocab_n_tokens");
-    log_set(log_cb, lo);
+    SYM(tokenize, "llama_tokenize");
+    SYM(vocab_bos, "llama_vocab_bos");
+    SYM(vocab_get_add_bos, "llama_vocab_get_add_bos");
+    SYM(get_memory, "llama_get_memory");
+    SYM(memory_clear, "llama_memory_clear");
+    SYM(model_n_params, "llama_model_n_params");
+    lo->log_set(log_cb, lo);
 
     /* The structs must be the ones declared here: sizes and known defaults. */
     unsigned char buf[512];
@@ -149,23 +155,37 @@ int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_s
     return 0;
 }
 
+static void log_drop(int level, const char *text, void *arg) {
+    (void)level;
+    (void)text;
+    (void)arg;
+}
+
 void llama_oracle_close(llama_oracle *lo) {
     /* libllama is never unloaded: its backends and threads may outlive us. */
-    (void)lo;
+    if (lo->log_set != NULL) lo->log_set(log_drop, NULL);
+}
+
+void llama_oracle_log_here(llama_oracle *lo) {
+    if (lo->log_set != NULL) lo->log_set(log_cb, lo);
+}
+
+int llama_oracle_backends(llama_oracle *lo, char *why, size_t why_size) {
+    if (lo->backends_loaded) return 0;
+    void (*load_all)(const char *) = (void (*)(const char *))dlsym(lo->lib, "ggml_backend_load_all_from_path");
+    void (*init)(void) = (void (*)(void))dlsym(lo->lib, "llama_backend_init");
+    if (load_all == NULL || init == NULL) {
+        snprintf(why, why_size, "libllama lacks ggml_backend_load_all_from_path / llama_backend_init");
+        return -1;
+    }
+    load_all(lo->dir);
+    init();
+    lo->backends_loaded = 1;
+    return 0;
 }
 
 int llama_oracle_generate(llama_oracle *lo, const char *path, int steps, int32_t *out, char *why, size_t why_size) {
-    if (!lo->backends_loaded) {
-        void (*load_all)(const char *) = (void (*)(const char *))dlsym(lo->lib, "ggml_backend_load_all_from_path");
-        void (*init)(void) = (void (*)(void))dlsym(lo->lib, "llama_backend_init");
-        if (load_all == NULL || init == NULL) {
-            snprintf(why, why_size, "libllama lacks ggml_backend_load_all_from_path / llama_backend_init");
-            return -1;
-        }
-        load_all(lo->dir);
-        init();
-        lo->backends_loaded = 1;
-    }
+    if (llama_oracle_backends(lo, why, why_size) != 0) return -1;
     llama_oracle_log_clear(lo);
     lq_model_params mp = lo->mdefaults;
     void *model = lo->load_model(path, mp);

@@ -113,6 +113,14 @@ typedef struct llama_oracle {
     float *(*logits_ith)(void *ctx, int32_t i);
     const void *(*model_vocab)(const void *model);
     int32_t (*vocab_n_tokens)(const void *vocab);
+    int32_t (*tokenize)(const void *vocab, const char *text, int32_t text_len, int32_t *tokens, int32_t n_max,
+                        bool add_special, bool parse_special);
+    int32_t (*vocab_bos)(const void *vocab);
+    bool (*vocab_get_add_bos)(const void *vocab);
+    void *(*get_memory)(const void *ctx);
+    void (*memory_clear)(void *mem, bool data);
+    uint64_t (*model_n_params)(const void *model);
+    void (*log_set)(void (*cb)(int, const char *, void *), void *arg);
     int backends_loaded;
     char log[8192];          /* the tail of llama.cpp's log */
     size_t log_len;
@@ -120,11 +128,18 @@ typedef struct llama_oracle {
 
 /* Open libllama next to ggml (dir: the oracle's folder). 0, or -1 with why. */
 int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_size);
+/* llama.cpp's log goes to one place at a time (llama_log_set is global):
+ * open points it at lo; close drops it (lo may be on a stack that dies), so
+ * a caller with several oracles open points it back with log_here. */
 void llama_oracle_close(llama_oracle *lo);
+void llama_oracle_log_here(llama_oracle *lo);
 /* Forget the log (call before a run whose messages you want). */
 void llama_oracle_log_clear(llama_oracle *lo);
 /* The last line of the log that holds text, for messages. */
 const char *llama_oracle_log_last(llama_oracle *lo, char *buf, size_t size);
+/* Load ggml's CPU backends next to libllama and initialise llama.cpp
+ * (once; later calls return 0 at once). 0, or -1 with why. */
+int llama_oracle_backends(llama_oracle *lo, char *why, size_t why_size);
 /* Load path with llama.cpp, run `steps` greedy decode steps from token 1
  * (BOS) and return the tokens in out. 0 on success; -1 with why. */
 int llama_oracle_generate(llama_oracle *lo, const char *path, int steps, int32_t *out, char *why, size_t why_size);
