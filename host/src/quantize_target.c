@@ -304,9 +304,9 @@ static size_t sample_count(const anvil_transcode_tensor *it, uint64_t want) {
     if (want == UINT64_MAX || want >= it->n_rows) return (size_t)it->n_rows;
     if (want == 0) {
         const uint64_t elems = it->n_rows * it->row_len;
-        if (elems <= ((uint64_t)1 << 21)) return (size_t)it->n_rows;
+        if (elems <= ((uint64_t)1 << 16)) return (size_t)it->n_rows;
         want = it->n_rows / 32;
-        const uint64_t floor_rows = ((uint64_t)1 << 21) / it->row_len;
+        const uint64_t floor_rows = ((uint64_t)1 << 16) / it->row_len;
         if (want < floor_rows) want = floor_rows;
         if (want > it->n_rows) want = it->n_rows;
     }
