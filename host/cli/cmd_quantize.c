@@ -100,8 +100,9 @@ const char cli_help_quantize[] =
     "  --target-weights R=W,...    scale a role's predicted error (roles: token_embd, attn_q,\n"
     "                              attn_k, attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up,\n"
     "                              ffn_gate, ffn_down, output, other)\n"
-    "  --target-rows N             rows measured per tensor (default: all of a tensor up to 2M\n"
-    "                              values, else 1/32 of its rows, at least 2M values; 0: all)\n"
+    "  --target-rows N             rows measured per tensor (default: every row of a tensor of\n"
+    "                              up to 65536 values, else 1/32 of its rows, at least 65536\n"
+    "                              values, spread evenly; 0: every row)\n"
     "  --plan-out FILE             write the chosen types as a --tensor-type-file that\n"
     "                              llama-quantize accepts (any preset TYPE then reproduces the\n"
     "                              tensors); with --dry-run, the plan prints per tensor the\n"
@@ -323,7 +324,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
         return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
     }
     if (a->n_pos < (target ? 1 : 2)) {
-        return cli_usage_error("quantize", a->n_pos == 0 ? "no IN.gguf given" : "no TYPE given");
+        return cli_usage_error("quantize", a->n_pos == 0 ? (target ? "no IN.gguf given" : "no IN.gguf and TYPE given")
+                                                         : "no TYPE given");
     }
     return 0;
 }
@@ -400,35 +402,6 @@ static int positional(qz_args *a, char **out, const anvil_quantize_preset **pres
     }
     if (a->n_pos > k) return cli_usage_error("quantize", "unexpected argument '%s'", a->pos[k]);
     return 0;
-}
-
-/* The chosen types as llama-quantize's --tensor-type-file: "^name$=type",
- * the name's regex metacharacters escaped. */
-static int write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        snprintf(err->message, sizeof err->message, "--plan-out %s: cannot create it", path);
-        err->code = ANVIL_E_IO;
-        return ANVIL_E_IO;
-    }
-    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
-        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
-        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
-        anvil_type_info ti;
-        if (anvil_type_builtin(it->dst_type, &ti, NULL) != ANVIL_OK) continue;
-        fputc('^', f);
-        for (const char *p = it->name; *p; ++p) {
-            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
-            fputc(*p, f);
-        }
-        fprintf(f, "$=%s\n", ti.name);
-    }
-    if (fclose(f) != 0) {
-        snprintf(err->message, sizeof err->message, "--plan-out %s: write failed", path);
-        err->code = ANVIL_E_IO;
-        return ANVIL_E_IO;
-    }
-    return ANVIL_OK;
 }
 
 /* The target plan: per chosen tensor its type, bytes and predicted error. */
@@ -527,7 +500,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     }
     if (status == ANVIL_OK) status = anvil_gguf_open(&src, in, ctx, 0, &err);
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
-    if (status == ANVIL_OK && a->plan_out != NULL) status = write_plan(t, a->plan_out, &err);
+    if (status == ANVIL_OK && a->plan_out != NULL) status = anvil_quantize_write_plan(t, a->plan_out, &err);
     if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
     cli_progress_end(&ps);
     if (status == ANVIL_OK) {

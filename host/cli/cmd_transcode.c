@@ -473,6 +473,12 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
             fprintf(f, ",\"imatrix\":");
             cli_json_string(f, it->imatrix_name);
         }
+        double pe;
+        if (anvil_quantize_predicted_error(t, i, &pe) == ANVIL_OK && it->rule != NULL &&
+            strncmp(it->rule, "--target-", 9) == 0) {
+            fprintf(f, ",\"predicted_error\":");
+            json_num(f, pe);
+        }
         if (it->has_quality) {
             fprintf(f, ",\"rmse\":");
             json_num(f, it->rmse);
@@ -513,6 +519,24 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const char *input, in
         cli_json_string(f, anvil_transcode_warning_at(t, i));
     }
     fprintf(f, "],\"threads\":%u", s.threads);
+    double pe;
+    if (anvil_quantize_predicted_error(t, 0, &pe) == ANVIL_OK) {
+        uint64_t budget = 0;
+        double total = 0.0;
+        anvil_quantize_target_info(t, &budget);
+        for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+            if (anvil_quantize_predicted_error(t, i, &pe) == ANVIL_OK) total += pe;
+        }
+        fprintf(f, ",\"target\":{\"bytes\":%" PRIu64 ",\"predicted_error\":", budget);
+        json_num(f, total);
+        fprintf(f, ",\"note\":");
+        if (anvil_quantize_target_note(t) != NULL) {
+            cli_json_string(f, anvil_quantize_target_note(t));
+        } else {
+            fputs("null", f);
+        }
+        fputc('}', f);
+    }
     if (s.ran) {
         fprintf(f, ",\"seconds\":");
         json_num(f, s.seconds);

@@ -833,6 +833,14 @@ ANVIL_API int anvil_quantize_predicted_error(const anvil_transcode *t, size_t i,
     return ANVIL_OK;
 }
 
+ANVIL_API int anvil_quantize_target_info(const anvil_transcode *t, uint64_t *budget_bytes) {
+    if (t == NULL || budget_bytes == NULL || t->build_kvs != quantize_kvs) return ANVIL_E_INVALID_ARG;
+    const qz_state *q = t->policy;
+    if (!q->target) return ANVIL_E_INVALID_ARG;
+    *budget_bytes = q->target_bytes;
+    return ANVIL_OK;
+}
+
 ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t) {
     if (t == NULL || t->build_kvs != quantize_kvs) return NULL;
     const qz_state *q = t->policy;

@@ -644,3 +644,26 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
     }
     return ANVIL_OK;
 }
+
+/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
+
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
+    double e;
+    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        fputc('^', f);
+        for (const char *p = it->name; *p; ++p) {
+            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
+            fputc(*p, f);
+        }
+        fprintf(f, "$=%s\n", tname(it->dst_type));
+    }
+    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
+    return ANVIL_OK;
+}

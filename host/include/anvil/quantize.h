@@ -205,6 +205,15 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
 /* A target plan's predicted error of tensor i (0 for the tensors it did not
  * choose); ANVIL_E_INVALID_ARG for a plan made without a target. */
 ANVIL_API int anvil_quantize_predicted_error(const anvil_transcode *t, size_t i, double *out);
+/* The types a target plan chose, as a --tensor-type-file llama-quantize
+ * reads: one "^name$=type" a line (the name's regex metacharacters
+ * escaped), for every tensor the target chose. llama-quantize with these
+ * rules (any quantized preset TYPE, the same --imatrix) writes the same
+ * tensors. */
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err);
+/* A target plan's budget in bytes (the file's, after --target-bpw is
+ * turned into bytes); ANVIL_E_INVALID_ARG for a plan made without a target. */
+ANVIL_API int anvil_quantize_target_info(const anvil_transcode *t, uint64_t *budget_bytes);
 /* A target plan's note for the user ("the budget is above F16 ..."), or NULL. */
 ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t);
 
