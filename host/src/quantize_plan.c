@@ -735,27 +735,31 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
 /* ---- --no-fallback and the size target -------------------------------------------- */
 
 static int refuse_fallbacks(anvil_transcode *t, anvil_error *err) {
-    char list[1536];
-    size_t n = 0, len = 0;
+    char list[700];
+    size_t n = 0, named = 0, len = 0;
     list[0] = '\0';
     for (size_t i = 0; i < t->n_items; ++i) {
         const anvil_transcode_tensor *it = &t->items[i];
         if (it->fallback_from == ANVIL_TRANSCODE_NO_TYPE) continue;
-        if (len + 160 < sizeof list) {
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s (rows of %" PRIu64 ": %s -> %s)",
-                                    n ? ", " : "", it->name, it->row_len, type_name(it->fallback_from),
-                                    type_name(it->dst_type));
-        } else if (len + 8 < sizeof list && list[len - 1] != '.') {
-            len += (size_t)snprintf(list + len, sizeof list - len, ", ...");
+        char one[200];
+        const int k = snprintf(one, sizeof one, "%s%s (rows of %" PRIu64 ": %s -> %s)", n ? ", " : "", it->name,
+                               it->row_len, type_name(it->fallback_from), type_name(it->dst_type));
+        if (k > 0 && len + (size_t)k < sizeof list && named == n) {
+            memcpy(list + len, one, (size_t)k + 1);
+            len += (size_t)k;
+            named++;
         }
         n++;
     }
     if (n == 0) return ANVIL_OK;
+    char more[96] = "";
+    if (named < n) {
+        snprintf(more, sizeof more, ", and %zu more (--dry-run without --no-fallback lists them)", n - named);
+    }
     return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                           "--no-fallback: %zu tensor%s would fall back to another type because the rows do not "
-                           "divide the preset's block: %s. Choose a preset these rows suit, or fix their types "
-                           "with --tensor-type, or drop --no-fallback",
-                           n, n == 1 ? "" : "s", list);
+                           "--no-fallback: %zu tensor%s would fall back to another type, the rows not dividing "
+                           "the preset's block: %s%s. Choose another preset or fix their types with --tensor-type",
+                           n, n == 1 ? "" : "s", list, more);
 }
 
 static int check_target_options(const anvil_quantize_options *o, anvil_error *err) {

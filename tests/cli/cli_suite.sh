@@ -336,6 +336,7 @@ grep -q "tensor '" "$tmp/err" || fail "quantize of a truncated file does not nam
 [ -e "$tmp/x.gguf" ] && fail "a refused quantize left an output"
 # transcode: nothing encoded is a loud warning pointing to quantize.
 if [ -f "$shared/stories260K.v3.gguf" ]; then
+    expect 1 'anvil quantize: --no-fallback: 36 tensors would fall back*blk.0.attn_k.weight (rows of 64: q4_K -> q5_0)*' quantize --dry-run --no-fallback "$shared/stories260K.v3.gguf" "$tmp/x.gguf" Q4_K_M
     expect 0 'anvil transcode: WARNING: 0 tensors encoded*' transcode --from "$shared/stories260K.v3.gguf" --out "$tmp/t.gguf" --dtype q4_K --quiet
     grep -q 'anvil quantize' "$tmp/err" || fail "transcode: the 0-tensors warning does not point to anvil quantize"
 fi
