@@ -432,8 +432,6 @@ static void print_target(FILE *f, const anvil_transcode *t, const anvil_quantize
                "general.file_type %u\n",
             target, s.out_file_bytes, params ? (double)s.out_file_bytes * 8.0 / (double)params : 0.0, params, total,
             s.file_type);
-    const char *note = anvil_quantize_target_note(t);
-    if (note != NULL) fprintf(f, "note: %s\n", note);
     (void)dry_run;
 }
 

@@ -825,6 +825,7 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
         it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, QF_GUESSED);
     }
     free(is_free);
+    if (rc == ANVIL_OK && q->note[0]) rc = tc_warn(t, err, "%s", q->note);
     if (rc == ANVIL_OK) rc = check_encodable(t, err);
     return rc;
 }
