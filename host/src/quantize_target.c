@@ -22,8 +22,9 @@
  *    E[x_j^2] ~ gamma_j^2), else 1.
  *  - Measured on every row of a small tensor, on an evenly spread sample of
  *    rows of a large one (1/32, at least 64K values); the grid-search IQ
- *    encoders (30-300x slower) on every eighth group of 16 sampled rows of a
- *    sample over 256K values. Error and energy over the same rows.
+ *    encoders (30-300x slower) on every k-th group of 16 sampled rows, k
+ *    such that about 64K values (and two groups at least) are measured.
+ *    Error and energy over the same rows.
  *  - The choice: qt_allocate (convex hull + Lagrange + greedy fill) on the
  *    bytes each candidate takes in the file with its alignment padding, for
  *    the budget the file's header and the fixed tensors leave.
@@ -266,7 +267,7 @@ typedef struct qt_job {
 } qt_job;
 
 /* The grid-search encoders (IQ1..IQ3), 30 to 300 times slower than the
- * others: measured on an eighth of a large sample. */
+ * others: measured on about 64K values of a large sample. */
 static int is_slow(uint32_t type) {
     switch (type) {
     case ANVIL_TYPE_IQ1_S:
@@ -409,7 +410,10 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
     float *nw = it->imatrix == NULL ? norm_weights(t, it) : NULL;
     double *gsig = calloc(j.n_groups ? j.n_groups : 1, sizeof *gsig);
     if (rc == ANVIL_OK && gsig == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
-    j.slow_every = ns * it->row_len > ((uint64_t)4 << 16) ? 8 : 1;
+    /* Slow encoders: about 64K values, in at least two groups. */
+    j.slow_every = (size_t)(ns * it->row_len / ((uint64_t)1 << 16));
+    if (j.slow_every > j.n_groups / 2) j.slow_every = j.n_groups / 2;
+    if (j.slow_every < 1) j.slow_every = 1;
     if (rc == ANVIL_OK) {
         j.x = x;
         j.rows = rows;
