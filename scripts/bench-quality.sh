@@ -40,5 +40,6 @@ for p in $presets; do
 done
 chunks=""
 [ -n "${CHUNKS:-}" ] && chunks="--chunks $CHUNKS"
+# (not exec: the trap removes the preset files)
 # shellcheck disable=SC2086
-exec "$kld" --require-oracle --quiet --markdown --threads "$threads" --text "$text" $chunks "$model" $files "$@"
+"$kld" --require-oracle --quiet --markdown --threads "$threads" --text "$text" $chunks "$model" $files "$@"

@@ -11,7 +11,9 @@
  *  - more bits, less damage: KLD(Q8_0) < KLD(Q4_K_M) < KLD(Q2_K);
  *  - the cache serves a shorter run without the base, and a model evaluated
  *    twice gives the same figures to the bit;
- *  - a file libllama refuses and a model of another vocabulary are refused.
+ *  - a file libllama refuses and a model of another vocabulary are refused;
+ *  - the anvil-kld command: its JSON figures are the library's, its exit
+ *    codes (2 usage, 77 no oracle, 1 with --require-oracle or a bad model).
  * Without the oracle or the test data it exits 77 (skipped), unless
  * ANVIL_REQUIRE_ORACLE is set (then it fails).
  *
@@ -160,6 +162,31 @@ static void test_refusals(void) {
     CU_ASSERT(strstr(why, "no such file") != NULL);
 }
 
+/* The command: exit codes, and the JSON figures equal the library's. */
+static void test_cli(void) {
+    static char out[1 << 16];
+    const kld_result *q8 = figures_of("Q8_0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q8);
+    int rc = test_shell(out, sizeof out, "'%s' --quiet --json --chunks %d --cache '%s' --text '%s' '%s' '%s/Q8_0.gguf'", ANVIL_KLD,
+                        CHUNKS, cache, text, model, test_tmpdir());
+    CU_ASSERT_EQUAL(rc, 0);
+    char want[128];
+    snprintf(want, sizeof want, "\"chunks\":%d,", CHUNKS);
+    CU_ASSERT(strstr(out, want) != NULL);
+    CU_ASSERT(strstr(out, "\"base_seconds\":0,") != NULL); /* the cache served */
+    snprintf(want, sizeof want, "\"kld\":%.9g,", q8->s.kld);
+    CU_ASSERT(strstr(out, want) != NULL);
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --chunks 0 '%s' 2>&1", ANVIL_KLD, model), 2);
+    CU_ASSERT(strstr(out, "--chunks takes a count") != NULL);
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --oracle /nonexistent '%s' 2>&1", ANVIL_KLD, model), 77);
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --require-oracle --oracle /nonexistent '%s' 2>&1", ANVIL_KLD, model), 1);
+    CU_ASSERT(strstr(out, "oracle is missing") != NULL);
+    rc = test_shell(out, sizeof out, "'%s' --quiet --chunks 2 --cache '%s' --text '%s' '%s' '%s' 2>&1", ANVIL_KLD, cache, text,
+                    model, text);
+    CU_ASSERT_EQUAL(rc, 1);
+    CU_ASSERT(strstr(out, "libllama refuses to load") != NULL);
+}
+
 /* 0 ready, 77 skip, 1 fail. */
 static int setup(void) {
     const int required = getenv("ANVIL_REQUIRE_ORACLE") != NULL;
@@ -202,6 +229,7 @@ int main(void) {
     CU_add_test(s, "cache_and_repeat", test_cache_and_repeat);
     CU_add_test(s, "target_size_beats_presets", test_target_size);
     CU_add_test(s, "refusals", test_refusals);
+    CU_add_test(s, "cli", test_cli);
     const int result = test_run_cunit();
     kld_close(&bench);
     return result;
