@@ -1,10 +1,13 @@
 /*
  * anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]
+ * anvil quantize [options] IN.gguf [OUT.gguf] --target-size SIZE | --target-bpw B [NTHREADS]
  *
  * llama-quantize's command line over anvil/quantize.h: the same positional
  * form (OUT defaults to <IN's folder>/ggml-model-<TYPE>.gguf), the same
  * options and option syntax, the same bytes out. Options may also come after
- * the positional arguments. anvil's own: --json, --quiet, --no-quality.
+ * the positional arguments. anvil's own: --json, --quiet, --no-quality,
+ * --no-fallback, and the size target (--target-size/--target-bpw, with
+ * --target-weights, --target-rows, --plan-out).
  * Exit: 0 done, 1 the work failed, 2 a usage error.
  */
 #include <inttypes.h>
@@ -36,6 +39,8 @@ static void print_presets(FILE *f) {
 
 const char cli_help_quantize[] =
     "usage: anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]\n"
+    "       anvil quantize [options] IN.gguf [OUT.gguf] --target-size SIZE [NTHREADS]\n"
+    "       anvil quantize [options] IN.gguf [OUT.gguf] --target-bpw B [NTHREADS]\n"
     "\n"
     "llama-quantize's job with llama.cpp's policy, byte for byte: the same presets,\n"
     "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
@@ -75,7 +80,34 @@ const char cli_help_quantize[] =
     "  --quiet                     print nothing but errors and warnings\n"
     "  --progress                  a plain progress line per tensor on stderr (for logs; on a\n"
     "                              terminal a progress line is shown anyway)\n"
-    "  --no-quality                skip the error figures (decode-back) for a faster run\n";
+    "  --no-quality                skip the error figures (decode-back) for a faster run\n"
+    "  --no-fallback               with a preset: refuse (exit 1, naming each tensor) instead of\n"
+    "                              falling back to another type where rows do not divide its block\n"
+    "size target (instead of TYPE; OUT defaults to <IN's folder>/ggml-model-target.gguf):\n"
+    "  --target-size SIZE          the output file takes at most SIZE bytes (K/M/G: powers of\n"
+    "                              1000, KiB/MiB/GiB: of 1024, as --split-max-size)\n"
+    "  --target-bpw B              the output file takes at most B * parameters / 8 bytes\n"
+    "                              Every tensor llama.cpp quantizes and no --tensor-type,\n"
+    "                              --output-tensor-type or --token-embedding-type fixes gets\n"
+    "                              the type, among all llama.cpp runs on the CPU (IQ1_S .. Q8_0,\n"
+    "                              F16, BF16), that keeps the predicted error sum (W-Q)^2 m_j\n"
+    "                              (m_j from --imatrix) least for the file: measured by\n"
+    "                              encoding, chosen by convex hull + Lagrange multiplier, then\n"
+    "                              the leftover bytes filled greedily. Without --imatrix the\n"
+    "                              error is unweighted (RMS-norm weights where they feed the\n"
+    "                              tensor) and types that need a matrix are left out. --pure:\n"
+    "                              one type for all, the largest that fits. general.file_type\n"
+    "                              is 1024 (guessed); quantize.target_size/_bpw are written.\n"
+    "  --target-weights R=W,...    scale a role's predicted error (roles: token_embd, attn_q,\n"
+    "                              attn_k, attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up,\n"
+    "                              ffn_gate, ffn_down, output, other)\n"
+    "  --target-rows N             rows measured per tensor (default: every row of a tensor of\n"
+    "                              up to 65536 values, else 1/32 of its rows, at least 65536\n"
+    "                              values, spread evenly; 0: every row)\n"
+    "  --plan-out FILE             write the chosen types as a --tensor-type-file that\n"
+    "                              llama-quantize accepts (any preset TYPE then reproduces the\n"
+    "                              tensors); with --dry-run, the plan prints per tensor the\n"
+    "                              type, bytes and predicted error\n";
 
 typedef struct qz_args {
     const char *pos[8];
@@ -93,6 +125,7 @@ typedef struct qz_args {
     const char *exclude[QZ_MAX_LIST];
     size_t n_exclude;
     int json, quiet, progress;
+    const char *plan_out;
 } qz_args;
 
 /* A type given by an option must be one anvil can write. */
@@ -184,6 +217,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
             a->o.skip_quality = 1;
         } else if (strcmp(o, "--progress") == 0) {
             a->progress = 1;
+        } else if (strcmp(o, "--no-fallback") == 0) {
+            a->o.no_fallback = 1;
         } else if (v == NULL) {
             return cli_usage_error("quantize", "unknown option or missing value: '%s'", o);
         } else {
@@ -238,6 +273,29 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
                 a->n_kvs++;
             } else if (strcmp(o, "--imatrix") == 0) {
                 a->imatrix_path = v;
+            } else if (strcmp(o, "--target-size") == 0) {
+                unsigned long long sz = 0;
+                if (cli_parse_size(v, &sz) != 0 || sz == 0) {
+                    return cli_usage_error("quantize", "invalid --target-size '%s' (bytes > 0, K/M/G suffixes)", v);
+                }
+                a->o.target_size = sz;
+            } else if (strcmp(o, "--target-bpw") == 0) {
+                char *end = NULL;
+                const double b = strtod(v, &end);
+                if (end == v || *end != '\0' || !(b > 0.0) || !(b < 1e6)) {
+                    return cli_usage_error("quantize", "invalid --target-bpw '%s' (bits per weight > 0)", v);
+                }
+                a->o.target_bpw = b;
+            } else if (strcmp(o, "--target-weights") == 0) {
+                a->o.target_weights = v;
+            } else if (strcmp(o, "--target-rows") == 0) {
+                unsigned long long n = 0;
+                if (cli_parse_count(v, 0, UINT64_MAX, &n) != 0) {
+                    return cli_usage_error("quantize", "invalid --target-rows '%s' (a count; 0: every row)", v);
+                }
+                a->o.target_sample_rows = n == 0 ? UINT64_MAX : n;
+            } else if (strcmp(o, "--plan-out") == 0) {
+                a->plan_out = v;
             } else if (strcmp(o, "--include-weights") == 0) {
                 if (a->n_include >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --include-weights");
                 a->include[a->n_include++] = v;
@@ -255,9 +313,53 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
     if (a->n_include > 0 && a->n_exclude > 0) {
         return cli_usage_error("quantize", "--include-weights and --exclude-weights cannot be used together");
     }
-    if (a->n_pos < 2) {
-        return cli_usage_error("quantize", a->n_pos == 0 ? "no IN.gguf and TYPE given" : "no TYPE given");
+    const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
+    if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
+        return cli_usage_error("quantize", "give --target-size or --target-bpw, not both");
     }
+    if (!target && (a->o.target_weights != NULL || a->o.target_sample_rows != 0 || a->plan_out != NULL)) {
+        return cli_usage_error("quantize", "--target-weights, --target-rows and --plan-out go with --target-size "
+                                           "or --target-bpw");
+    }
+    if (target && a->o.no_fallback) {
+        return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
+    }
+    if (a->n_pos < (target ? 1 : 2)) {
+        return cli_usage_error("quantize", a->n_pos == 0 ? (target ? "no IN.gguf given" : "no IN.gguf and TYPE given")
+                                                         : "no TYPE given");
+    }
+    return 0;
+}
+
+/* IN [OUT] [NTHREADS] with a size target: a TYPE is a usage error. */
+static int positional_target(qz_args *a, char **out) {
+    const char *in = a->pos[0];
+    int k = 1;
+    for (int i = 1; i < a->n_pos && i < 3; ++i) {
+        long n;
+        if (anvil_quantize_preset_find(a->pos[i]) != NULL && !(i == a->n_pos - 1 && stoi_like(a->pos[i], &n))) {
+            return cli_usage_error("quantize", "TYPE '%s' given with a size target: the target chooses every type; "
+                                               "drop one or the other", a->pos[i]);
+        }
+    }
+    if (a->n_pos > 1 && !(a->n_pos == 2 && stoi_like(a->pos[1], &(long){ 0 }))) {
+        *out = strdup(a->pos[1]);
+        k = 2;
+    } else {
+        const char *slash = strrchr(in, '/');
+        const size_t dir = slash ? (size_t)(slash - in + 1) : 0;
+        const size_t n = dir + sizeof "ggml-model-target.gguf";
+        *out = malloc(n);
+        if (*out) snprintf(*out, n, "%.*sggml-model-target.gguf", (int)dir, in);
+    }
+    if (*out == NULL) return 1;
+    if (a->n_pos > k) {
+        long n;
+        if (!stoi_like(a->pos[k], &n)) return cli_usage_error("quantize", "invalid nthread '%s'", a->pos[k]);
+        a->o.threads = n > 0 ? (unsigned)(n > 1024 ? 1024 : n) : 0;
+        k++;
+    }
+    if (a->n_pos > k) return cli_usage_error("quantize", "unexpected argument '%s'", a->pos[k]);
     return 0;
 }
 
@@ -303,6 +405,37 @@ static int positional(qz_args *a, char **out, const anvil_quantize_preset **pres
     return 0;
 }
 
+/* The target plan: per chosen tensor its type, bytes and predicted error. */
+static void print_target(FILE *f, const anvil_transcode *t, const anvil_quantize_options *o, int dry_run) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    uint64_t params = 0;
+    double total = 0.0;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) params += anvil_transcode_tensor_at(t, i)->src->n_elements;
+    fprintf(f, "%-40s %-8s %12s %14s\n", "tensor (chosen by the target)", "type", "bytes", "pred. error");
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        double e = 0.0;
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        anvil_quantize_predicted_error(t, i, &e);
+        total += e;
+        anvil_type_info ti;
+        fprintf(f, "%-40s %-8s %12" PRIu64 " %14.6g\n", cli_esc(it->name),
+                anvil_type_builtin(it->dst_type, &ti, NULL) == ANVIL_OK ? ti.name : "?", it->dst_bytes, e);
+    }
+    char target[64];
+    if (o->target_size > 0) {
+        snprintf(target, sizeof target, "--target-size %" PRIu64, o->target_size);
+    } else {
+        snprintf(target, sizeof target, "--target-bpw %g", o->target_bpw);
+    }
+    fprintf(f, "%s: %" PRIu64 " bytes (%.4f bpw of the file over %" PRIu64 " parameters), predicted error %.6g, "
+               "general.file_type %u\n",
+            target, s.out_file_bytes, params ? (double)s.out_file_bytes * 8.0 / (double)params : 0.0, params, total,
+            s.file_type);
+    (void)dry_run;
+}
+
 static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
 
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
@@ -314,7 +447,8 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     char *out = NULL;
     const anvil_quantize_preset *preset = NULL;
     int rc = parse_args(ctx, argc, argv, a);
-    if (rc == 0) rc = positional(a, &out, &preset);
+    const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
+    if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
     if (rc == 0 && !a->o.dry_run && !a->o.keep_split) rc = cli_check_output("quantize", out, a->pos[0], &replaces);
     if (rc != 0) {
@@ -324,8 +458,8 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         return rc;
     }
     anvil_quantize_options *o = &a->o;
-    o->ftype = preset->ftype;
-    o->only_copy = strcmp(preset->name, "COPY") == 0;
+    o->ftype = target ? 0 : preset->ftype;
+    o->only_copy = !target && strcmp(preset->name, "COPY") == 0;
     o->tensor_types = a->rules;
     o->n_tensor_types = a->n_rules;
     o->kv_overrides = a->kvs;
@@ -365,6 +499,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     }
     if (status == ANVIL_OK) status = anvil_gguf_open(&src, in, ctx, 0, &err);
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
+    if (status == ANVIL_OK && a->plan_out != NULL) status = anvil_quantize_write_plan(t, a->plan_out, &err);
     if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
     cli_progress_end(&ps);
     if (status == ANVIL_OK) {
@@ -373,8 +508,12 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         if (a->json) {
             cli_transcode_json(stdout, t, &(cli_report){ ctx, in, o->dry_run, NULL, NULL });
         } else if (!a->quiet) {
-            fprintf(stdout, "%s %s as %s (general.file_type %u)%s\n", o->dry_run ? "planned" : "quantized", in,
-                    preset->name, s.file_type, o->pure ? ", --pure" : "");
+            if (target) {
+                print_target(stdout, t, o, o->dry_run);
+            } else {
+                fprintf(stdout, "%s %s as %s (general.file_type %u)%s\n", o->dry_run ? "planned" : "quantized", in,
+                        preset->name, s.file_type, o->pure ? ", --pure" : "");
+            }
             cli_transcode_report(stdout, t, &(cli_report){ ctx, in, o->dry_run, NULL, NULL });
             if (replaces) printf("note: %s was replaced (atomically) by the output\n", cli_esc(in));
         } else {

@@ -422,7 +422,8 @@ static void json_outputs(FILE *f, const anvil_transcode *t, const anvil_transcod
 }
 
 /* One element of the "tensors" array (i: its index). */
-static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode_tensor *it, size_t i) {
+static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode *t, size_t i) {
+    const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
     fprintf(f, "%s{\"name\":", i ? "," : "");
     cli_json_string(f, it->name);
     fprintf(f, ",\"from\":\"%s\",\"to\":\"%s\",\"encoded\":%s,\"why\":", anvil_type_name(ctx, it->src_type),
@@ -449,6 +450,12 @@ static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode_ten
         fprintf(f, ",\"imatrix\":");
         cli_json_string(f, it->imatrix_name);
     }
+    double pe;
+    if (anvil_quantize_predicted_error(t, i, &pe) == ANVIL_OK && it->rule != NULL &&
+        strncmp(it->rule, "--target-", 9) == 0) {
+        fprintf(f, ",\"predicted_error\":");
+        json_num(f, pe);
+    }
     if (it->has_quality) {
         fprintf(f, ",\"rmse\":");
         json_num(f, it->rmse);
@@ -456,6 +463,28 @@ static void json_tensor(FILE *f, const anvil_ctx *ctx, const anvil_transcode_ten
         json_num(f, it->max_abs);
         fprintf(f, ",\"snr_db\":");
         json_num(f, it->snr_db);
+    }
+    fputc('}', f);
+}
+
+/* The "target" object of a --target-size/--target-bpw plan (nothing for
+ * a preset): the budget, the summed predicted error, the planner's note. */
+static void json_target(FILE *f, const anvil_transcode *t) {
+    double pe;
+    if (anvil_quantize_predicted_error(t, 0, &pe) != ANVIL_OK) return;
+    uint64_t budget = 0;
+    double total = 0.0;
+    anvil_quantize_target_info(t, &budget);
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        if (anvil_quantize_predicted_error(t, i, &pe) == ANVIL_OK) total += pe;
+    }
+    fprintf(f, ",\"target\":{\"bytes\":%" PRIu64 ",\"predicted_error\":", budget);
+    json_num(f, total);
+    fprintf(f, ",\"note\":");
+    if (anvil_quantize_target_note(t) != NULL) {
+        cli_json_string(f, anvil_quantize_target_note(t));
+    } else {
+        fputs("null", f);
     }
     fputc('}', f);
 }
@@ -469,7 +498,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) 
     cli_json_string(f, r->input);
     json_outputs(f, t, &s, r->dry_run);
     fprintf(f, ",\"dry_run\":%s,\"tensors\":[", r->dry_run ? "true" : "false");
-    for (size_t i = 0; i < anvil_transcode_count(t); ++i) json_tensor(f, ctx, anvil_transcode_tensor_at(t, i), i);
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) json_tensor(f, ctx, t, i);
     fprintf(f, "],\"quality_by_type\":[");
     for (size_t i = 0; i < anvil_transcode_quality_count(t); ++i) {
         anvil_transcode_quality q;
@@ -500,6 +529,7 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) 
         cli_json_string(f, anvil_transcode_warning_at(t, i));
     }
     fprintf(f, "],\"threads\":%u", s.threads);
+    json_target(f, t);
     if (s.ran) {
         fprintf(f, ",\"seconds\":");
         json_num(f, s.seconds);

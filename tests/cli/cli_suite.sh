@@ -295,6 +295,15 @@ jexpect 2 "anvil quantize: invalid TYPE 'Q4_K_X'" quantize "$tmp/m.gguf" "$tmp/x
 grep -q 'Q4_K_M' "$tmp/err" && grep -q '15  or  Q4_K ' "$tmp/err" || fail "quantize: a wrong TYPE does not list the presets"
 expect 2 "anvil quantize: '*' is no TYPE*" quantize "$tmp/m.gguf" "$tmp/x.gguf"
 expect 2 'anvil quantize: no IN.gguf and TYPE given' quantize
+# a size target instead of a preset (issue 25)
+jexpect 0 '' quantize --dry-run --target-bpw 5 "$tmp/m.gguf" "$tmp/qt.gguf"
+expect 0 '' quantize --quiet --no-quality --target-size 400K --plan-out "$tmp/qt.plan" "$tmp/m.gguf" "$tmp/qt.gguf" 1
+[ -s "$tmp/qt.gguf" ] && [ "$(wc -c < "$tmp/qt.gguf")" -le 400000 ] || fail "quantize --target-size 400K: no file, or over 400000 bytes"
+grep -q '^\^blk\\\.0\\\.' "$tmp/qt.plan" || fail "quantize --plan-out: no ^blk\\.0\\. rule"
+expect 2 "anvil quantize: TYPE 'Q4_K_M' given with a size target*" quantize --target-size 1M "$tmp/m.gguf" "$tmp/x.gguf" Q4_K_M
+expect 1 'anvil quantize: *below the smallest file*' quantize --dry-run --target-size 1K "$tmp/m.gguf" "$tmp/x.gguf"
+expect 2 "anvil quantize: invalid --target-size 'abc'*" quantize --target-size abc "$tmp/m.gguf"
+expect 2 'anvil quantize: --no-fallback is for presets*' quantize --no-fallback --target-bpw 4 "$tmp/m.gguf"
 expect 2 "anvil quantize: unknown option or missing value: '--bogus'" quantize --bogus
 expect 2 'anvil quantize: --tensor-type: *ECMAScript*' quantize --tensor-type 'attn_(=q8_0' "$tmp/m.gguf" q8_0
 expect 2 'anvil quantize: --tensor-type: *missing quantization type*' quantize --tensor-type 'attn_v=' "$tmp/m.gguf" q8_0
@@ -327,6 +336,7 @@ grep -q "tensor '" "$tmp/err" || fail "quantize of a truncated file does not nam
 [ -e "$tmp/x.gguf" ] && fail "a refused quantize left an output"
 # transcode: nothing encoded is a loud warning pointing to quantize.
 if [ -f "$shared/stories260K.v3.gguf" ]; then
+    expect 1 'anvil quantize: --no-fallback: 36 tensors would fall back*blk.0.attn_k.weight (rows of 64: q4_K -> q5_0)*' quantize --dry-run --no-fallback "$shared/stories260K.v3.gguf" "$tmp/x.gguf" Q4_K_M
     expect 0 'anvil transcode: WARNING: 0 tensors encoded*' transcode --from "$shared/stories260K.v3.gguf" --out "$tmp/t.gguf" --dtype q4_K --quiet
     grep -q 'anvil quantize' "$tmp/err" || fail "transcode: the 0-tensors warning does not point to anvil quantize"
 fi

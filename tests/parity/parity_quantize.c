@@ -39,6 +39,7 @@
 #include "llama_oracle.h"
 #include "parity.h"
 #include "parity_quantize_arch.h"
+#include "parity_quantize_target.h"
 #include "test_env.h"
 
 #ifndef ANVIL_CLI
@@ -1234,6 +1235,7 @@ int parity_quantize(parity_ctx *pc) {
     }
     anvil_gguf_close(ag);
     anvil_gguf_close(mg);
+    parity_quantize_target(pc, &lo, ctx, env.dir);
     printf("quantize: %.1f s of CPU; wall time inside the quantize calls: llama.cpp %.1f s, anvil %.1f s (2 threads "
            "each; not a benchmark); llama.cpp running the outputs %.1f s\n",
            (double)clock() / CLOCKS_PER_SEC - t0, env.llama_s, env.anvil_s, env.gen_s);

@@ -108,6 +108,28 @@ static void test_more_bits_less_damage(void) {
     CU_ASSERT(q2->s.ppl > q4->s.ppl);
 }
 
+/* anvil quantize --target-size at a preset's file size: no larger, lower
+ * KLD (issue 25; the full table of twelve presets is its closing note's). */
+static void target_beats(const char *preset) {
+    const kld_result *p = figures_of(preset);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    char extra[128], path[1200], why[2048], name[64];
+    snprintf(extra, sizeof extra, "--target-size %llu", (unsigned long long)p->bytes);
+    snprintf(name, sizeof name, "target-%s", preset);
+    CU_ASSERT_EQUAL_FATAL(quantize(name, extra, "", path, sizeof path), 0);
+    kld_result r;
+    CU_ASSERT_FATAL(kld_eval(&bench, path, &r, why, sizeof why) == 0);
+    fprintf(stderr, "  target at %-8s %8llu bytes %6.3f bpw  KLD %.6f  top-1 %.4f  (ratio %.3f)\n", preset,
+            (unsigned long long)r.bytes, r.bpw, r.s.kld, r.s.top1, p->s.kld > 0 ? r.s.kld / p->s.kld : 0.0);
+    CU_ASSERT(r.bytes <= p->bytes);
+    CU_ASSERT(r.s.kld < p->s.kld);
+}
+
+static void test_target_size(void) {
+    target_beats("Q4_K_M");
+    target_beats("IQ2_XS");
+}
+
 static void test_cache_and_repeat(void) {
     kld_bench b2;
     char why[2048], path[1200];
@@ -205,6 +227,7 @@ int main(void) {
     CU_add_test(s, "q8_0", test_q8_0);
     CU_add_test(s, "more_bits_less_damage", test_more_bits_less_damage);
     CU_add_test(s, "cache_and_repeat", test_cache_and_repeat);
+    CU_add_test(s, "target_size_beats_presets", test_target_size);
     CU_add_test(s, "refusals", test_refusals);
     CU_add_test(s, "cli", test_cli);
     const int result = test_run_cunit();

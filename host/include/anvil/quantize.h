@@ -175,6 +175,23 @@ typedef struct anvil_quantize_options {
     int skip_quality;
     anvil_transcode_progress_fn progress;
     void *progress_arg;
+    /* anvil's own (not llama-quantize's): */
+    int no_fallback;             /* refuse a preset's row-length fallback, naming each tensor */
+    /* A size budget instead of a preset (ftype is then ignored): every free
+     * tensor's type (one no --tensor-type, --output-tensor-type or
+     * --token-embedding-type fixes) chosen among every type llama.cpp runs
+     * on the CPU, by measured error (sum (W-Q)^2 m_j, m_j the importance
+     * matrix), so that the file takes at most target_size bytes, or at most
+     * target_bpw * parameters / 8 bytes. general.file_type is then
+     * LLAMA_FTYPE_GUESSED (1024) and quantize.target_size or
+     * quantize.target_bpw says how it was made. keep_split is refused. With
+     * pure: one type for every free tensor, the largest that fits. */
+    uint64_t target_size;        /* 0: none */
+    double target_bpw;           /* 0: none */
+    uint64_t target_sample_rows; /* rows measured per tensor: 0 automatic, UINT64_MAX every row */
+    const char *target_weights;  /* "ROLE=W,...": scales a role's predicted error (roles: token_embd,
+                                    attn_q, attn_k, attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up,
+                                    ffn_gate, ffn_down, output, other), or NULL */
 } anvil_quantize_options;
 
 /* Every type NO_TYPE, ftype Q8_0 (llama.cpp's default), the rest zero. */
@@ -187,6 +204,21 @@ ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o);
 ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
                                   const char *out_path, const anvil_quantize_options *opts,
                                   anvil_error *err);
+
+/* A target plan's predicted error of tensor i (0 for the tensors it did not
+ * choose); ANVIL_E_INVALID_ARG for a plan made without a target. */
+ANVIL_API int anvil_quantize_predicted_error(const anvil_transcode *t, size_t i, double *out);
+/* The types a target plan chose, as a --tensor-type-file llama-quantize
+ * reads: one "^name$=type" a line (the name's regex metacharacters
+ * escaped), for every tensor the target chose. llama-quantize with these
+ * rules (any quantized preset TYPE, the same --imatrix) writes the same
+ * tensors. */
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err);
+/* A target plan's budget in bytes (the file's, after --target-bpw is
+ * turned into bytes); ANVIL_E_INVALID_ARG for a plan made without a target. */
+ANVIL_API int anvil_quantize_target_info(const anvil_transcode *t, uint64_t *budget_bytes);
+/* A target plan's note for the user ("the budget is above F16 ..."), or NULL. */
+ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t);
 
 #ifdef __cplusplus
 }

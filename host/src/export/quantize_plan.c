@@ -14,12 +14,14 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "quantize_internal.h"
+#include "quantize_target.h"
 
 #define QZ_QUANTIZATION_VERSION 2u
 #define QZ_MAX_LAYERS 512u /* LLAMA_MAX_LAYERS */
@@ -35,6 +37,11 @@ typedef struct qz_state {
     int32_t blk_id;              /* {arch}.block_count after pruning */
     uint32_t n_split;
     int32_t n_tensors;           /* split.tensors.count */
+    int target;                  /* --target-size / --target-bpw */
+    int user_pure;               /* --pure with a target: one type for all free tensors */
+    uint64_t target_bytes;
+    double *pred_err;            /* target: per item */
+    char note[512];
 } qz_state;
 
 static void qz_free(void *p) {
@@ -42,6 +49,7 @@ static void qz_free(void *p) {
     if (q == NULL) return;
     for (size_t i = 0; i < q->n_names; ++i) free(q->names[i]);
     free(q->names);
+    free(q->pred_err);
     free(q);
 }
 
@@ -409,6 +417,11 @@ static int quantize_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t part,
         if (rc == ANVIL_OK && o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
             rc = put_imatrix_kvs(w, o, err);
         }
+        if (rc == ANVIL_OK && q->target) {
+            rc = q->opts.target_size > 0
+                     ? anvil_gguf_writer_set_u64(w, "quantize.target_size", q->opts.target_size, err)
+                     : anvil_gguf_writer_set_f32(w, "quantize.target_bpw", (float)q->opts.target_bpw, err);
+        }
         if (rc == ANVIL_OK && q->pruned) {
             char key[192];
             snprintf(key, sizeof key, "%s.block_count", q->arch_name);
@@ -679,6 +692,126 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
     return ANVIL_OK;
 }
 
+/* ---- --no-fallback and the size target -------------------------------------------- */
+
+static int refuse_fallbacks(anvil_transcode *t, anvil_error *err) {
+    char list[700];
+    size_t n = 0, named = 0, len = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->fallback_from == ANVIL_TRANSCODE_NO_TYPE) continue;
+        char one[200];
+        const int k = snprintf(one, sizeof one, "%s%s (rows of %" PRIu64 ": %s -> %s)", n ? ", " : "", it->name,
+                               it->row_len, type_name(it->fallback_from), type_name(it->dst_type));
+        if (k > 0 && len + (size_t)k < sizeof list && named == n) {
+            memcpy(list + len, one, (size_t)k + 1);
+            len += (size_t)k;
+            named++;
+        }
+        n++;
+    }
+    if (n == 0) return ANVIL_OK;
+    char more[96] = "";
+    if (named < n) {
+        snprintf(more, sizeof more, ", and %zu more (--dry-run without --no-fallback lists them)", n - named);
+    }
+    return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
+                           "--no-fallback: %zu tensor%s would fall back to another type, the rows not dividing "
+                           "the preset's block: %s%s. Choose another preset or fix their types with --tensor-type",
+                           n, n == 1 ? "" : "s", list, more);
+}
+
+static int check_target_options(const anvil_quantize_options *o, anvil_error *err) {
+    if (o->target_size > 0 && o->target_bpw > 0.0) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "give --target-size or --target-bpw, not both");
+    }
+    if (o->target_bpw < 0.0 || !(o->target_bpw < 1e6)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "--target-bpw %g: give bits per weight > 0", o->target_bpw);
+    }
+    if (o->keep_split) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                               "--keep-split with a size target: the target is one file's size; drop --keep-split");
+    }
+    if (o->only_copy) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "COPY with a size target");
+    return ANVIL_OK;
+}
+
+/* Lay the plan out once to learn the header's bytes, let the optimizer
+ * choose the free tensors' types, and drop that layout. */
+static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
+    const anvil_quantize_options *o = &q->opts;
+    uint64_t params = 0;
+    for (size_t i = 0; i < t->n_items; ++i) params += t->items[i].src->n_elements;
+    q->target_bytes = o->target_size > 0 ? o->target_size : (uint64_t)floor(o->target_bpw * (double)params / 8.0);
+    int rc = tc_layout(t, err);
+    uint64_t header = 0;
+    uint32_t align = 1;
+    if (rc == ANVIL_OK) {
+        align = anvil_gguf_writer_alignment(t->writers[0]);
+        header = t->summary.out_file_bytes;
+        for (size_t i = 0; i < t->n_items; ++i) {
+            header -= align > 1 ? (t->items[i].dst_bytes + align - 1) / align * align : t->items[i].dst_bytes;
+        }
+    }
+    for (uint32_t p = 0; t->writers != NULL && p < t->n_parts; ++p) anvil_gguf_writer_free(t->writers[p]);
+    free(t->writers);
+    t->writers = NULL;
+    const unsigned threads = t->summary.threads;
+    memset(&t->summary, 0, sizeof t->summary);
+    t->summary.threads = threads;
+    unsigned char *is_free = calloc(t->n_items ? t->n_items : 1, 1);
+    q->pred_err = calloc(t->n_items ? t->n_items : 1, sizeof *q->pred_err);
+    if (rc == ANVIL_OK && (is_free == NULL || q->pred_err == NULL)) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        is_free[i] = it->why != ANVIL_TRANSCODE_KEEP_POLICY && it->rule != NULL && strcmp(it->rule, "--pure") == 0;
+    }
+    double weights[QC_OTHER + 1];
+    qt_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.target_bytes = q->target_bytes;
+    rq.pure = q->user_pure;
+    rq.has_imatrix = q->qs.has_imatrix;
+    rq.threads = threads;
+    rq.sample_rows = o->target_sample_rows;
+    rq.role_weight = weights;
+    if (rc == ANVIL_OK) rc = qt_parse_weights(o->target_weights, weights, err);
+    if (rc == ANVIL_OK) rc = qt_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);
+    for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
+        anvil_transcode_tensor *it = &t->items[i];
+        if (!is_free[i]) continue;
+        it->rule = o->target_size > 0 ? "--target-size" : "--target-bpw";
+        it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, QF_GUESSED);
+    }
+    free(is_free);
+    if (rc == ANVIL_OK && q->note[0]) rc = tc_warn(t, err, "%s", q->note);
+    if (rc == ANVIL_OK) rc = check_encodable(t, err);
+    return rc;
+}
+
+ANVIL_API int anvil_quantize_predicted_error(const anvil_transcode *t, size_t i, double *out) {
+    if (t == NULL || out == NULL || t->build_kvs != quantize_kvs) return ANVIL_E_INVALID_ARG;
+    const qz_state *q = t->policy;
+    if (!q->target || q->pred_err == NULL || i >= t->n_items) return ANVIL_E_INVALID_ARG;
+    *out = q->pred_err[i];
+    return ANVIL_OK;
+}
+
+ANVIL_API int anvil_quantize_target_info(const anvil_transcode *t, uint64_t *budget_bytes) {
+    if (t == NULL || budget_bytes == NULL || t->build_kvs != quantize_kvs) return ANVIL_E_INVALID_ARG;
+    const qz_state *q = t->policy;
+    if (!q->target) return ANVIL_E_INVALID_ARG;
+    *budget_bytes = q->target_bytes;
+    return ANVIL_OK;
+}
+
+ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t) {
+    if (t == NULL || t->build_kvs != quantize_kvs) return NULL;
+    const qz_state *q = t->policy;
+    return q->target && q->note[0] ? q->note : NULL;
+}
+
 ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
                                   const char *out_path, const anvil_quantize_options *opts, anvil_error *err) {
     anvil__error_clear(err);
@@ -705,11 +838,20 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     t->opts.progress_arg = opts->progress_arg;
     t->summary.threads = opts->threads ? opts->threads : anvil_ctx_threads(ctx);
     q->opts = *opts;
+    q->target = opts->target_size > 0 || opts->target_bpw > 0.0;
+    q->user_pure = opts->pure;
+    if (q->target) {
+        /* The preset machinery with every free tensor marked "--pure" at
+         * q8_0; the optimizer replaces those. */
+        q->opts.ftype = QF_Q8_0;
+        q->opts.pure = 1;
+    }
     q->qs.opts = &q->opts;
     q->qs.has_imatrix = opts->imatrix != NULL && anvil_imatrix_count(opts->imatrix) > 0;
     if (!q->qs.has_imatrix) q->opts.imatrix = NULL;
 
-    int rc = check_options(t, opts, err);
+    int rc = check_options(t, &q->opts, err);
+    if (rc == ANVIL_OK && q->target) rc = check_target_options(opts, err);
     if (rc == ANVIL_OK) rc = tc_compile_rules(t, opts->tensor_types, opts->n_tensor_types, "--tensor-type", err);
     if (rc == ANVIL_OK) rc = read_model(t, q, err);
     const size_t n = anvil_gguf_tensor_count(src);
@@ -725,7 +867,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
             keys[i].name = tt->name;
         }
         qsort(keys, n, sizeof *keys, by_layer_name);
-        q->ftype = opts->ftype;
+        q->ftype = q->opts.ftype;
         if (opts->only_copy) {
             size_t *order = malloc((n ? n : 1) * sizeof *order);
             if (order == NULL) {
@@ -737,6 +879,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
             }
         }
         q->qs.ftype = q->ftype;
+        if (q->target) q->ftype = QF_GUESSED;
     }
     if (rc == ANVIL_OK) rc = decide(t, q, keys, n, err);
     if (rc == ANVIL_OK) {
@@ -767,9 +910,15 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
         t->n_parts = q->n_split;
     }
     if (rc == ANVIL_OK) rc = tc_part_paths(t, out_path, opts->keep_split ? out_path : NULL, err);
+    if (rc == ANVIL_OK && opts->no_fallback && !q->target) rc = refuse_fallbacks(t, err);
+    if (rc == ANVIL_OK && q->target) rc = target_step(t, q, err);
     if (rc == ANVIL_OK) {
         t->summary.file_type = q->ftype;
         rc = tc_layout(t, err);
+    }
+    if (rc == ANVIL_OK && q->target && t->summary.out_file_bytes > q->target_bytes) {
+        rc = anvil__error_set(err, ANVIL_E_INTERNAL, "the target plan takes %" PRIu64 " bytes, over its %" PRIu64,
+                             t->summary.out_file_bytes, q->target_bytes);
     }
     free(keys);
     if (rc != ANVIL_OK) {

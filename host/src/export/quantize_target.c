@@ -1,0 +1,700 @@
+/*
+ * anvil quantize --target-size / --target-bpw: every free tensor's type
+ * chosen by measured error under a byte budget.
+ *
+ * Contract:
+ *  - Candidates of a tensor: every weight type llama.cpp's CPU backend loads
+ *    and runs (IQ1_S .. Q8_0, F16, BF16) whose block divides the rows and
+ *    that anvil can encode here; without an importance matrix for the tensor
+ *    the types llama.cpp requires one for (tensor_requires_imatrix) and the
+ *    ones ggml cannot encode without one are not candidates.
+ *  - Predicted error of a candidate: sum_ij (W - Q)_ij^2 m_j, the expected
+ *    squared error of the tensor's output per token, with m_j the importance
+ *    matrix (in_sum2 / counts: E[x_j^2] of the tensor's input), measured by
+ *    encoding with the encoder the file will be written with (the same
+ *    importance weights) and decoding back, over the output's own energy
+ *    sum_ij W_ij^2 m_j (a relative error: RMS norms downstream make a
+ *    perturbation count relative to the signal it rides on), times a role
+ *    weight (defaults measured by KLD: output 30, token_embd 10, others 1).
+ *    Without a matrix entry m_j is the square of the RMS-norm weight that
+ *    feeds the tensor where there is one (attn_norm for attn_q/k/v, ffn_norm
+ *    for ffn_gate/up, output_norm for output: a normalised input has
+ *    E[x_j^2] ~ gamma_j^2), else 1.
+ *  - Measured on every row of a small tensor, on an evenly spread sample of
+ *    rows of a large one (1/32, at least 64K values); the grid-search IQ
+ *    encoders (30-300x slower) on every k-th group of 16 sampled rows, k
+ *    such that about 64K values (and two groups at least) are measured.
+ *    Error and energy over the same rows.
+ *  - The choice: qt_allocate (convex hull + Lagrange + greedy fill) on the
+ *    bytes each candidate takes in the file with its alignment padding, for
+ *    the budget the file's header and the fixed tensors leave.
+ *  - Deterministic for any thread count: every (candidate, row group) sum
+ *    lands in its own slot and they are added in a fixed order.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "error.h"
+#include "float_rows.h"
+#include "quantize_internal.h"
+#include "quantize_target.h"
+#include "thread_pool.h"
+
+/* ---- the allocator ---------------------------------------------------------------- */
+
+static int cand_cmp(const void *a, const void *b) {
+    const qt_cand *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+    if (x->err != y->err) return x->err < y->err ? -1 : 1;
+    return x->type < y->type ? -1 : x->type > y->type;
+}
+
+typedef struct qt_seg {
+    size_t item, k;            /* hull point k -> k + 1 of item */
+    double gain;
+    uint64_t cost;
+} qt_seg;
+
+/* Larger gain per byte first; ties by item, then position. */
+static int seg_cmp(const void *a, const void *b) {
+    const qt_seg *x = a, *y = b;
+    const double l = x->gain * (double)y->cost, r = y->gain * (double)x->cost;
+    if (l != r) return l > r ? -1 : 1;
+    if (x->item != y->item) return x->item < y->item ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Pareto points of a sorted list (strictly less error for more bytes),
+ * then their lower convex hull: indices into cands, in hull[]; count back. */
+static size_t item_hull(const qt_item *it, size_t *hull) {
+    size_t np = 0;
+    for (size_t k = 0; k < it->n; ++k) {
+        if (np == 0 || it->cands[k].err < it->cands[hull[np - 1]].err) hull[np++] = k;
+    }
+    size_t nh = 0;
+    for (size_t p = 0; p < np; ++p) {
+        const qt_cand *c = &it->cands[hull[p]];
+        while (nh >= 2) {
+            const qt_cand *a = &it->cands[hull[nh - 2]], *b = &it->cands[hull[nh - 1]];
+            const double g1 = a->err - b->err, g2 = b->err - c->err;
+            const double c1 = (double)(b->bytes - a->bytes), c2 = (double)(c->bytes - b->bytes);
+            if (g1 * c2 > g2 * c1) break; /* b is strictly below the chord a-c */
+            nh--;
+        }
+        hull[nh++] = hull[p];
+    }
+    return nh;
+}
+
+/* The best single move up that fits in left bytes: *bi, *bk (item,
+ * candidate) or 0 when none. */
+static int best_fill(const qt_item *items, size_t n, uint64_t left, size_t *bi, size_t *bk) {
+    int found = 0;
+    double bg = 0.0;
+    uint64_t bc = 1;
+    for (size_t i = 0; i < n; ++i) {
+        const qt_cand *cur = &items[i].cands[items[i].pick];
+        for (size_t k = items[i].pick + 1; k < items[i].n; ++k) {
+            const qt_cand *c = &items[i].cands[k];
+            if (c->bytes - cur->bytes > left) break; /* sorted by bytes */
+            if (!(c->err < cur->err) || c->bytes == cur->bytes) continue;
+            const double g = cur->err - c->err;
+            const uint64_t cost = c->bytes - cur->bytes;
+            if (!found || g * (double)bc > bg * (double)cost) {
+                found = 1;
+                bg = g;
+                bc = cost;
+                *bi = i;
+                *bk = k;
+            }
+        }
+    }
+    return found;
+}
+
+/* One exchange: item i one candidate down, item j one up, where the bytes
+ * still fit and the total error falls; the best such (ties: lowest i, j).
+ * 0 when none. */
+static int best_swap(qt_item *items, size_t n, uint64_t left, uint64_t *used) {
+    double best = 0.0;
+    size_t bi = 0, bd = 0, bj = 0, bu = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const qt_cand *ci = &items[i].cands[items[i].pick];
+        for (size_t d = 0; d < items[i].pick; ++d) {
+            const qt_cand *cd = &items[i].cands[d];
+            const uint64_t room = left + (ci->bytes - cd->bytes);
+            const double loss = cd->err - ci->err;
+            for (size_t j = 0; j < n; ++j) {
+                if (j == i) continue;
+                const qt_cand *cj = &items[j].cands[items[j].pick];
+                for (size_t u = items[j].pick + 1; u < items[j].n; ++u) {
+                    const qt_cand *cu = &items[j].cands[u];
+                    if (cu->bytes - cj->bytes > room) break;
+                    const double gain = (cj->err - cu->err) - loss;
+                    if (gain > best * (1.0 + 1e-12) && gain > 1e-12 * (cj->err + ci->err)) {
+                        best = gain;
+                        bi = i, bd = d, bj = j, bu = u;
+                    }
+                }
+            }
+        }
+    }
+    if (best <= 0.0) return 0;
+    *used = *used - items[bi].cands[items[bi].pick].bytes + items[bi].cands[bd].bytes;
+    *used = *used - items[bj].cands[items[bj].pick].bytes + items[bj].cands[bu].bytes;
+    items[bi].pick = bd;
+    items[bj].pick = bu;
+    return 1;
+}
+
+int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used,
+                anvil_error *err) {
+    uint64_t total = 0, max_n = 1;
+    for (size_t i = 0; i < n; ++i) {
+        if (items[i].n == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "item %zu has no candidate type", i);
+        qsort(items[i].cands, items[i].n, sizeof *items[i].cands, cand_cmp);
+        items[i].pick = 0;
+        total += items[i].cands[0].bytes;
+        if (items[i].n > max_n) max_n = items[i].n;
+    }
+    *min_bytes = total;
+    *used = total;
+    if (total > budget) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the smallest types take %" PRIu64 " bytes, over the %" PRIu64
+                               " bytes left for them", total, budget);
+    }
+    size_t *hull = malloc(n * max_n * sizeof *hull), *nh = malloc((n ? n : 1) * sizeof *nh);
+    qt_seg *segs = malloc(n * max_n * sizeof *segs + 1);
+    if (hull == NULL || nh == NULL || segs == NULL) {
+        free(hull);
+        free(nh);
+        free(segs);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    size_t ns = 0;
+    for (size_t i = 0; i < n; ++i) {
+        size_t *h = hull + i * max_n;
+        nh[i] = item_hull(&items[i], h);
+        for (size_t k = 0; k + 1 < nh[i]; ++k) {
+            segs[ns].item = i;
+            segs[ns].k = k;
+            segs[ns].gain = items[i].cands[h[k]].err - items[i].cands[h[k + 1]].err;
+            segs[ns].cost = items[i].cands[h[k + 1]].bytes - items[i].cands[h[k]].bytes;
+            ns++;
+        }
+    }
+    qsort(segs, ns, sizeof *segs, seg_cmp);
+    /* The Lagrangian walk: every segment steeper than the first that does
+     * not fit. Convex hulls make each item's segments come in order. */
+    for (size_t s = 0; s < ns; ++s) {
+        if (*used + segs[s].cost > budget) break;
+        *used += segs[s].cost;
+        items[segs[s].item].pick = hull[segs[s].item * max_n + segs[s].k + 1];
+    }
+    size_t bi = 0, bk = 0;
+    while (best_fill(items, n, budget - *used, &bi, &bk)) {
+        *used += items[bi].cands[bk].bytes - items[bi].cands[items[bi].pick].bytes;
+        items[bi].pick = bk;
+    }
+    /* Exchanges while they help (each lowers the total error; bounded so
+     * a large model stays quick), each followed by the fill. */
+    uint64_t work = (uint64_t)n * max_n;
+    for (size_t round = 0; work * work <= ((uint64_t)1 << 28) && round < 4 * n + 4; ++round) {
+        if (!best_swap(items, n, budget - *used, used)) break;
+        while (best_fill(items, n, budget - *used, &bi, &bk)) {
+            *used += items[bi].cands[bk].bytes - items[bi].cands[items[bi].pick].bytes;
+            items[bi].pick = bk;
+        }
+    }
+    free(hull);
+    free(nh);
+    free(segs);
+    return ANVIL_OK;
+}
+
+/* ---- candidates --------------------------------------------------------------------- */
+
+static const uint32_t qt_types[] = {
+    ANVIL_TYPE_IQ1_S,  ANVIL_TYPE_Q1_0,   ANVIL_TYPE_IQ1_M, ANVIL_TYPE_TQ1_0, ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_TQ2_0,
+    ANVIL_TYPE_Q2_0,   ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_IQ2_S, ANVIL_TYPE_Q2_K,  ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S,
+    ANVIL_TYPE_Q3_K,   ANVIL_TYPE_IQ4_XS, ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_MXFP4, ANVIL_TYPE_NVFP4, ANVIL_TYPE_Q4_0,
+    ANVIL_TYPE_Q4_1,   ANVIL_TYPE_Q4_K,   ANVIL_TYPE_Q5_0,  ANVIL_TYPE_Q5_1,  ANVIL_TYPE_Q5_K,    ANVIL_TYPE_Q6_K,
+    ANVIL_TYPE_Q8_0,   ANVIL_TYPE_F16,    ANVIL_TYPE_BF16,
+};
+#define QT_N_TYPES (sizeof qt_types / sizeof qt_types[0])
+
+static const char *tname(uint32_t type) {
+    anvil_type_info ti;
+    return anvil_type_builtin(type, &ti, NULL) == ANVIL_OK ? ti.name : "?";
+}
+
+static uint64_t pad_to(uint64_t n, uint32_t align) { return align > 1 ? (n + align - 1) / align * align : n; }
+
+/* Is type a candidate for item it (has_w: importance weights go to its encoder)? */
+static int is_candidate(anvil_transcode *t, const anvil_transcode_tensor *it, uint32_t type) {
+    const uint32_t bs = qp_block_size(type);
+    if (bs == 0 || it->row_len % bs != 0) return 0;
+    if (tc_check_target(t->ctx, type, "", NULL) != ANVIL_OK) return 0;
+    if (it->imatrix == NULL) {
+        if (qp_requires_imatrix(it->name, type, QF_GUESSED)) return 0;
+        const anvil_codec *c = anvil_ctx_codec(t->ctx, type);
+        if (c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) return 0;
+    }
+    return 1;
+}
+
+/* ---- measuring ----------------------------------------------------------------------- */
+
+typedef struct qt_job {
+    anvil_ctx *ctx;
+    const anvil_transcode_tensor *it;
+    const float *x;            /* sampled rows, f32 */
+    const uint64_t *rows;      /* their row numbers */
+    const float *norm_w;       /* m_j when the tensor has no importance entry (NULL: 1) */
+    size_t n_rows;             /* sampled */
+    size_t group;              /* rows per task */
+    size_t n_groups;
+    const qt_cand *cands;
+    size_t n_cands;
+    double *sums;              /* n_cands * n_groups */
+    size_t slow_every;         /* slow encoders: every slow_every-th group only (1: all) */
+    int *rcs;                  /* per task */
+    anvil_error *errs;         /* per task */
+} qt_job;
+
+/* The grid-search encoders (IQ1..IQ3), 30 to 300 times slower than the
+ * others: measured on about 64K values of a large sample. */
+static int is_slow(uint32_t type) {
+    switch (type) {
+    case ANVIL_TYPE_IQ1_S:
+    case ANVIL_TYPE_IQ1_M:
+    case ANVIL_TYPE_IQ2_XXS:
+    case ANVIL_TYPE_IQ2_XS:
+    case ANVIL_TYPE_IQ2_S:
+    case ANVIL_TYPE_IQ3_XXS:
+    case ANVIL_TYPE_IQ3_S: return 1;
+    default: return 0;
+    }
+}
+
+static void measure_task(void *arg, size_t task) {
+    qt_job *j = arg;
+    const size_t c = task / j->n_groups, g = task % j->n_groups;
+    const anvil_transcode_tensor *it = j->it;
+    const size_t rl = (size_t)it->row_len;
+    const uint32_t type = j->cands[c].type;
+    j->rcs[task] = ANVIL_OK;
+    if (g % j->slow_every != 0 && is_slow(type)) return;
+    anvil_type_info ti;
+    uint64_t rb = 0;
+    int rc = anvil_type_lookup(j->ctx, type, &ti, &j->errs[task]);
+    if (rc == ANVIL_OK) rc = anvil_type_bytes(&ti, rl, &rb, &j->errs[task]);
+    uint8_t *enc = rc == ANVIL_OK ? malloc((size_t)rb) : NULL;
+    if (rc == ANVIL_OK && enc == NULL) rc = anvil__error_set(&j->errs[task], ANVIL_E_NOMEM, "out of memory");
+    float *dec = enc ? malloc(rl * sizeof *dec) : NULL;
+    if (enc != NULL && dec == NULL) rc = anvil__error_set(&j->errs[task], ANVIL_E_NOMEM, "out of memory");
+    const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
+    double sum = 0.0;
+    const size_t r0 = g * j->group, r1 = r0 + j->group < j->n_rows ? r0 + j->group : j->n_rows;
+    for (size_t r = r0; rc == ANVIL_OK && r < r1; ++r) {
+        const float *x = j->x + r * rl;
+        const float *im = it->imatrix != NULL ? it->imatrix + (j->rows[r] / per) * rl : NULL;
+        rc = anvil_encode_rows(j->ctx, type, x, 1, rl, im, enc, (size_t)rb, &j->errs[task]);
+        if (rc == ANVIL_OK) rc = anvil_decode(j->ctx, type, enc, (size_t)rb, dec, rl, &j->errs[task]);
+        if (rc != ANVIL_OK) break;
+        const float *w = im != NULL ? im : j->norm_w;
+        double s = 0.0;
+        for (size_t k = 0; k < rl; ++k) {
+            const double d = (double)x[k] - (double)dec[k];
+            s += w != NULL ? d * d * (double)w[k] : d * d;
+        }
+        sum += s;
+    }
+    free(enc);
+    free(dec);
+    j->sums[c * j->n_groups + g] = sum;
+    j->rcs[task] = rc;
+}
+
+/* The rows measured: all of a small tensor, else an evenly spread sample. */
+static size_t sample_count(const anvil_transcode_tensor *it, uint64_t want) {
+    if (want == UINT64_MAX || want >= it->n_rows) return (size_t)it->n_rows;
+    if (want == 0) {
+        const uint64_t elems = it->n_rows * it->row_len;
+        if (elems <= ((uint64_t)1 << 16)) return (size_t)it->n_rows;
+        want = it->n_rows / 32;
+        const uint64_t floor_rows = ((uint64_t)1 << 16) / it->row_len;
+        if (want < floor_rows) want = floor_rows;
+        if (want > it->n_rows) want = it->n_rows;
+    }
+    return (size_t)(want ? want : 1);
+}
+
+/* m_j for a tensor without an importance entry: the RMS-norm weight that
+ * feeds it, squared, or NULL (1). */
+static float *norm_weights(const anvil_transcode *t, const anvil_transcode_tensor *it) {
+    char name[256];
+    const char *n = it->name;
+    int layer = -1;
+    const qp_category c = qp_category_of(n);
+    if (c == QC_OUTPUT) {
+        snprintf(name, sizeof name, "output_norm.weight");
+    } else if (sscanf(n, "blk.%d.", &layer) == 1 &&
+               (c == QC_ATTENTION_Q || c == QC_ATTENTION_K || c == QC_ATTENTION_V || c == QC_ATTENTION_QKV)) {
+        snprintf(name, sizeof name, "blk.%d.attn_norm.weight", layer);
+    } else if (layer >= 0 && (c == QC_FFN_UP || c == QC_FFN_GATE)) {
+        snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", layer);
+    } else {
+        return NULL;
+    }
+    const anvil_gguf_tensor *g = anvil_gguf_find_tensor(t->src, name);
+    if (g == NULL || g->n_elements != it->row_len || !tc_is_float_type(g->type)) return NULL;
+    float *w = malloc((size_t)it->row_len * sizeof *w);
+    if (w == NULL) return NULL;
+    anvil_float_load(g->type, g->data, w, (size_t)it->row_len);
+    for (uint64_t k = 0; k < it->row_len; ++k) {
+        w[k] = isfinite(w[k]) ? w[k] * w[k] : 1.0f;
+    }
+    return w;
+}
+
+/* Load the sampled rows of it as f32. */
+static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, size_t ns, float *x, uint64_t *rows,
+                       anvil_error *err) {
+    const uint8_t *base = it->src->data;
+    const uint64_t rbytes = it->src->row_bytes;
+    for (size_t k = 0; k < ns; ++k) {
+        const uint64_t r = ns == it->n_rows ? k : ((2 * (uint64_t)k + 1) * it->n_rows) / (2 * (uint64_t)ns);
+        rows[k] = r;
+        const uint8_t *p = base + r * rbytes;
+        float *dst = x + k * it->row_len;
+        if (tc_is_float_type(it->src_type)) {
+            anvil_float_load(it->src_type, p, dst, (size_t)it->row_len);
+        } else {
+            const int rc = anvil_decode(t->ctx, it->src_type, p, (size_t)rbytes, dst, (size_t)it->row_len, err);
+            if (rc != ANVIL_OK) return rc;
+        }
+        if (anvil_float_find_nonfinite(dst, (size_t)it->row_len) < it->row_len) {
+            return anvil__error_set(err, ANVIL_E_NONFINITE, "tensor '%s' holds NaN or Inf in row %" PRIu64
+                                   ": fix the source model", it->name, r);
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* Measure every candidate of item it (cands[].type set) into cands[].err. */
+static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qt_cand *cands,
+                        size_t nc, const qt_request *rq, anvil_error *err) {
+    const size_t ns = sample_count(it, rq->sample_rows);
+    qt_job j;
+    memset(&j, 0, sizeof j);
+    j.ctx = t->ctx;
+    j.it = it;
+    j.n_rows = ns;
+    j.group = 16;
+    j.n_groups = (ns + j.group - 1) / j.group;
+    j.cands = cands;
+    j.n_cands = nc;
+    const size_t n_tasks = nc * j.n_groups;
+    float *x = malloc(ns * (size_t)it->row_len * sizeof *x);
+    uint64_t *rows = malloc(ns * sizeof *rows);
+    j.sums = calloc(n_tasks ? n_tasks : 1, sizeof *j.sums);
+    j.rcs = calloc(n_tasks ? n_tasks : 1, sizeof *j.rcs);
+    j.errs = calloc(n_tasks ? n_tasks : 1, sizeof *j.errs);
+    int rc = x && rows && j.sums && j.rcs && j.errs ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK) rc = load_sample(t, it, ns, x, rows, err);
+    float *nw = it->imatrix == NULL ? norm_weights(t, it) : NULL;
+    double *gsig = calloc(j.n_groups ? j.n_groups : 1, sizeof *gsig);
+    if (rc == ANVIL_OK && gsig == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    /* Slow encoders: about 64K values, in at least two groups. */
+    j.slow_every = (size_t)(ns * it->row_len / ((uint64_t)1 << 16));
+    if (j.slow_every > j.n_groups / 2) j.slow_every = j.n_groups / 2;
+    if (j.slow_every < 1) j.slow_every = 1;
+    if (rc == ANVIL_OK) {
+        j.x = x;
+        j.rows = rows;
+        j.norm_w = nw;
+        /* The output's energy over the sample, sum_ij W_ij^2 m_j. */
+        const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
+        for (size_t r = 0; r < ns; ++r) {
+            const float *im = it->imatrix != NULL ? it->imatrix + (rows[r] / per) * it->row_len : nw;
+            const float *xr = x + r * it->row_len;
+            double e = 0.0;
+            for (uint64_t k = 0; k < it->row_len; ++k) e += (double)xr[k] * xr[k] * (im ? (double)im[k] : 1.0);
+            gsig[r / j.group] += e;
+        }
+        /* The sampled rows are in; the mapping's pages can go (the run
+         * reads the tensor again, in order). */
+        anvil_gguf_release(t->src, it->src->data, (size_t)it->src->n_bytes, NULL);
+        anvil__pool_run(pool, n_tasks, measure_task, &j);
+        for (size_t k = 0; k < n_tasks; ++k) {
+            if (j.rcs[k] != ANVIL_OK) {
+                *err = j.errs[k];
+                rc = j.rcs[k];
+                anvil__error_prefix(err, "measuring %s for tensor '%s'", tname(cands[k / j.n_groups].type), it->name);
+                break;
+            }
+        }
+    }
+    if (rc == ANVIL_OK) {
+        const qp_category cat = qp_category_of(it->name);
+        /* Relative: the error over the output's own energy, so that the
+         * tensors' figures are comparable (downstream, RMS norms make a
+         * perturbation count relative to the signal it rides on). */
+        const double role = rq->role_weight != NULL ? rq->role_weight[cat] : 1.0;
+        for (size_t c = 0; c < nc; ++c) {
+            double s = 0.0, sig = 0.0;
+            const size_t step = is_slow(cands[c].type) ? j.slow_every : 1;
+            for (size_t g = 0; g < j.n_groups; g += step) {
+                s += j.sums[c * j.n_groups + g];
+                sig += gsig[g];
+            }
+            cands[c].err = (sig > 0.0 ? s / sig : s) * role;
+        }
+    }
+    free(gsig);
+    free(nw);
+    free(x);
+    free(rows);
+    free(j.sums);
+    free(j.rcs);
+    free(j.errs);
+    return rc;
+}
+
+/* ---- the choice ---------------------------------------------------------------------- */
+
+/* Candidates of every free item, measured. */
+static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_t align, const qt_request *rq,
+                       qt_item *items, size_t *map, size_t *n_free, anvil_error *err) {
+    anvil_pool *pool = anvil__pool_create(rq->threads ? rq->threads : 1);
+    if (pool == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rq->threads);
+    int rc = ANVIL_OK;
+    size_t nf = 0;
+    for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
+        if (!is_free[i]) continue;
+        const anvil_transcode_tensor *it = &t->items[i];
+        qt_item *q = &items[nf];
+        q->cands = calloc(QT_N_TYPES, sizeof *q->cands);
+        if (q->cands == NULL) {
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            break;
+        }
+        map[nf++] = i;
+        for (size_t k = 0; k < QT_N_TYPES; ++k) {
+            if (!is_candidate(t, it, qt_types[k])) continue;
+            anvil_type_info ti;
+            uint64_t b = 0;
+            if (anvil_type_lookup(t->ctx, qt_types[k], &ti, NULL) != ANVIL_OK ||
+                anvil_type_bytes(&ti, it->src->n_elements, &b, NULL) != ANVIL_OK) {
+                continue;
+            }
+            q->cands[q->n].type = qt_types[k];
+            q->cands[q->n].bytes = pad_to(b, align);
+            q->n++;
+        }
+        if (q->n == 0) {
+            rc = anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
+                                 "tensor '%s' (rows of %" PRIu64 ") has no type anvil can write for it here: fix "
+                                 "its type with --tensor-type", it->name, it->row_len);
+            break;
+        }
+        rc = measure_item(t, pool, it, q->cands, q->n, rq, err);
+    }
+    *n_free = nf;
+    anvil__pool_destroy(pool);
+    return rc;
+}
+
+/* --pure: the one type every free item can take whose total is the
+ * largest that fits (ties: the lower error). */
+static int pick_pure(qt_item *items, size_t n, uint64_t budget, anvil_error *err) {
+    int best = -1;
+    uint64_t best_bytes = 0, min_bytes = UINT64_MAX;
+    double best_err = 0.0;
+    for (size_t k = 0; k < QT_N_TYPES; ++k) {
+        uint64_t total = 0;
+        double e = 0.0;
+        int all = 1;
+        for (size_t i = 0; i < n && all; ++i) {
+            all = 0;
+            for (size_t c = 0; c < items[i].n; ++c) {
+                if (items[i].cands[c].type == qt_types[k]) {
+                    total += items[i].cands[c].bytes;
+                    e += items[i].cands[c].err;
+                    all = 1;
+                }
+            }
+        }
+        if (!all) continue;
+        if (total < min_bytes) min_bytes = total;
+        if (total > budget) continue;
+        if (best < 0 || total > best_bytes || (total == best_bytes && e < best_err)) {
+            best = (int)k;
+            best_bytes = total;
+            best_err = e;
+        }
+    }
+    if (best < 0) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                               min_bytes == UINT64_MAX ? "--pure: no one type suits every tensor"
+                                                       : "--pure: even the smallest common type takes %" PRIu64
+                                                         " bytes of tensor data, over the budget's %" PRIu64,
+                               min_bytes, budget);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        for (size_t c = 0; c < items[i].n; ++c) {
+            if (items[i].cands[c].type == qt_types[best]) items[i].pick = c;
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* The bytes the fixed part of the file takes: header and fixed tensors. */
+static uint64_t fixed_bytes(const anvil_transcode *t, const unsigned char *is_free, uint64_t header, uint32_t align) {
+    uint64_t b = header;
+    for (size_t i = 0; i < t->n_items; ++i) {
+        if (!is_free[i]) b += pad_to(t->items[i].dst_bytes, align);
+    }
+    return b;
+}
+
+static int apply(anvil_transcode *t, const qt_item *items, const size_t *map, size_t nf, double *pred_err,
+                 anvil_error *err) {
+    for (size_t f = 0; f < nf; ++f) {
+        anvil_transcode_tensor *it = &t->items[map[f]];
+        const qt_cand *c = &items[f].cands[items[f].pick];
+        it->dst_type = c->type;
+        it->want_type = c->type;
+        it->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
+        it->why = c->type == it->src_type ? ANVIL_TRANSCODE_KEEP_SAME : ANVIL_TRANSCODE_CONVERT;
+        pred_err[map[f]] = c->err;
+        const int rc = tc_item_bytes(t, it, err);
+        if (rc != ANVIL_OK) return rc;
+    }
+    return ANVIL_OK;
+}
+
+static void free_items(qt_item *items, size_t n) {
+    for (size_t i = 0; i < n; ++i) free(items[i].cands);
+    free(items);
+}
+
+int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
+              const qt_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err) {
+    if (note_size) note[0] = '\0';
+    qt_item *items = calloc(t->n_items ? t->n_items : 1, sizeof *items);
+    size_t *map = calloc(t->n_items ? t->n_items : 1, sizeof *map);
+    if (items == NULL || map == NULL) {
+        free(items);
+        free(map);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    size_t nf = 0;
+    int rc = build_items(t, is_free, align, rq, items, map, &nf, err);
+    const uint64_t fixed = fixed_bytes(t, is_free, header_bytes, align);
+    uint64_t min_free = 0, max_free = 0, used = 0;
+    for (size_t f = 0; rc == ANVIL_OK && f < nf; ++f) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (size_t c = 0; c < items[f].n; ++c) {
+            if (items[f].cands[c].bytes < lo) lo = items[f].cands[c].bytes;
+            if (items[f].cands[c].bytes > hi) hi = items[f].cands[c].bytes;
+        }
+        min_free += lo;
+        max_free += hi;
+    }
+    if (rc == ANVIL_OK && rq->target_bytes < fixed + min_free) {
+        rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                             "the target of %" PRIu64 " bytes is below the smallest file the candidate types "
+                             "allow: %" PRIu64 " bytes (%" PRIu64 " of header and fixed tensors); give at least "
+                             "that",
+                             rq->target_bytes, fixed + min_free, fixed);
+    }
+    const uint64_t budget = rc == ANVIL_OK ? rq->target_bytes - fixed : 0;
+    if (rc == ANVIL_OK && rq->pure) {
+        rc = pick_pure(items, nf, budget, err);
+    } else if (rc == ANVIL_OK) {
+        uint64_t mn = 0;
+        rc = qt_allocate(items, nf, budget, &mn, &used, err);
+    }
+    if (rc == ANVIL_OK && budget >= max_free && note_size) {
+        snprintf(note, note_size,
+                 "the target of %" PRIu64 " bytes is at least the largest file the candidates allow (%" PRIu64
+                 " bytes, %s): the free tensors are written at full precision",
+                 rq->target_bytes, fixed + max_free, tname(ANVIL_TYPE_F16));
+    }
+    if (rc == ANVIL_OK) rc = apply(t, items, map, nf, pred_err, err);
+    free_items(items, t->n_items);
+    free(map);
+    return rc;
+}
+
+/* ---- role weights ---------------------------------------------------------------------- */
+
+static const char *const qt_roles[] = {
+    "token_embd", "attn_q", "attn_v", "attn_k", "attn_qkv", "attn_kv_b", "attn_output", "ffn_up", "ffn_gate",
+    "ffn_down", "output", "other",
+};
+
+int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
+    for (int c = 0; c <= QC_OTHER; ++c) w[c] = 1.0;
+    /* Measured on the trained model (KLD through llama.cpp, see the closing
+     * note of issue 25): the logits take output's error unnormalised, and
+     * the token embeddings' error enters the residual stream where it is
+     * smallest. */
+    w[QC_OUTPUT] = 30.0;
+    w[QC_TOKEN_EMBD] = 10.0;
+    if (spec == NULL) return ANVIL_OK;
+    const char *p = spec;
+    while (*p) {
+        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+        if (comma == NULL) comma = p + strlen(p);
+        if (eq == NULL || eq > comma) {
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "target weights: '%.*s' is not ROLE=WEIGHT",
+                                   (int)(comma - p), p);
+        }
+        int role = -1;
+        for (int c = 0; c <= QC_OTHER; ++c) {
+            if (strlen(qt_roles[c]) == (size_t)(eq - p) && memcmp(qt_roles[c], p, (size_t)(eq - p)) == 0) role = c;
+        }
+        char *end = NULL;
+        const double v = strtod(eq + 1, &end);
+        if (role < 0 || end != comma || !(v >= 0.0) || !isfinite(v)) {
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                   "target weights: '%.*s': the role must be one of token_embd, attn_q, attn_k, "
+                                   "attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up, ffn_gate, ffn_down, output, "
+                                   "other and the weight a finite number >= 0",
+                                   (int)(comma - p), p);
+        }
+        w[role] = v;
+        p = *comma ? comma + 1 : comma;
+    }
+    return ANVIL_OK;
+}
+
+/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
+
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
+    double e;
+    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        fputc('^', f);
+        for (const char *p = it->name; *p; ++p) {
+            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
+            fputc(*p, f);
+        }
+        fprintf(f, "$=%s\n", tname(it->dst_type));
+    }
+    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
+    return ANVIL_OK;
+}
