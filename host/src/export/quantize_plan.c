@@ -703,7 +703,7 @@ static int refuse_fallbacks(anvil_transcode *t, anvil_error *err) {
         if (it->fallback_from == ANVIL_TRANSCODE_NO_TYPE) continue;
         char one[200];
         const int k = snprintf(one, sizeof one, "%s%s (rows of %" PRIu64 ": %s -> %s)", n ? ", " : "", it->name,
-                               it->row_len, type_name(it->fallback_from), type_name(it->dst_type));
+                               it->row_len, anvil_type_name(t->ctx, it->fallback_from), anvil_type_name(t->ctx, it->dst_type));
         if (k > 0 && len + (size_t)k < sizeof list && named == n) {
             memcpy(list + len, one, (size_t)k + 1);
             len += (size_t)k;
