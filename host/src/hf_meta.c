@@ -41,7 +41,6 @@ static const struct { const char *key, *gen; int is_int; } k_sampling[S_COUNT] =
 
 struct hf_meta {
     char *str[F_COUNT];               /* NULL = None */
-    const hf_json *license_list;      /* a list license (joined with ',') */
     const hf_json *sampling[S_COUNT]; /* NULL = None */
     const hf_json *base_models, *datasets, *tags, *languages;
     hf_json *gen, *override;          /* owned trees the pointers above point into */
@@ -103,17 +102,13 @@ static int load_override(hf_meta *m, const char *path, anvil_error *err) {
         if (v != NULL) m->sampling[i] = v->kind == ANVIL_JSON_NULL ? NULL : v;
     }
     for (int f = 0; f < F_COUNT; ++f) {
-        const hf_json *v = hf_json_get(o, k_str_keys[f]);
+        /* Metadata.load takes every general.* string from the override but
+         * general.license (only the model card sets that one). */
+        const hf_json *v = f == F_LICENSE ? NULL : hf_json_get(o, k_str_keys[f]);
         if (v == NULL) continue;
-        if (f == F_LICENSE && v->kind == ANVIL_JSON_ARRAY_BEGIN) {
-            set_str(m, f, NULL);
-            m->license_list = v;
-            continue;
-        }
         if (v->kind != ANVIL_JSON_STRING && v->kind != ANVIL_JSON_NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a string", path, k_str_keys[f]);
         }
-        if (f == F_LICENSE) m->license_list = NULL;
         if (set_str(m, f, hf_json_str(v)) != 0) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     }
     const hf_json *v;
@@ -203,38 +198,22 @@ static int put_sampling(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err
 }
 
 /* A list of strings as a string array (empty: skipped). */
-static int put_str_list(anvil_gguf_writer *w, const char *key, const hf_json *list, int join_commas,
-                        anvil_error *err) {
+static int put_str_list(anvil_gguf_writer *w, const char *key, const hf_json *list, anvil_error *err) {
     if (hf_json_is_null(list)) return ANVIL_OK;
-    if (list->kind == ANVIL_JSON_STRING && !join_commas) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s must be a list of strings", key);
-    }
     if (list->kind != ANVIL_JSON_ARRAY_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s must be a list", key);
     }
     const char **items = calloc(list->n_items + 1, sizeof *items);
-    size_t total = 1;
     for (size_t i = 0; items && i < list->n_items; ++i) {
         items[i] = hf_json_str(list->items[i]);
         if (items[i] == NULL) {
             free(items);
             return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s item %zu is not a string", key, i);
         }
-        total += strlen(items[i]) + 1;
     }
     if (items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     int rc = ANVIL_OK;
-    if (join_commas) {
-        char *s = calloc(1, total);
-        for (size_t i = 0; s && i < list->n_items; ++i) {
-            if (i) strcat(s, ",");
-            strcat(s, items[i]);
-        }
-        rc = s ? put_str(w, key, s, err) : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
-        free(s);
-    } else if (list->n_items > 0) {
-        rc = anvil_gguf_writer_set_string_array(w, key, items, list->n_items, err);
-    }
+    if (list->n_items > 0) rc = anvil_gguf_writer_set_string_array(w, key, items, list->n_items, err);
     free(items);
     return rc;
 }
@@ -270,13 +249,12 @@ static int put_sources(anvil_gguf_writer *w, const char *what, const hf_json *li
 int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err) {
     int rc = put_sampling(m, w, err);
     for (int f = 0; f < F_COUNT && rc == ANVIL_OK; ++f) {
-        if (f == F_LICENSE && m->license_list != NULL) rc = put_str_list(w, k_str_keys[f], m->license_list, 1, err);
-        else rc = put_str(w, k_str_keys[f], m->str[f], err);
+        rc = put_str(w, k_str_keys[f], m->str[f], err);
     }
     if (rc == ANVIL_OK) rc = put_sources(w, "base_model", m->base_models, err);
     if (rc == ANVIL_OK) rc = put_sources(w, "dataset", m->datasets, err);
-    if (rc == ANVIL_OK) rc = put_str_list(w, "general.tags", m->tags, 0, err);
-    if (rc == ANVIL_OK) rc = put_str_list(w, "general.languages", m->languages, 0, err);
+    if (rc == ANVIL_OK) rc = put_str_list(w, "general.tags", m->tags, err);
+    if (rc == ANVIL_OK) rc = put_str_list(w, "general.languages", m->languages, err);
     return rc;
 }
 
