@@ -133,13 +133,16 @@ static void report(const convert_args *a, const anvil_hf_convert_result *r) {
         cli_json_begin(stdout, "convert");
         printf(",\"input\":");
         cli_json_string(stdout, a->dir);
-        printf(",\"output\":");
-        cli_json_string(stdout, r->out_path);
-        printf(",\"dry_run\":%s,\"architecture\":\"%s\",\"ftype\":\"%s\",\"parts\":%" PRIu32
-               ",\"tensors\":%zu,\"parameters\":%" PRId64 ",\"bytes\":%" PRIu64
-               ",\"tokenizer\":%s,\"model_card_read\":%s}\n",
-               a->o.dry_run ? "true" : "false", r->arch, r->ftype, r->n_parts, r->n_tensors, r->total_params,
-               r->bytes, r->has_tokenizer ? "true" : "false", r->model_card_unread ? "false" : "true");
+        printf(",\"dry_run\":%s,\"architecture\":\"%s\",\"ftype\":\"%s\",\"n_tensors\":%zu"
+               ",\"parameters\":%" PRId64 ",\"tokenizer\":%s,\"model_card_read\":%s,\"outputs\":[",
+               a->o.dry_run ? "true" : "false", r->arch, r->ftype, r->n_tensors, r->total_params,
+               r->has_tokenizer ? "true" : "false", r->model_card_unread ? "false" : "true");
+        for (uint32_t p = 0; p < r->n_parts; ++p) {
+            printf("%s{\"path\":", p ? "," : "");
+            cli_json_string(stdout, r->outputs[p].path);
+            printf(",\"bytes\":%" PRIu64 ",\"n_tensors\":%zu}", r->outputs[p].bytes, r->outputs[p].n_tensors);
+        }
+        printf("]}\n");
         return;
     }
     printf("%s %s: %s, %zu tensors, %" PRId64 " parameters, %s, %" PRIu32 " file%s, %" PRIu64 " bytes\n",
@@ -179,5 +182,6 @@ int cmd_convert(cli_globals *g, int argc, char **argv) {
                 cli_esc(a.dir));
     }
     if (!a.f.quiet || a.f.json || a.o.dry_run) report(&a, &r);
+    anvil_hf_convert_result_free(&r);
     return 0;
 }

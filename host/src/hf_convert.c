@@ -327,14 +327,26 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
     return rc;
 }
 
+void anvil_hf_convert_result_free(anvil_hf_convert_result *r) {
+    if (r == NULL) return;
+    free(r->outputs);
+    r->outputs = NULL;
+}
+
 static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
     anvil_gguf_writer **w = calloc(r->n_parts, sizeof *w);
-    if (w == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    res->outputs = calloc(r->n_parts, sizeof *res->outputs);
+    if (w == NULL || res->outputs == NULL) {
+        free(w);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
     int rc = declare_parts(r, w, err);
     for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
-        uint64_t size = 0;
-        rc = anvil_gguf_writer_file_size(w[p], &size, err);
-        res->bytes += size;
+        anvil_hf_output *out = &res->outputs[p];
+        rc = anvil_gguf_writer_file_size(w[p], &out->bytes, err);
+        if (rc == ANVIL_OK) rc = part_path(r, p, out->path, sizeof out->path, err);
+        out->n_tensors = anvil_gguf_writer_tensor_count(w[p]);
+        res->bytes += out->bytes;
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = part_path(r, 0, res->out_path, sizeof res->out_path, err);
     if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
@@ -369,5 +381,6 @@ int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_
         rc = write_all(&r, res, err);
     }
     run_free(&r);
+    if (rc != ANVIL_OK) anvil_hf_convert_result_free(res);
     return rc;
 }

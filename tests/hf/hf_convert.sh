@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: hf_convert.sh ANVIL HF_COMPARE TESTDATA_HF ORACLE_TOOLS LLAMA_SRC
+# usage: hf_convert.sh ANVIL HF_COMPARE TESTDATA_HF ORACLE_TOOLS LLAMA_SRC JSON_CHECK JSON_MD
 #
 # 1. Every reference pair of TESTDATA_HF: `anvil convert` with the options
 #    in its name must give convert_hf_to_gguf.py's file: the whole file byte
@@ -11,7 +11,7 @@
 #    override, default names) and converted by both.
 # 3. Bad input: exit 1, a message naming the file and tensor, nothing written.
 set -u
-ANVIL=$1 CMP=$2 REF=$3 TOOLS=$4 LLAMA_SRC=${5:-}
+ANVIL=$1 CMP=$2 REF=$3 TOOLS=$4 LLAMA_SRC=${5:-} JSON_CHECK=${6:-} JSON_MD=${7:-}
 if [ ! -d "$REF" ]; then echo "SKIP: no reference pairs at $REF"; exit 77; fi
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fails=0 checks=0
@@ -39,6 +39,15 @@ for g in "$REF"/*.gguf; do
     same "$T/$b.gguf" "$g"
 done
 
+# --json documents (a split, a dry run, an error) against host/cli/JSON.md
+if [ -n "$JSON_CHECK" ]; then
+    for args in "--split-max-tensors 10" "--dry-run" "--outtype q4_0"; do
+        "$ANVIL" convert "$REF/llama3-bpe" "$T/j.gguf" $args --json > "$T/j.json" 2>/dev/null
+        "$JSON_CHECK" "$JSON_MD" "$T/j.json" 2>"$T/err" && pass || fail "--json $args: $(cat "$T/err")"
+    done
+    [ -f "$T/j-00003-of-00003.gguf" ] && pass || fail "--split-max-tensors 10 did not write 3 parts"
+fi
+
 # ---- 2. generated through the oracle script
 PY=/usr/bin/python3
 if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/convert_hf_to_gguf.py" ]; then
@@ -58,7 +67,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
             # nothing written by either; the same file name planned
             local want got
             want=$(basename "$(grep -v '^INFO\|^WARNING' "$G/$name.log" | tail -1)")
-            got=$(basename "$("$ANVIL" convert "$G/$name" "${anargs[@]}" --json 2>/dev/null | sed 's/.*"output":"\([^"]*\)".*/\1/')")
+            got=$(basename "$("$ANVIL" convert "$G/$name" "${anargs[@]}" --json 2>/dev/null | sed 's/.*"outputs":\[{"path":"\([^"]*\)".*/\1/')")
             [ -z "$(ls -A "$G/$name.py")$(ls -A "$G/$name.anvil")" ] && [ "$want" = "$got" ] && pass || fail "$name dry run: $got vs $want"
             return
         fi

@@ -47,9 +47,17 @@ typedef struct anvil_hf_convert_options {
 
 ANVIL_API void anvil_hf_convert_options_init(anvil_hf_convert_options *o);
 
+/* One file written (or planned, in a dry run). */
+typedef struct anvil_hf_output {
+    char path[4096];
+    uint64_t bytes;
+    size_t n_tensors;
+} anvil_hf_output;
+
 typedef struct anvil_hf_convert_result {
     char out_path[4096];          /* the file written (a split set: its first part) */
     uint32_t n_parts;             /* 1 for a single file */
+    anvil_hf_output *outputs;     /* n_parts entries; free with anvil_hf_convert_result_free */
     size_t n_tensors;
     int64_t total_params;
     uint64_t bytes;               /* bytes of all files written (or that would be) */
@@ -62,6 +70,8 @@ typedef struct anvil_hf_convert_result {
 /* ctx (needed for q8_0, may be NULL otherwise) encodes blocks. */
 ANVIL_API int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
                                anvil_hf_convert_result *r, anvil_error *err);
+
+ANVIL_API void anvil_hf_convert_result_free(anvil_hf_convert_result *r);
 
 /* Part i (0-based) of n of a split output named like convert's:
  * "<path without .gguf>-00001-of-00003.gguf". */
