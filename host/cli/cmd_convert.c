@@ -51,9 +51,9 @@ const char cli_help_convert[] =
     "(a split set as one step); on any error nothing is written. Refused, naming the\n"
     "file and tensor: a folder without config.json or weights, an unsupported\n"
     "architecture, a shard the index names but that is missing, a tensor in no shard\n"
-    "or in two, a shape config.json contradicts, NaN or Inf in a weight. Not read: a\n"
-    "README.md model card (convert_hf_to_gguf.py takes license, tags and base models\n"
-    "from its front matter; anvil warns when one is there).\n";
+    "or in two, a shape config.json contradicts, NaN or Inf in a weight, a README.md\n"
+    "model card whose front matter gives a key the converter uses in a form anvil\n"
+    "does not read (it reads strings and lists of strings).\n";
 
 typedef struct convert_args {
     const char *dir, *out;
@@ -134,9 +134,9 @@ static void report(const convert_args *a, const anvil_hf_convert_result *r) {
         printf(",\"input\":");
         cli_json_string(stdout, a->dir);
         printf(",\"dry_run\":%s,\"architecture\":\"%s\",\"ftype\":\"%s\",\"n_tensors\":%zu"
-               ",\"parameters\":%" PRId64 ",\"tokenizer\":%s,\"model_card_read\":%s,\"outputs\":[",
+               ",\"parameters\":%" PRId64 ",\"tokenizer\":%s,\"outputs\":[",
                a->o.dry_run ? "true" : "false", r->arch, r->ftype, r->n_tensors, r->total_params,
-               r->has_tokenizer ? "true" : "false", r->model_card_unread ? "false" : "true");
+               r->has_tokenizer ? "true" : "false");
         for (uint32_t p = 0; p < r->n_parts; ++p) {
             printf("%s{\"path\":", p ? "," : "");
             cli_json_string(stdout, r->outputs[p].path);
@@ -175,11 +175,6 @@ int cmd_convert(cli_globals *g, int argc, char **argv) {
     if (!r.has_tokenizer && !a.f.quiet) {
         fprintf(stderr, "anvil convert: warning: no tokenizer KVs were written (this build has no tokenizer "
                         "reader): llama.cpp cannot load %s\n", cli_esc(r.out_path));
-    }
-    if (r.model_card_unread && !a.f.quiet) {
-        fprintf(stderr, "anvil convert: warning: %s/README.md was not read: convert_hf_to_gguf.py takes "
-                        "general.* keys (license, tags, base models) from a model card's front matter\n",
-                cli_esc(a.dir));
     }
     if (!a.f.quiet || a.f.json || a.o.dry_run) report(&a, &r);
     anvil_hf_convert_result_free(&r);

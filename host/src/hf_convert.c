@@ -376,7 +376,6 @@ int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_
         res->n_tensors = r.n_ts;
         res->total_params = total_params(&r);
         res->has_tokenizer = r.has_tokenizer;
-        res->model_card_unread = hf_file_exists(r.f.dir, "README.md");
         snprintf(res->out_path, sizeof res->out_path, "%s", r.out_path);
         rc = write_all(&r, res, err);
     }

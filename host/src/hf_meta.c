@@ -4,15 +4,15 @@
  * order and wire types: sampling defaults from generation_config.json, the
  * name/organization/basename/finetune/version/size label from config.json's
  * _name_or_path and the folder name, then the --metadata override file and
- * --model-name. A README.md model card is not read (its YAML front matter
- * would add license, tags, base models...): hf_meta_load says when one was
- * left unread.
+ * --model-name; first of all a README.md model card's front matter (the
+ * subset hf_card.c reads).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "hf_card.h"
 #include "hf_internal.h"
 #include "hf_meta_name.h"
 
@@ -43,7 +43,8 @@ struct hf_meta {
     char *str[F_COUNT];               /* NULL = None */
     const hf_json *sampling[S_COUNT]; /* NULL = None */
     const hf_json *base_models, *datasets, *tags, *languages;
-    hf_json *gen, *override;          /* owned trees the pointers above point into */
+    hf_json *gen, *override, *card;   /* owned trees the pointers above point into */
+    hf_json *made;                    /* owned: lists built from the model card */
 };
 
 void hf_meta_free(hf_meta *m) {
@@ -51,6 +52,8 @@ void hf_meta_free(hf_meta *m) {
     for (int i = 0; i < F_COUNT; ++i) free(m->str[i]);
     hf_json_free(m->gen);
     hf_json_free(m->override);
+    hf_json_free(m->card);
+    hf_json_free(m->made);
     free(m);
 }
 
@@ -81,6 +84,185 @@ static int apply_id(hf_meta *m, const char *model_id, int64_t total) {
     if (m->str[F_SIZE_LABEL] == NULL && p.size_label) rc |= set_str(m, F_SIZE_LABEL, p.size_label);
     hf_id_parts_free(&p);
     return rc ? -1 : 0;
+}
+
+static hf_json *made_node(hf_meta *m, anvil_json_event_kind kind, const char *key, const char *text) {
+    hf_json *j = calloc(1, sizeof *j);
+    if (j == NULL) return NULL;
+    j->kind = kind;
+    j->key = key ? strdup(key) : NULL;
+    j->text = text ? strdup(text) : NULL;
+    j->len = text ? strlen(text) : 0;
+    hf_json **items = realloc(m->made->items, (m->made->n_items + 1) * sizeof *items);
+    if ((key && !j->key) || (text && !j->text) || items == NULL) {
+        hf_json_free(j);
+        if (items) m->made->items = items;
+        return NULL;
+    }
+    m->made->items = items;
+    items[m->made->n_items++] = j;
+    return j;
+}
+
+/* Append child to list (a node m->made owns); child leaves m->made. */
+static int adopt(hf_meta *m, hf_json *list, hf_json *child) {
+    m->made->n_items--; /* child was the last node made */
+    hf_json **items = realloc(list->items, (list->n_items + 1) * sizeof *items);
+    if (items == NULL) {
+        hf_json_free(child);
+        return -1;
+    }
+    list->items = items;
+    items[list->n_items++] = child;
+    return 0;
+}
+
+static int add_member(hf_meta *m, hf_json *obj, const char *key, const char *v) {
+    if (v == NULL) return 0;
+    hf_json *s = made_node(m, ANVIL_JSON_STRING, key, v);
+    return s ? adopt(m, obj, s) : -1;
+}
+
+static int add_member_title(hf_meta *m, hf_json *obj, const char *key, const char *v) {
+    if (v == NULL) return 0;
+    char *t = hf_id_to_title(v);
+    const int rc = t ? add_member(m, obj, key, t) : -1;
+    free(t);
+    return rc;
+}
+
+/* One base model / dataset entry from a model card id or URL. */
+static int card_source(hf_meta *m, hf_json *list, const char *id, int64_t total) {
+    hf_json *e = made_node(m, ANVIL_JSON_OBJECT_BEGIN, NULL, NULL);
+    if (e == NULL || adopt(m, list, e) != 0) return -1;
+    const int url = !strncmp(id, "http://", 7) || !strncmp(id, "https://", 8) || !strncmp(id, "ssh://", 6);
+    const char *hf_id = url ? NULL : id;
+    int rc = 0;
+    if (url) {
+        rc |= add_member(m, e, "repo_url", id);
+        const char *at = strstr(id, "huggingface.co");
+        const char *rest = !strncmp(id, "https://huggingface.co/", 23) ? id + 23
+                           : !strncmp(id, "http://huggingface.co/", 22) ? id + 22 : NULL;
+        const char *sl = rest ? strchr(rest, '/') : NULL;
+        if (at && sl && sl > rest && sl[1] != '\0' && strchr(sl + 1, '/') == NULL) hf_id = rest;
+    }
+    if (hf_id != NULL) {
+        hf_id_parts p;
+        if (hf_model_id_components(hf_id, total, &p) != 0) return -1;
+        rc |= add_member_title(m, e, "name", p.full_name);
+        rc |= add_member_title(m, e, "organization", p.org);
+        rc |= add_member(m, e, "version", p.version);
+        if (!url && p.org && p.full_name) {
+            char buf[2048];
+            snprintf(buf, sizeof buf, "https://huggingface.co/%s/%s", p.org, p.full_name);
+            rc |= add_member(m, e, "repo_url", buf);
+        }
+        hf_id_parts_free(&p);
+    }
+    return rc;
+}
+
+/* base_model / datasets lists from the card (value: string or list). */
+static int card_sources(hf_meta *m, const hf_json *v, const hf_json **slot, int64_t total) {
+    hf_json *list = (hf_json *)*slot;
+    if (list == NULL) {
+        list = made_node(m, ANVIL_JSON_ARRAY_BEGIN, NULL, NULL);
+        if (list == NULL) return -1;
+        *slot = list;
+    }
+    if (hf_json_is_null(v)) return 0;
+    if (v->kind == ANVIL_JSON_STRING) return card_source(m, list, v->text, total);
+    for (size_t i = 0; i < v->n_items; ++i) {
+        if (card_source(m, list, v->items[i]->text, total) != 0) return -1;
+    }
+    return 0;
+}
+
+/* use_array_model_card_metadata: append a string or a list's items. */
+static int card_array(hf_meta *m, const hf_json *v, const hf_json **slot) {
+    if (hf_json_is_null(v)) return 0;
+    hf_json *list = (hf_json *)*slot;
+    if (list == NULL) {
+        list = made_node(m, ANVIL_JSON_ARRAY_BEGIN, NULL, NULL);
+        if (list == NULL) return -1;
+        *slot = list;
+    }
+    const size_t n = v->kind == ANVIL_JSON_STRING ? 1 : v->n_items;
+    for (size_t i = 0; i < n; ++i) {
+        const char *t = v->kind == ANVIL_JSON_STRING ? v->text : v->items[i]->text;
+        hf_json *s = made_node(m, ANVIL_JSON_STRING, NULL, t);
+        if (s == NULL || adopt(m, list, s) != 0) return -1;
+    }
+    return 0;
+}
+
+static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key, anvil_error *err) {
+    const hf_json *v = NULL;
+    int rc = hf_card_value(m->card, key, f->dir, &v, err);
+    if (rc != ANVIL_OK || v == NULL || m->str[field] != NULL) return rc;
+    if (v->kind == ANVIL_JSON_ARRAY_BEGIN && field == F_LICENSE) {
+        size_t n = 1;
+        for (size_t i = 0; i < v->n_items; ++i) n += strlen(v->items[i]->text) + 1;
+        char *s = calloc(1, n);
+        if (s == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < v->n_items; ++i) {
+            if (i) strcat(s, ",");
+            strcat(s, v->items[i]->text);
+        }
+        m->str[field] = s;
+        return ANVIL_OK;
+    }
+    if (v->kind == ANVIL_JSON_ARRAY_BEGIN) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is a list; "
+                                "a string is expected there", f->dir, key);
+    }
+    return set_str(m, field, hf_json_str(v)) == 0 ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+}
+
+/* apply_metadata_heuristic's model card part, in its order. */
+static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error *err) {
+    static const struct { int field; const char *key; } uses[] = {
+        { F_NAME, "name" }, { F_AUTHOR, "author" }, { F_VERSION, "version" }, { F_ORGANIZATION, "organization" },
+        { F_DESCRIPTION, "description" }, { F_FINETUNE, "finetune" }, { F_BASENAME, "basename" },
+        { F_SIZE_LABEL, "size_label" }, { F_SOURCE_URL, "url" }, { F_SOURCE_DOI, "doi" },
+        { F_SOURCE_UUID, "uuid" }, { F_SOURCE_REPO_URL, "repo_url" },
+        { F_NAME, "model_name" }, { F_AUTHOR, "model_author" }, { F_VERSION, "model_version" },
+        { F_ORGANIZATION, "model_organization" }, { F_DESCRIPTION, "model_description" },
+        { F_FINETUNE, "model_finetune" }, { F_BASENAME, "model_basename" }, { F_SIZE_LABEL, "model_size_label" },
+        { F_SOURCE_URL, "model_url" }, { F_SOURCE_DOI, "model_doi" }, { F_SOURCE_UUID, "model_uuid" },
+        { F_SOURCE_REPO_URL, "model_repo_url" }, { F_NAME, "model_name" }, { F_AUTHOR, "model_creator" },
+        { F_BASENAME, "model_type" },
+    };
+    int rc = ANVIL_OK;
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0] && rc == ANVIL_OK; ++i) {
+        rc = card_field(m, f, uses[i].field, uses[i].key, err);
+    }
+    static const char *const lists[2][3] = { { "base_model", "base_models", "base_model_sources" },
+                                             { "datasets", "dataset", "dataset_sources" } };
+    for (int l = 0; l < 2 && rc == ANVIL_OK; ++l) {
+        const hf_json *v = NULL;
+        int present = 0;
+        for (int k = 0; k < 3 && rc == ANVIL_OK; ++k) {
+            if (hf_json_get(m->card, lists[l][k]) == NULL) continue;
+            if (!present) rc = hf_card_value(m->card, lists[l][k], f->dir, &v, err);
+            present = 1;
+        }
+        if (rc == ANVIL_OK && present && card_sources(m, v, l ? &m->datasets : &m->base_models, total) != 0) {
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        }
+    }
+    static const struct { int field; const char *key; } lic[] = {
+        { F_LICENSE, "license" }, { F_LICENSE_NAME, "license_name" }, { F_LICENSE_LINK, "license_link" } };
+    for (size_t i = 0; i < 3 && rc == ANVIL_OK; ++i) rc = card_field(m, f, lic[i].field, lic[i].key, err);
+    static const char *const arrays[4] = { "tags", "pipeline_tag", "languages", "language" };
+    for (int k = 0; k < 4 && rc == ANVIL_OK; ++k) {
+        const hf_json *v = NULL;
+        rc = hf_card_value(m->card, arrays[k], f->dir, &v, err);
+        if (rc == ANVIL_OK && card_array(m, v, k < 2 ? &m->tags : &m->languages) != 0) {
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        }
+    }
+    return rc;
 }
 
 static const char *folder_name(const char *dir) {
@@ -140,6 +322,12 @@ int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_me
     if (m == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
     *out = m;
     load_generation(m, f);
+    m->made = calloc(1, sizeof *m->made);
+    if (m->made == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    m->made->kind = ANVIL_JSON_ARRAY_BEGIN;
+    int crc = hf_card_load(f->dir, &m->card, err);
+    if (crc == ANVIL_OK && m->card != NULL) crc = apply_card(m, f, total, err);
+    if (crc != ANVIL_OK) return crc;
     const char *nop = hf_json_str(hf_json_get(f->config, "_name_or_path"));
     int slashes = 0;
     for (const char *p = nop; p && *p; ++p) slashes += *p == '/';

@@ -58,6 +58,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
         local name=$1; shift; local mk=() cv=()
         while [ "$1" != -- ]; do mk+=("$1"); shift; done; shift; cv=("$@")
         $PY "$TOOLS/make_hf.py" "$G/$name" --tok "spm:$TOOLS/sp1024.model" "${mk[@]}" >/dev/null || { fail "make_hf $name"; return; }
+        [ -f "$G/$name.readme" ] && cp "$G/$name.readme" "$G/$name/README.md"
         mkdir -p "$G/$name.py" "$G/$name.anvil"
         local pyargs=() anargs=()
         for a in "${cv[@]}"; do pyargs+=("${a//@OUT@/$G/$name.py}"); anargs+=("${a//@OUT@/$G/$name.anvil}"); done
@@ -83,6 +84,32 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
         done
     }
     printf '{"general.name": "Override Name", "general.author": "anvil tests", "general.version": "v2.1",\n "general.license": ["mit", "apache-2.0"], "general.tags": ["a", "b"], "general.sampling.top_k": 40}\n' > "$G/meta.json"
+    cat > "$G/qwen3-card.readme" <<'CARD'
+---
+license: apache-2.0
+license_link: https://huggingface.co/Qwen/Qwen3-8B/blob/main/LICENSE
+pipeline_tag: text-generation
+base_model:
+- Qwen/Qwen3-8B-Base
+- https://huggingface.co/meta-llama/Llama-3.1-8B
+datasets: [HuggingFaceFW/fineweb, "openai/gsm8k"]
+language:
+- en
+- no
+tags:
+  - chat
+  - qwen3 # a comment
+library_name: transformers
+extra_gated_fields:
+  Name: text
+  Affiliation: text
+description: >-
+  folded text that the converter reads but no key here uses
+---
+# Qwen3 card
+CARD
+    sed -i '/^description/,+1d' "$G/qwen3-card.readme"
+    gen qwen3-card --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 4 -- --outfile @OUT@
     gen Qwen3-Tiny-0.5B-Chat --arch qwen3 --hidden 64 --inter 96 --layers 2 --heads 4 --kv 2 --head-dim 32 --dtype f32 --shards 3 --seed 5 -- --outfile @OUT@
     gen mistral-f16-7B-Instruct-v0.3 --arch mistral --hidden 80 --inter 160 --layers 2 --heads 4 --kv 2 --dtype f16 --seed 6 -- --outtype q8_0 --outfile @OUT@ --model-name "My Model"
     gen llama-f32-split --arch llama --hidden 64 --inter 128 --layers 3 --heads 2 --kv 1 --dtype f32 --tied --seed 7 -- --outtype f32 --split-max-tensors 7 --outfile "@OUT@/out-{ftype}.gguf"

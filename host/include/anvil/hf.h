@@ -63,7 +63,6 @@ typedef struct anvil_hf_convert_result {
     uint64_t bytes;               /* bytes of all files written (or that would be) */
     char ftype[8];                /* "F16", "BF16", "Q8_0", "F32" */
     const char *arch;             /* "llama", "qwen2", "qwen3" */
-    int model_card_unread;        /* README.md had front matter anvil does not read */
     int has_tokenizer;            /* tokenizer.* keys were written */
 } anvil_hf_convert_result;
 
