@@ -189,10 +189,11 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
         }
     }
     const hf_json *q = hf_json_get(f->config, "quantization_config");
-    if (!hf_json_is_null(q)) {
-        const char *m = hf_json_str(hf_json_get(q, "quant_method"));
+    const char *qm = hf_json_str(hf_json_get(q, "quant_method"));
+    if (!hf_json_is_null(q) && !(qm != NULL && strcmp(qm, "fp8") == 0)) {
+        const char *m = qm;
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: quantized checkpoint (quant_method %s) is not "
-                                "supported; convert a float (F32/F16/BF16) checkpoint", cfg_path, m ? m : "?");
+                                "supported; convert a float (F32/F16/BF16) or block-scaled fp8 checkpoint", cfg_path, m ? m : "?");
     }
     return ANVIL_OK;
 }

@@ -240,7 +240,7 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, float *a, float 
     const float *x = t->generated;
     if (x == NULL) {
         const anvil_st_tensor *st = r->f.tensors[t->src].st;
-        int rc = anvil_st_tensor_to_f32(st, a, t->n_elements, err);
+        int rc = hf_tensor_to_f32(&r->f, &r->f.tensors[t->src], a, err);
         if (rc == ANVIL_OK) rc = check_finite(r, t, a, err);
         if (rc != ANVIL_OK) return rc;
         x = a;

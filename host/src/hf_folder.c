@@ -210,6 +210,7 @@ static int add_part_tensors(hf_folder *f, size_t p, const hf_json *map, anvil_er
         f->tensors[f->n_tensors].name = name;
         f->tensors[f->n_tensors].st = t;
         f->tensors[f->n_tensors].part = p;
+        f->tensors[f->n_tensors].scale = NULL;
         f->n_tensors++;
     }
     free(order);
@@ -288,6 +289,7 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
     }
     if (rc == ANVIL_OK) rc = open_parts(f, map, err);
     hf_json_free(index);
+    if (rc == ANVIL_OK) rc = hf_fp8_pair(f, err);
     return rc;
 }
 

@@ -26,6 +26,7 @@ typedef struct hf_src_tensor {
     char *name;                   /* the checkpoint's name (after convert's filters) */
     const anvil_st_tensor *st;    /* view into its part */
     size_t part;                  /* index into hf_folder.part_names */
+    const anvil_st_tensor *scale; /* FP8: its weight_scale_inv, else NULL */
 } hf_src_tensor;
 
 typedef struct hf_folder {
@@ -36,6 +37,7 @@ typedef struct hf_folder {
     size_t n_parts;
     hf_src_tensor *tensors;       /* convert's order */
     size_t n_tensors;
+    uint64_t fp8_block[2];        /* quantization_config.weight_block_size, or 0 0 */
 } hf_folder;
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
@@ -44,6 +46,14 @@ void hf_folder_close(hf_folder *f);
 char *hf_path_join(const char *dir, const char *name);
 /* 1 when dir/name is a regular file. */
 int hf_file_exists(const char *dir, const char *name);
+
+/* Block-scaled FP8 checkpoints (quantization_config.quant_method "fp8"):
+ * pair each *_scale_inv with its weight and drop it and the activation
+ * scales from the list, as convert's dequant_model does. */
+int hf_fp8_pair(hf_folder *f, anvil_error *err);
+/* A tensor's values as f32: F32/F16/BF16 decoded, FP8 times its block
+ * scales (dequant_simple, in float32). dst holds t->n_elements. */
+int hf_tensor_to_f32(const hf_folder *f, const hf_src_tensor *s, float *dst, anvil_error *err);
 
 /* ---- architectures ---------------------------------------------------------- */
 

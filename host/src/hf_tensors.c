@@ -155,9 +155,9 @@ static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
                                 "(convert_hf_to_gguf.py refuses it too)", f->dir, f->part_names[s->part],
                                 s->name, a->gguf_name);
     }
-    if (t->dtype != ANVIL_ST_F32 && t->dtype != ANVIL_ST_F16 && t->dtype != ANVIL_ST_BF16) {
+    if (t->dtype != ANVIL_ST_F32 && t->dtype != ANVIL_ST_F16 && t->dtype != ANVIL_ST_BF16 && s->scale == NULL) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: tensor \"%s\" is %s; anvil convert reads "
-                                "F32, F16 and BF16 weights", f->dir, f->part_names[s->part], s->name,
+                                "F32, F16, BF16 and scaled FP8 weights", f->dir, f->part_names[s->part], s->name,
                                 anvil_st_dtype_name(t->dtype));
     }
     if (t->rank > 4) {

@@ -119,6 +119,14 @@ else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/sentencepiece/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
 fi
 
+# ---- FP8: block-scaled weights dequantized as dequant_simple does (make_fp8.py writes an FP8 folder
+# and a BF16 one holding exactly the dequantized values: the tensors must match)
+if command -v python3 >/dev/null; then
+    python3 "$(dirname "$0")/make_fp8.py" "$REF/qwen2-bpe" "$T/fp8" || fail "make_fp8.py"
+    for d in fp8 deq; do "$ANVIL" convert "$T/fp8/$d" "$T/fp8/$d.gguf" --outtype f32 --model-name X --quiet; done
+    out=$("$CMP" "$T/fp8/fp8.gguf" "$T/fp8/deq.gguf" --skip-prefix tokenizer.) && pass || fail "fp8 vs its dequantized bf16: $out"
+fi
+
 # ---- 3. bad input: exit 1, names what is wrong, writes nothing
 # bad NAME FOLDER EXPECTED_TEXT...
 bad() {
@@ -159,6 +167,12 @@ printf '\x80\x7f' | dd of="$f" bs=1 seek=$((sz - 2)) conv=notrunc 2>/dev/null
 bad inf-weight "$B/inf" "holds Inf"
 mk single unmapped; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$B/unmapped/config.json"
 bad layer-past-count "$B/unmapped" "cannot map tensor" "model.layers.1."
+
+if [ -d "$T/fp8/noscale" ]; then
+    bad fp8-without-scale "$T/fp8/noscale" "model.layers.1.mlp.up_proj.weight" "has no" "_scale_inv"
+fi
+mk single card; printf -- '---\nlicense:\n  name: x\n---\n' > "$B/card/README.md"
+bad model-card-form "$B/card" "README.md" "\"license\" is not a plain string"
 
 echo "hf_convert: $checks checks passed, $fails failed"
 [ $fails = 0 ]
