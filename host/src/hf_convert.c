@@ -1,0 +1,385 @@
+/*
+ * hf_convert: `anvil convert`, convert_hf_to_gguf.py's output from a Hugging
+ * Face folder (anvil/hf.h). The steps are convert's: pick the output type
+ * (auto: the first matrix's dtype), plan the tensors (hf_tensors.c) and
+ * their types (which stay F32, q8_0's F16 fallback), the KVs in its order
+ * (general.architecture, general.type, general.* metadata, hparams,
+ * general.quantization_version, tokenizer), the parts of a split by its
+ * rule, the file name; then each tensor is read, permuted, checked for
+ * NaN/Inf and encoded while the files stream out (one tensor in memory at a
+ * time) under temp names that become the outputs together at the end.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "anvil/hf.h"
+#include "anvil/numeric.h"
+#include "error.h"
+#include "hf_internal.h"
+#include "hf_vocab_glue.h"
+
+void anvil_hf_convert_options_init(anvil_hf_convert_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
+
+int anvil_hf_part_path(char *buf, size_t cap, const char *path, uint32_t i, uint32_t n) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    /* Path.stem: the name without its last suffix (a leading dot is no suffix) */
+    const size_t stem = (dot != NULL && dot != base) ? (size_t)(dot - path) : strlen(path);
+    const int w = snprintf(buf, cap, "%.*s-%05u-of-%05u.gguf", (int)stem, path, i + 1, n);
+    return w >= 0 && (size_t)w < cap ? ANVIL_OK : ANVIL_E_INVALID_ARG;
+}
+
+typedef struct ftype_info { const char *opt, *name; uint32_t ftype, type; } ftype_info;
+static const ftype_info k_ftypes[] = {
+    { "f32", "F32", 0, ANVIL_TYPE_F32 }, { "f16", "F16", 1, ANVIL_TYPE_F16 },
+    { "bf16", "BF16", 32, ANVIL_TYPE_BF16 }, { "q8_0", "Q8_0", 7, ANVIL_TYPE_Q8_0 },
+};
+
+/* --outtype auto: the first tensor of 2+ dims that is bf16 or f16 decides. */
+static const ftype_info *guess_ftype(const hf_folder *f) {
+    for (size_t i = 0; i < f->n_tensors; ++i) {
+        const anvil_st_tensor *t = f->tensors[i].st;
+        if (t->rank < 2) continue;
+        if (t->dtype == ANVIL_ST_BF16) return &k_ftypes[2];
+        if (t->dtype == ANVIL_ST_F16) return &k_ftypes[1];
+    }
+    return &k_ftypes[1];
+}
+
+static int pick_ftype(const char *opt, const hf_folder *f, const ftype_info **out, anvil_error *err) {
+    if (opt == NULL || strcmp(opt, "auto") == 0) {
+        *out = guess_ftype(f);
+        return ANVIL_OK;
+    }
+    for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; ++i) {
+        if (strcmp(opt, k_ftypes[i].opt) == 0) {
+            *out = &k_ftypes[i];
+            return ANVIL_OK;
+        }
+    }
+    return anvil__error_set(err, ANVIL_E_INVALID_ARG, "unknown output type '%s': f32, f16, bf16, q8_0 or auto", opt);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    const size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+/* prepare_tensors' type rule for these architectures. */
+static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
+    for (size_t i = 0; i < n; ++i) {
+        hf_out_tensor *t = &ts[i];
+        if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight")) {
+            t->type = ANVIL_TYPE_F32;
+        } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
+            t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */
+        } else {
+            t->type = ft->type;
+        }
+    }
+}
+
+static uint64_t tensor_bytes(const hf_out_tensor *t) {
+    switch (t->type) {
+    case ANVIL_TYPE_F32: return t->n_elements * 4;
+    case ANVIL_TYPE_Q8_0: return t->n_elements / 32 * 34;
+    default: return t->n_elements * 2;
+    }
+}
+
+typedef struct run {
+    anvil_ctx *ctx;
+    const anvil_hf_convert_options *o;
+    hf_folder f;
+    const hf_arch *arch;
+    const ftype_info *ft;
+    hf_out_tensor *ts;
+    size_t n_ts;
+    uint32_t *part_of;            /* part of each tensor */
+    uint32_t n_parts;
+    anvil_gguf_writer *kv;        /* the KVs of part 1 (no tensors) */
+    hf_meta *meta;
+    char out_path[4096];
+    int has_tokenizer;
+} run;
+
+/* GGUFWriter.add_tensor_info's split rule. */
+static int plan_parts(run *r, anvil_error *err) {
+    r->part_of = calloc(r->n_ts + 1, sizeof *r->part_of);
+    if (r->part_of == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    uint32_t part = r->o->no_tensor_first_split ? 1 : 0;
+    uint64_t count = 0, bytes = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) {
+        const uint64_t b = tensor_bytes(&r->ts[i]);
+        if (count > 0 && ((r->o->split_max_tensors != 0 && count >= r->o->split_max_tensors) ||
+                          (r->o->split_max_size != 0 && bytes + b > r->o->split_max_size))) {
+            ++part;
+            count = 0;
+            bytes = 0;
+        }
+        r->part_of[i] = part;
+        count++;
+        bytes += b;
+    }
+    r->n_parts = part + 1;
+    if (r->n_parts > 99999) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the split would make %u parts (at most 99999)", r->n_parts);
+    }
+    return ANVIL_OK;
+}
+
+static int64_t total_params(const run *r) {
+    int64_t n = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) n += (int64_t)r->ts[i].n_elements;
+    return n;
+}
+
+static int build_kvs(run *r, anvil_error *err) {
+    int rc = anvil_gguf_writer_new(&r->kv, r->ctx, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.architecture", r->arch->gguf_name, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.type", "model", err);
+    hf_meta_opts mo = { r->o->model_name, r->o->metadata_path };
+    if (rc == ANVIL_OK) rc = hf_meta_load(&r->f, &mo, r->o->vocab_only ? 0 : total_params(r), &r->meta, err);
+    if (rc == ANVIL_OK) rc = hf_meta_write(r->meta, r->kv, err);
+    if (rc == ANVIL_OK) rc = hf_arch_hparams(r->arch, &r->f, r->ft->ftype, r->kv, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(r->kv, "general.quantization_version", 2, err);
+    if (rc == ANVIL_OK) rc = hf_vocab_glue_write(&r->f, r->arch, r->kv, &r->has_tokenizer, err);
+    return rc;
+}
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int output_path(run *r, anvil_error *err) {
+    char name[1024];
+    const char *out = r->o->outfile;
+    if (out == NULL || is_dir(out)) {
+        int rc = hf_meta_default_name(r->meta, r->ft->name, r->o->vocab_only, name, sizeof name, err);
+        if (rc != ANVIL_OK) return rc;
+        const char *dir = out ? out : r->f.dir;
+        const size_t dl = strlen(dir);
+        const int w = snprintf(r->out_path, sizeof r->out_path, "%s%s%s", dir,
+                               dl && dir[dl - 1] == '/' ? "" : "/", name);
+        return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
+               : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+    }
+    const char *slash = strrchr(out, '/');
+    const size_t dl = slash ? (size_t)(slash - out + 1) : 0;
+    int rc = hf_fill_template(out + dl, r->ft->name, name, sizeof name, err);
+    if (rc != ANVIL_OK) return rc;
+    const int w = snprintf(r->out_path, sizeof r->out_path, "%.*s%s", (int)dl, out, name);
+    return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
+           : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+}
+
+static void run_free(run *r) {
+    for (size_t i = 0; i < r->n_ts; ++i) free(r->ts[i].generated);
+    free(r->ts);
+    free(r->part_of);
+    anvil_gguf_writer_free(r->kv);
+    hf_meta_free(r->meta);
+    hf_folder_close(&r->f);
+}
+
+static int prepare(run *r, const char *dir, anvil_error *err) {
+    int rc = hf_folder_open(dir, &r->f, err);
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
+    if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
+    if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
+    if (rc != ANVIL_OK) return rc;
+    plan_types(r->ts, r->n_ts, r->ft);
+    if (r->ft->type == ANVIL_TYPE_Q8_0 && r->ctx == NULL) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "q8_0 output needs a context with the q8_0 codec");
+    }
+    rc = plan_parts(r, err);
+    if (rc == ANVIL_OK) rc = build_kvs(r, err);
+    if (rc == ANVIL_OK) rc = output_path(r, err);
+    return rc;
+}
+
+/* Rows of a llama Q/K tensor reordered as LlamaModel.permute does:
+ * reshape(heads, 2, rows/heads/2, ...).swapaxes(1, 2). */
+static void permute_rows(const float *src, float *dst, uint64_t rows, uint64_t row_len, uint64_t heads) {
+    const uint64_t per = rows / heads, half = per / 2;
+    for (uint64_t h = 0; h < heads; ++h) {
+        for (uint64_t i = 0; i < half; ++i) {
+            for (uint64_t j = 0; j < 2; ++j) {
+                memcpy(dst + (h * per + i * 2 + j) * row_len, src + (h * per + j * half + i) * row_len,
+                       row_len * sizeof(float));
+            }
+        }
+    }
+}
+
+static int check_finite(const run *r, const hf_out_tensor *t, const float *x, anvil_error *err) {
+    for (uint64_t i = 0; i < t->n_elements; ++i) {
+        if (!isfinite(x[i])) {
+            const hf_src_tensor *s = &r->f.tensors[t->src];
+            return anvil__error_set(err, ANVIL_E_NONFINITE, "%s/%s: tensor \"%s\" holds %s at element %llu; "
+                                    "the checkpoint is damaged (re-download it)", r->f.dir,
+                                    r->f.part_names[s->part], s->name, isnan(x[i]) ? "NaN" : "Inf",
+                                    (unsigned long long)i);
+        }
+    }
+    return ANVIL_OK;
+}
+
+/* One tensor's bytes in its output type into dst. */
+static int convert_tensor(const run *r, const hf_out_tensor *t, float *a, float *b, void *dst, anvil_error *err) {
+    const float *x = t->generated;
+    if (x == NULL) {
+        const anvil_st_tensor *st = r->f.tensors[t->src].st;
+        int rc = hf_tensor_to_f32(&r->f, &r->f.tensors[t->src], a, err);
+        if (rc == ANVIL_OK) rc = check_finite(r, t, a, err);
+        if (rc != ANVIL_OK) return rc;
+        x = a;
+        if (t->permute_heads > 0) {
+            permute_rows(a, b, st->shape[0], t->n_elements / st->shape[0], (uint64_t)t->permute_heads);
+            x = b;
+        }
+    }
+    const uint64_t n = t->n_elements;
+    switch (t->type) {
+    case ANVIL_TYPE_F32:
+        memcpy(dst, x, n * sizeof(float));
+        return ANVIL_OK;
+    case ANVIL_TYPE_F16:
+        for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_fp16(x[i]);
+        return ANVIL_OK;
+    case ANVIL_TYPE_BF16:
+        for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_bf16(x[i]);
+        return ANVIL_OK;
+    default:
+        return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, tensor_bytes(t), err);
+    }
+}
+
+/* A writer per part: part 1 is r->kv (all KVs), the others only the split
+ * keys; split.* appended last, as GGUFWriter.add_shard_kv_data does. */
+static int declare_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
+    w[0] = r->kv;
+    r->kv = NULL;
+    int rc = ANVIL_OK;
+    for (uint32_t p = 1; p < r->n_parts && rc == ANVIL_OK; ++p) rc = anvil_gguf_writer_new(&w[p], r->ctx, err);
+    for (size_t i = 0; i < r->n_ts && rc == ANVIL_OK; ++i) {
+        const hf_out_tensor *t = &r->ts[i];
+        rc = anvil_gguf_writer_add_tensor(w[r->part_of[i]], t->name, t->type, t->n_dims, t->ne, NULL, 0, err);
+    }
+    for (uint32_t p = 0; p < r->n_parts && r->n_parts > 1 && rc == ANVIL_OK; ++p) {
+        rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)r->n_parts, err);
+        if (rc == ANVIL_OK)
+            rc = anvil_gguf_writer_set_i32(w[p], ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)r->n_ts, err);
+    }
+    return rc;
+}
+
+static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_error *err) {
+    if (r->n_parts == 1) {
+        snprintf(buf, cap, "%s", r->out_path);
+        return ANVIL_OK;
+    }
+    return anvil_hf_part_path(buf, cap, r->out_path, p, r->n_parts) == ANVIL_OK
+           ? ANVIL_OK : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+}
+
+static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
+    uint64_t max_n = 1;
+    for (size_t i = 0; i < r->n_ts; ++i) max_n = r->ts[i].n_elements > max_n ? r->ts[i].n_elements : max_n;
+    float *a = malloc(max_n * sizeof(float)), *b = malloc(max_n * sizeof(float));
+    void *dst = malloc(max_n * sizeof(float));
+    int rc = a && b && dst ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (%llu-element tensor)",
+                                                         (unsigned long long)max_n);
+    uint64_t done = 0, total = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) total += tensor_bytes(&r->ts[i]);
+    size_t next = 0;
+    for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
+        char path[4200];
+        rc = part_path(r, p, path, sizeof path, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w[p], path, err);
+        for (; next < r->n_ts && r->part_of[next] == p && rc == ANVIL_OK; ++next) {
+            const hf_out_tensor *t = &r->ts[next];
+            rc = convert_tensor(r, t, a, b, dst, err);
+            if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w[p], dst, tensor_bytes(t), err);
+            done += tensor_bytes(t);
+            if (rc == ANVIL_OK && r->o->progress != NULL) {
+                const anvil_gguf_progress pr = { next + 1, r->n_ts, done, total, t->name, p + 1, r->n_parts };
+                r->o->progress(r->o->progress_arg, &pr);
+            }
+        }
+        if (rc == ANVIL_OK) {
+            rc = r->n_parts == 1 ? anvil_gguf_writer_stream_finish(w[p], err) : anvil_gguf_writer_stream_hold(w[p], err);
+        }
+    }
+    if (rc == ANVIL_OK && r->n_parts > 1) rc = anvil_gguf_writer_commit_set(w, r->n_parts, err);
+    free(a), free(b), free(dst);
+    return rc;
+}
+
+void anvil_hf_convert_result_free(anvil_hf_convert_result *r) {
+    if (r == NULL) return;
+    free(r->outputs);
+    r->outputs = NULL;
+}
+
+static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
+    anvil_gguf_writer **w = calloc(r->n_parts, sizeof *w);
+    res->outputs = calloc(r->n_parts, sizeof *res->outputs);
+    if (w == NULL || res->outputs == NULL) {
+        free(w);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    int rc = declare_parts(r, w, err);
+    for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
+        anvil_hf_output *out = &res->outputs[p];
+        rc = anvil_gguf_writer_file_size(w[p], &out->bytes, err);
+        if (rc == ANVIL_OK) rc = part_path(r, p, out->path, sizeof out->path, err);
+        out->n_tensors = anvil_gguf_writer_tensor_count(w[p]);
+        res->bytes += out->bytes;
+    }
+    if (rc == ANVIL_OK && r->n_parts > 1) rc = part_path(r, 0, res->out_path, sizeof res->out_path, err);
+    if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
+    for (uint32_t p = 0; p < r->n_parts; ++p) anvil_gguf_writer_free(w[p]);
+    free(w);
+    return rc;
+}
+
+int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
+                     anvil_hf_convert_result *res, anvil_error *err) {
+    anvil_hf_convert_options defaults;
+    if (o == NULL) {
+        anvil_hf_convert_options_init(&defaults);
+        o = &defaults;
+    }
+    if (hf_dir == NULL || res == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no folder given");
+    memset(res, 0, sizeof *res);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.o = o;
+    int rc = prepare(&r, hf_dir, err);
+    if (rc == ANVIL_OK) {
+        snprintf(res->ftype, sizeof res->ftype, "%s", r.ft->name);
+        res->arch = r.arch->gguf_name;
+        res->n_parts = r.n_parts;
+        res->n_tensors = r.n_ts;
+        res->total_params = total_params(&r);
+        res->has_tokenizer = r.has_tokenizer;
+        snprintf(res->out_path, sizeof res->out_path, "%s", r.out_path);
+        rc = write_all(&r, res, err);
+    }
+    run_free(&r);
+    if (rc != ANVIL_OK) anvil_hf_convert_result_free(res);
+    return rc;
+}
