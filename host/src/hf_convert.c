@@ -18,6 +18,7 @@
 #include "anvil/hf.h"
 #include "anvil/numeric.h"
 #include "error.h"
+#include "gguf_writer_internal.h"
 #include "hf_internal.h"
 #include "hf_vocab_glue.h"
 
@@ -333,6 +334,26 @@ void anvil_hf_convert_result_free(anvil_hf_convert_result *r) {
     r->outputs = NULL;
 }
 
+/* --vocab-only: GGUFWriter.write_vocab writes the header and the KVs and
+ * stops -- no padding after them. The bytes up to the end of the last KV. */
+static int write_vocab_only(run *r, anvil_gguf_writer *w, anvil_hf_convert_result *res, anvil_error *err) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    anvil_gguf *g = NULL;
+    int rc = gguf_writer_header_bytes(w, &bytes, &size, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_open_buffer(&g, bytes, size, r->ctx, err);
+    if (rc == ANVIL_OK) {
+        const size_t n = anvil_gguf_kv_count(g);
+        const anvil_gguf_kv *last = n ? anvil_gguf_kv_at(g, n - 1) : NULL;
+        size_t end = last ? (size_t)((const uint8_t *)last->raw + last->raw_size - bytes) : 24;
+        res->outputs[0].bytes = res->bytes = end;
+        if (!r->o->dry_run) rc = anvil_file_write_atomic(r->out_path, bytes, end, err);
+    }
+    anvil_gguf_close(g);
+    free(bytes);
+    return rc;
+}
+
 static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
     anvil_gguf_writer **w = calloc(r->n_parts, sizeof *w);
     res->outputs = calloc(r->n_parts, sizeof *res->outputs);
@@ -349,7 +370,8 @@ static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
         res->bytes += out->bytes;
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = part_path(r, 0, res->out_path, sizeof res->out_path, err);
-    if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
+    if (rc == ANVIL_OK && r->o->vocab_only) rc = write_vocab_only(r, w[0], res, err);
+    else if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
     for (uint32_t p = 0; p < r->n_parts; ++p) anvil_gguf_writer_free(w[p]);
     free(w);
     return rc;
