@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # usage: hf_convert.sh ANVIL HF_COMPARE TESTDATA_HF ORACLE_TOOLS LLAMA_SRC JSON_CHECK JSON_MD
+#                      [LLAMA_RUN ORACLE_DIR]
 #
 # 1. Every reference pair of TESTDATA_HF: `anvil convert` with the options
 #    in its name must give convert_hf_to_gguf.py's file: the whole file byte
@@ -12,6 +13,12 @@
 # 3. Bad input: exit 1, a message naming the file and tensor, nothing written.
 set -u
 ANVIL=$1 CMP=$2 REF=$3 TOOLS=$4 LLAMA_SRC=${5:-} JSON_CHECK=${6:-} JSON_MD=${7:-}
+LLAMA_RUN=${8:-} ORACLE_DIR=${9:-}
+# run OURS THEIRS: llama.cpp decodes the same tokens from both (when libllama is there)
+run() {
+    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
+    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
+}
 if [ ! -d "$REF" ]; then echo "SKIP: no reference pairs at $REF"; exit 77; fi
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fails=0 checks=0
@@ -82,6 +89,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
                 same "${ours[$i]}" "${theirs[$i]}"
             fi
         done
+        run "${ours[0]}" "${theirs[0]}"
     }
     printf '{"general.name": "Override Name", "general.author": "anvil tests", "general.version": "v2.1",\n "general.license": ["mit", "apache-2.0"], "general.tags": ["a", "b"], "general.sampling.top_k": 40}\n' > "$G/meta.json"
     cat > "$G/qwen3-card.readme" <<'CARD'
@@ -125,6 +133,7 @@ if command -v python3 >/dev/null; then
     python3 "$(dirname "$0")/make_fp8.py" "$REF/qwen2-bpe" "$T/fp8" || fail "make_fp8.py"
     for d in fp8 deq; do "$ANVIL" convert "$T/fp8/$d" "$T/fp8/$d.gguf" --outtype f32 --model-name X --quiet; done
     out=$("$CMP" "$T/fp8/fp8.gguf" "$T/fp8/deq.gguf" --skip-prefix tokenizer.) && pass || fail "fp8 vs its dequantized bf16: $out"
+    run "$T/fp8/fp8.gguf"
 fi
 
 # ---- 3. bad input: exit 1, names what is wrong, writes nothing
@@ -171,6 +180,8 @@ bad layer-past-count "$B/unmapped" "cannot map tensor" "model.layers.1."
 if [ -d "$T/fp8/noscale" ]; then
     bad fp8-without-scale "$T/fp8/noscale" "model.layers.1.mlp.up_proj.weight" "has no" "_scale_inv"
 fi
+mk single badtok; printf '{"model": ' > "$B/badtok/tokenizer.json"
+bad tokenizer-not-json "$B/badtok" "badtok/tokenizer.json"
 mk single card; printf -- '---\nlicense:\n  name: x\n---\n' > "$B/card/README.md"
 bad model-card-form "$B/card" "README.md" "\"license\" is not a plain string"
 
