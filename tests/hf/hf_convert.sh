@@ -66,6 +66,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
         while [ "$1" != -- ]; do mk+=("$1"); shift; done; shift; cv=("$@")
         $PY "$TOOLS/make_hf.py" "$G/$name" --tok "spm:$TOOLS/sp1024.model" "${mk[@]}" >/dev/null || { fail "make_hf $name"; return; }
         [ -f "$G/$name.readme" ] && cp "$G/$name.readme" "$G/$name/README.md"
+        [ -d "$G/$name.extra" ] && cp -r "$G/$name.extra/." "$G/$name/"
         mkdir -p "$G/$name.py" "$G/$name.anvil"
         local pyargs=() anargs=()
         for a in "${cv[@]}"; do pyargs+=("${a//@OUT@/$G/$name.py}"); anargs+=("${a//@OUT@/$G/$name.anvil}"); done
@@ -118,6 +119,10 @@ description: >-
 CARD
     sed -i '/^description/,+1d' "$G/qwen3-card.readme"
     gen qwen3-card --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 4 -- --outfile @OUT@
+    mkdir -p "$G/qwen3-embed.extra/1_Pooling"
+    printf '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},\n {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]\n' > "$G/qwen3-embed.extra/modules.json"
+    printf '{"word_embedding_dimension": 64, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,\n "pooling_mode_lasttoken": true}\n' > "$G/qwen3-embed.extra/1_Pooling/config.json"
+    gen qwen3-embed --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 12 -- --outfile @OUT@
     gen Qwen3-Tiny-0.5B-Chat --arch qwen3 --hidden 64 --inter 96 --layers 2 --heads 4 --kv 2 --head-dim 32 --dtype f32 --shards 3 --seed 5 -- --outfile @OUT@
     gen mistral-f16-7B-Instruct-v0.3 --arch mistral --hidden 80 --inter 160 --layers 2 --heads 4 --kv 2 --dtype f16 --seed 6 -- --outtype q8_0 --outfile @OUT@ --model-name "My Model"
     gen llama-f32-split --arch llama --hidden 64 --inter 128 --layers 3 --heads 2 --kv 1 --dtype f32 --tied --seed 7 -- --outtype f32 --split-max-tensors 7 --outfile "@OUT@/out-{ftype}.gguf"
