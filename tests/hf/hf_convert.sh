@@ -67,6 +67,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
         $PY "$TOOLS/make_hf.py" "$G/$name" --tok "spm:$TOOLS/sp1024.model" "${mk[@]}" >/dev/null || { fail "make_hf $name"; return; }
         [ -f "$G/$name.readme" ] && cp "$G/$name.readme" "$G/$name/README.md"
         [ -d "$G/$name.extra" ] && cp -r "$G/$name.extra/." "$G/$name/"
+        [ -f "$G/$name.cfg.json" ] && $PY -c "import json, sys; c = json.load(open(sys.argv[1])); c.update(json.load(open(sys.argv[2]))); json.dump(c, open(sys.argv[1], 'w'), indent=2)" "$G/$name/config.json" "$G/$name.cfg.json"
         mkdir -p "$G/$name.py" "$G/$name.anvil"
         local pyargs=() anargs=()
         for a in "${cv[@]}"; do pyargs+=("${a//@OUT@/$G/$name.py}"); anargs+=("${a//@OUT@/$G/$name.anvil}"); done
@@ -122,6 +123,7 @@ CARD
     mkdir -p "$G/qwen3-embed.extra/1_Pooling"
     printf '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},\n {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]\n' > "$G/qwen3-embed.extra/modules.json"
     printf '{"word_embedding_dimension": 64, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,\n "pooling_mode_lasttoken": true}\n' > "$G/qwen3-embed.extra/1_Pooling/config.json"
+    printf '{"rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 4096, "rope_type": "yarn", "beta_fast": 32, "attention_factor": 1.2}}\n' > "$G/qwen3-embed.cfg.json"
     gen qwen3-embed --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 12 -- --outfile @OUT@
     gen Qwen3-Tiny-0.5B-Chat --arch qwen3 --hidden 64 --inter 96 --layers 2 --heads 4 --kv 2 --head-dim 32 --dtype f32 --shards 3 --seed 5 -- --outfile @OUT@
     gen mistral-f16-7B-Instruct-v0.3 --arch mistral --hidden 80 --inter 160 --layers 2 --heads 4 --kv 2 --dtype f16 --seed 6 -- --outtype q8_0 --outfile @OUT@ --model-name "My Model"
