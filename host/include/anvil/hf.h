@@ -8,7 +8,8 @@
  * (general.* from its metadata heuristics, the architecture's hparams, the
  * tokenizer), tensor names, order, shapes, types and bytes, single files and
  * split sets. Architectures: LlamaForCausalLM, MistralForCausalLM,
- * Qwen2ForCausalLM, Qwen3ForCausalLM; F32/F16/BF16 weights. Output types:
+ * Qwen2ForCausalLM, Qwen3ForCausalLM; F32/F16/BF16 weights and block-scaled
+ * FP8 ones (dequantized in f32 as convert's dequant_simple). Output types:
  * f32, f16, bf16, q8_0, auto (the first matrix's type, bf16 or f16).
  *
  * Bad input (no config.json or weights, an unsupported architecture, a shard
