@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "anvil/hf.h"
 #include "anvil/quantize.h"
 #include "cli.h"
 #include "cli_gguf.h"
@@ -35,13 +36,17 @@ static void print_presets(FILE *f) {
 }
 
 const char cli_help_quantize[] =
-    "usage: anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]\n"
+    "usage: anvil quantize [options] IN.gguf|HF_DIR [OUT.gguf] TYPE [NTHREADS]\n"
     "\n"
     "llama-quantize's job with llama.cpp's policy, byte for byte: the same presets,\n"
     "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
     "llama_model_quantize, streamed out of core (memory bounded by one tensor). OUT\n"
     "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be IN itself (written\n"
     "to a temporary file and renamed over it). NTHREADS <= 0: every core.\n"
+    "IN may be a Hugging Face checkpoint folder: it is converted as `anvil convert\n"
+    "HF_DIR --outtype auto` converts it, then quantized, with the same bytes as the\n"
+    "two commands; the conversion goes to a temporary file in OUT's folder, removed\n"
+    "as soon as it is opened (its space is freed when the command ends).\n"
     "\n"
     "TYPE, a preset name (any case) or its number:\n"
     "  Q1_0 Q2_0 Q4_0 Q4_1 MXFP4_MOE Q5_0 Q5_1 IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ1_S IQ1_M\n"
@@ -302,6 +307,11 @@ static int positional(qz_args *a, char **out, const anvil_quantize_preset **pres
     return 0;
 }
 
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
 
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
@@ -362,7 +372,15 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         o->progress = cli_transcode_progress;
         o->progress_arg = &ps;
     }
-    if (status == ANVIL_OK) status = anvil_gguf_open(&src, in, ctx, 0, &err);
+    if (status == ANVIL_OK && is_dir(in)) {
+        /* a Hugging Face folder: convert (--outtype auto), then quantize */
+        char tmp_dir[4096];
+        const char *slash = strrchr(out, '/');
+        snprintf(tmp_dir, sizeof tmp_dir, "%.*s", slash ? (int)(slash - out) + (slash == out) : 1, slash ? out : ".");
+        status = anvil_hf_open_as_gguf(ctx, in, tmp_dir, &src, &err);
+    } else if (status == ANVIL_OK) {
+        status = anvil_gguf_open(&src, in, ctx, 0, &err);
+    }
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
     if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
     cli_progress_end(&ps);

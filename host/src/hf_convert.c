@@ -9,6 +9,7 @@
  * NaN/Inf and encoded while the files stream out (one tensor in memory at a
  * time) under temp names that become the outputs together at the end.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,5 +456,29 @@ int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_
     }
     run_free(&r);
     if (rc != ANVIL_OK) anvil_hf_convert_result_free(res);
+    return rc;
+}
+
+int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, const char *tmp_dir, anvil_gguf **out,
+                          anvil_error *err) {
+    *out = NULL;
+    char path[4200];
+    const int w = snprintf(path, sizeof path, "%s/.anvil-convert-XXXXXX.gguf", tmp_dir && *tmp_dir ? tmp_dir : ".");
+    if (w < 0 || (size_t)w >= sizeof path) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "folder name too long");
+    const int fd = mkstemps(path, 5);
+    if (fd < 0) {
+        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temporary file in %s: %s", tmp_dir, strerror(errno));
+    }
+    close(fd);
+    anvil_hf_convert_options o;
+    anvil_hf_convert_options_init(&o);
+    o.outfile = path;
+    anvil_hf_convert_result r;
+    int rc = anvil_hf_convert(ctx, hf_dir, &o, &r, err);
+    if (rc == ANVIL_OK) {
+        anvil_hf_convert_result_free(&r);
+        rc = anvil_gguf_open(out, path, ctx, 0, err);
+    }
+    unlink(path);
     return rc;
 }

@@ -137,6 +137,14 @@ else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/sentencepiece/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
 fi
 
+# ---- anvil quantize HF_DIR: the bytes of convert --outtype auto, then quantize; nothing left behind
+mkdir -p "$T/qz"
+"$ANVIL" convert "$REF/qwen2-bpe" "$T/qz/auto.gguf" --quiet 2>/dev/null &&
+"$ANVIL" quantize --quiet "$T/qz/auto.gguf" "$T/qz/two-steps.gguf" Q4_K_M 2>/dev/null &&
+"$ANVIL" quantize --quiet "$REF/qwen2-bpe" "$T/qz/direct.gguf" Q4_K_M 2>"$T/err" || fail "quantize HF_DIR: $(cat "$T/err")"
+cmp -s "$T/qz/two-steps.gguf" "$T/qz/direct.gguf" && [ "$(ls -A "$T/qz" | wc -l)" = 3 ] && pass ||
+    fail "quantize HF_DIR differs from convert + quantize, or left files: $(ls -A "$T/qz")"
+
 # ---- FP8: block-scaled weights dequantized as dequant_simple does (make_fp8.py writes an FP8 folder
 # and a BF16 one holding exactly the dequantized values: the tensors must match)
 if command -v python3 >/dev/null; then
