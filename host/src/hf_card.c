@@ -39,13 +39,10 @@ static hf_json *node(anvil_json_event_kind kind, const char *key, const char *te
 
 static int push(hf_json *parent, hf_json *child) {
     if (child == NULL) return -1;
-    hf_json **items = realloc(parent->items, (parent->n_items + 1) * sizeof *items);
-    if (items == NULL) {
+    if (hf_json_append(parent, child) != 0) {
         hf_json_free(child);
         return -1;
     }
-    parent->items = items;
-    items[parent->n_items++] = child;
     return 0;
 }
 

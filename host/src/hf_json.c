@@ -38,6 +38,18 @@ void hf_json_free(hf_json *j) {
     free(j);
 }
 
+int hf_json_append(hf_json *parent, hf_json *child) {
+    if (parent->n_items == parent->cap_items) {
+        const size_t cap = parent->cap_items ? parent->cap_items * 2 : 8;
+        hf_json **items = realloc(parent->items, cap * sizeof *items);
+        if (items == NULL) return -1;
+        parent->items = items;
+        parent->cap_items = cap;
+    }
+    parent->items[parent->n_items++] = child;
+    return 0;
+}
+
 static int attach(builder *b, hf_json *node) {
     node->key = b->pending_key;
     b->pending_key = NULL;
@@ -45,12 +57,7 @@ static int attach(builder *b, hf_json *node) {
         b->root = node;
         return 0;
     }
-    hf_json *parent = b->stack[b->depth - 1];
-    hf_json **items = realloc(parent->items, (parent->n_items + 1) * sizeof *items);
-    if (items == NULL) return -1;
-    parent->items = items;
-    items[parent->n_items++] = node;
-    return 0;
+    return hf_json_append(b->stack[b->depth - 1], node);
 }
 
 static int on_event(void *user, const anvil_json_event *ev) {

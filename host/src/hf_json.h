@@ -23,6 +23,7 @@ struct hf_json {
     size_t len;                 /* bytes of text */
     hf_json **items;            /* OBJECT/ARRAY children in order */
     size_t n_items;
+    size_t cap_items;           /* allocated slots of items (hf_json_append grows it) */
 };
 
 /* Parse text; *out is the root (free with hf_json_free). Errors name `what`
@@ -31,6 +32,11 @@ int hf_json_parse(const char *text, size_t len, const char *what, hf_json **out,
 /* Read and parse a file. */
 int hf_json_load(const char *path, hf_json **out, anvil_error *err);
 void hf_json_free(hf_json *j);
+
+/* Append child to parent's items (growing geometrically: a 280,000-entry
+ * merges list costs O(n), not O(n^2) copies). 0, or -1 when out of memory
+ * (child is then not appended; the caller still owns it). */
+int hf_json_append(hf_json *parent, hf_json *child);
 
 /* Member of an object by key, or NULL (also when j is not an object). */
 const hf_json *hf_json_get(const hf_json *j, const char *key);

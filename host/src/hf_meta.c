@@ -93,27 +93,20 @@ static hf_json *made_node(hf_meta *m, anvil_json_event_kind kind, const char *ke
     j->key = key ? strdup(key) : NULL;
     j->text = text ? strdup(text) : NULL;
     j->len = text ? strlen(text) : 0;
-    hf_json **items = realloc(m->made->items, (m->made->n_items + 1) * sizeof *items);
-    if ((key && !j->key) || (text && !j->text) || items == NULL) {
+    if ((key && !j->key) || (text && !j->text) || hf_json_append(m->made, j) != 0) {
         hf_json_free(j);
-        if (items) m->made->items = items;
         return NULL;
     }
-    m->made->items = items;
-    items[m->made->n_items++] = j;
     return j;
 }
 
 /* Append child to list (a node m->made owns); child leaves m->made. */
 static int adopt(hf_meta *m, hf_json *list, hf_json *child) {
     m->made->n_items--; /* child was the last node made */
-    hf_json **items = realloc(list->items, (list->n_items + 1) * sizeof *items);
-    if (items == NULL) {
+    if (hf_json_append(list, child) != 0) {
         hf_json_free(child);
         return -1;
     }
-    list->items = items;
-    items[list->n_items++] = child;
     return 0;
 }
 
