@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,10 +47,19 @@ static int attach(builder *b, hf_json *node) {
         return 0;
     }
     hf_json *parent = b->stack[b->depth - 1];
-    hf_json **items = realloc(parent->items, (parent->n_items + 1) * sizeof *items);
-    if (items == NULL) return -1;
-    parent->items = items;
-    items[parent->n_items++] = node;
+    /* Geometric growth with the capacity implied by the count (4, then each
+     * power of two): growing by one item a time is quadratic where realloc
+     * moves the block (ASan, other allocators) -- minutes for a 280k-merge
+     * tokenizer.json. */
+    const size_t n = parent->n_items;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        const size_t cap = n == 0 ? 4 : n * 2;
+        if (cap > SIZE_MAX / sizeof *parent->items) return -1;
+        hf_json **items = realloc(parent->items, cap * sizeof *items);
+        if (items == NULL) return -1;
+        parent->items = items;
+    }
+    parent->items[parent->n_items++] = node;
     return 0;
 }
 
