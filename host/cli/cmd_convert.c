@@ -158,11 +158,8 @@ int cmd_convert(cli_globals *g, int argc, char **argv) {
     const int prc = parse_args(argc, argv, &a);
     if (prc != 0) return prc;
     a.o.outfile = a.out;
-    anvil_ctx *ctx = NULL;
-    if (a.o.outtype != NULL && strcmp(a.o.outtype, "q8_0") == 0) {
-        ctx = cli_ctx(g);
-        if (ctx == NULL) return CLI_EXIT_FAIL;
-    }
+    anvil_ctx *ctx = cli_ctx(g); /* its codecs (q8_0) and threads */
+    if (ctx == NULL) return CLI_EXIT_FAIL;
     cli_progress progress;
     cli_progress_init(&progress, a.f.progress && !a.o.dry_run, a.f.quiet || a.f.json || a.o.dry_run);
     a.o.progress = progress.mode ? cli_gguf_progress : NULL;

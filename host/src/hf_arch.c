@@ -260,6 +260,48 @@ static int head_dim_of(const hf_folder *f, const char *cfg_path, uint32_t *out, 
     return rc;
 }
 
+/* Qwen2Model._try_set_pooling_type: a sentence-transformers modules.json
+ * naming a Pooling module gives {arch}.pooling_type (MEAN 1, CLS 2, LAST 3). */
+static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer *w, anvil_error *err) {
+    if (!hf_file_exists(f->dir, "modules.json")) return ANVIL_OK;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/modules.json", f->dir);
+    hf_json *mods = NULL, *pool = NULL;
+    int rc = hf_json_load(path, &mods, err);
+    const char *sub = NULL;
+    for (size_t i = 0; rc == ANVIL_OK && mods->kind == ANVIL_JSON_ARRAY_BEGIN && i < mods->n_items && !sub; ++i) {
+        const char *type = hf_json_str(hf_json_get(mods->items[i], "type"));
+        const size_t tl = type ? strlen(type) : 0;
+        if (tl >= 7 && strcmp(type + tl - 7, "Pooling") == 0) sub = hf_json_str(hf_json_get(mods->items[i], "path"));
+    }
+    if (rc == ANVIL_OK && sub != NULL) {
+        snprintf(path, sizeof path, "%s/%s/config.json", f->dir, sub);
+        rc = strstr(sub, "..") ? anvil__error_set(err, ANVIL_E_FORMAT, "%s/modules.json: path %s leaves the folder",
+                                                  f->dir, sub)
+                               : hf_json_load(path, &pool, err);
+    }
+    if (rc == ANVIL_OK && pool != NULL) {
+        static const char *const flags[3] = { "pooling_mode_mean_tokens", "pooling_mode_cls_token",
+                                              "pooling_mode_lasttoken" };
+        static const char *const modes[3] = { "mean", "cls", "lasttoken" };
+        uint32_t type = 0;
+        for (uint32_t k = 0; k < 3 && type == 0; ++k) {
+            const hf_json *v = hf_json_get(pool, flags[k]);
+            if (v != NULL && v->kind == ANVIL_JSON_TRUE) type = k + 1;
+        }
+        const char *mode = hf_json_str(hf_json_get(pool, "pooling_mode"));
+        for (uint32_t k = 0; k < 3 && type == 0 && mode; ++k) type = strcmp(mode, modes[k]) == 0 ? k + 1 : 0;
+        char key[128];
+        snprintf(key, sizeof key, "%s.pooling_type", a->gguf_name);
+        rc = type == 0 ? anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: only MEAN, CLS and LAST pooling are "
+                                          "supported", path)
+                       : anvil_gguf_writer_set_u32(w, key, type, err);
+    }
+    hf_json_free(mods);
+    hf_json_free(pool);
+    return rc;
+}
+
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w,
                     anvil_error *err) {
     char cfg_path[4096];
@@ -267,6 +309,7 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     int rc = refuse_unhandled(f, cfg_path, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
+    if (rc == ANVIL_OK && a->id != HF_ARCH_LLAMA) rc = pooling_type(a, f, w, err);
     if (rc != ANVIL_OK || a->id != HF_ARCH_LLAMA) return rc;
     const hf_json *vs = hf_json_get(f->config, "vocab_size");
     if (vs == NULL) {

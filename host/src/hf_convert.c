@@ -13,11 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "anvil/hf.h"
 #include "anvil/numeric.h"
 #include "error.h"
+#include "gguf_writer_internal.h"
 #include "hf_internal.h"
 #include "hf_vocab_glue.h"
 
@@ -208,48 +211,30 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     return rc;
 }
 
-/* Rows of a llama Q/K tensor reordered as LlamaModel.permute does:
- * reshape(heads, 2, rows/heads/2, ...).swapaxes(1, 2). */
-static void permute_rows(const float *src, float *dst, uint64_t rows, uint64_t row_len, uint64_t heads) {
-    const uint64_t per = rows / heads, half = per / 2;
-    for (uint64_t h = 0; h < heads; ++h) {
-        for (uint64_t i = 0; i < half; ++i) {
-            for (uint64_t j = 0; j < 2; ++j) {
-                memcpy(dst + (h * per + i * 2 + j) * row_len, src + (h * per + j * half + i) * row_len,
-                       row_len * sizeof(float));
-            }
-        }
-    }
+/* The source row of output row r: LlamaModel.permute's
+ * reshape(heads, 2, rows/heads/2, ...).swapaxes(1, 2) for Q/K, else r. */
+static uint64_t source_row(uint64_t r, uint64_t rows, int heads) {
+    if (heads <= 0) return r;
+    const uint64_t per = rows / (uint64_t)heads, half = per / 2;
+    const uint64_t h = r / per, k = r % per, i = k / 2, j = k % 2;
+    return h * per + j * half + i;
 }
 
-static int check_finite(const run *r, const hf_out_tensor *t, const float *x, anvil_error *err) {
-    for (uint64_t i = 0; i < t->n_elements; ++i) {
+static int check_finite(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, uint64_t first,
+                        anvil_error *err) {
+    for (uint64_t i = 0; i < n; ++i) {
         if (!isfinite(x[i])) {
             const hf_src_tensor *s = &r->f.tensors[t->src];
             return anvil__error_set(err, ANVIL_E_NONFINITE, "%s/%s: tensor \"%s\" holds %s at element %llu; "
                                     "the checkpoint is damaged (re-download it)", r->f.dir,
                                     r->f.part_names[s->part], s->name, isnan(x[i]) ? "NaN" : "Inf",
-                                    (unsigned long long)i);
+                                    (unsigned long long)(first + i));
         }
     }
     return ANVIL_OK;
 }
 
-/* One tensor's bytes in its output type into dst. */
-static int convert_tensor(const run *r, const hf_out_tensor *t, float *a, float *b, void *dst, anvil_error *err) {
-    const float *x = t->generated;
-    if (x == NULL) {
-        const anvil_st_tensor *st = r->f.tensors[t->src].st;
-        int rc = hf_tensor_to_f32(&r->f, &r->f.tensors[t->src], a, err);
-        if (rc == ANVIL_OK) rc = check_finite(r, t, a, err);
-        if (rc != ANVIL_OK) return rc;
-        x = a;
-        if (t->permute_heads > 0) {
-            permute_rows(a, b, st->shape[0], t->n_elements / st->shape[0], (uint64_t)t->permute_heads);
-            x = b;
-        }
-    }
-    const uint64_t n = t->n_elements;
+static int encode(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, void *dst, anvil_error *err) {
     switch (t->type) {
     case ANVIL_TYPE_F32:
         memcpy(dst, x, n * sizeof(float));
@@ -261,8 +246,77 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, float *a, float 
         for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_bf16(x[i]);
         return ANVIL_OK;
     default:
-        return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, tensor_bytes(t), err);
+        return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, n / 32 * 34, err);
     }
+}
+
+/* Drop a source tensor's pages from this process once converted: the
+ * mapping is read-only and file-backed, so this only frees memory (the page
+ * cache keeps the bytes); RSS stays at a few tensors, not the checkpoint. */
+static void release_source(const anvil_st_tensor *t) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t b = (uintptr_t)t->data & ~(page - 1), e = ((uintptr_t)t->data + t->size + page - 1) & ~(page - 1);
+    if (t->size > 0) (void)madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
+enum { CHUNK_ELEMS = 1 << 20 }; /* f32 values a task decodes at a time (4 MiB) */
+
+/* One tensor's conversion split into tasks of whole rows. */
+typedef struct conv_job {
+    const run *r;
+    const hf_out_tensor *t;
+    hf_reader rd;
+    uint64_t per_chunk, row_bytes;
+    uint8_t *dst;
+    int *rc;                      /* per task */
+    anvil_error *errs;            /* per task */
+} conv_job;
+
+/* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
+ * checked for NaN/Inf, encoded into their place in dst. */
+static void conv_task(void *arg, size_t k) {
+    conv_job *j = arg;
+    const uint64_t L = j->rd.row_len, r0 = (uint64_t)k * j->per_chunk;
+    const uint64_t nr = j->rd.rows - r0 < j->per_chunk ? j->rd.rows - r0 : j->per_chunk;
+    float *a = malloc(nr * L * sizeof *a + 1);
+    if (a == NULL) {
+        j->rc[k] = anvil__error_set(&j->errs[k], ANVIL_E_NOMEM, "out of memory");
+        return;
+    }
+    for (uint64_t i = 0; i < nr; ++i) hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
+    int rc = check_finite(j->r, j->t, a, nr * L, r0 * L, &j->errs[k]);
+    if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
+    j->rc[k] = rc;
+    free(a);
+}
+
+/* One tensor's bytes in its output type into dst; on the context's threads
+ * when there is one. The bytes do not depend on the thread count. */
+static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
+    if (t->generated != NULL) return encode(r, t, t->generated, t->n_elements, dst, err);
+    conv_job j = { .r = r, .t = t, .dst = dst };
+    int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
+    const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
+    j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
+    j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
+    const size_t n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);
+    j.rc = calloc(n_tasks + 1, sizeof *j.rc);
+    j.errs = calloc(n_tasks + 1, sizeof *j.errs);
+    if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && r->ctx != NULL && n_tasks > 1) rc = anvil_ctx_run_tasks(r->ctx, n_tasks, conv_task, &j);
+    else for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
+    for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) {
+        if (j.rc[k] != ANVIL_OK) {
+            *err = j.errs[k];
+            rc = j.rc[k];
+        }
+    }
+    free(j.rc);
+    free(j.errs);
+    hf_reader_close(&j.rd);
+    release_source(r->f.tensors[t->src].st);
+    if (r->f.tensors[t->src].scale != NULL) release_source(r->f.tensors[t->src].scale);
+    return rc;
 }
 
 /* A writer per part: part 1 is r->kv (all KVs), the others only the split
@@ -295,12 +349,11 @@ static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_erro
 }
 
 static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
-    uint64_t max_n = 1;
-    for (size_t i = 0; i < r->n_ts; ++i) max_n = r->ts[i].n_elements > max_n ? r->ts[i].n_elements : max_n;
-    float *a = malloc(max_n * sizeof(float)), *b = malloc(max_n * sizeof(float));
-    void *dst = malloc(max_n * sizeof(float));
-    int rc = a && b && dst ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (%llu-element tensor)",
-                                                         (unsigned long long)max_n);
+    uint64_t max_bytes = 1;
+    for (size_t i = 0; i < r->n_ts; ++i) max_bytes = tensor_bytes(&r->ts[i]) > max_bytes ? tensor_bytes(&r->ts[i]) : max_bytes;
+    void *dst = malloc(max_bytes);
+    int rc = dst ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte tensor)",
+                                                    (unsigned long long)max_bytes);
     uint64_t done = 0, total = 0;
     for (size_t i = 0; i < r->n_ts; ++i) total += tensor_bytes(&r->ts[i]);
     size_t next = 0;
@@ -310,7 +363,7 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
         if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w[p], path, err);
         for (; next < r->n_ts && r->part_of[next] == p && rc == ANVIL_OK; ++next) {
             const hf_out_tensor *t = &r->ts[next];
-            rc = convert_tensor(r, t, a, b, dst, err);
+            rc = convert_tensor(r, t, dst, err);
             if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w[p], dst, tensor_bytes(t), err);
             done += tensor_bytes(t);
             if (rc == ANVIL_OK && r->o->progress != NULL) {
@@ -323,7 +376,7 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
         }
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = anvil_gguf_writer_commit_set(w, r->n_parts, err);
-    free(a), free(b), free(dst);
+    free(dst);
     return rc;
 }
 
@@ -331,6 +384,26 @@ void anvil_hf_convert_result_free(anvil_hf_convert_result *r) {
     if (r == NULL) return;
     free(r->outputs);
     r->outputs = NULL;
+}
+
+/* --vocab-only: GGUFWriter.write_vocab writes the header and the KVs and
+ * stops -- no padding after them. The bytes up to the end of the last KV. */
+static int write_vocab_only(run *r, anvil_gguf_writer *w, anvil_hf_convert_result *res, anvil_error *err) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    anvil_gguf *g = NULL;
+    int rc = gguf_writer_header_bytes(w, &bytes, &size, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_open_buffer(&g, bytes, size, r->ctx, err);
+    if (rc == ANVIL_OK) {
+        const size_t n = anvil_gguf_kv_count(g);
+        const anvil_gguf_kv *last = n ? anvil_gguf_kv_at(g, n - 1) : NULL;
+        size_t end = last ? (size_t)((const uint8_t *)last->raw + last->raw_size - bytes) : 24;
+        res->outputs[0].bytes = res->bytes = end;
+        if (!r->o->dry_run) rc = anvil_file_write_atomic(r->out_path, bytes, end, err);
+    }
+    anvil_gguf_close(g);
+    free(bytes);
+    return rc;
 }
 
 static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
@@ -349,7 +422,8 @@ static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
         res->bytes += out->bytes;
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = part_path(r, 0, res->out_path, sizeof res->out_path, err);
-    if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
+    if (rc == ANVIL_OK && r->o->vocab_only) rc = write_vocab_only(r, w[0], res, err);
+    else if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
     for (uint32_t p = 0; p < r->n_parts; ++p) anvil_gguf_writer_free(w[p]);
     free(w);
     return rc;

@@ -5,7 +5,8 @@
  * convert_hf_to_gguf.py's dequant_model / dequant_simple reads them: each
  * weight becomes weight.float() * scale, the scale repeated over its block
  * and cut to the weight's shape, computed in float32; the *_scale_inv and
- * activation-scale tensors are dropped. Without a block size the scale is
+ * activation-scale tensors are dropped. hf_reader (also for the float
+ * dtypes) hands any checkpoint tensor out row by row. Without a block size the scale is
  * one value or one per row. A FP8 weight without its scale, a scale without
  * its weight, or scale dims that do not cover the weight are refused by
  * name.
@@ -119,29 +120,57 @@ static float e5m2(uint8_t x) {
     return anvil_fp16_to_fp32((anvil_half)((uint16_t)x << 8));
 }
 
-static int dequant(const hf_folder *f, const hf_src_tensor *s, float *dst, anvil_error *err) {
-    const anvil_st_tensor *t = s->st, *sc = s->scale;
-    float *scale = malloc((size_t)sc->n_elements * sizeof *scale + 1);
-    if (scale == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
-    int rc = anvil_st_tensor_to_f32(sc, scale, sc->n_elements, err);
-    const uint8_t *w = t->data;
-    const uint64_t cols = t->rank >= 2 ? t->n_elements / t->shape[0] : t->n_elements;
-    const uint64_t rows = t->rank >= 1 ? t->shape[0] : 1;
-    for (uint64_t r = 0; r < rows && rc == ANVIL_OK; ++r) {
-        for (uint64_t c = 0; c < cols; ++c) {
-            const uint64_t i = r * cols + c;
-            const float v = t->dtype == ANVIL_ST_F8_E4M3 ? e4m3fn(w[i]) : e5m2(w[i]);
-            float k;
-            if (f->fp8_block[0] != 0) k = scale[(r / f->fp8_block[0]) * sc->shape[1] + c / f->fp8_block[1]];
-            else k = sc->n_elements == 1 ? scale[0] : scale[r];
-            dst[i] = v * k;
-        }
-    }
-    free(scale);
-    return rc;
+int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
+    memset(rd, 0, sizeof *rd);
+    rd->f = f;
+    rd->s = s;
+    const anvil_st_tensor *t = s->st;
+    rd->rows = t->rank >= 1 ? t->shape[0] : 1;
+    rd->row_len = rd->rows ? t->n_elements / rd->rows : 0;
+    if (s->scale == NULL) return ANVIL_OK;
+    rd->scale = malloc((size_t)s->scale->n_elements * sizeof *rd->scale + 1);
+    if (rd->scale == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    return anvil_st_tensor_to_f32(s->scale, rd->scale, s->scale->n_elements, err);
 }
 
-int hf_tensor_to_f32(const hf_folder *f, const hf_src_tensor *s, float *dst, anvil_error *err) {
-    if (s->scale != NULL) return dequant(f, s, dst, err);
-    return anvil_st_tensor_to_f32(s->st, dst, s->st->n_elements, err);
+void hf_reader_close(hf_reader *rd) {
+    free(rd->scale);
+    rd->scale = NULL;
+}
+
+/* Row `row` (row_len values) as f32: F32/F16/BF16 decoded exactly, FP8
+ * times its block scale in float32 (dequant_simple). */
+void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
+    const anvil_st_tensor *t = rd->s->st;
+    const uint64_t L = rd->row_len, base = row * L;
+    switch (t->dtype) {
+    case ANVIL_ST_F32:
+        memcpy(dst, (const float *)t->data + base, L * sizeof(float));
+        return;
+    case ANVIL_ST_F16:
+        for (uint64_t c = 0; c < L; ++c) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            dst[c] = anvil_fp16_to_fp32(h);
+        }
+        return;
+    case ANVIL_ST_BF16:
+        for (uint64_t c = 0; c < L; ++c) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            dst[c] = anvil_bf16_to_fp32(h);
+        }
+        return;
+    default: break;
+    }
+    const uint8_t *w = (const uint8_t *)t->data + base;
+    const anvil_st_tensor *sc = rd->s->scale;
+    const uint64_t *blk = rd->f->fp8_block;
+    for (uint64_t c = 0; c < L; ++c) {
+        const float v = t->dtype == ANVIL_ST_F8_E4M3 ? e4m3fn(w[c]) : e5m2(w[c]);
+        float k;
+        if (blk[0] != 0) k = rd->scale[(row / blk[0]) * sc->shape[1] + c / blk[1]];
+        else k = sc->n_elements == 1 ? rd->scale[0] : rd->scale[row];
+        dst[c] = v * k;
+    }
 }

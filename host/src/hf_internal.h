@@ -51,9 +51,18 @@ int hf_file_exists(const char *dir, const char *name);
  * pair each *_scale_inv with its weight and drop it and the activation
  * scales from the list, as convert's dequant_model does. */
 int hf_fp8_pair(hf_folder *f, anvil_error *err);
-/* A tensor's values as f32: F32/F16/BF16 decoded, FP8 times its block
- * scales (dequant_simple, in float32). dst holds t->n_elements. */
-int hf_tensor_to_f32(const hf_folder *f, const hf_src_tensor *s, float *dst, anvil_error *err);
+/* A checkpoint tensor read row by row (rows: its first dim) as f32:
+ * F32/F16/BF16 decoded exactly, FP8 times its block scales (dequant_simple,
+ * in float32). */
+typedef struct hf_reader {
+    const hf_folder *f;
+    const hf_src_tensor *s;
+    uint64_t rows, row_len;
+    float *scale;                 /* FP8: the decoded scales */
+} hf_reader;
+int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
+void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst);
+void hf_reader_close(hf_reader *rd);
 
 /* ---- architectures ---------------------------------------------------------- */
 

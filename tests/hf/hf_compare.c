@@ -1,69 +1,13 @@
 /*
  * hf_compare A.gguf B.gguf [--skip-prefix P]
  *
- * Compares two GGUF files the way the `anvil convert` parity tests need:
- * every KV in order (key, wire type, raw bytes) and every tensor (name,
- * type, dims, bytes). With --skip-prefix, KVs whose key starts with P are
- * left out of the comparison on both sides (the tokenizer.* keys while the
- * tokenizer is compared elsewhere). Prints the first difference; exit 0
- * when equal, 1 when not, 2 on a usage or read error.
+ * gguf_same() as a command, for tests/hf/hf_convert.sh: prints the first
+ * difference; exit 0 when equal, 1 when not, 2 on a usage or read error.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "anvil/gguf.h"
-
-static size_t next_kv(const anvil_gguf *g, size_t i, const char *skip) {
-    const size_t n = anvil_gguf_kv_count(g);
-    while (i < n && skip != NULL && strncmp(anvil_gguf_kv_at(g, i)->key, skip, strlen(skip)) == 0) ++i;
-    return i;
-}
-
-static int compare_kvs(const anvil_gguf *a, const anvil_gguf *b, const char *skip) {
-    size_t i = next_kv(a, 0, skip), j = next_kv(b, 0, skip);
-    const size_t na = anvil_gguf_kv_count(a), nb = anvil_gguf_kv_count(b);
-    for (; i < na && j < nb; i = next_kv(a, i + 1, skip), j = next_kv(b, j + 1, skip)) {
-        const anvil_gguf_kv *x = anvil_gguf_kv_at(a, i), *y = anvil_gguf_kv_at(b, j);
-        if (strcmp(x->key, y->key) != 0) {
-            printf("KV %zu: key %s vs %s\n", i, x->key, y->key);
-            return 1;
-        }
-        if (x->type != y->type || x->raw_size != y->raw_size || memcmp(x->raw, y->raw, x->raw_size) != 0) {
-            printf("KV %s: value differs (wire type %u vs %u, %zu vs %zu bytes)\n", x->key, x->type, y->type,
-                   x->raw_size, y->raw_size);
-            return 1;
-        }
-    }
-    if (i < na || j < nb) {
-        printf("KV count differs: extra %s\n", i < na ? anvil_gguf_kv_at(a, i)->key : anvil_gguf_kv_at(b, j)->key);
-        return 1;
-    }
-    return 0;
-}
-
-static int compare_tensors(const anvil_gguf *a, const anvil_gguf *b) {
-    const size_t n = anvil_gguf_tensor_count(a);
-    if (n != anvil_gguf_tensor_count(b)) {
-        printf("tensor count %zu vs %zu\n", n, anvil_gguf_tensor_count(b));
-        return 1;
-    }
-    for (size_t i = 0; i < n; ++i) {
-        const anvil_gguf_tensor *x = anvil_gguf_tensor_at(a, i), *y = anvil_gguf_tensor_at(b, i);
-        if (strcmp(x->name, y->name) != 0 || x->type != y->type || x->n_dims != y->n_dims ||
-            memcmp(x->ne, y->ne, sizeof x->ne) != 0) {
-            printf("tensor %zu: %s (type %u, %u dims) vs %s (type %u, %u dims)\n", i, x->name, x->type, x->n_dims,
-                   y->name, y->type, y->n_dims);
-            return 1;
-        }
-        if (x->n_bytes != y->n_bytes || memcmp(x->data, y->data, x->n_bytes) != 0) {
-            size_t k = 0;
-            while (k < x->n_bytes && ((const unsigned char *)x->data)[k] == ((const unsigned char *)y->data)[k]) ++k;
-            printf("tensor %s: bytes differ from byte %zu\n", x->name, k);
-            return 1;
-        }
-    }
-    return 0;
-}
+#include "gguf_same.h"
 
 int main(int argc, char **argv) {
     const char *skip = NULL;
@@ -72,16 +16,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: hf_compare A.gguf B.gguf [--skip-prefix P]\n");
         return 2;
     }
-    anvil_gguf *a = NULL, *b = NULL;
-    anvil_error err = { 0 };
-    if (anvil_gguf_open(&a, argv[1], NULL, 0, &err) != ANVIL_OK ||
-        anvil_gguf_open(&b, argv[2], NULL, 0, &err) != ANVIL_OK) {
-        fprintf(stderr, "hf_compare: %s\n", err.message);
-        anvil_gguf_close(a);
-        return 2;
-    }
-    const int rc = compare_kvs(a, b, skip) || compare_tensors(a, b);
-    anvil_gguf_close(a);
-    anvil_gguf_close(b);
-    return rc;
+    char why[1024] = "";
+    const int rc = gguf_same(argv[1], argv[2], skip, why, sizeof why);
+    if (rc != 0) printf("%s\n", why);
+    return rc < 0 ? 2 : rc;
 }

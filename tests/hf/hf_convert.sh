@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # usage: hf_convert.sh ANVIL HF_COMPARE TESTDATA_HF ORACLE_TOOLS LLAMA_SRC JSON_CHECK JSON_MD
+#                      [LLAMA_RUN ORACLE_DIR]
 #
 # 1. Every reference pair of TESTDATA_HF: `anvil convert` with the options
 #    in its name must give convert_hf_to_gguf.py's file: the whole file byte
@@ -12,6 +13,12 @@
 # 3. Bad input: exit 1, a message naming the file and tensor, nothing written.
 set -u
 ANVIL=$1 CMP=$2 REF=$3 TOOLS=$4 LLAMA_SRC=${5:-} JSON_CHECK=${6:-} JSON_MD=${7:-}
+LLAMA_RUN=${8:-} ORACLE_DIR=${9:-}
+# run OURS THEIRS: llama.cpp decodes the same tokens from both (when libllama is there)
+run() {
+    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
+    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
+}
 if [ ! -d "$REF" ]; then echo "SKIP: no reference pairs at $REF"; exit 77; fi
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fails=0 checks=0
@@ -59,6 +66,8 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
         while [ "$1" != -- ]; do mk+=("$1"); shift; done; shift; cv=("$@")
         $PY "$TOOLS/make_hf.py" "$G/$name" --tok "spm:$TOOLS/sp1024.model" "${mk[@]}" >/dev/null || { fail "make_hf $name"; return; }
         [ -f "$G/$name.readme" ] && cp "$G/$name.readme" "$G/$name/README.md"
+        [ -d "$G/$name.extra" ] && cp -r "$G/$name.extra/." "$G/$name/"
+        [ -f "$G/$name.cfg.json" ] && $PY -c "import json, sys; c = json.load(open(sys.argv[1])); c.update(json.load(open(sys.argv[2]))); json.dump(c, open(sys.argv[1], 'w'), indent=2)" "$G/$name/config.json" "$G/$name.cfg.json"
         mkdir -p "$G/$name.py" "$G/$name.anvil"
         local pyargs=() anargs=()
         for a in "${cv[@]}"; do pyargs+=("${a//@OUT@/$G/$name.py}"); anargs+=("${a//@OUT@/$G/$name.anvil}"); done
@@ -82,6 +91,7 @@ if [ -x $PY ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/
                 same "${ours[$i]}" "${theirs[$i]}"
             fi
         done
+        run "${ours[0]}" "${theirs[0]}"
     }
     printf '{"general.name": "Override Name", "general.author": "anvil tests", "general.version": "v2.1",\n "general.license": ["mit", "apache-2.0"], "general.tags": ["a", "b"], "general.sampling.top_k": 40}\n' > "$G/meta.json"
     cat > "$G/qwen3-card.readme" <<'CARD'
@@ -110,6 +120,11 @@ description: >-
 CARD
     sed -i '/^description/,+1d' "$G/qwen3-card.readme"
     gen qwen3-card --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 4 -- --outfile @OUT@
+    mkdir -p "$G/qwen3-embed.extra/1_Pooling"
+    printf '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},\n {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]\n' > "$G/qwen3-embed.extra/modules.json"
+    printf '{"word_embedding_dimension": 64, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,\n "pooling_mode_lasttoken": true}\n' > "$G/qwen3-embed.extra/1_Pooling/config.json"
+    printf '{"rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 4096, "rope_type": "yarn", "beta_fast": 32, "attention_factor": 1.2}}\n' > "$G/qwen3-embed.cfg.json"
+    gen qwen3-embed --arch qwen3 --hidden 64 --inter 96 --layers 1 --heads 2 --kv 1 --head-dim 32 --seed 12 -- --outfile @OUT@
     gen Qwen3-Tiny-0.5B-Chat --arch qwen3 --hidden 64 --inter 96 --layers 2 --heads 4 --kv 2 --head-dim 32 --dtype f32 --shards 3 --seed 5 -- --outfile @OUT@
     gen mistral-f16-7B-Instruct-v0.3 --arch mistral --hidden 80 --inter 160 --layers 2 --heads 4 --kv 2 --dtype f16 --seed 6 -- --outtype q8_0 --outfile @OUT@ --model-name "My Model"
     gen llama-f32-split --arch llama --hidden 64 --inter 128 --layers 3 --heads 2 --kv 1 --dtype f32 --tied --seed 7 -- --outtype f32 --split-max-tensors 7 --outfile "@OUT@/out-{ftype}.gguf"
@@ -125,6 +140,7 @@ if command -v python3 >/dev/null; then
     python3 "$(dirname "$0")/make_fp8.py" "$REF/qwen2-bpe" "$T/fp8" || fail "make_fp8.py"
     for d in fp8 deq; do "$ANVIL" convert "$T/fp8/$d" "$T/fp8/$d.gguf" --outtype f32 --model-name X --quiet; done
     out=$("$CMP" "$T/fp8/fp8.gguf" "$T/fp8/deq.gguf" --skip-prefix tokenizer.) && pass || fail "fp8 vs its dequantized bf16: $out"
+    run "$T/fp8/fp8.gguf"
 fi
 
 # ---- 3. bad input: exit 1, names what is wrong, writes nothing
@@ -171,6 +187,8 @@ bad layer-past-count "$B/unmapped" "cannot map tensor" "model.layers.1."
 if [ -d "$T/fp8/noscale" ]; then
     bad fp8-without-scale "$T/fp8/noscale" "model.layers.1.mlp.up_proj.weight" "has no" "_scale_inv"
 fi
+mk single badtok; printf '{"model": ' > "$B/badtok/tokenizer.json"
+bad tokenizer-not-json "$B/badtok" "badtok/tokenizer.json"
 mk single card; printf -- '---\nlicense:\n  name: x\n---\n' > "$B/card/README.md"
 bad model-card-form "$B/card" "README.md" "\"license\" is not a plain string"
 

@@ -66,7 +66,8 @@ typedef struct anvil_hf_convert_result {
     int has_tokenizer;            /* tokenizer.* keys were written */
 } anvil_hf_convert_result;
 
-/* ctx (needed for q8_0, may be NULL otherwise) encodes blocks. */
+/* ctx (needed for q8_0, may be NULL otherwise: then one thread) encodes
+ * blocks and lends its worker threads. */
 ANVIL_API int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
                                anvil_hf_convert_result *r, anvil_error *err);
 
