@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# usage: hf_vocab_oracle.sh TEST_HF_VOCAB ORACLE_TOOLS TESTDATA_HF LLAMA_SRC
+# usage: [NPM_TOK=node_modules] hf_vocab_oracle.sh TEST_HF_VOCAB ORACLE_TOOLS TESTDATA_HF LLAMA_SRC
 #
 # The tokenizer paths the reference pairs do not take (a llama-2 style
 # tokenizer.json, SentencePiece with added tokens and padding, CodeLlama's
 # tail, a padded Qwen vocabulary with a list-form chat template, Llama 3.1's
 # TemplateProcessing): make_vocab_cases.py writes the folders, the real
 # convert_hf_to_gguf.py (through the hf-oracle script) converts each
-# --vocab-only, and test_hf_vocab --case compares every tokenizer KV.
+# --vocab-only, and test_hf_vocab --case compares every tokenizer KV. With NPM_TOK
+# (see make_vocab_cases.py): the real Qwen3 and Llama 2 tokenizers too.
 # Skips (77) without /usr/bin/python3's torch, numpy and sentencepiece or
 # without the llama.cpp tree.
 set -u

