@@ -6,6 +6,7 @@
  * naming the file. Skips (passes with a note) when ../shared is absent.
  */
 #include <CUnit/CUnit.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,89 @@ static void test_truncated_tokenizer_model(void) {
     free(m);
 }
 
+/* A byte-level BPE folder with Llama 3's pre-tokenizer and the given parts. */
+static const char *bpe_folder(const char *sub, uint64_t vocab_size, const char *vocab, const char *merges,
+                              const char *added, const char *post, const char *tcfg) {
+    static const char *const names[] = {"config.json"};
+    const char *dir = folder_from("hf/llama3-bpe", sub, names, 1);
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": %llu}",
+             (unsigned long long)vocab_size);
+    put_file(dir, "config.json", cfg, strlen(cfg));
+    static char tj[8192];
+    snprintf(tj, sizeof tj,
+             "{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}"
+             "\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
+             "\\\\s+(?!\\\\S)|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},"
+             "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false}]},"
+             " \"post_processor\": %s, \"decoder\": {\"type\": \"ByteLevel\"}, \"added_tokens\": %s,"
+             " \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"byte_fallback\": false,"
+             " \"vocab\": %s, \"merges\": %s}}", post, added, vocab, merges);
+    put_file(dir, "tokenizer.json", tj, strlen(tj));
+    if (tcfg != NULL) put_file(dir, "tokenizer_config.json", tcfg, strlen(tcfg));
+    return dir;
+}
+
+/* The value of key in what v writes (a fresh writer), as a GGUF view. */
+static anvil_gguf *written(const anvil__hf_vocab *v, void **mem) {
+    anvil_error err = {0};
+    anvil_gguf_writer *w = NULL;
+    anvil_gguf *g = NULL;
+    size_t size = 0;
+    *mem = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&w, NULL, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil__hf_vocab_write(v, w, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_write_memory(w, mem, &size, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_open_buffer(&g, *mem, size, NULL, &err), ANVIL_OK);
+    anvil_gguf_writer_free(w);
+    return g;
+}
+
+static void test_hostile_shapes(void) {
+    if (test_shared_path("hf") == NULL) return;
+    const char *vocab = "{\"a\": 0, \"b\": 1, \"a b\": 2}";
+    const char *added = "[{\"id\": 3, \"content\": \"<|x|>\", \"special\": false}]";
+    const char *dir = bpe_folder("shape1", 4, vocab, "[\"a b\", [\"a\", \"b\"]]", added, "null", NULL);
+    expect_error(dir, "LlamaForCausalLM", ANVIL_E_FORMAT, "shape1/tokenizer.json", "merge 1");
+    dir = bpe_folder("shape2", 4, vocab, "[[\"a\", \"b\"]]", "[{\"id\": \"3\", \"content\": \"x\"}]", "null", NULL);
+    expect_error(dir, "LlamaForCausalLM", ANVIL_E_FORMAT, "shape2/tokenizer.json", "added_tokens");
+    dir = bpe_folder("shape3", 2, vocab, "[]", "[]", "null", NULL);
+    expect_error(dir, "LlamaForCausalLM", ANVIL_E_FORMAT, "\"a b\" has id 2", "vocab_size 2");
+    /* accepted: pair merges with a space, a post_processor that is no object,
+     * a chat template that is no string, padding, a look-special added token */
+    dir = bpe_folder("shape4", 6, vocab, "[[\"a b\", \"b\"]]", added, "\"oops\"",
+                     "{\"chat_template\": 42, \"bos_token\": \"<|x|>\", \"add_bos_token\": true}");
+    anvil_error err = {0};
+    anvil__hf_vocab *v = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err), ANVIL_OK);
+    void *mem = NULL;
+    anvil_gguf *g = written(v, &mem);
+    anvil_gguf_array a;
+    anvil_gguf_str m[2];
+    CU_ASSERT_EQUAL(anvil_gguf_get_array(g, "tokenizer.ggml.merges", &a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_array_strings(&a, m, 2), 1);
+    CU_ASSERT(m[0].len == 6 && memcmp(m[0].ptr, "a\xc4\xa0" "b b", 6) == 0);
+    anvil_gguf_str t[6];
+    CU_ASSERT_EQUAL(anvil_gguf_get_array(g, "tokenizer.ggml.tokens", &a, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_array_strings(&a, t, 6), 6);
+    CU_ASSERT(t[3].len == 5 && memcmp(t[3].ptr, "<|x|>", 5) == 0);
+    CU_ASSERT(t[5].len == 6 && memcmp(t[5].ptr, "[PAD5]", 6) == 0);
+    CU_ASSERT_EQUAL(anvil_gguf_get_array(g, "tokenizer.ggml.token_type", &a, &err), ANVIL_OK);
+    int32_t types[6];
+    CU_ASSERT_EQUAL_FATAL(a.count, 6);
+    memcpy(types, a.data, sizeof types);
+    CU_ASSERT(types[0] == 1 && types[3] == 3 && types[4] == 5 && types[5] == 5);
+    int64_t bos = -1;
+    CU_ASSERT_EQUAL(anvil_gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &bos, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(bos, 3);
+    CU_ASSERT_PTR_NULL(anvil_gguf_find_kv(g, "tokenizer.chat_template"));
+    CU_ASSERT_PTR_NOT_NULL(anvil_gguf_find_kv(g, "tokenizer.ggml.add_bos_token"));
+    anvil_gguf_close(g);
+    free(mem);
+    anvil__hf_vocab_free(v);
+}
+
 /* test_hf_vocab --case DIR ARCH REF.gguf ...: the oracle cases
  * (hf_vocab_oracle.sh); exit 0 when every one is equal. */
 static int run_cases(int argc, char **argv) {
@@ -265,5 +349,6 @@ int main(int argc, char **argv) {
     CU_add_test(s, "tokenizer.json that does not parse", test_bad_tokenizer_json);
     CU_add_test(s, "unknown pre-tokenizer", test_unknown_pre_tokenizer);
     CU_add_test(s, "truncated or damaged tokenizer.model", test_truncated_tokenizer_model);
+    CU_add_test(s, "hostile tokenizer.json shapes", test_hostile_shapes);
     return test_run_cunit();
 }
