@@ -50,7 +50,7 @@
  *
  * Where anvil stops short of the converter (each an error naming the file,
  * never a different output): a folder with vocab.json/merges.txt but no
- * tokenizer.json, merges only in merges.txt, additional_chat_templates/
+ * tokenizer.json, additional_chat_templates/
  * (the converter lists their names from a Python set: no fixed order), a
  * Mistral tekken.json without tokenizer.json, HybridDNATokenizer.
  * generation_config.json is not read here: set_vocab does not read it (the

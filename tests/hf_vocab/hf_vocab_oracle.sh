@@ -4,7 +4,7 @@
 # The tokenizer paths the reference pairs do not take (a llama-2 style
 # tokenizer.json, SentencePiece with added tokens and padding, CodeLlama's
 # tail, a padded Qwen vocabulary with a list-form chat template, Llama 3.1's
-# TemplateProcessing): make_vocab_cases.py writes the folders, the real
+# TemplateProcessing, merges.txt): make_vocab_cases.py writes the folders, the real
 # convert_hf_to_gguf.py (through the hf-oracle script) converts each
 # --vocab-only, and test_hf_vocab --case compares every tokenizer KV. With NPM_TOK
 # (see make_vocab_cases.py): the real Qwen3 and Llama 2 tokenizers too.

