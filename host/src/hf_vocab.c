@@ -184,6 +184,11 @@ int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err) {
     return ANVIL_OK;
 }
 
+const char *hv_quote(char *buf, size_t cap, const char *s, size_t len) {
+    anvil__json_quote_for_message(buf, cap, s, len, 48);
+    return buf;
+}
+
 int hv_truthy(const hf_json *j) {
     if (j == NULL) return 0;
     switch (j->kind) {

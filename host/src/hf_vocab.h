@@ -48,6 +48,16 @@
  * alike (the name selects the pre-tokenizer regexes), but those files differ
  * from the converter's in that one string.
  *
+ * Where anvil stops short of the converter (each an error naming the file,
+ * never a different output): a folder with vocab.json/merges.txt but no
+ * tokenizer.json, additional_chat_templates/
+ * (the converter lists their names from a Python set: no fixed order), a
+ * Mistral tekken.json without tokenizer.json, HybridDNATokenizer.
+ * generation_config.json is not read here: set_vocab does not read it (the
+ * general.* metadata does, in hf_meta.c). The fast-tokenizer views are those
+ * of the hf-oracle's transformers stand-in the reference outputs were made
+ * with (hf_vocab_bpe.c says which).
+ *
  * Token texts are kept as the files give them (UTF-8). Errors name the file
  * (and the key or the protobuf offset) and say what to do; nothing is
  * written to the writer unless the whole tokenizer was read.

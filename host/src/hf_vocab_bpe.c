@@ -385,12 +385,14 @@ int hv_llama_hf_vocab(hv_load *l, anvil_error *err) {
 
 static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
     anvil__hf_vocab *v = l->v;
+    char q[256];
     const uint64_t vs = l->has_vocab_size ? (uint64_t)l->vocab_size : ft->vocab.n;
     for (size_t i = 0; i < ft->vocab.n; ++i) {
         if ((uint64_t)ft->vocab.e[i].id >= vs) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
-                                    "%s: token \"%.40s\" has id %lld, not below the vocab_size %llu of %s "
-                                    "(the converter asserts this too)", l->tok_path, ft->vocab.e[i].key,
+                                    "%s: token %s has id %lld, not below the vocab_size %llu of %s "
+                                    "(the converter asserts this too)", l->tok_path,
+                                    hv_quote(q, sizeof q, ft->vocab.e[i].key, ft->vocab.e[i].len),
                                     (long long)ft->vocab.e[i].id, (unsigned long long)vs, l->config_path);
         }
     }
@@ -412,8 +414,9 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
         const added_ref *a = decoder_at(ft, (int64_t)i);
         if (a == NULL) {
             rc = anvil__error_set(err, ANVIL_E_FORMAT,
-                                  "%s: added token \"%.40s\" has another id than %llu, which the "
-                                  "vocabulary gives it", l->tok_path, e->key, (unsigned long long)i);
+                                  "%s: added token %s has another id than %llu, which the "
+                                  "vocabulary gives it", l->tok_path, hv_quote(q, sizeof q, e->key, e->len),
+                                  (unsigned long long)i);
         } else if (hv_truthy(hf_json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
             rc = put_token(v, i, e->key, e->len, HV_CONTROL, 0, err);
         } else {
@@ -497,9 +500,11 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
     }
     const hf_json *m = tok_model(l, err);
     if (m == NULL) return ANVIL_E_FORMAT;
-    if (!hv_str_is(hf_json_get(m, "type"), "BPE")) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: model.type \"%s\" is not supported: anvil "
-                                "convert reads BPE tokenizers", l->tok_path, hf_json_str(hf_json_get(m, "type")));
+    const hf_json *type = hf_json_get(m, "type");
+    if (!hv_str_is(type, "BPE")) {
+        char q[256];
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: model.type %s is not supported: anvil "
+                                "convert reads BPE tokenizers", l->tok_path, hv_quote(q, sizeof q, type->text, type->len));
     }
     fast_tok ft;
     int rc = load_fast(l, &ft, err);

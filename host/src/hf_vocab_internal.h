@@ -99,6 +99,8 @@ int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err);
 int hv_truthy(const hf_json *j);
 /* j is a JSON string equal to s. */
 int hv_str_is(const hf_json *j, const char *s);
+/* s[0..len) quoted and made terminal-safe for a message (in buf). */
+const char *hv_quote(char *buf, size_t cap, const char *s, size_t len);
 /* does_token_look_special(). */
 int hv_looks_special(const char *s, size_t len);
 /* Replace every U+2581 by a space in place (returns the new length). */

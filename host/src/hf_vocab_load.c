@@ -60,6 +60,15 @@ static int open_files(hv_load *l, anvil_error *err) {
 /* LlamaModel.set_vocab's head: tokenizer_config.json's add_prefix_space, and
  * the tokenizer classes the converter sends elsewhere. */
 static int llama_head(hv_load *l, anvil_error *err) {
+    char *tekken = hv_path(l->dir, "tekken.json");
+    if (tekken == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    const int mistral_tok = hv_is_file(tekken) && l->tok == NULL;
+    free(tekken);
+    if (mistral_tok) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s: a Mistral tekken.json tokenizer (no tokenizer.json) is not supported "
+                                "by anvil convert; use convert_hf_to_gguf.py", l->dir);
+    }
     if (l->tcfg == NULL) return ANVIL_OK;
     const hf_json *aps = hf_json_get(l->tcfg, "add_prefix_space");
     if (!hf_json_is_null(aps)) {

@@ -9,6 +9,10 @@
  * as overrides. Comparisons follow Python's ==: two strings are equal when
  * their texts are; a string never equals a dict.
  *
+ * merges.txt (when tokenizer.json has none) is read as _try_load_merges_txt
+ * reads it: Python's text mode (\r and \r\n end lines), strip() and
+ * split() on what str.isspace() calls whitespace.
+ *
  * Not followed: additional_chat_templates/ (refused: the converter writes
  * their names from a Python set, in no fixed order). A list-form chat
  * template with several named templates gets tokenizer.chat_templates in
@@ -344,6 +348,84 @@ static size_t universal_newlines(char *t, size_t n) {
     return o;
 }
 
+/* ---- merges.txt ------------------------------------------------------------------------------ */
+
+/* Bytes of the whitespace character at s (Python's str.isspace), 0 if none. */
+static size_t ws_len(const unsigned char *s, size_t n) {
+    if (n == 0) return 0;
+    if (s[0] < 0x80) return (s[0] >= 0x09 && s[0] <= 0x0d) || (s[0] >= 0x1c && s[0] <= 0x20);
+    if (n >= 2 && s[0] == 0xc2 && (s[1] == 0x85 || s[1] == 0xa0)) return 2;
+    if (n < 3) return 0;
+    const unsigned cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+    if ((s[0] & 0xf0) != 0xe0) return 0;
+    return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+                   cp == 0x202f || cp == 0x205f || cp == 0x3000
+               ? 3
+               : 0;
+}
+
+/* One line of merges.txt: its two whitespace-separated parts joined by a
+ * space into *out (line.split(None, 3) must give exactly two); 0 when the
+ * line is empty or malformed (the converter skips those). */
+static int merge_line(anvil__hf_vocab *v, const char *l, size_t n, anvil_gguf_str *out) {
+    const unsigned char *u = (const unsigned char *)l;
+    size_t at[4][2], parts = 0, i = 0;
+    while (i < n && parts < 4) {
+        size_t w;
+        while (i < n && (w = ws_len(u + i, n - i)) > 0) i += w;
+        if (i >= n) break;
+        at[parts][0] = i;
+        if (parts == 3) {
+            at[parts++][1] = n;
+            break;
+        }
+        while (i < n && ws_len(u + i, n - i) == 0) ++i;
+        at[parts++][1] = i;
+    }
+    if (parts != 2) return 0;
+    const size_t a = at[0][1] - at[0][0], b = at[1][1] - at[1][0];
+    char *m = hv_dup(&v->arena, l + at[0][0], a + 1 + b);
+    if (m == NULL) return -1;
+    m[a] = ' ';
+    memcpy(m + a + 1, l + at[1][0], b);
+    out->ptr = m;
+    out->len = a + 1 + b;
+    return 1;
+}
+
+/* _try_load_merges_txt: a first line starting with '#' (after strip) is a
+ * header; every other non-empty line "a b" a merge. */
+static int load_merges_txt(sv *s, const char *path, anvil_error *err) {
+    anvil__hf_vocab *v = s->l->v;
+    char *t = NULL;
+    size_t n = 0;
+    int rc = hv_read_file(path, &t, &n, err);
+    if (rc != ANVIL_OK) return rc;
+    if (anvil__utf8_valid_prefix((const unsigned char *)t, n) != n) {
+        free(t);
+        return anvil__error_set(err, ANVIL_E_FORMAT, "%s is not valid UTF-8", path);
+    }
+    n = universal_newlines(t, n);
+    size_t lines = 1;
+    for (size_t i = 0; i < n; ++i) lines += t[i] == '\n';
+    v->merges = calloc(lines, sizeof *v->merges);
+    if (v->merges == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    for (size_t i = 0, no = 0; rc == ANVIL_OK && i < n; ++no) {
+        const char *e = memchr(t + i, '\n', n - i);
+        const size_t len = e != NULL ? (size_t)(e - (t + i)) : n - i;
+        size_t k = 0, w;
+        while (k < len && (w = ws_len((const unsigned char *)t + i + k, len - k)) > 0) k += w;
+        if (!(no == 0 && k < len && t[i + k] == '#')) {
+            const int got = merge_line(v, t + i, len, &v->merges[v->n_merges]);
+            if (got < 0) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+            v->n_merges += got > 0;
+        }
+        i += len + 1;
+    }
+    free(t);
+    return rc;
+}
+
 /* chat_template_alt: chat_template.jinja, else chat_template.json's
  * "chat_template". *alt NULL = None; jinja text in s->chat_text. */
 static int chat_alt(sv *s, const hf_json **alt, int *alt_is_text, anvil_error *err) {
@@ -553,10 +635,8 @@ static int load_all(sv *s, anvil_error *err) {
     if (rc == ANVIL_OK) rc = from_config(s, err);
     if (rc == ANVIL_OK && s->o->load_merges && l->v->n_merges == 0) {
         char *mt = hv_path(l->dir, "merges.txt");
-        if (mt != NULL && hv_is_file(mt)) {
-            rc = anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: merges from merges.txt are not supported; "
-                                  "anvil convert reads them from tokenizer.json", mt);
-        }
+        if (mt == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+        else if (hv_is_file(mt)) rc = load_merges_txt(s, mt, err);
         free(mt);
     }
     for (size_t i = 0; rc == ANVIL_OK && i < s->o->n_extra; ++i) {

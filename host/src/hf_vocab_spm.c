@@ -238,8 +238,10 @@ static int spm_added_json(hv_load *l, anvil_error *err) {
     for (size_t i = 0; rc == ANVIL_OK && j != NULL && i < j->n_items; ++i) {
         int64_t id = 0;
         if (hf_json_i64(j->items[i], &id) != 0 || id < 0) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of \"%s\" is not a non-negative integer",
-                                  path, j->items[i]->key);
+            char q[256];
+            const char *k = j->items[i]->key;
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of %s is not a non-negative integer",
+                                  path, hv_quote(q, sizeof q, k, strlen(k)));
         } else if ((uint64_t)id < l->v->n_tokens) {
             rc = set_token(l->v, (uint64_t)id, j->items[i]->key, strlen(j->items[i]->key), -1000.0f,
                            HV_USER_DEFINED, err);
@@ -268,12 +270,14 @@ static int spm_added_decoder(hv_load *l, anvil_error *err) {
     if (d == NULL || d->kind != ANVIL_JSON_OBJECT_BEGIN) return ANVIL_OK;
     for (size_t i = 0; i < d->n_items; ++i) {
         const hf_json *e = d->items[i];
+        char q[256];
         int64_t id = 0;
         const char *content = hf_json_str(hf_json_get(e, "content"));
         if (parse_id_key(e->key, &id) != 0 || content == NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
-                                    "%s: added_tokens_decoder[\"%s\"] needs a non-negative integer id "
-                                    "and a string \"content\"", l->tcfg_path, e->key);
+                                    "%s: added_tokens_decoder[%s] needs a non-negative integer id "
+                                    "and a string \"content\"", l->tcfg_path,
+                                    hv_quote(q, sizeof q, e->key, strlen(e->key)));
         }
         if ((uint64_t)id >= l->v->n_tokens) continue;
         size_t len = hf_json_get(e, "content")->len;
