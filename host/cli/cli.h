@@ -185,6 +185,7 @@ int cmd_merge(cli_globals *g, int argc, char **argv);
 int cmd_transcode(cli_globals *g, int argc, char **argv);
 int cmd_merge_lora(cli_globals *g, int argc, char **argv);
 int cmd_quantize(cli_globals *g, int argc, char **argv);
+int cmd_convert(cli_globals *g, int argc, char **argv);
 int cmd_demo(cli_globals *g, int argc, char **argv);
 
 extern const char cli_help_help[];
@@ -199,6 +200,7 @@ extern const char cli_help_merge[];
 extern const char cli_help_transcode[];
 extern const char cli_help_merge_lora[];
 extern const char cli_help_quantize[];
+extern const char cli_help_convert[];
 extern const char cli_help_demo[];
 
 /* safetensors side of inspect/reemit (cli/safetensors_cmds.c); the GGUF

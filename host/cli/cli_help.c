@@ -26,6 +26,8 @@ const cli_command cli_commands[] = {
     { "merge", cmd_merge, "merge split GGUF parts into one file", cli_help_merge },
     { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format",
       cli_help_transcode },
+    { "convert", cmd_convert, "a Hugging Face checkpoint folder to the GGUF convert_hf_to_gguf.py writes",
+      cli_help_convert },
     { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
       cli_help_quantize },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },

@@ -24,11 +24,13 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "backends") == 0) return parity_backends;
     if (strcmp(n, "imatrix") == 0) return parity_imatrix;
     if (strcmp(n, "quantize") == 0) return parity_quantize;
+    if (strcmp(n, "hf") == 0) return parity_hf;
     return NULL;
 }
 
 static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",    "gguf",
-                                            "transcode", "backends", "imatrix", "quantize" };
+                                            "transcode", "backends", "imatrix", "quantize",
+                                            "hf" };
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
                    size_t mismatches) {
@@ -90,7 +92,7 @@ static void usage(void) {
          "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
          "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize\n"
+         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 

@@ -1,0 +1,95 @@
+/*
+ * anvil — Hugging Face checkpoints: `anvil convert`.
+ *
+ * anvil_hf_convert reads a checkpoint folder (config.json, one or many
+ * *.safetensors shards with model.safetensors.index.json, tokenizer files)
+ * and writes the GGUF llama.cpp's convert_hf_to_gguf.py writes from it with
+ * the same options, byte for byte: every KV in its order and wire type
+ * (general.* from its metadata heuristics, the architecture's hparams, the
+ * tokenizer), tensor names, order, shapes, types and bytes, single files and
+ * split sets. Architectures: LlamaForCausalLM, MistralForCausalLM,
+ * Qwen2ForCausalLM, Qwen3ForCausalLM; F32/F16/BF16 weights and block-scaled
+ * FP8 ones (dequantized in f32 as convert's dequant_simple). Output types:
+ * f32, f16, bf16, q8_0, auto (the first matrix's type, bf16 or f16).
+ *
+ * Bad input (no config.json or weights, an unsupported architecture, a shard
+ * missing, a tensor in no or two shards, a shape config.json contradicts,
+ * NaN/Inf in a weight) is an error naming the file and tensor; nothing is
+ * written then. Outputs appear atomically (a split set as one step).
+ */
+#ifndef ANVIL_HF_H
+#define ANVIL_HF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/anvil.h"
+#include "anvil/gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct anvil_hf_convert_options {
+    size_t struct_size;
+    const char *outtype;          /* "f32" "f16" "bf16" "q8_0" "auto" (NULL = auto) */
+    const char *outfile;          /* NULL: named as convert names it, in the folder; may hold
+                                     {ftype} (lower case) or {FTYPE}; a folder: the default name in it */
+    int vocab_only;               /* metadata and tokenizer only, no tensors */
+    uint64_t split_max_size;      /* bytes of tensor data a part (0 = no limit) */
+    uint64_t split_max_tensors;   /* tensors a part (0 = no limit) */
+    int no_tensor_first_split;    /* part 1 holds only the metadata */
+    const char *model_name;       /* --model-name (general.name), or NULL */
+    const char *metadata_path;    /* --metadata override JSON, or NULL */
+    int dry_run;                  /* plan only: nothing is written */
+    anvil_gguf_progress_fn progress; /* after each tensor written (may be NULL) */
+    void *progress_arg;
+} anvil_hf_convert_options;
+
+ANVIL_API void anvil_hf_convert_options_init(anvil_hf_convert_options *o);
+
+/* One file written (or planned, in a dry run). */
+typedef struct anvil_hf_output {
+    char path[4096];
+    uint64_t bytes;
+    size_t n_tensors;
+} anvil_hf_output;
+
+typedef struct anvil_hf_convert_result {
+    char out_path[4096];          /* the file written (a split set: its first part) */
+    uint32_t n_parts;             /* 1 for a single file */
+    anvil_hf_output *outputs;     /* n_parts entries; free with anvil_hf_convert_result_free */
+    size_t n_tensors;
+    int64_t total_params;
+    uint64_t bytes;               /* bytes of all files written (or that would be) */
+    char ftype[8];                /* "F16", "BF16", "Q8_0", "F32" */
+    const char *arch;             /* "llama", "qwen2", "qwen3" */
+    int has_tokenizer;            /* tokenizer.* keys were written */
+} anvil_hf_convert_result;
+
+/* ctx (needed for q8_0, may be NULL otherwise: then one thread) encodes
+ * blocks and lends its worker threads. */
+ANVIL_API int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
+                               anvil_hf_convert_result *r, anvil_error *err);
+
+ANVIL_API void anvil_hf_convert_result_free(anvil_hf_convert_result *r);
+
+/* The folder as the GGUF `anvil convert HF_DIR --outtype auto` writes from
+ * it, opened for a command that reads GGUF (anvil quantize HF_DIR ...): so
+ * the result is byte for byte convert-then-quantize. The conversion goes to
+ * a temporary file in tmp_dir (".anvil-convert-*.gguf"), which is unlinked
+ * as soon as it is opened: nothing is left in the folder, and its space is
+ * freed when *out is closed. Peak disk use is that file plus the command's
+ * output. */
+ANVIL_API int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, const char *tmp_dir, anvil_gguf **out,
+                                    anvil_error *err);
+
+/* Part i (0-based) of n of a split output named like convert's:
+ * "<path without .gguf>-00001-of-00003.gguf". */
+ANVIL_API int anvil_hf_part_path(char *buf, size_t cap, const char *path, uint32_t i, uint32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

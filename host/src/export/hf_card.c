@@ -1,0 +1,271 @@
+/*
+ * hf_card: the YAML front matter of a checkpoint's README.md model card, as
+ * far as gguf-py's Metadata reads it. metadata.py hands the block between
+ * the first two "---" lines (after its two fixes: "- no" quoted, tabs as
+ * two spaces) to PyYAML; anvil reads the subset model cards use for the keys
+ * the converter takes: `key: scalar`, `key: [a, b]`, and `key:` followed by
+ * `- item` lines. The result is an hf_json object whose values are strings,
+ * lists of strings or null. A value of another form (a nested mapping, a
+ * block scalar, a number, a boolean, a list of mappings) is kept as a marker
+ * (kind TRUE): hf_card_value refuses it only when the converter would use
+ * that key, naming the key.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "hf_card.h"
+
+static hf_json *node(anvil_json_event_kind kind, const char *key, const char *text, size_t len) {
+    hf_json *j = calloc(1, sizeof *j);
+    if (j == NULL) return NULL;
+    j->kind = kind;
+    if (key != NULL && (j->key = strdup(key)) == NULL) {
+        free(j);
+        return NULL;
+    }
+    if (text != NULL) {
+        j->text = strndup(text, len);
+        j->len = len;
+        if (j->text == NULL) {
+            hf_json_free(j);
+            return NULL;
+        }
+    }
+    return j;
+}
+
+static int push(hf_json *parent, hf_json *child) {
+    if (child == NULL) return -1;
+    if (hf_json_append(parent, child) != 0) {
+        hf_json_free(child);
+        return -1;
+    }
+    return 0;
+}
+
+/* One YAML scalar (trimmed) as a node: a string, null, or the marker for
+ * anything PyYAML would not load as a string. */
+static hf_json *scalar(const char *key, const char *s, size_t n) {
+    while (n > 0 && isspace((unsigned char)s[n - 1])) --n;
+    while (n > 0 && isspace((unsigned char)*s)) ++s, --n;
+    if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0]) {
+        char *buf = malloc(n);
+        if (buf == NULL) return NULL;
+        size_t o = 0;
+        for (size_t i = 1; i + 1 < n; ++i) {
+            if (s[0] == '\'' && s[i] == '\'' && s[i + 1] == '\'') ++i;
+            else if (s[0] == '"' && s[i] == '\\') {
+                free(buf);
+                return node(ANVIL_JSON_TRUE, key, NULL, 0); /* escapes: not read */
+            }
+            buf[o++] = s[i];
+        }
+        hf_json *j = node(ANVIL_JSON_STRING, key, buf, o);
+        free(buf);
+        return j;
+    }
+    if (n == 0 || (n == 1 && s[0] == '~') || (n == 4 && (!strncmp(s, "null", 4) || !strncmp(s, "Null", 4) ||
+                                                         !strncmp(s, "NULL", 4)))) {
+        return node(ANVIL_JSON_NULL, key, NULL, 0);
+    }
+    static const char *const other[] = { "true", "false", "yes", "no", "on", "off", "True", "False", "Yes",
+                                         "No", "On", "Off", "TRUE", "FALSE", "YES", "NO", "ON", "OFF" };
+    for (size_t k = 0; k < sizeof other / sizeof other[0]; ++k) {
+        if (strlen(other[k]) == n && strncmp(s, other[k], n) == 0) return node(ANVIL_JSON_TRUE, key, NULL, 0);
+    }
+    char tmp[64];
+    if (n < sizeof tmp) {
+        memcpy(tmp, s, n);
+        tmp[n] = '\0';
+        char *end = NULL;
+        (void)strtod(tmp, &end);
+        if (end == tmp + n && (isdigit((unsigned char)tmp[0]) || tmp[0] == '-' || tmp[0] == '+' || tmp[0] == '.')) {
+            return node(ANVIL_JSON_TRUE, key, NULL, 0); /* a number */
+        }
+    }
+    if (strchr("&*!|>%@`{[", s[0]) != NULL) return node(ANVIL_JSON_TRUE, key, NULL, 0);
+    return node(ANVIL_JSON_STRING, key, s, n);
+}
+
+/* A plain scalar's text without a trailing " # comment". */
+static size_t uncomment(const char *s, size_t n) {
+    if (n > 0 && (s[0] == '"' || s[0] == '\'')) return n;
+    for (size_t i = 0; i + 1 < n; ++i) {
+        if (isspace((unsigned char)s[i]) && s[i + 1] == '#') return i;
+    }
+    return n;
+}
+
+static hf_json *flow_list(const char *key, const char *s, size_t n) {
+    hf_json *arr = node(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0);
+    if (arr == NULL) return NULL;
+    size_t i = 1;
+    while (i < n - 1) {
+        size_t e = i;
+        while (e < n - 1 && s[e] != ',') ++e;
+        hf_json *item = scalar(NULL, s + i, e - i);
+        if (item != NULL && item->kind == ANVIL_JSON_NULL && e == n - 1 && arr->n_items > 0) {
+            hf_json_free(item); /* "[a, b, ]" */
+            break;
+        }
+        if (push(arr, item) != 0) {
+            hf_json_free(arr);
+            return NULL;
+        }
+        i = e + 1;
+    }
+    for (size_t k = 0; k < arr->n_items; ++k) {
+        if (arr->items[k]->kind != ANVIL_JSON_STRING) {
+            hf_json_free(arr);
+            return node(ANVIL_JSON_TRUE, key, NULL, 0);
+        }
+    }
+    return arr;
+}
+
+typedef struct line { const char *p; size_t n; int indent; } line;
+
+static hf_json *block_value(const char *key, const line *ls, size_t nl, size_t *i) {
+    size_t k = *i;
+    while (k < nl && (ls[k].n == 0 || ls[k].p[0] == '#')) ++k;
+    const int seq = k < nl && ls[k].n >= 1 && ls[k].p[0] == '-' && (ls[k].n == 1 || ls[k].p[1] == ' ');
+    if (k >= nl || (ls[k].indent == 0 && !seq)) return node(ANVIL_JSON_NULL, key, NULL, 0);
+    hf_json *arr = seq ? node(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0) : node(ANVIL_JSON_TRUE, key, NULL, 0);
+    const int ind = ls[k].indent;
+    for (; k < nl; ++k) {
+        if (ls[k].n == 0 || ls[k].p[0] == '#') continue;
+        if (ls[k].indent < ind || (ls[k].indent == 0 && !(ls[k].p[0] == '-' && seq))) break;
+        if (arr == NULL || arr->kind != ANVIL_JSON_ARRAY_BEGIN) continue;
+        if (ls[k].indent != ind || ls[k].p[0] != '-') {
+            arr->kind = ANVIL_JSON_TRUE; /* a nested form */
+            continue;
+        }
+        const char *v = ls[k].p + 1;
+        size_t vn = ls[k].n - 1;
+        vn = uncomment(v, vn);
+        const char *colon = memchr(v, ':', vn);
+        /* metadata.py quotes "- no" (the Norway problem) before PyYAML sees it */
+        const int norway = vn == 3 && strncmp(v, " no", 3) == 0;
+        hf_json *item = norway ? node(ANVIL_JSON_STRING, NULL, "no", 2)
+                        : colon && (colon + 1 == v + vn || colon[1] == ' ') && v[strspn(v, " ")] != '"' &&
+                                v[strspn(v, " ")] != '\''
+                            ? node(ANVIL_JSON_TRUE, NULL, NULL, 0) : scalar(NULL, v, vn);
+        if (push(arr, item) != 0) {
+            hf_json_free(arr);
+            return NULL;
+        }
+        if (item->kind != ANVIL_JSON_STRING) arr->kind = ANVIL_JSON_TRUE;
+    }
+    *i = k;
+    return arr;
+}
+
+static int parse_lines(const line *ls, size_t nl, hf_json *root) {
+    for (size_t i = 0; i < nl;) {
+        const line *l = &ls[i];
+        if (l->n == 0 || l->p[0] == '#' || l->indent > 0) {
+            ++i;
+            continue;
+        }
+        const char *colon = memchr(l->p, ':', l->n);
+        if (colon == NULL || (colon + 1 < l->p + l->n && colon[1] != ' ')) {
+            ++i;
+            continue;
+        }
+        char key[256];
+        const size_t kn = (size_t)(colon - l->p);
+        snprintf(key, sizeof key, "%.*s", (int)(kn < 255 ? kn : 255), l->p);
+        const char *v = colon + 1;
+        size_t vn = (size_t)(l->p + l->n - v);
+        while (vn > 0 && *v == ' ') ++v, --vn;
+        vn = uncomment(v, vn);
+        while (vn > 0 && isspace((unsigned char)v[vn - 1])) --vn;
+        ++i;
+        hf_json *val = vn == 0 ? block_value(key, ls, nl, &i)
+                       : v[0] == '[' && v[vn - 1] == ']' ? flow_list(key, v, vn) : scalar(key, v, vn);
+        if (hf_json_get(root, key) != NULL) {
+            hf_json_free(val); /* PyYAML keeps the last; refuse to guess: mark */
+            for (size_t k = 0; k < root->n_items; ++k) {
+                if (strcmp(root->items[k]->key, key) == 0) root->items[k]->kind = ANVIL_JSON_TRUE;
+            }
+            continue;
+        }
+        if (push(root, val) != 0) return -1;
+    }
+    return 0;
+}
+
+int hf_card_load(const char *dir, hf_json **out, anvil_error *err) {
+    *out = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return ANVIL_OK;
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (size_t got = 1; got > 0 && len < (64u << 20);) {
+        if (len + 4096 > cap) {
+            cap = cap * 2 + 8192;
+            char *t = realloc(text, cap);
+            if (t == NULL) {
+                free(text);
+                fclose(f);
+                return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path);
+            }
+            text = t;
+        }
+        got = fread(text + len, 1, cap - len - 1, f);
+        len += got;
+    }
+    fclose(f);
+    if (text == NULL) return ANVIL_OK;
+    text[len] = '\0';
+    /* lines; the front matter is the block after a first line "---" */
+    line *ls = calloc(len / 2 + 2, sizeof *ls);
+    size_t nl = 0;
+    int rc = ANVIL_OK;
+    const char *p = text, *end = text + len;
+    const char *first_nl = memchr(p, '\n', len);
+    const size_t first_len = first_nl ? (size_t)(first_nl - p) : len;
+    if (ls != NULL && first_len == 3 && strncmp(p, "---", 3) == 0) {
+        for (p = first_nl + 1; p < end;) {
+            const char *e = memchr(p, '\n', (size_t)(end - p));
+            size_t n = e ? (size_t)(e - p) : (size_t)(end - p);
+            if (n > 0 && p[n - 1] == '\r') --n;
+            if (n == 3 && strncmp(p, "---", 3) == 0) break;
+            int ind = 0;
+            while ((size_t)ind < n && (p[ind] == ' ' || p[ind] == '\t')) ind += 1;
+            ls[nl].p = p + ind;
+            ls[nl].n = n - (size_t)ind;
+            ls[nl].indent = ind;
+            nl++;
+            if (e == NULL) break;
+            p = e + 1;
+        }
+        hf_json *root = node(ANVIL_JSON_OBJECT_BEGIN, NULL, NULL, 0);
+        if (root == NULL || parse_lines(ls, nl, root) != 0) {
+            hf_json_free(root);
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path);
+        } else {
+            *out = root;
+        }
+    }
+    free(ls);
+    free(text);
+    return rc;
+}
+
+int hf_card_value(const hf_json *card, const char *key, const char *dir, const hf_json **out, anvil_error *err) {
+    *out = hf_json_get(card, key);
+    if (*out != NULL && (*out)->kind == ANVIL_JSON_TRUE) {
+        *out = NULL;
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is not a plain "
+                                "string or a list of them; anvil convert reads only those (convert_hf_to_gguf.py "
+                                "would put it in general.* keys): simplify it or remove the front matter",
+                                dir, key);
+    }
+    return ANVIL_OK;
+}

@@ -1,0 +1,18 @@
+/*
+ * Internal: a README.md model card's YAML front matter, the subset gguf-py's
+ * metadata heuristics read (see hf_card.c).
+ */
+#ifndef ANVIL_HOST_HF_CARD_H
+#define ANVIL_HOST_HF_CARD_H
+
+#include "hf_json.h"
+
+/* dir/README.md's front matter as an object (*out NULL when there is no
+ * README.md or no front matter). Values: STRING, ARRAY of STRING, NULL, or
+ * TRUE for a form anvil does not read. */
+int hf_card_load(const char *dir, hf_json **out, anvil_error *err);
+/* card[key] (NULL when absent); an error naming the key when it has a form
+ * anvil does not read. */
+int hf_card_value(const hf_json *card, const char *key, const char *dir, const hf_json **out, anvil_error *err);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * hf_convert: `anvil convert`, convert_hf_to_gguf.py's output from a Hugging
+ * Face folder (anvil/hf.h). The steps are convert's: pick the output type
+ * (auto: the first matrix's dtype), plan the tensors (hf_tensors.c) and
+ * their types (which stay F32, q8_0's F16 fallback), the KVs in its order
+ * (general.architecture, general.type, general.* metadata, hparams,
+ * general.quantization_version, tokenizer), the parts of a split by its
+ * rule, the file name; then each tensor is read, permuted, checked for
+ * NaN/Inf and encoded while the files stream out (one tensor in memory at a
+ * time) under temp names that become the outputs together at the end.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "anvil/hf.h"
+#include "anvil/numeric.h"
+#include "error.h"
+#include "gguf_writer_internal.h"
+#include "hf_internal.h"
+#include "hf_vocab_glue.h"
+
+void anvil_hf_convert_options_init(anvil_hf_convert_options *o) {
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+}
+
+int anvil_hf_part_path(char *buf, size_t cap, const char *path, uint32_t i, uint32_t n) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    /* Path.stem: the name without its last suffix (a leading dot is no suffix) */
+    const size_t stem = (dot != NULL && dot != base) ? (size_t)(dot - path) : strlen(path);
+    const int w = snprintf(buf, cap, "%.*s-%05u-of-%05u.gguf", (int)stem, path, i + 1, n);
+    return w >= 0 && (size_t)w < cap ? ANVIL_OK : ANVIL_E_INVALID_ARG;
+}
+
+typedef struct ftype_info { const char *opt, *name; uint32_t ftype, type; } ftype_info;
+static const ftype_info k_ftypes[] = {
+    { "f32", "F32", 0, ANVIL_TYPE_F32 }, { "f16", "F16", 1, ANVIL_TYPE_F16 },
+    { "bf16", "BF16", 32, ANVIL_TYPE_BF16 }, { "q8_0", "Q8_0", 7, ANVIL_TYPE_Q8_0 },
+};
+
+/* --outtype auto: the first tensor of 2+ dims that is bf16 or f16 decides. */
+static const ftype_info *guess_ftype(const hf_folder *f) {
+    for (size_t i = 0; i < f->n_tensors; ++i) {
+        const anvil_st_tensor *t = f->tensors[i].st;
+        if (t->rank < 2) continue;
+        if (t->dtype == ANVIL_ST_BF16) return &k_ftypes[2];
+        if (t->dtype == ANVIL_ST_F16) return &k_ftypes[1];
+    }
+    return &k_ftypes[1];
+}
+
+static int pick_ftype(const char *opt, const hf_folder *f, const ftype_info **out, anvil_error *err) {
+    if (opt == NULL || strcmp(opt, "auto") == 0) {
+        *out = guess_ftype(f);
+        return ANVIL_OK;
+    }
+    for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; ++i) {
+        if (strcmp(opt, k_ftypes[i].opt) == 0) {
+            *out = &k_ftypes[i];
+            return ANVIL_OK;
+        }
+    }
+    return anvil__error_set(err, ANVIL_E_INVALID_ARG, "unknown output type '%s': f32, f16, bf16, q8_0 or auto", opt);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    const size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+/* prepare_tensors' type rule for these architectures. */
+static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
+    for (size_t i = 0; i < n; ++i) {
+        hf_out_tensor *t = &ts[i];
+        if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight")) {
+            t->type = ANVIL_TYPE_F32;
+        } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
+            t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */
+        } else {
+            t->type = ft->type;
+        }
+    }
+}
+
+static uint64_t tensor_bytes(const hf_out_tensor *t) {
+    switch (t->type) {
+    case ANVIL_TYPE_F32: return t->n_elements * 4;
+    case ANVIL_TYPE_Q8_0: return t->n_elements / 32 * 34;
+    default: return t->n_elements * 2;
+    }
+}
+
+typedef struct run {
+    anvil_ctx *ctx;
+    const anvil_hf_convert_options *o;
+    hf_folder f;
+    const hf_arch *arch;
+    const ftype_info *ft;
+    hf_out_tensor *ts;
+    size_t n_ts;
+    uint32_t *part_of;            /* part of each tensor */
+    uint32_t n_parts;
+    anvil_gguf_writer *kv;        /* the KVs of part 1 (no tensors) */
+    hf_meta *meta;
+    char out_path[4096];
+    int has_tokenizer;
+} run;
+
+/* GGUFWriter.add_tensor_info's split rule. */
+static int plan_parts(run *r, anvil_error *err) {
+    r->part_of = calloc(r->n_ts + 1, sizeof *r->part_of);
+    if (r->part_of == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    uint32_t part = r->o->no_tensor_first_split ? 1 : 0;
+    uint64_t count = 0, bytes = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) {
+        const uint64_t b = tensor_bytes(&r->ts[i]);
+        if (count > 0 && ((r->o->split_max_tensors != 0 && count >= r->o->split_max_tensors) ||
+                          (r->o->split_max_size != 0 && bytes + b > r->o->split_max_size))) {
+            ++part;
+            count = 0;
+            bytes = 0;
+        }
+        r->part_of[i] = part;
+        count++;
+        bytes += b;
+    }
+    r->n_parts = part + 1;
+    if (r->n_parts > 99999) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the split would make %u parts (at most 99999)", r->n_parts);
+    }
+    return ANVIL_OK;
+}
+
+static int64_t total_params(const run *r) {
+    int64_t n = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) n += (int64_t)r->ts[i].n_elements;
+    return n;
+}
+
+static int build_kvs(run *r, anvil_error *err) {
+    int rc = anvil_gguf_writer_new(&r->kv, r->ctx, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.architecture", r->arch->gguf_name, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.type", "model", err);
+    hf_meta_opts mo = { r->o->model_name, r->o->metadata_path };
+    if (rc == ANVIL_OK) rc = hf_meta_load(&r->f, &mo, r->o->vocab_only ? 0 : total_params(r), &r->meta, err);
+    if (rc == ANVIL_OK) rc = hf_meta_write(r->meta, r->kv, err);
+    if (rc == ANVIL_OK) rc = hf_arch_hparams(r->arch, &r->f, r->ft->ftype, r->kv, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(r->kv, "general.quantization_version", 2, err);
+    if (rc == ANVIL_OK) rc = hf_vocab_glue_write(&r->f, r->arch, r->kv, &r->has_tokenizer, err);
+    return rc;
+}
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int output_path(run *r, anvil_error *err) {
+    char name[1024];
+    const char *out = r->o->outfile;
+    if (out == NULL || is_dir(out)) {
+        int rc = hf_meta_default_name(r->meta, r->ft->name, r->o->vocab_only, name, sizeof name, err);
+        if (rc != ANVIL_OK) return rc;
+        const char *dir = out ? out : r->f.dir;
+        const size_t dl = strlen(dir);
+        const int w = snprintf(r->out_path, sizeof r->out_path, "%s%s%s", dir,
+                               dl && dir[dl - 1] == '/' ? "" : "/", name);
+        return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
+               : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+    }
+    const char *slash = strrchr(out, '/');
+    const size_t dl = slash ? (size_t)(slash - out + 1) : 0;
+    int rc = hf_fill_template(out + dl, r->ft->name, name, sizeof name, err);
+    if (rc != ANVIL_OK) return rc;
+    const int w = snprintf(r->out_path, sizeof r->out_path, "%.*s%s", (int)dl, out, name);
+    return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
+           : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+}
+
+static void run_free(run *r) {
+    for (size_t i = 0; i < r->n_ts; ++i) free(r->ts[i].generated);
+    free(r->ts);
+    free(r->part_of);
+    anvil_gguf_writer_free(r->kv);
+    hf_meta_free(r->meta);
+    hf_folder_close(&r->f);
+}
+
+static int prepare(run *r, const char *dir, anvil_error *err) {
+    int rc = hf_folder_open(dir, &r->f, err);
+    char cfg[4200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
+    if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
+    if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
+    if (rc != ANVIL_OK) return rc;
+    plan_types(r->ts, r->n_ts, r->ft);
+    if (r->ft->type == ANVIL_TYPE_Q8_0 && r->ctx == NULL) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "q8_0 output needs a context with the q8_0 codec");
+    }
+    rc = plan_parts(r, err);
+    if (rc == ANVIL_OK) rc = build_kvs(r, err);
+    if (rc == ANVIL_OK) rc = output_path(r, err);
+    return rc;
+}
+
+/* The source row of output row r: LlamaModel.permute's
+ * reshape(heads, 2, rows/heads/2, ...).swapaxes(1, 2) for Q/K, else r. */
+static uint64_t source_row(uint64_t r, uint64_t rows, int heads) {
+    if (heads <= 0) return r;
+    const uint64_t per = rows / (uint64_t)heads, half = per / 2;
+    const uint64_t h = r / per, k = r % per, i = k / 2, j = k % 2;
+    return h * per + j * half + i;
+}
+
+static int check_finite(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, uint64_t first,
+                        anvil_error *err) {
+    for (uint64_t i = 0; i < n; ++i) {
+        if (!isfinite(x[i])) {
+            const hf_src_tensor *s = &r->f.tensors[t->src];
+            return anvil__error_set(err, ANVIL_E_NONFINITE, "%s/%s: tensor \"%s\" holds %s at element %llu; "
+                                    "the checkpoint is damaged (re-download it)", r->f.dir,
+                                    r->f.part_names[s->part], s->name, isnan(x[i]) ? "NaN" : "Inf",
+                                    (unsigned long long)(first + i));
+        }
+    }
+    return ANVIL_OK;
+}
+
+static int encode(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, void *dst, anvil_error *err) {
+    switch (t->type) {
+    case ANVIL_TYPE_F32:
+        memcpy(dst, x, n * sizeof(float));
+        return ANVIL_OK;
+    case ANVIL_TYPE_F16:
+        for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_fp16(x[i]);
+        return ANVIL_OK;
+    case ANVIL_TYPE_BF16:
+        for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_bf16(x[i]);
+        return ANVIL_OK;
+    default:
+        return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, n / 32 * 34, err);
+    }
+}
+
+/* Drop a source tensor's pages from this process once converted: the
+ * mapping is read-only and file-backed, so this only frees memory (the page
+ * cache keeps the bytes); RSS stays at a few tensors, not the checkpoint. */
+static void release_source(const anvil_st_tensor *t) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t b = (uintptr_t)t->data & ~(page - 1), e = ((uintptr_t)t->data + t->size + page - 1) & ~(page - 1);
+    if (t->size > 0) (void)madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
+enum { CHUNK_ELEMS = 1 << 20 }; /* f32 values a task decodes at a time (4 MiB) */
+
+/* One tensor's conversion split into tasks of whole rows. */
+typedef struct conv_job {
+    const run *r;
+    const hf_out_tensor *t;
+    hf_reader rd;
+    uint64_t per_chunk, row_bytes;
+    uint8_t *dst;
+    int *rc;                      /* per task */
+    anvil_error *errs;            /* per task */
+} conv_job;
+
+/* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
+ * checked for NaN/Inf, encoded into their place in dst. */
+static void conv_task(void *arg, size_t k) {
+    conv_job *j = arg;
+    const uint64_t L = j->rd.row_len, r0 = (uint64_t)k * j->per_chunk;
+    const uint64_t nr = j->rd.rows - r0 < j->per_chunk ? j->rd.rows - r0 : j->per_chunk;
+    float *a = malloc(nr * L * sizeof *a + 1);
+    if (a == NULL) {
+        j->rc[k] = anvil__error_set(&j->errs[k], ANVIL_E_NOMEM, "out of memory");
+        return;
+    }
+    for (uint64_t i = 0; i < nr; ++i) hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
+    int rc = check_finite(j->r, j->t, a, nr * L, r0 * L, &j->errs[k]);
+    if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
+    j->rc[k] = rc;
+    free(a);
+}
+
+/* One tensor's bytes in its output type into dst; on the context's threads
+ * when there is one. The bytes do not depend on the thread count. */
+static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
+    if (t->generated != NULL) return encode(r, t, t->generated, t->n_elements, dst, err);
+    conv_job j = { .r = r, .t = t, .dst = dst };
+    int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
+    const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
+    j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
+    j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
+    const size_t n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);
+    j.rc = calloc(n_tasks + 1, sizeof *j.rc);
+    j.errs = calloc(n_tasks + 1, sizeof *j.errs);
+    if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && r->ctx != NULL && n_tasks > 1) rc = anvil_ctx_run_tasks(r->ctx, n_tasks, conv_task, &j);
+    else for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
+    for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) {
+        if (j.rc[k] != ANVIL_OK) {
+            *err = j.errs[k];
+            rc = j.rc[k];
+        }
+    }
+    free(j.rc);
+    free(j.errs);
+    hf_reader_close(&j.rd);
+    release_source(r->f.tensors[t->src].st);
+    if (r->f.tensors[t->src].scale != NULL) release_source(r->f.tensors[t->src].scale);
+    return rc;
+}
+
+/* A writer per part: part 1 is r->kv (all KVs), the others only the split
+ * keys; split.* appended last, as GGUFWriter.add_shard_kv_data does. */
+static int declare_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
+    w[0] = r->kv;
+    r->kv = NULL;
+    int rc = ANVIL_OK;
+    for (uint32_t p = 1; p < r->n_parts && rc == ANVIL_OK; ++p) rc = anvil_gguf_writer_new(&w[p], r->ctx, err);
+    for (size_t i = 0; i < r->n_ts && rc == ANVIL_OK; ++i) {
+        const hf_out_tensor *t = &r->ts[i];
+        rc = anvil_gguf_writer_add_tensor(w[r->part_of[i]], t->name, t->type, t->n_dims, t->ne, NULL, 0, err);
+    }
+    for (uint32_t p = 0; p < r->n_parts && r->n_parts > 1 && rc == ANVIL_OK; ++p) {
+        rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)r->n_parts, err);
+        if (rc == ANVIL_OK)
+            rc = anvil_gguf_writer_set_i32(w[p], ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)r->n_ts, err);
+    }
+    return rc;
+}
+
+static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_error *err) {
+    if (r->n_parts == 1) {
+        snprintf(buf, cap, "%s", r->out_path);
+        return ANVIL_OK;
+    }
+    return anvil_hf_part_path(buf, cap, r->out_path, p, r->n_parts) == ANVIL_OK
+           ? ANVIL_OK : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+}
+
+static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
+    uint64_t max_bytes = 1;
+    for (size_t i = 0; i < r->n_ts; ++i) max_bytes = tensor_bytes(&r->ts[i]) > max_bytes ? tensor_bytes(&r->ts[i]) : max_bytes;
+    void *dst = malloc(max_bytes);
+    int rc = dst ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte tensor)",
+                                                    (unsigned long long)max_bytes);
+    uint64_t done = 0, total = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) total += tensor_bytes(&r->ts[i]);
+    size_t next = 0;
+    for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
+        char path[4200];
+        rc = part_path(r, p, path, sizeof path, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w[p], path, err);
+        for (; next < r->n_ts && r->part_of[next] == p && rc == ANVIL_OK; ++next) {
+            const hf_out_tensor *t = &r->ts[next];
+            rc = convert_tensor(r, t, dst, err);
+            if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w[p], dst, tensor_bytes(t), err);
+            done += tensor_bytes(t);
+            if (rc == ANVIL_OK && r->o->progress != NULL) {
+                const anvil_gguf_progress pr = { next + 1, r->n_ts, done, total, t->name, p + 1, r->n_parts };
+                r->o->progress(r->o->progress_arg, &pr);
+            }
+        }
+        if (rc == ANVIL_OK) {
+            rc = r->n_parts == 1 ? anvil_gguf_writer_stream_finish(w[p], err) : anvil_gguf_writer_stream_hold(w[p], err);
+        }
+    }
+    if (rc == ANVIL_OK && r->n_parts > 1) rc = anvil_gguf_writer_commit_set(w, r->n_parts, err);
+    free(dst);
+    return rc;
+}
+
+void anvil_hf_convert_result_free(anvil_hf_convert_result *r) {
+    if (r == NULL) return;
+    free(r->outputs);
+    r->outputs = NULL;
+}
+
+/* --vocab-only: GGUFWriter.write_vocab writes the header and the KVs and
+ * stops -- no padding after them. The bytes up to the end of the last KV. */
+static int write_vocab_only(run *r, anvil_gguf_writer *w, anvil_hf_convert_result *res, anvil_error *err) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    anvil_gguf *g = NULL;
+    int rc = gguf_writer_header_bytes(w, &bytes, &size, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_open_buffer(&g, bytes, size, r->ctx, err);
+    if (rc == ANVIL_OK) {
+        const size_t n = anvil_gguf_kv_count(g);
+        const anvil_gguf_kv *last = n ? anvil_gguf_kv_at(g, n - 1) : NULL;
+        size_t end = last ? (size_t)((const uint8_t *)last->raw + last->raw_size - bytes) : 24;
+        res->outputs[0].bytes = res->bytes = end;
+        if (!r->o->dry_run) rc = anvil_file_write_atomic(r->out_path, bytes, end, err);
+    }
+    anvil_gguf_close(g);
+    free(bytes);
+    return rc;
+}
+
+static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
+    anvil_gguf_writer **w = calloc(r->n_parts, sizeof *w);
+    res->outputs = calloc(r->n_parts, sizeof *res->outputs);
+    if (w == NULL || res->outputs == NULL) {
+        free(w);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    }
+    int rc = declare_parts(r, w, err);
+    for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
+        anvil_hf_output *out = &res->outputs[p];
+        rc = anvil_gguf_writer_file_size(w[p], &out->bytes, err);
+        if (rc == ANVIL_OK) rc = part_path(r, p, out->path, sizeof out->path, err);
+        out->n_tensors = anvil_gguf_writer_tensor_count(w[p]);
+        res->bytes += out->bytes;
+    }
+    if (rc == ANVIL_OK && r->n_parts > 1) rc = part_path(r, 0, res->out_path, sizeof res->out_path, err);
+    if (rc == ANVIL_OK && r->o->vocab_only) rc = write_vocab_only(r, w[0], res, err);
+    else if (rc == ANVIL_OK && !r->o->dry_run) rc = stream_parts(r, w, err);
+    for (uint32_t p = 0; p < r->n_parts; ++p) anvil_gguf_writer_free(w[p]);
+    free(w);
+    return rc;
+}
+
+int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
+                     anvil_hf_convert_result *res, anvil_error *err) {
+    anvil_hf_convert_options defaults;
+    if (o == NULL) {
+        anvil_hf_convert_options_init(&defaults);
+        o = &defaults;
+    }
+    if (hf_dir == NULL || res == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no folder given");
+    memset(res, 0, sizeof *res);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.o = o;
+    int rc = prepare(&r, hf_dir, err);
+    if (rc == ANVIL_OK) {
+        snprintf(res->ftype, sizeof res->ftype, "%s", r.ft->name);
+        res->arch = r.arch->gguf_name;
+        res->n_parts = r.n_parts;
+        res->n_tensors = r.n_ts;
+        res->total_params = total_params(&r);
+        res->has_tokenizer = r.has_tokenizer;
+        snprintf(res->out_path, sizeof res->out_path, "%s", r.out_path);
+        rc = write_all(&r, res, err);
+    }
+    run_free(&r);
+    if (rc != ANVIL_OK) anvil_hf_convert_result_free(res);
+    return rc;
+}
+
+int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, const char *tmp_dir, anvil_gguf **out,
+                          anvil_error *err) {
+    *out = NULL;
+    char path[4200];
+    const int w = snprintf(path, sizeof path, "%s/.anvil-convert-XXXXXX.gguf", tmp_dir && *tmp_dir ? tmp_dir : ".");
+    if (w < 0 || (size_t)w >= sizeof path) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "folder name too long");
+    const int fd = mkstemps(path, 5);
+    if (fd < 0) {
+        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temporary file in %s: %s", tmp_dir, strerror(errno));
+    }
+    close(fd);
+    anvil_hf_convert_options o;
+    anvil_hf_convert_options_init(&o);
+    o.outfile = path;
+    anvil_hf_convert_result r;
+    int rc = anvil_hf_convert(ctx, hf_dir, &o, &r, err);
+    if (rc == ANVIL_OK) {
+        anvil_hf_convert_result_free(&r);
+        rc = anvil_gguf_open(out, path, ctx, 0, err);
+    }
+    unlink(path);
+    return rc;
+}

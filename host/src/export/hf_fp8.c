@@ -1,0 +1,176 @@
+/*
+ * hf_fp8: block-scaled FP8 checkpoints (DeepSeek-V3 / Qwen3-FP8 style:
+ * quantization_config {"quant_method": "fp8", "weight_block_size": [128,
+ * 128]}, F8_E4M3 weights, F32/BF16 "<name>_scale_inv" tensors), as
+ * convert_hf_to_gguf.py's dequant_model / dequant_simple reads them: each
+ * weight becomes weight.float() * scale, the scale repeated over its block
+ * and cut to the weight's shape, computed in float32; the *_scale_inv and
+ * activation-scale tensors are dropped. hf_reader (also for the float
+ * dtypes) hands any checkpoint tensor out row by row. Without a block size the scale is
+ * one value or one per row. A FP8 weight without its scale, a scale without
+ * its weight, or scale dims that do not cover the weight are refused by
+ * name.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "anvil/numeric.h"
+#include "error.h"
+#include "hf_internal.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    const size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+static void drop(hf_folder *f, size_t i) {
+    free(f->tensors[i].name);
+    memmove(&f->tensors[i], &f->tensors[i + 1], (f->n_tensors - i - 1) * sizeof *f->tensors);
+    f->n_tensors--;
+}
+
+static int block_size(hf_folder *f, const hf_json *q, anvil_error *err) {
+    const hf_json *bs = hf_json_get(q, "weight_block_size");
+    if (hf_json_is_null(bs)) return ANVIL_OK;
+    int64_t a = 0, b = 0;
+    if (bs->kind != ANVIL_JSON_ARRAY_BEGIN || bs->n_items != 2 || hf_json_i64(bs->items[0], &a) != 0 ||
+        hf_json_i64(bs->items[1], &b) != 0 || a <= 0 || b <= 0) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/config.json: weight_block_size must be two positive "
+                                "whole numbers", f->dir);
+    }
+    f->fp8_block[0] = (uint64_t)a;
+    f->fp8_block[1] = (uint64_t)b;
+    return ANVIL_OK;
+}
+
+static int check_scale(const hf_folder *f, const hf_src_tensor *w, const anvil_st_tensor *s, anvil_error *err) {
+    const anvil_st_tensor *t = w->st;
+    int ok = s->dtype == ANVIL_ST_F32 || s->dtype == ANVIL_ST_BF16 || s->dtype == ANVIL_ST_F16;
+    if (ok && f->fp8_block[0] != 0) {
+        /* repeat_interleave then cut: the blocks must cover the weight */
+        ok = t->rank == 2 && s->rank == 2 && s->shape[0] * f->fp8_block[0] >= t->shape[0] &&
+             s->shape[1] * f->fp8_block[1] >= t->shape[1];
+    } else if (ok) {
+        ok = s->n_elements == 1 || (s->rank == 1 && t->rank >= 1 && s->shape[0] == t->shape[0]);
+    }
+    if (ok) return ANVIL_OK;
+    return anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: scale \"%s_scale_inv\" (%s, %zu dims) does not fit weight "
+                            "\"%s\" with block size [%llu, %llu]", f->dir, f->part_names[w->part], w->name,
+                            anvil_st_dtype_name(s->dtype), s->rank, w->name,
+                            (unsigned long long)f->fp8_block[0], (unsigned long long)f->fp8_block[1]);
+}
+
+static int pair_scales(hf_folder *f, anvil_error *err) {
+    for (size_t i = 0; i < f->n_tensors;) {
+        const char *n = f->tensors[i].name;
+        if (ends_with(n, ".activation_scale") || ends_with(n, "_activation_scale")) {
+            drop(f, i);
+            continue;
+        }
+        if (!ends_with(n, "_scale_inv")) {
+            ++i;
+            continue;
+        }
+        const size_t wl = strlen(n) - strlen("_scale_inv");
+        size_t w = 0;
+        while (w < f->n_tensors && !(strlen(f->tensors[w].name) == wl && !strncmp(f->tensors[w].name, n, wl))) ++w;
+        if (w == f->n_tensors) {
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: scale \"%s\" has no weight \"%.*s\"", f->dir,
+                                    f->part_names[f->tensors[i].part], n, (int)wl, n);
+        }
+        int rc = check_scale(f, &f->tensors[w], f->tensors[i].st, err);
+        if (rc != ANVIL_OK) return rc;
+        f->tensors[w].scale = f->tensors[i].st;
+        drop(f, i);
+        if (w > i) --w;
+    }
+    return ANVIL_OK;
+}
+
+int hf_fp8_pair(hf_folder *f, anvil_error *err) {
+    const hf_json *q = hf_json_get(f->config, "quantization_config");
+    const char *method = hf_json_str(hf_json_get(q, "quant_method"));
+    int rc = ANVIL_OK;
+    if (method != NULL && strcmp(method, "fp8") == 0) {
+        rc = block_size(f, q, err);
+        if (rc == ANVIL_OK) rc = pair_scales(f, err);
+    }
+    for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
+        const anvil_st_dtype d = f->tensors[i].st->dtype;
+        if ((d == ANVIL_ST_F8_E4M3 || d == ANVIL_ST_F8_E5M2) && f->tensors[i].scale == NULL) {
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: FP8 weight \"%s\" has no \"%s_scale_inv\" (and "
+                                  "config.json no fp8 quantization_config): it cannot be dequantized", f->dir,
+                                  f->part_names[f->tensors[i].part], f->tensors[i].name, f->tensors[i].name);
+        }
+    }
+    return rc;
+}
+
+/* torch's float8_e4m3fn: bias 7, no infinities, S.1111.111 is NaN. */
+static float e4m3fn(uint8_t x) {
+    const uint32_t s = (uint32_t)(x & 0x80) << 24, e = (x >> 3) & 0xF, m = x & 7;
+    if (e == 15 && m == 7) return NAN;
+    if (e == 0) return anvil_f32_from_bits(s | anvil_f32_to_bits((float)m * 0x1.0p-9f));
+    return anvil_f32_from_bits(s | ((e + 120) << 23) | (m << 20));
+}
+
+/* float8_e5m2: the top byte of an IEEE half. */
+static float e5m2(uint8_t x) {
+    return anvil_fp16_to_fp32((anvil_half)((uint16_t)x << 8));
+}
+
+int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
+    memset(rd, 0, sizeof *rd);
+    rd->f = f;
+    rd->s = s;
+    const anvil_st_tensor *t = s->st;
+    rd->rows = t->rank >= 1 ? t->shape[0] : 1;
+    rd->row_len = rd->rows ? t->n_elements / rd->rows : 0;
+    if (s->scale == NULL) return ANVIL_OK;
+    rd->scale = malloc((size_t)s->scale->n_elements * sizeof *rd->scale + 1);
+    if (rd->scale == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    return anvil_st_tensor_to_f32(s->scale, rd->scale, s->scale->n_elements, err);
+}
+
+void hf_reader_close(hf_reader *rd) {
+    free(rd->scale);
+    rd->scale = NULL;
+}
+
+/* Row `row` (row_len values) as f32: F32/F16/BF16 decoded exactly, FP8
+ * times its block scale in float32 (dequant_simple). */
+void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
+    const anvil_st_tensor *t = rd->s->st;
+    const uint64_t L = rd->row_len, base = row * L;
+    switch (t->dtype) {
+    case ANVIL_ST_F32:
+        memcpy(dst, (const float *)t->data + base, L * sizeof(float));
+        return;
+    case ANVIL_ST_F16:
+        for (uint64_t c = 0; c < L; ++c) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            dst[c] = anvil_fp16_to_fp32(h);
+        }
+        return;
+    case ANVIL_ST_BF16:
+        for (uint64_t c = 0; c < L; ++c) {
+            uint16_t h;
+            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            dst[c] = anvil_bf16_to_fp32(h);
+        }
+        return;
+    default: break;
+    }
+    const uint8_t *w = (const uint8_t *)t->data + base;
+    const anvil_st_tensor *sc = rd->s->scale;
+    const uint64_t *blk = rd->f->fp8_block;
+    for (uint64_t c = 0; c < L; ++c) {
+        const float v = t->dtype == ANVIL_ST_F8_E4M3 ? e4m3fn(w[c]) : e5m2(w[c]);
+        float k;
+        if (blk[0] != 0) k = rd->scale[(row / blk[0]) * sc->shape[1] + c / blk[1]];
+        else k = sc->n_elements == 1 ? rd->scale[0] : rd->scale[row];
+        dst[c] = v * k;
+    }
+}

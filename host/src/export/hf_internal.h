@@ -1,0 +1,133 @@
+/*
+ * Internal: what the files of the Hugging Face converter share (hf_*.c).
+ *
+ * hf_folder.c reads a checkpoint folder (config.json, the safetensors shards
+ * and their index) into an hf_folder: the tensors in the order
+ * convert_hf_to_gguf.py visits them (parts sorted by file name, each part's
+ * tensors sorted by name). hf_arch.c knows the four architectures (hparams
+ * KVs, tensor names, which tensors stay F32, llama's Q/K permutation, Llama 3
+ * rope factors). hf_meta.c derives the general.* keys and the output file
+ * name as gguf-py's metadata.py and utility.py do. hf_convert.c runs it all.
+ */
+#ifndef ANVIL_HOST_HF_INTERNAL_H
+#define ANVIL_HOST_HF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anvil/anvil.h"
+#include "anvil/gguf.h"
+#include "anvil/safetensors.h"
+#include "hf_json.h"
+
+/* ---- the folder ----------------------------------------------------------- */
+
+typedef struct hf_src_tensor {
+    char *name;                   /* the checkpoint's name (after convert's filters) */
+    const anvil_st_tensor *st;    /* view into its part */
+    size_t part;                  /* index into hf_folder.part_names */
+    const anvil_st_tensor *scale; /* FP8: its weight_scale_inv, else NULL */
+} hf_src_tensor;
+
+typedef struct hf_folder {
+    char *dir;                    /* as given, without trailing '/' */
+    hf_json *config;              /* config.json */
+    char **part_names;            /* sorted */
+    anvil_st **parts;
+    size_t n_parts;
+    hf_src_tensor *tensors;       /* convert's order */
+    size_t n_tensors;
+    uint64_t fp8_block[2];        /* quantization_config.weight_block_size, or 0 0 */
+} hf_folder;
+
+int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
+void hf_folder_close(hf_folder *f);
+/* dir + "/" + name, malloc'd (NULL when out of memory). */
+char *hf_path_join(const char *dir, const char *name);
+/* 1 when dir/name is a regular file. */
+int hf_file_exists(const char *dir, const char *name);
+
+/* Block-scaled FP8 checkpoints (quantization_config.quant_method "fp8"):
+ * pair each *_scale_inv with its weight and drop it and the activation
+ * scales from the list, as convert's dequant_model does. */
+int hf_fp8_pair(hf_folder *f, anvil_error *err);
+/* A checkpoint tensor read row by row (rows: its first dim) as f32:
+ * F32/F16/BF16 decoded exactly, FP8 times its block scales (dequant_simple,
+ * in float32). */
+typedef struct hf_reader {
+    const hf_folder *f;
+    const hf_src_tensor *s;
+    uint64_t rows, row_len;
+    float *scale;                 /* FP8: the decoded scales */
+} hf_reader;
+int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
+void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst);
+void hf_reader_close(hf_reader *rd);
+
+/* ---- architectures ---------------------------------------------------------- */
+
+typedef enum hf_arch_id { HF_ARCH_LLAMA, HF_ARCH_QWEN2, HF_ARCH_QWEN3 } hf_arch_id;
+
+typedef struct hf_arch {
+    const char *hf_name;          /* "LlamaForCausalLM" */
+    hf_arch_id id;
+    const char *gguf_name;        /* "llama" */
+    int undo_permute;             /* llama's Q/K rows permutation */
+} hf_arch;
+
+/* The architecture of config.json's "architectures"[0]; an error naming
+ * the supported ones otherwise. */
+int hf_arch_find(const hf_json *config, const char *config_path, const hf_arch **out, anvil_error *err);
+
+/* One output tensor before conversion. */
+typedef struct hf_out_tensor {
+    char name[64];
+    int src;                      /* index into hf_folder.tensors, -1 for a generated one */
+    uint32_t n_dims;
+    uint64_t ne[4];               /* ggml order (innermost first) */
+    uint64_t n_elements;
+    int permute_heads;            /* > 0: llama Q/K permutation with this many heads */
+    uint32_t type;                /* ggml type written */
+    float *generated;             /* data of a generated tensor (rope_freqs), malloc'd */
+} hf_out_tensor;
+
+/* The tensors convert writes, in its order, with their GGUF names, shapes
+ * and permutation (types are chosen by hf_plan_types). */
+int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out,
+                 anvil_error *err);
+/* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
+ * general.file_type (ftype) and the arch's own keys. */
+int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w,
+                    anvil_error *err);
+/* The block count config.json gives (n_layers / num_hidden_layers / ...). */
+int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
+
+/* ---- general.* metadata and the file name ------------------------------------ */
+
+typedef struct hf_meta_opts {
+    const char *model_name;       /* --model-name, or NULL */
+    const char *metadata_path;    /* --metadata, or NULL */
+} hf_meta_opts;
+
+typedef struct hf_meta hf_meta;
+
+/* Gather what metadata.py's Metadata.load gathers (generation_config.json,
+ * config.json's _name_or_path, the folder name, the override file,
+ * --model-name) for a model of total_params parameters. */
+int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total_params, hf_meta **out,
+                 anvil_error *err);
+void hf_meta_free(hf_meta *m);
+/* Write the general.* keys in set_gguf_meta_model's order. */
+int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err);
+/* naming_convention(): "<Name>-<size>-<finetune>-<version>-<TYPE>" (vocab:
+ * "...-vocab") into buf. */
+int hf_meta_default_name(const hf_meta *m, const char *output_type, int vocab_only, char *buf,
+                         size_t cap, anvil_error *err);
+/* size_label() of a parameter count ("656K", "1.0M", "8.0B"). */
+void hf_size_label(int64_t total_params, char *buf, size_t cap);
+/* fill_templated_filename(): {ftype} {outtype} {} (lower case), {FTYPE}
+ * {OUTTYPE} (upper case), {{ and }}; any other field is an error. */
+int hf_fill_template(const char *name, const char *output_type, char *buf, size_t cap,
+                     anvil_error *err);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * hf_vocab: the tokenizer module's entry points (hf_vocab.h) -- which of
+ * convert_hf_to_gguf.py's set_vocab paths a folder takes, the KV list with
+ * gguf-py's dict semantics, writing it, and the small helpers the paths
+ * share (arena, files, Python truthiness).
+ */
+#include "hf_vocab_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+
+/* ---- arena ------------------------------------------------------------------ */
+
+struct hv_block {
+    hv_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+char *hv_dup(hv_arena *a, const char *s, size_t n) {
+    hv_block *b = a->head;
+    if (n >= SIZE_MAX / 2) return NULL;
+    if (b != NULL) b->used = (b->used + 7) & ~(size_t)7; /* aligned for arrays kept here */
+    if (b == NULL || b->used > b->cap || b->cap - b->used < n + 1) {
+        const size_t cap = n + 1 > 65536 ? n + 1 : 65536;
+        b = malloc(sizeof *b + cap);
+        if (b == NULL) return NULL;
+        b->next = a->head;
+        b->used = 0;
+        b->cap = cap;
+        a->head = b;
+    }
+    char *p = b->data + b->used;
+    if (n > 0) memcpy(p, s, n);
+    p[n] = '\0';
+    b->used += n + 1;
+    return p;
+}
+
+char *hv_printf(hv_arena *a, const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf) return NULL;
+    return hv_dup(a, buf, (size_t)n);
+}
+
+void hv_arena_free(hv_arena *a) {
+    while (a->head != NULL) {
+        hv_block *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+}
+
+/* ---- the KV list -------------------------------------------------------------- */
+
+const hv_kv *hv_get(const anvil__hf_vocab *v, const char *key) {
+    for (size_t i = 0; i < v->n_kvs; ++i) {
+        if (strcmp(v->kvs[i].key, key) == 0) return &v->kvs[i];
+    }
+    return NULL;
+}
+
+static int hv_put(anvil__hf_vocab *v, const hv_kv *kv, anvil_error *err) {
+    for (size_t i = 0; i < v->n_kvs; ++i) {
+        if (strcmp(v->kvs[i].key, kv->key) == 0) {
+            const char *key = v->kvs[i].key;
+            v->kvs[i] = *kv;
+            v->kvs[i].key = key;
+            return ANVIL_OK;
+        }
+    }
+    if (v->n_kvs == v->cap_kvs) {
+        const size_t cap = v->cap_kvs ? v->cap_kvs * 2 : 32;
+        hv_kv *nk = realloc(v->kvs, cap * sizeof *nk);
+        if (nk == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+        v->kvs = nk;
+        v->cap_kvs = cap;
+    }
+    hv_kv *slot = &v->kvs[v->n_kvs];
+    *slot = *kv;
+    slot->key = hv_dup(&v->arena, kv->key, strlen(kv->key));
+    if (slot->key == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    v->n_kvs++;
+    return ANVIL_OK;
+}
+
+int hv_set_u32(anvil__hf_vocab *v, const char *key, uint32_t u, anvil_error *err) {
+    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_U32, .u = u};
+    return hv_put(v, &kv, err);
+}
+
+int hv_set_bool(anvil__hf_vocab *v, const char *key, int b, anvil_error *err) {
+    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_BOOL, .u = b ? 1u : 0u};
+    return hv_put(v, &kv, err);
+}
+
+int hv_set_str(anvil__hf_vocab *v, const char *key, const char *s, size_t len, anvil_error *err) {
+    if (len == 0) return ANVIL_OK; /* add_string skips an empty value */
+    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_STRING};
+    kv.s.ptr = hv_dup(&v->arena, s, len);
+    kv.s.len = len;
+    if (kv.s.ptr == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    return hv_put(v, &kv, err);
+}
+
+int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void *items,
+                 uint64_t count, anvil_error *err) {
+    if (count == 0) return ANVIL_OK; /* add_array skips an empty list */
+    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_ARRAY, .elem = elem, .count = count};
+    if (elem == ANVIL_GGUF_TYPE_STRING) {
+        kv.strs = items;
+    } else {
+        kv.nums = items;
+    }
+    return hv_put(v, &kv, err);
+}
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+char *hv_path(const char *dir, const char *name) {
+    const size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p == NULL) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+int hv_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err) {
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
+                                "cannot open %s: %s", path, strerror(errno));
+    }
+    size_t n = 0, cap = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (n == cap) {
+            if (cap > ((size_t)1 << 31)) {
+                free(buf);
+                fclose(f);
+                return anvil__error_set(err, ANVIL_E_FORMAT,
+                                        "%s is over 2 GiB: not a tokenizer file", path);
+            }
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory", path);
+            }
+            buf = nb;
+        }
+        const size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return anvil__error_set(err, ANVIL_E_IO, "cannot read %s", path);
+    }
+    *out = buf;
+    *len = n;
+    return ANVIL_OK;
+}
+
+const char *hv_quote(char *buf, size_t cap, const char *s, size_t len) {
+    anvil__json_quote_for_message(buf, cap, s, len, 48);
+    return buf;
+}
+
+int hv_truthy(const hf_json *j) {
+    if (j == NULL) return 0;
+    switch (j->kind) {
+    case ANVIL_JSON_NULL:
+    case ANVIL_JSON_FALSE: return 0;
+    case ANVIL_JSON_TRUE: return 1;
+    case ANVIL_JSON_STRING: return j->len > 0;
+    case ANVIL_JSON_NUMBER: return hf_json_f64(j) != 0.0;
+    default: return j->n_items > 0;
+    }
+}
+
+int hv_str_is(const hf_json *j, const char *s) {
+    return j != NULL && j->kind == ANVIL_JSON_STRING && strlen(s) == j->len &&
+           memcmp(j->text, s, j->len) == 0;
+}
+
+static int has_prefix(const char *s, size_t len, const char *p) {
+    const size_t n = strlen(p);
+    return len >= n && memcmp(s, p, n) == 0;
+}
+
+static int has_suffix(const char *s, size_t len, const char *p) {
+    const size_t n = strlen(p);
+    return len >= n && memcmp(s + len - n, p, n) == 0;
+}
+
+int hv_looks_special(const char *s, size_t len) {
+    static const char *const exact[] = {"<pad>", "<mask>", "<2mass>", "[@BOS@]"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; ++i) {
+        if (len == strlen(exact[i]) && memcmp(s, exact[i], len) == 0) return 1;
+    }
+    if (has_prefix(s, len, "<|") && has_suffix(s, len, "|>")) return 1;
+    /* "<\uff5c" ... "\uff5c>" (deepseek-coder's fullwidth bar) */
+    if (has_prefix(s, len, "<\xef\xbd\x9c") && has_suffix(s, len, "\xef\xbd\x9c>")) return 1;
+    return has_prefix(s, len, "<unused") && has_suffix(s, len, ">");
+}
+
+size_t hv_unmark_spaces(char *s, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        if (i + 3 <= len && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
+            s[o++] = ' ';
+            i += 3;
+        } else {
+            s[o++] = s[i++];
+        }
+    }
+    return o;
+}

@@ -1,0 +1,119 @@
+/*
+ * The "hf" family: `anvil convert` against llama.cpp's convert_hf_to_gguf.py
+ * and llama.cpp itself. For every reference pair of
+ * ../shared/testdata/hf (a checkpoint folder and the GGUF the converter
+ * wrote from it with the options in its name), anvil_hf_convert with the
+ * same options must give the same file: byte for byte when this build
+ * writes the tokenizer, else every non-tokenizer KV (order, wire type,
+ * bytes) and every tensor. Then llama.cpp (libllama) loads the converted
+ * file and greedy-decodes from it, and the tokens must equal those it
+ * decodes from the converter's file (vocab-only files are not run).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../hf/gguf_same.h"
+#include "anvil/hf.h"
+#include "llama_oracle.h"
+#include "parity.h"
+#include "test_env.h"
+
+enum { HF_STEPS = 8 };
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One pair: folder name and option from "<folder>.<opt>.gguf". */
+static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const char *ref_dir, const char *file,
+                         const char *tmp, size_t *checked) {
+    char dir[512], opt[32], in[2048], ref[2048], out[2048], why[1024];
+    const char *dot = strchr(file, '.');
+    const char *dot2 = dot ? strchr(dot + 1, '.') : NULL;
+    if (dot == NULL || dot2 == NULL) return 0;
+    snprintf(dir, sizeof dir, "%.*s", (int)(dot - file), file);
+    snprintf(opt, sizeof opt, "%.*s", (int)(dot2 - dot - 1), dot + 1);
+    snprintf(in, sizeof in, "%s/%s", ref_dir, dir);
+    snprintf(ref, sizeof ref, "%s/%s", ref_dir, file);
+    snprintf(out, sizeof out, "%s/%s", tmp, file);
+    anvil_hf_convert_options o;
+    anvil_hf_convert_options_init(&o);
+    o.outfile = out;
+    o.vocab_only = strcmp(opt, "vocab") == 0;
+    o.outtype = o.vocab_only ? NULL : opt;
+    anvil_hf_convert_result r;
+    anvil_error err = { 0 };
+    size_t bad = 0;
+    if (anvil_hf_convert(ctx, in, &o, &r, &err) != ANVIL_OK) {
+        printf("  %s: anvil convert failed: %s\n", file, err.message);
+        return 1;
+    }
+    const int whole = r.has_tokenizer;
+    anvil_hf_convert_result_free(&r);
+    ++*checked;
+    if (gguf_same(out, ref, whole ? NULL : "tokenizer.", why, sizeof why) != 0) {
+        printf("  %s: differs from convert_hf_to_gguf.py's: %s\n", file, why);
+        bad++;
+    }
+    if (lo != NULL && whole && !o.vocab_only) {
+        int32_t a[HF_STEPS], b[HF_STEPS];
+        ++*checked;
+        if (llama_oracle_generate(lo, ref, HF_STEPS, a, why, sizeof why) != 0 ||
+            llama_oracle_generate(lo, out, HF_STEPS, b, why, sizeof why) != 0) {
+            printf("  %s: llama.cpp: %s\n", file, why);
+            bad++;
+        } else if (memcmp(a, b, sizeof a) != 0) {
+            printf("  %s: llama.cpp decodes other tokens from anvil's file\n", file);
+            bad++;
+        } else if (pc->verbose) {
+            printf("  %s: llama.cpp decodes %d tokens, the same from both\n", file, HF_STEPS);
+        }
+    }
+    unlink(out);
+    return bad;
+}
+
+int parity_hf(parity_ctx *pc) {
+    const char *ref_dir = test_shared_path("hf");
+    if (ref_dir == NULL) {
+        printf("hf       skipped: no ../shared/testdata/hf\n");
+        return 0;
+    }
+    char refs[1024];
+    snprintf(refs, sizeof refs, "%s", ref_dir);
+    char tmp[] = "/tmp/anvil-parity-hf-XXXXXX";
+    if (mkdtemp(tmp) == NULL) return 1;
+    anvil_ctx *ctx = NULL;
+    anvil_error err = { 0 };
+    if (anvil_ctx_open(&ctx, parity_config_path(), &err) != ANVIL_OK) {
+        printf("hf       cannot open a context: %s\n", err.message);
+        rmdir(tmp);
+        return 1;
+    }
+    llama_oracle lo;
+    char why[512];
+    const int have_llama = llama_oracle_open(&lo, pc->oracle->dir, why, sizeof why) == 0;
+    if (!have_llama) printf("hf       llama.cpp not loaded (%s): files are compared, not run\n", why);
+    DIR *d = opendir(refs);
+    char *names[64];
+    size_t n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL && n < 64;) {
+        const size_t l = strlen(e->d_name);
+        if (l > 5 && strcmp(e->d_name + l - 5, ".gguf") == 0) names[n++] = strdup(e->d_name);
+    }
+    if (d != NULL) closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    size_t checked = 0, bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        bad += check_pair(pc, ctx, have_llama ? &lo : NULL, refs, names[i], tmp, &checked);
+        free(names[i]);
+    }
+    if (have_llama) llama_oracle_close(&lo);
+    anvil_ctx_close(ctx);
+    rmdir(tmp);
+    parity_report(pc, "hf", "convert_hf_to_gguf.py pairs, llama.cpp runs", checked, bad);
+    return (int)bad;
+}
