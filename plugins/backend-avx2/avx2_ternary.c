@@ -69,29 +69,33 @@ AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
 
 AVX2_INLINE __m256i times3(__m256i x) { return _mm256_add_epi8(x, _mm256_add_epi8(x, x)); }
 
-AVX2_INLINE __m256i trits(__m256i x) {
-    const __m256i xs = _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)); /* unsigned order, signed compare */
+/* The codes 0, 1, 2 of biased states (x ^ 0x80: unsigned order, signed
+ * compare; the bias survives x -> 3x mod 256, as 3 * 128 = 128 mod 256, so
+ * it is applied once per load, not per level). */
+AVX2_INLINE __m256i trits(__m256i xs) {
     const __m256i gt85 = _mm256_cmpgt_epi8(xs, _mm256_set1_epi8(85 - 128));
     const __m256i gt170 = _mm256_cmpgt_epi8(xs, _mm256_set1_epi8(170 - 128));
     return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(gt85, gt170));
 }
 
+AVX2_INLINE __m256i biased(__m256i x) { return _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)); }
+
 /* The eight 32-trit vectors of a TQ1_0 block, in element order. */
 AVX2_INLINE void tq1_0_trits(const uint8_t *blk, __m256i t[8]) {
-    __m256i q = avx2_load(blk);
+    __m256i q = biased(avx2_load(blk));
     for (int k = 0; k < 5; ++k) {
         t[k] = trits(q);
         q = times3(q);
     }
     /* qs[32..47]: low lane trit 2k, high lane trit 2k + 1 (16 elements each) */
-    const __m256i b = _mm256_broadcastsi128_si256(avx2_load128(blk + 32));
+    const __m256i b = biased(_mm256_broadcastsi128_si256(avx2_load128(blk + 32)));
     __m256i v = _mm256_blend_epi32(b, times3(b), 0xF0);
     t[5] = trits(v);
     v = times3(times3(v));
     t[6] = trits(v);
     v = times3(times3(v));
     /* qh: byte 4 t + m holds qh[m] times 3^t */
-    const __m256i c0 = _mm256_set1_epi32((int)anvil_rd_u32(blk + 48));
+    const __m256i c0 = biased(_mm256_set1_epi32((int)anvil_rd_u32(blk + 48)));
     const __m256i c1 = times3(c0), c2 = times3(c1), c3 = times3(c2);
     const __m256i c = _mm256_blend_epi32(_mm256_blend_epi32(c0, c1, 0x22), _mm256_blend_epi32(c2, c3, 0x88), 0xCC);
     t[7] = trits(_mm256_blend_epi32(v, c, 0xF0));

@@ -187,6 +187,14 @@ AVX512_INLINE void avx512_store_rows(float *y, __m256 v, const int R) {
     }
 }
 
+/* Lane r = y[r] for r < R (the others zero): store_rows' inverse. */
+AVX512_INLINE __m256 avx512_load_rows(const float *y, const int R) {
+    if (R == 8) return _mm256_loadu_ps(y);
+    if (R == 4) return _mm256_castps128_ps256(_mm_loadu_ps(y));
+    if (R == 2) return _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)y)));
+    return _mm256_castps128_ps256(_mm_load_ss(y));
+}
+
 /* Kernel table entry with every optional part this backend provides. */
 #define AVX512_KERNEL(ident, wtype, atype, dot, gv, gm, dec)                                             \
     static const anvil_kernel ident = {                                                                  \

@@ -2,18 +2,9 @@
  * row decoders. The types are codec-ptqtp's; their layout comes from the
  * SDK's anvil/formats/ptqtp.h, the only thing this backend knows of them.
  *
- * Multiplication-free: per plane and 64 activation codes, two compares give
- * the +1 and -1 trit masks, the codes are kept under the first and negated
- * under the second (exact: Q8_K codes lie in [-127, 127]), and the bytes are
- * widened by an add -- vpdpbusd against ones with VNNI, else vpmaddubsw
- * against ones into int16 (at most 4 * 2 * 127 = 1016 per lane and block)
- * and one vpmaddwd per plane and block.
- *
- * Trits: the plane's bytes biased (x ^ 0x80) once per load, so a byte's
- * state s compares signed: trit +1 for s > 42, -1 for s < -42; the next
- * trit's state is 3 s mod 256. The four zmm of states of a plane cover
- * elements 0..63, 64..127, 128..191, 192..255, built as avx512_ternary.c
- * builds TQ1_0's trits (same byte layout).
+ * Mat-vec through simd-common's simd_trit_act.h (the activation row in the
+ * planes' byte order, once per call) and avx512_trit_group.h (a plane's
+ * exact integer dot: multiplication-free in the trits, see there).
  *
  * Float part, the reference's (codec-ptqtp's ptqtp_planes.c) in each row's
  * lane: acc = s0 * d0; acc = acc + s1 * d1 (+ s2 * d2); sum = sum + acc * da,
@@ -22,15 +13,52 @@
 #include "anvil/formats/ptqtp.h"
 #include "avx512_common.h"
 #include "avx512_kernels.h"
+#include "avx512_trit_group.h"
 
-#define Q8K_QS 4
-#define Q8K_BYTES 292
 #define PLANE ANVIL_PTQTP_PLANE_BYTES
 
 AVX512_INLINE __m512i times3(__m512i x) { return _mm512_add_epi8(x, _mm512_add_epi8(x, x)); }
 AVX512_INLINE __m512i times9(__m512i x) { return times3(times3(x)); }
 
-/* The four state vectors of a plane, biased, in element order:
+AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *act, float *y, const int R,
+                              simd_pf *pf, const int K) {
+    const size_t bb = (size_t)ANVIL_PTQTP_BLOCK_BYTES(K);
+    const simd_trit_act *A = (const simd_trit_act *)act;
+    __m256 acc = A->carry ? avx512_load_rows(y, R) : _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, ++A) {
+        simd_pf_block(pf, b, bb, ws, R);
+        __m512i Q[5];
+        for (int j = 0; j < 5; ++j) Q[j] = avx512_load(A->q[j]);
+        __m256 blk = _mm256_setzero_ps();
+        for (int k = 0; k < K; ++k) {
+            __m512i m[8];
+            AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = trit_group_dot(w + (size_t)r * ws + k * PLANE, Q);
+            const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(trit_group_sums(m, R, A)),
+                                              simd_x86_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
+            blk = k == 0 ? part : _mm256_add_ps(blk, part);
+        }
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(A->d)));
+    }
+    avx512_store_rows(y, acc, R);
+}
+
+AVX512_INLINE void ptqtp2_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                               simd_pf *pf) {
+    ptqtp_rows(nb, w, ws, a, y, R, pf, 2);
+}
+
+AVX512_INLINE void ptqtp3_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                               simd_pf *pf) {
+    ptqtp_rows(nb, w, ws, a, y, R, pf, 3);
+}
+
+SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp2, ANVIL_PTQTP_BLOCK_BYTES(2))
+SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp3, ANVIL_PTQTP_BLOCK_BYTES(3))
+
+/* ---- decoders: y = t0 * d0, y = y + t1 * d1 (...), as the reference ---------
+ * The states in element order ---------------------------------
+ * The four zmm of biased states of a plane, element order (as
+ * avx512_ternary.c builds TQ1_0's trits):
  *   z0 = [q, 3q]             (q = bytes 0..31: levels 0, 1)
  *   z1 = [9q, 27q]           (levels 2, 3)
  *   z2 = [81q | p, 3p]       (level 4; p = bytes 32..47: levels 0, 1)
@@ -50,64 +78,6 @@ AVX512_INLINE void plane_states(const uint8_t *p, __m512i z[4]) {
     z[3] = _mm512_mask_blend_epi32(0x3000, _mm512_mask_blend_epi32(0x0F00, g9, g81), g);
 }
 
-/* The codes of act times the trits of state s: kept (+1), negated (-1), 0. */
-AVX512_INLINE __m512i trit_times(__m512i s, __m512i act) {
-    const __mmask64 plus = _mm512_cmpgt_epi8_mask(s, _mm512_set1_epi8(42));
-    const __mmask64 minus = _mm512_cmplt_epi8_mask(s, _mm512_set1_epi8(-42));
-    return _mm512_mask_sub_epi8(_mm512_maskz_mov_epi8(plus, act), minus, _mm512_setzero_si512(), act);
-}
-
-/* sum over a plane of t * q, as sixteen int32 lanes. */
-AVX512_INLINE __m512i plane_dot(const uint8_t *p, const __m512i qa[4]) {
-    __m512i z[4];
-    plane_states(p, z);
-    const __m512i ones = _mm512_set1_epi8(1);
-#if AVX512_VNNI
-    __m512i acc = _mm512_setzero_si512();
-    for (int v = 0; v < 4; ++v) acc = _mm512_dpbusd_epi32(acc, ones, trit_times(z[v], qa[v]));
-    return acc;
-#else
-    __m512i acc = _mm512_maddubs_epi16(ones, trit_times(z[0], qa[0]));
-    for (int v = 1; v < 4; ++v) acc = _mm512_add_epi16(acc, _mm512_maddubs_epi16(ones, trit_times(z[v], qa[v])));
-    return _mm512_madd_epi16(acc, _mm512_set1_epi16(1));
-#endif
-}
-
-AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                              simd_pf *pf, const int K) {
-    const size_t bb = (size_t)ANVIL_PTQTP_BLOCK_BYTES(K);
-    __m256 acc = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; ++b, w += bb, a += Q8K_BYTES) {
-        simd_pf_block(pf, b, bb, ws, R);
-        __m512i qa[4];
-        for (int v = 0; v < 4; ++v) qa[v] = avx512_load(a + Q8K_QS + 64 * v);
-        __m256 blk = _mm256_setzero_ps();
-        for (int k = 0; k < K; ++k) {
-            __m512i m[8];
-            AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = plane_dot(w + (size_t)r * ws + k * PLANE, qa);
-            const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(avx512_reduce(m, R)),
-                                              simd_x86_halves(w + ANVIL_PTQTP_SCALE_OFFSET(K, k), ws, R));
-            blk = k == 0 ? part : _mm256_add_ps(blk, part);
-        }
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(anvil_rd_f32(a))));
-    }
-    avx512_store_rows(y, acc, R);
-}
-
-AVX512_INLINE void ptqtp2_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                               simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 2);
-}
-
-AVX512_INLINE void ptqtp3_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                               simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 3);
-}
-
-SIMD_DEFINE_ENTRY_POINTS(ptqtp2, 256, ANVIL_PTQTP_BLOCK_BYTES(2))
-SIMD_DEFINE_ENTRY_POINTS(ptqtp3, 256, ANVIL_PTQTP_BLOCK_BYTES(3))
-
-/* ---- decoders: y = t0 * d0, y = y + t1 * d1 (...), as the reference --------- */
 
 /* Bytes 16 j .. 16 j + 15 of v (j a constant after inlining). */
 AVX512_INLINE __m128i lane128(__m512i v, int j) {
@@ -127,7 +97,7 @@ AVX512_INLINE void ptqtp_decode(const void *src, float *dst, size_t n, const int
         for (int k = 0; k < K; ++k) {
             __m512i z[4];
             plane_states(b + k * PLANE, z);
-            for (int v = 0; v < 4; ++v) t[k][v] = trit_times(z[v], _mm512_set1_epi8(1)); /* the trits themselves */
+            for (int v = 0; v < 4; ++v) t[k][v] = trit_group_times(z[v], _mm512_set1_epi8(1)); /* the trits themselves */
             d[k] = _mm512_set1_ps(avx512_half(b + ANVIL_PTQTP_SCALE_OFFSET(K, k)));
         }
         for (int v = 0; v < 4; ++v) {

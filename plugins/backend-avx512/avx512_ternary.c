@@ -5,9 +5,12 @@
  * which the encoder never writes), so
  *     sum (c - 1) a = sum c a - sum a
  * where sum c a is an unsigned-by-signed multiply-add and sum a is the sum of
- * the Q8_K bsums, computed once per block for all R rows. A whole 256-element
- * super-block of a row is four zmm of codes against four zmm of activations
- * (loaded once per block for the R rows). Float part, as
+ * the Q8_K bsums, computed once per block for all R rows. TQ2_0: a whole
+ * 256-element super-block of a row is four zmm of codes against four zmm of
+ * activations (loaded once per block for the R rows). TQ1_0: the 52 trit
+ * bytes as one group against the activations in their order
+ * (avx512_trit_group.h, simd_trit_act.h; the sum of the activations from
+ * their codes, once per block). Float part, as
  * plugins/ref/ternary_tq*.c (and backend-avx2):
  *     TQ2_0  sumf += (float)sumi * (y.d * fp16(x.d))
  *     TQ1_0  sumf += (float)sumi * (fp16(x.d) * y.d)
@@ -18,6 +21,7 @@
  */
 #include "avx512_common.h"
 #include "avx512_kernels.h"
+#include "avx512_trit_group.h"
 
 #define Q8K_QS 4
 #define Q8K_BSUMS 260
@@ -105,7 +109,8 @@ AVX512_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
  *   z1 = [9q, 27q]           (trits 2, 3)
  *   z2 = [81q | p, 3p]       (trit 4; p = qs[32..47]: trits 0, 1)
  *   z3 = [9p, 27p, 81p, h]   (p's trits 2..4; h: dword t = qh * 3^t)
- * each multiple taken bytewise mod 256, then split into trits. */
+ * each multiple taken bytewise mod 256, then split into trits (the
+ * decoder's order; the mat-vec keeps the bytes' own order instead). */
 
 AVX512_INLINE __m512i times3(__m512i x) { return _mm512_add_epi8(x, _mm512_add_epi8(x, x)); }
 AVX512_INLINE __m512i times9(__m512i x) { return times3(times3(x)); }
@@ -134,37 +139,28 @@ AVX512_INLINE void tq1_0_trits(const uint8_t *blk, __m512i z[4]) {
     z[3] = trits(_mm512_mask_blend_epi32(0x3000, _mm512_mask_blend_epi32(0x0F00, g9, g81), g));
 }
 
-/* Bound without VNNI (int16 lanes, four vpmaddubsw): 4 * 2 * 2 * 127 = 2032. */
-AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+/* The mat-vec: avx512_trit_group.h's exact sum of trit * code per block
+ * (the trits are c - 1), against the activation row rearranged once per
+ * call (simd_trit_act.h). */
+AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *act, float *y, const int R,
                               simd_pf *pf) {
-    __m256 acc = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; ++b, w += TQ1_0_BYTES, a += Q8K_BYTES) {
+    const simd_trit_act *A = (const simd_trit_act *)act;
+    __m256 acc = A->carry ? avx512_load_rows(y, R) : _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += TQ1_0_BYTES, ++A) {
         simd_pf_block(pf, b, TQ1_0_BYTES, ws, R);
-        __m512i qa[4];
-        for (int k = 0; k < 4; ++k) qa[k] = avx512_load(a + Q8K_QS + 64 * k);
+        __m512i Q[5];
+        for (int j = 0; j < 5; ++j) Q[j] = avx512_load(A->q[j]);
         __m512i m[8];
-        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
-            __m512i z[4];
-            tq1_0_trits(w + (size_t)r * ws, z);
-#if AVX512_VNNI
-            __m512i s = avx512_dpbusd(_mm512_setzero_si512(), z[0], qa[0]);
-            for (int k = 1; k < 4; ++k) s = avx512_dpbusd(s, z[k], qa[k]);
-            m[r] = s;
-#else
-            __m512i s16 = _mm512_maddubs_epi16(z[0], qa[0]);
-            for (int k = 1; k < 4; ++k) s16 = _mm512_add_epi16(s16, _mm512_maddubs_epi16(z[k], qa[k]));
-            m[r] = _mm512_madd_epi16(s16, _mm512_set1_epi16(1));
-#endif
-        }
-        const __m256i sumi = _mm256_sub_epi32(avx512_reduce(m, R), q8k_total(a));
-        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 52, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = trit_group_dot(w + (size_t)r * ws, Q);
+        const __m256i sumi = trit_group_sums(m, R, A);
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w + 52, ws, R), _mm256_set1_ps(A->d));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), d));
     }
     avx512_store_rows(y, acc, R);
 }
 
 SIMD_DEFINE_ENTRY_POINTS(tq2_0, 256, TQ2_0_BYTES)
-SIMD_DEFINE_ENTRY_POINTS(tq1_0, 256, TQ1_0_BYTES)
+SIMD_DEFINE_TRIT_ENTRY_POINTS(tq1_0, TQ1_0_BYTES)
 
 /* ---- decoders: (float)(c - 1) * d, as the reference ------------------------- */
 

@@ -107,13 +107,20 @@ typedef struct seg_stats {
     double err;
 } seg_stats;
 
-/* The number of weights <= x, but at least lo (the segments' ends rise).
- * Branchless: a comparison per halving step, no branch to mispredict. */
+/* The number of weights <= x, but at least lo (the segments' ends rise):
+ * lo plus those <= x among w[lo..N-1] (if some weight below lo is above x,
+ * so are all from lo on: the same count). A halving search over the
+ * remaining span only; the step is a select, no branch to mispredict. */
 static unsigned upper_bound(const group *g, unsigned lo, double x) {
-    unsigned pos = 0;
-    for (unsigned step = N / 2; step > 0; step >>= 1) pos += g->wd[pos + step - 1] <= x ? step : 0;
-    pos += g->wd[pos] <= x; /* the steps reach N - 1 at most */
-    return pos > lo ? pos : lo;
+    const double *base = g->wd + lo;
+    unsigned len = N - lo;
+    if (len == 0) return lo;
+    while (len > 1) {
+        const unsigned half = len / 2;
+        base = base[half - 1] <= x ? base + half : base;
+        len -= half;
+    }
+    return (unsigned)(base - g->wd) + (base[0] <= x);
 }
 
 /* (v[x], x) before (v[y], y): by value, ties by index -- a total order. */
@@ -201,15 +208,23 @@ static void solve(const combos *cs, unsigned k, const seg_stats *st, double *d) 
     double m[ANVIL_PTQTP_MAX_PLANES][ANVIL_PTQTP_MAX_PLANES + 1];
     for (unsigned i = 0; i < k; ++i) {
         for (unsigned j = 0; j <= k; ++j) m[i][j] = 0.0;
-        for (unsigned c = 0; c < cs->n; ++c) {
-            /* an empty segment adds only zeros (and +0 + -0 is +0): skip it */
-            if (st->n[c] == 0.0) continue;
+    }
+    /* A term with a zero trit is a signed zero, and adding one changes no
+     * sum (each starts at +0, and +0 + -0 is +0): only the nonzero terms
+     * are added, in the same order -- the same sums to the bit. So are
+     * empty segments skipped. */
+    for (unsigned c = 0; c < cs->n; ++c) {
+        if (st->n[c] == 0.0) continue;
+        for (unsigned i = 0; i < k; ++i) {
             const double ti = cs->td[c][i];
-            for (unsigned j = 0; j < k; ++j) m[i][j] = m[i][j] + ti * cs->td[c][j] * st->n[c];
+            if (ti == 0.0) continue;
+            for (unsigned j = 0; j < k; ++j) {
+                if (cs->td[c][j] != 0.0) m[i][j] = m[i][j] + ti * cs->td[c][j] * st->n[c];
+            }
             m[i][k] = m[i][k] + ti * st->s[c];
         }
-        m[i][i] = m[i][i] + RIDGE;
     }
+    for (unsigned i = 0; i < k; ++i) m[i][i] = m[i][i] + RIDGE;
     for (unsigned c = 0; c < k; ++c) {
         for (unsigned r = c + 1; r < k; ++r) {
             const double f = m[r][c] / m[c][c];

@@ -131,10 +131,10 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
  * activation row against a group while its bytes are still in L1/L2: the
  * weights are read from memory once, not m times (the first activation row
  * prefetches the next group). */
-#define SIMD_DEFINE_ENTRY_POINTS(fmt, block, bytes)                                                   \
-    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                  \
-        fmt##_rows(n / (block), (const uint8_t *)w, 0, (const uint8_t *)a, s, 1, NULL);             \
-    }                                                                                               \
+/* The passes alone: `<fmt>_pass` and `<fmt>_gemv_from(nb, r0, nrows,
+ * pf_end, y, w, ws, a)` (rows r0..nrows-1, prefetching on up to row
+ * pf_end), for entry points that prepare the activation row first. */
+#define SIMD_DEFINE_PASSES(fmt, bytes)                                                                \
     /* one pass of R rows at row r; the next pass starts at row r + R and ends at `end` */          \
     static inline __attribute__((always_inline)) void fmt##_pass(                                   \
         size_t nb, size_t r, const int R, size_t end, float *y, const uint8_t *w, size_t ws,        \
@@ -162,7 +162,13 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
             r += 2;                                                                                 \
         }                                                                                           \
         if (r < nrows) fmt##_pass(nb, r, 1, r + 1 < nrows ? nrows : pf_end, y, w, ws, a);           \
+    }
+
+#define SIMD_DEFINE_ENTRY_POINTS(fmt, block, bytes)                                                   \
+    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                  \
+        fmt##_rows(n / (block), (const uint8_t *)w, 0, (const uint8_t *)a, s, 1, NULL);             \
     }                                                                                               \
+    SIMD_DEFINE_PASSES(fmt, bytes)                                                                  \
     static void fmt##_gemv(size_t n, size_t nrows, float *y, const void *w, size_t ws,               \
                            const void *a) {                                                         \
         fmt##_gemv_from(n / (block), 0, nrows, nrows, y, (const uint8_t *)w, ws, (const uint8_t *)a); \
