@@ -42,7 +42,8 @@ oracle: deps
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DANVIL_BUILD_TESTS=ON \
-	  -DANVIL_AVX512_EMU=$(AVX512_EMU) -DANVIL_ORACLE_DIR="$(ORACLE_LIB)"
+	  -DANVIL_AVX512_EMU=$(AVX512_EMU) -DANVIL_ORACLE_DIR="$(ORACLE_LIB)" \
+	  -DANVIL_HF_LLAMA_SRC="$(ORACLE_DIR)/llama.cpp"
 	cmake --build $(BUILD) -j$(JOBS)
 
 # Only what a user runs: no test suites, no SIMDe emulation, no oracle.
