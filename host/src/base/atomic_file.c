@@ -333,7 +333,7 @@ static int open_stream(afile *f, const char *path, anvil_error *err) {
     f->final_path = strdup(strcmp(path, "-") == 0 ? "standard output" : path);
     if (f->final_path == NULL) {
         close(fd);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     f->fd = fd;
     f->stream = 1;
@@ -380,7 +380,7 @@ int afile_open(afile *f, const char *path, anvil_error *err) {
     if (dir == NULL || f->final_path == NULL) {
         free(dir);
         afile_discard(f);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     /* Clear the temps killed writers of this name left. */
     const int lock = afile_lock_dir(dir, 1);
@@ -420,7 +420,7 @@ static int name_anonymous(afile *f, anvil_error *err) {
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
     char *dir = afile_dir_of(f->final_path);
     if (dir == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     int e = EEXIST;
     for (int attempt = 0; e == EEXIST && attempt < 100; ++attempt) {

@@ -425,11 +425,11 @@ static int init_cfg(anvil_config *cfg, const char *path, anvil_error *err) {
     char *copy = dupstr(cfg->path ? cfg->path : path);
     if (cfg->path == NULL || copy == NULL) {
         free(copy);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     cfg->dir = dupstr(dirname(copy));
     free(copy);
-    if (cfg->dir == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (cfg->dir == NULL) return anvil__nomem(err);
     return ANVIL_OK;
 }
 

@@ -134,7 +134,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
     const size_t n = strlen(j->dir) + strlen(afile_base_of(j->e[0].final_path)) + 48;
     char *tmp = malloc(n);
     if (tmp == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     snprintf(tmp, n, "%s/.%s.anvil-%ld-journal", j->dir, afile_base_of(j->e[0].final_path),
              (long)getpid());
@@ -478,7 +478,7 @@ static void mark(const char *path, const char *id, size_t no, size_t count) {
 static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
     j->e = calloc(n, sizeof *j->e);
     if (j->e == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     j->n = n;
     for (size_t i = 0; i < n; ++i) {
@@ -497,7 +497,7 @@ static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
         const size_t bn = strlen(parts[i].tmp_path) + 8;
         e->backup_path = malloc(bn);
         if (e->final_path == NULL || e->temp_path == NULL || e->backup_path == NULL) {
-            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__nomem(err);
         }
         snprintf(e->backup_path, bn, "%s-old", parts[i].tmp_path);
         if (inode_at(e->temp_path, &e->new_ino) != 1) {
@@ -542,7 +542,7 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
     memset(&j, 0, sizeof j);
     j.dir = afile_dir_of(parts[0].final_path);
     j.path = j.dir != NULL ? journal_path_for(j.dir, afile_base_of(parts[0].final_path)) : NULL;
-    int rc = j.path != NULL ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    int rc = j.path != NULL ? ANVIL_OK : anvil__nomem(err);
     const int lock = rc == ANVIL_OK ? afile_lock_dir(j.dir, 1) : -1;
     if (rc == ANVIL_OK) {
         file_set_recover_dir(j.dir); /* a writer that died since we opened */
@@ -596,7 +596,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
     char *jpath = dir != NULL ? journal_path_for(dir, afile_base_of(first_path)) : NULL;
     if (jpath == NULL) {
         free(dir);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     v->lock_fd = afile_lock_dir(dir, 0);
     int rc = ANVIL_OK;
@@ -615,7 +615,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
         } else {
             const int fwd = can_go_forward(&j), bwd = !fwd && can_go_back(&j);
             v->paths = calloc(n_parts, sizeof *v->paths);
-            rc = v->paths != NULL ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = v->paths != NULL ? ANVIL_OK : anvil__nomem(err);
             for (size_t i = 0; rc == ANVIL_OK && i < n_parts; ++i) {
                 const fs_entry *e = &j.e[i];
                 const char *p = NULL;
@@ -636,7 +636,7 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
                 v->paths[i] = strdup(p);
                 v->n = i + 1;
                 if (v->paths[i] == NULL) {
-                    rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    rc = anvil__nomem(err);
                 }
             }
             journal_free(&j);

@@ -117,7 +117,7 @@ typedef struct run {
 /* GGUFWriter.add_tensor_info's split rule. */
 static int plan_parts(run *r, anvil_error *err) {
     r->part_of = calloc(r->n_ts + 1, sizeof *r->part_of);
-    if (r->part_of == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (r->part_of == NULL) return anvil__nomem(err);
     uint32_t part = r->o->no_tensor_first_split ? 1 : 0;
     uint64_t count = 0, bytes = 0;
     for (size_t i = 0; i < r->n_ts; ++i) {
@@ -281,7 +281,7 @@ static void conv_task(void *arg, size_t k) {
     const uint64_t nr = j->rd.rows - r0 < j->per_chunk ? j->rd.rows - r0 : j->per_chunk;
     float *a = malloc(nr * L * sizeof *a + 1);
     if (a == NULL) {
-        j->rc[k] = anvil__error_set(&j->errs[k], ANVIL_E_NOMEM, "out of memory");
+        j->rc[k] = anvil__nomem(&j->errs[k]);
         return;
     }
     for (uint64_t i = 0; i < nr; ++i) hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
@@ -303,7 +303,7 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil
     const size_t n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);
     j.rc = calloc(n_tasks + 1, sizeof *j.rc);
     j.errs = calloc(n_tasks + 1, sizeof *j.errs);
-    if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__nomem(err);
     if (rc == ANVIL_OK && r->ctx != NULL && n_tasks > 1) rc = anvil_ctx_run_tasks(r->ctx, n_tasks, conv_task, &j);
     else for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
     for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) {
@@ -412,7 +412,7 @@ static int write_all(run *r, anvil_hf_convert_result *res, anvil_error *err) {
     res->outputs = calloc(r->n_parts, sizeof *res->outputs);
     if (w == NULL || res->outputs == NULL) {
         free(w);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     int rc = declare_parts(r, w, err);
     for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {

@@ -91,7 +91,7 @@ static int list_parts(hf_folder *f, anvil_error *err) {
 /* model.safetensors.index.json: the parts are the weight_map's values. */
 static int read_index(hf_folder *f, const hf_json **map_out, hf_json **index_out, anvil_error *err) {
     char *path = hf_path_join(f->dir, "model.safetensors.index.json");
-    if (path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (path == NULL) return anvil__nomem(err);
     int rc = hf_json_load(path, index_out, err);
     if (rc != ANVIL_OK) {
         free(path);
@@ -115,7 +115,7 @@ static int read_index(hf_folder *f, const hf_json **map_out, hf_json **index_out
         }
         if (add_name(&f->part_names, &f->n_parts, part) != 0) {
             free(path);
-            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__nomem(err);
         }
     }
     free(path);
@@ -196,7 +196,7 @@ static int add_part_tensors(hf_folder *f, size_t p, const hf_json *map, anvil_er
         char *name = filter_name(t->name, &skip);
         if (skip) continue;
         if (name == NULL) {
-            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__nomem(err);
             break;
         }
         const int prev = find_src(f, name);
@@ -236,7 +236,7 @@ static int check_index_complete(const hf_folder *f, const hf_json *map, anvil_er
 static int open_parts(hf_folder *f, const hf_json *map, anvil_error *err) {
     qsort(f->part_names, f->n_parts, sizeof *f->part_names, cmp_str);
     f->parts = calloc(f->n_parts, sizeof *f->parts);
-    if (f->parts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (f->parts == NULL) return anvil__nomem(err);
     for (size_t p = 0; p < f->n_parts; ++p) {
         if (!hf_file_exists(f->dir, f->part_names[p])) {
             return anvil__error_set(err, ANVIL_E_NOT_FOUND,
@@ -244,7 +244,7 @@ static int open_parts(hf_folder *f, const hf_json *map, anvil_error *err) {
                                     "download it (or the whole checkpoint) again", f->dir, f->part_names[p]);
         }
         char *path = hf_path_join(f->dir, f->part_names[p]);
-        if (path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (path == NULL) return anvil__nomem(err);
         const int rc = anvil_st_open(&f->parts[p], path, err);
         if (rc != ANVIL_OK) {
             anvil__error_prefix(err, "%s: ", path);
@@ -266,14 +266,14 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
                                 "folder (config.json, *.safetensors)", dir);
     }
     f->dir = strdup(dir);
-    if (f->dir == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (f->dir == NULL) return anvil__nomem(err);
     for (size_t n = strlen(f->dir); n > 1 && f->dir[n - 1] == '/'; --n) f->dir[n - 1] = '\0';
     if (!hf_file_exists(f->dir, "config.json")) {
         return anvil__error_set(err, ANVIL_E_NOT_FOUND, "%s/config.json is missing: not a Hugging Face "
                                 "checkpoint folder (download config.json with the weights)", f->dir);
     }
     char *cfg = hf_path_join(f->dir, "config.json");
-    if (cfg == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (cfg == NULL) return anvil__nomem(err);
     int rc = hf_json_load(cfg, &f->config, err);
     if (rc == ANVIL_OK && f->config->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is not a JSON object", cfg);

@@ -129,7 +129,7 @@ int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, an
     rd->row_len = rd->rows ? t->n_elements / rd->rows : 0;
     if (s->scale == NULL) return ANVIL_OK;
     rd->scale = malloc((size_t)s->scale->n_elements * sizeof *rd->scale + 1);
-    if (rd->scale == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rd->scale == NULL) return anvil__nomem(err);
     return anvil_st_tensor_to_f32(s->scale, rd->scale, s->scale->n_elements, err);
 }
 

@@ -197,7 +197,7 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         size_t n = 1;
         for (size_t i = 0; i < v->n_items; ++i) n += strlen(v->items[i]->text) + 1;
         char *s = calloc(1, n);
-        if (s == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (s == NULL) return anvil__nomem(err);
         for (size_t i = 0; i < v->n_items; ++i) {
             if (i) strcat(s, ",");
             strcat(s, v->items[i]->text);
@@ -209,7 +209,7 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is a list; "
                                 "a string is expected there", f->dir, key);
     }
-    return set_str(m, field, hf_json_str(v)) == 0 ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    return set_str(m, field, hf_json_str(v)) == 0 ? ANVIL_OK : anvil__nomem(err);
 }
 
 /* apply_metadata_heuristic's model card part, in its order. */
@@ -241,7 +241,7 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
             present = 1;
         }
         if (rc == ANVIL_OK && present && card_sources(m, v, l ? &m->datasets : &m->base_models, total) != 0) {
-            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__nomem(err);
         }
     }
     static const struct { int field; const char *key; } lic[] = {
@@ -252,7 +252,7 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
         const hf_json *v = NULL;
         rc = hf_card_value(m->card, arrays[k], f->dir, &v, err);
         if (rc == ANVIL_OK && card_array(m, v, k < 2 ? &m->tags : &m->languages) != 0) {
-            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__nomem(err);
         }
     }
     return rc;
@@ -284,7 +284,7 @@ static int load_override(hf_meta *m, const char *path, anvil_error *err) {
         if (v->kind != ANVIL_JSON_STRING && v->kind != ANVIL_JSON_NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a string", path, k_str_keys[f]);
         }
-        if (set_str(m, f, hf_json_str(v)) != 0) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (set_str(m, f, hf_json_str(v)) != 0) return anvil__nomem(err);
     }
     const hf_json *v;
     if ((v = hf_json_get(o, "general.base_models")) != NULL) m->base_models = v;
@@ -312,11 +312,11 @@ static void load_generation(hf_meta *m, const hf_folder *f) {
 
 int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_meta **out, anvil_error *err) {
     hf_meta *m = calloc(1, sizeof *m);
-    if (m == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (m == NULL) return anvil__nomem(err);
     *out = m;
     load_generation(m, f);
     m->made = calloc(1, sizeof *m->made);
-    if (m->made == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (m->made == NULL) return anvil__nomem(err);
     m->made->kind = ANVIL_JSON_ARRAY_BEGIN;
     int crc = hf_card_load(f->dir, &m->card, err);
     if (crc == ANVIL_OK && m->card != NULL) crc = apply_card(m, f, total, err);
@@ -327,21 +327,21 @@ int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_me
     int bad = 0;
     if (nop != NULL && slashes <= 1) bad |= apply_id(m, nop, total);
     bad |= apply_id(m, folder_name(f->dir), total);
-    if (bad) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (bad) return anvil__nomem(err);
     if (o->metadata_path != NULL) {
         const int rc = load_override(m, o->metadata_path, err);
         if (rc != ANVIL_OK) return rc;
     }
     if (o->model_name != NULL && set_str(m, F_NAME, o->model_name) != 0) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     if (m->str[F_NAME] == NULL && set_str(m, F_NAME, folder_name(f->dir)) != 0) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     if (m->str[F_SIZE_LABEL] == NULL && total > 0) {
         char label[64];
         hf_size_label(total, label, sizeof label);
-        if (set_str(m, F_SIZE_LABEL, label) != 0) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (set_str(m, F_SIZE_LABEL, label) != 0) return anvil__nomem(err);
     }
     return ANVIL_OK;
 }
@@ -392,7 +392,7 @@ static int put_str_list(anvil_gguf_writer *w, const char *key, const hf_json *li
             return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s item %zu is not a string", key, i);
         }
     }
-    if (items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (items == NULL) return anvil__nomem(err);
     int rc = ANVIL_OK;
     if (list->n_items > 0) rc = anvil_gguf_writer_set_string_array(w, key, items, list->n_items, err);
     free(items);

@@ -209,7 +209,7 @@ static int llama3_rope_freqs(const hf_folder *f, hf_out_tensor *o, anvil_error *
     const double lo_wl = old_ctx / lo, hi_wl = old_ctx / hi;
     const size_t n = (size_t)((dim + 1) / 2);
     o->generated = malloc(n * sizeof(float));
-    if (o->generated == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (o->generated == NULL) return anvil__nomem(err);
     const float fbase = (float)base, fdim = (float)dim;
     for (size_t i = 0; i < n; ++i) {
         const float e = (float)(2 * i) / fdim;
@@ -239,7 +239,7 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     int rc = hf_arch_block_count(f, &n_blocks, err);
     if (rc != ANVIL_OK) return rc;
     hf_out_tensor *ts = calloc(f->n_tensors + 1, sizeof *ts);
-    if (ts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (ts == NULL) return anvil__nomem(err);
     size_t n = 0;
     if (a->id == HF_ARCH_LLAMA) {
         rc = llama3_rope_freqs(f, &ts[n], err);

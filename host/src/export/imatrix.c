@@ -73,7 +73,7 @@ static im_entry *find(anvil_imatrix *im, const char *name) {
 static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len, anvil_error *err) {
     char *copy = malloc(name_len + 1);
     if (copy == NULL) {
-        anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        anvil__nomem(err);
         return NULL;
     }
     memcpy(copy, name, name_len);
@@ -93,7 +93,7 @@ static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len,
         im_entry *v = realloc(im->e, cap * sizeof *v);
         if (v == NULL) {
             free(copy);
-            anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            anvil__nomem(err);
             return NULL;
         }
         im->e = v;
@@ -107,10 +107,10 @@ static im_entry *entry_for(anvil_imatrix *im, const char *name, size_t name_len,
 
 static int add_dataset(anvil_imatrix *im, const char *s, size_t len, anvil_error *err) {
     char **v = realloc(im->datasets, (im->n_datasets + 1) * sizeof *v);
-    if (v == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (v == NULL) return anvil__nomem(err);
     im->datasets = v;
     char *c = malloc(len + 1);
-    if (c == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (c == NULL) return anvil__nomem(err);
     memcpy(c, s, len);
     c[len] = '\0';
     im->datasets[im->n_datasets++] = c;
@@ -167,7 +167,7 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
         if (e == NULL) return ANVIL_E_NOMEM;
         e->values = malloc((size_t)nval * sizeof *e->values);
         e->counts = malloc(sizeof *e->counts);
-        if (e->values == NULL || e->counts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (e->values == NULL || e->counts == NULL) return anvil__nomem(err);
         memcpy(e->values, r.p + r.at, (size_t)nval * 4);
         r.at += (size_t)nval * 4;
         e->n = (size_t)nval;
@@ -271,13 +271,13 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
         if (is_sums) {
             free(e->values);
             e->values = malloc((t->n_elements ? t->n_elements : 1) * sizeof *e->values);
-            if (e->values == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (e->values == NULL) return anvil__nomem(err);
             memcpy(e->values, d, (size_t)t->n_elements * 4);
             e->n = (size_t)t->n_elements;
         } else {
             free(e->counts);
             e->counts = malloc((t->n_elements ? t->n_elements : 1) * sizeof *e->counts);
-            if (e->counts == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (e->counts == NULL) return anvil__nomem(err);
             for (uint64_t k = 0; k < t->n_elements; ++k) {
                 float c;
                 memcpy(&c, d + 4 * k, 4);
@@ -305,7 +305,7 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
         /* Divide each expert's sums by its count; an expert never seen gets 1. */
         const size_t per = e->n / e->n_counts;
         float *out = calloc(e->n ? e->n : 1, sizeof *out);
-        if (out == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (out == NULL) return anvil__nomem(err);
         for (size_t j = 0; j < e->n_counts; ++j) {
             const float count = (float)(int64_t)e->counts[j];
             for (size_t k = 0; k < per; ++k) out[j * per + k] = count > 0.0f ? e->values[j * per + k] / count : 1.0f;
@@ -339,7 +339,7 @@ static int finish(anvil_imatrix *im, anvil_error *err) {
 
 static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t size, const char *path, anvil_error *err) {
     anvil_imatrix *im = calloc(1, sizeof *im);
-    if (im == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (im == NULL) return anvil__nomem(err);
     int rc;
     if (size >= 4 && memcmp(data, "GGUF", 4) == 0) {
         anvil_gguf *g = NULL;

@@ -85,12 +85,12 @@ static char *dup_n(const char *s, size_t n) {
 
 static int add_file(anvil_lora *l, const char *path, anvil_error *err) {
     lora_file *f = realloc(l->files, (l->n_files + 1) * sizeof *f);
-    if (f == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (f == NULL) return anvil__nomem(err);
     l->files = f;
     lora_file *lf = &l->files[l->n_files];
     memset(lf, 0, sizeof *lf);
     lf->path = dup_n(path, strlen(path));
-    if (lf->path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (lf->path == NULL) return anvil__nomem(err);
     l->n_files++;
     int rc = anvil_st_open(&lf->st, path, err);
     if (rc != ANVIL_OK) anvil__error_prefix(err, "adapter %s", path);
@@ -113,7 +113,7 @@ static int open_dir(anvil_lora *l, const char *dir, anvil_error *err) {
         if (nn == NULL || p == NULL) {
             free(p);
             if (nn != NULL) names = nn;
-            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__nomem(err);
             break;
         }
         names = nn;
@@ -142,7 +142,7 @@ static lora_pair *pair_for(anvil_lora *l, const char *base_name, anvil_error *er
         const size_t cap = l->cap_pairs ? 2 * l->cap_pairs : 16;
         lora_pair *p = realloc(l->pairs, cap * sizeof *p);
         if (p == NULL) {
-            anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            anvil__nomem(err);
             return NULL;
         }
         l->pairs = p;
@@ -152,7 +152,7 @@ static lora_pair *pair_for(anvil_lora *l, const char *base_name, anvil_error *er
     memset(p, 0, sizeof *p);
     p->base_name = dup_n(base_name, strlen(base_name));
     if (p->base_name == NULL) {
-        anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        anvil__nomem(err);
         return NULL;
     }
     l->n_pairs++;
@@ -253,7 +253,7 @@ ANVIL_API int anvil_lora_open(anvil_lora **out, const char *file_or_dir, anvil_e
     if (out == NULL || file_or_dir == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *out = NULL;
     anvil_lora *l = calloc(1, sizeof *l);
-    if (l == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (l == NULL) return anvil__nomem(err);
     struct stat st;
     int rc;
     if (stat(file_or_dir, &st) != 0) {
@@ -439,7 +439,7 @@ static int hook_rows(void *arg, const anvil_gguf_tensor *t, uint64_t row0, uint6
         return ANVIL_OK;
     }
     double *acc = malloc((size_t)cols * sizeof *acc);
-    if (acc == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (acc == NULL) return anvil__nomem(err);
     for (uint64_t r = 0; r < n_rows; ++r) {
         const float *brow = p->fb + (row0 + r) * p->rank;
         memset(acc, 0, (size_t)cols * sizeof *acc);

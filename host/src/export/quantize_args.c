@@ -96,7 +96,7 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
                                (int)(len > 200 ? 200 : len), arg, e.message);
     }
     char *p = malloc(plen + 1);
-    if (p == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (p == NULL) return anvil__nomem(err);
     /* llama-quantize lower-cases the pattern (so \D reads as \d). */
     for (size_t i = 0; i < plen; ++i) {
         const unsigned char c = (unsigned char)arg[i];
@@ -172,7 +172,7 @@ ANVIL_API int anvil_quantize_parse_tensor_type_file(const anvil_ctx *ctx, const 
         anvil_transcode_rule *v = realloc(*rules, (*n + 1) * sizeof *v);
         if (v == NULL) {
             free(pattern);
-            return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return anvil__nomem(err);
         }
         *rules = v;
         v[*n].pattern = pattern;

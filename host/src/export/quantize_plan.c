@@ -293,7 +293,7 @@ static int remap_layer(const char *name, const int32_t *prune, size_t n_prune, l
         return ANVIL_OK;
     }
     *out = with_number(name, at, len, m->to[k]);
-    return *out ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    return *out ? ANVIL_OK : anvil__nomem(err);
 }
 
 /* remap_imatrix: the name the importance matrix knows a renumbered tensor by. */
@@ -311,7 +311,7 @@ static int remap_imatrix(const char *name, const layer_map *m, char **out, anvil
         snprintf(text, sizeof text, "%ld", m->to[i]);
         if (strlen(text) == len && memcmp(text, name + at, len) == 0) {
             *out = with_number(name, at, len, m->orig[i]);
-            return *out ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            return *out ? ANVIL_OK : anvil__nomem(err);
         }
     }
     return anvil__error_set(err, ANVIL_E_INTERNAL, "imatrix mapping error for %s", name);
@@ -336,7 +336,7 @@ static int copy_kvs(anvil_gguf_writer *w, const anvil_gguf *src, anvil_error *er
             rc = anvil_gguf_writer_set_string_n(w, kv->key, v.s.ptr, nul ? (size_t)(nul - v.s.ptr) : v.s.len, err);
         } else if (kv->type == ANVIL_GGUF_TYPE_ARRAY && v.a.elem_type == ANVIL_GGUF_TYPE_STRING) {
             anvil_gguf_str *items = malloc((v.a.count ? v.a.count : 1) * sizeof *items);
-            if (items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            if (items == NULL) return anvil__nomem(err);
             const uint64_t got = anvil_gguf_array_strings(&v.a, items, v.a.count);
             for (uint64_t k = 0; k < got; ++k) {
                 const char *nul = memchr(items[k].ptr, '\0', items[k].len);
@@ -550,7 +550,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     size_t n_prune = 0;
     if (o->n_prune_layers > 0) {
         prune = malloc(o->n_prune_layers * sizeof *prune);
-        if (prune == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (prune == NULL) return anvil__nomem(err);
         memcpy(prune, o->prune_layers, o->n_prune_layers * sizeof *prune);
         qsort(prune, o->n_prune_layers, sizeof *prune, cmp_i32);
         for (size_t i = 0; i < o->n_prune_layers; ++i) {
@@ -563,7 +563,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     if (map == NULL || t->items == NULL || q->names == NULL) {
         free(prune);
         free(map);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     int rc = ANVIL_OK;
     int32_t next_id = 0;
@@ -641,7 +641,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
                 char **v = realloc(q->names, (q->n_names + 1) * sizeof *v);
                 if (v == NULL) {
                     free(mapped);
-                    rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+                    rc = anvil__nomem(err);
                     break;
                 }
                 q->names = v;
@@ -762,7 +762,7 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
     t->summary.threads = threads;
     unsigned char *is_free = calloc(t->n_items ? t->n_items : 1, 1);
     q->pred_err = calloc(t->n_items ? t->n_items : 1, sizeof *q->pred_err);
-    if (rc == ANVIL_OK && (is_free == NULL || q->pred_err == NULL)) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && (is_free == NULL || q->pred_err == NULL)) rc = anvil__nomem(err);
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
         const anvil_transcode_tensor *it = &t->items[i];
         is_free[i] = it->why != ANVIL_TRANSCODE_KEEP_POLICY && it->rule != NULL && strcmp(it->rule, "--pure") == 0;
@@ -825,7 +825,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     if (t == NULL || q == NULL) {
         free(t);
         free(q);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     t->policy = q;
     t->policy_free = qz_free;
@@ -857,7 +857,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     const size_t n = anvil_gguf_tensor_count(src);
     if (rc == ANVIL_OK) {
         keys = calloc(n > 0 ? n : 1, sizeof *keys);
-        if (keys == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        if (keys == NULL) rc = anvil__nomem(err);
     }
     if (rc == ANVIL_OK) {
         for (size_t i = 0; i < n; ++i) {
@@ -871,7 +871,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
         if (opts->only_copy) {
             size_t *order = malloc((n ? n : 1) * sizeof *order);
             if (order == NULL) {
-                rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+                rc = anvil__nomem(err);
             } else {
                 for (size_t i = 0; i < n; ++i) order[i] = keys[i].index;
                 rc = loader_ftype(t, q, order, n, &q->ftype, err);

@@ -173,7 +173,7 @@ int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, 
         free(hull);
         free(nh);
         free(segs);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     size_t ns = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -294,9 +294,9 @@ static void measure_task(void *arg, size_t task) {
     int rc = anvil_type_lookup(j->ctx, type, &ti, &j->errs[task]);
     if (rc == ANVIL_OK) rc = anvil_type_bytes(&ti, rl, &rb, &j->errs[task]);
     uint8_t *enc = rc == ANVIL_OK ? malloc((size_t)rb) : NULL;
-    if (rc == ANVIL_OK && enc == NULL) rc = anvil__error_set(&j->errs[task], ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && enc == NULL) rc = anvil__nomem(&j->errs[task]);
     float *dec = enc ? malloc(rl * sizeof *dec) : NULL;
-    if (enc != NULL && dec == NULL) rc = anvil__error_set(&j->errs[task], ANVIL_E_NOMEM, "out of memory");
+    if (enc != NULL && dec == NULL) rc = anvil__nomem(&j->errs[task]);
     const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
     double sum = 0.0;
     const size_t r0 = g * j->group, r1 = r0 + j->group < j->n_rows ? r0 + j->group : j->n_rows;
@@ -405,11 +405,11 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
     j.sums = calloc(n_tasks ? n_tasks : 1, sizeof *j.sums);
     j.rcs = calloc(n_tasks ? n_tasks : 1, sizeof *j.rcs);
     j.errs = calloc(n_tasks ? n_tasks : 1, sizeof *j.errs);
-    int rc = x && rows && j.sums && j.rcs && j.errs ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    int rc = x && rows && j.sums && j.rcs && j.errs ? ANVIL_OK : anvil__nomem(err);
     if (rc == ANVIL_OK) rc = load_sample(t, it, ns, x, rows, err);
     float *nw = it->imatrix == NULL ? norm_weights(t, it) : NULL;
     double *gsig = calloc(j.n_groups ? j.n_groups : 1, sizeof *gsig);
-    if (rc == ANVIL_OK && gsig == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (rc == ANVIL_OK && gsig == NULL) rc = anvil__nomem(err);
     /* Slow encoders: about 64K values, in at least two groups. */
     j.slow_every = (size_t)(ns * it->row_len / ((uint64_t)1 << 16));
     if (j.slow_every > j.n_groups / 2) j.slow_every = j.n_groups / 2;
@@ -481,7 +481,7 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
         qt_item *q = &items[nf];
         q->cands = calloc(QT_N_TYPES, sizeof *q->cands);
         if (q->cands == NULL) {
-            rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+            rc = anvil__nomem(err);
             break;
         }
         map[nf++] = i;
@@ -592,7 +592,7 @@ int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
     if (items == NULL || map == NULL) {
         free(items);
         free(map);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     size_t nf = 0;
     int rc = build_items(t, is_free, align, rq, items, map, &nf, err);

@@ -75,7 +75,7 @@ int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) {
     if (v == NULL || copy == NULL) {
         free(copy);
         if (v != NULL) t->warnings = v;
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     t->warnings = v;
     t->warnings[t->n_warnings++] = copy;
@@ -137,7 +137,7 @@ int tc_item_bytes(anvil_transcode *t, anvil_transcode_tensor *it, anvil_error *e
 static int decide_all(anvil_transcode *t, anvil_error *err) {
     const size_t n = anvil_gguf_tensor_count(t->src);
     t->items = calloc(n > 0 ? n : 1, sizeof *t->items);
-    if (t->items == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->items == NULL) return anvil__nomem(err);
     t->n_items = n;
     const anvil_transcode_hook *h = &t->opts.hook;
     size_t n_requant = 0, first_requant = 0;
@@ -228,10 +228,10 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
 
 int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, anvil_error *err) {
     t->part_paths = calloc(t->n_parts, sizeof *t->part_paths);
-    if (t->part_paths == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->part_paths == NULL) return anvil__nomem(err);
     if (prefix == NULL) {
         t->part_paths[0] = dup_str(out_path);
-        return t->part_paths[0] ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return t->part_paths[0] ? ANVIL_OK : anvil__nomem(err);
     }
     /* A set is files renamed into place as one: refused up front when the
      * output named, or a part's name, is a device, a FIFO or a descriptor. */
@@ -241,7 +241,7 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
         const size_t cap = plen + 32;
         t->part_paths[p] = malloc(cap);
         rc = t->part_paths[p] == NULL
-                 ? anvil__error_set(err, ANVIL_E_NOMEM, "out of memory")
+                 ? anvil__nomem(err)
                  : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
         if (rc == ANVIL_OK) rc = file_set_check_part(t->part_paths[p], err);
     }
@@ -254,7 +254,7 @@ static int transcode_part_paths(anvil_transcode *t, const char *out_path, anvil_
     size_t plen = strlen(out_path);
     if (plen > 5 && strcmp(out_path + plen - 5, ".gguf") == 0) plen -= 5;
     char *prefix = malloc(plen + 1);
-    if (prefix == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (prefix == NULL) return anvil__nomem(err);
     memcpy(prefix, out_path, plen);
     prefix[plen] = '\0';
     const int rc = tc_part_paths(t, out_path, prefix, err);
@@ -291,7 +291,7 @@ static int transcode_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t p, a
 
 static int build_writers(anvil_transcode *t, anvil_error *err) {
     t->writers = calloc(t->n_parts, sizeof *t->writers);
-    if (t->writers == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t->writers == NULL) return anvil__nomem(err);
     for (uint32_t p = 0; p < t->n_parts; ++p) {
         int rc = anvil_gguf_writer_new(&t->writers[p], t->ctx, err);
         if (rc == ANVIL_OK) rc = t->build_kvs(t, t->writers[p], p, err);
@@ -355,7 +355,7 @@ ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const 
                                "give a split size or a tensor count per part, not both (as gguf-split)");
     }
     anvil_transcode *t = tc_new(ctx, src);
-    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+    if (t == NULL) return anvil__nomem(err);
     t->opts = *opts;
     t->build_kvs = transcode_kvs;
     t->summary.threads = opts->threads ? opts->threads : anvil_ctx_threads(ctx);

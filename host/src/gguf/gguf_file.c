@@ -164,13 +164,13 @@ static anvil_gguf *gguf_new(void) {
 static int add_slot(anvil_gguf *g, anvil_error *err) {
     gguf_region *rs = realloc(g->mapping->regions, (g->mapping->n + 1) * sizeof *rs);
     if (rs == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     g->mapping->regions = rs;
     memset(&rs[g->mapping->n], 0, sizeof *rs);
     gguf_part *ps = realloc(g->parts, (g->n_parts + 1) * sizeof *ps);
     if (ps == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     g->parts = ps;
     memset(&ps[g->n_parts], 0, sizeof *ps);
@@ -200,7 +200,7 @@ static int add_file_part(anvil_gguf *g, const char *open_path, const char *name,
     g->n_parts++;
     p->path = strdup(name);
     if (p->path == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     return ANVIL_OK;
 }
@@ -238,7 +238,7 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
                                        t->name, g->tensors[first].part + 1, i + 1);
             }
             if (rc != ANVIL_OK && rc != 1) {
-                return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+                return anvil__nomem(err);
             }
             g->n_tensors++;
         }
@@ -300,7 +300,7 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     /* Part 1 of a set: the folder is locked (shared) while the parts are
      * opened, and an interrupted replacement is read as its journal says
@@ -342,7 +342,7 @@ static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx 
     }
     g->n_parts = 1;
     if (path != NULL && (g->parts[0].path = strdup(path)) == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     return gguf_merge_parts(g, err);
 }
@@ -356,7 +356,7 @@ static int open_lenient(anvil_gguf **out, const char *path, const void *data, si
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     g->lenient = 1;
     int rc = add_slot(g, err);
@@ -430,7 +430,7 @@ ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t 
     *out = NULL;
     anvil_gguf *g = gguf_new();
     if (g == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     int rc = add_slot(g, err);
     if (rc == ANVIL_OK) {

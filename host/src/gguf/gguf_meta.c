@@ -37,7 +37,7 @@ static int same_layout(const anvil_gguf *src, const anvil_gguf_writer *w, uint64
     }
     uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
     if (offsets == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     uint64_t data_size = 0;
     int rc = gguf_writer_offsets(w, offsets, &data_size, err);

@@ -247,7 +247,7 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     const size_t n = anvil_gguf_tensor_count(src);
     uint32_t *part_of = malloc((n > 0 ? n : 1) * sizeof *part_of);
     if (part_of == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     uint32_t parts = 1;
     rc = plan_parts(src, &o, part_of, &parts, err);
@@ -257,7 +257,7 @@ ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefi
     }
     anvil_gguf_writer **w = rc == ANVIL_OK ? calloc(parts, sizeof *w) : NULL;
     if (rc == ANVIL_OK && w == NULL) {
-        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = anvil__nomem(err);
     }
     /* Every part a file that can be replaced, before any is written. */
     for (uint32_t p = 0; rc == ANVIL_OK && p < parts; ++p) {

@@ -28,7 +28,7 @@ ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ct
     }
     anvil_gguf_writer *w = calloc(1, sizeof *w);
     if (w == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     w->ctx = ctx;
     w->alignment = ANVIL_GGUF_DEFAULT_ALIGNMENT;
@@ -153,7 +153,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (wire == NULL || kcopy == NULL) {
         free(wire);
         free(kcopy);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_store_u64(wire, key_len);
     memcpy(wire + 8, key, key_len);
@@ -168,7 +168,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (grow((void **)&w->kvs, &w->cap_kv, w->n_kv + 1, sizeof *w->kvs) != ANVIL_OK) {
         free(wire);
         free(kcopy);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_index_rebase(&w->kv_index, w->kvs);
     const int64_t old = gguf_index_find(&w->kv_index, key, key_len);
@@ -184,7 +184,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     if (gguf_index_insert(&w->kv_index, w->n_kv, NULL) < 0) {
         free(wire);
         free(kcopy);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     w->n_kv++;
     /* The padding follows general.alignment from the moment it is stored. */
@@ -250,7 +250,7 @@ ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *k
     }
     uint8_t *v = malloc(8 + len);
     if (v == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_store_u64(v, len);
     if (len > 0) {
@@ -289,7 +289,7 @@ ANVIL_API int anvil_gguf_writer_set_array(anvil_gguf_writer *w, const char *key,
     }
     uint8_t *v = malloc(12 + (size_t)bytes);
     if (v == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_store_u32(v, elem_type);
     gguf_store_u64(v + 4, count);
@@ -328,7 +328,7 @@ ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *
     }
     uint8_t *v = malloc((size_t)total);
     if (v == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_store_u32(v, ANVIL_GGUF_TYPE_STRING);
     gguf_store_u64(v + 4, count);
@@ -357,7 +357,7 @@ ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const cha
     }
     anvil_gguf_str *s = malloc((count > 0 ? (size_t)count : 1) * sizeof *s);
     if (s == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     for (uint64_t i = 0; i < count; ++i) {
         if (items[i] == NULL) {
@@ -398,7 +398,7 @@ static int copy_kv_canonical_bool(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
     }
     uint8_t *v = malloc(kv->raw_size > 0 ? kv->raw_size : 1);
     if (v == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     memcpy(v, kv->raw, kv->raw_size);
     for (size_t i = array ? 12 : 0; i < kv->raw_size; ++i) {
@@ -504,14 +504,14 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     t.name_len = name_len;
     t.name = malloc(name_len + 1);
     if (t.name == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     memcpy(t.name, name, name_len);
     t.name[name_len] = '\0';
     if (grow((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) !=
         ANVIL_OK) {
         free(t.name);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     gguf_index_rebase(&w->tensor_index, w->tensors);
     w->tensors[w->n_tensors] = t;
@@ -522,7 +522,7 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
             return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
                                    "tensor '%s' was already added", name);
         }
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     w->n_tensors++;
     return ANVIL_OK;

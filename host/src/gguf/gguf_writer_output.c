@@ -216,7 +216,7 @@ static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
     s->fd = -1;
     s->buf = malloc(SINK_BUFFER);
     if (s->buf == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        return anvil__nomem(err);
     }
     const int rc = file_set_output_open(&s->file, path, err);
     if (rc != ANVIL_OK) {
@@ -420,7 +420,7 @@ ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size
     }
     afile *files = rc == ANVIL_OK ? calloc(n > 0 ? n : 1, sizeof *files) : NULL;
     if (rc == ANVIL_OK && files == NULL) {
-        rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory");
+        rc = anvil__nomem(err);
     }
     if (rc != ANVIL_OK) {
         for (size_t i = 0; parts != NULL && i < n; ++i) {
