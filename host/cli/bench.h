@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `anvil bench` internals shared by the mat-vec bench (cmd_bench.c) and the
  * encoder bench (bench_encode.c). */
 #ifndef ANVIL_CLI_BENCH_H

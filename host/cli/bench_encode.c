@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil bench --encode: encoder throughput per type, in MB/s of f32 source,
  * against ggml's reference encoder on the same rows in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The `anvil` command: shared state, the plumbing every subcommand uses, and
  * the subcommand table.

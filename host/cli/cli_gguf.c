@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the GGUF subcommands. */
 #include <errno.h>
 #include <fcntl.h>

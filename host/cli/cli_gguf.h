@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the GGUF subcommands (inspect, reemit, split, merge). */
 #ifndef ANVIL_CLI_GGUF_H
 #define ANVIL_CLI_GGUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The command table and everything made from the help texts: `anvil --help`,
  * `anvil help [CMD]`, the synopsis after a usage error (cli_util.c), the man

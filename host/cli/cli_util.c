@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The plumbing shared by the subcommands: errors and exit codes, JSON and
  * terminal-safe text, files, value parsing, output paths, progress. */
 #include <errno.h>

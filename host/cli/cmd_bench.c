@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil bench: mat-vec throughput per type, and -- when ggml is found --
  * ggml's own vec_dot on the same weights and activations in the same run,

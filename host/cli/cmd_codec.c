@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* anvil codec list | encode TYPE IN.f32 OUT.bin [--imatrix FILE] | decode TYPE IN.bin OUT.f32 */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil convert HF_DIR [OUT.gguf] [options]
  *

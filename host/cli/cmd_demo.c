@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* anvil demo: every loaded codec encodes and decodes one built-in llm-like
  * tensor; prints bits/weight, RMSE, max error and SNR per format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil inspect FILE [--json | --markdown] [--no-tensors] [--arrays N|all]
  *

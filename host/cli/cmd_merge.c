@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil merge FIRST-00001-of-0000N.gguf OUT.gguf [--json] [--progress] [--quiet]
  *

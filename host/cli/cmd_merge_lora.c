@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil merge-lora --from BASE.gguf --adapters FILE_OR_DIR --alpha A --out OUT.gguf [--dtype T]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil meta get|set|delete|rename FILE ... [--out OUT] [--json]
  *

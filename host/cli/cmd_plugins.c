@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* anvil plugins [--json]: what is loaded, what failed and why, which kernel
  * each type uses, and the CPU features that decided it. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil quantize [options] IN.gguf [OUT.gguf] TYPE [NTHREADS]
  * anvil quantize [options] IN.gguf [OUT.gguf] --target-size SIZE | --target-bpw B [NTHREADS]

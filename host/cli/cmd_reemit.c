@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil reemit IN OUT [--json] [--progress] [--quiet]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil split IN OUT_PREFIX [--split-max-size SIZE | --split-max-tensors N] [options]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]
  *

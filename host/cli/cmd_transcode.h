@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The transcode report, shared by `anvil transcode` and `anvil merge-lora`
  * (both in cmd_transcode.c / cmd_merge_lora.c). */
 #ifndef ANVIL_CLI_CMD_TRANSCODE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parts of `anvil inspect` shared by GGUF and safetensors. */
 #include <inttypes.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What `anvil inspect` prints the same way for GGUF and safetensors: the
  * totals by type, sizes for people, and markdown-safe text. */
 #ifndef ANVIL_CLI_INSPECT_COMMON_H

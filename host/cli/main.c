@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil — command-line front end.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The safetensors side of `anvil inspect` and `anvil reemit`. The GGUF
  * commands detect the container from the content and call these when the

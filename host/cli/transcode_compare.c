@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `anvil transcode --compare`: the converted tensors again, in other formats
  * (see transcode_compare.h). */
 #include "transcode_compare.h"

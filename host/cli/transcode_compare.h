@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `anvil transcode --compare`: after a run, the tensors it converted are
  * encoded again in other formats (by default tq1_0 tq2_0 q2_K q3_K iq2_s)
  * and decoded back, so the quality report can set the chosen format's SNR

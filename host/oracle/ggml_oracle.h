@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ggml as an oracle: dlopen the ggml build shipped by the npm package
  * @node-llama-cpp/linux-x64 (libggml-base.so and the best-scoring

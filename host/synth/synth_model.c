@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A synthetic llama-shaped model, written as a GGUF file
  * (synth_model_write; not the CLI's synthetic weight rows for demo and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A synthetic llama-shaped model written as a GGUF file (synth_model.c):
  * a test, demo and benchmark fixture on libanvil's public API, not part of
  * it. Link anvil_synth_model before the anvil library the program uses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "synth_rows.h"
 
 #include <math.h>

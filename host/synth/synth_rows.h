@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Deterministic synthetic weight rows (llm-like: heavy tails, a per-row
  * scale, hot columns) for `anvil demo`, `anvil bench` and ptqtp-report. Not
  * to be confused with src/export/synth_model.c, which writes a whole synthetic

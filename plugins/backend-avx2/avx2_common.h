@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the AVX2 kernel files (compiled with -mavx2 -mfma
  * -mf16c; never included by backend_avx2.c, which stays baseline x86-64).
  *

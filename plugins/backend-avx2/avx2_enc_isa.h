@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: the vector layer the shared weight encoders
  * (plugins/simd-common/simd_enc_*.h) are written against, on AVX2 + F16C
  * (8 float lanes; masks are all-ones/all-zeros lanes of a vector).

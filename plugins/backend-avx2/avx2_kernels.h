@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: the per-family tables the kernel files define (compiled for
  * AVX2) and backend_avx2.c joins (compiled for baseline x86-64: it only
  * reads these pointers, never calls through them). Each table is

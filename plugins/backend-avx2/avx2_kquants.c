@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: Q2_K Q3_K Q4_K Q5_K Q6_K against Q8_K, and their row
  * decoders.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: PTQTP trit planes (ptqtp2, ptqtp3) against Q8_K, and their
  * row decoders. The types are codec-ptqtp's; their layout comes from the
  * SDK's anvil/formats/ptqtp.h, the only thing this backend knows of them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: Q4_0, Q5_0 (against Q8_0) and Q4_1, Q5_1 (against Q8_1)
  * weights, and their row decoders.
  *

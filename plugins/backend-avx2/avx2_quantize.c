@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: the activation quantizers Q8_0, Q8_1 and Q8_K.
  *
  * They must write the bytes of the reference quantizers (plugins/ref), not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx2: TQ2_0 and TQ1_0 (ternary weights) against Q8_K, and their
  * row decoders.
  *

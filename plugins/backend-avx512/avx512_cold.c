@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: IQ4_NL and MXFP4 (against Q8_0) and IQ4_XS (against Q8_K),
  * and their row decoders.
  *

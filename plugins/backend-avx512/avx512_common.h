@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the AVX-512 kernel files. Each kernel file is compiled
  * once per variant (CMakeLists.txt):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512, test build only: the AVX-512 intrinsics the kernels use,
  * on a CPU without AVX-512, through SIMDe (Debian's libsimde-dev), which
  * implements each intrinsic lane by lane in portable C.

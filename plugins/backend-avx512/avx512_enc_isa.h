@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: the vector layer the shared weight encoders
  * (plugins/simd-common/simd_enc_*.h) are written against, on AVX-512
  * F/BW/VL (16 float lanes, k-mask registers). Compiled once, not per VNNI

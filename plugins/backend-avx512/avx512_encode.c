@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: weight encoders (ABI 1.1), byte-identical to the codecs'
  * reference encoders: the shared SIMD sources (plugins/simd-common/
  * simd_enc_*.h, which say how) on the AVX-512 vector layer. Compiled once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: the per-family tables the kernel files define (once per
  * variant: suffix _base or _vnni, see avx512_common.h) and backend_avx512.c
  * joins (compiled for baseline x86-64: it only reads these pointers, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: Q8_0 weights against Q8_0 activations, and the Q8_0 row
  * decoder.
  *

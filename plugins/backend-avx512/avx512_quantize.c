@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: the activation quantizers Q8_0, Q8_1 and Q8_K.
  *
  * They write the bytes of the reference quantizers (plugins/ref), lane by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-avx512: one 52-byte base-3 trit group (a TQ1_0 block's trits, a
  * PTQTP plane) against activations prepared by simd-common's
  * simd_trit_act.h, shared by avx512_ternary.c and avx512_ptqtp.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-avx512: AVX-512 kernels for x86-64 (Skylake-SP, Cascade Lake, Ice
  * Lake, Sapphire Rapids, Zen 4 and later): activation quantizers Q8_0 /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-neon: Advanced SIMD kernels for aarch64.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: fast row decoders, bit-identical to the codecs' decoders
  * (plugins/ref), which are ggml's dequantize_row_*.
  *

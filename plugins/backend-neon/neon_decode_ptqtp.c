@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: PTQTP row decoders (one copy): y = t0 * d0, y = y + t1 * d1
  * (+ t2 * d2) in binary32, as the reference (codec-ptqtp), bit for bit. */
 #include "neon_kernels.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: k-quant dots (Q2_K..Q6_K) against Q8_K. Compiled once per
  * variant.
  *

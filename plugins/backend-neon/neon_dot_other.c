@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: dots of TQ1_0, TQ2_0 (against Q8_K) and of the table
  * formats IQ4_NL, MXFP4 (against Q8_0) and IQ4_XS (against Q8_K). Compiled
  * once per variant.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: PTQTP trit planes (ptqtp2, ptqtp3) against Q8_K. Compiled
  * once per variant; the code is the same in each (no multiply to speed up).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: the vector layer the shared weight encoders
  * (plugins/simd-common/simd_enc_*.h) are written against, on aarch64
  * Advanced SIMD (4 float lanes; masks are all-ones/all-zeros lanes).

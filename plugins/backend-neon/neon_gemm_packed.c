@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: GEMMs over the packed Q8_0 and Q4_K layouts
  * (neon_packed.h). Compiled once per variant:
  *   base  smull + sadalp, one accumulator per row

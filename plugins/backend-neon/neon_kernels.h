@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: every kernel the plugin is built from, per variant.
  *
  *   _base  ARMv8.0 Advanced SIMD: widening multiplies (smull) and pairwise

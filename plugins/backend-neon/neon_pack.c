@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: building the packed-RHS copies of Q8_0 and Q4_K weights
  * (layout in neon_packed.h). Plain C: it runs once per weight matrix. */
 #include <stdint.h>

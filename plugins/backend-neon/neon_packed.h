@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: the packed-RHS layouts of Q8_0 and Q4_K (shared by
  * neon_pack.c, which builds them, and neon_gemm_packed.c, which reads them).
  *

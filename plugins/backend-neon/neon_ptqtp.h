@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: PTQTP trit planes (codec-ptqtp's ptqtp2/ptqtp3, layout from
  * the SDK's anvil/formats/ptqtp.h), shared by the dots (one copy per
  * variant) and the row decoders (one copy). Static inline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: the activation quantizers Q8_0, Q8_1 and Q8_K.
  *
  * Their bytes must be the reference quantizers' bytes (plugins/ref:

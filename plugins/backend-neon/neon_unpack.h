@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: code unpacking shared by the row decoders and the dots.
  * Static inline: each variant's copy is compiled with its own flags. */
 #ifndef ANVIL_BACKEND_NEON_UNPACK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-neon: helpers every kernel file shares.
  *
  * The dot-product files are compiled once per instruction-set variant (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-scalar: portable C kernels, the referee every SIMD backend is
  * checked against. It runs on any CPU, so it always scores 1 (the lowest

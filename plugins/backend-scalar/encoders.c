@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: weight encoders (ABI 1.1) of the formats the shared
  * SIMD encoder sources do not cover -- the reference encoders of
  * plugins/ref, the very functions the codecs register. The others (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-family kernel tables of backend-scalar. Each family's file (one per
  * codec family) defines its two NULL-terminated arrays; backend_scalar.c
  * joins them. The kernels themselves live in plugins/ref, shared with the

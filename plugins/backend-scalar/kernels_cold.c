@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: kernels of the cold formats (i-quants, MXFP4, NVFP4).
  *
  * The dots and row decoders are plugins/ref's (ref/cold.h), shared with

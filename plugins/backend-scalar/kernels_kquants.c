@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: k-quants kernels. The Q8_K activation quantizer and the
  * five Q2_K..Q6_K x Q8_K dots, all from plugins/ref (the same code the
  * codec plugin's encoders sit next to). */

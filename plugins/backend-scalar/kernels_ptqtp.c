@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: PTQTP trit-plane kernels (ptqtp2, ptqtp3 against Q8_K).
  *
  * The types are a plugin's (codec-ptqtp), not ggml's: this backend knows

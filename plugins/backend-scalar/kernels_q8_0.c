@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: the flat 32-element family (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0).
  *
  * The table points at plugins/ref, the same code the codec-q8_0 plugin is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: ternary and sub-2-bit kernels (TQ1_0 TQ2_0 Q1_0 Q2_0).
  *
  * The table points at plugins/ref, the same code the codec-ternary plugin is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar: the vector layer the shared weight encoders
  * (plugins/simd-common/simd_enc_*.h) are written against, on GCC/clang
  * generic vectors: 4 float lanes of 16 bytes, no intrinsics and no ISA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec-kquants: ggml's 256-element super-block formats.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec-ptqtp: PTQTP trit planes (Post-Training Quantization to Trit-Planes,
  * arXiv 2509.16989) as a third-party codec: built from the SDK alone, type

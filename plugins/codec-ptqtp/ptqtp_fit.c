@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The PTQTP fit of one 256-weight block: k ternary planes and their scales
  * minimising the squared error (why these choices: codec_ptqtp.c).
  *

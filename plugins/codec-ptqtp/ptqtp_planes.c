@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* PTQTP blocks: trit packing, the encoder's entry points, the decoder and
  * the reference dot against Q8_K (the layout: anvil/formats/ptqtp.h).
  *

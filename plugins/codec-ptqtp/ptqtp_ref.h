@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* PTQTP reference code (the format: anvil/formats/ptqtp.h).
  *
  * Built as a static library that codec-ptqtp links (its encode, decode and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec-q8_0: ggml's flat 32-element block formats.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec-ternary: ggml's ternary and sub-2-bit block formats.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unaligned little-endian field access for block bytes.
  *
  * Rows handed to a codec may sit at any address (a view into a mapped file,

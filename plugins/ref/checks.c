@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "ref/checks.h"
 
 #include <math.h>

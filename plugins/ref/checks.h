@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Input checks every encoder shares, so every codec refuses bad input with
  * the same status and the same wording. */
 #ifndef ANVIL_REF_CHECKS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Byte-exact encoders for the lattice i-quants: what ggml_quantize_chunk
  * writes, with or without an importance matrix.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * IQ1_M encoder: what ggml_quantize_chunk(GGML_TYPE_IQ1_M, ...) writes with
  * or without an importance matrix (quantize_iq1_m; ggml has no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * IQ1_S encoder: ggml's quantize_row_iq1_s_impl (ggml_quantize_chunk's
  * path), byte for byte. ggml runs it only with an importance matrix

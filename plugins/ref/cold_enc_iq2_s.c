@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * IQ2_S encoder: ggml's quantize_row_iq2_s_impl, i.e. ggml_quantize_chunk
  * with or without an importance matrix (without one it is also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * IQ2_XXS and IQ2_XS encoders: ggml's quantize_row_iq2_xxs_impl and
  * quantize_row_iq2_xs_impl (ggml_quantize_chunk's path), byte for byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * IQ3_XXS and IQ3_S encoders: ggml's quantize_row_iq3_xxs_impl and
  * quantize_row_iq3_s_impl, i.e. ggml_quantize_chunk with or without an

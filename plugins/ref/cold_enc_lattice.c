@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Builds the lattice encoders' search tables (see cold_enc_lattice.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Search tables of the lattice encoders (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS,
  * IQ2_S, IQ1_S, IQ1_M):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ggml's lattice scale sweep (see cold_enc_search.h), step for step.
  *

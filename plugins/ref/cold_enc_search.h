@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scale sweep shared by the IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS and IQ2_S
  * encoders (the inner part of ggml's quantize_row_<t>_impl), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The micro-scaled FP4 formats: E2M1 elements (one sign, two exponent bits,
  * one mantissa bit) sharing a scale.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private helpers of the cold formats' reference code (cold_*.c). Not part
  * of any plugin interface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The non-linear 4-bit formats: IQ4_NL (32 elements, one binary16 scale) and
  * IQ4_XS (256 elements, a binary16 scale and a 6-bit signed sub-scale per

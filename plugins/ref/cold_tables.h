@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Codebooks of the cold formats (i-quants, MXFP4, NVFP4). These are format
  * constants: a block's bytes mean nothing without them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* K-quants: Q2_K Q3_K Q4_K Q5_K Q6_K, ggml's 256-element super-block formats.
  *
  * One implementation, linked into codec-kquants and backend-scalar, so the

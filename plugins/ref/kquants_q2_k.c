@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q2_K: 2.625 bits per weight. A 256-element super-block in sixteen groups
  * of 16; each group is x ~ d * sc * q - dmin * m with q in 0..3 and 4-bit
  * sc, m; d and dmin are f16. Bytes: scales[16] (sc | m << 4), qs[64] (four

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q3_K: 3.4375 bits per weight. A 256-element super-block in sixteen groups
  * of 16; each group is x ~ d * sc * q with q in -4..3 and a 6-bit signed sc;
  * d is f16. Bytes: hmask[32] (the third bit of each code: element j's bit

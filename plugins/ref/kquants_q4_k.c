@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q4_K: 4.5 bits per weight. A 256-element super-block in eight groups of
  * 32; each group is x ~ d * sc * q - dmin * m with q in 0..15 and 6-bit sc,
  * m; d and dmin are f16. Bytes: d, dmin, scales[12] (see

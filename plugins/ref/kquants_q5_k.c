@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q5_K: 5.5 bits per weight. As Q4_K with codes 0..31: the low four bits in
  * qs[128] laid out as Q4_K's, the fifth in qh[32] (element 32 k + l of the
  * block has its bit in qh[l] at bit k). Bytes: d, dmin, scales[12], qh, qs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q6_K: 6.5625 bits per weight. A 256-element super-block in sixteen groups
  * of 16; each group is x ~ d * sc * q with q in -32..31 (stored + 32) and an
  * int8 sc; d is f16. Bytes: ql[128] (low nibbles), qh[64] (top two bits),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scale searches shared by the K-quant encoders (see kquants_search.h).
  *
  * Every float expression below is written in the order ggml evaluates it,

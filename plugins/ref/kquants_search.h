@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scale searches and scale packings the K-quant encoders share (and
  * the flat family's importance-weighted encoders: ggml's quantize_q4_0 ..
  * quantize_q5_1 reuse make_qx_quants and make_qkx3_quants).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The flat 32-element family, encoding side: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1
  * encoders, their row encoders (ggml_quantize_chunk, with or without an
  * importance matrix) and the Q8_0/Q8_1 activation quantizers.

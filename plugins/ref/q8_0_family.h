@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The flat 32-element family: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q8_1.
  *
  * One implementation, linked into codec-q8_0 and backend-scalar (and into

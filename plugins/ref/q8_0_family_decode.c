@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The flat 32-element family, decoding side. Each decoder performs ggml's
  * dequantize_row_* float operations (int code -> float, times d, plus m for
  * the _1 formats, no fused multiply-add), so the floats are bit-identical.

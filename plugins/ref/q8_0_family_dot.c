@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The flat 32-element family, scalar dot products: the referee every SIMD
  * backend is checked against.
  *

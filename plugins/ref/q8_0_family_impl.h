@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private helpers of the q8_0 family's reference code (q8_0_family*.c).
  * Not part of any plugin interface. */
 #ifndef ANVIL_REF_Q8_0_FAMILY_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q8_K: the activation format of the 256-element formats (see q8_k.h).
  * Follows ggml's quantize_row_q8_K_ref and dequantize_row_q8_K operation
  * for operation; checked byte for byte by anvil-parity --family kquants. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q8_K: the activation format of the 256-element formats (K-quants,
  * ternary TQ*, most i-quants). One implementation, shared by every codec
  * and backend-scalar. */

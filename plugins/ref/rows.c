@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "ref/rows.h"
 
 #include <math.h>

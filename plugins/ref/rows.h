@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The encode_rows contract (sdk/include/anvil/codec.h, ABI 1.1) wrapped
  * around a family's row encoder, so every codec checks rows, input and
  * importance weights the same way and words its refusals the same way. */

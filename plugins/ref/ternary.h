@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ternary and sub-2-bit formats: TQ1_0, TQ2_0 (BitNet b1.58 / TriLM
  * weights, 256 elements, dot against Q8_K) and Q1_0, Q2_0 (128 and 64
  * elements, dot against Q8_0).

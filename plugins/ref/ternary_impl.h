@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private helpers of the ternary family's reference code (ternary_*.c).
  * Not part of any plugin interface. */
 #ifndef ANVIL_REF_TERNARY_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q1_0: 128 weights as sign bits plus one f16 scale, 18 bytes (1.125 bits
  * per weight).
  *

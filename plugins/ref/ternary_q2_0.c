@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Q2_0: 64 weights as 2-bit codes plus one f16 scale, 18 bytes (2.25 bits
  * per weight).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TQ1_0: 256 ternary weights in 54 bytes (1.6875 bits per weight).
  *
  * Layout (ggml's): five trits per byte in qs[48], four in qh[4], then the f16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TQ2_0: 256 ternary weights in 66 bytes (2.0625 bits per weight).
  *
  * Layout (ggml's): qs[64] of 2-bit codes c (weight = c - 1), then the f16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The SIMD weight encoders (ABI 1.1 backend encoders), shared machinery.
  *

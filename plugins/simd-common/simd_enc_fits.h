@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scale searches the K-quant and flat-family SIMD encoders share, one
  * group per lane (see simd_enc_common.h): ports of ggml's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SIMD encoders for the flat 32-element family: Q8_0 Q8_1 Q4_0 Q4_1 Q5_0
  * Q5_1 (see simd_enc_common.h for how, and plugins/ref/q8_0_family.c for

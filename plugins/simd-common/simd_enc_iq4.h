@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SIMD encoders for the non-linear 4-bit formats IQ4_NL and IQ4_XS, without
  * and with an importance matrix (see simd_enc_common.h for how;

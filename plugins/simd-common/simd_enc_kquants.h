@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SIMD encoders for the K-quants: Q2_K Q3_K Q4_K Q5_K Q6_K, without and
  * with an importance matrix (see simd_enc_common.h for how;

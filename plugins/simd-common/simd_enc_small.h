@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SIMD encoders for the ternary and sub-2-bit formats TQ1_0 TQ2_0 Q1_0
  * Q2_0 and the micro-scaled FP4 formats MXFP4 and NVFP4 (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Row passes shared by the SIMD backends (backend-avx2, backend-avx512):
  * how a gemv/gemm walks the weight rows in passes of R rows, and the
  * software prefetch that runs alongside. Header only, no intrinsics

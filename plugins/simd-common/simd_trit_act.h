@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Base-3 trit bytes (TQ1_0's packing, PTQTP's planes) against Q8_K, shared
  * by the SIMD backends: the activation row rearranged once per mat-vec so
  * that a weight byte's five trits meet their activations lane for lane,

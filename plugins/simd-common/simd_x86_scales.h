@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-row block scales gathered into one vector, for the x86 backends
  * (backend-avx2, backend-avx512 and its SIMDe build): lane r holds the
  * scale of row r (r < R; R = 8, 4, 2 or 1, a constant after inlining); the

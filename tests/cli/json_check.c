@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_check: does a document printed by `anvil ... --json` follow the
  * schema documented in host/cli/JSON.md?

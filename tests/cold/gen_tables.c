@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil-cold-gentables: derive the codebooks of the cold formats from ggml
  * itself and write them as C source (plugins/ref/cold_tables.c).

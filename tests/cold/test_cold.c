@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cold: the cold formats (IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ3_XXS
  * IQ3_S IQ4_NL IQ4_XS MXFP4 NVFP4) without ggml.

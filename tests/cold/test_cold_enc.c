@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cold_enc: the lattice encoders (IQ3_XXS IQ3_S IQ2_S IQ1_M, and
  * IQ2_XXS IQ2_XS IQ1_S, which exist only with an importance matrix: here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer's entry point, implemented by each fuzz_*.c target and called
  * either by libFuzzer (ANVIL_FUZZ builds) or by the replay mains that run
  * the corpus under ctest (tests/gguf/fuzz_replay.c,

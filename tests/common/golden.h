@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Golden fixtures: ggml's outputs on fixed inputs, committed under
  * tests/golden/ so the core suites check parity without ggml present.

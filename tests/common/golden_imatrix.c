@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "golden_imatrix.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Golden fixtures of the importance-weighted encoders: ggml_quantize_chunk's
  * bytes for rows encoded with synthetic importance matrices (and a few

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "imatrix_kinds.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Synthetic importance matrices (one weight per column) for the weighted
  * encoders' tests: the shapes that break the weighted searches. One
  * generator for the unit suites and every parity family (imatrix, cold,

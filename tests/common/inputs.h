@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deterministic test inputs: the row shapes that break quantizers. Every
  * parity check and golden fixture draws from these kinds, so "varied input"

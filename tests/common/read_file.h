@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one whole-file reader of the test programs (suites, parity, fuzz
  * replays): no CUnit, so anything may link it. */
 #ifndef ANVIL_TEST_READ_FILE_H

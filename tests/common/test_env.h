@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where tests find their data, and small CUnit conveniences. */
 #ifndef ANVIL_TEST_ENV_H
 #define ANVIL_TEST_ENV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Purpose-built plugins for the ABI tests: one source, compiled once per
  * case (ABI_CASE_*), each exercising one rule of the plugin contract.

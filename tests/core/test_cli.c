@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The `anvil` command as a user runs it: exit codes, files, messages. */
 #include <CUnit/Basic.h>
 #include <math.h>

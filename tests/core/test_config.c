@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The INI schema: what parses, and that every mistake names file:line. */
 #include <CUnit/Basic.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every golden fixture (ggml's own outputs, committed under tests/golden/)
  * checked through the host API and the real plugins, as a user would call

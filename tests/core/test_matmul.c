@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Matmul through the host: results identical for any thread count, m = 1
  * and m > 1 agree, packed layouts stay within the float bound, fallbacks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The registry and ABI contract, with purpose-built plugins: wrong major,
  * older minor (smaller struct), newer minor (extra trailing fields), no entry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the GGUF reader (and, for what it accepts, the
  * writer). Properties checked beyond "no crash, no leak, no UB":

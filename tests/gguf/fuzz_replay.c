@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replays the GGUF fuzz body (no libFuzzer) over the files named on the
  * command line: each file whole, every prefix of it, and every single-byte
  * corruption of its first 2 KiB. Keeps the harness built and exercised in

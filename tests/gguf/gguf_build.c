@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Raw GGUF byte builder and the hostile corpus (see gguf_test.h). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared pieces of the GGUF suites: a raw byte builder (independent of
  * anvil's writer, so reader tests do not trust the code they test) and the
  * hostile corpus. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hostile corpus: every case returns its specific status with a message
  * that says what and where; the committed files under tests/gguf/corpus are

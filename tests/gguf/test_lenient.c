@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lenient reader (anvil_gguf_open_lenient / _buffer_lenient): what it
  * lists of damaged files, what it marks, where it stops, and that on a good
  * file it is the strict reader. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CUnit driver for the GGUF container suites. */
 #include <CUnit/CUnit.h>
 

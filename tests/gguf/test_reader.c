@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* GGUF reader: views, typed and raw metadata, shapes, hints, the mapping
  * handoff, and the real files in the shared test data. */
 #include <CUnit/CUnit.h>

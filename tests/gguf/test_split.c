@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Split sets: llama.cpp naming and keys, opening a set as one view, the
  * split -> merge round trip, and broken sets. */
 #include <CUnit/CUnit.h>

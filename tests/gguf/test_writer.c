@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* GGUF writer: exact bytes, wire widths, key order, dims trimming, padding,
  * raw copies, streaming == buffered, stream misuse, atomic replacement. */
 #include <CUnit/CUnit.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * LD_PRELOAD fault injector for the atomic-write tests: counts the calls that
  * change a folder's names (rename, link, unlink and their *at forms) and,

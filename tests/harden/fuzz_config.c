@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz body for the INI configuration parser (config.c through inih): any
  * text parses or is refused with file:line, never crashes or leaks. Built as

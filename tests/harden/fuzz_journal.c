@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fuzz body for the split-set commit journal as anvil's reader meets it
  * (file_set.c): a folder holding part 1's name and an arbitrary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A plugin whose deinit really tears down what init built: the codec, the
  * backend, its kernel and a lookup table the kernel and decoder read are all

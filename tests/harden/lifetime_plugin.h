@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What lifetime_plugin.c exports besides its entry point, for
  * test_lifetime.c to look up with dlsym. */
 #ifndef ANVIL_TEST_LIFETIME_PLUGIN_H

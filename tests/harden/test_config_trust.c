@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where code and configuration may come from (issue 20, item 4), the INI
  * edge cases (item 6; issue 18, item 6) and content detection (item 6).

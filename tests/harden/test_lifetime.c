@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Plugin lifetime across contexts and threads (issue 20, item 2).
  *

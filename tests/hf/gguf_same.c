@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gguf_same: see gguf_same.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Two GGUF files compared as the `anvil convert` tests need: every KV in
  * order (key, wire type, raw bytes) and every tensor (name, type, dims,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_compare A.gguf B.gguf [--skip-prefix P]
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf-llama-run ORACLE_DIR A.gguf [B.gguf]
  *

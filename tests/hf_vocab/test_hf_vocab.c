@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_hf_vocab: the tokenizer KVs anvil__hf_vocab_write appends equal, key
  * for key (order among the tokenizer KVs, wire type, bytes), those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scale a k-quant dot product's float error is measured against, shared
  * by the parity program and the offline suite.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Offline suite of the k-quants (Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K).
  *

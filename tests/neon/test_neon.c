@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend-neon against the referee (plugins/ref, the code backend-scalar
  * runs), for every kernel and every variant this CPU can execute.

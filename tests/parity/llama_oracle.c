@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libllama by dlopen (see llama_oracle.h). */
 #include <dlfcn.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * llama.cpp as an oracle: libllama.v0.5.0.so from the same npm package as
  * ggml, by dlopen. Its structs are declared here from include/llama.h of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * llama-quantize-oracle [--imatrix FILE] IN.gguf OUT.gguf TYPE NTHREADS
  * llama-quantize-oracle --write-imatrix IN.gguf OUT.imatrix

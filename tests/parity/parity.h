@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The parity program's shared pieces. A family module is
  *     int parity_<family>(parity_ctx *pc);

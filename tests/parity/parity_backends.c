@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parity family "backends": the SIMD backends' own kernels against ggml's
  * ggml_vec_dot_* on ggml's bytes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Pieces the cold family's two modules share (parity_cold.c: tables,
  * unweighted encoders, decoders, dots, goldens; parity_cold_weighted.c:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cold family's importance-weighted checks (run by `--family cold`):
  * anvil_encode_rows, the host API and so codec-cold's encode_rows as a user

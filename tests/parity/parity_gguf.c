@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF container parity against ggml's own gguf_* code (the npm oracle):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The "hf" family: `anvil convert` against llama.cpp's convert_hf_to_gguf.py
  * and llama.cpp itself. For every reference pair of

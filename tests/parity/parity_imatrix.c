@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parity of the row encoders with and without an importance matrix (issue
  * 15) for the formats of codec-q8_0, codec-kquants and codec-ternary:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parity of the k-quants (Q2_K .. Q6_K, Q8_K) against ggml itself.
  *

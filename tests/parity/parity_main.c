@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]
  *              [--oracle DIR] [--require-oracle] [--verbose]

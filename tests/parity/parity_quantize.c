@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Quantize parity: anvil_quantize against llama.cpp's llama_model_quantize
  * (libllama from the same npm package as ggml), whole files compared byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Synthetic models per llama.cpp architecture (see parity_quantize_arch.h).
  * Keys: the generic ones every model needs (context and embedding length,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Synthetic models per llama.cpp architecture for the quantize parity
  * family: the architecture's usual keys and tensor names (from the table

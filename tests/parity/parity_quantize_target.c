@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parity family "quantize", the --target-size case: the plan file a target
  * plan writes (--plan-out) reproduces the file's tensors with llama.cpp

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The quantize family's --target-size case (parity_quantize_target.c). */
 #ifndef ANVIL_PARITY_QUANTIZE_TARGET_H
 #define ANVIL_PARITY_QUANTIZE_TARGET_H

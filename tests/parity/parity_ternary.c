@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Parity of the ternary family (TQ1_0 TQ2_0 Q1_0 Q2_0) against ggml itself.
  *

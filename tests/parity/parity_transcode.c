@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transcode parity against ggml (the npm oracle): a model is transcoded by
  * anvil to every format anvil can encode, then checked tensor by tensor:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend-scalar's portable weight encoders (variant "portable": the
  * shared SIMD encoder sources on GCC/clang generic vectors) against the
  * reference encoders of plugins/ref, byte for byte, with and without an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ptqtp-report: the SNR table of PTQTP against its neighbours, for the
  * issue's closing note and for anyone re-measuring it (not a test).

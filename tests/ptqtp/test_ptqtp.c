@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ptqtp: the PTQTP trit-plane codec plugin (plugins/codec-ptqtp).
  *

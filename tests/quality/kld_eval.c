@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The quality benchmark's model side (see kld_eval.h). */
 #include "kld_eval.h"
 

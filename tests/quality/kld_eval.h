@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The quality benchmark's model side: llama.cpp (libllama from the oracle,
  * CPU) evaluates a base model and quantized models over held-out text, as

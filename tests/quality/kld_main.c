@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil-kld: the quality benchmark. What `llama-perplexity --kl-divergence`
  * reports -- mean KL(P_base || P_quant) of the next-token distributions with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The statistics of llama-perplexity --kl-divergence (see kld_stats.h). */
 #include "kld_stats.h"
 

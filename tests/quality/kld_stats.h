@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The statistics of `llama-perplexity --kl-divergence`, on logits in
  * memory: per scored position the base model's log-probabilities against

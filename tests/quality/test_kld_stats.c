@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The KL arithmetic of anvil-kld (kld_stats.c) on hand-made distributions
  * whose figures are known in closed form: no oracle needed.

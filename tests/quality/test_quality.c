@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The quality benchmark in `make test` (ctest label "quality", run by the
  * Makefile's `quality` step with the oracle required; "oracle" keeps it out

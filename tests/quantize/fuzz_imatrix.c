@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the importance-matrix readers (GGUF and legacy .dat):
  * no crash, no leak, no UB on any bytes; what loads is consistent (entries

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the option strings anvil quantize takes from the
  * command line and from a --tensor-type-file: --override-kv, --tensor-type,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil quantize without the oracle: the ECMAScript matcher against a table
  * made with libstdc++'s std::regex, the option strings, the importance-matrix

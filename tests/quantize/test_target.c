@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil quantize --target-size / --target-bpw without the oracle:
  *  - the allocator (qt_allocate) on small synthetic cases with a known

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Runs the fuzz body over files named on the command line (no libFuzzer):
  * keeps the harness compiled and exercised in every build. */
 #include <stdint.h>

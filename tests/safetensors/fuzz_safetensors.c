@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the safetensors reader (and, on what it accepts, the
  * writer): any input must either be refused with a status and a message and

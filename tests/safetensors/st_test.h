@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for the safetensors suites. */
 #ifndef ANVIL_TEST_ST_TEST_H
 #define ANVIL_TEST_ST_TEST_H

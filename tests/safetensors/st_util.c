@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "st_test.h"
 
 #include <CUnit/CUnit.h>

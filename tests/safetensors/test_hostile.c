@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hostile input: every validation rule, each with its own status and a
  * message naming the tensor. */
 #include <CUnit/CUnit.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The strict JSON parser under the safetensors header (host/src/base/json.h). */
 #include <CUnit/CUnit.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reader: real files, the three ways in, accessors, conversion to f32. */
 #include <CUnit/CUnit.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Atomic save: replaces PATH in one step, keeps it intact on any failure,
  * and a process killed mid-write leaves the previous file readable. */
 #include <CUnit/CUnit.h>

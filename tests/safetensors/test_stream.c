@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stream frames: several frames in one stream, read back in order with the
  * position exactly after each; truncated and hostile streams. */
 #include <CUnit/CUnit.h>

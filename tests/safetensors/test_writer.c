@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writer: upstream's exact bytes, reemit of real files, refusals. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>

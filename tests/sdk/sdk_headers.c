@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every SDK header, alone, with nothing but sdk/include on the include path:
  * compiled as strict C99 (-std=c99 -pedantic-errors) and, via
  * sdk_headers.cpp, as C++17. A plugin author's compiler must accept them. */

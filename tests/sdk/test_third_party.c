@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The SDK from the outside: install anvil into a temporary prefix, build the
  * out-of-tree example codec (sdk/examples/codec-mxfp8) against the installed

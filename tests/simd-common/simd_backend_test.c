@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A SIMD backend plugin against the scalar reference (plugins/ref, the code
  * backend-scalar is built from). One source, built once per backend

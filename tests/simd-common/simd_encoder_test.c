@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A SIMD backend's weight encoders (ABI 1.1) against the reference
  * encoders (plugins/ref: the codecs' encode), byte for byte.

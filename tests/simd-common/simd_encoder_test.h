@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The weight-encoder part of the SIMD backend suite (simd_backend_test.c):
  * every encoder a backend offers against the codec's reference encoder
  * (plugins/ref), byte for byte. */

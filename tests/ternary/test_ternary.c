@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ternary: TQ1_0 TQ2_0 Q1_0 Q2_0 without ggml present.
  *

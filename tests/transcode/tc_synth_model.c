@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tc_synth_model OUT.gguf [small|demo|bench|big] [f32|f16|bf16]
  * tc_synth_model --size [small|demo|bench|big]

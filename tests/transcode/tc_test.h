@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared pieces of the transcode / merge-lora suites. */
 #ifndef ANVIL_TC_TEST_H
 #define ANVIL_TC_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>

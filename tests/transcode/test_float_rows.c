@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* float_rows.c: f16/bf16/f32 rows to f32 (F16C/AVX2 or NEON where the CPU
  * has them) bit-identical to anvil_decode, with the index of the first
  * NaN/Inf, at any alignment and length; the quality report's error sums. */

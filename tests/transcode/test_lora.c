@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* merge-lora against float references computed here: GGUF-named and
  * PEFT-named adapters (llama map), the real PEFT gpt2 adapter on a matching
  * synthetic base (gpt2 map), and every refusal naming its tensor. */

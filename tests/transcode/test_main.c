@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CUnit driver for the transcode / merge-lora suites. */
 #include <CUnit/CUnit.h>
 

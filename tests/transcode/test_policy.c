@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The transcode policy: which tensors change type, which type they get,
  * and which options are refused. */
 #include <CUnit/CUnit.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The streaming engine: thread-count invariance, exact sizes, split output
  * and input, atomicity, the quality figures, the rewrite hook. */
 #include <CUnit/CUnit.h>

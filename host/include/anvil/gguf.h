@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil — GGUF container: a hardened reader and a writer byte-identical to
  * ggml's gguf_write_to_file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil — Hugging Face checkpoints: `anvil convert`.
  *

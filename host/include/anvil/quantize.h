@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil — llama-quantize's job, byte for byte: presets (Q4_K_M, IQ3_M, ...),
  * llama.cpp's per-tensor type policy, importance matrices, fallbacks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil — transcode a float model into block formats, fold LoRA adapters
  * into a float base.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Atomic file replacement: temp file (anonymous where the OS allows), fsync,
  * rename; stale temps of dead writers removed; outputs that are not regular

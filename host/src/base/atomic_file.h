@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: replacing a file atomically, and the temp files that takes.
  *

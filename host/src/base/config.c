@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * INI configuration. inih does the tokenising; this file knows the schema:
  *

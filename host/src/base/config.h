@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the INI configuration (parsed with inih). */
 #ifndef ANVIL_HOST_CONFIG_H
 #define ANVIL_HOST_CONFIG_H

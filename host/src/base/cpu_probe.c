@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one CPU probe. Run once per process; the result (after
  * ANVIL_CPU_MASK) is what every plugin sees.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the process-wide CPU probe. */
 #ifndef ANVIL_HOST_CPU_PROBE_H
 #define ANVIL_HOST_CPU_PROBE_H

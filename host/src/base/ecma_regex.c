@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ECMAScript regular expressions as libstdc++'s std::regex reads them (see
  * ecma_regex.h for the dialect). A recursive-descent parser that follows

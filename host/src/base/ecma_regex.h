@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: the ECMAScript regular expressions llama.cpp's --tensor-type
  * patterns are written in (std::regex with the default ECMAScript grammar,

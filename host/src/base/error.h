@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: filling anvil_error. */
 #ifndef ANVIL_HOST_ERROR_H
 #define ANVIL_HOST_ERROR_H

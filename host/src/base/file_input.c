@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Inputs that cannot be mapped (FIFOs, sockets, devices) refused before
  * they are opened. See file_input.h. A base utility: includes nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: what anvil accepts as an input file, decided before anything
  * can block.

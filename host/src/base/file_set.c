@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Split sets replaced as one: the journaled, ordered commit, its recovery,
  * the reader's view of an interrupted commit, and the set marks. The design

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: a set of files (the parts of a split GGUF) replaced as one.
  *

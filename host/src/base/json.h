@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: a small strict JSON (RFC 8259) parser that reports events
  * (begin/end of objects and arrays, keys, scalars) to a handler instead of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A small strict JSON parser reporting events (see json.h for what "strict"
  * means and for the error precedence).

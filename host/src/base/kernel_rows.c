@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The row runners of kernel_rows.h: one per combination of the optional
  * kernel entry points, chosen once per kernel (registry.c), so the mat-vec
  * task calls one function instead of testing for NULL entries per task. */

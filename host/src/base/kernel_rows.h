@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: how the host runs a kernel over a block of weight rows
  * (kernel_rows.c). A backend's GEMM and GEMV are optional; the registry
  * picks, once per kernel when it normalises the backend, the one function

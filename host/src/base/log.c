@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The host's log sink: stderr, filtered by $ANVIL_LOG (error, warning (the
  * default), info, debug, quiet/off). Plugins log through it too (registry.c
  * hands it out as a host service). Imports nothing of the host. */

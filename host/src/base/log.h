@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the host log sink (log.c). */
 #ifndef ANVIL_HOST_LOG_H
 #define ANVIL_HOST_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Status names and error-message plumbing. */
 #include <stdarg.h>
 #include <stdio.h>

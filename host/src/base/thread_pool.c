@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Persistent worker pool. Workers sleep on a condition variable between
  * jobs; a job hands out task indices through an atomic counter, so uneven

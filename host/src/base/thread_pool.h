@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: a persistent pool of worker threads. */
 #ifndef ANVIL_HOST_THREAD_POOL_H
 #define ANVIL_HOST_THREAD_POOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Trusted paths for plugins and configs; the rules are in trust.h. */
 #include "trust.h"
 

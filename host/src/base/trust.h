@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: may code and configuration be taken from a path? (sshd's
  * StrictModes, applied to plugins and configs.)

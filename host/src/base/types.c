@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ggml's type table: names, block geometry, and which plugin family provides
  * each format. These are format constants (what a GGUF file means), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the built-in type table (types.c), beside the public
  * anvil_type_builtin / anvil_type_bytes. */
 #ifndef ANVIL_HOST_TYPES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The export engine's per-chunk float work (float_rows.h).
  *

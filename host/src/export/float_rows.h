@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the export engine's per-chunk float work, done while the chunk
  * is in cache: a float tensor's rows (F32, F16, BF16) as f32 in one pass
  * that also finds the first NaN/Inf, and the quality report's error sums. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_arch: the four architectures convert_hf_to_gguf.py maps to llama and
  * qwen2/qwen3 (LlamaModel, Qwen2Model, Qwen3Model of its conversion/ tree):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_card: the YAML front matter of a checkpoint's README.md model card, as
  * far as gguf-py's Metadata reads it. metadata.py hands the block between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: a README.md model card's YAML front matter, the subset gguf-py's
  * metadata heuristics read (see hf_card.c).

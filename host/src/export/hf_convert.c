@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_convert: `anvil convert`, convert_hf_to_gguf.py's output from a Hugging
  * Face folder (anvil/hf.h). The steps are convert's: pick the output type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_folder: a Hugging Face checkpoint folder as convert_hf_to_gguf.py reads
  * it (ModelBase.index_tensors). config.json must exist and parse. The weights

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_fp8: block-scaled FP8 checkpoints (DeepSeek-V3 / Qwen3-FP8 style:
  * quantization_config {"quant_method": "fp8", "weight_block_size": [128,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: what the files of the Hugging Face converter share (hf_*.c).
  *

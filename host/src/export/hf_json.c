@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_json: a JSON tree for a checkpoint folder's small JSON files (see
  * hf_json.h). The parser is json_parse.c; this file only keeps what it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: a JSON document as a tree, for the small JSON files of a Hugging
  * Face checkpoint folder (config.json, model.safetensors.index.json,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_meta: the general.* keys convert_hf_to_gguf.py writes (gguf-py
  * Metadata.load, apply_metadata_heuristic, set_gguf_meta_model), in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_meta_name: gguf-py's naming heuristics, in C. get_model_id_components
  * and id_to_title (metadata.py) split a Hugging Face model id such as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: gguf-py's model-id heuristics (metadata.py
  * get_model_id_components, id_to_title) and utility.py's size label (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_tensors: the tensors convert_hf_to_gguf.py writes for the llama, qwen2
  * and qwen3 architectures, in its order (prepare_tensors: the generated

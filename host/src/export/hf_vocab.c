@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab: the tokenizer module's entry points (hf_vocab.h) -- which of
  * convert_hf_to_gguf.py's set_vocab paths a folder takes, the KV list with

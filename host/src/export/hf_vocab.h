@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: a Hugging Face checkpoint folder's tokenizer, as
  * convert_hf_to_gguf.py (llama.cpp de3ff815) writes it into a GGUF: the

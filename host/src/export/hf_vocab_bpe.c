@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab_bpe: the vocabulary of a tokenizer.json, as the converter reads
  * it through transformers' fast tokenizer: LlamaHfVocab (llama-2 style BPE

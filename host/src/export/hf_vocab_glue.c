@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab_glue: where `anvil convert` hands the tokenizer files to the
  * tokenizer module (hf_vocab.h): read the folder's tokenizer for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: the tokenizer's KVs for `anvil convert` (tokenizer.ggml.*,
  * chat template), appended in convert_hf_to_gguf.py's order by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal to the tokenizer module (hf_vocab*.c, see hf_vocab.h): what its
  * files share. hf_vocab.c picks the converter's path and owns the KV list;

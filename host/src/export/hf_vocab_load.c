@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab_load: anvil__hf_vocab_load/write/free (hf_vocab.h). Picks the
  * path convert_hf_to_gguf.py's set_vocab takes for the architecture

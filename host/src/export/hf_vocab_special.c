@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab_special: gguf-py's SpecialVocab (vocab.py) -- merges, special
  * token ids, add_*_token, chat template and normalizer flags, read from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hf_vocab_spm: a SentencePiece tokenizer.model as convert_hf_to_gguf.py's
  * _create_vocab_sentencepiece and _set_vocab_sentencepiece write it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Importance matrices, as llama-quantize reads them (common/imatrix-loader
  * and tools/quantize/quantize.cpp's load_imatrix): the GGUF format and the

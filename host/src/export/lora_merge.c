@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * merge-lora: fold LoRA adapters into a float base as a transcode hook.
  *

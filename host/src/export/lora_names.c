@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * HF module paths -> GGUF tensor names, for PEFT adapters. Two families:
  * llama ("model.layers.N.self_attn.q_proj") and gpt2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What llama.cpp's model loader decides before llama_model_quantize's
  * per-tensor rules run, per architecture (facts from the oracle's

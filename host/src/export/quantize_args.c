@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The option strings llama-quantize takes, read as it reads them:
  * --override-kv KEY=TYPE:VALUE (common's string_parse_kv_override),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: llama.cpp's quantization policy (quantize_policy.c), used by the
  * quantize plan (quantize_plan.c). */
 #ifndef ANVIL_HOST_QUANTIZE_INTERNAL_H

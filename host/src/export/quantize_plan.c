@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The quantize plan: llama_model_quantize's preparation, step by step, on
  * the transcode engine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * llama.cpp's quantization policy, rule for rule (src/llama-quant.cpp of the
  * release anvil's oracle is): which tensors may change type, the preset's

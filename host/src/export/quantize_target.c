@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil quantize --target-size / --target-bpw: every free tensor's type
  * chosen by measured error under a byte budget.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: anvil quantize --target-size / --target-bpw (quantize_target.c):
  * every free tensor's type chosen by measured error under a byte budget.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The export engine's output thread (tc_output.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the export engine's output thread. Tensors are handed over in
  * file order, one in flight at a time, and written (anvil_gguf_writer_
  * stream_tensor) by a thread of their own, so that the copy of one tensor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the transcode plan shared by transcode_plan.c (deciding and
  * laying out) and transcode_run.c (streaming the bytes). */
 #ifndef ANVIL_HOST_TRANSCODE_INTERNAL_H

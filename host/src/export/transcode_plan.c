@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transcode plan: decide every tensor, then lay out the output (one file or
  * a llama.cpp-style split set) as fully declared GGUF writers, so that the

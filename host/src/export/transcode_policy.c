@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transcode policy: which tensors may change type, which type each one gets,
  * and which targets are allowed at all. The rules are in transcode.h; this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Transcode rules (--tensor-type and the like): compiled once per plan,
  * matched in order, first match wins; the patterns are ECMAScript as

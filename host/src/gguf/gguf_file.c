@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF files: mapping, opening (single files, buffers, split sets), the
  * accessors, paging hints and the ownership handoff of the mapping.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF metadata getters by key: anvil_gguf_get_<type>(file, key) looks the
  * key up in the open file (gguf_file.c) and returns its value, widened, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Name index for GGUF keys and tensor names: open addressing with linear
  * probing, FNV-1a hashing. Duplicate checks and lookups stay O(1) even for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: shared pieces of the GGUF reader and writer. */
 #ifndef ANVIL_HOST_GGUF_INTERNAL_H
 #define ANVIL_HOST_GGUF_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Metadata edits: write a GGUF file again with new KVs, touching the tensor
  * bytes only when the edit moves them (anvil meta).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF table-of-contents parser. The input is hostile: every wire value is
  * checked before it is used (lengths against the bytes left, products and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Split GGUF sets, llama.cpp's convention: parts are named
  * "<prefix>-%05d-of-%05d.gguf" (1-based), every part carries split.no (u16,

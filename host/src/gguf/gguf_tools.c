@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Whole-file GGUF operations built on the reader and writer: reemit, split
  * (llama.cpp's gguf-split layout) and merge.

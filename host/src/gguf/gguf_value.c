@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF wire values: type names and sizes, and the typed view (integers
  * widened, floats as double) of the raw bytes the parser validated. Below the

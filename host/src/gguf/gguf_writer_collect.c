@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF writer, collecting side: KVs in insertion order with exact wire
  * widths (setting a key again moves it to the end, as ggml's gguf_set_val_*

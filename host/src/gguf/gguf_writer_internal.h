@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the GGUF writer's state, shared by gguf_writer_collect.c
  * (collecting KVs and tensors) and gguf_writer_output.c (producing the
  * bytes: layout, temp file, streaming, commit). */

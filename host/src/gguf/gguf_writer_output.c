@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GGUF writer, output side: the bytes exactly as ggml's gguf_write_to_file
  * lays them out (version 3, u64 counts, KVs in order, tensor infos with

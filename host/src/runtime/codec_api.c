@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* anvil_encode / anvil_decode: the host's front door to codecs, plus the
  * plain float types (f32, f16, bf16) the host implements itself. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Context lifecycle and the reports `anvil plugins` prints. */
 #include <stdio.h>
 #include <stdlib.h>

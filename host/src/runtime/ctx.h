@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: what a context holds -- its config, the registry and the
  * dispatch table (each owning its state, registry.h, dispatch.h), the
  * thread pool -- and the lookups that go through a context. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Dispatch: for each weight type, which backend's kernel runs its dot
  * product, who quantizes the activations, or why the host falls back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the dispatch table a context embeds -- per weight type, which
  * backend's kernel, activation quantizer and encoders run (dispatch.c). Built
  * from a loaded registry and its config; knows nothing of the context. */

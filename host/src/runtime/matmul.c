@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Quantized matmul: y[i, r] = x[i, :] . W[r, :].
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plugin registry: find, dlopen, negotiate, validate, register.
  *

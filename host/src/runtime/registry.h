@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the registry a context embeds -- the plugins it loaded, their
  * codecs and backends as normalised copies (registry.c) -- and the type
  * lookups beside it (type_lookup.c). It knows the config and the CPU it was

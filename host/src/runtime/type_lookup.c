@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Type and codec lookups that need a context: a third-party type (ids
  * 1024-2047) exists only while the plugin that registers it is loaded, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safetensors dtypes: names, widths, byte sizes, and the f32 view of the
  * three float dtypes the rest of anvil computes with.

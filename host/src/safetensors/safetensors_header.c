@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safetensors header validation: every rule of upstream's reader
  * (huggingface/safetensors, tensor.rs read_metadata + Metadata::validate),

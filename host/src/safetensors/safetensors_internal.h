@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the anvil_st object and the pieces the safetensors files share. */
 #ifndef ANVIL_HOST_SAFETENSORS_INTERNAL_H
 #define ANVIL_HOST_SAFETENSORS_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safetensors reader: three ways to get a validated anvil_st (borrow the
  * caller's bytes, copy them, or map a file), and the accessors.

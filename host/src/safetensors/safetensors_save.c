@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Atomic save: the new file is written to a temp file beside the old one
  * (atomic_file.c: anonymous where the OS allows, so a kill leaves nothing),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Content detection: is this safetensors? A safetensors file starts with its
  * header length (u64, little-endian) and the header's JSON; detection looks

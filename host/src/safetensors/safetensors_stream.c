@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safetensors stream frames: read exactly one frame (8-byte length, header,
  * precisely the data the header describes) and stop, so frames can be laid

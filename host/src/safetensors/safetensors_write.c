@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safetensors writer, byte-identical to upstream's serializer
  * (huggingface/safetensors tensor.rs prepare/serialize):

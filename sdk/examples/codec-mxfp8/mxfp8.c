@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * codec-mxfp8 — MXFP8 (E4M3) from the OCP Microscaling Formats (MX)
  * specification v1.0, as an anvil third-party codec.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil SDK — plugin ABI: entry symbol, version negotiation, the plugin
  * descriptor and the services the host hands to plugins.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil SDK — number conversions and rounding helpers, identical to ggml's.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil SDK — status codes shared by the host and every plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * anvil SDK — a published third-party format: PTQTP trit planes.
  *
