@@ -542,6 +542,83 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
     return ANVIL_OK;
 }
 
+/* The layers --prune-layers names, sorted, each once (*prune: malloc'd). */
+static int pruned_layers(const anvil_quantize_options *o, int32_t **prune, size_t *n_prune) {
+    *prune = NULL;
+    *n_prune = 0;
+    if (o->n_prune_layers == 0) return ANVIL_OK;
+    int32_t *p = malloc(o->n_prune_layers * sizeof *p);
+    if (p == NULL) return ANVIL_E_NOMEM;
+    memcpy(p, o->prune_layers, o->n_prune_layers * sizeof *p);
+    qsort(p, o->n_prune_layers, sizeof *p, cmp_i32);
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_prune_layers; ++i) {
+        if (n == 0 || p[n - 1] != p[i]) p[n++] = p[i];
+    }
+    *prune = p;
+    *n_prune = n;
+    return ANVIL_OK;
+}
+
+/* One kept tensor's type (llama.cpp's rules, in list order: the counters
+ * move), its imatrix entry's name, its bytes. */
+static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *it, const layer_map *map,
+                      uint32_t default_type, anvil_error *err) {
+    const anvil_quantize_options *o = &q->opts;
+    qp_state *qs = &q->qs;
+    int rc = ANVIL_OK;
+    const anvil_gguf_tensor *src = it->src;
+    it->src_type = src->type;
+    it->dst_type = src->type;
+    it->want_type = ANVIL_TRANSCODE_NO_TYPE;
+    it->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
+    it->row_len = src->ne[0];
+    it->n_rows = src->ne[0] > 0 ? src->n_elements / src->ne[0] : 0;
+    it->src_bytes = src->n_bytes;
+    it->part = o->keep_split ? src->part : 0;
+    const int allows = qp_allows_quantization(o, src);
+    if (!allows) {
+        it->why = ANVIL_TRANSCODE_KEEP_POLICY;
+    } else {
+        const char *why = NULL;
+        uint32_t ty = 0;
+        rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty,
+                            &it->fallback_from, &why, err);
+        if (rc != ANVIL_OK) return rc;
+        it->want_type = ty;
+        it->dst_type = ty;
+        it->rule = why;
+        it->why = ty == src->type ? ANVIL_TRANSCODE_KEEP_SAME : ANVIL_TRANSCODE_CONVERT;
+    }
+    it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, q->ftype);
+    if (o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
+        char *mapped = NULL;
+        rc = remap_imatrix(it->name, map, &mapped, err);
+        if (rc != ANVIL_OK) return rc;
+        if (mapped != NULL) {
+            /* Keep the string: it is looked up after this loop. */
+            char **v = realloc(q->names, (q->n_names + 1) * sizeof *v);
+            if (v == NULL) {
+                free(mapped);
+                return anvil__nomem(err);
+            }
+            q->names = v;
+            q->names[q->n_names++] = mapped;
+        }
+        it->imatrix_name = mapped ? mapped : it->name;
+    } else if (allows && it->needs_imatrix) {
+        t->summary.needs_imatrix = 1;
+        if (!o->dry_run) {
+            return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
+                                 "this quantization requires an importance matrix: tensor %s would be %s, "
+                                 "which llama.cpp only writes with one (pass --imatrix FILE; make one "
+                                 "with llama-imatrix)",
+                                 it->name, anvil_type_name(NULL, it->dst_type));
+        }
+    }
+    return tc_item_bytes(t, it, err);
+}
+
 static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
     qp_state *qs = &q->qs;
@@ -549,15 +626,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     /* Output names, pruning. */
     int32_t *prune = NULL;
     size_t n_prune = 0;
-    if (o->n_prune_layers > 0) {
-        prune = malloc(o->n_prune_layers * sizeof *prune);
-        if (prune == NULL) return anvil__nomem(err);
-        memcpy(prune, o->prune_layers, o->n_prune_layers * sizeof *prune);
-        qsort(prune, o->n_prune_layers, sizeof *prune, cmp_i32);
-        for (size_t i = 0; i < o->n_prune_layers; ++i) {
-            if (n_prune == 0 || prune[n_prune - 1] != prune[i]) prune[n_prune++] = prune[i];
-        }
-    }
+    if (pruned_layers(o, &prune, &n_prune) != ANVIL_OK) return anvil__nomem(err);
     layer_map *map = calloc(1, sizeof *map);
     t->items = calloc(n > 0 ? n : 1, sizeof *t->items);
     q->names = calloc(n > 0 ? n : 1, sizeof *q->names);
@@ -609,56 +678,7 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     /* Every tensor's type, in order. */
     for (size_t i = 0; rc == ANVIL_OK && i < kept; ++i) {
         anvil_transcode_tensor *it = &t->items[i];
-        const anvil_gguf_tensor *src = it->src;
-        it->src_type = src->type;
-        it->dst_type = src->type;
-        it->want_type = ANVIL_TRANSCODE_NO_TYPE;
-        it->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
-        it->row_len = src->ne[0];
-        it->n_rows = src->ne[0] > 0 ? src->n_elements / src->ne[0] : 0;
-        it->src_bytes = src->n_bytes;
-        it->part = o->keep_split ? src->part : 0;
-        const int allows = qp_allows_quantization(o, src);
-        if (!allows) {
-            it->why = ANVIL_TRANSCODE_KEEP_POLICY;
-        } else {
-            const char *why = NULL;
-            uint32_t ty = 0;
-            rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty,
-                                &it->fallback_from, &why, err);
-            if (rc != ANVIL_OK) break;
-            it->want_type = ty;
-            it->dst_type = ty;
-            it->rule = why;
-            it->why = ty == src->type ? ANVIL_TRANSCODE_KEEP_SAME : ANVIL_TRANSCODE_CONVERT;
-        }
-        it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, q->ftype);
-        if (o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
-            char *mapped = NULL;
-            rc = remap_imatrix(it->name, map, &mapped, err);
-            if (rc != ANVIL_OK) break;
-            if (mapped != NULL) {
-                /* Keep the string: it is looked up after this loop. */
-                char **v = realloc(q->names, (q->n_names + 1) * sizeof *v);
-                if (v == NULL) {
-                    free(mapped);
-                    rc = anvil__nomem(err);
-                    break;
-                }
-                q->names = v;
-                q->names[q->n_names++] = mapped;
-            }
-            it->imatrix_name = mapped ? mapped : it->name;
-        } else if (allows && it->needs_imatrix) {
-            t->summary.needs_imatrix = 1;
-            if (!o->dry_run) {
-                rc = anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
-                                     "this quantization requires an importance matrix: tensor %s would be %s, "
-                                     "which llama.cpp only writes with one (pass --imatrix FILE; make one "
-                                     "with llama-imatrix)",
-                                     it->name, anvil_type_name(NULL, it->dst_type));
-            }
-        }
+        rc = decide_one(t, q, it, map, default_type, err);
         if (rc == ANVIL_OK) rc = tc_item_bytes(t, it, err);
     }
     /* Items hold pointers into q->names: realloc above may have moved the

@@ -258,12 +258,184 @@ static int layer_info(const qp_state *qs, int counter, const char *name, int *la
 
 #define FT(x) (ftype == QF_##x)
 
-static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *name, qp_category cat,
-                   uint32_t *type, anvil_error *err) {
+/* The branches of llama.cpp's llama_tensor_get_type, one function each, in
+ * its order: t is the type so far, the result the type the rule gives. */
+
+/* output.weight (and a tied token_embd): --output-tensor-type, else by preset. */
+static uint32_t mix_output(const qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t t) {
     const uint32_t ftype = qs->ftype;
     const anvil_quantize_options *o = qs->opts;
     const qp_model *m = &qs->model;
+    if (o->output_tensor_type != ANVIL_TRANSCODE_NO_TYPE) {
+        t = o->output_tensor_type;
+    } else {
+        const uint32_t qk = qp_block_size(t);
+        if (FT(MXFP4_MOE)) {
+            t = ANVIL_TYPE_Q8_0;
+        } else if (m->arch == QP_ARCH_FALCON || qk == 0 || tensor->ne[0] % qk != 0) {
+            t = ANVIL_TYPE_Q8_0;
+        } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ3_XXS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) ||
+                   FT(IQ1_M)) {
+            t = ANVIL_TYPE_Q5_K;
+        } else if (t != ANVIL_TYPE_Q8_0) {
+            t = ANVIL_TYPE_Q6_K;
+        }
+    }
+    return t;
+}
+
+/* token_embd.weight: --token-embedding-type, else by preset. */
+static uint32_t mix_token_embd(const qp_state *qs, uint32_t t) {
+    const uint32_t ftype = qs->ftype;
+    const anvil_quantize_options *o = qs->opts;
+    if (o->token_embedding_type != ANVIL_TRANSCODE_NO_TYPE) {
+        t = o->token_embedding_type;
+    } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ1_S) || FT(IQ1_M)) {
+        t = ANVIL_TYPE_Q2_K;
+    } else if (FT(IQ2_S) || FT(IQ2_M)) {
+        t = ANVIL_TYPE_IQ3_S;
+    } else if (FT(IQ3_XXS)) {
+        t = ANVIL_TYPE_IQ3_S;
+    } else if (FT(TQ1_0) || FT(TQ2_0) || FT(Q2_0)) {
+        t = ANVIL_TYPE_Q4_K;
+    }
+    return t;
+}
+
+/* The IQ1/IQ2 presets' own rules (the attn_v and ffn_down counters move). */
+static uint32_t mix_low_iq(qp_state *qs, qp_category cat, uint32_t t) {
+    const uint32_t ftype = qs->ftype;
+    const uint32_t gqa = qs->model.n_gqa, nexp = qs->model.n_expert;
+    const uint32_t low = FT(IQ2_S) || FT(IQ2_M) ? ANVIL_TYPE_IQ3_S : ANVIL_TYPE_Q2_K;
+    if (is_attn_v_like(cat)) {
+        t = gqa >= 4 || nexp >= 4 ? ANVIL_TYPE_Q4_K : low;
+        ++qs->i_attention_wv;
+    } else if (nexp == 8 && cat == QC_ATTENTION_K) {
+        t = ANVIL_TYPE_Q4_K;
+    } else if (cat == QC_FFN_DOWN) {
+        if (qs->i_ffn_down < qs->n_ffn_down / 8) t = low;
+        ++qs->i_ffn_down;
+    } else if (cat == QC_ATTENTION_OUTPUT) {
+        if (nexp == 8) {
+            t = ANVIL_TYPE_Q5_K;
+        } else if (FT(IQ1_S) || FT(IQ1_M)) {
+            t = ANVIL_TYPE_IQ2_XXS;
+        } else if (FT(IQ2_S) || FT(IQ2_M)) {
+            t = ANVIL_TYPE_IQ3_S;
+        }
+    }
+    return t;
+}
+
+/* attn_v (and what counts as it): the head ratio, the counter, the 70B rule. */
+static uint32_t mix_attn_v(qp_state *qs, uint32_t t) {
+    const uint32_t ftype = qs->ftype;
+    const qp_model *m = &qs->model;
     const uint32_t gqa = m->n_gqa, nexp = m->n_expert;
+    if (FT(Q2_K)) {
+        t = gqa >= 4 ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
+    } else if (FT(Q2_K_S) && gqa >= 4) {
+        t = ANVIL_TYPE_Q4_K;
+    } else if (FT(IQ3_XXS)) {
+        t = gqa >= 4 ? ANVIL_TYPE_Q4_K : !qs->has_imatrix ? ANVIL_TYPE_IQ3_S : ANVIL_TYPE_IQ3_XXS;
+    } else if ((FT(IQ3_XS) || FT(IQ3_S)) && gqa >= 4) {
+        t = ANVIL_TYPE_Q4_K;
+    } else if (FT(IQ3_M)) {
+        t = ANVIL_TYPE_Q4_K;
+    } else if (FT(Q3_K_M)) {
+        t = qs->i_attention_wv < 2 ? ANVIL_TYPE_Q5_K : ANVIL_TYPE_Q4_K;
+    } else if (FT(Q3_K_L)) {
+        t = ANVIL_TYPE_Q5_K;
+    } else if ((FT(IQ4_NL) || FT(IQ4_XS)) && gqa >= 4) {
+        t = ANVIL_TYPE_Q5_K;
+    } else if ((FT(Q4_K_M) || FT(Q5_K_M)) && use_more_bits(qs->i_attention_wv, qs->n_attention_wv)) {
+        t = ANVIL_TYPE_Q6_K;
+    } else if (FT(Q4_K_S) && qs->i_attention_wv < 4) {
+        t = ANVIL_TYPE_Q5_K;
+    }
+    if (m->is_70b && (t == ANVIL_TYPE_Q3_K || t == ANVIL_TYPE_Q4_K)) t = ANVIL_TYPE_Q5_K;
+    if (nexp == 8) t = ANVIL_TYPE_Q8_0;
+    ++qs->i_attention_wv;
+    return t;
+}
+
+/* ffn_down: by layer (counted, or read from the name for MoE models). */
+static int mix_ffn_down(qp_state *qs, const char *name, uint32_t *type, anvil_error *err) {
+    const uint32_t ftype = qs->ftype;
+    const qp_model *m = &qs->model;
+    const uint32_t nexp = m->n_expert;
+    uint32_t t = *type;
+    int layer = 0;
+    const int rc = layer_info(qs, qs->i_ffn_down, name, &layer, err);
+    if (rc != ANVIL_OK) return rc;
+    const int n = qs->n_ffn_down, falcon = m->arch == QP_ARCH_FALCON;
+    if (FT(Q2_K)) {
+        t = ANVIL_TYPE_Q3_K;
+    } else if (FT(Q2_K_S)) {
+        if (layer < n / 8) t = ANVIL_TYPE_Q4_K;
+    } else if (FT(IQ3_XXS) && !qs->has_imatrix) {
+        t = layer < n / 8 ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
+    } else if (FT(Q3_K_M)) {
+        t = layer < n / 16 ? ANVIL_TYPE_Q5_K
+            : !falcon || use_more_bits(layer, n) ? ANVIL_TYPE_Q4_K
+                                                 : ANVIL_TYPE_Q3_K;
+    } else if (FT(IQ3_M) && (layer < n / 8 || (nexp == 8 && use_more_bits(layer, n)))) {
+        t = ANVIL_TYPE_Q4_K;
+    } else if (FT(Q3_K_L)) {
+        t = falcon ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q5_K;
+    } else if (FT(Q4_K_M)) {
+        if (falcon) {
+            t = layer < n / 16 ? ANVIL_TYPE_Q6_K : use_more_bits(layer, n) ? ANVIL_TYPE_Q5_K : ANVIL_TYPE_Q4_K;
+        } else if (use_more_bits(layer, n)) {
+            t = ANVIL_TYPE_Q6_K;
+        }
+    } else if (layer < n / 8 && (FT(IQ4_NL) || FT(IQ4_XS)) && !qs->has_imatrix) {
+        t = ANVIL_TYPE_Q5_K;
+    } else if (FT(Q5_K_M) && use_more_bits(layer, n)) {
+        t = ANVIL_TYPE_Q6_K;
+    } else if (FT(Q4_K_S) && !falcon && layer < n / 8) {
+        t = ANVIL_TYPE_Q5_K;
+    } else if ((FT(Q4_0) || FT(Q5_0)) && qs->has_imatrix && layer < n / 8) {
+        t = FT(Q4_0) ? ANVIL_TYPE_Q4_1 : ANVIL_TYPE_Q5_1;
+    }
+    ++qs->i_ffn_down;
+    *type = t;
+    return ANVIL_OK;
+}
+
+/* attn_output: by preset, experts, falcon. */
+static uint32_t mix_attn_output(const qp_state *qs, uint32_t t) {
+    const uint32_t ftype = qs->ftype;
+    const qp_model *m = &qs->model;
+    const uint32_t nexp = m->n_expert;
+    if (m->arch != QP_ARCH_FALCON) {
+        if (nexp == 8) {
+            if (FT(Q2_K) || FT(IQ3_XS) || FT(IQ3_XXS) || FT(Q3_K_S) || FT(Q3_K_M) || FT(IQ4_NL) ||
+                FT(Q4_K_S) || FT(Q4_K_M) || FT(IQ3_S) || FT(IQ3_M) || FT(IQ4_XS)) {
+                t = ANVIL_TYPE_Q5_K;
+            }
+        } else if (FT(Q2_K)) {
+            t = ANVIL_TYPE_Q3_K;
+        } else if (FT(IQ3_XXS)) {
+            t = ANVIL_TYPE_IQ3_S;
+        } else if (FT(Q3_K_M)) {
+            t = ANVIL_TYPE_Q4_K;
+        } else if (FT(Q3_K_L)) {
+            t = ANVIL_TYPE_Q5_K;
+        } else if (FT(IQ3_M)) {
+            t = ANVIL_TYPE_Q4_K;
+        }
+    } else if (FT(Q3_K_L)) {
+        t = ANVIL_TYPE_Q4_K;
+    }
+    return t;
+}
+
+static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *name, qp_category cat,
+                   uint32_t *type, anvil_error *err) {
+    const uint32_t ftype = qs->ftype;
+    const qp_model *m = &qs->model;
+    const uint32_t nexp = m->n_expert;
     uint32_t t = *type;
     int rc = ANVIL_OK, layer = 0;
     if (m->no_layers && is_attn_v_like(cat) && qa_rules_ask_gqa(ftype)) {
@@ -274,82 +446,18 @@ static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *na
                                name);
     }
     if (cat == QC_OUTPUT || (qs->has_tied_embeddings && cat == QC_TOKEN_EMBD)) {
-        if (o->output_tensor_type != ANVIL_TRANSCODE_NO_TYPE) {
-            t = o->output_tensor_type;
-        } else {
-            const uint32_t qk = qp_block_size(t);
-            if (FT(MXFP4_MOE)) {
-                t = ANVIL_TYPE_Q8_0;
-            } else if (m->arch == QP_ARCH_FALCON || qk == 0 || tensor->ne[0] % qk != 0) {
-                t = ANVIL_TYPE_Q8_0;
-            } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ3_XXS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) ||
-                       FT(IQ1_M)) {
-                t = ANVIL_TYPE_Q5_K;
-            } else if (t != ANVIL_TYPE_Q8_0) {
-                t = ANVIL_TYPE_Q6_K;
-            }
-        }
+        t = mix_output(qs, tensor, t);
     } else if (FT(MXFP4_MOE)) {
         const int bailing_expert =
             m->arch == QP_ARCH_BAILINGMOE3 && (cat == QC_FFN_UP || cat == QC_FFN_GATE || cat == QC_FFN_DOWN);
         t = tensor->ne[2] > 1 && (m->arch != QP_ARCH_BAILINGMOE3 || bailing_expert) ? ANVIL_TYPE_MXFP4
                                                                                       : ANVIL_TYPE_Q8_0;
     } else if (cat == QC_TOKEN_EMBD) {
-        if (o->token_embedding_type != ANVIL_TRANSCODE_NO_TYPE) {
-            t = o->token_embedding_type;
-        } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ1_S) || FT(IQ1_M)) {
-            t = ANVIL_TYPE_Q2_K;
-        } else if (FT(IQ2_S) || FT(IQ2_M)) {
-            t = ANVIL_TYPE_IQ3_S;
-        } else if (FT(IQ3_XXS)) {
-            t = ANVIL_TYPE_IQ3_S;
-        } else if (FT(TQ1_0) || FT(TQ2_0) || FT(Q2_0)) {
-            t = ANVIL_TYPE_Q4_K;
-        }
+        t = mix_token_embd(qs, t);
     } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) || FT(IQ1_M)) {
-        const uint32_t low = FT(IQ2_S) || FT(IQ2_M) ? ANVIL_TYPE_IQ3_S : ANVIL_TYPE_Q2_K;
-        if (is_attn_v_like(cat)) {
-            t = gqa >= 4 || nexp >= 4 ? ANVIL_TYPE_Q4_K : low;
-            ++qs->i_attention_wv;
-        } else if (nexp == 8 && cat == QC_ATTENTION_K) {
-            t = ANVIL_TYPE_Q4_K;
-        } else if (cat == QC_FFN_DOWN) {
-            if (qs->i_ffn_down < qs->n_ffn_down / 8) t = low;
-            ++qs->i_ffn_down;
-        } else if (cat == QC_ATTENTION_OUTPUT) {
-            if (nexp == 8) {
-                t = ANVIL_TYPE_Q5_K;
-            } else if (FT(IQ1_S) || FT(IQ1_M)) {
-                t = ANVIL_TYPE_IQ2_XXS;
-            } else if (FT(IQ2_S) || FT(IQ2_M)) {
-                t = ANVIL_TYPE_IQ3_S;
-            }
-        }
+        t = mix_low_iq(qs, cat, t);
     } else if (is_attn_v_like(cat)) {
-        if (FT(Q2_K)) {
-            t = gqa >= 4 ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
-        } else if (FT(Q2_K_S) && gqa >= 4) {
-            t = ANVIL_TYPE_Q4_K;
-        } else if (FT(IQ3_XXS)) {
-            t = gqa >= 4 ? ANVIL_TYPE_Q4_K : !qs->has_imatrix ? ANVIL_TYPE_IQ3_S : ANVIL_TYPE_IQ3_XXS;
-        } else if ((FT(IQ3_XS) || FT(IQ3_S)) && gqa >= 4) {
-            t = ANVIL_TYPE_Q4_K;
-        } else if (FT(IQ3_M)) {
-            t = ANVIL_TYPE_Q4_K;
-        } else if (FT(Q3_K_M)) {
-            t = qs->i_attention_wv < 2 ? ANVIL_TYPE_Q5_K : ANVIL_TYPE_Q4_K;
-        } else if (FT(Q3_K_L)) {
-            t = ANVIL_TYPE_Q5_K;
-        } else if ((FT(IQ4_NL) || FT(IQ4_XS)) && gqa >= 4) {
-            t = ANVIL_TYPE_Q5_K;
-        } else if ((FT(Q4_K_M) || FT(Q5_K_M)) && use_more_bits(qs->i_attention_wv, qs->n_attention_wv)) {
-            t = ANVIL_TYPE_Q6_K;
-        } else if (FT(Q4_K_S) && qs->i_attention_wv < 4) {
-            t = ANVIL_TYPE_Q5_K;
-        }
-        if (m->is_70b && (t == ANVIL_TYPE_Q3_K || t == ANVIL_TYPE_Q4_K)) t = ANVIL_TYPE_Q5_K;
-        if (nexp == 8) t = ANVIL_TYPE_Q8_0;
-        ++qs->i_attention_wv;
+        t = mix_attn_v(qs, t);
     } else if (cat == QC_ATTENTION_K) {
         if (nexp == 8) {
             t = ANVIL_TYPE_Q8_0;
@@ -365,60 +473,10 @@ static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *na
             t = ANVIL_TYPE_IQ2_S;
         }
     } else if (cat == QC_FFN_DOWN) {
-        rc = layer_info(qs, qs->i_ffn_down, name, &layer, err);
+        rc = mix_ffn_down(qs, name, &t, err);
         if (rc != ANVIL_OK) return rc;
-        const int n = qs->n_ffn_down, falcon = m->arch == QP_ARCH_FALCON;
-        if (FT(Q2_K)) {
-            t = ANVIL_TYPE_Q3_K;
-        } else if (FT(Q2_K_S)) {
-            if (layer < n / 8) t = ANVIL_TYPE_Q4_K;
-        } else if (FT(IQ3_XXS) && !qs->has_imatrix) {
-            t = layer < n / 8 ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
-        } else if (FT(Q3_K_M)) {
-            t = layer < n / 16 ? ANVIL_TYPE_Q5_K
-                : !falcon || use_more_bits(layer, n) ? ANVIL_TYPE_Q4_K
-                                                     : ANVIL_TYPE_Q3_K;
-        } else if (FT(IQ3_M) && (layer < n / 8 || (nexp == 8 && use_more_bits(layer, n)))) {
-            t = ANVIL_TYPE_Q4_K;
-        } else if (FT(Q3_K_L)) {
-            t = falcon ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q5_K;
-        } else if (FT(Q4_K_M)) {
-            if (falcon) {
-                t = layer < n / 16 ? ANVIL_TYPE_Q6_K : use_more_bits(layer, n) ? ANVIL_TYPE_Q5_K : ANVIL_TYPE_Q4_K;
-            } else if (use_more_bits(layer, n)) {
-                t = ANVIL_TYPE_Q6_K;
-            }
-        } else if (layer < n / 8 && (FT(IQ4_NL) || FT(IQ4_XS)) && !qs->has_imatrix) {
-            t = ANVIL_TYPE_Q5_K;
-        } else if (FT(Q5_K_M) && use_more_bits(layer, n)) {
-            t = ANVIL_TYPE_Q6_K;
-        } else if (FT(Q4_K_S) && !falcon && layer < n / 8) {
-            t = ANVIL_TYPE_Q5_K;
-        } else if ((FT(Q4_0) || FT(Q5_0)) && qs->has_imatrix && layer < n / 8) {
-            t = FT(Q4_0) ? ANVIL_TYPE_Q4_1 : ANVIL_TYPE_Q5_1;
-        }
-        ++qs->i_ffn_down;
     } else if (cat == QC_ATTENTION_OUTPUT) {
-        if (m->arch != QP_ARCH_FALCON) {
-            if (nexp == 8) {
-                if (FT(Q2_K) || FT(IQ3_XS) || FT(IQ3_XXS) || FT(Q3_K_S) || FT(Q3_K_M) || FT(IQ4_NL) ||
-                    FT(Q4_K_S) || FT(Q4_K_M) || FT(IQ3_S) || FT(IQ3_M) || FT(IQ4_XS)) {
-                    t = ANVIL_TYPE_Q5_K;
-                }
-            } else if (FT(Q2_K)) {
-                t = ANVIL_TYPE_Q3_K;
-            } else if (FT(IQ3_XXS)) {
-                t = ANVIL_TYPE_IQ3_S;
-            } else if (FT(Q3_K_M)) {
-                t = ANVIL_TYPE_Q4_K;
-            } else if (FT(Q3_K_L)) {
-                t = ANVIL_TYPE_Q5_K;
-            } else if (FT(IQ3_M)) {
-                t = ANVIL_TYPE_Q4_K;
-            }
-        } else if (FT(Q3_K_L)) {
-            t = ANVIL_TYPE_Q4_K;
-        }
+        t = mix_attn_output(qs, t);
     } else if (cat == QC_ATTENTION_QKV) {
         if (FT(Q3_K_M) || FT(Q3_K_L) || FT(IQ3_M)) {
             t = ANVIL_TYPE_Q4_K;
