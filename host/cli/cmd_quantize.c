@@ -187,6 +187,119 @@ static int parse_prune(qz_args *a, const char *list) {
     return 0;
 }
 
+/* An option that takes a value (v): 0, or a usage error's exit code. */
+static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *v) {
+    int rc = 0;
+    if (strcmp(o, "--output-tensor-type") == 0) {
+        rc = usable_type(ctx, o, v, &a->o.output_tensor_type);
+    } else if (strcmp(o, "--token-embedding-type") == 0) {
+        rc = usable_type(ctx, o, v, &a->o.token_embedding_type);
+    } else if (strcmp(o, "--tensor-type") == 0) {
+        char *pat = NULL;
+        uint32_t ty = 0;
+        anvil_error err;
+        if (anvil_quantize_parse_tensor_type(ctx, v, &pat, &ty, &err) != ANVIL_OK) {
+            return cli_usage_error("quantize", "--tensor-type: %s", err.message);
+        }
+        anvil_transcode_rule *r = realloc(a->rules, (a->n_rules + 1) * sizeof *r);
+        if (r == NULL) {
+            free(pat);
+            return 1;
+        }
+        a->rules = r;
+        r[a->n_rules].pattern = pat;
+        r[a->n_rules].type = ty;
+        a->n_rules++;
+        rc = usable_type(ctx, o, v + strlen(pat) + 1, &ty);
+    } else if (strcmp(o, "--tensor-type-file") == 0) {
+        void *text = NULL;
+        size_t len = 0;
+        anvil_error err;
+        if (cli_read_file(v, &text, &len, &err) != ANVIL_OK) {
+            return cli_usage_error("quantize", "--tensor-type-file: %s", err.message);
+        }
+        const size_t before = a->n_rules;
+        const int prc = anvil_quantize_parse_tensor_type_file(ctx, text, len, &a->rules, &a->n_rules, &err);
+        free(text);
+        if (prc != ANVIL_OK) {
+            return cli_usage_error("quantize", "--tensor-type-file %s: %s", v, err.message);
+        }
+        for (size_t k = before; rc == 0 && k < a->n_rules; ++k) {
+            anvil_type_info ti;
+            uint32_t ty;
+            if (anvil_type_lookup(ctx, a->rules[k].type, &ti, NULL) == ANVIL_OK) rc = usable_type(ctx, o, ti.name, &ty);
+        }
+    } else if (strcmp(o, "--prune-layers") == 0) {
+        rc = parse_prune(a, v);
+    } else if (strcmp(o, "--override-kv") == 0) {
+        anvil_error err;
+        if (a->n_kvs >= QZ_MAX_LIST) return cli_usage_error("quantize", "more than %d --override-kv", QZ_MAX_LIST);
+        if (anvil_kv_override_parse(v, &a->kvs[a->n_kvs], &err) != ANVIL_OK) {
+            return cli_usage_error("quantize", "--override-kv: %s", err.message);
+        }
+        a->n_kvs++;
+    } else if (strcmp(o, "--imatrix") == 0) {
+        a->imatrix_path = v;
+    } else if (strcmp(o, "--target-size") == 0) {
+        unsigned long long sz = 0;
+        if (cli_parse_size(v, &sz) != 0 || sz == 0) {
+            return cli_usage_error("quantize", "invalid --target-size '%s' (bytes > 0, K/M/G suffixes)", v);
+        }
+        a->o.target_size = sz;
+    } else if (strcmp(o, "--target-bpw") == 0) {
+        char *end = NULL;
+        const double b = strtod(v, &end);
+        if (end == v || *end != '\0' || !(b > 0.0) || !(b < 1e6)) {
+            return cli_usage_error("quantize", "invalid --target-bpw '%s' (bits per weight > 0)", v);
+        }
+        a->o.target_bpw = b;
+    } else if (strcmp(o, "--target-weights") == 0) {
+        a->o.target_weights = v;
+    } else if (strcmp(o, "--target-rows") == 0) {
+        unsigned long long n = 0;
+        if (cli_parse_count(v, 0, UINT64_MAX, &n) != 0) {
+            return cli_usage_error("quantize", "invalid --target-rows '%s' (a count; 0: every row)", v);
+        }
+        a->o.target_sample_rows = n == 0 ? UINT64_MAX : n;
+    } else if (strcmp(o, "--plan-out") == 0) {
+        a->plan_out = v;
+    } else if (strcmp(o, "--include-weights") == 0) {
+        if (a->n_include >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --include-weights");
+        a->include[a->n_include++] = v;
+    } else if (strcmp(o, "--exclude-weights") == 0) {
+        if (a->n_exclude >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --exclude-weights");
+        a->exclude[a->n_exclude++] = v;
+    } else if (strcmp(o, "--max-buffer-size") == 0) {
+        if (atoi(v) <= 0) return cli_usage_error("quantize", "invalid --max-buffer-size '%s' (MiB, > 0)", v);
+    } else {
+        return cli_usage_error("quantize", "unknown option '%s'", o);
+    }
+    return rc;
+}
+
+/* The combinations of options that cannot go together, and the positionals. */
+static int check_args(const qz_args *a) {
+    if (a->n_include > 0 && a->n_exclude > 0) {
+        return cli_usage_error("quantize", "--include-weights and --exclude-weights cannot be used together");
+    }
+    const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
+    if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
+        return cli_usage_error("quantize", "give --target-size or --target-bpw, not both");
+    }
+    if (!target && (a->o.target_weights != NULL || a->o.target_sample_rows != 0 || a->plan_out != NULL)) {
+        return cli_usage_error("quantize", "--target-weights, --target-rows and --plan-out go with --target-size "
+                                           "or --target-bpw");
+    }
+    if (target && a->o.no_fallback) {
+        return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
+    }
+    if (a->n_pos < (target ? 1 : 2)) {
+        return cli_usage_error("quantize", a->n_pos == 0 ? (target ? "no IN.gguf given" : "no IN.gguf and TYPE given")
+                                                         : "no TYPE given");
+    }
+    return 0;
+}
+
 static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
     anvil_quantize_options_init(&a->o);
     for (int i = 1; i < argc; ++i) {
@@ -229,112 +342,11 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
             return cli_usage_error("quantize", "unknown option or missing value: '%s'", o);
         } else {
             i++;
-            if (strcmp(o, "--output-tensor-type") == 0) {
-                rc = usable_type(ctx, o, v, &a->o.output_tensor_type);
-            } else if (strcmp(o, "--token-embedding-type") == 0) {
-                rc = usable_type(ctx, o, v, &a->o.token_embedding_type);
-            } else if (strcmp(o, "--tensor-type") == 0) {
-                char *pat = NULL;
-                uint32_t ty = 0;
-                anvil_error err;
-                if (anvil_quantize_parse_tensor_type(ctx, v, &pat, &ty, &err) != ANVIL_OK) {
-                    return cli_usage_error("quantize", "--tensor-type: %s", err.message);
-                }
-                anvil_transcode_rule *r = realloc(a->rules, (a->n_rules + 1) * sizeof *r);
-                if (r == NULL) {
-                    free(pat);
-                    return 1;
-                }
-                a->rules = r;
-                r[a->n_rules].pattern = pat;
-                r[a->n_rules].type = ty;
-                a->n_rules++;
-                rc = usable_type(ctx, o, v + strlen(pat) + 1, &ty);
-            } else if (strcmp(o, "--tensor-type-file") == 0) {
-                void *text = NULL;
-                size_t len = 0;
-                anvil_error err;
-                if (cli_read_file(v, &text, &len, &err) != ANVIL_OK) {
-                    return cli_usage_error("quantize", "--tensor-type-file: %s", err.message);
-                }
-                const size_t before = a->n_rules;
-                const int prc = anvil_quantize_parse_tensor_type_file(ctx, text, len, &a->rules, &a->n_rules, &err);
-                free(text);
-                if (prc != ANVIL_OK) {
-                    return cli_usage_error("quantize", "--tensor-type-file %s: %s", v, err.message);
-                }
-                for (size_t k = before; rc == 0 && k < a->n_rules; ++k) {
-                    anvil_type_info ti;
-                    uint32_t ty;
-                    if (anvil_type_lookup(ctx, a->rules[k].type, &ti, NULL) == ANVIL_OK) rc = usable_type(ctx, o, ti.name, &ty);
-                }
-            } else if (strcmp(o, "--prune-layers") == 0) {
-                rc = parse_prune(a, v);
-            } else if (strcmp(o, "--override-kv") == 0) {
-                anvil_error err;
-                if (a->n_kvs >= QZ_MAX_LIST) return cli_usage_error("quantize", "more than %d --override-kv", QZ_MAX_LIST);
-                if (anvil_kv_override_parse(v, &a->kvs[a->n_kvs], &err) != ANVIL_OK) {
-                    return cli_usage_error("quantize", "--override-kv: %s", err.message);
-                }
-                a->n_kvs++;
-            } else if (strcmp(o, "--imatrix") == 0) {
-                a->imatrix_path = v;
-            } else if (strcmp(o, "--target-size") == 0) {
-                unsigned long long sz = 0;
-                if (cli_parse_size(v, &sz) != 0 || sz == 0) {
-                    return cli_usage_error("quantize", "invalid --target-size '%s' (bytes > 0, K/M/G suffixes)", v);
-                }
-                a->o.target_size = sz;
-            } else if (strcmp(o, "--target-bpw") == 0) {
-                char *end = NULL;
-                const double b = strtod(v, &end);
-                if (end == v || *end != '\0' || !(b > 0.0) || !(b < 1e6)) {
-                    return cli_usage_error("quantize", "invalid --target-bpw '%s' (bits per weight > 0)", v);
-                }
-                a->o.target_bpw = b;
-            } else if (strcmp(o, "--target-weights") == 0) {
-                a->o.target_weights = v;
-            } else if (strcmp(o, "--target-rows") == 0) {
-                unsigned long long n = 0;
-                if (cli_parse_count(v, 0, UINT64_MAX, &n) != 0) {
-                    return cli_usage_error("quantize", "invalid --target-rows '%s' (a count; 0: every row)", v);
-                }
-                a->o.target_sample_rows = n == 0 ? UINT64_MAX : n;
-            } else if (strcmp(o, "--plan-out") == 0) {
-                a->plan_out = v;
-            } else if (strcmp(o, "--include-weights") == 0) {
-                if (a->n_include >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --include-weights");
-                a->include[a->n_include++] = v;
-            } else if (strcmp(o, "--exclude-weights") == 0) {
-                if (a->n_exclude >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --exclude-weights");
-                a->exclude[a->n_exclude++] = v;
-            } else if (strcmp(o, "--max-buffer-size") == 0) {
-                if (atoi(v) <= 0) return cli_usage_error("quantize", "invalid --max-buffer-size '%s' (MiB, > 0)", v);
-            } else {
-                return cli_usage_error("quantize", "unknown option '%s'", o);
-            }
+            rc = valued_option(ctx, a, o, v);
         }
         if (rc != 0) return rc;
     }
-    if (a->n_include > 0 && a->n_exclude > 0) {
-        return cli_usage_error("quantize", "--include-weights and --exclude-weights cannot be used together");
-    }
-    const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
-    if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
-        return cli_usage_error("quantize", "give --target-size or --target-bpw, not both");
-    }
-    if (!target && (a->o.target_weights != NULL || a->o.target_sample_rows != 0 || a->plan_out != NULL)) {
-        return cli_usage_error("quantize", "--target-weights, --target-rows and --plan-out go with --target-size "
-                                           "or --target-bpw");
-    }
-    if (target && a->o.no_fallback) {
-        return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
-    }
-    if (a->n_pos < (target ? 1 : 2)) {
-        return cli_usage_error("quantize", a->n_pos == 0 ? (target ? "no IN.gguf given" : "no IN.gguf and TYPE given")
-                                                         : "no TYPE given");
-    }
-    return 0;
+    return check_args(a);
 }
 
 /* IN [OUT] [NTHREADS] with a size target: a TYPE is a usage error. */
