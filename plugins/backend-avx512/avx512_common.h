@@ -192,7 +192,7 @@ AVX512_INLINE void avx512_store_rows(float *y, __m256 v, const int R) {
 AVX512_INLINE __m256 avx512_load_rows(const float *y, const int R) {
     if (R == 8) return _mm256_loadu_ps(y);
     if (R == 4) return _mm256_castps128_ps256(_mm_loadu_ps(y));
-    if (R == 2) return _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)y)));
+    if (R == 2) return _mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)y)));
     return _mm256_castps128_ps256(_mm_load_ss(y));
 }
 
