@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The strict JSON parser under the safetensors header (host/src/base/json.h). */
+/* The strict JSON parser under the safetensors header (host/src/base/json.h)
+ * and the tree built on it. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "file_input.h"
 #include "json.h"
 #include "st_test.h"
 
@@ -336,6 +339,106 @@ static void test_quote_for_message(void) {
     CU_ASSERT(strlen(tiny) < sizeof tiny);
 }
 
+/* The tree (json_tree.c): members in file order, numbers as written,
+ * lookups, and the parser's refusals carried through. */
+static void test_tree(void) {
+    const char *doc = "{\"b\": 10000, \"a\": 1e4, \"c\": [true, null, \"x\\u00e9\"], \"n\": -9223372036854775808,"
+                      " \"big\": 9223372036854775808, \"f\": 2.5}";
+    anvil_json_value *root = NULL;
+    anvil_error err = {0};
+    CU_ASSERT_EQUAL_FATAL(anvil__json_tree_parse(doc, strlen(doc), "doc", &root, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(root->kind, ANVIL_JSON_OBJECT_BEGIN);
+    CU_ASSERT_EQUAL_FATAL(root->n_items, 6);
+    CU_ASSERT_STRING_EQUAL(root->items[0]->key, "b");
+    CU_ASSERT_STRING_EQUAL(root->items[1]->key, "a");
+    const anvil_json_value *b = anvil__json_get(root, "b"), *a = anvil__json_get(root, "a");
+    CU_ASSERT_STRING_EQUAL(b->text, "10000");
+    CU_ASSERT_STRING_EQUAL(a->text, "1e4");
+    CU_ASSERT(anvil__json_is_int(b));
+    CU_ASSERT(!anvil__json_is_int(a) && anvil__json_is_number(a));
+    CU_ASSERT_DOUBLE_EQUAL(anvil__json_f64(a), 10000.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(anvil__json_f64(anvil__json_get(root, "f")), 2.5, 0.0);
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(anvil__json_i64(anvil__json_get(root, "n"), &v), 0);
+    CU_ASSERT_EQUAL(v, INT64_MIN);
+    CU_ASSERT_EQUAL(anvil__json_i64(anvil__json_get(root, "big"), &v), -1); /* out of range */
+    CU_ASSERT_EQUAL(anvil__json_i64(a, &v), -1);                            /* not an int */
+    const anvil_json_value *c = anvil__json_get(root, "c");
+    CU_ASSERT_EQUAL_FATAL(c->n_items, 3);
+    CU_ASSERT_EQUAL(c->items[0]->kind, ANVIL_JSON_TRUE);
+    CU_ASSERT(anvil__json_is_null(c->items[1]));
+    CU_ASSERT_STRING_EQUAL(anvil__json_str(c->items[2]), "x\xc3\xa9");
+    CU_ASSERT_EQUAL(c->items[2]->len, 3);
+    CU_ASSERT_PTR_NULL(anvil__json_str(b));
+    CU_ASSERT_PTR_NULL(anvil__json_get(root, "missing"));
+    CU_ASSERT(anvil__json_is_null(anvil__json_get(root, "missing")));
+    CU_ASSERT_PTR_NULL(anvil__json_get(c, "a")); /* an array has no members */
+    anvil__json_free(root);
+
+    root = NULL;
+    CU_ASSERT_EQUAL(anvil__json_tree_parse("{\"k\":1,\"k\":2}", 13, "dup.json", &root, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NULL(root);
+    CU_ASSERT(strstr(err.message, "dup.json is not valid JSON") != NULL);
+    CU_ASSERT_EQUAL(anvil__json_tree_parse("[1,]", 4, "t.json", &root, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NULL(root);
+}
+
+/* A tree built by hand; many children grow the array without losing one. */
+static void test_tree_build(void) {
+    anvil_json_value *list = anvil__json_new(ANVIL_JSON_ARRAY_BEGIN, "list", NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(list);
+    CU_ASSERT_STRING_EQUAL(list->key, "list");
+    char num[32];
+    for (int i = 0; i < 100000; ++i) {
+        const int n = snprintf(num, sizeof num, "%d", i);
+        anvil_json_value *item = anvil__json_new(ANVIL_JSON_NUMBER, NULL, num, (size_t)n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(item);
+        CU_ASSERT_EQUAL_FATAL(anvil__json_append(list, item), 0);
+    }
+    CU_ASSERT_EQUAL(list->n_items, 100000);
+    CU_ASSERT(list->cap_items >= list->n_items && list->cap_items < 2 * list->n_items + 8);
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(anvil__json_i64(list->items[99999], &v), 0);
+    CU_ASSERT_EQUAL(v, 99999);
+    /* text is copied: len bytes, NUL-terminated */
+    anvil_json_value *s = anvil__json_new(ANVIL_JSON_STRING, NULL, "abcdef", 3);
+    CU_ASSERT_STRING_EQUAL(s->text, "abc");
+    CU_ASSERT_EQUAL(s->len, 3);
+    anvil__json_free(s);
+    anvil__json_free(list);
+    anvil__json_free(NULL);
+}
+
+/* anvil__json_tree_load reads through file_input_read: the whole file, a
+ * missing one ANVIL_E_NOT_FOUND; file_input_read refuses a byte too many. */
+static void test_tree_load(void) {
+    char path[] = "/tmp/anvil_json_tree_XXXXXX";
+    const int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char *doc = "{\"vocab_size\": 32000}";
+    CU_ASSERT_EQUAL_FATAL(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+    close(fd);
+    anvil_json_value *root = NULL;
+    anvil_error err = {0};
+    CU_ASSERT_EQUAL_FATAL(anvil__json_tree_load(path, &root, &err), ANVIL_OK);
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(anvil__json_i64(anvil__json_get(root, "vocab_size"), &v), 0);
+    CU_ASSERT_EQUAL(v, 32000);
+    anvil__json_free(root);
+    char *buf = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(file_input_read(path, strlen(doc), "a test file", &buf, &len, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(len, strlen(doc));
+    CU_ASSERT_STRING_EQUAL(buf, doc);
+    free(buf);
+    CU_ASSERT_EQUAL(file_input_read(path, strlen(doc) - 1, "a test file", &buf, &len, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NULL(buf);
+    CU_ASSERT(strstr(err.message, "not a test file") != NULL);
+    unlink(path);
+    CU_ASSERT_EQUAL(anvil__json_tree_load(path, &root, &err), ANVIL_E_NOT_FOUND);
+    CU_ASSERT_PTR_NULL(root);
+}
+
 void st_add_json_tests(void) {
     CU_pSuite s = CU_add_suite("json", NULL, NULL);
     CU_add_test(s, "valid document", test_valid_document);
@@ -348,4 +451,7 @@ void st_add_json_tests(void) {
     CU_add_test(s, "u64 conversion", test_to_u64);
     CU_add_test(s, "utf-8 validation", test_utf8);
     CU_add_test(s, "quote for message", test_quote_for_message);
+    CU_add_test(s, "tree", test_tree);
+    CU_add_test(s, "tree built by hand", test_tree_build);
+    CU_add_test(s, "tree load", test_tree_load);
 }

@@ -13,13 +13,25 @@
  * fstat regular-file check then refuses it). Missing paths, folders, empty
  * files and /proc files (regular files of size 0) pass through to the
  * caller's own messages, as before.
+ *
+ * file_input_read reads a small whole file (a JSON or text file of a
+ * checkpoint folder) into memory, refused the same way first.
  */
 #ifndef ANVIL_HOST_FILE_INPUT_H
 #define ANVIL_HOST_FILE_INPUT_H
+
+#include <stddef.h>
 
 #include "anvil/anvil.h"
 
 /* ANVIL_OK, or ANVIL_E_IO naming path, what it is and what to do. */
 int file_input_check(const char *path, anvil_error *err);
+
+/* The whole of path in *out (malloc'd, NUL-terminated after its *len bytes;
+ * free it). A file over max_bytes is refused as "PATH is over N GiB: not
+ * KIND" (kind: "a config file"). ANVIL_E_NOT_FOUND when path does not exist,
+ * ANVIL_E_IO when it cannot be opened or read, ANVIL_E_NOMEM. */
+int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len,
+                    anvil_error *err);
 
 #endif

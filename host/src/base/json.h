@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "anvil/anvil.h"
+
 typedef enum anvil_json_event_kind {
     ANVIL_JSON_OBJECT_BEGIN,
     ANVIL_JSON_OBJECT_END,
@@ -89,5 +91,56 @@ size_t anvil__utf8_valid_prefix(const unsigned char *s, size_t n);
  * character boundary with "..." appended. Always NUL-terminates. */
 void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
                                   size_t max_bytes);
+
+/* ---- The tree (json_tree.c) ---------------------------------------------
+ * A document kept whole, for the small JSON files a caller wants to walk
+ * (a Hugging Face checkpoint's config.json, tokenizer.json, ...): built from
+ * the events above, so the same strictness and duplicate keys refused.
+ * Objects keep their members in file order. Numbers keep their text as
+ * written, so a caller can tell 10000 from 10000.0 as Python's json does.
+ * Appending grows geometrically: a 280,000-entry merges list costs O(n)
+ * copies, not O(n^2). Lookup by key is a linear scan of the object. */
+typedef struct anvil_json_value anvil_json_value;
+struct anvil_json_value {
+    anvil_json_event_kind kind; /* OBJECT_BEGIN, ARRAY_BEGIN, STRING, NUMBER, TRUE, FALSE, NULL */
+    char *key;                  /* member name inside an object, else NULL */
+    char *text;                 /* STRING: decoded UTF-8; NUMBER: its text; NUL-terminated */
+    size_t len;                 /* bytes of text */
+    anvil_json_value **items;   /* OBJECT/ARRAY children in order */
+    size_t n_items;
+    size_t cap_items; /* allocated slots of items (anvil__json_append grows it) */
+};
+
+/* Parse text into a tree; *out is the root (free with anvil__json_free).
+ * Errors name `what` (a file path) and the offset. */
+int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil_json_value **out,
+                           anvil_error *err);
+/* Read and parse a file (ANVIL_E_NOT_FOUND when it does not exist). */
+int anvil__json_tree_load(const char *path, anvil_json_value **out, anvil_error *err);
+/* Free a node and everything below it (NULL is fine). */
+void anvil__json_free(anvil_json_value *j);
+
+/* A new node of kind with copies of key and text[0..len) (either may be
+ * NULL), or NULL when out of memory. For callers that build a tree. */
+anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, const char *text,
+                                  size_t len);
+/* Append child to parent's items. 0, or -1 when out of memory (child is then
+ * not appended; the caller still owns it). */
+int anvil__json_append(anvil_json_value *parent, anvil_json_value *child);
+
+/* Member of an object by key, or NULL (also when j is NULL or not an object). */
+const anvil_json_value *anvil__json_get(const anvil_json_value *j, const char *key);
+/* 1 when j is a NUMBER (int or float), 0 else. */
+int anvil__json_is_number(const anvil_json_value *j);
+/* 1 when j is a NUMBER without fraction or exponent (a Python int). */
+int anvil__json_is_int(const anvil_json_value *j);
+/* j as an int64 (0 ok; -1 not an integer number or out of range). */
+int anvil__json_i64(const anvil_json_value *j, int64_t *out);
+/* j (any NUMBER) as a double, as Python's float() reads it; 0.0 else. */
+double anvil__json_f64(const anvil_json_value *j);
+/* String text, or NULL when j is not a string. */
+const char *anvil__json_str(const anvil_json_value *j);
+/* 1 for null or absent (j == NULL). */
+int anvil__json_is_null(const anvil_json_value *j);
 
 #endif

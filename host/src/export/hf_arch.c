@@ -25,11 +25,11 @@ static const hf_arch k_arches[] = {
     { "Qwen3ForCausalLM", HF_ARCH_QWEN3, "qwen3", 0 },
 };
 
-int hf_arch_find(const hf_json *config, const char *config_path, const hf_arch **out, anvil_error *err) {
-    const hf_json *archs = hf_json_get(config, "architectures");
+int hf_arch_find(const anvil_json_value *config, const char *config_path, const hf_arch **out, anvil_error *err) {
+    const anvil_json_value *archs = anvil__json_get(config, "architectures");
     const char *name = NULL;
     if (archs != NULL && archs->kind == ANVIL_JSON_ARRAY_BEGIN && archs->n_items > 0) {
-        name = hf_json_str(archs->items[0]);
+        name = anvil__json_str(archs->items[0]);
     }
     if (name == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s has no \"architectures\" list naming the model class",
@@ -48,17 +48,17 @@ int hf_arch_find(const hf_json *config, const char *config_path, const hf_arch *
 }
 
 /* find_hparam: the first key present (a null value counts as present). */
-static const hf_json *find_hparam(const hf_json *cfg, const char *const *keys) {
+static const anvil_json_value *find_hparam(const anvil_json_value *cfg, const char *const *keys) {
     for (; *keys != NULL; ++keys) {
-        const hf_json *v = hf_json_get(cfg, *keys);
+        const anvil_json_value *v = anvil__json_get(cfg, *keys);
         if (v != NULL) return v;
     }
     return NULL;
 }
 
-static int want_u32(const hf_json *v, const char *key, const char *cfg_path, uint32_t *out, anvil_error *err) {
+static int want_u32(const anvil_json_value *v, const char *key, const char *cfg_path, uint32_t *out, anvil_error *err) {
     int64_t x = 0;
-    if (hf_json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
+    if (anvil__json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a whole number in [0, 2^32), not %s",
                                 cfg_path, key, v->text ? v->text : anvil__json_event_what(v->kind));
     }
@@ -66,18 +66,18 @@ static int want_u32(const hf_json *v, const char *key, const char *cfg_path, uin
     return ANVIL_OK;
 }
 
-static int want_num(const hf_json *v, const char *key, const char *cfg_path, double *out, anvil_error *err) {
-    if (!hf_json_is_number(v)) {
+static int want_num(const anvil_json_value *v, const char *key, const char *cfg_path, double *out, anvil_error *err) {
+    if (!anvil__json_is_number(v)) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a number, not %s", cfg_path, key,
                                 anvil__json_event_what(v->kind));
     }
-    *out = hf_json_f64(v);
+    *out = anvil__json_f64(v);
     return ANVIL_OK;
 }
 
 int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err) {
     static const char *const keys[] = { "n_layers", "num_hidden_layers", "n_layer", "num_layers", NULL };
-    const hf_json *v = find_hparam(f->config, keys);
+    const anvil_json_value *v = find_hparam(f->config, keys);
     if (v == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: no layer count (num_hidden_layers)", f->dir);
     }
@@ -92,10 +92,10 @@ int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err) {
 #define CFG_PATH(buf, f) snprintf((buf), sizeof(buf), "%s/config.json", (f)->dir)
 
 /* Optional u32 KV from the first of keys present (null: skipped). */
-static int kv_u32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix, const hf_json *cfg,
+static int kv_u32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix, const anvil_json_value *cfg,
                       const char *const *keys, const char *cfg_path, anvil_error *err) {
-    const hf_json *v = find_hparam(cfg, keys);
-    if (hf_json_is_null(v)) return ANVIL_OK;
+    const anvil_json_value *v = find_hparam(cfg, keys);
+    if (anvil__json_is_null(v)) return ANVIL_OK;
     uint32_t x = 0;
     int rc = want_u32(v, v->key, cfg_path, &x, err);
     if (rc != ANVIL_OK) return rc;
@@ -104,9 +104,9 @@ static int kv_u32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix
     return anvil_gguf_writer_set_u32(w, key, x, err);
 }
 
-static int kv_f32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix, const hf_json *v,
+static int kv_f32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix, const anvil_json_value *v,
                       const char *cfg_path, anvil_error *err) {
-    if (hf_json_is_null(v)) return ANVIL_OK;
+    if (anvil__json_is_null(v)) return ANVIL_OK;
     double d = 0;
     int rc = want_num(v, v->key ? v->key : suffix, cfg_path, &d, err);
     if (rc != ANVIL_OK) return rc;
@@ -120,36 +120,36 @@ static int kv_f32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix
  * mirrored from the top level. Returns the rope_type string or NULL and the
  * theta value. */
 typedef struct rope_view {
-    const hf_json *params;   /* object or NULL */
-    const hf_json *theta;    /* number or NULL */
+    const anvil_json_value *params;   /* object or NULL */
+    const anvil_json_value *theta;    /* number or NULL */
     const char *type;        /* rope_type / type, or NULL */
 } rope_view;
 
-static void rope_view_of(const hf_json *cfg, rope_view *r) {
+static void rope_view_of(const anvil_json_value *cfg, rope_view *r) {
     static const char *const theta_keys[] = { "global_rope_theta", "rope_global_theta", "rope_theta_global",
                                               "rope_theta", "rotary_emb_base", NULL };
-    const hf_json *p = hf_json_get(cfg, "rope_parameters");
-    if (p == NULL) p = hf_json_get(cfg, "rope_scaling");
+    const anvil_json_value *p = anvil__json_get(cfg, "rope_parameters");
+    if (p == NULL) p = anvil__json_get(cfg, "rope_scaling");
     r->params = (p != NULL && p->kind == ANVIL_JSON_OBJECT_BEGIN && p->n_items > 0) ? p : NULL;
-    r->theta = r->params ? hf_json_get(r->params, "rope_theta") : NULL;
+    r->theta = r->params ? anvil__json_get(r->params, "rope_theta") : NULL;
     if (r->theta == NULL) r->theta = find_hparam(cfg, theta_keys);
-    r->type = r->params ? hf_json_str(hf_json_get(r->params, "rope_type")) : NULL;
-    if (r->type == NULL && r->params) r->type = hf_json_str(hf_json_get(r->params, "type"));
+    r->type = r->params ? anvil__json_str(anvil__json_get(r->params, "rope_type")) : NULL;
+    if (r->type == NULL && r->params) r->type = anvil__json_str(anvil__json_get(r->params, "type"));
 }
 
 static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_view *r, const char *cfg_path,
                             anvil_error *err) {
     if (r->type == NULL) return ANVIL_OK;
-    const hf_json *factor = hf_json_get(r->params, "factor");
+    const anvil_json_value *factor = anvil__json_get(r->params, "factor");
     char key[128];
     int rc = ANVIL_OK;
     const int lin = strcmp(r->type, "linear") == 0, yarn = strcmp(r->type, "yarn") == 0;
-    if ((lin || yarn) && !hf_json_is_null(factor)) {
+    if ((lin || yarn) && !anvil__json_is_null(factor)) {
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
         rc = anvil_gguf_writer_set_string(w, key, lin ? "linear" : "yarn", err);
         if (rc == ANVIL_OK) rc = kv_f32_opt(w, arch, "rope.scaling.factor", factor, cfg_path, err);
         if (rc != ANVIL_OK || lin) return rc;
-        const hf_json *orig = hf_json_get(r->params, "original_max_position_embeddings");
+        const anvil_json_value *orig = anvil__json_get(r->params, "original_max_position_embeddings");
         if (orig == NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: yarn rope scaling without "
                                     "original_max_position_embeddings", cfg_path);
@@ -158,16 +158,16 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
         rc = want_u32(orig, "original_max_position_embeddings", cfg_path, &o, err);
         snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
         if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, o, err);
-        const hf_json *attn = hf_json_get(r->params, "attention_factor");
-        if (attn == NULL) attn = hf_json_get(r->params, "attn_factor");
+        const anvil_json_value *attn = anvil__json_get(r->params, "attention_factor");
+        if (attn == NULL) attn = anvil__json_get(r->params, "attn_factor");
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_ext_factor", hf_json_get(r->params, "extrapolation_factor"),
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_ext_factor", anvil__json_get(r->params, "extrapolation_factor"),
                             cfg_path, err);
         if (rc == ANVIL_OK) rc = kv_f32_opt(w, arch, "rope.scaling.yarn_attn_factor", attn, cfg_path, err);
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_fast", hf_json_get(r->params, "beta_fast"), cfg_path, err);
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_fast", anvil__json_get(r->params, "beta_fast"), cfg_path, err);
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_slow", hf_json_get(r->params, "beta_slow"), cfg_path, err);
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_slow", anvil__json_get(r->params, "beta_slow"), cfg_path, err);
         return rc;
     }
     if (strcmp(r->type, "su") == 0 || strcmp(r->type, "longrope") == 0) {
@@ -183,15 +183,15 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
                                         "n_routed_experts", "local_rope_theta", "rope_local_base_freq",
                                         "sliding_attention", NULL };
     for (size_t i = 0; keys[i] != NULL; ++i) {
-        if (!hf_json_is_null(hf_json_get(f->config, keys[i]))) {
+        if (!anvil__json_is_null(anvil__json_get(f->config, keys[i]))) {
             return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: \"%s\" is not supported by anvil convert "
                                     "(a multimodal, mixture-of-experts or sliding-window variant); use "
                                     "convert_hf_to_gguf.py", cfg_path, keys[i]);
         }
     }
-    const hf_json *q = hf_json_get(f->config, "quantization_config");
-    const char *qm = hf_json_str(hf_json_get(q, "quant_method"));
-    if (!hf_json_is_null(q) && !(qm != NULL && strcmp(qm, "fp8") == 0)) {
+    const anvil_json_value *q = anvil__json_get(f->config, "quantization_config");
+    const char *qm = anvil__json_str(anvil__json_get(q, "quant_method"));
+    if (!anvil__json_is_null(q) && !(qm != NULL && strcmp(qm, "fp8") == 0)) {
         const char *m = qm;
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: quantized checkpoint (quant_method %s) is not "
                                 "supported; convert a float (F32/F16/BF16) or block-scaled fp8 checkpoint", cfg_path, m ? m : "?");
@@ -209,7 +209,7 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
     static const char *const head_keys[] = { "num_attention_heads", "n_head", "n_heads", NULL };
     static const char *const kv_keys[] = { "num_key_value_heads", "n_kv_heads", NULL };
     const char *an = a->gguf_name;
-    const hf_json *cfg = f->config;
+    const anvil_json_value *cfg = f->config;
     uint64_t blocks = 0;
     int rc = hf_arch_block_count(f, &blocks, err);
     char key[128];
@@ -220,7 +220,7 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "feed_forward_length", cfg, ff_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.head_count", cfg, head_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.head_count_kv", cfg, kv_keys, cfg_path, err);
-    const hf_json *causal = hf_json_get(cfg, "is_causal");
+    const anvil_json_value *causal = anvil__json_get(cfg, "is_causal");
     if (rc == ANVIL_OK && causal != NULL && causal->kind == ANVIL_JSON_FALSE) {
         snprintf(key, sizeof key, "%s.attention.causal", an);
         rc = anvil_gguf_writer_set_bool(w, key, 0, err);
@@ -245,9 +245,9 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
 
 /* head_dim, or hidden_size / num_attention_heads (LlamaModel's rope dim). */
 static int head_dim_of(const hf_folder *f, const char *cfg_path, uint32_t *out, anvil_error *err) {
-    const hf_json *hd = hf_json_get(f->config, "head_dim");
-    if (!hf_json_is_null(hd)) return want_u32(hd, "head_dim", cfg_path, out, err);
-    const hf_json *h = hf_json_get(f->config, "hidden_size"), *n = hf_json_get(f->config, "num_attention_heads");
+    const anvil_json_value *hd = anvil__json_get(f->config, "head_dim");
+    if (!anvil__json_is_null(hd)) return want_u32(hd, "head_dim", cfg_path, out, err);
+    const anvil_json_value *h = anvil__json_get(f->config, "hidden_size"), *n = anvil__json_get(f->config, "num_attention_heads");
     uint32_t hs = 0, nh = 0;
     if (h == NULL || n == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: needs hidden_size and num_attention_heads", cfg_path);
@@ -267,19 +267,19 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
     if (!hf_file_exists(f->dir, "modules.json")) return ANVIL_OK;
     char path[4200];
     snprintf(path, sizeof path, "%s/modules.json", f->dir);
-    hf_json *mods = NULL, *pool = NULL;
-    int rc = hf_json_load(path, &mods, err);
+    anvil_json_value *mods = NULL, *pool = NULL;
+    int rc = anvil__json_tree_load(path, &mods, err);
     const char *sub = NULL;
     for (size_t i = 0; rc == ANVIL_OK && mods->kind == ANVIL_JSON_ARRAY_BEGIN && i < mods->n_items && !sub; ++i) {
-        const char *type = hf_json_str(hf_json_get(mods->items[i], "type"));
+        const char *type = anvil__json_str(anvil__json_get(mods->items[i], "type"));
         const size_t tl = type ? strlen(type) : 0;
-        if (tl >= 7 && strcmp(type + tl - 7, "Pooling") == 0) sub = hf_json_str(hf_json_get(mods->items[i], "path"));
+        if (tl >= 7 && strcmp(type + tl - 7, "Pooling") == 0) sub = anvil__json_str(anvil__json_get(mods->items[i], "path"));
     }
     if (rc == ANVIL_OK && sub != NULL) {
         snprintf(path, sizeof path, "%s/%s/config.json", f->dir, sub);
         rc = strstr(sub, "..") ? anvil__error_set(err, ANVIL_E_FORMAT, "%s/modules.json: path %s leaves the folder",
                                                   f->dir, sub)
-                               : hf_json_load(path, &pool, err);
+                               : anvil__json_tree_load(path, &pool, err);
     }
     if (rc == ANVIL_OK && pool != NULL) {
         static const char *const flags[3] = { "pooling_mode_mean_tokens", "pooling_mode_cls_token",
@@ -287,10 +287,10 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
         static const char *const modes[3] = { "mean", "cls", "lasttoken" };
         uint32_t type = 0;
         for (uint32_t k = 0; k < 3 && type == 0; ++k) {
-            const hf_json *v = hf_json_get(pool, flags[k]);
+            const anvil_json_value *v = anvil__json_get(pool, flags[k]);
             if (v != NULL && v->kind == ANVIL_JSON_TRUE) type = k + 1;
         }
-        const char *mode = hf_json_str(hf_json_get(pool, "pooling_mode"));
+        const char *mode = anvil__json_str(anvil__json_get(pool, "pooling_mode"));
         for (uint32_t k = 0; k < 3 && type == 0 && mode; ++k) type = strcmp(mode, modes[k]) == 0 ? k + 1 : 0;
         char key[128];
         snprintf(key, sizeof key, "%s.pooling_type", a->gguf_name);
@@ -298,8 +298,8 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
                                           "supported", path)
                        : anvil_gguf_writer_set_u32(w, key, type, err);
     }
-    hf_json_free(mods);
-    hf_json_free(pool);
+    anvil__json_free(mods);
+    anvil__json_free(pool);
     return rc;
 }
 
@@ -312,7 +312,7 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK && a->id != HF_ARCH_LLAMA) rc = pooling_type(a, f, w, err);
     if (rc != ANVIL_OK || a->id != HF_ARCH_LLAMA) return rc;
-    const hf_json *vs = hf_json_get(f->config, "vocab_size");
+    const anvil_json_value *vs = anvil__json_get(f->config, "vocab_size");
     if (vs == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"vocab_size\"", cfg_path);
     }

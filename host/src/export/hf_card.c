@@ -5,7 +5,7 @@
  * the first two "---" lines (after its two fixes: "- no" quoted, tabs as
  * two spaces) to PyYAML; anvil reads the subset model cards use for the keys
  * the converter takes: `key: scalar`, `key: [a, b]`, and `key:` followed by
- * `- item` lines. The result is an hf_json object whose values are strings,
+ * `- item` lines. The result is an anvil_json_value object whose values are strings,
  * lists of strings or null. A value of another form (a nested mapping, a
  * block scalar, a number, a boolean, a list of mappings) is kept as a marker
  * (kind TRUE): hf_card_value refuses it only when the converter would use
@@ -19,29 +19,10 @@
 #include "error.h"
 #include "hf_card.h"
 
-static hf_json *node(anvil_json_event_kind kind, const char *key, const char *text, size_t len) {
-    hf_json *j = calloc(1, sizeof *j);
-    if (j == NULL) return NULL;
-    j->kind = kind;
-    if (key != NULL && (j->key = strdup(key)) == NULL) {
-        free(j);
-        return NULL;
-    }
-    if (text != NULL) {
-        j->text = strndup(text, len);
-        j->len = len;
-        if (j->text == NULL) {
-            hf_json_free(j);
-            return NULL;
-        }
-    }
-    return j;
-}
-
-static int push(hf_json *parent, hf_json *child) {
+static int push(anvil_json_value *parent, anvil_json_value *child) {
     if (child == NULL) return -1;
-    if (hf_json_append(parent, child) != 0) {
-        hf_json_free(child);
+    if (anvil__json_append(parent, child) != 0) {
+        anvil__json_free(child);
         return -1;
     }
     return 0;
@@ -49,7 +30,7 @@ static int push(hf_json *parent, hf_json *child) {
 
 /* One YAML scalar (trimmed) as a node: a string, null, or the marker for
  * anything PyYAML would not load as a string. */
-static hf_json *scalar(const char *key, const char *s, size_t n) {
+static anvil_json_value *scalar(const char *key, const char *s, size_t n) {
     while (n > 0 && isspace((unsigned char)s[n - 1])) --n;
     while (n > 0 && isspace((unsigned char)*s)) ++s, --n;
     if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0]) {
@@ -60,22 +41,22 @@ static hf_json *scalar(const char *key, const char *s, size_t n) {
             if (s[0] == '\'' && s[i] == '\'' && s[i + 1] == '\'') ++i;
             else if (s[0] == '"' && s[i] == '\\') {
                 free(buf);
-                return node(ANVIL_JSON_TRUE, key, NULL, 0); /* escapes: not read */
+                return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0); /* escapes: not read */
             }
             buf[o++] = s[i];
         }
-        hf_json *j = node(ANVIL_JSON_STRING, key, buf, o);
+        anvil_json_value *j = anvil__json_new(ANVIL_JSON_STRING, key, buf, o);
         free(buf);
         return j;
     }
     if (n == 0 || (n == 1 && s[0] == '~') || (n == 4 && (!strncmp(s, "null", 4) || !strncmp(s, "Null", 4) ||
                                                          !strncmp(s, "NULL", 4)))) {
-        return node(ANVIL_JSON_NULL, key, NULL, 0);
+        return anvil__json_new(ANVIL_JSON_NULL, key, NULL, 0);
     }
     static const char *const other[] = { "true", "false", "yes", "no", "on", "off", "True", "False", "Yes",
                                          "No", "On", "Off", "TRUE", "FALSE", "YES", "NO", "ON", "OFF" };
     for (size_t k = 0; k < sizeof other / sizeof other[0]; ++k) {
-        if (strlen(other[k]) == n && strncmp(s, other[k], n) == 0) return node(ANVIL_JSON_TRUE, key, NULL, 0);
+        if (strlen(other[k]) == n && strncmp(s, other[k], n) == 0) return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
     }
     char tmp[64];
     if (n < sizeof tmp) {
@@ -84,11 +65,11 @@ static hf_json *scalar(const char *key, const char *s, size_t n) {
         char *end = NULL;
         (void)strtod(tmp, &end);
         if (end == tmp + n && (isdigit((unsigned char)tmp[0]) || tmp[0] == '-' || tmp[0] == '+' || tmp[0] == '.')) {
-            return node(ANVIL_JSON_TRUE, key, NULL, 0); /* a number */
+            return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0); /* a number */
         }
     }
-    if (strchr("&*!|>%@`{[", s[0]) != NULL) return node(ANVIL_JSON_TRUE, key, NULL, 0);
-    return node(ANVIL_JSON_STRING, key, s, n);
+    if (strchr("&*!|>%@`{[", s[0]) != NULL) return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
+    return anvil__json_new(ANVIL_JSON_STRING, key, s, n);
 }
 
 /* A plain scalar's text without a trailing " # comment". */
@@ -100,28 +81,28 @@ static size_t uncomment(const char *s, size_t n) {
     return n;
 }
 
-static hf_json *flow_list(const char *key, const char *s, size_t n) {
-    hf_json *arr = node(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0);
+static anvil_json_value *flow_list(const char *key, const char *s, size_t n) {
+    anvil_json_value *arr = anvil__json_new(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0);
     if (arr == NULL) return NULL;
     size_t i = 1;
     while (i < n - 1) {
         size_t e = i;
         while (e < n - 1 && s[e] != ',') ++e;
-        hf_json *item = scalar(NULL, s + i, e - i);
+        anvil_json_value *item = scalar(NULL, s + i, e - i);
         if (item != NULL && item->kind == ANVIL_JSON_NULL && e == n - 1 && arr->n_items > 0) {
-            hf_json_free(item); /* "[a, b, ]" */
+            anvil__json_free(item); /* "[a, b, ]" */
             break;
         }
         if (push(arr, item) != 0) {
-            hf_json_free(arr);
+            anvil__json_free(arr);
             return NULL;
         }
         i = e + 1;
     }
     for (size_t k = 0; k < arr->n_items; ++k) {
         if (arr->items[k]->kind != ANVIL_JSON_STRING) {
-            hf_json_free(arr);
-            return node(ANVIL_JSON_TRUE, key, NULL, 0);
+            anvil__json_free(arr);
+            return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
         }
     }
     return arr;
@@ -129,12 +110,12 @@ static hf_json *flow_list(const char *key, const char *s, size_t n) {
 
 typedef struct line { const char *p; size_t n; int indent; } line;
 
-static hf_json *block_value(const char *key, const line *ls, size_t nl, size_t *i) {
+static anvil_json_value *block_value(const char *key, const line *ls, size_t nl, size_t *i) {
     size_t k = *i;
     while (k < nl && (ls[k].n == 0 || ls[k].p[0] == '#')) ++k;
     const int seq = k < nl && ls[k].n >= 1 && ls[k].p[0] == '-' && (ls[k].n == 1 || ls[k].p[1] == ' ');
-    if (k >= nl || (ls[k].indent == 0 && !seq)) return node(ANVIL_JSON_NULL, key, NULL, 0);
-    hf_json *arr = seq ? node(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0) : node(ANVIL_JSON_TRUE, key, NULL, 0);
+    if (k >= nl || (ls[k].indent == 0 && !seq)) return anvil__json_new(ANVIL_JSON_NULL, key, NULL, 0);
+    anvil_json_value *arr = seq ? anvil__json_new(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0) : anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
     const int ind = ls[k].indent;
     for (; k < nl; ++k) {
         if (ls[k].n == 0 || ls[k].p[0] == '#') continue;
@@ -150,12 +131,12 @@ static hf_json *block_value(const char *key, const line *ls, size_t nl, size_t *
         const char *colon = memchr(v, ':', vn);
         /* metadata.py quotes "- no" (the Norway problem) before PyYAML sees it */
         const int norway = vn == 3 && strncmp(v, " no", 3) == 0;
-        hf_json *item = norway ? node(ANVIL_JSON_STRING, NULL, "no", 2)
+        anvil_json_value *item = norway ? anvil__json_new(ANVIL_JSON_STRING, NULL, "no", 2)
                         : colon && (colon + 1 == v + vn || colon[1] == ' ') && v[strspn(v, " ")] != '"' &&
                                 v[strspn(v, " ")] != '\''
-                            ? node(ANVIL_JSON_TRUE, NULL, NULL, 0) : scalar(NULL, v, vn);
+                            ? anvil__json_new(ANVIL_JSON_TRUE, NULL, NULL, 0) : scalar(NULL, v, vn);
         if (push(arr, item) != 0) {
-            hf_json_free(arr);
+            anvil__json_free(arr);
             return NULL;
         }
         if (item->kind != ANVIL_JSON_STRING) arr->kind = ANVIL_JSON_TRUE;
@@ -164,7 +145,7 @@ static hf_json *block_value(const char *key, const line *ls, size_t nl, size_t *
     return arr;
 }
 
-static int parse_lines(const line *ls, size_t nl, hf_json *root) {
+static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
     for (size_t i = 0; i < nl;) {
         const line *l = &ls[i];
         if (l->n == 0 || l->p[0] == '#' || l->indent > 0) {
@@ -185,10 +166,10 @@ static int parse_lines(const line *ls, size_t nl, hf_json *root) {
         vn = uncomment(v, vn);
         while (vn > 0 && isspace((unsigned char)v[vn - 1])) --vn;
         ++i;
-        hf_json *val = vn == 0 ? block_value(key, ls, nl, &i)
+        anvil_json_value *val = vn == 0 ? block_value(key, ls, nl, &i)
                        : v[0] == '[' && v[vn - 1] == ']' ? flow_list(key, v, vn) : scalar(key, v, vn);
-        if (hf_json_get(root, key) != NULL) {
-            hf_json_free(val); /* PyYAML keeps the last; refuse to guess: mark */
+        if (anvil__json_get(root, key) != NULL) {
+            anvil__json_free(val); /* PyYAML keeps the last; refuse to guess: mark */
             for (size_t k = 0; k < root->n_items; ++k) {
                 if (strcmp(root->items[k]->key, key) == 0) root->items[k]->kind = ANVIL_JSON_TRUE;
             }
@@ -199,7 +180,7 @@ static int parse_lines(const line *ls, size_t nl, hf_json *root) {
     return 0;
 }
 
-int hf_card_load(const char *dir, hf_json **out, anvil_error *err) {
+int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
     *out = NULL;
     char path[4200];
     snprintf(path, sizeof path, "%s/README.md", dir);
@@ -246,9 +227,9 @@ int hf_card_load(const char *dir, hf_json **out, anvil_error *err) {
             if (e == NULL) break;
             p = e + 1;
         }
-        hf_json *root = node(ANVIL_JSON_OBJECT_BEGIN, NULL, NULL, 0);
+        anvil_json_value *root = anvil__json_new(ANVIL_JSON_OBJECT_BEGIN, NULL, NULL, 0);
         if (root == NULL || parse_lines(ls, nl, root) != 0) {
-            hf_json_free(root);
+            anvil__json_free(root);
             rc = anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path);
         } else {
             *out = root;
@@ -259,8 +240,8 @@ int hf_card_load(const char *dir, hf_json **out, anvil_error *err) {
     return rc;
 }
 
-int hf_card_value(const hf_json *card, const char *key, const char *dir, const hf_json **out, anvil_error *err) {
-    *out = hf_json_get(card, key);
+int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out, anvil_error *err) {
+    *out = anvil__json_get(card, key);
     if (*out != NULL && (*out)->kind == ANVIL_JSON_TRUE) {
         *out = NULL;
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is not a plain "

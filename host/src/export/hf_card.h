@@ -6,14 +6,14 @@
 #ifndef ANVIL_HOST_HF_CARD_H
 #define ANVIL_HOST_HF_CARD_H
 
-#include "hf_json.h"
+#include "json.h"
 
 /* dir/README.md's front matter as an object (*out NULL when there is no
  * README.md or no front matter). Values: STRING, ARRAY of STRING, NULL, or
  * TRUE for a form anvil does not read. */
-int hf_card_load(const char *dir, hf_json **out, anvil_error *err);
+int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err);
 /* card[key] (NULL when absent); an error naming the key when it has a form
  * anvil does not read. */
-int hf_card_value(const hf_json *card, const char *key, const char *dir, const hf_json **out, anvil_error *err);
+int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out, anvil_error *err);
 
 #endif

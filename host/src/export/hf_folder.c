@@ -90,15 +90,15 @@ static int list_parts(hf_folder *f, anvil_error *err) {
 }
 
 /* model.safetensors.index.json: the parts are the weight_map's values. */
-static int read_index(hf_folder *f, const hf_json **map_out, hf_json **index_out, anvil_error *err) {
+static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json_value **index_out, anvil_error *err) {
     char *path = hf_path_join(f->dir, "model.safetensors.index.json");
     if (path == NULL) return anvil__nomem(err);
-    int rc = hf_json_load(path, index_out, err);
+    int rc = anvil__json_tree_load(path, index_out, err);
     if (rc != ANVIL_OK) {
         free(path);
         return rc;
     }
-    const hf_json *map = hf_json_get(*index_out, "weight_map");
+    const anvil_json_value *map = anvil__json_get(*index_out, "weight_map");
     if (map == NULL || map->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"weight_map\" object; re-download the index",
                               path);
@@ -106,7 +106,7 @@ static int read_index(hf_folder *f, const hf_json **map_out, hf_json **index_out
         return rc;
     }
     for (size_t i = 0; i < map->n_items; ++i) {
-        const char *part = hf_json_str(map->items[i]);
+        const char *part = anvil__json_str(map->items[i]);
         if (part == NULL || strchr(part, '/') != NULL || part[0] == '\0' || part[0] == '.') {
             rc = anvil__error_set(err, ANVIL_E_FORMAT,
                                   "%s: tensor \"%s\" is mapped to %s, not a file name in the folder",
@@ -167,7 +167,7 @@ static int find_src(const hf_folder *f, const char *name) {
     return -1;
 }
 
-static int add_part_tensors(hf_folder *f, size_t p, const hf_json *map, anvil_error *err) {
+static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map, anvil_error *err) {
     const size_t n = anvil_st_count(f->parts[p]);
     const anvil_st_tensor **order = malloc((n ? n : 1) * sizeof *order);
     hf_src_tensor *grown = realloc(f->tensors, (f->n_tensors + n + 1) * sizeof *grown);
@@ -183,7 +183,7 @@ static int add_part_tensors(hf_folder *f, size_t p, const hf_json *map, anvil_er
     for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
         const anvil_st_tensor *t = order[i];
         if (map != NULL) {
-            const char *where = hf_json_str(hf_json_get(map, t->name));
+            const char *where = anvil__json_str(anvil__json_get(map, t->name));
             if (where == NULL || strcmp(where, f->part_names[p]) != 0) {
                 rc = anvil__error_set(err, ANVIL_E_FORMAT,
                                       "%s/%s holds tensor \"%s\", which model.safetensors.index.json %s%s; "
@@ -219,7 +219,7 @@ static int add_part_tensors(hf_folder *f, size_t p, const hf_json *map, anvil_er
 }
 
 /* Every tensor the index names must have been found in its shard. */
-static int check_index_complete(const hf_folder *f, const hf_json *map, anvil_error *err) {
+static int check_index_complete(const hf_folder *f, const anvil_json_value *map, anvil_error *err) {
     for (size_t i = 0; i < map->n_items; ++i) {
         const char *name = map->items[i]->key;
         int found = 0;
@@ -228,13 +228,13 @@ static int check_index_complete(const hf_folder *f, const hf_json *map, anvil_er
             return anvil__error_set(err, ANVIL_E_NOT_FOUND,
                                     "tensor \"%s\" is in no shard: model.safetensors.index.json places it in "
                                     "%s/%s, which does not hold it; re-download that shard",
-                                    name, f->dir, hf_json_str(map->items[i]));
+                                    name, f->dir, anvil__json_str(map->items[i]));
         }
     }
     return ANVIL_OK;
 }
 
-static int open_parts(hf_folder *f, const hf_json *map, anvil_error *err) {
+static int open_parts(hf_folder *f, const anvil_json_value *map, anvil_error *err) {
     qsort(f->part_names, f->n_parts, sizeof *f->part_names, cmp_str);
     f->parts = calloc(f->n_parts, sizeof *f->parts);
     if (f->parts == NULL) return anvil__nomem(err);
@@ -275,21 +275,21 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
     }
     char *cfg = hf_path_join(f->dir, "config.json");
     if (cfg == NULL) return anvil__nomem(err);
-    int rc = hf_json_load(cfg, &f->config, err);
+    int rc = anvil__json_tree_load(cfg, &f->config, err);
     if (rc == ANVIL_OK && f->config->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is not a JSON object", cfg);
     }
     free(cfg);
     if (rc != ANVIL_OK) return rc;
-    hf_json *index = NULL;
-    const hf_json *map = NULL;
+    anvil_json_value *index = NULL;
+    const anvil_json_value *map = NULL;
     if (hf_file_exists(f->dir, "model.safetensors.index.json")) {
         rc = read_index(f, &map, &index, err);
     } else {
         rc = list_parts(f, err);
     }
     if (rc == ANVIL_OK) rc = open_parts(f, map, err);
-    hf_json_free(index);
+    anvil__json_free(index);
     if (rc == ANVIL_OK) rc = hf_fp8_pair(f, err);
     return rc;
 }
@@ -303,7 +303,7 @@ void hf_folder_close(hf_folder *f) {
     }
     free(f->parts);
     free(f->part_names);
-    hf_json_free(f->config);
+    anvil__json_free(f->config);
     free(f->dir);
     memset(f, 0, sizeof *f);
 }

@@ -31,12 +31,12 @@ static void drop(hf_folder *f, size_t i) {
     f->n_tensors--;
 }
 
-static int block_size(hf_folder *f, const hf_json *q, anvil_error *err) {
-    const hf_json *bs = hf_json_get(q, "weight_block_size");
-    if (hf_json_is_null(bs)) return ANVIL_OK;
+static int block_size(hf_folder *f, const anvil_json_value *q, anvil_error *err) {
+    const anvil_json_value *bs = anvil__json_get(q, "weight_block_size");
+    if (anvil__json_is_null(bs)) return ANVIL_OK;
     int64_t a = 0, b = 0;
-    if (bs->kind != ANVIL_JSON_ARRAY_BEGIN || bs->n_items != 2 || hf_json_i64(bs->items[0], &a) != 0 ||
-        hf_json_i64(bs->items[1], &b) != 0 || a <= 0 || b <= 0) {
+    if (bs->kind != ANVIL_JSON_ARRAY_BEGIN || bs->n_items != 2 || anvil__json_i64(bs->items[0], &a) != 0 ||
+        anvil__json_i64(bs->items[1], &b) != 0 || a <= 0 || b <= 0) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/config.json: weight_block_size must be two positive "
                                 "whole numbers", f->dir);
     }
@@ -90,8 +90,8 @@ static int pair_scales(hf_folder *f, anvil_error *err) {
 }
 
 int hf_fp8_pair(hf_folder *f, anvil_error *err) {
-    const hf_json *q = hf_json_get(f->config, "quantization_config");
-    const char *method = hf_json_str(hf_json_get(q, "quant_method"));
+    const anvil_json_value *q = anvil__json_get(f->config, "quantization_config");
+    const char *method = anvil__json_str(anvil__json_get(q, "quant_method"));
     int rc = ANVIL_OK;
     if (method != NULL && strcmp(method, "fp8") == 0) {
         rc = block_size(f, q, err);

@@ -19,7 +19,7 @@
 #include "anvil/anvil.h"
 #include "anvil/gguf.h"
 #include "anvil/safetensors.h"
-#include "hf_json.h"
+#include "json.h"
 
 /* ---- the folder ----------------------------------------------------------- */
 
@@ -32,7 +32,7 @@ typedef struct hf_src_tensor {
 
 typedef struct hf_folder {
     char *dir;                    /* as given, without trailing '/' */
-    hf_json *config;              /* config.json */
+    anvil_json_value *config;              /* config.json */
     char **part_names;            /* sorted */
     anvil_st **parts;
     size_t n_parts;
@@ -78,7 +78,7 @@ typedef struct hf_arch {
 
 /* The architecture of config.json's "architectures"[0]; an error naming
  * the supported ones otherwise. */
-int hf_arch_find(const hf_json *config, const char *config_path, const hf_arch **out, anvil_error *err);
+int hf_arch_find(const anvil_json_value *config, const char *config_path, const hf_arch **out, anvil_error *err);
 
 /* One output tensor before conversion. */
 typedef struct hf_out_tensor {

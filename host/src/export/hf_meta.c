@@ -42,19 +42,19 @@ static const struct { const char *key, *gen; int is_int; } k_sampling[S_COUNT] =
 
 struct hf_meta {
     char *str[F_COUNT];               /* NULL = None */
-    const hf_json *sampling[S_COUNT]; /* NULL = None */
-    const hf_json *base_models, *datasets, *tags, *languages;
-    hf_json *gen, *override, *card;   /* owned trees the pointers above point into */
-    hf_json *made;                    /* owned: lists built from the model card */
+    const anvil_json_value *sampling[S_COUNT]; /* NULL = None */
+    const anvil_json_value *base_models, *datasets, *tags, *languages;
+    anvil_json_value *gen, *override, *card;   /* owned trees the pointers above point into */
+    anvil_json_value *made;                    /* owned: lists built from the model card */
 };
 
 void hf_meta_free(hf_meta *m) {
     if (m == NULL) return;
     for (int i = 0; i < F_COUNT; ++i) free(m->str[i]);
-    hf_json_free(m->gen);
-    hf_json_free(m->override);
-    hf_json_free(m->card);
-    hf_json_free(m->made);
+    anvil__json_free(m->gen);
+    anvil__json_free(m->override);
+    anvil__json_free(m->card);
+    anvil__json_free(m->made);
     free(m);
 }
 
@@ -87,37 +87,32 @@ static int apply_id(hf_meta *m, const char *model_id, int64_t total) {
     return rc ? -1 : 0;
 }
 
-static hf_json *made_node(hf_meta *m, anvil_json_event_kind kind, const char *key, const char *text) {
-    hf_json *j = calloc(1, sizeof *j);
-    if (j == NULL) return NULL;
-    j->kind = kind;
-    j->key = key ? strdup(key) : NULL;
-    j->text = text ? strdup(text) : NULL;
-    j->len = text ? strlen(text) : 0;
-    if ((key && !j->key) || (text && !j->text) || hf_json_append(m->made, j) != 0) {
-        hf_json_free(j);
+static anvil_json_value *made_node(hf_meta *m, anvil_json_event_kind kind, const char *key, const char *text) {
+    anvil_json_value *j = anvil__json_new(kind, key, text, text ? strlen(text) : 0);
+    if (j != NULL && anvil__json_append(m->made, j) != 0) {
+        anvil__json_free(j);
         return NULL;
     }
     return j;
 }
 
 /* Append child to list (a node m->made owns); child leaves m->made. */
-static int adopt(hf_meta *m, hf_json *list, hf_json *child) {
+static int adopt(hf_meta *m, anvil_json_value *list, anvil_json_value *child) {
     m->made->n_items--; /* child was the last node made */
-    if (hf_json_append(list, child) != 0) {
-        hf_json_free(child);
+    if (anvil__json_append(list, child) != 0) {
+        anvil__json_free(child);
         return -1;
     }
     return 0;
 }
 
-static int add_member(hf_meta *m, hf_json *obj, const char *key, const char *v) {
+static int add_member(hf_meta *m, anvil_json_value *obj, const char *key, const char *v) {
     if (v == NULL) return 0;
-    hf_json *s = made_node(m, ANVIL_JSON_STRING, key, v);
+    anvil_json_value *s = made_node(m, ANVIL_JSON_STRING, key, v);
     return s ? adopt(m, obj, s) : -1;
 }
 
-static int add_member_title(hf_meta *m, hf_json *obj, const char *key, const char *v) {
+static int add_member_title(hf_meta *m, anvil_json_value *obj, const char *key, const char *v) {
     if (v == NULL) return 0;
     char *t = hf_id_to_title(v);
     const int rc = t ? add_member(m, obj, key, t) : -1;
@@ -126,8 +121,8 @@ static int add_member_title(hf_meta *m, hf_json *obj, const char *key, const cha
 }
 
 /* One base model / dataset entry from a model card id or URL. */
-static int card_source(hf_meta *m, hf_json *list, const char *id, int64_t total) {
-    hf_json *e = made_node(m, ANVIL_JSON_OBJECT_BEGIN, NULL, NULL);
+static int card_source(hf_meta *m, anvil_json_value *list, const char *id, int64_t total) {
+    anvil_json_value *e = made_node(m, ANVIL_JSON_OBJECT_BEGIN, NULL, NULL);
     if (e == NULL || adopt(m, list, e) != 0) return -1;
     const int url = !strncmp(id, "http://", 7) || !strncmp(id, "https://", 8) || !strncmp(id, "ssh://", 6);
     const char *hf_id = url ? NULL : id;
@@ -157,14 +152,14 @@ static int card_source(hf_meta *m, hf_json *list, const char *id, int64_t total)
 }
 
 /* base_model / datasets lists from the card (value: string or list). */
-static int card_sources(hf_meta *m, const hf_json *v, const hf_json **slot, int64_t total) {
-    hf_json *list = (hf_json *)*slot;
+static int card_sources(hf_meta *m, const anvil_json_value *v, const anvil_json_value **slot, int64_t total) {
+    anvil_json_value *list = (anvil_json_value *)*slot;
     if (list == NULL) {
         list = made_node(m, ANVIL_JSON_ARRAY_BEGIN, NULL, NULL);
         if (list == NULL) return -1;
         *slot = list;
     }
-    if (hf_json_is_null(v)) return 0;
+    if (anvil__json_is_null(v)) return 0;
     if (v->kind == ANVIL_JSON_STRING) return card_source(m, list, v->text, total);
     for (size_t i = 0; i < v->n_items; ++i) {
         if (card_source(m, list, v->items[i]->text, total) != 0) return -1;
@@ -173,9 +168,9 @@ static int card_sources(hf_meta *m, const hf_json *v, const hf_json **slot, int6
 }
 
 /* use_array_model_card_metadata: append a string or a list's items. */
-static int card_array(hf_meta *m, const hf_json *v, const hf_json **slot) {
-    if (hf_json_is_null(v)) return 0;
-    hf_json *list = (hf_json *)*slot;
+static int card_array(hf_meta *m, const anvil_json_value *v, const anvil_json_value **slot) {
+    if (anvil__json_is_null(v)) return 0;
+    anvil_json_value *list = (anvil_json_value *)*slot;
     if (list == NULL) {
         list = made_node(m, ANVIL_JSON_ARRAY_BEGIN, NULL, NULL);
         if (list == NULL) return -1;
@@ -184,14 +179,14 @@ static int card_array(hf_meta *m, const hf_json *v, const hf_json **slot) {
     const size_t n = v->kind == ANVIL_JSON_STRING ? 1 : v->n_items;
     for (size_t i = 0; i < n; ++i) {
         const char *t = v->kind == ANVIL_JSON_STRING ? v->text : v->items[i]->text;
-        hf_json *s = made_node(m, ANVIL_JSON_STRING, NULL, t);
+        anvil_json_value *s = made_node(m, ANVIL_JSON_STRING, NULL, t);
         if (s == NULL || adopt(m, list, s) != 0) return -1;
     }
     return 0;
 }
 
 static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key, anvil_error *err) {
-    const hf_json *v = NULL;
+    const anvil_json_value *v = NULL;
     int rc = hf_card_value(m->card, key, f->dir, &v, err);
     if (rc != ANVIL_OK || v == NULL || m->str[field] != NULL) return rc;
     if (v->kind == ANVIL_JSON_ARRAY_BEGIN && field == F_LICENSE) {
@@ -210,7 +205,7 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is a list; "
                                 "a string is expected there", f->dir, key);
     }
-    return set_str(m, field, hf_json_str(v)) == 0 ? ANVIL_OK : anvil__nomem(err);
+    return set_str(m, field, anvil__json_str(v)) == 0 ? ANVIL_OK : anvil__nomem(err);
 }
 
 /* apply_metadata_heuristic's model card part, in its order. */
@@ -234,10 +229,10 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
     static const char *const lists[2][3] = { { "base_model", "base_models", "base_model_sources" },
                                              { "datasets", "dataset", "dataset_sources" } };
     for (int l = 0; l < 2 && rc == ANVIL_OK; ++l) {
-        const hf_json *v = NULL;
+        const anvil_json_value *v = NULL;
         int present = 0;
         for (int k = 0; k < 3 && rc == ANVIL_OK; ++k) {
-            if (hf_json_get(m->card, lists[l][k]) == NULL) continue;
+            if (anvil__json_get(m->card, lists[l][k]) == NULL) continue;
             if (!present) rc = hf_card_value(m->card, lists[l][k], f->dir, &v, err);
             present = 1;
         }
@@ -250,7 +245,7 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
     for (size_t i = 0; i < 3 && rc == ANVIL_OK; ++i) rc = card_field(m, f, lic[i].field, lic[i].key, err);
     static const char *const arrays[4] = { "tags", "pipeline_tag", "languages", "language" };
     for (int k = 0; k < 4 && rc == ANVIL_OK; ++k) {
-        const hf_json *v = NULL;
+        const anvil_json_value *v = NULL;
         rc = hf_card_value(m->card, arrays[k], f->dir, &v, err);
         if (rc == ANVIL_OK && card_array(m, v, k < 2 ? &m->tags : &m->languages) != 0) {
             rc = anvil__nomem(err);
@@ -265,33 +260,33 @@ static const char *folder_name(const char *dir) {
 }
 
 static int load_override(hf_meta *m, const char *path, anvil_error *err) {
-    int rc = hf_json_load(path, &m->override, err);
+    int rc = anvil__json_tree_load(path, &m->override, err);
     if (rc != ANVIL_OK) return rc;
-    const hf_json *o = m->override;
+    const anvil_json_value *o = m->override;
     if (o->kind != ANVIL_JSON_OBJECT_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the metadata override must be a JSON object", path);
     }
     for (size_t i = 0; i < S_COUNT; ++i) {
         char key[64];
         snprintf(key, sizeof key, "general.sampling.%s", k_sampling[i].key);
-        const hf_json *v = hf_json_get(o, key);
+        const anvil_json_value *v = anvil__json_get(o, key);
         if (v != NULL) m->sampling[i] = v->kind == ANVIL_JSON_NULL ? NULL : v;
     }
     for (int f = 0; f < F_COUNT; ++f) {
         /* Metadata.load takes every general.* string from the override but
          * general.license (only the model card sets that one). */
-        const hf_json *v = f == F_LICENSE ? NULL : hf_json_get(o, k_str_keys[f]);
+        const anvil_json_value *v = f == F_LICENSE ? NULL : anvil__json_get(o, k_str_keys[f]);
         if (v == NULL) continue;
         if (v->kind != ANVIL_JSON_STRING && v->kind != ANVIL_JSON_NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a string", path, k_str_keys[f]);
         }
-        if (set_str(m, f, hf_json_str(v)) != 0) return anvil__nomem(err);
+        if (set_str(m, f, anvil__json_str(v)) != 0) return anvil__nomem(err);
     }
-    const hf_json *v;
-    if ((v = hf_json_get(o, "general.base_models")) != NULL) m->base_models = v;
-    if ((v = hf_json_get(o, "general.datasets")) != NULL) m->datasets = v;
-    if ((v = hf_json_get(o, "general.tags")) != NULL) m->tags = v;
-    if ((v = hf_json_get(o, "general.languages")) != NULL) m->languages = v;
+    const anvil_json_value *v;
+    if ((v = anvil__json_get(o, "general.base_models")) != NULL) m->base_models = v;
+    if ((v = anvil__json_get(o, "general.datasets")) != NULL) m->datasets = v;
+    if ((v = anvil__json_get(o, "general.tags")) != NULL) m->tags = v;
+    if ((v = anvil__json_get(o, "general.languages")) != NULL) m->languages = v;
     return ANVIL_OK;
 }
 
@@ -299,15 +294,15 @@ static void load_generation(hf_meta *m, const hf_folder *f) {
     char *path = hf_path_join(f->dir, "generation_config.json");
     anvil_error ignore;
     if (path == NULL || !hf_file_exists(f->dir, "generation_config.json") ||
-        hf_json_load(path, &m->gen, &ignore) != ANVIL_OK) {
+        anvil__json_tree_load(path, &m->gen, &ignore) != ANVIL_OK) {
         free(path);
         return; /* metadata.py: a generation_config.json that does not parse is ignored */
     }
     free(path);
     for (size_t i = 0; i < S_COUNT; ++i) {
-        const hf_json *v = hf_json_get(m->gen, k_sampling[i].gen);
-        if (i == 8 && v == NULL) v = hf_json_get(m->gen, "repetition_penalty");
-        m->sampling[i] = hf_json_is_null(v) ? NULL : v;
+        const anvil_json_value *v = anvil__json_get(m->gen, k_sampling[i].gen);
+        if (i == 8 && v == NULL) v = anvil__json_get(m->gen, "repetition_penalty");
+        m->sampling[i] = anvil__json_is_null(v) ? NULL : v;
     }
 }
 
@@ -322,7 +317,7 @@ int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_me
     int crc = hf_card_load(f->dir, &m->card, err);
     if (crc == ANVIL_OK && m->card != NULL) crc = apply_card(m, f, total, err);
     if (crc != ANVIL_OK) return crc;
-    const char *nop = hf_json_str(hf_json_get(f->config, "_name_or_path"));
+    const char *nop = anvil__json_str(anvil__json_get(f->config, "_name_or_path"));
     int slashes = 0;
     for (const char *p = nop; p && *p; ++p) slashes += *p == '/';
     int bad = 0;
@@ -354,21 +349,21 @@ static int put_str(anvil_gguf_writer *w, const char *key, const char *v, anvil_e
 
 static int put_sampling(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err) {
     for (size_t i = 0; i < S_COUNT; ++i) {
-        const hf_json *v = m->sampling[i];
+        const anvil_json_value *v = m->sampling[i];
         if (v == NULL) continue;
         char key[64];
         snprintf(key, sizeof key, "general.sampling.%s", k_sampling[i].key);
         int rc;
         int64_t x = 0;
         if (k_sampling[i].is_int < 0) {
-            rc = hf_json_str(v) ? put_str(w, key, hf_json_str(v), err) : -1;
+            rc = anvil__json_str(v) ? put_str(w, key, anvil__json_str(v), err) : -1;
         } else if (k_sampling[i].is_int) {
-            rc = hf_json_i64(v, &x) == 0 && x >= INT32_MIN && x <= INT32_MAX
+            rc = anvil__json_i64(v, &x) == 0 && x >= INT32_MIN && x <= INT32_MAX
                      ? anvil_gguf_writer_set_i32(w, key, (int32_t)x, err) : -1;
         } else {
-            rc = hf_json_is_number(v) || v->kind == ANVIL_JSON_TRUE || v->kind == ANVIL_JSON_FALSE
+            rc = anvil__json_is_number(v) || v->kind == ANVIL_JSON_TRUE || v->kind == ANVIL_JSON_FALSE
                      ? anvil_gguf_writer_set_f32(w, key, v->kind == ANVIL_JSON_TRUE ? 1.0f
-                                                 : (float)hf_json_f64(v), err) : -1;
+                                                 : (float)anvil__json_f64(v), err) : -1;
         }
         if (rc == -1) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "sampling value for %s has the wrong type (%s)", key,
@@ -380,14 +375,14 @@ static int put_sampling(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err
 }
 
 /* A list of strings as a string array (empty: skipped). */
-static int put_str_list(anvil_gguf_writer *w, const char *key, const hf_json *list, anvil_error *err) {
-    if (hf_json_is_null(list)) return ANVIL_OK;
+static int put_str_list(anvil_gguf_writer *w, const char *key, const anvil_json_value *list, anvil_error *err) {
+    if (anvil__json_is_null(list)) return ANVIL_OK;
     if (list->kind != ANVIL_JSON_ARRAY_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s must be a list", key);
     }
     const char **items = calloc(list->n_items + 1, sizeof *items);
     for (size_t i = 0; items && i < list->n_items; ++i) {
-        items[i] = hf_json_str(list->items[i]);
+        items[i] = anvil__json_str(list->items[i]);
         if (items[i] == NULL) {
             free(items);
             return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s item %zu is not a string", key, i);
@@ -400,10 +395,10 @@ static int put_str_list(anvil_gguf_writer *w, const char *key, const hf_json *li
     return rc;
 }
 
-static int put_sources(anvil_gguf_writer *w, const char *what, const hf_json *list, anvil_error *err) {
+static int put_sources(anvil_gguf_writer *w, const char *what, const anvil_json_value *list, anvil_error *err) {
     static const char *const fields[] = { "name", "author", "version", "organization", "description", "url",
                                           "doi", "uuid", "repo_url" };
-    if (hf_json_is_null(list)) return ANVIL_OK;
+    if (anvil__json_is_null(list)) return ANVIL_OK;
     if (list->kind != ANVIL_JSON_ARRAY_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: general.%ss must be a list", what);
     }
@@ -416,13 +411,13 @@ static int put_sources(anvil_gguf_writer *w, const char *what, const hf_json *li
                                     "object", what, i);
         }
         for (size_t k = 0; k < sizeof fields / sizeof fields[0] && rc == ANVIL_OK; ++k) {
-            const hf_json *v = hf_json_get(list->items[i], fields[k]);
+            const anvil_json_value *v = anvil__json_get(list->items[i], fields[k]);
             if (v == NULL) continue;
             snprintf(key, sizeof key, "general.%s.%zu.%s", what, i, fields[k]);
-            if (hf_json_str(v) == NULL) {
+            if (anvil__json_str(v) == NULL) {
                 return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: %s must be a string", key);
             }
-            rc = put_str(w, key, hf_json_str(v), err);
+            rc = put_str(w, key, anvil__json_str(v), err);
         }
     }
     return rc;

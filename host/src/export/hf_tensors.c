@@ -93,7 +93,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 static uint64_t cfg_u(const hf_folder *f, const char *key) {
     int64_t v = 0;
-    return hf_json_i64(hf_json_get(f->config, key), &v) == 0 && v > 0 ? (uint64_t)v : 0;
+    return anvil__json_i64(anvil__json_get(f->config, key), &v) == 0 && v > 0 ? (uint64_t)v : 0;
 }
 
 /* The shape config.json implies for a GGUF base name (row-major dims), 0
@@ -190,20 +190,20 @@ static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
 /* LlamaModel.generate_extra_tensors for rope_type llama3, in float32 as
  * PyTorch evaluates it (a / tensor is reciprocal() * a). */
 static int llama3_rope_freqs(const hf_folder *f, hf_out_tensor *o, anvil_error *err) {
-    const hf_json *p = hf_json_get(f->config, "rope_parameters");
-    if (p == NULL) p = hf_json_get(f->config, "rope_scaling");
-    const char *type = hf_json_str(hf_json_get(p, "rope_type"));
-    if (type == NULL) type = hf_json_str(hf_json_get(p, "type"));
+    const anvil_json_value *p = anvil__json_get(f->config, "rope_parameters");
+    if (p == NULL) p = anvil__json_get(f->config, "rope_scaling");
+    const char *type = anvil__json_str(anvil__json_get(p, "rope_type"));
+    if (type == NULL) type = anvil__json_str(anvil__json_get(p, "type"));
     if (type == NULL || strcasecmp(type, "llama3") != 0) return 0;
-    const hf_json *th = hf_json_get(p, "rope_theta");
-    if (th == NULL) th = hf_json_get(f->config, "rope_theta");
-    const double base = hf_json_is_number(th) ? hf_json_f64(th) : 10000.0;
+    const anvil_json_value *th = anvil__json_get(p, "rope_theta");
+    if (th == NULL) th = anvil__json_get(f->config, "rope_theta");
+    const double base = anvil__json_is_number(th) ? anvil__json_f64(th) : 10000.0;
     uint64_t dim = cfg_u(f, "head_dim");
     if (dim == 0 && cfg_u(f, "num_attention_heads") != 0) dim = cfg_u(f, "hidden_size") / cfg_u(f, "num_attention_heads");
     if (dim == 0 || dim > (1u << 20)) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: no usable head dim for the rope factors", f->dir);
     }
-#define RP(k, d) (hf_json_is_number(hf_json_get(p, k)) ? hf_json_f64(hf_json_get(p, k)) : (d))
+#define RP(k, d) (anvil__json_is_number(anvil__json_get(p, k)) ? anvil__json_f64(anvil__json_get(p, k)) : (d))
     const double factor = RP("factor", 8.0), lo = RP("low_freq_factor", 1.0), hi = RP("high_freq_factor", 4.0);
     const double old_ctx = RP("original_max_position_embeddings", 8192.0);
 #undef RP

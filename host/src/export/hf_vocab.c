@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "file_input.h"
 
 /* ---- arena ------------------------------------------------------------------ */
 
@@ -144,45 +145,7 @@ int hv_is_file(const char *path) {
 }
 
 int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err) {
-    *out = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
-                                "cannot open %s: %s", path, strerror(errno));
-    }
-    size_t n = 0, cap = 0;
-    char *buf = NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap > ((size_t)1 << 31)) {
-                free(buf);
-                fclose(f);
-                return anvil__error_set(err, ANVIL_E_FORMAT,
-                                        "%s is over 2 GiB: not a tokenizer file", path);
-            }
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (nb == NULL) {
-                free(buf);
-                fclose(f);
-                return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-        }
-        const size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return anvil__error_set(err, ANVIL_E_IO, "cannot read %s", path);
-    }
-    *out = buf;
-    *len = n;
-    return ANVIL_OK;
+    return file_input_read(path, (size_t)1 << 31, "a tokenizer file", out, len, err);
 }
 
 const char *hv_quote(char *buf, size_t cap, const char *s, size_t len) {
@@ -190,19 +153,19 @@ const char *hv_quote(char *buf, size_t cap, const char *s, size_t len) {
     return buf;
 }
 
-int hv_truthy(const hf_json *j) {
+int hv_truthy(const anvil_json_value *j) {
     if (j == NULL) return 0;
     switch (j->kind) {
     case ANVIL_JSON_NULL:
     case ANVIL_JSON_FALSE: return 0;
     case ANVIL_JSON_TRUE: return 1;
     case ANVIL_JSON_STRING: return j->len > 0;
-    case ANVIL_JSON_NUMBER: return hf_json_f64(j) != 0.0;
+    case ANVIL_JSON_NUMBER: return anvil__json_f64(j) != 0.0;
     default: return j->n_items > 0;
     }
 }
 
-int hv_str_is(const hf_json *j, const char *s) {
+int hv_str_is(const anvil_json_value *j, const char *s) {
     return j != NULL && j->kind == ANVIL_JSON_STRING && strlen(s) == j->len &&
            memcmp(j->text, s, j->len) == 0;
 }

@@ -88,8 +88,8 @@ static int dict_put(dict *d, const char *key, size_t len, int64_t id) {
 
 typedef struct added_ref added_ref;
 typedef struct fast_tok {
-    const hf_json *model_vocab;
-    const hf_json *added;        /* added_tokens array or NULL */
+    const anvil_json_value *model_vocab;
+    const anvil_json_value *added;        /* added_tokens array or NULL */
     size_t base;                 /* len(model.vocab) */
     dict vocab;                  /* the merged vocab */
     dict added_vocab;            /* get_added_vocab() */
@@ -101,24 +101,24 @@ static int bad_json(const hv_load *l, const char *what, anvil_error *err) {
     return anvil__error_set(err, ANVIL_E_FORMAT, "%s: %s; fix or re-download the file", l->tok_path, what);
 }
 
-static const hf_json *tok_model(const hv_load *l, anvil_error *err) {
-    const hf_json *m = hf_json_get(l->tok, "model");
+static const anvil_json_value *tok_model(const hv_load *l, anvil_error *err) {
+    const anvil_json_value *m = anvil__json_get(l->tok, "model");
     if (m == NULL || m->kind != ANVIL_JSON_OBJECT_BEGIN) {
         bad_json(l, "no \"model\" object", err);
         return NULL;
     }
-    if (hf_json_str(hf_json_get(m, "type")) == NULL) {
+    if (anvil__json_str(anvil__json_get(m, "type")) == NULL) {
         bad_json(l, "model.type is missing or not a string", err);
         return NULL;
     }
     return m;
 }
 
-static int added_id(const hv_load *l, const hf_json *t, int64_t *id, const char **content, size_t *len,
+static int added_id(const hv_load *l, const anvil_json_value *t, int64_t *id, const char **content, size_t *len,
                     anvil_error *err) {
-    const hf_json *c = hf_json_get(t, "content");
-    if (t->kind != ANVIL_JSON_OBJECT_BEGIN || hf_json_i64(hf_json_get(t, "id"), id) != 0 || *id < 0 ||
-        *id > INT32_MAX || hf_json_str(c) == NULL) {
+    const anvil_json_value *c = anvil__json_get(t, "content");
+    if (t->kind != ANVIL_JSON_OBJECT_BEGIN || anvil__json_i64(anvil__json_get(t, "id"), id) != 0 || *id < 0 ||
+        *id > INT32_MAX || anvil__json_str(c) == NULL) {
         return bad_json(l, "an added_tokens entry without an integer \"id\" and a string \"content\"", err);
     }
     *content = c->text;
@@ -129,7 +129,7 @@ static int added_id(const hv_load *l, const hf_json *t, int64_t *id, const char 
 typedef struct added_ref {
     int64_t id;
     size_t idx;                  /* position in added_tokens */
-    const hf_json *node;
+    const anvil_json_value *node;
     const char *content;
     size_t len;
 } added_ref;
@@ -179,13 +179,13 @@ static const added_ref *decoder_at(const fast_tok *ft, int64_t id) {
 
 static int load_fast(const hv_load *l, fast_tok *ft, anvil_error *err) {
     memset(ft, 0, sizeof *ft);
-    const hf_json *m = tok_model(l, err);
+    const anvil_json_value *m = tok_model(l, err);
     if (m == NULL) return ANVIL_E_FORMAT;
-    ft->model_vocab = hf_json_get(m, "vocab");
+    ft->model_vocab = anvil__json_get(m, "vocab");
     if (ft->model_vocab == NULL || ft->model_vocab->kind != ANVIL_JSON_OBJECT_BEGIN) {
         return bad_json(l, "model.vocab is not an object {token: id}", err);
     }
-    ft->added = hf_json_get(l->tok, "added_tokens");
+    ft->added = anvil__json_get(l->tok, "added_tokens");
     if (ft->added != NULL && ft->added->kind != ANVIL_JSON_ARRAY_BEGIN) ft->added = NULL;
     ft->base = ft->model_vocab->n_items;
     const size_t n_added = ft->added != NULL ? ft->added->n_items : 0;
@@ -193,9 +193,9 @@ static int load_fast(const hv_load *l, fast_tok *ft, anvil_error *err) {
         return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     }
     for (size_t i = 0; i < ft->base; ++i) {
-        const hf_json *e = ft->model_vocab->items[i];
+        const anvil_json_value *e = ft->model_vocab->items[i];
         int64_t id;
-        if (hf_json_i64(e, &id) != 0 || id < 0 || id > INT32_MAX) {
+        if (anvil__json_i64(e, &id) != 0 || id < 0 || id > INT32_MAX) {
             return bad_json(l, "a model.vocab id is not an integer in 0..2^31-1", err);
         }
         dict_put(&ft->vocab, e->key, strlen(e->key), id);
@@ -257,29 +257,29 @@ static int put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, 
 
 int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err) {
     *yes = 0;
-    const hf_json *m = tok_model(l, err);
+    const anvil_json_value *m = tok_model(l, err);
     if (m == NULL) return ANVIL_E_FORMAT;
-    const int bpe = hv_str_is(hf_json_get(m, "type"), "BPE");
-    const hf_json *bf = hf_json_get(m, "byte_fallback");
+    const int bpe = hv_str_is(anvil__json_get(m, "type"), "BPE");
+    const anvil_json_value *bf = anvil__json_get(m, "byte_fallback");
     const int byte_fallback_default_true = bf == NULL ? 1 : hv_truthy(bf);
-    if (bpe && hv_truthy(hf_json_get(m, "ignore_merges")) && !byte_fallback_default_true) {
+    if (bpe && hv_truthy(anvil__json_get(m, "ignore_merges")) && !byte_fallback_default_true) {
         return ANVIL_OK; /* Llama 3: converted as gpt2 */
     }
     if (!bpe || !hv_truthy(bf)) return ANVIL_OK;
-    const hf_json *dec = hf_json_get(l->tok, "decoder");
+    const anvil_json_value *dec = anvil__json_get(l->tok, "decoder");
     if (dec == NULL) return bad_json(l, "no \"decoder\"", err);
     if (dec->kind == ANVIL_JSON_NULL) return ANVIL_OK; /* the converter's TypeError: gpt2 */
-    if (dec->kind != ANVIL_JSON_OBJECT_BEGIN || hf_json_get(dec, "type") == NULL) {
+    if (dec->kind != ANVIL_JSON_OBJECT_BEGIN || anvil__json_get(dec, "type") == NULL) {
         return bad_json(l, "decoder.type is missing", err);
     }
-    *yes = hv_str_is(hf_json_get(dec, "type"), "Sequence");
+    *yes = hv_str_is(anvil__json_get(dec, "type"), "Sequence");
     return ANVIL_OK;
 }
 
 /* all_special_tokens (texts in tx) and all_special_ids (ids). */
-static int add_special(const fast_tok *ft, const hf_json *t, const hf_json **tx, int64_t *ids, size_t *n,
+static int add_special(const fast_tok *ft, const anvil_json_value *t, const anvil_json_value **tx, int64_t *ids, size_t *n,
                        size_t cap) {
-    if (t != NULL && t->kind == ANVIL_JSON_OBJECT_BEGIN) t = hf_json_get(t, "content");
+    if (t != NULL && t->kind == ANVIL_JSON_OBJECT_BEGIN) t = anvil__json_get(t, "content");
     if (!hv_truthy(t) || t->kind != ANVIL_JSON_STRING) return 0;
     const dict_entry *e = dict_find(&ft->vocab, t->text, t->len);
     if (e == NULL || *n == cap) return 0;
@@ -291,21 +291,21 @@ static int add_special(const fast_tok *ft, const hf_json *t, const hf_json **tx,
     return 0;
 }
 
-static int in_texts(const hf_json *const *tx, size_t n, const char *s, size_t len) {
+static int in_texts(const anvil_json_value *const *tx, size_t n, const char *s, size_t len) {
     for (size_t i = 0; i < n; ++i) {
         if (tx[i]->len == len && memcmp(tx[i]->text, s, len) == 0) return 1;
     }
     return 0;
 }
 
-static size_t special_ids(const hv_load *l, const fast_tok *ft, const hf_json **tx, int64_t *ids,
+static size_t special_ids(const hv_load *l, const fast_tok *ft, const anvil_json_value **tx, int64_t *ids,
                           size_t cap) {
     static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                        "pad_token", "cls_token", "mask_token"};
     size_t n = 0;
     if (l->tcfg == NULL) return 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i) add_special(ft, hf_json_get(l->tcfg, keys[i]), tx, ids, &n, cap);
-    const hf_json *more = hf_json_get(l->tcfg, "additional_special_tokens");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i) add_special(ft, anvil__json_get(l->tcfg, keys[i]), tx, ids, &n, cap);
+    const anvil_json_value *more = anvil__json_get(l->tcfg, "additional_special_tokens");
     for (size_t i = 0; more != NULL && more->kind == ANVIL_JSON_ARRAY_BEGIN && i < more->n_items; ++i) {
         add_special(ft, more->items[i], tx, ids, &n, cap);
     }
@@ -329,10 +329,10 @@ static int llama_hf_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
     anvil__hf_vocab *v = l->v;
     size_t n_added = 0;
     for (size_t j = 0; j < ft->added_vocab.n; ++j) n_added += (uint64_t)ft->added_vocab.e[j].id >= ft->base;
-    const hf_json *more = l->tcfg != NULL ? hf_json_get(l->tcfg, "additional_special_tokens") : NULL;
+    const anvil_json_value *more = l->tcfg != NULL ? anvil__json_get(l->tcfg, "additional_special_tokens") : NULL;
     const size_t cap = 8 + (more != NULL ? more->n_items : 0);
     int64_t *ids = malloc(cap * sizeof *ids);
-    const hf_json **tx = malloc(cap * sizeof *tx);
+    const anvil_json_value **tx = malloc(cap * sizeof *tx);
     const size_t n_ids = ids != NULL && tx != NULL ? special_ids(l, ft, tx, ids, cap) : 0;
     int64_t *rev = reverse_vocab(ft, ft->base);
     int rc = rev == NULL || ids == NULL || tx == NULL
@@ -418,7 +418,7 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
                                   "%s: added token %s has another id than %llu, which the "
                                   "vocabulary gives it", l->tok_path, hv_quote(q, sizeof q, e->key, e->len),
                                   (unsigned long long)i);
-        } else if (hv_truthy(hf_json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
+        } else if (hv_truthy(anvil__json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
             rc = put_token(v, i, e->key, e->len, HV_CONTROL, 0, err);
         } else {
             rc = put_token(v, i, e->key, e->len, HV_USER_DEFINED, 1, err);
@@ -437,48 +437,48 @@ static const char QWEN2_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-static int is_false(const hf_json *j) {
+static int is_false(const anvil_json_value *j) {
     return j != NULL && j->kind == ANVIL_JSON_FALSE;
 }
 
 /* The Split regex of Sequence[Split(Regex, Isolated, invert false),
  * ByteLevel(add_prefix_space false, use_regex false)], or NULL with why. */
-static const hf_json *split_regex(const hf_json *pre, const char **why) {
-    const hf_json *seq = hf_json_get(pre, "pretokenizers");
+static const anvil_json_value *split_regex(const anvil_json_value *pre, const char **why) {
+    const anvil_json_value *seq = anvil__json_get(pre, "pretokenizers");
     *why = "it is not Sequence[Split, ByteLevel]";
-    if (!hv_str_is(hf_json_get(pre, "type"), "Sequence") || seq == NULL ||
+    if (!hv_str_is(anvil__json_get(pre, "type"), "Sequence") || seq == NULL ||
         seq->kind != ANVIL_JSON_ARRAY_BEGIN || seq->n_items != 2) {
         return NULL;
     }
-    const hf_json *split = seq->items[0], *bl = seq->items[1];
-    if (!hv_str_is(hf_json_get(split, "type"), "Split") || !hv_str_is(hf_json_get(bl, "type"), "ByteLevel")) {
+    const anvil_json_value *split = seq->items[0], *bl = seq->items[1];
+    if (!hv_str_is(anvil__json_get(split, "type"), "Split") || !hv_str_is(anvil__json_get(bl, "type"), "ByteLevel")) {
         return NULL;
     }
-    const hf_json *re = hf_json_get(hf_json_get(split, "pattern"), "Regex");
+    const anvil_json_value *re = anvil__json_get(anvil__json_get(split, "pattern"), "Regex");
     *why = "its Split is not an isolating, non-inverted Regex split";
-    if (hf_json_str(re) == NULL || !hv_str_is(hf_json_get(split, "behavior"), "Isolated") ||
-        !is_false(hf_json_get(split, "invert"))) {
+    if (anvil__json_str(re) == NULL || !hv_str_is(anvil__json_get(split, "behavior"), "Isolated") ||
+        !is_false(anvil__json_get(split, "invert"))) {
         return NULL;
     }
     *why = "its ByteLevel step adds a prefix space or splits by its own regex";
-    if (!is_false(hf_json_get(bl, "add_prefix_space")) || !is_false(hf_json_get(bl, "use_regex"))) {
+    if (!is_false(anvil__json_get(bl, "add_prefix_space")) || !is_false(anvil__json_get(bl, "use_regex"))) {
         return NULL;
     }
     return re;
 }
 
 static int name_pre(hv_load *l, anvil_error *err) {
-    const hf_json *pre = hf_json_get(l->tok, "pre_tokenizer");
-    const hf_json *norm = hf_json_get(l->tok, "normalizer");
+    const anvil_json_value *pre = anvil__json_get(l->tok, "pre_tokenizer");
+    const anvil_json_value *norm = anvil__json_get(l->tok, "normalizer");
     const char *why = "it is missing";
-    const hf_json *re = pre != NULL ? split_regex(pre, &why) : NULL;
+    const anvil_json_value *re = pre != NULL ? split_regex(pre, &why) : NULL;
     if (re != NULL && hv_str_is(re, LLAMA3_RE)) {
         why = "its regex is Llama 3's but the normalizer is not null";
-        if (hf_json_is_null(norm)) l->v->pre = "llama-bpe";
+        if (anvil__json_is_null(norm)) l->v->pre = "llama-bpe";
     } else if (re != NULL && hv_str_is(re, QWEN2_RE)) {
         why = "its regex is Qwen 2's but the normalizer is not NFC";
         if (norm != NULL && norm->kind == ANVIL_JSON_OBJECT_BEGIN && norm->n_items == 1 &&
-            hv_str_is(hf_json_get(norm, "type"), "NFC")) {
+            hv_str_is(anvil__json_get(norm, "type"), "NFC")) {
             l->v->pre = "qwen2";
         }
     } else if (re != NULL) {
@@ -499,9 +499,9 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
                                 "of them (a folder with only vocab.json/merges.txt is not supported)",
                                 l->dir);
     }
-    const hf_json *m = tok_model(l, err);
+    const anvil_json_value *m = tok_model(l, err);
     if (m == NULL) return ANVIL_E_FORMAT;
-    const hf_json *type = hf_json_get(m, "type");
+    const anvil_json_value *type = anvil__json_get(m, "type");
     if (!hv_str_is(type, "BPE")) {
         char q[256];
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: model.type %s is not supported: anvil "

@@ -18,7 +18,7 @@
 
 #include "anvil/anvil.h"
 #include "anvil/gguf.h"
-#include "hf_json.h"
+#include "json.h"
 #include "hf_vocab.h"
 
 /* SentencePiece / gguf token types (gguf.TokenType). */
@@ -75,11 +75,11 @@ typedef struct hv_load {
     anvil__hf_vocab *v;
     const char *dir;
     int is_llama;                    /* Llama/Mistral (else Qwen2/Qwen3) */
-    hf_json *config;                 /* config.json */
+    anvil_json_value *config;                 /* config.json */
     char *config_path;
-    hf_json *tok;                    /* tokenizer.json or NULL */
+    anvil_json_value *tok;                    /* tokenizer.json or NULL */
     char *tok_path;
-    hf_json *tcfg;                   /* tokenizer_config.json or NULL */
+    anvil_json_value *tcfg;                   /* tokenizer_config.json or NULL */
     char *tcfg_path;
     int has_vocab_size;              /* hparams "vocab_size" (text_config first) */
     int64_t vocab_size;
@@ -87,7 +87,7 @@ typedef struct hv_load {
 
 /* hparams[key] as the converter sees it ({**config, **text_config}); NULL
  * when absent. */
-const hf_json *hv_hparam(const hv_load *l, const char *key);
+const anvil_json_value *hv_hparam(const hv_load *l, const char *key);
 
 /* dir/name into the arena-free heap (free() it); NULL when out of memory. */
 char *hv_path(const char *dir, const char *name);
@@ -97,9 +97,9 @@ int hv_is_file(const char *path);
 int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err);
 
 /* Python truthiness of a JSON value (absent = falsy). */
-int hv_truthy(const hf_json *j);
+int hv_truthy(const anvil_json_value *j);
 /* j is a JSON string equal to s. */
-int hv_str_is(const hf_json *j, const char *s);
+int hv_str_is(const anvil_json_value *j, const char *s);
 /* s[0..len) quoted and made terminal-safe for a message (in buf). */
 const char *hv_quote(char *buf, size_t cap, const char *s, size_t len);
 /* does_token_look_special(). */

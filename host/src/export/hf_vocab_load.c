@@ -13,13 +13,13 @@
 
 #include "error.h"
 
-const hf_json *hv_hparam(const hv_load *l, const char *key) {
-    const hf_json *tc = hf_json_get(l->config, "text_config");
-    const hf_json *j = tc != NULL && tc->kind == ANVIL_JSON_OBJECT_BEGIN ? hf_json_get(tc, key) : NULL;
-    return j != NULL ? j : hf_json_get(l->config, key);
+const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
+    const anvil_json_value *tc = anvil__json_get(l->config, "text_config");
+    const anvil_json_value *j = tc != NULL && tc->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(tc, key) : NULL;
+    return j != NULL ? j : anvil__json_get(l->config, key);
 }
 
-static int load_json_if_file(const char *dir, const char *name, char **path, hf_json **out,
+static int load_json_if_file(const char *dir, const char *name, char **path, anvil_json_value **out,
                              int required, anvil_error *err) {
     *path = hv_path(dir, name);
     if (*path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
@@ -28,7 +28,7 @@ static int load_json_if_file(const char *dir, const char *name, char **path, hf_
         return anvil__error_set(err, ANVIL_E_NOT_FOUND,
                                 "%s is missing: a Hugging Face checkpoint folder has one", *path);
     }
-    int rc = hf_json_load(*path, out, err);
+    int rc = anvil__json_tree_load(*path, out, err);
     if (rc == ANVIL_OK && (*out)->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: expected a JSON object at the top, found %s",
                               *path, anvil__json_event_what((*out)->kind));
@@ -37,9 +37,9 @@ static int load_json_if_file(const char *dir, const char *name, char **path, hf_
 }
 
 static int read_vocab_size(hv_load *l, anvil_error *err) {
-    const hf_json *j = hv_hparam(l, "vocab_size");
-    if (hf_json_is_null(j)) return ANVIL_OK;
-    if (hf_json_i64(j, &l->vocab_size) != 0 || l->vocab_size < 0 || l->vocab_size > INT32_MAX) {
+    const anvil_json_value *j = hv_hparam(l, "vocab_size");
+    if (anvil__json_is_null(j)) return ANVIL_OK;
+    if (anvil__json_i64(j, &l->vocab_size) != 0 || l->vocab_size < 0 || l->vocab_size > INT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s: vocab_size must be an integer in 0..2^31-1; fix config.json",
                                 l->config_path);
@@ -71,8 +71,8 @@ static int llama_head(hv_load *l, anvil_error *err) {
                                 "by anvil convert; use convert_hf_to_gguf.py", l->dir);
     }
     if (l->tcfg == NULL) return ANVIL_OK;
-    const hf_json *aps = hf_json_get(l->tcfg, "add_prefix_space");
-    if (!hf_json_is_null(aps)) {
+    const anvil_json_value *aps = anvil__json_get(l->tcfg, "add_prefix_space");
+    if (!anvil__json_is_null(aps)) {
         if (aps->kind != ANVIL_JSON_TRUE && aps->kind != ANVIL_JSON_FALSE) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: add_prefix_space must be true or false",
                                     l->tcfg_path);
@@ -80,7 +80,7 @@ static int llama_head(hv_load *l, anvil_error *err) {
         int rc = hv_set_bool(l->v, "tokenizer.ggml.add_space_prefix", aps->kind == ANVIL_JSON_TRUE, err);
         if (rc != ANVIL_OK) return rc;
     }
-    if (hv_str_is(hf_json_get(l->tcfg, "tokenizer_class"), "HybridDNATokenizer")) {
+    if (hv_str_is(anvil__json_get(l->tcfg, "tokenizer_class"), "HybridDNATokenizer")) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                 "%s: HybridDNATokenizer is not supported by anvil convert", l->tcfg_path);
     }
@@ -89,9 +89,9 @@ static int llama_head(hv_load *l, anvil_error *err) {
 
 /* hparams.get("vocab_size", 32000) == n, as Python compares numbers. */
 static int vocab_size_is(const hv_load *l, double n) {
-    const hf_json *j = hv_hparam(l, "vocab_size");
+    const anvil_json_value *j = hv_hparam(l, "vocab_size");
     if (j == NULL) return n == 32000.0;
-    return hf_json_is_number(j) && hf_json_f64(j) == n;
+    return anvil__json_is_number(j) && anvil__json_f64(j) == n;
 }
 
 static int llama_tail(hv_load *l, anvil_error *err) {
@@ -154,9 +154,9 @@ int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab *
     l.dir = hf_dir;
     rc = open_files(&l, err);
     if (rc == ANVIL_OK) rc = run_paths(&l, err);
-    hf_json_free(l.config);
-    hf_json_free(l.tok);
-    hf_json_free(l.tcfg);
+    anvil__json_free(l.config);
+    anvil__json_free(l.tok);
+    anvil__json_free(l.tcfg);
     free(l.config_path);
     free(l.tok_path);
     free(l.tcfg_path);

@@ -53,10 +53,10 @@ typedef struct sv {
     size_t n_ids;
     sv_add adds[SV_MAX_TYPES];
     size_t n_adds;
-    const hf_json *ov[SV_N_OV];       /* tokenizer_config overrides */
+    const anvil_json_value *ov[SV_N_OV];       /* tokenizer_config overrides */
     int has_ov[SV_N_OV];
-    const hf_json *chat;              /* chat_template: STRING or ARRAY, NULL = None */
-    hf_json *chat_owned;              /* a tree the chat template lives in */
+    const anvil_json_value *chat;              /* chat_template: STRING or ARRAY, NULL = None */
+    anvil_json_value *chat_owned;              /* a tree the chat template lives in */
     char *chat_text;                  /* chat_template.jinja's text */
     size_t chat_len;
     int lower, strip;                 /* -1 = None */
@@ -64,7 +64,7 @@ typedef struct sv {
 
 /* ---- Python-like helpers ---------------------------------------------------------- */
 
-static int py_eq(const hf_json *a, const hf_json *b) {
+static int py_eq(const anvil_json_value *a, const anvil_json_value *b) {
     if (a == NULL || b == NULL) return a == b;
     if (a->kind != ANVIL_JSON_STRING || b->kind != ANVIL_JSON_STRING) return a == b;
     return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
@@ -78,13 +78,13 @@ static int ov_index(const char *key) {
 }
 
 /* tokenizer_config.get(key) with the overrides. */
-static const hf_json *tc_get(const sv *s, const char *key) {
+static const anvil_json_value *tc_get(const sv *s, const char *key) {
     const int i = ov_index(key);
     if (i >= 0 && s->has_ov[i]) return s->ov[i];
-    return s->l->tcfg != NULL ? hf_json_get(s->l->tcfg, key) : NULL;
+    return s->l->tcfg != NULL ? anvil__json_get(s->l->tcfg, key) : NULL;
 }
 
-static void tc_set(sv *s, const char *key, const hf_json *val) {
+static void tc_set(sv *s, const char *key, const anvil_json_value *val) {
     const int i = ov_index(key);
     s->ov[i] = val;
     s->has_ov[i] = 1;
@@ -112,16 +112,16 @@ static void set_add(sv *s, const char *typ, int val) {
 }
 
 /* _set_special_token(typ, tid): only ints (a JSON bool is a Python int). */
-static int set_special(sv *s, const char *typ, const hf_json *tid, int64_t direct, int use_direct,
+static int set_special(sv *s, const char *typ, const anvil_json_value *tid, int64_t direct, int use_direct,
                        anvil_error *err) {
     int64_t id = direct;
     if (!use_direct) {
         if (tid == NULL) return ANVIL_OK;
         if (tid->kind == ANVIL_JSON_TRUE || tid->kind == ANVIL_JSON_FALSE) {
             id = tid->kind == ANVIL_JSON_TRUE;
-        } else if (!hf_json_is_int(tid)) {
+        } else if (!anvil__json_is_int(tid)) {
             return ANVIL_OK;
-        } else if (hf_json_i64(tid, &id) != 0) {
+        } else if (anvil__json_i64(tid, &id) != 0) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the %s token id %s does not fit 64 bits",
                                     s->l->dir, typ, tid->text);
         }
@@ -141,23 +141,23 @@ static int set_special(sv *s, const char *typ, const hf_json *tid, int64_t direc
 }
 
 /* x.get(a, {}).get(b) for an element that may not be an object. */
-static const hf_json *get2(const hf_json *x, const char *a, const char *b) {
-    const hf_json *y = hf_json_get(x, a);
-    return hf_json_get(y, b);
+static const anvil_json_value *get2(const anvil_json_value *x, const char *a, const char *b) {
+    const anvil_json_value *y = anvil__json_get(x, a);
+    return anvil__json_get(y, b);
 }
 
 /* ---- the post-processor ---------------------------------------------------------------- */
 
 typedef struct sv_spec {
-    const hf_json *bos, *cls, *eos, *sep;
+    const anvil_json_value *bos, *cls, *eos, *sep;
 } sv_spec;
 
 static void add_type(sv *s, const char *typ) {
     if (s->n_types < SV_MAX_TYPES) s->types[s->n_types++] = typ;
 }
 
-static void tmpl_single(sv *s, sv_spec *p, const hf_json *single, const hf_json **first,
-                        const hf_json **last) {
+static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const anvil_json_value **first,
+                        const anvil_json_value **last) {
     const int tc = tc_truthy(s);
     *first = get2(single->items[0], "SpecialToken", "id");
     if (hv_truthy(*first)) {
@@ -187,16 +187,16 @@ static void tmpl_single(sv *s, sv_spec *p, const hf_json *single, const hf_json 
     }
 }
 
-static void tmpl_pair(sv *s, sv_spec *p, const hf_json *pair, const hf_json *first, const hf_json *last) {
+static void tmpl_pair(sv *s, sv_spec *p, const anvil_json_value *pair, const anvil_json_value *first, const anvil_json_value *last) {
     size_t lo = 0, hi = pair->n_items;
     if (hv_truthy(first) && py_eq(get2(pair->items[0], "SpecialToken", "id"), first)) lo = 1;
     if (hv_truthy(last) && py_eq(get2(pair->items[hi - 1], "SpecialToken", "id"), last)) hi--;
     if (hi <= lo) return;
-    const hf_json *a = get2(pair->items[lo], "Sequence", "id");
-    const hf_json *b = get2(pair->items[hi - 1], "Sequence", "id");
+    const anvil_json_value *a = get2(pair->items[lo], "Sequence", "id");
+    const anvil_json_value *b = get2(pair->items[hi - 1], "Sequence", "id");
     if (!hv_str_is(a, "A") || !hv_str_is(b, "B") || hi - lo < 3) return;
     int add_sep = 0;
-    const hf_json *e = get2(pair->items[lo + 1], "SpecialToken", "id");
+    const anvil_json_value *e = get2(pair->items[lo + 1], "SpecialToken", "id");
     if (hv_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos)) && !hv_truthy(last)) add_sep = 1;
     if (hi - lo - 2 == 2) {
         e = get2(pair->items[lo + 2], "SpecialToken", "id");
@@ -206,17 +206,17 @@ static void tmpl_pair(sv *s, sv_spec *p, const hf_json *pair, const hf_json *fir
     if (add_sep && !hv_truthy(p->sep) && tc_truthy(s)) tc_set(s, "sep_token", p->eos);
 }
 
-static void roberta(sv *s, sv_spec *p, const hf_json *proc) {
+static void roberta(sv *s, sv_spec *p, const anvil_json_value *proc) {
     set_add(s, "bos", 1);
     set_add(s, "eos", 1);
     set_add(s, "sep", 1);
     if (!hv_truthy(p->cls) && tc_truthy(s)) {
-        const hf_json *c = hf_json_get(proc, "cls");
+        const anvil_json_value *c = anvil__json_get(proc, "cls");
         p->cls = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->bos;
         tc_set(s, "cls_token", p->cls);
     }
     if (!hv_truthy(p->sep) && tc_truthy(s)) {
-        const hf_json *c = hf_json_get(proc, "sep");
+        const anvil_json_value *c = anvil__json_get(proc, "sep");
         p->sep = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->eos;
         tc_set(s, "sep_token", p->sep);
     }
@@ -227,18 +227,18 @@ static void post_processor(sv *s) {
     sv_spec p = {tc_get(s, "bos_token"), tc_get(s, "cls_token"), tc_get(s, "eos_token"), tc_get(s, "sep_token")};
     if (!hv_truthy(p.bos) && hv_truthy(p.cls) && tc) tc_set(s, "bos_token", p.bos = p.cls);
     if (!hv_truthy(p.eos) && hv_truthy(p.sep) && tc) tc_set(s, "eos_token", p.eos = p.sep);
-    const hf_json *pp = hf_json_get(s->l->tok, "post_processor");
+    const anvil_json_value *pp = anvil__json_get(s->l->tok, "post_processor");
     if (!hv_truthy(pp) || pp->kind != ANVIL_JSON_OBJECT_BEGIN) return;
-    const hf_json *list = hf_json_get(pp, "processors");
+    const anvil_json_value *list = anvil__json_get(pp, "processors");
     const size_t n = list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN ? list->n_items : 1;
     for (size_t i = 0; i < n; ++i) {
-        const hf_json *proc = list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN ? list->items[i] : pp;
-        const hf_json *type = hf_json_get(proc, "type");
+        const anvil_json_value *proc = list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN ? list->items[i] : pp;
+        const anvil_json_value *type = anvil__json_get(proc, "type");
         if (hv_str_is(type, "RobertaProcessing")) {
             roberta(s, &p, proc);
         } else if (hv_str_is(type, "TemplateProcessing")) {
-            const hf_json *single = hf_json_get(proc, "single"), *pair = hf_json_get(proc, "pair");
-            const hf_json *first = NULL, *last = NULL;
+            const anvil_json_value *single = anvil__json_get(proc, "single"), *pair = anvil__json_get(proc, "pair");
+            const anvil_json_value *first = NULL, *last = NULL;
             if (single != NULL && single->kind == ANVIL_JSON_ARRAY_BEGIN && single->n_items > 1) {
                 tmpl_single(s, &p, single, &first, &last);
             }
@@ -253,7 +253,7 @@ static void post_processor(sv *s) {
 
 /* One [a, b, ...] merge: the parts joined by ' ', a space inside a part
  * written as U+0120. */
-static int join_pair(anvil__hf_vocab *v, const hf_json *pair, anvil_gguf_str *out) {
+static int join_pair(anvil__hf_vocab *v, const anvil_json_value *pair, anvil_gguf_str *out) {
     size_t n = 0;
     for (size_t i = 0; i < pair->n_items; ++i) {
         if (pair->items[i]->kind != ANVIL_JSON_STRING) return -1;
@@ -263,7 +263,7 @@ static int join_pair(anvil__hf_vocab *v, const hf_json *pair, anvil_gguf_str *ou
     if (buf == NULL) return -2;
     for (size_t i = 0; i < pair->n_items; ++i) {
         if (i > 0) *o++ = ' ';
-        const hf_json *p = pair->items[i];
+        const anvil_json_value *p = pair->items[i];
         for (size_t k = 0; k < p->len; ++k) {
             if (p->text[k] == ' ') {
                 *o++ = (char)0xc4;
@@ -281,9 +281,9 @@ static int join_pair(anvil__hf_vocab *v, const hf_json *pair, anvil_gguf_str *ou
 
 static int load_merges(sv *s, anvil_error *err) {
     anvil__hf_vocab *v = s->l->v;
-    const hf_json *m = s->l->tok != NULL ? get2(s->l->tok, "model", "merges") : NULL;
+    const anvil_json_value *m = s->l->tok != NULL ? get2(s->l->tok, "model", "merges") : NULL;
     if (m == NULL || m->kind != ANVIL_JSON_ARRAY_BEGIN || m->n_items == 0) return ANVIL_OK;
-    const hf_json *m0 = m->items[0];
+    const anvil_json_value *m0 = m->items[0];
     const int strings = m0->kind == ANVIL_JSON_STRING;
     if (!strings && !(m0->kind == ANVIL_JSON_ARRAY_BEGIN && m0->n_items == 2 &&
                       m0->items[0]->kind == ANVIL_JSON_STRING)) {
@@ -293,7 +293,7 @@ static int load_merges(sv *s, anvil_error *err) {
     v->merges = calloc(m->n_items, sizeof *v->merges);
     if (v->merges == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     for (size_t i = 0; i < m->n_items; ++i) {
-        const hf_json *e = m->items[i];
+        const anvil_json_value *e = m->items[i];
         int bad = 0;
         if (strings) {
             bad = e->kind != ANVIL_JSON_STRING;
@@ -429,7 +429,7 @@ static int load_merges_txt(sv *s, const char *path, anvil_error *err) {
 
 /* chat_template_alt: chat_template.jinja, else chat_template.json's
  * "chat_template". *alt NULL = None; jinja text in s->chat_text. */
-static int chat_alt(sv *s, const hf_json **alt, int *alt_is_text, anvil_error *err) {
+static int chat_alt(sv *s, const anvil_json_value **alt, int *alt_is_text, anvil_error *err) {
     *alt = NULL;
     *alt_is_text = 0;
     char *jp = hv_path(s->l->dir, "chat_template.jinja"), *js = hv_path(s->l->dir, "chat_template.json");
@@ -443,8 +443,8 @@ static int chat_alt(sv *s, const hf_json **alt, int *alt_is_text, anvil_error *e
         if (rc == ANVIL_OK) rc = no_extra_templates(s, err);
         *alt_is_text = 1;
     } else if (rc == ANVIL_OK && hv_is_file(js)) {
-        rc = hf_json_load(js, &s->chat_owned, err);
-        if (rc == ANVIL_OK) *alt = hf_json_get(s->chat_owned, "chat_template");
+        rc = anvil__json_tree_load(js, &s->chat_owned, err);
+        if (rc == ANVIL_OK) *alt = anvil__json_get(s->chat_owned, "chat_template");
     }
     free(jp);
     free(js);
@@ -452,11 +452,11 @@ static int chat_alt(sv *s, const hf_json **alt, int *alt_is_text, anvil_error *e
 }
 
 static int read_chat(sv *s, anvil_error *err) {
-    const hf_json *alt;
+    const anvil_json_value *alt;
     int alt_is_text;
     int rc = chat_alt(s, &alt, &alt_is_text, err);
     if (rc != ANVIL_OK) return rc;
-    const hf_json *ct = hf_json_get(s->l->tcfg, "chat_template");
+    const anvil_json_value *ct = anvil__json_get(s->l->tcfg, "chat_template");
     if (ct == NULL) {
         if (alt_is_text) return ANVIL_OK; /* s->chat_text */
         ct = alt;
@@ -470,11 +470,11 @@ static int read_chat(sv *s, anvil_error *err) {
 /* ---- tokenizer_config.json and config.json ---------------------------------------------- */
 
 /* The first added token of tokenizer.json whose content is `content`. */
-static const hf_json *added_id_of(const sv *s, const hf_json *content) {
-    const hf_json *added = s->l->tok != NULL ? hf_json_get(s->l->tok, "added_tokens") : NULL;
+static const anvil_json_value *added_id_of(const sv *s, const anvil_json_value *content) {
+    const anvil_json_value *added = s->l->tok != NULL ? anvil__json_get(s->l->tok, "added_tokens") : NULL;
     if (added == NULL || added->kind != ANVIL_JSON_ARRAY_BEGIN) return NULL;
     for (size_t i = 0; i < added->n_items; ++i) {
-        if (py_eq(hf_json_get(added->items[i], "content"), content)) return hf_json_get(added->items[i], "id");
+        if (py_eq(anvil__json_get(added->items[i], "content"), content)) return anvil__json_get(added->items[i], "id");
     }
     return NULL;
 }
@@ -485,13 +485,13 @@ static int from_tokenizer_config(sv *s, anvil_error *err) {
         const char *typ = s->types[i];
         char key[64];
         snprintf(key, sizeof key, "add_%s_token", typ);
-        const hf_json *add = hf_json_get(s->l->tcfg, key);
+        const anvil_json_value *add = anvil__json_get(s->l->tcfg, key);
         if (add != NULL && (add->kind == ANVIL_JSON_TRUE || add->kind == ANVIL_JSON_FALSE)) {
             set_add(s, typ, add->kind == ANVIL_JSON_TRUE);
         }
         snprintf(key, sizeof key, "%s_token", typ);
-        const hf_json *entry = tc_get(s, key);
-        if (entry != NULL && entry->kind == ANVIL_JSON_OBJECT_BEGIN) entry = hf_json_get(entry, "content");
+        const anvil_json_value *entry = tc_get(s, key);
+        if (entry != NULL && entry->kind == ANVIL_JSON_OBJECT_BEGIN) entry = anvil__json_get(entry, "content");
         if (entry == NULL || entry->kind != ANVIL_JSON_STRING) continue;
         rc = set_special(s, typ, added_id_of(s, entry), 0, 0, err);
     }
@@ -499,13 +499,13 @@ static int from_tokenizer_config(sv *s, anvil_error *err) {
 }
 
 static int from_config(sv *s, anvil_error *err) {
-    const hf_json *tc = hf_json_get(s->l->config, "text_config");
+    const anvil_json_value *tc = anvil__json_get(s->l->config, "text_config");
     for (size_t i = 0; i < s->n_types; ++i) {
         char key[64];
         snprintf(key, sizeof key, "%s_token_id", s->types[i]);
-        const hf_json *id = hf_json_get(s->l->config, key);
-        if (hf_json_is_null(id) && tc != NULL) id = hf_json_get(tc, key);
-        const int rc = set_special(s, s->types[i], hf_json_is_null(id) ? NULL : id, 0, 0, err);
+        const anvil_json_value *id = anvil__json_get(s->l->config, key);
+        if (anvil__json_is_null(id) && tc != NULL) id = anvil__json_get(tc, key);
+        const int rc = set_special(s, s->types[i], anvil__json_is_null(id) ? NULL : id, 0, 0, err);
         if (rc != ANVIL_OK) return rc;
     }
     return ANVIL_OK;
@@ -513,18 +513,18 @@ static int from_config(sv *s, anvil_error *err) {
 
 /* ---- the normalizer ----------------------------------------------------------------------- */
 
-static void parse_normalizer(sv *s, const hf_json *n, int depth) {
-    const hf_json *type = hf_json_get(n, "type");
+static void parse_normalizer(sv *s, const anvil_json_value *n, int depth) {
+    const anvil_json_value *type = anvil__json_get(n, "type");
     if (hv_str_is(type, "Lowercase")) {
         s->lower = 1;
     } else if (hv_str_is(type, "StripAccents")) {
         s->strip = 1;
     } else if (hv_str_is(type, "BertNormalizer")) {
-        const hf_json *lc = hf_json_get(n, "lowercase"), *sa = hf_json_get(n, "strip_accents");
+        const anvil_json_value *lc = anvil__json_get(n, "lowercase"), *sa = anvil__json_get(n, "strip_accents");
         if (lc != NULL) s->lower = lc->kind == ANVIL_JSON_NULL ? -1 : hv_truthy(lc);
         if (sa != NULL) s->strip = sa->kind == ANVIL_JSON_NULL ? -1 : hv_truthy(sa);
     } else if (hv_str_is(type, "Sequence") && depth < ANVIL_JSON_MAX_DEPTH) {
-        const hf_json *list = hf_json_get(n, "normalizers");
+        const anvil_json_value *list = anvil__json_get(n, "normalizers");
         for (size_t i = 0; list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN && i < list->n_items; ++i) {
             parse_normalizer(s, list->items[i], depth + 1);
         }
@@ -549,12 +549,12 @@ static const char *id_key(const char *typ) {
  * named one, tokenizer.chat_templates, then the default. */
 static int chat_list(sv *s, anvil_error *err) {
     anvil__hf_vocab *v = s->l->v;
-    const hf_json *def = NULL;
+    const anvil_json_value *def = NULL;
     anvil_gguf_str *names = calloc(s->chat->n_items + 1, sizeof *names);
     size_t n = 0;
     int rc = names == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory") : ANVIL_OK;
     for (size_t i = 0; rc == ANVIL_OK && i < s->chat->n_items; ++i) {
-        const hf_json *c = s->chat->items[i], *nm = hf_json_get(c, "name"), *t = hf_json_get(c, "template");
+        const anvil_json_value *c = s->chat->items[i], *nm = anvil__json_get(c, "name"), *t = anvil__json_get(c, "template");
         char name[256];
         size_t k = 0;
         for (size_t j = 0; nm != NULL && nm->kind == ANVIL_JSON_STRING && j < nm->len && k < sizeof name - 1; ++j) {
@@ -628,7 +628,7 @@ static int load_all(sv *s, anvil_error *err) {
     hv_load *l = s->l;
     if (l->tok != NULL) {
         if (s->o->load_merges) rc = load_merges(s, err);
-        const hf_json *norm = hf_json_get(l->tok, "normalizer");
+        const anvil_json_value *norm = anvil__json_get(l->tok, "normalizer");
         if (rc == ANVIL_OK && hv_truthy(norm)) parse_normalizer(s, norm, 0);
         if (rc == ANVIL_OK && l->tok->n_items > 0) post_processor(s);
     }
@@ -658,7 +658,7 @@ int hv_special_vocab(hv_load *l, const hv_special_opts *o, anvil_error *err) {
     for (size_t i = 0; i < n && i < SV_MAX_TYPES; ++i) s.types[s.n_types++] = types[i];
     int rc = load_all(&s, err);
     if (rc == ANVIL_OK) rc = emit(&s, err);
-    hf_json_free(s.chat_owned);
+    anvil__json_free(s.chat_owned);
     free(s.chat_text);
     return rc;
 }

@@ -175,12 +175,12 @@ static int read_model(const char *buf, size_t len, const char *path, spm_piece *
  * vocab_size (the first present), or the model's piece count when that is
  * null or 0. */
 static int spm_vocab_size(const hv_load *l, size_t n_pieces, uint64_t *out, anvil_error *err) {
-    const hf_json *j = hv_hparam(l, "vocab_size_per_layer_input");
+    const anvil_json_value *j = hv_hparam(l, "vocab_size_per_layer_input");
     if (j == NULL) j = hv_hparam(l, "vocab_size");
     *out = n_pieces;
     if (!hv_truthy(j)) return ANVIL_OK;
     int64_t vs = 0;
-    if (hf_json_i64(j, &vs) != 0 || vs < 0 || vs > INT32_MAX) {
+    if (anvil__json_i64(j, &vs) != 0 || vs < 0 || vs > INT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: vocab_size must be an integer in 0..2^31-1",
                                 l->config_path);
     }
@@ -230,15 +230,15 @@ static int spm_type(int piece_type) {
 static int spm_added_json(hv_load *l, anvil_error *err) {
     char *path = hv_path(l->dir, "added_tokens.json");
     if (path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-    hf_json *j = NULL;
+    anvil_json_value *j = NULL;
     int rc = ANVIL_OK;
-    if (hv_is_file(path)) rc = hf_json_load(path, &j, err);
+    if (hv_is_file(path)) rc = anvil__json_tree_load(path, &j, err);
     if (rc == ANVIL_OK && j != NULL && j->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: expected an object {\"token\": id}", path);
     }
     for (size_t i = 0; rc == ANVIL_OK && j != NULL && i < j->n_items; ++i) {
         int64_t id = 0;
-        if (hf_json_i64(j->items[i], &id) != 0 || id < 0) {
+        if (anvil__json_i64(j->items[i], &id) != 0 || id < 0) {
             char q[256];
             const char *k = j->items[i]->key;
             rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of %s is not a non-negative integer",
@@ -248,7 +248,7 @@ static int spm_added_json(hv_load *l, anvil_error *err) {
                            HV_USER_DEFINED, err);
         }
     }
-    hf_json_free(j);
+    anvil__json_free(j);
     free(path);
     return rc;
 }
@@ -267,13 +267,13 @@ static int parse_id_key(const char *s, int64_t *out) {
 
 /* tokenizer_config.json's added_tokens_decoder: {"id": {"content": ..., "special": ...}}. */
 static int spm_added_decoder(hv_load *l, anvil_error *err) {
-    const hf_json *d = l->tcfg != NULL ? hf_json_get(l->tcfg, "added_tokens_decoder") : NULL;
+    const anvil_json_value *d = l->tcfg != NULL ? anvil__json_get(l->tcfg, "added_tokens_decoder") : NULL;
     if (d == NULL || d->kind != ANVIL_JSON_OBJECT_BEGIN) return ANVIL_OK;
     for (size_t i = 0; i < d->n_items; ++i) {
-        const hf_json *e = d->items[i];
+        const anvil_json_value *e = d->items[i];
         char q[256];
         int64_t id = 0;
-        const char *content = hf_json_str(hf_json_get(e, "content"));
+        const char *content = anvil__json_str(anvil__json_get(e, "content"));
         if (parse_id_key(e->key, &id) != 0 || content == NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
                                     "%s: added_tokens_decoder[%s] needs a non-negative integer id "
@@ -281,11 +281,11 @@ static int spm_added_decoder(hv_load *l, anvil_error *err) {
                                     hv_quote(q, sizeof q, e->key, strlen(e->key)));
         }
         if ((uint64_t)id >= l->v->n_tokens) continue;
-        size_t len = hf_json_get(e, "content")->len;
+        size_t len = anvil__json_get(e, "content")->len;
         int type = HV_CONTROL;
         char *t = hv_dup(&l->v->arena, content, len);
         if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-        if (!hv_truthy(hf_json_get(e, "special")) && !hv_looks_special(content, len)) {
+        if (!hv_truthy(anvil__json_get(e, "special")) && !hv_looks_special(content, len)) {
             len = hv_unmark_spaces(t, len);
             type = HV_USER_DEFINED;
         }
