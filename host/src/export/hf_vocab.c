@@ -127,17 +127,45 @@ int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void 
     return hv_put(v, &kv, err);
 }
 
-/* ---- small helpers ------------------------------------------------------------ */
-
-char *hv_path(const char *dir, const char *name) {
-    const size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (p == NULL) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
+int hv_alloc_tokens(anvil__hf_vocab *v, uint64_t n, int with_scores, anvil_error *err) {
+    v->tokens = calloc(n ? n : 1, sizeof *v->tokens);
+    v->types = calloc(n ? n : 1, sizeof *v->types);
+    v->scores = with_scores ? calloc(n ? n : 1, sizeof *v->scores) : NULL;
+    if (v->tokens == NULL || v->types == NULL || (with_scores && v->scores == NULL)) {
+        return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory for %llu tokens",
+                                (unsigned long long)n);
+    }
+    v->n_tokens = n;
+    return ANVIL_OK;
 }
+
+int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type,
+                 int unmark, anvil_error *err) {
+    char *t = hv_dup(&v->arena, s, len);
+    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    if (unmark) len = hv_unmark_spaces(t, len);
+    v->tokens[i].ptr = t;
+    v->tokens[i].len = len;
+    v->types[i] = type;
+    if (v->scores != NULL) v->scores[i] = score;
+    return ANVIL_OK;
+}
+
+int hv_llama_finish(hv_load *l, const char *kind, anvil_error *err) {
+    anvil__hf_vocab *v = l->v;
+    v->kind = kind;
+    v->pre = "default";
+    int rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
+    if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
+    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
+    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
+    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
+    if (rc != ANVIL_OK) return rc;
+    hv_special_opts o = {.has_n_vocab = 1, .n_vocab = v->n_tokens};
+    return hv_special_vocab(l, &o, err);
+}
+
+/* ---- small helpers ------------------------------------------------------------ */
 
 int hv_is_file(const char *path) {
     struct stat st;

@@ -229,30 +229,6 @@ static int64_t *reverse_vocab(const fast_tok *ft, uint64_t n) {
     return rev;
 }
 
-static int alloc_tokens(anvil__hf_vocab *v, uint64_t n, int with_scores, anvil_error *err) {
-    v->tokens = calloc(n ? n : 1, sizeof *v->tokens);
-    v->types = calloc(n ? n : 1, sizeof *v->types);
-    v->scores = with_scores ? calloc(n ? n : 1, sizeof *v->scores) : NULL;
-    if (v->tokens == NULL || v->types == NULL || (with_scores && v->scores == NULL)) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory for %llu tokens",
-                                (unsigned long long)n);
-    }
-    v->n_tokens = n;
-    return ANVIL_OK;
-}
-
-static int put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, int type,
-                     int unmark, anvil_error *err) {
-    char *t = hv_dup(&v->arena, s, len);
-    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-    if (unmark) len = hv_unmark_spaces(t, len);
-    v->tokens[i].ptr = t;
-    v->tokens[i].len = len;
-    v->types[i] = type;
-    if (v->scores != NULL) v->scores[i] = -1000.0f;
-    return ANVIL_OK;
-}
-
 /* ---- LlamaHfVocab ------------------------------------------------------------------- */
 
 int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err) {
@@ -337,7 +313,7 @@ static int llama_hf_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
     int64_t *rev = reverse_vocab(ft, ft->base);
     int rc = rev == NULL || ids == NULL || tx == NULL
                  ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
-                 : alloc_tokens(v, ft->base + n_added, 1, err);
+                 : hv_alloc_tokens(v, ft->base + n_added, 1, err);
     for (size_t i = 0; rc == ANVIL_OK && i < ft->base; ++i) {
         if (rev[i] < 0) {
             rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: no token has id %zu (ids 0..%zu must all be used)",
@@ -347,7 +323,7 @@ static int llama_hf_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
         const dict_entry *e = &ft->vocab.e[rev[i]];
         const int type = is_byte_token(e->key, e->len) ? HV_BYTE
                          : in_ids(ids, n_ids, (int64_t)i) ? HV_CONTROL : HV_NORMAL;
-        rc = put_token(v, i, e->key, e->len, type, 0, err);
+        rc = hv_put_token(v, i, e->key, e->len, -1000.0f, type, 0, err);
     }
     /* the added tokens past the model's vocab, in id order (stable) */
     size_t k = ft->base;
@@ -355,7 +331,7 @@ static int llama_hf_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
         const dict_entry *e = &ft->added_vocab.e[j];
         if ((uint64_t)e->id < ft->base) continue;
         const int special = in_texts(tx, n_ids, e->key, e->len);
-        rc = put_token(v, k++, e->key, e->len, special ? HV_CONTROL : HV_USER_DEFINED, 0, err);
+        rc = hv_put_token(v, k++, e->key, e->len, -1000.0f, special ? HV_CONTROL : HV_USER_DEFINED, 0, err);
     }
     free(rev);
     free(ids);
@@ -369,17 +345,7 @@ int hv_llama_hf_vocab(hv_load *l, anvil_error *err) {
     if (rc == ANVIL_OK) rc = llama_hf_tokens(l, &ft, err);
     free_fast(&ft);
     if (rc != ANVIL_OK) return rc;
-    anvil__hf_vocab *v = l->v;
-    v->kind = "llama-hf";
-    v->pre = "default";
-    rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
-    if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
-    if (rc != ANVIL_OK) return rc;
-    hv_special_opts o = {.has_n_vocab = 1, .n_vocab = v->n_tokens};
-    return hv_special_vocab(l, &o, err);
+    return hv_llama_finish(l, "llama-hf", err);
 }
 
 /* ---- byte-level BPE (get_vocab_base) ------------------------------------------------ */
@@ -399,17 +365,17 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
     }
     int64_t *rev = reverse_vocab(ft, vs);
     int rc = rev == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
-                         : alloc_tokens(v, vs, 0, err);
+                         : hv_alloc_tokens(v, vs, 0, err);
     for (uint64_t i = 0; rc == ANVIL_OK && i < vs; ++i) {
         if (rev[i] < 0) {
             char *t = hv_printf(&v->arena, "[PAD%llu]", (unsigned long long)i);
             if (t == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-            else rc = put_token(v, i, t, strlen(t), HV_UNUSED, 0, err);
+            else rc = hv_put_token(v, i, t, strlen(t), -1000.0f, HV_UNUSED, 0, err);
             continue;
         }
         const dict_entry *e = &ft->vocab.e[rev[i]];
         if (dict_find(&ft->added_vocab, e->key, e->len) == NULL) {
-            rc = put_token(v, i, e->key, e->len, HV_NORMAL, 0, err);
+            rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_NORMAL, 0, err);
             continue;
         }
         const added_ref *a = decoder_at(ft, (int64_t)i);
@@ -419,9 +385,9 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
                                   "vocabulary gives it", l->tok_path, hv_quote(q, sizeof q, e->key, e->len),
                                   (unsigned long long)i);
         } else if (hv_truthy(anvil__json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
-            rc = put_token(v, i, e->key, e->len, HV_CONTROL, 0, err);
+            rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_CONTROL, 0, err);
         } else {
-            rc = put_token(v, i, e->key, e->len, HV_USER_DEFINED, 1, err);
+            rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_USER_DEFINED, 1, err);
         }
     }
     free(rev);

@@ -18,6 +18,7 @@
 
 #include "anvil/anvil.h"
 #include "anvil/gguf.h"
+#include "hf_internal.h"
 #include "json.h"
 #include "hf_vocab.h"
 
@@ -89,8 +90,6 @@ typedef struct hv_load {
  * when absent. */
 const anvil_json_value *hv_hparam(const hv_load *l, const char *key);
 
-/* dir/name into the arena-free heap (free() it); NULL when out of memory. */
-char *hv_path(const char *dir, const char *name);
 /* 1 when path is a regular file (Path.is_file). */
 int hv_is_file(const char *path);
 /* Read a whole file (free() *out). */
@@ -129,5 +128,20 @@ typedef struct hv_special_opts {
     size_t n_extra;
 } hv_special_opts;
 int hv_special_vocab(hv_load *l, const hv_special_opts *o, anvil_error *err);
+
+/* v->tokens, v->types and (with_scores) v->scores for n tokens, zeroed;
+ * v->n_tokens = n. */
+int hv_alloc_tokens(anvil__hf_vocab *v, uint64_t n, int with_scores, anvil_error *err);
+/* Token i: a copy of s[0..len) in v's arena (unmark: with U+2581 read
+ * back as spaces, hv_unmark_spaces), its type, and its score where v keeps
+ * scores. */
+int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type,
+                 int unmark, anvil_error *err);
+
+/* The tail LlamaModel's SentencePiece and LlamaHfVocab paths share, once
+ * l->v holds the tokens: kind (v->kind: "spm", "llama-hf"), pre "default",
+ * tokenizer.ggml.model/pre/tokens/scores/token_type, then the special
+ * vocab with n_vocab = the token count. */
+int hv_llama_finish(hv_load *l, const char *kind, anvil_error *err);
 
 #endif

@@ -21,7 +21,7 @@ const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
 
 static int load_json_if_file(const char *dir, const char *name, char **path, anvil_json_value **out,
                              int required, anvil_error *err) {
-    *path = hv_path(dir, name);
+    *path = hf_path_join(dir, name);
     if (*path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     if (!hv_is_file(*path)) {
         if (!required) return ANVIL_OK;
@@ -61,7 +61,7 @@ static int open_files(hv_load *l, anvil_error *err) {
 /* LlamaModel.set_vocab's head: tokenizer_config.json's add_prefix_space, and
  * the tokenizer classes the converter sends elsewhere. */
 static int llama_head(hv_load *l, anvil_error *err) {
-    char *tekken = hv_path(l->dir, "tekken.json");
+    char *tekken = hf_path_join(l->dir, "tekken.json");
     if (tekken == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     const int mistral_tok = hv_is_file(tekken) && l->tok == NULL;
     free(tekken);
@@ -112,7 +112,7 @@ static int llama_tail(hv_load *l, anvil_error *err) {
 static int run_paths(hv_load *l, anvil_error *err) {
     int rc = l->is_llama ? llama_head(l, err) : ANVIL_OK;
     if (rc != ANVIL_OK) return rc;
-    char *model = hv_path(l->dir, "tokenizer.model");
+    char *model = hf_path_join(l->dir, "tokenizer.model");
     if (model == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     const int has_spm = hv_is_file(model);
     free(model);

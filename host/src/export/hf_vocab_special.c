@@ -316,7 +316,7 @@ static int load_merges(sv *s, anvil_error *err) {
 /* ---- chat template ------------------------------------------------------------------------ */
 
 static int no_extra_templates(const sv *s, anvil_error *err) {
-    char *d = hv_path(s->l->dir, "additional_chat_templates");
+    char *d = hf_path_join(s->l->dir, "additional_chat_templates");
     if (d == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     DIR *dir = opendir(d);
     int found = 0;
@@ -432,7 +432,7 @@ static int load_merges_txt(sv *s, const char *path, anvil_error *err) {
 static int chat_alt(sv *s, const anvil_json_value **alt, int *alt_is_text, anvil_error *err) {
     *alt = NULL;
     *alt_is_text = 0;
-    char *jp = hv_path(s->l->dir, "chat_template.jinja"), *js = hv_path(s->l->dir, "chat_template.json");
+    char *jp = hf_path_join(s->l->dir, "chat_template.jinja"), *js = hf_path_join(s->l->dir, "chat_template.json");
     int rc = jp == NULL || js == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory") : ANVIL_OK;
     if (rc == ANVIL_OK && hv_is_file(jp)) {
         rc = hv_read_file(jp, &s->chat_text, &s->chat_len, err);
@@ -635,7 +635,7 @@ static int load_all(sv *s, anvil_error *err) {
     if (rc == ANVIL_OK && tc_truthy(s)) rc = from_tokenizer_config(s, err);
     if (rc == ANVIL_OK) rc = from_config(s, err);
     if (rc == ANVIL_OK && s->o->load_merges && l->v->n_merges == 0) {
-        char *mt = hv_path(l->dir, "merges.txt");
+        char *mt = hf_path_join(l->dir, "merges.txt");
         if (mt == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
         else if (hv_is_file(mt)) rc = load_merges_txt(s, mt, err);
         free(mt);

@@ -189,14 +189,8 @@ static int spm_vocab_size(const hv_load *l, size_t n_pieces, uint64_t *out, anvi
 }
 
 static int spm_alloc(anvil__hf_vocab *v, uint64_t n, anvil_error *err) {
-    v->tokens = calloc(n ? n : 1, sizeof *v->tokens);
-    v->scores = calloc(n ? n : 1, sizeof *v->scores);
-    v->types = calloc(n ? n : 1, sizeof *v->types);
-    if (v->tokens == NULL || v->scores == NULL || v->types == NULL) {
-        return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory for %llu tokens",
-                                (unsigned long long)n);
-    }
-    v->n_tokens = n;
+    const int rc = hv_alloc_tokens(v, n, 1, err);
+    if (rc != ANVIL_OK) return rc;
     for (uint64_t i = 0; i < n; ++i) {
         char *t = hv_printf(&v->arena, "[PAD%llu]", (unsigned long long)i);
         if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
@@ -205,17 +199,6 @@ static int spm_alloc(anvil__hf_vocab *v, uint64_t n, anvil_error *err) {
         v->scores[i] = -10000.0f;
         v->types[i] = HV_UNUSED;
     }
-    return ANVIL_OK;
-}
-
-static int set_token(anvil__hf_vocab *v, uint64_t id, const char *s, size_t len, float score, int type,
-                     anvil_error *err) {
-    char *t = hv_dup(&v->arena, s, len);
-    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-    v->tokens[id].ptr = t;
-    v->tokens[id].len = len;
-    v->scores[id] = score;
-    v->types[id] = type;
     return ANVIL_OK;
 }
 
@@ -228,7 +211,7 @@ static int spm_type(int piece_type) {
 
 /* added_tokens.json: {"text": id}, each id below vocab_size made USER_DEFINED. */
 static int spm_added_json(hv_load *l, anvil_error *err) {
-    char *path = hv_path(l->dir, "added_tokens.json");
+    char *path = hf_path_join(l->dir, "added_tokens.json");
     if (path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     anvil_json_value *j = NULL;
     int rc = ANVIL_OK;
@@ -244,8 +227,8 @@ static int spm_added_json(hv_load *l, anvil_error *err) {
             rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of %s is not a non-negative integer",
                                   path, hv_quote(q, sizeof q, k, strlen(k)));
         } else if ((uint64_t)id < l->v->n_tokens) {
-            rc = set_token(l->v, (uint64_t)id, j->items[i]->key, strlen(j->items[i]->key), -1000.0f,
-                           HV_USER_DEFINED, err);
+            rc = hv_put_token(l->v, (uint64_t)id, j->items[i]->key, strlen(j->items[i]->key), -1000.0f,
+                              HV_USER_DEFINED, 0, err);
         }
     }
     anvil__json_free(j);
@@ -302,7 +285,7 @@ static int spm_build(hv_load *l, const spm_piece *pcs, size_t n, anvil_error *er
     int rc = spm_vocab_size(l, n, &vs, err);
     if (rc == ANVIL_OK) rc = spm_alloc(l->v, vs, err);
     for (size_t i = 0; rc == ANVIL_OK && i < n && i < vs; ++i) {
-        rc = set_token(l->v, i, pcs[i].text, pcs[i].len, pcs[i].score, spm_type(pcs[i].type), err);
+        rc = hv_put_token(l->v, i, pcs[i].text, pcs[i].len, pcs[i].score, spm_type(pcs[i].type), 0, err);
     }
     if (rc == ANVIL_OK) rc = spm_added_json(l, err);
     if (rc == ANVIL_OK) rc = spm_added_decoder(l, err);
@@ -310,8 +293,7 @@ static int spm_build(hv_load *l, const spm_piece *pcs, size_t n, anvil_error *er
 }
 
 int hv_spm_vocab(hv_load *l, anvil_error *err) {
-    anvil__hf_vocab *v = l->v;
-    char *path = hv_path(l->dir, "tokenizer.model");
+    char *path = hf_path_join(l->dir, "tokenizer.model");
     char *buf = NULL;
     size_t len = 0, n = 0;
     spm_piece *pcs = NULL;
@@ -323,14 +305,5 @@ int hv_spm_vocab(hv_load *l, anvil_error *err) {
     free(buf);
     free(path);
     if (rc != ANVIL_OK) return rc;
-    v->kind = "spm";
-    v->pre = "default";
-    rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
-    if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
-    if (rc != ANVIL_OK) return rc;
-    hv_special_opts o = {.has_n_vocab = 1, .n_vocab = v->n_tokens};
-    return hv_special_vocab(l, &o, err);
+    return hv_llama_finish(l, "spm", err);
 }
