@@ -24,8 +24,7 @@
 #include "anvil/abi.h"
 #include "anvil/backend.h"
 #include "avx2_kernels.h"
-
-#define MAX_ENTRIES 64
+#include "ref/backend_init.h"
 
 /* What the kernel files were compiled for (-mavx2 -mfma -mf16c). */
 static const anvil_cpu_need required[] = {
@@ -35,9 +34,7 @@ static const anvil_cpu_need required[] = {
     { ANVIL_CPU_F16C, "f16c" },
 };
 
-static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
-static const anvil_kernel *kernels[MAX_ENTRIES];
-static const anvil_weight_encoder *encoders[MAX_ENTRIES];
+static anvil_ref_backend_lists lists;
 
 static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     if (cpu == NULL || cpu->arch != ANVIL_ARCH_X86_64) {
@@ -66,6 +63,7 @@ static const anvil_backend *const backends[] = { &backend };
 
 static int avx2_init(const anvil_host_services *host, char *err, size_t err_size) {
     (void)host; /* the score reads the CPU features; nothing to pick here */
+    static const anvil_act_quantizer *const *const quantizer_tables[] = { anvil_avx2_quantizers };
     static const anvil_kernel *const *const kernel_tables[] = {
         anvil_avx2_kernels_q8_0,    anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants,
         anvil_avx2_kernels_ternary, anvil_avx2_kernels_cold,  anvil_avx2_kernels_ptqtp,
@@ -74,29 +72,11 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
         anvil_avx2_encoders_flat, anvil_avx2_encoders_kquants,
         anvil_avx2_encoders_iq4,  anvil_avx2_encoders_small,
     };
-    int overflow = 0;
-    const size_t nq = anvil_table_append((const void **)quantizers, 0, MAX_ENTRIES,
-                                         (const void *const *)anvil_avx2_quantizers, &overflow);
-    size_t nk = 0, ne = 0;
-    for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t) {
-        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)kernel_tables[t],
-                                &overflow);
-    }
-    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
-        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
-                                &overflow);
-    }
-    if (overflow) {
-        snprintf(err, err_size, "backend-avx2: kernel table overflow (raise MAX_ENTRIES in backend_avx2.c)");
-        return ANVIL_E_INTERNAL;
-    }
-    backend.n_quantizers = nq;
-    backend.quantizers = quantizers;
-    backend.n_kernels = nk;
-    backend.kernels = kernels;
-    backend.n_encoders = ne;
-    backend.encoders = encoders;
-    return ANVIL_OK;
+    static const anvil_ref_backend_tables tables = {
+        quantizer_tables, ANVIL_REF_COUNT(quantizer_tables), kernel_tables, ANVIL_REF_COUNT(kernel_tables),
+        encoder_tables,   ANVIL_REF_COUNT(encoder_tables),
+    };
+    return anvil_ref_backend_fill(&backend, &lists, &tables, "backend-avx2", err, err_size);
 }
 
 static const anvil_plugin_desc desc = {

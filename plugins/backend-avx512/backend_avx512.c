@@ -31,8 +31,8 @@
 #include "anvil/abi.h"
 #include "anvil/backend.h"
 #include "avx512_kernels.h"
+#include "ref/backend_init.h"
 
-#define MAX_ENTRIES 64
 
 #if AVX512_EMULATED
 #define PLUGIN_ID "backend-avx512-emu"
@@ -85,9 +85,7 @@ static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_si
 #endif
 }
 
-static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
-static const anvil_kernel *kernels[MAX_ENTRIES];
-static const anvil_weight_encoder *encoders[MAX_ENTRIES];
+static anvil_ref_backend_lists lists;
 
 static anvil_backend backend = {
     .struct_size = sizeof(anvil_backend),
@@ -118,35 +116,16 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     /* Without AVX-512 the backend scores 0 and is skipped; the plain tables
      * are filled anyway so the descriptor is well formed. */
     const int v = has_vnni(cpu) ? 1 : 0;
-    size_t nq = 0, nk = 0;
-    int overflow = 0;
-    nq = anvil_table_append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)variants[v].quantizers,
-                            &overflow);
-    for (size_t t = 0; t < sizeof variants[v].kernels / sizeof variants[v].kernels[0]; ++t) {
-        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)variants[v].kernels[t],
-                                &overflow);
-    }
     /* Weight encoders: one build for both variants. */
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_avx512_encoders_flat, anvil_avx512_encoders_kquants, anvil_avx512_encoders_iq4,
         anvil_avx512_encoders_small,
     };
-    size_t ne = 0;
-    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
-        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
-                                &overflow);
-    }
-    if (overflow) {
-        snprintf(err, err_size, PLUGIN_ID ": kernel table overflow (raise MAX_ENTRIES in backend_avx512.c)");
-        return ANVIL_E_INTERNAL;
-    }
-    backend.n_quantizers = nq;
-    backend.quantizers = quantizers;
-    backend.n_kernels = nk;
-    backend.kernels = kernels;
-    backend.n_encoders = ne;
-    backend.encoders = encoders;
-    return ANVIL_OK;
+    const anvil_ref_backend_tables tables = {
+        &variants[v].quantizers, 1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels),
+        encoder_tables,          ANVIL_REF_COUNT(encoder_tables),
+    };
+    return anvil_ref_backend_fill(&backend, &lists, &tables, PLUGIN_ID, err, err_size);
 }
 
 static const anvil_plugin_desc desc = {

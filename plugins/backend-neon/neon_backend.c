@@ -30,6 +30,7 @@
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
 #include "neon_kernels.h"
+#include "ref/backend_init.h"
 
 /* ---- what the CPU offers ---------------------------------------------------- */
 
@@ -135,8 +136,7 @@ static anvil_kernel kernels[N_FORMATS];
 static const anvil_kernel *kernel_ptrs[N_FORMATS];
 
 /* Weight encoders: one copy for every variant, joined at init(). */
-#define MAX_ENCODERS 32
-static const anvil_weight_encoder *encoder_ptrs[MAX_ENCODERS];
+static anvil_ref_backend_lists lists;
 
 static anvil_backend backend = {
     .struct_size = sizeof(anvil_backend),
@@ -190,22 +190,15 @@ static int neon_init(const anvil_host_services *host, char *err, size_t err_size
      * are filled anyway so the descriptor is well formed. */
     const enum neon_level level = level_of(cpu);
     fill_tables(level == LEVEL_NONE ? LEVEL_BASE : level);
-    static const anvil_weight_encoder *const *const tables[] = {
+    static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_neon_encoders_flat, anvil_neon_encoders_kquants, anvil_neon_encoders_iq4, anvil_neon_encoders_small,
     };
-    size_t ne = 0;
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; ++t) {
-        for (size_t i = 0; tables[t][i] != NULL; ++i) {
-            if (ne == MAX_ENCODERS) {
-                snprintf(err, err_size, "backend-neon: encoder table overflow (raise MAX_ENCODERS)");
-                return ANVIL_E_INTERNAL;
-            }
-            encoder_ptrs[ne++] = tables[t][i];
-        }
-    }
-    backend.n_encoders = ne;
-    backend.encoders = encoder_ptrs;
-    return ANVIL_OK;
+    /* quantizers: the static list; kernels: fill_tables */
+    static const anvil_ref_backend_tables tables = {
+        .encoders = encoder_tables,
+        .n_encoders = ANVIL_REF_COUNT(encoder_tables),
+    };
+    return anvil_ref_backend_fill(&backend, &lists, &tables, "backend-neon", err, err_size);
 }
 
 static const anvil_plugin_desc desc = {

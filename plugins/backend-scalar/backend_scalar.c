@@ -18,12 +18,9 @@
 #include "anvil/abi.h"
 #include "anvil/backend.h"
 #include "kernel_tables.h"
+#include "ref/backend_init.h"
 
-#define MAX_ENTRIES 128
-
-static const anvil_act_quantizer *quantizers[MAX_ENTRIES];
-static const anvil_kernel *kernels[MAX_ENTRIES];
-static const anvil_weight_encoder *encoders[MAX_ENTRIES];
+static anvil_ref_backend_lists lists;
 
 static uint32_t scalar_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
     (void)cpu;
@@ -52,36 +49,15 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
         anvil_scalar_kernels_q8_0, anvil_scalar_kernels_kquants, anvil_scalar_kernels_ternary,
         anvil_scalar_kernels_cold, anvil_scalar_kernels_ptqtp,
     };
-    size_t nq = 0, nk = 0;
-    int overflow = 0;
-    for (size_t t = 0; t < sizeof quantizer_tables / sizeof quantizer_tables[0]; ++t) {
-        nq = anvil_table_append((const void **)quantizers, nq, MAX_ENTRIES, (const void *const *)quantizer_tables[t],
-                                &overflow);
-    }
-    for (size_t t = 0; t < sizeof kernel_tables / sizeof kernel_tables[0]; ++t) {
-        nk = anvil_table_append((const void **)kernels, nk, MAX_ENTRIES, (const void *const *)kernel_tables[t],
-                                &overflow);
-    }
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_portable_encoders_flat, anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,
         anvil_portable_encoders_small, anvil_scalar_encoders,
     };
-    size_t ne = 0;
-    for (size_t t = 0; t < sizeof encoder_tables / sizeof encoder_tables[0]; ++t) {
-        ne = anvil_table_append((const void **)encoders, ne, MAX_ENTRIES, (const void *const *)encoder_tables[t],
-                                &overflow);
-    }
-    if (overflow) {
-        snprintf(err, err_size, "backend-scalar: kernel table overflow (raise MAX_ENTRIES)");
-        return ANVIL_E_INTERNAL;
-    }
-    backend.n_quantizers = nq;
-    backend.quantizers = quantizers;
-    backend.n_kernels = nk;
-    backend.kernels = kernels;
-    backend.n_encoders = ne;
-    backend.encoders = encoders;
-    return ANVIL_OK;
+    static const anvil_ref_backend_tables tables = {
+        quantizer_tables, ANVIL_REF_COUNT(quantizer_tables), kernel_tables, ANVIL_REF_COUNT(kernel_tables),
+        encoder_tables,   ANVIL_REF_COUNT(encoder_tables),
+    };
+    return anvil_ref_backend_fill(&backend, &lists, &tables, "backend-scalar", err, err_size);
 }
 
 static const anvil_plugin_desc desc = {
