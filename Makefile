@@ -8,7 +8,9 @@
 #               chunks), the unit suites again under ASan+UBSan, and the
 #               libFuzzer targets for a bounded time (clang build, which also proves clang builds clean),
 #               the thread tests under ThreadSanitizer,
-#               and the aarch64 build under qemu (backend-neon)
+#               and the aarch64 build under qemu (backend-neon); first of all
+#               `make format-check`: the C sources against .clang-format
+#               (scripts/check-format.sh; --fix rewrites them)
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -30,7 +32,7 @@ FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_jo
 # The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
 AVX512_EMU  ?= ON
 
-.PHONY: all demo test deps oracle build unit big parity quality asan tsan fuzz test-aarch64 clean
+.PHONY: all demo test format-check deps oracle build unit big parity quality asan tsan fuzz test-aarch64 clean
 
 all: build
 
@@ -99,7 +101,11 @@ fuzz: deps
 test-aarch64:
 	@scripts/test-aarch64.sh build-aarch64
 
-test: build oracle
+# Cheap, so first: the sources as .clang-format lays them out.
+format-check: deps
+	scripts/check-format.sh
+
+test: format-check build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
 	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 	$(QUALITY_CTEST)

@@ -5,7 +5,8 @@
 #   scripts/setup-deps.sh demo   what `make demo` needs: a C compiler, CMake,
 #                                pkg-config and inih (libanvil, the CLI, the plugins)
 #   scripts/setup-deps.sh        what `make test` needs on top: CUnit, SIMDe,
-#                                valgrind, clang + libFuzzer, GNU time, node/npm
+#                                valgrind, clang + libFuzzer, clang-format (14:
+#                                scripts/check-format.sh), GNU time, node/npm
 #                                (the ggml oracle comes from npm), python3 (the CLI
 #                                suite makes a UNIX socket with it), and Debian's
 #                                PyTorch/numpy/sentencepiece/tqdm/yaml (tests/hf runs
@@ -13,7 +14,7 @@
 set -eu
 
 DEMO_PKGS="gcc make libc6-dev cmake pkg-config libinih-dev"
-TEST_PKGS="build-essential $DEMO_PKGS libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev time nodejs npm
+TEST_PKGS="build-essential $DEMO_PKGS libcunit1-dev libsimde-dev valgrind clang libclang-rt-14-dev clang-format time nodejs npm
 python3 python3-torch python3-numpy python3-sentencepiece python3-tqdm python3-yaml"
 # (the aarch64 cross toolchain and qemu are installed by scripts/test-aarch64.sh)
 

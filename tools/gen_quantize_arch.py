@@ -148,6 +148,8 @@ print(' * the scalar\'s type letter), and the tensor names its load_arch_tensors
 print('#ifndef ANVIL_HOST_QUANTIZE_ARCH_TABLE_H')
 print('#define ANVIL_HOST_QUANTIZE_ARCH_TABLE_H')
 print('')
+print('/* clang-format off: generated tables, one line per architecture */')
+print('')
 print('typedef struct qa_arch_row {')
 print('    const char *name;')
 print('    int supported;              /* llama_model_create makes a model */')

@@ -8,6 +8,8 @@
  */
 #include "ref/cold_tables.h"
 
+/* clang-format off: generated tables, laid out as rows of the grid */
+
 const uint8_t anvil_cold_iq2xxs_grid[256][8] = {
     /*    0 */ { 8, 8, 8, 8, 8, 8, 8, 8}, {43, 8, 8, 8, 8, 8, 8, 8}, {25,25, 8, 8, 8, 8, 8, 8}, { 8,43, 8, 8, 8, 8, 8, 8},
     /*    4 */ {43,43, 8, 8, 8, 8, 8, 8}, {25, 8,25, 8, 8, 8, 8, 8}, { 8,25,25, 8, 8, 8, 8, 8}, { 8, 8,43, 8, 8, 8, 8, 8},

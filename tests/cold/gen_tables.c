@@ -459,7 +459,8 @@ static void emit(FILE *f) {
             " * (dequantize_row_*) with crafted blocks; anvil-parity re-checks every entry\n"
             " * against ggml. Layout and meaning: cold_tables.h.\n"
             " */\n"
-            "#include \"ref/cold_tables.h\"\n\n");
+            "#include \"ref/cold_tables.h\"\n\n"
+            "/* clang-format off: generated tables, laid out as rows of the grid */\n\n");
     emit_u8_grid(f, "anvil_cold_iq2xxs_grid", &iq2xxs_grid[0][0], 256, 8, 4);
     emit_u8_grid(f, "anvil_cold_iq2xs_grid", &iq2xs_grid[0][0], 512, 8, 4);
     emit_u8_grid(f, "anvil_cold_iq2s_grid", &iq2s_grid[0][0], 1024, 8, 4);

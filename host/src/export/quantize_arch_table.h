@@ -9,6 +9,8 @@
 #ifndef ANVIL_HOST_QUANTIZE_ARCH_TABLE_H
 #define ANVIL_HOST_QUANTIZE_ARCH_TABLE_H
 
+/* clang-format off: generated tables, one line per architecture */
+
 typedef struct qa_arch_row {
     const char *name;
     int supported;              /* llama_model_create makes a model */
