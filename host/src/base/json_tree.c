@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "file_input.h"
+#include "grow.h"
 #include "json.h"
 
 /* A JSON file read whole: a checkpoint's tokenizer.json is tens of MB. */
@@ -55,12 +56,9 @@ anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, c
 }
 
 int anvil__json_append(anvil_json_value *parent, anvil_json_value *child) {
-    if (parent->n_items == parent->cap_items) {
-        const size_t cap = parent->cap_items ? parent->cap_items * 2 : 8;
-        anvil_json_value **items = realloc(parent->items, cap * sizeof *items);
-        if (items == NULL) return -1;
-        parent->items = items;
-        parent->cap_items = cap;
+    if (anvil__grow_array((void **)&parent->items, &parent->cap_items, parent->n_items + 1, sizeof *parent->items) !=
+        ANVIL_OK) {
+        return -1;
     }
     parent->items[parent->n_items++] = child;
     return 0;

@@ -12,6 +12,7 @@
 
 #include "anvil/safetensors.h"
 #include "gguf_internal.h"
+#include "grow.h"
 
 /* Smallest encodings, used only to size the first allocation: a KV is a
  * u64 key length, a 1-byte key, a u32 type and a 1-byte value; a tensor
@@ -162,29 +163,6 @@ static int check_version(uint32_t v, anvil_error *err) {
 
 /* ---- KVs ----------------------------------------------------------------- */
 
-static int grow_array(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) {
-        return ANVIL_OK;
-    }
-    size_t ncap = *cap == 0 ? 16 : *cap;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2) {
-            return ANVIL_E_NOMEM;
-        }
-        ncap *= 2;
-    }
-    if (ncap > SIZE_MAX / elem) {
-        return ANVIL_E_NOMEM;
-    }
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL) {
-        return ANVIL_E_NOMEM;
-    }
-    *arr = p;
-    *cap = ncap;
-    return ANVIL_OK;
-}
-
 static int nomem(anvil_error *err, const char *what) {
     return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory while reading %s", what);
 }
@@ -192,7 +170,7 @@ static int nomem(anvil_error *err, const char *what) {
 /* ---- lenient bookkeeping ------------------------------------------------- */
 
 int gguf_problem_add(gguf_problems *ps, int where, size_t index, const anvil_error *e) {
-    if (grow_array((void **)&ps->items, &ps->cap, ps->n + 1, sizeof *ps->items) != ANVIL_OK) {
+    if (anvil__grow_array((void **)&ps->items, &ps->cap, ps->n + 1, sizeof *ps->items) != ANVIL_OK) {
         return ANVIL_E_NOMEM;
     }
     char *m = strdup(e->message);
@@ -356,7 +334,7 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
     size_t cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_KV_BYTES;
     if (n_kv > 0 &&
-        grow_array((void **)&p->kvs, &cap, (size_t)(n_kv < guess ? n_kv : guess) + 1,
+        anvil__grow_array((void **)&p->kvs, &cap, (size_t)(n_kv < guess ? n_kv : guess) + 1,
                    sizeof *p->kvs) != ANVIL_OK) {
         return nomem(err, "the KV table");
     }
@@ -379,7 +357,7 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
                 return rc;
             }
         }
-        if (grow_array((void **)&p->kvs, &cap, p->n_kv + 1, sizeof *p->kvs) != ANVIL_OK) {
+        if (anvil__grow_array((void **)&p->kvs, &cap, p->n_kv + 1, sizeof *p->kvs) != ANVIL_OK) {
             return nomem(err, "the KV table");
         }
         gguf_index_rebase(&p->kv_index, p->kvs);
@@ -595,7 +573,7 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
     size_t cap = 0, bad_cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_TENSOR_BYTES;
     if (n_tensors > 0 &&
-        grow_array((void **)&p->tensors, &cap,
+        anvil__grow_array((void **)&p->tensors, &cap,
                    (size_t)(n_tensors < guess ? n_tensors : guess) + 1,
                    sizeof *p->tensors) != ANVIL_OK) {
         return nomem(err, "the tensor directory");
@@ -612,10 +590,10 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
             rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, GGUF_STOPPED, err);
             break;
         }
-        if (grow_array((void **)&p->tensors, &cap, p->n_tensors + 1, sizeof *p->tensors) !=
+        if (anvil__grow_array((void **)&p->tensors, &cap, p->n_tensors + 1, sizeof *p->tensors) !=
                 ANVIL_OK ||
             (r->problems != NULL &&
-             grow_array((void **)&p->problem_of, &bad_cap, p->n_tensors + 1, sizeof *p->problem_of) !=
+             anvil__grow_array((void **)&p->problem_of, &bad_cap, p->n_tensors + 1, sizeof *p->problem_of) !=
                  ANVIL_OK)) {
             rc = nomem(err, "the tensor directory");
             break;

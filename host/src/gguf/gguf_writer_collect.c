@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "gguf_writer_internal.h"
+#include "grow.h"
 
 static void wkv_name_of(const void *items, size_t i, const char **p, size_t *len) {
     const gguf_wkv *kv = items;
@@ -68,26 +69,6 @@ static int check_building(const anvil_gguf_writer *w, anvil_error *err) {
                                "a stream is being written: KVs and tensors are fixed until it "
                                "is finished or aborted");
     }
-    return ANVIL_OK;
-}
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) {
-        return ANVIL_OK;
-    }
-    size_t ncap = *cap == 0 ? 16 : *cap * 2;
-    if (ncap < need) {
-        ncap = need;
-    }
-    if (ncap > SIZE_MAX / elem) {
-        return ANVIL_E_NOMEM;
-    }
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL) {
-        return ANVIL_E_NOMEM;
-    }
-    *arr = p;
-    *cap = ncap;
     return ANVIL_OK;
 }
 
@@ -166,7 +147,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     kcopy[key_len] = '\0';
 
     /* Make room first, so a failure leaves the old value in place. */
-    if (grow((void **)&w->kvs, &w->cap_kv, w->n_kv + 1, sizeof *w->kvs) != ANVIL_OK) {
+    if (anvil__grow_array((void **)&w->kvs, &w->cap_kv, w->n_kv + 1, sizeof *w->kvs) != ANVIL_OK) {
         free(wire);
         free(kcopy);
         return anvil__nomem(err);
@@ -509,7 +490,7 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     }
     memcpy(t.name, name, name_len);
     t.name[name_len] = '\0';
-    if (grow((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) !=
+    if (anvil__grow_array((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) !=
         ANVIL_OK) {
         free(t.name);
         return anvil__nomem(err);
