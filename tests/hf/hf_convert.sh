@@ -214,6 +214,20 @@ printf '\x80\x7f' | dd of="$f" bs=1 seek=$((sz - 2)) conv=notrunc 2>/dev/null
 bad inf-weight "$B/inf" "holds Inf"
 mk single unmapped; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$B/unmapped/config.json"
 bad layer-past-count "$B/unmapped" "cannot map tensor" "model.layers.1."
+# Qwen3 rerankers (Qwen3Model._is_qwen3_reranker: the folder's or config's name, or a README.md
+# heading): convert makes a ranking model of them, anvil refuses
+mk single Qwen3-Reranker-0.6B; sed -i 's/"Qwen2ForCausalLM"/"Qwen3ForCausalLM"/' "$B/Qwen3-Reranker-0.6B/config.json"
+bad qwen3-reranker-name "$B/Qwen3-Reranker-0.6B" "a Qwen3 reranker (its name says Qwen3-Reranker)" "convert_hf_to_gguf.py"
+mk Qwen3-Reranker-0.6B rr-card; printf -- '---\nlicense: apache-2.0\n---\n# Qwen3-Reranker-4B\n' > "$B/rr-card/README.md"
+bad qwen3-reranker-card "$B/rr-card" "its README.md is a Qwen3-Reranker model card"
+# quantize and transcode straight from a damaged folder: the converter's error, nothing written
+mkdir -p "$B/q.out"
+"$ANVIL" quantize --quiet "$B/nan" "$B/q.out/x.gguf" Q4_K_M >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "model.safetensors.*holds NaN" "$T/err" && [ -z "$(ls -A "$B/q.out")" ] && pass ||
+    fail "quantize HF_DIR with NaN: exit $rc, $(cat "$T/err"), wrote $(ls -A "$B/q.out")"
+"$ANVIL" transcode --quiet --from "$B/inf" --out "$B/q.out/x.gguf" --dtype q8_0 >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "holds Inf" "$T/err" && [ -z "$(ls -A "$B/q.out")" ] && pass ||
+    fail "transcode --from HF_DIR with Inf: exit $rc, $(cat "$T/err"), wrote $(ls -A "$B/q.out")"
 
 if [ -d "$T/fp8/noscale" ]; then
     bad fp8-without-scale "$T/fp8/noscale" "model.layers.1.mlp.up_proj.weight" "has no" "_scale_inv"
