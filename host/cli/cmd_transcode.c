@@ -717,7 +717,8 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         a.opts.progress_arg = &ps;
     }
     /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
-    int status = from_dir ? anvil_hf_open_as_gguf(ctx, a.from, &src, &err) : anvil_gguf_open(&src, a.from, ctx, 0, &err);
+    int status = from_dir ? anvil_hf_open_as_gguf(ctx, a.from, &src, &err)
+                          : anvil_gguf_open(&src, a.from, ctx, 0, &err);
     if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, a.out, &a.opts, &err);
     if (status == ANVIL_OK && !a.dry_run) status = anvil_transcode_run(t, &err);
     if (ps.shown) fprintf(stderr, "\r\033[K");

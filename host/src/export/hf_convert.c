@@ -499,7 +499,9 @@ int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, 
     if (rc == ANVIL_OK) rc = declare_parts(&s->r, &w, err);
     if (rc == ANVIL_OK) rc = gguf_writer_header_bytes(w, &header, &size, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_file_size(w, &file_size, err);
-    if (rc == ANVIL_OK) rc = anvil__gguf_open_source(out, header, size, file_size, source_fill, source_free, s, ctx, err);
+    if (rc == ANVIL_OK) {
+        rc = anvil__gguf_open_source(out, header, size, file_size, source_fill, source_free, s, ctx, err);
+    }
     free(header);
     anvil_gguf_writer_free(w);
     if (rc != ANVIL_OK) source_free(s);

@@ -450,7 +450,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         }
         /* The sampled rows are in; the mapping's pages can go (the run
          * reads the tensor again, in order). */
-        anvil_gguf_release(t->src, it->src->data, (size_t)it->src->n_bytes, NULL);
+        if (it->src->data != NULL) anvil_gguf_release(t->src, it->src->data, (size_t)it->src->n_bytes, NULL);
         anvil__pool_run(pool, n_tasks, measure_task, &j);
         for (size_t k = 0; k < n_tasks; ++k) {
             if (j.rcs[k] != ANVIL_OK) {

@@ -326,7 +326,9 @@ static int check_finite(const anvil_transcode_tensor *it, const uint8_t *data, a
  * while this one's last slab is being encoded (or copied). */
 static void prefetch_next(const run_state *rs) {
     const anvil_transcode_tensor *n = rs->next;
-    if (n != NULL && n->src->data != NULL) prefetch(rs->t->src, n->src->data, n->src_bytes < TC_SLAB_BYTES ? n->src_bytes : TC_SLAB_BYTES);
+    if (n != NULL && n->src->data != NULL) {
+        prefetch(rs->t->src, n->src->data, n->src_bytes < TC_SLAB_BYTES ? n->src_bytes : TC_SLAB_BYTES);
+    }
 }
 
 /* A kept tensor from a source that is not a file is filled into the
