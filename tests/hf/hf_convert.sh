@@ -220,6 +220,8 @@ mk single Qwen3-Reranker-0.6B; sed -i 's/"Qwen2ForCausalLM"/"Qwen3ForCausalLM"/'
 bad qwen3-reranker-name "$B/Qwen3-Reranker-0.6B" "a Qwen3 reranker (its name says Qwen3-Reranker)" "convert_hf_to_gguf.py"
 mk Qwen3-Reranker-0.6B rr-card; printf -- '---\nlicense: apache-2.0\n---\n# Qwen3-Reranker-4B\n' > "$B/rr-card/README.md"
 bad qwen3-reranker-card "$B/rr-card" "its README.md is a Qwen3-Reranker model card"
+mk sharded eagle3; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1, "draft_vocab_size": 64/' "$B/eagle3/config.json"
+bad eagle3-draft "$B/eagle3" "an EAGLE-3 draft model" "--target-model-dir"
 # quantize and transcode straight from a damaged folder: the converter's error, nothing written
 mkdir -p "$B/q.out"
 "$ANVIL" quantize --quiet "$B/nan" "$B/q.out/x.gguf" Q4_K_M >/dev/null 2>"$T/err"; rc=$?

@@ -200,6 +200,24 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
     return ANVIL_OK;
 }
 
+/* LlamaModel (Llama, Mistral): an EAGLE-3 draft (draft_vocab_size with one
+ * layer) becomes arch eagle3 against --target-model-dir, and
+ * transformer_layer_config is merged into the hparams first. Neither is
+ * done here. */
+static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
+    if (a->id != HF_ARCH_LLAMA) return ANVIL_OK;
+    int64_t layers = 0;
+    const int one_layer = hf_json_i64(hf_json_get(f->config, "num_hidden_layers"), &layers) == 0 && layers == 1;
+    if ((hf_json_get(f->config, "draft_vocab_size") != NULL && one_layer) ||
+        hf_json_get(f->config, "transformer_layer_config") != NULL) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: an EAGLE-3 draft model (draft_vocab_size, one layer, "
+                                "or transformer_layer_config): convert_hf_to_gguf.py writes it as arch eagle3 with "
+                                "--target-model-dir, which anvil convert does not do; use convert_hf_to_gguf.py",
+                                cfg_path);
+    }
+    return ANVIL_OK;
+}
+
 /* 1 when the file holds one of marks[] (ASCII, lower case), compared
  * without case: read in blocks, the tail of each kept for the next. */
 static int file_mentions(const char *path, const char *const *marks) {
@@ -374,7 +392,6 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(f, cfg_path, err);
-    if (rc == ANVIL_OK) rc = refuse_reranker(a, f, cfg_path, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK && a->id != HF_ARCH_LLAMA) rc = pooling_type(a, f, w, err);
@@ -391,5 +408,13 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     if (rc == ANVIL_OK) rc = head_dim_of(f, cfg_path, &rd, err);
     snprintf(key, sizeof key, "%s.rope.dimension_count", a->gguf_name);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, rd, err);
+    return rc;
+}
+
+int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err) {
+    char cfg_path[4096];
+    CFG_PATH(cfg_path, f);
+    int rc = refuse_eagle3(a, f, cfg_path, err);
+    if (rc == ANVIL_OK && !vocab_only) rc = refuse_reranker(a, f, cfg_path, err);
     return rc;
 }
