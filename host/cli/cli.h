@@ -136,6 +136,8 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
  * --json is refused (usage error). A device, a FIFO or a socket is the
  * library's to write into or refuse (host/src/atomic_file.h). */
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input);
+/* 1 when path is a folder (a Hugging Face checkpoint, for quantize and transcode). */
+int cli_is_dir(const char *path);
 /* The same for a split set's OUT_PREFIX: standard output is refused. */
 int cli_check_prefix(const char *cmd, const char *prefix);
 

@@ -675,3 +675,8 @@ void cli_progress_end(cli_progress *p) {
         p->shown = 0;
     }
 }
+
+int cli_is_dir(const char *path) {
+    struct stat st;
+    return path != NULL && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

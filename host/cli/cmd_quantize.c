@@ -50,10 +50,11 @@ const char cli_help_quantize[] =
     "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be IN itself (written\n"
     "to a temporary file and renamed over it), '-' (stdout), a device or a FIFO\n"
     "(written into, never replaced; `anvil help`, files). NTHREADS <= 0: every core.\n"
-    "IN may be a Hugging Face checkpoint folder: it is converted as `anvil convert\n"
-    "HF_DIR --outtype auto` converts it, then quantized, with the same bytes as the\n"
-    "two commands; the conversion goes to a temporary file in OUT's folder, removed\n"
-    "as soon as it is opened (its space is freed when the command ends).\n"
+    "IN may be a Hugging Face checkpoint folder (also with --target-size/-bpw): the\n"
+    "output has the bytes of `anvil convert HF_DIR --outtype auto` followed by\n"
+    "`anvil quantize` of that file, in one streaming pass: each tensor is converted\n"
+    "from the shards as it is quantized, no intermediate file is written (disk use\n"
+    "is the output's), memory holds a few tensors.\n"
     "\n"
     "TYPE, a preset name (any case) or its number:\n"
     "  Q1_0 Q2_0 Q4_0 Q4_1 MXFP4_MOE Q5_0 Q5_1 IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ1_S IQ1_M\n"
@@ -454,11 +455,6 @@ static void print_target(FILE *f, const anvil_transcode *t, const anvil_quantize
     (void)dry_run;
 }
 
-static int is_dir(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
 
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
@@ -520,12 +516,9 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         o->progress = cli_transcode_progress;
         o->progress_arg = &ps;
     }
-    if (status == ANVIL_OK && is_dir(in)) {
-        /* a Hugging Face folder: convert (--outtype auto), then quantize */
-        char tmp_dir[4096];
-        const char *slash = strrchr(out, '/');
-        snprintf(tmp_dir, sizeof tmp_dir, "%.*s", slash ? (int)(slash - out) + (slash == out) : 1, slash ? out : ".");
-        status = anvil_hf_open_as_gguf(ctx, in, tmp_dir, &src, &err);
+    if (status == ANVIL_OK && cli_is_dir(in)) {
+        /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
+        status = anvil_hf_open_as_gguf(ctx, in, &src, &err);
     } else if (status == ANVIL_OK) {
         status = anvil_gguf_open(&src, in, ctx, 0, &err);
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 
+#include "anvil/hf.h"
 #include "anvil/quantize.h"
 #include "anvil/transcode.h"
 #include "cli.h"
@@ -45,7 +46,11 @@ const char cli_help_transcode[] =
     "    type (no silent fallback to another format) and is listed.\n"
     "\n"
     "options:\n"
-    "  --from IN.gguf            input (part 1 of a split set: all parts are read)\n"
+    "  --from IN.gguf            input (part 1 of a split set: all parts are read), or a\n"
+    "                            Hugging Face checkpoint folder, read as `anvil convert\n"
+    "                            HF_DIR --outtype auto` would write it, converted tensor\n"
+    "                            by tensor as it is encoded (no intermediate file; not\n"
+    "                            with --vs-ggml)\n"
     "  --out OUT.gguf            output, written atomically (complete or not at all);\n"
     "                            '-' (stdout), a device or a FIFO is written into\n"
     "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
@@ -686,8 +691,14 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
         return rc;
     }
+    const int from_dir = cli_is_dir(a.from);
+    if (from_dir && a.vs_ggml) {
+        rc = cli_usage_error("transcode", "--vs-ggml reads the source file's bytes; with a Hugging Face folder "
+                                          "(%s) there is none: convert it first (anvil convert), or drop --vs-ggml",
+                             a.from);
+    }
     int same = 0;
-    rc = cli_check_output("transcode", a.out, a.from, &same);
+    if (rc == 0) rc = cli_check_output("transcode", a.out, a.from, &same);
     if (rc != 0) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);
         return rc;
@@ -705,7 +716,9 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         a.opts.progress = progress_line;
         a.opts.progress_arg = &ps;
     }
-    int status = anvil_gguf_open(&src, a.from, ctx, 0, &err);
+    /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
+    int status = from_dir ? anvil_hf_open_as_gguf(ctx, a.from, &src, &err)
+                          : anvil_gguf_open(&src, a.from, ctx, 0, &err);
     if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, a.out, &a.opts, &err);
     if (status == ANVIL_OK && !a.dry_run) status = anvil_transcode_run(t, &err);
     if (ps.shown) fprintf(stderr, "\r\033[K");

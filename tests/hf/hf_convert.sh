@@ -137,13 +137,32 @@ else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/sentencepiece/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
 fi
 
-# ---- anvil quantize HF_DIR: the bytes of convert --outtype auto, then quantize; nothing left behind
-mkdir -p "$T/qz"
-"$ANVIL" convert "$REF/qwen2-bpe" "$T/qz/auto.gguf" --quiet 2>/dev/null &&
-"$ANVIL" quantize --quiet "$T/qz/auto.gguf" "$T/qz/two-steps.gguf" Q4_K_M 2>/dev/null &&
-"$ANVIL" quantize --quiet "$REF/qwen2-bpe" "$T/qz/direct.gguf" Q4_K_M 2>"$T/err" || fail "quantize HF_DIR: $(cat "$T/err")"
-cmp -s "$T/qz/two-steps.gguf" "$T/qz/direct.gguf" && [ "$(ls -A "$T/qz" | wc -l)" = 3 ] && pass ||
-    fail "quantize HF_DIR differs from convert + quantize, or left files: $(ls -A "$T/qz")"
+# ---- anvil quantize / transcode --from HF_DIR: one streaming pass (each tensor converted as the
+# engine reads it), the bytes of convert --outtype auto then quantize; no file but the output
+# qz_same NAME FOLDER ARGS...: ARGS with @IN@ (the input) and @OUT@ (the output)
+qz_same() {
+    local name=$1 dir=$2; shift 2
+    local two=("${@//@IN@/$T/qz/auto.gguf}") one=("${@//@IN@/$dir}")
+    rm -rf "$T/qz" && mkdir -p "$T/qz/out" && before=$(ls -A "$dir" | sort | md5sum)
+    "$ANVIL" convert "$dir" "$T/qz/auto.gguf" --quiet 2>"$T/err" &&
+    "$ANVIL" "${two[@]//@OUT@/$T/qz/two-steps.gguf}" >/dev/null 2>>"$T/err" &&
+    "$ANVIL" "${one[@]//@OUT@/$T/qz/out/direct.gguf}" >/dev/null 2>>"$T/err" ||
+        { fail "$name: $(grep -v WARNING "$T/err" | head -3)"; return; }
+    cmp -s "$T/qz/two-steps.gguf" "$T/qz/out/direct.gguf" && [ "$(ls -A "$T/qz/out")" = direct.gguf ] &&
+        [ "$(ls -A "$dir" | sort | md5sum)" = "$before" ] && pass ||
+        fail "$name: differs from convert + quantize, or left files: $(ls -A "$T/qz/out")"
+}
+for m in qwen2-bpe llama3-bpe llama-spm-sharded; do
+    qz_same "quantize $m Q4_K_M" "$REF/$m" quantize --quiet @IN@ @OUT@ Q4_K_M
+    qz_same "quantize $m Q8_0" "$REF/$m" quantize --quiet @IN@ @OUT@ Q8_0 2
+    qz_same "quantize $m --target-bpw" "$REF/$m" quantize --quiet --target-bpw 5.5 @IN@ @OUT@
+    qz_same "transcode $m" "$REF/$m" transcode --quiet --from @IN@ --out @OUT@ --dtype q8_0 --tensor-type output=q6_K
+done
+qz_same "quantize --target-size" "$REF/llama3-bpe" quantize --quiet --target-size 700K @IN@ @OUT@
+# --vs-ggml reads the source file's bytes: refused with a folder
+"$ANVIL" transcode --from "$REF/qwen2-bpe" --out "$T/qz/x.gguf" --dtype q8_0 --vs-ggml >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q "Hugging Face folder" "$T/err" && [ ! -e "$T/qz/x.gguf" ] && pass ||
+    fail "transcode --vs-ggml HF_DIR: $(cat "$T/err")"
 
 # ---- FP8: block-scaled weights dequantized as dequant_simple does (make_fp8.py writes an FP8 folder
 # and a BF16 one holding exactly the dequantized values: the tensors must match)
@@ -152,6 +171,7 @@ if command -v python3 >/dev/null; then
     for d in fp8 deq; do "$ANVIL" convert "$T/fp8/$d" "$T/fp8/$d.gguf" --outtype f32 --model-name X --quiet; done
     out=$("$CMP" "$T/fp8/fp8.gguf" "$T/fp8/deq.gguf" --skip-prefix tokenizer.) && pass || fail "fp8 vs its dequantized bf16: $out"
     run "$T/fp8/fp8.gguf"
+    qz_same "quantize FP8 Q4_K_M" "$T/fp8/fp8" quantize --quiet @IN@ @OUT@ Q4_K_M
 fi
 
 # ---- 3. bad input: exit 1, names what is wrong, writes nothing
@@ -194,6 +214,22 @@ printf '\x80\x7f' | dd of="$f" bs=1 seek=$((sz - 2)) conv=notrunc 2>/dev/null
 bad inf-weight "$B/inf" "holds Inf"
 mk single unmapped; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1/' "$B/unmapped/config.json"
 bad layer-past-count "$B/unmapped" "cannot map tensor" "model.layers.1."
+# Qwen3 rerankers (Qwen3Model._is_qwen3_reranker: the folder's or config's name, or a README.md
+# heading): convert makes a ranking model of them, anvil refuses
+mk single Qwen3-Reranker-0.6B; sed -i 's/"Qwen2ForCausalLM"/"Qwen3ForCausalLM"/' "$B/Qwen3-Reranker-0.6B/config.json"
+bad qwen3-reranker-name "$B/Qwen3-Reranker-0.6B" "a Qwen3 reranker (its name says Qwen3-Reranker)" "convert_hf_to_gguf.py"
+mk Qwen3-Reranker-0.6B rr-card; printf -- '---\nlicense: apache-2.0\n---\n# Qwen3-Reranker-4B\n' > "$B/rr-card/README.md"
+bad qwen3-reranker-card "$B/rr-card" "its README.md is a Qwen3-Reranker model card"
+mk sharded eagle3; sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 1, "draft_vocab_size": 64/' "$B/eagle3/config.json"
+bad eagle3-draft "$B/eagle3" "an EAGLE-3 draft model" "--target-model-dir"
+# quantize and transcode straight from a damaged folder: the converter's error, nothing written
+mkdir -p "$B/q.out"
+"$ANVIL" quantize --quiet "$B/nan" "$B/q.out/x.gguf" Q4_K_M >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "model.safetensors.*holds NaN" "$T/err" && [ -z "$(ls -A "$B/q.out")" ] && pass ||
+    fail "quantize HF_DIR with NaN: exit $rc, $(cat "$T/err"), wrote $(ls -A "$B/q.out")"
+"$ANVIL" transcode --quiet --from "$B/inf" --out "$B/q.out/x.gguf" --dtype q8_0 >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 1 ] && grep -q "holds Inf" "$T/err" && [ -z "$(ls -A "$B/q.out")" ] && pass ||
+    fail "transcode --from HF_DIR with Inf: exit $rc, $(cat "$T/err"), wrote $(ls -A "$B/q.out")"
 
 if [ -d "$T/fp8/noscale" ]; then
     bad fp8-without-scale "$T/fp8/noscale" "model.layers.1.mlp.up_proj.weight" "has no" "_scale_inv"

@@ -76,14 +76,15 @@ ANVIL_API int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_h
 ANVIL_API void anvil_hf_convert_result_free(anvil_hf_convert_result *r);
 
 /* The folder as the GGUF `anvil convert HF_DIR --outtype auto` writes from
- * it, opened for a command that reads GGUF (anvil quantize HF_DIR ...): so
- * the result is byte for byte convert-then-quantize. The conversion goes to
- * a temporary file in tmp_dir (".anvil-convert-*.gguf"), which is unlinked
- * as soon as it is opened: nothing is left in the folder, and its space is
- * freed when *out is closed. Peak disk use is that file plus the command's
- * output. */
-ANVIL_API int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, const char *tmp_dir, anvil_gguf **out,
-                                    anvil_error *err);
+ * it, opened for anvil's quantize and transcode engines (anvil_quantize_plan,
+ * anvil_transcode_plan), so that their output is byte for byte
+ * convert-then-quantize with no intermediate file: the KVs and the tensor
+ * directory are those of that file, and each tensor is converted from the
+ * shards when the engine reads it (one tensor in memory at a time; the
+ * shards' pages are released once read). The tensors' data pointers are
+ * NULL: other readers of tensor bytes cannot use *out. ctx (may be NULL)
+ * lends its threads; it must outlive *out. */
+ANVIL_API int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, anvil_error *err);
 
 /* Part i (0-based) of n of a split output named like convert's:
  * "<path without .gguf>-00001-of-00003.gguf". */

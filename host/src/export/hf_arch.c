@@ -10,6 +10,7 @@
  * Tensors the map does not know are refused by name, as convert refuses
  * them; shapes are checked against config.json.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,89 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
     return ANVIL_OK;
 }
 
+/* LlamaModel (Llama, Mistral): an EAGLE-3 draft (draft_vocab_size with one
+ * layer) becomes arch eagle3 against --target-model-dir, and
+ * transformer_layer_config is merged into the hparams first. Neither is
+ * done here. */
+static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
+    if (a->id != HF_ARCH_LLAMA) return ANVIL_OK;
+    int64_t layers = 0;
+    const int one_layer = hf_json_i64(hf_json_get(f->config, "num_hidden_layers"), &layers) == 0 && layers == 1;
+    if ((hf_json_get(f->config, "draft_vocab_size") != NULL && one_layer) ||
+        hf_json_get(f->config, "transformer_layer_config") != NULL) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: an EAGLE-3 draft model (draft_vocab_size, one layer, "
+                                "or transformer_layer_config): convert_hf_to_gguf.py writes it as arch eagle3 with "
+                                "--target-model-dir, which anvil convert does not do; use convert_hf_to_gguf.py",
+                                cfg_path);
+    }
+    return ANVIL_OK;
+}
+
+/* 1 when the file holds one of marks[] (ASCII, lower case), compared
+ * without case: read in blocks, the tail of each kept for the next. */
+static int file_mentions(const char *path, const char *const *marks) {
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) return 0;
+    enum { KEEP = 64, BLOCK = 65536 };
+    char buf[KEEP + BLOCK + 1];
+    size_t have = 0, got = 0;
+    int found = 0;
+    while (!found && (got = fread(buf + have, 1, BLOCK, fp)) > 0) {
+        have += got;
+        for (size_t i = 0; i < have; ++i) buf[i] = (char)tolower((unsigned char)buf[i]);
+        buf[have] = '\0';
+        for (size_t m = 0; marks[m] != NULL && !found; ++m) found = strstr(buf, marks[m]) != NULL;
+        const size_t keep = have < KEEP ? have : KEEP;
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    fclose(fp);
+    return found;
+}
+
+/* 1 when s, lower-cased, holds one of marks[]. */
+static int hint_mentions(const char *s, const char *const *marks) {
+    if (s == NULL) return 0;
+    char low[512];
+    size_t n = 0;
+    for (; s[n] != '\0' && n + 1 < sizeof low; ++n) low[n] = (char)tolower((unsigned char)s[n]);
+    low[n] = '\0';
+    for (size_t m = 0; marks[m] != NULL; ++m) {
+        if (strstr(low, marks[m]) != NULL) return 1;
+    }
+    return 0;
+}
+
+/* Qwen3Model._is_qwen3_reranker: a README.md heading "# Qwen3-Reranker" /
+ * "# Qwen3-VL-Reranker", or the folder name, _name_or_path, model_type or
+ * architectures[0] naming one (any case). convert turns such a model into
+ * a ranker (cls.output from the "yes"/"no" rows of the output head,
+ * pooling_type RANK, classifier labels, a "rerank" chat template), which
+ * anvil does not: refused rather than converted as a plain chat model. */
+static int refuse_reranker(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
+    static const char *const heads[] = { "# qwen3-reranker", "# qwen3-vl-reranker", NULL };
+    static const char *const names[] = { "qwen3-reranker", "qwen3-vl-reranker", NULL };
+    static const char *const cls[] = { "sequenceclassification", NULL };
+    if (a->id != HF_ARCH_QWEN3) return ANVIL_OK;
+    const char *slash = strrchr(f->dir, '/');
+    const char *hints[] = { slash ? slash + 1 : f->dir, hf_json_str(hf_json_get(f->config, "_name_or_path")),
+                            hf_json_str(hf_json_get(f->config, "model_type")), a->hf_name };
+    const char *why = NULL;
+    char *readme = hf_path_join(f->dir, "README.md");
+    if (readme == NULL) return anvil__nomem(err);
+    if (file_mentions(readme, heads)) why = "its README.md is a Qwen3-Reranker model card";
+    free(readme);
+    for (size_t i = 0; why == NULL && i < sizeof hints / sizeof hints[0]; ++i) {
+        if (hint_mentions(hints[i], names)) why = "its name says Qwen3-Reranker";
+    }
+    if (why == NULL && hint_mentions(a->hf_name, cls)) why = "its architecture is a sequence classifier";
+    if (why == NULL) return ANVIL_OK;
+    return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: a Qwen3 reranker (%s): convert_hf_to_gguf.py turns it "
+                            "into a ranking model (cls.output from the output head's \"yes\"/\"no\" rows, "
+                            "pooling type rank, a rerank chat template), which anvil convert does not do; use "
+                            "convert_hf_to_gguf.py for it", cfg_path, why);
+}
+
 static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_gguf_writer *w,
                         anvil_error *err) {
     static const char *const ctx_keys[] = { "max_position_embeddings", "n_ctx", "n_positions", "max_length",
@@ -324,5 +408,13 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     if (rc == ANVIL_OK) rc = head_dim_of(f, cfg_path, &rd, err);
     snprintf(key, sizeof key, "%s.rope.dimension_count", a->gguf_name);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, rd, err);
+    return rc;
+}
+
+int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err) {
+    char cfg_path[4096];
+    CFG_PATH(cfg_path, f);
+    int rc = refuse_eagle3(a, f, cfg_path, err);
+    if (rc == ANVIL_OK && !vocab_only) rc = refuse_reranker(a, f, cfg_path, err);
     return rc;
 }

@@ -10,7 +10,6 @@
  * NaN/Inf and encoded while the files stream out (one tensor in memory at a
  * time) under temp names that become the outputs together at the end.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "anvil/hf.h"
 #include "anvil/numeric.h"
 #include "error.h"
+#include "gguf_source.h"
 #include "gguf_writer_internal.h"
 #include "hf_internal.h"
 #include "hf_vocab_glue.h"
@@ -200,6 +200,7 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
     if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
     if (rc != ANVIL_OK) return rc;
@@ -460,26 +461,50 @@ int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_
     return rc;
 }
 
-int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, const char *tmp_dir, anvil_gguf **out,
-                          anvil_error *err) {
-    *out = NULL;
-    char path[4200];
-    const int w = snprintf(path, sizeof path, "%s/.anvil-convert-XXXXXX.gguf", tmp_dir && *tmp_dir ? tmp_dir : ".");
-    if (w < 0 || (size_t)w >= sizeof path) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "folder name too long");
-    const int fd = mkstemps(path, 5);
-    if (fd < 0) {
-        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temporary file in %s: %s", tmp_dir, strerror(errno));
-    }
-    close(fd);
+/* The folder as a GGUF source (gguf_source.h): the plan and KVs of
+ * --outtype auto, each tensor converted when the reader asks for it. */
+typedef struct hf_source {
+    run r;
     anvil_hf_convert_options o;
-    anvil_hf_convert_options_init(&o);
-    o.outfile = path;
-    anvil_hf_convert_result r;
-    int rc = anvil_hf_convert(ctx, hf_dir, &o, &r, err);
-    if (rc == ANVIL_OK) {
-        anvil_hf_convert_result_free(&r);
-        rc = anvil_gguf_open(out, path, ctx, 0, err);
+} hf_source;
+
+static int source_fill(void *arg, size_t i, void *dst, uint64_t n, anvil_error *err) {
+    hf_source *s = arg;
+    if (i >= s->r.n_ts || tensor_bytes(&s->r.ts[i]) != n) {
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "converted tensor %zu: no such tensor of %llu bytes", i,
+                                (unsigned long long)n);
     }
-    unlink(path);
+    return convert_tensor(&s->r, &s->r.ts[i], dst, err);
+}
+
+static void source_free(void *arg) {
+    hf_source *s = arg;
+    run_free(&s->r);
+    free(s);
+}
+
+int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, anvil_error *err) {
+    if (out == NULL || hf_dir == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no folder given");
+    *out = NULL;
+    hf_source *s = calloc(1, sizeof *s);
+    if (s == NULL) return anvil__nomem(err);
+    anvil_hf_convert_options_init(&s->o);
+    s->r.ctx = ctx;
+    s->r.o = &s->o;
+    anvil_gguf_writer *w = NULL;
+    uint8_t *header = NULL;
+    size_t size = 0;
+    uint64_t file_size = 0;
+    int rc = prepare(&s->r, hf_dir, err);
+    if (rc == ANVIL_OK && s->r.n_parts != 1) rc = anvil__error_set(err, ANVIL_E_INTERNAL, "a split source");
+    if (rc == ANVIL_OK) rc = declare_parts(&s->r, &w, err);
+    if (rc == ANVIL_OK) rc = gguf_writer_header_bytes(w, &header, &size, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_file_size(w, &file_size, err);
+    if (rc == ANVIL_OK) {
+        rc = anvil__gguf_open_source(out, header, size, file_size, source_fill, source_free, s, ctx, err);
+    }
+    free(header);
+    anvil_gguf_writer_free(w);
+    if (rc != ANVIL_OK) source_free(s);
     return rc;
 }

@@ -80,6 +80,12 @@ typedef struct hf_arch {
  * the supported ones otherwise. */
 int hf_arch_find(const anvil_json_value *config, const char *config_path, const hf_arch **out, anvil_error *err);
 
+/* What convert turns into another model and anvil does not convert: an
+ * EAGLE-3 draft (LlamaModel), a Qwen3 reranker (Qwen3Model's rule; not for
+ * --vocab-only, whose output convert does not change for it). An error
+ * saying why, before anything is planned. */
+int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err);
+
 /* One output tensor before conversion. */
 typedef struct hf_out_tensor {
     char name[64];

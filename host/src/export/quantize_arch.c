@@ -523,7 +523,7 @@ static long long first_bad_block(uint32_t type, const uint8_t *p, size_t bs, siz
     }
 }
 
-int qa_check_data(const anvil_transcode_tensor *it, anvil_error *err) {
+int qa_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err) {
     const uint32_t ty = it->src_type;
     if (tc_is_float_type(ty) || it->src_bytes == 0) return ANVIL_OK; /* the run checks floats as it reads them */
     anvil_type_info ti;
@@ -533,7 +533,7 @@ int qa_check_data(const anvil_transcode_tensor *it, anvil_error *err) {
                                it->name, ty);
     }
     const size_t bs = ti.block_bytes, n = (size_t)(it->src_bytes / bs);
-    const long long bad = first_bad_block(ty, it->src->data, bs, n);
+    const long long bad = first_bad_block(ty, data, bs, n);
     if (bad < 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                "tensor '%s' has invalid data: ggml cannot validate %s data, so llama.cpp refuses "

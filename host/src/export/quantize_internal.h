@@ -85,7 +85,7 @@ int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const cha
  * on a model without layers). */
 int qa_rules_ask_gqa(uint32_t ftype);
 /* ggml_validate_row_data on a source tensor that is not F32/F16/BF16. */
-int qa_check_data(const anvil_transcode_tensor *it, anvil_error *err);
+int qa_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err);
 /* llama.cpp's architecture names, in its table's order. */
 size_t qa_arch_count(void);
 const char *qa_arch_name(size_t i);

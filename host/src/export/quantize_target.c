@@ -355,18 +355,25 @@ static float *norm_weights(const anvil_transcode *t, const anvil_transcode_tenso
     const anvil_gguf_tensor *g = anvil_gguf_find_tensor(t->src, name);
     if (g == NULL || g->n_elements != it->row_len || !tc_is_float_type(g->type)) return NULL;
     float *w = malloc((size_t)it->row_len * sizeof *w);
-    if (w == NULL) return NULL;
-    anvil_float_load(g->type, g->data, w, (size_t)it->row_len);
+    uint8_t *buf = NULL;
+    uint64_t cap = 0;
+    const uint8_t *data = NULL;
+    if (w == NULL || tc_src_data(t, g, &buf, &cap, &data, NULL) != ANVIL_OK) {
+        free(buf);
+        free(w);
+        return NULL;
+    }
+    anvil_float_load(g->type, data, w, (size_t)it->row_len);
+    free(buf);
     for (uint64_t k = 0; k < it->row_len; ++k) {
         w[k] = isfinite(w[k]) ? w[k] * w[k] : 1.0f;
     }
     return w;
 }
 
-/* Load the sampled rows of it as f32. */
-static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, size_t ns, float *x, uint64_t *rows,
-                       anvil_error *err) {
-    const uint8_t *base = it->src->data;
+/* The sampled rows of it, from its bytes at base, as f32. */
+static int sample_rows(anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *base, size_t ns, float *x,
+                       uint64_t *rows, anvil_error *err) {
     const uint64_t rbytes = it->src->row_bytes;
     for (size_t k = 0; k < ns; ++k) {
         const uint64_t r = ns == it->n_rows ? k : ((2 * (uint64_t)k + 1) * it->n_rows) / (2 * (uint64_t)ns);
@@ -385,6 +392,19 @@ static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, siz
         }
     }
     return ANVIL_OK;
+}
+
+/* Load the sampled rows of it as f32 (a source that is not a file fills the
+ * whole tensor first). */
+static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, size_t ns, float *x, uint64_t *rows,
+                       anvil_error *err) {
+    uint8_t *buf = NULL;
+    uint64_t cap = 0;
+    const uint8_t *base = NULL;
+    int rc = tc_src_data(t, it->src, &buf, &cap, &base, err);
+    if (rc == ANVIL_OK) rc = sample_rows(t, it, base, ns, x, rows, err);
+    free(buf);
+    return rc;
 }
 
 /* Measure every candidate of item it (cands[].type set) into cands[].err. */
@@ -430,7 +450,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         }
         /* The sampled rows are in; the mapping's pages can go (the run
          * reads the tensor again, in order). */
-        anvil_gguf_release(t->src, it->src->data, (size_t)it->src->n_bytes, NULL);
+        if (it->src->data != NULL) anvil_gguf_release(t->src, it->src->data, (size_t)it->src->n_bytes, NULL);
         anvil__pool_run(pool, n_tasks, measure_task, &j);
         for (size_t k = 0; k < n_tasks; ++k) {
             if (j.rcs[k] != ANVIL_OK) {

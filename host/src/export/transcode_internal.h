@@ -42,7 +42,7 @@ struct anvil_transcode {
     int check_kept;              /* copied float tensors must be finite (llama.cpp validates them) */
     /* The policy's check of a source tensor's data before it is copied or
      * converted (NULL: none). */
-    int (*check_src)(const anvil_transcode_tensor *it, anvil_error *err);
+    int (*check_src)(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err);
     char **warnings;
     size_t n_warnings;
 };
@@ -64,6 +64,11 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
 int tc_layout(anvil_transcode *t, anvil_error *err);
 /* The output type holding the most elements (ties: the lower id). */
 uint32_t tc_dominant_type(const anvil_transcode *t);
+/* The bytes of source tensor g: its mapping, or, when the source is not a
+ * file (gguf_source.h: a Hugging Face folder converted on demand), filled
+ * into *buf (grown to fit; *cap its size, kept across calls). */
+int tc_src_data(const anvil_transcode *t, const anvil_gguf_tensor *g, uint8_t **buf, uint64_t *cap,
+                const uint8_t **data, anvil_error *err);
 /* Record a warning (printf-style). */
 int tc_warn(anvil_transcode *t, anvil_error *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

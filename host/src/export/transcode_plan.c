@@ -14,6 +14,7 @@
 #include "error.h"
 #include "file_set.h"
 #include "gguf_internal.h"
+#include "gguf_source.h"
 #include "transcode_internal.h"
 
 /* GGML_QNT_VERSION: the block layouts' version llama.cpp stamps on every
@@ -410,4 +411,24 @@ ANVIL_API size_t anvil_transcode_warning_count(const anvil_transcode *t) { retur
 
 ANVIL_API const char *anvil_transcode_warning_at(const anvil_transcode *t, size_t i) {
     return (t != NULL && i < t->n_warnings) ? t->warnings[i] : NULL;
+}
+
+int tc_src_data(const anvil_transcode *t, const anvil_gguf_tensor *g, uint8_t **buf, uint64_t *cap,
+                const uint8_t **data, anvil_error *err) {
+    if (!anvil__gguf_has_source(t->src)) {
+        *data = g->data;
+        return ANVIL_OK;
+    }
+    if (g->n_bytes > SIZE_MAX - 1) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", g->name);
+    if (*buf == NULL || g->n_bytes > *cap) {
+        free(*buf);
+        *buf = malloc((size_t)g->n_bytes + 1);
+        *cap = *buf != NULL ? g->n_bytes : 0;
+        if (*buf == NULL) {
+            return anvil__error_set(err, ANVIL_E_NOMEM, "tensor '%s': out of memory for its %" PRIu64 " bytes",
+                                   g->name, g->n_bytes);
+        }
+    }
+    *data = *buf;
+    return anvil__gguf_fill(t->src, g, *buf, err);
 }

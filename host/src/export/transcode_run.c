@@ -38,6 +38,7 @@
 #include "error.h"
 #include "file_set.h"
 #include "float_rows.h"
+#include "gguf_source.h"
 #include "tc_output.h"
 #include "thread_pool.h"
 #include "transcode_internal.h"
@@ -277,6 +278,9 @@ typedef struct run_state {
     uint8_t *out[2];
     uint64_t out_cap[2];
     unsigned out_turn;
+    /* A source that is not a file: the converted tensor's source bytes. */
+    uint8_t *in;
+    uint64_t in_cap;
 } run_state;
 
 static void report(run_state *rs, const anvil_transcode_tensor *it) {
@@ -294,20 +298,20 @@ static void report(run_state *rs, const anvil_transcode_tensor *it) {
 
 /* Advice only: a failure to advise changes speed, never the result. */
 static void prefetch(const anvil_gguf *g, const void *p, uint64_t n) {
-    if (n > 0) anvil_gguf_prefetch(g, p, (size_t)n, NULL);
+    if (n > 0 && !anvil__gguf_has_source(g)) anvil_gguf_prefetch(g, p, (size_t)n, NULL);
 }
 static void release(const anvil_gguf *g, const void *p, uint64_t n) {
-    if (n > 0) anvil_gguf_release(g, p, (size_t)n, NULL);
+    if (n > 0 && !anvil__gguf_has_source(g)) anvil_gguf_release(g, p, (size_t)n, NULL);
 }
 
 /* llama.cpp validates every tensor it reads: a float tensor copied as it
  * is must be finite too. */
-static int check_finite(const anvil_transcode_tensor *it, anvil_error *err) {
+static int check_finite(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err) {
     const uint32_t ty = it->src_type;
     if (!tc_is_float_type(ty) || it->row_len == 0) return ANVIL_OK;
     const uint64_t n = it->src->n_elements;
     if (n > SIZE_MAX) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
-    const size_t i = anvil_float_find_nonfinite_raw(ty, it->src->data, (size_t)n);
+    const size_t i = anvil_float_find_nonfinite_raw(ty, data, (size_t)n);
     if (i < n) {
         return anvil__error_set(err, ANVIL_E_NONFINITE,
                                "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
@@ -322,19 +326,31 @@ static int check_finite(const anvil_transcode_tensor *it, anvil_error *err) {
  * while this one's last slab is being encoded (or copied). */
 static void prefetch_next(const run_state *rs) {
     const anvil_transcode_tensor *n = rs->next;
-    if (n != NULL) prefetch(rs->t->src, n->src->data, n->src_bytes < TC_SLAB_BYTES ? n->src_bytes : TC_SLAB_BYTES);
+    if (n != NULL && n->src->data != NULL) {
+        prefetch(rs->t->src, n->src->data, n->src_bytes < TC_SLAB_BYTES ? n->src_bytes : TC_SLAB_BYTES);
+    }
 }
 
+/* A kept tensor from a source that is not a file is filled into the
+ * output buffer of this turn and handed over like a converted one. */
 static int write_kept(run_state *rs, anvil_gguf_writer *w, const anvil_transcode_tensor *it, anvil_error *err) {
     const anvil_gguf *g = rs->t->src;
-    prefetch(g, it->src->data, it->src_bytes);
-    prefetch_next(rs);
-    int rc = rs->t->check_kept ? check_finite(it, err) : ANVIL_OK;
-    if (rc == ANVIL_OK && rs->t->check_src != NULL) rc = rs->t->check_src(it, err);
-    if (rc == ANVIL_OK) {
-        rc = tc_output_put(rs->writer, w, it->src->data, it->src_bytes, g, err); /* released once written */
+    const int filled = anvil__gguf_has_source(g);
+    const uint8_t *data = it->src->data;
+    int rc = ANVIL_OK;
+    if (filled) {
+        rc = tc_src_data(rs->t, it->src, &rs->out[rs->out_turn], &rs->out_cap[rs->out_turn], &data, err);
     } else {
-        release(g, it->src->data, it->src_bytes);
+        prefetch(g, data, it->src_bytes);
+    }
+    prefetch_next(rs);
+    if (rc == ANVIL_OK && rs->t->check_kept) rc = check_finite(it, data, err);
+    if (rc == ANVIL_OK && rs->t->check_src != NULL) rc = rs->t->check_src(it, data, err);
+    if (rc == ANVIL_OK) {
+        rc = tc_output_put(rs->writer, w, data, it->src_bytes, filled ? NULL : g, err); /* released once written */
+        if (filled) rs->out_turn ^= 1u;
+    } else {
+        release(g, data, it->src_bytes);
     }
     rs->bytes_done += it->src_bytes;
     report(rs, it);
@@ -355,13 +371,13 @@ static void free_scratch(tensor_job *j, unsigned slots) {
  * on the shape), its coders, the per-slot scratch; dst holds the whole
  * encoded tensor (it->dst_bytes). A tensor with no rows is not a job: the
  * caller writes nothing for it. */
-static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, int quality,
-                     uint8_t *dst, unsigned slots, anvil_error *err) {
+static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *src,
+                     int quality, uint8_t *dst, unsigned slots, anvil_error *err) {
     memset(j, 0, sizeof *j);
     j->ctx = t->ctx;
     j->hook = &t->opts.hook;
     j->it = it;
-    j->src = it->src->data;
+    j->src = src;
     j->quality = quality;
     j->src_row_bytes = it->src_bytes / it->n_rows;
     j->dst_row_bytes = it->dst_bytes / it->n_rows;
@@ -459,10 +475,10 @@ static void job_quality(const tensor_job *j, double *sse_out, double *sig_out, d
 
 static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
     anvil_transcode *t = rs->t;
-    if (t->check_src != NULL) {
-        const int rc = t->check_src(it, err);
-        if (rc != ANVIL_OK) return rc;
-    }
+    const uint8_t *src = NULL;
+    int rc = tc_src_data(t, it->src, &rs->in, &rs->in_cap, &src, err);
+    if (rc == ANVIL_OK && t->check_src != NULL) rc = t->check_src(it, src, err);
+    if (rc != ANVIL_OK) return rc;
     if (it->dst_bytes > SIZE_MAX || it->n_rows == 0 || it->row_len == 0) {
         if (it->dst_bytes != 0) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", it->name);
         return tc_output_put(rs->writer, w, NULL, 0, NULL, err);
@@ -474,7 +490,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
         rs->out_cap[turn] = rs->out[turn] != NULL ? it->dst_bytes : 0;
     }
     tensor_job j;
-    int rc = job_begin(&j, t, it, !t->opts.skip_quality, rs->out[turn], rs->slots, err);
+    rc = job_begin(&j, t, it, src, !t->opts.skip_quality, rs->out[turn], rs->slots, err);
     if (rc != ANVIL_OK) return rc;
     rc = job_run(&j, t->src, rs->pool, rs->slots, rs, err);
     if (rc == ANVIL_OK) {
@@ -511,15 +527,20 @@ static void quality_as_one(const anvil_transcode *t, const anvil_transcode_tenso
     }
     it.dst_bytes = bytes;
     uint8_t *dst = malloc(bytes > 0 ? (size_t)bytes : 1);
+    uint8_t *in = NULL;
+    uint64_t in_cap = 0;
+    const uint8_t *src = NULL;
     tensor_job j;
     anvil_error e;
-    int rc = dst != NULL ? job_begin(&j, t, &it, 1, dst, slots, &e) : ANVIL_E_NOMEM;
+    int rc = dst != NULL ? tc_src_data(t, it.src, &in, &in_cap, &src, &e) : ANVIL_E_NOMEM;
+    if (rc == ANVIL_OK) rc = job_begin(&j, t, &it, src, 1, dst, slots, &e);
     if (rc == ANVIL_OK) {
         rc = job_run(&j, t->src, pool, slots, NULL, &e);
         if (rc == ANVIL_OK) job_quality(&j, &q->sum_sq_err, &q->sum_sq_signal, &q->max_abs, &q->rmse, &q->snr_db);
         job_end(&j, slots);
     }
     if (rc != ANVIL_OK) q->why = anvil_strerror(rc);
+    free(in);
     free(dst);
 }
 
@@ -685,6 +706,7 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     anvil__pool_destroy(rs.pool);
     free(rs.out[0]);
     free(rs.out[1]);
+    free(rs.in);
     if (rc != ANVIL_OK) return rc;
     rc = build_quality(t, err);
     t->summary.seconds = now_seconds() - rs.t0;

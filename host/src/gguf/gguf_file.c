@@ -259,6 +259,10 @@ ANVIL_API void anvil_gguf_close(anvil_gguf *g) {
     gguf_index_free(&g->tensor_index);
     mapping_destroy(g->mapping);
     gguf_problems_free(&g->problems);
+    if (g->source.free_arg != NULL) {
+        g->source.free_arg(g->source.arg);
+    }
+    free(g->source.header);
     free(g);
 }
 
@@ -451,6 +455,64 @@ ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t 
         return rc;
     }
     *out = g;
+    return ANVIL_OK;
+}
+
+int anvil__gguf_open_source(anvil_gguf **out, const void *header, size_t header_size, uint64_t file_size,
+                            anvil__gguf_fill_fn fill, void (*free_arg)(void *), void *arg, const anvil_ctx *ctx,
+                            anvil_error *err) {
+    if (out == NULL || header == NULL || fill == NULL || header_size > file_size) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil__gguf_open_source: bad argument");
+    }
+    *out = NULL;
+    anvil_gguf *g = gguf_new();
+    uint8_t *copy = malloc(header_size > 0 ? header_size : 1);
+    if (g == NULL || copy == NULL) {
+        free(copy);
+        anvil_gguf_close(g);
+        return anvil__nomem(err);
+    }
+    memcpy(copy, header, header_size);
+    g->source.header = copy;
+    int rc = add_slot(g, err);
+    if (rc == ANVIL_OK) {
+        gguf_region *r = &g->mapping->regions[0];
+        r->addr = copy;
+        r->size = header_size;
+        r->is_mmap = 0;
+        g->mapping->n = 1;
+        rc = gguf_parse_header(&g->parts[0], copy, header_size, file_size, ctx, err);
+        if (rc == ANVIL_OK) {
+            g->n_parts = 1;
+            rc = gguf_merge_parts(g, err);
+        }
+    }
+    if (rc != ANVIL_OK) {
+        anvil_gguf_close(g); /* arg is still the caller's */
+        return rc;
+    }
+    g->source.fill = fill;
+    g->source.free_arg = free_arg;
+    g->source.arg = arg;
+    *out = g;
+    return ANVIL_OK;
+}
+
+int anvil__gguf_has_source(const anvil_gguf *g) { return g != NULL && g->source.fill != NULL; }
+
+int anvil__gguf_fill(const anvil_gguf *g, const anvil_gguf_tensor *t, void *dst, anvil_error *err) {
+    if (g == NULL || t == NULL || t < g->tensors || t >= g->tensors + g->n_tensors) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil__gguf_fill: not a tensor of this file");
+    }
+    if (g->source.fill != NULL) {
+        return g->source.fill(g->source.arg, (size_t)(t - g->tensors), dst, t->n_bytes, err);
+    }
+    if (t->data == NULL && t->n_bytes > 0) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s' has no data to read", t->name);
+    }
+    if (t->n_bytes > 0) {
+        memcpy(dst, t->data, (size_t)t->n_bytes);
+    }
     return ANVIL_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "anvil/gguf.h"
+#include "gguf_source.h"
 #include "error.h"
 #include "file_set.h"
 
@@ -142,6 +143,10 @@ int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvi
  * known is noted and skipped; a tensor whose type, shape, offset or data
  * range is wrong is kept and noted. Every problem goes to problems. Fails
  * only when the header itself (magic, version, counts) cannot be read. */
+/* The header of a file of `size` bytes whose first `have` bytes are at
+ * base: tensors whose data lies past them get data NULL. */
+int gguf_parse_header(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t size, const anvil_ctx *ctx,
+                      anvil_error *err);
 int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
                             const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err);
 void gguf_part_free(gguf_part *p);
@@ -175,6 +180,7 @@ struct anvil_gguf {
     anvil_gguf_mapping *mapping;       /* owned until taken */
     const anvil_gguf_mapping *hints;   /* the mapping, owned or not */
     int lenient;                       /* opened by anvil_gguf_open_lenient */
+    anvil__gguf_source source;         /* fill != NULL: the tensor data comes from it (gguf_source.h) */
     gguf_problems problems;
 };
 

@@ -861,19 +861,21 @@ static int pool_names(gguf_part *p, anvil_error *err) {
     return ANVIL_OK;
 }
 
-static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
+/* base holds `have` bytes of a file of `size` bytes (have < size: the
+ * header only, for a source whose tensor data comes from elsewhere). */
+static int parse_part(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t size, const anvil_ctx *ctx,
                       gguf_problems *problems, anvil_error *err) {
     memset(p, 0, sizeof *p);
     p->base = base;
     p->size = size;
     gguf_index_init(&p->kv_index, kv_name_of, NULL);
-    reader r = { base, size, 0, problems };
+    reader r = { base, have, 0, problems };
 
-    int rc = check_magic(base, size, err);
+    int rc = check_magic(base, have, err);
     if (rc != ANVIL_OK) {
         goto fail;
     }
-    if (size < 8) {
+    if (have < 8) {
         r.pos = 4;
         rc = truncated_at(&r, 4, "the header (version)", err);
         goto fail;
@@ -934,7 +936,9 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const an
         goto fail;
     }
     for (size_t i = 0; i < p->n_tensors; ++i) {
-        p->tensors[i].data = is_bad(p, i) ? NULL : base + p->tensors[i].file_offset;
+        const anvil_gguf_tensor *t = &p->tensors[i];
+        p->tensors[i].data = is_bad(p, i) || t->file_offset > have || t->n_bytes > have - t->file_offset
+                             ? NULL : base + t->file_offset;
     }
     return ANVIL_OK;
 
@@ -945,12 +949,17 @@ fail:
 
 int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
                     anvil_error *err) {
-    return parse_part(p, base, size, ctx, NULL, err);
+    return parse_part(p, base, size, size, ctx, NULL, err);
+}
+
+int gguf_parse_header(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t size, const anvil_ctx *ctx,
+                      anvil_error *err) {
+    return parse_part(p, base, have, size, ctx, NULL, err);
 }
 
 int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
                             const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err) {
-    return parse_part(p, base, size, ctx, problems, err);
+    return parse_part(p, base, size, size, ctx, problems, err);
 }
 
 void gguf_part_free(gguf_part *p) {
