@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* PTQTP-S blocks (anvil/formats/ptqtps.h): the encoder's fit, the decoder
+ * and the reference dot against Q8_K. Why this format: codec_ptqtp.c.
+ *
+ * The fit of a block minimises the weighted squared error
+ * sum wt_i (x_i - y_i)^2 with wt_i = 1 + |x_i| / rms(block) (fit_weights),
+ * all in binary32 in a fixed order (no contraction: the project builds
+ * with -ffp-contract=off), so the bytes are the same on every thread count
+ * and ISA:
+ *  1. per 16-weight sub-block, the best real step S for the uniform levels
+ *     -L..L (L = 4 or 13): NCAND candidate steps amax / (L + delta), each
+ *     rounded and then refitted by least squares (S = sum wt x q / sum wt q^2),
+ *     the one with the largest (sum wt x q)^2 / sum wt q^2 kept;
+ *  2. the block scale d = max S / 16, rounded to binary16;
+ *  3. per sub-block, the code whose multiplier is nearest S / d and its
+ *     neighbouring codes are tried with the decoder's own arithmetic, the
+ *     least error kept, its levels with it;
+ *  4. d refitted by least squares over the block with those integers,
+ *     rounded to binary16, and step 3 run again from it; the better of
+ *     the two passes is the block.
+ * Lanes: every sum over a sub-block runs in SUB_LANES partial sums (element
+ * i into lane i % SUB_LANES), combined in lane order, so the compiler can
+ * keep them in vector registers without reordering any addition. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "anvil/numeric.h"
+#include "anvil/status.h"
+#include "ptqtp_ref.h"
+
+#define NB ANVIL_PTQTP_BLOCK
+#define SUB ANVIL_PTQTPS_SUB
+#define NSUB ANVIL_PTQTPS_NSUB
+#define CB ANVIL_PTQTPS_CODE_BITS
+static const int MT[2][4] = { { ANVIL_PTQTPS_MULTS_NARROW }, { ANVIL_PTQTPS_MULTS_WIDE } };
+#define NCODE (1 << CB)
+#define SUB_LANES 8
+#define MAX_MULT 16
+#define HALF_MAX 65504.0f
+#define Q8K_QS offsetof(anvil_block_q8_K, qs)
+#define Q8K_D offsetof(anvil_block_q8_K, d)
+
+/* Step candidates, as offsets to L in amax / (L + delta). */
+static const float cand_delta[] = { -0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.5f };
+#define NCAND (sizeof cand_delta / sizeof cand_delta[0])
+
+static unsigned max_level(unsigned k) { return k == 2 ? 4u : 13u; }
+
+/* Clamp to -L..L, then round to nearest, ties to even. */
+static float level_of(float x, float lim) {
+    x = x > lim ? lim : x;
+    x = x < -lim ? -lim : x;
+    return (x + 12582912.0f) - 12582912.0f;
+}
+
+static float lanes_sum(const float *acc) {
+    float s = acc[0];
+    for (unsigned l = 1; l < SUB_LANES; ++l) s = s + acc[l];
+    return s;
+}
+
+/* The error weights: 1 + |w| / rms(w) over the block (large weights count
+ * more, as ggml's k-quants weigh av_x + |x|; relative, so no magnitude can
+ * overflow them: |w| / rms <= 16). */
+static void fit_weights(const float *w, float *wt) {
+    double s2 = 0.0;
+    for (unsigned i = 0; i < NB; ++i) s2 += (double)w[i] * (double)w[i];
+    const float rms = (float)sqrt(s2 / (double)NB);
+    for (unsigned i = 0; i < NB; ++i) wt[i] = rms > 0.0f ? 1.0f + fabsf(w[i]) / rms : 1.0f;
+}
+
+/* Step 1: the best real step of one sub-block (0 when it is all zeros). */
+static float sub_step(const float *x, const float *wt, float lim) {
+    float amax = 0.0f;
+    for (unsigned i = 0; i < SUB; ++i) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    if (amax == 0.0f) return 0.0f;
+    float best_qx = 0.0f, best_q2 = 1.0f;
+    for (unsigned c = 0; c < NCAND; ++c) {
+        const float inv = (lim + cand_delta[c]) / amax;
+        float qx[SUB_LANES] = { 0 }, q2[SUB_LANES] = { 0 };
+        for (unsigned i = 0; i < SUB; ++i) {
+            const float q = level_of(x[i] * inv, lim);
+            qx[i % SUB_LANES] = qx[i % SUB_LANES] + wt[i] * q * x[i];
+            q2[i % SUB_LANES] = q2[i % SUB_LANES] + wt[i] * q * q;
+        }
+        const float sqx = lanes_sum(qx), sq2 = lanes_sum(q2);
+        /* sqx^2 / sq2 > best_qx^2 / best_q2, without dividing */
+        if (sq2 > 0.0f && sqx * sqx * best_q2 > best_qx * best_qx * sq2) {
+            best_qx = sqx;
+            best_q2 = sq2;
+        }
+    }
+    return best_qx > 0.0f ? best_qx / best_q2 : 0.0f;
+}
+
+/* The levels of x at multiplier m and block scale d, and their squared
+ * error as the decoder computes the weights. */
+static float sub_levels(const float *x, const float *wt, float d, unsigned m, float lim, int8_t *v) {
+    const float step = (float)m * d, inv = 1.0f / step;
+    float e[SUB_LANES] = { 0 };
+    for (unsigned i = 0; i < SUB; ++i) {
+        const float q = level_of(x[i] * inv, lim);
+        const float y = (float)((int)m * (int)q) * d;
+        const float r = x[i] - y;
+        e[i % SUB_LANES] = e[i % SUB_LANES] + wt[i] * r * r;
+        v[i] = (int8_t)q;
+    }
+    return lanes_sum(e);
+}
+
+/* The code whose multiplier is nearest r (ties to the lower; NaN: 0). */
+static unsigned nearest_code(const int *mt, float r) {
+    unsigned best = 0;
+    for (unsigned c = 1; c < NCODE; ++c) {
+        if (fabsf((float)mt[c] - r) < fabsf((float)mt[best] - r)) best = c;
+    }
+    return best;
+}
+
+/* Step 3 for every sub-block at block scale d: codes, levels; returns the
+ * block's squared error. d > 0. */
+static double fit_mults(const float *w, const float *wt, const float *S, const int *mt, float d, float lim, int8_t *v,
+                        uint8_t *code) {
+    double err = 0.0;
+    for (unsigned j = 0; j < NSUB; ++j) {
+        const unsigned c0 = nearest_code(mt, S[j] / d);
+        int8_t tv[SUB];
+        unsigned best_c = c0;
+        float best = sub_levels(w + j * SUB, wt + j * SUB, d, (unsigned)mt[c0], lim, v + j * SUB);
+        for (int dc = -1; dc <= 1; dc += 2) {
+            const int c = (int)c0 + dc;
+            if (c < 0 || c >= NCODE) continue;
+            const float e = sub_levels(w + j * SUB, wt + j * SUB, d, (unsigned)mt[c], lim, tv);
+            if (e < best) {
+                best = e;
+                best_c = (unsigned)c;
+                memcpy(v + j * SUB, tv, sizeof tv);
+            }
+        }
+        code[j] = (uint8_t)best_c;
+        err += (double)best;
+    }
+    return err;
+}
+
+/* Step 4: the least-squares block scale for fixed integers m v, in binary16. */
+static anvil_half refit_scale(const float *w, const float *wt, const int8_t *v, const uint8_t *code, const int *mt,
+                              anvil_half d0) {
+    double num = 0.0, den = 0.0;
+    for (unsigned i = 0; i < NB; ++i) {
+        const double mv = (double)(mt[code[i / SUB]] * v[i]);
+        num += (double)wt[i] * mv * (double)w[i];
+        den += (double)wt[i] * mv * mv;
+    }
+    if (!(den > 0.0) || !(num > 0.0)) return d0;
+    const double d = num / den;
+    return anvil_fp32_to_fp16(d > (double)HALF_MAX ? HALF_MAX : (float)d);
+}
+
+static void pack_block(const int8_t *v, const uint8_t *code, anvil_half d, unsigned k, uint8_t *block) {
+    int8_t t[ANVIL_PTQTP_MAX_PLANES][NB];
+    for (unsigned i = 0; i < NB; ++i) {
+        int r = v[i];
+        for (unsigned p = k; p-- > 0;) { /* balanced-ternary digits, least significant last */
+            const int digit = ((r % 3) + 4) % 3 - 1;
+            t[p][i] = (int8_t)digit;
+            r = (r - digit) / 3;
+        }
+    }
+    for (unsigned p = 0; p < k; ++p) anvil_ptqtp_pack_plane(t[p], block + p * ANVIL_PTQTP_PLANE_BYTES);
+    uint32_t field = 0;
+    for (unsigned j = 0; j < NSUB; ++j) field |= (uint32_t)code[j] << (CB * j);
+    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b) block[ANVIL_PTQTPS_SC_OFFSET(k) + b] = (uint8_t)(field >> (8 * b));
+    memcpy(block + ANVIL_PTQTPS_D_OFFSET(k), &d, sizeof d);
+}
+
+/* Steps 2-4 with one multiplier table; d > 0, or 0 when every weight
+ * rounds to zero at any binary16 scale. Returns the weighted error. */
+static double fit_table(const float *w, const float *wt, const float *S, float smax, float lim, const int *mt,
+                        int8_t *v, uint8_t *code, anvil_half *d_out) {
+    anvil_half d = anvil_fp32_to_fp16(smax / (float)MAX_MULT > HALF_MAX ? HALF_MAX : smax / (float)MAX_MULT);
+    double err;
+    if (anvil_fp16_to_fp32(d) > 0.0f) {
+        err = fit_mults(w, wt, S, mt, anvil_fp16_to_fp32(d), lim, v, code);
+        const anvil_half d2 = refit_scale(w, wt, v, code, mt, d);
+        if (d2 != d) {
+            int8_t v2[NB];
+            uint8_t code2[NSUB];
+            const double err2 = fit_mults(w, wt, S, mt, anvil_fp16_to_fp32(d2), lim, v2, code2);
+            if (err2 < err) {
+                err = err2;
+                d = d2;
+                memcpy(v, v2, sizeof v2);
+                memcpy(code, code2, sizeof code2);
+            }
+        }
+    } else {
+        d = 0;
+        memset(v, 0, NB);
+        memset(code, 0, NSUB);
+        err = 0.0;
+        for (unsigned i = 0; i < NB; ++i) err += (double)wt[i] * (double)w[i] * (double)w[i];
+    }
+    *d_out = d;
+    return err;
+}
+
+double anvil_ptqtps_fit(const float *w, unsigned k, int8_t v[NB], uint8_t code[NSUB], anvil_half *d_out,
+                        uint8_t *block) {
+    const float lim = (float)max_level(k);
+    float wt[NB];
+    fit_weights(w, wt);
+    float S[NSUB], smax = 0.0f;
+    for (unsigned j = 0; j < NSUB; ++j) {
+        S[j] = sub_step(w + j * SUB, wt + j * SUB, lim);
+        smax = S[j] > smax ? S[j] : smax;
+    }
+    anvil_half d;
+    double err = fit_table(w, wt, S, smax, lim, MT[0], v, code, &d);
+    if (d != 0) { /* the wide table too; the sign bit of d names it */
+        int8_t v2[NB];
+        uint8_t code2[NSUB];
+        anvil_half d2;
+        const double err2 = fit_table(w, wt, S, smax, lim, MT[1], v2, code2, &d2);
+        if (err2 < err) {
+            err = err2;
+            d = (anvil_half)(d2 | 0x8000u);
+            memcpy(v, v2, sizeof v2);
+            memcpy(code, code2, sizeof code2);
+        }
+    }
+    *d_out = d;
+    if (block != NULL) pack_block(v, code, d, k, block);
+    return err;
+}
+
+/* ---- encoder ---------------------------------------------------------------- */
+
+static int encode(const float *src, void *dst, size_t n, unsigned k, char *msg, size_t msg_size) {
+    if (n % NB != 0) {
+        if (msg != NULL && msg_size > 0) {
+            snprintf(msg, msg_size, "ptqtp%us: %zu elements is not a whole number of %d-element blocks", k, n, NB);
+        }
+        return ANVIL_E_BLOCK_MISMATCH;
+    }
+    const size_t bad = anvil_find_nonfinite(src, n);
+    if (bad < n) {
+        if (msg != NULL && msg_size > 0) {
+            snprintf(msg, msg_size, "ptqtp%us: element %zu is %s; encoders refuse non-finite input", k, bad,
+                     isnan(src[bad]) ? "NaN" : "Inf");
+        }
+        return ANVIL_E_NONFINITE;
+    }
+    uint8_t *y = dst;
+    for (size_t b = 0; b < n / NB; ++b) {
+        int8_t v[NB];
+        uint8_t code[NSUB];
+        anvil_half d;
+        anvil_ptqtps_fit(src + b * NB, k, v, code, &d, y + b * ANVIL_PTQTPS_BLOCK_BYTES(k));
+    }
+    return ANVIL_OK;
+}
+
+int anvil_ptqtps_encode2(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    return encode(src, dst, n, 2, msg, msg_size);
+}
+
+int anvil_ptqtps_encode3(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    return encode(src, dst, n, 3, msg, msg_size);
+}
+
+/* ---- decoder and dot ---------------------------------------------------------- */
+
+/* A block's levels v (element order) and its sub-blocks' multipliers. */
+static void block_levels(const uint8_t *x, unsigned k, int v[NB], int m[NSUB]) {
+    uint8_t u[NB];
+    for (unsigned i = 0; i < NB; ++i) v[i] = 0;
+    for (unsigned p = 0; p < k; ++p) {
+        anvil_ptqtp_plane_digits(x + p * ANVIL_PTQTP_PLANE_BYTES, u);
+        for (unsigned i = 0; i < NB; ++i) v[i] = 3 * v[i] + ((int)u[i] - 1);
+    }
+    uint32_t field = 0;
+    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b) field |= (uint32_t)x[ANVIL_PTQTPS_SC_OFFSET(k) + b] << (8 * b);
+    anvil_half h;
+    memcpy(&h, x + ANVIL_PTQTPS_D_OFFSET(k), sizeof h);
+    const int *mt = MT[h >> 15];
+    for (unsigned j = 0; j < NSUB; ++j) m[j] = mt[(field >> (CB * j)) & (NCODE - 1u)];
+}
+
+static float block_scale(const uint8_t *x, unsigned k) {
+    anvil_half h;
+    memcpy(&h, x + ANVIL_PTQTPS_D_OFFSET(k), sizeof h);
+    return anvil_fp16_to_fp32((anvil_half)(h & 0x7fffu)); /* the sign bit names the table */
+}
+
+static void decode(const void *src, float *dst, size_t n, unsigned k) {
+    const uint8_t *x = src;
+    for (size_t b = 0; b < n / NB; ++b, x += ANVIL_PTQTPS_BLOCK_BYTES(k), dst += NB) {
+        int v[NB], m[NSUB];
+        block_levels(x, k, v, m);
+        const float d = block_scale(x, k);
+        for (unsigned i = 0; i < NB; ++i) dst[i] = (float)(m[i / SUB] * v[i]) * d;
+    }
+}
+
+void anvil_ptqtps_decode2(const void *src, float *dst, size_t n) { decode(src, dst, n, 2); }
+void anvil_ptqtps_decode3(const void *src, float *dst, size_t n) { decode(src, dst, n, 3); }
+
+static void vec_dot(size_t n, float *s, const uint8_t *w, const uint8_t *a, unsigned k) {
+    float sum = 0.0f;
+    for (size_t b = 0; b < n / NB; ++b, w += ANVIL_PTQTPS_BLOCK_BYTES(k), a += sizeof(anvil_block_q8_K)) {
+        const int8_t *q = (const int8_t *)(a + Q8K_QS);
+        int v[NB], m[NSUB];
+        block_levels(w, k, v, m);
+        int32_t isum = 0;
+        for (unsigned j = 0; j < NSUB; ++j) {
+            int32_t sj = 0;
+            for (unsigned i = j * SUB; i < (j + 1) * SUB; ++i) sj += v[i] * q[i];
+            isum += m[j] * sj;
+        }
+        float da;
+        memcpy(&da, a + Q8K_D, sizeof da);
+        sum = sum + ((float)isum * block_scale(w, k)) * da;
+    }
+    *s = sum;
+}
+
+void anvil_ptqtps_vec_dot2_q8_K(size_t n, float *s, const void *w, const void *a) { vec_dot(n, s, w, a, 2); }
+void anvil_ptqtps_vec_dot3_q8_K(size_t n, float *s, const void *w, const void *a) { vec_dot(n, s, w, a, 3); }
