@@ -4,7 +4,8 @@
 # iq3_xxs, which need an importance matrix, through `anvil quantize --pure
 # --imatrix`, the same all-matrices policy; the matrix has no entries for
 # output.weight and token_embd.weight, so iq2_s's file keeps those two in
-# q2_K, which needs none), then KL divergence from the F16
+# q2_K, which needs none; iq2_s is llama.cpp's IQ2_M preset's type, IQ2_S's
+# is iq2_xs), then KL divergence from the F16
 # model and top-1 agreement by anvil-kld (llama.cpp's own logits). llama.cpp
 # cannot run PTQTP, so a PTQTP file is measured through an F16 copy of its
 # decoded weights (`transcode --dtype f16`); q3_K is measured both natively
@@ -44,7 +45,7 @@ evals=""
 for t in $formats; do
     case $t in
         iq2_s) "$anvil" quantize --pure --imatrix "$imatrix" --output-tensor-type q2_K --token-embedding-type q2_K \
-                   "$model" "$out/$t.gguf" IQ2_S "$threads" \
+                   "$model" "$out/$t.gguf" IQ2_M "$threads" \
                    > "$out/$t.report" 2> "$tmp/err" || fail ;;
         iq3_xxs) "$anvil" quantize --pure --imatrix "$imatrix" "$model" "$out/$t.gguf" IQ3_XXS "$threads" \
                    > "$out/$t.report" 2> "$tmp/err" || fail ;;
