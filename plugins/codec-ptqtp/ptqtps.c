@@ -148,8 +148,8 @@ static float sub_err(const float *x, const float *wt, float d, int m, float lim)
 static void sub_store(const float *x, float d, int m, float lim, int8_t *v) {
     const v4f inv = vsplat(1.0f / ((float)m * d)), vl = vsplat(lim), vnl = vsplat(-lim);
     for (unsigned k = 0; k < NV; ++k) {
-        const v4f q = vlevel(vload(x + 4 * k) * inv, vl, vnl);
-        for (unsigned l = 0; l < 4; ++l) v[4 * k + l] = (int8_t)(int)q[l];
+        const v4i q = __builtin_convertvector(vlevel(vload(x + 4 * k) * inv, vl, vnl), v4i); /* exact */
+        for (unsigned l = 0; l < 4; ++l) v[4 * k + l] = (int8_t)q[l];
     }
 }
 
