@@ -55,8 +55,11 @@ const char cli_help_transcode[] =
     "                            '-' (stdout), a device or a FIFO is written into\n"
     "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
     "  --ptqtp K                 PTQTP trit planes (K = 2 or 3) for the matrix weights: the\n"
-    "                            same as --dtype ptqtpK (codec-ptqtp plugin); --tensor-type\n"
-    "                            rules still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
+    "                            same as --dtype ptqtpK (codec-ptqtp plugin). K = 2s or 3s:\n"
+    "                            PTQTP-S (ptqtp2s/ptqtp3s), 9 or 27 levels as trit planes\n"
+    "                            with 2-bit scales per 16 weights (3.4375 / 5.0625\n"
+    "                            bits/weight; ptqtp2s is q3_K's size). --tensor-type rules\n"
+    "                            still win, e.g. --tensor-type 'attn_v|output=q6_K'\n"
     "  --allow-requantize        let --dtype/--tensor-type requantize quantized tensors\n"
     "  --experts-dtype T         target for MoE expert tensors (*_exps.weight). Unlike\n"
     "                            --dtype it may requantize already-quantized experts:\n"
@@ -106,22 +109,22 @@ typedef struct tc_args {
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
     int dry_run, json, quiet, vs_ggml, progress;
-    unsigned ptqtp;          /* --ptqtp K, or 0 */
+    const char *ptqtp;       /* --ptqtp K (2, 3, 2s, 3s), or NULL */
     const char *compare;     /* --compare's type list, or NULL */
 } tc_args;
 
 /* --ptqtp K: the matrix type is ptqtpK, which the codec-ptqtp plugin defines. */
 static int resolve_ptqtp(anvil_ctx *ctx, tc_args *a) {
-    if (a->ptqtp == 0) return 0;
+    if (a->ptqtp == NULL) return 0;
     if (a->opts.dtype != ANVIL_TRANSCODE_NO_TYPE) {
         return cli_usage_error("transcode", "--ptqtp and --dtype both set the matrix type: give one "
                                             "(single tensors: --tensor-type REGEX=T)");
     }
     char name[16];
-    snprintf(name, sizeof name, "ptqtp%u", a->ptqtp);
+    snprintf(name, sizeof name, "ptqtp%s", a->ptqtp);
     anvil_error err;
     if (anvil_type_from_name(ctx, name, &a->opts.dtype, &err) != ANVIL_OK) {
-        return cli_fail("transcode", "--ptqtp %u: no loaded codec defines '%s'; load the codec-ptqtp plugin "
+        return cli_fail("transcode", "--ptqtp %s: no loaded codec defines '%s'; load the codec-ptqtp plugin "
                                      "([plugins] load in %s)",
                         a->ptqtp, name, anvil_ctx_config_path(ctx) ? anvil_ctx_config_path(ctx) : "the config");
     }
@@ -142,10 +145,11 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         } else if (strcmp(o, "--dtype") == 0 && v) {
             if (parse_type(ctx, o, v, &a->opts.dtype)) return 2;
         } else if (strcmp(o, "--ptqtp") == 0 && v) {
-            if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0) {
-                return cli_usage_error("transcode", "--ptqtp '%s': K is 2 or 3 (trit planes per weight)", v);
+            if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0 && strcmp(v, "2s") != 0 && strcmp(v, "3s") != 0) {
+                return cli_usage_error("transcode", "--ptqtp '%s': K is 2 or 3 (trit planes per weight), or 2s "
+                                                    "or 3s (the sub-scaled PTQTP-S formats)", v);
             }
-            a->ptqtp = (unsigned)(v[0] - '0');
+            a->ptqtp = v;
         } else if (strcmp(o, "--compare-with") == 0 && v) {
             a->compare = v;
         } else if (strcmp(o, "--experts-dtype") == 0 && v) {

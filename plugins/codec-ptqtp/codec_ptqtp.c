@@ -6,6 +6,8 @@
  *
  *   ptqtp2  id 1024  2 planes  108 bytes / 256 weights  3.375  bits/weight
  *   ptqtp3  id 1025  3 planes  162 bytes / 256 weights  5.0625 bits/weight
+ *   ptqtp2s id 1026  2 planes  110 bytes / 256 weights  3.4375 bits/weight
+ *   ptqtp3s id 1027  3 planes  162 bytes / 256 weights  5.0625 bits/weight
  *
  * A block of 256 weights is w ~ sum_k d_k t_k, t_k in {-1, 0, +1}^256, one
  * binary16 scale per plane (layout: anvil/formats/ptqtp.h). The dot product
@@ -75,6 +77,34 @@
  * a fixed order (no contraction, no libm result that varies), so the bytes
  * are the same for any thread count and on x86-64 and aarch64.
  *
+ * PTQTP-S (ptqtp2s/3s, issue 29; layout anvil/formats/ptqtps.h, code
+ * ptqtps.c). The figures above show the format, not the search, caps
+ * ptqtp2: one free scale per plane and 256 weights. The revision spends
+ * the same trit planes as one balanced-ternary level (plane ratio fixed at
+ * 3: 9 or 27 uniform levels) and moves the scale to 16-weight sub-blocks,
+ * 2 bits each, under a binary16 block scale whose sign bit picks one of
+ * two multiplier tables. Measured on the trained test model
+ * (../shared/testdata/quality, all 30 matrices; SNR unweighted, KLD through
+ * an F16 copy, scripts/bench-ptqtp.sh):
+ *     ptqtp2  (old)                               15.72 dB  KLD 0.01689
+ *     sub-block 32, 4-bit m 1..16, plain error    16.39 dB  KLD 0.01429
+ *       same, error weighted 1 + |x| / rms        16.28 dB  KLD 0.01308
+ *     sub-block 16, 2-bit m, weighted:
+ *       m {4, 8, 12, 16}                          16.38 dB
+ *       m {8, 10, 13, 16}                         16.73 dB  KLD 0.01263
+ *       m {10, 12, 14, 16}                        16.52 dB  KLD 0.01208
+ *       the format: that, or {1, 3, 7, 16} by d's sign (this encoder)
+ *                                                 16.52 dB  KLD 0.01224
+ *     q3_K (same policy; decoded to F16)          16.53 dB  KLD 0.01279
+ *     q3_K (same policy; llama.cpp runs it)                 KLD 0.01286
+ * KLD favours the narrow table, but one narrow table alone fails heavy-
+ * tailed blocks (llm-like rows: 9.99 dB with {8, 10, 13, 16}, below
+ * ptqtp2's 12.80): the wide table {1, 3, 7, 16} behind d's sign bit
+ * (tried on every block, the lower weighted error kept) brings them to
+ * 14.89 dB (wide {2, 4, 8, 16}: 14.74, {3, 6, 10, 16}: 13.91) and costs
+ * the trained model nothing. Error weights 1 + |x| / rms beat plain
+ * (KLD 0.01429), x^2 (0.01458), |x| (0.01346), 0.5 rms + |x| (0.01320).
+ *
  * Why its own plugin: it is a format ggml does not have, shipped the way a
  * third party would ship one (SDK only, third-party ids), so it is also the
  * proof that the plugin boundary suffices.
@@ -85,21 +115,26 @@
 #include "anvil/blocks.h"
 #include "anvil/codec.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "ptqtp_ref.h"
 
-#define CODEC(ident, type, tname, k, enc, dec, dot)                                               \
+#define CODEC(ident, type, tname, bytes, enc, dec, dot)                                           \
     static const anvil_codec ident = {                                                            \
         .struct_size = sizeof(anvil_codec), .type_id = (type), .name = (tname), .family = "ptqtp", \
-        .block_elems = ANVIL_PTQTP_BLOCK, .block_bytes = ANVIL_PTQTP_BLOCK_BYTES(k),              \
+        .block_elems = ANVIL_PTQTP_BLOCK, .block_bytes = (bytes),                                 \
         .act_type = ANVIL_TYPE_Q8_K, .flags = 0, .encode = (enc), .decode = (dec),                \
         .ref_vec_dot = (dot) }
 
-CODEC(codec_ptqtp2, ANVIL_TYPE_PTQTP2, "ptqtp2", 2, anvil_ptqtp_encode2, anvil_ptqtp_decode2,
-      anvil_ptqtp_vec_dot2_q8_K);
-CODEC(codec_ptqtp3, ANVIL_TYPE_PTQTP3, "ptqtp3", 3, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
-      anvil_ptqtp_vec_dot3_q8_K);
+CODEC(codec_ptqtp2, ANVIL_TYPE_PTQTP2, "ptqtp2", ANVIL_PTQTP_BLOCK_BYTES(2), anvil_ptqtp_encode2,
+      anvil_ptqtp_decode2, anvil_ptqtp_vec_dot2_q8_K);
+CODEC(codec_ptqtp3, ANVIL_TYPE_PTQTP3, "ptqtp3", ANVIL_PTQTP_BLOCK_BYTES(3), anvil_ptqtp_encode3,
+      anvil_ptqtp_decode3, anvil_ptqtp_vec_dot3_q8_K);
+CODEC(codec_ptqtp2s, ANVIL_TYPE_PTQTP2S, "ptqtp2s", ANVIL_PTQTPS_BLOCK_BYTES(2), anvil_ptqtps_encode2,
+      anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K);
+CODEC(codec_ptqtp3s, ANVIL_TYPE_PTQTP3S, "ptqtp3s", ANVIL_PTQTPS_BLOCK_BYTES(3), anvil_ptqtps_encode3,
+      anvil_ptqtps_decode3, anvil_ptqtps_vec_dot3_q8_K);
 
-static const anvil_codec *const codecs[] = { &codec_ptqtp2, &codec_ptqtp3 };
+static const anvil_codec *const codecs[] = { &codec_ptqtp2, &codec_ptqtp3, &codec_ptqtp2s, &codec_ptqtp3s };
 
 static const anvil_plugin_desc desc = {
     .struct_size = sizeof(anvil_plugin_desc),
@@ -107,9 +142,10 @@ static const anvil_plugin_desc desc = {
     .abi_minor = ANVIL_ABI_MINOR,
     .kind = ANVIL_PLUGIN_CODEC,
     .id = "codec-ptqtp",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .license = "MIT",
-    .description = "PTQTP trit planes: ptqtp2 ptqtp3 (2 or 3 ternary planes, one f16 scale each per 256)",
+    .description = "PTQTP trit planes: ptqtp2 ptqtp3 (2 or 3 ternary planes, one f16 scale each per 256), "
+                   "ptqtp2s ptqtp3s (9 or 27 levels as trit planes, 2-bit scales per 16)",
     .n_codecs = sizeof codecs / sizeof codecs[0],
     .codecs = codecs,
 };

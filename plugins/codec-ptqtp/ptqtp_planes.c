@@ -52,26 +52,28 @@ static unsigned next_digit(unsigned *x) {
 
 /* ---- packing ---------------------------------------------------------------- */
 
+void anvil_ptqtp_pack_plane(const int8_t t[ANVIL_PTQTP_BLOCK], uint8_t *plane) {
+    for (unsigned g = 0; g < 3; ++g) {
+        const byte_group *gr = &groups[g];
+        for (unsigned m = 0; m < gr->bytes; ++m) {
+            unsigned u = 0;
+            for (unsigned j = 0; j < 5; ++j) {
+                const unsigned digit = j < gr->trits ? (unsigned)(t[gr->elem0 + j * gr->bytes + m] + 1) : 0;
+                u = 3 * u + digit;
+            }
+            plane[gr->first + m] = (uint8_t)((u * 256 + 242) / 243); /* ceil(u * 256 / 243) */
+        }
+    }
+}
+
 void anvil_ptqtp_pack(const int8_t t[][ANVIL_PTQTP_BLOCK], const anvil_half *d, unsigned k, uint8_t *block) {
     for (unsigned p = 0; p < k; ++p) {
-        uint8_t *plane = block + p * ANVIL_PTQTP_PLANE_BYTES;
-        for (unsigned g = 0; g < 3; ++g) {
-            const byte_group *gr = &groups[g];
-            for (unsigned m = 0; m < gr->bytes; ++m) {
-                unsigned u = 0;
-                for (unsigned j = 0; j < 5; ++j) {
-                    const unsigned digit = j < gr->trits ? (unsigned)(t[p][gr->elem0 + j * gr->bytes + m] + 1) : 0;
-                    u = 3 * u + digit;
-                }
-                plane[gr->first + m] = (uint8_t)((u * 256 + 242) / 243); /* ceil(u * 256 / 243) */
-            }
-        }
+        anvil_ptqtp_pack_plane(t[p], block + p * ANVIL_PTQTP_PLANE_BYTES);
         memcpy(block + ANVIL_PTQTP_SCALE_OFFSET(k, p), &d[p], sizeof d[p]);
     }
 }
 
-/* One plane's 256 digits u = t + 1 (0, 1, 2) in element order. */
-static void plane_digits(const uint8_t *plane, uint8_t u[ANVIL_PTQTP_BLOCK]) {
+void anvil_ptqtp_plane_digits(const uint8_t *plane, uint8_t u[ANVIL_PTQTP_BLOCK]) {
     for (unsigned g = 0; g < 3; ++g) {
         const byte_group *gr = &groups[g];
         for (unsigned m = 0; m < gr->bytes; ++m) {
@@ -84,7 +86,7 @@ static void plane_digits(const uint8_t *plane, uint8_t u[ANVIL_PTQTP_BLOCK]) {
 void anvil_ptqtp_unpack(const uint8_t *block, unsigned k, int8_t t[][ANVIL_PTQTP_BLOCK], anvil_half *d) {
     for (unsigned p = 0; p < k; ++p) {
         uint8_t u[ANVIL_PTQTP_BLOCK];
-        plane_digits(block + p * ANVIL_PTQTP_PLANE_BYTES, u);
+        anvil_ptqtp_plane_digits(block + p * ANVIL_PTQTP_PLANE_BYTES, u);
         for (unsigned i = 0; i < ANVIL_PTQTP_BLOCK; ++i) t[p][i] = (int8_t)((int)u[i] - 1);
         d[p] = rd_u16(block + ANVIL_PTQTP_SCALE_OFFSET(k, p));
     }
@@ -134,7 +136,7 @@ static void decode(const void *src, float *dst, size_t n, unsigned k) {
         uint8_t u[ANVIL_PTQTP_MAX_PLANES][ANVIL_PTQTP_BLOCK];
         float d[ANVIL_PTQTP_MAX_PLANES];
         for (unsigned p = 0; p < k; ++p) {
-            plane_digits(x + p * ANVIL_PTQTP_PLANE_BYTES, u[p]);
+            anvil_ptqtp_plane_digits(x + p * ANVIL_PTQTP_PLANE_BYTES, u[p]);
             d[p] = anvil_fp16_to_fp32(rd_u16(x + ANVIL_PTQTP_SCALE_OFFSET(k, p)));
         }
         for (unsigned i = 0; i < ANVIL_PTQTP_BLOCK; ++i) {

@@ -16,6 +16,7 @@
 
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 
 /* ---- encoder (anvil_encode_fn) -------------------------------------------
  * Refuses a length that is not a whole number of 256-element blocks
@@ -48,5 +49,28 @@ void anvil_ptqtp_fit(const float *w, unsigned k, anvil_ptqtp_fit_result *out);
 /* Pack k planes of trits and their scales into one block, and back. */
 void anvil_ptqtp_pack(const int8_t t[][ANVIL_PTQTP_BLOCK], const anvil_half *d, unsigned k, uint8_t *block);
 void anvil_ptqtp_unpack(const uint8_t *block, unsigned k, int8_t t[][ANVIL_PTQTP_BLOCK], anvil_half *d);
+
+/* One plane (52 bytes) from 256 trits in element order, and back as the
+ * 256 digits u = t + 1 (0, 1, 2); shared by ptqtp and ptqtp-s blocks. */
+void anvil_ptqtp_pack_plane(const int8_t t[ANVIL_PTQTP_BLOCK], uint8_t *plane);
+void anvil_ptqtp_plane_digits(const uint8_t *plane, uint8_t u[ANVIL_PTQTP_BLOCK]);
+
+/* ---- PTQTP-S (anvil/formats/ptqtps.h): ptqtp2s, ptqtp3s ------------------
+ * Same contracts as above: encode refuses partial blocks and non-finite
+ * input and fits every block alone (the bytes do not depend on threads or
+ * ISA); decode is total; the dot is the header's exact-integer reference. */
+int anvil_ptqtps_encode2(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
+int anvil_ptqtps_encode3(const float *src, void *dst, size_t n, char *msg, size_t msg_size);
+void anvil_ptqtps_decode2(const void *src, float *dst, size_t n);
+void anvil_ptqtps_decode3(const void *src, float *dst, size_t n);
+void anvil_ptqtps_vec_dot2_q8_K(size_t n, float *s, const void *w, const void *a);
+void anvil_ptqtps_vec_dot3_q8_K(size_t n, float *s, const void *w, const void *a);
+
+/* The fit of one 256-weight block with k planes: level v[i] (-4..4 or
+ * -13..13), sub-block codes 0..15 and the binary16 block scale; `block`
+ * (if not NULL) receives the packed bytes. Returns the squared error of the
+ * decoded block against w (in double, from the decoder's own floats). */
+double anvil_ptqtps_fit(const float *w, unsigned k, int8_t v[ANVIL_PTQTP_BLOCK],
+                        uint8_t code[ANVIL_PTQTPS_NSUB], anvil_half *d, uint8_t *block);
 
 #endif

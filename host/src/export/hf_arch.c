@@ -207,9 +207,9 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
 static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
     if (a->id != HF_ARCH_LLAMA) return ANVIL_OK;
     int64_t layers = 0;
-    const int one_layer = hf_json_i64(hf_json_get(f->config, "num_hidden_layers"), &layers) == 0 && layers == 1;
-    if ((hf_json_get(f->config, "draft_vocab_size") != NULL && one_layer) ||
-        hf_json_get(f->config, "transformer_layer_config") != NULL) {
+    const int one_layer = anvil__json_i64(anvil__json_get(f->config, "num_hidden_layers"), &layers) == 0 && layers == 1;
+    if ((anvil__json_get(f->config, "draft_vocab_size") != NULL && one_layer) ||
+        anvil__json_get(f->config, "transformer_layer_config") != NULL) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: an EAGLE-3 draft model (draft_vocab_size, one layer, "
                                 "or transformer_layer_config): convert_hf_to_gguf.py writes it as arch eagle3 with "
                                 "--target-model-dir, which anvil convert does not do; use convert_hf_to_gguf.py",
@@ -265,8 +265,8 @@ static int refuse_reranker(const hf_arch *a, const hf_folder *f, const char *cfg
     static const char *const cls[] = { "sequenceclassification", NULL };
     if (a->id != HF_ARCH_QWEN3) return ANVIL_OK;
     const char *slash = strrchr(f->dir, '/');
-    const char *hints[] = { slash ? slash + 1 : f->dir, hf_json_str(hf_json_get(f->config, "_name_or_path")),
-                            hf_json_str(hf_json_get(f->config, "model_type")), a->hf_name };
+    const char *hints[] = { slash ? slash + 1 : f->dir, anvil__json_str(anvil__json_get(f->config, "_name_or_path")),
+                            anvil__json_str(anvil__json_get(f->config, "model_type")), a->hf_name };
     const char *why = NULL;
     char *readme = hf_path_join(f->dir, "README.md");
     if (readme == NULL) return anvil__nomem(err);
