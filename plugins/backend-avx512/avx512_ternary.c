@@ -160,7 +160,7 @@ AVX512_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint
     avx512_store_rows(y, acc, R);
 }
 
-SIMD_DEFINE_ENTRY_POINTS(tq2_0, 256, TQ2_0_BYTES)
+SIMD_DEFINE_ENTRY_POINTS_R4(tq2_0, 256, TQ2_0_BYTES) /* out of cache: see simd_row_passes.h */
 SIMD_DEFINE_TRIT_ENTRY_POINTS(tq1_0, TQ1_0_BYTES)
 
 /* ---- decoders: (float)(c - 1) * d, as the reference ------------------------- */
