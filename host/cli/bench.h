@@ -39,7 +39,7 @@ typedef struct bench_encode_opts {
     unsigned threads;
     const char *backend; /* that backend's encoder instead of the dispatched one */
     int json;
-    int imatrix;         /* encode with a synthetic importance matrix (log-normal columns) */
+    int imatrix; /* encode with a synthetic importance matrix (log-normal columns) */
 } bench_encode_opts;
 
 int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *oracle, int have_ggml,

@@ -182,8 +182,7 @@ static void print_encode_result(const bench_encode_opts *o, const anvil_codec *c
         printf("  %-8s %-12s %3u %11.1f %11.1f %6.2fx %6.2fx %6s\n", c->name, variant, threads, rp->mbps,
                rp->ggml_mbps, rp->mbps / rp->ggml_mbps, rp->median, rp->same_bytes ? "equal" : "DIFFER");
     } else {
-        printf("  %-8s %-12s %3u %11.1f %11s %7s %7s %6s\n", c->name, variant, threads, rp->mbps, "-", "-",
-               "-", "-");
+        printf("  %-8s %-12s %3u %11.1f %11s %7s %7s %6s\n", c->name, variant, threads, rp->mbps, "-", "-", "-", "-");
     }
 }
 
@@ -223,8 +222,8 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
 
     if (o->json) {
         cli_json_begin(stdout, "bench-encode");
-        printf(",\"ggml\":%s,\"imatrix\":%s,\"rows\":%zu,\"k\":%zu", chunk ? "true" : "false",
-               imx ? "true" : "false", o->rows, o->k);
+        printf(",\"ggml\":%s,\"imatrix\":%s,\"rows\":%zu,\"k\":%zu", chunk ? "true" : "false", imx ? "true" : "false",
+               o->rows, o->k);
         cli_json_member_number(stdout, "source_mb", "%.3f", (double)(n * sizeof(float)) / 1e6);
         printf(",\"results\":[");
     } else {
@@ -232,8 +231,8 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
                imx ? " --imatrix" : "", o->rows, o->k, (double)(n * sizeof(float)) / 1e6);
         if (chunk) printf("ggml: %s (ggml_quantize_chunk: quantize_row_*_ref / the IQ4_NL search)\n", oracle->dir);
         else printf("ggml: not used (%s)\n", ggml_why);
-        printf("\n  %-8s %-12s %3s %11s %11s %7s %7s %6s\n", "type", "encoder", "thr", "anvil MB/s", "ggml MB/s", "ratio",
-               "median", "bytes");
+        printf("\n  %-8s %-12s %3s %11s %11s %7s %7s %6s\n", "type", "encoder", "thr", "anvil MB/s", "ggml MB/s",
+               "ratio", "median", "bytes");
     }
     int rc = 0, first = 1;
     for (size_t ti = 0; ti < o->n_ids && rc == 0; ++ti) {
@@ -248,8 +247,15 @@ int bench_encode(anvil_ctx *ctx, const bench_encode_opts *o, const ggml_oracle *
             continue;
         }
         const char *variant = enc ? enc->variant : "codec";
-        enc_job a = { .ctx = ctx, .type = id, .encoder = o->backend ? enc : NULL, .src = src, .imatrix = imx, .dst = da,
-                      .rows = o->rows, .k = o->k, .row_bytes = o->k / c->block_elems * c->block_bytes };
+        enc_job a = { .ctx = ctx,
+                      .type = id,
+                      .encoder = o->backend ? enc : NULL,
+                      .src = src,
+                      .imatrix = imx,
+                      .dst = da,
+                      .rows = o->rows,
+                      .k = o->k,
+                      .row_bytes = o->k / c->block_elems * c->block_bytes };
         enc_job g = a;
         g.dst = dg;
         /* ggml knows only its own ids (a third-party codec such as PTQTP

@@ -125,8 +125,7 @@ int cli_write_file_atomic(const char *path, const void *data, size_t size, anvil
 /* Parse a byte size like "2G", "500M", "4GiB", "123456". Returns 0 on success. */
 int cli_parse_size(const char *s, unsigned long long *out);
 /* Parse a whole decimal count in [min, max]. Returns 0 on success. */
-int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
-                    unsigned long long *out);
+int cli_parse_count(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
 
 /* An output path for `cmd`: refused (usage error, returns 2) when it names a
  * directory or its folder does not exist; returns 0 when fine, and sets
@@ -144,10 +143,10 @@ int cli_check_prefix(const char *cmd, const char *prefix);
 /* Progress of a long write: on a TTY (stderr) a self-erasing line, with
  * --progress a plain line per step for logs, otherwise nothing. */
 typedef struct cli_progress {
-    int mode;       /* 0 off, 1 TTY line, 2 plain lines */
+    int mode; /* 0 off, 1 TTY line, 2 plain lines */
     double start, last;
     int shown;
-    size_t last_step; /* plain lines: one per step */
+    size_t last_step;   /* plain lines: one per step */
     size_t steps_total; /* the last step's total, counted in every mode */
 } cli_progress;
 /* mode from --progress (forced) / --quiet / the TTY-ness of stderr. */

@@ -226,7 +226,8 @@ int cli_parse_in_out(const char *cmd, int argc, char **argv, const char *in_name
             return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }
         if (n_pos == 2) {
-            return cli_usage_error(cmd, "unexpected argument '%s' (needs %s and %s only)", argv[i], in_name, out_name);
+            return cli_usage_error(cmd, "unexpected argument '%s' (needs %s and %s only)", argv[i], in_name,
+                                   out_name);
         }
         pos[n_pos++] = argv[i];
     }

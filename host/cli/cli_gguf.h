@@ -11,7 +11,7 @@
 #include "cli.h"
 
 typedef enum cli_sniff {
-    CLI_SNIFF_UNKNOWN = 0,   /* unreadable or neither: the GGUF reader says why */
+    CLI_SNIFF_UNKNOWN = 0, /* unreadable or neither: the GGUF reader says why */
     CLI_SNIFF_GGUF,
     CLI_SNIFF_SAFETENSORS
 } cli_sniff;

@@ -19,14 +19,12 @@ const cli_command cli_commands[] = {
     { "bench", cmd_bench, "mat-vec throughput per type (and ggml's, when found)", cli_help_bench },
     { "inspect", cmd_inspect, "describe a GGUF or safetensors file (what can be read of a damaged one too)",
       cli_help_inspect },
-    { "meta", cmd_meta, "get, set, delete or rename GGUF metadata without touching the tensor data",
-      cli_help_meta },
+    { "meta", cmd_meta, "get, set, delete or rename GGUF metadata without touching the tensor data", cli_help_meta },
     { "reemit", cmd_reemit, "read a GGUF/safetensors file and write it back through anvil's writer",
       cli_help_reemit },
     { "split", cmd_split, "split a GGUF file into llama.cpp-style parts", cli_help_split },
     { "merge", cmd_merge, "merge split GGUF parts into one file", cli_help_merge },
-    { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format",
-      cli_help_transcode },
+    { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format", cli_help_transcode },
     { "convert", cmd_convert, "a Hugging Face checkpoint folder to the GGUF convert_hf_to_gguf.py writes",
       cli_help_convert },
     { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
@@ -38,14 +36,13 @@ const cli_command cli_commands[] = {
 };
 const size_t cli_n_commands = sizeof cli_commands / sizeof cli_commands[0];
 
-const char cli_help_help[] =
-    "usage: anvil help [COMMAND]\n"
-    "\n"
-    "Without COMMAND: the commands, global options, environment and exit codes.\n"
-    "With COMMAND: its help, the same as `anvil COMMAND --help`.\n"
-    "\n"
-    "  --man FILE              write the manual page (troff) made from these texts\n"
-    "  --bash-completion FILE  write the bash completion made from these texts\n";
+const char cli_help_help[] = "usage: anvil help [COMMAND]\n"
+                             "\n"
+                             "Without COMMAND: the commands, global options, environment and exit codes.\n"
+                             "With COMMAND: its help, the same as `anvil COMMAND --help`.\n"
+                             "\n"
+                             "  --man FILE              write the manual page (troff) made from these texts\n"
+                             "  --bash-completion FILE  write the bash completion made from these texts\n";
 
 static const char main_intro[] =
     "usage: anvil [--config FILE] <command> [options]\n"
@@ -83,15 +80,14 @@ static const char main_files[] =
     "  regular file, or a dangling one, is replaced by the new file (the link itself;\n"
     "  the file it pointed to is left unchanged).\n";
 
-static const char main_exit[] =
-    "exit status (every command):\n"
-    "  0  success\n"
-    "  1  the work failed: a bad or unreadable file, an I/O error, a format that cannot\n"
-    "     be encoded, a plugin that failed to load\n"
-    "  2  usage error: an unknown command or option, a missing or extra argument, a\n"
-    "     value that does not parse, an unknown type name\n"
-    "Errors are printed on stderr as \"anvil COMMAND: what went wrong\"; with --json\n"
-    "also as {\"schema_version\":1,\"command\":...,\"error\":{...}} on stdout.\n";
+static const char main_exit[] = "exit status (every command):\n"
+                                "  0  success\n"
+                                "  1  the work failed: a bad or unreadable file, an I/O error, a format that cannot\n"
+                                "     be encoded, a plugin that failed to load\n"
+                                "  2  usage error: an unknown command or option, a missing or extra argument, a\n"
+                                "     value that does not parse, an unknown type name\n"
+                                "Errors are printed on stderr as \"anvil COMMAND: what went wrong\"; with --json\n"
+                                "also as {\"schema_version\":1,\"command\":...,\"error\":{...}} on stdout.\n";
 
 const cli_command *cli_find_command(const char *name) {
     for (size_t i = 0; i < cli_n_commands; ++i) {
@@ -209,9 +205,9 @@ static void type_options_of(const char *help, char *out, size_t cap, size_t *use
         size_t n = 2;
         while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= '0' && p[n] <= '9') || p[n] == '-') n++;
         const char *v = p + n;
-        const int is_type = (strncmp(v, " T", 2) == 0 && (v[2] == ' ' || v[2] == '\n' || v[2] == ']' ||
-                                                          v[2] == '.')) ||
-                            (strncmp(v, " TYPE", 5) == 0 && (v[5] == ' ' || v[5] == '\n' || v[5] == ']'));
+        const int is_type =
+            (strncmp(v, " T", 2) == 0 && (v[2] == ' ' || v[2] == '\n' || v[2] == ']' || v[2] == '.')) ||
+            (strncmp(v, " TYPE", 5) == 0 && (v[5] == ' ' || v[5] == '\n' || v[5] == ']'));
         if (n > 2 && is_type) {
             char opt[80];
             snprintf(opt, sizeof opt, "|%.*s|", (int)(n < 60 ? n : 60), p);
@@ -238,22 +234,24 @@ static void write_completion(FILE *f) {
             used += (size_t)snprintf(types + used, sizeof types - used, "%s%s", used ? " " : "", t.name);
         }
     }
-    for (size_t i = 0; i < cli_n_commands; ++i) type_options_of(cli_commands[i].help, type_opts, sizeof type_opts, &topts);
+    for (size_t i = 0; i < cli_n_commands; ++i)
+        type_options_of(cli_commands[i].help, type_opts, sizeof type_opts, &topts);
     fputs("# bash completion for anvil -- generated by `anvil help --bash-completion` from the\n"
           "# --help texts; do not edit.\n"
           "_anvil() {\n"
           "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n",
           f);
     fprintf(f, "    local types=\"%s\"\n", types);
-    fputs("    local cmd=\"\" sub=\"\" i\n"
-          "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-          "        case ${COMP_WORDS[i]} in\n"
-          "            --config) ((i++)) ;;\n"
-          "            -*) ;;\n"
-          "            *) if [ -z \"$cmd\" ]; then cmd=${COMP_WORDS[i]}; elif [ -z \"$sub\" ]; then sub=${COMP_WORDS[i]}; fi ;;\n"
-          "        esac\n"
-          "    done\n",
-          f);
+    fputs(
+        "    local cmd=\"\" sub=\"\" i\n"
+        "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+        "        case ${COMP_WORDS[i]} in\n"
+        "            --config) ((i++)) ;;\n"
+        "            -*) ;;\n"
+        "            *) if [ -z \"$cmd\" ]; then cmd=${COMP_WORDS[i]}; elif [ -z \"$sub\" ]; then sub=${COMP_WORDS[i]}; fi ;;\n"
+        "        esac\n"
+        "    done\n",
+        f);
     if (topts > 0) {
         fprintf(f, "    case $prev in\n        %s)\n", type_opts);
         fputs("            COMPREPLY=($(compgen -W \"$types\" -- \"$cur\")); return ;;\n    esac\n", f);

@@ -140,9 +140,7 @@ static void json_number_fmt(FILE *f, const char *fmt, double v) {
     }
 }
 
-void cli_json_number(FILE *f, double v) {
-    json_number_fmt(f, "%.17g", v);
-}
+void cli_json_number(FILE *f, double v) { json_number_fmt(f, "%.17g", v); }
 
 void cli_json_member_number(FILE *f, const char *key, const char *fmt, double v) {
     fputc(',', f);
@@ -362,8 +360,7 @@ void cli_stdout_guard(void) {
 /* ---- errors ----------------------------------------------------------------- */
 
 /* status: the anvil status name ("ANVIL_E_..."), or NULL. */
-static void json_error(const char *cmd, const char *kind, const char *status, const char *message,
-                       int exit_code) {
+static void json_error(const char *cmd, const char *kind, const char *status, const char *message, int exit_code) {
     if (!json_errors) {
         return;
     }
@@ -539,7 +536,10 @@ static int check_output_path(const char *cmd, const char *output) {
     /* The folder the temporary file and the output go to must exist. */
     char dir[4096];
     const char *slash = strrchr(output, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash == NULL ? 1 : slash == output ? 1 : (int)(slash - output),
+    snprintf(dir, sizeof dir, "%.*s",
+             slash == NULL     ? 1
+             : slash == output ? 1
+                               : (int)(slash - output),
              slash == NULL ? "." : output);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         return cli_usage_error(cmd, "the output's folder '%s' does not exist", dir);
@@ -576,8 +576,9 @@ int cli_check_output(const char *cmd, const char *output, const char *input, int
 
 int cli_check_prefix(const char *cmd, const char *prefix) {
     if (names_stdout(prefix)) {
-        return cli_usage_error(cmd, "'%s' is standard output, but a split set is files "
-                                    "(PREFIX-00001-of-0000N.gguf, ...): give a file prefix",
+        return cli_usage_error(cmd,
+                               "'%s' is standard output, but a split set is files "
+                               "(PREFIX-00001-of-0000N.gguf, ...): give a file prefix",
                                prefix);
     }
     return check_output_path(cmd, prefix);
@@ -593,10 +594,14 @@ int cli_parse_size(const char *s, unsigned long long *out) {
     double mul = 1;
     if (*end != '\0') {
         switch (*end) {
-        case 'k': case 'K': mul = 1e3; break;
-        case 'm': case 'M': mul = 1e6; break;
-        case 'g': case 'G': mul = 1e9; break;
-        case 't': case 'T': mul = 1e12; break;
+        case 'k':
+        case 'K': mul = 1e3; break;
+        case 'm':
+        case 'M': mul = 1e6; break;
+        case 'g':
+        case 'G': mul = 1e9; break;
+        case 't':
+        case 'T': mul = 1e12; break;
         default: return -1;
         }
         ++end;

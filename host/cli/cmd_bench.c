@@ -26,7 +26,7 @@ typedef struct bench_opts {
     const char *types[64];
     size_t n_types;
     size_t rows, k, iters;
-    unsigned threads;       /* 0: all online CPUs */
+    unsigned threads; /* 0: all online CPUs */
     const char *backend;
     int json, no_ggml, suite, encode, threads_given, rows_given, imatrix;
 } bench_opts;
@@ -125,8 +125,8 @@ typedef uint64_t bw_vec __attribute__((vector_size(16)));
 
 static void bw_work(void *arg, unsigned tid, unsigned n) {
     bw_state *s = arg;
-    const size_t per = s->words / n / 64 * 64;  /* words per thread */
-    const size_t lane = per / 2 / 8;             /* vectors per stream */
+    const size_t per = s->words / n / 64 * 64; /* words per thread */
+    const size_t lane = per / 2 / 8;           /* vectors per stream */
     const bw_vec *p = (const bw_vec *)(s->buf + per * tid);
     bw_vec acc[8];
     memset(acc, 0, sizeof acc);
@@ -198,7 +198,8 @@ static void ggml_rows(void *arg, unsigned tid, unsigned nthreads) {
     ggml_pass *r = arg;
     const size_t per = (r->rows + nthreads - 1) / nthreads;
     const size_t r0 = per * tid, r1 = r0 + per < r->rows ? r0 + per : r->rows;
-    for (size_t i = r0; i < r1; ++i) r->dot((int)r->n, &r->y[i], 0, (const char *)r->w + i * r->row_bytes, 0, r->act, 0, 1);
+    for (size_t i = r0; i < r1; ++i)
+        r->dot((int)r->n, &r->y[i], 0, (const char *)r->w + i * r->row_bytes, 0, r->act, 0, 1);
 }
 
 static void run_ggml(void *p) {
@@ -241,7 +242,8 @@ static void compare_ggml(result *res, double *ratios, size_t done, const float *
 }
 
 static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows, size_t n, unsigned threads,
-                   ggml_oracle *oracle, int have_ggml, result *res, const char **variant, char *skip, size_t skip_size) {
+                   ggml_oracle *oracle, int have_ggml, result *res, const char **variant, char *skip,
+                   size_t skip_size) {
     anvil_type_info t, at;
     anvil_error err;
     memset(res, 0, sizeof *res);
@@ -294,7 +296,9 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
         rc = cli_fail_err("bench", &err);
         goto out;
     }
-    anvil_pass ap = { .ctx = ctx, .n = n, .rows = rows, .row_bytes = row_bytes, .wbytes = w, .act = act, .x = x, .y = ya };
+    anvil_pass ap = {
+        .ctx = ctx, .n = n, .rows = rows, .row_bytes = row_bytes, .wbytes = w, .act = act, .x = x, .y = ya
+    };
     if (o->backend != NULL) {
         ap.k = kern;
     } else {
@@ -369,14 +373,16 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o) {
         unsigned long long v = 0;
         if (strcmp(a, "--type") == 0 && has && o->n_types < 64) o->types[o->n_types++] = argv[++i];
         else if (strcmp(a, "--rows") == 0 && has) {
-            if (cli_parse_count(argv[++i], 1, 1u << 20, &v) != 0) return cli_usage_error("bench", "--rows takes 1..1M");
+            if (cli_parse_count(argv[++i], 1, 1u << 20, &v) != 0)
+                return cli_usage_error("bench", "--rows takes 1..1M");
             o->rows = (size_t)v;
             o->rows_given = 1;
         } else if (strcmp(a, "--k") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1u << 24, &v) != 0) return cli_usage_error("bench", "--k takes 1..16M");
             o->k = (size_t)v;
         } else if (strcmp(a, "--iters") == 0 && has) {
-            if (cli_parse_count(argv[++i], 1, 1000000, &v) != 0) return cli_usage_error("bench", "--iters takes 1..1000000");
+            if (cli_parse_count(argv[++i], 1, 1000000, &v) != 0)
+                return cli_usage_error("bench", "--iters takes 1..1000000");
             o->iters = (size_t)v;
         } else if (strcmp(a, "--threads") == 0 && has) {
             const char *t = argv[++i];
@@ -413,8 +419,9 @@ static int bench_types(anvil_ctx *ctx, const bench_opts *o, uint32_t ids[256], s
     } else {
         for (uint32_t id = 0; id <= ANVIL_TYPE_THIRD_PARTY_LAST && *n_ids < 256; ++id) {
             const anvil_codec *c = anvil_ctx_codec(ctx, id);
-            const int encodable = o->imatrix ? c != NULL && c->encode_rows != NULL
-                                            : c != NULL && c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
+            const int encodable = o->imatrix
+                                      ? c != NULL && c->encode_rows != NULL
+                                      : c != NULL && c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
             if (c != NULL && !(c->flags & ANVIL_CODEC_ACTIVATION) && (!o->encode || encodable)) {
                 ids[(*n_ids)++] = id;
             }
@@ -444,7 +451,6 @@ static void print_header(const bench_opts *o, int have_ggml, const ggml_oracle *
         printf("\n  %-8s %-14s %3s %13s %8s %8s %8s %8s %7s %7s %9s%s\n", "type", "variant", "thr", "rows x k", "MB",
                "GB/s", "Gelem/s", "ggml", "ratio", "median", "max diff", o->suite ? "  %read-bw" : "");
     }
-
 }
 
 /* One result row (bw: the read bandwidth at its thread count). */
@@ -473,10 +479,11 @@ static void print_result(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_
         if (o->suite && big) cli_json_member_number(stdout, "read_bw_fraction", "%.4f", bw > 0 ? rp->gbps / bw : 0);
         printf("}");
     } else {
-        printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, threads, rows, k, mb,
-               rp->gbps, rp->gelems);
+        printf("  %-8s %-14s %3u %6zux%-6zu %8.1f %8.2f %8.3f", tt.name, variant, threads, rows, k, mb, rp->gbps,
+               rp->gelems);
         if (rp->have_ggml) {
-            printf(" %8.2f %6.2fx %6.2fx %9.2g", rp->ggml_gbps, rp->gbps / rp->ggml_gbps, rp->median_ratio, rp->maxrel);
+            printf(" %8.2f %6.2fx %6.2fx %9.2g", rp->ggml_gbps, rp->gbps / rp->ggml_gbps, rp->median_ratio,
+                   rp->maxrel);
         } else {
             printf(" %8s %7s %7s %9s", "-", "-", "-", "-");
         }
@@ -506,9 +513,15 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
     char why[1200];
     const int have_ggml = !o.no_ggml && ggml_oracle_open(&oracle, NULL, why, sizeof why) == 0;
     if (o.encode) {
-        const bench_encode_opts eo = { .ids = ids, .n_ids = n_ids, .rows = o.rows, .k = o.k, .iters = o.iters,
-                                       .threads = o.threads_given ? o.threads : 0, .backend = o.backend,
-                                       .json = o.json, .imatrix = o.imatrix };
+        const bench_encode_opts eo = { .ids = ids,
+                                       .n_ids = n_ids,
+                                       .rows = o.rows,
+                                       .k = o.k,
+                                       .iters = o.iters,
+                                       .threads = o.threads_given ? o.threads : 0,
+                                       .backend = o.backend,
+                                       .json = o.json,
+                                       .imatrix = o.imatrix };
         return bench_encode(ctx, &eo, &oracle, have_ggml, o.no_ggml ? "--no-ggml" : why);
     }
     double bw1 = 0, bwn = 0;
@@ -552,8 +565,8 @@ int cmd_bench(cli_globals *g, int argc, char **argv) {
                 if (!o.json) printf("  %-8s skipped: %s\n", t.name, skip);
                 continue;
             }
-            print_result(ctx, &o, ids[i], rows, k, shapes[s].threads, shapes[s].big, shapes[s].threads > 1 ? bwn : bw1,
-                         &r, variant, first);
+            print_result(ctx, &o, ids[i], rows, k, shapes[s].threads, shapes[s].big,
+                         shapes[s].threads > 1 ? bwn : bw1, &r, variant, first);
             first = 0;
         }
     }

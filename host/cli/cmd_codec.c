@@ -7,29 +7,28 @@
 
 #include "cli.h"
 
-const char cli_help_codec[] =
-    "usage: anvil codec list [--json]\n"
-    "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE] [--json]\n"
-    "       anvil codec decode TYPE IN.bin OUT.f32 [--json]\n"
-    "\n"
-    "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
-    "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
-    "        and what it does with an importance matrix: uses, needs (encodes only\n"
-    "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
-    "        - (no encoder at all).\n"
-    "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
-    "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
-    "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
-    "        column (finite, >= 0); their count is the row length, a whole number of\n"
-    "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
-    "        with that matrix (llama-quantize --imatrix, per tensor). IQ2_XXS, IQ2_XS\n"
-    "        and IQ1_S need one (as in llama.cpp): without it, a usage error (2).\n"
-    "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
-    "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
-    "OUT is written atomically (a temporary file renamed into place); '-' (stdout), a\n"
-    "device or a FIFO is written into (`anvil help`, files).\n"
-    "\n"
-    "  --json  print the result (or the error) as one JSON object on stdout\n";
+const char cli_help_codec[] = "usage: anvil codec list [--json]\n"
+                              "       anvil codec encode TYPE IN.f32 OUT.bin [--imatrix FILE] [--json]\n"
+                              "       anvil codec decode TYPE IN.bin OUT.f32 [--json]\n"
+                              "\n"
+                              "list    every ggml type and loaded third-party codec: geometry, bits/weight,\n"
+                              "        whether it can encode+decode, decode only (and why), or is not loaded,\n"
+                              "        and what it does with an importance matrix: uses, needs (encodes only\n"
+                              "        with one), ignored (accepted, no effect, as in ggml), no (refused), or\n"
+                              "        - (no encoder at all).\n"
+                              "encode  IN.f32 is raw little-endian float32; its length must be a whole number\n"
+                              "        of the type's blocks. NaN/Inf are refused, naming the first bad index.\n"
+                              "        --imatrix FILE: importance weights, raw little-endian float32, one per\n"
+                              "        column (finite, >= 0); their count is the row length, a whole number of\n"
+                              "        blocks that divides IN's length. The bytes are ggml_quantize_chunk's\n"
+                              "        with that matrix (llama-quantize --imatrix, per tensor). IQ2_XXS, IQ2_XS\n"
+                              "        and IQ1_S need one (as in llama.cpp): without it, a usage error (2).\n"
+                              "decode  IN.bin is raw blocks of TYPE; OUT.f32 gets raw little-endian float32.\n"
+                              "TYPE is ggml's spelling, case-insensitive: q4_0, q8_0, q4_K, iq4_xs, tq2_0, f16 ...\n"
+                              "OUT is written atomically (a temporary file renamed into place); '-' (stdout), a\n"
+                              "device or a FIFO is written into (`anvil help`, files).\n"
+                              "\n"
+                              "  --json  print the result (or the error) as one JSON object on stdout\n";
 
 /* What encoding with an importance matrix does for a codec (NULL: a float
  * type the host encodes, which ignores it as ggml does). */
@@ -59,7 +58,7 @@ static void list_row(const anvil_ctx *ctx, const anvil_type_info *t, int json, i
         note = c->encode_note ? c->encode_note : "";
     } else {
         status = "encode+decode";
-        note = (c->flags & ANVIL_CODEC_ACTIVATION) ? "activation format"
+        note = (c->flags & ANVIL_CODEC_ACTIVATION)      ? "activation format"
                : (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) ? "only with --imatrix"
                                                         : "";
     }
@@ -95,8 +94,8 @@ static int cmd_list(cli_globals *g, int json) {
         cli_json_begin(stdout, "codec list");
         printf(",\"types\":[");
     } else {
-        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act", "status",
-               "imatrix", "note");
+        printf("  %-9s %4s %5s %4s %7s  %-6s %-13s %-7s %s\n", "type", "id", "block", "bytes", "bits/w", "act",
+               "status", "imatrix", "note");
     }
     for (uint32_t id = 0; id < ANVIL_TYPE_GGML_COUNT; ++id) {
         anvil_type_info t;
@@ -158,17 +157,21 @@ static int load_imatrix(const char *path, const anvil_type_info *t, size_t n, fl
     } else if (nw == 0) {
         what = "is empty: it needs one importance weight per column";
     } else if (nw % t->block_elems != 0) {
-        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) are not a whole number of %u-element %s blocks",
-                 path, nw, t->block_elems, t->name);
+        cli_fail("codec encode",
+                 "--imatrix %s: %zu weights (one per column) are not a whole number of %u-element %s blocks", path,
+                 nw, t->block_elems, t->name);
     } else if (n % nw != 0) {
-        cli_fail("codec encode", "--imatrix %s: %zu weights (one per column) do not split the %zu input values into whole rows",
-                 path, nw, n);
+        cli_fail("codec encode",
+                 "--imatrix %s: %zu weights (one per column) do not split the %zu input values into whole rows", path,
+                 nw, n);
     } else {
         const float *f = data;
         for (size_t j = 0; j < nw; ++j) {
             if (!(f[j] >= 0.0f) || isinf(f[j])) {
-                cli_fail("codec encode", "--imatrix %s: the weight of column %zu is %g; importance weights must be finite and non-negative",
-                         path, j, (double)f[j]);
+                cli_fail(
+                    "codec encode",
+                    "--imatrix %s: the weight of column %zu is %g; importance weights must be finite and non-negative",
+                    path, j, (double)f[j]);
                 free(data);
                 return 1;
             }
@@ -242,7 +245,8 @@ static int cmd_encode(cli_globals *g, const char *type, const char *in, const ch
     if (imatrix_path != NULL && !json) {
         const char *use = imatrix_use(anvil_ctx_codec(g->ctx, id));
         fprintf(stderr, "importance matrix: %zu rows of %zu; %s\n", nrows, n_per_row,
-                strcmp(use, "ignored") == 0 ? "this format ignores it (as ggml does)" : "weighted as ggml_quantize_chunk");
+                strcmp(use, "ignored") == 0 ? "this format ignores it (as ggml does)"
+                                            : "weighted as ggml_quantize_chunk");
     }
     return 0;
 }
@@ -282,7 +286,8 @@ int cmd_codec(cli_globals *g, int argc, char **argv) {
     const char *sub = argv[1];
     const int is_list = strcmp(sub, "list") == 0;
     const int is_coder = strcmp(sub, "encode") == 0 || strcmp(sub, "decode") == 0;
-    if (!is_list && !is_coder) return cli_usage_error("codec", "unknown subcommand '%s' (list, encode or decode)", sub);
+    if (!is_list && !is_coder)
+        return cli_usage_error("codec", "unknown subcommand '%s' (list, encode or decode)", sub);
     char cmd[32];
     snprintf(cmd, sizeof cmd, "codec %s", sub);
     const char *pos[3] = { NULL, NULL, NULL };

@@ -172,8 +172,10 @@ int cmd_convert(cli_globals *g, int argc, char **argv) {
     cli_progress_end(&progress);
     if (rc != ANVIL_OK) return cli_fail_err("convert", &err);
     if (!r.has_tokenizer && !a.f.quiet) {
-        fprintf(stderr, "anvil convert: warning: no tokenizer KVs were written (this build has no tokenizer "
-                        "reader): llama.cpp cannot load %s\n", cli_esc(r.out_path));
+        fprintf(stderr,
+                "anvil convert: warning: no tokenizer KVs were written (this build has no tokenizer "
+                "reader): llama.cpp cannot load %s\n",
+                cli_esc(r.out_path));
     }
     if (!a.f.quiet || a.f.json || a.o.dry_run) report(&a, &r);
     anvil_hf_convert_result_free(&r);

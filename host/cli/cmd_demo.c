@@ -22,16 +22,15 @@
 #include "cmd_transcode.h"
 #include "synth_rows.h"
 
-const char cli_help_demo[] =
-    "usage: anvil demo [--model [--keep DIR]]\n"
-    "\n"
-    "Encodes and decodes a built-in 64x4096 llm-like tensor with every loaded codec\n"
-    "and prints bits/weight, RMSE, max absolute error and SNR per format.\n"
-    "\n"
-    "  --model     the main job instead: synthesise a small llama-shaped F16 model,\n"
-    "              transcode it to Q4_K with the quality report, inspect the result and\n"
-    "              run a mat-vec on one of its weights against the F16 original\n"
-    "  --keep DIR  with --model: write the two model files into DIR and keep them\n";
+const char cli_help_demo[] = "usage: anvil demo [--model [--keep DIR]]\n"
+                             "\n"
+                             "Encodes and decodes a built-in 64x4096 llm-like tensor with every loaded codec\n"
+                             "and prints bits/weight, RMSE, max absolute error and SNR per format.\n"
+                             "\n"
+                             "  --model     the main job instead: synthesise a small llama-shaped F16 model,\n"
+                             "              transcode it to Q4_K with the quality report, inspect the result and\n"
+                             "              run a mat-vec on one of its weights against the F16 original\n"
+                             "  --keep DIR  with --model: write the two model files into DIR and keep them\n";
 
 #define DEMO_ROWS 64
 #define DEMO_COLS 4096
@@ -124,20 +123,28 @@ static int demo_model(cli_globals *g, const char *keep_dir) {
         snprintf(dir, sizeof dir, "%s", keep_dir);
         if (mkdir(dir, 0777) != 0) {
             struct stat st;
-            if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return cli_fail("demo", "cannot create the folder %s", dir);
+            if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+                return cli_fail("demo", "cannot create the folder %s", dir);
         }
     } else {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/anvil-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (mkdtemp(dir) == NULL) return cli_fail("demo", "cannot create a temporary folder in %s", tmp ? tmp : "/tmp");
+        if (mkdtemp(dir) == NULL)
+            return cli_fail("demo", "cannot create a temporary folder in %s", tmp ? tmp : "/tmp");
     }
     static const char *const files[] = { "model-f16.gguf", "model-q4_K.gguf" };
     char f16[4200], q4[4200];
     snprintf(f16, sizeof f16, "%s/%s", dir, files[0]);
     snprintf(q4, sizeof q4, "%s/%s", dir, files[1]);
-    const synth_model m = { .n_vocab = 4096, .n_embd = 512, .n_ff = 1536, .n_layer = 4, .n_head = 8,
-                                  .n_head_kv = 4, .type = ANVIL_TYPE_F16, .seed = 42,
-                                  .name = "anvil demo llama (synthetic)" };
+    const synth_model m = { .n_vocab = 4096,
+                            .n_embd = 512,
+                            .n_ff = 1536,
+                            .n_layer = 4,
+                            .n_head = 8,
+                            .n_head_kv = 4,
+                            .type = ANVIL_TYPE_F16,
+                            .seed = 42,
+                            .name = "anvil demo llama (synthetic)" };
     anvil_error err = { 0 };
     int rc = 0;
     printf("== 1. synthesise a small llama-shaped F16 model\n");
@@ -224,8 +231,8 @@ int cmd_demo(cli_globals *g, int argc, char **argv) {
         if (anvil_type_lookup(ctx, id, &t, &err) != ANVIL_OK) continue;
         const double bpw = 8.0 * t.block_bytes / t.block_elems;
         if (DEMO_COLS % t.block_elems != 0) {
-            printf("  %-9s %8.4f   row length %d is not a multiple of its %u-element block\n", t.name, bpw,
-                   DEMO_COLS, t.block_elems);
+            printf("  %-9s %8.4f   row length %d is not a multiple of its %u-element block\n", t.name, bpw, DEMO_COLS,
+                   t.block_elems);
             continue;
         }
         uint64_t bytes = 0;

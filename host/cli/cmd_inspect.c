@@ -27,35 +27,34 @@
 #define TEXT_STRING_MAX 96
 #define ARRAY_STRING_MAX 32
 
-const char cli_help_inspect[] =
-    "usage: anvil inspect FILE [--json | --markdown] [--no-tensors] [--arrays N|all]\n"
-    "\n"
-    "Describe a GGUF (v2/v3) or safetensors file (recognised by its content): header,\n"
-    "metadata (wire type and value; arrays as length and first items), tensors (name,\n"
-    "type, logical row-major shape, bytes, offset), totals by type, bits per weight,\n"
-    "and a check of the data size against the file. Opening part 1 of a split set\n"
-    "(name-00001-of-0000N.gguf) describes the whole set. FILE is memory-mapped: a\n"
-    "FIFO, a socket or a device is refused at once (copy it to a file first).\n"
-    "\n"
-    "A damaged GGUF file is shown as far as it can be read: the header, every\n"
-    "metadata entry and every tensor that could be parsed, the bad ones marked with\n"
-    "the reason, then the list of problems; the exit status is 1.\n"
-    "\n"
-    "  --json          one JSON object on stdout (host/cli/JSON.md)\n"
-    "  --markdown      markdown tables, e.g. for a model card\n"
-    "  --no-tensors    leave out the tensor list (the totals stay)\n"
-    "  --arrays N|all  show N elements of each array (default 8), or all of them with\n"
-    "                  strings in full\n"
-    "\n"
-    "Names and values are printed escaped: control bytes and invalid UTF-8 as \\xNN,\n"
-    "a backslash as \\\\, so nothing read from a file acts on the terminal.\n";
+const char cli_help_inspect[] = "usage: anvil inspect FILE [--json | --markdown] [--no-tensors] [--arrays N|all]\n"
+                                "\n"
+                                "Describe a GGUF (v2/v3) or safetensors file (recognised by its content): header,\n"
+                                "metadata (wire type and value; arrays as length and first items), tensors (name,\n"
+                                "type, logical row-major shape, bytes, offset), totals by type, bits per weight,\n"
+                                "and a check of the data size against the file. Opening part 1 of a split set\n"
+                                "(name-00001-of-0000N.gguf) describes the whole set. FILE is memory-mapped: a\n"
+                                "FIFO, a socket or a device is refused at once (copy it to a file first).\n"
+                                "\n"
+                                "A damaged GGUF file is shown as far as it can be read: the header, every\n"
+                                "metadata entry and every tensor that could be parsed, the bad ones marked with\n"
+                                "the reason, then the list of problems; the exit status is 1.\n"
+                                "\n"
+                                "  --json          one JSON object on stdout (host/cli/JSON.md)\n"
+                                "  --markdown      markdown tables, e.g. for a model card\n"
+                                "  --no-tensors    leave out the tensor list (the totals stay)\n"
+                                "  --arrays N|all  show N elements of each array (default 8), or all of them with\n"
+                                "                  strings in full\n"
+                                "\n"
+                                "Names and values are printed escaped: control bytes and invalid UTF-8 as \\xNN,\n"
+                                "a backslash as \\\\, so nothing read from a file acts on the terminal.\n";
 
 typedef struct view {
     const char *path;
     const anvil_gguf *g;
     const cli_inspect_opts *o;
-    int lenient;                 /* read by the lenient reader */
-    const anvil_error *strict;   /* why the strict reader refused it (lenient only) */
+    int lenient;               /* read by the lenient reader */
+    const anvil_error *strict; /* why the strict reader refused it (lenient only) */
 } view;
 
 static int is_all(const cli_inspect_opts *o) { return o->arrays == ULLONG_MAX; }

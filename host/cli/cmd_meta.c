@@ -21,44 +21,43 @@
 #include "cli.h"
 #include "cli_gguf.h"
 
-const char cli_help_meta[] =
-    "usage: anvil meta get FILE KEY [--json]\n"
-    "       anvil meta set FILE KEY=[TYPE:]VALUE... [--out OUT] [--realign] [--json]\n"
-    "       anvil meta delete FILE KEY... [--out OUT] [--json]\n"
-    "       anvil meta rename FILE OLD NEW [--out OUT] [--json]\n"
-    "\n"
-    "Read or edit the metadata of a GGUF file without touching its tensor data.\n"
-    "\n"
-    "get     print KEY's value (a string as it is, an array in full)\n"
-    "set     set each KEY to VALUE; TYPE is one of u8 i8 u16 i16 u32 i32 u64 i64 f32\n"
-    "        f64 bool str and may be left out when KEY exists (its type is kept). An\n"
-    "        existing entry keeps its place, a new one is added last. Arrays cannot be\n"
-    "        set from the command line.\n"
-    "delete  remove each KEY\n"
-    "rename  give OLD's value the name NEW (in OLD's place)\n"
-    "\n"
-    "FILE is written again in place (atomically: a temporary file renamed over it),\n"
-    "or to OUT with --out ('-' (stdout), a device or a FIFO: written into, front to\n"
-    "back; FILE itself must be a regular file). When the header keeps its size up to\n"
-    "the data section (as gguf_set_metadata requires), only the header is new and\n"
-    "the tensor bytes are cloned or copied by the kernel; otherwise the whole file is\n"
-    "rewritten.\n"
-    "split.* keys are refused (they tie a split set together); changing\n"
-    "general.alignment moves every tensor and needs --realign.\n"
-    "\n"
-    "  --out OUT   write the result to OUT and leave FILE as it is\n"
-    "  --realign   allow a change of general.alignment (the tensors are laid out again)\n"
-    "  --json      print the result as JSON on stdout (host/cli/JSON.md)\n";
+const char cli_help_meta[] = "usage: anvil meta get FILE KEY [--json]\n"
+                             "       anvil meta set FILE KEY=[TYPE:]VALUE... [--out OUT] [--realign] [--json]\n"
+                             "       anvil meta delete FILE KEY... [--out OUT] [--json]\n"
+                             "       anvil meta rename FILE OLD NEW [--out OUT] [--json]\n"
+                             "\n"
+                             "Read or edit the metadata of a GGUF file without touching its tensor data.\n"
+                             "\n"
+                             "get     print KEY's value (a string as it is, an array in full)\n"
+                             "set     set each KEY to VALUE; TYPE is one of u8 i8 u16 i16 u32 i32 u64 i64 f32\n"
+                             "        f64 bool str and may be left out when KEY exists (its type is kept). An\n"
+                             "        existing entry keeps its place, a new one is added last. Arrays cannot be\n"
+                             "        set from the command line.\n"
+                             "delete  remove each KEY\n"
+                             "rename  give OLD's value the name NEW (in OLD's place)\n"
+                             "\n"
+                             "FILE is written again in place (atomically: a temporary file renamed over it),\n"
+                             "or to OUT with --out ('-' (stdout), a device or a FIFO: written into, front to\n"
+                             "back; FILE itself must be a regular file). When the header keeps its size up to\n"
+                             "the data section (as gguf_set_metadata requires), only the header is new and\n"
+                             "the tensor bytes are cloned or copied by the kernel; otherwise the whole file is\n"
+                             "rewritten.\n"
+                             "split.* keys are refused (they tie a split set together); changing\n"
+                             "general.alignment moves every tensor and needs --realign.\n"
+                             "\n"
+                             "  --out OUT   write the result to OUT and leave FILE as it is\n"
+                             "  --realign   allow a change of general.alignment (the tensors are laid out again)\n"
+                             "  --json      print the result as JSON on stdout (host/cli/JSON.md)\n";
 
 #define MAX_EDITS 64
 
 typedef enum edit_kind { EDIT_SET, EDIT_DELETE, EDIT_RENAME } edit_kind;
 
 typedef struct edit {
-    const char *key;        /* for set: a copy of KEY (malloc'd) */
-    const char *new_key;    /* rename */
-    uint32_t type;          /* set: the wire type */
-    const char *value;      /* set: the text of the value */
+    const char *key;     /* for set: a copy of KEY (malloc'd) */
+    const char *new_key; /* rename */
+    uint32_t type;       /* set: the wire type */
+    const char *value;   /* set: the text of the value */
     int existed;
 } edit;
 
@@ -76,9 +75,9 @@ static const struct {
     const char *name;
     uint32_t type;
 } type_names[] = {
-    { "u8", ANVIL_GGUF_TYPE_U8 },   { "i8", ANVIL_GGUF_TYPE_I8 },    { "u16", ANVIL_GGUF_TYPE_U16 },
-    { "i16", ANVIL_GGUF_TYPE_I16 }, { "u32", ANVIL_GGUF_TYPE_U32 },  { "i32", ANVIL_GGUF_TYPE_I32 },
-    { "u64", ANVIL_GGUF_TYPE_U64 }, { "i64", ANVIL_GGUF_TYPE_I64 },  { "f32", ANVIL_GGUF_TYPE_F32 },
+    { "u8", ANVIL_GGUF_TYPE_U8 },   { "i8", ANVIL_GGUF_TYPE_I8 },     { "u16", ANVIL_GGUF_TYPE_U16 },
+    { "i16", ANVIL_GGUF_TYPE_I16 }, { "u32", ANVIL_GGUF_TYPE_U32 },   { "i32", ANVIL_GGUF_TYPE_I32 },
+    { "u64", ANVIL_GGUF_TYPE_U64 }, { "i64", ANVIL_GGUF_TYPE_I64 },   { "f32", ANVIL_GGUF_TYPE_F32 },
     { "f64", ANVIL_GGUF_TYPE_F64 }, { "bool", ANVIL_GGUF_TYPE_BOOL }, { "str", ANVIL_GGUF_TYPE_STRING },
 };
 
@@ -115,10 +114,15 @@ static int set_value(anvil_gguf_writer *w, const char *cmd, const char *key, uin
     errno = 0;
     const char *tn = anvil_gguf_type_name(type);
     switch (type) {
-    case ANVIL_GGUF_TYPE_U8: case ANVIL_GGUF_TYPE_U16: case ANVIL_GGUF_TYPE_U32: case ANVIL_GGUF_TYPE_U64: {
+    case ANVIL_GGUF_TYPE_U8:
+    case ANVIL_GGUF_TYPE_U16:
+    case ANVIL_GGUF_TYPE_U32:
+    case ANVIL_GGUF_TYPE_U64: {
         const unsigned long long x = strtoull(v, &end, 0);
-        const unsigned long long max = type == ANVIL_GGUF_TYPE_U8 ? UINT8_MAX : type == ANVIL_GGUF_TYPE_U16 ? UINT16_MAX
-                                       : type == ANVIL_GGUF_TYPE_U32 ? UINT32_MAX : UINT64_MAX;
+        const unsigned long long max = type == ANVIL_GGUF_TYPE_U8    ? UINT8_MAX
+                                       : type == ANVIL_GGUF_TYPE_U16 ? UINT16_MAX
+                                       : type == ANVIL_GGUF_TYPE_U32 ? UINT32_MAX
+                                                                     : UINT64_MAX;
         if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0 || x > max) {
             return cli_usage_error(cmd, "%s: '%s' is not a %s (0 to %llu)", key, v, tn, max);
         }
@@ -128,10 +132,15 @@ static int set_value(anvil_gguf_writer *w, const char *cmd, const char *key, uin
                                            : anvil_gguf_writer_set_u64(w, key, (uint64_t)x, &err);
         break;
     }
-    case ANVIL_GGUF_TYPE_I8: case ANVIL_GGUF_TYPE_I16: case ANVIL_GGUF_TYPE_I32: case ANVIL_GGUF_TYPE_I64: {
+    case ANVIL_GGUF_TYPE_I8:
+    case ANVIL_GGUF_TYPE_I16:
+    case ANVIL_GGUF_TYPE_I32:
+    case ANVIL_GGUF_TYPE_I64: {
         const long long x = strtoll(v, &end, 0);
-        const long long max = type == ANVIL_GGUF_TYPE_I8 ? INT8_MAX : type == ANVIL_GGUF_TYPE_I16 ? INT16_MAX
-                              : type == ANVIL_GGUF_TYPE_I32 ? INT32_MAX : INT64_MAX;
+        const long long max = type == ANVIL_GGUF_TYPE_I8    ? INT8_MAX
+                              : type == ANVIL_GGUF_TYPE_I16 ? INT16_MAX
+                              : type == ANVIL_GGUF_TYPE_I32 ? INT32_MAX
+                                                            : INT64_MAX;
         if (*v == '\0' || *end != '\0' || errno != 0 || x > max || x < -max - 1) {
             return cli_usage_error(cmd, "%s: '%s' is not an %s (%lld to %lld)", key, v, tn, -max - 1, max);
         }
@@ -141,7 +150,8 @@ static int set_value(anvil_gguf_writer *w, const char *cmd, const char *key, uin
                                            : anvil_gguf_writer_set_i64(w, key, (int64_t)x, &err);
         break;
     }
-    case ANVIL_GGUF_TYPE_F32: case ANVIL_GGUF_TYPE_F64: {
+    case ANVIL_GGUF_TYPE_F32:
+    case ANVIL_GGUF_TYPE_F64: {
         const double x = strtod(v, &end);
         if (*v == '\0' || *end != '\0' || (errno != 0 && isinf(x)) ||
             (type == ANVIL_GGUF_TYPE_F32 && isfinite(x) && fabs(x) > FLT_MAX)) {
@@ -205,8 +215,8 @@ static int cmd_get(cli_globals *g, const meta_args *a) {
         cli_json_bytes(stdout, kv->key, kv->key_len);
         printf(",\"type\":\"%s\"", anvil_gguf_type_name(kv->type));
         if (kv->type == ANVIL_GGUF_TYPE_ARRAY) {
-            printf(",\"elem_type\":\"%s\",\"count\":%" PRIu64 ",\"truncated\":false", anvil_gguf_type_name(kv->elem_type),
-                   kv->count);
+            printf(",\"elem_type\":\"%s\",\"count\":%" PRIu64 ",\"truncated\":false",
+                   anvil_gguf_type_name(kv->elem_type), kv->count);
         }
         fputs(",\"value\":", stdout);
         print_value(kv, 1);
@@ -240,14 +250,16 @@ static int check_edits(const char *cmd, meta_args *a, const anvil_gguf *f) {
         e->existed = kv != NULL;
         const char *touched = e->new_key != NULL && is_split_key(e->new_key) ? e->new_key : e->key;
         if (is_split_key(touched)) {
-            return cli_usage_error(cmd, "'%s' is one of the keys that tie a split set together: use anvil split / "
-                                   "anvil merge", touched);
+            return cli_usage_error(cmd,
+                                   "'%s' is one of the keys that tie a split set together: use anvil split / "
+                                   "anvil merge",
+                                   touched);
         }
         const int alignment = strcmp(e->key, ANVIL_GGUF_KEY_ALIGNMENT) == 0 ||
                               (e->new_key != NULL && strcmp(e->new_key, ANVIL_GGUF_KEY_ALIGNMENT) == 0);
         if (alignment && !a->realign) {
             return cli_usage_error(cmd, "changing general.alignment moves every tensor: add --realign to lay the "
-                                   "data out again");
+                                        "data out again");
         }
         if (a->kind != EDIT_SET && kv == NULL) {
             return cli_fail(cmd, "%s has no key '%s'", a->path, e->key);
@@ -330,7 +342,7 @@ static void report(const char *cmd, const meta_args *a, const char *out, int hea
                e->new_key ? " -> " : "", e->new_key ? cli_esc(e->new_key) : "");
     }
     printf("wrote %s (%" PRIu64 " bytes): %s\n", cli_esc(out), bytes,
-           !regular     ? "written in one pass (not a regular file)"
+           !regular      ? "written in one pass (not a regular file)"
            : header_only ? "only the header was rewritten (the data offset did not move)"
                          : "the whole file was rewritten (the data offset moved)");
 }
@@ -436,7 +448,8 @@ int cmd_meta(cli_globals *g, int argc, char **argv) {
                 rc = cli_usage_error(cmd, "%s: arrays cannot be set from the command line", key);
             }
         }
-        if (rc == 0 && (e->key[0] == '\0' || !utf8_ok(e->key) || (e->new_key && (!utf8_ok(e->new_key) || !e->new_key[0])))) {
+        if (rc == 0 &&
+            (e->key[0] == '\0' || !utf8_ok(e->key) || (e->new_key && (!utf8_ok(e->new_key) || !e->new_key[0])))) {
             rc = cli_usage_error(cmd, "keys must be non-empty UTF-8");
         }
         for (size_t k = 0; rc == 0 && k < a.n; ++k) {

@@ -6,19 +6,21 @@
 
 #include "cli.h"
 
-const char cli_help_plugins[] =
-    "usage: anvil plugins [--json]\n"
-    "\n"
-    "Shows every plugin the config names (loaded, or failed with its reason), each\n"
-    "backend with its CPU score (0 = skipped, with why), its kernels and encoders,\n"
-    "the backend chosen for each weight type's dot and for its encoder, and the CPU\n"
-    "features (ANVIL_CPU_MASK hides some).\n"
-    "Exit status 1 when a plugin that is not optional failed to load.\n"
-    "\n"
-    "  --json  print the same as one JSON object on stdout\n";
+const char cli_help_plugins[] = "usage: anvil plugins [--json]\n"
+                                "\n"
+                                "Shows every plugin the config names (loaded, or failed with its reason), each\n"
+                                "backend with its CPU score (0 = skipped, with why), its kernels and encoders,\n"
+                                "the backend chosen for each weight type's dot and for its encoder, and the CPU\n"
+                                "features (ANVIL_CPU_MASK hides some).\n"
+                                "Exit status 1 when a plugin that is not optional failed to load.\n"
+                                "\n"
+                                "  --json  print the same as one JSON object on stdout\n";
 
 static const char *kind_name(uint32_t k) {
-    return k == ANVIL_PLUGIN_CODEC ? "codec" : k == ANVIL_PLUGIN_BACKEND ? "backend" : k == ANVIL_PLUGIN_MIXED ? "mixed" : "?";
+    return k == ANVIL_PLUGIN_CODEC     ? "codec"
+           : k == ANVIL_PLUGIN_BACKEND ? "backend"
+           : k == ANVIL_PLUGIN_MIXED   ? "mixed"
+                                       : "?";
 }
 
 static void print_text(const anvil_ctx *ctx) {
@@ -57,7 +59,8 @@ static void print_text(const anvil_ctx *ctx) {
             }
             if (r.trust_note) printf("  %-16s WARNING: INSECURE: %s\n", "", r.trust_note);
         } else {
-            printf("  %-16s %s  %s\n", r.name, r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND ? "absent " : "FAILED ",
+            printf("  %-16s %s  %s\n", r.name,
+                   r.optional && r.status == ANVIL_E_PLUGIN_NOT_FOUND ? "absent " : "FAILED ",
                    r.reason ? r.reason : "");
             if (r.path) printf("  %-16s file: %s\n", "", r.path);
             if (r.config_line > 0) printf("  %-16s named at: %s:%d\n", "", cr.path, r.config_line);
@@ -81,7 +84,8 @@ static void print_text(const anvil_ctx *ctx) {
         for (size_t q = 0; q < b.n_quantizers; ++q) printf(" %s", anvil_type_name(ctx, b.quantizers[q].act_type));
         printf("\n  %-10s kernels:", "");
         for (size_t k = 0; k < b.n_kernels; ++k) {
-            printf(" %s.%s", anvil_type_name(ctx, b.kernels[k].weight_type), anvil_type_name(ctx, b.kernels[k].act_type));
+            printf(" %s.%s", anvil_type_name(ctx, b.kernels[k].weight_type),
+                   anvil_type_name(ctx, b.kernels[k].act_type));
             if (b.kernels[k].pack) printf("+packed");
         }
         printf("\n");
@@ -91,7 +95,8 @@ static void print_text(const anvil_ctx *ctx) {
         if (n_enc > 0) {
             printf("  %-10s encoders:", "");
             for (size_t e = 0; e < n_enc; ++e) {
-                printf(" %s%s", anvil_type_name(ctx, enc[e].type_id), enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "+weighted" : "");
+                printf(" %s%s", anvil_type_name(ctx, enc[e].type_id),
+                       enc[e].flags & ANVIL_ENCODER_WEIGHTED ? "+weighted" : "");
             }
             printf("\n");
         }
@@ -102,8 +107,9 @@ static void print_text(const anvil_ctx *ctx) {
     for (size_t i = 0; i < anvil_ctx_dispatch_count(ctx); ++i) {
         anvil_dispatch_report d;
         anvil_ctx_dispatch_report(ctx, i, &d);
-        printf("  %-9s %-6s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, d.weight_type), anvil_type_name(ctx, d.act_type),
-               d.backend ? d.backend : "-", d.variant ? d.variant : (d.fallback ? "fallback" : "-"),
+        printf("  %-9s %-6s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, d.weight_type),
+               anvil_type_name(ctx, d.act_type), d.backend ? d.backend : "-",
+               d.variant ? d.variant : (d.fallback ? "fallback" : "-"),
                d.quantizer_backend ? d.quantizer_backend : "-", d.note ? d.note : "");
     }
 
@@ -115,9 +121,9 @@ static void print_text(const anvil_ctx *ctx) {
         const anvil_codec *c = anvil_ctx_codec(ctx, e.type_id);
         if (c == NULL || (c->encode == NULL && c->encode_rows == NULL)) continue;
         const int plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
-        printf("  %-9s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, e.type_id), e.backend ? e.backend : (plain ? "codec" : "-"),
-               e.variant ? e.variant : "-", e.weighted_backend ? e.weighted_backend : (c->encode_rows ? "codec" : "-"),
-               e.note ? e.note : "");
+        printf("  %-9s %-10s %-14s %-10s %s\n", anvil_type_name(ctx, e.type_id),
+               e.backend ? e.backend : (plain ? "codec" : "-"), e.variant ? e.variant : "-",
+               e.weighted_backend ? e.weighted_backend : (c->encode_rows ? "codec" : "-"), e.note ? e.note : "");
     }
 }
 
@@ -154,7 +160,8 @@ static void print_json(const anvil_ctx *ctx) {
         printf("%s{", i ? "," : "");
         json_kv("name", r.name, 1);
         json_kv("path", r.path, 1);
-        printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false", r.optional ? "true" : "false");
+        printf("\"loaded\":%s,\"optional\":%s,", r.status == ANVIL_OK ? "true" : "false",
+               r.optional ? "true" : "false");
         json_kv("status", cli_status_name(r.status), 1);
         printf("\"config_line\":%d,", r.config_line);
         json_kv("trust_note", r.trust_note ? r.trust_note : "", 1);

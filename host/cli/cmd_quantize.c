@@ -148,7 +148,8 @@ static int usable_type(anvil_ctx *ctx, const char *option, const char *name, uin
     if (c == NULL) {
         return cli_usage_error("quantize", "%s '%s': not a weight format anvil can write here%s%s%s", option, name,
                                known && ti.family_plugin ? " (it comes with the " : "",
-                               known && ti.family_plugin ? ti.family_plugin : "", known && ti.family_plugin ? " plugin)" : "");
+                               known && ti.family_plugin ? ti.family_plugin : "",
+                               known && ti.family_plugin ? " plugin)" : "");
     }
     if (c->flags & ANVIL_CODEC_ACTIVATION) {
         return cli_usage_error("quantize", "%s '%s': an activation format, not a weight format", option, name);
@@ -180,7 +181,8 @@ static int parse_prune(qz_args *a, const char *list) {
         if (v < 0) {
             return cli_usage_error("quantize", "--prune-layers: invalid layer id '%.*s'", (int)(n > 30 ? 30 : n), p);
         }
-        if (a->n_prune >= QZ_MAX_LIST) return cli_usage_error("quantize", "--prune-layers: more than %d layers", QZ_MAX_LIST);
+        if (a->n_prune >= QZ_MAX_LIST)
+            return cli_usage_error("quantize", "--prune-layers: more than %d layers", QZ_MAX_LIST);
         a->prune[a->n_prune++] = (int32_t)v;
         if (comma == NULL) break;
         p = comma + 1;
@@ -228,7 +230,8 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
         for (size_t k = before; rc == 0 && k < a->n_rules; ++k) {
             anvil_type_info ti;
             uint32_t ty;
-            if (anvil_type_lookup(ctx, a->rules[k].type, &ti, NULL) == ANVIL_OK) rc = usable_type(ctx, o, ti.name, &ty);
+            if (anvil_type_lookup(ctx, a->rules[k].type, &ti, NULL) == ANVIL_OK)
+                rc = usable_type(ctx, o, ti.name, &ty);
         }
     } else if (strcmp(o, "--prune-layers") == 0) {
         rc = parse_prune(a, v);
@@ -357,8 +360,10 @@ static int positional_target(qz_args *a, char **out) {
     for (int i = 1; i < a->n_pos && i < 3; ++i) {
         long n;
         if (anvil_quantize_preset_find(a->pos[i]) != NULL && !(i == a->n_pos - 1 && stoi_like(a->pos[i], &n))) {
-            return cli_usage_error("quantize", "TYPE '%s' given with a size target: the target chooses every type; "
-                                               "drop one or the other", a->pos[i]);
+            return cli_usage_error("quantize",
+                                   "TYPE '%s' given with a size target: the target chooses every type; "
+                                   "drop one or the other",
+                                   a->pos[i]);
         }
     }
     if (a->n_pos > 1 && !(a->n_pos == 2 && stoi_like(a->pos[1], &(long){ 0 }))) {
@@ -448,8 +453,9 @@ static void print_target(FILE *f, const anvil_transcode *t, const anvil_quantize
     } else {
         snprintf(target, sizeof target, "--target-bpw %g", o->target_bpw);
     }
-    fprintf(f, "%s: %" PRIu64 " bytes (%.4f bpw of the file over %" PRIu64 " parameters), predicted error %.6g, "
-               "general.file_type %u\n",
+    fprintf(f,
+            "%s: %" PRIu64 " bytes (%.4f bpw of the file over %" PRIu64 " parameters), predicted error %.6g, "
+            "general.file_type %u\n",
             target, s.out_file_bytes, params ? (double)s.out_file_bytes * 8.0 / (double)params : 0.0, params, total,
             s.file_type);
     (void)dry_run;
@@ -495,7 +501,8 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     int status = ANVIL_OK;
     if (a->imatrix_path != NULL) {
         status = anvil_imatrix_load(&im, a->imatrix_path, &err);
-        if (status == ANVIL_OK) status = anvil_imatrix_filter(im, a->include, a->n_include, a->exclude, a->n_exclude, &err);
+        if (status == ANVIL_OK)
+            status = anvil_imatrix_filter(im, a->include, a->n_include, a->exclude, a->n_exclude, &err);
         if (status == ANVIL_OK) {
             if (info) {
                 fprintf(info, "loaded %zu importance matrix entries from %s computed on %d chunks%s\n",

@@ -17,23 +17,22 @@
 #include "cli.h"
 #include "cli_gguf.h"
 
-const char cli_help_reemit[] =
-    "usage: anvil reemit IN OUT [--json] [--progress] [--quiet]\n"
-    "\n"
-    "Read IN (GGUF v2/v3 or safetensors, recognised by content) and write it back\n"
-    "through anvil's writer to OUT. GGUF is written as version 3, byte-identical to\n"
-    "ggml's gguf_write_to_file for the same content; a split part is re-emitted on\n"
-    "its own (use `anvil merge` for a whole set). OUT is written to a temporary file\n"
-    "next to it and renamed into place when complete; OUT may be IN (it is then\n"
-    "replaced atomically). OUT naming a folder is refused. OUT may be '-' (stdout),\n"
-    "a device or a FIFO: written into, never replaced (a socket is refused); a\n"
-    "symbolic link to a file is replaced, one to a device is written through\n"
-    "(`anvil help`, files).\n"
-    "\n"
-    "  --json      print what was written as JSON on stdout\n"
-    "  --progress  a plain progress line per tensor on stderr (for logs); on a terminal\n"
-    "              a progress line is shown anyway\n"
-    "  --quiet     no progress, no report (errors only)\n";
+const char cli_help_reemit[] = "usage: anvil reemit IN OUT [--json] [--progress] [--quiet]\n"
+                               "\n"
+                               "Read IN (GGUF v2/v3 or safetensors, recognised by content) and write it back\n"
+                               "through anvil's writer to OUT. GGUF is written as version 3, byte-identical to\n"
+                               "ggml's gguf_write_to_file for the same content; a split part is re-emitted on\n"
+                               "its own (use `anvil merge` for a whole set). OUT is written to a temporary file\n"
+                               "next to it and renamed into place when complete; OUT may be IN (it is then\n"
+                               "replaced atomically). OUT naming a folder is refused. OUT may be '-' (stdout),\n"
+                               "a device or a FIFO: written into, never replaced (a socket is refused); a\n"
+                               "symbolic link to a file is replaced, one to a device is written through\n"
+                               "(`anvil help`, files).\n"
+                               "\n"
+                               "  --json      print what was written as JSON on stdout\n"
+                               "  --progress  a plain progress line per tensor on stderr (for logs); on a terminal\n"
+                               "              a progress line is shown anyway\n"
+                               "  --quiet     no progress, no report (errors only)\n";
 
 int cmd_reemit(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {

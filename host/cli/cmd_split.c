@@ -115,8 +115,9 @@ static int split_op(const anvil_ctx *ctx, void *arg, anvil_error *err) {
 
 static int parse_limit(const char *opt, const char *v, int is_size, unsigned long long *out) {
     if (is_size ? cli_parse_size(v, out) != 0 || *out == 0 : cli_parse_count(v, 1, INT32_MAX, out) != 0) {
-        return cli_usage_error("split", is_size ? "%s '%s' is not a positive size (e.g. 2G, 500M, 4GiB)"
-                                                : "%s '%s' is not a positive count",
+        return cli_usage_error("split",
+                               is_size ? "%s '%s' is not a positive size (e.g. 2G, 500M, 4GiB)"
+                                       : "%s '%s' is not a positive count",
                                opt, v);
     }
     return 0;

@@ -109,8 +109,8 @@ typedef struct tc_args {
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
     int dry_run, json, quiet, vs_ggml, progress;
-    const char *ptqtp;       /* --ptqtp K (2, 3, 2s, 3s), or NULL */
-    const char *compare;     /* --compare's type list, or NULL */
+    const char *ptqtp;   /* --ptqtp K (2, 3, 2s, 3s), or NULL */
+    const char *compare; /* --compare's type list, or NULL */
 } tc_args;
 
 /* --ptqtp K: the matrix type is ptqtpK, which the codec-ptqtp plugin defines. */
@@ -124,8 +124,9 @@ static int resolve_ptqtp(anvil_ctx *ctx, tc_args *a) {
     snprintf(name, sizeof name, "ptqtp%s", a->ptqtp);
     anvil_error err;
     if (anvil_type_from_name(ctx, name, &a->opts.dtype, &err) != ANVIL_OK) {
-        return cli_fail("transcode", "--ptqtp %s: no loaded codec defines '%s'; load the codec-ptqtp plugin "
-                                     "([plugins] load in %s)",
+        return cli_fail("transcode",
+                        "--ptqtp %s: no loaded codec defines '%s'; load the codec-ptqtp plugin "
+                        "([plugins] load in %s)",
                         a->ptqtp, name, anvil_ctx_config_path(ctx) ? anvil_ctx_config_path(ctx) : "the config");
     }
     return 0;
@@ -146,8 +147,10 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
             if (parse_type(ctx, o, v, &a->opts.dtype)) return 2;
         } else if (strcmp(o, "--ptqtp") == 0 && v) {
             if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0 && strcmp(v, "2s") != 0 && strcmp(v, "3s") != 0) {
-                return cli_usage_error("transcode", "--ptqtp '%s': K is 2 or 3 (trit planes per weight), or 2s "
-                                                    "or 3s (the sub-scaled PTQTP-S formats)", v);
+                return cli_usage_error("transcode",
+                                       "--ptqtp '%s': K is 2 or 3 (trit planes per weight), or 2s "
+                                       "or 3s (the sub-scaled PTQTP-S formats)",
+                                       v);
             }
             a->ptqtp = v;
         } else if (strcmp(o, "--compare-with") == 0 && v) {
@@ -173,7 +176,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         } else if (strcmp(o, "--split-max-size") == 0 && v) {
             unsigned long long s = 0;
             if (cli_parse_size(v, &s) != 0 || s == 0) {
-                return cli_usage_error("transcode", "--split-max-size '%s' is not a positive size (e.g. 2G, 500M)", v);
+                return cli_usage_error("transcode", "--split-max-size '%s' is not a positive size (e.g. 2G, 500M)",
+                                       v);
             }
             a->opts.split_max_bytes = s;
         } else if (strcmp(o, "--split-max-tensors") == 0 && v) {
@@ -226,7 +230,7 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
         p->output_type == ANVIL_TRANSCODE_NO_TYPE && p->token_embd_type == ANVIL_TRANSCODE_NO_TYPE &&
         p->n_rules == 0) {
         return cli_usage_error("transcode", "no target type: give --dtype or --ptqtp (or --experts-dtype, "
-                        "--tensor-type, --output-tensor-type, --token-embedding-type)");
+                                            "--tensor-type, --output-tensor-type, --token-embedding-type)");
     }
     return 0;
 }
@@ -265,9 +269,7 @@ static void fmt_snr(char *buf, size_t size, double snr) {
     }
 }
 
-static int encoded(const anvil_transcode_tensor *it) {
-    return it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten;
-}
+static int encoded(const anvil_transcode_tensor *it) { return it->why == ANVIL_TRANSCODE_CONVERT || it->rewritten; }
 
 static void print_plan(FILE *f, const anvil_transcode *t, const anvil_ctx *ctx) {
     fprintf(f, "  %-34s %-16s %-7s    %-7s %11s    %11s  %s\n", "tensor", "shape", "from", "to", "bytes", "after",
@@ -284,15 +286,15 @@ static void print_plan(FILE *f, const anvil_transcode *t, const anvil_ctx *ctx) 
                          ti.block_elems);
             }
         } else if (it->fallback_from != ANVIL_TRANSCODE_NO_TYPE) {
-            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")", anvil_type_name(ctx, it->fallback_from),
-                     it->row_len);
+            snprintf(extra, sizeof extra, " (fallback from %s: rows of %" PRIu64 ")",
+                     anvil_type_name(ctx, it->fallback_from), it->row_len);
         } else if (it->why == ANVIL_TRANSCODE_KEEP_QUANTIZED) {
             snprintf(extra, sizeof extra, " (%s asked for %s)", it->rule, anvil_type_name(ctx, it->want_type));
         }
         fprintf(f, "  %-34s %-16s %-7s -> %-7s %11s -> %11s  %s%s%s\n", it->name, shape_str(it->src, sh, sizeof sh),
                 anvil_type_name(ctx, it->src_type), encoded(it) ? anvil_type_name(ctx, it->dst_type) : "(kept)",
-                human(it->src_bytes, b0, sizeof b0), human(it->dst_bytes, b1, sizeof b1), note ? note : "",
-                extra, it->rewritten ? " [rewritten]" : "");
+                human(it->src_bytes, b0, sizeof b0), human(it->dst_bytes, b1, sizeof b1), note ? note : "", extra,
+                it->rewritten ? " [rewritten]" : "");
     }
 }
 
@@ -350,8 +352,8 @@ static void print_quality(FILE *f, const anvil_transcode *t, const anvil_ctx *ct
             anvil_transcode_quality_at(t, i, &q);
             char snr[32];
             fmt_snr(snr, sizeof snr, q.snr_db);
-            fprintf(f, "  %-8s %8zu %14" PRIu64 " %12.4g %12.4g %9s\n", anvil_type_name(ctx, q.type), q.n_tensors, q.n_elements,
-                    q.rmse, q.max_abs, snr);
+            fprintf(f, "  %-8s %8zu %14" PRIu64 " %12.4g %12.4g %9s\n", anvil_type_name(ctx, q.type), q.n_tensors,
+                    q.n_elements, q.rmse, q.max_abs, snr);
         }
     }
 }
@@ -372,11 +374,11 @@ void cli_transcode_report(FILE *f, const anvil_transcode *t, const cli_report *r
     for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
         fprintf(f, "warning: %s\n", cli_esc(anvil_transcode_warning_at(t, i)));
     }
-    fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", r->input, s.n_tensors, human(s.src_tensor_bytes, a, sizeof a));
+    fprintf(f, "input   %s: %zu tensors, %s of tensor data\n", r->input, s.n_tensors,
+            human(s.src_tensor_bytes, a, sizeof a));
     fprintf(f, "output  %s%s: %s of tensor data, %s on disk in %u file%s; %zu tensors encoded\n",
-            anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "",
-            human(s.dst_tensor_bytes, b, sizeof b), human(s.out_file_bytes, c, sizeof c), s.n_parts,
-            s.n_parts == 1 ? "" : "s", s.n_converted);
+            anvil_transcode_part_path(t, 0), s.n_parts > 1 ? " ..." : "", human(s.dst_tensor_bytes, b, sizeof b),
+            human(s.out_file_bytes, c, sizeof c), s.n_parts, s.n_parts == 1 ? "" : "s", s.n_converted);
     if (s.file_type != UINT32_MAX) {
         fprintf(f, "        general.file_type = %u (dominant type %s), general.quantization_version = 2\n",
                 s.file_type, anvil_type_name(ctx, s.dominant_type));
@@ -551,8 +553,8 @@ void cli_transcode_json(FILE *f, const anvil_transcode *t, const cli_report *r) 
         fprintf(f, ",\"vs_ggml\":{\"ran\":%s,\"note\":", r->cmp->ran ? "true" : "false");
         cli_json_string(f, r->cmp->note);
         if (r->cmp->ran) {
-            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":", r->cmp->tensors,
-                    r->cmp->mismatched, r->cmp->src_bytes);
+            fprintf(f, ",\"n_tensors\":%zu,\"mismatched\":%zu,\"src_bytes\":%" PRIu64 ",\"ggml_mb_per_s\":",
+                    r->cmp->tensors, r->cmp->mismatched, r->cmp->src_bytes);
             json_num(f, r->cmp->ggml_mb_per_s);
             fprintf(f, ",\"anvil_mb_per_s\":");
             json_num(f, r->cmp->anvil_mb_per_s);
@@ -602,7 +604,8 @@ static int vs_ggml(anvil_ctx *ctx, const anvil_transcode *t, cli_vs_ggml *res) {
         if (ok) {
             if (oracle.quantize_init) oracle.quantize_init((int)it->dst_type);
             double t0 = now_sec();
-            const size_t got = oracle.quantize_chunk((int)it->dst_type, x, b, 0, (int64_t)rows, (int64_t)it->row_len, NULL);
+            const size_t got =
+                oracle.quantize_chunk((int)it->dst_type, x, b, 0, (int64_t)rows, (int64_t)it->row_len, NULL);
             double t1 = now_sec();
             ok = anvil_encode(ctx, it->dst_type, x, n, a, dst_bytes, NULL) == ANVIL_OK;
             double t2 = now_sec();
@@ -640,8 +643,8 @@ static void progress_line(void *arg, const anvil_transcode_progress *p) {
     ps->shown = 1;
     const double rate = now > 0 ? p->bytes_done / 1e6 / now : 0;
     const double left = rate > 0 ? (p->bytes_total - p->bytes_done) / 1e6 / rate : 0;
-    fprintf(stderr, "\r\033[K  [%zu/%zu] %.1f%%  %.0f/%.0f MB  %.1f MB/s  ETA %.0fs  %s", p->tensor + 1,
-            p->n_tensors, p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
+    fprintf(stderr, "\r\033[K  [%zu/%zu] %.1f%%  %.0f/%.0f MB  %.1f MB/s  ETA %.0fs  %s", p->tensor + 1, p->n_tensors,
+            p->bytes_total ? 100.0 * p->bytes_done / p->bytes_total : 100.0, p->bytes_done / 1e6,
             p->bytes_total / 1e6, rate, left, cli_esc(p->name));
     fflush(stderr);
 }
@@ -666,8 +669,9 @@ static void warn_nothing_encoded(const anvil_transcode *t, const anvil_ctx *ctx,
     fprintf(stderr, "anvil transcode: WARNING: 0 tensors encoded; the output holds the input's tensors as they "
                     "are. Why: ");
     if (rows > 0) {
-        fprintf(stderr, "%zu matrix weight%s ha%s rows that are not a multiple of %s's block (transcode keeps "
-                        "their type)",
+        fprintf(stderr,
+                "%zu matrix weight%s ha%s rows that are not a multiple of %s's block (transcode keeps "
+                "their type)",
                 rows, rows == 1 ? "" : "s", rows == 1 ? "s" : "ve", anvil_type_name(ctx, want));
     } else if (same > 0) {
         fprintf(stderr, "%zu matrix weight%s already in the target type", same, same == 1 ? " is" : "s are");
@@ -676,8 +680,9 @@ static void warn_nothing_encoded(const anvil_transcode *t, const anvil_ctx *ctx,
     } else {
         fprintf(stderr, "the model has no matrix weights transcode may change (%zu tensors kept by policy)", policy);
     }
-    fprintf(stderr, ".\nllama-quantize's policy falls back to a type that fits such rows: try `anvil quantize "
-                    "%s OUT.gguf Q4_K_M` (or another preset).\n",
+    fprintf(stderr,
+            ".\nllama-quantize's policy falls back to a type that fits such rows: try `anvil quantize "
+            "%s OUT.gguf Q4_K_M` (or another preset).\n",
             cli_esc(from));
 }
 
@@ -697,8 +702,9 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     }
     const int from_dir = cli_is_dir(a.from);
     if (from_dir && a.vs_ggml) {
-        rc = cli_usage_error("transcode", "--vs-ggml reads the source file's bytes; with a Hugging Face folder "
-                                          "(%s) there is none: convert it first (anvil convert), or drop --vs-ggml",
+        rc = cli_usage_error("transcode",
+                             "--vs-ggml reads the source file's bytes; with a Hugging Face folder "
+                             "(%s) there is none: convert it first (anvil convert), or drop --vs-ggml",
                              a.from);
     }
     int same = 0;
@@ -750,7 +756,8 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
     } else if (!a.quiet) {
         cli_transcode_report(stdout, t, &rep);
     }
-    if (same && !a.json && !a.quiet && !a.dry_run) printf("note: %s was replaced (atomically) by the output\n", a.out);
+    if (same && !a.json && !a.quiet && !a.dry_run)
+        printf("note: %s was replaced (atomically) by the output\n", a.out);
     cli_compare_free(&cq);
     warn_nothing_encoded(t, ctx, a.from);
     anvil_transcode_free(t);

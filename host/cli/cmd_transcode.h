@@ -12,7 +12,7 @@
 /* ggml's reference encoders against anvil's on the same rows, one thread each. */
 typedef struct cli_vs_ggml {
     int ran;
-    size_t tensors, mismatched;    /* tensors timed; of which bytes differed */
+    size_t tensors, mismatched; /* tensors timed; of which bytes differed */
     uint64_t elements, src_bytes;
     double ggml_mb_per_s, anvil_mb_per_s; /* source bytes of the timed rows per second */
     char note[2200];

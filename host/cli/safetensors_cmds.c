@@ -17,8 +17,7 @@ static int shape_text(char *buf, size_t cap, const anvil_st_tensor *t) {
     size_t o = 0;
     o += (size_t)snprintf(buf + o, cap - o, "[");
     for (size_t d = 0; d < t->rank && o < cap; d++) {
-        o += (size_t)snprintf(buf + o, cap - o, "%s%llu", d ? ", " : "",
-                              (unsigned long long)t->shape[d]);
+        o += (size_t)snprintf(buf + o, cap - o, "%s%llu", d ? ", " : "", (unsigned long long)t->shape[d]);
     }
     if (o < cap) {
         o += (size_t)snprintf(buf + o, cap - o, "]");
@@ -29,8 +28,8 @@ static int shape_text(char *buf, size_t cap, const anvil_st_tensor *t) {
 /* Where tensor data starts in the file: after the 8-byte length and the header. */
 static unsigned long long data_start(const anvil_st *st) { return 8ull + anvil_st_header_size(st); }
 
-static void print_text(const char *path, const anvil_st *st, unsigned long long file_size,
-                       const inspect_totals *tot, const cli_inspect_opts *o) {
+static void print_text(const char *path, const anvil_st *st, unsigned long long file_size, const inspect_totals *tot,
+                       const cli_inspect_opts *o) {
     const int md = o->markdown;
     const size_t n_meta = anvil_st_has_metadata(st) ? anvil_st_metadata_count(st) : 0;
     if (md) {
@@ -79,19 +78,19 @@ static void print_text(const char *path, const anvil_st *st, unsigned long long 
         if (md) {
             printf("| %zu | ", i);
             inspect_md_cell(stdout, t->name, strlen(t->name));
-            printf(" | %s | %s | %llu | %llu |\n", anvil_st_dtype_name(t->dtype), shape,
-                   (unsigned long long)t->size, data_start(st) + (unsigned long long)t->begin);
-        } else {
-            printf("  %-5zu %-40s %-8s %-24s %14llu %14llu\n", i, cli_text_esc(name, sizeof name, t->name, strlen(t->name)),
-                   anvil_st_dtype_name(t->dtype), shape, (unsigned long long)t->size,
+            printf(" | %s | %s | %llu | %llu |\n", anvil_st_dtype_name(t->dtype), shape, (unsigned long long)t->size,
                    data_start(st) + (unsigned long long)t->begin);
+        } else {
+            printf("  %-5zu %-40s %-8s %-24s %14llu %14llu\n", i,
+                   cli_text_esc(name, sizeof name, t->name, strlen(t->name)), anvil_st_dtype_name(t->dtype), shape,
+                   (unsigned long long)t->size, data_start(st) + (unsigned long long)t->begin);
         }
     }
     inspect_text_totals(stdout, tot, md);
 }
 
-static void print_json(const char *path, const anvil_st *st, unsigned long long file_size,
-                       const inspect_totals *tot, const cli_inspect_opts *o) {
+static void print_json(const char *path, const anvil_st *st, unsigned long long file_size, const inspect_totals *tot,
+                       const cli_inspect_opts *o) {
     cli_json_begin(stdout, "inspect");
     printf(",\"input\":");
     cli_json_string(stdout, path);
@@ -120,10 +119,11 @@ static void print_json(const char *path, const anvil_st *st, unsigned long long 
             for (size_t d = 0; d < t->rank; d++) {
                 printf("%s%llu", d ? "," : "", (unsigned long long)t->shape[d]);
             }
-            printf("],\"elements\":%llu,\"bytes\":%llu,\"offset\":%llu,\"problem\":null,\"data_offsets\":[%llu,%llu]}",
-                   (unsigned long long)t->n_elements, (unsigned long long)t->size,
-                   data_start(st) + (unsigned long long)t->begin, (unsigned long long)t->begin,
-                   (unsigned long long)t->end);
+            printf(
+                "],\"elements\":%llu,\"bytes\":%llu,\"offset\":%llu,\"problem\":null,\"data_offsets\":[%llu,%llu]}",
+                (unsigned long long)t->n_elements, (unsigned long long)t->size,
+                data_start(st) + (unsigned long long)t->begin, (unsigned long long)t->begin,
+                (unsigned long long)t->end);
         }
         printf("]");
     }

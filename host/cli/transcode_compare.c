@@ -22,7 +22,8 @@ int cli_compare_parse(const anvil_ctx *ctx, const char *list, cli_compare *c) {
         anvil_error err;
         uint32_t id;
         anvil_type_info info;
-        if (anvil_type_from_name(ctx, tok, &id, &err) != ANVIL_OK || anvil_type_lookup(ctx, id, &info, &err) != ANVIL_OK) {
+        if (anvil_type_from_name(ctx, tok, &id, &err) != ANVIL_OK ||
+            anvil_type_lookup(ctx, id, &info, &err) != ANVIL_OK) {
             return cli_usage_error("transcode", "--compare '%s': %s", tok, err.message);
         }
         c->types[c->n_types] = id;

@@ -25,10 +25,10 @@ typedef struct cli_compare {
     uint32_t types[CLI_COMPARE_MAX_TYPES];
     const char *names[CLI_COMPARE_MAX_TYPES];
     double bpw[CLI_COMPARE_MAX_TYPES];
-    size_t n_tensors;   /* anvil_transcode_count() of the run */
-    double *sse;        /* [tensor * n_types + j]; NAN: not compared (see note) */
-    double *signal;     /* [tensor * n_types + j] */
-    const char **note;  /* [tensor * n_types + j]: why not compared, or NULL */
+    size_t n_tensors;  /* anvil_transcode_count() of the run */
+    double *sse;       /* [tensor * n_types + j]; NAN: not compared (see note) */
+    double *signal;    /* [tensor * n_types + j] */
+    const char **note; /* [tensor * n_types + j]: why not compared, or NULL */
     double seconds;
 } cli_compare;
 

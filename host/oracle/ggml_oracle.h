@@ -18,17 +18,17 @@
 /* ggml's signatures. */
 typedef void (*ggml_to_float_fn)(const void *x, float *y, int64_t k);
 typedef void (*ggml_from_float_fn)(const float *x, void *y, int64_t k);
-typedef void (*ggml_vec_dot_fn)(int n, float *s, size_t bs, const void *x, size_t bx,
-                                const void *y, size_t by, int nrc);
-typedef size_t (*ggml_quantize_chunk_fn)(int type, const float *src, void *dst, int64_t start,
-                                         int64_t nrows, int64_t n_per_row, const float *imatrix);
+typedef void (*ggml_vec_dot_fn)(int n, float *s, size_t bs, const void *x, size_t bx, const void *y, size_t by,
+                                int nrc);
+typedef size_t (*ggml_quantize_chunk_fn)(int type, const float *src, void *dst, int64_t start, int64_t nrows,
+                                         int64_t n_per_row, const float *imatrix);
 
 typedef struct ggml_oracle {
-    void *base;              /* libggml-base.so handle */
-    void *cpu;               /* best libggml-cpu-*.so handle (may be NULL) */
-    void *portable;          /* libggml-cpu-x64.so: plain C, no FMA (may be NULL) */
+    void *base;     /* libggml-base.so handle */
+    void *cpu;      /* best libggml-cpu-*.so handle (may be NULL) */
+    void *portable; /* libggml-cpu-x64.so: plain C, no FMA (may be NULL) */
     char dir[1024];
-    char cpu_variant[64];    /* e.g. "haswell", "icelake" */
+    char cpu_variant[64]; /* e.g. "haswell", "icelake" */
     ggml_quantize_chunk_fn quantize_chunk;
     void (*quantize_init)(int type);
     bool (*quantize_requires_imatrix)(int type); /* C bool in ggml */

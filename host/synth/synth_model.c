@@ -51,8 +51,8 @@ static uint64_t splitmix(uint64_t *s) {
  * bounded stand-in for a normal draw; one in 1024 draws is an outlier. */
 static float draw(uint64_t *s) {
     const uint64_t r = splitmix(s);
-    const double u = (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) +
-                     (double)(r >> 48);
+    const double u =
+        (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) + (double)(r >> 48);
     double v = (u / 65536.0 - 2.0) * 1.7320508075688772;
     if ((r & 0x3ff0) == 0) v *= 8.0;
     return (float)v;
@@ -79,13 +79,12 @@ static void fill_row(float *x, uint64_t n, uint64_t seed, size_t tensor, uint64_
 
 static int tensor_list(const synth_model *m, synth_tensor **out, size_t *count, anvil_error *err) {
     if (m->n_vocab < 259 || m->n_embd == 0 || m->n_ff == 0 || m->n_layer == 0 || m->n_head == 0 ||
-        m->n_head_kv == 0 || m->n_embd % m->n_head != 0 || m->n_head % m->n_head_kv != 0 ||
-        m->n_layer > 100000 || m->n_expert > 256 || (m->n_expert > 0 && (m->n_expert_used == 0 ||
-        m->n_expert_used > m->n_expert))) {
+        m->n_head_kv == 0 || m->n_embd % m->n_head != 0 || m->n_head % m->n_head_kv != 0 || m->n_layer > 100000 ||
+        m->n_expert > 256 || (m->n_expert > 0 && (m->n_expert_used == 0 || m->n_expert_used > m->n_expert))) {
         return fail(err, ANVIL_E_INVALID_ARG,
-                   "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
-                   "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
-                   "with experts 1 <= n_expert_used <= n_expert <= 256");
+                    "synthetic model: need n_vocab >= 259 (the byte tokens), n_embd a "
+                    "multiple of n_head, n_head a multiple of n_head_kv, every size > 0, and "
+                    "with experts 1 <= n_expert_used <= n_expert <= 256");
     }
     if (m->type != ANVIL_TYPE_F32 && m->type != ANVIL_TYPE_F16 && m->type != ANVIL_TYPE_BF16) {
         return fail(err, ANVIL_E_INVALID_ARG, "synthetic model: the type must be f32, f16 or bf16");
@@ -96,16 +95,16 @@ static int tensor_list(const synth_model *m, synth_tensor **out, size_t *count, 
     const uint64_t e = m->n_embd, kv = (uint64_t)m->n_embd / m->n_head * m->n_head_kv, f = m->n_ff;
     const uint64_t x = m->n_expert;
     size_t k = 0;
-#define ADD(nm_fmt, layer, ty, nd, a, b, c, norm)                                 \
-    do {                                                                         \
-        snprintf(t[k].name, sizeof t[k].name, nm_fmt, layer);                    \
-        t[k].type = (ty);                                                        \
-        t[k].n_dims = (nd);                                                      \
-        t[k].ne[0] = (a);                                                        \
-        t[k].ne[1] = (b);                                                        \
-        t[k].ne[2] = (c);                                                        \
-        t[k].is_norm = (norm);                                                   \
-        k++;                                                                     \
+#define ADD(nm_fmt, layer, ty, nd, a, b, c, norm)             \
+    do {                                                      \
+        snprintf(t[k].name, sizeof t[k].name, nm_fmt, layer); \
+        t[k].type = (ty);                                     \
+        t[k].n_dims = (nd);                                   \
+        t[k].ne[0] = (a);                                     \
+        t[k].ne[1] = (b);                                     \
+        t[k].ne[2] = (c);                                     \
+        t[k].is_norm = (norm);                                \
+        k++;                                                  \
     } while (0)
     ADD("token_embd.weight%.0u", 0u, m->type, 2, e, (uint64_t)m->n_vocab, 1, 0);
     for (uint32_t l = 0; l < m->n_layer; ++l) {
@@ -137,10 +136,12 @@ static int tensor_list(const synth_model *m, synth_tensor **out, size_t *count, 
 /* The tokenizer.* keys of another file, raw. */
 static int copy_vocab(anvil_gguf_writer *w, const anvil_gguf *from, uint32_t n_vocab, anvil_error *err) {
     anvil_gguf_array tokens;
-    if (anvil_gguf_get_array(from, "tokenizer.ggml.tokens", &tokens, err) != ANVIL_OK) return err ? err->code : ANVIL_E_NOT_FOUND;
+    if (anvil_gguf_get_array(from, "tokenizer.ggml.tokens", &tokens, err) != ANVIL_OK)
+        return err ? err->code : ANVIL_E_NOT_FOUND;
     if (tokens.count != n_vocab) {
-        return fail(err, ANVIL_E_INVALID_ARG, "synthetic model: the tokenizer has %" PRIu64
-                   " tokens, the model n_vocab %u", tokens.count, n_vocab);
+        return fail(err, ANVIL_E_INVALID_ARG,
+                    "synthetic model: the tokenizer has %" PRIu64 " tokens, the model n_vocab %u", tokens.count,
+                    n_vocab);
     }
     for (size_t i = 0; i < anvil_gguf_kv_count(from); ++i) {
         const anvil_gguf_kv *kv = anvil_gguf_kv_at(from, i);
@@ -175,7 +176,7 @@ static int set_vocab(anvil_gguf_writer *w, uint32_t n_vocab, anvil_error *err) {
             types[i] = 6; /* byte */
         } else {
             snprintf(s, per, "\xe2\x96\x81t%u", i); /* SentencePiece's word-start mark */
-            types[i] = 1; /* normal */
+            types[i] = 1;                           /* normal */
         }
         items[i] = s;
         scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
@@ -223,7 +224,8 @@ static int set_metadata(anvil_gguf_writer *w, const synth_model *m, anvil_error 
     if (rc == ANVIL_OK && m->n_expert > 0) {
         rc = anvil_gguf_writer_set_u32(w, "llama.expert_used_count", m->n_expert_used, err);
     }
-    if (rc == ANVIL_OK) rc = m->tokenizer_from ? copy_vocab(w, m->tokenizer_from, m->n_vocab, err) : set_vocab(w, m->n_vocab, err);
+    if (rc == ANVIL_OK)
+        rc = m->tokenizer_from ? copy_vocab(w, m->tokenizer_from, m->n_vocab, err) : set_vocab(w, m->n_vocab, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.quantization_version", 2, err);
     return rc;
 }
@@ -262,8 +264,7 @@ int synth_model_size(const synth_model *m, uint64_t *bytes, anvil_error *err) {
     return rc;
 }
 
-int synth_model_write(const char *path, const synth_model *m, const anvil_ctx *ctx,
-                                      anvil_error *err) {
+int synth_model_write(const char *path, const synth_model *m, const anvil_ctx *ctx, anvil_error *err) {
     if (path == NULL || m == NULL) return fail(err, ANVIL_E_INVALID_ARG, "NULL argument");
     anvil_gguf_writer *w = NULL;
     synth_tensor *t = NULL;
@@ -296,7 +297,8 @@ int synth_model_write(const char *path, const synth_model *m, const anvil_ctx *c
                 if (st->type == ANVIL_TYPE_F32) {
                     memcpy(d + 4 * c, &row[c], 4);
                 } else {
-                    const uint16_t h = st->type == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(row[c]) : anvil_fp32_to_bf16(row[c]);
+                    const uint16_t h = st->type == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(row[c])
+                                                                  : anvil_fp32_to_bf16(row[c]);
                     memcpy(d + 2 * c, &h, 2);
                 }
             }

@@ -26,8 +26,8 @@ void synth_llm_row(float *x, size_t n, uint64_t seed, size_t row) {
     const float scale = 0.02f * (0.5f + uniform(&r));
     for (size_t i = 0; i < n; ++i) {
         float v = synth_normal(&r);
-        if (uniform(&r) < 0.01f) v *= 6.0f;               /* heavy tail */
-        if ((i * 2654435761u) % 251 == 7) v *= 8.0f;      /* hot columns */
+        if (uniform(&r) < 0.01f) v *= 6.0f;          /* heavy tail */
+        if ((i * 2654435761u) % 251 == 7) v *= 8.0f; /* hot columns */
         x[i] = v * scale;
     }
 }

@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 /* splitmix64-driven generator; the same seed gives the same tensor. */
-typedef struct synth_rng { uint64_t s; } synth_rng;
+typedef struct synth_rng {
+    uint64_t s;
+} synth_rng;
 void synth_seed(synth_rng *r, uint64_t seed);
 uint64_t synth_u64(synth_rng *r);
 float synth_normal(synth_rng *r);

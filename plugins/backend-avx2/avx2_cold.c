@@ -26,7 +26,8 @@
 #define MXFP4_BYTES 17
 
 AVX2_INLINE __m256i iq4nl_table(void) {
-    return _mm256_broadcastsi128_si256(_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
+    return _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113));
 }
 
 /* ggml's doubled E2M1 values: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives
@@ -44,7 +45,7 @@ AVX2_INLINE float e8m0_half(uint8_t e) {
 }
 
 AVX2_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                             simd_pf *pf) {
     const __m256i table = iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += IQ4_NL_BYTES, a += Q8_0_BYTES) {
@@ -61,7 +62,7 @@ AVX2_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 }
 
 AVX2_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                            simd_pf *pf) {
     const __m256i table = mxfp4_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += MXFP4_BYTES, a += Q8_0_BYTES) {
@@ -89,7 +90,7 @@ AVX2_INLINE __m256i iq4_xs_scales(const uint8_t *blk) {
 }
 
 AVX2_INLINE void iq4_xs_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                             simd_pf *pf) {
     const __m256i table = iq4nl_table();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += IQ4_XS_BYTES, a += Q8K_BYTES) {

@@ -65,7 +65,9 @@ AVX2_INLINE __m256i avx2_opaque(__m256i v) {
 }
 /* 16 bytes at p in both 128-bit halves: a plain load on Zen 3 (no
  * shuffle uop), unlike a broadcast from a register. */
-AVX2_INLINE __m256i avx2_load_lane(const void *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)); }
+AVX2_INLINE __m256i avx2_load_lane(const void *p) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+}
 AVX2_INLINE __m128i avx2_load128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
 /* One step of a transposing reduction: for a and b with the same layout,
@@ -74,8 +76,8 @@ AVX2_INLINE __m128i avx2_load128(const void *p) { return _mm_loadu_si128((const 
  * same at 64-bit granularity. Two blends (any vector pipe), one in-lane
  * shuffle and an add: a horizontal add takes twice a shuffle's slot on
  * Zen 3, and these reductions run once per block. */
-#define AVX2_FOLD(a, b, mask, shuf)                                                                     \
-    _mm256_add_epi32(_mm256_blend_epi32((a), (b), (mask)),                                              \
+#define AVX2_FOLD(a, b, mask, shuf)                        \
+    _mm256_add_epi32(_mm256_blend_epi32((a), (b), (mask)), \
                      _mm256_shuffle_epi32(_mm256_blend_epi32((b), (a), (mask)), (shuf)))
 
 /* Lane r = sum of the eight int32 lanes of m[r], for r < R. Integer adds
@@ -159,18 +161,23 @@ AVX2_INLINE __m256i avx2_nibbles(const uint8_t *p) {
 /* 32 bits -> 32 bytes: byte j is 0x10 when bit j is set, else 0 (the fifth
  * bit of a Q5_0 / Q5_1 code). */
 AVX2_INLINE __m256i avx2_bit4_from_bits(uint32_t bits) {
-    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
-                                               _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-                                                                 0x0101010101010101, 0x0000000000000000));
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                                            0x0101010101010101, 0x0000000000000000));
     const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
 /* Kernel table entry with every optional part this backend provides. */
-#define AVX2_KERNEL(ident, wtype, atype, var, dot, gv, gm, dec)                       \
-    static const anvil_kernel ident = {                                              \
-        .struct_size = sizeof(anvil_kernel), .weight_type = (wtype), .act_type = (atype), \
-        .variant = (var), .vec_dot = (dot), .gemv = (gv), .gemm = (gm), .decode_row = (dec) }
+#define AVX2_KERNEL(ident, wtype, atype, var, dot, gv, gm, dec)              \
+    static const anvil_kernel ident = { .struct_size = sizeof(anvil_kernel), \
+                                        .weight_type = (wtype),              \
+                                        .act_type = (atype),                 \
+                                        .variant = (var),                    \
+                                        .vec_dot = (dot),                    \
+                                        .gemv = (gv),                        \
+                                        .gemm = (gm),                        \
+                                        .decode_row = (dec) }
 
 #endif

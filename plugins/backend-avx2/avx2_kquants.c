@@ -34,7 +34,8 @@ AVX2_INLINE __m256i word_mask(int lo_word, int hi_word) {
 /* For 16 int16 group scales s16 = [s0..s7 | s8..s15] (16-element groups),
  * the multiplier of 32-element chunk c: [s_2c x 8 | s_2c+1 x 8]. */
 AVX2_INLINE __m256i chunk_scales16(__m256i s16, const int c) {
-    const __m256i base = c < 4 ? _mm256_permute2x128_si256(s16, s16, 0x00) : _mm256_permute2x128_si256(s16, s16, 0x11);
+    const __m256i base = c < 4 ? _mm256_permute2x128_si256(s16, s16, 0x00)
+                               : _mm256_permute2x128_si256(s16, s16, 0x11);
     const int w = 2 * (c & 3);
     return _mm256_shuffle_epi8(base, word_mask(w, w + 1));
 }
@@ -51,7 +52,8 @@ AVX2_INLINE __m256i chunk_scales16(__m256i s16, const int c) {
 AVX2_INLINE __m128i k4_scale_bytes(const uint8_t *p) {
     const __m128i b = avx2_load128(p);
     const __m128i top = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
-    const __m128i low = _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, 8, 9, 10, 11));
+    const __m128i low =
+        _mm_shuffle_epi8(b, _mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, 8, 9, 10, 11));
     const __m128i six = _mm_and_si128(_mm_srlv_epi32(top, _mm_setr_epi32(0, 2, 0, 2)),
                                       _mm_setr_epi32(0x3f3f3f3f, 0x30303030, 0x3f3f3f3f, 0x30303030));
     const __m128i nib = _mm_and_si128(_mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)), _mm_set1_epi8(0x0F));
@@ -150,12 +152,12 @@ AVX2_INLINE void k4_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *
 }
 
 AVX2_INLINE void q4_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     k4_rows(nb, w, ws, a, y, R, 0, pf);
 }
 
 AVX2_INLINE void q5_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     k4_rows(nb, w, ws, a, y, R, 1, pf);
 }
 
@@ -180,7 +182,7 @@ AVX2_INLINE void q6_codes(const uint8_t *ql, const uint8_t *qh, __m256i q[4]) {
  * as the multiply-add of 32 * sc with the negated bsums (computed once
  * per block): |32 sc| <= 4096 and |bsum| <= 2032 keep it exact. */
 AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 210, a += Q8K_BYTES) {
         simd_pf_block(pf, b, 210, ws, R);
@@ -199,7 +201,8 @@ AVX2_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
                 const __m256i sl = avx2_load_lane(s16 + 8 * h);
                 for (int k = 0; k < 4; ++k) {
                     const __m256i p = _mm256_maddubs_epi16(q[k], avx2_load(a + Q8K_QS + 32 * (4 * h + k)));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sl, word_mask(2 * k, 2 * k + 1))));
+                    s = _mm256_add_epi32(s,
+                                         _mm256_madd_epi16(p, _mm256_shuffle_epi8(sl, word_mask(2 * k, 2 * k + 1))));
                 }
             }
             isum[r] = s;
@@ -225,7 +228,7 @@ AVX2_INLINE __m256i q3_scales(const uint8_t *p) {
 }
 
 AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3), b2 = _mm256_set1_epi8(4);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 110, a += Q8K_BYTES) {
@@ -243,8 +246,8 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
                 for (int k = 0; k < 4; ++k) {
                     const int c = 4 * h + k, hb = 4 * h + k - 2; /* hmask bit c -> bit 2 */
                     const __m256i hi = hb <= 0 ? _mm256_slli_epi16(hm, -hb) : _mm256_srli_epi16(hm, hb);
-                    const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3),
-                                                      _mm256_and_si256(hi, b2));
+                    const __m256i q =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3), _mm256_and_si256(hi, b2));
                     const __m256i p = _mm256_maddubs_epi16(q, avx2_load(a + Q8K_QS + 32 * c));
                     s = _mm256_add_epi32(s, _mm256_madd_epi16(p, chunk_scales16(s16, c)));
                 }
@@ -258,7 +261,7 @@ AVX2_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 }
 
 AVX2_INLINE void q2_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
@@ -332,7 +335,8 @@ AVX2_INLINE void k4_decode(const void *src, float *dst, size_t n, const int five
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             if (five) {
                 lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j), 4), b4));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j + 1), 4), b4));
+                hi =
+                    _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * j + 1), 4), b4));
             }
             const float d1 = d * (float)sm[2 * j], m1 = dmin * (float)sm[8 + 2 * j];
             const float d2 = d * (float)sm[2 * j + 1], m2 = dmin * (float)sm[8 + 2 * j + 1];
@@ -381,8 +385,8 @@ static void q3_K_decode(const void *src, float *dst, size_t n) {
             for (int k = 0; k < 4; ++k, dst += 32) {
                 const int c = 4 * h + k;
                 const __m256i hi = _mm256_slli_epi16(_mm256_srli_epi16(hm, c), 2);
-                const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3),
-                                                  _mm256_and_si256(hi, b2));
+                const __m256i q =
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3), _mm256_and_si256(hi, b2));
                 float tmp[32];
                 k_decode32(q, 4, _mm256_set1_ps(d * (float)sc[2 * c]), 0, _mm256_setzero_ps(), tmp);
                 memcpy(dst, tmp, 16 * sizeof(float));
@@ -405,8 +409,8 @@ static void q2_K_decode(const void *src, float *dst, size_t n) {
                 const int g = 8 * h + 2 * k;
                 const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), m3);
                 float tmp[32];
-                k_decode32(q, 0, _mm256_set1_ps(d * (float)(b[g] & 0xF)), 1, _mm256_set1_ps(dmin * (float)(b[g] >> 4)),
-                           tmp);
+                k_decode32(q, 0, _mm256_set1_ps(d * (float)(b[g] & 0xF)), 1,
+                           _mm256_set1_ps(dmin * (float)(b[g] >> 4)), tmp);
                 memcpy(dst, tmp, 16 * sizeof(float));
                 k_decode32(q, 0, _mm256_set1_ps(d * (float)(b[g + 1] & 0xF)), 1,
                            _mm256_set1_ps(dmin * (float)(b[g + 1] >> 4)), tmp);
@@ -422,5 +426,5 @@ AVX2_KERNEL(kernel_q4_K, ANVIL_TYPE_Q4_K, ANVIL_TYPE_Q8_K, "avx2", q4_K_vec_dot,
 AVX2_KERNEL(kernel_q5_K, ANVIL_TYPE_Q5_K, ANVIL_TYPE_Q8_K, "avx2", q5_K_vec_dot, q5_K_gemv, q5_K_gemm, q5_K_decode);
 AVX2_KERNEL(kernel_q6_K, ANVIL_TYPE_Q6_K, ANVIL_TYPE_Q8_K, "avx2", q6_K_vec_dot, q6_K_gemv, q6_K_gemm, q6_K_decode);
 
-const anvil_kernel *const anvil_avx2_kernels_kquants[] = { &kernel_q2_K, &kernel_q3_K, &kernel_q4_K, &kernel_q5_K,
-                                                           &kernel_q6_K, NULL };
+const anvil_kernel *const anvil_avx2_kernels_kquants[] = { &kernel_q2_K, &kernel_q3_K, &kernel_q4_K,
+                                                           &kernel_q5_K, &kernel_q6_K, NULL };

@@ -124,7 +124,8 @@ AVX2_INLINE void ptqtp_decode(const void *src, float *dst, size_t n, const int K
             for (int part = 0; part < 4; ++part) {
                 __m256 y = _mm256_setzero_ps();
                 for (int k = 0; k < K; ++k) {
-                    const __m128i half = part < 2 ? _mm256_castsi256_si128(t[k][v]) : _mm256_extracti128_si256(t[k][v], 1);
+                    const __m128i half = part < 2 ? _mm256_castsi256_si128(t[k][v])
+                                                  : _mm256_extracti128_si256(t[k][v], 1);
                     const __m128i bytes = (part & 1) ? _mm_srli_si128(half, 8) : half;
                     const __m256 tk = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d[k]);
                     y = k == 0 ? tk : _mm256_add_ps(y, tk);

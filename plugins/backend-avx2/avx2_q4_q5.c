@@ -33,7 +33,7 @@ AVX2_INLINE __m256i q5_codes(const uint8_t *qs, const uint8_t *qh) {
 }
 
 AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q4_0_BYTES, a += Q8_0_BYTES) {
         simd_pf_block(pf, b, Q4_0_BYTES, ws, R);
@@ -48,7 +48,7 @@ AVX2_INLINE void q4_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t
 }
 
 AVX2_INLINE void q5_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q5_0_BYTES, a += Q8_0_BYTES) {
         simd_pf_block(pf, b, Q5_0_BYTES, ws, R);
@@ -80,7 +80,8 @@ AVX2_INLINE void q_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t 
             m[r] = avx2_dot_u8s8(q, qa);
         }
         const __m256 sumi = _mm256_cvtepi32_ps(avx2_reduce(m, R));
-        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx2_half(a))), sumi);
+        const __m256 scaled =
+            _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx2_half(a))), sumi);
         const __m256 min_term = _mm256_mul_ps(simd_x86_halves(w + 2, ws, R), _mm256_set1_ps(avx2_half(a + 2)));
         acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, min_term));
     }
@@ -88,12 +89,12 @@ AVX2_INLINE void q_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t 
 }
 
 AVX2_INLINE void q4_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     q_1_rows(nb, w, ws, a, y, R, 0, pf);
 }
 
 AVX2_INLINE void q5_1_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     q_1_rows(nb, w, ws, a, y, R, 1, pf);
 }
 

@@ -12,7 +12,7 @@
 #define Q8_0_BYTES 34
 
 AVX2_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                           simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += Q8_0_BYTES, a += Q8_0_BYTES) {
         simd_pf_block(pf, b, Q8_0_BYTES, ws, R);

@@ -66,8 +66,8 @@ AVX2_INLINE int q8_codes32(const __m256 v[4], float id, uint8_t *qs) {
      * works per 128-bit lane; the permute restores element order. */
     const __m256i p16a = _mm256_packs_epi32(q[0], q[1]);
     const __m256i p16b = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
-                                                   _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i p8 =
+        _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i *)qs, p8);
     const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     return avx2_hsum_i32(s);
@@ -169,14 +169,18 @@ static void quantize_q8_K(const float *x, void *dst, size_t n) {
     }
 }
 
-static const anvil_act_quantizer quantizer_q8_0 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_0, .variant = "avx2",
-    .quantize = quantize_q8_0 };
-static const anvil_act_quantizer quantizer_q8_1 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_1, .variant = "avx2",
-    .quantize = quantize_q8_1 };
-static const anvil_act_quantizer quantizer_q8_K = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_K, .variant = "avx2",
-    .quantize = quantize_q8_K };
+static const anvil_act_quantizer quantizer_q8_0 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_0,
+                                                    .variant = "avx2",
+                                                    .quantize = quantize_q8_0 };
+static const anvil_act_quantizer quantizer_q8_1 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_1,
+                                                    .variant = "avx2",
+                                                    .quantize = quantize_q8_1 };
+static const anvil_act_quantizer quantizer_q8_K = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_K,
+                                                    .variant = "avx2",
+                                                    .quantize = quantize_q8_K };
 
-const anvil_act_quantizer *const anvil_avx2_quantizers[] = { &quantizer_q8_0, &quantizer_q8_1, &quantizer_q8_K, NULL };
+const anvil_act_quantizer *const anvil_avx2_quantizers[] = { &quantizer_q8_0, &quantizer_q8_1, &quantizer_q8_K,
+                                                             NULL };

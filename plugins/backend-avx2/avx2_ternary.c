@@ -34,7 +34,7 @@ AVX2_INLINE __m256i q8k_total(const uint8_t *a) {
  * most 4 * 2 * 3 * 127 = 3048 and 4 * 2 * 12 * 127 = 12192) and the second
  * is divided back exactly (every word is a multiple of 4) once per block. */
 AVX2_INLINE void tq2_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                            simd_pf *pf) {
     const __m256i m3 = _mm256_set1_epi8(0x03), mc = _mm256_set1_epi8(0x0C);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ2_0_BYTES, a += Q8K_BYTES) {
@@ -103,7 +103,7 @@ AVX2_INLINE void tq1_0_trits(const uint8_t *blk, __m256i t[8]) {
 }
 
 AVX2_INLINE void tq1_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                         simd_pf *pf) {
+                            simd_pf *pf) {
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += TQ1_0_BYTES, a += Q8K_BYTES) {
         simd_pf_block(pf, b, TQ1_0_BYTES, ws, R);

@@ -55,7 +55,8 @@ static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size
 static anvil_backend backend = {
     .struct_size = sizeof(anvil_backend),
     .name = "avx2",
-    .description = "AVX2/FMA/F16C kernels: 8-row GEMV, exact integer accumulation, results equal to the scalar reference",
+    .description =
+        "AVX2/FMA/F16C kernels: 8-row GEMV, exact integer accumulation, results equal to the scalar reference",
     .score = avx2_score,
 };
 
@@ -69,8 +70,10 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
         anvil_avx2_kernels_ternary, anvil_avx2_kernels_cold,  anvil_avx2_kernels_ptqtp,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_avx2_encoders_flat, anvil_avx2_encoders_kquants,
-        anvil_avx2_encoders_iq4,  anvil_avx2_encoders_small,
+        anvil_avx2_encoders_flat,
+        anvil_avx2_encoders_kquants,
+        anvil_avx2_encoders_iq4,
+        anvil_avx2_encoders_small,
     };
     static const anvil_ref_backend_tables tables = {
         quantizer_tables, ANVIL_REF_COUNT(quantizer_tables), kernel_tables, ANVIL_REF_COUNT(kernel_tables),

@@ -49,9 +49,8 @@ AVX512_INLINE __m512i iq4nl_abs_table(void) {
 #if AVX512_VNNI
 /* kvalues_iq4nl + 128 (VNNI's offset table). */
 AVX512_INLINE __m512i iq4nl_offset_table(void) {
-    return _mm512_broadcast_i32x4(
-        _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181, (char)197,
-                      (char)217, (char)241));
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                (char)166, (char)181, (char)197, (char)217, (char)241));
 }
 #endif
 
@@ -149,8 +148,8 @@ AVX512_INLINE void iq4_nl_rows(size_t nb, const uint8_t *w, size_t ws, const uin
 
 /* ---- MXFP4: e, qs[16] ------------------------------------------------------- */
 
-AVX512_INLINE __m256 mxfp4_step(__m256 acc, __m512i table, const uint8_t *w, size_t ws, const uint8_t *a,
-                                const int R, const int two) {
+AVX512_INLINE __m256 mxfp4_step(__m256 acc, __m512i table, const uint8_t *w, size_t ws, const uint8_t *a, const int R,
+                                const int two) {
     const __m512i qa = two ? avx512_load2x256(a + 2, a + Q8_0_BYTES + 2) : avx512_zext256(avx512_load256(a + 2));
     __m512i m[8];
     AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
@@ -196,20 +195,23 @@ AVX512_INLINE void mxfp4_rows(size_t nb, const uint8_t *w, size_t ws, const uint
  * (second), where ls = scales_l nibble | two bits of scales_h << 4. */
 AVX512_INLINE void iq4_xs_scales(const uint8_t *blk, __m512i *s0, __m512i *s1) {
     const uint32_t h = anvil_rd_u16(blk + 2), l = anvil_rd_u32(blk + 4);
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                                        _mm256_set1_epi32(0x0F));
-    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(h << 4)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                                        _mm256_set1_epi32(0x30));
+    const __m256i lo =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)l), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                         _mm256_set1_epi32(0x0F));
+    const __m256i hi = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32((int)(h << 4)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(0x30));
     const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, hi), _mm256_set1_epi32(32));
     /* eight int16 sub-scales, in every 128-bit lane */
-    const __m512i w16 = _mm512_broadcast_i32x4(_mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1)));
+    const __m512i w16 =
+        _mm512_broadcast_i32x4(_mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1)));
     /* lane k: word k (first), word 4 + k (second), repeated */
     *s0 = _mm512_shuffle_epi8(w16, _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504,
-                                                     0x0504050405040504, 0x0302030203020302, 0x0302030203020302,
-                                                     0x0100010001000100, 0x0100010001000100));
+                                                    0x0504050405040504, 0x0302030203020302, 0x0302030203020302,
+                                                    0x0100010001000100, 0x0100010001000100));
     *s1 = _mm512_shuffle_epi8(w16, _mm512_set_epi64(0x0F0E0F0E0F0E0F0E, 0x0F0E0F0E0F0E0F0E, 0x0D0C0D0C0D0C0D0C,
-                                                     0x0D0C0D0C0D0C0D0C, 0x0B0A0B0A0B0A0B0A, 0x0B0A0B0A0B0A0B0A,
-                                                     0x0908090809080908, 0x0908090809080908));
+                                                    0x0D0C0D0C0D0C0D0C, 0x0B0A0B0A0B0A0B0A, 0x0B0A0B0A0B0A0B0A,
+                                                    0x0908090809080908, 0x0908090809080908));
 }
 
 AVX512_INLINE __m512i iq4_xs_part(__m512i acc, __m512i table, __m512i c, __m512i qa, __m512i sc) {

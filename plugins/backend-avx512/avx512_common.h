@@ -136,8 +136,8 @@ AVX512_INLINE __m512i avx512_dpbssd(__m512i acc, __m512i x, __m512i y) {
 /* One step of a transposing reduction (per 128-bit lane): with mask
  * 0xAAAA, shuf 0xB1, int32 lanes 2i get a's pair sums and lanes 2i+1 b's;
  * with mask 0xCCCC, shuf 0x4E the same at 64-bit granularity. */
-#define AVX512_FOLD(a, b, mask, shuf)                                                                     \
-    _mm512_add_epi32(_mm512_mask_blend_epi32((mask), (a), (b)),                                            \
+#define AVX512_FOLD(a, b, mask, shuf)                           \
+    _mm512_add_epi32(_mm512_mask_blend_epi32((mask), (a), (b)), \
                      _mm512_shuffle_epi32(_mm512_mask_blend_epi32((mask), (b), (a)), AVX512_PERM(shuf)))
 
 /* For m[0..R-1] (missing rows count as zero): 128-bit lane j of the
@@ -197,9 +197,14 @@ AVX512_INLINE __m256 avx512_load_rows(const float *y, const int R) {
 }
 
 /* Kernel table entry with every optional part this backend provides. */
-#define AVX512_KERNEL(ident, wtype, atype, dot, gv, gm, dec)                                             \
-    static const anvil_kernel ident = {                                                                  \
-        .struct_size = sizeof(anvil_kernel), .weight_type = (wtype), .act_type = (atype),                \
-        .variant = AVX512_VARIANT, .vec_dot = (dot), .gemv = (gv), .gemm = (gm), .decode_row = (dec) }
+#define AVX512_KERNEL(ident, wtype, atype, dot, gv, gm, dec)                 \
+    static const anvil_kernel ident = { .struct_size = sizeof(anvil_kernel), \
+                                        .weight_type = (wtype),              \
+                                        .act_type = (atype),                 \
+                                        .variant = AVX512_VARIANT,           \
+                                        .vec_dot = (dot),                    \
+                                        .gemv = (gv),                        \
+                                        .gemm = (gm),                        \
+                                        .decode_row = (dec) }
 
 #endif

@@ -31,7 +31,9 @@
 #endif
 
 /* Lane-wise access through memory (memcpy: any alignment, no aliasing). */
-#define EMU_LANES(T, name, v, n) T name[n]; memcpy(name, &(v), sizeof name)
+#define EMU_LANES(T, name, v, n) \
+    T name[n];                   \
+    memcpy(name, &(v), sizeof name)
 
 static inline int emu_mm512_reduce_add_epi32(__m512i v) {
     EMU_LANES(int32_t, l, v, 16);

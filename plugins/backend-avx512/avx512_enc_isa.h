@@ -51,9 +51,7 @@ EV_INLINE ev_f ev_div(ev_f a, ev_f b) { return _mm512_div_ps(a, b); }
 EV_INLINE ev_f ev_sqrt(ev_f a) { return _mm512_sqrt_ps(a); }
 EV_INLINE ev_i ev_bits(ev_f a) { return _mm512_castps_si512(a); }
 EV_INLINE ev_f ev_from_bits(ev_i a) { return _mm512_castsi512_ps(a); }
-EV_INLINE ev_f ev_abs(ev_f a) {
-    return ev_from_bits(_mm512_and_si512(ev_bits(a), _mm512_set1_epi32(0x7fffffff)));
-}
+EV_INLINE ev_f ev_abs(ev_f a) { return ev_from_bits(_mm512_and_si512(ev_bits(a), _mm512_set1_epi32(0x7fffffff))); }
 EV_INLINE ev_f ev_neg(ev_f a) {
     return ev_from_bits(_mm512_xor_si512(ev_bits(a), _mm512_set1_epi32((int)0x80000000u)));
 }

@@ -8,13 +8,13 @@
 
 #include "anvil/backend.h"
 
-#define AVX512_DECLARE_TABLES(sfx)                                              \
-    extern const anvil_act_quantizer *const anvil_avx512_quantizers_##sfx[];    \
-    extern const anvil_kernel *const anvil_avx512_kernels_q8_0_##sfx[];         \
-    extern const anvil_kernel *const anvil_avx512_kernels_q4_q5_##sfx[];        \
-    extern const anvil_kernel *const anvil_avx512_kernels_kquants_##sfx[];      \
-    extern const anvil_kernel *const anvil_avx512_kernels_ternary_##sfx[];      \
-    extern const anvil_kernel *const anvil_avx512_kernels_cold_##sfx[];         \
+#define AVX512_DECLARE_TABLES(sfx)                                           \
+    extern const anvil_act_quantizer *const anvil_avx512_quantizers_##sfx[]; \
+    extern const anvil_kernel *const anvil_avx512_kernels_q8_0_##sfx[];      \
+    extern const anvil_kernel *const anvil_avx512_kernels_q4_q5_##sfx[];     \
+    extern const anvil_kernel *const anvil_avx512_kernels_kquants_##sfx[];   \
+    extern const anvil_kernel *const anvil_avx512_kernels_ternary_##sfx[];   \
+    extern const anvil_kernel *const anvil_avx512_kernels_cold_##sfx[];      \
     extern const anvil_kernel *const anvil_avx512_kernels_ptqtp_##sfx[];
 
 AVX512_DECLARE_TABLES(base)

@@ -120,7 +120,8 @@ AVX512_INLINE __m256i kq_lane_sums(const __m512i ms[2], const int R) {
     /* per lane j: [a0+a1, b0+b1, a2+a3, b2+b3], then [a, b, a, b] */
     const __m512i t = AVX512_FOLD(ms[0], b, 0xAAAA, 0xB1);
     const __m512i u = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, AVX512_PERM(0x4E)));
-    const __m512i v = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), u);
+    const __m512i v =
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), u);
     return _mm512_castsi512_si256(v);
 }
 
@@ -169,9 +170,9 @@ AVX512_INLINE __m512i k4_scales4(const uint8_t *p, size_t ws, const int n) {
         _mm512_shuffle_epi8(b, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7)));
     const __m512i low = _mm512_shuffle_epi8(
         b, _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, 8, 9, 10, 11)));
-    const __m512i six = _mm512_and_si512(_mm512_srlv_epi32(top, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 2, 0, 2))),
-                                         _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x30303030, 0x3f3f3f3f,
-                                                                               0x30303030)));
+    const __m512i six =
+        _mm512_and_si512(_mm512_srlv_epi32(top, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 2, 0, 2))),
+                         _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x30303030, 0x3f3f3f3f, 0x30303030)));
     const __m512i nib = _mm512_and_si512(_mm512_srlv_epi32(low, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0, 0, 4))),
                                          _mm512_set1_epi8(0x0F));
     return _mm512_or_si512(six, nib);
@@ -315,7 +316,8 @@ AVX512_INLINE void q6_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 AVX512_INLINE __m256i q3_scales(const uint8_t *p) {
     const __m128i v = avx512_load128(p - 2);
     const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9));
-    const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13));
+    const __m128i t =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13));
     const __m128i lo = _mm_and_si128(_mm_srlv_epi64(a, _mm_set_epi64x(4, 0)), _mm_set1_epi8(0x0F));
     const __m128i hi =
         _mm_and_si128(_mm_slli_epi32(_mm_srlv_epi32(t, _mm_setr_epi32(0, 2, 4, 6)), 4), _mm_set1_epi8(0x30));
@@ -331,9 +333,11 @@ AVX512_INLINE void q3_codes(const uint8_t *b, __m512i X[4]) {
     const __m512i hx = kq_dup_shift(b, 4);
     const __m512i qs = avx512_load(b + 32);
     X[0] = _mm512_or_si512(_mm512_and_si512(qs, m3), _mm512_and_si512(_mm512_slli_epi16(hx, 2), b2));
-    X[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qs, 2), m3), _mm512_and_si512(_mm512_slli_epi16(hx, 1), b2));
+    X[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qs, 2), m3),
+                           _mm512_and_si512(_mm512_slli_epi16(hx, 1), b2));
     X[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qs, 4), m3), _mm512_and_si512(hx, b2));
-    X[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qs, 6), m3), _mm512_and_si512(_mm512_srli_epi16(hx, 1), b2));
+    X[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(qs, 6), m3),
+                           _mm512_and_si512(_mm512_srli_epi16(hx, 1), b2));
 }
 
 /* Block: hmask[32], qs[64], scales[12], d. Codes are q + 4: take
@@ -345,7 +349,8 @@ AVX512_INLINE void q3_K_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += 110, a += Q8K_BYTES) {
         simd_pf_block(pf, b, 110, ws, R);
-        const __m256i nbsums4 = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(avx512_load256(a + Q8K_BSUMS), 2));
+        const __m256i nbsums4 =
+            _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(avx512_load256(a + Q8K_BSUMS), 2));
         __m512i A[4];
         kq_act_planes(a, A);
         __m512i isum[8];
@@ -526,6 +531,5 @@ AVX512_KERNEL(kernel_q4_K, ANVIL_TYPE_Q4_K, ANVIL_TYPE_Q8_K, q4_K_vec_dot, q4_K_
 AVX512_KERNEL(kernel_q5_K, ANVIL_TYPE_Q5_K, ANVIL_TYPE_Q8_K, q5_K_vec_dot, q5_K_gemv, q5_K_gemm, q5_K_decode);
 AVX512_KERNEL(kernel_q6_K, ANVIL_TYPE_Q6_K, ANVIL_TYPE_Q8_K, q6_K_vec_dot, q6_K_gemv, q6_K_gemm, q6_K_decode);
 
-const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_kquants)[] = {
-    &kernel_q4_K, &kernel_q6_K, &kernel_q5_K, &kernel_q2_K, &kernel_q3_K, NULL
-};
+const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_kquants)[] = { &kernel_q4_K, &kernel_q6_K, &kernel_q5_K,
+                                                                         &kernel_q2_K, &kernel_q3_K, NULL };

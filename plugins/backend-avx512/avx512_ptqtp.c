@@ -70,9 +70,10 @@ AVX512_INLINE void plane_states(const uint8_t *p, __m512i z[4]) {
     z[0] = _mm512_mask_blend_epi64(0xF0, b, times3(b));
     z[1] = times9(z[0]);
     const __m512i q2 = times9(z[1]);
-    const __m512i f0 = _mm512_xor_si512(_mm512_mask_blend_epi32(0xF000, _mm512_broadcast_i32x4(avx512_load128(p + 32)),
-                                                                _mm512_set1_epi32((int)anvil_rd_u32(p + 48))),
-                                        bias);
+    const __m512i f0 =
+        _mm512_xor_si512(_mm512_mask_blend_epi32(0xF000, _mm512_broadcast_i32x4(avx512_load128(p + 32)),
+                                                 _mm512_set1_epi32((int)anvil_rd_u32(p + 48))),
+                         bias);
     const __m512i g = _mm512_mask_blend_epi32(0xA0F0, f0, times3(f0)); /* [p, 3p, p, (h, 3h, h, 3h)] */
     const __m512i g9 = times9(g), g81 = times9(g9);
     z[2] = _mm512_shuffle_i64x2(q2, g, _MM_SHUFFLE(1, 0, 1, 0));
@@ -98,14 +99,16 @@ AVX512_INLINE void ptqtp_decode(const void *src, float *dst, size_t n, const int
         for (int k = 0; k < K; ++k) {
             __m512i z[4];
             plane_states(b + k * PLANE, z);
-            for (int v = 0; v < 4; ++v) t[k][v] = trit_group_times(z[v], _mm512_set1_epi8(1)); /* the trits themselves */
+            for (int v = 0; v < 4; ++v)
+                t[k][v] = trit_group_times(z[v], _mm512_set1_epi8(1)); /* the trits themselves */
             d[k] = _mm512_set1_ps(avx512_half(b + ANVIL_PTQTP_SCALE_OFFSET(K, k)));
         }
         for (int v = 0; v < 4; ++v) {
             for (int j = 0; j < 4; ++j) {
                 __m512 y = _mm512_setzero_ps();
                 for (int k = 0; k < K; ++k) {
-                    const __m512 tk = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lane128(t[k][v], j))), d[k]);
+                    const __m512 tk =
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lane128(t[k][v], j))), d[k]);
                     y = k == 0 ? tk : _mm512_add_ps(y, tk);
                 }
                 _mm512_storeu_ps(dst + 64 * v + 16 * j, y);

@@ -39,7 +39,8 @@ AVX512_INLINE __m512i nibbles2(const uint8_t *p, const uint8_t *q, const int two
 /* Q5 codes of two blocks: nibbles plus 16 where the block's qh bit is set
  * (bit j of a block's qh is its element j, i.e. byte j of its half). */
 AVX512_INLINE __m512i q5_codes2(const uint8_t *w, size_t qh_off, size_t qs_off, size_t bytes, const int two) {
-    const uint64_t bits = (uint64_t)anvil_rd_u32(w + qh_off) | (two ? (uint64_t)anvil_rd_u32(w + bytes + qh_off) << 32 : 0);
+    const uint64_t bits = (uint64_t)anvil_rd_u32(w + qh_off) |
+                          (two ? (uint64_t)anvil_rd_u32(w + bytes + qh_off) << 32 : 0);
     const __m512i nib = nibbles2(w + qs_off, w + bytes + qs_off, two);
     return _mm512_mask_add_epi8(nib, (__mmask64)bits, nib, _mm512_set1_epi8(0x10));
 }
@@ -116,7 +117,8 @@ AVX512_INLINE __m256 q_1_step(__m256 acc, const uint8_t *w, size_t ws, const uin
     for (int k = 0; k < 1 + two; ++k) {
         const uint8_t *wk = w + (size_t)k * wb, *ak = a + (size_t)k * Q8_1_BYTES;
         const __m256 sumi = k ? hi_ps(s) : lo_ps(s);
-        const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(wk, ws, R), _mm256_set1_ps(avx512_half(ak))), sumi);
+        const __m256 scaled =
+            _mm256_mul_ps(_mm256_mul_ps(simd_x86_halves(wk, ws, R), _mm256_set1_ps(avx512_half(ak))), sumi);
         const __m256 min_term = _mm256_mul_ps(simd_x86_halves(wk + 2, ws, R), _mm256_set1_ps(avx512_half(ak + 2)));
         acc = _mm256_add_ps(acc, _mm256_add_ps(scaled, min_term));
     }

@@ -28,8 +28,8 @@ AVX512_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         }
         const __m512i s = avx512_reduce_halves(m, R);
         const __m256 d0 = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(avx512_half(a)));
-        const __m256 d1 = _mm256_mul_ps(simd_x86_halves(w + Q8_0_BYTES, ws, R),
-                                        _mm256_set1_ps(avx512_half(a + Q8_0_BYTES)));
+        const __m256 d1 =
+            _mm256_mul_ps(simd_x86_halves(w + Q8_0_BYTES, ws, R), _mm256_set1_ps(avx512_half(a + Q8_0_BYTES)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(s)), d0));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_extracti64x4_epi64(s, 1)), d1));
     }

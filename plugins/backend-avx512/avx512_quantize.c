@@ -110,7 +110,8 @@ static void quantize_q8_K(const float *x, void *dst, size_t n) {
         int16_t bsums[16];
         for (int k = 0; k < 16; ++k) {
             const __m512 t = _mm512_add_ps(_mm512_mul_ps(vs, _mm512_loadu_ps(x + 16 * k)), magic);
-            const __m512i v = _mm512_min_epi32(_mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), mant), bias), top);
+            const __m512i v =
+                _mm512_min_epi32(_mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), mant), bias), top);
             _mm_storeu_si128((__m128i *)(out + Q8_K_QS + 16 * k), _mm512_cvtepi32_epi8(v)); /* low bytes */
             /* the stored bytes, sign-extended, summed */
             bsums[k] = (int16_t)_mm512_reduce_add_epi32(_mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24));
@@ -121,15 +122,18 @@ static void quantize_q8_K(const float *x, void *dst, size_t n) {
     }
 }
 
-static const anvil_act_quantizer quantizer_q8_0 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_0, .variant = AVX512_VARIANT,
-    .quantize = quantize_q8_0 };
-static const anvil_act_quantizer quantizer_q8_1 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_1, .variant = AVX512_VARIANT,
-    .quantize = quantize_q8_1 };
-static const anvil_act_quantizer quantizer_q8_K = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_K, .variant = AVX512_VARIANT,
-    .quantize = quantize_q8_K };
+static const anvil_act_quantizer quantizer_q8_0 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_0,
+                                                    .variant = AVX512_VARIANT,
+                                                    .quantize = quantize_q8_0 };
+static const anvil_act_quantizer quantizer_q8_1 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_1,
+                                                    .variant = AVX512_VARIANT,
+                                                    .quantize = quantize_q8_1 };
+static const anvil_act_quantizer quantizer_q8_K = { .struct_size = sizeof(anvil_act_quantizer),
+                                                    .act_type = ANVIL_TYPE_Q8_K,
+                                                    .variant = AVX512_VARIANT,
+                                                    .quantize = quantize_q8_K };
 
 const anvil_act_quantizer *const AVX512_SYM(anvil_avx512_quantizers)[] = { &quantizer_q8_0, &quantizer_q8_1,
                                                                            &quantizer_q8_K, NULL };

@@ -52,9 +52,7 @@ static const anvil_cpu_need required[] = {
 };
 #endif
 
-static int has_vnni(const anvil_cpu_info *cpu) {
-    return cpu != NULL && (cpu->features & ANVIL_CPU_AVX512VNNI) != 0;
-}
+static int has_vnni(const anvil_cpu_info *cpu) { return cpu != NULL && (cpu->features & ANVIL_CPU_AVX512VNNI) != 0; }
 
 static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
 #if AVX512_EMULATED
@@ -97,12 +95,12 @@ static anvil_backend backend = {
 
 static const anvil_backend *const backends[] = { &backend };
 
-#define TABLES(sfx)                                                                                      \
-    {                                                                                                    \
-        anvil_avx512_quantizers_##sfx,                                                                   \
-        { anvil_avx512_kernels_q8_0_##sfx, anvil_avx512_kernels_kquants_##sfx,                           \
-          anvil_avx512_kernels_ternary_##sfx, anvil_avx512_kernels_q4_q5_##sfx,                          \
-          anvil_avx512_kernels_cold_##sfx, anvil_avx512_kernels_ptqtp_##sfx }                            \
+#define TABLES(sfx)                                                                                                  \
+    {                                                                                                                \
+        anvil_avx512_quantizers_##sfx, {                                                                             \
+            anvil_avx512_kernels_q8_0_##sfx, anvil_avx512_kernels_kquants_##sfx, anvil_avx512_kernels_ternary_##sfx, \
+                anvil_avx512_kernels_q4_q5_##sfx, anvil_avx512_kernels_cold_##sfx, anvil_avx512_kernels_ptqtp_##sfx  \
+        }                                                                                                            \
     }
 
 static const struct {
@@ -118,12 +116,14 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     const int v = has_vnni(cpu) ? 1 : 0;
     /* Weight encoders: one build for both variants. */
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_avx512_encoders_flat, anvil_avx512_encoders_kquants, anvil_avx512_encoders_iq4,
+        anvil_avx512_encoders_flat,
+        anvil_avx512_encoders_kquants,
+        anvil_avx512_encoders_iq4,
         anvil_avx512_encoders_small,
     };
     const anvil_ref_backend_tables tables = {
-        &variants[v].quantizers, 1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels),
-        encoder_tables,          ANVIL_REF_COUNT(encoder_tables),
+        &variants[v].quantizers,         1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels), encoder_tables,
+        ANVIL_REF_COUNT(encoder_tables),
     };
     return anvil_ref_backend_fill(&backend, &lists, &tables, PLUGIN_ID, err, err_size);
 }

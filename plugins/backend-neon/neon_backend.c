@@ -50,9 +50,7 @@ static uint32_t neon_score(const anvil_cpu_info *cpu, char *why, size_t why_size
     const enum neon_level level = level_of(cpu);
     const char *text;
     switch (level) {
-    case LEVEL_BASE:
-        text = "asimd without asimddp: widening-multiply kernels (variant neon)";
-        break;
+    case LEVEL_BASE: text = "asimd without asimddp: widening-multiply kernels (variant neon)"; break;
     case LEVEL_DOTPROD:
         text = "asimd + asimddp: sdot kernels (variant neon-dotprod); no i8mm, packed GEMMs use sdot";
         break;
@@ -84,18 +82,31 @@ typedef struct neon_format {
     anvil_decode_row_fn decode_row;
 } neon_format;
 
-#define FORMAT(W, A, w, a)                                                                             \
-    { ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
-      anvil_neon_decode_##w }
+#define FORMAT(W, A, w, a)                                                                                      \
+    {                                                                                                           \
+        ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
+            anvil_neon_decode_##w                                                                               \
+    }
 
 static const neon_format formats[] = {
-    FORMAT(Q4_0, Q8_0, q4_0, q8_0),     FORMAT(Q4_1, Q8_1, q4_1, q8_1),   FORMAT(Q5_0, Q8_0, q5_0, q8_0),
-    FORMAT(Q5_1, Q8_1, q5_1, q8_1),     FORMAT(Q8_0, Q8_0, q8_0, q8_0),   FORMAT(Q2_K, Q8_K, q2_K, q8_K),
-    FORMAT(Q3_K, Q8_K, q3_K, q8_K),     FORMAT(Q4_K, Q8_K, q4_K, q8_K),   FORMAT(Q5_K, Q8_K, q5_K, q8_K),
-    FORMAT(Q6_K, Q8_K, q6_K, q8_K),     FORMAT(TQ1_0, Q8_K, tq1_0, q8_K), FORMAT(TQ2_0, Q8_K, tq2_0, q8_K),
-    FORMAT(IQ4_NL, Q8_0, iq4_nl, q8_0), FORMAT(IQ4_XS, Q8_K, iq4_xs, q8_K), FORMAT(MXFP4, Q8_0, mxfp4, q8_0),
+    FORMAT(Q4_0, Q8_0, q4_0, q8_0),
+    FORMAT(Q4_1, Q8_1, q4_1, q8_1),
+    FORMAT(Q5_0, Q8_0, q5_0, q8_0),
+    FORMAT(Q5_1, Q8_1, q5_1, q8_1),
+    FORMAT(Q8_0, Q8_0, q8_0, q8_0),
+    FORMAT(Q2_K, Q8_K, q2_K, q8_K),
+    FORMAT(Q3_K, Q8_K, q3_K, q8_K),
+    FORMAT(Q4_K, Q8_K, q4_K, q8_K),
+    FORMAT(Q5_K, Q8_K, q5_K, q8_K),
+    FORMAT(Q6_K, Q8_K, q6_K, q8_K),
+    FORMAT(TQ1_0, Q8_K, tq1_0, q8_K),
+    FORMAT(TQ2_0, Q8_K, tq2_0, q8_K),
+    FORMAT(IQ4_NL, Q8_0, iq4_nl, q8_0),
+    FORMAT(IQ4_XS, Q8_K, iq4_xs, q8_K),
+    FORMAT(MXFP4, Q8_0, mxfp4, q8_0),
     /* codec-ptqtp's trit planes: a plugin's types, layout from anvil/formats/ptqtp.h */
-    FORMAT(PTQTP2, Q8_K, ptqtp2, q8_K), FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
+    FORMAT(PTQTP2, Q8_K, ptqtp2, q8_K),
+    FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -119,15 +130,18 @@ static const neon_packed_entry packed[] = {
       { anvil_neon_gemm_packed_q4_K_base, anvil_neon_gemm_packed_q4_K_dp, anvil_neon_gemm_packed_q4_K_i8mm } },
 };
 
-static const anvil_act_quantizer quant_q8_0 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_0, .variant = "neon",
-    .quantize = anvil_neon_quantize_q8_0 };
-static const anvil_act_quantizer quant_q8_1 = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_1, .variant = "neon",
-    .quantize = anvil_neon_quantize_q8_1 };
-static const anvil_act_quantizer quant_q8_K = {
-    .struct_size = sizeof(anvil_act_quantizer), .act_type = ANVIL_TYPE_Q8_K, .variant = "neon",
-    .quantize = anvil_neon_quantize_q8_K };
+static const anvil_act_quantizer quant_q8_0 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                .act_type = ANVIL_TYPE_Q8_0,
+                                                .variant = "neon",
+                                                .quantize = anvil_neon_quantize_q8_0 };
+static const anvil_act_quantizer quant_q8_1 = { .struct_size = sizeof(anvil_act_quantizer),
+                                                .act_type = ANVIL_TYPE_Q8_1,
+                                                .variant = "neon",
+                                                .quantize = anvil_neon_quantize_q8_1 };
+static const anvil_act_quantizer quant_q8_K = { .struct_size = sizeof(anvil_act_quantizer),
+                                                .act_type = ANVIL_TYPE_Q8_K,
+                                                .variant = "neon",
+                                                .quantize = anvil_neon_quantize_q8_K };
 
 static const anvil_act_quantizer *const quantizers[] = { &quant_q8_0, &quant_q8_1, &quant_q8_K };
 
@@ -191,7 +205,10 @@ static int neon_init(const anvil_host_services *host, char *err, size_t err_size
     const enum neon_level level = level_of(cpu);
     fill_tables(level == LEVEL_NONE ? LEVEL_BASE : level);
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_neon_encoders_flat, anvil_neon_encoders_kquants, anvil_neon_encoders_iq4, anvil_neon_encoders_small,
+        anvil_neon_encoders_flat,
+        anvil_neon_encoders_kquants,
+        anvil_neon_encoders_iq4,
+        anvil_neon_encoders_small,
     };
     /* quantizers: the static list; kernels: fill_tables */
     static const anvil_ref_backend_tables tables = {

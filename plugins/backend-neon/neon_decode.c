@@ -51,8 +51,8 @@ void anvil_neon_decode_q5_0(const void *src, float *dst, size_t n) {
     for (size_t i = 0; i < n / 32; ++i, b += sizeof(anvil_block_q5_0), dst += 32) {
         const float d = neon_half(b + offsetof(anvil_block_q5_0, d));
         int8x16_t lo, hi;
-        five_bit_codes(b + offsetof(anvil_block_q5_0, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_0, qh)),
-                       &lo, &hi);
+        five_bit_codes(b + offsetof(anvil_block_q5_0, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_0, qh)), &lo,
+                       &hi);
         neon_store_scaled(dst, vsubq_s8(lo, sixteen), d);
         neon_store_scaled(dst + 16, vsubq_s8(hi, sixteen), d);
     }
@@ -64,8 +64,8 @@ void anvil_neon_decode_q5_1(const void *src, float *dst, size_t n) {
         const float d = neon_half(b + offsetof(anvil_block_q5_1, d));
         const float m = neon_half(b + offsetof(anvil_block_q5_1, m));
         int8x16_t lo, hi;
-        five_bit_codes(b + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_1, qh)),
-                       &lo, &hi);
+        five_bit_codes(b + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(b + offsetof(anvil_block_q5_1, qh)), &lo,
+                       &hi);
         neon_store_scaled_add(dst, lo, d, m);
         neon_store_scaled_add(dst + 16, hi, d, m);
     }

@@ -78,8 +78,8 @@ void NEON_FN(anvil_neon_vec_dot_q3_K_q8_K)(size_t n, float *s, const void *w, co
                 int8x16_t c0, c1;
                 q3_codes(x, h, j, &c0, &c1);
                 isum = vmlaq_n_s32(isum, neon_dot16(vdupq_n_s32(0), c0, neon_ld_s8(q8)), q3_scale(scales, g));
-                isum = vmlaq_n_s32(isum, neon_dot16(vdupq_n_s32(0), c1, neon_ld_s8(q8 + 16)),
-                                   q3_scale(scales, g + 1));
+                isum =
+                    vmlaq_n_s32(isum, neon_dot16(vdupq_n_s32(0), c1, neon_ld_s8(q8 + 16)), q3_scale(scales, g + 1));
             }
         }
         const float d = neon_half(x + offsetof(anvil_block_q3_K, d)) * anvil_rd_f32(y + Q8K_D);
@@ -102,8 +102,8 @@ void NEON_FN(anvil_neon_vec_dot_q4_K_q8_K)(size_t n, float *s, const void *w, co
         int32x4_t isum = vdupq_n_s32(0);
         for (int g = 0; g < 8; g += 2, q4 += 32, q8 += 64) {
             const uint8x16_t q0 = vld1q_u8(q4), q1 = vld1q_u8(q4 + 16);
-            const int32x4_t lo = neon_dot32(vdupq_n_s32(0), neon_lo_nibbles(q0), neon_ld_s8(q8),
-                                            neon_lo_nibbles(q1), neon_ld_s8(q8 + 16));
+            const int32x4_t lo = neon_dot32(vdupq_n_s32(0), neon_lo_nibbles(q0), neon_ld_s8(q8), neon_lo_nibbles(q1),
+                                            neon_ld_s8(q8 + 16));
             const int32x4_t hi = neon_dot32(vdupq_n_s32(0), neon_hi_nibbles(q0), neon_ld_s8(q8 + 32),
                                             neon_hi_nibbles(q1), neon_ld_s8(q8 + 48));
             isum = vmlaq_n_s32(isum, lo, sc[g]);

@@ -104,8 +104,8 @@ void NEON_FN(anvil_neon_vec_dot_mxfp4_q8_0)(size_t n, float *s, const void *w, c
     const int8x16_t table = vld1q_s8(neon_e2m1_x2_values);
     float sumf = 0.0f;
     for (size_t i = 0; i < n / 32; ++i, x += sizeof(anvil_block_mxfp4), y += sizeof(anvil_block_q8_0)) {
-        const float d = neon_half(y + offsetof(anvil_block_q8_0, d)) *
-                        anvil_e8m0_to_fp32_half(x[offsetof(anvil_block_mxfp4, e)]);
+        const float d =
+            neon_half(y + offsetof(anvil_block_q8_0, d)) * anvil_e8m0_to_fp32_half(x[offsetof(anvil_block_mxfp4, e)]);
         const int sumi = table_dot32(table, x + offsetof(anvil_block_mxfp4, qs), y + offsetof(anvil_block_q8_0, qs));
         sumf += d * (float)sumi;
     }

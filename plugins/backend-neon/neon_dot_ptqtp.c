@@ -29,7 +29,8 @@ static inline int plane_dot(const uint8_t *p, const uint8_t *q8) {
 
 static inline void vec_dot(size_t n, float *s, const uint8_t *w, const uint8_t *a, const int K) {
     float sum = 0.0f;
-    for (size_t b = 0; b < n / ANVIL_PTQTP_BLOCK; ++b, w += ANVIL_PTQTP_BLOCK_BYTES(K), a += sizeof(anvil_block_q8_K)) {
+    for (size_t b = 0; b < n / ANVIL_PTQTP_BLOCK;
+         ++b, w += ANVIL_PTQTP_BLOCK_BYTES(K), a += sizeof(anvil_block_q8_K)) {
         float acc = (float)plane_dot(w, a + Q8K_QS) * neon_half(w + ANVIL_PTQTP_SCALE_OFFSET(K, 0));
         for (int k = 1; k < K; ++k) {
             const float d = neon_half(w + ANVIL_PTQTP_SCALE_OFFSET(K, k));
@@ -40,5 +41,9 @@ static inline void vec_dot(size_t n, float *s, const uint8_t *w, const uint8_t *
     *s = sum;
 }
 
-void NEON_FN(anvil_neon_vec_dot_ptqtp2_q8_K)(size_t n, float *s, const void *w, const void *a) { vec_dot(n, s, w, a, 2); }
-void NEON_FN(anvil_neon_vec_dot_ptqtp3_q8_K)(size_t n, float *s, const void *w, const void *a) { vec_dot(n, s, w, a, 3); }
+void NEON_FN(anvil_neon_vec_dot_ptqtp2_q8_K)(size_t n, float *s, const void *w, const void *a) {
+    vec_dot(n, s, w, a, 2);
+}
+void NEON_FN(anvil_neon_vec_dot_ptqtp3_q8_K)(size_t n, float *s, const void *w, const void *a) {
+    vec_dot(n, s, w, a, 3);
+}

@@ -18,8 +18,8 @@ void NEON_FN(anvil_neon_vec_dot_q8_0_q8_0)(size_t n, float *s, const void *w, co
     for (size_t i = 0; i < n / 32; ++i, wb += Q80, ab += Q80) {
         const uint8_t *qw = wb + offsetof(anvil_block_q8_0, qs);
         const uint8_t *qa = ab + offsetof(anvil_block_q8_0, qs);
-        const int32x4_t d = neon_dot32(vdupq_n_s32(0), neon_ld_s8(qw), neon_ld_s8(qa),
-                                       neon_ld_s8(qw + 16), neon_ld_s8(qa + 16));
+        const int32x4_t d =
+            neon_dot32(vdupq_n_s32(0), neon_ld_s8(qw), neon_ld_s8(qa), neon_ld_s8(qw + 16), neon_ld_s8(qa + 16));
         const int sumi = vaddvq_s32(d);
         const float dw = neon_half(wb + offsetof(anvil_block_q8_0, d));
         const float da = neon_half(ab + offsetof(anvil_block_q8_0, d));
@@ -51,8 +51,8 @@ void NEON_FN(anvil_neon_vec_dot_q4_1_q8_1)(size_t n, float *s, const void *w, co
     for (size_t i = 0; i < n / 32; ++i, wb += sizeof(anvil_block_q4_1), ab += Q81) {
         const uint8x16_t q = vld1q_u8(wb + offsetof(anvil_block_q4_1, qs));
         const uint8_t *qa = ab + offsetof(anvil_block_q8_1, qs);
-        const int32x4_t d = neon_dot32(vdupq_n_s32(0), neon_lo_nibbles(q), neon_ld_s8(qa),
-                                       neon_hi_nibbles(q), neon_ld_s8(qa + 16));
+        const int32x4_t d =
+            neon_dot32(vdupq_n_s32(0), neon_lo_nibbles(q), neon_ld_s8(qa), neon_hi_nibbles(q), neon_ld_s8(qa + 16));
         const int sumi = vaddvq_s32(d);
         const float dw = neon_half(wb + offsetof(anvil_block_q4_1, d));
         const float mw = neon_half(wb + offsetof(anvil_block_q4_1, m));
@@ -97,8 +97,7 @@ void NEON_FN(anvil_neon_vec_dot_q5_1_q8_1)(size_t n, float *s, const void *w, co
     float acc = 0.0f;
     for (size_t i = 0; i < n / 32; ++i, wb += sizeof(anvil_block_q5_1), ab += Q81) {
         int8x16_t lo, hi;
-        five_bit(wb + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(wb + offsetof(anvil_block_q5_1, qh)), 0, &lo,
-                 &hi);
+        five_bit(wb + offsetof(anvil_block_q5_1, qs), anvil_rd_u32(wb + offsetof(anvil_block_q5_1, qh)), 0, &lo, &hi);
         const uint8_t *qa = ab + offsetof(anvil_block_q8_1, qs);
         const int sumi = vaddvq_s32(neon_dot32(vdupq_n_s32(0), lo, neon_ld_s8(qa), hi, neon_ld_s8(qa + 16)));
         const float dw = neon_half(wb + offsetof(anvil_block_q5_1, d));

@@ -67,7 +67,9 @@ EV_INLINE ev_f ev_max_mag(ev_f a, ev_f b) { return vmaxq_f32(a, b); }
 EV_INLINE ev_f ev_min_lt(ev_f a, ev_f b) { return vbslq_f32(vcltq_f32(a, b), a, b); }
 EV_INLINE ev_f ev_max_gt(ev_f a, ev_f b) { return vbslq_f32(vcgtq_f32(a, b), a, b); }
 /* min(max(a, lo), hi) in lanes that are not NaN (NaN lanes: unspecified). */
-EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) { return vminq_f32(vmaxq_f32(a, vdupq_n_f32(lo)), vdupq_n_f32(hi)); }
+EV_INLINE ev_f ev_fclamp(ev_f a, float lo, float hi) {
+    return vminq_f32(vmaxq_f32(a, vdupq_n_f32(lo)), vdupq_n_f32(hi));
+}
 
 /* Integers (int32 lanes). */
 EV_INLINE ev_i ev_iset1(int v) { return vdupq_n_s32(v); }
@@ -120,8 +122,6 @@ EV_INLINE ev_f ev_lut16_get(ev_lut16 t, ev_i idx) {
 }
 
 /* binary32 -> binary16 of a value that is not NaN: round to nearest even. */
-EV_INLINE uint16_t ev_fp16(float v) {
-    return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(v))), 0);
-}
+EV_INLINE uint16_t ev_fp16(float v) { return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(v))), 0); }
 
 #endif

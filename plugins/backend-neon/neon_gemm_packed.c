@@ -119,11 +119,11 @@ static float32x4_t q8_0_group_one(const uint8_t *grp, size_t nb, const uint8_t *
 }
 
 #if NEON_VARIANT == 2
-static void q8_0_group_two(const uint8_t *grp, size_t nb, const uint8_t *act0, const uint8_t *act1,
-                           float32x4_t *out0, float32x4_t *out1) {
+static void q8_0_group_two(const uint8_t *grp, size_t nb, const uint8_t *act0, const uint8_t *act1, float32x4_t *out0,
+                           float32x4_t *out1) {
     float32x4_t sum0 = vdupq_n_f32(0.0f), sum1 = vdupq_n_f32(0.0f);
-    for (size_t b = 0; b < nb; ++b, grp += NEON_PK_Q8_0_BLOCK, act0 += sizeof(anvil_block_q8_0),
-                act1 += sizeof(anvil_block_q8_0)) {
+    for (size_t b = 0; b < nb;
+         ++b, grp += NEON_PK_Q8_0_BLOCK, act0 += sizeof(anvil_block_q8_0), act1 += sizeof(anvil_block_q8_0)) {
         const uint8_t *qs = grp + NEON_PK_Q8_0_QS;
         const uint8_t *aq0 = act0 + offsetof(anvil_block_q8_0, qs);
         const uint8_t *aq1 = act1 + offsetof(anvil_block_q8_0, qs);
@@ -230,12 +230,12 @@ static float32x4_t q4_K_group_one(const uint8_t *grp, size_t nb, const uint8_t *
 }
 
 #if NEON_VARIANT == 2
-static void q4_K_group_two(const uint8_t *grp, size_t nb, const uint8_t *act0, const uint8_t *act1,
-                           float32x4_t *out0, float32x4_t *out1) {
+static void q4_K_group_two(const uint8_t *grp, size_t nb, const uint8_t *act0, const uint8_t *act1, float32x4_t *out0,
+                           float32x4_t *out1) {
     float32x4_t sum0 = vdupq_n_f32(0.0f), sum1 = vdupq_n_f32(0.0f);
     const uint8x16_t low = vdupq_n_u8(0x0F);
-    for (size_t b = 0; b < nb; ++b, grp += NEON_PK_Q4_K_BLOCK, act0 += sizeof(anvil_block_q8_K),
-                act1 += sizeof(anvil_block_q8_K)) {
+    for (size_t b = 0; b < nb;
+         ++b, grp += NEON_PK_Q4_K_BLOCK, act0 += sizeof(anvil_block_q8_K), act1 += sizeof(anvil_block_q8_K)) {
         const uint8_t *q80 = act0 + offsetof(anvil_block_q8_K, qs);
         const uint8_t *q81 = act1 + offsetof(anvil_block_q8_K, qs);
         int32x4_t isum0 = vdupq_n_s32(0), isum1 = vdupq_n_s32(0);

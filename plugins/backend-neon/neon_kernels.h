@@ -46,7 +46,7 @@ extern const anvil_weight_encoder *const anvil_neon_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_neon_encoders_small[];
 
 /* ---- per variant ------------------------------------------------------------- */
-#define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                           \
+#define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                          \
     void anvil_neon_vec_dot_q4_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
     void anvil_neon_vec_dot_q4_1_q8_1_##sfx(size_t n, float *s, const void *w, const void *a);   \
     void anvil_neon_vec_dot_q5_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
@@ -61,8 +61,8 @@ extern const anvil_weight_encoder *const anvil_neon_encoders_small[];
     void anvil_neon_vec_dot_tq2_0_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);  \
     void anvil_neon_vec_dot_iq4_nl_q8_0_##sfx(size_t n, float *s, const void *w, const void *a); \
     void anvil_neon_vec_dot_iq4_xs_q8_K_##sfx(size_t n, float *s, const void *w, const void *a); \
-    void anvil_neon_vec_dot_mxfp4_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_ptqtp2_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);  \
+    void anvil_neon_vec_dot_mxfp4_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);  \
+    void anvil_neon_vec_dot_ptqtp2_q8_K_##sfx(size_t n, float *s, const void *w, const void *a); \
     void anvil_neon_vec_dot_ptqtp3_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);
 
 ANVIL_NEON_DECLARE_VARIANT(base)
@@ -73,19 +73,15 @@ ANVIL_NEON_DECLARE_VARIANT(dp)
 #define ANVIL_NEON_PACK_ROWS 4
 
 size_t anvil_neon_packed_size_q8_0(size_t n, size_t nrows);
-int anvil_neon_pack_q8_0(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst,
-                         size_t dst_size);
+int anvil_neon_pack_q8_0(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst, size_t dst_size);
 size_t anvil_neon_packed_size_q4_K(size_t n, size_t nrows);
-int anvil_neon_pack_q4_K(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst,
-                         size_t dst_size);
+int anvil_neon_pack_q4_K(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst, size_t dst_size);
 
-#define ANVIL_NEON_DECLARE_PACKED(sfx)                                                           \
-    void anvil_neon_gemm_packed_q8_0_##sfx(size_t n, size_t nrows, size_t r0, size_t r1,        \
-                                           size_t m, float *y, size_t y_stride,                 \
-                                           const void *packed, const void *a, size_t a_stride); \
-    void anvil_neon_gemm_packed_q4_K_##sfx(size_t n, size_t nrows, size_t r0, size_t r1,        \
-                                           size_t m, float *y, size_t y_stride,                 \
-                                           const void *packed, const void *a, size_t a_stride);
+#define ANVIL_NEON_DECLARE_PACKED(sfx)                                                                           \
+    void anvil_neon_gemm_packed_q8_0_##sfx(size_t n, size_t nrows, size_t r0, size_t r1, size_t m, float *y,     \
+                                           size_t y_stride, const void *packed, const void *a, size_t a_stride); \
+    void anvil_neon_gemm_packed_q4_K_##sfx(size_t n, size_t nrows, size_t r0, size_t r1, size_t m, float *y,     \
+                                           size_t y_stride, const void *packed, const void *a, size_t a_stride);
 
 ANVIL_NEON_DECLARE_PACKED(base)
 ANVIL_NEON_DECLARE_PACKED(dp)

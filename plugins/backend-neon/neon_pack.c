@@ -30,9 +30,7 @@ static float half_at(const uint8_t *p) {
     return anvil_fp16_to_fp32(h);
 }
 
-size_t anvil_neon_packed_size_q8_0(size_t n, size_t nrows) {
-    return packed_bytes(n, nrows, 32, NEON_PK_Q8_0_BLOCK);
-}
+size_t anvil_neon_packed_size_q8_0(size_t n, size_t nrows) { return packed_bytes(n, nrows, 32, NEON_PK_Q8_0_BLOCK); }
 
 int anvil_neon_pack_q8_0(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst, size_t dst_size) {
     const size_t need = anvil_neon_packed_size_q8_0(n, nrows);

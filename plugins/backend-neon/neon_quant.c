@@ -27,8 +27,8 @@
  * the truncated value where it fits int32, else INT32_MIN, whose low byte
  * is 0 (as is 0's). */
 static inline int32x4_t cvt_x86_low(float32x4_t v) {
-    const uint32x4_t fits = vandq_u32(vcgeq_f32(v, vdupq_n_f32(-2147483648.0f)),
-                                      vcltq_f32(v, vdupq_n_f32(2147483648.0f)));
+    const uint32x4_t fits =
+        vandq_u32(vcgeq_f32(v, vdupq_n_f32(-2147483648.0f)), vcltq_f32(v, vdupq_n_f32(2147483648.0f)));
     return vandq_s32(vcvtq_s32_f32(v), vreinterpretq_s32_u32(fits));
 }
 

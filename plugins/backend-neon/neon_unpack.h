@@ -88,8 +88,9 @@ static inline void tq1_0_values(const uint8_t *blk, int8x16_t v[16]) {
 }
 
 /* ggml's kvalues_iq4nl: the non-linear 4-bit grid. */
-static const int8_t neon_iq4nl_values[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
-                                         1,    13,   25,  38,  53,  69,  89,  113 };
+static const int8_t neon_iq4nl_values[16] = {
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113
+};
 /* E2M1 (FP4) doubled to integers, as ggml's kvalues_mxfp4. */
 static const int8_t neon_e2m1_x2_values[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
 

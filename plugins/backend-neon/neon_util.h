@@ -73,26 +73,20 @@ static inline int32x4_t neon_dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 
 /* Sum of the 32 products of two 32-byte runs. */
-static inline int32x4_t neon_dot32(int32x4_t acc, int8x16_t a0, int8x16_t b0, int8x16_t a1,
-                                   int8x16_t b1) {
+static inline int32x4_t neon_dot32(int32x4_t acc, int8x16_t a0, int8x16_t b0, int8x16_t a1, int8x16_t b1) {
     return neon_dot16(neon_dot16(acc, a0, b0), a1, b1);
 }
 
 /* ---- unpacking ------------------------------------------------------------------ */
 
-static inline int8x16_t neon_lo_nibbles(uint8x16_t q) {
-    return vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F)));
-}
+static inline int8x16_t neon_lo_nibbles(uint8x16_t q) { return vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))); }
 
-static inline int8x16_t neon_hi_nibbles(uint8x16_t q) {
-    return vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
-}
+static inline int8x16_t neon_hi_nibbles(uint8x16_t q) { return vreinterpretq_s8_u8(vshrq_n_u8(q, 4)); }
 
 /* Bits 0..15 of `bits` as 16 bytes, 0xFF where the bit is set. */
 static inline uint8x16_t neon_bits_to_mask16(uint32_t bits) {
     static const uint8_t sel[16] = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
-    const uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)(bits & 0xFF)),
-                                     vdup_n_u8((uint8_t)((bits >> 8) & 0xFF)));
+    const uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)(bits & 0xFF)), vdup_n_u8((uint8_t)((bits >> 8) & 0xFF)));
     return vtstq_u8(v, vld1q_u8(sel));
 }
 

@@ -50,7 +50,7 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
         anvil_scalar_kernels_cold, anvil_scalar_kernels_ptqtp,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_portable_encoders_flat, anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,
+        anvil_portable_encoders_flat,  anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,
         anvil_portable_encoders_small, anvil_scalar_encoders,
     };
     static const anvil_ref_backend_tables tables = {

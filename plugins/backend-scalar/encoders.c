@@ -39,23 +39,23 @@ static int rows_with(const char *name, anvil_encode_fn encode, size_t block_elem
 }
 
 #define SCALAR_ENCODER(name, TYPE, BLOCK, be)                                                                  \
-    static int rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
-                           char *msg, size_t msg_size) {                                                      \
-        (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: always NULL */                                          \
+    static int rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,  \
+                           char *msg, size_t msg_size) {                                                       \
+        (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: always NULL */                                           \
         return rows_with(#name, anvil_ref_encode_##name, (be), sizeof(BLOCK), src, dst, nrows, n_per_row, msg, \
-                         msg_size);                                                                           \
-    }                                                                                                         \
-    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),            \
-                                                     .type_id = (TYPE),                                      \
-                                                     .variant = "scalar",                                    \
+                         msg_size);                                                                            \
+    }                                                                                                          \
+    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),              \
+                                                     .type_id = (TYPE),                                        \
+                                                     .variant = "scalar",                                      \
                                                      .encode_rows = rows_##name }
 
 /* The reference row encoders that take importance weights. */
-#define SCALAR_WEIGHTED(name, TYPE)                                                                     \
-    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder),      \
-                                                     .type_id = (TYPE),                                \
-                                                     .flags = ANVIL_ENCODER_WEIGHTED,                  \
-                                                     .variant = "scalar",                              \
+#define SCALAR_WEIGHTED(name, TYPE)                                                               \
+    static const anvil_weight_encoder enc_##name = { .struct_size = sizeof(anvil_weight_encoder), \
+                                                     .type_id = (TYPE),                           \
+                                                     .flags = ANVIL_ENCODER_WEIGHTED,             \
+                                                     .variant = "scalar",                         \
                                                      .encode_rows = anvil_ref_encode_rows_##name }
 
 SCALAR_ENCODER(q8_K, ANVIL_TYPE_Q8_K, anvil_block_q8_K, ANVIL_QK_K);

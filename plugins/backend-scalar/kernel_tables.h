@@ -29,13 +29,15 @@ extern const anvil_weight_encoder *const anvil_portable_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_portable_encoders_small[];
 
 /* Helpers to declare a table entry tersely. */
-#define ANVIL_SCALAR_KERNEL(ident, wtype, atype, dot)                          \
-    static const anvil_kernel ident = {                                        \
-        .struct_size = sizeof(anvil_kernel), .weight_type = (wtype),           \
-        .act_type = (atype), .variant = "scalar", .vec_dot = (dot) }
-#define ANVIL_SCALAR_QUANTIZER(ident, atype, fn)                               \
-    static const anvil_act_quantizer ident = {                                 \
-        .struct_size = sizeof(anvil_act_quantizer), .act_type = (atype),       \
-        .variant = "scalar", .quantize = (fn) }
+#define ANVIL_SCALAR_KERNEL(ident, wtype, atype, dot)                        \
+    static const anvil_kernel ident = { .struct_size = sizeof(anvil_kernel), \
+                                        .weight_type = (wtype),              \
+                                        .act_type = (atype),                 \
+                                        .variant = "scalar",                 \
+                                        .vec_dot = (dot) }
+#define ANVIL_SCALAR_QUANTIZER(ident, atype, fn)                                                               \
+    static const anvil_act_quantizer ident = {                                                                 \
+        .struct_size = sizeof(anvil_act_quantizer), .act_type = (atype), .variant = "scalar", .quantize = (fn) \
+    }
 
 #endif

@@ -8,11 +8,13 @@
 #include "ref/cold.h"
 
 /* Like ANVIL_SCALAR_KERNEL, plus the row decoder (the codec's own). */
-#define COLD_KERNEL(ident, wtype, atype, dot, dec)                             \
-    static const anvil_kernel ident = {                                        \
-        .struct_size = sizeof(anvil_kernel), .weight_type = (wtype),           \
-        .act_type = (atype), .variant = "scalar", .vec_dot = (dot),            \
-        .decode_row = (dec) }
+#define COLD_KERNEL(ident, wtype, atype, dot, dec)                           \
+    static const anvil_kernel ident = { .struct_size = sizeof(anvil_kernel), \
+                                        .weight_type = (wtype),              \
+                                        .act_type = (atype),                 \
+                                        .variant = "scalar",                 \
+                                        .vec_dot = (dot),                    \
+                                        .decode_row = (dec) }
 
 COLD_KERNEL(k_iq2_xxs, ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_Q8_K, anvil_ref_vec_dot_iq2_xxs_q8_K, anvil_ref_decode_iq2_xxs);
 COLD_KERNEL(k_iq2_xs, ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_Q8_K, anvil_ref_vec_dot_iq2_xs_q8_K, anvil_ref_decode_iq2_xs);
@@ -30,5 +32,5 @@ const anvil_act_quantizer *const anvil_scalar_quantizers_cold[] = { NULL };
 
 const anvil_kernel *const anvil_scalar_kernels_cold[] = {
     &k_iq2_xxs, &k_iq2_xs, &k_iq3_xxs, &k_iq1_s, &k_iq4_nl, &k_iq3_s,
-    &k_iq2_s,   &k_iq4_xs, &k_iq1_m,   &k_mxfp4, &k_nvfp4, NULL,
+    &k_iq2_s,   &k_iq4_xs, &k_iq1_m,   &k_mxfp4, &k_nvfp4,  NULL,
 };

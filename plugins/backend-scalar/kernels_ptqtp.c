@@ -21,5 +21,5 @@ ANVIL_SCALAR_KERNEL(kernel_ptqtp3s, ANVIL_TYPE_PTQTP3S, ANVIL_TYPE_Q8_K, anvil_p
 
 const anvil_act_quantizer *const anvil_scalar_quantizers_ptqtp[] = { NULL };
 
-const anvil_kernel *const anvil_scalar_kernels_ptqtp[] = { &kernel_ptqtp2, &kernel_ptqtp3, &kernel_ptqtp2s, &kernel_ptqtp3s,
-                                                               NULL };
+const anvil_kernel *const anvil_scalar_kernels_ptqtp[] = { &kernel_ptqtp2, &kernel_ptqtp3, &kernel_ptqtp2s,
+                                                           &kernel_ptqtp3s, NULL };

@@ -47,51 +47,56 @@
  * its message), so both entry points say the same thing. */
 #define NEEDS_IMATRIX_ENCODE(t)                                                                      \
     static int refuse_plain_##t(const float *src, void *dst, size_t n, char *msg, size_t msg_size) { \
-        return anvil_ref_encode_rows_##t(src, dst, 1, n, NULL, msg, msg_size);                        \
+        return anvil_ref_encode_rows_##t(src, dst, 1, n, NULL, msg, msg_size);                       \
     }
 NEEDS_IMATRIX_ENCODE(iq2_xxs)
 NEEDS_IMATRIX_ENCODE(iq2_xs)
 NEEDS_IMATRIX_ENCODE(iq1_s)
 
 #define COLD_CODEC(ident, type, name_, blk, elems, act, flags_, enc, rows, dec, note) \
-    static const anvil_codec ident = {                                       \
-        .struct_size = sizeof(anvil_codec),                                  \
-        .type_id = (type),                                                   \
-        .name = (name_),                                                     \
-        .family = "cold",                                                    \
-        .block_elems = (elems),                                              \
-        .block_bytes = sizeof(blk),                                          \
-        .act_type = (act),                                                   \
-        .flags = (flags_),                                                   \
-        .encode = (enc),                                                     \
-        .decode = (dec),                                                     \
-        .ref_vec_dot = NULL,                                                 \
-        .encode_note = (note),                                               \
-        .encode_rows = (rows),                                               \
+    static const anvil_codec ident = {                                                \
+        .struct_size = sizeof(anvil_codec),                                           \
+        .type_id = (type),                                                            \
+        .name = (name_),                                                              \
+        .family = "cold",                                                             \
+        .block_elems = (elems),                                                       \
+        .block_bytes = sizeof(blk),                                                   \
+        .act_type = (act),                                                            \
+        .flags = (flags_),                                                            \
+        .encode = (enc),                                                              \
+        .decode = (dec),                                                              \
+        .ref_vec_dot = NULL,                                                          \
+        .encode_note = (note),                                                        \
+        .encode_rows = (rows),                                                        \
     }
 
 COLD_CODEC(c_iq2_xxs, ANVIL_TYPE_IQ2_XXS, "iq2_xxs", anvil_block_iq2_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xxs, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs, NOTE_IMATRIX);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xxs, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs,
+           NOTE_IMATRIX);
 COLD_CODEC(c_iq2_xs, ANVIL_TYPE_IQ2_XS, "iq2_xs", anvil_block_iq2_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xs, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs, NOTE_IMATRIX);
-COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq3_xxs, anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq2_xs, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs,
+           NOTE_IMATRIX);
+COLD_CODEC(c_iq3_xxs, ANVIL_TYPE_IQ3_XXS, "iq3_xxs", anvil_block_iq3_xxs, ANVIL_QK_K, ANVIL_TYPE_Q8_K, 0,
+           anvil_ref_encode_iq3_xxs, anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs, NULL);
 COLD_CODEC(c_iq1_s, ANVIL_TYPE_IQ1_S, "iq1_s", anvil_block_iq1_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq1_s, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s, NOTE_IMATRIX);
-COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0,
-           0, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
-COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq3_s, anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s, NULL);
-COLD_CODEC(c_iq2_s, ANVIL_TYPE_IQ2_S, "iq2_s", anvil_block_iq2_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq2_s, anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s, NULL);
-COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
-COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K,
-           0, anvil_ref_encode_iq1_m, anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m, NULL);
+           ANVIL_CODEC_NEEDS_IMATRIX, refuse_plain_iq1_s, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s,
+           NOTE_IMATRIX);
+COLD_CODEC(c_iq4_nl, ANVIL_TYPE_IQ4_NL, "iq4_nl", anvil_block_iq4_nl, ANVIL_QK4_NL, ANVIL_TYPE_Q8_0, 0,
+           anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, NULL);
+COLD_CODEC(c_iq3_s, ANVIL_TYPE_IQ3_S, "iq3_s", anvil_block_iq3_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K, 0,
+           anvil_ref_encode_iq3_s, anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s, NULL);
+COLD_CODEC(c_iq2_s, ANVIL_TYPE_IQ2_S, "iq2_s", anvil_block_iq2_s, ANVIL_QK_K, ANVIL_TYPE_Q8_K, 0,
+           anvil_ref_encode_iq2_s, anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s, NULL);
+COLD_CODEC(c_iq4_xs, ANVIL_TYPE_IQ4_XS, "iq4_xs", anvil_block_iq4_xs, ANVIL_QK_K, ANVIL_TYPE_Q8_K, 0,
+           anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, NULL);
+COLD_CODEC(c_iq1_m, ANVIL_TYPE_IQ1_M, "iq1_m", anvil_block_iq1_m, ANVIL_QK_K, ANVIL_TYPE_Q8_K, 0,
+           anvil_ref_encode_iq1_m, anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m, NULL);
 COLD_CODEC(c_mxfp4, ANVIL_TYPE_MXFP4, "mxfp4", anvil_block_mxfp4, ANVIL_QK_MXFP4, ANVIL_TYPE_Q8_0,
-           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_mxfp4, anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_mxfp4, anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4,
+           NULL);
 COLD_CODEC(c_nvfp4, ANVIL_TYPE_NVFP4, "nvfp4", anvil_block_nvfp4, ANVIL_QK_NVFP4, ANVIL_TYPE_Q8_0,
-           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_nvfp4, anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4, NULL);
+           ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_nvfp4, anvil_ref_encode_rows_nvfp4, anvil_ref_decode_nvfp4,
+           NULL);
 
 /* In type-id order. */
 static const anvil_codec *const codecs[] = {

@@ -21,33 +21,33 @@
 #include "ref/kquants.h"
 #include "ref/q8_k.h"
 
-#define KQ_CODEC(ident, type, nm, blk, flg, enc, dec, rows)                          \
-    static const anvil_codec ident = {                                         \
-        .struct_size = sizeof(anvil_codec),                                    \
-        .type_id = (type),                                                     \
-        .name = (nm),                                                          \
-        .family = "k-quants",                                                  \
-        .block_elems = ANVIL_QK_K,                                             \
-        .block_bytes = sizeof(blk),                                            \
-        .act_type = ANVIL_TYPE_Q8_K,                                           \
-        .flags = (flg),                                                        \
-        .encode = (enc),                                                       \
-        .decode = (dec),                                                       \
-        .encode_rows = (rows),                                                 \
+#define KQ_CODEC(ident, type, nm, blk, flg, enc, dec, rows) \
+    static const anvil_codec ident = {                      \
+        .struct_size = sizeof(anvil_codec),                 \
+        .type_id = (type),                                  \
+        .name = (nm),                                       \
+        .family = "k-quants",                               \
+        .block_elems = ANVIL_QK_K,                          \
+        .block_bytes = sizeof(blk),                         \
+        .act_type = ANVIL_TYPE_Q8_K,                        \
+        .flags = (flg),                                     \
+        .encode = (enc),                                    \
+        .decode = (dec),                                    \
+        .encode_rows = (rows),                              \
     }
 
-KQ_CODEC(codec_q2_K, ANVIL_TYPE_Q2_K, "q2_K", anvil_block_q2_K, 0,
-         anvil_ref_encode_q2_K, anvil_ref_decode_q2_K, anvil_ref_encode_rows_q2_K);
-KQ_CODEC(codec_q3_K, ANVIL_TYPE_Q3_K, "q3_K", anvil_block_q3_K, 0,
-         anvil_ref_encode_q3_K, anvil_ref_decode_q3_K, anvil_ref_encode_rows_q3_K);
-KQ_CODEC(codec_q4_K, ANVIL_TYPE_Q4_K, "q4_K", anvil_block_q4_K, 0,
-         anvil_ref_encode_q4_K, anvil_ref_decode_q4_K, anvil_ref_encode_rows_q4_K);
-KQ_CODEC(codec_q5_K, ANVIL_TYPE_Q5_K, "q5_K", anvil_block_q5_K, 0,
-         anvil_ref_encode_q5_K, anvil_ref_decode_q5_K, anvil_ref_encode_rows_q5_K);
-KQ_CODEC(codec_q6_K, ANVIL_TYPE_Q6_K, "q6_K", anvil_block_q6_K, 0,
-         anvil_ref_encode_q6_K, anvil_ref_decode_q6_K, anvil_ref_encode_rows_q6_K);
-KQ_CODEC(codec_q8_K, ANVIL_TYPE_Q8_K, "q8_K", anvil_block_q8_K, ANVIL_CODEC_ACTIVATION,
-         anvil_ref_encode_q8_K, anvil_ref_decode_q8_K, NULL);
+KQ_CODEC(codec_q2_K, ANVIL_TYPE_Q2_K, "q2_K", anvil_block_q2_K, 0, anvil_ref_encode_q2_K, anvil_ref_decode_q2_K,
+         anvil_ref_encode_rows_q2_K);
+KQ_CODEC(codec_q3_K, ANVIL_TYPE_Q3_K, "q3_K", anvil_block_q3_K, 0, anvil_ref_encode_q3_K, anvil_ref_decode_q3_K,
+         anvil_ref_encode_rows_q3_K);
+KQ_CODEC(codec_q4_K, ANVIL_TYPE_Q4_K, "q4_K", anvil_block_q4_K, 0, anvil_ref_encode_q4_K, anvil_ref_decode_q4_K,
+         anvil_ref_encode_rows_q4_K);
+KQ_CODEC(codec_q5_K, ANVIL_TYPE_Q5_K, "q5_K", anvil_block_q5_K, 0, anvil_ref_encode_q5_K, anvil_ref_decode_q5_K,
+         anvil_ref_encode_rows_q5_K);
+KQ_CODEC(codec_q6_K, ANVIL_TYPE_Q6_K, "q6_K", anvil_block_q6_K, 0, anvil_ref_encode_q6_K, anvil_ref_decode_q6_K,
+         anvil_ref_encode_rows_q6_K);
+KQ_CODEC(codec_q8_K, ANVIL_TYPE_Q8_K, "q8_K", anvil_block_q8_K, ANVIL_CODEC_ACTIVATION, anvil_ref_encode_q8_K,
+         anvil_ref_decode_q8_K, NULL);
 
 static const anvil_codec *const codecs[] = {
     &codec_q2_K, &codec_q3_K, &codec_q4_K, &codec_q5_K, &codec_q6_K, &codec_q8_K,

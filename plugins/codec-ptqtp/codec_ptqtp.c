@@ -118,17 +118,23 @@
 #include "anvil/formats/ptqtps.h"
 #include "ptqtp_ref.h"
 
-#define CODEC(ident, type, tname, bytes, enc, dec, dot)                                           \
-    static const anvil_codec ident = {                                                            \
-        .struct_size = sizeof(anvil_codec), .type_id = (type), .name = (tname), .family = "ptqtp", \
-        .block_elems = ANVIL_PTQTP_BLOCK, .block_bytes = (bytes),                                 \
-        .act_type = ANVIL_TYPE_Q8_K, .flags = 0, .encode = (enc), .decode = (dec),                \
-        .ref_vec_dot = (dot) }
+#define CODEC(ident, type, tname, bytes, enc, dec, dot)                    \
+    static const anvil_codec ident = { .struct_size = sizeof(anvil_codec), \
+                                       .type_id = (type),                  \
+                                       .name = (tname),                    \
+                                       .family = "ptqtp",                  \
+                                       .block_elems = ANVIL_PTQTP_BLOCK,   \
+                                       .block_bytes = (bytes),             \
+                                       .act_type = ANVIL_TYPE_Q8_K,        \
+                                       .flags = 0,                         \
+                                       .encode = (enc),                    \
+                                       .decode = (dec),                    \
+                                       .ref_vec_dot = (dot) }
 
-CODEC(codec_ptqtp2, ANVIL_TYPE_PTQTP2, "ptqtp2", ANVIL_PTQTP_BLOCK_BYTES(2), anvil_ptqtp_encode2,
-      anvil_ptqtp_decode2, anvil_ptqtp_vec_dot2_q8_K);
-CODEC(codec_ptqtp3, ANVIL_TYPE_PTQTP3, "ptqtp3", ANVIL_PTQTP_BLOCK_BYTES(3), anvil_ptqtp_encode3,
-      anvil_ptqtp_decode3, anvil_ptqtp_vec_dot3_q8_K);
+CODEC(codec_ptqtp2, ANVIL_TYPE_PTQTP2, "ptqtp2", ANVIL_PTQTP_BLOCK_BYTES(2), anvil_ptqtp_encode2, anvil_ptqtp_decode2,
+      anvil_ptqtp_vec_dot2_q8_K);
+CODEC(codec_ptqtp3, ANVIL_TYPE_PTQTP3, "ptqtp3", ANVIL_PTQTP_BLOCK_BYTES(3), anvil_ptqtp_encode3, anvil_ptqtp_decode3,
+      anvil_ptqtp_vec_dot3_q8_K);
 CODEC(codec_ptqtp2s, ANVIL_TYPE_PTQTP2S, "ptqtp2s", ANVIL_PTQTPS_BLOCK_BYTES(2), anvil_ptqtps_encode2,
       anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K);
 CODEC(codec_ptqtp3s, ANVIL_TYPE_PTQTP3S, "ptqtp3s", ANVIL_PTQTPS_BLOCK_BYTES(3), anvil_ptqtps_encode3,

@@ -41,13 +41,13 @@
 #define N ANVIL_PTQTP_BLOCK
 #define MAX_COMBOS 27
 #define MAX_STEPS 32
-#define STOP_GAIN 0x1.0p-20    /* relative error drop below which a start stops */
-#define RIDGE 0x1.0p-20        /* lambda, in units of "one weight" of T'T */
-#define WIDE_TOP 0.9           /* largest value of a wide start, times max|w| */
+#define STOP_GAIN 0x1.0p-20 /* relative error drop below which a start stops */
+#define RIDGE 0x1.0p-20     /* lambda, in units of "one weight" of T'T */
+#define WIDE_TOP 0.9        /* largest value of a wide start, times max|w| */
 #define HALF_MAX 65504.0
 
 typedef struct combos {
-    unsigned n;                  /* 3^k */
+    unsigned n; /* 3^k */
     int8_t t[MAX_COMBOS][ANVIL_PTQTP_MAX_PLANES];
     double td[MAX_COMBOS][ANVIL_PTQTP_MAX_PLANES]; /* the same, as doubles */
 } combos;
@@ -97,10 +97,10 @@ static void sort_ascending(float *v) {
 /* ---- the search state: sorted weights and prefix sums ---------------------- */
 
 typedef struct group {
-    float w[N];          /* ascending */
-    double wd[N];        /* the same, widened */
-    double p[N + 1];     /* p[i] = sum of w[0..i-1] */
-    double q[N + 1];     /* q[i] = sum of w[0..i-1]^2 */
+    float w[N];      /* ascending */
+    double wd[N];    /* the same, widened */
+    double p[N + 1]; /* p[i] = sum of w[0..i-1] */
+    double q[N + 1]; /* q[i] = sum of w[0..i-1]^2 */
 } group;
 
 typedef struct seg_stats {

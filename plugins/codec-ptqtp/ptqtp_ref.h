@@ -36,11 +36,11 @@ void anvil_ptqtp_vec_dot3_q8_K(size_t n, float *s, const void *w, const void *a)
 
 /* ---- the fit of one block, for tests and reports -------------------------- */
 typedef struct anvil_ptqtp_fit_result {
-    anvil_half d[ANVIL_PTQTP_MAX_PLANES];               /* plane scales (binary16 bits) */
+    anvil_half d[ANVIL_PTQTP_MAX_PLANES];                /* plane scales (binary16 bits) */
     int8_t t[ANVIL_PTQTP_MAX_PLANES][ANVIL_PTQTP_BLOCK]; /* trits, element order */
-    unsigned starts;  /* starting points tried */
-    unsigned steps;   /* alternating steps taken, over every start */
-    double sse;       /* the search's squared error of the chosen scales */
+    unsigned starts;                                     /* starting points tried */
+    unsigned steps;                                      /* alternating steps taken, over every start */
+    double sse;                                          /* the search's squared error of the chosen scales */
 } anvil_ptqtp_fit_result;
 
 /* Fit k planes to 256 finite floats. */
@@ -70,7 +70,7 @@ void anvil_ptqtps_vec_dot3_q8_K(size_t n, float *s, const void *w, const void *a
  * -13..13), sub-block codes 0..15 and the binary16 block scale; `block`
  * (if not NULL) receives the packed bytes. Returns the squared error of the
  * decoded block against w (in double, from the decoder's own floats). */
-double anvil_ptqtps_fit(const float *w, unsigned k, int8_t v[ANVIL_PTQTP_BLOCK],
-                        uint8_t code[ANVIL_PTQTPS_NSUB], anvil_half *d, uint8_t *block);
+double anvil_ptqtps_fit(const float *w, unsigned k, int8_t v[ANVIL_PTQTP_BLOCK], uint8_t code[ANVIL_PTQTPS_NSUB],
+                        anvil_half *d, uint8_t *block);
 
 #endif

@@ -76,7 +76,7 @@ static v4f vload(const float *p) {
 /* Clamp to -L..L, then round to nearest, ties to even, four lanes (the
  * input is never NaN). */
 static v4f vlevel(v4f x, v4f lim, v4f nlim) {
-    const v4i hi = x < lim, lo = x > nlim;
+    const v4i hi = x<lim, lo = x> nlim;
     x = (v4f)(((v4i)x & hi) | ((v4i)lim & ~hi));
     x = (v4f)(((v4i)x & lo) | ((v4i)nlim & ~lo));
     const v4f magic = vsplat(12582912.0f);
@@ -218,7 +218,8 @@ static void pack_block(const int8_t *v, const uint8_t *code, anvil_half d, unsig
     for (unsigned p = 0; p < k; ++p) anvil_ptqtp_pack_plane(t[p], block + p * ANVIL_PTQTP_PLANE_BYTES);
     uint32_t field = 0;
     for (unsigned j = 0; j < NSUB; ++j) field |= (uint32_t)code[j] << (CB * j);
-    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b) block[ANVIL_PTQTPS_SC_OFFSET(k) + b] = (uint8_t)(field >> (8 * b));
+    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b)
+        block[ANVIL_PTQTPS_SC_OFFSET(k) + b] = (uint8_t)(field >> (8 * b));
     memcpy(block + ANVIL_PTQTPS_D_OFFSET(k), &d, sizeof d);
 }
 
@@ -331,7 +332,8 @@ static void block_levels(const uint8_t *x, unsigned k, int v[NB], int m[NSUB]) {
         for (unsigned i = 0; i < NB; ++i) v[i] = 3 * v[i] + ((int)u[i] - 1);
     }
     uint32_t field = 0;
-    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b) field |= (uint32_t)x[ANVIL_PTQTPS_SC_OFFSET(k) + b] << (8 * b);
+    for (unsigned b = 0; b < ANVIL_PTQTPS_SC_BYTES; ++b)
+        field |= (uint32_t)x[ANVIL_PTQTPS_SC_OFFSET(k) + b] << (8 * b);
     anvil_half h;
     memcpy(&h, x + ANVIL_PTQTPS_D_OFFSET(k), sizeof h);
     const int *mt = MT[h >> 15];

@@ -33,29 +33,34 @@
 
 #define FAMILY "q8_0"
 
-#define CODEC(ident, type, tname, block, act, fl, enc, dec, rows)                  \
-    static const anvil_codec ident = {                                             \
-        .struct_size = sizeof(anvil_codec), .type_id = (type), .name = (tname),    \
-        .family = FAMILY, .block_elems = 32, .block_bytes = sizeof(block),         \
-        .act_type = (act), .flags = (fl), .encode = (enc), .decode = (dec),        \
-        .encode_rows = (rows) }
+#define CODEC(ident, type, tname, block, act, fl, enc, dec, rows)          \
+    static const anvil_codec ident = { .struct_size = sizeof(anvil_codec), \
+                                       .type_id = (type),                  \
+                                       .name = (tname),                    \
+                                       .family = FAMILY,                   \
+                                       .block_elems = 32,                  \
+                                       .block_bytes = sizeof(block),       \
+                                       .act_type = (act),                  \
+                                       .flags = (fl),                      \
+                                       .encode = (enc),                    \
+                                       .decode = (dec),                    \
+                                       .encode_rows = (rows) }
 
-CODEC(codec_q4_0, ANVIL_TYPE_Q4_0, "q4_0", anvil_block_q4_0, ANVIL_TYPE_Q8_0, 0,
-      anvil_ref_encode_q4_0, anvil_ref_decode_q4_0, anvil_ref_encode_rows_q4_0);
-CODEC(codec_q4_1, ANVIL_TYPE_Q4_1, "q4_1", anvil_block_q4_1, ANVIL_TYPE_Q8_1, 0,
-      anvil_ref_encode_q4_1, anvil_ref_decode_q4_1, anvil_ref_encode_rows_q4_1);
-CODEC(codec_q5_0, ANVIL_TYPE_Q5_0, "q5_0", anvil_block_q5_0, ANVIL_TYPE_Q8_0, 0,
-      anvil_ref_encode_q5_0, anvil_ref_decode_q5_0, anvil_ref_encode_rows_q5_0);
-CODEC(codec_q5_1, ANVIL_TYPE_Q5_1, "q5_1", anvil_block_q5_1, ANVIL_TYPE_Q8_1, 0,
-      anvil_ref_encode_q5_1, anvil_ref_decode_q5_1, anvil_ref_encode_rows_q5_1);
-CODEC(codec_q8_0, ANVIL_TYPE_Q8_0, "q8_0", anvil_block_q8_0, ANVIL_TYPE_Q8_0,
-      ANVIL_CODEC_IMATRIX_UNUSED, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0,
-      anvil_ref_encode_rows_q8_0);
+CODEC(codec_q4_0, ANVIL_TYPE_Q4_0, "q4_0", anvil_block_q4_0, ANVIL_TYPE_Q8_0, 0, anvil_ref_encode_q4_0,
+      anvil_ref_decode_q4_0, anvil_ref_encode_rows_q4_0);
+CODEC(codec_q4_1, ANVIL_TYPE_Q4_1, "q4_1", anvil_block_q4_1, ANVIL_TYPE_Q8_1, 0, anvil_ref_encode_q4_1,
+      anvil_ref_decode_q4_1, anvil_ref_encode_rows_q4_1);
+CODEC(codec_q5_0, ANVIL_TYPE_Q5_0, "q5_0", anvil_block_q5_0, ANVIL_TYPE_Q8_0, 0, anvil_ref_encode_q5_0,
+      anvil_ref_decode_q5_0, anvil_ref_encode_rows_q5_0);
+CODEC(codec_q5_1, ANVIL_TYPE_Q5_1, "q5_1", anvil_block_q5_1, ANVIL_TYPE_Q8_1, 0, anvil_ref_encode_q5_1,
+      anvil_ref_decode_q5_1, anvil_ref_encode_rows_q5_1);
+CODEC(codec_q8_0, ANVIL_TYPE_Q8_0, "q8_0", anvil_block_q8_0, ANVIL_TYPE_Q8_0, ANVIL_CODEC_IMATRIX_UNUSED,
+      anvil_ref_encode_q8_0, anvil_ref_decode_q8_0, anvil_ref_encode_rows_q8_0);
 /* Q8_1 is what Q4_1/Q5_1 dots consume. As a weight it has no dot in ggml;
  * act_type names itself and no backend offers a kernel, so the host's
  * decode + f32 fallback serves it. */
-CODEC(codec_q8_1, ANVIL_TYPE_Q8_1, "q8_1", anvil_block_q8_1, ANVIL_TYPE_Q8_1,
-      ANVIL_CODEC_ACTIVATION, anvil_ref_encode_q8_1, anvil_ref_decode_q8_1, NULL);
+CODEC(codec_q8_1, ANVIL_TYPE_Q8_1, "q8_1", anvil_block_q8_1, ANVIL_TYPE_Q8_1, ANVIL_CODEC_ACTIVATION,
+      anvil_ref_encode_q8_1, anvil_ref_decode_q8_1, NULL);
 
 static const anvil_codec *const codecs[] = {
     &codec_q4_0, &codec_q4_1, &codec_q5_0, &codec_q5_1, &codec_q8_0, &codec_q8_1,

@@ -28,24 +28,33 @@
 
 #define FAMILY "ternary"
 
-#define CODEC(ident, type, tname, elems, block, act, enc, dec, rows)                  \
-    static const anvil_codec ident = {                                             \
-        .struct_size = sizeof(anvil_codec), .type_id = (type), .name = (tname),    \
-        .family = FAMILY, .block_elems = (elems), .block_bytes = sizeof(block),    \
-        .act_type = (act), .flags = ANVIL_CODEC_IMATRIX_UNUSED, .encode = (enc),   \
-        .decode = (dec), .encode_rows = (rows) }
+#define CODEC(ident, type, tname, elems, block, act, enc, dec, rows)        \
+    static const anvil_codec ident = { .struct_size = sizeof(anvil_codec),  \
+                                       .type_id = (type),                   \
+                                       .name = (tname),                     \
+                                       .family = FAMILY,                    \
+                                       .block_elems = (elems),              \
+                                       .block_bytes = sizeof(block),        \
+                                       .act_type = (act),                   \
+                                       .flags = ANVIL_CODEC_IMATRIX_UNUSED, \
+                                       .encode = (enc),                     \
+                                       .decode = (dec),                     \
+                                       .encode_rows = (rows) }
 
-CODEC(codec_tq1_0, ANVIL_TYPE_TQ1_0, "tq1_0", ANVIL_QK_K, anvil_block_tq1_0, ANVIL_TYPE_Q8_K,
-      anvil_ref_encode_tq1_0, anvil_ref_decode_tq1_0, anvil_ref_encode_rows_tq1_0);
-CODEC(codec_tq2_0, ANVIL_TYPE_TQ2_0, "tq2_0", ANVIL_QK_K, anvil_block_tq2_0, ANVIL_TYPE_Q8_K,
-      anvil_ref_encode_tq2_0, anvil_ref_decode_tq2_0, anvil_ref_encode_rows_tq2_0);
-CODEC(codec_q1_0, ANVIL_TYPE_Q1_0, "q1_0", ANVIL_QK1_0, anvil_block_q1_0, ANVIL_TYPE_Q8_0,
-      anvil_ref_encode_q1_0, anvil_ref_decode_q1_0, anvil_ref_encode_rows_q1_0);
-CODEC(codec_q2_0, ANVIL_TYPE_Q2_0, "q2_0", ANVIL_QK2_0, anvil_block_q2_0, ANVIL_TYPE_Q8_0,
-      anvil_ref_encode_q2_0, anvil_ref_decode_q2_0, anvil_ref_encode_rows_q2_0);
+CODEC(codec_tq1_0, ANVIL_TYPE_TQ1_0, "tq1_0", ANVIL_QK_K, anvil_block_tq1_0, ANVIL_TYPE_Q8_K, anvil_ref_encode_tq1_0,
+      anvil_ref_decode_tq1_0, anvil_ref_encode_rows_tq1_0);
+CODEC(codec_tq2_0, ANVIL_TYPE_TQ2_0, "tq2_0", ANVIL_QK_K, anvil_block_tq2_0, ANVIL_TYPE_Q8_K, anvil_ref_encode_tq2_0,
+      anvil_ref_decode_tq2_0, anvil_ref_encode_rows_tq2_0);
+CODEC(codec_q1_0, ANVIL_TYPE_Q1_0, "q1_0", ANVIL_QK1_0, anvil_block_q1_0, ANVIL_TYPE_Q8_0, anvil_ref_encode_q1_0,
+      anvil_ref_decode_q1_0, anvil_ref_encode_rows_q1_0);
+CODEC(codec_q2_0, ANVIL_TYPE_Q2_0, "q2_0", ANVIL_QK2_0, anvil_block_q2_0, ANVIL_TYPE_Q8_0, anvil_ref_encode_q2_0,
+      anvil_ref_decode_q2_0, anvil_ref_encode_rows_q2_0);
 
 static const anvil_codec *const codecs[] = {
-    &codec_tq1_0, &codec_tq2_0, &codec_q1_0, &codec_q2_0,
+    &codec_tq1_0,
+    &codec_tq2_0,
+    &codec_q1_0,
+    &codec_q2_0,
 };
 
 static const anvil_plugin_desc desc = {

@@ -17,14 +17,15 @@ static size_t join(const void **dst, const void *const *const *tables, size_t n,
 int anvil_ref_backend_fill(anvil_backend *b, anvil_ref_backend_lists *lists, const anvil_ref_backend_tables *t,
                            const char *plugin_id, char *err, size_t err_size) {
     int overflow = 0;
-    const size_t nq = join((const void **)lists->quantizers, (const void *const *const *)t->quantizers,
-                           t->n_quantizers, &overflow);
-    const size_t nk = join((const void **)lists->kernels, (const void *const *const *)t->kernels, t->n_kernels,
-                           &overflow);
-    const size_t ne = join((const void **)lists->encoders, (const void *const *const *)t->encoders, t->n_encoders,
-                           &overflow);
+    const size_t nq =
+        join((const void **)lists->quantizers, (const void *const *const *)t->quantizers, t->n_quantizers, &overflow);
+    const size_t nk =
+        join((const void **)lists->kernels, (const void *const *const *)t->kernels, t->n_kernels, &overflow);
+    const size_t ne =
+        join((const void **)lists->encoders, (const void *const *const *)t->encoders, t->n_encoders, &overflow);
     if (overflow) {
-        anvil_ref_message(err, err_size, "%s: kernel table overflow (raise ANVIL_REF_BACKEND_MAX in plugins/ref/backend_init.h)",
+        anvil_ref_message(err, err_size,
+                          "%s: kernel table overflow (raise ANVIL_REF_BACKEND_MAX in plugins/ref/backend_init.h)",
                           plugin_id);
         return ANVIL_E_INTERNAL;
     }

@@ -18,8 +18,8 @@ void anvil_ref_message(char *msg, size_t msg_size, const char *fmt, ...) {
     va_end(ap);
 }
 
-int anvil_ref_check_encode_input(const char *type_name, const float *src, size_t n,
-                                 size_t block_elems, char *msg, size_t msg_size) {
+int anvil_ref_check_encode_input(const char *type_name, const float *src, size_t n, size_t block_elems, char *msg,
+                                 size_t msg_size) {
     if (block_elems == 0 || n % block_elems != 0) {
         anvil_ref_message(msg, msg_size,
                           "%s: %zu elements is not a whole number of %zu-element blocks "
@@ -30,8 +30,8 @@ int anvil_ref_check_encode_input(const char *type_name, const float *src, size_t
     return anvil_ref_check_finite(type_name, src, n, 0, msg, msg_size);
 }
 
-int anvil_ref_check_finite(const char *type_name, const float *src, size_t n, size_t n_per_row,
-                           char *msg, size_t msg_size) {
+int anvil_ref_check_finite(const char *type_name, const float *src, size_t n, size_t n_per_row, char *msg,
+                           size_t msg_size) {
     const size_t bad = anvil_find_nonfinite(src, n);
     if (bad == n) {
         return ANVIL_OK;
@@ -42,8 +42,8 @@ int anvil_ref_check_finite(const char *type_name, const float *src, size_t n, si
     if (n_per_row == 0) {
         anvil_ref_message(msg, msg_size, "%s: element %zu is %s; %s", type_name, bad, what, fix);
     } else {
-        anvil_ref_message(msg, msg_size, "%s: row %zu element %zu (index %zu) is %s; %s", type_name,
-                          bad / n_per_row, bad % n_per_row, bad, what, fix);
+        anvil_ref_message(msg, msg_size, "%s: row %zu element %zu (index %zu) is %s; %s", type_name, bad / n_per_row,
+                          bad % n_per_row, bad, what, fix);
     }
     return ANVIL_E_NONFINITE;
 }

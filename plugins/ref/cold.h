@@ -54,14 +54,14 @@ int anvil_ref_encode_nvfp4(const float *src, void *dst, size_t n, char *msg, siz
 /* Row-wise, optionally importance-weighted (anvil_encode_rows_fn; checks
  * and refusals in ref/rows.h). MXFP4 and NVFP4 ignore the weights, as
  * ggml does. */
-int anvil_ref_encode_rows_iq4_nl(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq4_xs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_mxfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_nvfp4(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq4_nl(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                 char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq4_xs(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                 char *msg, size_t msg_size);
+int anvil_ref_encode_rows_mxfp4(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_nvfp4(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
 
 /* ---- scalar dots (anvil_vec_dot_fn) --------------------------------------- */
 void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void *a);

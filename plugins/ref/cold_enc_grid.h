@@ -53,20 +53,20 @@ int anvil_ref_encode_iq1_m(const float *src, void *dst, size_t n, char *msg, siz
 
 /* Row-wise, optionally importance-weighted (anvil_encode_rows_fn; checks
  * and refusals in ref/rows.h; refusals of a row name it). */
-int anvil_ref_encode_rows_iq3_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                  const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq3_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq2_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq1_m(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq2_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                  const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq2_xs(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                 const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_iq1_s(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq3_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                  char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq3_s(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq2_s(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq1_m(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq2_xxs(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                  char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq2_xs(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                 char *msg, size_t msg_size);
+int anvil_ref_encode_rows_iq1_s(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
 
 /* Builds the encoders' search tables once (thread-safe, idempotent).
  * ANVIL_OK or ANVIL_E_INTERNAL. */

@@ -68,9 +68,7 @@
 
 /* Which delta sign a half gets under split variant k: 0 (+,+), 1 (+,-),
  * 2 (-,+), 3 (-,-) for (first 8, last 8). Returns 1 for x_m. */
-static inline int variant_minus(int k, int second_half) {
-    return second_half ? (k & 1) : (k >> 1);
-}
+static inline int variant_minus(int k, int second_half) { return second_half ? (k & 1) : (k >> 1); }
 
 /* The exhaustive split search of one group (ggml's i1/i2/k loops). Returns
  * the best variant k (or -1 when no split has a positive sumq2), with the
@@ -90,8 +88,8 @@ static inline int variant_minus(int k, int second_half) {
  * fits passes the test against the current best (cold_fit_lanes). */
 #define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
 
-static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
-                      const float *x_m, int *out_i1, int *out_i2, float *out_scale) {
+static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
+                      int *out_i1, int *out_i2, float *out_scale) {
     float px[2][PAD], pw[2][PAD];
     memset(px, 0, sizeof px);
     memset(pw, 0, sizeof pw);

@@ -70,8 +70,8 @@ typedef struct split {
  * passes the test against the current best (cold_fit_lanes). */
 #define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
 
-static split best_split(const float *xb, const float *weight, const int *idx, const float *x_p,
-                        const float *x_m, float max) {
+static split best_split(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
+                        float max) {
     float sumx[PAD], sumw[PAD];
     memset(sumx, 0, sizeof sumx);
     memset(sumw, 0, sizeof sumw);

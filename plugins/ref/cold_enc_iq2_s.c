@@ -45,7 +45,12 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2S),
-        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
+        .n = 16,
+        .max_q = 3,
+        .step = 0.1f,
+        .steps = 9,
+        .start_on_grid = 1,
+        .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_s)) {
@@ -73,8 +78,8 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             }
             int idx[2];
             float scale;
-            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
-                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), signs,
+                                       0xFF, idx, &scale) != ANVIL_OK) {
                 return anvil_cold_refuse_overflow("iq2_s", ibl, 16, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 2; ++k) {

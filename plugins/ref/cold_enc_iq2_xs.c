@@ -61,15 +61,19 @@ static void put_le(uint8_t *p, uint32_t v, int bytes) {
 
 /* ---- IQ2_XXS ------------------------------------------------------------- */
 
-static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                              size_t msg_size) {
+static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq2_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2XXS),
-        .n = 32, .max_q = 3, .step = 0.1f, .steps = 6, .start_on_grid = 1, .refine = COLD_REFINE_ALWAYS,
+        .n = 32,
+        .max_q = 3,
+        .step = 0.1f,
+        .steps = 6,
+        .start_on_grid = 1,
+        .refine = COLD_REFINE_ALWAYS,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_xxs)) {
@@ -127,15 +131,19 @@ static int encode_row_iq2_xxs(const float *src, void *dst, size_t n, const float
 
 /* ---- IQ2_XS -------------------------------------------------------------- */
 
-static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                             size_t msg_size) {
+static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq2_xs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ2XS),
-        .n = 16, .max_q = 3, .step = 0.1f, .steps = 9, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
+        .n = 16,
+        .max_q = 3,
+        .step = 0.1f,
+        .steps = 9,
+        .start_on_grid = 1,
+        .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq2_xs)) {
@@ -158,8 +166,8 @@ static int encode_row_iq2_xs(const float *src, void *dst, size_t n, const float 
             }
             int idx[2];
             float scale;
-            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
-                                       signs, 127, idx, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), signs,
+                                       127, idx, &scale) != ANVIL_OK) {
                 return anvil_cold_refuse_overflow("iq2_xs", ibl, 16, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 2; ++k) {

@@ -65,15 +65,19 @@ static void put_half(uint8_t *p, float f) {
 #define IQ3XXS_QS offsetof(anvil_block_iq3_xxs, qs)
 #define IQ3XXS_META (offsetof(anvil_block_iq3_xxs, qs) + QK / 4)
 
-static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                              size_t msg_size) {
+static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq3_xxs", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 15, .start_on_grid = 1, .refine = COLD_REFINE_OFF_GRID,
+        .n = 32,
+        .max_q = 8,
+        .step = 0.2f,
+        .steps = 15,
+        .start_on_grid = 1,
+        .refine = COLD_REFINE_OFF_GRID,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_xxs)) {
@@ -97,8 +101,8 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
             }
             int idx[8];
             float scale;
-            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
-                                       signs, 127, idx, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), signs,
+                                       127, idx, &scale) != ANVIL_OK) {
                 return anvil_cold_refuse_overflow("iq3_xxs", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {
@@ -135,15 +139,19 @@ static int encode_row_iq3_xxs(const float *src, void *dst, size_t n, const float
 #define IQ3S_SIGNS offsetof(anvil_block_iq3_s, signs)
 #define IQ3S_SCALES offsetof(anvil_block_iq3_s, scales)
 
-static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *qw, char *msg,
-                            size_t msg_size) {
+static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq3_s", msg, msg_size);
     if (rc != ANVIL_OK) {
         return rc;
     }
     const cold_sweep sweep = {
         .lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ3S),
-        .n = 32, .max_q = 8, .step = 0.2f, .steps = 9, .start_on_grid = 0, .refine = COLD_REFINE_ALL,
+        .n = 32,
+        .max_q = 8,
+        .step = 0.2f,
+        .steps = 9,
+        .start_on_grid = 0,
+        .refine = COLD_REFINE_ALL,
     };
     uint8_t *blk = dst;
     for (size_t ibl = 0; ibl < n / QK; ++ibl, blk += sizeof(anvil_block_iq3_s)) {
@@ -171,8 +179,8 @@ static int encode_row_iq3_s(const float *src, void *dst, size_t n, const float *
             }
             int idx[8];
             float scale;
-            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max),
-                                       signs, 0xFF, idx, &scale) != ANVIL_OK) {
+            if (anvil_cold_sweep_group(&sweep, xval, weight, waux, max, cold_sweep_first_scale(&sweep, max), signs,
+                                       0xFF, idx, &scale) != ANVIL_OK) {
                 return anvil_cold_refuse_overflow("iq3_s", ibl, 32, ib, xb, GGML_DIES, msg, msg_size);
             }
             for (int k = 0; k < 8; ++k) {

@@ -35,8 +35,8 @@
 /* Largest sum of squared code differences: 4 * 7^2 (IQ3), 8 * 2^2 (IQ2/IQ1). */
 #define MAX_DIST 196
 
-#define IQ3_KEYS 4096  /* 8^4 */
-#define IQ2_KEYS 6561  /* 3^8 */
+#define IQ3_KEYS 4096 /* 8^4 */
+#define IQ2_KEYS 6561 /* 3^8 */
 
 /* Candidate-list storage per lattice, the exact totals (count word, entries
  * and lane blocks over all off-grid keys) for the committed codebooks. The build checks
@@ -94,7 +94,7 @@ static int entry_code(enum cold_lattice_id id, int g, int i) {
     case COLD_LATTICE_IQ2S:
     case COLD_LATTICE_IQ2XXS:
     case COLD_LATTICE_IQ2XS: { /* magnitudes 8, 25, 43 */
-        const int v = id == COLD_LATTICE_IQ2S ? anvil_cold_iq2s_grid[g][i]
+        const int v = id == COLD_LATTICE_IQ2S    ? anvil_cold_iq2s_grid[g][i]
                       : id == COLD_LATTICE_IQ2XS ? anvil_cold_iq2xs_grid[g][i]
                                                  : anvil_cold_iq2xxs_grid[g][i];
         return v == 8 ? 0 : v == 25 ? 1 : v == 43 ? 2 : -1;
@@ -103,8 +103,7 @@ static int entry_code(enum cold_lattice_id id, int g, int i) {
         const int v = anvil_cold_iq1s_grid[g][i];
         return v >= -1 && v <= 1 ? v + 1 : -1;
     }
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -239,7 +238,8 @@ static int build_one(enum cold_lattice_id id) {
                 within[n_within++] = (uint16_t)g;
             }
         }
-        const size_t lane_words = s->lanes ? (size_t)cold_lane_blocks(n_within) * (size_t)s->dims * COLD_LANES / 2 : 0;
+        const size_t lane_words = s->lanes ? (size_t)cold_lane_blocks(n_within) * (size_t)s->dims * COLD_LANES / 2
+                                           : 0;
         if (off + 1 + (size_t)n_within + lane_words > s->nb_size) {
             return ANVIL_E_INTERNAL;
         }

@@ -38,8 +38,8 @@ enum cold_lattice_id {
 };
 
 typedef struct cold_lattice {
-    int dims;              /* elements per point: 4 or 8 */
-    int levels;            /* codes per element: 8 or 3 */
+    int dims;   /* elements per point: 4 or 8 */
+    int levels; /* codes per element: 8 or 3 */
     int grid_size;
     /* code[g * dims + i]: element i's level code of grid point g. */
     const uint8_t *code;
@@ -65,9 +65,7 @@ typedef struct cold_lattice {
 #define COLD_LANES 4
 
 /* Lane blocks of a list of count candidates. */
-static inline int cold_lane_blocks(int count) {
-    return (count + COLD_LANES - 1) / COLD_LANES;
-}
+static inline int cold_lane_blocks(int count) { return (count + COLD_LANES - 1) / COLD_LANES; }
 
 /* Key of a code vector: base `levels` digits, element 0 lowest. Every
  * code must lie in [0, levels). */

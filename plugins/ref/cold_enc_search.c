@@ -77,8 +77,8 @@ static inline int lane_best_pick(const lane_best *b) {
  * 24 terms are computed once, each by ggml's expression, and summed per
  * candidate in ggml's order, four candidates side by side: the same
  * floats, fewer operations. */
-int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
-                               const float *w, float scale, const float val[3], int8_t *L) {
+int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                               float scale, const float val[3], int8_t *L) {
     float err[8][3];
     for (int i = 0; i < 8; ++i) {
         for (int c = 0; c < 3; ++c) {
@@ -136,8 +136,8 @@ static inline f32x4 lane_bytes(const uint8_t *p) {
  * FLT_MAX. Each lane scores its candidate as ggml does (0 + w0 diff0^2 +
  * w1 diff1^2 + ..., element order); lane_best chooses as ggml's scan. */
 static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
-                                                               const uint16_t *cand, const float *x,
-                                                               const float *w, float scale, int8_t *L) {
+                                                               const uint16_t *cand, const float *x, const float *w,
+                                                               float scale, int8_t *L) {
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
     lane_best lb;
@@ -178,8 +178,7 @@ static inline __attribute__((always_inline)) int snap_group(const cold_lattice *
 }
 
 /* sum w x q and sum w q q over the group, q = 2 l + 1, in element order. */
-static void fit_sums(const float *xval, const float *weight, const int8_t *L, int n, float *sumqx,
-                     float *sumq2) {
+static void fit_sums(const float *xval, const float *weight, const int8_t *L, int n, float *sumqx, float *sumq2) {
     float sx = 0.0f, s2 = 0.0f;
     for (int i = 0; i < n; ++i) {
         const float w = weight[i];
@@ -204,9 +203,8 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
  * element order as ggml's one trial does. Then the best trial is chosen
  * in trial order with ggml's test. */
 static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int n, int dims, int levels,
-                                                       const float *xval, const float *weight,
-                                                       const float *waux, float max, float scale0, int8_t *L,
-                                                       float *scale_out) {
+                                                       const float *xval, const float *weight, const float *waux,
+                                                       float max, float scale0, int8_t *L, float *scale_out) {
     const cold_lattice *lat = p->lat;
     const int groups = n / dims;
     const int trials = 2 * p->steps + 1;
@@ -248,8 +246,8 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
                     continue;
                 }
                 int8_t l[8];
-                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k,
-                                            waux + dims * k, this_scale[t], l);
+                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k, waux + dims * k,
+                                            this_scale[t], l);
                 if (g < 0) {
                     return ANVIL_E_UNSUPPORTED;
                 }
@@ -313,8 +311,8 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
     return ANVIL_OK;
 }
 
-int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                     float max, float scale0, int8_t *L, float *scale_out) {
+int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                     float scale0, int8_t *L, float *scale_out) {
     const cold_lattice *lat = p->lat;
     if (!lat->lanes || 2 * p->steps + 1 > MAX_TRIALS || p->n > 32 || p->n / lat->dims > 8) {
         return ANVIL_E_INTERNAL;
@@ -425,8 +423,8 @@ int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, 
     return ANVIL_E_UNSUPPORTED;
 }
 
-float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux,
-                             float *xval, uint8_t *signs) {
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                             uint8_t *signs) {
     for (int i = 0; i < n; ++i) {
         waux[i] = sqrtf(weight[i]);
     }
@@ -441,9 +439,8 @@ float anvil_cold_group_setup(const float *xb, const float *weight, int n, int ev
     return max;
 }
 
-int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                           float max, float scale0, uint8_t *signs, uint8_t sign_mask, int *idx,
-                           float *scale) {
+int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                           float scale0, uint8_t *signs, uint8_t sign_mask, int *idx, float *scale) {
     int8_t L[32];
     if (anvil_cold_sweep(p, xval, weight, waux, max, scale0, L, scale) != ANVIL_OK) {
         return ANVIL_E_UNSUPPORTED;
@@ -467,8 +464,8 @@ int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *
     return *scale >= 0 ? ANVIL_OK : ANVIL_E_UNSUPPORTED;
 }
 
-int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
-                        const float *weight, const float *const *vals, float *scale, int *index) {
+int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb, const float *weight,
+                        const float *const *vals, float *scale, int *index) {
     int all_on_grid = 1;
     for (int k = 0; k < groups; ++k) {
         const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];

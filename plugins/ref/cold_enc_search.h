@@ -44,9 +44,7 @@ typedef struct cold_sweep {
 
 /* ggml's first scale, kept when no trial wins: max / (2 max_q - 1) (all
  * but IQ2_XXS, which starts from make_qp_quants' scale: anvil_kq_fit_positive). */
-static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
-    return max / (float)(2 * p->max_q - 1);
-}
+static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { return max / (float)(2 * p->max_q - 1); }
 
 /* Runs the sweep from scale0 (the scale kept when no trial wins). On
  * ANVIL_OK, L[0..n) holds the level codes of on-grid points (all 0 when
@@ -56,8 +54,8 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) {
  * candidate scores below FLT_MAX: the squared errors overflowed or are
  * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
  * without lane blocks, more than 31 trials or 32 elements). */
-int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                     float max, float scale0, int8_t *L, float *scale);
+int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                     float scale0, int8_t *L, float *scale);
 
 /* A group through the sweep to what is stored of it, as every sweep-based
  * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from
@@ -66,9 +64,8 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
  * 0xFF where 8); idx[k] the grid index of sub-group k (lat->dims codes).
  * ANVIL_E_UNSUPPORTED where ggml dies: the sweep's assertion, a point off
  * the grid ("not on grid" abort), a scale that is not >= 0 (NaN). */
-int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                           float max, float scale0, uint8_t *signs, uint8_t sign_mask, int *idx,
-                           float *scale);
+int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                           float scale0, uint8_t *signs, uint8_t sign_mask, int *idx, float *scale);
 
 /* A sub-scale code l in [0, max] with scale ~ d (2l + 1), id = 1 / d. */
 static inline int cold_sub_scale(float id, float scale, int max) {
@@ -82,8 +79,8 @@ static inline int cold_sub_scale(float id, float scale, int max) {
  * indices), the one whose values scale * val[code] are closest to x in
  * w-weighted squared error, first on ties; its codes go to L (when not
  * NULL). -1 when none scores below FLT_MAX (ggml asserts there). */
-int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x,
-                               const float *w, float scale, const float val[3], int8_t *L);
+int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                               float scale, const float val[3], int8_t *L);
 
 /* The end of ggml's IQ1 searches (IQ1_S, IQ1_M): the groups of 8 codes L
  * (groups of them) snapped to the IQ1 grid, index[k] getting group k's
@@ -92,16 +89,15 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
  * if any moved, *scale is refitted over all groups and kept when the fit
  * is positive. ANVIL_E_UNSUPPORTED where no candidate scores (ggml then
  * scans the whole grid reading past the end of its input, and aborts). */
-int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
-                        const float *weight, const float *const *vals, float *scale, int *index);
+int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb, const float *weight,
+                        const float *const *vals, float *scale, int *index);
 
 /* ggml's "keep the better fit" step, over fits j = 0 .. n-1 in order:
  * fit j (sumqx[j], sumq2[j]) replaces the best when sumq2 > 0 and
  * sumqx^2 > best_score sumq2 (strictly better), and then
  * scale = sumqx / sumq2, best_score = scale sumqx. Returns the last fit
  * that replaced the best, or -1. */
-static inline int cold_fit_scan(const float *sumqx, const float *sumq2, int n, float *best_score,
-                                float *scale) {
+static inline int cold_fit_scan(const float *sumqx, const float *sumq2, int n, float *best_score, float *scale) {
     int got = -1;
     for (int j = 0; j < n; ++j) {
         if (sumq2[j] > 0 && sumqx[j] * sumqx[j] > *best_score * sumq2[j]) {
@@ -128,8 +124,7 @@ typedef int32_t cold_i32x4 __attribute__((vector_size(16)));
  * would change nothing and is skipped; otherwise they are scanned in
  * order. Returns the last fit that replaced the best, or -1. */
 static inline __attribute__((always_inline)) int cold_fit_lanes(const cold_f32x4 *sumqx, const cold_f32x4 *sumq2,
-                                                                int nv, int lanes, float *best_score,
-                                                                float *scale) {
+                                                                int nv, int lanes, float *best_score, float *scale) {
     const cold_f32x4 zero = { 0 };
     const cold_i32x4 lane = { 0, 1, 2, 3 };
     cold_i32x4 pass = { 0 };
@@ -183,8 +178,8 @@ int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, 
  * (anvil_cold_split_signs_even when `even`, else anvil_cold_split_signs)
  * and the magnitudes into xval. Returns the largest xval (ggml's MAX
  * chain from xval[0]). */
-float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux,
-                             float *xval, uint8_t *signs);
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                             uint8_t *signs);
 
 /* Splits the signs off a group of 8: xval = |x|, bit i of the result set
  * when x[i] < 0 (IQ3_S and IQ2_S store all 8 bits). */

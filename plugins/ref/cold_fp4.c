@@ -50,9 +50,7 @@ static inline uint8_t fp4_nearest(float x, float e) {
  * that defines ggml's bytes the cast is a truncating conversion to int32
  * whose low byte is kept, so -24 becomes 232. Do exactly that, portably. The
  * float is always an integer in [-24, 253], so the int conversion is exact. */
-static inline uint8_t mxfp4_exponent_byte(float f) {
-    return (uint8_t)((uint32_t)(int32_t)f & 0xFFu);
-}
+static inline uint8_t mxfp4_exponent_byte(float f) { return (uint8_t)((uint32_t)(int32_t)f & 0xFFu); }
 
 static void encode_row_mxfp4(const float *src, void *dst, size_t n, const float *qw) {
     (void)qw; /* quantize_mxfp4: GGML_UNUSED(quant_weights) */
@@ -148,7 +146,8 @@ void anvil_ref_vec_dot_mxfp4_q8_0(size_t n, float *s, const void *w, const void 
     const uint8_t *blk = w;
     const uint8_t *act = a;
     float sumf = 0.0f;
-    for (size_t i = 0; i < n / ANVIL_QK_MXFP4; ++i, blk += sizeof(anvil_block_mxfp4), act += sizeof(anvil_block_q8_0)) {
+    for (size_t i = 0; i < n / ANVIL_QK_MXFP4;
+         ++i, blk += sizeof(anvil_block_mxfp4), act += sizeof(anvil_block_q8_0)) {
         const float d = anvil_rd_half(act + COLD_Q80_D) * anvil_e8m0_to_fp32_half(blk[MXFP4_E]);
         sumf += d * (float)fp4_dot(blk + MXFP4_QS, (const int8_t *)(act + COLD_Q80_QS), ANVIL_QK_MXFP4 / 2);
     }

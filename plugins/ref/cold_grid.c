@@ -363,7 +363,8 @@ void anvil_ref_vec_dot_iq1_s_q8_K(size_t n, float *s, const void *w, const void 
             }
             sumi += ls * lsum;
             sumi1 += ls * delta *
-                     (anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib)) + anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib + 1)));
+                     (anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib)) +
+                      anvil_rd_i16(act + COLD_Q8K_BSUMS + 2 * (2 * ib + 1)));
         }
         sumf += anvil_rd_half(blk + IQ1S_D) * anvil_rd_f32(act + COLD_Q8K_D) *
                 ((float)sumi + anvil_cold_iq1s_delta * (float)sumi1);
@@ -385,8 +386,8 @@ static inline void iq1m_scales(const uint8_t *blk, uint16_t sc[4], float *d) {
     for (int k = 0; k < 4; ++k) {
         sc[k] = anvil_rd_u16(blk + IQ1M_SCALES + 2 * k);
     }
-    const uint16_t h = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
-                                  (sc[3] & 0xf000));
+    const uint16_t h =
+        (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
     *d = anvil_fp16_to_fp32(h);
 }
 

@@ -32,9 +32,7 @@ static inline float cold_apply_sign(float v, uint8_t signs, int j) {
     return anvil_f32_from_bits(anvil_f32_to_bits(v) ^ flip);
 }
 
-static inline int cold_sign_i(uint8_t signs, int j) {
-    return (signs & anvil_cold_kmask[j]) ? -1 : 1;
-}
+static inline int cold_sign_i(uint8_t signs, int j) { return (signs & anvil_cold_kmask[j]) ? -1 : 1; }
 
 /* ggml's importance weights of the i-quants and IQ4:
  * qw[i] * sqrtf(sigma2 + x[i]^2), sigma2 a per-format multiple of the

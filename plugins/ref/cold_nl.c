@@ -244,7 +244,8 @@ void anvil_ref_vec_dot_iq4_nl_q8_0(size_t n, float *s, const void *w, const void
     const uint8_t *blk = w;
     const uint8_t *act = a;
     float sumf = 0.0f;
-    for (size_t i = 0; i < n / ANVIL_QK4_NL; ++i, blk += sizeof(anvil_block_iq4_nl), act += sizeof(anvil_block_q8_0)) {
+    for (size_t i = 0; i < n / ANVIL_QK4_NL;
+         ++i, blk += sizeof(anvil_block_iq4_nl), act += sizeof(anvil_block_q8_0)) {
         const float d = anvil_rd_half(act + COLD_Q80_D) * anvil_rd_half(blk + IQ4NL_D);
         sumf += d * (float)iq4_dot32(blk + IQ4NL_QS, (const int8_t *)(act + COLD_Q80_QS));
     }

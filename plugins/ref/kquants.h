@@ -27,16 +27,16 @@ int anvil_ref_encode_q6_K(const float *src, void *dst, size_t n, char *msg, size
  * (a multiple of 256), each super-block weighted by its 256 columns of the
  * importance matrix, or unweighted when imatrix is NULL (then the same
  * bytes as the encoders above). */
-int anvil_ref_encode_rows_q2_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q3_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q4_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q5_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q6_K(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q2_K(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q3_K(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q4_K(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q5_K(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q6_K(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
 
 /* Decoders (anvil_decode_fn): n a multiple of 256. Total on any bytes. */
 void anvil_ref_decode_q2_K(const void *src, float *dst, size_t n);

@@ -30,8 +30,8 @@ static void scales_plain(const float *x, anvil_block_q2_K *y, uint8_t L[ANVIL_QK
         for (int l = 0; l < 16; ++l) {
             weights[l] = fabsf(x[16 * j + l]);
         }
-        sub_scale[j] = anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j],
-                                           Laux, -0.5f, 0.1f, 15, 1);
+        sub_scale[j] =
+            anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j], Laux, -0.5f, 0.1f, 15, 1);
         if (sub_scale[j] > max_scale) {
             max_scale = sub_scale[j];
         }
@@ -67,8 +67,7 @@ static void scales_plain(const float *x, anvil_block_q2_K *y, uint8_t L[ANVIL_QK
  * over the super-block), a finer squared-error grid search per group, then
  * the sub-scales and sub-mins fitted as non-negative 4-bit codes weighted by
  * each group's total weight. */
-static void scales_weighted(const float *x, const float *qw, anvil_block_q2_K *y,
-                            uint8_t L[ANVIL_QK_K]) {
+static void scales_weighted(const float *x, const float *qw, anvil_block_q2_K *y, uint8_t L[ANVIL_QK_K]) {
     uint8_t Laux[16];
     float weights[16];
     float sub_scale[ANVIL_QK_K / 16];
@@ -78,8 +77,8 @@ static void scales_weighted(const float *x, const float *qw, anvil_block_q2_K *y
     const float sigma2 = anvil_kq_sum_squares(x, ANVIL_QK_K) / ANVIL_QK_K;
     for (int j = 0; j < ANVIL_QK_K / 16; ++j) {
         sw[j] = anvil_kq_importance(16, x + 16 * j, qw + 16 * j, sigma2, weights);
-        sub_scale[j] = anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j],
-                                           Laux, -0.9f, 0.05f, 36, 0);
+        sub_scale[j] =
+            anvil_kq_fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &sub_min[j], Laux, -0.9f, 0.05f, 36, 0);
     }
     uint8_t ls[ANVIL_QK_K / 16], lm[ANVIL_QK_K / 16];
     const float dm = anvil_kq_fit_positive(ANVIL_QK_K / 16, 15, sub_scale, ls, sw);
@@ -118,8 +117,8 @@ static void encode_block(const float *x, const float *qw, anvil_block_q2_K *y) {
 
     for (int j = 0; j < ANVIL_QK_K; j += 128) {
         for (int l = 0; l < 32; ++l) {
-            y->qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
-                                         (L[j + l + 96] << 6));
+            y->qs[j / 4 + l] =
+                (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
         }
     }
 }

@@ -16,9 +16,7 @@
 
 /* The value an int takes when stored in an int8_t on a two's complement
  * machine (ggml relies on it), without the implementation-defined cast. */
-static int wrap_int8(int v) {
-    return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0);
-}
+static int wrap_int8(int v) { return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0); }
 
 /* Store the 6-bit code l (0..63, the scale + 32) of group j: low nibble in
  * byte j (j < 8) or the high half of byte j - 8, top two bits in byte
@@ -69,8 +67,7 @@ static void scales_plain(const float *x, anvil_block_q3_K *y, int8_t L[ANVIL_QK_
  * (mean over the super-block), each group fitted by make_qx_quants with
  * those weights, then the group scales themselves fitted by make_qx_quants
  * weighted by each group's total weight. */
-static void scales_weighted(const float *x, const float *qw, anvil_block_q3_K *y,
-                            int8_t L[ANVIL_QK_K]) {
+static void scales_weighted(const float *x, const float *qw, anvil_block_q3_K *y, int8_t L[ANVIL_QK_K]) {
     float sub_scale[ANVIL_QK_K / 16];
     float weights[16];
     float sw[ANVIL_QK_K / 16];
@@ -122,8 +119,8 @@ static void encode_block(const float *x, const float *qw, anvil_block_q3_K *y) {
     }
     for (int j = 0; j < ANVIL_QK_K; j += 128) {
         for (int l = 0; l < 32; ++l) {
-            y->qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
-                                         (L[j + l + 96] << 6));
+            y->qs[j / 4 + l] =
+                (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
         }
     }
 }

@@ -89,8 +89,7 @@ void anvil_ref_vec_dot_q5_K_q8_K(size_t n, float *s, const void *w, const void *
             const uint8_t *ql = x[i].qs + 16 * g;
             for (int l = 0; l < 32; ++l) {
                 q5[32 * g + l] = (uint8_t)((ql[l] & 0xF) | (((x[i].qh[l] >> g) & 1) << 4));
-                q5[32 * g + 32 + l] =
-                    (uint8_t)((ql[l] >> 4) | (((x[i].qh[l] >> (g + 1)) & 1) << 4));
+                q5[32 * g + 32 + l] = (uint8_t)((ql[l] >> 4) | (((x[i].qh[l] >> (g + 1)) & 1) << 4));
             }
         }
         const int8_t *q8 = y[i].qs;

@@ -17,9 +17,7 @@
 #include "ref/rows.h"
 
 /* See kquants_q3_k.c: an int stored into int8_t, two's complement. */
-static int wrap_int8(int v) {
-    return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0);
-}
+static int wrap_int8(int v) { return (int)((unsigned)v & 0xFFu) - (((unsigned)v & 0x80u) ? 256 : 0); }
 
 /* quantize_row_q6_K_ref and, with importance weights qw (the block's 256),
  * quantize_row_q6_K_impl: they differ only in the weights of the group
@@ -31,8 +29,7 @@ static void encode_block(const float *x, const float *qw, anvil_block_q6_K *y) {
     float max_scale = 0;
     float max_abs_scale = 0;
     for (int ib = 0; ib < ANVIL_QK_K / 16; ++ib) {
-        sub_scale[ib] = anvil_kq_fit_symmetric(16, 32, x + 16 * ib, L + 16 * ib,
-                                               qw ? qw + 16 * ib : NULL);
+        sub_scale[ib] = anvil_kq_fit_symmetric(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
         const float abs_scale = fabsf(sub_scale[ib]);
         if (abs_scale > max_abs_scale) {
             max_abs_scale = abs_scale;

@@ -12,9 +12,7 @@
 
 #include "anvil/numeric.h"
 
-static int clamp_int(int v, int lo, int hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
+static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* The signed value of largest magnitude; the first one wins a tie. */
 static float signed_absmax(int n, const float *x, float *amax_out) {
@@ -31,9 +29,8 @@ static float signed_absmax(int n, const float *x, float *amax_out) {
     return max;
 }
 
-float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          int use_mad) {
+float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *neg_min,
+                          uint8_t *Laux, float rmin, float rdelta, int nstep, int use_mad) {
     float min = x[0];
     float max = x[0];
     float sum_w = weights[0];
@@ -120,9 +117,7 @@ float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights,
 
 /* ggml's make_qx_quants with rmse_type 1: w = qw[i], or x[i]^2 without
  * importance weights. */
-static float symmetric_weight(const float *x, const float *qw, int i) {
-    return qw != NULL ? qw[i] : x[i] * x[i];
-}
+static float symmetric_weight(const float *x, const float *qw, int i) { return qw != NULL ? qw[i] : x[i] * x[i]; }
 
 float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float amax;
@@ -326,8 +321,7 @@ float anvil_kq_importance(int n, const float *x, const float *qw, float sigma2, 
     return sum;
 }
 
-void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8],
-                                const uint8_t lm[8]) {
+void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8], const uint8_t lm[8]) {
     for (int j = 0; j < 4; ++j) {
         packed[j] = ls[j];
         packed[j + 4] = lm[j];
@@ -339,8 +333,7 @@ void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_
     }
 }
 
-void anvil_kq_scale_min_k4(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j, uint8_t *scale,
-                           uint8_t *min) {
+void anvil_kq_scale_min_k4(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j, uint8_t *scale, uint8_t *min) {
     if (j < 4) {
         *scale = packed[j] & 63;
         *min = packed[j + 4] & 63;
@@ -360,8 +353,7 @@ int anvil_kq_q3_scale(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j) {
  * its own (weights: the sub-block's rms plus |x|), sub-scales and sub-mins
  * quantized to 6 bits against the largest of each. */
 static void k4_scales_plain(const float *x, const anvil_kq_k4_format *f, uint8_t L[ANVIL_QK_K],
-                            uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d_out,
-                            anvil_half *dmin_out) {
+                            uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d_out, anvil_half *dmin_out) {
     float sub_scale[ANVIL_QK_K / 32];
     float sub_min[ANVIL_QK_K / 32];
     float weights[32];
@@ -382,8 +374,8 @@ static void k4_scales_plain(const float *x, const anvil_kq_k4_format *f, uint8_t
         for (int l = 0; l < 32; ++l) {
             weights[l] = av_x + fabsf(xs[l]);
         }
-        sub_scale[j] = anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
-                                           f->rmin, 0.1f, f->nstep, 0);
+        sub_scale[j] =
+            anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux, f->rmin, 0.1f, f->nstep, 0);
         if (sub_scale[j] > max_scale) {
             max_scale = sub_scale[j];
         }
@@ -414,9 +406,8 @@ static void k4_scales_plain(const float *x, const anvil_kq_k4_format *f, uint8_t
  * super-block, a finer grid search per sub-block, then the 6-bit sub-scales
  * and sub-mins fitted by anvil_kq_fit_positive, weighted by each sub-block's
  * total weight. */
-static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k4_format *f,
-                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
-                               anvil_half *d_out, anvil_half *dmin_out) {
+static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k4_format *f, uint8_t L[ANVIL_QK_K],
+                               uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d_out, anvil_half *dmin_out) {
     float sub_scale[ANVIL_QK_K / 32];
     float sub_min[ANVIL_QK_K / 32];
     float sw[ANVIL_QK_K / 32];
@@ -427,8 +418,8 @@ static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k
     for (int j = 0; j < ANVIL_QK_K / 32; ++j) {
         const float *xs = x + 32 * j;
         sw[j] = anvil_kq_importance(32, xs, qw + 32 * j, sigma2, weights);
-        sub_scale[j] = anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux,
-                                           -0.9f, 0.05f, 36, 0);
+        sub_scale[j] =
+            anvil_kq_fit_affine(32, f->nmax, xs, weights, L + 32 * j, &sub_min[j], Laux, -0.9f, 0.05f, 36, 0);
     }
     uint8_t ls[8], lm[8];
     const float d_block = anvil_kq_fit_positive(ANVIL_QK_K / 32, 63, sub_scale, ls, sw);
@@ -444,9 +435,8 @@ static void k4_scales_weighted(const float *x, const float *qw, const anvil_kq_k
     *dmin_out = anvil_fp32_to_fp16(m_block);
 }
 
-void anvil_kq_encode_affine_k4(const float *x, const float *qw, const anvil_kq_k4_format *f,
-                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
-                               anvil_half *d_out, anvil_half *dmin_out) {
+void anvil_kq_encode_affine_k4(const float *x, const float *qw, const anvil_kq_k4_format *f, uint8_t L[ANVIL_QK_K],
+                               uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d_out, anvil_half *dmin_out) {
     if (qw != NULL) {
         k4_scales_weighted(x, qw, f, L, scales, d_out, dmin_out);
     } else {

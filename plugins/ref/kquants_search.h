@@ -28,9 +28,8 @@
  * and keeps it when its weighted error (|e| when use_mad, else e^2) is
  * strictly smaller. Writes the codes to L (Laux is scratch of n bytes),
  * the non-negative offset m to *neg_min, returns the scale. */
-float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights, uint8_t *L,
-                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          int use_mad);
+float anvil_kq_fit_affine(int n, int nmax, const float *x, const float *weights, uint8_t *L, float *neg_min,
+                          uint8_t *Laux, float rmin, float rdelta, int nstep, int use_mad);
 
 /* Symmetric fit x ~ scale * (L - nmax) with L in [0, 2 nmax), weighted by
  * qw (the importance of each element) or, when qw is NULL, by x^2: ggml's
@@ -66,10 +65,8 @@ float anvil_kq_importance(int n, const float *x, const float *qw, float sigma2, 
  * hold scales 0-3, bytes 4-7 mins 0-3 (low 6 bits each); bytes 8-11 hold the
  * low nibbles of scale and min 4-7, whose top two bits ride in bits 6-7 of
  * bytes 0-3 (scales) and 4-7 (mins). */
-void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8],
-                                const uint8_t lm[8]);
-void anvil_kq_scale_min_k4(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j, uint8_t *scale,
-                           uint8_t *min);
+void anvil_kq_pack_scale_min_k4(uint8_t packed[ANVIL_K_SCALE_SIZE], const uint8_t ls[8], const uint8_t lm[8]);
+void anvil_kq_scale_min_k4(const uint8_t packed[ANVIL_K_SCALE_SIZE], int j, uint8_t *scale, uint8_t *min);
 
 /* Q3_K: sixteen 6-bit scales (stored + 32) in 12 bytes. Low nibbles of
  * scales 0-7 in the low halves of bytes 0-7, of scales 8-15 in the high
@@ -95,8 +92,7 @@ typedef struct anvil_kq_k4_format {
  * weighted search (see kquants_search.c). Then, either way, requantize every
  * element against the scales as the decoder will see them. Fills L[256]
  * (codes in [0, nmax]), the 12 packed scale bytes, d and dmin. */
-void anvil_kq_encode_affine_k4(const float *x, const float *qw, const anvil_kq_k4_format *f,
-                               uint8_t L[ANVIL_QK_K], uint8_t scales[ANVIL_K_SCALE_SIZE],
-                               anvil_half *d, anvil_half *dmin);
+void anvil_kq_encode_affine_k4(const float *x, const float *qw, const anvil_kq_k4_format *f, uint8_t L[ANVIL_QK_K],
+                               uint8_t scales[ANVIL_K_SCALE_SIZE], anvil_half *d, anvil_half *dmin);
 
 #endif

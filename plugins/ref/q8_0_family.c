@@ -27,9 +27,7 @@
 #include "ref/rows.h"
 #include "bytes.h"
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    memcpy(p, &v, sizeof v); /* little-endian hosts only (see blocks.h) */
-}
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, sizeof v); /* little-endian hosts only (see blocks.h) */ }
 
 /* Q4_0 and Q5_0 share one scheme: the signed value of largest magnitude
  * (the first one on ties) gets the most negative code, so d = max / -2^(b-1)
@@ -37,8 +35,7 @@ static void put_u32(uint8_t *p, uint32_t v) {
  * x / d + (2^(b-1) + 0.5), i.e. round-half-up of x / d, capped at the top
  * code because x / d can land exactly on 2^(b-1). Returns d; writes the
  * 32 codes (each already the low byte ggml stores, before packing). */
-static float symmetric_codes(const float *x, float levels, float offset, int top,
-                             uint8_t codes[Q8_0_FAMILY_BLOCK]) {
+static float symmetric_codes(const float *x, float levels, float offset, int top, uint8_t codes[Q8_0_FAMILY_BLOCK]) {
     float amax = 0.0f;
     float max = 0.0f;
     for (int j = 0; j < Q8_0_FAMILY_BLOCK; ++j) {
@@ -65,8 +62,8 @@ static float symmetric_codes(const float *x, float levels, float offset, int top
  * truncations of (x - min) / d + 0.5. Q4_1 caps at 15 after a signed cast;
  * Q5_1 casts to unsigned without a cap (cap < 0 means "no cap"), exactly as
  * ggml does. Writes d and min. */
-static void affine_codes(const float *x, float steps, int cap, int signed_cast, float *d_out,
-                         float *min_out, uint8_t codes[Q8_0_FAMILY_BLOCK]) {
+static void affine_codes(const float *x, float steps, int cap, int signed_cast, float *d_out, float *min_out,
+                         uint8_t codes[Q8_0_FAMILY_BLOCK]) {
     float min = FLT_MAX;
     float max = -FLT_MAX;
     for (int j = 0; j < Q8_0_FAMILY_BLOCK; ++j) {
@@ -82,8 +79,7 @@ static void affine_codes(const float *x, float steps, int cap, int signed_cast, 
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < Q8_0_FAMILY_BLOCK; ++j) {
         const float scaled = (x[j] - min) * id;
-        int q = signed_cast ? q8_0_family_cvt_i8(scaled + 0.5f)
-                            : q8_0_family_cvt_low_byte(scaled + 0.5f);
+        int q = signed_cast ? q8_0_family_cvt_i8(scaled + 0.5f) : q8_0_family_cvt_low_byte(scaled + 0.5f);
         if (cap >= 0 && q > cap) {
             q = cap;
         }
@@ -105,8 +101,7 @@ static void pack_nibbles(const uint8_t codes[Q8_0_FAMILY_BLOCK], uint8_t qs[Q8_0
 
 /* 5-bit packing: low nibbles as above, bit 4 of element j in bit j of the
  * little-endian 32-bit qh word. */
-static void pack_five_bits(const uint8_t codes[Q8_0_FAMILY_BLOCK], uint8_t qs[Q8_0_FAMILY_HALF],
-                           uint8_t *qh) {
+static void pack_five_bits(const uint8_t codes[Q8_0_FAMILY_BLOCK], uint8_t qs[Q8_0_FAMILY_HALF], uint8_t *qh) {
     uint32_t high = 0;
     for (int j = 0; j < Q8_0_FAMILY_HALF; ++j) {
         const unsigned lo = codes[j], hi = codes[j + Q8_0_FAMILY_HALF];
@@ -120,24 +115,26 @@ static void pack_five_bits(const uint8_t codes[Q8_0_FAMILY_BLOCK], uint8_t qs[Q8
 /* One of the four formats with 4- or 5-bit codes, as both of ggml's
  * encoders see it. */
 typedef struct flat_format {
-    int nmax;        /* symmetric: codes -nmax..nmax-1 (8, 16); affine: 0..nmax (15, 31) */
-    int affine;      /* a min besides the scale (Q4_1, Q5_1) */
-    int five_bits;   /* fifth code bits in the qh word (Q5_0, Q5_1) */
+    int nmax;      /* symmetric: codes -nmax..nmax-1 (8, 16); affine: 0..nmax (15, 31) */
+    int affine;    /* a min besides the scale (Q4_1, Q5_1) */
+    int five_bits; /* fifth code bits in the qh word (Q5_0, Q5_1) */
     size_t block_bytes;
-    size_t off_m;    /* offset of the f16 min (affine formats) */
-    size_t off_qh;   /* offset of the qh word (5-bit formats) */
-    size_t off_qs;   /* offset of the nibbles */
+    size_t off_m;  /* offset of the f16 min (affine formats) */
+    size_t off_qh; /* offset of the qh word (5-bit formats) */
+    size_t off_qs; /* offset of the nibbles */
 } flat_format;
 
-static const flat_format format_q4_0 = { 8, 0, 0, sizeof(anvil_block_q4_0), 0, 0,
-                                         offsetof(anvil_block_q4_0, qs) };
-static const flat_format format_q4_1 = { 15, 1, 0, sizeof(anvil_block_q4_1),
-                                         offsetof(anvil_block_q4_1, m), 0,
-                                         offsetof(anvil_block_q4_1, qs) };
-static const flat_format format_q5_0 = { 16, 0, 1, sizeof(anvil_block_q5_0), 0,
-                                         offsetof(anvil_block_q5_0, qh),
-                                         offsetof(anvil_block_q5_0, qs) };
-static const flat_format format_q5_1 = { 31, 1, 1, sizeof(anvil_block_q5_1),
+static const flat_format format_q4_0 = { 8, 0, 0, sizeof(anvil_block_q4_0), 0, 0, offsetof(anvil_block_q4_0, qs) };
+static const flat_format format_q4_1 = {
+    15, 1, 0, sizeof(anvil_block_q4_1), offsetof(anvil_block_q4_1, m), 0, offsetof(anvil_block_q4_1, qs)
+};
+static const flat_format format_q5_0 = {
+    16, 0, 1, sizeof(anvil_block_q5_0), 0, offsetof(anvil_block_q5_0, qh), offsetof(anvil_block_q5_0, qs)
+};
+static const flat_format format_q5_1 = { 31,
+                                         1,
+                                         1,
+                                         sizeof(anvil_block_q5_1),
                                          offsetof(anvil_block_q5_1, m),
                                          offsetof(anvil_block_q5_1, qh),
                                          offsetof(anvil_block_q5_1, qs) };
@@ -175,16 +172,14 @@ static void encode_block_plain(const flat_format *f, const float *x, uint8_t *ds
  * K-quants use, make_qx_quants (rmse_type 1) for the symmetric formats and
  * make_qkx3_quants (36 grids from nmax - 0.9 in steps of 0.05) for the
  * affine ones. */
-static void encode_block_weighted(const flat_format *f, const float *x, const float *weight,
-                                  uint8_t *dst) {
+static void encode_block_weighted(const flat_format *f, const float *x, const float *weight, uint8_t *dst) {
     uint8_t codes[Q8_0_FAMILY_BLOCK];
     float d;
     float m = 0.0f;
     if (f->affine) {
         uint8_t scratch[Q8_0_FAMILY_BLOCK];
         float neg_min;
-        d = anvil_kq_fit_affine(Q8_0_FAMILY_BLOCK, f->nmax, x, weight, codes, &neg_min, scratch,
-                                -0.9f, 0.05f, 36, 0);
+        d = anvil_kq_fit_affine(Q8_0_FAMILY_BLOCK, f->nmax, x, weight, codes, &neg_min, scratch, -0.9f, 0.05f, 36, 0);
         m = -neg_min;
     } else {
         int8_t L[Q8_0_FAMILY_BLOCK];
@@ -199,8 +194,7 @@ static void encode_block_weighted(const flat_format *f, const float *x, const fl
 /* One row as ggml_quantize_chunk encodes it. With importance weights each
  * element's weight is qw * sqrt(sigma2 + x^2), sigma2 the mean square of
  * the whole row (not of the block). */
-static void encode_row(const flat_format *f, const float *x, void *dst, size_t n,
-                       const float *qw) {
+static void encode_row(const flat_format *f, const float *x, void *dst, size_t n, const float *qw) {
     uint8_t *out = dst;
     const size_t nb = n / Q8_0_FAMILY_BLOCK;
     if (qw == NULL) {

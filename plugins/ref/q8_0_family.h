@@ -33,16 +33,16 @@ int anvil_ref_encode_q8_1(const float *src, void *dst, size_t n, char *msg, size
  * an importance matrix Q4_0 .. Q5_1 run ggml's weighted searches
  * (quantize_row_<t>_impl, whose weights depend on the whole row), and Q8_0
  * ignores it as ggml does. */
-int anvil_ref_encode_rows_q4_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q4_1(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q5_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q5_1(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q8_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q4_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q4_1(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q5_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q5_1(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q8_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
 
 /* Decoders (anvil_decode_fn): n a multiple of 32. Total on any bytes. */
 void anvil_ref_decode_q4_0(const void *src, float *dst, size_t n);

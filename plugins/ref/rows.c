@@ -21,20 +21,20 @@ static void name_row(const char *name, size_t row, char *msg, size_t msg_size) {
     anvil_ref_message(msg, msg_size, "%s: row %zu: %s", name, row, inner);
 }
 
-int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void *dst, size_t nrows,
-                          size_t n_per_row, const float *imatrix, char *msg, size_t msg_size) {
+int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void *dst, size_t nrows, size_t n_per_row,
+                          const float *imatrix, char *msg, size_t msg_size) {
     if (f->block_elems == 0 || n_per_row % f->block_elems != 0) {
         anvil_ref_message(msg, msg_size,
                           "%s: rows of %zu elements are not a whole number of %zu-element blocks "
                           "(%zu left over); choose a row length divisible by %zu",
-                          f->name, n_per_row, f->block_elems,
-                          f->block_elems ? n_per_row % f->block_elems : n_per_row, f->block_elems);
+                          f->name, n_per_row, f->block_elems, f->block_elems ? n_per_row % f->block_elems : n_per_row,
+                          f->block_elems);
         return ANVIL_E_BLOCK_MISMATCH;
     }
     const size_t row_bytes = n_per_row / f->block_elems * f->block_bytes;
     if (nrows != 0 && (n_per_row > SIZE_MAX / nrows || row_bytes > SIZE_MAX / nrows)) {
-        anvil_ref_message(msg, msg_size, "%s: %zu rows of %zu elements overflow the address space",
-                          f->name, nrows, n_per_row);
+        anvil_ref_message(msg, msg_size, "%s: %zu rows of %zu elements overflow the address space", f->name, nrows,
+                          n_per_row);
         return ANVIL_E_OVERFLOW;
     }
     const size_t n = nrows * n_per_row;
@@ -71,8 +71,8 @@ int anvil_ref_encode_rows(const anvil_ref_row_format *f, const float *src, void 
             f->encode_row(src + r * n_per_row, out + r * row_bytes, n_per_row, imatrix);
             continue;
         }
-        const int rrc = f->encode_row_checked(src + r * n_per_row, out + r * row_bytes, n_per_row, imatrix,
-                                              msg, msg_size);
+        const int rrc =
+            f->encode_row_checked(src + r * n_per_row, out + r * row_bytes, n_per_row, imatrix, msg, msg_size);
         if (rrc != ANVIL_OK) {
             name_row(f->name, r, msg, msg_size);
             return rrc;

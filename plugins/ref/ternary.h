@@ -37,14 +37,14 @@ int anvil_ref_encode_q2_0(const float *src, void *dst, size_t n, char *msg, size
 /* Row encoders (anvil_encode_rows_fn, see ref/rows.h): ggml's quantize_tq1_0
  * .. quantize_q2_0 accept an importance matrix and ignore it, so the bytes
  * are the encoders' above whatever imatrix holds. */
-int anvil_ref_encode_rows_tq1_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_tq2_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q1_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
-int anvil_ref_encode_rows_q2_0(const float *src, void *dst, size_t nrows, size_t n_per_row,
-                               const float *imatrix, char *msg, size_t msg_size);
+int anvil_ref_encode_rows_tq1_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_tq2_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q1_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
+int anvil_ref_encode_rows_q2_0(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                               char *msg, size_t msg_size);
 
 /* Decoders (anvil_decode_fn): n a whole number of blocks. Total on any bytes
  * (a TQ1_0 byte >= 243 or a 2-bit code 3 decodes exactly as ggml does). */

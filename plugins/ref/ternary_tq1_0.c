@@ -96,8 +96,7 @@ void anvil_ref_vec_dot_tq1_0_q8_K(size_t n, float *s, const void *w, const void 
     const uint8_t *x = w;
     const uint8_t *y = a;
     float sumf = 0.0f;
-    for (size_t i = 0; i < n / ANVIL_QK_K;
-         ++i, x += TQ1_0_BYTES, y += sizeof(anvil_block_q8_K)) {
+    for (size_t i = 0; i < n / ANVIL_QK_K; ++i, x += TQ1_0_BYTES, y += sizeof(anvil_block_q8_K)) {
         const int8_t *q8 = (const int8_t *)(y + offsetof(anvil_block_q8_K, qs));
         int sum = 0;
         for (size_t g = 0; g < 3; ++g) {

@@ -64,8 +64,7 @@ void anvil_ref_vec_dot_tq2_0_q8_K(size_t n, float *s, const void *w, const void 
     const uint8_t *x = w;
     const uint8_t *y = a;
     float sumf = 0.0f;
-    for (size_t i = 0; i < n / ANVIL_QK_K;
-         ++i, x += TQ2_0_BYTES, y += sizeof(anvil_block_q8_K)) {
+    for (size_t i = 0; i < n / ANVIL_QK_K; ++i, x += TQ2_0_BYTES, y += sizeof(anvil_block_q8_K)) {
         /* sum (c - 1) * q8 = sum_{bit0} q8 + 2 * sum_{bit1} q8 - sum q8; the
          * last term is the sum of the block sums Q8_K already carries. */
         const uint8_t *qs = x + TQ2_0_QS;
@@ -76,7 +75,7 @@ void anvil_ref_vec_dot_tq2_0_q8_K(size_t n, float *s, const void *w, const void 
                 for (size_t m = 0; m < 32; ++m) {
                     const unsigned c = (unsigned)(qs[j + m] >> (2 * l));
                     const int v = *q8++;
-                    lo += v & -(int)(c & 1u);        /* bit masks keep or drop v */
+                    lo += v & -(int)(c & 1u); /* bit masks keep or drop v */
                     hi += v & -(int)((c >> 1) & 1u);
                 }
             }
@@ -86,8 +85,7 @@ void anvil_ref_vec_dot_tq2_0_q8_K(size_t n, float *s, const void *w, const void 
             all += anvil_rd_i16(y + offsetof(anvil_block_q8_K, bsums) + 2 * b);
         }
         const int sumi = lo + hi + hi - all;
-        const float d = anvil_rd_f32(y + offsetof(anvil_block_q8_K, d)) *
-                        anvil_rd_half(x + TQ2_0_D);
+        const float d = anvil_rd_f32(y + offsetof(anvil_block_q8_K, d)) * anvil_rd_half(x + TQ2_0_D);
         sumf += (float)sumi * d;
     }
     *s = sumf;

@@ -127,9 +127,10 @@ typedef void (*ev_wblocks_fn)(const float *x, const float *qw, float sigma2, uin
  * finite (negative ones are taken as given, as ggml does), naming the column; input finite, naming row and
  * element), then row by row; row_sigma2: pass the row's mean square. */
 static int ev_encode_rows_weighted(const char *name, size_t be, size_t bb, ev_wblocks_fn fn, int row_sigma2,
-                                   const float *src, void *dst, size_t nrows, size_t n_per_row,
-                                   const float *imatrix, char *msg, size_t msg_size) {
-    if (be == 0 || n_per_row % be != 0) return ev_encode_rows(name, be, bb, NULL, src, dst, nrows, n_per_row, msg, msg_size);
+                                   const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,
+                                   char *msg, size_t msg_size) {
+    if (be == 0 || n_per_row % be != 0)
+        return ev_encode_rows(name, be, bb, NULL, src, dst, nrows, n_per_row, msg, msg_size);
     for (size_t j = 0; j < n_per_row; ++j) {
         if (!isfinite(imatrix[j])) {
             anvil_ref_message(msg, msg_size,
@@ -149,7 +150,8 @@ static int ev_encode_rows_weighted(const char *name, size_t be, size_t bb, ev_wb
                 return anvil_ref_check_finite(name, src, (r + 1) * n_per_row, n_per_row, msg, msg_size);
             }
         }
-        const float sigma2 = row_sigma2 && n_per_row > 0 ? anvil_kq_sum_squares(x, n_per_row) / (float)n_per_row : 0.0f;
+        const float sigma2 = row_sigma2 && n_per_row > 0 ? anvil_kq_sum_squares(x, n_per_row) / (float)n_per_row
+                                                         : 0.0f;
         uint8_t *d = (uint8_t *)dst + r * row_bytes;
         for (size_t off = 0; off < n_per_row; off += chunk) {
             const size_t len = n_per_row - off < chunk ? n_per_row - off : chunk;
@@ -161,31 +163,31 @@ static int ev_encode_rows_weighted(const char *name, size_t be, size_t bb, ev_wb
 
 /* An ANVIL_ENCODER_WEIGHTED entry `ev_enc_<name>`: blocks_fn without an
  * importance matrix, wblocks_fn with one. */
-#define EV_ENCODER_WEIGHTED(name, TYPE, be, bb, blocks_fn, wblocks_fn, row_sigma2)                            \
-    static int ev_rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
-                              char *msg, size_t msg_size) {                                                   \
-        if (imatrix == NULL) {                                                                                \
-            return ev_encode_rows(#name, (be), (bb), (blocks_fn), src, dst, nrows, n_per_row, msg, msg_size); \
-        }                                                                                                     \
-        return ev_encode_rows_weighted(#name, (be), (bb), (wblocks_fn), (row_sigma2), src, dst, nrows,        \
-                                       n_per_row, imatrix, msg, msg_size);                                    \
-    }                                                                                                         \
-    static const anvil_weight_encoder ev_enc_##name = { .struct_size = sizeof(anvil_weight_encoder),         \
-                                                        .type_id = (TYPE),                                    \
-                                                        .flags = ANVIL_ENCODER_WEIGHTED,                      \
-                                                        .variant = EV_VARIANT,                                \
+#define EV_ENCODER_WEIGHTED(name, TYPE, be, bb, blocks_fn, wblocks_fn, row_sigma2)                                \
+    static int ev_rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix,  \
+                              char *msg, size_t msg_size) {                                                       \
+        if (imatrix == NULL) {                                                                                    \
+            return ev_encode_rows(#name, (be), (bb), (blocks_fn), src, dst, nrows, n_per_row, msg, msg_size);     \
+        }                                                                                                         \
+        return ev_encode_rows_weighted(#name, (be), (bb), (wblocks_fn), (row_sigma2), src, dst, nrows, n_per_row, \
+                                       imatrix, msg, msg_size);                                                   \
+    }                                                                                                             \
+    static const anvil_weight_encoder ev_enc_##name = { .struct_size = sizeof(anvil_weight_encoder),              \
+                                                        .type_id = (TYPE),                                        \
+                                                        .flags = ANVIL_ENCODER_WEIGHTED,                          \
+                                                        .variant = EV_VARIANT,                                    \
                                                         .encode_rows = ev_rows_##name }
 
 /* An encoder table entry `ev_enc_<name>` running blocks_fn row by row. */
-#define EV_ENCODER(name, TYPE, be, bb, blocks_fn)                                                             \
+#define EV_ENCODER(name, TYPE, be, bb, blocks_fn)                                                                \
     static int ev_rows_##name(const float *src, void *dst, size_t nrows, size_t n_per_row, const float *imatrix, \
-                              char *msg, size_t msg_size) {                                                   \
-        (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: the host passes NULL */                                  \
-        return ev_encode_rows(#name, (be), (bb), (blocks_fn), src, dst, nrows, n_per_row, msg, msg_size);    \
-    }                                                                                                         \
-    static const anvil_weight_encoder ev_enc_##name = { .struct_size = sizeof(anvil_weight_encoder),         \
-                                                        .type_id = (TYPE),                                    \
-                                                        .variant = EV_VARIANT,                                \
+                              char *msg, size_t msg_size) {                                                      \
+        (void)imatrix; /* not ANVIL_ENCODER_WEIGHTED: the host passes NULL */                                    \
+        return ev_encode_rows(#name, (be), (bb), (blocks_fn), src, dst, nrows, n_per_row, msg, msg_size);        \
+    }                                                                                                            \
+    static const anvil_weight_encoder ev_enc_##name = { .struct_size = sizeof(anvil_weight_encoder),             \
+                                                        .type_id = (TYPE),                                       \
+                                                        .variant = EV_VARIANT,                                   \
                                                         .encode_rows = ev_rows_##name }
 
 EV_INLINE void ev_put_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, sizeof v); }

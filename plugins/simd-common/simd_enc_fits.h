@@ -111,8 +111,7 @@ static void ev_affine_codes(const float *x, int n, int nmax, float iscale, float
  * NULL, x^2. Returns the scale per lane; the winner's grid is iscale_out
  * (codes clamp(nearest(iscale * x), -nmax, nmax - 1) + nmax), and tiny
  * lanes (all below EV_KQ_EPS: scale 0, codes 0) are flagged in tiny_out. */
-EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nmax, ev_f *iscale_out,
-                                ev_m *tiny_out) {
+EV_INLINE ev_f ev_fit_symmetric(const float *xt, const float *wt, int n, int nmax, ev_f *iscale_out, ev_m *tiny_out) {
     const ev_f zero = ev_set1(0.0f);
     ev_f amax, max;
     ev_lanes_absmax(xt, n, &amax, &max);

@@ -130,8 +130,7 @@ EV_INLINE void ev_pack_five_bits(const ev_i c[EV_NV32], uint8_t *qs, uint8_t *qh
         high |= (uint32_t)ev_mbits(ev_ieq(ev_iand(c[k], bit4), bit4)) << (k * EV_LANES);
     }
     for (int k = 0; k < EV_NV32 / 2; ++k) {
-        ev_store_u8(qs + k * EV_LANES,
-                    ev_ior(ev_iand(c[k], lo4), ev_ishl(ev_iand(c[k + EV_NV32 / 2], lo4), 4)));
+        ev_store_u8(qs + k * EV_LANES, ev_ior(ev_iand(c[k], lo4), ev_ishl(ev_iand(c[k + EV_NV32 / 2], lo4), 4)));
     }
     memcpy(qh, &high, sizeof high);
 }

@@ -135,8 +135,8 @@ static void ev_blocks_iq4_nl_any(const float *x, const float *qw, uint8_t *y, si
             uint8_t *blk = y + (i + (size_t)b) * sizeof(anvil_block_iq4_nl);
             const float d = scales[b];
             ev_put_u16(blk + offsetof(anvil_block_iq4_nl, d), anvil_fp32_to_fp16(d));
-            ev_iq4_pack32(x + (i + (size_t)b) * 32, d != 0.0f ? 1.0f / d : 0.0f, blk + offsetof(anvil_block_iq4_nl, qs),
-                          mid2);
+            ev_iq4_pack32(x + (i + (size_t)b) * 32, d != 0.0f ? 1.0f / d : 0.0f,
+                          blk + offsetof(anvil_block_iq4_nl, qs), mid2);
         }
     }
 }
@@ -149,7 +149,8 @@ static void ev_blocks_iq4_xs_any(const float *x, const float *qw, uint8_t *y, si
         float scales[EV_IQ4_RUN], sigma2[EV_IQ4_RUN / 8] = { 0 };
         if (qw != NULL) {
             for (int s = 0; s < nsb; ++s) {
-                sigma2[s] = anvil_kq_sum_squares(x + (i + (size_t)s) * ANVIL_QK_K, ANVIL_QK_K) * (2.f / (float)ANVIL_QK_K);
+                sigma2[s] =
+                    anvil_kq_sum_squares(x + (i + (size_t)s) * ANVIL_QK_K, ANVIL_QK_K) * (2.f / (float)ANVIL_QK_K);
             }
         }
         ev_iq4_scales(x + i * ANVIL_QK_K, qw != NULL ? qw + i * ANVIL_QK_K : NULL, sigma2, 8 * nsb, scales);

@@ -37,8 +37,8 @@
 #define EV_KQ_MAXG (32 * EV_KQ_SB > EV_LANES ? 32 * EV_KQ_SB : EV_LANES)
 typedef struct ev_group_fits {
     float scale[EV_KQ_MAXG], neg_min[EV_KQ_MAXG], iscale[EV_KQ_MAXG], gmin[EV_KQ_MAXG];
-    float sw[EV_KQ_MAXG];                      /* a group's total importance (weighted paths) */
-    uint32_t tiny[EV_KQ_MAXG / EV_LANES + 1];  /* symmetric fits: groups below the epsilon */
+    float sw[EV_KQ_MAXG];                     /* a group's total importance (weighted paths) */
+    uint32_t tiny[EV_KQ_MAXG / EV_LANES + 1]; /* symmetric fits: groups below the epsilon */
 } ev_group_fits;
 
 /* How a run's groups are weighted. */
@@ -53,8 +53,8 @@ typedef enum ev_weights {
 /* The transposed weights of the groups in lanes (xt: their elements; qw:
  * the importance weights of the first group's columns, the others after
  * it; sigma2: per super-block of gps groups, for EV_W_IMPORTANCE). */
-EV_INLINE void ev_group_weights(ev_weights mode, const float *xt, const float *qw, const float *sigma2, int gps, int g0,
-                                int nl, int len, float *wt, ev_group_fits *out) {
+EV_INLINE void ev_group_weights(ev_weights mode, const float *xt, const float *qw, const float *sigma2, int gps,
+                                int g0, int nl, int len, float *wt, ev_group_fits *out) {
     if (mode == EV_W_RMS_ABS) {
         ev_f sum_x2 = ev_set1(0.0f);
         for (int i = 0; i < len; ++i) {
@@ -478,8 +478,8 @@ EV_INLINE ev_f ev_fit_symmetric_refined(const float *xt, int nmax, int32_t *lt) 
             const ev_f nwll = ev_mul(ev_mul(w[i], nfl), nfl);
             const ev_f slx2 = ev_add(slx, nwxl);
             const ev_f sl22 = ev_add(sl2, nwll);
-            const ev_m better = ev_mand(ev_gt(sl22, zero), ev_gt(ev_mul(ev_mul(slx2, slx2), suml2),
-                                                                 ev_mul(ev_mul(sumlx, sumlx), sl22)));
+            const ev_m better = ev_mand(ev_gt(sl22, zero),
+                                        ev_gt(ev_mul(ev_mul(slx2, slx2), suml2), ev_mul(ev_mul(sumlx, sumlx), sl22)));
             const ev_m take = ev_mand(moved, better);
             fl[i] = ev_blend(take, fl[i], nfl);
             wxl[i] = ev_blend(take, wxl[i], nwxl);

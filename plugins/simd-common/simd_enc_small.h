@@ -23,9 +23,7 @@
  * lroundf's answer for +-Inf and NaN (LONG_MIN) plus one, kept as int. */
 EV_INLINE ev_i ev_trit(ev_f x, ev_f id) { return ev_iadd(ev_roundf(ev_mul(x, id)), ev_iset1(1)); }
 
-static inline int ev_trit_scalar(float x, float id, int overflow) {
-    return overflow ? 1 : (int)roundf(x * id) + 1;
-}
+static inline int ev_trit_scalar(float x, float id, int overflow) { return overflow ? 1 : (int)roundf(x * id) + 1; }
 
 static void ev_blocks_tq2_0(const float *x, uint8_t *y, size_t nb) {
     for (size_t i = 0; i < nb; ++i, x += ANVIL_QK_K, y += sizeof(anvil_block_tq2_0)) {
@@ -41,9 +39,10 @@ static void ev_blocks_tq2_0(const float *x, uint8_t *y, size_t nb) {
         for (int j = 0; j < 2; ++j) {
             const float *xj = x + 128 * j;
             for (int m = 0; m < 32; m += EV_LANES) {
-                const ev_i q = ev_ior(ev_ior(ev_trit(ev_load(xj + m), id), ev_ishl(ev_trit(ev_load(xj + m + 32), id), 2)),
-                                      ev_ior(ev_ishl(ev_trit(ev_load(xj + m + 64), id), 4),
-                                             ev_ishl(ev_trit(ev_load(xj + m + 96), id), 6)));
+                const ev_i q =
+                    ev_ior(ev_ior(ev_trit(ev_load(xj + m), id), ev_ishl(ev_trit(ev_load(xj + m + 32), id), 2)),
+                           ev_ior(ev_ishl(ev_trit(ev_load(xj + m + 64), id), 4),
+                                  ev_ishl(ev_trit(ev_load(xj + m + 96), id), 6)));
                 ev_store_u8(qs + 32 * j + m, q);
             }
         }
@@ -239,10 +238,12 @@ static void ev_blocks_nvfp4(const float *x, uint8_t *y, size_t nb) {
                     ev_istore(c + k, ev_fp4_code_falls(ev_load(x + k), p));
                 }
             } else {
-                for (int k = 0; k < ANVIL_QK_NVFP4_SUB; k += EV_LANES) ev_istore(c + k, ev_fp4_code(ev_load(x + k), p));
+                for (int k = 0; k < ANVIL_QK_NVFP4_SUB; k += EV_LANES)
+                    ev_istore(c + k, ev_fp4_code(ev_load(x + k), p));
             }
             uint8_t *qs = y + offsetof(anvil_block_nvfp4, qs) + sb * (ANVIL_QK_NVFP4_SUB / 2);
-            for (int j = 0; j < ANVIL_QK_NVFP4_SUB / 2; ++j) qs[j] = (uint8_t)(c[j] | (c[j + ANVIL_QK_NVFP4_SUB / 2] << 4));
+            for (int j = 0; j < ANVIL_QK_NVFP4_SUB / 2; ++j)
+                qs[j] = (uint8_t)(c[j] | (c[j + ANVIL_QK_NVFP4_SUB / 2] << 4));
         }
     }
 }

@@ -138,33 +138,32 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
  * pf_end), for entry points that prepare the activation row first.
  * maxr (8 or 4): the most rows per pass. */
 #define SIMD_DEFINE_PASSES(fmt, bytes) SIMD_DEFINE_PASSES_MAXR(fmt, bytes, 8)
-#define SIMD_DEFINE_PASSES_MAXR(fmt, bytes, maxr)                                                     \
-    /* one pass of R rows at row r; the next pass starts at row r + R and ends at `end` */          \
-    static inline __attribute__((always_inline)) void fmt##_pass(                                   \
-        size_t nb, size_t r, const int R, size_t end, float *y, const uint8_t *w, size_t ws,        \
-        const uint8_t *a) {                                                                         \
-        const size_t left = end - r - (size_t)R;                                                    \
-        simd_pf pf;                                                                                 \
-        simd_pf_init(&pf, w + r * ws, nb, (bytes), ws, R, w + (r + (size_t)R) * ws, left < 8 ? left : 8);\
-        /* two copies, so the mode is a constant inside each */                                     \
-        if (pf.per_row) {                                                                           \
-            fmt##_rows(nb, w + r * ws, ws, a, y + r, R, &pf);                                       \
-        } else {                                                                                    \
-            fmt##_rows(nb, w + r * ws, ws, a, y + r, R, &pf);                                       \
-        }                                                                                           \
-    }                                                                                               \
-    static void fmt##_gemv_from(size_t nb, size_t r0, size_t nrows, size_t pf_end, float *y,        \
-                                const uint8_t *w, size_t ws, const uint8_t *a) {                    \
-        size_t r = r0;                                                                              \
-        for (; (maxr) >= 8 && r + 8 <= nrows; r += 8) {                                             \
-            fmt##_pass(nb, r, 8, r + 8 < nrows ? nrows : pf_end, y, w, ws, a);                      \
-        }                                                                                           \
-        for (; r + 4 <= nrows; r += 4) fmt##_pass(nb, r, 4, r + 4 < nrows ? nrows : pf_end, y, w, ws, a); \
-        if (r + 2 <= nrows) {                                                                       \
-            fmt##_pass(nb, r, 2, r + 2 < nrows ? nrows : pf_end, y, w, ws, a);                      \
-            r += 2;                                                                                 \
-        }                                                                                           \
-        if (r < nrows) fmt##_pass(nb, r, 1, r + 1 < nrows ? nrows : pf_end, y, w, ws, a);           \
+#define SIMD_DEFINE_PASSES_MAXR(fmt, bytes, maxr)                                                                \
+    /* one pass of R rows at row r; the next pass starts at row r + R and ends at `end` */                       \
+    static inline __attribute__((always_inline)) void fmt##_pass(                                                \
+        size_t nb, size_t r, const int R, size_t end, float *y, const uint8_t *w, size_t ws, const uint8_t *a) { \
+        const size_t left = end - r - (size_t)R;                                                                 \
+        simd_pf pf;                                                                                              \
+        simd_pf_init(&pf, w + r * ws, nb, (bytes), ws, R, w + (r + (size_t)R) * ws, left < 8 ? left : 8);        \
+        /* two copies, so the mode is a constant inside each */                                                  \
+        if (pf.per_row) {                                                                                        \
+            fmt##_rows(nb, w + r * ws, ws, a, y + r, R, &pf);                                                    \
+        } else {                                                                                                 \
+            fmt##_rows(nb, w + r * ws, ws, a, y + r, R, &pf);                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+    static void fmt##_gemv_from(size_t nb, size_t r0, size_t nrows, size_t pf_end, float *y, const uint8_t *w,   \
+                                size_t ws, const uint8_t *a) {                                                   \
+        size_t r = r0;                                                                                           \
+        for (; (maxr) >= 8 && r + 8 <= nrows; r += 8) {                                                          \
+            fmt##_pass(nb, r, 8, r + 8 < nrows ? nrows : pf_end, y, w, ws, a);                                   \
+        }                                                                                                        \
+        for (; r + 4 <= nrows; r += 4) fmt##_pass(nb, r, 4, r + 4 < nrows ? nrows : pf_end, y, w, ws, a);        \
+        if (r + 2 <= nrows) {                                                                                    \
+            fmt##_pass(nb, r, 2, r + 2 < nrows ? nrows : pf_end, y, w, ws, a);                                   \
+            r += 2;                                                                                              \
+        }                                                                                                        \
+        if (r < nrows) fmt##_pass(nb, r, 1, r + 1 < nrows ? nrows : pf_end, y, w, ws, a);                        \
     }
 
 /* Passes of 4 rows instead of 8, for a format whose kernel is so much
@@ -176,25 +175,24 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
  * weights of a real model do not stay in cache. */
 #define SIMD_DEFINE_ENTRY_POINTS_R4(fmt, block, bytes) SIMD_DEFINE_ENTRY_POINTS_MAXR(fmt, block, bytes, 4)
 #define SIMD_DEFINE_ENTRY_POINTS(fmt, block, bytes) SIMD_DEFINE_ENTRY_POINTS_MAXR(fmt, block, bytes, 8)
-#define SIMD_DEFINE_ENTRY_POINTS_MAXR(fmt, block, bytes, maxr)                                        \
-    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                  \
-        fmt##_rows(n / (block), (const uint8_t *)w, 0, (const uint8_t *)a, s, 1, NULL);             \
-    }                                                                                               \
-    SIMD_DEFINE_PASSES_MAXR(fmt, bytes, maxr)                                                       \
-    static void fmt##_gemv(size_t n, size_t nrows, float *y, const void *w, size_t ws,               \
-                           const void *a) {                                                         \
-        fmt##_gemv_from(n / (block), 0, nrows, nrows, y, (const uint8_t *)w, ws, (const uint8_t *)a); \
-    }                                                                                               \
-    static void fmt##_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys,                    \
-                           const void *w, size_t ws, const void *a, size_t as) {                    \
-        const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                           \
-        for (size_t r = 0; r < nrows; r += 8) {                                                     \
-            const size_t r1 = nrows - r < 8 ? nrows : r + 8;                                        \
-            const size_t r2 = nrows - r1 < 8 ? nrows : r1 + 8;                                      \
-            for (size_t i = 0; i < m; ++i) {                                                        \
-                fmt##_gemv_from(n / (block), r, r1, i == 0 ? r2 : r1, y + i * ys, wb, ws, ab + i * as); \
-            }                                                                                       \
-        }                                                                                           \
+#define SIMD_DEFINE_ENTRY_POINTS_MAXR(fmt, block, bytes, maxr)                                              \
+    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                           \
+        fmt##_rows(n / (block), (const uint8_t *)w, 0, (const uint8_t *)a, s, 1, NULL);                     \
+    }                                                                                                       \
+    SIMD_DEFINE_PASSES_MAXR(fmt, bytes, maxr)                                                               \
+    static void fmt##_gemv(size_t n, size_t nrows, float *y, const void *w, size_t ws, const void *a) {     \
+        fmt##_gemv_from(n / (block), 0, nrows, nrows, y, (const uint8_t *)w, ws, (const uint8_t *)a);       \
+    }                                                                                                       \
+    static void fmt##_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws, \
+                           const void *a, size_t as) {                                                      \
+        const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                                   \
+        for (size_t r = 0; r < nrows; r += 8) {                                                             \
+            const size_t r1 = nrows - r < 8 ? nrows : r + 8;                                                \
+            const size_t r2 = nrows - r1 < 8 ? nrows : r1 + 8;                                              \
+            for (size_t i = 0; i < m; ++i) {                                                                \
+                fmt##_gemv_from(n / (block), r, r1, i == 0 ? r2 : r1, y + i * ys, wb, ws, ab + i * as);     \
+            }                                                                                               \
+        }                                                                                                   \
     }
 
 #endif

@@ -43,7 +43,7 @@
 
 #define SIMD_TRIT_Q8K_QS 4
 #define SIMD_TRIT_Q8K_BYTES 292
-#define SIMD_TRIT_CHUNK 32 /* blocks prepared at a time (k = 8192): 12 KiB of stack */
+#define SIMD_TRIT_CHUNK 32    /* blocks prepared at a time (k = 8192): 12 KiB of stack */
 #define SIMD_TRIT_GEMM_COLS 4 /* gemm: activation rows per group, each SIMD_TRIT_CHUNK / 4 blocks */
 
 typedef struct simd_trit_act {
@@ -72,52 +72,51 @@ static inline void simd_trit_prepare(const uint8_t *a, size_t nb, int carry, sim
     }
 }
 
-#define SIMD_DEFINE_TRIT_ENTRY_POINTS(fmt, bytes)                                                     \
-    SIMD_DEFINE_PASSES(fmt, bytes)                                                                  \
-    /* rows r0..nrows-1 against one Q8_K row, SIMD_TRIT_CHUNK blocks at a time */                   \
-    static void fmt##_gemv_act(size_t n, size_t r0, size_t nrows, size_t pf_end, float *y,          \
-                               const uint8_t *w, size_t ws, const uint8_t *a) {       \
-        simd_trit_act act[SIMD_TRIT_CHUNK];                                                         \
-        const size_t nb = n / 256;                                                                  \
-        for (size_t c = 0; c < nb; c += SIMD_TRIT_CHUNK) {                                          \
-            const size_t m = nb - c < SIMD_TRIT_CHUNK ? nb - c : SIMD_TRIT_CHUNK;                   \
-            simd_trit_prepare(a + c * SIMD_TRIT_Q8K_BYTES, m, c > 0, act);                          \
-            fmt##_gemv_from(m, r0, nrows, pf_end, y, w + c * (size_t)(bytes), ws, (const uint8_t *)act); \
-        }                                                                                           \
-    }                                                                                               \
-    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                  \
-        fmt##_gemv_act(n, 0, 1, 1, s, (const uint8_t *)w, 0, (const uint8_t *)a);  \
-    }                                                                                               \
-    static void fmt##_gemv(size_t n, size_t nrows, float *y, const void *w, size_t ws,               \
-                           const void *a) {                                                         \
-        fmt##_gemv_act(n, 0, nrows, nrows, y, (const uint8_t *)w, ws, (const uint8_t *)a); \
-    }                                                                                               \
+#define SIMD_DEFINE_TRIT_ENTRY_POINTS(fmt, bytes)                                                            \
+    SIMD_DEFINE_PASSES(fmt, bytes)                                                                           \
+    /* rows r0..nrows-1 against one Q8_K row, SIMD_TRIT_CHUNK blocks at a time */                            \
+    static void fmt##_gemv_act(size_t n, size_t r0, size_t nrows, size_t pf_end, float *y, const uint8_t *w, \
+                               size_t ws, const uint8_t *a) {                                                \
+        simd_trit_act act[SIMD_TRIT_CHUNK];                                                                  \
+        const size_t nb = n / 256;                                                                           \
+        for (size_t c = 0; c < nb; c += SIMD_TRIT_CHUNK) {                                                   \
+            const size_t m = nb - c < SIMD_TRIT_CHUNK ? nb - c : SIMD_TRIT_CHUNK;                            \
+            simd_trit_prepare(a + c * SIMD_TRIT_Q8K_BYTES, m, c > 0, act);                                   \
+            fmt##_gemv_from(m, r0, nrows, pf_end, y, w + c * (size_t)(bytes), ws, (const uint8_t *)act);     \
+        }                                                                                                    \
+    }                                                                                                        \
+    static void fmt##_vec_dot(size_t n, float *s, const void *w, const void *a) {                            \
+        fmt##_gemv_act(n, 0, 1, 1, s, (const uint8_t *)w, 0, (const uint8_t *)a);                            \
+    }                                                                                                        \
+    static void fmt##_gemv(size_t n, size_t nrows, float *y, const void *w, size_t ws, const void *a) {      \
+        fmt##_gemv_act(n, 0, nrows, nrows, y, (const uint8_t *)w, ws, (const uint8_t *)a);                   \
+    }                                                                                                        \
     /* groups of SIMD_TRIT_GEMM_COLS activation rows, chunks of blocks: each weight row group's     \
-     * chunk is read from memory once per group, then from cache */                                 \
-    static void fmt##_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys,                    \
-                           const void *w, size_t ws, const void *a, size_t as) {                    \
-        enum { G = SIMD_TRIT_GEMM_COLS, CH = SIMD_TRIT_CHUNK / SIMD_TRIT_GEMM_COLS };               \
-        simd_trit_act act[G][CH];                                                                   \
-        const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                           \
-        const size_t nb = n / 256;                                                                  \
-        for (size_t i0 = 0; i0 < m; i0 += G) {                                                      \
-            const size_t g = m - i0 < G ? m - i0 : G;                                               \
-            for (size_t c = 0; c < nb; c += CH) {                                                   \
-                const size_t cb = nb - c < CH ? nb - c : CH;                                        \
-                for (size_t i = 0; i < g; ++i) {                                                    \
-                    simd_trit_prepare(ab + (i0 + i) * as + c * SIMD_TRIT_Q8K_BYTES, cb, c > 0, act[i]); \
-                }                                                                                   \
-                const uint8_t *wc = wb + c * (size_t)(bytes);                                       \
-                for (size_t r = 0; r < nrows; r += 8) {                                             \
-                    const size_t r1 = nrows - r < 8 ? nrows : r + 8;                                \
-                    const size_t r2 = nrows - r1 < 8 ? nrows : r1 + 8;                              \
-                    for (size_t i = 0; i < g; ++i) {                                                \
-                        fmt##_gemv_from(cb, r, r1, i == 0 ? r2 : r1, y + (i0 + i) * ys, wc, ws,     \
-                                        (const uint8_t *)act[i]);                                   \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+     * chunk is read from memory once per group, then from cache */        \
+    static void fmt##_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws,  \
+                           const void *a, size_t as) {                                                       \
+        enum { G = SIMD_TRIT_GEMM_COLS, CH = SIMD_TRIT_CHUNK / SIMD_TRIT_GEMM_COLS };                        \
+        simd_trit_act act[G][CH];                                                                            \
+        const uint8_t *wb = (const uint8_t *)w, *ab = (const uint8_t *)a;                                    \
+        const size_t nb = n / 256;                                                                           \
+        for (size_t i0 = 0; i0 < m; i0 += G) {                                                               \
+            const size_t g = m - i0 < G ? m - i0 : G;                                                        \
+            for (size_t c = 0; c < nb; c += CH) {                                                            \
+                const size_t cb = nb - c < CH ? nb - c : CH;                                                 \
+                for (size_t i = 0; i < g; ++i) {                                                             \
+                    simd_trit_prepare(ab + (i0 + i) * as + c * SIMD_TRIT_Q8K_BYTES, cb, c > 0, act[i]);      \
+                }                                                                                            \
+                const uint8_t *wc = wb + c * (size_t)(bytes);                                                \
+                for (size_t r = 0; r < nrows; r += 8) {                                                      \
+                    const size_t r1 = nrows - r < 8 ? nrows : r + 8;                                         \
+                    const size_t r2 = nrows - r1 < 8 ? nrows : r1 + 8;                                       \
+                    for (size_t i = 0; i < g; ++i) {                                                         \
+                        fmt##_gemv_from(cb, r, r1, i == 0 ? r2 : r1, y + (i0 + i) * ys, wc, ws,              \
+                                        (const uint8_t *)act[i]);                                            \
+                    }                                                                                        \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
     }
 
 #endif

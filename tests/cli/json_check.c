@@ -29,10 +29,10 @@ typedef struct jv {
     jkind kind;
     int b;
     double num;
-    char *str;          /* J_STR (may hold NULs: len) */
+    char *str; /* J_STR (may hold NULs: len) */
     size_t len;
-    struct jv **items;  /* J_ARR, J_OBJ values */
-    char **keys;        /* J_OBJ */
+    struct jv **items; /* J_ARR, J_OBJ values */
+    char **keys;       /* J_OBJ */
     size_t n, cap;
 } jv;
 
@@ -129,14 +129,25 @@ static int hex4(parser *p, unsigned *out) {
 }
 
 static size_t put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
     if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
         return 3;
     }
-    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
     return 4;
 }
 
@@ -187,8 +198,8 @@ static char *parse_string(parser *p, size_t *len) {
             }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
                 unsigned lo;
-                if (p->pos + 2 > p->n || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' || (p->pos += 2, !hex4(p, &lo)) ||
-                    lo < 0xDC00 || lo > 0xDFFF) {
+                if (p->pos + 2 > p->n || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' ||
+                    (p->pos += 2, !hex4(p, &lo)) || lo < 0xDC00 || lo > 0xDFFF) {
                     free(o);
                     return (char *)fail(p, "lone surrogate escape");
                 }
@@ -333,8 +344,11 @@ static jv *parse_value(parser *p, int depth) {
         return v;
     }
     if (c == '-' || c == '+' || (c >= '0' && c <= '9') || nonfinite_token(p) != NULL) return parse_number(p);
-    static const struct { const char *word; jkind kind; int b; } lits[] = {
-        { "true", J_BOOL, 1 }, { "false", J_BOOL, 0 }, { "null", J_NULL, 0 } };
+    static const struct {
+        const char *word;
+        jkind kind;
+        int b;
+    } lits[] = { { "true", J_BOOL, 1 }, { "false", J_BOOL, 0 }, { "null", J_NULL, 0 } };
     for (size_t i = 0; i < 3; ++i) {
         const size_t l = strlen(lits[i].word);
         if (p->n - p->pos >= l && memcmp(p->s + p->pos, lits[i].word, l) == 0) {
@@ -400,7 +414,8 @@ static int type_matches(const char *t, const jv *v) {
 }
 
 static int equal(const jv *a, const jv *b) {
-    if (a->kind != b->kind && !((a->kind == J_INT || a->kind == J_NUM) && (b->kind == J_INT || b->kind == J_NUM))) return 0;
+    if (a->kind != b->kind && !((a->kind == J_INT || a->kind == J_NUM) && (b->kind == J_INT || b->kind == J_NUM)))
+        return 0;
     switch (a->kind) {
     case J_NULL: return 1;
     case J_BOOL: return a->b == b->b;
@@ -440,8 +455,9 @@ static void check(const schemas *S, const jv *schema, const jv *v, const char *p
     if (en != NULL) {
         int ok = 0;
         for (size_t i = 0; i < en->n; ++i) ok |= equal(en->items[i], v);
-        if (!ok) problem(path, "%s%s%s is not one of the values the schema allows", v->kind == J_STR ? "\"" : "",
-                         v->kind == J_STR ? v->str : kind_name(v), v->kind == J_STR ? "\"" : "");
+        if (!ok)
+            problem(path, "%s%s%s is not one of the values the schema allows", v->kind == J_STR ? "\"" : "",
+                    v->kind == J_STR ? v->str : kind_name(v), v->kind == J_STR ? "\"" : "");
     }
     char sub[1024];
     if (v->kind == J_ARR) {
@@ -456,7 +472,8 @@ static void check(const schemas *S, const jv *schema, const jv *v, const char *p
         const jv *req = jget(schema, "required");
         const jv *extra = jget(schema, "additionalProperties");
         for (size_t i = 0; req != NULL && i < req->n; ++i) {
-            if (jget(v, req->items[i]->str) == NULL) problem(path, "lacks the required member \"%s\"", req->items[i]->str);
+            if (jget(v, req->items[i]->str) == NULL)
+                problem(path, "lacks the required member \"%s\"", req->items[i]->str);
         }
         for (size_t i = 0; i < v->n; ++i) {
             snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", v->keys[i]);
@@ -531,9 +548,15 @@ static const char *id_for(const jv *doc) {
     const jv *c = jget(doc, "command");
     if (c == NULL || c->kind != J_STR) return NULL;
     static const char *const aliases[][2] = {
-        { "reemit", "written" }, { "split", "written" }, { "merge", "written" },
-        { "meta set", "meta edit" }, { "meta delete", "meta edit" }, { "meta rename", "meta edit" },
-        { "codec decode", "codec encode" }, { "merge-lora", "transcode" }, { "quantize", "transcode" },
+        { "reemit", "written" },
+        { "split", "written" },
+        { "merge", "written" },
+        { "meta set", "meta edit" },
+        { "meta delete", "meta edit" },
+        { "meta rename", "meta edit" },
+        { "codec decode", "codec encode" },
+        { "merge-lora", "transcode" },
+        { "quantize", "transcode" },
     };
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; ++i) {
         if (strcmp(c->str, aliases[i][0]) == 0) return aliases[i][1];

@@ -66,28 +66,32 @@ typedef struct fmt {
 #define Q80 ANVIL_TYPE_Q8_0, ANVIL_QK8_0, sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0
 
 static const fmt formats[] = {
-    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_encode_rows_iq2_xxs, anvil_ref_decode_iq2_xxs,
-      anvil_ref_vec_dot_iq2_xxs_q8_K, Q8K, offsetof(anvil_block_iq2_xxs, d), ANVIL_CODEC_NEEDS_IMATRIX },
-    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_encode_rows_iq2_xs, anvil_ref_decode_iq2_xs,
-      anvil_ref_vec_dot_iq2_xs_q8_K, Q8K, offsetof(anvil_block_iq2_xs, d), ANVIL_CODEC_NEEDS_IMATRIX },
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), NULL, anvil_ref_encode_rows_iq2_xxs,
+      anvil_ref_decode_iq2_xxs, anvil_ref_vec_dot_iq2_xxs_q8_K, Q8K, offsetof(anvil_block_iq2_xxs, d),
+      ANVIL_CODEC_NEEDS_IMATRIX },
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), NULL, anvil_ref_encode_rows_iq2_xs,
+      anvil_ref_decode_iq2_xs, anvil_ref_vec_dot_iq2_xs_q8_K, Q8K, offsetof(anvil_block_iq2_xs, d),
+      ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), anvil_ref_encode_iq3_xxs,
-      anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs,
-      anvil_ref_vec_dot_iq3_xxs_q8_K, Q8K, offsetof(anvil_block_iq3_xxs, d), 0 },
-    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_encode_rows_iq1_s, anvil_ref_decode_iq1_s,
-      anvil_ref_vec_dot_iq1_s_q8_K, Q8K, offsetof(anvil_block_iq1_s, d), ANVIL_CODEC_NEEDS_IMATRIX },
+      anvil_ref_encode_rows_iq3_xxs, anvil_ref_decode_iq3_xxs, anvil_ref_vec_dot_iq3_xxs_q8_K, Q8K,
+      offsetof(anvil_block_iq3_xxs, d), 0 },
+    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), NULL, anvil_ref_encode_rows_iq1_s,
+      anvil_ref_decode_iq1_s, anvil_ref_vec_dot_iq1_s_q8_K, Q8K, offsetof(anvil_block_iq1_s, d),
+      ANVIL_CODEC_NEEDS_IMATRIX },
     { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), anvil_ref_encode_iq4_nl,
-      anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80, offsetof(anvil_block_iq4_nl, d), 0 },
+      anvil_ref_encode_rows_iq4_nl, anvil_ref_decode_iq4_nl, anvil_ref_vec_dot_iq4_nl_q8_0, Q80,
+      offsetof(anvil_block_iq4_nl, d), 0 },
     { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), anvil_ref_encode_iq3_s,
-      anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s,
-      anvil_ref_vec_dot_iq3_s_q8_K, Q8K, offsetof(anvil_block_iq3_s, d), 0 },
+      anvil_ref_encode_rows_iq3_s, anvil_ref_decode_iq3_s, anvil_ref_vec_dot_iq3_s_q8_K, Q8K,
+      offsetof(anvil_block_iq3_s, d), 0 },
     { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), anvil_ref_encode_iq2_s,
-      anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s,
-      anvil_ref_vec_dot_iq2_s_q8_K, Q8K, offsetof(anvil_block_iq2_s, d), 0 },
+      anvil_ref_encode_rows_iq2_s, anvil_ref_decode_iq2_s, anvil_ref_vec_dot_iq2_s_q8_K, Q8K,
+      offsetof(anvil_block_iq2_s, d), 0 },
     { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), anvil_ref_encode_iq4_xs,
-      anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K, offsetof(anvil_block_iq4_xs, d), 0 },
+      anvil_ref_encode_rows_iq4_xs, anvil_ref_decode_iq4_xs, anvil_ref_vec_dot_iq4_xs_q8_K, Q8K,
+      offsetof(anvil_block_iq4_xs, d), 0 },
     { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), anvil_ref_encode_iq1_m,
-      anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m,
-      anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
+      anvil_ref_encode_rows_iq1_m, anvil_ref_decode_iq1_m, anvil_ref_vec_dot_iq1_m_q8_K, Q8K, NO_SCALE, 0 },
     { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), anvil_ref_encode_mxfp4,
       anvil_ref_encode_rows_mxfp4, anvil_ref_decode_mxfp4, anvil_ref_vec_dot_mxfp4_q8_0, Q80, NO_SCALE,
       ANVIL_CODEC_IMATRIX_UNUSED },
@@ -279,7 +283,7 @@ static void test_numeric_ue4m3(void) {
     CU_ASSERT_EQUAL(anvil_fp32_to_ue4m3(ldexpf(0.49f, -9)), 0);
     CU_ASSERT_EQUAL(anvil_fp32_to_ue4m3(ldexpf(2.5f, -9)), 3);
     /* Normal range: half-up on the 4th mantissa bit, carry into exponent. */
-    CU_ASSERT_EQUAL(anvil_fp32_to_ue4m3(1.0625f), 0x39);       /* 1 + 1/16 -> 1.125 */
+    CU_ASSERT_EQUAL(anvil_fp32_to_ue4m3(1.0625f), 0x39);         /* 1 + 1/16 -> 1.125 */
     CU_ASSERT_EQUAL(anvil_fp32_to_ue4m3(1.9375f), (8 << 3) | 0); /* -> 2.0 */
 }
 
@@ -362,8 +366,8 @@ static void test_golden(void) {
             CU_ASSERT_EQUAL(enc_rows, g.h.n_rows);
         }
         if (dec_bad || enc_bad || dot_bad) {
-            fprintf(stderr, "%s golden: %zu decode, %zu encode, %zu dot mismatches\n", f->name, dec_bad,
-                    enc_bad, dot_bad);
+            fprintf(stderr, "%s golden: %zu decode, %zu encode, %zu dot mismatches\n", f->name, dec_bad, enc_bad,
+                    dot_bad);
         }
         golden_free(&g);
     }
@@ -658,14 +662,14 @@ static void test_decode_known(void) {
     uint8_t xx[sizeof(anvil_block_iq2_xxs)];
     memset(xx, 0, sizeof xx);
     xx[1] = 0x3C;
-    xx[2] = 1;                               /* group 0 -> entry 1 */
-    const uint32_t meta = (3u << 28) | 1u;   /* sub-scale 3, group 0 sign index 1 */
+    xx[2] = 1;                             /* group 0 -> entry 1 */
+    const uint32_t meta = (3u << 28) | 1u; /* sub-scale 3, group 0 sign index 1 */
     memcpy(xx + 2 + 4, &meta, 4);
     anvil_ref_decode_iq2_xxs(xx, y, ANVIL_QK_K);
     CU_ASSERT(y[0] == -37.625f); /* 0.875 * 43, negated */
     CU_ASSERT(y[1] == 7.0f);     /* 0.875 * 8 */
     CU_ASSERT(y[7] == -7.0f);
-    CU_ASSERT(y[8] == 7.0f);     /* group 1: entry 0, no signs */
+    CU_ASSERT(y[8] == 7.0f); /* group 1: entry 0, no signs */
     /* MXFP4, e = 130 (half scale 4): code 0xF (-12 doubled) -> -48. */
     uint8_t mx[sizeof(anvil_block_mxfp4)];
     mx[0] = 130;

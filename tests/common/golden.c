@@ -10,12 +10,9 @@ static const char magic[8] = { 'A', 'N', 'V', 'I', 'L', 'G', 'D', '1' };
 static size_t pad4(size_t x) { return (x + 3) & ~(size_t)3; }
 static const uint8_t zeros[4];
 
-static size_t record_size(const golden_header *h) {
-    return 8 + (size_t)h->row_len * 4 * 2 + pad4(h->row_bytes) + 4;
-}
+static size_t record_size(const golden_header *h) { return 8 + (size_t)h->row_len * 4 * 2 + pad4(h->row_bytes) + 4; }
 
-FILE *golden_write_begin(const char *path, const golden_header *h, const float *act,
-                         const void *act_q) {
+FILE *golden_write_begin(const char *path, const golden_header *h, const float *act, const void *act_q) {
     FILE *f = fopen(path, "wb");
     if (f == NULL) {
         perror(path);
@@ -24,7 +21,8 @@ FILE *golden_write_begin(const char *path, const golden_header *h, const float *
     int ok = fwrite(magic, 1, 8, f) == 8 && fwrite(h, sizeof *h, 1, f) == 1 &&
              fwrite(act, 4, h->row_len, f) == h->row_len &&
              (h->act_row_bytes == 0 || fwrite(act_q, 1, h->act_row_bytes, f) == h->act_row_bytes) &&
-             fwrite(zeros, 1, pad4(h->act_row_bytes) - h->act_row_bytes, f) == pad4(h->act_row_bytes) - h->act_row_bytes;
+             fwrite(zeros, 1, pad4(h->act_row_bytes) - h->act_row_bytes, f) ==
+                 pad4(h->act_row_bytes) - h->act_row_bytes;
     if (!ok) {
         fclose(f);
         return NULL;
@@ -32,8 +30,8 @@ FILE *golden_write_begin(const char *path, const golden_header *h, const float *
     return f;
 }
 
-int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t rec_flags,
-                        const float *in, const void *enc, const float *dec, float dot) {
+int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t rec_flags, const float *in,
+                        const void *enc, const float *dec, float dot) {
     uint32_t kf[2] = { kind, rec_flags };
     int ok = fwrite(kf, 4, 2, f) == 2 && fwrite(in, 4, h->row_len, f) == h->row_len &&
              fwrite(enc, 1, h->row_bytes, f) == h->row_bytes &&

@@ -42,17 +42,16 @@ typedef struct golden_file {
     golden_header h;
     const float *act;
     const uint8_t *act_q;
-    uint8_t *data;      /* whole file */
+    uint8_t *data; /* whole file */
     size_t size;
     size_t rec_size;
     size_t first_rec;
 } golden_file;
 
 /* Writing (parity program --write-golden). */
-FILE *golden_write_begin(const char *path, const golden_header *h, const float *act,
-                         const void *act_q);
-int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t rec_flags,
-                        const float *in, const void *enc, const float *dec, float dot);
+FILE *golden_write_begin(const char *path, const golden_header *h, const float *act, const void *act_q);
+int golden_write_record(FILE *f, const golden_header *h, uint32_t kind, uint32_t rec_flags, const float *in,
+                        const void *enc, const float *dec, float dot);
 int golden_write_end(FILE *f);
 
 /* Reading. Returns 0 or -1 (message on stderr). golden_read_file reads a

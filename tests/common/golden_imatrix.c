@@ -15,9 +15,7 @@ static const uint8_t zeros[4];
 
 static size_t pad4(size_t x) { return (x + 3) & ~(size_t)3; }
 
-static size_t record_size(const golden_imx_header *h) {
-    return 8 + (size_t)h->n_per_row * 4 + pad4(h->row_bytes);
-}
+static size_t record_size(const golden_imx_header *h) { return 8 + (size_t)h->n_per_row * 4 + pad4(h->row_bytes); }
 
 FILE *golden_imx_write_begin(const char *path, const golden_imx_header *h, const float *imatrix) {
     FILE *f = fopen(path, "wb");
@@ -26,16 +24,15 @@ FILE *golden_imx_write_begin(const char *path, const golden_imx_header *h, const
         return NULL;
     }
     const size_t nw = (size_t)h->n_imatrix * h->n_per_row;
-    if (fwrite(magic, 1, 8, f) != 8 || fwrite(h, sizeof *h, 1, f) != 1 ||
-        fwrite(imatrix, 4, nw, f) != nw) {
+    if (fwrite(magic, 1, 8, f) != 8 || fwrite(h, sizeof *h, 1, f) != 1 || fwrite(imatrix, 4, nw, f) != nw) {
         fclose(f);
         return NULL;
     }
     return f;
 }
 
-int golden_imx_write_record(FILE *f, const golden_imx_header *h, uint32_t kind,
-                            uint32_t imatrix_index, const float *in, const void *enc) {
+int golden_imx_write_record(FILE *f, const golden_imx_header *h, uint32_t kind, uint32_t imatrix_index,
+                            const float *in, const void *enc) {
     const uint32_t head[2] = { kind, imatrix_index };
     const size_t pad = pad4(h->row_bytes) - h->row_bytes;
     const int ok = fwrite(head, 4, 2, f) == 2 && fwrite(in, 4, h->n_per_row, f) == h->n_per_row &&
@@ -60,8 +57,7 @@ int golden_imx_load(const char *path, golden_imx_file *g) {
     g->first_rec = g->first_imatrix + (size_t)g->h.n_imatrix * g->h.n_per_row * 4;
     g->rec_size = record_size(&g->h);
     if (g->h.n_per_row == 0 || g->first_rec + g->rec_size * g->h.n_records != g->size) {
-        fprintf(stderr, "%s: size %zu does not match its header (%u records)\n", path, g->size,
-                g->h.n_records);
+        fprintf(stderr, "%s: size %zu does not match its header (%u records)\n", path, g->size, g->h.n_records);
         golden_imx_free(g);
         return -1;
     }
@@ -75,8 +71,7 @@ void golden_imx_record_at(const golden_imx_file *g, size_t i, golden_imx_record 
     r->in = (const float *)(p + 8);
     r->enc = p + 8 + (size_t)g->h.n_per_row * 4;
     r->imatrix = r->imatrix_index < g->h.n_imatrix
-                     ? (const float *)(g->data + g->first_imatrix +
-                                       (size_t)r->imatrix_index * g->h.n_per_row * 4)
+                     ? (const float *)(g->data + g->first_imatrix + (size_t)r->imatrix_index * g->h.n_per_row * 4)
                      : NULL;
 }
 
@@ -85,16 +80,15 @@ void golden_imx_free(golden_imx_file *g) {
     memset(g, 0, sizeof *g);
 }
 
-long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn encode_rows,
-                      size_t *checked) {
+long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn encode_rows, size_t *checked) {
     *checked = 0;
     golden_imx_file g;
     if (golden_imx_load(path, &g) != 0) {
         return -1;
     }
     if (g.h.type_id != type_id || encode_rows == NULL) {
-        fprintf(stderr, "%s: holds type %u (%.16s), expected %u%s\n", path, g.h.type_id,
-                g.h.type_name, type_id, encode_rows == NULL ? " with a row encoder" : "");
+        fprintf(stderr, "%s: holds type %u (%.16s), expected %u%s\n", path, g.h.type_id, g.h.type_name, type_id,
+                encode_rows == NULL ? " with a row encoder" : "");
         golden_imx_free(&g);
         return -1;
     }
@@ -117,8 +111,8 @@ long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn e
         ++*checked;
         if (rc != 0 || at != g.h.row_bytes) {
             ++bad;
-            fprintf(stderr, "\n  %.16s imatrix golden record %zu (%s, imatrix %u): %s byte %zu\n",
-                    g.h.type_name, i, test_input_kind_name((test_input_kind)r.kind), r.imatrix_index,
+            fprintf(stderr, "\n  %.16s imatrix golden record %zu (%s, imatrix %u): %s byte %zu\n", g.h.type_name, i,
+                    test_input_kind_name((test_input_kind)r.kind), r.imatrix_index,
                     rc != 0 ? msg : "differs from ggml at", at);
         }
     }
@@ -132,9 +126,8 @@ static int contract_fail(const char *name, const char *what, const char *msg) {
     return 1;
 }
 
-int imatrix_contract_check(const char *name, size_t block_elems, size_t block_bytes,
-                           anvil_encode_fn encode, anvil_encode_rows_fn encode_rows,
-                           int uses_imatrix) {
+int imatrix_contract_check(const char *name, size_t block_elems, size_t block_bytes, anvil_encode_fn encode,
+                           anvil_encode_rows_fn encode_rows, int uses_imatrix) {
     enum { ROWS = 3 };
     const size_t npr = 2 * block_elems;
     const size_t row_bytes = 2 * block_bytes;
@@ -189,8 +182,9 @@ int imatrix_contract_check(const char *name, size_t block_elems, size_t block_by
     if (encode_rows(x, b, ROWS, npr, w, msg, sizeof msg) != ANVIL_OK) {
         fails += contract_fail(name, "weighted rows refused", msg);
     } else if ((memcmp(a, b, ROWS * row_bytes) != 0) != (uses_imatrix != 0)) {
-        fails += contract_fail(name, uses_imatrix ? "an importance matrix changed nothing"
-                                                  : "an importance matrix it should ignore changed the bytes",
+        fails += contract_fail(name,
+                               uses_imatrix ? "an importance matrix changed nothing"
+                                            : "an importance matrix it should ignore changed the bytes",
                                NULL);
     }
 
@@ -200,8 +194,7 @@ int imatrix_contract_check(const char *name, size_t block_elems, size_t block_by
     }
     /* (a negative weight is ggml's to take as given: llama.cpp passes them on) */
     w[2] = INFINITY;
-    if (encode_rows(x, b, ROWS, npr, w, msg, sizeof msg) != ANVIL_E_INVALID_ARG ||
-        strstr(msg, "column 2") == NULL) {
+    if (encode_rows(x, b, ROWS, npr, w, msg, sizeof msg) != ANVIL_E_INVALID_ARG || strstr(msg, "column 2") == NULL) {
         fails += contract_fail(name, "an infinite weight was not refused naming column 2", msg);
     }
     w[2] = NAN;
@@ -241,8 +234,10 @@ static int codec_check(const anvil_codec *c, const char *dir) {
         const size_t n = c->block_elems <= 4096 && c->block_bytes <= 4096 ? c->block_elems : 0;
         if (n == 0 || c->encode(zero, out, n, msg, sizeof msg) != ANVIL_E_NEEDS_IMATRIX ||
             strstr(msg, "importance matrix") == NULL) {
-            fails += contract_fail(c->name, "the plain encode of a format that needs an importance matrix "
-                                            "did not refuse with ANVIL_E_NEEDS_IMATRIX", msg);
+            fails += contract_fail(c->name,
+                                   "the plain encode of a format that needs an importance matrix "
+                                   "did not refuse with ANVIL_E_NEEDS_IMATRIX",
+                                   msg);
         }
     }
     return fails + imatrix_contract_check(c->name, c->block_elems, c->block_bytes, needs ? NULL : c->encode,

@@ -47,8 +47,8 @@ typedef struct golden_imx_file {
 
 /* Writing (parity program --write-golden): imatrix holds n_imatrix rows. */
 FILE *golden_imx_write_begin(const char *path, const golden_imx_header *h, const float *imatrix);
-int golden_imx_write_record(FILE *f, const golden_imx_header *h, uint32_t kind,
-                            uint32_t imatrix_index, const float *in, const void *enc);
+int golden_imx_write_record(FILE *f, const golden_imx_header *h, uint32_t kind, uint32_t imatrix_index,
+                            const float *in, const void *enc);
 int golden_imx_write_end(FILE *f);
 
 /* Reading. Returns 0 or -1 (message on stderr). */
@@ -61,8 +61,7 @@ void golden_imx_free(golden_imx_file *g);
  * Returns the number of records that differ or fail (each named on stderr),
  * -1 when the file does not load or is for another type; *checked counts
  * the records compared. */
-long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn encode_rows,
-                      size_t *checked);
+long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn encode_rows, size_t *checked);
 
 /* The encode_rows contract of one codec, checked without ggml: with imatrix
  * NULL the bytes equal `encode` on the same rows (encode NULL: a format
@@ -74,9 +73,8 @@ long golden_imx_check(const char *path, uint32_t type_id, anvil_encode_rows_fn e
  * negative or NaN weight and a NaN input are refused with the right status
  * and a message naming the row and element or the column. Returns the
  * number of failed checks (each described on stderr). */
-int imatrix_contract_check(const char *name, size_t block_elems, size_t block_bytes,
-                           anvil_encode_fn encode, anvil_encode_rows_fn encode_rows,
-                           int uses_imatrix);
+int imatrix_contract_check(const char *name, size_t block_elems, size_t block_bytes, anvil_encode_fn encode,
+                           anvil_encode_rows_fn encode_rows, int uses_imatrix);
 
 /* Both checks for every codec of a plugin that has a row encoder: its
  * fixture <dir>/<name>.bin (dir: tests/golden/imatrix; all 32 records equal) and its

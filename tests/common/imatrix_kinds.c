@@ -6,11 +6,10 @@
 
 #include "inputs.h"
 
-static const char *const names[TEST_IMX_KIND_COUNT] = { "ones", "log-normal", "heavy-tailed", "zeros", "tiny", "extreme" };
+static const char *const names[TEST_IMX_KIND_COUNT] = { "ones",  "log-normal", "heavy-tailed",
+                                                        "zeros", "tiny",       "extreme" };
 
-const char *test_imatrix_kind_name(test_imatrix_kind k) {
-    return (unsigned)k < TEST_IMX_KIND_COUNT ? names[k] : "?";
-}
+const char *test_imatrix_kind_name(test_imatrix_kind k) { return (unsigned)k < TEST_IMX_KIND_COUNT ? names[k] : "?"; }
 
 void test_imatrix_fill(float *w, size_t n, test_imatrix_kind kind, uint64_t seed) {
     test_rng r;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 typedef enum test_imatrix_kind {
-    TEST_IMX_ONES = 0, /* every column 1 */
+    TEST_IMX_ONES = 0,  /* every column 1 */
     TEST_IMX_LOGNORMAL, /* exp(1.5 N(0,1)): real activations' mean squares */
     TEST_IMX_HEAVY,     /* log-normal, one column in 40 scaled by 1e3 .. 1e8 */
     TEST_IMX_ZEROS,     /* a third exact zeros, and whole 16-column groups of zeros */

@@ -5,14 +5,11 @@
 #include <string.h>
 
 static const char *const names[INPUT_KIND_COUNT] = {
-    "ramp", "alternating", "all-equal", "zeros", "near-zero", "denormals",
-    "wide-range", "outlier", "normal", "llm-like", "single-nonzero",
-    "straddle-zero", "ternary", "uniform", "small-ints", "half-steps",
+    "ramp",   "alternating", "all-equal",      "zeros",         "near-zero", "denormals", "wide-range", "outlier",
+    "normal", "llm-like",    "single-nonzero", "straddle-zero", "ternary",   "uniform",   "small-ints", "half-steps",
 };
 
-const char *test_input_kind_name(test_input_kind k) {
-    return (unsigned)k < INPUT_KIND_COUNT ? names[k] : "?";
-}
+const char *test_input_kind_name(test_input_kind k) { return (unsigned)k < INPUT_KIND_COUNT ? names[k] : "?"; }
 
 void test_rng_seed(test_rng *r, uint64_t seed) { r->s = seed ^ UINT64_C(0x9E3779B97F4A7C15); }
 
@@ -152,8 +149,6 @@ void test_input_fill(float *x, size_t n, test_input_kind kind, uint64_t seed, ui
             x[i] = 0.5f * (float)((int)(test_rng_u64(&r) % 33) - 16);
         }
         break;
-    default:
-        memset(x, 0, n * sizeof *x);
-        break;
+    default: memset(x, 0, n * sizeof *x); break;
     }
 }

@@ -89,8 +89,14 @@ static void q4_decode(const void *src, float *dst, size_t n) {
     memset(dst, 0, n * sizeof *dst);
 }
 static const anvil_codec dup_codec = {
-    .struct_size = sizeof(anvil_codec), .type_id = 2, .name = "q4_0", .family = "abi-test",
-    .block_elems = 32, .block_bytes = 18, .act_type = ANVIL_TYPE_Q8_0, .decode = q4_decode,
+    .struct_size = sizeof(anvil_codec),
+    .type_id = 2,
+    .name = "q4_0",
+    .family = "abi-test",
+    .block_elems = 32,
+    .block_bytes = 18,
+    .act_type = ANVIL_TYPE_Q8_0,
+    .decode = q4_decode,
 };
 static const anvil_codec *const codecs[] = { &dup_codec };
 #else
@@ -104,7 +110,10 @@ static uint32_t never_score(const anvil_cpu_info *cpu, char *why, size_t why_siz
     return 0;
 }
 static const anvil_backend never_backend = {
-    .struct_size = sizeof(anvil_backend), .name = "never", .description = "scores 0", .score = never_score,
+    .struct_size = sizeof(anvil_backend),
+    .name = "never",
+    .description = "scores 0",
+    .score = never_score,
 };
 static const anvil_backend *const backends[] = { &never_backend };
 
@@ -147,9 +156,15 @@ static void pk_gemm_packed(size_t n, size_t nrows, size_t r0, size_t r1, size_t 
     }
 }
 static const anvil_kernel pk_kernel = {
-    .struct_size = sizeof(anvil_kernel), .weight_type = ABI_TYPE_ID, .act_type = ANVIL_TYPE_F32,
-    .pack_rows = PACK_ROWS, .variant = "packtest", .vec_dot = tp_dot,
-    .packed_size = pk_size, .pack = pk_pack, .gemm_packed = pk_gemm_packed,
+    .struct_size = sizeof(anvil_kernel),
+    .weight_type = ABI_TYPE_ID,
+    .act_type = ANVIL_TYPE_F32,
+    .pack_rows = PACK_ROWS,
+    .variant = "packtest",
+    .vec_dot = tp_dot,
+    .packed_size = pk_size,
+    .pack = pk_pack,
+    .gemm_packed = pk_gemm_packed,
 };
 static const anvil_kernel *const pk_kernels[] = { &pk_kernel };
 /* Built twice: as "packtest" (score 5) and, for the ranking test, as
@@ -166,8 +181,11 @@ static uint32_t pk_score(const anvil_cpu_info *cpu, char *why, size_t why_size) 
     return ABI_BACKEND_SCORE;
 }
 static const anvil_backend pk_backend = {
-    .struct_size = sizeof(anvil_backend), .name = ABI_BACKEND_NAME, .score = pk_score,
-    .n_kernels = 1, .kernels = pk_kernels,
+    .struct_size = sizeof(anvil_backend),
+    .name = ABI_BACKEND_NAME,
+    .score = pk_score,
+    .n_kernels = 1,
+    .kernels = pk_kernels,
 };
 static const anvil_backend *const pk_backends[] = { &pk_backend };
 #endif
@@ -203,25 +221,50 @@ static int backend_rows(const float *src, void *dst, size_t nrows, size_t n_per_
     return tp_rows(src, dst, nrows, n_per_row, msg, msg_size);
 }
 static const anvil_codec enc_codec1 = {
-    .struct_size = sizeof(anvil_codec), .type_id = 1033, .name = "tp_enc", .family = "abi-test",
-    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
-    .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+    .struct_size = sizeof(anvil_codec),
+    .type_id = 1033,
+    .name = "tp_enc",
+    .family = "abi-test",
+    .block_elems = TP_BLOCK,
+    .block_bytes = sizeof(tp_block),
+    .act_type = ANVIL_TYPE_F32,
+    .encode = tp_encode,
+    .decode = tp_decode,
+    .encode_rows = codec_rows,
 };
 static const anvil_codec enc_codec2 = {
-    .struct_size = sizeof(anvil_codec), .type_id = 1034, .name = "tp_enc2", .family = "abi-test",
-    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
-    .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+    .struct_size = sizeof(anvil_codec),
+    .type_id = 1034,
+    .name = "tp_enc2",
+    .family = "abi-test",
+    .block_elems = TP_BLOCK,
+    .block_bytes = sizeof(tp_block),
+    .act_type = ANVIL_TYPE_F32,
+    .encode = tp_encode,
+    .decode = tp_decode,
+    .encode_rows = codec_rows,
 };
 /* ggml would ignore an importance matrix for this one */
 static const anvil_codec enc_codec3 = {
-    .struct_size = sizeof(anvil_codec), .type_id = 1035, .name = "tp_enc3", .family = "abi-test",
-    .block_elems = TP_BLOCK, .block_bytes = sizeof(tp_block), .act_type = ANVIL_TYPE_F32,
-    .flags = ANVIL_CODEC_IMATRIX_UNUSED, .encode = tp_encode, .decode = tp_decode, .encode_rows = codec_rows,
+    .struct_size = sizeof(anvil_codec),
+    .type_id = 1035,
+    .name = "tp_enc3",
+    .family = "abi-test",
+    .block_elems = TP_BLOCK,
+    .block_bytes = sizeof(tp_block),
+    .act_type = ANVIL_TYPE_F32,
+    .flags = ANVIL_CODEC_IMATRIX_UNUSED,
+    .encode = tp_encode,
+    .decode = tp_decode,
+    .encode_rows = codec_rows,
 };
 static const anvil_codec *const enc_codecs[] = { &enc_codec1, &enc_codec2, &enc_codec3 };
 static const anvil_weight_encoder enc_weighted = {
-    .struct_size = sizeof(anvil_weight_encoder), .type_id = 1033,
-    .flags = ANVIL_ENCODER_WEIGHTED | (1u << 9), .variant = "enctest-w", .encode_rows = backend_rows,
+    .struct_size = sizeof(anvil_weight_encoder),
+    .type_id = 1033,
+    .flags = ANVIL_ENCODER_WEIGHTED | (1u << 9),
+    .variant = "enctest-w",
+    .encode_rows = backend_rows,
 };
 static const anvil_weight_encoder enc_plain = {
     .struct_size = sizeof(anvil_weight_encoder),
@@ -232,10 +275,14 @@ static const anvil_weight_encoder enc_plain = {
 #else
     .type_id = 1034,
 #endif
-    .variant = "enctest", .encode_rows = backend_rows,
+    .variant = "enctest",
+    .encode_rows = backend_rows,
 };
 static const anvil_weight_encoder enc_plain3 = {
-    .struct_size = sizeof(anvil_weight_encoder), .type_id = 1035, .variant = "enctest", .encode_rows = backend_rows,
+    .struct_size = sizeof(anvil_weight_encoder),
+    .type_id = 1035,
+    .variant = "enctest",
+    .encode_rows = backend_rows,
 };
 static const anvil_weight_encoder *const enc_encoders[] = { &enc_weighted, &enc_plain, &enc_plain3 };
 static uint32_t enc_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
@@ -244,8 +291,11 @@ static uint32_t enc_score(const anvil_cpu_info *cpu, char *why, size_t why_size)
     return 5;
 }
 static const anvil_backend enc_backend = {
-    .struct_size = sizeof(anvil_backend), .name = "enctest", .score = enc_score,
-    .n_encoders = 3, .encoders = enc_encoders,
+    .struct_size = sizeof(anvil_backend),
+    .name = "enctest",
+    .score = enc_score,
+    .n_encoders = 3,
+    .encoders = enc_encoders,
 };
 static const anvil_backend *const enc_backends[] = { &enc_backend };
 #endif

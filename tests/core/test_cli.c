@@ -145,7 +145,8 @@ static void test_codec_imatrix(void) {
     write_floats(tmp("rows.f32"), in, 2 * npr);
     write_floats(tmp("w.f32"), a.imatrix, npr);
     char args[8192];
-    snprintf(args, sizeof args, "codec encode q4_K '%s' '%s' --imatrix '%s'", tmp("rows.f32"), tmp("w.bin"), tmp("w.f32"));
+    snprintf(args, sizeof args, "codec encode q4_K '%s' '%s' --imatrix '%s'", tmp("rows.f32"), tmp("w.bin"),
+             tmp("w.f32"));
     CU_ASSERT_EQUAL(run(args), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "2 rows of 512"));
     uint8_t *enc = malloc(2 * rb);
@@ -165,7 +166,8 @@ static void test_codec_imatrix(void) {
     fclose(f);
     CU_ASSERT(memcmp(enc, a.enc, rb) != 0);
     /* A format that ignores the matrix says so. */
-    snprintf(args, sizeof args, "codec encode tq2_0 --imatrix '%s' '%s' '%s'", tmp("w.f32"), tmp("rows.f32"), tmp("t.bin"));
+    snprintf(args, sizeof args, "codec encode tq2_0 --imatrix '%s' '%s' '%s'", tmp("w.f32"), tmp("rows.f32"),
+             tmp("t.bin"));
     CU_ASSERT_EQUAL(run(args), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "ignores it"));
     free(enc);
@@ -191,7 +193,9 @@ static void test_codec_imatrix_errors(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs("abc", f);
     fclose(f);
-    static const struct { const char *type, *file, *expect; } cases[] = {
+    static const struct {
+        const char *type, *file, *expect;
+    } cases[] = {
         { "q4_K", "w100.f32", "100 weights (one per column) are not a whole number of 256-element q4_K blocks" },
         { "q4_K", "w768.f32", "do not split the 1024 input values into whole rows" },
         { "q4_K", "w0.f32", "is empty" },
@@ -243,8 +247,8 @@ static void test_codec_needs_imatrix(void) {
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "needs an importance matrix"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "pass --imatrix FILE"));
         CU_ASSERT_EQUAL(file_size(tmp("never.bin")), 0);
-        snprintf(args, sizeof args, "codec encode %s '%s' '%s' --imatrix '%s'", types[i], tmp("nx.f32"),
-                 tmp("n.bin"), tmp("nw.f32"));
+        snprintf(args, sizeof args, "codec encode %s '%s' '%s' --imatrix '%s'", types[i], tmp("nx.f32"), tmp("n.bin"),
+                 tmp("nw.f32"));
         CU_ASSERT_EQUAL(run(args), 0);
         CU_ASSERT(file_size(tmp("n.bin")) > 0);
     }

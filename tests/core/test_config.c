@@ -14,20 +14,19 @@ static int parse(const char *text, anvil_config *cfg, anvil_error *err) {
 static void test_full_file(void) {
     anvil_config cfg;
     anvil_error err;
-    const char *text =
-        "; comment\n"
-        "# another comment\n"
-        "[plugins]\n"
-        "path = plugins:/opt/anvil/plugins   ; two folders\n"
-        "load = codec-q8_0, codec-kquants ,backend-scalar\n"
-        "optional = backend-avx512\n"
-        "\n"
-        "[backends]\n"
-        "order = avx512, neon, scalar\n"
-        "[runtime]\n"
-        "threads = 3\n"
-        "[type.q4_K]\n"
-        "backend = scalar\n";
+    const char *text = "; comment\n"
+                       "# another comment\n"
+                       "[plugins]\n"
+                       "path = plugins:/opt/anvil/plugins   ; two folders\n"
+                       "load = codec-q8_0, codec-kquants ,backend-scalar\n"
+                       "optional = backend-avx512\n"
+                       "\n"
+                       "[backends]\n"
+                       "order = avx512, neon, scalar\n"
+                       "[runtime]\n"
+                       "threads = 3\n"
+                       "[type.q4_K]\n"
+                       "backend = scalar\n";
     CU_ASSERT_EQUAL_FATAL(parse(text, &cfg, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(cfg.n_search, 2);
     CU_ASSERT_STRING_EQUAL(cfg.search[0], "/etc/anvil/plugins");
@@ -92,8 +91,8 @@ static void test_errors(void) {
     expect_error("[plugins]\nload = a,,b\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "empty item");
     expect_error("[plugins]\njust some words\n", ANVIL_E_CONFIG_SYNTAX, "test.ini:2:", "key = value");
     expect_error("[type.q4_K]\nbackend = a, b\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "exactly one backend");
-    expect_error("[type.q4_K]\nbackend = a\n[type.q4_K]\nbackend = b\n", ANVIL_E_CONFIG_VALUE, "test.ini:4:",
-                 "given twice");
+    expect_error("[type.q4_K]\nbackend = a\n[type.q4_K]\nbackend = b\n", ANVIL_E_CONFIG_VALUE,
+                 "test.ini:4:", "given twice");
     expect_error("[backends]\nsort = x\n", ANVIL_E_CONFIG_UNKNOWN, "test.ini:2:", "unknown key 'sort'");
     /* an unknown section with no keys is still an error */
     expect_error("[plugins]\nload = a\n[empty]\n", ANVIL_E_CONFIG_UNKNOWN, "test.ini:3:", "[empty]");
@@ -108,8 +107,8 @@ static void test_errors(void) {
     expect_error(longline, ANVIL_E_CONFIG_SYNTAX, "test.ini:2:", "continue a long value on indented lines");
     /* an unterminated header is reported at its line, and so is a key under it */
     expect_error("[plugins\nload = a\n", ANVIL_E_CONFIG_SYNTAX, "test.ini:1:", "unterminated section header");
-    expect_error("[plugins]\nload = a\n[backends\norder = scalar\n", ANVIL_E_CONFIG_SYNTAX, "test.ini:3:",
-                 "'[backends'");
+    expect_error("[plugins]\nload = a\n[backends\norder = scalar\n", ANVIL_E_CONFIG_SYNTAX,
+                 "test.ini:3:", "'[backends'");
     /* plugins are named, never located */
     expect_error("[plugins]\nload = codec-q8_0, ../../x.so\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "not by path");
     expect_error("[plugins]\nload = /opt/evil/x.so\n", ANVIL_E_CONFIG_VALUE, "test.ini:2:", "not by path");

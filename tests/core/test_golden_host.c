@@ -185,8 +185,9 @@ static void test_matmul_shapes(void) {
     CU_ASSERT_EQUAL_FATAL(anvil_matmul(ctx, ANVIL_TYPE_Q8_0, blocks, R, K, x, M, y, &err), ANVIL_OK);
     for (int i = 0; i < M; ++i) {
         for (int r = 0; r < R; ++r) {
-            CU_ASSERT_EQUAL(anvil_matmul(ctx, ANVIL_TYPE_Q8_0, blocks + r * (K / 32) * 34, 1, K, x + i * K, 1, &y1, &err),
-                            ANVIL_OK);
+            CU_ASSERT_EQUAL(
+                anvil_matmul(ctx, ANVIL_TYPE_Q8_0, blocks + r * (K / 32) * 34, 1, K, x + i * K, 1, &y1, &err),
+                ANVIL_OK);
             CU_ASSERT_EQUAL(y[i * R + r], y1);
         }
     }

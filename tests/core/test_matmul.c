@@ -56,10 +56,11 @@ static void check_thread_invariance(uint32_t type) {
 }
 
 static void test_threads(void) {
-    const uint32_t types[] = { ANVIL_TYPE_Q4_0, ANVIL_TYPE_Q4_1, ANVIL_TYPE_Q5_0, ANVIL_TYPE_Q5_1, ANVIL_TYPE_Q8_0,
-                               ANVIL_TYPE_Q2_K, ANVIL_TYPE_Q3_K, ANVIL_TYPE_Q4_K, ANVIL_TYPE_Q5_K, ANVIL_TYPE_Q6_K,
-                               ANVIL_TYPE_TQ1_0, ANVIL_TYPE_TQ2_0, ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_IQ4_XS,
-                               ANVIL_TYPE_MXFP4, ANVIL_TYPE_F16, ANVIL_TYPE_Q8_1 };
+    const uint32_t types[] = { ANVIL_TYPE_Q4_0,   ANVIL_TYPE_Q4_1,   ANVIL_TYPE_Q5_0,  ANVIL_TYPE_Q5_1,
+                               ANVIL_TYPE_Q8_0,   ANVIL_TYPE_Q2_K,   ANVIL_TYPE_Q3_K,  ANVIL_TYPE_Q4_K,
+                               ANVIL_TYPE_Q5_K,   ANVIL_TYPE_Q6_K,   ANVIL_TYPE_TQ1_0, ANVIL_TYPE_TQ2_0,
+                               ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_IQ4_XS, ANVIL_TYPE_MXFP4, ANVIL_TYPE_F16,
+                               ANVIL_TYPE_Q8_1 };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; ++i) check_thread_invariance(types[i]);
 }
 

@@ -47,7 +47,8 @@ static int find_plugin(const anvil_ctx *ctx, const char *name, anvil_plugin_repo
     return 0;
 }
 
-static void expect_plugin(const anvil_ctx *ctx, const char *name, int status, const char *needle1, const char *needle2) {
+static void expect_plugin(const anvil_ctx *ctx, const char *name, int status, const char *needle1,
+                          const char *needle2) {
     anvil_plugin_report r;
     CU_ASSERT_TRUE_FATAL(find_plugin(ctx, name, &r));
     CU_ASSERT_EQUAL(r.status, status);
@@ -159,8 +160,8 @@ static void test_cli_shows_reasons(void) {
     out[n] = '\0';
     int status = pclose(p);
     CU_ASSERT_NOT_EQUAL(status, 0); /* plugins failed to load: exit 1 */
-    const char *needles[] = { "abi-wrong-major", "ABI 2.3", "abi-no-entry", "abi-null-desc", "abi-dup-type",
-                              "SKIPPED", "QUANTUM-9", "tp_i8", "ANVIL_E_DUPLICATE_TYPE" };
+    const char *needles[] = { "abi-wrong-major", "ABI 2.3",   "abi-no-entry", "abi-null-desc",         "abi-dup-type",
+                              "SKIPPED",         "QUANTUM-9", "tp_i8",        "ANVIL_E_DUPLICATE_TYPE" };
     for (size_t i = 0; i < sizeof needles / sizeof needles[0]; ++i) {
         if (strstr(out, needles[i]) == NULL) {
             fprintf(stderr, "\n`anvil plugins` output lacks '%s':\n%s\n", needles[i], out);
@@ -216,12 +217,14 @@ static void test_pins(void) {
     CU_ASSERT_TRUE(seen);
     anvil_ctx_close(ctx);
 
-    snprintf(body, sizeof body, "[plugins]\npath = %s\nload = codec-q8_0, backend-scalar\n[type.q8_0]\nbackend = warp\n",
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s\nload = codec-q8_0, backend-scalar\n[type.q8_0]\nbackend = warp\n",
              ANVIL_PLUGIN_DIR);
     CU_ASSERT_EQUAL(anvil_ctx_open(&ctx, write_config("pin2.ini", body), &err), ANVIL_E_CONFIG_VALUE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "pin2.ini:5:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "warp"));
-    snprintf(body, sizeof body, "[plugins]\npath = %s\nload = codec-q8_0, backend-scalar\n[type.q9_9]\nbackend = scalar\n",
+    snprintf(body, sizeof body,
+             "[plugins]\npath = %s\nload = codec-q8_0, backend-scalar\n[type.q9_9]\nbackend = scalar\n",
              ANVIL_PLUGIN_DIR);
     CU_ASSERT_EQUAL(anvil_ctx_open(&ctx, write_config("pin3.ini", body), &err), ANVIL_E_CONFIG_VALUE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "q9_9"));

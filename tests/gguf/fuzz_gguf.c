@@ -97,8 +97,9 @@ static void check_lenient(const uint8_t *data, size_t size, const anvil_gguf *st
         }
         return;
     }
-    if (strict != NULL && (anvil_gguf_problem_count(g) != 0 || anvil_gguf_kv_count(g) != anvil_gguf_kv_count(strict) ||
-                           anvil_gguf_tensor_count(g) != anvil_gguf_tensor_count(strict))) {
+    if (strict != NULL &&
+        (anvil_gguf_problem_count(g) != 0 || anvil_gguf_kv_count(g) != anvil_gguf_kv_count(strict) ||
+         anvil_gguf_tensor_count(g) != anvil_gguf_tensor_count(strict))) {
         abort();
     }
     for (size_t i = 0; i < anvil_gguf_problem_count(g); ++i) {

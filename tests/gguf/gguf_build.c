@@ -82,8 +82,7 @@ void gb_kv_str(gb *b, const char *key, const char *v) {
     gb_u32(b, ANVIL_GGUF_TYPE_STRING);
     gb_str(b, v);
 }
-void gb_tensor(gb *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
-               uint64_t offset) {
+void gb_tensor(gb *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type, uint64_t offset) {
     gb_str(b, name);
     gb_u32(b, n_dims);
     for (uint32_t i = 0; i < n_dims; ++i) {
@@ -159,8 +158,8 @@ static void truncate_base(gb *b, size_t (*at)(const base_file *)) {
     *b = f.b;
 }
 
-#define TRUNC_CASE(fn, expr)                                                              \
-    static size_t fn##_at(const base_file *f) { return (expr); }                             \
+#define TRUNC_CASE(fn, expr)                                     \
+    static size_t fn##_at(const base_file *f) { return (expr); } \
     static void fn(gb *b) { truncate_base(b, fn##_at); }
 
 TRUNC_CASE(trunc_magic, f->after_magic)
@@ -349,8 +348,8 @@ static void align_64_ok(gb *b) {
 }
 
 /* One tensor with the given entry and `data` bytes of data. */
-static void one_tensor(gb *b, const char *name, uint32_t n_dims, const uint64_t *ne,
-                       uint32_t type, uint64_t offset, size_t data) {
+static void one_tensor(gb *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type, uint64_t offset,
+                       size_t data) {
     gb_header(b, 3, 1, 0);
     gb_tensor(b, name, n_dims, ne, type, offset);
     gb_pad(b, 32);
@@ -459,7 +458,8 @@ static void base_ok(gb *b) {
     *b = f.b;
 }
 
-#define C(name, code, sub) { #name, code, sub, name }
+#define C(name, code, sub) \
+    { #name, code, sub, name }
 const hostile_case hostile_cases[] = {
     C(base_ok, ANVIL_OK, NULL),
     C(empty_file, ANVIL_E_GGUF_TRUNCATED, "empty"),

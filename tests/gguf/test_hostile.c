@@ -32,15 +32,13 @@ static void test_cases(void) {
         anvil_error err;
         const int rc = open_case(b.p, b.n, &err);
         if (rc != c->expect) {
-            fprintf(stderr, "\n  case %s: got %d (%s), want %d\n", c->name, rc, err.message,
-                    c->expect);
+            fprintf(stderr, "\n  case %s: got %d (%s), want %d\n", c->name, rc, err.message, c->expect);
         }
         CU_ASSERT_EQUAL(rc, c->expect);
         if (c->expect != ANVIL_OK) {
             CU_ASSERT_EQUAL(err.code, c->expect);
             if (c->substring != NULL && strstr(err.message, c->substring) == NULL) {
-                fprintf(stderr, "\n  case %s: message '%s' lacks '%s'\n", c->name, err.message,
-                        c->substring);
+                fprintf(stderr, "\n  case %s: message '%s' lacks '%s'\n", c->name, err.message, c->substring);
                 CU_FAIL("message lacks the expected detail");
             }
         }
@@ -85,8 +83,7 @@ static void test_every_prefix_refused(void) {
         anvil_error err;
         const int rc = open_case(p, cut, &err);
         free(p);
-        const int ok = rc == ANVIL_E_GGUF_TRUNCATED || rc == ANVIL_E_GGUF_STRING ||
-                       rc == ANVIL_E_GGUF_COUNT;
+        const int ok = rc == ANVIL_E_GGUF_TRUNCATED || rc == ANVIL_E_GGUF_STRING || rc == ANVIL_E_GGUF_COUNT;
         if (!ok) {
             fprintf(stderr, "\n  prefix %zu: %d %s\n", cut, rc, err.message);
         }
@@ -119,8 +116,8 @@ static void test_byte_flips(void) {
                 void *out = NULL;
                 size_t n = 0;
                 anvil_gguf_writer_new(&w, NULL, NULL);
-                if (anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS,
-                                                NULL) == ANVIL_OK &&
+                if (anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS, NULL) ==
+                        ANVIL_OK &&
                     anvil_gguf_writer_write_memory(w, &out, &n, NULL) == ANVIL_OK) {
                     anvil_gguf *g2 = NULL;
                     CU_ASSERT_EQUAL(anvil_gguf_open_buffer(&g2, out, n, NULL, NULL), ANVIL_OK);
@@ -136,8 +133,7 @@ static void test_byte_flips(void) {
             f.b.p[pos] ^= flips[k];
         }
     }
-    printf("\n  %zu header byte flips: %zu parsed, %zu refused\n", parsed + refused, parsed,
-           refused);
+    printf("\n  %zu header byte flips: %zu parsed, %zu refused\n", parsed + refused, parsed, refused);
     CU_ASSERT(refused > 0 && parsed > 0);
     gb_free(&f.b);
 }

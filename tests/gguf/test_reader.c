@@ -91,8 +91,7 @@ static void test_base_file(void) {
 
     /* Wrong kind and absence are distinct errors. */
     double d;
-    CU_ASSERT_EQUAL(anvil_gguf_get_f64(g, "general.architecture", &d, &err),
-                    ANVIL_E_GGUF_KEY_TYPE);
+    CU_ASSERT_EQUAL(anvil_gguf_get_f64(g, "general.architecture", &d, &err), ANVIL_E_GGUF_KEY_TYPE);
     CU_ASSERT(strstr(err.message, "str") != NULL);
     CU_ASSERT_EQUAL(anvil_gguf_get_f64(g, "nope", &d, &err), ANVIL_E_NOT_FOUND);
 
@@ -137,17 +136,39 @@ static void test_base_file(void) {
 static void test_typed_values(void) {
     gb b = { 0 };
     gb_header(&b, 3, 0, 11);
-    gb_str(&b, "u8");  gb_u32(&b, ANVIL_GGUF_TYPE_U8);  gb_u8(&b, 255);
-    gb_str(&b, "i8");  gb_u32(&b, ANVIL_GGUF_TYPE_I8);  gb_u8(&b, 0xFF);
-    gb_str(&b, "u16"); gb_u32(&b, ANVIL_GGUF_TYPE_U16); gb_u16(&b, 65535);
-    gb_str(&b, "i16"); gb_u32(&b, ANVIL_GGUF_TYPE_I16); gb_u16(&b, 0xFFFE);
-    gb_str(&b, "u32"); gb_u32(&b, ANVIL_GGUF_TYPE_U32); gb_u32(&b, 0xFFFFFFFFu);
-    gb_str(&b, "i32"); gb_u32(&b, ANVIL_GGUF_TYPE_I32); gb_u32(&b, 0x80000000u);
-    gb_str(&b, "u64"); gb_u32(&b, ANVIL_GGUF_TYPE_U64); gb_u64(&b, 1ull << 63);
-    gb_str(&b, "i64"); gb_u32(&b, ANVIL_GGUF_TYPE_I64); gb_u64(&b, 1ull << 63);
-    gb_str(&b, "f32"); gb_u32(&b, ANVIL_GGUF_TYPE_F32); gb_u32(&b, 0x3fc00000u);
-    gb_str(&b, "f64"); gb_u32(&b, ANVIL_GGUF_TYPE_F64); gb_u64(&b, 0x400c000000000000ull);
-    gb_str(&b, "b");   gb_u32(&b, ANVIL_GGUF_TYPE_BOOL); gb_u8(&b, 2);
+    gb_str(&b, "u8");
+    gb_u32(&b, ANVIL_GGUF_TYPE_U8);
+    gb_u8(&b, 255);
+    gb_str(&b, "i8");
+    gb_u32(&b, ANVIL_GGUF_TYPE_I8);
+    gb_u8(&b, 0xFF);
+    gb_str(&b, "u16");
+    gb_u32(&b, ANVIL_GGUF_TYPE_U16);
+    gb_u16(&b, 65535);
+    gb_str(&b, "i16");
+    gb_u32(&b, ANVIL_GGUF_TYPE_I16);
+    gb_u16(&b, 0xFFFE);
+    gb_str(&b, "u32");
+    gb_u32(&b, ANVIL_GGUF_TYPE_U32);
+    gb_u32(&b, 0xFFFFFFFFu);
+    gb_str(&b, "i32");
+    gb_u32(&b, ANVIL_GGUF_TYPE_I32);
+    gb_u32(&b, 0x80000000u);
+    gb_str(&b, "u64");
+    gb_u32(&b, ANVIL_GGUF_TYPE_U64);
+    gb_u64(&b, 1ull << 63);
+    gb_str(&b, "i64");
+    gb_u32(&b, ANVIL_GGUF_TYPE_I64);
+    gb_u64(&b, 1ull << 63);
+    gb_str(&b, "f32");
+    gb_u32(&b, ANVIL_GGUF_TYPE_F32);
+    gb_u32(&b, 0x3fc00000u);
+    gb_str(&b, "f64");
+    gb_u32(&b, ANVIL_GGUF_TYPE_F64);
+    gb_u64(&b, 0x400c000000000000ull);
+    gb_str(&b, "b");
+    gb_u32(&b, ANVIL_GGUF_TYPE_BOOL);
+    gb_u8(&b, 2);
     anvil_gguf *g = NULL;
     anvil_error err;
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_open_buffer(&g, b.p, b.n, NULL, &err), ANVIL_OK);
@@ -201,8 +222,7 @@ static void test_zero_element_tensors(void) {
         void *out = NULL;
         size_t n = 0;
         CU_ASSERT_EQUAL(anvil_gguf_writer_new(&w, NULL, &err), ANVIL_OK);
-        CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS,
-                                                    &err),
+        CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS, &err),
                         ANVIL_OK);
         CU_ASSERT_EQUAL(anvil_gguf_writer_write_memory(w, &out, &n, &err), ANVIL_OK);
         CU_ASSERT(n == b.n && memcmp(out, b.p, n) == 0);
@@ -325,8 +345,7 @@ static void test_shared_files(void) {
         CU_ASSERT_EQUAL(t->n_bytes, 172 * 64 * 4);
         CU_ASSERT_EQUAL(anvil_gguf_data_offset(g), 14176);
         uint64_t u = 0;
-        CU_ASSERT(anvil_gguf_get_u64(g, "llama.feed_forward_length", &u, &err) == ANVIL_OK &&
-                  u == 172);
+        CU_ASSERT(anvil_gguf_get_u64(g, "llama.feed_forward_length", &u, &err) == ANVIL_OK && u == 172);
         anvil_gguf_close(g);
     }
     if (seen == 0) {
@@ -395,8 +414,7 @@ static void test_third_party_type(void) {
     /* The writer needs the context for the same reason. */
     anvil_gguf_writer *w = NULL;
     CU_ASSERT_EQUAL(anvil_gguf_writer_new(&w, NULL, &err), ANVIL_OK);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_TENSORS, &err),
-                    ANVIL_E_GGUF_TENSOR_TYPE);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_TENSORS, &err), ANVIL_E_GGUF_TENSOR_TYPE);
     anvil_gguf_writer_free(w);
     CU_ASSERT_EQUAL(anvil_gguf_writer_new(&w, ctx, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_TENSORS, &err), ANVIL_OK);

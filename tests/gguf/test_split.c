@@ -45,9 +45,7 @@ static void test_split_names(void) {
     CU_ASSERT_STRING_EQUAL(buf, "dir/m-00002-of-00003.gguf");
     CU_ASSERT_EQUAL(anvil_gguf_split_path(buf, sizeof buf, "m", 4, 3, &err), ANVIL_E_INVALID_ARG);
     CU_ASSERT_EQUAL(anvil_gguf_split_path(buf, 8, "model", 1, 3, &err), ANVIL_E_BUFFER_TOO_SMALL);
-    CU_ASSERT_EQUAL(anvil_gguf_split_parse("a/b-c-00001-of-00012.gguf", prefix, sizeof prefix, &no,
-                                           &count),
-                    1);
+    CU_ASSERT_EQUAL(anvil_gguf_split_parse("a/b-c-00001-of-00012.gguf", prefix, sizeof prefix, &no, &count), 1);
     CU_ASSERT_STRING_EQUAL(prefix, "a/b-c");
     CU_ASSERT(no == 1 && count == 12);
     CU_ASSERT_EQUAL(anvil_gguf_split_parse("m-1-of-3.gguf", prefix, sizeof prefix, &no, &count), 0);
@@ -60,8 +58,7 @@ static void test_split_names(void) {
 static void check_part_keys(const char *path, uint16_t no, uint16_t count, size_t n_kv) {
     anvil_gguf *g = NULL;
     anvil_error err;
-    CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, path, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, &err),
-                          ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, path, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_kv_count(g), n_kv);
     /* gguf-split's order: split.no, split.tensors.count, split.count last. */
     const anvil_gguf_kv *a = anvil_gguf_kv_at(g, n_kv - 3), *b = anvil_gguf_kv_at(g, n_kv - 2),
@@ -79,8 +76,7 @@ static void check_part_keys(const char *path, uint16_t no, uint16_t count, size_
     anvil_gguf_close(g);
 }
 
-static void split_merge(uint64_t max_bytes, uint64_t max_tensors, uint32_t want_parts,
-                        const char *tag) {
+static void split_merge(uint64_t max_bytes, uint64_t max_tensors, uint32_t want_parts, const char *tag) {
     size_t n = 0;
     uint8_t *orig = model(&n);
     char src_path[4200], prefix[4200], first[4200], merged[4200];
@@ -92,8 +88,7 @@ static void split_merge(uint64_t max_bytes, uint64_t max_tensors, uint32_t want_
     anvil_error err;
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&src, src_path, NULL, 0, &err), ANVIL_OK);
     uint32_t parts = 0;
-    CU_ASSERT_EQUAL(anvil_gguf_split_write(src, prefix, max_bytes, max_tensors, NULL, &parts, &err),
-                    ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_split_write(src, prefix, max_bytes, max_tensors, NULL, &parts, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(parts, want_parts);
     anvil_gguf_close(src);
 
@@ -149,8 +144,7 @@ static void test_broken_sets(void) {
     uint32_t parts = 0;
     CU_ASSERT_EQUAL(anvil_gguf_split_write(src, prefix, 0, 3, NULL, &parts, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(parts, 3);
-    CU_ASSERT_EQUAL(anvil_gguf_split_write(src, prefix, 100, 3, NULL, &parts, &err),
-                    ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(anvil_gguf_split_write(src, prefix, 100, 3, NULL, &parts, &err), ANVIL_E_INVALID_ARG);
     anvil_gguf_split_path(first, sizeof first, prefix, 1, 3, &err);
     anvil_gguf_split_path(second, sizeof second, prefix, 2, 3, &err);
     anvil_gguf_split_path(third, sizeof third, prefix, 3, 3, &err);
@@ -211,6 +205,5 @@ void gguf_add_split_tests(void) {
     CU_add_test(s, "split by tensor count -> merge is byte-identical", test_split_by_tensors);
     CU_add_test(s, "split by size -> merge is byte-identical", test_split_by_size);
     CU_add_test(s, "a one-part set", test_split_one_part);
-    CU_add_test(s, "broken sets: wrong part, missing part, renamed, wrong key type",
-                test_broken_sets);
+    CU_add_test(s, "broken sets: wrong part, missing part, renamed, wrong key type", test_broken_sets);
 }

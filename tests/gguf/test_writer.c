@@ -57,8 +57,7 @@ static void test_exact_bytes(void) {
     CU_ASSERT_EQUAL(anvil_gguf_writer_set_u8(w, "a", 1, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_set_i16(w, "b", -2, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_set_string(w, "c", "xy", &err), ANVIL_OK);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "t", ANVIL_TYPE_F32, 1, ne, data, 8, &err),
-                    ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "t", ANVIL_TYPE_F32, 1, ne, data, 8, &err), ANVIL_OK);
     size_t n = 0;
     uint8_t *out = to_memory(w, &n);
 
@@ -124,16 +123,22 @@ static void test_wire_widths_and_order(void) {
         uint32_t type;
         size_t raw;
     } want[] = {
-        { "i8", ANVIL_GGUF_TYPE_I8, 1 },     { "u16", ANVIL_GGUF_TYPE_U16, 2 },
-        { "i16", ANVIL_GGUF_TYPE_I16, 2 },   { "u32", ANVIL_GGUF_TYPE_U32, 4 },
-        { "i32", ANVIL_GGUF_TYPE_I32, 4 },   { "u64", ANVIL_GGUF_TYPE_U64, 8 },
-        { "i64", ANVIL_GGUF_TYPE_I64, 8 },   { "f32", ANVIL_GGUF_TYPE_F32, 4 },
-        { "f64", ANVIL_GGUF_TYPE_F64, 8 },   { "bool", ANVIL_GGUF_TYPE_BOOL, 1 },
+        { "i8", ANVIL_GGUF_TYPE_I8, 1 },
+        { "u16", ANVIL_GGUF_TYPE_U16, 2 },
+        { "i16", ANVIL_GGUF_TYPE_I16, 2 },
+        { "u32", ANVIL_GGUF_TYPE_U32, 4 },
+        { "i32", ANVIL_GGUF_TYPE_I32, 4 },
+        { "u64", ANVIL_GGUF_TYPE_U64, 8 },
+        { "i64", ANVIL_GGUF_TYPE_I64, 8 },
+        { "f32", ANVIL_GGUF_TYPE_F32, 4 },
+        { "f64", ANVIL_GGUF_TYPE_F64, 8 },
+        { "bool", ANVIL_GGUF_TYPE_BOOL, 1 },
         { "arr_i32", ANVIL_GGUF_TYPE_ARRAY, 12 + 12 },
         { "arr_bool", ANVIL_GGUF_TYPE_ARRAY, 12 + 3 },
         { "arr_str", ANVIL_GGUF_TYPE_ARRAY, 12 + 9 + 8 },
         { "arr_empty", ANVIL_GGUF_TYPE_ARRAY, 12 },
-        { "nan", ANVIL_GGUF_TYPE_F32, 4 },   { "u8", ANVIL_GGUF_TYPE_U32, 4 },
+        { "nan", ANVIL_GGUF_TYPE_F32, 4 },
+        { "u8", ANVIL_GGUF_TYPE_U32, 4 },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; ++i) {
         const anvil_gguf_kv *kv = anvil_gguf_kv_at(g, i);
@@ -148,8 +153,7 @@ static void test_wire_widths_and_order(void) {
     CU_ASSERT(anvil_gguf_get_u64(g, "u64", &u64, &err) == ANVIL_OK && u64 == UINT64_MAX);
     CU_ASSERT(anvil_gguf_get_i64(g, "u8", &i64, &err) == ANVIL_OK && i64 == 5);
     CU_ASSERT_EQUAL(((const uint8_t *)anvil_gguf_find_kv(g, "bool")->raw)[0], 1);
-    CU_ASSERT(memcmp((const uint8_t *)anvil_gguf_find_kv(g, "arr_bool")->raw + 12, "\0\1\1", 3) ==
-              0);
+    CU_ASSERT(memcmp((const uint8_t *)anvil_gguf_find_kv(g, "arr_bool")->raw + 12, "\0\1\1", 3) == 0);
     CU_ASSERT(memcmp(anvil_gguf_find_kv(g, "nan")->raw, "\x34\x12\xc0\x7f", 4) == 0);
     anvil_gguf_close(g);
     free(out);
@@ -160,8 +164,7 @@ static void test_dims_trimmed(void) {
     anvil_gguf_writer *w = new_writer();
     anvil_error err;
     static const float zeros[64];
-    const uint64_t a[4] = { 4, 3, 1, 1 }, b[4] = { 4, 1, 3, 1 }, c[4] = { 1, 1, 1, 1 },
-                   d[2] = { 4, 0 };
+    const uint64_t a[4] = { 4, 3, 1, 1 }, b[4] = { 4, 1, 3, 1 }, c[4] = { 1, 1, 1, 1 }, d[2] = { 4, 0 };
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "a", ANVIL_TYPE_F32, 4, a, zeros, 48, &err), 0);
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "b", ANVIL_TYPE_F32, 4, b, zeros, 48, &err), 0);
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "c", ANVIL_TYPE_F32, 4, c, zeros, 4, &err), 0);
@@ -200,12 +203,9 @@ static void test_alignment_agrees(void) {
      * still follow it. */
     CU_ASSERT_EQUAL(anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 256, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_alignment(w), 256);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u64(w, ANVIL_GGUF_KEY_ALIGNMENT, 64, &err),
-                    ANVIL_E_GGUF_KEY_TYPE);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 48, &err),
-                    ANVIL_E_GGUF_ALIGNMENT);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 2u << 20, &err),
-                    ANVIL_E_GGUF_ALIGNMENT);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u64(w, ANVIL_GGUF_KEY_ALIGNMENT, 64, &err), ANVIL_E_GGUF_KEY_TYPE);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 48, &err), ANVIL_E_GGUF_ALIGNMENT);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 2u << 20, &err), ANVIL_E_GGUF_ALIGNMENT);
     CU_ASSERT_EQUAL(anvil_gguf_writer_alignment(w), 256); /* refusals change nothing */
     size_t n = 0;
     uint8_t *out = to_memory(w, &n);
@@ -236,8 +236,7 @@ static void test_round_trip(void) {
         anvil_error err;
         CU_ASSERT_EQUAL_FATAL(anvil_gguf_open_buffer(&g, b.p, b.n, NULL, &err), ANVIL_OK);
         anvil_gguf_writer *w = new_writer();
-        CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS,
-                                                    &err),
+        CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_TENSORS, &err),
                         ANVIL_OK);
         size_t n1 = 0, n2 = 0;
         uint8_t *out1 = to_memory(w, &n1);
@@ -251,8 +250,7 @@ static void test_round_trip(void) {
         /* Canonical inputs come back unchanged, except v2 (written as v3)
          * and a header-only file (gains its padding). */
         const char *name = hostile_cases[i].name;
-        if (strcmp(name, "v2_ok") != 0 && strcmp(name, "header_only") != 0 &&
-            strcmp(name, "scalar_0dims") != 0) {
+        if (strcmp(name, "v2_ok") != 0 && strcmp(name, "header_only") != 0 && strcmp(name, "scalar_0dims") != 0) {
             if (!(n1 == b.n && memcmp(out1, b.p, n1) == 0)) {
                 fprintf(stderr, "\n  %s: re-emit differs from its canonical input\n", name);
                 CU_FAIL("reemit of a canonical file differs");
@@ -293,8 +291,7 @@ static void test_raw_copy_and_bools(void) {
     anvil_gguf_writer_free(w);
     /* Canonical: 0/1, as ggml re-writes bools. */
     w = new_writer();
-    CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL,
-                                                &err),
+    CU_ASSERT_EQUAL(anvil_gguf_writer_copy_from(w, g, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL, &err),
                     ANVIL_OK);
     out = to_memory(w, &n);
     anvil_gguf *g2 = NULL;
@@ -322,31 +319,24 @@ static void test_refusals(void) {
                     ANVIL_E_INVALID_ARG);
     CU_ASSERT(strstr(err.message, "63") != NULL);
     long_name[63] = '\0'; /* 63 bytes is ggml's limit and fine */
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, long_name, ANVIL_TYPE_F32, 2, ne, bytes, 256, &err),
-                    ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, long_name, ANVIL_TYPE_F32, 2, ne, bytes, 256, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, long_name, ANVIL_TYPE_F32, 2, ne, bytes, 256, &err),
                     ANVIL_E_GGUF_DUP_TENSOR);
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "q", ANVIL_TYPE_Q8_0, 1, bad_row, NULL, 0, &err),
                     ANVIL_E_GGUF_ROW_BLOCKS);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "r", 4, 2, ne, NULL, 0, &err),
-                    ANVIL_E_GGUF_TENSOR_TYPE);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "r", 4, 2, ne, NULL, 0, &err), ANVIL_E_GGUF_TENSOR_TYPE);
     CU_ASSERT(strstr(err.message, "Q4_2") != NULL);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "t", 1500, 2, ne, NULL, 0, &err),
-                    ANVIL_E_GGUF_TENSOR_TYPE);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "t", 1500, 2, ne, NULL, 0, &err), ANVIL_E_GGUF_TENSOR_TYPE);
     CU_ASSERT(strstr(err.message, "plugin") != NULL);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "h", ANVIL_TYPE_F32, 2, huge, NULL, 0, &err),
-                    ANVIL_E_GGUF_DIMS);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "h", ANVIL_TYPE_F32, 2, huge, NULL, 0, &err), ANVIL_E_GGUF_DIMS);
     CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "s", ANVIL_TYPE_F32, 2, ne, bytes, 255, &err),
                     ANVIL_E_GGUF_WRITER);
     CU_ASSERT(strstr(err.message, "256 bytes but 255") != NULL);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "five", ANVIL_TYPE_F32, 5, ne, NULL, 0, &err),
-                    ANVIL_E_GGUF_DIMS);
-    CU_ASSERT_EQUAL(anvil_gguf_writer_set_array(w, "k", ANVIL_GGUF_TYPE_STRING, bytes, 1, &err),
-                    ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "five", ANVIL_TYPE_F32, 5, ne, NULL, 0, &err), ANVIL_E_GGUF_DIMS);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_array(w, "k", ANVIL_GGUF_TYPE_STRING, bytes, 1, &err), ANVIL_E_INVALID_ARG);
     CU_ASSERT_EQUAL(anvil_gguf_writer_tensor_count(w), 1);
     /* A declared tensor without data cannot be written in buffered mode. */
-    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "later", ANVIL_TYPE_F32, 2, ne, NULL, 0, &err),
-                    ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_add_tensor(w, "later", ANVIL_TYPE_F32, 2, ne, NULL, 0, &err), ANVIL_OK);
     void *out = NULL;
     size_t n = 0;
     CU_ASSERT_EQUAL(anvil_gguf_writer_write_memory(w, &out, &n, &err), ANVIL_E_GGUF_WRITER);
@@ -361,10 +351,9 @@ static anvil_gguf_writer *content(int with_data, const uint8_t *blob) {
     anvil_gguf_writer_set_string(w, "general.architecture", "test", &err);
     anvil_gguf_writer_set_u32(w, ANVIL_GGUF_KEY_ALIGNMENT, 64, &err);
     const uint64_t a[2] = { 64, 3 }, q[2] = { 256, 2 }, z[2] = { 0, 5 };
-    anvil_gguf_writer_add_tensor(w, "a", ANVIL_TYPE_F16, 2, a, with_data ? blob : NULL,
-                                 with_data ? 384 : 0, &err);
-    anvil_gguf_writer_add_tensor(w, "q", ANVIL_TYPE_Q4_K, 2, q, with_data ? blob + 384 : NULL,
-                                 with_data ? 288 : 0, &err);
+    anvil_gguf_writer_add_tensor(w, "a", ANVIL_TYPE_F16, 2, a, with_data ? blob : NULL, with_data ? 384 : 0, &err);
+    anvil_gguf_writer_add_tensor(w, "q", ANVIL_TYPE_Q4_K, 2, q, with_data ? blob + 384 : NULL, with_data ? 288 : 0,
+                                 &err);
     anvil_gguf_writer_add_tensor(w, "z", ANVIL_TYPE_BF16, 2, z, NULL, 0, &err);
     CU_ASSERT_EQUAL(anvil_gguf_writer_tensor_count(w), 3);
     return w;

@@ -38,11 +38,11 @@ static int step(int is_rename) {
     return is_rename && ++renames == env_long("ANVIL_FAULT_RENAME_FAIL");
 }
 
-#define REAL(ret, name, ...)                                                \
-    static ret (*real)(__VA_ARGS__);                                        \
-    if (real == NULL) {                                                     \
-        void *sym = dlsym(RTLD_NEXT, name);                                 \
-        *(void **)&real = sym;                                              \
+#define REAL(ret, name, ...)                \
+    static ret (*real)(__VA_ARGS__);        \
+    if (real == NULL) {                     \
+        void *sym = dlsym(RTLD_NEXT, name); \
+        *(void **)&real = sym;              \
     }
 
 int rename(const char *a, const char *b) {
@@ -103,16 +103,16 @@ static int open_common(const char *sym, const char *path, int flags, mode_t mode
 }
 
 /* open and open64 differ only in the symbol they forward to. */
-#define OPEN_WRAPPER(name)                                                  \
-    int name(const char *path, int flags, ...) {                            \
-        mode_t mode = 0;                                                    \
-        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {        \
-            va_list ap;                                                     \
-            va_start(ap, flags);                                            \
-            mode = (mode_t)va_arg(ap, int);                                 \
-            va_end(ap);                                                     \
-        }                                                                   \
-        return open_common(#name, path, flags, mode);                       \
+#define OPEN_WRAPPER(name)                                           \
+    int name(const char *path, int flags, ...) {                     \
+        mode_t mode = 0;                                             \
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) { \
+            va_list ap;                                              \
+            va_start(ap, flags);                                     \
+            mode = (mode_t)va_arg(ap, int);                          \
+            va_end(ap);                                              \
+        }                                                            \
+        return open_common(#name, path, flags, mode);                \
     }
 OPEN_WRAPPER(open)
 OPEN_WRAPPER(open64)

@@ -131,18 +131,32 @@ static int lt_init(const anvil_host_services *host, char *err, size_t err_size) 
     }
     for (int i = 0; i < 256; ++i) lut[i] = (float)(int8_t)i;
     *codec = (anvil_codec){
-        .struct_size = sizeof(anvil_codec), .type_id = LT_TYPE, .name = "lt_i8", .family = "lifetime",
-        .block_elems = LT_BLOCK, .block_bytes = sizeof(lt_block), .act_type = ANVIL_TYPE_F32,
-        .encode = lt_encode, .decode = lt_decode, .ref_vec_dot = lt_dot,
+        .struct_size = sizeof(anvil_codec),
+        .type_id = LT_TYPE,
+        .name = "lt_i8",
+        .family = "lifetime",
+        .block_elems = LT_BLOCK,
+        .block_bytes = sizeof(lt_block),
+        .act_type = ANVIL_TYPE_F32,
+        .encode = lt_encode,
+        .decode = lt_decode,
+        .ref_vec_dot = lt_dot,
     };
     *kernel = (anvil_kernel){
-        .struct_size = sizeof(anvil_kernel), .weight_type = LT_TYPE, .act_type = ANVIL_TYPE_F32,
-        .variant = "lifetime", .vec_dot = lt_dot,
+        .struct_size = sizeof(anvil_kernel),
+        .weight_type = LT_TYPE,
+        .act_type = ANVIL_TYPE_F32,
+        .variant = "lifetime",
+        .vec_dot = lt_dot,
     };
     kernel_list[0] = kernel;
     *backend = (anvil_backend){
-        .struct_size = sizeof(anvil_backend), .name = "lifetime", .description = "frees its tables in deinit",
-        .score = lt_score, .n_kernels = 1, .kernels = kernel_list,
+        .struct_size = sizeof(anvil_backend),
+        .name = "lifetime",
+        .description = "frees its tables in deinit",
+        .score = lt_score,
+        .n_kernels = 1,
+        .kernels = kernel_list,
     };
     codec_list[0] = codec;
     backend_list[0] = backend;

@@ -49,8 +49,8 @@ static void make_dir(const char *path, mode_t mode) {
 
 static void copy_plugin(const char *name, const char *dir, mode_t mode) {
     char cmd[9000];
-    snprintf(cmd, sizeof cmd, "cp '%s/%s.so' '%s/%s.so' && chmod %o '%s/%s.so'", ANVIL_PLUGIN_DIR, name, dir,
-             name, (unsigned)mode, dir, name);
+    snprintf(cmd, sizeof cmd, "cp '%s/%s.so' '%s/%s.so' && chmod %o '%s/%s.so'", ANVIL_PLUGIN_DIR, name, dir, name,
+             (unsigned)mode, dir, name);
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
 }
 
@@ -270,16 +270,16 @@ static void test_config_use(void) {
     anvil_gguf_writer_free(w);
     CU_ASSERT_EQUAL(sh("'%s' --config /nonexistent/anvil.ini inspect '%s' 2>&1", ANVIL_CLI, model), 1);
     CU_ASSERT(has(out, "/nonexistent/anvil.ini"));
-    CU_ASSERT_EQUAL(sh("ANVIL_CONFIG=/nonexistent/anvil.ini '%s' merge '%s' '%s' 2>&1", ANVIL_CLI, model,
-                       tmp_path("x.gguf")),
-                    1);
+    CU_ASSERT_EQUAL(
+        sh("ANVIL_CONFIG=/nonexistent/anvil.ini '%s' merge '%s' '%s' 2>&1", ANVIL_CLI, model, tmp_path("x.gguf")), 1);
     CU_ASSERT(has(out, "/nonexistent/anvil.ini"));
-    CU_ASSERT_EQUAL(sh("'%s' --config '%s' split '%s' '%s' --max-tensors 100 2>&1", ANVIL_CLI, test_tmpdir(),
-                       model, tmp_path("s")),
+    CU_ASSERT_EQUAL(sh("'%s' --config '%s' split '%s' '%s' --max-tensors 100 2>&1", ANVIL_CLI, test_tmpdir(), model,
+                       tmp_path("s")),
                     1);
     CU_ASSERT(has(out, "a folder"));
     CU_ASSERT_EQUAL(sh("'%s' --config '%s' inspect '%s' >/dev/null 2>&1", ANVIL_CLI, ini, model), 0);
-    CU_ASSERT_EQUAL(sh("env -u ANVIL_CONFIG '%s' --config '%s' inspect '%s' >/dev/null 2>&1", ANVIL_CLI, ini, model), 0);
+    CU_ASSERT_EQUAL(sh("env -u ANVIL_CONFIG '%s' --config '%s' inspect '%s' >/dev/null 2>&1", ANVIL_CLI, ini, model),
+                    0);
 }
 
 /* ---- content detection ------------------------------------------------------------------ */

@@ -35,8 +35,8 @@ static void write_config(void) {
     snprintf(config_path, sizeof config_path, "%s/lifetime.ini", test_tmpdir());
     FILE *f = fopen(config_path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "[plugins]\npath = %s:%s\nload = lifetime-plugin, codec-q8_0, backend-scalar\n",
-            LIFETIME_PLUGIN_DIR, ANVIL_PLUGIN_DIR);
+    fprintf(f, "[plugins]\npath = %s:%s\nload = lifetime-plugin, codec-q8_0, backend-scalar\n", LIFETIME_PLUGIN_DIR,
+            ANVIL_PLUGIN_DIR);
     fclose(f);
     chmod(config_path, 0644);
     snprintf(plugin_path, sizeof plugin_path, "%s/lifetime-plugin.so", LIFETIME_PLUGIN_DIR);
@@ -128,10 +128,10 @@ static void test_two_contexts(void) {
 #define ROUNDS 12
 
 typedef struct job {
-    anvil_ctx *shared;       /* NULL: open and close a context per round */
+    anvil_ctx *shared; /* NULL: open and close a context per round */
     const void *w[2];
     const float *x;
-    const float *want[2];    /* single-threaded results */
+    const float *want[2]; /* single-threaded results */
     int bad;
 } job;
 

@@ -24,13 +24,14 @@ static int compare_kvs(const anvil_gguf *a, const anvil_gguf *b, const char *ski
             return 1;
         }
         if (x->type != y->type || x->raw_size != y->raw_size || memcmp(x->raw, y->raw, x->raw_size) != 0) {
-            snprintf(why, n, "KV %s: value differs (wire type %u vs %u, %zu vs %zu bytes)", x->key, x->type,
-                     y->type, x->raw_size, y->raw_size);
+            snprintf(why, n, "KV %s: value differs (wire type %u vs %u, %zu vs %zu bytes)", x->key, x->type, y->type,
+                     x->raw_size, y->raw_size);
             return 1;
         }
     }
     if (i < na || j < nb) {
-        snprintf(why, n, "KV count differs: extra %s", i < na ? anvil_gguf_kv_at(a, i)->key : anvil_gguf_kv_at(b, j)->key);
+        snprintf(why, n, "KV count differs: extra %s",
+                 i < na ? anvil_gguf_kv_at(a, i)->key : anvil_gguf_kv_at(b, j)->key);
         return 1;
     }
     return 0;

@@ -25,15 +25,13 @@ typedef struct ref_case {
 } ref_case;
 
 static const ref_case CASES[] = {
-    {"hf/llama-spm-sharded", "LlamaForCausalLM", "hf/llama-spm-sharded.f16.gguf"},
-    {"hf/llama3-bpe", "LlamaForCausalLM", "hf/llama3-bpe.f16.gguf"},
-    {"hf/qwen2-bpe", "Qwen2ForCausalLM", "hf/qwen2-bpe.bf16.gguf"},
-    {"hf/vocab-llama3", "LlamaForCausalLM", "hf/vocab-llama3.vocab.gguf"},
+    { "hf/llama-spm-sharded", "LlamaForCausalLM", "hf/llama-spm-sharded.f16.gguf" },
+    { "hf/llama3-bpe", "LlamaForCausalLM", "hf/llama3-bpe.f16.gguf" },
+    { "hf/qwen2-bpe", "Qwen2ForCausalLM", "hf/qwen2-bpe.bf16.gguf" },
+    { "hf/vocab-llama3", "LlamaForCausalLM", "hf/vocab-llama3.vocab.gguf" },
 };
 
-static int is_tok_key(const char *k) {
-    return strncmp(k, "tokenizer.", 10) == 0;
-}
+static int is_tok_key(const char *k) { return strncmp(k, "tokenizer.", 10) == 0; }
 
 /* Indices of the tokenizer KVs of g, in order; returns how many. */
 static size_t tok_kvs(const anvil_gguf *g, size_t *idx, size_t cap) {
@@ -71,9 +69,9 @@ static int compare(const anvil_gguf *ref, const anvil_gguf *got, const char *nam
         if (a->type != b->type || a->elem_type != b->elem_type || a->count != b->count ||
             a->raw_size != b->raw_size || memcmp(a->raw, b->raw, a->raw_size) != 0) {
             printf("\n  %s: %s differs: type %u/%u elem %u/%u count %llu/%llu size %zu/%zu, first byte "
-                   "difference at %zu", name, a->key, a->type, b->type, a->elem_type, b->elem_type,
-                   (unsigned long long)a->count, (unsigned long long)b->count, a->raw_size, b->raw_size,
-                   first_diff(a, b));
+                   "difference at %zu",
+                   name, a->key, a->type, b->type, a->elem_type, b->elem_type, (unsigned long long)a->count,
+                   (unsigned long long)b->count, a->raw_size, b->raw_size, first_diff(a, b));
             ok = 0;
         }
     }
@@ -83,7 +81,7 @@ static int compare(const anvil_gguf *ref, const anvil_gguf *got, const char *nam
 /* Load dir's tokenizer, write it, compare with the reference GGUF at ref;
  * returns the number of tokenizer KVs found equal, -1 on any difference. */
 static int check_case(const char *dir, const char *arch, const char *ref_path, const char *name) {
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
     int rc = anvil__hf_vocab_load(dir, arch, &v, &err);
     if (rc != ANVIL_OK) {
@@ -156,7 +154,7 @@ static const char *folder_from(const char *src, const char *sub, const char *con
 
 /* load must fail with code and a message holding each of want[]. */
 static void expect_error(const char *dir, const char *arch, int code, const char *w1, const char *w2) {
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
     const int rc = anvil__hf_vocab_load(dir, arch, &v, &err);
     CU_ASSERT_EQUAL(rc, code);
@@ -171,7 +169,7 @@ static void expect_error(const char *dir, const char *arch, int code, const char
 
 static void test_bad_tokenizer_json(void) {
     if (test_shared_path("hf") == NULL) return;
-    static const char *const names[] = {"config.json", "tokenizer_config.json"};
+    static const char *const names[] = { "config.json", "tokenizer_config.json" };
     const char *dir = folder_from("hf/qwen2-bpe", "badjson", names, 2);
     const char *cut = "{\"model\": {\"type\": \"BPE\",";
     put_file(dir, "tokenizer.json", cut, strlen(cut));
@@ -188,7 +186,7 @@ static void test_bad_tokenizer_json(void) {
 
 static void test_unknown_pre_tokenizer(void) {
     if (test_shared_path("hf") == NULL) return;
-    static const char *const names[] = {"config.json", "tokenizer_config.json", "tokenizer.json"};
+    static const char *const names[] = { "config.json", "tokenizer_config.json", "tokenizer.json" };
     const char *dir = folder_from("hf/qwen2-bpe", "badpre", names, 3);
     char p[4300];
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
@@ -199,7 +197,8 @@ static void test_unknown_pre_tokenizer(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(re);
     memcpy(re, "\\\\p{L}|", 7);
     put_file(dir, "tokenizer.json", t, n);
-    expect_error(dir, "Qwen2ForCausalLM", ANVIL_E_UNSUPPORTED, "badpre/tokenizer.json", "neither Llama 3's nor Qwen 2's");
+    expect_error(dir, "Qwen2ForCausalLM", ANVIL_E_UNSUPPORTED, "badpre/tokenizer.json",
+                 "neither Llama 3's nor Qwen 2's");
     /* Qwen's regex without its NFC normalizer */
     memcpy(re, "\\\\p{N}|", 7);
     char *nfc = strstr(t, "\"NFC\"");
@@ -214,7 +213,7 @@ static void test_unknown_pre_tokenizer(void) {
  * naming the file, or a vocabulary; never a crash. */
 static void test_truncated_tokenizer_model(void) {
     if (test_shared_path("hf") == NULL) return;
-    static const char *const names[] = {"config.json", "tokenizer_config.json"};
+    static const char *const names[] = { "config.json", "tokenizer_config.json" };
     const char *dir = folder_from("hf/llama-spm-sharded", "badspm", names, 2);
     char p[4300];
     snprintf(p, sizeof p, "%s/tokenizer.model", test_shared_path("hf/llama-spm-sharded"));
@@ -224,7 +223,7 @@ static void test_truncated_tokenizer_model(void) {
     size_t refused = 0, cuts = 0;
     for (size_t len = 0; len < n; len += 7, ++cuts) {
         put_file(dir, "tokenizer.model", m, len);
-        anvil_error err = {0};
+        anvil_error err = { 0 };
         anvil__hf_vocab *v = NULL;
         const int rc = anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err);
         refused += rc != ANVIL_OK && strstr(err.message, "badspm/tokenizer.model") != NULL;
@@ -239,7 +238,7 @@ static void test_truncated_tokenizer_model(void) {
         const unsigned char old = m[at];
         m[at] ^= (unsigned char)(1u << (state % 8));
         put_file(dir, "tokenizer.model", m, n);
-        anvil_error err = {0};
+        anvil_error err = { 0 };
         anvil__hf_vocab *v = NULL;
         if (anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err) != ANVIL_OK) {
             CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "tokenizer"));
@@ -253,7 +252,7 @@ static void test_truncated_tokenizer_model(void) {
 /* A byte-level BPE folder with Llama 3's pre-tokenizer and the given parts. */
 static const char *bpe_folder(const char *sub, uint64_t vocab_size, const char *vocab, const char *merges,
                               const char *added, const char *post, const char *tcfg) {
-    static const char *const names[] = {"config.json"};
+    static const char *const names[] = { "config.json" };
     const char *dir = folder_from("hf/llama3-bpe", sub, names, 1);
     char cfg[256];
     snprintf(cfg, sizeof cfg, "{\"architectures\": [\"LlamaForCausalLM\"], \"vocab_size\": %llu}",
@@ -268,7 +267,8 @@ static const char *bpe_folder(const char *sub, uint64_t vocab_size, const char *
              "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false}]},"
              " \"post_processor\": %s, \"decoder\": {\"type\": \"ByteLevel\"}, \"added_tokens\": %s,"
              " \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"byte_fallback\": false,"
-             " \"vocab\": %s, \"merges\": %s}}", post, added, vocab, merges);
+             " \"vocab\": %s, \"merges\": %s}}",
+             post, added, vocab, merges);
     put_file(dir, "tokenizer.json", tj, strlen(tj));
     if (tcfg != NULL) put_file(dir, "tokenizer_config.json", tcfg, strlen(tcfg));
     return dir;
@@ -276,7 +276,7 @@ static const char *bpe_folder(const char *sub, uint64_t vocab_size, const char *
 
 /* The value of key in what v writes (a fresh writer), as a GGUF view. */
 static anvil_gguf *written(const anvil__hf_vocab *v, void **mem) {
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     anvil_gguf_writer *w = NULL;
     anvil_gguf *g = NULL;
     size_t size = 0;
@@ -303,7 +303,7 @@ static void test_hostile_shapes(void) {
      * a chat template that is no string, padding, a look-special added token */
     dir = bpe_folder("shape4", 6, vocab, "[[\"a b\", \"b\"]]", added, "\"oops\"",
                      "{\"chat_template\": 42, \"bos_token\": \"<|x|>\", \"add_bos_token\": true}");
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err), ANVIL_OK);
     void *mem = NULL;
@@ -312,7 +312,10 @@ static void test_hostile_shapes(void) {
     anvil_gguf_str m[2];
     CU_ASSERT_EQUAL(anvil_gguf_get_array(g, "tokenizer.ggml.merges", &a, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_array_strings(&a, m, 2), 1);
-    CU_ASSERT(m[0].len == 6 && memcmp(m[0].ptr, "a\xc4\xa0" "b b", 6) == 0);
+    CU_ASSERT(m[0].len == 6 && memcmp(m[0].ptr,
+                                      "a\xc4\xa0"
+                                      "b b",
+                                      6) == 0);
     anvil_gguf_str t[6];
     CU_ASSERT_EQUAL(anvil_gguf_get_array(g, "tokenizer.ggml.tokens", &a, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_array_strings(&a, t, 6), 6);

@@ -29,8 +29,8 @@
 
 /* Byte ranges of a block that hold code bits; zeroed, every code becomes
  * the format's lowest one. Returns how many (0: not a weight format). */
-static inline int kq_code_spans(uint32_t type_id, size_t off[2], size_t len[2],
-                                size_t *block_bytes, void (**decode)(const void *, float *, size_t)) {
+static inline int kq_code_spans(uint32_t type_id, size_t off[2], size_t len[2], size_t *block_bytes,
+                                void (**decode)(const void *, float *, size_t)) {
 #define KQ_SPAN(i, T, field) (off[i] = offsetof(T, field), len[i] = sizeof(((T *)0)->field))
     switch (type_id) {
     case ANVIL_TYPE_Q2_K:
@@ -61,16 +61,14 @@ static inline int kq_code_spans(uint32_t type_id, size_t off[2], size_t len[2],
         *block_bytes = sizeof(anvil_block_q6_K);
         *decode = anvil_ref_decode_q6_K;
         return 2;
-    default:
-        return 0;
+    default: return 0;
     }
 #undef KQ_SPAN
 }
 
 /* S for nblocks (<= 16) weight blocks w of type_id against Q8_K blocks a;
  * -1 for a type that is not a k-quant weight format. */
-static inline double kq_dot_term_scale(uint32_t type_id, const void *w, const void *a,
-                                       size_t nblocks) {
+static inline double kq_dot_term_scale(uint32_t type_id, const void *w, const void *a, size_t nblocks) {
     static float wd[KQ_SCALE_MAX_BLOCKS * ANVIL_QK_K], w0[KQ_SCALE_MAX_BLOCKS * ANVIL_QK_K];
     static float ad[KQ_SCALE_MAX_BLOCKS * ANVIL_QK_K];
     static uint8_t tmp[KQ_SCALE_MAX_BLOCKS * sizeof(anvil_block_q6_K) * 2];

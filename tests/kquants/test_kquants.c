@@ -40,33 +40,27 @@ typedef struct fmt {
     size_t block_bytes;
     anvil_encode_fn encode;
     anvil_decode_fn decode;
-    anvil_vec_dot_fn dot;  /* NULL for Q8_K */
-    double max_rms_rel;    /* round trip on N(0,1) rows: rms error / rms */
-    double max_err_amax;   /* round trip on N(0,1), U(-1,1): max error / block max */
+    anvil_vec_dot_fn dot;             /* NULL for Q8_K */
+    double max_rms_rel;               /* round trip on N(0,1) rows: rms error / rms */
+    double max_err_amax;              /* round trip on N(0,1), U(-1,1): max error / block max */
     anvil_encode_rows_fn encode_rows; /* NULL for Q8_K */
 } fmt;
 
 /* Bounds from measurement (200 rows of 4096, worst case) plus ~15% margin:
  * tight enough that a wrong grid search or scale packing trips them. */
 static const fmt formats[] = {
-    { "q2_K", ANVIL_TYPE_Q2_K, sizeof(anvil_block_q2_K), anvil_ref_encode_q2_K,
-      anvil_ref_decode_q2_K, anvil_ref_vec_dot_q2_K_q8_K, 0.36, 0.50,
-      anvil_ref_encode_rows_q2_K },
-    { "q3_K", ANVIL_TYPE_Q3_K, sizeof(anvil_block_q3_K), anvil_ref_encode_q3_K,
-      anvil_ref_decode_q3_K, anvil_ref_vec_dot_q3_K_q8_K, 0.19, 0.30,
-      anvil_ref_encode_rows_q3_K },
-    { "q4_K", ANVIL_TYPE_Q4_K, sizeof(anvil_block_q4_K), anvil_ref_encode_q4_K,
-      anvil_ref_decode_q4_K, anvil_ref_vec_dot_q4_K_q8_K, 0.09, 0.13,
-      anvil_ref_encode_rows_q4_K },
-    { "q5_K", ANVIL_TYPE_Q5_K, sizeof(anvil_block_q5_K), anvil_ref_encode_q5_K,
-      anvil_ref_decode_q5_K, anvil_ref_vec_dot_q5_K_q8_K, 0.045, 0.075,
-      anvil_ref_encode_rows_q5_K },
-    { "q6_K", ANVIL_TYPE_Q6_K, sizeof(anvil_block_q6_K), anvil_ref_encode_q6_K,
-      anvil_ref_decode_q6_K, anvil_ref_vec_dot_q6_K_q8_K, 0.022, 0.025,
-      anvil_ref_encode_rows_q6_K },
-    { "q8_K", ANVIL_TYPE_Q8_K, sizeof(anvil_block_q8_K), anvil_ref_encode_q8_K,
-      anvil_ref_decode_q8_K, NULL, 0.009, 0.004,
-      NULL },
+    { "q2_K", ANVIL_TYPE_Q2_K, sizeof(anvil_block_q2_K), anvil_ref_encode_q2_K, anvil_ref_decode_q2_K,
+      anvil_ref_vec_dot_q2_K_q8_K, 0.36, 0.50, anvil_ref_encode_rows_q2_K },
+    { "q3_K", ANVIL_TYPE_Q3_K, sizeof(anvil_block_q3_K), anvil_ref_encode_q3_K, anvil_ref_decode_q3_K,
+      anvil_ref_vec_dot_q3_K_q8_K, 0.19, 0.30, anvil_ref_encode_rows_q3_K },
+    { "q4_K", ANVIL_TYPE_Q4_K, sizeof(anvil_block_q4_K), anvil_ref_encode_q4_K, anvil_ref_decode_q4_K,
+      anvil_ref_vec_dot_q4_K_q8_K, 0.09, 0.13, anvil_ref_encode_rows_q4_K },
+    { "q5_K", ANVIL_TYPE_Q5_K, sizeof(anvil_block_q5_K), anvil_ref_encode_q5_K, anvil_ref_decode_q5_K,
+      anvil_ref_vec_dot_q5_K_q8_K, 0.045, 0.075, anvil_ref_encode_rows_q5_K },
+    { "q6_K", ANVIL_TYPE_Q6_K, sizeof(anvil_block_q6_K), anvil_ref_encode_q6_K, anvil_ref_decode_q6_K,
+      anvil_ref_vec_dot_q6_K_q8_K, 0.022, 0.025, anvil_ref_encode_rows_q6_K },
+    { "q8_K", ANVIL_TYPE_Q8_K, sizeof(anvil_block_q8_K), anvil_ref_encode_q8_K, anvil_ref_decode_q8_K, NULL, 0.009,
+      0.004, NULL },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -118,8 +112,8 @@ static void check_golden(const fmt *f) {
             const int rc = f->encode(rec.in, wbuf, n, msg, sizeof msg);
             if (rc != ANVIL_OK || memcmp(wbuf, rec.enc, g.h.row_bytes) != 0) {
                 if (enc_bad++ == 0) {
-                    fprintf(stderr, "\n  %s golden row %zu (%s): encode differs from ggml\n",
-                            f->name, r, test_input_kind_name((test_input_kind)rec.kind));
+                    fprintf(stderr, "\n  %s golden row %zu (%s): encode differs from ggml\n", f->name, r,
+                            test_input_kind_name((test_input_kind)rec.kind));
                 }
             }
         }
@@ -135,8 +129,7 @@ static void check_golden(const fmt *f) {
             const double S = kq_dot_term_scale(f->type_id, rec.enc, g.act_q, nblocks);
             if (!kq_dot_close(s, rec.dot, S, 1e-5)) {
                 if (dot_bad++ == 0) {
-                    fprintf(stderr, "\n  %s golden row %zu: dot %.9g, ggml %.9g\n", f->name, r,
-                            s, rec.dot);
+                    fprintf(stderr, "\n  %s golden row %zu: dot %.9g, ggml %.9g\n", f->name, r, s, rec.dot);
                 }
             }
         } else {
@@ -255,8 +248,8 @@ static void test_round_trip_bounds(void) {
             }
         }
         if (worst_rms > f->max_rms_rel || worst_max > f->max_err_amax) {
-            fprintf(stderr, "\n  %s round trip: rms %.4f (bound %.4f), max/amax %.4f (bound %.4f)\n",
-                    f->name, worst_rms, f->max_rms_rel, worst_max, f->max_err_amax);
+            fprintf(stderr, "\n  %s round trip: rms %.4f (bound %.4f), max/amax %.4f (bound %.4f)\n", f->name,
+                    worst_rms, f->max_rms_rel, worst_max, f->max_err_amax);
         }
         CU_ASSERT(worst_rms <= f->max_rms_rel);
         CU_ASSERT(worst_max <= f->max_err_amax);
@@ -424,14 +417,20 @@ static void test_decode_any_bytes(void) {
                     size_t offs[2] = { 0, 0 };
                     int k = 0;
                     switch (f->type_id) {
-                    case ANVIL_TYPE_Q2_K: offs[k++] = offsetof(anvil_block_q2_K, d);
-                                          offs[k++] = offsetof(anvil_block_q2_K, dmin); break;
+                    case ANVIL_TYPE_Q2_K:
+                        offs[k++] = offsetof(anvil_block_q2_K, d);
+                        offs[k++] = offsetof(anvil_block_q2_K, dmin);
+                        break;
                     case ANVIL_TYPE_Q3_K: offs[k++] = offsetof(anvil_block_q3_K, d); break;
-                    case ANVIL_TYPE_Q4_K: offs[k++] = offsetof(anvil_block_q4_K, d);
-                                          offs[k++] = offsetof(anvil_block_q4_K, dmin); break;
-                    case ANVIL_TYPE_Q5_K: offs[k++] = offsetof(anvil_block_q5_K, d);
-                                          offs[k++] = offsetof(anvil_block_q5_K, dmin); break;
-                    default:              offs[k++] = offsetof(anvil_block_q6_K, d); break;
+                    case ANVIL_TYPE_Q4_K:
+                        offs[k++] = offsetof(anvil_block_q4_K, d);
+                        offs[k++] = offsetof(anvil_block_q4_K, dmin);
+                        break;
+                    case ANVIL_TYPE_Q5_K:
+                        offs[k++] = offsetof(anvil_block_q5_K, d);
+                        offs[k++] = offsetof(anvil_block_q5_K, dmin);
+                        break;
+                    default: offs[k++] = offsetof(anvil_block_q6_K, d); break;
                     }
                     for (int m = 0; m < k; ++m) {
                         blk[offs[m] + 1] &= 0xBF;

@@ -79,9 +79,11 @@ typedef struct fmt {
 #define A80 (&acts[0])
 #define A81 (&acts[1])
 #define A8K (&acts[2])
-#define F(name, T, act, be, blk, maxb, w, a)                                                            \
-    { name, ANVIL_TYPE_##T, act, be, sizeof(anvil_block_##blk), maxb, anvil_ref_encode_##w, anvil_ref_decode_##w, \
-      anvil_ref_vec_dot_##w##_##a }
+#define F(name, T, act, be, blk, maxb, w, a)                                                                        \
+    {                                                                                                               \
+        name, ANVIL_TYPE_##T, act, be, sizeof(anvil_block_##blk), maxb, anvil_ref_encode_##w, anvil_ref_decode_##w, \
+            anvil_ref_vec_dot_##w##_##a                                                                             \
+    }
 
 static const fmt formats[] = {
     F("q4_0", Q4_0, A80, 32, q4_0, 24, q4_0, q8_0),
@@ -125,7 +127,7 @@ static const level levels[] = {
 
 static void *plugin;
 static const anvil_plugin_desc *desc;
-static uint64_t cpu_raw;   /* what this CPU has (HWCAP, before any mask) */
+static uint64_t cpu_raw; /* what this CPU has (HWCAP, before any mask) */
 static size_t rows_per_format = 10000;
 
 static int level_runs_here(const level *l) { return (cpu_raw & l->features) == l->features; }
@@ -189,7 +191,8 @@ static int suite_init(void) {
     char feats[256];
     anvil__cpu_feature_string(cpu_raw, feats, sizeof feats);
     printf("\n  cpu features: %s\n  variants run here:", feats);
-    for (size_t l = 0; l < N_LEVELS; ++l) printf(" %s%s", levels[l].name, level_runs_here(&levels[l]) ? "" : "(skipped)");
+    for (size_t l = 0; l < N_LEVELS; ++l)
+        printf(" %s%s", levels[l].name, level_runs_here(&levels[l]) ? "" : "(skipped)");
     printf("\n  rows per format and variant: %zu\n", rows_per_format);
     return 0;
 }
@@ -296,7 +299,8 @@ static void test_score_and_selection(void) {
         }
     }
     /* The plain and the sdot tables really are different code. */
-    const anvil_vec_dot_fn plain = kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[0].features), ANVIL_TYPE_Q4_K)->vec_dot;
+    const anvil_vec_dot_fn plain =
+        kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[0].features), ANVIL_TYPE_Q4_K)->vec_dot;
     const anvil_vec_dot_fn dp = kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[1].features), ANVIL_TYPE_Q4_K)->vec_dot;
     CU_ASSERT_PTR_NOT_EQUAL(plain, dp);
 }
@@ -454,8 +458,9 @@ static void test_dots(void) {
                             want);
                 }
             }
-            printf("\n  vec_dot %-6s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
-                   f->name, levels[l].name, rows_per_format, blocks, finite, over, identical);
+            printf(
+                "\n  vec_dot %-6s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
+                f->name, levels[l].name, rows_per_format, blocks, finite, over, identical);
             CU_ASSERT_EQUAL(over, 0);
             CU_ASSERT_EQUAL(identical, rows_per_format);
             free(wa);
@@ -632,7 +637,8 @@ static void test_through_host(void) {
         }
         for (size_t i = 0; i < m; ++i) test_input_fill(x + i * n, n, INPUT_NORMAL, 4, i);
         anvil_weights *pw = NULL;
-        CU_ASSERT_EQUAL_FATAL(anvil_weights_prepare(ctx, fm->type, w, rows, n, ANVIL_WEIGHTS_PACK, &pw, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(anvil_weights_prepare(ctx, fm->type, w, rows, n, ANVIL_WEIGHTS_PACK, &pw, &err),
+                              ANVIL_OK);
         CU_ASSERT_TRUE(anvil_weights_packed(pw));
         CU_ASSERT_EQUAL(anvil_matmul_prepared(ctx, pw, x, m, y, &err), ANVIL_OK);
         size_t bad = 0;
@@ -682,7 +688,8 @@ int main(void) {
     CU_add_test(s, "vec_dot: every format, every variant this CPU runs", test_dots);
     CU_add_test(s, "packed GEMMs (Q8_0, Q4_K) vs vec_dot", test_packed);
     CU_add_test(s, "through the host: registry, dispatch, packed matmul", test_through_host);
-    sb_add_encoder_tests(CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, suite_clean));
+    sb_add_encoder_tests(
+        CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, suite_clean));
     const int rc = test_run_cunit();
     for (size_t i = 0; i < N_FORMATS; ++i) free(pools[i].blocks);
     return rc;

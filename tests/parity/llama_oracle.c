@@ -82,13 +82,13 @@ const char *llama_oracle_log_last(llama_oracle *lo, char *buf, size_t size) {
     return buf;
 }
 
-#define SYM(field, name)                                                          \
-    do {                                                                          \
-        *(void **)&lo->field = dlsym(lo->lib, name);                              \
-        if (lo->field == NULL) {                                                  \
-            snprintf(why, why_size, "libllama has no %s", name);                  \
-            return -1;                                                            \
-        }                                                                         \
+#define SYM(field, name)                                         \
+    do {                                                         \
+        *(void **)&lo->field = dlsym(lo->lib, name);             \
+        if (lo->field == NULL) {                                 \
+            snprintf(why, why_size, "libllama has no %s", name); \
+            return -1;                                           \
+        }                                                        \
     } while (0)
 
 int llama_oracle_open(llama_oracle *lo, const char *dir, char *why, size_t why_size) {
@@ -192,7 +192,8 @@ int llama_oracle_generate(llama_oracle *lo, const char *path, int steps, int32_t
     void *model = lo->load_model(path, mp);
     char last[512];
     if (model == NULL) {
-        snprintf(why, why_size, "llama_model_load_from_file failed: %s", llama_oracle_log_last(lo, last, sizeof last));
+        snprintf(why, why_size, "llama_model_load_from_file failed: %s",
+                 llama_oracle_log_last(lo, last, sizeof last));
         return -1;
     }
     lq_context_params cp = lo->cdefaults;
@@ -213,7 +214,8 @@ int llama_oracle_generate(llama_oracle *lo, const char *path, int steps, int32_t
     for (int s = 0; s < steps && rc == 0; ++s) {
         lq_batch b = lo->batch_get_one(&tok, 1);
         if (lo->decode(ctx, b) != 0) {
-            snprintf(why, why_size, "llama_decode failed at step %d: %s", s, llama_oracle_log_last(lo, last, sizeof last));
+            snprintf(why, why_size, "llama_decode failed at step %d: %s", s,
+                     llama_oracle_log_last(lo, last, sizeof last));
             rc = -1;
             break;
         }

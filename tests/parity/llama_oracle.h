@@ -123,7 +123,7 @@ typedef struct llama_oracle {
     uint64_t (*model_n_params)(const void *model);
     void (*log_set)(void (*cb)(int, const char *, void *), void *arg);
     int backends_loaded;
-    char log[8192];          /* the tail of llama.cpp's log */
+    char log[8192]; /* the tail of llama.cpp's log */
     size_t log_len;
 } llama_oracle;
 

@@ -61,7 +61,8 @@ static int write_imatrix(const char *in, const char *out) {
         snprintf(name, sizeof name, "%s.in_sum2", t->name);
         rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_s, sums, n * 4, &err);
         snprintf(name, sizeof name, "%s.counts", t->name);
-        if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_c, counts, t->ne[2] * 4, &err);
+        if (rc == ANVIL_OK)
+            rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_c, counts, t->ne[2] * 4, &err);
     }
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_file(w, out, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "llama-quantize-oracle: %s\n", err.message);

@@ -18,17 +18,16 @@
 
 typedef struct parity_ctx {
     ggml_oracle *oracle;
-    size_t rows;             /* rows per format (at least; families may round up) */
+    size_t rows; /* rows per format (at least; families may round up) */
     uint64_t seed;
-    const char *golden_dir;  /* write fixtures here when set */
+    const char *golden_dir; /* write fixtures here when set */
     int verbose;
     size_t total_checks;
     size_t total_failures;
 } parity_ctx;
 
 /* One summary line: "<format> <what>: <checked> checked, <bad> mismatches". */
-void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
-                   size_t mismatches);
+void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked, size_t mismatches);
 
 /* The families, each in its own parity_<family>.c, linked weakly: a build
  * without one runs the others (parity_main.c). */

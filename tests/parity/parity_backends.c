@@ -59,7 +59,7 @@
 
 typedef struct backend_build {
     const char *path;
-    int variants;           /* 2: plain and VNNI (AVX-512) */
+    int variants;            /* 2: plain and VNNI (AVX-512) */
     const char *encoders_of; /* compare only the encoders of this variant, and no kernels; NULL: all */
 } backend_build;
 
@@ -185,8 +185,9 @@ static size_t check_kernel(parity_ctx *pc, const anvil_backend *b, const anvil_k
     snprintf(what, sizeof what, "%s vec_dot %s ggml C", k->variant, bit_exact ? "bits ==" : "1e-5 of");
     parity_report(pc, wt.name, what, rows, dot_bad);
     if (g_best != NULL) {
-        printf("%-8s %s vs ggml %s: largest difference %.2g of sum |w*a| (info; Q4_1/Q5_1 min terms are not in that sum)\n", wt.name, k->variant,
-               pc->oracle->cpu_variant, worst_best);
+        printf(
+            "%-8s %s vs ggml %s: largest difference %.2g of sum |w*a| (info; Q4_1/Q5_1 min terms are not in that sum)\n",
+            wt.name, k->variant, pc->oracle->cpu_variant, worst_best);
     }
 done:
     free(x);
@@ -358,7 +359,8 @@ int parity_backends(parity_ctx *pc) {
             }
             const char *only = builds[i].encoders_of;
             checked_backends += only == NULL;
-            for (size_t kk = 0; only == NULL && kk < b->n_kernels; ++kk) failures += check_kernel(pc, b, b->kernels[kk]);
+            for (size_t kk = 0; only == NULL && kk < b->n_kernels; ++kk)
+                failures += check_kernel(pc, b, b->kernels[kk]);
             /* Encoders: one build for every kernel variant -- compared once;
              * a later variant must offer the very same functions. */
             const size_t n_enc = ANVIL_HAS_FIELD(b, anvil_backend, encoders) ? b->n_encoders : 0;

@@ -77,7 +77,7 @@
 #include "ref/q8_k.h"
 
 #define MAX_ELEMS 1024
-#define MAX_ROW_BYTES (MAX_ELEMS * 2) /* generous: IQ4_NL is 18 bytes per 32 */
+#define MAX_ROW_BYTES (MAX_ELEMS * 2)              /* generous: IQ4_NL is 18 bytes per 32 */
 #define MAX_BLOCK_BYTES sizeof(anvil_block_iq4_xs) /* the largest cold block */
 #define DOT_REL_TOL 1e-5f
 #define RANDOM_BATCH 64 /* blocks decoded per call in the random-byte checks */
@@ -88,18 +88,18 @@ typedef void (*act_quantize_fn)(const float *x, void *dst, size_t n);
 
 /* How ggml produces blocks of a format for the decode and dot checks. */
 enum oracle_encoding {
-    ENC_NO_IMATRIX,  /* ggml_quantize_chunk(..., NULL): what anvil must match or may not */
-    ENC_IMATRIX      /* ggml needs an importance matrix: a synthetic one */
+    ENC_NO_IMATRIX, /* ggml_quantize_chunk(..., NULL): what anvil must match or may not */
+    ENC_IMATRIX     /* ggml needs an importance matrix: a synthetic one */
 };
 
 typedef struct cold_format {
-    const char *name;          /* ggml spelling */
+    const char *name; /* ggml spelling */
     int type;
     size_t block_elems;
     size_t block_bytes;
-    size_t scale_offset;       /* binary16 scale to keep finite; SIZE_MAX: none / special */
-    anvil_encode_fn encode;    /* NULL: decode-only */
-    int ref_is_chunk;          /* quantize_row_<t>_ref equals the chunk path */
+    size_t scale_offset;    /* binary16 scale to keep finite; SIZE_MAX: none / special */
+    anvil_encode_fn encode; /* NULL: decode-only */
+    int ref_is_chunk;       /* quantize_row_<t>_ref equals the chunk path */
     anvil_decode_fn decode;
     int act_type;
     const char *act_name;
@@ -109,52 +109,41 @@ typedef struct cold_format {
     anvil_decode_fn act_decode;
     anvil_vec_dot_fn dot;
     int oracle_encoding;
-    size_t max_blocks;         /* row lengths vary over 1..max_blocks blocks (2 for the
+    size_t max_blocks; /* row lengths vary over 1..max_blocks blocks (2 for the
                                   lattice encoders: their searches are slow and blocks
                                   are encoded independently, so longer rows add time,
                                   not coverage) */
 } cold_format;
 
 #define NO_SCALE ((size_t)-1)
-#define Q8K ANVIL_TYPE_Q8_K, "q8_K", sizeof(anvil_block_q8_K), ANVIL_QK_K, anvil_ref_quantize_q8_K, \
-            anvil_ref_decode_q8_K
-#define Q80 ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0), ANVIL_QK8_0, anvil_ref_quantize_q8_0, \
-            anvil_ref_decode_q8_0
+#define Q8K \
+    ANVIL_TYPE_Q8_K, "q8_K", sizeof(anvil_block_q8_K), ANVIL_QK_K, anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K
+#define Q80 \
+    ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0), ANVIL_QK8_0, anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0
 
 static const cold_format formats[] = {
-    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs),
-      offsetof(anvil_block_iq2_xxs, d), NULL, 0, anvil_ref_decode_iq2_xxs, Q8K,
-      anvil_ref_vec_dot_iq2_xxs_q8_K, ENC_IMATRIX, 4 },
-    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs),
-      offsetof(anvil_block_iq2_xs, d), NULL, 0, anvil_ref_decode_iq2_xs, Q8K,
-      anvil_ref_vec_dot_iq2_xs_q8_K, ENC_IMATRIX, 4 },
-    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs),
-      offsetof(anvil_block_iq3_xxs, d), anvil_ref_encode_iq3_xxs, 1, anvil_ref_decode_iq3_xxs, Q8K,
-      anvil_ref_vec_dot_iq3_xxs_q8_K, ENC_NO_IMATRIX, 2 },
-    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s),
-      offsetof(anvil_block_iq1_s, d), NULL, 0, anvil_ref_decode_iq1_s, Q8K,
-      anvil_ref_vec_dot_iq1_s_q8_K, ENC_IMATRIX, 4 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl),
-      offsetof(anvil_block_iq4_nl, d), anvil_ref_encode_iq4_nl, 0, anvil_ref_decode_iq4_nl, Q80,
-      anvil_ref_vec_dot_iq4_nl_q8_0, ENC_NO_IMATRIX, 32 },
-    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s),
-      offsetof(anvil_block_iq3_s, d), anvil_ref_encode_iq3_s, 1, anvil_ref_decode_iq3_s, Q8K,
-      anvil_ref_vec_dot_iq3_s_q8_K, ENC_NO_IMATRIX, 2 },
-    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s),
-      offsetof(anvil_block_iq2_s, d), anvil_ref_encode_iq2_s, 1, anvil_ref_decode_iq2_s, Q8K,
-      anvil_ref_vec_dot_iq2_s_q8_K, ENC_NO_IMATRIX, 2 },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs),
-      offsetof(anvil_block_iq4_xs, d), anvil_ref_encode_iq4_xs, 1, anvil_ref_decode_iq4_xs, Q8K,
-      anvil_ref_vec_dot_iq4_xs_q8_K, ENC_NO_IMATRIX, 4 },
-    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), NO_SCALE,
-      anvil_ref_encode_iq1_m, 0, anvil_ref_decode_iq1_m, Q8K, anvil_ref_vec_dot_iq1_m_q8_K,
-      ENC_NO_IMATRIX, 2 },
-    { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), NO_SCALE,
-      anvil_ref_encode_mxfp4, 1, anvil_ref_decode_mxfp4, Q80, anvil_ref_vec_dot_mxfp4_q8_0,
-      ENC_NO_IMATRIX, 32 },
-    { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), NO_SCALE,
-      anvil_ref_encode_nvfp4, 1, anvil_ref_decode_nvfp4, Q80, anvil_ref_vec_dot_nvfp4_q8_0,
-      ENC_NO_IMATRIX, 16 },
+    { "iq2_xxs", ANVIL_TYPE_IQ2_XXS, ANVIL_QK_K, sizeof(anvil_block_iq2_xxs), offsetof(anvil_block_iq2_xxs, d), NULL,
+      0, anvil_ref_decode_iq2_xxs, Q8K, anvil_ref_vec_dot_iq2_xxs_q8_K, ENC_IMATRIX, 4 },
+    { "iq2_xs", ANVIL_TYPE_IQ2_XS, ANVIL_QK_K, sizeof(anvil_block_iq2_xs), offsetof(anvil_block_iq2_xs, d), NULL, 0,
+      anvil_ref_decode_iq2_xs, Q8K, anvil_ref_vec_dot_iq2_xs_q8_K, ENC_IMATRIX, 4 },
+    { "iq3_xxs", ANVIL_TYPE_IQ3_XXS, ANVIL_QK_K, sizeof(anvil_block_iq3_xxs), offsetof(anvil_block_iq3_xxs, d),
+      anvil_ref_encode_iq3_xxs, 1, anvil_ref_decode_iq3_xxs, Q8K, anvil_ref_vec_dot_iq3_xxs_q8_K, ENC_NO_IMATRIX, 2 },
+    { "iq1_s", ANVIL_TYPE_IQ1_S, ANVIL_QK_K, sizeof(anvil_block_iq1_s), offsetof(anvil_block_iq1_s, d), NULL, 0,
+      anvil_ref_decode_iq1_s, Q8K, anvil_ref_vec_dot_iq1_s_q8_K, ENC_IMATRIX, 4 },
+    { "iq4_nl", ANVIL_TYPE_IQ4_NL, ANVIL_QK4_NL, sizeof(anvil_block_iq4_nl), offsetof(anvil_block_iq4_nl, d),
+      anvil_ref_encode_iq4_nl, 0, anvil_ref_decode_iq4_nl, Q80, anvil_ref_vec_dot_iq4_nl_q8_0, ENC_NO_IMATRIX, 32 },
+    { "iq3_s", ANVIL_TYPE_IQ3_S, ANVIL_QK_K, sizeof(anvil_block_iq3_s), offsetof(anvil_block_iq3_s, d),
+      anvil_ref_encode_iq3_s, 1, anvil_ref_decode_iq3_s, Q8K, anvil_ref_vec_dot_iq3_s_q8_K, ENC_NO_IMATRIX, 2 },
+    { "iq2_s", ANVIL_TYPE_IQ2_S, ANVIL_QK_K, sizeof(anvil_block_iq2_s), offsetof(anvil_block_iq2_s, d),
+      anvil_ref_encode_iq2_s, 1, anvil_ref_decode_iq2_s, Q8K, anvil_ref_vec_dot_iq2_s_q8_K, ENC_NO_IMATRIX, 2 },
+    { "iq4_xs", ANVIL_TYPE_IQ4_XS, ANVIL_QK_K, sizeof(anvil_block_iq4_xs), offsetof(anvil_block_iq4_xs, d),
+      anvil_ref_encode_iq4_xs, 1, anvil_ref_decode_iq4_xs, Q8K, anvil_ref_vec_dot_iq4_xs_q8_K, ENC_NO_IMATRIX, 4 },
+    { "iq1_m", ANVIL_TYPE_IQ1_M, ANVIL_QK_K, sizeof(anvil_block_iq1_m), NO_SCALE, anvil_ref_encode_iq1_m, 0,
+      anvil_ref_decode_iq1_m, Q8K, anvil_ref_vec_dot_iq1_m_q8_K, ENC_NO_IMATRIX, 2 },
+    { "mxfp4", ANVIL_TYPE_MXFP4, ANVIL_QK_MXFP4, sizeof(anvil_block_mxfp4), NO_SCALE, anvil_ref_encode_mxfp4, 1,
+      anvil_ref_decode_mxfp4, Q80, anvil_ref_vec_dot_mxfp4_q8_0, ENC_NO_IMATRIX, 32 },
+    { "nvfp4", ANVIL_TYPE_NVFP4, ANVIL_QK_NVFP4, sizeof(anvil_block_nvfp4), NO_SCALE, anvil_ref_encode_nvfp4, 1,
+      anvil_ref_decode_nvfp4, Q80, anvil_ref_vec_dot_nvfp4_q8_0, ENC_NO_IMATRIX, 16 },
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -177,8 +166,8 @@ static int bind_ggml(const parity_ctx *pc, const cold_format *f, ggml_side *g) {
     g->act_quantize = ggml_oracle_quantize_ref(pc->oracle, (int)f->act_type, f->act_name);
     g->dot = ggml_oracle_vec_dot(pc->oracle, f->name, f->act_name);
     g->dot_generic = ggml_oracle_vec_dot_portable(pc->oracle, f->name, f->act_name);
-    if (g->decode == NULL || g->act_quantize == NULL || g->dot == NULL ||
-        pc->oracle->quantize_chunk == NULL || (f->ref_is_chunk && g->encode_ref == NULL)) {
+    if (g->decode == NULL || g->act_quantize == NULL || g->dot == NULL || pc->oracle->quantize_chunk == NULL ||
+        (f->ref_is_chunk && g->encode_ref == NULL)) {
         printf("%-8s ggml lacks a function this check needs\n", f->name);
         return -1;
     }
@@ -255,8 +244,8 @@ static float term_magnitude(const cold_format *f, const void *w, const void *a, 
 }
 
 /* ggml's encoding of one row for the decode/dot checks. */
-static void ggml_encode_row(const parity_ctx *pc, const cold_format *f, const float *x, size_t n,
-                            uint64_t row, void *dst) {
+static void ggml_encode_row(const parity_ctx *pc, const cold_format *f, const float *x, size_t n, uint64_t row,
+                            void *dst) {
     static float imatrix[MAX_ELEMS];
     const float *qw = NULL;
     if (f->oracle_encoding == ENC_IMATRIX) {
@@ -414,9 +403,9 @@ typedef struct grid_check {
     int type;
     size_t block_bytes;
     int entries;
-    int width;       /* values per entry */
+    int width; /* values per entry */
     craft_fn craft;
-    float unit;      /* decoded value per table unit at variant 0 */
+    float unit; /* decoded value per table unit at variant 0 */
 } grid_check;
 
 /* Table value of entry e, element j. */
@@ -462,16 +451,16 @@ static void check_grid(parity_ctx *pc, const grid_check *c) {
                     bits_checked++;
                     if (!parity_same_bits(yg[at], ya[at])) {
                         if (bits_bad++ == 0 && pc->verbose) {
-                            printf("  %s entry %d elem %d variant %d: ggml %.9g anvil %.9g\n", c->what,
-                                   first + k, j, variant, (double)yg[at], (double)ya[at]);
+                            printf("  %s entry %d elem %d variant %d: ggml %.9g anvil %.9g\n", c->what, first + k, j,
+                                   variant, (double)yg[at], (double)ya[at]);
                         }
                     }
                     if (variant == 0) {
                         value_checked++;
                         if (yg[at] != c->unit * table_value(c->type, first + k, j)) {
                             if (value_bad++ == 0) {
-                                printf("  %s entry %d elem %d: ggml %.9g, table %.9g\n", c->what, first + k,
-                                       j, (double)yg[at], (double)table_value(c->type, first + k, j));
+                                printf("  %s entry %d elem %d: ggml %.9g, table %.9g\n", c->what, first + k, j,
+                                       (double)yg[at], (double)table_value(c->type, first + k, j));
                             }
                         }
                     }
@@ -691,9 +680,9 @@ typedef struct tally {
     size_t act_checked, act_bad;
     size_t dot_checked, dot_bad;
     size_t gen_checked, gen_bad;
-    float dot_worst;        /* relative to max(|result|, term magnitude): the check */
-    float dot_worst_plain;  /* relative to the result alone */
-    size_t dot_plain_over;  /* rows above 1e-5 relative to the result alone */
+    float dot_worst;       /* relative to max(|result|, term magnitude): the check */
+    float dot_worst_plain; /* relative to the result alone */
+    size_t dot_plain_over; /* rows above 1e-5 relative to the result alone */
     size_t rows;
     size_t kinds_seen;
     double enc_ggml_s, enc_anvil_s; /* encode wall time, same rows */
@@ -733,8 +722,8 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
                 if (t->enc_bad++ < 3) {
                     printf("  %s encode row %zu (%s, n=%zu): rc %d, first diff at byte %zu (block %zu): "
                            "ggml %02x anvil %02x\n",
-                           f->name, row, test_input_kind_name(kind), n, rc, at, at / f->block_bytes,
-                           genc[at], aenc[at]);
+                           f->name, row, test_input_kind_name(kind), n, rc, at, at / f->block_bytes, genc[at],
+                           aenc[at]);
                 }
             }
             if (g->encode_ref != NULL) {
@@ -783,8 +772,8 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
         t->dot_plain_over += !(plain <= DOT_REL_TOL);
         if (!(rel <= DOT_REL_TOL)) {
             if (t->dot_bad++ < 3) {
-                printf("  %s dot row %zu: ggml %.9g anvil %.9g (rel %.3g)\n", f->name, row, (double)sg,
-                       (double)sa, (double)rel);
+                printf("  %s dot row %zu: ggml %.9g anvil %.9g (rel %.3g)\n", f->name, row, (double)sg, (double)sa,
+                       (double)rel);
             }
         }
         if (g->dot_generic != NULL) {
@@ -793,8 +782,8 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
             t->gen_checked++;
             if (!parity_same_bits(sgen, sa)) {
                 if (t->gen_bad++ < 3) {
-                    printf("  %s dot row %zu vs generic: ggml %.9g anvil %.9g\n", f->name, row,
-                           (double)sgen, (double)sa);
+                    printf("  %s dot row %zu vs generic: ggml %.9g anvil %.9g\n", f->name, row, (double)sgen,
+                           (double)sa);
                 }
             }
         }
@@ -807,9 +796,9 @@ static void check_rows(parity_ctx *pc, const cold_format *f, const ggml_side *g,
 
 /* Random block bytes: decode (bits) and dot (vs generic: bits; vs SIMD:
  * tolerance). finite_scales = 0 lets NaN/Inf scales through too. */
-static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *g, size_t blocks,
-                         int finite_scales, size_t *checked, size_t *bad, size_t *dot_checked,
-                         size_t *dot_bad, size_t *gen_checked, size_t *gen_bad, float *dot_worst) {
+static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *g, size_t blocks, int finite_scales,
+                         size_t *checked, size_t *bad, size_t *dot_checked, size_t *dot_bad, size_t *gen_checked,
+                         size_t *gen_bad, float *dot_worst) {
     static uint8_t blk[RANDOM_BATCH * MAX_BLOCK_BYTES];
     static float yg[RANDOM_BATCH * ANVIL_QK_K], ya[RANDOM_BATCH * ANVIL_QK_K];
     static float act[RANDOM_BATCH * ANVIL_QK_K];
@@ -827,8 +816,7 @@ static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *
         f->decode(blk, ya, n);
         for (size_t b = 0; b < nb; ++b) {
             (*checked)++;
-            const size_t at = parity_first_diff_f32(yg + b * f->block_elems, ya + b * f->block_elems,
-                                                    f->block_elems);
+            const size_t at = parity_first_diff_f32(yg + b * f->block_elems, ya + b * f->block_elems, f->block_elems);
             if (at != f->block_elems) {
                 if ((*bad)++ < 3) {
                     printf("  %s random block: elem %zu ggml %.9g anvil %.9g\n", f->name, at,
@@ -860,8 +848,8 @@ static void check_random(parity_ctx *pc, const cold_format *f, const ggml_side *
             }
             if (!(rel <= DOT_REL_TOL)) {
                 if ((*dot_bad)++ < 3) {
-                    printf("  %s random dot: ggml %.9g anvil %.9g (rel %.3g)\n", f->name, (double)sg,
-                           (double)sa, (double)rel);
+                    printf("  %s random dot: ggml %.9g anvil %.9g (rel %.3g)\n", f->name, (double)sg, (double)sa,
+                           (double)rel);
                 }
             }
             if (g->dot_generic != NULL) {
@@ -931,8 +919,8 @@ static void check_edges_scaled(parity_ctx *pc, const cold_format *f) {
     parity_report(pc, f->name, "encode rows x 1e-38..1e6 with all-zero groups", rows, bad);
 }
 
-int cold_ggml_quantize_isolated(const parity_ctx *pc, int type, const float *x, size_t nrows,
-                                size_t n_per_row, const float *imatrix, void *dst, size_t dst_size) {
+int cold_ggml_quantize_isolated(const parity_ctx *pc, int type, const float *x, size_t nrows, size_t n_per_row,
+                                const float *imatrix, void *dst, size_t dst_size) {
     enum { SHARED = 65536 };
     if (dst_size > SHARED) {
         return -1;
@@ -1001,8 +989,8 @@ static void check_edges_huge(parity_ctx *pc, const cold_format *f) {
         }
     }
     char what[128];
-    snprintf(what, sizeof what, "encode x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)",
-             aborted, encoded);
+    snprintf(what, sizeof what, "encode x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)", aborted,
+             encoded);
     parity_report(pc, f->name, what, aborted + encoded, bad);
 }
 
@@ -1076,8 +1064,8 @@ static int write_golden(parity_ctx *pc, const cold_format *f, const ggml_side *g
         float dot = 0.0f;
         g->dot(GOLDEN_LEN, &dot, 0, enc, 0, act_q, 0, 1);
         const int encoded = f->encode != NULL;
-        rc = golden_write_record(fp, &h, kind, encoded ? GOLDEN_REC_ENCODED : 0u, encoded ? in : zeros,
-                                 enc, dec, dot);
+        rc =
+            golden_write_record(fp, &h, kind, encoded ? GOLDEN_REC_ENCODED : 0u, encoded ? in : zeros, enc, dec, dot);
     }
     if (golden_write_end(fp) != 0 || rc != 0) {
         fprintf(stderr, "%s: write failed\n", path);
@@ -1197,12 +1185,11 @@ int parity_cold(parity_ctx *pc) {
         }
         size_t rc2 = 0, rb2 = 0, unused[4] = { 0, 0, 0, 0 };
         float unused_worst = 0.0f;
-        check_random(pc, f, &g, random_blocks / 10, 0, &rc2, &rb2, &unused[0], &unused[1], &unused[2],
-                     &unused[3], &unused_worst);
+        check_random(pc, f, &g, random_blocks / 10, 0, &rc2, &rb2, &unused[0], &unused[1], &unused[2], &unused[3],
+                     &unused_worst);
         parity_report(pc, f->name, "decode random blocks, any scale", rc2, rb2);
 
-        if (pc->golden_dir != NULL &&
-            (write_golden(pc, f, &g) != 0 || write_golden_weighted(pc, f) != 0)) {
+        if (pc->golden_dir != NULL && (write_golden(pc, f, &g) != 0 || write_golden_weighted(pc, f) != 0)) {
             parity_report(pc, f->name, "golden fixture written", 1, 1);
         }
     }

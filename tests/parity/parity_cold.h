@@ -23,8 +23,8 @@ void cold_edge_row(float *x, size_t n, test_input_kind kind, uint64_t seed, uint
 /* ggml_quantize_chunk in a child process (its searches abort on overflow):
  * 1 and dst filled when ggml finished, 0 when it died, -1 when the child
  * could not be run. dst_size <= 64 KiB. */
-int cold_ggml_quantize_isolated(const parity_ctx *pc, int type, const float *x, size_t nrows,
-                                size_t n_per_row, const float *imatrix, void *dst, size_t dst_size);
+int cold_ggml_quantize_isolated(const parity_ctx *pc, int type, const float *x, size_t nrows, size_t n_per_row,
+                                const float *imatrix, void *dst, size_t dst_size);
 
 double cold_now_s(void);
 

@@ -41,7 +41,7 @@
 #define MAX_ELEMS 1024
 #define MAX_CHUNK_ROWS 4
 #define MAX_CHUNK_BYTES (MAX_CHUNK_ROWS * MAX_ELEMS * 2) /* generous: IQ4_NL is 18 bytes per 32 */
-#define NULL_IMATRIX_MODE TEST_IMX_ORDINARY           /* chunk mode: no importance matrix */
+#define NULL_IMATRIX_MODE TEST_IMX_ORDINARY              /* chunk mode: no importance matrix */
 #define HUGE_ROWS (3 * INPUT_KIND_COUNT)
 
 typedef struct wformat {
@@ -71,17 +71,17 @@ static const wformat wformats[] = {
 /* ---- one comparison --------------------------------------------------------- */
 
 typedef struct wtally {
-    size_t rows, bad;      /* rows compared, rows in mismatching chunks */
-    size_t aborted;        /* chunks ggml died on and anvil refused */
+    size_t rows, bad; /* rows compared, rows in mismatching chunks */
+    size_t aborted;   /* chunks ggml died on and anvil refused */
     double ggml_s, anvil_s;
-    size_t elems;          /* elements timed on both sides */
+    size_t elems; /* elements timed on both sides */
 } wtally;
 
 /* Encodes one chunk both ways; 0 when they agree (same bytes, or ggml dies
  * where anvil refuses with ANVIL_E_UNSUPPORTED). isolate: run ggml in a
  * child process from the start (rows where ggml is expected to abort). */
-static int compare_chunk(parity_ctx *pc, anvil_ctx *ctx, const wformat *f, const float *x, size_t nrows,
-                         size_t n, const float *qw, int isolate, wtally *t, char *why, size_t why_size) {
+static int compare_chunk(parity_ctx *pc, anvil_ctx *ctx, const wformat *f, const float *x, size_t nrows, size_t n,
+                         const float *qw, int isolate, wtally *t, char *why, size_t why_size) {
     static uint8_t genc[MAX_CHUNK_BYTES], aenc[MAX_CHUNK_BYTES];
     const size_t bytes = nrows * (n / f->block_elems) * f->block_bytes;
     anvil_error err;
@@ -187,7 +187,8 @@ static void check_chunks(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
         n_lens++;
     }
     char what[160];
-    snprintf(what, sizeof what, "encode_rows + imatrix vs ggml_quantize_chunk (%d imatrix, %zu input kinds, %zu lengths)",
+    snprintf(what, sizeof what,
+             "encode_rows + imatrix vs ggml_quantize_chunk (%d imatrix, %zu input kinds, %zu lengths)",
              (int)TEST_IMX_ORDINARY, n_kinds, n_lens);
     parity_report(pc, f->name, what, wt.rows, wt.bad);
     if (f->needs_imatrix) {
@@ -243,8 +244,9 @@ static void check_edges(parity_ctx *pc, anvil_ctx *ctx, const wformat *f) {
         }
     }
     char what[128];
-    snprintf(what, sizeof what, "encode_rows + imatrix x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)",
-             t.aborted, (size_t)HUGE_ROWS - t.aborted);
+    snprintf(what, sizeof what,
+             "encode_rows + imatrix x 1e6..1e32: refused where ggml aborts (%zu), else bytes (%zu)", t.aborted,
+             (size_t)HUGE_ROWS - t.aborted);
     parity_report(pc, f->name, what, HUGE_ROWS, bad);
 }
 

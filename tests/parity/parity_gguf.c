@@ -93,13 +93,13 @@ typedef struct gguf_api {
 
 static int load_api(const ggml_oracle *o, gguf_api *a) {
     int missing = 0;
-#define SYM(field, name)                                                                  \
-    do {                                                                                  \
-        *(void **)&a->field = ggml_oracle_sym(o, name);                                   \
-        if (a->field == NULL) {                                                           \
-            printf("gguf     ggml symbol %s missing\n", name);                           \
-            missing++;                                                                    \
-        }                                                                                 \
+#define SYM(field, name)                                       \
+    do {                                                       \
+        *(void **)&a->field = ggml_oracle_sym(o, name);        \
+        if (a->field == NULL) {                                \
+            printf("gguf     ggml symbol %s missing\n", name); \
+            missing++;                                         \
+        }                                                      \
     } while (0)
     SYM(init_from_file, "gguf_init_from_file");
     SYM(init_empty, "gguf_init_empty");
@@ -152,8 +152,7 @@ static int same_file(const char *a, const char *b, int verbose) {
         while (i < na && i < nb && pa[i] == pb[i]) {
             i++;
         }
-        printf("         %s vs %s: %zu vs %zu bytes, first difference at byte %zu\n", a, b, na,
-               nb, i);
+        printf("         %s vs %s: %zu vs %zu bytes, first difference at byte %zu\n", a, b, na, nb, i);
     }
     free(pa);
     free(pb);
@@ -221,8 +220,7 @@ static int ggml_agrees(const gguf_api *a, const char *path, int verbose) {
     anvil_error err;
     int ok = anvil_gguf_open(&g, path, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, &err) == ANVIL_OK;
     ok = ok && (size_t)a->n_tensors(c) == anvil_gguf_tensor_count(g) &&
-         (size_t)a->n_kv(c) == anvil_gguf_kv_count(g) &&
-         a->alignment(c) == anvil_gguf_alignment(g) &&
+         (size_t)a->n_kv(c) == anvil_gguf_kv_count(g) && a->alignment(c) == anvil_gguf_alignment(g) &&
          a->data_offset(c) == anvil_gguf_data_offset(g) && a->version(c) == anvil_gguf_version(g);
     for (int64_t i = 0; ok && i < a->n_tensors(c); ++i) {
         const anvil_gguf_tensor *t = anvil_gguf_tensor_at(g, (size_t)i);
@@ -284,16 +282,16 @@ static const struct {
     int block;
     int bytes;
 } tensor_types[] = {
-    { ANVIL_TYPE_F32, 1, 4 },    { ANVIL_TYPE_F16, 1, 2 },    { ANVIL_TYPE_BF16, 1, 2 },
-    { ANVIL_TYPE_Q4_0, 32, 18 }, { ANVIL_TYPE_Q8_0, 32, 34 }, { ANVIL_TYPE_Q4_K, 256, 144 },
+    { ANVIL_TYPE_F32, 1, 4 },      { ANVIL_TYPE_F16, 1, 2 },      { ANVIL_TYPE_BF16, 1, 2 },
+    { ANVIL_TYPE_Q4_0, 32, 18 },   { ANVIL_TYPE_Q8_0, 32, 34 },   { ANVIL_TYPE_Q4_K, 256, 144 },
     { ANVIL_TYPE_Q6_K, 256, 210 }, { ANVIL_TYPE_IQ4_NL, 32, 18 }, { ANVIL_TYPE_TQ2_0, 256, 66 },
-    { ANVIL_TYPE_I8, 1, 1 },     { ANVIL_TYPE_I32, 1, 4 },    { ANVIL_TYPE_MXFP4, 32, 17 },
+    { ANVIL_TYPE_I8, 1, 1 },       { ANVIL_TYPE_I32, 1, 4 },      { ANVIL_TYPE_MXFP4, 32, 17 },
 };
 
 typedef struct both {
     const gguf_api *a;
-    void *g;                  /* ggml gguf context */
-    void *meta;               /* ggml context holding tensor descriptors */
+    void *g;    /* ggml gguf context */
+    void *meta; /* ggml context holding tensor descriptors */
     anvil_gguf_writer *w;
     test_rng *rng;
     int errors;
@@ -317,14 +315,38 @@ static void random_kv(both *b, const char *key) {
     const uint64_t x = test_rng_u64(r);
     int rc = ANVIL_OK;
     switch (pick(r, 16)) {
-    case 0: b->a->set_u8(b->g, key, (uint8_t)x); rc = anvil_gguf_writer_set_u8(b->w, key, (uint8_t)x, &err); break;
-    case 1: b->a->set_i8(b->g, key, (int8_t)x); rc = anvil_gguf_writer_set_i8(b->w, key, (int8_t)x, &err); break;
-    case 2: b->a->set_u16(b->g, key, (uint16_t)x); rc = anvil_gguf_writer_set_u16(b->w, key, (uint16_t)x, &err); break;
-    case 3: b->a->set_i16(b->g, key, (int16_t)x); rc = anvil_gguf_writer_set_i16(b->w, key, (int16_t)x, &err); break;
-    case 4: b->a->set_u32(b->g, key, (uint32_t)x); rc = anvil_gguf_writer_set_u32(b->w, key, (uint32_t)x, &err); break;
-    case 5: b->a->set_i32(b->g, key, (int32_t)x); rc = anvil_gguf_writer_set_i32(b->w, key, (int32_t)x, &err); break;
-    case 6: b->a->set_u64(b->g, key, x); rc = anvil_gguf_writer_set_u64(b->w, key, x, &err); break;
-    case 7: b->a->set_i64(b->g, key, (int64_t)x); rc = anvil_gguf_writer_set_i64(b->w, key, (int64_t)x, &err); break;
+    case 0:
+        b->a->set_u8(b->g, key, (uint8_t)x);
+        rc = anvil_gguf_writer_set_u8(b->w, key, (uint8_t)x, &err);
+        break;
+    case 1:
+        b->a->set_i8(b->g, key, (int8_t)x);
+        rc = anvil_gguf_writer_set_i8(b->w, key, (int8_t)x, &err);
+        break;
+    case 2:
+        b->a->set_u16(b->g, key, (uint16_t)x);
+        rc = anvil_gguf_writer_set_u16(b->w, key, (uint16_t)x, &err);
+        break;
+    case 3:
+        b->a->set_i16(b->g, key, (int16_t)x);
+        rc = anvil_gguf_writer_set_i16(b->w, key, (int16_t)x, &err);
+        break;
+    case 4:
+        b->a->set_u32(b->g, key, (uint32_t)x);
+        rc = anvil_gguf_writer_set_u32(b->w, key, (uint32_t)x, &err);
+        break;
+    case 5:
+        b->a->set_i32(b->g, key, (int32_t)x);
+        rc = anvil_gguf_writer_set_i32(b->w, key, (int32_t)x, &err);
+        break;
+    case 6:
+        b->a->set_u64(b->g, key, x);
+        rc = anvil_gguf_writer_set_u64(b->w, key, x, &err);
+        break;
+    case 7:
+        b->a->set_i64(b->g, key, (int64_t)x);
+        rc = anvil_gguf_writer_set_i64(b->w, key, (int64_t)x, &err);
+        break;
     case 8: {
         const float f = test_rng_normal(r) * 1e3f;
         b->a->set_f32(b->g, key, f);
@@ -337,7 +359,10 @@ static void random_kv(both *b, const char *key) {
         rc = anvil_gguf_writer_set_f64(b->w, key, f, &err);
         break;
     }
-    case 10: b->a->set_bool(b->g, key, x & 1); rc = anvil_gguf_writer_set_bool(b->w, key, (int)(x & 1), &err); break;
+    case 10:
+        b->a->set_bool(b->g, key, x & 1);
+        rc = anvil_gguf_writer_set_bool(b->w, key, (int)(x & 1), &err);
+        break;
     case 11: {
         static const char *const samples[] = { "", "llama", "héllo wörld ✓", "a\tb\nc", "{{ bos }}" };
         const char *s = samples[pick(r, 5)];
@@ -345,7 +370,8 @@ static void random_kv(both *b, const char *key) {
         rc = anvil_gguf_writer_set_string(b->w, key, s, &err);
         break;
     }
-    case 12: case 13: {
+    case 12:
+    case 13: {
         /* A numeric array of a random fixed-width type. */
         static const int types[] = { 0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12 };
         const int t = types[pick(r, 11)];
@@ -408,8 +434,9 @@ static void random_tensor(both *b, int index) {
     b->a->set_tensor_data(b->g, name, data);
     const uint64_t une[4] = { (uint64_t)ne[0], (uint64_t)ne[1], (uint64_t)ne[2], (uint64_t)ne[3] };
     anvil_error err;
-    expect_ok(b, anvil_gguf_writer_add_tensor(b->w, name, (uint32_t)tensor_types[k].type,
-                                              (uint32_t)n_dims, une, data, bytes, &err),
+    expect_ok(b,
+              anvil_gguf_writer_add_tensor(b->w, name, (uint32_t)tensor_types[k].type, (uint32_t)n_dims, une, data,
+                                           bytes, &err),
               "add_tensor", &err);
 }
 
@@ -509,8 +536,8 @@ static void check_written(parity_ctx *pc, const gguf_api *a, const char *tmp) {
         unlink(rpath);
         unlink(ggpath);
     }
-    printf("gguf     written: %zu ggml files, %zu KVs, %zu tensors (%zu with 0 bytes), %llu bytes\n",
-           files, total_kv, total_t, empty_t, (unsigned long long)total_bytes);
+    printf("gguf     written: %zu ggml files, %zu KVs, %zu tensors (%zu with 0 bytes), %llu bytes\n", files, total_kv,
+           total_t, empty_t, (unsigned long long)total_bytes);
     parity_report(pc, "gguf", "written: typed setters == ggml", files, setters_bad + errors);
     parity_report(pc, "gguf", "written: reemit(ggml file) == it", files, reemit_bad);
     parity_report(pc, "gguf", "written: ggml loads anvil file", files, accept_bad);
@@ -563,8 +590,8 @@ static void *ggml_new_part(const gguf_api *a, const void *src, int no, int64_t n
     return c;
 }
 
-static int ggml_split(const gguf_api *a, const char *in, const char *prefix, uint64_t max_bytes,
-                      int64_t max_tensors, int *n_parts) {
+static int ggml_split(const gguf_api *a, const char *in, const char *prefix, uint64_t max_bytes, int64_t max_tensors,
+                      int *n_parts) {
     void *meta = NULL;
     struct gguf_init_params_view p = { false, &meta };
     void *src = a->init_from_file(in, p);
@@ -628,8 +655,8 @@ static void check_split(parity_ctx *pc, const gguf_api *a, const char *tmp) {
     static const struct {
         uint64_t bytes;
         int64_t tensors;
-    } limits[] = { { 0, 1 }, { 0, 3 }, { 0, 7 }, { 0, 23 }, { 0, 24 }, { 0, 50 },
-                   { 20000, 0 }, { 40000, 0 }, { 100000, 0 }, { 1000000000, 0 } };
+    } limits[] = { { 0, 1 },  { 0, 3 },     { 0, 7 },     { 0, 23 },     { 0, 24 },
+                   { 0, 50 }, { 20000, 0 }, { 40000, 0 }, { 100000, 0 }, { 1000000000, 0 } };
     for (size_t li = 0; wrote && li < sizeof limits / sizeof limits[0]; ++li) {
         char gp[4200], ap[4200];
         snprintf(gp, sizeof gp, "%s/g%zu", tmp, li);
@@ -640,16 +667,14 @@ static void check_split(parity_ctx *pc, const gguf_api *a, const char *tmp) {
         anvil_error err = { 0 };
         int rc = ggml_split(a, model, gp, limits[li].bytes, limits[li].tensors, &gparts);
         if (rc == 0 && anvil_gguf_open(&src, model, NULL, 0, &err) == ANVIL_OK) {
-            rc = anvil_gguf_split_write(src, ap, limits[li].bytes, (uint64_t)limits[li].tensors,
-                                        NULL, &aparts, &err);
+            rc = anvil_gguf_split_write(src, ap, limits[li].bytes, (uint64_t)limits[li].tensors, NULL, &aparts, &err);
         } else {
             rc = -1;
         }
         anvil_gguf_close(src);
         checked++;
         if (rc != ANVIL_OK || (int)aparts != gparts) {
-            printf("         split limit %zu: ggml %d parts, anvil %u (%s)\n", li, gparts, aparts,
-                   err.message);
+            printf("         split limit %zu: ggml %d parts, anvil %u (%s)\n", li, gparts, aparts, err.message);
             bad++;
             continue;
         }
@@ -667,8 +692,7 @@ static void check_split(parity_ctx *pc, const gguf_api *a, const char *tmp) {
         char first[4300], merged[4300];
         snprintf(first, sizeof first, "%s-00001-of-%05d.gguf", ap, gparts);
         snprintf(merged, sizeof merged, "%s-merged.gguf", ap);
-        merged_bad += anvil_gguf_merge(first, merged, NULL, &err) != ANVIL_OK ||
-                      !same_file(merged, model, 1);
+        merged_bad += anvil_gguf_merge(first, merged, NULL, &err) != ANVIL_OK || !same_file(merged, model, 1);
         for (int k = 1; k <= gparts; ++k) {
             char a1[4300];
             snprintf(a1, sizeof a1, "%s-%05d-of-%05d.gguf", ap, k, gparts);
@@ -693,7 +717,8 @@ static int anvil_edit(const char *in, const char *out, const meta_edit *e, int *
     anvil_gguf_writer *w = NULL;
     int rc = anvil_gguf_open(&src, in, NULL, ANVIL_GGUF_OPEN_SINGLE_PART, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_new(&w, NULL, err);
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_copy_from(w, src, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL, err);
+    if (rc == ANVIL_OK)
+        rc = anvil_gguf_writer_copy_from(w, src, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL, err);
     if (rc == ANVIL_OK) {
         if (e->op == EDIT_REMOVE) {
             anvil_gguf_writer_remove_key(w, e->key);
@@ -729,10 +754,14 @@ static void check_meta(parity_ctx *pc, const gguf_api *a, const char *tmp) {
     static const char long_name[] = "a name long enough to move the data section of the file: "
                                     "0123456789012345678901234567890123456789012345678901234567890123456789";
     const meta_edit edits[] = {
-        { EDIT_REMOVE, "meta.n", 0, NULL },     { EDIT_U32, "meta.n", 9, NULL },
-        { EDIT_STR, "meta.name", 0, long_name }, { EDIT_U32, "meta.added", 1, NULL },
-        { EDIT_REMOVE, "meta.name", 0, NULL },  { EDIT_STR, "general.name", 0, "renamed" },
-        { EDIT_REMOVE, "general.architecture", 0, NULL }, { EDIT_STR, "general.name", 0, long_name },
+        { EDIT_REMOVE, "meta.n", 0, NULL },
+        { EDIT_U32, "meta.n", 9, NULL },
+        { EDIT_STR, "meta.name", 0, long_name },
+        { EDIT_U32, "meta.added", 1, NULL },
+        { EDIT_REMOVE, "meta.name", 0, NULL },
+        { EDIT_STR, "general.name", 0, "renamed" },
+        { EDIT_REMOVE, "general.architecture", 0, NULL },
+        { EDIT_STR, "general.name", 0, long_name },
     };
     size_t checked = 0, bad = 0, refused = 0, header_only = 0, full = 0;
     for (size_t f = 0; f < 2; ++f) {
@@ -748,7 +777,8 @@ static void check_meta(parity_ctx *pc, const gguf_api *a, const char *tmp) {
             anvil_error err = { 0 };
             int ho = 0;
             checked++;
-            if (!ggml_edit(a, inputs[f], g_out, &edits[i]) || anvil_edit(inputs[f], a_out, &edits[i], &ho, &err) != ANVIL_OK) {
+            if (!ggml_edit(a, inputs[f], g_out, &edits[i]) ||
+                anvil_edit(inputs[f], a_out, &edits[i], &ho, &err) != ANVIL_OK) {
                 printf("         meta edit %zu on %s failed: %s\n", i, inputs[f], err.message);
                 bad++;
                 continue;
@@ -757,7 +787,8 @@ static void check_meta(parity_ctx *pc, const gguf_api *a, const char *tmp) {
             full += !ho;
             bad += !same_file(g_out, a_out, 1);
             refused += !ggml_agrees(a, a_out, 1);
-            if (pc->verbose) printf("         meta edit %zu on %s: %s\n", i, inputs[f], ho ? "header only" : "rewritten");
+            if (pc->verbose)
+                printf("         meta edit %zu on %s: %s\n", i, inputs[f], ho ? "header only" : "rewritten");
             unlink(g_out);
             unlink(a_out);
         }

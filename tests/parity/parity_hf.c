@@ -24,9 +24,7 @@
 
 enum { HF_STEPS = 8 };
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* One pair: folder name and option from "<folder>.<opt>.gguf". */
 static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const char *ref_dir, const char *file,

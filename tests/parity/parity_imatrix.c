@@ -32,9 +32,9 @@
 #define IMX_SHOW 3       /* failures printed per format */
 
 static const char *const type_names[] = {
-    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0",                 /* codec-q8_0 */
-    "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",                 /* codec-kquants */
-    "tq1_0", "tq2_0", "q1_0", "q2_0",                       /* codec-ternary */
+    "q4_0",  "q4_1",  "q5_0", "q5_1", "q8_0", /* codec-q8_0 */
+    "q2_K",  "q3_K",  "q4_K", "q5_K", "q6_K", /* codec-kquants */
+    "tq1_0", "tq2_0", "q1_0", "q2_0",         /* codec-ternary */
 };
 #define N_TYPES (sizeof type_names / sizeof type_names[0])
 
@@ -147,14 +147,13 @@ static void check_type(parity_ctx *pc, anvil_ctx *ctx, const char *name) {
 
         memset(enc_ggml, 0, nbytes);
         memset(enc_anvil, 0xA5, nbytes);
-        pc->oracle->quantize_chunk((int)type, x, enc_ggml, 0, (int64_t)nrows, (int64_t)n_per_row,
-                                   imatrix);
+        pc->oracle->quantize_chunk((int)type, x, enc_ggml, 0, (int64_t)nrows, (int64_t)n_per_row, imatrix);
         const int rc = anvil_encode_rows(ctx, type, x, nrows, n_per_row, imatrix, enc_anvil, nbytes, &err);
         const size_t row_bytes = nbytes / nrows;
         for (size_t r = 0; r < nrows; ++r) {
-            const size_t d = rc != ANVIL_OK ? 0
-                                            : parity_first_diff_u8(enc_anvil + r * row_bytes,
-                                                                   enc_ggml + r * row_bytes, row_bytes);
+            const size_t d =
+                rc != ANVIL_OK ? 0
+                               : parity_first_diff_u8(enc_anvil + r * row_bytes, enc_ggml + r * row_bytes, row_bytes);
             const int ok = rc == ANVIL_OK && d == row_bytes;
             by_imx[ik].checked++;
             by_imx[ik].bad += ok ? 0 : 1;
@@ -180,8 +179,7 @@ static void check_type(parity_ctx *pc, anvil_ctx *ctx, const char *name) {
     }
     for (int k = 0; k < IMX_KIND_COUNT; ++k) {
         char what[80];
-        snprintf(what, sizeof what, "rows, imatrix %s (%zu kinds, %zu lengths)", imx_name(k), kinds,
-                 lengths);
+        snprintf(what, sizeof what, "rows, imatrix %s (%zu kinds, %zu lengths)", imx_name(k), kinds, lengths);
         parity_report(pc, name, what, by_imx[k].checked, by_imx[k].bad);
     }
     const int ignores = (anvil_ctx_codec(ctx, type)->flags & ANVIL_CODEC_IMATRIX_UNUSED) != 0;

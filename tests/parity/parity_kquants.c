@@ -35,7 +35,7 @@
 #define KQ_MAX_ELEMS (KQ_MAX_BLOCKS * ANVIL_QK_K)
 #define KQ_MAX_BLOCK_BYTES 292 /* Q8_K, the largest */
 #define KQ_REL_TOL 1e-5f
-#define KQ_SHOW 3              /* failures printed per check */
+#define KQ_SHOW 3 /* failures printed per check */
 
 typedef int (*kq_encode_fn)(const float *, void *, size_t, char *, size_t);
 typedef void (*kq_decode_fn)(const void *, float *, size_t);
@@ -51,18 +51,17 @@ typedef struct kq_format {
 } kq_format;
 
 static const kq_format formats[] = {
-    { "q2_K", ANVIL_TYPE_Q2_K, sizeof(anvil_block_q2_K), anvil_ref_encode_q2_K,
-      anvil_ref_decode_q2_K, anvil_ref_vec_dot_q2_K_q8_K },
-    { "q3_K", ANVIL_TYPE_Q3_K, sizeof(anvil_block_q3_K), anvil_ref_encode_q3_K,
-      anvil_ref_decode_q3_K, anvil_ref_vec_dot_q3_K_q8_K },
-    { "q4_K", ANVIL_TYPE_Q4_K, sizeof(anvil_block_q4_K), anvil_ref_encode_q4_K,
-      anvil_ref_decode_q4_K, anvil_ref_vec_dot_q4_K_q8_K },
-    { "q5_K", ANVIL_TYPE_Q5_K, sizeof(anvil_block_q5_K), anvil_ref_encode_q5_K,
-      anvil_ref_decode_q5_K, anvil_ref_vec_dot_q5_K_q8_K },
-    { "q6_K", ANVIL_TYPE_Q6_K, sizeof(anvil_block_q6_K), anvil_ref_encode_q6_K,
-      anvil_ref_decode_q6_K, anvil_ref_vec_dot_q6_K_q8_K },
-    { "q8_K", ANVIL_TYPE_Q8_K, sizeof(anvil_block_q8_K), anvil_ref_encode_q8_K,
-      anvil_ref_decode_q8_K, NULL },
+    { "q2_K", ANVIL_TYPE_Q2_K, sizeof(anvil_block_q2_K), anvil_ref_encode_q2_K, anvil_ref_decode_q2_K,
+      anvil_ref_vec_dot_q2_K_q8_K },
+    { "q3_K", ANVIL_TYPE_Q3_K, sizeof(anvil_block_q3_K), anvil_ref_encode_q3_K, anvil_ref_decode_q3_K,
+      anvil_ref_vec_dot_q3_K_q8_K },
+    { "q4_K", ANVIL_TYPE_Q4_K, sizeof(anvil_block_q4_K), anvil_ref_encode_q4_K, anvil_ref_decode_q4_K,
+      anvil_ref_vec_dot_q4_K_q8_K },
+    { "q5_K", ANVIL_TYPE_Q5_K, sizeof(anvil_block_q5_K), anvil_ref_encode_q5_K, anvil_ref_decode_q5_K,
+      anvil_ref_vec_dot_q5_K_q8_K },
+    { "q6_K", ANVIL_TYPE_Q6_K, sizeof(anvil_block_q6_K), anvil_ref_encode_q6_K, anvil_ref_decode_q6_K,
+      anvil_ref_vec_dot_q6_K_q8_K },
+    { "q8_K", ANVIL_TYPE_Q8_K, sizeof(anvil_block_q8_K), anvil_ref_encode_q8_K, anvil_ref_decode_q8_K, NULL },
 };
 
 /* ggml's functions for one format. */
@@ -90,8 +89,9 @@ static int kq_oracle_get(const ggml_oracle *o, const kq_format *f, kq_oracle *k)
     k->dot_portable = f->dot ? ggml_oracle_vec_dot_portable(o, f->name, "q8_K") : NULL;
     if (k->quantize == NULL || k->dequantize == NULL || (f->dot != NULL && k->dot == NULL)) {
         fprintf(stderr, "parity kquants: ggml lacks %s for %s\n",
-                k->quantize == NULL ? "quantize_row_*_ref"
-                : k->dequantize == NULL ? "dequantize_row_*" : "ggml_vec_dot_*_q8_K",
+                k->quantize == NULL     ? "quantize_row_*_ref"
+                : k->dequantize == NULL ? "dequantize_row_*"
+                                        : "ggml_vec_dot_*_q8_K",
                 f->name);
         return -1;
     }
@@ -130,9 +130,7 @@ static void tally_add(tally *t, int ok) {
 }
 
 /* Called after a failure: print the first few (more with --verbose). */
-static int tally_show(const tally *t, int verbose) {
-    return t->bad <= (verbose ? 20u : (size_t)KQ_SHOW);
-}
+static int tally_show(const tally *t, int verbose) { return t->bad <= (verbose ? 20u : (size_t)KQ_SHOW); }
 
 /* Fill `bytes` with random block bytes (any f16 pattern, NaN and Inf too):
  * decoders must be total and still agree bit for bit. */
@@ -149,8 +147,7 @@ static void ggml_quantize_act(const kq_oracle *q8, const float *x, void *dst, si
     q8->quantize(x, dst, (int64_t)n);
 }
 
-static int write_golden(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
-                        const kq_oracle *q8) {
+static int write_golden(parity_ctx *pc, const kq_format *f, const kq_oracle *k, const kq_oracle *q8) {
     enum { ROWS_PER_KIND = 3 };
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.bin", pc->golden_dir, f->name);
@@ -195,8 +192,8 @@ static int write_golden(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
 }
 
 /* One weight format (or Q8_K itself, which has no dot). */
-static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
-                         const kq_oracle *q8, tally *act_tally) {
+static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k, const kq_oracle *q8,
+                         tally *act_tally) {
     static float x[KQ_MAX_ELEMS], a[KQ_MAX_ELEMS];
     static float dec_ggml[KQ_MAX_ELEMS], dec_anvil[KQ_MAX_ELEMS];
     static uint8_t enc_ggml[KQ_MAX_BLOCKS * KQ_MAX_BLOCK_BYTES];
@@ -235,9 +232,8 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
         if (!(rc == 0 && diff == nbytes) && tally_show(&enc, pc->verbose)) {
             printf("  %s encode row %zu (%s, %zu blocks): %s byte %zu (block %zu +%zu): "
                    "anvil %02x ggml %02x\n",
-                   f->name, r, test_input_kind_name(kind), nblocks, rc != 0 ? msg : "",
-                   diff, diff / f->block_bytes, diff % f->block_bytes,
-                   diff < nbytes ? enc_anvil[diff] : 0, diff < nbytes ? enc_ggml[diff] : 0);
+                   f->name, r, test_input_kind_name(kind), nblocks, rc != 0 ? msg : "", diff, diff / f->block_bytes,
+                   diff % f->block_bytes, diff < nbytes ? enc_anvil[diff] : 0, diff < nbytes ? enc_ggml[diff] : 0);
         }
         if (is_q8) {
             /* The activation quantizer (no checks) must agree too. */
@@ -246,8 +242,7 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
             diff = q8_K_first_diff(enc_anvil, enc_ggml, nblocks);
             tally_add(&quant, diff == nbytes);
             if (diff != nbytes && tally_show(&quant, pc->verbose)) {
-                printf("  q8_K quantize row %zu (%s): byte %zu differs\n", r,
-                       test_input_kind_name(kind), diff);
+                printf("  q8_K quantize row %zu (%s): byte %zu differs\n", r, test_input_kind_name(kind), diff);
             }
         }
 
@@ -257,8 +252,8 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
         size_t fd = parity_first_diff_f32(dec_anvil, dec_ggml, n);
         tally_add(&dec, fd == n);
         if (fd != n && tally_show(&dec, pc->verbose)) {
-            printf("  %s decode row %zu (%s): element %zu anvil %a ggml %a\n", f->name, r,
-                   test_input_kind_name(kind), fd, dec_anvil[fd], dec_ggml[fd]);
+            printf("  %s decode row %zu (%s): element %zu anvil %a ggml %a\n", f->name, r, test_input_kind_name(kind),
+                   fd, dec_anvil[fd], dec_ggml[fd]);
         }
 
         /* decode random bytes. */
@@ -268,8 +263,8 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
         fd = parity_first_diff_f32(dec_anvil, dec_ggml, n);
         tally_add(&dec_rand, fd == n);
         if (fd != n && tally_show(&dec_rand, pc->verbose)) {
-            printf("  %s decode random row %zu: element %zu anvil %a ggml %a\n", f->name, r, fd,
-                   dec_anvil[fd], dec_ggml[fd]);
+            printf("  %s decode random row %zu: element %zu anvil %a ggml %a\n", f->name, r, fd, dec_anvil[fd],
+                   dec_ggml[fd]);
         }
 
         if (is_q8) {
@@ -285,8 +280,7 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
         diff = q8_K_first_diff(act_anvil, act_ggml, nblocks);
         tally_add(act_tally, diff == nblocks * sizeof(anvil_block_q8_K));
         if (diff != nblocks * sizeof(anvil_block_q8_K) && tally_show(act_tally, pc->verbose)) {
-            printf("  q8_K activation row %zu (%s): byte %zu differs\n", r,
-                   test_input_kind_name(akind), diff);
+            printf("  q8_K activation row %zu (%s): byte %zu differs\n", r, test_input_kind_name(akind), diff);
         }
 
         /* vec_dot on the same bytes. */
@@ -327,8 +321,8 @@ static void check_format(parity_ctx *pc, const kq_format *f, const kq_oracle *k,
         if (!ok && tally_show(&dot, pc->verbose)) {
             printf("  %s dot row %zu (%s x %s, %zu blocks): anvil %.9g ggml %.9g rel %.3g "
                    "(sum of |terms| %.6g)\n",
-                   f->name, r, test_input_kind_name(kind), test_input_kind_name(akind), nblocks,
-                   s_anvil, s_ggml, rel, scale);
+                   f->name, r, test_input_kind_name(kind), test_input_kind_name(akind), nblocks, s_anvil, s_ggml, rel,
+                   scale);
         }
     }
 

@@ -29,12 +29,10 @@ static family_fn family_by_name(const char *n) {
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",    "gguf",
-                                            "transcode", "backends", "imatrix", "quantize",
-                                            "hf" };
+static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",     "gguf",
+                                            "transcode", "backends", "imatrix", "quantize", "hf" };
 
-void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked,
-                   size_t mismatches) {
+void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked, size_t mismatches) {
     pc->total_checks += checked;
     pc->total_failures += mismatches;
     printf("%-8s %-34s %9zu checked  %6zu mismatches  %s\n", format, what, checked, mismatches,
@@ -134,8 +132,7 @@ int main(int argc, char **argv) {
         return require ? 1 : 77;
     }
     pc.oracle = &oracle;
-    printf("ggml oracle: %s (cpu variant: %s)\n", oracle.dir,
-           oracle.cpu_variant[0] ? oracle.cpu_variant : "none");
+    printf("ggml oracle: %s (cpu variant: %s)\n", oracle.dir, oracle.cpu_variant[0] ? oracle.cpu_variant : "none");
 
     for (size_t j = 0; j < n_only; ++j) {
         int known = 0;

@@ -41,46 +41,40 @@
 typedef void (*act_quantize_fn)(const float *x, void *dst, size_t n);
 
 typedef struct q8_format {
-    const char *name;          /* ggml spelling */
-    int type;                  /* ggml type id */
+    const char *name; /* ggml spelling */
+    int type;         /* ggml type id */
     size_t block_bytes;
     anvil_encode_fn encode;
     anvil_decode_fn decode;
-    int act_type;              /* ggml's vec_dot_type */
+    int act_type; /* ggml's vec_dot_type */
     const char *act_name;
     size_t act_block_bytes;
     act_quantize_fn act_quantize;
-    anvil_vec_dot_fn dot;      /* NULL: ggml has no dot with this weight type */
+    anvil_vec_dot_fn dot; /* NULL: ggml has no dot with this weight type */
 } q8_format;
 
 static const q8_format formats[] = {
-    { "q4_0", ANVIL_TYPE_Q4_0, sizeof(anvil_block_q4_0), anvil_ref_encode_q4_0,
-      anvil_ref_decode_q4_0, ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0),
-      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0 },
-    { "q4_1", ANVIL_TYPE_Q4_1, sizeof(anvil_block_q4_1), anvil_ref_encode_q4_1,
-      anvil_ref_decode_q4_1, ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1),
-      anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1 },
-    { "q5_0", ANVIL_TYPE_Q5_0, sizeof(anvil_block_q5_0), anvil_ref_encode_q5_0,
-      anvil_ref_decode_q5_0, ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0),
-      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0 },
-    { "q5_1", ANVIL_TYPE_Q5_1, sizeof(anvil_block_q5_1), anvil_ref_encode_q5_1,
-      anvil_ref_decode_q5_1, ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1),
-      anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1 },
-    { "q8_0", ANVIL_TYPE_Q8_0, sizeof(anvil_block_q8_0), anvil_ref_encode_q8_0,
-      anvil_ref_decode_q8_0, ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0),
-      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0 },
-    { "q8_1", ANVIL_TYPE_Q8_1, sizeof(anvil_block_q8_1), anvil_ref_encode_q8_1,
-      anvil_ref_decode_q8_1, ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1),
-      anvil_ref_quantize_q8_1, NULL },
+    { "q4_0", ANVIL_TYPE_Q4_0, sizeof(anvil_block_q4_0), anvil_ref_encode_q4_0, anvil_ref_decode_q4_0,
+      ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0 },
+    { "q4_1", ANVIL_TYPE_Q4_1, sizeof(anvil_block_q4_1), anvil_ref_encode_q4_1, anvil_ref_decode_q4_1,
+      ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1), anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1 },
+    { "q5_0", ANVIL_TYPE_Q5_0, sizeof(anvil_block_q5_0), anvil_ref_encode_q5_0, anvil_ref_decode_q5_0,
+      ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0 },
+    { "q5_1", ANVIL_TYPE_Q5_1, sizeof(anvil_block_q5_1), anvil_ref_encode_q5_1, anvil_ref_decode_q5_1,
+      ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1), anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1 },
+    { "q8_0", ANVIL_TYPE_Q8_0, sizeof(anvil_block_q8_0), anvil_ref_encode_q8_0, anvil_ref_decode_q8_0,
+      ANVIL_TYPE_Q8_0, "q8_0", sizeof(anvil_block_q8_0), anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0 },
+    { "q8_1", ANVIL_TYPE_Q8_1, sizeof(anvil_block_q8_1), anvil_ref_encode_q8_1, anvil_ref_decode_q8_1,
+      ANVIL_TYPE_Q8_1, "q8_1", sizeof(anvil_block_q8_1), anvil_ref_quantize_q8_1, NULL },
 };
 
 /* ggml's side of one format. */
 typedef struct ggml_side {
-    ggml_from_float_fn encode;      /* quantize_row_<t>_ref */
-    ggml_to_float_fn decode;        /* dequantize_row_<t>, NULL for q8_1 */
-    ggml_from_float_fn act_quantize;/* quantize_row_<act>_ref */
-    ggml_vec_dot_fn dot;            /* best CPU build */
-    ggml_vec_dot_fn dot_generic;    /* portable build's *_generic, or NULL */
+    ggml_from_float_fn encode;       /* quantize_row_<t>_ref */
+    ggml_to_float_fn decode;         /* dequantize_row_<t>, NULL for q8_1 */
+    ggml_from_float_fn act_quantize; /* quantize_row_<act>_ref */
+    ggml_vec_dot_fn dot;             /* best CPU build */
+    ggml_vec_dot_fn dot_generic;     /* portable build's *_generic, or NULL */
 } ggml_side;
 
 typedef float (*ggml_half_to_float_fn)(uint16_t);
@@ -94,11 +88,10 @@ static int bind_ggml(const parity_ctx *pc, const q8_format *f, ggml_side *g) {
         g->dot = ggml_oracle_vec_dot(pc->oracle, f->name, f->act_name);
         g->dot_generic = ggml_oracle_vec_dot_portable(pc->oracle, f->name, f->act_name);
     }
-    if (g->encode == NULL || g->act_quantize == NULL ||
-        (f->type != ANVIL_TYPE_Q8_1 && g->decode == NULL) || (f->dot != NULL && g->dot == NULL)) {
-        printf("%-8s ggml lacks a function this check needs (encode %p, decode %p, act %p, dot %p)\n",
-               f->name, (void *)g->encode, (void *)g->decode, (void *)g->act_quantize,
-               (void *)g->dot);
+    if (g->encode == NULL || g->act_quantize == NULL || (f->type != ANVIL_TYPE_Q8_1 && g->decode == NULL) ||
+        (f->dot != NULL && g->dot == NULL)) {
+        printf("%-8s ggml lacks a function this check needs (encode %p, decode %p, act %p, dot %p)\n", f->name,
+               (void *)g->encode, (void *)g->decode, (void *)g->act_quantize, (void *)g->dot);
         return -1;
     }
     return 0;
@@ -118,8 +111,8 @@ static void q8_1_by_definition(ggml_half_to_float_fn h2f, const void *src, float
     }
 }
 
-static void ggml_decode(const ggml_side *g, ggml_half_to_float_fn h2f, const q8_format *f,
-                        const void *src, float *dst, size_t n) {
+static void ggml_decode(const ggml_side *g, ggml_half_to_float_fn h2f, const q8_format *f, const void *src,
+                        float *dst, size_t n) {
     if (f->type == ANVIL_TYPE_Q8_1) {
         q8_1_by_definition(h2f, src, dst, n);
     } else {
@@ -139,8 +132,8 @@ static void random_bytes(test_rng *r, uint8_t *p, size_t len) {
  * finite, so a golden record is a plain number for any consumer. */
 static void random_finite_blocks(test_rng *r, const q8_format *f, uint8_t *p, size_t nb) {
     random_bytes(r, p, nb * f->block_bytes);
-    const size_t halves = (f->type == ANVIL_TYPE_Q4_0 || f->type == ANVIL_TYPE_Q5_0 ||
-                           f->type == ANVIL_TYPE_Q8_0) ? 1 : 2;
+    const size_t halves =
+        (f->type == ANVIL_TYPE_Q4_0 || f->type == ANVIL_TYPE_Q5_0 || f->type == ANVIL_TYPE_Q8_0) ? 1 : 2;
     for (size_t i = 0; i < nb; ++i) {
         for (size_t h = 0; h < halves; ++h) {
             uint8_t *hi = p + i * f->block_bytes + h * 2 + 1;
@@ -186,8 +179,7 @@ static int weight_code(const q8_format *f, const uint8_t *b, int j) {
         const int v = (j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4)) | (int)(((qh >> j) & 1u) << 4);
         return f->type == ANVIL_TYPE_Q5_0 ? v - 16 : v;
     }
-    default: /* q8_0, q8_1 */
-        return ((const int8_t *)b)[f->block_bytes - QK + (size_t)j];
+    default: /* q8_0, q8_1 */ return ((const int8_t *)b)[f->block_bytes - QK + (size_t)j];
     }
 }
 
@@ -229,15 +221,15 @@ typedef struct counts {
     size_t act_rows, act_bad;
     size_t dot_rows, dot_bad, gen_rows, gen_bad;
     size_t kinds_seen[INPUT_KIND_COUNT];
-    float worst_rel;         /* relative to the term magnitude (the check) */
-    float worst_plain;       /* relative to the result alone (reported) */
-    size_t plain_over;       /* rows whose plain relative error exceeds 1e-5 */
+    float worst_rel;   /* relative to the term magnitude (the check) */
+    float worst_plain; /* relative to the result alone (reported) */
+    size_t plain_over; /* rows whose plain relative error exceeds 1e-5 */
     float worst_a, worst_b;
     size_t worst_row;
 } counts;
 
-static void note_mismatch(const parity_ctx *pc, const char *fmt_name, const char *what, size_t row,
-                          size_t n, size_t at) {
+static void note_mismatch(const parity_ctx *pc, const char *fmt_name, const char *what, size_t row, size_t n,
+                          size_t at) {
     if (pc->verbose) {
         printf("  %s %s: row %zu (n=%zu) first differs at %zu\n", fmt_name, what, row, n, at);
     }
@@ -349,9 +341,9 @@ static int check_format(parity_ctx *pc, const q8_format *f) {
             if (!(e <= DOT_REL_TOL)) {
                 c.dot_bad++;
                 if (pc->verbose) {
-                    printf("  %s vec_dot: row %zu (n=%zu, %s x %s) anvil %.9g ggml %.9g rel %.3g\n",
-                           f->name, row, n, test_input_kind_name(kind),
-                           test_input_kind_name(akind), (double)sa, (double)sg, (double)e);
+                    printf("  %s vec_dot: row %zu (n=%zu, %s x %s) anvil %.9g ggml %.9g rel %.3g\n", f->name, row, n,
+                           test_input_kind_name(kind), test_input_kind_name(akind), (double)sa, (double)sg,
+                           (double)e);
                 }
             }
             if (c.dot_rows == 1 || e > c.worst_rel) {
@@ -367,8 +359,8 @@ static int check_format(parity_ctx *pc, const q8_format *f) {
                 if (!parity_same_bits(sa, sgen)) {
                     c.gen_bad++;
                     if (pc->verbose) {
-                        printf("  %s vec_dot vs generic: row %zu anvil %.9g generic %.9g\n",
-                               f->name, row, (double)sa, (double)sgen);
+                        printf("  %s vec_dot vs generic: row %zu anvil %.9g generic %.9g\n", f->name, row, (double)sa,
+                               (double)sgen);
                     }
                 }
             }
@@ -379,11 +371,10 @@ static int check_format(parity_ctx *pc, const q8_format *f) {
     for (int k = 0; k < INPUT_KIND_COUNT; ++k) {
         kinds += c.kinds_seen[k] > 0;
     }
-    printf("%-8s %zu rows, %zu input kinds, %zu encoded bytes, %zu decoded floats\n", f->name,
-           c.rows, kinds, c.enc_bytes, c.dec_floats);
+    printf("%-8s %zu rows, %zu input kinds, %zu encoded bytes, %zu decoded floats\n", f->name, c.rows, kinds,
+           c.enc_bytes, c.dec_floats);
     parity_report(pc, f->name, "encode bytes (rows)", c.rows, c.enc_bad);
-    parity_report(pc, f->name,
-                  f->type == ANVIL_TYPE_Q8_1 ? "decode bits vs d*q (rows)" : "decode bits (rows)",
+    parity_report(pc, f->name, f->type == ANVIL_TYPE_Q8_1 ? "decode bits vs d*q (rows)" : "decode bits (rows)",
                   c.dec_rows, c.dec_bad);
     parity_report(pc, f->name, "decode bits, random bytes (rows)", c.rnd_rows, c.rnd_bad);
     char what[64];
@@ -393,10 +384,11 @@ static int check_format(parity_ctx *pc, const q8_format *f) {
         snprintf(what, sizeof what, "vec_dot %s within 1e-5 (rows)", f->act_name);
         parity_report(pc, f->name, what, c.dot_rows, c.dot_bad);
         printf("%-8s worst vec_dot error relative to term magnitude %.3g (row %zu: anvil %.9g, "
-               "ggml %.9g)\n", f->name, (double)c.worst_rel, c.worst_row, (double)c.worst_a,
-               (double)c.worst_b);
+               "ggml %.9g)\n",
+               f->name, (double)c.worst_rel, c.worst_row, (double)c.worst_a, (double)c.worst_b);
         printf("%-8s worst vec_dot error relative to the result %.3g; %zu of %zu rows above 1e-5 "
-               "(cancelling sums)\n", f->name, (double)c.worst_plain, c.plain_over, c.dot_rows);
+               "(cancelling sums)\n",
+               f->name, (double)c.worst_plain, c.plain_over, c.dot_rows);
         if (g.dot_generic != NULL) {
             parity_report(pc, f->name, "vec_dot bits vs ggml generic", c.gen_rows, c.gen_bad);
         } else {
@@ -482,8 +474,7 @@ static int write_golden(parity_ctx *pc, const q8_format *f) {
         fprintf(stderr, "parity_q8_0: writing %s failed\n", path);
         return -1;
     }
-    printf("%-8s golden written: %s (%u records x %u elements)\n", f->name, path, h.n_rows,
-           h.row_len);
+    printf("%-8s golden written: %s (%u records x %u elements)\n", f->name, path, h.n_rows, h.row_len);
     return 0;
 }
 

@@ -57,13 +57,13 @@ static int exists(const char *p) {
 /* ---- synthetic importance matrices --------------------------------------------------- */
 
 typedef struct synth_imatrix {
-    char path[1200];          /* the file both sides are given */
+    char path[1200]; /* the file both sides are given */
     int legacy;
     size_t n;
     char **names;
-    float **values;           /* normalised as llama-quantize normalises */
+    float **values; /* normalised as llama-quantize normalises */
     size_t *sizes;
-    lq_imatrix *list;         /* for llama: n entries + terminator */
+    lq_imatrix *list; /* for llama: n entries + terminator */
     int32_t chunks;
     const char *dataset;
 } synth_imatrix;
@@ -175,7 +175,8 @@ static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *
             snprintf(name, sizeof name, "%s.in_sum2", m->names[k]);
             rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_s, sums[k], m->sizes[k] * 4, &err);
             snprintf(name, sizeof name, "%s.counts", m->names[k]);
-            if (rc == 0) rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_c, counts[k], n_mat[k] * 4, &err);
+            if (rc == 0)
+                rc = anvil_gguf_writer_add_tensor(w, name, ANVIL_TYPE_F32, 2, ne_c, counts[k], n_mat[k] * 4, &err);
         }
         if (rc == 0) rc = anvil_gguf_writer_write_file(w, path, &err);
         if (rc != 0) fprintf(stderr, "imatrix: %s\n", err.message);
@@ -196,22 +197,22 @@ static int imatrix_write(synth_imatrix *m, const anvil_gguf *model, const char *
 typedef struct qz_case {
     char label[200];
     const char *in;
-    const char *preset;          /* a preset name */
+    const char *preset; /* a preset name */
     int pure, allow_requantize, leave_output, keep_split;
     const char *output_type, *token_type; /* ggml names or NULL */
-    const char *const *rules;    /* "pattern=type" items, lower-case as llama-quantize passes them */
+    const char *const *rules;             /* "pattern=type" items, lower-case as llama-quantize passes them */
     size_t n_rules;
-    const char *const *kvs;      /* KEY=TYPE:VALUE */
+    const char *const *kvs; /* KEY=TYPE:VALUE */
     size_t n_kvs;
     const int32_t *prune;
     size_t n_prune;
     const synth_imatrix *im;
     const char *const *include, *const *exclude;
     size_t n_include, n_exclude;
-    int generate;                /* llama.cpp loads anvil's output and decodes */
-    const char *golden;          /* model tag: record llama.cpp's tensor types in the golden list */
-    int dry_size;                /* anvil's dry-run size must equal llama's output size */
-    int isolate;                 /* llama.cpp may abort: run it in a child process */
+    int generate;       /* llama.cpp loads anvil's output and decodes */
+    const char *golden; /* model tag: record llama.cpp's tensor types in the golden list */
+    int dry_size;       /* anvil's dry-run size must equal llama's output size */
+    int isolate;        /* llama.cpp may abort: run it in a child process */
 } qz_case;
 
 typedef struct qz_stats {
@@ -224,9 +225,9 @@ typedef struct qz_env {
     anvil_ctx *ctx;
     char dir[512];
     int verbose;
-    FILE *golden;               /* golden/quantize/types.tsv being written, or NULL */
-    double llama_s, anvil_s;   /* wall time in each side's quantize calls */
-    double gen_s;              /* in llama.cpp loading and running anvil's outputs */
+    FILE *golden;            /* golden/quantize/types.tsv being written, or NULL */
+    double llama_s, anvil_s; /* wall time in each side's quantize calls */
+    double gen_s;            /* in llama.cpp loading and running anvil's outputs */
 } qz_env;
 
 static double now_s(void) {
@@ -360,7 +361,8 @@ static int run_llama(qz_env *env, const qz_case *c, const anvil_quantize_preset 
         q.prune_layers = prune;
     }
     llama_oracle_log_clear(lo);
-    const uint32_t rc = c->isolate ? quantize_isolated(lo, c->in, out, &q, why, why_size) : lo->quantize(c->in, out, &q);
+    const uint32_t rc = c->isolate ? quantize_isolated(lo, c->in, out, &q, why, why_size)
+                                   : lo->quantize(c->in, out, &q);
     free(ims);
     if (rc != 0 && c->isolate) return -1;
     if (rc != 0) llama_oracle_log_last(lo, why, why_size);
@@ -592,15 +594,16 @@ static void run_case(qz_env *env, const qz_case *c, qz_stats *st) {
 static void report(qz_env *env, const char *what, const qz_stats *st) {
     const size_t checked = st->same + st->both_refuse + st->mismatch;
     if (checked == 0 && st->pending > 0) {
-        printf("quantize %-34s PENDING: all %zu case(s) need weighted encoders this build lacks\n", what, st->pending);
+        printf("quantize %-34s PENDING: all %zu case(s) need weighted encoders this build lacks\n", what,
+               st->pending);
         return;
     }
     char label[160];
     snprintf(label, sizeof label, "%s (%zu same, %zu both refuse)", what, st->same, st->both_refuse);
     parity_report(env->pc, "quantize", label, checked, st->mismatch + st->gen_fail);
     if (st->pending > 0) {
-        printf("         %-34s %zu case(s) PENDING: anvil has no weighted encoder for their types in this build\n", "",
-               st->pending);
+        printf("         %-34s %zu case(s) PENDING: anvil has no weighted encoder for their types in this build\n",
+               "", st->pending);
     }
     if (st->generated + st->gen_fail > 0) {
         printf("         %-34s llama.cpp loaded and ran %zu of anvil's outputs (%zu failed)\n", "", st->generated,
@@ -652,8 +655,8 @@ static const char *const rules_ecma[] = {
 };
 static const char *const rules_token[] = { "token_embd=q8_0", "output=q4_k" };
 static const char *const kvs_main[] = {
-    "general.name=str:anvil override", "test.int=int:-42", "test.float=float:0.125", "test.bool=bool:false",
-    "llama.context_length=int:1024", "general.file_type=int:3",
+    "general.name=str:anvil override", "test.int=int:-42",        "test.float=float:0.125", "test.bool=bool:false",
+    "llama.context_length=int:1024",   "general.file_type=int:3",
 };
 static const int32_t prune_a[] = { 1, 5, 6 };
 static const int32_t prune_b[] = { 0 };
@@ -663,11 +666,11 @@ static void sweep_options(qz_env *env, const char *a, const char *stories, const
     qz_stats st;
     memset(&st, 0, sizeof st);
     qz_case c;
-#define CASE(...)                                  \
-    do {                                           \
-        memset(&c, 0, sizeof c);                   \
-        __VA_ARGS__;                               \
-        run_case(env, &c, &st);                    \
+#define CASE(...)                \
+    do {                         \
+        memset(&c, 0, sizeof c); \
+        __VA_ARGS__;             \
+        run_case(env, &c, &st);  \
     } while (0)
     CASE(snprintf(c.label, sizeof c.label, "spm Q4_K_M --output-tensor-type q8_0"); c.in = a; c.preset = "Q4_K_M";
          c.output_type = "q8_0");
@@ -807,7 +810,7 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
     static const char *const kv1[] = { "general.name=str:cli" };
     static const int32_t prune_cli[] = { 2, 3 };
     struct {
-        const char *args;        /* after IN OUT */
+        const char *args; /* after IN OUT */
         qz_case c;
     } cases[6];
     memset(cases, 0, sizeof cases);
@@ -857,8 +860,8 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
             snprintf(expanded, sizeof expanded, "%s", args);
         }
         /* Split options from TYPE: every word starting with -- and its value goes first. */
-        snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' '%s' %s", parity_config_path() ? parity_config_path() : "",
-                 ANVIL_CLI, c->in, aout, expanded);
+        snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' '%s' %s",
+                 parity_config_path() ? parity_config_path() : "", ANVIL_CLI, c->in, aout, expanded);
         const int lrc = run_llama(env, c, p, lout, why, sizeof why);
         const int status = system(cmd);
         const int arc = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
@@ -876,8 +879,8 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
     /* The default output name: <IN's folder>/ggml-model-<TYPE>.gguf. */
     char cmd[2000], def[700];
     snprintf(def, sizeof def, "%s/ggml-model-Q4_0.gguf", env->dir);
-    snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' q4_0", parity_config_path() ? parity_config_path() : "",
-             ANVIL_CLI, a);
+    snprintf(cmd, sizeof cmd, "ANVIL_CONFIG='%s' '%s' quantize --quiet '%s' q4_0",
+             parity_config_path() ? parity_config_path() : "", ANVIL_CLI, a);
     const int status = system(cmd);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(def)) {
         st.same++;
@@ -894,8 +897,8 @@ static void sweep_cli(qz_env *env, const char *a, const char *stories) {
 
 /* One architecture case: the presets of `presets` on spec's model, without
  * and (with_im) with an importance matrix. */
-static void arch_cases(qz_env *env, qz_stats *st, const char *label, const qza_spec *spec,
-                       const char *const *presets, int with_im, const char *const *kvs, size_t n_kvs) {
+static void arch_cases(qz_env *env, qz_stats *st, const char *label, const qza_spec *spec, const char *const *presets,
+                       int with_im, const char *const *kvs, size_t n_kvs) {
     char path[700], imp[700];
     snprintf(path, sizeof path, "%s/arch.gguf", env->dir);
     snprintf(imp, sizeof imp, "%s/arch.imatrix.gguf", env->dir);
@@ -939,10 +942,18 @@ static void sweep_arch_cases(qz_env *env) {
     static const char *const mix[] = { "Q4_K_M", "Q2_K", "Q3_K_M", "Q5_K_M", "IQ4_XS", NULL };
     static const char *const one[] = { "Q4_K_M", NULL };
     static const char *const big[] = { "Q3_K_S", "Q4_K_S", "Q4_K_M", NULL };
-    static const char *const clip_t[] = { "v.patch_embd.weight", "v.blk.%d.attn_q.weight", "v.blk.%d.attn_k.weight",
-                                          "v.blk.%d.attn_v.weight", "v.blk.%d.attn_out.weight", "v.blk.%d.ln1.weight",
-                                          "v.blk.%d.ffn_up.weight", "v.blk.%d.ffn_down.weight", "mm.0.weight",
-                                          "mm.2.weight", "v.post_ln.weight", NULL };
+    static const char *const clip_t[] = { "v.patch_embd.weight",
+                                          "v.blk.%d.attn_q.weight",
+                                          "v.blk.%d.attn_k.weight",
+                                          "v.blk.%d.attn_v.weight",
+                                          "v.blk.%d.attn_out.weight",
+                                          "v.blk.%d.ln1.weight",
+                                          "v.blk.%d.ffn_up.weight",
+                                          "v.blk.%d.ffn_down.weight",
+                                          "mm.0.weight",
+                                          "mm.2.weight",
+                                          "v.post_ln.weight",
+                                          NULL };
     static const char *const loops[] = { "%s.num_loops=2", NULL };
     static const char *const ov_qwen2[] = { "general.architecture=str:qwen2" };
     static const char *const ov_gptj[] = { "general.architecture=str:gptj" };
@@ -1022,8 +1033,8 @@ static void sweep_arch_cases(qz_env *env) {
     s.q6k_output = 2;
     arch_cases(env, &st, "kept Q6_K output, NaN scale", &s, keep_q6, 0, NULL, 0);
     /* an importance matrix with negative entries: llama.cpp uses it as given */
-    static const char *const neg[] = { "Q4_K_M", "Q2_K", "Q3_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL", "IQ4_XS",
-                                       "IQ3_S", "TQ1_0", "Q1_0", NULL };
+    static const char *const neg[] = { "Q4_K_M", "Q2_K",   "Q3_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1",
+                                       "IQ4_NL", "IQ4_XS", "IQ3_S",  "TQ1_0",  "Q1_0", NULL };
     s.q6k_output = 0;
     s.n_head_kv = 1;
     arch_cases(env, &st, "llama", &s, neg, 2, NULL, 0);
@@ -1138,7 +1149,8 @@ int parity_quantize(parity_ctx *pc) {
     snprintf(split_prefix, sizeof split_prefix, "%s/moe-split", env.dir);
     snprintf(split_first, sizeof split_first, "%s-00001-of-00003.gguf", split_prefix);
     if (!exists(spm_src) || !exists(stories)) {
-        printf("quantize: ggml-vocab-llama-spm.gguf / stories260K.v3.gguf in neither ../shared/testdata nor tests/data\n");
+        printf(
+            "quantize: ggml-vocab-llama-spm.gguf / stories260K.v3.gguf in neither ../shared/testdata nor tests/data\n");
         parity_report(pc, "quantize", "shared test data", 1, 1);
         remove_dir(env.dir);
         anvil_ctx_close(ctx);
@@ -1148,19 +1160,34 @@ int parity_quantize(parity_ctx *pc) {
     int ok = anvil_gguf_open(&vocab, spm_src, ctx, 0, &err) == ANVIL_OK;
     /* (a) ties its embeddings (the 32000-row tables dominate the run time);
      * (c) has its own output.weight. */
-    synth_model ma = { .n_vocab = 32000, .n_embd = 256, .n_ff = 256, .n_layer = 16, .n_head = 4,
-                             .n_head_kv = 2, .type = ANVIL_TYPE_F16, .seed = pc->seed, .name = "anvil parity spm",
-                             .tokenizer_from = vocab, .tied_embeddings = 1 };
-    synth_model mc = { .n_vocab = 512, .n_embd = 256, .n_ff = 256, .n_layer = 4, .n_head = 4, .n_head_kv = 1,
-                             .type = ANVIL_TYPE_F16, .seed = pc->seed + 1, .name = "anvil parity moe",
-                             .n_expert = 8, .n_expert_used = 2 };
+    synth_model ma = { .n_vocab = 32000,
+                       .n_embd = 256,
+                       .n_ff = 256,
+                       .n_layer = 16,
+                       .n_head = 4,
+                       .n_head_kv = 2,
+                       .type = ANVIL_TYPE_F16,
+                       .seed = pc->seed,
+                       .name = "anvil parity spm",
+                       .tokenizer_from = vocab,
+                       .tied_embeddings = 1 };
+    synth_model mc = { .n_vocab = 512,
+                       .n_embd = 256,
+                       .n_ff = 256,
+                       .n_layer = 4,
+                       .n_head = 4,
+                       .n_head_kv = 1,
+                       .type = ANVIL_TYPE_F16,
+                       .seed = pc->seed + 1,
+                       .name = "anvil parity moe",
+                       .n_expert = 8,
+                       .n_expert_used = 2 };
     ok = ok && write_model(a, &ma, ctx) == 0 && write_model(moe, &mc, ctx) == 0;
     anvil_gguf_close(vocab);
     anvil_gguf *mg = NULL;
     uint32_t n_parts = 0;
     if (ok && anvil_gguf_open(&mg, moe, ctx, 0, &err) == ANVIL_OK) {
-        ok = anvil_gguf_split_write(mg, split_prefix, 0, 15, ctx, &n_parts, &err) == ANVIL_OK &&
-             n_parts == 3;
+        ok = anvil_gguf_split_write(mg, split_prefix, 0, 15, ctx, &n_parts, &err) == ANVIL_OK && n_parts == 3;
     } else {
         ok = 0;
     }
@@ -1220,11 +1247,11 @@ int parity_quantize(parity_ctx *pc) {
         imatrix_write(&im_d, ag, p2, 1, ctx, 8) == 0 && imatrix_write(&im_m, mg, p3, 0, ctx, 9) == 0) {
         /* The presets that need a matrix on (a), the rest on the smaller (c):
          * every preset meets an importance matrix once. */
-        static const char *const need[] = { "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "IQ3_XXS",
-                                            "IQ3_XS", "Q2_K_S", "Q4_K_M", "Q4_0", "IQ4_XS", NULL };
+        static const char *const need[] = { "IQ2_XXS", "IQ2_XS", "IQ2_S",  "IQ2_M", "IQ1_S",  "IQ1_M", "IQ3_XXS",
+                                            "IQ3_XS",  "Q2_K_S", "Q4_K_M", "Q4_0",  "IQ4_XS", NULL };
         static const char *const legacy[] = { "IQ2_XXS", "IQ1_M", "Q4_K_M", "Q5_0", NULL };
-        static const char *const rest[] = { "IQ2_XXS", "Q4_K_M", "IQ3_S", "IQ3_M", "Q2_K", "Q3_K_M", "Q5_0",
-                                            "IQ4_NL", "Q6_K", "TQ2_0", "Q1_0", NULL };
+        static const char *const rest[] = { "IQ2_XXS", "Q4_K_M", "IQ3_S", "IQ3_M", "Q2_K", "Q3_K_M",
+                                            "Q5_0",    "IQ4_NL", "Q6_K",  "TQ2_0", "Q1_0", NULL };
         sweep_imatrix(&env, a, "spm", &im_g, 1, need, 1);
         sweep_imatrix(&env, a, "spm", &im_d, 0, legacy, 0);
         sweep_imatrix(&env, moe, "moe", &im_m, 1, rest, 1);

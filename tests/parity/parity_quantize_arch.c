@@ -187,7 +187,8 @@ static int write_keys(anvil_gguf_writer *w, const qza_spec *s, const qa_arch_row
         snprintf(fmt, sizeof fmt, "%.*s", (int)(eq - s->extra_u32[i]), s->extra_u32[i]);
         rc = set_u32(w, s, fmt, (uint32_t)strtoul(eq + 1, NULL, 10), err);
     }
-    for (size_t i = 0; rc == ANVIL_OK && row != NULL && row->keys[i] != NULL; ++i) rc = set_key(w, s, row->keys[i], err);
+    for (size_t i = 0; rc == ANVIL_OK && row != NULL && row->keys[i] != NULL; ++i)
+        rc = set_key(w, s, row->keys[i], err);
     return rc;
 }
 
@@ -220,12 +221,22 @@ int qza_write_model(const char *path, const qza_spec *s, anvil_ctx *ctx) {
     anvil_error err;
     memset(&err, 0, sizeof err);
     qza_buf b = { NULL, 0, 0 };
-    static const char *const plain[] = { "token_embd.weight", "output_norm.weight", "output.weight",
-                                         "blk.%d.attn_norm.weight", "blk.%d.attn_q.weight", "blk.%d.attn_k.weight",
-                                         "blk.%d.attn_v.weight", "blk.%d.attn_output.weight", "blk.%d.ffn_norm.weight",
-                                         "blk.%d.ffn_gate.weight", "blk.%d.ffn_down.weight", "blk.%d.ffn_up.weight",
+    static const char *const plain[] = { "token_embd.weight",
+                                         "output_norm.weight",
+                                         "output.weight",
+                                         "blk.%d.attn_norm.weight",
+                                         "blk.%d.attn_q.weight",
+                                         "blk.%d.attn_k.weight",
+                                         "blk.%d.attn_v.weight",
+                                         "blk.%d.attn_output.weight",
+                                         "blk.%d.ffn_norm.weight",
+                                         "blk.%d.ffn_gate.weight",
+                                         "blk.%d.ffn_down.weight",
+                                         "blk.%d.ffn_up.weight",
                                          NULL };
-    const char *const *names = s->tensors ? s->tensors : row != NULL && row->tensors[0] != NULL ? row->tensors : plain;
+    const char *const *names = s->tensors                               ? s->tensors
+                               : row != NULL && row->tensors[0] != NULL ? row->tensors
+                                                                        : plain;
     g_seen = calloc(1, sizeof *g_seen);
     if (g_seen == NULL) return -1;
     int rc = anvil_gguf_writer_new(&w, ctx, &err);

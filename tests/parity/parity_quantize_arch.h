@@ -14,15 +14,15 @@
 #include "anvil/anvil.h"
 
 typedef struct qza_spec {
-    const char *arch;          /* the keys' architecture, and general.architecture unless declared */
-    const char *declared;      /* general.architecture when not arch, or NULL */
-    const char *table_arch;    /* whose keys and tensors (NULL: arch's; none when unknown) */
-    uint32_t n_layer;          /* {arch}.block_count (0: the key is left out) */
+    const char *arch;       /* the keys' architecture, and general.architecture unless declared */
+    const char *declared;   /* general.architecture when not arch, or NULL */
+    const char *table_arch; /* whose keys and tensors (NULL: arch's; none when unknown) */
+    uint32_t n_layer;       /* {arch}.block_count (0: the key is left out) */
     uint32_t n_head, n_head_kv;
-    const char *drop_key;      /* a key to leave out ("%s" = arch), or NULL */
+    const char *drop_key;         /* a key to leave out ("%s" = arch), or NULL */
     const char *const *extra_u32; /* "key=value" u32 keys ("%s" = arch), NULL-ended, or NULL */
     const char *const *tensors;   /* tensor names ("%d": layer) instead of the table's, NULL-ended */
-    int q6k_output;            /* output.weight stored as Q6_K; 2: with a NaN scale in block 1 */
+    int q6k_output;               /* output.weight stored as Q6_K; 2: with a NaN scale in block 1 */
     uint64_t seed;
 } qza_spec;
 

@@ -54,7 +54,8 @@ static size_t compare(anvil_ctx *ctx, const char *a, const char *b, size_t *chec
     for (size_t i = 0; i < anvil_gguf_tensor_count(ga); ++i) {
         const anvil_gguf_tensor *x = anvil_gguf_tensor_at(ga, i), *y = anvil_gguf_find_tensor(gb, x->name);
         (*checked)++;
-        if (y == NULL || x->type != y->type || x->n_bytes != y->n_bytes || memcmp(x->data, y->data, x->n_bytes) != 0) {
+        if (y == NULL || x->type != y->type || x->n_bytes != y->n_bytes ||
+            memcmp(x->data, y->data, x->n_bytes) != 0) {
             printf("  quantize target: tensor %s differs (anvil %s, llama.cpp %s)\n", x->name, x->type_info.name,
                    y ? y->type_info.name : "missing");
             bad++;
@@ -71,8 +72,7 @@ static size_t one_budget(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const
     snprintf(out_a, sizeof out_a, "%s/target-%llu.gguf", dir, (unsigned long long)size);
     snprintf(out_l, sizeof out_l, "%s/target-%llu.llama.gguf", dir, (unsigned long long)size);
     snprintf(plan, sizeof plan, "%s/target-%llu.plan", dir, (unsigned long long)size);
-    snprintf(label, sizeof label, "--target-size %llu, plan through llama_model_quantize",
-             (unsigned long long)size);
+    snprintf(label, sizeof label, "--target-size %llu, plan through llama_model_quantize", (unsigned long long)size);
     anvil_imatrix *im = NULL;
     anvil_gguf *g = NULL;
     anvil_transcode *t = NULL;
@@ -119,12 +119,16 @@ static size_t one_budget(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const
             bad = compare(ctx, out_a, out_l, &checked);
         } else {
             char why[512];
-            printf("  quantize target: llama_model_quantize failed: %s\n", llama_oracle_log_last(lo, why, sizeof why));
+            printf("  quantize target: llama_model_quantize failed: %s\n",
+                   llama_oracle_log_last(lo, why, sizeof why));
         }
     } else {
-        printf("  quantize target: %s\n", rc != ANVIL_OK ? err.message : "the plan file has no rule llama-quantize reads");
+        printf("  quantize target: %s\n",
+               rc != ANVIL_OK ? err.message : "the plan file has no rule llama-quantize reads");
     }
-    if (pc->verbose) printf("  quantize target %llu: %zu rules, %zu tensors compared\n", (unsigned long long)size, n_rules, checked);
+    if (pc->verbose)
+        printf("  quantize target %llu: %zu rules, %zu tensors compared\n", (unsigned long long)size, n_rules,
+               checked);
     parity_report(pc, "quantize", label, checked ? checked : 1, bad);
     free(ims);
     free(text);

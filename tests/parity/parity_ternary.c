@@ -50,11 +50,11 @@
 #define DOT_REL_TOL 1e-5f
 
 typedef struct tern_format {
-    const char *name;       /* ggml spelling */
+    const char *name; /* ggml spelling */
     int type_id;
     size_t block_elems;
     size_t block_bytes;
-    size_t scale_offset;    /* byte offset of the f16 d inside a block */
+    size_t scale_offset; /* byte offset of the f16 d inside a block */
     const char *act_name;
     int act_type;
     size_t act_block_elems;
@@ -64,25 +64,21 @@ typedef struct tern_format {
     anvil_vec_dot_fn dot;
     anvil_quantize_fn act_quantize;
     anvil_decode_fn act_decode;
-    int sign_only;          /* Q1_0: no zero code */
+    int sign_only; /* Q1_0: no zero code */
 } tern_format;
 
 static const tern_format formats[] = {
-    { "tq1_0", ANVIL_TYPE_TQ1_0, ANVIL_QK_K, sizeof(anvil_block_tq1_0),
-      offsetof(anvil_block_tq1_0, d), "q8_K", ANVIL_TYPE_Q8_K, ANVIL_QK_K,
-      sizeof(anvil_block_q8_K), anvil_ref_encode_tq1_0, anvil_ref_decode_tq1_0,
+    { "tq1_0", ANVIL_TYPE_TQ1_0, ANVIL_QK_K, sizeof(anvil_block_tq1_0), offsetof(anvil_block_tq1_0, d), "q8_K",
+      ANVIL_TYPE_Q8_K, ANVIL_QK_K, sizeof(anvil_block_q8_K), anvil_ref_encode_tq1_0, anvil_ref_decode_tq1_0,
       anvil_ref_vec_dot_tq1_0_q8_K, anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0 },
-    { "tq2_0", ANVIL_TYPE_TQ2_0, ANVIL_QK_K, sizeof(anvil_block_tq2_0),
-      offsetof(anvil_block_tq2_0, d), "q8_K", ANVIL_TYPE_Q8_K, ANVIL_QK_K,
-      sizeof(anvil_block_q8_K), anvil_ref_encode_tq2_0, anvil_ref_decode_tq2_0,
+    { "tq2_0", ANVIL_TYPE_TQ2_0, ANVIL_QK_K, sizeof(anvil_block_tq2_0), offsetof(anvil_block_tq2_0, d), "q8_K",
+      ANVIL_TYPE_Q8_K, ANVIL_QK_K, sizeof(anvil_block_q8_K), anvil_ref_encode_tq2_0, anvil_ref_decode_tq2_0,
       anvil_ref_vec_dot_tq2_0_q8_K, anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0 },
-    { "q1_0", ANVIL_TYPE_Q1_0, ANVIL_QK1_0, sizeof(anvil_block_q1_0),
-      offsetof(anvil_block_q1_0, d), "q8_0", ANVIL_TYPE_Q8_0, ANVIL_QK8_0,
-      sizeof(anvil_block_q8_0), anvil_ref_encode_q1_0, anvil_ref_decode_q1_0,
+    { "q1_0", ANVIL_TYPE_Q1_0, ANVIL_QK1_0, sizeof(anvil_block_q1_0), offsetof(anvil_block_q1_0, d), "q8_0",
+      ANVIL_TYPE_Q8_0, ANVIL_QK8_0, sizeof(anvil_block_q8_0), anvil_ref_encode_q1_0, anvil_ref_decode_q1_0,
       anvil_ref_vec_dot_q1_0_q8_0, anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 1 },
-    { "q2_0", ANVIL_TYPE_Q2_0, ANVIL_QK2_0, sizeof(anvil_block_q2_0),
-      offsetof(anvil_block_q2_0, d), "q8_0", ANVIL_TYPE_Q8_0, ANVIL_QK8_0,
-      sizeof(anvil_block_q8_0), anvil_ref_encode_q2_0, anvil_ref_decode_q2_0,
+    { "q2_0", ANVIL_TYPE_Q2_0, ANVIL_QK2_0, sizeof(anvil_block_q2_0), offsetof(anvil_block_q2_0, d), "q8_0",
+      ANVIL_TYPE_Q8_0, ANVIL_QK8_0, sizeof(anvil_block_q8_0), anvil_ref_encode_q2_0, anvil_ref_decode_q2_0,
       anvil_ref_vec_dot_q2_0_q8_0, anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 0 },
 };
 
@@ -100,8 +96,8 @@ typedef struct tern_bufs {
     float act[TERN_MAX_ELEMS];
     float dec_mine[TERN_MAX_ELEMS];
     float dec_ggml[TERN_MAX_ELEMS];
-    uint8_t enc_mine[TERN_MAX_ELEMS];   /* every format is < 1 byte/elem... */
-    uint8_t enc_ggml[TERN_MAX_ELEMS];   /* ...plus slack: <= 18/64 per elem */
+    uint8_t enc_mine[TERN_MAX_ELEMS]; /* every format is < 1 byte/elem... */
+    uint8_t enc_ggml[TERN_MAX_ELEMS]; /* ...plus slack: <= 18/64 per elem */
     uint8_t actq_mine[TERN_MAX_ELEMS * 2];
     uint8_t actq_ggml[TERN_MAX_ELEMS * 2];
 } tern_bufs;
@@ -114,7 +110,7 @@ typedef struct tern_counts {
     size_t gen_rows, gen_bad;
     size_t tern_rows, tern_bad;
     size_t refuse_checks, refuse_bad;
-    size_t plain_over;       /* rows whose plain relative error > 1e-5 */
+    size_t plain_over; /* rows whose plain relative error > 1e-5 */
     double worst_bound, worst_plain, worst_mag;
     double worst_exact_mine, worst_exact_ggml; /* |dot - exact| / M */
     float worst_mine, worst_ggml;
@@ -191,8 +187,8 @@ static int ternary_exact(const tern_format *f, const float *x, const float *dec,
  * the size of every intermediate either formulation touches (within the
  * factor of the largest code). The plain |a - b| / max(|a|, |b|) is
  * reported beside it. */
-static double dot_magnitude(const tern_format *f, const void *w, const void *a, size_t n,
-                            tern_bufs *bf, double *exact) {
+static double dot_magnitude(const tern_format *f, const void *w, const void *a, size_t n, tern_bufs *bf,
+                            double *exact) {
     f->act_decode(a, bf->dec_ggml, n);
     f->decode(w, bf->dec_mine, n);
     double e = 0.0;
@@ -213,14 +209,13 @@ static double dot_magnitude(const tern_format *f, const void *w, const void *a, 
     return m;
 }
 
-static void check_dot(const tern_format *f, const tern_oracle *o, tern_counts *c, size_t n,
-                      const void *w, const void *a, tern_bufs *bf, const char *what, int verbose) {
+static void check_dot(const tern_format *f, const tern_oracle *o, tern_counts *c, size_t n, const void *w,
+                      const void *a, tern_bufs *bf, const char *what, int verbose) {
     float mine = 0.0f, ggml = 0.0f, gen = 0.0f;
     f->dot(n, &mine, w, a);
     if (o->dot != NULL) {
         o->dot((int)n, &ggml, 0, w, 0, a, 0, 1);
-        const double big = fabs((double)mine) > fabs((double)ggml) ? fabs((double)mine)
-                                                                  : fabs((double)ggml);
+        const double big = fabs((double)mine) > fabs((double)ggml) ? fabs((double)mine) : fabs((double)ggml);
         double exact = 0.0;
         const double mag = dot_magnitude(f, w, a, n, bf, &exact);
         /* whose rounding is it: both against the exact (double) dot of the
@@ -253,8 +248,8 @@ static void check_dot(const tern_format *f, const tern_oracle *o, tern_counts *c
         if (bad) {
             c->dot_bad++;
             if (verbose || c->dot_bad <= 3) {
-                fprintf(stderr, "  %s dot (%s, n=%zu): anvil %.9g ggml %.9g (M %.6g, rel %.3g)\n",
-                        f->name, what, n, mine, ggml, mag, e_bound);
+                fprintf(stderr, "  %s dot (%s, n=%zu): anvil %.9g ggml %.9g (M %.6g, rel %.3g)\n", f->name, what, n,
+                        mine, ggml, mag, e_bound);
             }
         }
     }
@@ -264,8 +259,8 @@ static void check_dot(const tern_format *f, const tern_oracle *o, tern_counts *c
         if (!parity_same_bits(mine, gen)) {
             c->gen_bad++;
             if (verbose || c->gen_bad <= 3) {
-                fprintf(stderr, "  %s dot vs portable (%s, n=%zu): anvil %.9g ggml %.9g\n",
-                        f->name, what, n, mine, gen);
+                fprintf(stderr, "  %s dot vs portable (%s, n=%zu): anvil %.9g ggml %.9g\n", f->name, what, n, mine,
+                        gen);
             }
         }
     }
@@ -274,8 +269,8 @@ static void check_dot(const tern_format *f, const tern_oracle *o, tern_counts *c
 /* Quantize the activation with ggml (the bytes every dot is measured on) and
  * check anvil's quantizer agrees. ggml leaves an all-zero Q8_K block's bsums
  * unwritten; zeroing the buffer first makes them the zeros anvil writes. */
-static void make_activation(const tern_format *f, const tern_oracle *o, tern_bufs *bf,
-                            tern_counts *c, size_t n, int verbose) {
+static void make_activation(const tern_format *f, const tern_oracle *o, tern_bufs *bf, tern_counts *c, size_t n,
+                            int verbose) {
     const size_t bytes = n / f->act_block_elems * f->act_block_bytes;
     memset(bf->actq_ggml, 0, bytes);
     o->act_quantize(bf->act, bf->actq_ggml, (int64_t)n);
@@ -286,16 +281,14 @@ static void make_activation(const tern_format *f, const tern_oracle *o, tern_buf
     if (at != bytes) {
         c->act_bad++;
         if (verbose || c->act_bad <= 3) {
-            fprintf(stderr, "  %s activation %s differs at byte %zu (n=%zu)\n", f->name, f->act_name,
-                    at, n);
+            fprintf(stderr, "  %s activation %s differs at byte %zu (n=%zu)\n", f->name, f->act_name, at, n);
         }
     }
 }
 
 /* One crafted block: random bytes, and a scale that is either a random
  * finite f16 (for dots) or any 16-bit pattern (decode only). */
-static void craft_blocks(const tern_format *f, uint8_t *dst, size_t nblocks, test_rng *r,
-                         int any_scale) {
+static void craft_blocks(const tern_format *f, uint8_t *dst, size_t nblocks, test_rng *r, int any_scale) {
     for (size_t b = 0; b < nblocks; ++b) {
         uint8_t *blk = dst + b * f->block_bytes;
         for (size_t j = 0; j < f->block_bytes; ++j) {
@@ -341,8 +334,7 @@ static void check_refusals(const tern_format *f, tern_bufs *bf, tern_counts *c) 
     }
 }
 
-static int write_golden(parity_ctx *pc, const tern_format *f, const tern_oracle *o,
-                        tern_bufs *bf) {
+static int write_golden(parity_ctx *pc, const tern_format *f, const tern_oracle *o, tern_bufs *bf) {
     const size_t n = 256; /* the smallest whole-block length >= 256 for all four */
     golden_header h;
     memset(&h, 0, sizeof h);
@@ -379,8 +371,7 @@ static int write_golden(parity_ctx *pc, const tern_format *f, const tern_oracle 
         o->decode(bf->enc_ggml, bf->dec_ggml, (int64_t)n);
         float dot = NAN;
         golden_dot((int)n, &dot, 0, bf->enc_ggml, 0, bf->actq_ggml, 0, 1);
-        rc = golden_write_record(fp, &h, (uint32_t)kind, GOLDEN_REC_ENCODED, bf->x, bf->enc_ggml,
-                                 bf->dec_ggml, dot);
+        rc = golden_write_record(fp, &h, (uint32_t)kind, GOLDEN_REC_ENCODED, bf->x, bf->enc_ggml, bf->dec_ggml, dot);
     }
     /* decode-only rows: random code bytes with finite scales, so invalid
      * trit bytes and code 3 are pinned too */
@@ -392,8 +383,7 @@ static int write_golden(parity_ctx *pc, const tern_format *f, const tern_oracle 
         o->decode(bf->enc_ggml, bf->dec_ggml, (int64_t)n);
         float dot = NAN;
         golden_dot((int)n, &dot, 0, bf->enc_ggml, 0, bf->actq_ggml, 0, 1);
-        rc = golden_write_record(fp, &h, (uint32_t)INPUT_UNIFORM, 0, bf->x, bf->enc_ggml,
-                                 bf->dec_ggml, dot);
+        rc = golden_write_record(fp, &h, (uint32_t)INPUT_UNIFORM, 0, bf->x, bf->enc_ggml, bf->dec_ggml, dot);
     }
     if (golden_write_end(fp) != 0) {
         rc = -1;
@@ -453,9 +443,11 @@ static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
         if (rc != 0 || at != bytes) {
             c.enc_bad++;
             if (pc->verbose || c.enc_bad <= 5) {
-                fprintf(stderr, "  %s encode row %zu (%s, n=%zu): rc %d, first diff byte %zu "
-                        "(anvil %02x ggml %02x) %s\n", f->name, row, kind_name(kind), n, rc, at,
-                        at < bytes ? bf->enc_mine[at] : 0, at < bytes ? bf->enc_ggml[at] : 0, msg);
+                fprintf(stderr,
+                        "  %s encode row %zu (%s, n=%zu): rc %d, first diff byte %zu "
+                        "(anvil %02x ggml %02x) %s\n",
+                        f->name, row, kind_name(kind), n, rc, at, at < bytes ? bf->enc_mine[at] : 0,
+                        at < bytes ? bf->enc_ggml[at] : 0, msg);
             }
         }
 
@@ -467,8 +459,8 @@ static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
         if (dat != n) {
             c.dec_bad++;
             if (pc->verbose || c.dec_bad <= 5) {
-                fprintf(stderr, "  %s decode row %zu (%s): element %zu anvil %a ggml %a\n", f->name,
-                        row, kind_name(kind), dat, bf->dec_mine[dat], bf->dec_ggml[dat]);
+                fprintf(stderr, "  %s decode row %zu (%s): element %zu anvil %a ggml %a\n", f->name, row,
+                        kind_name(kind), dat, bf->dec_mine[dat], bf->dec_ggml[dat]);
             }
         }
 
@@ -502,8 +494,8 @@ static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
         if (dat != n) {
             c.dec_bad++;
             if (pc->verbose || c.dec_bad <= 5) {
-                fprintf(stderr, "  %s decode crafted %zu: element %zu anvil %a ggml %a\n", f->name,
-                        k, dat, bf->dec_mine[dat], bf->dec_ggml[dat]);
+                fprintf(stderr, "  %s decode crafted %zu: element %zu anvil %a ggml %a\n", f->name, k, dat,
+                        bf->dec_mine[dat], bf->dec_ggml[dat]);
             }
         }
         if (!any_scale) {
@@ -533,17 +525,16 @@ static void parity_format(parity_ctx *pc, const tern_format *f, tern_bufs *bf) {
     } else {
         printf("%-8s (no ggml baseline x64 CPU library: bitwise dot check skipped)\n", f->name);
     }
-    parity_report(pc, f->name, f->sign_only ? "ternary rows keep sign, |w|=f16(d)"
-                                            : "ternary rows exact (f16 scale)",
+    parity_report(pc, f->name, f->sign_only ? "ternary rows keep sign, |w|=f16(d)" : "ternary rows exact (f16 scale)",
                   c.tern_rows, c.tern_bad);
     parity_report(pc, f->name, "refusals (non-finite, bad length)", c.refuse_checks, c.refuse_bad);
     const char *variant = pc->oracle->cpu_variant[0] ? pc->oracle->cpu_variant : "cpu";
     printf("%-8s dot vs ggml %s: worst error %.3g of max(|dot|, M); plain relative error "
            "worst %.3g (anvil %.9g, ggml %.9g, M %.6g), > 1e-5 in %zu of %zu rows (cancellation)\n",
-           f->name, variant, c.worst_bound, c.worst_plain, (double)c.worst_mine,
-           (double)c.worst_ggml, c.worst_mag, c.plain_over, c.dot_rows);
-    printf("%-8s distance from the exact dot (M > 1e-30), worst, in units of M: anvil %.3g, ggml %s %.3g\n",
-           f->name, c.worst_exact_mine, variant, c.worst_exact_ggml);
+           f->name, variant, c.worst_bound, c.worst_plain, (double)c.worst_mine, (double)c.worst_ggml, c.worst_mag,
+           c.plain_over, c.dot_rows);
+    printf("%-8s distance from the exact dot (M > 1e-30), worst, in units of M: anvil %.3g, ggml %s %.3g\n", f->name,
+           c.worst_exact_mine, variant, c.worst_exact_ggml);
 
     if (pc->golden_dir != NULL && write_golden(pc, f, &o, bf) != 0) {
         pc->total_failures++;

@@ -64,10 +64,10 @@ typedef struct tc_gguf_api {
 } tc_gguf_api;
 
 static int load_gguf_api(const ggml_oracle *o, tc_gguf_api *a) {
-#define TC_SYM(field, name)                                  \
-    do {                                                     \
-        *(void **)&a->field = ggml_oracle_sym(o, name);      \
-        if (a->field == NULL) return -1;                     \
+#define TC_SYM(field, name)                             \
+    do {                                                \
+        *(void **)&a->field = ggml_oracle_sym(o, name); \
+        if (a->field == NULL) return -1;                \
     } while (0)
     TC_SYM(init_from_file, "gguf_init_from_file");
     TC_SYM(free_ctx, "gguf_free");
@@ -89,8 +89,8 @@ typedef struct src_tensor {
     const char *name;
     uint32_t type;
     uint32_t n_dims;
-    uint64_t ne[3];     /* ne[1] is filled from the row budget when 0 */
-    int weight;         /* share of the row budget */
+    uint64_t ne[3]; /* ne[1] is filled from the row budget when 0 */
+    int weight;     /* share of the row budget */
 } src_tensor;
 
 static src_tensor parity_model[] = {
@@ -147,7 +147,8 @@ static int write_source(const char *path, size_t rows_budget, uint64_t seed, anv
         }
         rc = anvil_encode(ctx, s->type, x, (size_t)n, bufs[i], (size_t)bytes, &err);
         free(x);
-        if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(w, s->name, s->type, s->n_dims, s->ne, bufs[i], bytes, &err);
+        if (rc == ANVIL_OK)
+            rc = anvil_gguf_writer_add_tensor(w, s->name, s->type, s->n_dims, s->ne, bufs[i], bytes, &err);
     }
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_file(w, path, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "parity transcode: cannot write the source: %s\n", err.message);
@@ -186,7 +187,8 @@ static void check_bytes(const ggml_oracle *o, const anvil_transcode *t, const an
         }
         if (it->why != ANVIL_TRANSCODE_CONVERT) {
             res->tensors_kept++;
-            res->bad_kept += ot->n_bytes != it->src_bytes || memcmp(ot->data, it->src->data, (size_t)ot->n_bytes) != 0;
+            res->bad_kept += ot->n_bytes != it->src_bytes ||
+                             memcmp(ot->data, it->src->data, (size_t)ot->n_bytes) != 0;
             continue;
         }
         float *x = malloc((size_t)it->src->n_elements * sizeof *x);
@@ -198,14 +200,17 @@ static void check_bytes(const ggml_oracle *o, const anvil_transcode *t, const an
             continue;
         }
         if (o->quantize_init) o->quantize_init((int)it->dst_type);
-        const size_t got = o->quantize_chunk((int)it->dst_type, x, ref, 0, (int64_t)it->n_rows, (int64_t)it->row_len, NULL);
+        const size_t got =
+            o->quantize_chunk((int)it->dst_type, x, ref, 0, (int64_t)it->n_rows, (int64_t)it->row_len, NULL);
         const size_t row_bytes = (size_t)(it->dst_bytes / it->n_rows);
         size_t bad = 0;
         for (uint64_t r = 0; r < it->n_rows; ++r) {
             bad += memcmp(ref + r * row_bytes, (const unsigned char *)ot->data + r * row_bytes, row_bytes) != 0;
         }
         if (got != it->dst_bytes) bad = (size_t)it->n_rows;
-        if (bad && verbose) fprintf(stderr, "  %s: %zu of %llu rows differ from ggml\n", it->name, bad, (unsigned long long)it->n_rows);
+        if (bad && verbose)
+            fprintf(stderr, "  %s: %zu of %llu rows differ from ggml\n", it->name, bad,
+                    (unsigned long long)it->n_rows);
         res->rows += (size_t)it->n_rows;
         res->bad_rows += bad;
         free(x);
@@ -354,7 +359,8 @@ static void speed_table(parity_ctx *pc, anvil_ctx *ctx, const char *src_path, co
     const unsigned all = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     char out[4200];
     snprintf(out, sizeof out, "%s/speed.gguf", dir);
-    printf("speed (MB/s of source; anvil: the whole streaming transcode, ggml: ggml_quantize_chunk alone, 1 thread)\n");
+    printf(
+        "speed (MB/s of source; anvil: the whole streaming transcode, ggml: ggml_quantize_chunk alone, 1 thread)\n");
     printf("  %-8s %12s %12s %12s %10s\n", "type", "anvil 1 thr", "anvil all", "ggml 1 thr", "1 thr x");
     for (size_t k = 0; k < sizeof types / sizeof types[0]; ++k) {
         uint64_t conv = 0;

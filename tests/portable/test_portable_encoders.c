@@ -52,7 +52,7 @@ static int suite_clean(void) {
 
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-    sb_add_encoder_tests(CU_add_suite("backend-scalar portable weight encoders vs the reference", suite_init,
-                                      suite_clean));
+    sb_add_encoder_tests(
+        CU_add_suite("backend-scalar portable weight encoders vs the reference", suite_init, suite_clean));
     return test_run_cunit();
 }

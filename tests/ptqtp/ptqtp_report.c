@@ -45,8 +45,8 @@ static int measure(anvil_ctx *ctx, const char *type, const float *x, size_t n, a
     uint32_t id;
     anvil_type_info info;
     uint64_t bytes = 0;
-    if (anvil_type_from_name(ctx, type, &id, &err) != ANVIL_OK || anvil_type_lookup(ctx, id, &info, &err) != ANVIL_OK ||
-        anvil_type_bytes(&info, n, &bytes, &err) != ANVIL_OK) {
+    if (anvil_type_from_name(ctx, type, &id, &err) != ANVIL_OK ||
+        anvil_type_lookup(ctx, id, &info, &err) != ANVIL_OK || anvil_type_bytes(&info, n, &bytes, &err) != ANVIL_OK) {
         fprintf(stderr, "%s: %s\n", type, err.message);
         return -1;
     }
@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
             total += t->n_elements;
         }
         char title[4200];
-        snprintf(title, sizeof title, "%s: %zu float matrices, %zu weights, flattened into 256-weight groups:", argv[1],
-                 count, total);
+        snprintf(title, sizeof title,
+                 "%s: %zu float matrices, %zu weights, flattened into 256-weight groups:", argv[1], count, total);
         table(ctx, title, data, lens, count);
         for (size_t i = 0; i < count; ++i) free(data[i]);
         anvil_gguf_close(g);

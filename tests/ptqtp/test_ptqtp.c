@@ -166,7 +166,8 @@ static void check_decode_spec(const kfmt *f) {
         spec_decode(blk, f->k, want);
         for (unsigned i = 0; i < N; ++i) {
             if (!same_bits(got[i], want[i]) && !(isnan(got[i]) && isnan(want[i]))) {
-                if (bad++ == 0) fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
+                if (bad++ == 0)
+                    fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
             }
         }
     }
@@ -206,7 +207,8 @@ static void check_dots(const kfmt *f) {
             random_block(f, &r, 1, blk);
             if (exact) { /* +-1 and +-2 scales, codes -3..3, act scale 1: every float step exact */
                 for (unsigned p = 0; p < f->k; ++p) {
-                    const uint16_t h = (uint16_t)((test_rng_u64(&r) & 1 ? 0x3C00 : 0x4000) | (test_rng_u64(&r) & 0x8000));
+                    const uint16_t h =
+                        (uint16_t)((test_rng_u64(&r) & 1 ? 0x3C00 : 0x4000) | (test_rng_u64(&r) & 0x8000));
                     memcpy(blk + ANVIL_PTQTP_SCALE_OFFSET(f->k, p), &h, 2);
                 }
                 make_act(&r, 1.0f, 3, a + b * 292);
@@ -444,9 +446,15 @@ static int write_f32_model(anvil_ctx *ctx, const char *path, const float *w) {
     for (unsigned i = 0; i < TK; ++i) norm[i] = 1.0f + (float)i / TK;
     const uint64_t ne[2] = { TK, TR }, ne1[1] = { TK };
     int rc = anvil_gguf_writer_set_string(gw, "general.architecture", "llama", &err);
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", ANVIL_TYPE_F32, 2, ne, w, sizeof(float) * TR * TK, &err);
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.attn_v.weight", ANVIL_TYPE_F32, 2, ne, w, sizeof(float) * TR * TK, &err);
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_norm.weight", ANVIL_TYPE_F32, 1, ne1, norm, sizeof norm, &err);
+    if (rc == ANVIL_OK)
+        rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", ANVIL_TYPE_F32, 2, ne, w,
+                                          sizeof(float) * TR * TK, &err);
+    if (rc == ANVIL_OK)
+        rc = anvil_gguf_writer_add_tensor(gw, "blk.0.attn_v.weight", ANVIL_TYPE_F32, 2, ne, w,
+                                          sizeof(float) * TR * TK, &err);
+    if (rc == ANVIL_OK)
+        rc = anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_norm.weight", ANVIL_TYPE_F32, 1, ne1, norm, sizeof norm,
+                                          &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_file(gw, path, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "\nwrite_f32_model: %s\n", err.message);
     anvil_gguf_writer_free(gw);
@@ -486,7 +494,8 @@ static void test_threads(void) {
             char outp[4300];
             snprintf(outp, sizeof outp, "%s/%s-t%u.gguf", test_tmpdir(), FMT[f].name, threads);
             CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp %u --threads %u --quiet 2>&1",
-                                     ANVIL_CLI, model, outp, FMT[f].k, threads), 0);
+                                     ANVIL_CLI, model, outp, FMT[f].k, threads),
+                                  0);
             uint8_t *data = NULL;
             size_t size = 0;
             CU_ASSERT_EQUAL_FATAL(file_bytes(outp, &data, &size), 0);
@@ -528,7 +537,8 @@ static void test_transcode_cli(void) {
     snprintf(b, sizeof b, "%s/b.gguf", test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(write_f32_model(ctx, model, w), ANVIL_OK);
     CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 3 --quiet 2>&1", ANVIL_CLI, model, a), 0);
-    CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --dtype ptqtp3 --quiet 2>&1", ANVIL_CLI, model, b), 0);
+    CU_ASSERT_EQUAL_FATAL(
+        sh("'%s' transcode --from '%s' --out '%s' --dtype ptqtp3 --quiet 2>&1", ANVIL_CLI, model, b), 0);
     uint8_t *da = NULL, *db = NULL;
     size_t na = 0, nb = 0;
     CU_ASSERT_EQUAL_FATAL(file_bytes(a, &da, &na) | file_bytes(b, &db, &nb), 0);
@@ -538,7 +548,9 @@ static void test_transcode_cli(void) {
 
     /* an override keeps attn_v at q6_K; the report names the plugin's type */
     CU_ASSERT_EQUAL_FATAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --tensor-type 'attn_v=q6_K' "
-                             "--compare 2>&1", ANVIL_CLI, model, a), 0);
+                             "--compare 2>&1",
+                             ANVIL_CLI, model, a),
+                          0);
     const char *cmp = strstr(out, "compare: SNR dB");
     CU_ASSERT_PTR_NOT_NULL_FATAL(cmp);
     CU_ASSERT_PTR_NOT_NULL(strstr(cmp, "tq1_0"));
@@ -550,7 +562,8 @@ static void test_transcode_cli(void) {
     CU_ASSERT(strncmp(v + 35, "q6_K", 4) == 0);
     /* the ptqtp2 row: its SNR, then five others, q3_K (4th) above q2_K (3rd) */
     double snr[6];
-    CU_ASSERT_EQUAL_FATAL(sscanf(up + 44, "%lf %lf %lf %lf %lf %lf", &snr[0], &snr[1], &snr[2], &snr[3], &snr[4], &snr[5]), 6);
+    CU_ASSERT_EQUAL_FATAL(
+        sscanf(up + 44, "%lf %lf %lf %lf %lf %lf", &snr[0], &snr[1], &snr[2], &snr[3], &snr[4], &snr[5]), 6);
     CU_ASSERT(snr[0] > 10.0 && snr[0] < snr[4] && snr[0] > snr[3] && snr[0] > snr[1]);
     anvil_gguf *g = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g, a, ctx, 0, &err), ANVIL_OK);
@@ -558,7 +571,8 @@ static void test_transcode_cli(void) {
     CU_ASSERT_EQUAL(anvil_gguf_find_tensor(g, "blk.0.attn_v.weight")->type, ANVIL_TYPE_Q6_K);
     CU_ASSERT_EQUAL(anvil_gguf_find_tensor(g, "blk.0.ffn_norm.weight")->type, ANVIL_TYPE_F32);
     anvil_gguf_close(g);
-    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare --json 2>&1", ANVIL_CLI, model, a), 0);
+    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare --json 2>&1", ANVIL_CLI, model, a),
+                    0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"compare\":{\"types\":[{\"name\":\"tq1_0\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"results\":[{\"type\":\"tq1_0\",\"compared\":true,\"snr_db\":"));
 
@@ -568,8 +582,9 @@ static void test_transcode_cli(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "K is 2 or 3"));
     CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --dtype q4_K 2>&1", ANVIL_CLI, model, a), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "give one"));
-    CU_ASSERT_EQUAL(sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare-with q4_K,nosuch 2>&1", ANVIL_CLI,
-                       model, a), 2);
+    CU_ASSERT_EQUAL(
+        sh("'%s' transcode --from '%s' --out '%s' --ptqtp 2 --compare-with q4_K,nosuch 2>&1", ANVIL_CLI, model, a),
+        2);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "nosuch"));
     char noplug[4200];
     snprintf(noplug, sizeof noplug, "%s/noplug-tc.ini", test_tmpdir());
@@ -577,7 +592,8 @@ static void test_transcode_cli(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
     fprintf(fp, "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, backend-scalar\n", ANVIL_PLUGIN_DIR);
     fclose(fp);
-    CU_ASSERT_EQUAL(sh("'%s' --config '%s' transcode --from '%s' --out '%s' --ptqtp 2 2>&1", ANVIL_CLI, noplug, model, a), 1);
+    CU_ASSERT_EQUAL(
+        sh("'%s' --config '%s' transcode --from '%s' --out '%s' --ptqtp 2 2>&1", ANVIL_CLI, noplug, model, a), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "codec-ptqtp"));
     sh_quiet = 0;
     anvil_ctx_close(ctx);
@@ -632,8 +648,8 @@ static void test_host(void) {
         anvil_gguf_writer *gw = NULL;
         CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&gw, ctx, &err), ANVIL_OK);
         const uint64_t ne[2] = { TK, TR };
-        CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", FMT[f].id, 2, ne, blocks, bytes, &err),
-                              ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(
+            anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", FMT[f].id, 2, ne, blocks, bytes, &err), ANVIL_OK);
         CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_write_file(gw, path, &err), ANVIL_OK);
         anvil_gguf_writer_free(gw);
         CU_ASSERT_EQUAL(sh("'%s' inspect '%s' 2>&1", ANVIL_CLI, path), 0);

@@ -115,7 +115,8 @@ static void check_decode_spec(const kfmt *f) {
         spec_decode(blk, f->k, want);
         for (unsigned i = 0; i < N; ++i) {
             if (!same_bits(got[i], want[i]) && !(isnan(got[i]) && isnan(want[i]))) {
-                if (bad++ == 0) fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
+                if (bad++ == 0)
+                    fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
             }
         }
     }
@@ -172,7 +173,8 @@ static void check_dots(const kfmt *f) {
         }
         float s = NAN;
         f->dot(n, &s, w, a);
-        if (exact && (double)s != ref && exact_bad++ == 0) fprintf(stderr, "\n%s exact: %.9g vs %.9g\n", f->name, (double)s, ref);
+        if (exact && (double)s != ref && exact_bad++ == 0)
+            fprintf(stderr, "\n%s exact: %.9g vs %.9g\n", f->name, (double)s, ref);
         if (!(fabs((double)s - ref) <= 1e-5 * mag) && bound_bad++ == 0) {
             fprintf(stderr, "\n%s: %.9g vs %.9g (terms %.6g)\n", f->name, (double)s, ref, mag);
         }
@@ -249,7 +251,8 @@ static void check_golden(const kfmt *f) {
         CU_ASSERT_EQUAL(f->encode(r.in, enc, GOLDEN_ROW, msg, sizeof msg), ANVIL_OK);
         if (memcmp(enc, r.enc, g.h.row_bytes) != 0) {
             enc_bad++;
-            fprintf(stderr, "\n%s golden record %u (%s): encode differs", f->name, i, test_input_kind_name((test_input_kind)i));
+            fprintf(stderr, "\n%s golden record %u (%s): encode differs", f->name, i,
+                    test_input_kind_name((test_input_kind)i));
         }
         f->decode(r.enc, y, GOLDEN_ROW);
         if (memcmp(y, r.dec, sizeof y) != 0) dec_bad++;
@@ -403,7 +406,8 @@ static void test_matmul(void) {
         for (unsigned r = 0; r < TR; ++r) {
             float s = NAN;
             FMT[f].dot(TK, &s, blocks + r * row_bytes, aq);
-            if (!same_bits(s, y[r]) && bad++ == 0) fprintf(stderr, "\n%s row %u: %a vs %a\n", FMT[f].name, r, y[r], s);
+            if (!same_bits(s, y[r]) && bad++ == 0)
+                fprintf(stderr, "\n%s row %u: %a vs %a\n", FMT[f].name, r, y[r], s);
         }
         CU_ASSERT_EQUAL(bad, 0);
         int dispatched = 0;
@@ -428,13 +432,16 @@ static void test_threads(void) {
     }
     const char *tmp = test_tmpdir();
     for (unsigned t = 1; t <= 3; t += 2) {
-        const int rc = test_shell(out, sizeof out, "'%s' transcode --quiet --no-quality --from '%s' --out '%s/t%u.gguf' "
-                                  "--ptqtp 2s --threads %u 2>&1", ANVIL_CLI, model, tmp, t, t);
+        const int rc = test_shell(out, sizeof out,
+                                  "'%s' transcode --quiet --no-quality --from '%s' --out '%s/t%u.gguf' "
+                                  "--ptqtp 2s --threads %u 2>&1",
+                                  ANVIL_CLI, model, tmp, t, t);
         if (rc != 0) fprintf(stderr, "\n%s\n", out);
         CU_ASSERT_EQUAL_FATAL(rc, 0);
     }
     CU_ASSERT_EQUAL(test_shell(out, sizeof out, "cmp '%s/t1.gguf' '%s/t3.gguf' 2>&1", tmp, tmp), 0);
-    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' inspect '%s/t1.gguf' 2>&1 | grep -c ptqtp2s", ANVIL_CLI, tmp), 0);
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' inspect '%s/t1.gguf' 2>&1 | grep -c ptqtp2s", ANVIL_CLI, tmp),
+                    0);
 }
 
 int main(int argc, char **argv) {

@@ -47,31 +47,26 @@ typedef struct fmt {
     size_t act_block_bytes;
     quantize_fn act_quantize;
     anvil_vec_dot_fn dot;
-    int has_min;             /* q4_1, q5_1 */
-    int code_bits;           /* 4, 5, 8 */
+    int has_min;                      /* q4_1, q5_1 */
+    int code_bits;                    /* 4, 5, 8 */
     anvil_encode_rows_fn encode_rows; /* NULL: q8_1, an activation format */
-    uint32_t flags;          /* the codec's ANVIL_CODEC_* flags */
+    uint32_t flags;                   /* the codec's ANVIL_CODEC_* flags */
 } fmt;
 
 static const fmt formats[] = {
-    { "q4_0", ANVIL_TYPE_Q4_0, 18, anvil_ref_encode_q4_0, anvil_ref_decode_q4_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0, 0, 4,
-      anvil_ref_encode_rows_q4_0, 0 },
-    { "q4_1", ANVIL_TYPE_Q4_1, 20, anvil_ref_encode_q4_1, anvil_ref_decode_q4_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1, 1, 4,
-      anvil_ref_encode_rows_q4_1, 0 },
-    { "q5_0", ANVIL_TYPE_Q5_0, 22, anvil_ref_encode_q5_0, anvil_ref_decode_q5_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0, 0, 5,
-      anvil_ref_encode_rows_q5_0, 0 },
-    { "q5_1", ANVIL_TYPE_Q5_1, 24, anvil_ref_encode_q5_1, anvil_ref_decode_q5_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1, 1, 5,
-      anvil_ref_encode_rows_q5_1, 0 },
-    { "q8_0", ANVIL_TYPE_Q8_0, 34, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0, ANVIL_TYPE_Q8_0,
-      34, anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0, 0, 8,
-      anvil_ref_encode_rows_q8_0, ANVIL_CODEC_IMATRIX_UNUSED },
-    { "q8_1", ANVIL_TYPE_Q8_1, 36, anvil_ref_encode_q8_1, anvil_ref_decode_q8_1, ANVIL_TYPE_Q8_1,
-      36, anvil_ref_quantize_q8_1, NULL, 0, 8,
-      NULL, ANVIL_CODEC_ACTIVATION },
+    { "q4_0", ANVIL_TYPE_Q4_0, 18, anvil_ref_encode_q4_0, anvil_ref_decode_q4_0, ANVIL_TYPE_Q8_0, 34,
+      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q4_0_q8_0, 0, 4, anvil_ref_encode_rows_q4_0, 0 },
+    { "q4_1", ANVIL_TYPE_Q4_1, 20, anvil_ref_encode_q4_1, anvil_ref_decode_q4_1, ANVIL_TYPE_Q8_1, 36,
+      anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q4_1_q8_1, 1, 4, anvil_ref_encode_rows_q4_1, 0 },
+    { "q5_0", ANVIL_TYPE_Q5_0, 22, anvil_ref_encode_q5_0, anvil_ref_decode_q5_0, ANVIL_TYPE_Q8_0, 34,
+      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q5_0_q8_0, 0, 5, anvil_ref_encode_rows_q5_0, 0 },
+    { "q5_1", ANVIL_TYPE_Q5_1, 24, anvil_ref_encode_q5_1, anvil_ref_decode_q5_1, ANVIL_TYPE_Q8_1, 36,
+      anvil_ref_quantize_q8_1, anvil_ref_vec_dot_q5_1_q8_1, 1, 5, anvil_ref_encode_rows_q5_1, 0 },
+    { "q8_0", ANVIL_TYPE_Q8_0, 34, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0, ANVIL_TYPE_Q8_0, 34,
+      anvil_ref_quantize_q8_0, anvil_ref_vec_dot_q8_0_q8_0, 0, 8, anvil_ref_encode_rows_q8_0,
+      ANVIL_CODEC_IMATRIX_UNUSED },
+    { "q8_1", ANVIL_TYPE_Q8_1, 36, anvil_ref_encode_q8_1, anvil_ref_decode_q8_1, ANVIL_TYPE_Q8_1, 36,
+      anvil_ref_quantize_q8_1, NULL, 0, 8, NULL, ANVIL_CODEC_ACTIVATION },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -187,8 +182,8 @@ static void check_golden(const fmt *f) {
         for (size_t j = 0; j < n; ++j) {
             if (!same_bits(dec[j], r.dec[j])) {
                 dec_bad++;
-                fprintf(stderr, "%s golden record %u: decode[%zu] %a != %a\n", f->name, i, j,
-                        (double)dec[j], (double)r.dec[j]);
+                fprintf(stderr, "%s golden record %u: decode[%zu] %a != %a\n", f->name, i, j, (double)dec[j],
+                        (double)r.dec[j]);
                 break;
             }
         }
@@ -196,8 +191,7 @@ static void check_golden(const fmt *f) {
             CU_ASSERT(!isnan(r.dot));
             float s = 0.0f;
             f->dot(n, &s, r.enc, g.act_q);
-            const float scale = fmaxf(fmaxf(fabsf(s), fabsf(r.dot)),
-                                      term_magnitude(f, r.enc, g.act_q, nb));
+            const float scale = fmaxf(fmaxf(fabsf(s), fabsf(r.dot)), term_magnitude(f, r.enc, g.act_q, nb));
             const float e = scale > 0.0f ? fabsf(s - r.dot) / scale : 0.0f;
             worst = fmaxf(worst, e);
             dots++;
@@ -207,13 +201,11 @@ static void check_golden(const fmt *f) {
             const double exact = exact_dot(f, r.enc, g.act_q, nb);
             if (!(fabs((double)s - exact) <= (double)(nb + 2) * 0x1p-23 * (double)scale)) {
                 dot_bad++;
-                fprintf(stderr, "%s golden record %u: dot %.9g vs exact %.9g\n", f->name, i,
-                        (double)s, exact);
+                fprintf(stderr, "%s golden record %u: dot %.9g vs exact %.9g\n", f->name, i, (double)s, exact);
             }
             if (!(e <= 1e-5f)) {
                 dot_bad++;
-                fprintf(stderr, "%s golden record %u: dot %.9g vs ggml %.9g\n", f->name, i,
-                        (double)s, (double)r.dot);
+                fprintf(stderr, "%s golden record %u: dot %.9g vs ggml %.9g\n", f->name, i, (double)s, (double)r.dot);
             }
         } else {
             CU_ASSERT(isnan(r.dot)); /* ggml has no dot for this weight type */
@@ -238,8 +230,7 @@ static void test_golden_q8_1(void) { check_golden(&formats[5]); }
 
 /* ---- refusal ------------------------------------------------------------ */
 
-static void check_refuses_nonfinite(const fmt *f, size_t n, size_t bad_at, float bad,
-                                    const char *word) {
+static void check_refuses_nonfinite(const fmt *f, size_t n, size_t bad_at, float bad, const char *word) {
     float *x = malloc(n * sizeof *x);
     uint8_t *dst = malloc(n / QK * f->block_bytes);
     CU_ASSERT_FATAL(x != NULL && dst != NULL);
@@ -393,7 +384,7 @@ static void test_quirk_top_code_cap(void) {
     CU_ASSERT(same_bits(y[0], 1.0f));
     CU_ASSERT(same_bits(y[1], -0.875f));
     /* ties: codes truncate x/d + 8.5, i.e. round half up */
-    x[2] = 0.0625f; /* x/d = -0.5 -> 8.0 -> code 8 */
+    x[2] = 0.0625f;  /* x/d = -0.5 -> 8.0 -> code 8 */
     x[3] = -0.0625f; /* x/d = 0.5 -> 9.0 -> code 9 */
     CU_ASSERT_EQUAL(anvil_ref_encode_q4_0(x, b, 32, NULL, 0), ANVIL_OK);
     CU_ASSERT_EQUAL(b[4] & 0x0f, 8);
@@ -440,7 +431,7 @@ static float block_error_bound(const fmt *f, const float *x) {
 static void test_round_trip_bounds(void) {
     static float x[1024], y[1024];
     static uint8_t b[1024 / QK * 36];
-    const test_input_kind kinds[] = { INPUT_NORMAL, INPUT_UNIFORM, INPUT_RAMP, INPUT_OUTLIER,
+    const test_input_kind kinds[] = { INPUT_NORMAL,      INPUT_UNIFORM,    INPUT_RAMP,      INPUT_OUTLIER,
                                       INPUT_ALTERNATING, INPUT_SMALL_INTS, INPUT_HALF_STEPS };
     for (size_t k = 0; k < N_FORMATS; ++k) {
         const fmt *f = &formats[k];
@@ -464,8 +455,8 @@ static void test_round_trip_bounds(void) {
             }
         }
         if (violations != 0) {
-            fprintf(stderr, "%s: %zu elements beyond the error bound (worst %.3f x bound)\n",
-                    f->name, violations, (double)worst_ratio);
+            fprintf(stderr, "%s: %zu elements beyond the error bound (worst %.3f x bound)\n", f->name, violations,
+                    (double)worst_ratio);
         }
         CU_ASSERT_EQUAL(violations, 0);
         CU_ASSERT(worst_ratio > 0.2f); /* the bound is not vacuous */
@@ -558,9 +549,8 @@ static void test_q8_1_definition(void) {
             const float d32 = amax / 127.0f;
             if (u16_at(blk + 2) != anvil_fp32_to_fp16((float)sum * d32)) {
                 bad++;
-                fprintf(stderr, "kind %s block %zu: s %g, sum*d32 %g\n",
-                        test_input_kind_name((test_input_kind)row), i, (double)half_at(blk + 2),
-                        (double)((float)sum * d32));
+                fprintf(stderr, "kind %s block %zu: s %g, sum*d32 %g\n", test_input_kind_name((test_input_kind)row),
+                        i, (double)half_at(blk + 2), (double)((float)sum * d32));
             }
         }
         CU_ASSERT_EQUAL(bad, 0);
@@ -590,8 +580,7 @@ static void test_decoders_total(void) {
         size_t finite_expected = 0, finite_got = 0;
         for (size_t i = 0; i < 64; ++i) {
             const uint8_t *blk = b + i * f->block_bytes;
-            const int finite_scale = isfinite(half_at(blk)) &&
-                                     (!f->has_min || isfinite(half_at(blk + 2)));
+            const int finite_scale = isfinite(half_at(blk)) && (!f->has_min || isfinite(half_at(blk + 2)));
             if (finite_scale) {
                 finite_expected += QK;
                 for (int j = 0; j < QK; ++j) {
@@ -687,7 +676,10 @@ int main(void) {
     if (s == NULL) {
         return 2;
     }
-    const struct { const char *name; void (*fn)(void); } tests[] = {
+    const struct {
+        const char *name;
+        void (*fn)(void);
+    } tests[] = {
         { "golden q4_0", test_golden_q4_0 },
         { "golden q4_1", test_golden_q4_1 },
         { "golden q5_0", test_golden_q5_0 },

@@ -59,7 +59,8 @@ static void *load_model(kld_bench *b, const char *path, int vocab_only, char *wh
     void *m = b->lo.load_model(path, mp);
     if (m == NULL) {
         char last[512];
-        snprintf(why, why_size, "libllama refuses to load %s: %s", path, llama_oracle_log_last(&b->lo, last, sizeof last));
+        snprintf(why, why_size, "libllama refuses to load %s: %s", path,
+                 llama_oracle_log_last(&b->lo, last, sizeof last));
     }
     return m;
 }
@@ -109,18 +110,24 @@ static void *open_context(kld_bench *b, void *model, char *why, size_t why_size)
 
 /* Evaluate chunk c and leave the log-probabilities of its scored positions
  * in lp (n_scored rows of n_vocab) and their first argmax in top. */
-static int eval_chunk(kld_bench *b, void *model, void *ctx, int c, float *lp, int32_t *top, char *why, size_t why_size) {
+static int eval_chunk(kld_bench *b, void *model, void *ctx, int c, float *lp, int32_t *top, char *why,
+                      size_t why_size) {
     const int n = b->o.n_ctx;
     int32_t *tok = b->bt_tok;
     memcpy(tok, b->tokens + (size_t)c * (size_t)n, (size_t)n * sizeof *tok);
     const void *vocab = b->lo.model_vocab(model);
     if (b->lo.vocab_get_add_bos(vocab)) tok[0] = b->lo.vocab_bos(vocab);
     b->lo.memory_clear(b->lo.get_memory(ctx), true);
-    const lq_batch batch = { .n_tokens = n, .token = tok, .pos = b->bt_pos, .n_seq_id = b->bt_nseq, .seq_id = b->bt_seq,
+    const lq_batch batch = { .n_tokens = n,
+                             .token = tok,
+                             .pos = b->bt_pos,
+                             .n_seq_id = b->bt_nseq,
+                             .seq_id = b->bt_seq,
                              .logits = b->bt_want };
     char last[512];
     if (b->lo.decode(ctx, batch) != 0) {
-        snprintf(why, why_size, "llama_decode failed on chunk %d: %s", c, llama_oracle_log_last(&b->lo, last, sizeof last));
+        snprintf(why, why_size, "llama_decode failed on chunk %d: %s", c,
+                 llama_oracle_log_last(&b->lo, last, sizeof last));
         return -1;
     }
     for (int k = 0; k < b->n_scored; ++k) {
@@ -151,7 +158,8 @@ static int cache_try(kld_bench *b) {
     struct stat st;
     const int ok = fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, CACHE_MAGIC, 8) == 0 && h.key == b->key &&
                    h.n_ctx == (uint32_t)b->o.n_ctx && h.n_scored == (uint32_t)b->n_scored &&
-                   h.n_chunks >= (uint32_t)b->n_chunks && h.n_vocab == (uint32_t)b->n_vocab && fstat(fileno(f), &st) == 0;
+                   h.n_chunks >= (uint32_t)b->n_chunks && h.n_vocab == (uint32_t)b->n_vocab &&
+                   fstat(fileno(f), &st) == 0;
     if (ok) {
         if ((uint64_t)st.st_size == sizeof h + (uint64_t)h.n_chunks * chunk_record_bytes(b)) {
             b->cache = f;
@@ -171,8 +179,9 @@ static int write_chunks(kld_bench *b, void *model, void *ctx, int fd, char *why,
     anvil_error err;
     for (int c = 0; rc == 0 && c < b->n_chunks; ++c) {
         rc = eval_chunk(b, model, ctx, c, lp, top, why, why_size);
-        if (rc == 0 && (afile_write_all(fd, top, (size_t)b->n_scored * sizeof *top, b->cache_path, &err) != ANVIL_OK ||
-                        afile_write_all(fd, lp, nlp * sizeof *lp, b->cache_path, &err) != ANVIL_OK)) {
+        if (rc == 0 &&
+            (afile_write_all(fd, top, (size_t)b->n_scored * sizeof *top, b->cache_path, &err) != ANVIL_OK ||
+             afile_write_all(fd, lp, nlp * sizeof *lp, b->cache_path, &err) != ANVIL_OK)) {
             snprintf(why, why_size, "%s", err.message);
             rc = -1;
         }
@@ -198,8 +207,11 @@ static int cache_build(kld_bench *b, char *why, size_t why_size) {
         rc = -2;
     }
     if (rc == 0) {
-        cache_header h = { .n_ctx = (uint32_t)b->o.n_ctx, .n_vocab = (uint32_t)b->n_vocab,
-                           .n_chunks = (uint32_t)b->n_chunks, .n_scored = (uint32_t)b->n_scored, .key = b->key };
+        cache_header h = { .n_ctx = (uint32_t)b->o.n_ctx,
+                           .n_vocab = (uint32_t)b->n_vocab,
+                           .n_chunks = (uint32_t)b->n_chunks,
+                           .n_scored = (uint32_t)b->n_scored,
+                           .key = b->key };
         memcpy(h.magic, CACHE_MAGIC, 8);
         rc = afile_write_all(f.fd, &h, sizeof h, b->cache_path, &err) == ANVIL_OK ? 0 : -1;
         if (rc != 0) snprintf(why, why_size, "%s", err.message);
@@ -231,8 +243,8 @@ static int prepare_tokens(kld_bench *b, char *why, size_t why_size) {
     if (rc != 0) return -1;
     const size_t n_ctx = (size_t)b->o.n_ctx;
     if (b->n_tokens < 2 * n_ctx) {
-        snprintf(why, why_size, "%s is %zu tokens: at least %zu are needed for --ctx %zu", b->o.text_path, b->n_tokens,
-                 2 * n_ctx, n_ctx);
+        snprintf(why, why_size, "%s is %zu tokens: at least %zu are needed for --ctx %zu", b->o.text_path,
+                 b->n_tokens, 2 * n_ctx, n_ctx);
         return -1;
     }
     const size_t max_chunks = b->n_tokens / n_ctx;
@@ -280,7 +292,9 @@ int kld_open(kld_bench *b, const char *base_path, const kld_opts *o, char *why, 
     }
     char sub[900];
     if (llama_oracle_open(&b->lo, o->oracle_dir, sub, sizeof sub) != 0) {
-        snprintf(why, why_size, "the llama.cpp oracle is missing or unusable (%s); install it (make oracle) or pass --oracle DIR", sub);
+        snprintf(why, why_size,
+                 "the llama.cpp oracle is missing or unusable (%s); install it (make oracle) or pass --oracle DIR",
+                 sub);
         return -2;
     }
     if (llama_oracle_backends(&b->lo, why, why_size) != 0) return -2;
@@ -300,8 +314,8 @@ int kld_open(kld_bench *b, const char *base_path, const kld_opts *o, char *why, 
 static int check_vocab(kld_bench *b, void *model, const char *path, char *why, size_t why_size) {
     const int32_t nv = b->lo.vocab_n_tokens(b->lo.model_vocab(model));
     if (nv != b->n_vocab) {
-        snprintf(why, why_size, "%s has a vocabulary of %d tokens, the base %s has %d: not the same model", path, (int)nv,
-                 b->base_path, b->n_vocab);
+        snprintf(why, why_size, "%s has a vocabulary of %d tokens, the base %s has %d: not the same model", path,
+                 (int)nv, b->base_path, b->n_vocab);
         return -1;
     }
     int32_t *tok = NULL;
@@ -312,7 +326,8 @@ static int check_vocab(kld_bench *b, void *model, const char *path, char *why, s
     while (i < used && i < n && tok[i] == b->tokens[i]) ++i;
     free(tok);
     if (i < used) {
-        snprintf(why, why_size, "%s tokenizes the text differently from the base %s (first at token %zu): not the same vocabulary",
+        snprintf(why, why_size,
+                 "%s tokenizes the text differently from the base %s (first at token %zu): not the same vocabulary",
                  path, b->base_path, i);
         return -1;
     }
@@ -325,14 +340,16 @@ static int score(kld_bench *b, void *model, void *ctx, kld_result *r, char *why,
     const size_t n_values = (size_t)b->n_chunks * (size_t)b->n_scored;
     float *lp_q = malloc(nlp * sizeof *lp_q), *lp_b = malloc(nlp * sizeof *lp_b);
     float *values = malloc(n_values * sizeof *values);
-    int32_t *top_q = malloc((size_t)b->n_scored * sizeof *top_q), *top_b = malloc((size_t)b->n_scored * sizeof *top_b);
+    int32_t *top_q = malloc((size_t)b->n_scored * sizeof *top_q),
+            *top_b = malloc((size_t)b->n_scored * sizeof *top_b);
     int rc = lp_q && lp_b && values && top_q && top_b ? 0 : -1;
     if (rc != 0) snprintf(why, why_size, "out of memory (%zu log-probs a chunk)", nlp);
     kld_acc acc = { 0 };
     for (int c = 0; rc == 0 && c < b->n_chunks; ++c) {
         rc = eval_chunk(b, model, ctx, c, lp_q, top_q, why, why_size);
         const long off = (long)(sizeof(cache_header) + (size_t)c * chunk_record_bytes(b));
-        if (rc == 0 && (fseek(b->cache, off, SEEK_SET) != 0 || fread(top_b, sizeof *top_b, (size_t)b->n_scored, b->cache) != (size_t)b->n_scored ||
+        if (rc == 0 && (fseek(b->cache, off, SEEK_SET) != 0 ||
+                        fread(top_b, sizeof *top_b, (size_t)b->n_scored, b->cache) != (size_t)b->n_scored ||
                         fread(lp_b, sizeof *lp_b, nlp, b->cache) != nlp)) {
             snprintf(why, why_size, "cannot read chunk %d of the cache %s", c, b->cache_path);
             rc = -1;

@@ -39,7 +39,7 @@ typedef struct kld_opts {
     int n_ctx;              /* tokens a chunk (256) */
     int n_chunks;           /* at most this many chunks; <= 0: all */
     int threads;
-    int verbose;            /* progress on stderr */
+    int verbose; /* progress on stderr */
 } kld_opts;
 
 typedef struct kld_bench {

@@ -66,7 +66,9 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static int parse_args(int argc, char **argv, args *a) {
     static char text[1200];
     snprintf(text, sizeof text, "%s/quality/heldout.txt", ANVIL_SHARED_TESTDATA);
-    a->o = (kld_opts){ .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR, .text_path = text, .n_ctx = 256, .threads = 1, .verbose = 1 };
+    a->o = (kld_opts){
+        .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR, .text_path = text, .n_ctx = 256, .threads = 1, .verbose = 1
+    };
     a->models = calloc((size_t)argc, sizeof *a->models);
     if (a->models == NULL) return -1;
     for (int i = 1; i < argc; ++i) {
@@ -90,11 +92,14 @@ static int parse_args(int argc, char **argv, args *a) {
         } else if (has && strcmp(s, "--cache") == 0) {
             a->o.cache_path = argv[++i];
         } else if (has && strcmp(s, "--ctx") == 0) {
-            if (parse_int(argv[++i], 4, 65536, &a->o.n_ctx) != 0) return fprintf(stderr, "anvil-kld: --ctx takes 4..65536, not '%s'\n", argv[i]), -1;
+            if (parse_int(argv[++i], 4, 65536, &a->o.n_ctx) != 0)
+                return fprintf(stderr, "anvil-kld: --ctx takes 4..65536, not '%s'\n", argv[i]), -1;
         } else if (has && strcmp(s, "--chunks") == 0) {
-            if (parse_int(argv[++i], 1, 1 << 30, &a->o.n_chunks) != 0) return fprintf(stderr, "anvil-kld: --chunks takes a count >= 1, not '%s'\n", argv[i]), -1;
+            if (parse_int(argv[++i], 1, 1 << 30, &a->o.n_chunks) != 0)
+                return fprintf(stderr, "anvil-kld: --chunks takes a count >= 1, not '%s'\n", argv[i]), -1;
         } else if (has && strcmp(s, "--threads") == 0) {
-            if (parse_int(argv[++i], 1, 512, &a->o.threads) != 0) return fprintf(stderr, "anvil-kld: --threads takes 1..512, not '%s'\n", argv[i]), -1;
+            if (parse_int(argv[++i], 1, 512, &a->o.threads) != 0)
+                return fprintf(stderr, "anvil-kld: --threads takes 1..512, not '%s'\n", argv[i]), -1;
         } else if (s[0] == '-' && s[1] != '\0') {
             fprintf(stderr, "anvil-kld: unknown option or missing value: %s (see --help)\n", s);
             return -1;
@@ -172,15 +177,16 @@ static void print_text_model(const char *path, const kld_result *r) {
 static void print_markdown_model(const char *path, const kld_result *r) {
     const kld_summary *s = &r->s;
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    const size_t len = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".gguf") == 0 ? strlen(name) - 5 : strlen(name);
-    printf("| %.*s | %llu | %.3f | %.6f ± %.6f | %.3f | %.5f | %.3f |\n", (int)len, name, (unsigned long long)r->bytes,
-           r->bpw, s->kld, s->kld_unc, s->top1, s->kld_p99, s->ppl);
+    const size_t len = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".gguf") == 0 ? strlen(name) - 5
+                                                                                         : strlen(name);
+    printf("| %.*s | %llu | %.3f | %.6f ± %.6f | %.3f | %.5f | %.3f |\n", (int)len, name,
+           (unsigned long long)r->bytes, r->bpw, s->kld, s->kld_unc, s->top1, s->kld_p99, s->ppl);
 }
 
 static void print_header(const args *a, const kld_bench *b) {
     if (a->markdown) {
-        printf("%s: %d chunks of %d tokens (%llu positions scored)\n\n",
-               a->o.text_path, b->n_chunks, a->o.n_ctx, (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored);
+        printf("%s: %d chunks of %d tokens (%llu positions scored)\n\n", a->o.text_path, b->n_chunks, a->o.n_ctx,
+               (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored);
         printf("| model | bytes | file bpw | mean KLD | top-1 | 99%% KLD | PPL |\n|---|---|---|---|---|---|---|\n");
         return;
     }
@@ -188,7 +194,8 @@ static void print_header(const args *a, const kld_bench *b) {
         printf("{\"text\":");
         json_str(a->o.text_path);
         printf(",\"tokens\":%zu,\"ctx\":%d,\"chunks\":%d,\"scored\":%llu,\"threads\":%d,\"base\":", b->n_tokens,
-               a->o.n_ctx, b->n_chunks, (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored, a->o.threads);
+               a->o.n_ctx, b->n_chunks, (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored,
+               a->o.threads);
         json_str(a->base);
         printf(",\"cache\":");
         json_str(b->cache_path);
@@ -197,7 +204,8 @@ static void print_header(const args *a, const kld_bench *b) {
         return;
     }
     printf("text %s: %zu tokens, %d chunks of %d, %d positions scored a chunk (%llu in all)\n", a->o.text_path,
-           b->n_tokens, b->n_chunks, a->o.n_ctx, b->n_scored, (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored);
+           b->n_tokens, b->n_chunks, a->o.n_ctx, b->n_scored,
+           (unsigned long long)b->n_chunks * (unsigned long long)b->n_scored);
     printf("base %s: %s %s", a->base, b->base_seconds > 0 ? "evaluated, cached in" : "from the cache", b->cache_path);
     if (b->base_seconds > 0) printf(" (%.1f s)", b->base_seconds);
     printf("\n%-32s %10s %6s %9s %9s %10s %9s %9s %9s %7s %6s %6s\n", "model", "bytes", "bpw", "PPL(Q)", "PPL(base)",

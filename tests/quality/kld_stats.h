@@ -42,8 +42,8 @@ typedef struct kld_summary {
     double ppl, ppl_unc, ppl_base, ppl_base_unc;
     double ln_ratio, ln_ratio_unc; /* ln(PPL(Q) / PPL(base)) */
     double kld, kld_unc, kld_median, kld_p90, kld_p99, kld_p999, kld_max;
-    double top1, top1_unc;         /* fraction, not percent */
-    double rms_dp, rms_dp_unc;     /* RMS of p_q(next) - p_base(next), fraction */
+    double top1, top1_unc;     /* fraction, not percent */
+    double rms_dp, rms_dp_unc; /* RMS of p_q(next) - p_base(next), fraction */
 } kld_summary;
 
 /* log-softmax of n logits into out; returns the first index of the largest. */

@@ -51,8 +51,8 @@ static void test_known_kl(void) {
     const double kl = kld_position(&a, pb, tb, pq, tq, NV, 3);
     const double want = 3 * 0.25 * log(0.25 / (1.0 / 6.0)) + 0.25 * log(0.25 / 0.5);
     CU_ASSERT_DOUBLE_EQUAL(kl, want, 1e-6);
-    CU_ASSERT_EQUAL(a.n_same_top, 0); /* base's first max is 0, q's is 3 */
-    CU_ASSERT_DOUBLE_EQUAL(a.sum_nll, log(2.0), 1e-6);  /* -log q(3) */
+    CU_ASSERT_EQUAL(a.n_same_top, 0);                  /* base's first max is 0, q's is 3 */
+    CU_ASSERT_DOUBLE_EQUAL(a.sum_nll, log(2.0), 1e-6); /* -log q(3) */
     CU_ASSERT_DOUBLE_EQUAL(a.sum_nll_base, log(4.0), 1e-6);
 }
 

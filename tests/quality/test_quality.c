@@ -45,8 +45,9 @@ static char model[1024], imatrix[1024], text[1024], cache[1024];
 static int quantize(const char *name, const char *extra, const char *type, char *out, size_t out_size) {
     snprintf(out, out_size, "%s/%s.gguf", test_tmpdir(), name);
     char log[4096];
-    const int rc = test_shell(log, sizeof log, "'%s' quantize --quiet --no-quality --imatrix '%s' %s '%s' '%s' %s %d 2>&1",
-                              ANVIL_CLI, imatrix, extra, model, out, type, THREADS);
+    const int rc = test_shell(log, sizeof log,
+                              "'%s' quantize --quiet --no-quality --imatrix '%s' %s '%s' '%s' %s %d 2>&1", ANVIL_CLI,
+                              imatrix, extra, model, out, type, THREADS);
     if (rc != 0) fprintf(stderr, "anvil quantize %s %s failed (%d): %s\n", extra, type, rc, log);
     return rc;
 }
@@ -68,9 +69,10 @@ static const kld_result *figures_of(const char *preset) {
         return NULL;
     }
     snprintf(seen[n_seen].name, sizeof seen[n_seen].name, "%s", preset);
-    fprintf(stderr, "  %-8s %8llu bytes %6.3f bpw  KLD %.6f +- %.6f  top-1 %.4f  PPL %.3f (base %.3f)  %.1f s\n", preset,
-            (unsigned long long)seen[n_seen].r.bytes, seen[n_seen].r.bpw, seen[n_seen].r.s.kld, seen[n_seen].r.s.kld_unc,
-            seen[n_seen].r.s.top1, seen[n_seen].r.s.ppl, seen[n_seen].r.s.ppl_base, seen[n_seen].r.seconds);
+    fprintf(stderr, "  %-8s %8llu bytes %6.3f bpw  KLD %.6f +- %.6f  top-1 %.4f  PPL %.3f (base %.3f)  %.1f s\n",
+            preset, (unsigned long long)seen[n_seen].r.bytes, seen[n_seen].r.bpw, seen[n_seen].r.s.kld,
+            seen[n_seen].r.s.kld_unc, seen[n_seen].r.s.top1, seen[n_seen].r.s.ppl, seen[n_seen].r.s.ppl_base,
+            seen[n_seen].r.seconds);
     return &seen[n_seen++].r;
 }
 
@@ -168,7 +170,8 @@ static void test_cli(void) {
     static char out[1 << 16];
     const kld_result *q8 = figures_of("Q8_0");
     CU_ASSERT_PTR_NOT_NULL_FATAL(q8);
-    int rc = test_shell(out, sizeof out, "'%s' --quiet --json --chunks %d --cache '%s' --text '%s' '%s' '%s/Q8_0.gguf'", ANVIL_KLD,
+    int rc = test_shell(out, sizeof out,
+                        "'%s' --quiet --json --chunks %d --cache '%s' --text '%s' '%s' '%s/Q8_0.gguf'", ANVIL_KLD,
                         CHUNKS, cache, text, model, test_tmpdir());
     CU_ASSERT_EQUAL(rc, 0);
     char want[128];
@@ -180,10 +183,11 @@ static void test_cli(void) {
     CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --chunks 0 '%s' 2>&1", ANVIL_KLD, model), 2);
     CU_ASSERT(strstr(out, "--chunks takes a count") != NULL);
     CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --oracle /nonexistent '%s' 2>&1", ANVIL_KLD, model), 77);
-    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "'%s' --require-oracle --oracle /nonexistent '%s' 2>&1", ANVIL_KLD, model), 1);
+    CU_ASSERT_EQUAL(
+        test_shell(out, sizeof out, "'%s' --require-oracle --oracle /nonexistent '%s' 2>&1", ANVIL_KLD, model), 1);
     CU_ASSERT(strstr(out, "oracle is missing") != NULL);
-    rc = test_shell(out, sizeof out, "'%s' --quiet --chunks 2 --cache '%s' --text '%s' '%s' '%s' 2>&1", ANVIL_KLD, cache, text,
-                    model, text);
+    rc = test_shell(out, sizeof out, "'%s' --quiet --chunks 2 --cache '%s' --text '%s' '%s' '%s' 2>&1", ANVIL_KLD,
+                    cache, text, model, text);
     CU_ASSERT_EQUAL(rc, 1);
     CU_ASSERT(strstr(out, "libllama refuses to load") != NULL);
 }
@@ -192,19 +196,25 @@ static void test_cli(void) {
 static int setup(void) {
     const int required = getenv("ANVIL_REQUIRE_ORACLE") != NULL;
     /* test_shared_path answers in one static buffer: copy each at once. */
-    const char *names[3] = { "quality/tiny-code-llama.f16.gguf", "quality/tiny-code-llama.imatrix.gguf", "quality/heldout.txt" };
+    const char *names[3] = { "quality/tiny-code-llama.f16.gguf", "quality/tiny-code-llama.imatrix.gguf",
+                             "quality/heldout.txt" };
     char *dst[3] = { model, imatrix, text };
     for (int i = 0; i < 3; ++i) {
         const char *p = test_shared_path(names[i]);
         if (p == NULL) {
-            fprintf(stderr, "test_quality: ../shared/testdata/%s is missing: %s\n", names[i], required ? "FAIL" : "skipped");
+            fprintf(stderr, "test_quality: ../shared/testdata/%s is missing: %s\n", names[i],
+                    required ? "FAIL" : "skipped");
             return required ? 1 : 77;
         }
         snprintf(dst[i], sizeof model, "%s", p);
     }
     snprintf(cache, sizeof cache, "%s/base.cache", test_tmpdir());
-    const kld_opts o = { .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR, .text_path = text, .cache_path = cache,
-                         .n_ctx = 256, .n_chunks = CHUNKS, .threads = THREADS };
+    const kld_opts o = { .oracle_dir = ANVIL_DEFAULT_ORACLE_DIR,
+                         .text_path = text,
+                         .cache_path = cache,
+                         .n_ctx = 256,
+                         .n_chunks = CHUNKS,
+                         .threads = THREADS };
     char why[2048];
     const int rc = kld_open(&bench, model, &o, why, sizeof why);
     if (rc == -2 && !required) {

@@ -102,8 +102,8 @@ static void test_presets(void) {
         const char *arg, *name;
         uint32_t ftype;
     } ok[] = {
-        { "Q4_K_M", "Q4_K_M", 15 }, { "q4_k_m", "Q4_K_M", 15 }, { "Q4_K", "Q4_K", 15 }, { "15", "Q4_K", 15 },
-        { " 7abc", "Q8_0", 7 },     { "0", "F32", 0 },          { "COPY", "COPY", 0 },   { "copy", "COPY", 0 },
+        { "Q4_K_M", "Q4_K_M", 15 },   { "q4_k_m", "Q4_K_M", 15 }, { "Q4_K", "Q4_K", 15 }, { "15", "Q4_K", 15 },
+        { " 7abc", "Q8_0", 7 },       { "0", "F32", 0 },          { "COPY", "COPY", 0 },  { "copy", "COPY", 0 },
         { "iq2_xxs", "IQ2_XXS", 19 }, { "+38", "MXFP4_MOE", 38 }, { "41", "Q2_0", 41 },
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; ++i) {
@@ -124,13 +124,15 @@ static void test_presets(void) {
 static void test_kv_override(void) {
     anvil_kv_override o;
     anvil_error err;
-    CU_ASSERT(anvil_kv_override_parse("a.b=int:-5", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_INT && o.i == -5);
+    CU_ASSERT(anvil_kv_override_parse("a.b=int:-5", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_INT &&
+              o.i == -5);
     CU_ASSERT_STRING_EQUAL(o.key, "a.b");
     CU_ASSERT(anvil_kv_override_parse("x=int:12abc", &o, &err) == ANVIL_OK && o.i == 12); /* atol */
     CU_ASSERT(anvil_kv_override_parse("x=int:", &o, &err) == ANVIL_OK && o.i == 0);
     CU_ASSERT(anvil_kv_override_parse("x=float:0.25", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_FLOAT &&
               o.f == 0.25);
-    CU_ASSERT(anvil_kv_override_parse("x=bool:true", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_BOOL && o.b == 1);
+    CU_ASSERT(anvil_kv_override_parse("x=bool:true", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_BOOL &&
+              o.b == 1);
     CU_ASSERT(anvil_kv_override_parse("x=bool:false", &o, &err) == ANVIL_OK && o.b == 0);
     CU_ASSERT(anvil_kv_override_parse("x=str:a=b c", &o, &err) == ANVIL_OK && o.tag == ANVIL_KV_OVERRIDE_STR);
     CU_ASSERT_STRING_EQUAL(o.str, "a=b c");
@@ -176,14 +178,16 @@ static void test_tensor_type(void) {
     const char text[] = "a=q8_0\n  B=Q4_0\t\\D=f16\r\n\n";
     anvil_transcode_rule *rules = NULL;
     size_t n = 0;
-    CU_ASSERT_FATAL(anvil_quantize_parse_tensor_type_file(ctx(), text, sizeof text - 1, &rules, &n, &err) == ANVIL_OK);
+    CU_ASSERT_FATAL(anvil_quantize_parse_tensor_type_file(ctx(), text, sizeof text - 1, &rules, &n, &err) ==
+                    ANVIL_OK);
     CU_ASSERT_EQUAL_FATAL(n, 3);
     CU_ASSERT_STRING_EQUAL(rules[1].pattern, "b");
     CU_ASSERT_STRING_EQUAL(rules[2].pattern, "\\d");
     CU_ASSERT_EQUAL(rules[2].type, ANVIL_TYPE_F16);
     /* An item holding a NUL is read up to it (c_str()), then fails. */
     const char bad[] = "a=q8_0\nbad\0x=q8_0\n";
-    CU_ASSERT(anvil_quantize_parse_tensor_type_file(ctx(), bad, sizeof bad - 1, &rules, &n, &err) == ANVIL_E_INVALID_ARG);
+    CU_ASSERT(anvil_quantize_parse_tensor_type_file(ctx(), bad, sizeof bad - 1, &rules, &n, &err) ==
+              ANVIL_E_INVALID_ARG);
     CU_ASSERT(strstr(err.message, "line 2") != NULL);
     anvil_quantize_rules_free(rules, n);
 }
@@ -335,7 +339,8 @@ static int write_gguf_imatrix(const char *path, int with_meta, uint32_t counts_t
     const float counts[2] = { 2.0f, count1 };
     const uint16_t counts16[2] = { 0x4000, 0 };
     const uint64_t ne_s[2] = { 3, 2 }, ne_c[2] = { 1, 2 };
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(w, "e.weight.in_sum2", ANVIL_TYPE_F32, 2, ne_s, sums, 24, &err);
+    if (rc == ANVIL_OK)
+        rc = anvil_gguf_writer_add_tensor(w, "e.weight.in_sum2", ANVIL_TYPE_F32, 2, ne_s, sums, 24, &err);
     if (rc == ANVIL_OK) {
         rc = counts_type == ANVIL_TYPE_F32
                  ? anvil_gguf_writer_add_tensor(w, "e.weight.counts", ANVIL_TYPE_F32, 2, ne_c, counts, 8, &err)
@@ -445,8 +450,8 @@ static void test_golden_types(void) {
         o.dry_run = 1;
         anvil_transcode *t = NULL;
         anvil_error err;
-        const int rc = anvil_quantize_plan(&t, ctx(), strcmp(model, "spm") == 0 ? gs : gm, "/dev/null/unused.gguf",
-                                           &o, &err);
+        const int rc =
+            anvil_quantize_plan(&t, ctx(), strcmp(model, "spm") == 0 ? gs : gm, "/dev/null/unused.gguf", &o, &err);
         char got[8192] = "";
         size_t at = 0;
         for (size_t i = 0; rc == ANVIL_OK && i < anvil_transcode_count(t); ++i) {
@@ -457,8 +462,8 @@ static void test_golden_types(void) {
         cases++;
         if (rc != ANVIL_OK || strcmp(got, want) != 0) {
             bad++;
-            fprintf(stderr, "\n  %s %s%s: %s\n    llama.cpp: %s\n    anvil:     %s", model, preset, pure ? " --pure" : "",
-                    rc == ANVIL_OK ? "types differ" : err.message, want, got);
+            fprintf(stderr, "\n  %s %s%s: %s\n    llama.cpp: %s\n    anvil:     %s", model, preset,
+                    pure ? " --pure" : "", rc == ANVIL_OK ? "types differ" : err.message, want, got);
         }
         anvil_transcode_free(t);
     }

@@ -286,7 +286,7 @@ static void test_plan_tiny(void) {
         }
     }
     CU_ASSERT_EQUAL(n_chosen, 30); /* 4 layers x 7 matrices + output + token_embd */
-    CU_ASSERT(types_seen >= 2);   /* a mixture, not one type */
+    CU_ASSERT(types_seen >= 2);    /* a mixture, not one type */
     /* Written: the file is what the plan said, within the budget. */
     CU_ASSERT_EQUAL_FATAL(anvil_transcode_run(t1, &err), ANVIL_OK);
     struct stat st;

@@ -17,13 +17,12 @@
 
 #include "../common/fuzz_target.h"
 
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #c, __FILE__, \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
+#define CHECK(c)                                                                            \
+    do {                                                                                    \
+        if (!(c)) {                                                                         \
+            fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
+            abort();                                                                        \
+        }                                                                                   \
     } while (0)
 
 static void check_view(const anvil_st *st, const uint8_t *lo, const uint8_t *hi) {

@@ -11,8 +11,8 @@
 /* An image: 8-byte length = strlen(header), the header, then data. */
 unsigned char *st_image(const char *header, const void *data, size_t data_len, size_t *size);
 /* Same with an explicit length field and raw header bytes. */
-unsigned char *st_image_raw(uint64_t length_field, const void *header, size_t header_len,
-                            const void *data, size_t data_len, size_t *size);
+unsigned char *st_image_raw(uint64_t length_field, const void *header, size_t header_len, const void *data,
+                            size_t data_len, size_t *size);
 
 /* Parse (borrowing) and return the status; the message goes to *err. On
  * failure also checks that nothing was handed out. */

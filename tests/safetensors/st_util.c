@@ -9,8 +9,8 @@
 
 #include "test_env.h"
 
-unsigned char *st_image_raw(uint64_t length_field, const void *header, size_t header_len,
-                            const void *data, size_t data_len, size_t *size) {
+unsigned char *st_image_raw(uint64_t length_field, const void *header, size_t header_len, const void *data,
+                            size_t data_len, size_t *size) {
     unsigned char *img = malloc(8 + header_len + data_len + 1);
     if (img == NULL) {
         abort();

@@ -16,8 +16,8 @@ static void expect(const char *header, size_t data_len, int code, const char *ne
     memset(&err, 0, sizeof err);
     const int rc = st_header_status(header, zeros, data_len, &err);
     if (rc != code || (needle != NULL && strstr(err.message, needle) == NULL)) {
-        fprintf(stderr, "\n  header %s\n  -> %d (%s), want %d with [%s]\n", header, rc,
-                err.message, code, needle ? needle : "");
+        fprintf(stderr, "\n  header %s\n  -> %d (%s), want %d with [%s]\n", header, rc, err.message, code,
+                needle ? needle : "");
     }
     CU_ASSERT_EQUAL(rc, code);
     if (needle != NULL) {
@@ -30,7 +30,7 @@ static void expect(const char *header, size_t data_len, int code, const char *ne
 
 static void test_too_small(void) {
     anvil_error err;
-    const unsigned char seven[7] = {2, 0, 0, 0, 0, 0, 0};
+    const unsigned char seven[7] = { 2, 0, 0, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL(st_parse_status(seven, 7, &err), ANVIL_E_ST_TOO_SMALL);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "7 bytes"));
     CU_ASSERT_EQUAL(st_parse_status(seven, 0, &err), ANVIL_E_ST_TOO_SMALL);
@@ -76,13 +76,10 @@ static void test_header_past_end(void) {
 }
 
 static void test_utf8(void) {
-    expect("{\"w\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-           ANVIL_E_ST_UTF8, "byte 3");
+    expect("{\"w\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_UTF8, "byte 3");
     /* Overlong and surrogate encodings are not UTF-8 either. */
-    expect("{\"\xc0\xaf\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-           ANVIL_E_ST_UTF8, NULL);
-    expect("{\"\xed\xa0\x80\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-           ANVIL_E_ST_UTF8, NULL);
+    expect("{\"\xc0\xaf\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_UTF8, NULL);
+    expect("{\"\xed\xa0\x80\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_UTF8, NULL);
     /* Bad UTF-8 in the padding counts: the whole header must be UTF-8. */
     expect("{}  \x80 ", 0, ANVIL_E_ST_UTF8, NULL);
 }
@@ -94,15 +91,13 @@ static void test_json(void) {
     expect("\"x\"", 0, ANVIL_E_ST_JSON, NULL);
     expect("{", 0, ANVIL_E_ST_JSON, NULL);
     expect("{} x", 0, ANVIL_E_ST_JSON, "after the end");
-    expect("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],}}", 1, ANVIL_E_ST_JSON,
-           "trailing comma");
+    expect("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],}}", 1, ANVIL_E_ST_JSON, "trailing comma");
     expect("{\"a\":{\"dtype\":\"U8\",\"shape\":[01],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_JSON,
            "\"a\".\"shape\"[0]");
     /* The whole header is JSON-checked first: a syntax error later in the
      * text wins over a bad dtype earlier (and a duplicate key wins too). */
     expect("{" T("w", "F33", "[1]", 0, 1) ",\"x\":01}", 1, ANVIL_E_ST_JSON, "leading zero");
-    expect("{" T("w", "F33", "[1]", 0, 1) "," T("w", "U8", "[1]", 0, 1) "}", 1,
-           ANVIL_E_ST_DUP_KEY, NULL);
+    expect("{" T("w", "F33", "[1]", 0, 1) "," T("w", "U8", "[1]", 0, 1) "}", 1, ANVIL_E_ST_DUP_KEY, NULL);
     /* NUL padding is not whitespace. */
     anvil_error err;
     size_t size;
@@ -124,36 +119,27 @@ static void test_dtype(void) {
 
 static void test_overflow(void) {
     /* 2^32 * 2^32 elements overflow the element count. */
-    expect("{" T("big", "U8", "[4294967296,4294967296]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW,
-           "\"big\"");
+    expect("{" T("big", "U8", "[4294967296,4294967296]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW, "\"big\"");
     /* 2^62 F32 elements: the count fits, the bit count does not. */
-    expect("{" T("bits", "F32", "[4611686018427387904]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW,
-           "\"bits\"");
+    expect("{" T("bits", "F32", "[4611686018427387904]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW, "\"bits\"");
     /* A dim that does not fit 64 bits at all. */
-    expect("{" T("lit", "U8", "[18446744073709551616]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW,
-           "\"lit\"");
-    expect("{" T("off", "U8", "[1]", 0, 18446744073709551616) "}", 0, ANVIL_E_ST_OVERFLOW,
-           "\"off\"");
+    expect("{" T("lit", "U8", "[18446744073709551616]", 0, 0) "}", 0, ANVIL_E_ST_OVERFLOW, "\"lit\"");
+    expect("{" T("off", "U8", "[1]", 0, 18446744073709551616) "}", 0, ANVIL_E_ST_OVERFLOW, "\"off\"");
     /* A zero dim makes any product 0, as upstream's checked fold does. */
-    expect("{" T("z", "U8", "[0,18446744073709551615,18446744073709551615]", 0, 0) "}", 0,
-           ANVIL_OK, NULL);
+    expect("{" T("z", "U8", "[0,18446744073709551615,18446744073709551615]", 0, 0) "}", 0, ANVIL_OK, NULL);
 }
 
 static void test_offsets(void) {
     /* First tensor (in data order) must start at 0. */
     expect("{" T("a", "U8", "[4]", 4, 8) "}", 8, ANVIL_E_ST_OFFSETS, "\"a\"");
     /* A gap between tensors. */
-    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[2]", 6, 8) "}", 8, ANVIL_E_ST_OFFSETS,
-           "gap of 2");
+    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[2]", 6, 8) "}", 8, ANVIL_E_ST_OFFSETS, "gap of 2");
     /* An overlap. */
-    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[4]", 2, 6) "}", 6, ANVIL_E_ST_OFFSETS,
-           "overlap by 2");
+    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[4]", 2, 6) "}", 6, ANVIL_E_ST_OFFSETS, "overlap by 2");
     /* End before begin. */
-    expect("{" T("a", "U8", "[0]", 0, 0) "," T("r", "U8", "[2]", 2, 0) "}", 2,
-           ANVIL_E_ST_OFFSETS, "\"r\"");
+    expect("{" T("a", "U8", "[0]", 0, 0) "," T("r", "U8", "[2]", 2, 0) "}", 2, ANVIL_E_ST_OFFSETS, "\"r\"");
     /* Two tensors claiming the same bytes. */
-    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[4]", 0, 4) "}", 4,
-           ANVIL_E_ST_OFFSETS, "overlap by 4");
+    expect("{" T("a", "U8", "[4]", 0, 4) "," T("b", "U8", "[4]", 0, 4) "}", 4, ANVIL_E_ST_OFFSETS, "overlap by 4");
     /* Header order does not matter: sorted by offsets this is contiguous. */
     expect("{" T("b", "U8", "[2]", 4, 6) "," T("a", "U8", "[4]", 0, 4) "}", 6, ANVIL_OK, NULL);
 }
@@ -168,18 +154,16 @@ static void test_size_mismatch(void) {
 static void test_trailing_and_truncated(void) {
     expect("{" T("w", "U8", "[4]", 0, 4) "}", 5, ANVIL_E_ST_TRAILING, "1 bytes follow");
     expect("{}", 1, ANVIL_E_ST_TRAILING, NULL);
-    expect("{" T("a", "U8", "[4]", 0, 4) "," T("w", "U8", "[4]", 4, 8) "}", 6, ANVIL_E_TRUNCATED,
-           "\"w\"");
+    expect("{" T("a", "U8", "[4]", 0, 4) "," T("w", "U8", "[4]", 4, 8) "}", 6, ANVIL_E_TRUNCATED, "\"w\"");
     expect("{" T("w", "U8", "[4]", 0, 4) "}", 0, ANVIL_E_TRUNCATED, "4 bytes are missing");
 }
 
 static void test_duplicate_keys(void) {
-    expect("{" T("w", "U8", "[1]", 0, 1) "," T("w", "U8", "[1]", 1, 2) "}", 2, ANVIL_E_ST_DUP_KEY,
-           "\"w\"");
+    expect("{" T("w", "U8", "[1]", 0, 1) "," T("w", "U8", "[1]", 1, 2) "}", 2, ANVIL_E_ST_DUP_KEY, "\"w\"");
     expect("{\"__metadata__\":{},\"__metadata__\":{}}", 0, ANVIL_E_ST_DUP_KEY, "__metadata__");
     expect("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, ANVIL_E_ST_DUP_KEY, "\"k\"");
-    expect("{\"w\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
-           ANVIL_E_ST_DUP_KEY, "(in \"w\")");
+    expect("{\"w\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_DUP_KEY,
+           "(in \"w\")");
 }
 
 static void test_metadata(void) {
@@ -213,33 +197,26 @@ static void test_entry(void) {
     expect("{\"w\":{\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY, "no dtype");
     expect("{\"w\":{\"dtype\":\"U8\",\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY, "no shape");
     expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1]}}", 1, ANVIL_E_ST_ENTRY, "no data_offsets");
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":0}}", 1,
-           ANVIL_E_ST_ENTRY, "unknown field \"x\"");
-    expect("{\"w\":{\"dtype\":5,\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY,
-           "dtype is a number");
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":1,\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY,
-           "shape is a number");
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":0}}", 1, ANVIL_E_ST_ENTRY,
+           "unknown field \"x\"");
+    expect("{\"w\":{\"dtype\":5,\"shape\":[1],\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY, "dtype is a number");
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":1,\"data_offsets\":[0,1]}}", 1, ANVIL_E_ST_ENTRY, "shape is a number");
     expect("{" T("w", "U8", "[-1]", 0, 1) "}", 1, ANVIL_E_ST_ENTRY, "-1");
     expect("{" T("w", "U8", "[1.0]", 0, 1) "}", 1, ANVIL_E_ST_ENTRY, "1.0");
     expect("{" T("w", "U8", "[1e0]", 0, 1) "}", 1, ANVIL_E_ST_ENTRY, NULL);
     expect("{" T("w", "U8", "[\"1\"]", 0, 1) "}", 1, ANVIL_E_ST_ENTRY, "a string");
     expect("{" T("w", "U8", "[null]", 0, 1) "}", 1, ANVIL_E_ST_ENTRY, NULL);
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1,2]}}", 1,
-           ANVIL_E_ST_ENTRY, "wrong length");
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1]}}", 1, ANVIL_E_ST_ENTRY,
-           NULL);
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":{\"0\":1}}}", 1,
-           ANVIL_E_ST_ENTRY, NULL);
-    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,-1]}}", 1,
-           ANVIL_E_ST_ENTRY, NULL);
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1,2]}}", 1, ANVIL_E_ST_ENTRY, "wrong length");
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1]}}", 1, ANVIL_E_ST_ENTRY, NULL);
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":{\"0\":1}}}", 1, ANVIL_E_ST_ENTRY, NULL);
+    expect("{\"w\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,-1]}}", 1, ANVIL_E_ST_ENTRY, NULL);
 }
 
 /* Names in messages are quoted and terminal-safe, even when hostile. */
 static void test_message_names_are_safe(void) {
     anvil_error err;
-    const int rc = st_header_status(
-        "{\"a\\u001b[31mred\":{\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,1]}}", zeros,
-        1, &err);
+    const int rc = st_header_status("{\"a\\u001b[31mred\":{\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                                    zeros, 1, &err);
     CU_ASSERT_EQUAL(rc, ANVIL_E_ST_DTYPE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "\"a\\x1b[31mred\""));
     CU_ASSERT_PTR_NULL(strchr(err.message, 0x1b));
@@ -248,8 +225,7 @@ static void test_message_names_are_safe(void) {
     char name[3000];
     memset(name, 'n', sizeof name - 1);
     name[sizeof name - 1] = '\0';
-    snprintf(header, sizeof header,
-             "{\"%s\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":[0,0]}}", name);
+    snprintf(header, sizeof header, "{\"%s\":{\"dtype\":\"X\",\"shape\":[],\"data_offsets\":[0,0]}}", name);
     CU_ASSERT_EQUAL(st_header_status(header, NULL, 0, &err), ANVIL_E_ST_DTYPE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "..."));
 }

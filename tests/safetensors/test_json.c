@@ -114,7 +114,7 @@ static int on_trace(void *user, const anvil_json_event *ev) {
 }
 
 static void test_event_depth_and_offsets(void) {
-    trace t = {0};
+    trace t = { 0 };
     const char *text = "{\"w\":{\"shape\":[2,3]}}";
     CU_ASSERT_EQUAL_FATAL(anvil__json_parse(text, strlen(text), on_trace, &t, NULL), ANVIL_JSON_OK);
     CU_ASSERT_EQUAL_FATAL(t.n, 10);
@@ -123,11 +123,10 @@ static void test_event_depth_and_offsets(void) {
         int depth;
         size_t offset;
     } want[10] = {
-        {ANVIL_JSON_OBJECT_BEGIN, 0, 0}, {ANVIL_JSON_KEY, 1, 1},
-        {ANVIL_JSON_OBJECT_BEGIN, 1, 5}, {ANVIL_JSON_KEY, 2, 6},
-        {ANVIL_JSON_ARRAY_BEGIN, 2, 14}, {ANVIL_JSON_NUMBER, 3, 15},
-        {ANVIL_JSON_NUMBER, 3, 17},      {ANVIL_JSON_ARRAY_END, 2, 18},
-        {ANVIL_JSON_OBJECT_END, 1, 19},  {ANVIL_JSON_OBJECT_END, 0, 20},
+        { ANVIL_JSON_OBJECT_BEGIN, 0, 0 }, { ANVIL_JSON_KEY, 1, 1 },          { ANVIL_JSON_OBJECT_BEGIN, 1, 5 },
+        { ANVIL_JSON_KEY, 2, 6 },          { ANVIL_JSON_ARRAY_BEGIN, 2, 14 }, { ANVIL_JSON_NUMBER, 3, 15 },
+        { ANVIL_JSON_NUMBER, 3, 17 },      { ANVIL_JSON_ARRAY_END, 2, 18 },   { ANVIL_JSON_OBJECT_END, 1, 19 },
+        { ANVIL_JSON_OBJECT_END, 0, 20 },
     };
     for (int i = 0; i < 10; i++) {
         CU_ASSERT_EQUAL(t.ev[i].kind, want[i].kind);
@@ -146,50 +145,49 @@ static void test_handler_stop(void) {
     CU_ASSERT_EQUAL(e.status, ANVIL_JSON_E_STOPPED);
     /* No handler at all: a validator. */
     CU_ASSERT_EQUAL(anvil__json_parse("[1,{\"a\":2}]", 11, NULL, NULL, NULL), ANVIL_JSON_OK);
-    CU_ASSERT_EQUAL(anvil__json_parse("[1,{\"a\":2,\"a\":3}]", 17, NULL, NULL, NULL),
-                    ANVIL_JSON_E_DUP_KEY);
+    CU_ASSERT_EQUAL(anvil__json_parse("[1,{\"a\":2,\"a\":3}]", 17, NULL, NULL, NULL), ANVIL_JSON_E_DUP_KEY);
 }
 
 static void test_syntax_refused(void) {
     const char *bad[] = {
-        "",                      /* empty */
-        "   ",                   /* only whitespace */
-        "{",                     /* unterminated object */
-        "{\"a\":1,}",            /* trailing comma */
-        "[1,2,]",                /* trailing comma */
-        "{\"a\" 1}",             /* missing colon */
-        "{a:1}",                 /* unquoted key */
-        "{'a':1}",               /* single quotes */
-        "[01]",                  /* leading zero */
-        "[1.]",                  /* no fraction digits */
-        "[.5]",                  /* no integer part */
-        "[1e]",                  /* empty exponent */
-        "[+1]",                  /* plus sign */
-        "[-]",                   /* lone minus */
-        "[NaN]",                 /* not JSON */
+        "",           /* empty */
+        "   ",        /* only whitespace */
+        "{",          /* unterminated object */
+        "{\"a\":1,}", /* trailing comma */
+        "[1,2,]",     /* trailing comma */
+        "{\"a\" 1}",  /* missing colon */
+        "{a:1}",      /* unquoted key */
+        "{'a':1}",    /* single quotes */
+        "[01]",       /* leading zero */
+        "[1.]",       /* no fraction digits */
+        "[.5]",       /* no integer part */
+        "[1e]",       /* empty exponent */
+        "[+1]",       /* plus sign */
+        "[-]",        /* lone minus */
+        "[NaN]",      /* not JSON */
         "[Infinity]",
-        "[tru]",                 /* truncated literal */
-        "[True]",                /* wrong case */
-        "{} x",                  /* trailing data */
-        "{}{}",                  /* two values */
-        "{\"a\":1} // c",        /* comment */
-        "[\"a\x01\"]",           /* raw control character */
-        "[\"a\tb\"]",            /* raw tab */
-        "[\"\\x41\"]",           /* invalid escape */
-        "[\"\\u12\"]",           /* short \u */
-        "[\"\\u12G4\"]",         /* bad hex */
-        "[\"\\ud800\"]",         /* lone high surrogate */
-        "[\"\\ud800\\u0041\"]",  /* high surrogate + non-low */
-        "[\"\\udc00\"]",         /* lone low surrogate */
-        "[\"\\u0000\"]",         /* NUL refused */
-        "[\"abc",                /* unterminated string */
-        "[\"abc\\\"]",           /* escaped closing quote */
-        "[\"\xc0\x80\"]",        /* overlong UTF-8 */
-        "[\"\xed\xa0\x80\"]",    /* UTF-8 surrogate */
-        "[\"\xf4\x90\x80\x80\"]",/* past U+10FFFF */
-        "[\"\xe2\x82\"]",        /* truncated sequence */
-        "[\xc3\xa9]",            /* non-ASCII outside a string */
-        "{\"a\":1 \"b\":2}",     /* missing comma */
+        "[tru]",                  /* truncated literal */
+        "[True]",                 /* wrong case */
+        "{} x",                   /* trailing data */
+        "{}{}",                   /* two values */
+        "{\"a\":1} // c",         /* comment */
+        "[\"a\x01\"]",            /* raw control character */
+        "[\"a\tb\"]",             /* raw tab */
+        "[\"\\x41\"]",            /* invalid escape */
+        "[\"\\u12\"]",            /* short \u */
+        "[\"\\u12G4\"]",          /* bad hex */
+        "[\"\\ud800\"]",          /* lone high surrogate */
+        "[\"\\ud800\\u0041\"]",   /* high surrogate + non-low */
+        "[\"\\udc00\"]",          /* lone low surrogate */
+        "[\"\\u0000\"]",          /* NUL refused */
+        "[\"abc",                 /* unterminated string */
+        "[\"abc\\\"]",            /* escaped closing quote */
+        "[\"\xc0\x80\"]",         /* overlong UTF-8 */
+        "[\"\xed\xa0\x80\"]",     /* UTF-8 surrogate */
+        "[\"\xf4\x90\x80\x80\"]", /* past U+10FFFF */
+        "[\"\xe2\x82\"]",         /* truncated sequence */
+        "[\xc3\xa9]",             /* non-ASCII outside a string */
+        "{\"a\":1 \"b\":2}",      /* missing comma */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const anvil_json_status st = status_of(bad[i]);
@@ -248,8 +246,7 @@ static void test_duplicate_keys(void) {
     /* Escapes are decoded before comparing: "\u0061" is "a". */
     CU_ASSERT_EQUAL(status_of("{\"a\":1,\"\\u0061\":2}"), ANVIL_JSON_E_DUP_KEY);
     /* Nested objects are checked too, and the path names the parent. */
-    CU_ASSERT_EQUAL(parse("{\"t\":{\"dtype\":\"F32\",\"dtype\":\"F16\"}}", &c, &e),
-                    ANVIL_JSON_E_DUP_KEY);
+    CU_ASSERT_EQUAL(parse("{\"t\":{\"dtype\":\"F32\",\"dtype\":\"F16\"}}", &c, &e), ANVIL_JSON_E_DUP_KEY);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "(in \"t\")"));
     /* A syntax error anywhere beats a duplicate found earlier. */
     CU_ASSERT_EQUAL(parse("{\"t\":{\"a\":1,\"a\":2},\"u\":[01]}", &c, &e), ANVIL_JSON_E_SYNTAX);
@@ -258,8 +255,7 @@ static void test_duplicate_keys(void) {
     CU_ASSERT_EQUAL(parse("{\"x\":1,\"y\":1,\"y\":2,\"x\":2}", &c, &e), ANVIL_JSON_E_DUP_KEY);
     CU_ASSERT_PTR_NOT_NULL(strstr(e.message, "\"y\""));
     /* Same key in different objects is fine; keys that are prefixes too. */
-    CU_ASSERT_EQUAL(status_of("{\"a\":{\"a\":1},\"b\":{\"a\":2},\"ab\":0,\"\":1}"),
-                    ANVIL_JSON_OK);
+    CU_ASSERT_EQUAL(status_of("{\"a\":{\"a\":1},\"b\":{\"a\":2},\"ab\":0,\"\":1}"), ANVIL_JSON_OK);
     /* Keys of a closed inner object do not clash with the outer's. */
     CU_ASSERT_EQUAL(status_of("{\"a\":{\"b\":1},\"b\":{\"a\":2}}"), ANVIL_JSON_OK);
     /* Many keys, one duplicate far apart. */
@@ -282,19 +278,18 @@ static void test_to_u64(void) {
         int rc;
         uint64_t v;
     } cases[] = {
-        {"0", 0, 0},
-        {"18446744073709551615", 0, UINT64_MAX},
-        {"18446744073709551616", 2, 0},
-        {"99999999999999999999999", 2, 0},
-        {"-1", 1, 0},
-        {"-0", 1, 0},
-        {"1.0", 1, 0},
-        {"1e3", 1, 0},
+        { "0", 0, 0 },
+        { "18446744073709551615", 0, UINT64_MAX },
+        { "18446744073709551616", 2, 0 },
+        { "99999999999999999999999", 2, 0 },
+        { "-1", 1, 0 },
+        { "-0", 1, 0 },
+        { "1.0", 1, 0 },
+        { "1e3", 1, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 7;
-        CU_ASSERT_EQUAL(anvil__json_number_u64(cases[i].text, strlen(cases[i].text), &v),
-                        cases[i].rc);
+        CU_ASSERT_EQUAL(anvil__json_number_u64(cases[i].text, strlen(cases[i].text), &v), cases[i].rc);
         if (cases[i].rc == 0) {
             CU_ASSERT_EQUAL(v, cases[i].v);
         }
@@ -306,23 +301,22 @@ static void test_utf8(void) {
         const char *s;
         size_t valid;
     } cases[] = {
-        {"plain ascii", 11},
-        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9}, /* é € U+1F600 */
-        {"\xf4\x8f\xbf\xbf", 4},                     /* U+10FFFF */
-        {"ab\x80", 2},                               /* stray continuation */
-        {"ab\xc1\xbf", 2},                           /* overlong 2-byte */
-        {"\xe0\x9f\xbf", 0},                         /* overlong 3-byte */
-        {"\xf0\x8f\xbf\xbf", 0},                     /* overlong 4-byte */
-        {"x\xed\xa0\x80", 1},                        /* surrogate D800 */
-        {"\xed\x9f\xbf", 3},                         /* U+D7FF is fine */
-        {"\xf4\x90\x80\x80", 0},                     /* past U+10FFFF */
-        {"\xf5\x80\x80\x80", 0},                     /* invalid lead */
-        {"\xff", 0},
-        {"ok\xe2\x82", 2},                           /* truncated at the end */
+        { "plain ascii", 11 },
+        { "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9 }, /* é € U+1F600 */
+        { "\xf4\x8f\xbf\xbf", 4 },                     /* U+10FFFF */
+        { "ab\x80", 2 },                               /* stray continuation */
+        { "ab\xc1\xbf", 2 },                           /* overlong 2-byte */
+        { "\xe0\x9f\xbf", 0 },                         /* overlong 3-byte */
+        { "\xf0\x8f\xbf\xbf", 0 },                     /* overlong 4-byte */
+        { "x\xed\xa0\x80", 1 },                        /* surrogate D800 */
+        { "\xed\x9f\xbf", 3 },                         /* U+D7FF is fine */
+        { "\xf4\x90\x80\x80", 0 },                     /* past U+10FFFF */
+        { "\xf5\x80\x80\x80", 0 },                     /* invalid lead */
+        { "\xff", 0 },
+        { "ok\xe2\x82", 2 }, /* truncated at the end */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const size_t got =
-            anvil__utf8_valid_prefix((const unsigned char *)cases[i].s, strlen(cases[i].s));
+        const size_t got = anvil__utf8_valid_prefix((const unsigned char *)cases[i].s, strlen(cases[i].s));
         CU_ASSERT_EQUAL(got, cases[i].valid);
     }
 }
@@ -345,7 +339,7 @@ static void test_tree(void) {
     const char *doc = "{\"b\": 10000, \"a\": 1e4, \"c\": [true, null, \"x\\u00e9\"], \"n\": -9223372036854775808,"
                       " \"big\": 9223372036854775808, \"f\": 2.5}";
     anvil_json_value *root = NULL;
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     CU_ASSERT_EQUAL_FATAL(anvil__json_tree_parse(doc, strlen(doc), "doc", &root, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(root->kind, ANVIL_JSON_OBJECT_BEGIN);
     CU_ASSERT_EQUAL_FATAL(root->n_items, 6);
@@ -419,7 +413,7 @@ static void test_tree_load(void) {
     CU_ASSERT_EQUAL_FATAL(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
     close(fd);
     anvil_json_value *root = NULL;
-    anvil_error err = {0};
+    anvil_error err = { 0 };
     CU_ASSERT_EQUAL_FATAL(anvil__json_tree_load(path, &root, &err), ANVIL_OK);
     int64_t v = 0;
     CU_ASSERT_EQUAL(anvil__json_i64(anvil__json_get(root, "vocab_size"), &v), 0);

@@ -36,7 +36,7 @@ static void test_burn_batch_norm(void) {
     CU_ASSERT_EQUAL(t0->n_elements, 1);
     CU_ASSERT_EQUAL(t0->size, 8);
     CU_ASSERT_EQUAL(t0->begin, 0);
-    const unsigned char one[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    const unsigned char one[8] = { 1, 0, 0, 0, 0, 0, 0, 0 };
     CU_ASSERT(memcmp(t0->data, one, 8) == 0);
     const anvil_st_tensor *w = find(st, "norm1.weight");
     if (w != NULL) {
@@ -48,7 +48,7 @@ static void test_burn_batch_norm(void) {
     }
     const anvil_st_tensor *b = find(st, "norm1.bias");
     if (b != NULL) {
-        float v[5] = {1, 1, 1, 1, 1};
+        float v[5] = { 1, 1, 1, 1, 1 };
         CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(b, v, 5, &err), ANVIL_OK);
         CU_ASSERT(v[0] == 0.0f && v[4] == 0.0f);
     }
@@ -77,7 +77,7 @@ static void test_burn_boolean(void) {
     CU_ASSERT_STRING_EQUAL(t->name, "buffer");
     CU_ASSERT_EQUAL(t->dtype, ANVIL_ST_BOOL);
     CU_ASSERT_EQUAL(t->size, 3);
-    const unsigned char want[3] = {1, 0, 1};
+    const unsigned char want[3] = { 1, 0, 1 };
     CU_ASSERT(memcmp(t->data, want, 3) == 0);
     anvil_st_close(st);
 }
@@ -104,9 +104,9 @@ static void test_hf_samples(void) {
     static const struct {
         const char *name;
         anvil_st_dtype dtype;
-    } want[] = {{"B", ANVIL_ST_U8}, {"H", ANVIL_ST_U16}, {"I", ANVIL_ST_U32},
-                {"b", ANVIL_ST_I8}, {"d", ANVIL_ST_F64}, {"e", ANVIL_ST_F16},
-                {"f", ANVIL_ST_F32}, {"h", ANVIL_ST_I16}, {"i", ANVIL_ST_I32}};
+    } want[] = { { "B", ANVIL_ST_U8 },  { "H", ANVIL_ST_U16 }, { "I", ANVIL_ST_U32 },
+                 { "b", ANVIL_ST_I8 },  { "d", ANVIL_ST_F64 }, { "e", ANVIL_ST_F16 },
+                 { "f", ANVIL_ST_F32 }, { "h", ANVIL_ST_I16 }, { "i", ANVIL_ST_I32 } };
     for (size_t i = 0; i < 9; i++) {
         const anvil_st_tensor *t = anvil_st_tensor_at(st, i); /* name order = data order here */
         CU_ASSERT_STRING_EQUAL(t->name, want[i].name);
@@ -116,21 +116,18 @@ static void test_hf_samples(void) {
         CU_ASSERT_EQUAL(t->size, 6 * anvil_st_dtype_bits(t->dtype) / 8);
         CU_ASSERT_PTR_EQUAL(anvil_st_find(st, want[i].name), t);
     }
-    const float expect[6] = {-3, -2, -1, 0, 1, 2};
+    const float expect[6] = { -3, -2, -1, 0, 1, 2 };
     float got[6];
-    for (const char *const *n = (const char *const[]){"e", "f", NULL}; *n; n++) {
+    for (const char *const *n = (const char *const[]){ "e", "f", NULL }; *n; n++) {
         memset(got, 0, sizeof got);
         CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(anvil_st_find(st, *n), got, 6, &err), ANVIL_OK);
         CU_ASSERT(memcmp(got, expect, sizeof got) == 0);
     }
     /* Wrong element count is refused. */
-    CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(anvil_st_find(st, "f"), got, 5, &err),
-                    ANVIL_E_BUFFER_TOO_SMALL);
+    CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(anvil_st_find(st, "f"), got, 5, &err), ANVIL_E_BUFFER_TOO_SMALL);
     /* Integer and F64 tensors report "unsupported for conversion". */
-    for (const char *const *n = (const char *const[]){"B", "H", "I", "b", "d", "h", "i", NULL};
-         *n; n++) {
-        CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(anvil_st_find(st, *n), got, 6, &err),
-                        ANVIL_E_ST_CONVERSION);
+    for (const char *const *n = (const char *const[]){ "B", "H", "I", "b", "d", "h", "i", NULL }; *n; n++) {
+        CU_ASSERT_EQUAL(anvil_st_tensor_to_f32(anvil_st_find(st, *n), got, 6, &err), ANVIL_E_ST_CONVERSION);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "unsupported for conversion"));
     }
     /* Raw bytes are exact: U32 holds 2^32-3 first. */
@@ -190,8 +187,7 @@ static void test_three_ways_in(void) {
     CU_ASSERT_FATAL(tb && tc && tm);
     /* Borrowed data points into the caller's bytes; the copy does not. */
     CU_ASSERT_PTR_EQUAL(tb->data, bytes + 8 + 83);
-    CU_ASSERT((const unsigned char *)tc->data < bytes ||
-              (const unsigned char *)tc->data >= bytes + size);
+    CU_ASSERT((const unsigned char *)tc->data < bytes || (const unsigned char *)tc->data >= bytes + size);
     CU_ASSERT(memcmp(tb->data, tc->data, 12) == 0);
     CU_ASSERT(memcmp(tb->data, tm->data, 12) == 0);
     /* The copy survives the caller's buffer. */
@@ -238,7 +234,7 @@ static void test_valid_edge_cases(void) {
     anvil_st_close(st);
     free(img);
 
-    const unsigned char data[6] = {1, 2, 3, 4, 5, 6};
+    const unsigned char data[6] = { 1, 2, 3, 4, 5, 6 };
     img = st_image("{\"z\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[6,6]},"
                    "\"b\":{\"shape\":[2],\"data_offsets\":[2,6],\"dtype\":\"F16\"},"
                    "\"e\\u00e9\\n\":{\"dtype\":\"U8\",\"shape\":[3,0,5],\"data_offsets\":[0,0]},"
@@ -266,9 +262,8 @@ static void test_valid_edge_cases(void) {
     free(img);
 
     /* Only scalars: no dims at all. */
-    const unsigned char eight[8] = {7, 0, 0, 0, 0, 0, 0, 0};
-    img = st_image("{\"s\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]}}", eight, 8,
-                   &size);
+    const unsigned char eight[8] = { 7, 0, 0, 0, 0, 0, 0, 0 };
+    img = st_image("{\"s\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,8]}}", eight, 8, &size);
     CU_ASSERT_EQUAL_FATAL(anvil_st_parse(&st, img, size, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_st_tensor_at(st, 0)->rank, 0);
     CU_ASSERT_EQUAL(anvil_st_tensor_at(st, 0)->n_elements, 1);
@@ -285,12 +280,13 @@ static void test_valid_edge_cases(void) {
 }
 
 static void test_dtype_table(void) {
-    static const char *names[ANVIL_ST_DTYPE_COUNT] = {
-        "BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3",
-        "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32",
-        "U32", "F32", "C64", "F64", "I64", "U64"};
-    static const unsigned bits[ANVIL_ST_DTYPE_COUNT] = {8, 4, 6, 6, 8, 8, 8, 8, 8, 8, 8,
-                                                        16, 16, 16, 16, 32, 32, 32, 64, 64, 64, 64};
+    static const char *names[ANVIL_ST_DTYPE_COUNT] = { "BOOL",        "F4",      "F6_E2M3", "F6_E3M2", "U8",
+                                                       "I8",          "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ",
+                                                       "F8_E5M2FNUZ", "I16",     "U16",     "F16",     "BF16",
+                                                       "I32",         "U32",     "F32",     "C64",     "F64",
+                                                       "I64",         "U64" };
+    static const unsigned bits[ANVIL_ST_DTYPE_COUNT] = { 8,  4,  6,  6,  8,  8,  8,  8,  8,  8,  8,
+                                                         16, 16, 16, 16, 32, 32, 32, 64, 64, 64, 64 };
     for (int i = 0; i < ANVIL_ST_DTYPE_COUNT; i++) {
         CU_ASSERT_STRING_EQUAL(anvil_st_dtype_name((anvil_st_dtype)i), names[i]);
         CU_ASSERT_EQUAL(anvil_st_dtype_bits((anvil_st_dtype)i), bits[i]);
@@ -308,14 +304,12 @@ static void test_dtype_table(void) {
 /* F16 and BF16 conversion covers the special values exactly. */
 static void test_float_conversion(void) {
     /* F16: 1, -2, 65504, smallest subnormal, +inf, -0; BF16: 1, -inf, 3.140625 */
-    const unsigned char data[] = {0x00, 0x3C, 0x00, 0xC0, 0xFF, 0x7B, 0x01, 0x00,
-                                  0x00, 0x7C, 0x00, 0x80, 0x80, 0x3F, 0x80, 0xFF,
-                                  0x49, 0x40};
+    const unsigned char data[] = { 0x00, 0x3C, 0x00, 0xC0, 0xFF, 0x7B, 0x01, 0x00, 0x00,
+                                   0x7C, 0x00, 0x80, 0x80, 0x3F, 0x80, 0xFF, 0x49, 0x40 };
     size_t size;
-    unsigned char *img = st_image(
-        "{\"h\":{\"dtype\":\"F16\",\"shape\":[6],\"data_offsets\":[0,12]},"
-        "\"g\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[12,18]}}",
-        data, sizeof data, &size);
+    unsigned char *img = st_image("{\"h\":{\"dtype\":\"F16\",\"shape\":[6],\"data_offsets\":[0,12]},"
+                                  "\"g\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[12,18]}}",
+                                  data, sizeof data, &size);
     anvil_st *st = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_st_parse(&st, img, size, NULL), ANVIL_OK);
     float h[6], g[3];

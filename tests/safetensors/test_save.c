@@ -21,7 +21,7 @@ static anvil_st_writer *writer_of(unsigned char *buf, size_t n, unsigned char fi
     memset(buf, fill, n);
     anvil_st_writer *w = NULL;
     anvil_st_writer_new(&w, NULL);
-    const uint64_t shape[1] = {n};
+    const uint64_t shape[1] = { n };
     anvil_st_writer_set_metadata(w, "fill", fill == 'A' ? "A" : "B", NULL);
     anvil_st_writer_add(w, "blob", ANVIL_ST_U8, shape, 1, buf, n, NULL);
     return w;
@@ -56,8 +56,7 @@ static int holds(const char *path, size_t n, unsigned char fill) {
     for (uint64_t i = 0; ok && i < n; i++) {
         ok = ((const unsigned char *)t->data)[i] == fill;
     }
-    ok = ok && anvil_st_metadata_get(st, "fill") != NULL &&
-         anvil_st_metadata_get(st, "fill")[0] == (char)fill;
+    ok = ok && anvil_st_metadata_get(st, "fill") != NULL && anvil_st_metadata_get(st, "fill")[0] == (char)fill;
     anvil_st_close(st);
     return ok;
 }
@@ -107,8 +106,7 @@ static void test_save_failures(void) {
     anvil_st_writer *w = writer_of(buf, sizeof buf, 'A');
     anvil_error err;
     /* No such folder: nothing created. */
-    CU_ASSERT_EQUAL(anvil_st_writer_save(w, "/nonexistent-anvil-dir/x.safetensors", &err),
-                    ANVIL_E_IO);
+    CU_ASSERT_EQUAL(anvil_st_writer_save(w, "/nonexistent-anvil-dir/x.safetensors", &err), ANVIL_E_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "/nonexistent-anvil-dir/x.safetensors"));
     /* PATH is a folder: the rename fails, the temp file is removed and the
      * folder is untouched. */
@@ -121,7 +119,7 @@ static void test_save_failures(void) {
     struct stat sb;
     CU_ASSERT(stat(sub, &sb) == 0 && S_ISDIR(sb.st_mode));
     /* A writer that cannot be laid out touches nothing. */
-    const uint64_t two[1] = {2};
+    const uint64_t two[1] = { 2 };
     anvil_st_writer_add(w, "d", ANVIL_ST_U8, two, 1, buf, 2, NULL);
     anvil_st_writer_add(w, "d", ANVIL_ST_U8, two, 1, buf, 2, NULL);
     char path[4200];
@@ -146,7 +144,7 @@ static void test_save_write_error(void) {
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
         signal(SIGXFSZ, SIG_IGN); /* get EFBIG instead of the signal */
-        struct rlimit rl = {64 * 1024, 64 * 1024};
+        struct rlimit rl = { 64 * 1024, 64 * 1024 };
         setrlimit(RLIMIT_FSIZE, &rl);
         anvil_st_writer *cw = writer_of(big, sizeof big, 'B');
         anvil_error err;
@@ -189,7 +187,7 @@ static void test_crash_during_save(void) {
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = stop_self;
         sigaction(SIGXFSZ, &sa, NULL);
-        struct rlimit rl = {256 * 1024, 256 * 1024};
+        struct rlimit rl = { 256 * 1024, 256 * 1024 };
         setrlimit(RLIMIT_FSIZE, &rl);
         anvil_st_writer *cw = writer_of(big, sizeof big, 'B');
         anvil_st_writer_save(cw, path, NULL);

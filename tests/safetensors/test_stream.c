@@ -25,12 +25,11 @@ static anvil_st_writer *make_frame(int k, float *store) {
     for (int i = 0; i < k; i++) {
         char name[32];
         snprintf(name, sizeof name, "t%d.%d", k, i);
-        const uint64_t shape[2] = {2, (uint64_t)i + 1};
+        const uint64_t shape[2] = { 2, (uint64_t)i + 1 };
         for (int j = 0; j < 2 * (i + 1); j++) {
             store[16 * i + j] = (float)(k * 100 + i * 10 + j);
         }
-        anvil_st_writer_add(w, name, ANVIL_ST_F32, shape, 2, &store[16 * i],
-                            (uint64_t)(8 * (i + 1)), NULL);
+        anvil_st_writer_add(w, name, ANVIL_ST_F32, shape, 2, &store[16 * i], (uint64_t)(8 * (i + 1)), NULL);
     }
     return w;
 }
@@ -191,21 +190,20 @@ static int read_from_bytes(const void *bytes, size_t len, anvil_error *err) {
 }
 
 static void test_truncated_streams(void) {
-    const unsigned char data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const unsigned char data[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     size_t size;
-    unsigned char *img = st_image(
-        "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
-        "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}",
-        data, sizeof data, &size);
+    unsigned char *img = st_image("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                                  "\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}",
+                                  data, sizeof data, &size);
     anvil_error err;
     CU_ASSERT_EQUAL(read_from_bytes(img, size, &err), ANVIL_OK);
     /* Every cut point maps to the part of the frame it falls in. */
     const size_t header_end = size - 8;
     for (size_t cut = 1; cut < size; cut++) {
         const int rc = read_from_bytes(img, cut, &err);
-        const int want = cut < 8             ? ANVIL_E_ST_TOO_SMALL
-                         : cut < header_end  ? ANVIL_E_ST_HEADER_PAST_END
-                                             : ANVIL_E_TRUNCATED;
+        const int want = cut < 8            ? ANVIL_E_ST_TOO_SMALL
+                         : cut < header_end ? ANVIL_E_ST_HEADER_PAST_END
+                                            : ANVIL_E_TRUNCATED;
         CU_ASSERT_EQUAL(rc, want);
         if (want == ANVIL_E_TRUNCATED) {
             CU_ASSERT_PTR_NOT_NULL(strstr(err.message, cut < header_end + 4 ? "\"a\"" : "\"b\""));
@@ -221,8 +219,7 @@ static void test_truncated_streams(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "\"x\""));
     free(img);
     /* Invalid headers are refused before any data is read. */
-    img = st_image("{\"x\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,1]}}", data, 1,
-                   &size);
+    img = st_image("{\"x\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,1]}}", data, 1, &size);
     CU_ASSERT_EQUAL(read_from_bytes(img, size, &err), ANVIL_E_ST_DTYPE);
     free(img);
     img = st_image_raw(200000000ull, "{}", 2, NULL, 0, &size);

@@ -19,8 +19,7 @@ static unsigned char *serialize(anvil_st_writer *w, size_t *size) {
 }
 
 /* 8-byte length + header + spaces to a multiple of 8 + data. */
-static unsigned char *expected(const char *json, const void *data, size_t data_len,
-                               size_t *size) {
+static unsigned char *expected(const char *json, const void *data, size_t data_len, size_t *size) {
     size_t n = strlen(json);
     const size_t padded = (n + 7) / 8 * 8;
     char *h = malloc(padded + 1);
@@ -31,21 +30,19 @@ static unsigned char *expected(const char *json, const void *data, size_t data_l
     return img;
 }
 
-static const float six[6] = {0, 1, 2, 3, 4, 5};
+static const float six[6] = { 0, 1, 2, 3, 4, 5 };
 
 /* Upstream's own test vectors (tensor.rs: test_serialization, test_empty,
  * test_serialization_forced_alignement), byte for byte. */
 static void test_upstream_vectors(void) {
     anvil_st_writer *w = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_st_writer_new(&w, NULL), ANVIL_OK);
-    const uint64_t s123[3] = {1, 2, 3};
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "attn.0", ANVIL_ST_F32, s123, 3, six, 24, NULL),
-                    ANVIL_OK);
+    const uint64_t s123[3] = { 1, 2, 3 };
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "attn.0", ANVIL_ST_F32, s123, 3, six, 24, NULL), ANVIL_OK);
     size_t got_size, want_size;
     unsigned char *got = serialize(w, &got_size);
-    unsigned char *want = expected(
-        "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", six, 24,
-        &want_size);
+    unsigned char *want =
+        expected("{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", six, 24, &want_size);
     CU_ASSERT_EQUAL(got[0], 64); /* upstream: no padding needed here */
     CU_ASSERT_EQUAL(got_size, want_size);
     CU_ASSERT(got != NULL && memcmp(got, want, want_size) == 0);
@@ -54,11 +51,11 @@ static void test_upstream_vectors(void) {
     anvil_st_writer_free(w);
 
     anvil_st_writer_new(&w, NULL);
-    const uint64_t s1123[4] = {1, 1, 2, 3};
+    const uint64_t s1123[4] = { 1, 1, 2, 3 };
     anvil_st_writer_add(w, "attn0", ANVIL_ST_F32, s1123, 4, six, 24, NULL);
     got = serialize(w, &got_size);
-    want = expected("{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}",
-                    six, 24, &want_size);
+    want =
+        expected("{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", six, 24, &want_size);
     CU_ASSERT_EQUAL(got[0], 72); /* 65 bytes of JSON + 7 spaces */
     CU_ASSERT_EQUAL(got_size, want_size);
     CU_ASSERT(got != NULL && memcmp(got, want, want_size) == 0);
@@ -69,8 +66,7 @@ static void test_upstream_vectors(void) {
     /* Empty: "{}" and six spaces. */
     anvil_st_writer_new(&w, NULL);
     got = serialize(w, &got_size);
-    const unsigned char empty[16] = {8,   0,   0,   0,   0,   0,   0,   0,
-                                     '{', '}', ' ', ' ', ' ', ' ', ' ', ' '};
+    const unsigned char empty[16] = { 8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' ' };
     CU_ASSERT_EQUAL(got_size, 16);
     CU_ASSERT(got != NULL && memcmp(got, empty, 16) == 0);
     free(got);
@@ -106,8 +102,8 @@ static unsigned char *reemit(const unsigned char *bytes, size_t size, size_t *ou
 
 /* Files written by a current upstream come back byte for byte. */
 static void test_reemit_identical(void) {
-    const char *files[] = {"burn-batch_norm2d.safetensors", "burn-boolean.safetensors",
-                           "peft-gpt2-lora-adapter_model.safetensors"};
+    const char *files[] = { "burn-batch_norm2d.safetensors", "burn-boolean.safetensors",
+                            "peft-gpt2-lora-adapter_model.safetensors" };
     for (size_t i = 0; i < 3; i++) {
         const char *path = st_data_path(files[i]);
         if (path == NULL) {
@@ -154,7 +150,7 @@ static void assert_same_content(const anvil_st *a, const anvil_st *b) {
 /* Files from older writers (name order, no padding) parse, and every
  * tensor's bytes, dtype, shape and the metadata survive the rewrite. */
 static void test_reemit_older_files(void) {
-    const char *files[] = {"hf-samples_overall.safetensors", "hf-samples_F16.safetensors"};
+    const char *files[] = { "hf-samples_overall.safetensors", "hf-samples_F16.safetensors" };
     for (size_t i = 0; i < 2; i++) {
         const char *path = st_data_path(files[i]);
         if (path == NULL) {
@@ -186,11 +182,9 @@ static void test_reemit_older_files(void) {
         unsigned char *bytes = st_read_file(path, &size);
         unsigned char *out = reemit(bytes, size, &out_size);
         CU_ASSERT_PTR_NOT_NULL_FATAL(out);
-        const char *order[] = {"\"d\":{\"dtype\":\"F64\"", "\"f\":{\"dtype\":\"F32\"",
-                               "\"I\":{\"dtype\":\"U32\"", "\"i\":{\"dtype\":\"I32\"",
-                               "\"e\":{\"dtype\":\"F16\"", "\"H\":{\"dtype\":\"U16\"",
-                               "\"h\":{\"dtype\":\"I16\"", "\"b\":{\"dtype\":\"I8\"",
-                               "\"B\":{\"dtype\":\"U8\""};
+        const char *order[] = { "\"d\":{\"dtype\":\"F64\"", "\"f\":{\"dtype\":\"F32\"", "\"I\":{\"dtype\":\"U32\"",
+                                "\"i\":{\"dtype\":\"I32\"", "\"e\":{\"dtype\":\"F16\"", "\"H\":{\"dtype\":\"U16\"",
+                                "\"h\":{\"dtype\":\"I16\"", "\"b\":{\"dtype\":\"I8\"",  "\"B\":{\"dtype\":\"U8\"" };
         char *h = malloc(out_size + 1);
         memcpy(h, out, out_size);
         h[out_size] = '\0';
@@ -213,8 +207,8 @@ static void test_reemit_older_files(void) {
 static void test_sort_order(void) {
     anvil_st_writer *w = NULL;
     anvil_st_writer_new(&w, NULL);
-    const unsigned char buf[64] = {0};
-    const uint64_t one[1] = {1}, two[1] = {2};
+    const unsigned char buf[64] = { 0 };
+    const uint64_t one[1] = { 1 }, two[1] = { 2 };
     /* Added in scrambled order. */
     anvil_st_writer_add(w, "\xc3\xa9", ANVIL_ST_F32, one, 1, buf, 4, NULL);
     anvil_st_writer_add(w, "flag", ANVIL_ST_BOOL, one, 1, buf, 1, NULL);
@@ -230,7 +224,7 @@ static void test_sort_order(void) {
     unsigned char *out = serialize(w, &size);
     anvil_st *st = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_st_parse(&st, out, size, NULL), ANVIL_OK);
-    const char *want[] = {"u", "c", "B", "a", "a0", "b", "\xc3\xa9", "h", "q", "flag"};
+    const char *want[] = { "u", "c", "B", "a", "a0", "b", "\xc3\xa9", "h", "q", "flag" };
     CU_ASSERT_EQUAL_FATAL(anvil_st_count(st), 10);
     uint64_t at = 0;
     for (size_t i = 0; i < 10; i++) {
@@ -249,7 +243,7 @@ static void test_escaping(void) {
     anvil_st_writer_new(&w, NULL);
     const char *name = "q\"\\\n\x01\b\f\r\t/\xc3\xa9\x7f\x1f";
     const unsigned char byte = 7;
-    const uint64_t one[1] = {1};
+    const uint64_t one[1] = { 1 };
     CU_ASSERT_EQUAL(anvil_st_writer_add(w, name, ANVIL_ST_U8, one, 1, &byte, 1, NULL), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_st_writer_set_metadata(w, "k\"", "v\n\x02", NULL), ANVIL_OK);
     size_t size;
@@ -279,8 +273,7 @@ static void test_metadata_rules(void) {
     anvil_st_writer_set_metadata(w, "k1", "v3", NULL); /* replaces in place */
     size_t size, want_size;
     unsigned char *out = serialize(w, &size);
-    unsigned char *want =
-        expected("{\"__metadata__\":{\"k1\":\"v3\",\"k2\":\"v2\"}}", NULL, 0, &want_size);
+    unsigned char *want = expected("{\"__metadata__\":{\"k1\":\"v3\",\"k2\":\"v2\"}}", NULL, 0, &want_size);
     CU_ASSERT(out != NULL && size == want_size && memcmp(out, want, size) == 0);
     free(out);
     free(want);
@@ -305,24 +298,17 @@ static void test_refusals(void) {
     anvil_st_writer *w = NULL;
     anvil_error err;
     anvil_st_writer_new(&w, NULL);
-    const unsigned char buf[16] = {0};
-    const uint64_t two[1] = {2}, three[1] = {3};
-    const uint64_t huge[2] = {UINT64_C(1) << 40, UINT64_C(1) << 40};
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "w", ANVIL_ST_F32, two, 1, buf, 4, &err),
-                    ANVIL_E_ST_SIZE_MISMATCH);
+    const unsigned char buf[16] = { 0 };
+    const uint64_t two[1] = { 2 }, three[1] = { 3 };
+    const uint64_t huge[2] = { UINT64_C(1) << 40, UINT64_C(1) << 40 };
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "w", ANVIL_ST_F32, two, 1, buf, 4, &err), ANVIL_E_ST_SIZE_MISMATCH);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "\"w\""));
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "q", ANVIL_ST_F4, three, 1, buf, 2, &err),
-                    ANVIL_E_ST_SUBBYTE);
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "o", ANVIL_ST_U8, huge, 2, buf, 0, &err),
-                    ANVIL_E_ST_OVERFLOW);
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "d", (anvil_st_dtype)99, two, 1, buf, 2, &err),
-                    ANVIL_E_ST_DTYPE);
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "bad\xff", ANVIL_ST_U8, two, 1, buf, 2, &err),
-                    ANVIL_E_ST_UTF8);
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "__metadata__", ANVIL_ST_U8, two, 1, buf, 2, &err),
-                    ANVIL_E_INVALID_ARG);
-    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "n", ANVIL_ST_U8, two, 1, NULL, 2, &err),
-                    ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "q", ANVIL_ST_F4, three, 1, buf, 2, &err), ANVIL_E_ST_SUBBYTE);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "o", ANVIL_ST_U8, huge, 2, buf, 0, &err), ANVIL_E_ST_OVERFLOW);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "d", (anvil_st_dtype)99, two, 1, buf, 2, &err), ANVIL_E_ST_DTYPE);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "bad\xff", ANVIL_ST_U8, two, 1, buf, 2, &err), ANVIL_E_ST_UTF8);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "__metadata__", ANVIL_ST_U8, two, 1, buf, 2, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(anvil_st_writer_add(w, "n", ANVIL_ST_U8, two, 1, NULL, 2, &err), ANVIL_E_INVALID_ARG);
     CU_ASSERT_EQUAL(anvil_st_writer_set_metadata(w, "k", "\xc0\x80", &err), ANVIL_E_ST_UTF8);
     /* Nothing refused was kept. */
     size_t size;
@@ -345,14 +331,14 @@ static void test_all_dtypes_raw(void) {
     anvil_st_writer *w = NULL;
     anvil_st_writer_new(&w, NULL);
     unsigned char pattern[ANVIL_ST_DTYPE_COUNT][64];
-    const uint64_t eight[1] = {8};
+    const uint64_t eight[1] = { 8 };
     for (int d = 0; d < ANVIL_ST_DTYPE_COUNT; d++) {
         const uint64_t bytes = 8 * anvil_st_dtype_bits((anvil_st_dtype)d) / 8;
         for (uint64_t i = 0; i < bytes; i++) {
             pattern[d][i] = (unsigned char)(d * 31 + (int)i * 7 + 1);
         }
-        CU_ASSERT_EQUAL(anvil_st_writer_add(w, anvil_st_dtype_name((anvil_st_dtype)d),
-                                            (anvil_st_dtype)d, eight, 1, pattern[d], bytes, NULL),
+        CU_ASSERT_EQUAL(anvil_st_writer_add(w, anvil_st_dtype_name((anvil_st_dtype)d), (anvil_st_dtype)d, eight, 1,
+                                            pattern[d], bytes, NULL),
                         ANVIL_OK);
     }
     size_t size;

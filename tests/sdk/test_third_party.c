@@ -89,12 +89,12 @@ static void test_plugin_loads(void) {
 static void test_codec_roundtrip_cli(void) {
     enum { N = 64 };
     float x[N];
-    x[0] = 448.0f;   /* S.1111.110 */
-    x[1] = 1.0f;     /* S.0111.000 */
-    x[2] = -0.5f;    /* 1.0110.000 */
-    x[3] = 0x1.0p-9f;/* smallest subnormal */
+    x[0] = 448.0f;    /* S.1111.110 */
+    x[1] = 1.0f;      /* S.0111.000 */
+    x[2] = -0.5f;     /* 1.0110.000 */
+    x[3] = 0x1.0p-9f; /* smallest subnormal */
     x[4] = 0.0f;
-    x[5] = 240.0f;   /* 1.875 * 2^7 */
+    x[5] = 240.0f; /* 1.875 * 2^7 */
     for (int i = 6; i < 32; ++i) x[i] = (float)(i - 16) * 0.25f;
     for (int i = 32; i < N; ++i) x[i] = sinf((float)i) * 1000.0f; /* second block: scale 2^1 */
     char in[4200], enc[4200], dec[4200];
@@ -111,13 +111,13 @@ static void test_codec_roundtrip_cli(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     CU_ASSERT_EQUAL(fread(b, 1, sizeof b + 1, f), 66); /* 2 blocks of 33 bytes */
     fclose(f);
-    CU_ASSERT_EQUAL(b[0], 127);  /* 2^0 */
-    CU_ASSERT_EQUAL(b[1], 0x7E); /* 448 */
-    CU_ASSERT_EQUAL(b[2], 0x38); /* 1.0 */
-    CU_ASSERT_EQUAL(b[3], 0xB0); /* -0.5 */
-    CU_ASSERT_EQUAL(b[4], 0x01); /* 2^-9 */
-    CU_ASSERT_EQUAL(b[5], 0x00); /* 0 */
-    CU_ASSERT_EQUAL(b[6], 0x77); /* 240 */
+    CU_ASSERT_EQUAL(b[0], 127);      /* 2^0 */
+    CU_ASSERT_EQUAL(b[1], 0x7E);     /* 448 */
+    CU_ASSERT_EQUAL(b[2], 0x38);     /* 1.0 */
+    CU_ASSERT_EQUAL(b[3], 0xB0);     /* -0.5 */
+    CU_ASSERT_EQUAL(b[4], 0x01);     /* 2^-9 */
+    CU_ASSERT_EQUAL(b[5], 0x00);     /* 0 */
+    CU_ASSERT_EQUAL(b[6], 0x77);     /* 240 */
     CU_ASSERT_EQUAL(b[33], 127 + 1); /* max |x| in [512, 1024): 2^(9 - 8) */
     CU_ASSERT_EQUAL_FATAL(sh("'%s' --config '%s' codec decode mxfp8 '%s' '%s' 2>&1", anvil_cli, config, enc, dec), 0);
     float y[N];
@@ -193,8 +193,8 @@ static void test_gguf_with_new_type(void) {
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&gw, ctx, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_set_string(gw, "general.name", "mxfp8 demo", &err), ANVIL_OK);
     const uint64_t ne[2] = { K, R };
-    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", 1100, 2, ne, blocks,
-                                                       sizeof blocks, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        anvil_gguf_writer_add_tensor(gw, "blk.0.ffn_up.weight", 1100, 2, ne, blocks, sizeof blocks, &err), ANVIL_OK);
     int rc = anvil_gguf_writer_write_file(gw, path, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "\n%s\n", err.message);
     CU_ASSERT_EQUAL_FATAL(rc, ANVIL_OK);

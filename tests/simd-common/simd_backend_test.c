@@ -80,10 +80,10 @@
 #endif
 #define MAX_BLOCKS_32 48
 #define MAX_BLOCKS_256 12
-#define MAX_ELEMS (MAX_BLOCKS_256 * 256)  /* >= MAX_BLOCKS_32 * 32 */
-#define MAX_ROW_BYTES 3648                 /* >= 12 Q8_K blocks, a multiple of 64 */
+#define MAX_ELEMS (MAX_BLOCKS_256 * 256) /* >= MAX_BLOCKS_32 * 32 */
+#define MAX_ROW_BYTES 3648               /* >= 12 Q8_K blocks, a multiple of 64 */
 #define LONG_N (256 * 64)
-#define LONG_ROWS 19                       /* passes of 8, 8, 2, 1 */
+#define LONG_ROWS 19 /* passes of 8, 8, 2, 1 */
 #define MAX_GEMV_ROWS 19
 #define MAX_GEMM_M 5
 
@@ -108,56 +108,260 @@ typedef struct wfmt {
     anvil_encode_fn encode;
     anvil_decode_fn decode;
     anvil_vec_dot_fn dot;
-    int bit_exact;      /* documented bit-identical to the reference */
-    int halves[2];      /* byte offsets of fp16 scale fields (-1: none) */
-    int e8m0;           /* byte offset of an E8M0 scale, or -1 */
+    int bit_exact;          /* documented bit-identical to the reference */
+    int halves[2];          /* byte offsets of fp16 scale fields (-1: none) */
+    int e8m0;               /* byte offset of an E8M0 scale, or -1 */
     int codes_lo, codes_hi; /* code bytes of the formats with a min (else 0, 0) */
-    int half3;          /* byte offset of a third fp16 scale (ptqtp3), or 0: none */
+    int half3;              /* byte offset of a third fp16 scale (ptqtp3), or 0: none */
 } wfmt;
 
 static const wfmt FORMATS[] = {
-    { "q8_0", ANVIL_TYPE_Q8_0, &ACT_Q8_0, 32, 34, anvil_ref_encode_q8_0, anvil_ref_decode_q8_0,
-      anvil_ref_vec_dot_q8_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
-    { "q4_0", ANVIL_TYPE_Q4_0, &ACT_Q8_0, 32, 18, anvil_ref_encode_q4_0, anvil_ref_decode_q4_0,
-      anvil_ref_vec_dot_q4_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
-    { "q4_1", ANVIL_TYPE_Q4_1, &ACT_Q8_1, 32, 20, anvil_ref_encode_q4_1, anvil_ref_decode_q4_1,
-      anvil_ref_vec_dot_q4_1_q8_1, 1, { 0, 2 }, -1, 4, 20, 0 },
-    { "q5_0", ANVIL_TYPE_Q5_0, &ACT_Q8_0, 32, 22, anvil_ref_encode_q5_0, anvil_ref_decode_q5_0,
-      anvil_ref_vec_dot_q5_0_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
-    { "q5_1", ANVIL_TYPE_Q5_1, &ACT_Q8_1, 32, 24, anvil_ref_encode_q5_1, anvil_ref_decode_q5_1,
-      anvil_ref_vec_dot_q5_1_q8_1, 1, { 0, 2 }, -1, 4, 24, 0 },
-    { "q2_K", ANVIL_TYPE_Q2_K, &ACT_Q8_K, 256, 84, anvil_ref_encode_q2_K, anvil_ref_decode_q2_K,
-      anvil_ref_vec_dot_q2_K_q8_K, 1, { 80, 82 }, -1, 16, 80, 0 },
-    { "q3_K", ANVIL_TYPE_Q3_K, &ACT_Q8_K, 256, 110, anvil_ref_encode_q3_K, anvil_ref_decode_q3_K,
-      anvil_ref_vec_dot_q3_K_q8_K, 1, { 108, -1 }, -1, 0, 0, 0 },
-    { "q4_K", ANVIL_TYPE_Q4_K, &ACT_Q8_K, 256, 144, anvil_ref_encode_q4_K, anvil_ref_decode_q4_K,
-      anvil_ref_vec_dot_q4_K_q8_K, 1, { 0, 2 }, -1, 16, 144, 0 },
-    { "q5_K", ANVIL_TYPE_Q5_K, &ACT_Q8_K, 256, 176, anvil_ref_encode_q5_K, anvil_ref_decode_q5_K,
-      anvil_ref_vec_dot_q5_K_q8_K, 1, { 0, 2 }, -1, 16, 176, 0 },
-    { "q6_K", ANVIL_TYPE_Q6_K, &ACT_Q8_K, 256, 210, anvil_ref_encode_q6_K, anvil_ref_decode_q6_K,
-      anvil_ref_vec_dot_q6_K_q8_K, 1, { 208, -1 }, -1, 0, 0, 0 },
-    { "tq1_0", ANVIL_TYPE_TQ1_0, &ACT_Q8_K, 256, 54, anvil_ref_encode_tq1_0, anvil_ref_decode_tq1_0,
-      anvil_ref_vec_dot_tq1_0_q8_K, 1, { 52, -1 }, -1, 0, 0, 0 },
-    { "tq2_0", ANVIL_TYPE_TQ2_0, &ACT_Q8_K, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_decode_tq2_0,
-      anvil_ref_vec_dot_tq2_0_q8_K, 1, { 64, -1 }, -1, 0, 0, 0 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, &ACT_Q8_0, 32, 18, anvil_ref_encode_iq4_nl, anvil_ref_decode_iq4_nl,
-      anvil_ref_vec_dot_iq4_nl_q8_0, 1, { 0, -1 }, -1, 0, 0, 0 },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, &ACT_Q8_K, 256, 136, anvil_ref_encode_iq4_xs, anvil_ref_decode_iq4_xs,
-      anvil_ref_vec_dot_iq4_xs_q8_K, 0, { 0, -1 }, -1, 0, 0, 0 },
-    { "mxfp4", ANVIL_TYPE_MXFP4, &ACT_Q8_0, 32, 17, anvil_ref_encode_mxfp4, anvil_ref_decode_mxfp4,
-      anvil_ref_vec_dot_mxfp4_q8_0, 1, { -1, -1 }, 0, 0, 0, 0 },
+    { "q8_0",
+      ANVIL_TYPE_Q8_0,
+      &ACT_Q8_0,
+      32,
+      34,
+      anvil_ref_encode_q8_0,
+      anvil_ref_decode_q8_0,
+      anvil_ref_vec_dot_q8_0_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "q4_0",
+      ANVIL_TYPE_Q4_0,
+      &ACT_Q8_0,
+      32,
+      18,
+      anvil_ref_encode_q4_0,
+      anvil_ref_decode_q4_0,
+      anvil_ref_vec_dot_q4_0_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "q4_1",
+      ANVIL_TYPE_Q4_1,
+      &ACT_Q8_1,
+      32,
+      20,
+      anvil_ref_encode_q4_1,
+      anvil_ref_decode_q4_1,
+      anvil_ref_vec_dot_q4_1_q8_1,
+      1,
+      { 0, 2 },
+      -1,
+      4,
+      20,
+      0 },
+    { "q5_0",
+      ANVIL_TYPE_Q5_0,
+      &ACT_Q8_0,
+      32,
+      22,
+      anvil_ref_encode_q5_0,
+      anvil_ref_decode_q5_0,
+      anvil_ref_vec_dot_q5_0_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "q5_1",
+      ANVIL_TYPE_Q5_1,
+      &ACT_Q8_1,
+      32,
+      24,
+      anvil_ref_encode_q5_1,
+      anvil_ref_decode_q5_1,
+      anvil_ref_vec_dot_q5_1_q8_1,
+      1,
+      { 0, 2 },
+      -1,
+      4,
+      24,
+      0 },
+    { "q2_K",
+      ANVIL_TYPE_Q2_K,
+      &ACT_Q8_K,
+      256,
+      84,
+      anvil_ref_encode_q2_K,
+      anvil_ref_decode_q2_K,
+      anvil_ref_vec_dot_q2_K_q8_K,
+      1,
+      { 80, 82 },
+      -1,
+      16,
+      80,
+      0 },
+    { "q3_K",
+      ANVIL_TYPE_Q3_K,
+      &ACT_Q8_K,
+      256,
+      110,
+      anvil_ref_encode_q3_K,
+      anvil_ref_decode_q3_K,
+      anvil_ref_vec_dot_q3_K_q8_K,
+      1,
+      { 108, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "q4_K",
+      ANVIL_TYPE_Q4_K,
+      &ACT_Q8_K,
+      256,
+      144,
+      anvil_ref_encode_q4_K,
+      anvil_ref_decode_q4_K,
+      anvil_ref_vec_dot_q4_K_q8_K,
+      1,
+      { 0, 2 },
+      -1,
+      16,
+      144,
+      0 },
+    { "q5_K",
+      ANVIL_TYPE_Q5_K,
+      &ACT_Q8_K,
+      256,
+      176,
+      anvil_ref_encode_q5_K,
+      anvil_ref_decode_q5_K,
+      anvil_ref_vec_dot_q5_K_q8_K,
+      1,
+      { 0, 2 },
+      -1,
+      16,
+      176,
+      0 },
+    { "q6_K",
+      ANVIL_TYPE_Q6_K,
+      &ACT_Q8_K,
+      256,
+      210,
+      anvil_ref_encode_q6_K,
+      anvil_ref_decode_q6_K,
+      anvil_ref_vec_dot_q6_K_q8_K,
+      1,
+      { 208, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "tq1_0",
+      ANVIL_TYPE_TQ1_0,
+      &ACT_Q8_K,
+      256,
+      54,
+      anvil_ref_encode_tq1_0,
+      anvil_ref_decode_tq1_0,
+      anvil_ref_vec_dot_tq1_0_q8_K,
+      1,
+      { 52, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "tq2_0",
+      ANVIL_TYPE_TQ2_0,
+      &ACT_Q8_K,
+      256,
+      66,
+      anvil_ref_encode_tq2_0,
+      anvil_ref_decode_tq2_0,
+      anvil_ref_vec_dot_tq2_0_q8_K,
+      1,
+      { 64, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "iq4_nl",
+      ANVIL_TYPE_IQ4_NL,
+      &ACT_Q8_0,
+      32,
+      18,
+      anvil_ref_encode_iq4_nl,
+      anvil_ref_decode_iq4_nl,
+      anvil_ref_vec_dot_iq4_nl_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "iq4_xs",
+      ANVIL_TYPE_IQ4_XS,
+      &ACT_Q8_K,
+      256,
+      136,
+      anvil_ref_encode_iq4_xs,
+      anvil_ref_decode_iq4_xs,
+      anvil_ref_vec_dot_iq4_xs_q8_K,
+      0,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "mxfp4",
+      ANVIL_TYPE_MXFP4,
+      &ACT_Q8_0,
+      32,
+      17,
+      anvil_ref_encode_mxfp4,
+      anvil_ref_decode_mxfp4,
+      anvil_ref_vec_dot_mxfp4_q8_0,
+      1,
+      { -1, -1 },
+      0,
+      0,
+      0,
+      0 },
     /* codec-ptqtp's trit planes (a plugin's types, layout in the SDK) */
-    { "ptqtp2", ANVIL_TYPE_PTQTP2, &ACT_Q8_K, 256, 108, anvil_ptqtp_encode2, anvil_ptqtp_decode2,
-      anvil_ptqtp_vec_dot2_q8_K, 1, { 104, 106 }, -1, 0, 0, 0 },
-    { "ptqtp3", ANVIL_TYPE_PTQTP3, &ACT_Q8_K, 256, 162, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
-      anvil_ptqtp_vec_dot3_q8_K, 1, { 156, 158 }, -1, 0, 0, 160 },
+    { "ptqtp2",
+      ANVIL_TYPE_PTQTP2,
+      &ACT_Q8_K,
+      256,
+      108,
+      anvil_ptqtp_encode2,
+      anvil_ptqtp_decode2,
+      anvil_ptqtp_vec_dot2_q8_K,
+      1,
+      { 104, 106 },
+      -1,
+      0,
+      0,
+      0 },
+    { "ptqtp3",
+      ANVIL_TYPE_PTQTP3,
+      &ACT_Q8_K,
+      256,
+      162,
+      anvil_ptqtp_encode3,
+      anvil_ptqtp_decode3,
+      anvil_ptqtp_vec_dot3_q8_K,
+      1,
+      { 156, 158 },
+      -1,
+      0,
+      0,
+      160 },
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
 /* ---- the plugin, loaded as the host loads it ---------------------------------- */
 
-static anvil_cpu_info g_cpu;      /* the host's probe, unmasked features */
-static int g_runnable;            /* the kernels can run on this CPU */
+static anvil_cpu_info g_cpu; /* the host's probe, unmasked features */
+static int g_runnable;       /* the kernels can run on this CPU */
 static void *g_plugin;
 static const anvil_plugin_desc *g_desc;
 static const anvil_backend *g_backend;
@@ -273,7 +477,8 @@ static void make_weight_row(const wfmt *f, int mode, test_rng *r, size_t nb, uin
             if (at < 0) continue;
             put_u16(blk + at, mode == ROW_EXACT ? pow2[uniform_below(r, 2)] : sane_half(r));
         }
-        if (f->e8m0 >= 0) blk[f->e8m0] = (uint8_t)(mode == ROW_EXACT ? 128 + uniform_below(r, 2) : 110 + uniform_below(r, 36));
+        if (f->e8m0 >= 0)
+            blk[f->e8m0] = (uint8_t)(mode == ROW_EXACT ? 128 + uniform_below(r, 2) : 110 + uniform_below(r, 36));
     }
 }
 
@@ -328,7 +533,8 @@ static double term_magnitude(const wfmt *f, const uint8_t *w, const uint8_t *act
     double mag = 0;
     for (size_t j = 0; j < n; ++j) mag += fabs((double)wd[j] * ad[j]);
     if (f->codes_hi > 0) {
-        for (size_t b = 0; b < nb; ++b) memset(zeroed + b * f->bb + f->codes_lo, 0, (size_t)(f->codes_hi - f->codes_lo));
+        for (size_t b = 0; b < nb; ++b)
+            memset(zeroed + b * f->bb + f->codes_lo, 0, (size_t)(f->codes_hi - f->codes_lo));
         f->decode(zeroed, od, n);
         for (size_t j = 0; j < n; ++j) mag += 2.0 * fabs((double)od[j] * ad[j]);
     }
@@ -372,8 +578,9 @@ static void check_quantizer(const act_fmt *a) {
         a->quantize(x, want, n);
         q->quantize(x, got, n);
         if (memcmp(want, got, n / a->be * a->bb) != 0) {
-            if (bad++ == 0) fprintf(stderr, "\nact %u: row %llu (n=%zu) differs from the reference\n", a->id,
-                                    (unsigned long long)row, n);
+            if (bad++ == 0)
+                fprintf(stderr, "\nact %u: row %llu (n=%zu) differs from the reference\n", a->id,
+                        (unsigned long long)row, n);
         }
     }
     printf("\n    act type %u: %zu rows, %zu byte mismatches", a->id, rows, bad);
@@ -432,7 +639,8 @@ static void test_decode_rows(void) {
                 }
             }
         }
-        printf("\n    %-7s decode: %zu rows, %zu bit mismatches (%zu NaN-payload-only)", f->name, rows, bad, nan_payload);
+        printf("\n    %-7s decode: %zu rows, %zu bit mismatches (%zu NaN-payload-only)", f->name, rows, bad,
+               nan_payload);
         CU_ASSERT_EQUAL(bad, 0);
     }
 }
@@ -488,7 +696,8 @@ static void check_dots(const wfmt *f, int exact_pass, dot_stats *st) {
             }
         }
         for (size_t rr = 0; rr < nrows; ++rr) {
-            const int mode = exact_pass ? ROW_EXACT : (int)((row_id + rr) % 4 == 3 ? ROW_RANDOM_RAW : (row_id + rr) % 3);
+            const int mode = exact_pass ? ROW_EXACT
+                                        : (int)((row_id + rr) % 4 == 3 ? ROW_RANDOM_RAW : (row_id + rr) % 3);
             make_weight_row(f, mode, &r, nb, row_id + rr, w + rr * ws);
         }
         float y[MAX_GEMV_ROWS], ymm[MAX_GEMM_M * (MAX_GEMV_ROWS + 3)];
@@ -506,8 +715,8 @@ static void check_dots(const wfmt *f, int exact_pass, dot_stats *st) {
             f->dot(n, &ref, w_al, a_al);
             if (!same_float(v, ref) && (f->bit_exact || exact_pass)) {
                 if (st->not_exact++ == 0) {
-                    fprintf(stderr, "\n%s%s: row %llu (n=%zu): %a vs reference %a\n", f->name, exact_pass ? " exact" : "",
-                            (unsigned long long)(row_id + rr), n, (double)v, (double)ref);
+                    fprintf(stderr, "\n%s%s: row %llu (n=%zu): %a vs reference %a\n", f->name,
+                            exact_pass ? " exact" : "", (unsigned long long)(row_id + rr), n, (double)v, (double)ref);
                 }
             }
             const double mag = term_magnitude(f, w_al, a_al, n);
@@ -660,14 +869,15 @@ static void write_config(void) {
     snprintf(g_config, sizeof g_config, "%s/%s.ini", test_tmpdir(), SB_BACKEND);
     FILE *fp = fopen(g_config, "w");
     if (fp == NULL) return;
-    fprintf(fp,
-            "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, codec-ptqtp, backend-scalar%s%s\n"
-            "[backends]\norder = %s%sscalar\n",
-            ANVIL_PLUGIN_DIR, SB_KIND == SB_AVX512_EMU ? "" : ", ", SB_KIND == SB_AVX512_EMU ? "" : SB_PLUGIN_ID,
-            /* The emulated build is not an installed plugin: the host-side
+    fprintf(
+        fp,
+        "[plugins]\npath = %s\nload = codec-q8_0, codec-kquants, codec-ternary, codec-cold, codec-ptqtp, backend-scalar%s%s\n"
+        "[backends]\norder = %s%sscalar\n",
+        ANVIL_PLUGIN_DIR, SB_KIND == SB_AVX512_EMU ? "" : ", ", SB_KIND == SB_AVX512_EMU ? "" : SB_PLUGIN_ID,
+        /* The emulated build is not an installed plugin: the host-side
              * config names only what it loads (an order naming a backend
              * nobody provides is a config error). */
-            SB_KIND == SB_AVX512_EMU ? "" : SB_BACKEND, SB_KIND == SB_AVX512_EMU ? "" : ", ");
+        SB_KIND == SB_AVX512_EMU ? "" : SB_BACKEND, SB_KIND == SB_AVX512_EMU ? "" : ", ");
     fclose(fp);
 }
 
@@ -806,8 +1016,8 @@ static void test_matmul_mask(void) {
             }
         }
     }
-    printf("\n    masked (scalar) vs " SB_BACKEND " through anvil_matmul: largest relative difference %.2g (%s)", worst,
-           FORMATS[worst_fmt].name);
+    printf("\n    masked (scalar) vs " SB_BACKEND " through anvil_matmul: largest relative difference %.2g (%s)",
+           worst, FORMATS[worst_fmt].name);
     fclose(fm);
     fclose(fp);
 }
@@ -885,8 +1095,8 @@ int main(int argc, char **argv) {
     g_features_vnni = g_cpu.features_raw | ANVIL_CPU_AVX512VNNI;
     const int have_vnni = SB_KIND == SB_AVX512_EMU || (g_cpu.features_raw & ANVIL_CPU_AVX512VNNI) != 0;
     if (!g_runnable) {
-        printf("%s: kernels SKIPPED: this CPU lacks what %s needs (score and CLI checks still run)%s\n",
-               SB_BACKEND, SB_PLUGIN_ID,
+        printf("%s: kernels SKIPPED: this CPU lacks what %s needs (score and CLI checks still run)%s\n", SB_BACKEND,
+               SB_PLUGIN_ID,
                SB_KIND == SB_AVX512 ? "; test_avx512_emu checks the same kernel sources through SIMDe" : "");
     } else {
         sb_encoder_setup(&g_backend, SB_ENC_VARIANT, SB_REQUIRED, g_rows);

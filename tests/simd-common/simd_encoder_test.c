@@ -159,8 +159,7 @@ static void make_row(float *x, size_t n, uint64_t row, uint32_t salt) {
             x[j] = (j + row) % 3 == 0 ? -m : m;
         }
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -237,8 +236,8 @@ static void check_encoder(const enc_fmt *f) {
         const size_t nb = 1 + rng_next(&rng) % max_nb;
         const size_t n = nb * f->be, rb = nb * f->bb;
         const size_t nrows = 1 + rng_next(&rng) % MAX_CALL_ROWS;
-        float *src = src_buf + rng_next(&rng) % 16;           /* any float offset */
-        uint8_t *got = got_buf + rng_next(&rng) % 64;          /* any byte address */
+        float *src = src_buf + rng_next(&rng) % 16;   /* any float offset */
+        uint8_t *got = got_buf + rng_next(&rng) % 64; /* any byte address */
         char msg[512];
         for (size_t r = 0; r < nrows; ++r) {
             make_row(src + r * n, n, row_id + r, f->id);
@@ -253,7 +252,8 @@ static void check_encoder(const enc_fmt *f) {
                 if (bad_rows++ < 3) {
                     size_t b = 0;
                     while (memcmp(want + r * rb + b * f->bb, got + r * rb + b * f->bb, f->bb) == 0) ++b;
-                    fprintf(stderr, "\n%s %s: row %llu (kind %s, shape %llu, n=%zu): block %zu differs from the "
+                    fprintf(stderr,
+                            "\n%s %s: row %llu (kind %s, shape %llu, n=%zu): block %zu differs from the "
                             "reference",
                             f->name, e->variant, (unsigned long long)(row_id + r),
                             test_input_kind_name((test_input_kind)((row_id + r) % INPUT_KIND_COUNT)),
@@ -296,6 +296,4 @@ static void test_encoders(void) {
     for (size_t i = 0; i < N_ENC; ++i) check_encoder(&ENC_FORMATS[i]);
 }
 
-void sb_add_encoder_tests(CU_pSuite s) {
-    CU_add_test(s, "weight encoders == reference bytes", test_encoders);
-}
+void sb_add_encoder_tests(CU_pSuite s) { CU_add_test(s, "weight encoders == reference bytes", test_encoders); }

@@ -59,20 +59,16 @@ typedef struct fmt {
 
 static const fmt formats[] = {
     { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, offsetof(anvil_block_tq1_0, d), anvil_ref_encode_tq1_0,
-      anvil_ref_decode_tq1_0, anvil_ref_vec_dot_tq1_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292,
-      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0,
-      anvil_ref_encode_rows_tq1_0 },
+      anvil_ref_decode_tq1_0, anvil_ref_vec_dot_tq1_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292, anvil_ref_quantize_q8_K,
+      anvil_ref_decode_q8_K, 0, anvil_ref_encode_rows_tq1_0 },
     { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, offsetof(anvil_block_tq2_0, d), anvil_ref_encode_tq2_0,
-      anvil_ref_decode_tq2_0, anvil_ref_vec_dot_tq2_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292,
-      anvil_ref_quantize_q8_K, anvil_ref_decode_q8_K, 0,
-      anvil_ref_encode_rows_tq2_0 },
-    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, offsetof(anvil_block_q1_0, d), anvil_ref_encode_q1_0,
-      anvil_ref_decode_q1_0, anvil_ref_vec_dot_q1_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34,
-      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 1,
+      anvil_ref_decode_tq2_0, anvil_ref_vec_dot_tq2_0_q8_K, ANVIL_TYPE_Q8_K, 256, 292, anvil_ref_quantize_q8_K,
+      anvil_ref_decode_q8_K, 0, anvil_ref_encode_rows_tq2_0 },
+    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, offsetof(anvil_block_q1_0, d), anvil_ref_encode_q1_0, anvil_ref_decode_q1_0,
+      anvil_ref_vec_dot_q1_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 1,
       anvil_ref_encode_rows_q1_0 },
-    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, offsetof(anvil_block_q2_0, d), anvil_ref_encode_q2_0,
-      anvil_ref_decode_q2_0, anvil_ref_vec_dot_q2_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34,
-      anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 0,
+    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, offsetof(anvil_block_q2_0, d), anvil_ref_encode_q2_0, anvil_ref_decode_q2_0,
+      anvil_ref_vec_dot_q2_0_q8_0, ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_quantize_q8_0, anvil_ref_decode_q8_0, 0,
       anvil_ref_encode_rows_q2_0 },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -151,8 +147,8 @@ static void check_golden(const fmt *f) {
         for (size_t j = 0; j < n; ++j) {
             if (!same_bits(dec[j], r.dec[j])) {
                 dec_bad++;
-                fprintf(stderr, "%s golden record %u: element %zu decodes %a, ggml %a\n", f->name,
-                        i, j, dec[j], r.dec[j]);
+                fprintf(stderr, "%s golden record %u: element %zu decodes %a, ggml %a\n", f->name, i, j, dec[j],
+                        r.dec[j]);
                 break;
             }
         }
@@ -167,8 +163,8 @@ static void check_golden(const fmt *f) {
         CU_ASSERT(same_bits(s, r.dot));
         if (!(e <= DOT_REL_TOL)) {
             dot_bad++;
-            fprintf(stderr, "%s golden record %u: dot %.9g vs ggml %.9g (M %.6g)\n", f->name, i,
-                    (double)s, (double)r.dot, m);
+            fprintf(stderr, "%s golden record %u: dot %.9g vs ggml %.9g (M %.6g)\n", f->name, i, (double)s,
+                    (double)r.dot, m);
         }
     }
     CU_ASSERT(encoded >= 48);
@@ -189,8 +185,7 @@ static void test_golden_q2_0(void) { check_golden(&formats[F_Q2_0]); }
 /* {-s, 0, +s} with s drawn across the f16 range: values that round in f16,
  * f16 subnormals, powers of two, the f16 maximum. */
 static float pick_scale(test_rng *r, unsigned k) {
-    static const float fixed[] = { 1.0f, 0.5f, 65504.0f, 3.0e-5f, 1.0e-7f, 0.1f, 1.0f / 3.0f,
-                                   2.0e4f, 7.0f, 6.1e-5f };
+    static const float fixed[] = { 1.0f, 0.5f, 65504.0f, 3.0e-5f, 1.0e-7f, 0.1f, 1.0f / 3.0f, 2.0e4f, 7.0f, 6.1e-5f };
     if (k < sizeof fixed / sizeof fixed[0]) {
         return fixed[k];
     }
@@ -225,8 +220,7 @@ static void test_ternary_exact(void) {
                 const float want = x[j] > 0.0f ? sh : (x[j] < 0.0f ? -sh : 0.0f);
                 if (!(dec[j] == want)) {
                     bad++;
-                    fprintf(stderr, "%s: ternary s=%a element %zu: %a, want %a\n", f->name, s, j,
-                            dec[j], want);
+                    fprintf(stderr, "%s: ternary s=%a element %zu: %a, want %a\n", f->name, s, j, dec[j], want);
                     break;
                 }
             }
@@ -330,8 +324,7 @@ static void test_refuses_bad_length(void) {
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const fmt *f = &formats[fi];
         test_input_fill(x, 4 * f->block_elems, INPUT_NORMAL, 2, 0);
-        const size_t lens[5] = { 1, 32, f->block_elems - 1, f->block_elems + 1,
-                                 3 * f->block_elems / 2 };
+        const size_t lens[5] = { 1, 32, f->block_elems - 1, f->block_elems + 1, 3 * f->block_elems / 2 };
         for (int k = 0; k < 5; ++k) {
             if (lens[k] % f->block_elems == 0) {
                 continue;
@@ -401,8 +394,8 @@ static void test_ties(void) {
     /* TQ2_0: amax 1, x = +-0.5 -> +-1, 0.49999997 -> 0 */
     memset(x, 0, 256 * sizeof x[0]);
     x[0] = 1.0f;
-    x[32] = 0.5f;   /* byte 0, pair 1 */
-    x[64] = -0.5f;  /* byte 0, pair 2 */
+    x[32] = 0.5f;  /* byte 0, pair 1 */
+    x[64] = -0.5f; /* byte 0, pair 2 */
     x[96] = 0.49999997f;
     CU_ASSERT_FATAL(anvil_ref_encode_tq2_0(x, enc, 256, NULL, 0) == ANVIL_OK);
     CU_ASSERT_EQUAL(enc[0], 2u | (2u << 2) | (0u << 4) | (1u << 6));
@@ -412,11 +405,11 @@ static void test_ties(void) {
  * 32*t + m, most significant first, stored as ceil(q * 256 / 243). */
 static void test_tq1_0_layout(void) {
     memset(x, 0, 256 * sizeof x[0]);
-    x[0] = 1.0f;     /* byte 0, trit 0: +1 (digit 2) */
-    x[32] = -1.0f;   /* byte 0, trit 1: -1 (digit 0) */
-    x[160] = 1.0f;   /* byte 32, trit 0 */
-    x[240] = -1.0f;  /* qh byte 0, trit 0 */
-    x[255] = 1.0f;   /* qh byte 3, trit 3 */
+    x[0] = 1.0f;    /* byte 0, trit 0: +1 (digit 2) */
+    x[32] = -1.0f;  /* byte 0, trit 1: -1 (digit 0) */
+    x[160] = 1.0f;  /* byte 32, trit 0 */
+    x[240] = -1.0f; /* qh byte 0, trit 0 */
+    x[255] = 1.0f;  /* qh byte 3, trit 3 */
     CU_ASSERT_FATAL(anvil_ref_encode_tq1_0(x, enc, 256, NULL, 0) == ANVIL_OK);
     /* byte 0: digits 2,0,1,1,1 = 2*81 + 0*27 + 9 + 3 + 1 = 175 */
     CU_ASSERT_EQUAL(enc[0], (175 * 256 + 242) / 243);
@@ -502,9 +495,9 @@ static void test_roundtrip_bounds(void) {
                         }
                         if (!ok) {
                             if (bad++ < 3) {
-                                fprintf(stderr, "%s %s row %llu: x %g -> %g (amax %g)\n",
-                                        f->name, test_input_kind_name((test_input_kind)kind),
-                                        (unsigned long long)row, v, w, amax);
+                                fprintf(stderr, "%s %s row %llu: x %g -> %g (amax %g)\n", f->name,
+                                        test_input_kind_name((test_input_kind)kind), (unsigned long long)row, v, w,
+                                        amax);
                             }
                         }
                     }
@@ -574,8 +567,8 @@ static void test_dot_matches_reference(void) {
                     enc[j] = (uint8_t)test_rng_u64(&r);
                 }
                 for (size_t b = 0; b < nb; ++b) {
-                    const anvil_half h = (anvil_half)((test_rng_u64(&r) & 0x83FFu) |
-                                                      ((1u + test_rng_u64(&r) % 29u) << 10));
+                    const anvil_half h =
+                        (anvil_half)((test_rng_u64(&r) & 0x83FFu) | ((1u + test_rng_u64(&r) % 29u) << 10));
                     memcpy(enc + b * f->block_bytes + f->scale_offset, &h, sizeof h);
                 }
             } else {

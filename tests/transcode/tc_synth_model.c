@@ -28,7 +28,8 @@ static int preset(const char *name, synth_model *m) {
     } else if (strcmp(name, "bench") == 0) {
         *m = (synth_model){ 32000, 1024, 2816, 8, 16, 4, ANVIL_TYPE_F16, 1234, "anvil bench llama", NULL, 0, 0, 0 };
     } else if (strcmp(name, "big") == 0) {
-        *m = (synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama", NULL, 0, 0, 0 };
+        *m = (synth_model){ 32000, 2048, 5632, 19, 16, 16, ANVIL_TYPE_F16, 1234, "anvil big synthetic llama",
+                            NULL,  0,    0,    0 };
     } else {
         return -1;
     }
@@ -52,8 +53,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (argc > 3) {
-        m.type = strcmp(argv[3], "f32") == 0 ? ANVIL_TYPE_F32 : strcmp(argv[3], "bf16") == 0 ? ANVIL_TYPE_BF16
-                                                                                              : ANVIL_TYPE_F16;
+        m.type = strcmp(argv[3], "f32") == 0    ? ANVIL_TYPE_F32
+                 : strcmp(argv[3], "bf16") == 0 ? ANVIL_TYPE_BF16
+                                                : ANVIL_TYPE_F16;
     }
     if (synth_model_write(argv[1], &m, NULL, &err) != ANVIL_OK) {
         fprintf(stderr, "tc_synth_model: %s\n", err.message);

@@ -53,8 +53,8 @@ void tc_spec_values(const tc_spec *s, float *out, size_t n) {
     uint64_t st = s->seed * 7919u + 17u;
     for (size_t i = 0; i < n; ++i) {
         const uint64_t r = mix(&st);
-        const double u = (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) +
-                         (double)(r >> 48);
+        const double u =
+            (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) + (double)(r >> 48);
         out[i] = (float)((u / 65536.0 - 2.0) * 0.05);
         if ((r & 0xff00) == 0) out[i] *= 6.0f; /* a few outliers */
     }
@@ -91,7 +91,8 @@ int tc_write_model(const char *path, const tc_spec *specs, size_t n) {
             rc = anvil_encode(ctx, s->type, x, (size_t)ne, bufs[i], (size_t)bytes, &err);
             free(x);
         }
-        if (rc == ANVIL_OK) rc = anvil_gguf_writer_add_tensor(w, s->name, s->type, s->n_dims, s->ne, bufs[i], bytes, &err);
+        if (rc == ANVIL_OK)
+            rc = anvil_gguf_writer_add_tensor(w, s->name, s->type, s->n_dims, s->ne, bufs[i], bytes, &err);
     }
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_file(w, path, &err);
     if (rc != ANVIL_OK) fprintf(stderr, "tc_write_model: %s\n", err.message);
@@ -102,8 +103,15 @@ int tc_write_model(const char *path, const tc_spec *specs, size_t n) {
 }
 
 int tc_write_synth(const char *path, uint32_t type, uint64_t seed) {
-    const synth_model m = { .n_vocab = 512, .n_embd = 256, .n_ff = 512, .n_layer = 2, .n_head = 4,
-                                  .n_head_kv = 2, .type = type, .seed = seed, .name = NULL };
+    const synth_model m = { .n_vocab = 512,
+                            .n_embd = 256,
+                            .n_ff = 512,
+                            .n_layer = 2,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .type = type,
+                            .seed = seed,
+                            .name = NULL };
     anvil_error err;
     const int rc = synth_model_write(path, &m, tc_ctx(), &err);
     if (rc != ANVIL_OK) fprintf(stderr, "tc_write_synth: %s\n", err.message);

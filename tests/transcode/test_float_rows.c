@@ -75,7 +75,7 @@ static void test_first_nonfinite(void) {
     const size_t spots[] = { 0, 15, 16, 1023, 1024, 2047, 4999 };
     for (size_t s = 0; s < sizeof spots / sizeof spots[0]; ++s) {
         for (size_t i = 0; i < n; ++i) h[i] = anvil_fp32_to_fp16((float)((int)(i % 97) - 48) / 16.0f);
-        h[spots[s]] = 0x7c00; /* +inf */
+        h[spots[s]] = 0x7c00;                               /* +inf */
         if (spots[s] + 700 < n) h[spots[s] + 700] = 0x7e00; /* a later NaN */
         CU_ASSERT_EQUAL(anvil_float_load(ANVIL_TYPE_F16, h, x, n), spots[s]);
         CU_ASSERT(anvil_decode(NULL, ANVIL_TYPE_F16, h, n * 2, ref, n, NULL) == ANVIL_OK);

@@ -16,7 +16,7 @@
 
 static const tc_spec lora_base[] = {
     { "blk.0.attn_norm.weight", ANVIL_TYPE_F32, 1, { 64 }, 20, -1 },
-    { "blk.0.attn_q.weight", ANVIL_TYPE_F32, 2, { 64, 48 }, 21, -1 },  /* [out 48, in 64] */
+    { "blk.0.attn_q.weight", ANVIL_TYPE_F32, 2, { 64, 48 }, 21, -1 }, /* [out 48, in 64] */
     { "blk.0.attn_k.weight", ANVIL_TYPE_F16, 2, { 64, 32 }, 22, -1 },
     { "blk.0.attn_v.weight", ANVIL_TYPE_BF16, 2, { 64, 32 }, 23, -1 },
     { "blk.0.ffn_up.weight", ANVIL_TYPE_Q8_0, 2, { 64, 96 }, 24, -1 }, /* quantized */
@@ -183,8 +183,9 @@ static void test_gguf_named(void) {
     anvil_transcode *t = NULL;
     anvil_gguf *src = NULL;
     anvil_lora *l = NULL;
-    CU_ASSERT_EQUAL_FATAL(run_merge(base_path(), ad, 8.0, ANVIL_TRANSCODE_NO_TYPE, tc_path("merged-gguf.gguf"),
-                                    &err, &t, &src, &l), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        run_merge(base_path(), ad, 8.0, ANVIL_TRANSCODE_NO_TYPE, tc_path("merged-gguf.gguf"), &err, &t, &src, &l),
+        ANVIL_OK);
     check_merge(tc_path("merged-gguf.gguf"), cases, 2, 8.0, ANVIL_TRANSCODE_NO_TYPE);
     CU_ASSERT_EQUAL(anvil_lora_target_count(l), 2);
     anvil_lora_target tg;
@@ -198,8 +199,9 @@ static void test_gguf_named(void) {
     anvil_lora_close(l);
     anvil_gguf_close(src);
     /* alpha 0 leaves the weights as they were (re-encoded in their type). */
-    CU_ASSERT_EQUAL(run_merge(base_path(), ad, 0.0, ANVIL_TRANSCODE_NO_TYPE, tc_path("merged-0.gguf"), &err, NULL,
-                              NULL, NULL), ANVIL_OK);
+    CU_ASSERT_EQUAL(
+        run_merge(base_path(), ad, 0.0, ANVIL_TRANSCODE_NO_TYPE, tc_path("merged-0.gguf"), &err, NULL, NULL, NULL),
+        ANVIL_OK);
     anvil_gguf *a0 = NULL, *b0 = NULL;
     CU_ASSERT_FATAL(anvil_gguf_open(&a0, tc_path("merged-0.gguf"), tc_ctx(), 0, NULL) == ANVIL_OK);
     CU_ASSERT_FATAL(anvil_gguf_open(&b0, base_path(), tc_ctx(), 0, NULL) == ANVIL_OK);
@@ -236,11 +238,13 @@ static void test_peft_llama(void) {
                                  { "output.weight", &peft_llama[6], NULL } };
     anvil_error err;
     CU_ASSERT_EQUAL_FATAL(run_merge(base_path(), dir, 16.0, ANVIL_TRANSCODE_NO_TYPE, tc_path("merged-peft.gguf"),
-                                    &err, NULL, NULL, NULL), ANVIL_OK);
+                                    &err, NULL, NULL, NULL),
+                          ANVIL_OK);
     check_merge(tc_path("merged-peft.gguf"), cases, 4, 16.0, ANVIL_TRANSCODE_NO_TYPE);
     /* Merge and transcode in one pass: the merged values are what gets encoded. */
-    CU_ASSERT_EQUAL_FATAL(run_merge(base_path(), dir, 16.0, ANVIL_TYPE_Q8_0, tc_path("merged-peft-q8.gguf"), &err,
-                                    NULL, NULL, NULL), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        run_merge(base_path(), dir, 16.0, ANVIL_TYPE_Q8_0, tc_path("merged-peft-q8.gguf"), &err, NULL, NULL, NULL),
+        ANVIL_OK);
     check_merge(tc_path("merged-peft-q8.gguf"), cases, 4, 16.0, ANVIL_TYPE_Q8_0);
     anvil_gguf *g = NULL;
     CU_ASSERT_FATAL(anvil_gguf_open(&g, tc_path("merged-peft-q8.gguf"), tc_ctx(), 0, NULL) == ANVIL_OK);
@@ -311,7 +315,8 @@ static void test_refusals(void) {
     expect_refused(unmatched, 2, 1.0, ANVIL_E_NOT_FOUND, "'blk.7.attn_q.weight.lora_a'", "does not have");
     const adapter_t unmatched_peft[] = {
         { "base_model.model.model.layers.5.self_attn.q_proj.lora_A.weight", { 4, 64 }, 1 },
-        { "base_model.model.model.layers.5.self_attn.q_proj.lora_B.weight", { 48, 4 }, 2 } };
+        { "base_model.model.model.layers.5.self_attn.q_proj.lora_B.weight", { 48, 4 }, 2 }
+    };
     expect_refused(unmatched_peft, 2, 1.0, ANVIL_E_NOT_FOUND,
                    "'base_model.model.model.layers.5.self_attn.q_proj.lora_A.weight'", "'blk.5.attn_q.weight'");
     const adapter_t quantized[] = { { "blk.0.ffn_up.weight.lora_a", { 4, 64 }, 1 },
@@ -422,8 +427,9 @@ static void test_peft_gpt2(void) {
     const char *base2 = tc_path("gpt2-base-noscore.gguf");
     CU_ASSERT_FATAL(write_gpt2_base(base2, 0) == ANVIL_OK);
     memset(&err, 0, sizeof err);
-    CU_ASSERT_EQUAL(run_merge(base2, ad, alpha, ANVIL_TRANSCODE_NO_TYPE, tc_path("gpt2-none.gguf"), &err, NULL,
-                              NULL, NULL), ANVIL_E_NOT_FOUND);
+    CU_ASSERT_EQUAL(
+        run_merge(base2, ad, alpha, ANVIL_TRANSCODE_NO_TYPE, tc_path("gpt2-none.gguf"), &err, NULL, NULL, NULL),
+        ANVIL_E_NOT_FOUND);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'base_model.model.score.weight'"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'score.weight'"));
 }

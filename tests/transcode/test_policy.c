@@ -18,14 +18,14 @@ static const tc_spec policy_model[] = {
     { "blk.0.attn_q.weight", ANVIL_TYPE_F16, 2, { 256, 8 }, 3, -1 },
     { "blk.0.attn_v.weight", ANVIL_TYPE_F16, 2, { 256, 8 }, 4, -1 },
     { "blk.0.ffn_up.weight", ANVIL_TYPE_BF16, 2, { 512, 4 }, 5, -1 },
-    { "blk.0.ffn_norm.weight", ANVIL_TYPE_F16, 2, { 256, 4 }, 6, -1 },  /* a 2-D norm */
-    { "blk.0.attn_q.bias", ANVIL_TYPE_F16, 2, { 256, 4 }, 7, -1 },      /* not a .weight */
-    { "col.weight", ANVIL_TYPE_F16, 2, { 256, 1 }, 8, -1 },             /* 1-D in ggml's sense */
-    { "odd.weight", ANVIL_TYPE_F16, 2, { 96, 4 }, 9, -1 },              /* 96: not a multiple of 256 */
-    { "q.weight", ANVIL_TYPE_Q8_0, 2, { 256, 4 }, 10, -1 },             /* already quantized */
+    { "blk.0.ffn_norm.weight", ANVIL_TYPE_F16, 2, { 256, 4 }, 6, -1 }, /* a 2-D norm */
+    { "blk.0.attn_q.bias", ANVIL_TYPE_F16, 2, { 256, 4 }, 7, -1 },     /* not a .weight */
+    { "col.weight", ANVIL_TYPE_F16, 2, { 256, 1 }, 8, -1 },            /* 1-D in ggml's sense */
+    { "odd.weight", ANVIL_TYPE_F16, 2, { 96, 4 }, 9, -1 },             /* 96: not a multiple of 256 */
+    { "q.weight", ANVIL_TYPE_Q8_0, 2, { 256, 4 }, 10, -1 },            /* already quantized */
     { "blk.0.ffn_up_exps.weight", ANVIL_TYPE_Q8_0, 3, { 256, 4, 3 }, 11, -1 },
     { "blk.0.ffn_gate_exps.weight", ANVIL_TYPE_F16, 3, { 256, 4, 3 }, 12, -1 },
-    { "ids.weight", ANVIL_TYPE_I32, 2, { 8, 4 }, 13, -1 },             /* integers */
+    { "ids.weight", ANVIL_TYPE_I32, 2, { 8, 4 }, 13, -1 }, /* integers */
     { "output.weight", ANVIL_TYPE_F32, 2, { 256, 16 }, 14, -1 },
 };
 #define N_POLICY (sizeof policy_model / sizeof policy_model[0])
@@ -172,12 +172,11 @@ static void test_experts_requantize(void) {
 
 static void test_overrides(void) {
     const anvil_transcode_rule rules[] = {
-        { "attn_v", ANVIL_TYPE_Q8_0 },          /* first match wins over the next rule */
-        { "attn", ANVIL_TYPE_Q5_0 },
-        { "^output\\.weight$", ANVIL_TYPE_Q6_K }, /* beats --output-tensor-type */
-        { "norm", ANVIL_TYPE_Q8_0 },            /* norms stay out whatever the rules */
-        { "^q\\.weight$", ANVIL_TYPE_F32 },      /* quantized: a rule may dequantize it */
-        { "_exps", ANVIL_TYPE_F16 },               /* the q8_0 experts too (the f16 ones stay) */
+        { "attn_v", ANVIL_TYPE_Q8_0 }, /* first match wins over the next rule */
+        { "attn", ANVIL_TYPE_Q5_0 },        { "^output\\.weight$", ANVIL_TYPE_Q6_K }, /* beats --output-tensor-type */
+        { "norm", ANVIL_TYPE_Q8_0 },        /* norms stay out whatever the rules */
+        { "^q\\.weight$", ANVIL_TYPE_F32 }, /* quantized: a rule may dequantize it */
+        { "_exps", ANVIL_TYPE_F16 },        /* the q8_0 experts too (the f16 ones stay) */
     };
     anvil_transcode_options o;
     anvil_transcode_options_init(&o);
@@ -257,7 +256,7 @@ static void test_metadata(void) {
     CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
     anvil_gguf *g = NULL;
     CU_ASSERT_FATAL(anvil_gguf_open(&g, out, tc_ctx(), 0, NULL) == ANVIL_OK);
-    const char *order[] = { "general.architecture", "general.name", "test.u8", "test.flag", "test.arr",
+    const char *order[] = { "general.architecture",         "general.name",     "test.u8", "test.flag", "test.arr",
                             "general.quantization_version", "general.file_type" };
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_kv_count(g), 7);
     for (size_t i = 0; i < 5; ++i) {

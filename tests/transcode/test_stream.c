@@ -154,7 +154,8 @@ static void test_split_output(void) {
     for (size_t i = 0; i < anvil_gguf_tensor_count(a); ++i) {
         const anvil_gguf_tensor *x = anvil_gguf_tensor_at(a, i), *y = anvil_gguf_tensor_at(b, i);
         CU_ASSERT_STRING_EQUAL(x->name, y->name);
-        CU_ASSERT(x->type == y->type && x->n_bytes == y->n_bytes && memcmp(x->data, y->data, (size_t)x->n_bytes) == 0);
+        CU_ASSERT(x->type == y->type && x->n_bytes == y->n_bytes &&
+                  memcmp(x->data, y->data, (size_t)x->n_bytes) == 0);
     }
     int64_t v = 0;
     CU_ASSERT(anvil_gguf_get_i64(b, "split.count", &v, NULL) == ANVIL_OK && v == (int64_t)s.n_parts);
@@ -361,7 +362,8 @@ static void test_hook(void) {
     o.hook.rows = plus_rows;
     tc_result r = tc_transcode(synth_path(), tc_path("hook.gguf"), &o, 0);
     CU_ASSERT_EQUAL_FATAL(r.rc, ANVIL_OK);
-    const anvil_transcode_tensor *q = tc_find(r.t, "blk.0.attn_q.weight"), *nm = tc_find(r.t, "blk.0.attn_norm.weight");
+    const anvil_transcode_tensor *q = tc_find(r.t, "blk.0.attn_q.weight"),
+                                 *nm = tc_find(r.t, "blk.0.attn_norm.weight");
     CU_ASSERT(q->rewritten && q->why == ANVIL_TRANSCODE_CONVERT);
     CU_ASSERT(nm->rewritten && nm->why == ANVIL_TRANSCODE_KEEP_POLICY && nm->dst_type == ANVIL_TYPE_F32);
     CU_ASSERT_FALSE(tc_find(r.t, "blk.0.attn_k.weight")->rewritten);

@@ -55,8 +55,8 @@ extern "C" {
 #define ANVIL_ERROR_MESSAGE_MAX 1024
 
 typedef struct anvil_error {
-    int code;                               /* last status, ANVIL_OK if none */
-    char message[ANVIL_ERROR_MESSAGE_MAX];  /* what, where, what to do */
+    int code;                              /* last status, ANVIL_OK if none */
+    char message[ANVIL_ERROR_MESSAGE_MAX]; /* what, where, what to do */
 } anvil_error;
 
 /* Short fixed name of a status code ("ANVIL_E_NONFINITE: non-finite input"). */
@@ -80,16 +80,15 @@ ANVIL_API const char *anvil_version(void);
  * written. A FIFO waits up to 10 s for a reader, then is refused. A folder, a
  * socket, a terminal and a link through /proc to a regular file are refused
  * before anything is written. */
-ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
-                                      anvil_error *err);
+ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size, anvil_error *err);
 
 /* ---- types -------------------------------------------------------------- */
 
 typedef struct anvil_type_info {
     uint32_t id;
-    const char *name;          /* ggml spelling: "q4_K", "f16" */
-    uint32_t block_elems;      /* 1 for plain types */
-    uint32_t block_bytes;      /* bytes per block */
+    const char *name;     /* ggml spelling: "q4_K", "f16" */
+    uint32_t block_elems; /* 1 for plain types */
+    uint32_t block_bytes; /* bytes per block */
     int is_quantized;
     const char *family_plugin; /* plugin that provides it, e.g. "codec-kquants"; NULL for built-ins */
 } anvil_type_info;
@@ -101,12 +100,10 @@ ANVIL_API int anvil_type_builtin(uint32_t id, anvil_type_info *out, anvil_error 
 /* Name -> id (case-insensitive; ggml spelling). With a context, codecs of
  * loaded third-party plugins are found too. */
 struct anvil_ctx;
-ANVIL_API int anvil_type_from_name(const struct anvil_ctx *ctx, const char *name,
-                                   uint32_t *id, anvil_error *err);
+ANVIL_API int anvil_type_from_name(const struct anvil_ctx *ctx, const char *name, uint32_t *id, anvil_error *err);
 
 /* Id -> info: built-in table, then (with ctx) loaded third-party codecs. */
-ANVIL_API int anvil_type_lookup(const struct anvil_ctx *ctx, uint32_t id,
-                                anvil_type_info *out, anvil_error *err);
+ANVIL_API int anvil_type_lookup(const struct anvil_ctx *ctx, uint32_t id, anvil_type_info *out, anvil_error *err);
 
 /* Id -> name, as anvil_type_lookup finds it (ctx may be NULL: built-in
  * types only); "?" for an id nothing knows. Never NULL; the string lives
@@ -115,8 +112,7 @@ ANVIL_API const char *anvil_type_name(const struct anvil_ctx *ctx, uint32_t id);
 
 /* Bytes for n elements of a type; ANVIL_E_BLOCK_MISMATCH when n is not a
  * whole number of blocks, ANVIL_E_OVERFLOW on overflow. */
-ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes,
-                               anvil_error *err);
+ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes, anvil_error *err);
 
 /* ---- context ------------------------------------------------------------ */
 
@@ -130,8 +126,7 @@ ANVIL_API int anvil_ctx_open(anvil_ctx **out, const char *config_path, anvil_err
 /* Flags for anvil_ctx_open_ex. */
 #define ANVIL_CTX_KEEP_GOING 1u /* a plugin named but not found is recorded, not fatal */
 
-ANVIL_API int anvil_ctx_open_ex(anvil_ctx **out, const char *config_path, unsigned flags,
-                                anvil_error *err);
+ANVIL_API int anvil_ctx_open_ex(anvil_ctx **out, const char *config_path, unsigned flags, anvil_error *err);
 
 /* Contexts are reference counted: an object that keeps using a context
  * (e.g. an open GGUF file resolving third-party types) retains it. Plugins
@@ -165,14 +160,14 @@ ANVIL_API const anvil_codec *anvil_ctx_codec(const anvil_ctx *ctx, uint32_t type
 /* ---- plugin and dispatch reports (for `anvil plugins`) ------------------- */
 
 typedef struct anvil_plugin_report {
-    const char *name;        /* as named in the config */
-    const char *path;        /* resolved file, or NULL when not found */
-    int status;              /* ANVIL_OK when loaded */
-    const char *reason;      /* why it failed, or NULL */
+    const char *name;              /* as named in the config */
+    const char *path;              /* resolved file, or NULL when not found */
+    int status;                    /* ANVIL_OK when loaded */
+    const char *reason;            /* why it failed, or NULL */
     const anvil_plugin_desc *desc; /* NULL unless loaded */
-    int optional;            /* listed under [plugins] optional */
-    int config_line;         /* the config line naming it (0: found by scanning the path) */
-    const char *trust_note;  /* loaded although untrusted (allow_insecure): why, else NULL */
+    int optional;                  /* listed under [plugins] optional */
+    int config_line;               /* the config line naming it (0: found by scanning the path) */
+    const char *trust_note;        /* loaded although untrusted (allow_insecure): why, else NULL */
 } anvil_plugin_report;
 
 ANVIL_API size_t anvil_ctx_plugin_count(const anvil_ctx *ctx);
@@ -183,22 +178,22 @@ ANVIL_API int anvil_ctx_plugin_report(const anvil_ctx *ctx, size_t i, anvil_plug
  * you -- alone, like sshd's StrictModes; ANVIL_ALLOW_INSECURE=1 or
  * `[plugins] allow_insecure = yes` relax that for development). */
 typedef struct anvil_config_report {
-    const char *path;          /* the config file */
-    const char *source;        /* how it was chosen: --config, ANVIL_CONFIG, a default */
-    int insecure;              /* 1: untrusted plugins are loaded (with a note) */
-    const char *insecure_why;  /* what relaxed the checks, or NULL */
-    const char *config_note;   /* why the config itself is untrusted (relaxed), or NULL */
+    const char *path;         /* the config file */
+    const char *source;       /* how it was chosen: --config, ANVIL_CONFIG, a default */
+    int insecure;             /* 1: untrusted plugins are loaded (with a note) */
+    const char *insecure_why; /* what relaxed the checks, or NULL */
+    const char *config_note;  /* why the config itself is untrusted (relaxed), or NULL */
 } anvil_config_report;
 
 ANVIL_API int anvil_ctx_config_report(const anvil_ctx *ctx, anvil_config_report *out);
 
 typedef struct anvil_backend_report {
     const char *name;
-    const char *plugin;      /* plugin id */
-    uint32_t score;          /* 0 = cannot run here */
-    const char *why;         /* reason for score 0, or a note */
+    const char *plugin; /* plugin id */
+    uint32_t score;     /* 0 = cannot run here */
+    const char *why;    /* reason for score 0, or a note */
     const anvil_backend *backend;
-    size_t n_kernels;        /* validated copies of the backend's tables */
+    size_t n_kernels; /* validated copies of the backend's tables */
     const anvil_kernel *kernels;
     size_t n_quantizers;
     const anvil_act_quantizer *quantizers;
@@ -210,11 +205,11 @@ ANVIL_API int anvil_ctx_backend_report(const anvil_ctx *ctx, size_t i, anvil_bac
 typedef struct anvil_dispatch_report {
     uint32_t weight_type;
     uint32_t act_type;
-    const char *backend;     /* backend providing the dot kernel, or NULL */
-    const char *variant;     /* kernel variant */
+    const char *backend;           /* backend providing the dot kernel, or NULL */
+    const char *variant;           /* kernel variant */
     const char *quantizer_backend; /* who quantizes activations (or "codec") */
-    int fallback;            /* 1: decode + f32 dot (or codec's reference dot) */
-    const char *note;        /* why this choice (pin, order, fallback reason) */
+    int fallback;                  /* 1: decode + f32 dot (or codec's reference dot) */
+    const char *note;              /* why this choice (pin, order, fallback reason) */
 } anvil_dispatch_report;
 
 /* Dispatch decision for every loaded codec, in type-id order. */
@@ -233,7 +228,7 @@ ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, u
  * dispatch report. backend NULL: the codec's own encoder. */
 typedef struct anvil_encoder_report {
     uint32_t type_id;
-    const char *backend;          /* encoder without an importance matrix */
+    const char *backend; /* encoder without an importance matrix */
     const char *variant;
     const char *weighted_backend; /* with one (ANVIL_ENCODER_WEIGHTED), or NULL */
     const char *note;             /* why */
@@ -256,8 +251,8 @@ ANVIL_API int anvil_ctx_find_encoder(const anvil_ctx *ctx, const char *backend, 
 /* ---- encode / decode ---------------------------------------------------- */
 
 /* Encode n f32 values (whole blocks) into type's blocks; dst_size >= bytes. */
-ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n,
-                           void *dst, size_t dst_size, anvil_error *err);
+ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size_t n, void *dst, size_t dst_size,
+                           anvil_error *err);
 /* Encode nrows rows of n_per_row f32 values (n_per_row a whole number of
  * blocks) into type's blocks, optionally weighted by an importance matrix
  * (imatrix: n_per_row finite floats, or NULL; negative ones are used as
@@ -266,12 +261,11 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
  * that needs an importance matrix answers ANVIL_E_NEEDS_IMATRIX without one;
  * a codec without a weighted encoder answers ANVIL_E_ENCODER_UNAVAILABLE when
  * given one. F32/F16/BF16 ignore imatrix, as ggml does. */
-ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src, size_t nrows,
-                                size_t n_per_row, const float *imatrix, void *dst, size_t dst_size,
-                                anvil_error *err);
+ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src, size_t nrows, size_t n_per_row,
+                                const float *imatrix, void *dst, size_t dst_size, anvil_error *err);
 /* Decode n values of type from src (src_size bytes) to f32. */
-ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size,
-                           float *dst, size_t n, anvil_error *err);
+ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_t src_size, float *dst, size_t n,
+                           anvil_error *err);
 
 /* ---- dot products and matmul -------------------------------------------- */
 
@@ -279,8 +273,8 @@ ANVIL_API int anvil_decode(anvil_ctx *ctx, uint32_t type, const void *src, size_
  * rows of k elements of `type`, row-major, rows contiguous. x is m x k f32.
  * The host quantizes x once per row into W's activation format and runs the
  * dispatched kernel (or the fallback). */
-ANVIL_API int anvil_matmul(anvil_ctx *ctx, uint32_t type, const void *w, size_t n_rows, size_t k,
-                           const float *x, size_t m, float *y, anvil_error *err);
+ANVIL_API int anvil_matmul(anvil_ctx *ctx, uint32_t type, const void *w, size_t n_rows, size_t k, const float *x,
+                           size_t m, float *y, anvil_error *err);
 
 /* ---- prepared weights: packed layouts, lifetime, threads ---------------- */
 

@@ -100,15 +100,15 @@ typedef struct anvil_gguf_str {
 
 /* An array value: elements in wire form (little-endian, unaligned). */
 typedef struct anvil_gguf_array {
-    uint32_t elem_type;      /* anvil_gguf_type, never ARRAY */
+    uint32_t elem_type; /* anvil_gguf_type, never ARRAY */
     uint64_t count;
-    const void *data;        /* first element (for strings: its u64 length) */
-    size_t size;             /* bytes of all elements */
+    const void *data; /* first element (for strings: its u64 length) */
+    size_t size;      /* bytes of all elements */
 } anvil_gguf_array;
 
 typedef enum anvil_gguf_kind {
-    ANVIL_GGUF_KIND_INT,     /* u8..u64, i8..i64 */
-    ANVIL_GGUF_KIND_FLOAT,   /* f32, f64 (widened to double) */
+    ANVIL_GGUF_KIND_INT,   /* u8..u64, i8..i64 */
+    ANVIL_GGUF_KIND_FLOAT, /* f32, f64 (widened to double) */
     ANVIL_GGUF_KIND_BOOL,
     ANVIL_GGUF_KIND_STRING,
     ANVIL_GGUF_KIND_ARRAY
@@ -118,25 +118,25 @@ typedef enum anvil_gguf_kind {
  * shows up as a negative int64: in_i64 is 0 then and only u holds it. */
 typedef struct anvil_gguf_value {
     anvil_gguf_kind kind;
-    uint32_t wire_type;      /* exact wire type (ARRAY for arrays) */
-    int64_t i;               /* KIND_INT: the value when in_i64 */
-    uint64_t u;              /* KIND_INT: the value when in_u64 */
-    int in_i64;              /* KIND_INT: i holds the value (0 only for u64 >= 2^63) */
-    int in_u64;              /* KIND_INT: u holds the value (0 for negatives) */
-    double f;                /* KIND_FLOAT */
-    int b;                   /* KIND_BOOL: 0 or 1 (any non-zero byte reads as 1, as in ggml) */
-    anvil_gguf_str s;        /* KIND_STRING */
-    anvil_gguf_array a;      /* KIND_ARRAY */
+    uint32_t wire_type; /* exact wire type (ARRAY for arrays) */
+    int64_t i;          /* KIND_INT: the value when in_i64 */
+    uint64_t u;         /* KIND_INT: the value when in_u64 */
+    int in_i64;         /* KIND_INT: i holds the value (0 only for u64 >= 2^63) */
+    int in_u64;         /* KIND_INT: u holds the value (0 for negatives) */
+    double f;           /* KIND_FLOAT */
+    int b;              /* KIND_BOOL: 0 or 1 (any non-zero byte reads as 1, as in ggml) */
+    anvil_gguf_str s;   /* KIND_STRING */
+    anvil_gguf_array a; /* KIND_ARRAY */
 } anvil_gguf_value;
 
 /* One KV pair: the raw view (exact wire type and bytes). */
 typedef struct anvil_gguf_kv {
-    const char *key;         /* NUL-terminated copy */
+    const char *key; /* NUL-terminated copy */
     size_t key_len;
-    uint32_t type;           /* wire type; ANVIL_GGUF_TYPE_ARRAY for arrays */
-    uint32_t elem_type;      /* arrays: element type; scalars and strings: == type */
-    uint64_t count;          /* arrays: element count; otherwise 1 */
-    const void *raw;         /* the value's wire bytes after the type field
+    uint32_t type;      /* wire type; ANVIL_GGUF_TYPE_ARRAY for arrays */
+    uint32_t elem_type; /* arrays: element type; scalars and strings: == type */
+    uint64_t count;     /* arrays: element count; otherwise 1 */
+    const void *raw;    /* the value's wire bytes after the type field
                                 (arrays: elem type, count, elements; strings:
                                 u64 length, bytes; scalars: the value) */
     size_t raw_size;
@@ -144,21 +144,21 @@ typedef struct anvil_gguf_kv {
 
 /* One tensor of the directory. */
 typedef struct anvil_gguf_tensor {
-    const char *name;        /* NUL-terminated copy */
+    const char *name; /* NUL-terminated copy */
     size_t name_len;
-    uint32_t type;           /* ggml type id */
-    anvil_type_info type_info; /* geometry resolved at open */
-    uint32_t n_dims;         /* as stored, 0..4 (0: a scalar) */
+    uint32_t type;                       /* ggml type id */
+    anvil_type_info type_info;           /* geometry resolved at open */
+    uint32_t n_dims;                     /* as stored, 0..4 (0: a scalar) */
     uint64_t ne[ANVIL_GGUF_MAX_DIMS];    /* ne order, innermost first; unused dims are 1 */
     uint64_t shape[ANVIL_GGUF_MAX_DIMS]; /* logical row-major: shape[0] outermost;
                                             a weight is [out, in]; n_dims entries used */
     uint64_t n_elements;
     uint64_t n_bytes;
-    uint64_t row_bytes;      /* bytes of one ne[0] row */
-    uint64_t offset;         /* as stored: relative to its part's data section */
-    uint64_t file_offset;    /* absolute offset in its part's file */
-    uint32_t part;           /* split part index (0 for a single file) */
-    const void *data;        /* view: n_bytes bytes */
+    uint64_t row_bytes;   /* bytes of one ne[0] row */
+    uint64_t offset;      /* as stored: relative to its part's data section */
+    uint64_t file_offset; /* absolute offset in its part's file */
+    uint32_t part;        /* split part index (0 for a single file) */
+    const void *data;     /* view: n_bytes bytes */
 } anvil_gguf_tensor;
 
 /* ---- reader ------------------------------------------------------------- */
@@ -167,7 +167,7 @@ typedef struct anvil_gguf anvil_gguf;
 typedef struct anvil_gguf_mapping anvil_gguf_mapping;
 
 /* Open flags. */
-#define ANVIL_GGUF_OPEN_SINGLE_PART 1u  /* do not follow split.count to other parts */
+#define ANVIL_GGUF_OPEN_SINGLE_PART 1u /* do not follow split.count to other parts */
 
 /* Open and validate a file (and, for part 1 of a split set, all its parts).
  * The file is memory-mapped, so it must be a regular file: a FIFO, a socket
@@ -175,11 +175,11 @@ typedef struct anvil_gguf_mapping anvil_gguf_mapping;
  * ctx (may be NULL) resolves third-party tensor type ids through the loaded
  * codec plugins; without it such ids are refused with a message naming the
  * missing plugin. */
-ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
-                              unsigned flags, anvil_error *err);
+ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx, unsigned flags,
+                              anvil_error *err);
 /* Parse a caller's buffer (borrowed: it must outlive every view). */
-ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,
-                                     const anvil_ctx *ctx, anvil_error *err);
+ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size, const anvil_ctx *ctx,
+                                     anvil_error *err);
 /* Lenient open, for inspecting damaged files (the way gguf_dump shows what
  * it can): a single file (split keys are not followed), read as far as it
  * goes. ANVIL_OK whenever the header (magic, version, counts) is readable;
@@ -190,11 +190,10 @@ ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t 
  * by anvil_gguf_tensor_problem. A single file the strict open accepts has
  * no problems and the same view. Use anvil_gguf_open for anything but
  * looking. */
-ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
-                                      anvil_error *err);
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx, anvil_error *err);
 /* The same over a caller's buffer (borrowed, as anvil_gguf_open_buffer). */
-ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
-                                             const anvil_ctx *ctx, anvil_error *err);
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size, const anvil_ctx *ctx,
+                                             anvil_error *err);
 
 typedef enum anvil_gguf_where {
     ANVIL_GGUF_AT_HEADER = 0, /* the header or the file as a whole */
@@ -204,10 +203,10 @@ typedef enum anvil_gguf_where {
 } anvil_gguf_where;
 
 typedef struct anvil_gguf_problem {
-    int code;                /* anvil_status */
-    int where;               /* anvil_gguf_where */
+    int code;  /* anvil_status */
+    int where; /* anvil_gguf_where */
     size_t index;
-    const char *message;     /* lives as long as the anvil_gguf */
+    const char *message; /* lives as long as the anvil_gguf */
 } anvil_gguf_problem;
 
 /* Problems a lenient open found (0 for a strict open). */
@@ -230,16 +229,16 @@ ANVIL_API uint64_t anvil_gguf_data_offset(const anvil_gguf *g);
 ANVIL_API uint64_t anvil_gguf_file_size(const anvil_gguf *g);
 
 typedef struct anvil_gguf_part_info {
-    const char *path;        /* NULL for a buffer */
+    const char *path; /* NULL for a buffer */
     uint64_t file_size;
     uint32_t version;
     uint32_t alignment;
-    uint64_t header_size;    /* bytes up to the end of the tensor directory */
+    uint64_t header_size; /* bytes up to the end of the tensor directory */
     uint64_t data_offset;
-    uint64_t data_end;       /* largest tensor end (== data_offset when none) */
+    uint64_t data_end; /* largest tensor end (== data_offset when none) */
     size_t n_kv;
     size_t n_tensors;
-    size_t first_tensor;     /* index of its first tensor in the merged list */
+    size_t first_tensor; /* index of its first tensor in the merged list */
 } anvil_gguf_part_info;
 
 ANVIL_API size_t anvil_gguf_part_count(const anvil_gguf *g);
@@ -257,26 +256,19 @@ ANVIL_API int anvil_gguf_kv_value(const anvil_gguf_kv *kv, anvil_gguf_value *out
 /* Typed getters by key. ANVIL_E_NOT_FOUND when absent; ANVIL_E_GGUF_KEY_TYPE
  * when the wire type does not fit; get_i64 refuses a u64 >= 2^63 and get_u64 a
  * negative with ANVIL_E_OVERFLOW. get_f64 takes f32/f64 only. */
-ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out,
-                                 anvil_error *err);
-ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out,
-                                 anvil_error *err);
-ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out,
-                                 anvil_error *err);
-ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out,
-                                  anvil_error *err);
-ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out,
-                                 anvil_error *err);
-ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out,
-                                   anvil_error *err);
+ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out, anvil_error *err);
+ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out, anvil_error *err);
+ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out, anvil_error *err);
+ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out, anvil_error *err);
+ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out, anvil_error *err);
+ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out, anvil_error *err);
 
 /* Element i of an array as a typed value (string elements are found by
  * walking the lengths: O(i)). ANVIL_E_INVALID_ARG when i >= count. */
 ANVIL_API int anvil_gguf_array_get(const anvil_gguf_array *a, uint64_t i, anvil_gguf_value *out);
 /* List a string array as slices into the mapping, no copy: fills up to cap
  * entries of out and returns how many were filled (count when cap >= count). */
-ANVIL_API uint64_t anvil_gguf_array_strings(const anvil_gguf_array *a, anvil_gguf_str *out,
-                                            uint64_t cap);
+ANVIL_API uint64_t anvil_gguf_array_strings(const anvil_gguf_array *a, anvil_gguf_str *out, uint64_t cap);
 
 /* Tensors (all parts, directory order part by part). */
 ANVIL_API size_t anvil_gguf_tensor_count(const anvil_gguf *g);
@@ -288,10 +280,8 @@ ANVIL_API const anvil_gguf_tensor *anvil_gguf_find_tensor(const anvil_gguf *g, c
  * read-only file mappings (the pages are re-read from the file if touched
  * again). Both are no-ops on a caller's buffer. ANVIL_E_INVALID_ARG when the
  * range is not inside the mapping. */
-ANVIL_API int anvil_gguf_prefetch(const anvil_gguf *g, const void *ptr, size_t len,
-                                  anvil_error *err);
-ANVIL_API int anvil_gguf_release(const anvil_gguf *g, const void *ptr, size_t len,
-                                 anvil_error *err);
+ANVIL_API int anvil_gguf_prefetch(const anvil_gguf *g, const void *ptr, size_t len, anvil_error *err);
+ANVIL_API int anvil_gguf_release(const anvil_gguf *g, const void *ptr, size_t len, anvil_error *err);
 
 /* Ownership handoff: move the mapping (all parts) out of g. Views from g stay
  * valid for as long as the returned mapping lives, even after
@@ -299,18 +289,15 @@ ANVIL_API int anvil_gguf_release(const anvil_gguf *g, const void *ptr, size_t le
  * Returns NULL when the mapping was already taken or on allocation failure. */
 ANVIL_API anvil_gguf_mapping *anvil_gguf_take_mapping(anvil_gguf *g);
 ANVIL_API void anvil_gguf_mapping_free(anvil_gguf_mapping *m);
-ANVIL_API int anvil_gguf_mapping_prefetch(const anvil_gguf_mapping *m, const void *ptr,
-                                          size_t len, anvil_error *err);
-ANVIL_API int anvil_gguf_mapping_release(const anvil_gguf_mapping *m, const void *ptr,
-                                         size_t len, anvil_error *err);
+ANVIL_API int anvil_gguf_mapping_prefetch(const anvil_gguf_mapping *m, const void *ptr, size_t len, anvil_error *err);
+ANVIL_API int anvil_gguf_mapping_release(const anvil_gguf_mapping *m, const void *ptr, size_t len, anvil_error *err);
 
 /* ---- writer ------------------------------------------------------------- */
 
 typedef struct anvil_gguf_writer anvil_gguf_writer;
 
 /* ctx (may be NULL) resolves third-party tensor type ids. */
-ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ctx,
-                                    anvil_error *err);
+ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ctx, anvil_error *err);
 /* Frees; a stream in progress is aborted (its temp file removed). */
 ANVIL_API void anvil_gguf_writer_free(anvil_gguf_writer *w);
 
@@ -330,22 +317,19 @@ ANVIL_API int anvil_gguf_writer_set_f32(anvil_gguf_writer *w, const char *key, f
 ANVIL_API int anvil_gguf_writer_set_f64(anvil_gguf_writer *w, const char *key, double v, anvil_error *err);
 ANVIL_API int anvil_gguf_writer_set_bool(anvil_gguf_writer *w, const char *key, int v, anvil_error *err);
 ANVIL_API int anvil_gguf_writer_set_string(anvil_gguf_writer *w, const char *key, const char *s, anvil_error *err);
-ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *key, const char *s,
-                                             size_t len, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *key, const char *s, size_t len,
+                                             anvil_error *err);
 /* Array of a fixed-width type: count values in host representation, each of
  * anvil_gguf_type_size(elem_type) bytes (bool: one byte, non-zero = true). */
 ANVIL_API int anvil_gguf_writer_set_array(anvil_gguf_writer *w, const char *key, uint32_t elem_type,
                                           const void *values, uint64_t count, anvil_error *err);
-ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const char *key,
-                                                 const char *const *items, uint64_t count,
-                                                 anvil_error *err);
-ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *key,
-                                              const anvil_gguf_str *items, uint64_t count,
-                                              anvil_error *err);
+ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const char *key, const char *const *items,
+                                                 uint64_t count, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *key, const anvil_gguf_str *items,
+                                              uint64_t count, anvil_error *err);
 /* Raw copy of a KV from an opened file, byte for byte (same key, same wire
  * type and bytes). */
-ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
-                                        anvil_error *err);
+ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv, anvil_error *err);
 /* The same value under another key (a rename). */
 ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_gguf_kv *kv, const char *key,
                                            anvil_error *err);
@@ -359,50 +343,44 @@ ANVIL_API uint32_t anvil_gguf_writer_alignment(const anvil_gguf_writer *w);
  * is borrowed until written; pass data NULL and size 0 to declare a tensor
  * whose bytes will be streamed. Trailing size-1 dims are trimmed on disk, as
  * ggml does. */
-ANVIL_API int anvil_gguf_writer_add_tensor(anvil_gguf_writer *w, const char *name, uint32_t type,
-                                           uint32_t n_dims, const uint64_t *ne, const void *data,
-                                           uint64_t size, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_add_tensor(anvil_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                           const uint64_t *ne, const void *data, uint64_t size, anvil_error *err);
 ANVIL_API size_t anvil_gguf_writer_tensor_count(const anvil_gguf_writer *w);
 /* Size of a declared tensor (bytes), by index. */
 ANVIL_API uint64_t anvil_gguf_writer_tensor_bytes(const anvil_gguf_writer *w, size_t i);
 
 /* Copy flags. */
-#define ANVIL_GGUF_COPY_KVS 1u          /* every KV, raw */
-#define ANVIL_GGUF_COPY_TENSORS 2u      /* every tensor, with its data (borrowed from src) */
-#define ANVIL_GGUF_COPY_DECLARE_ONLY 4u /* with COPY_TENSORS: declare, no data (for streaming) */
-#define ANVIL_GGUF_COPY_CANONICAL_BOOL 8u /* write bools as 0/1, as ggml does on re-write */
+#define ANVIL_GGUF_COPY_KVS 1u              /* every KV, raw */
+#define ANVIL_GGUF_COPY_TENSORS 2u          /* every tensor, with its data (borrowed from src) */
+#define ANVIL_GGUF_COPY_DECLARE_ONLY 4u     /* with COPY_TENSORS: declare, no data (for streaming) */
+#define ANVIL_GGUF_COPY_CANONICAL_BOOL 8u   /* write bools as 0/1, as ggml does on re-write */
 #define ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS 16u /* leave out split.no/split.count/split.tensors.count */
 /* Copy the KVs and/or tensors of an opened file into w. */
-ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf *src,
-                                          unsigned flags, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf *src, unsigned flags,
+                                          anvil_error *err);
 
 /* Size of the header (KVs, tensor directory, padding) as it will be written. */
-ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t *out,
-                                            anvil_error *err);
+ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t *out, anvil_error *err);
 /* Size of the whole file as it will be written. */
-ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *out,
-                                          anvil_error *err);
+ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *out, anvil_error *err);
 
 /* Buffered: write everything (every tensor needs its data) to path
  * atomically: a temp file in path's folder renamed into place when complete;
  * on failure the old file is untouched and the temp file removed. A path that
  * is a device, a FIFO or "-" (stdout) is written into instead, front to back
  * (the writer never seeks; see anvil_file_write_atomic in anvil.h). */
-ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path,
-                                           anvil_error *err);
+ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path, anvil_error *err);
 /* The same bytes into a malloc'd buffer (free() it). */
-ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, size_t *size,
-                                             anvil_error *err);
+ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, size_t *size, anvil_error *err);
 
 /* Streaming: begin writes the full header (all tensors declared, no more KVs
  * or tensors may be added until finish/abort); then exactly one
  * stream_tensor per tensor, in declaration order, with exactly its size;
  * finish checks that none is missing and renames the file into place. Any
  * error aborts the stream (temp removed). */
-ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *path,
-                                             anvil_error *err);
-ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *data,
-                                              uint64_t size, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *path, anvil_error *err);
+ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *data, uint64_t size,
+                                              anvil_error *err);
 ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error *err);
 ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w);
 
@@ -417,29 +395,28 @@ ANVIL_API void anvil_gguf_writer_stream_abort(anvil_gguf_writer *w);
  * All parts must be in one folder, and be files: a part written into a
  * device, a FIFO or "-" cannot be held (ANVIL_E_STATE). */
 ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *err);
-ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
-                                           anvil_error *err);
+ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n, anvil_error *err);
 
 /* ---- progress and options of whole-file writes --------------------------- */
 
 /* Where a long write is: reported after each tensor's bytes are written. */
 typedef struct anvil_gguf_progress {
-    size_t tensor;           /* tensors written so far, this one included (1-based) */
-    size_t n_tensors;        /* tensors to write in all (every part of a split) */
-    uint64_t bytes_done;     /* tensor bytes written so far */
-    uint64_t bytes_total;    /* tensor bytes to write in all */
-    const char *name;        /* the tensor just written */
-    uint32_t part;           /* the part being written (1-based; 1 outside a split) */
+    size_t tensor;        /* tensors written so far, this one included (1-based) */
+    size_t n_tensors;     /* tensors to write in all (every part of a split) */
+    uint64_t bytes_done;  /* tensor bytes written so far */
+    uint64_t bytes_total; /* tensor bytes to write in all */
+    const char *name;     /* the tensor just written */
+    uint32_t part;        /* the part being written (1-based; 1 outside a split) */
     uint32_t n_parts;
 } anvil_gguf_progress;
 typedef void (*anvil_gguf_progress_fn)(void *arg, const anvil_gguf_progress *p);
 
 /* Call fn (may be NULL: none) after each tensor a writer writes. */
-ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn,
-                                              void *arg);
+ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn, void *arg);
 
 /* Split flags. */
-#define ANVIL_GGUF_SPLIT_NO_TENSOR_FIRST 1u /* part 1 holds the metadata only, as
+#define ANVIL_GGUF_SPLIT_NO_TENSOR_FIRST \
+    1u /* part 1 holds the metadata only, as
                                                gguf-split --no-tensor-first-split */
 /* gguf-split's default limit when neither is given. */
 #define ANVIL_GGUF_SPLIT_DEFAULT_MAX_TENSORS 128u
@@ -451,11 +428,11 @@ typedef struct anvil_gguf_write_options {
     size_t struct_size;
     anvil_gguf_progress_fn progress; /* may be NULL */
     void *progress_arg;
-    uint64_t split_max_bytes;        /* split: start a new part past this many tensor
+    uint64_t split_max_bytes;   /* split: start a new part past this many tensor
                                         bytes (each padded to 32); 0 = no size limit */
-    uint64_t split_max_tensors;      /* split: at most this many tensors a part; 0 = no
+    uint64_t split_max_tensors; /* split: at most this many tensors a part; 0 = no
                                         count limit (one of the two must be set) */
-    unsigned split_flags;            /* ANVIL_GGUF_SPLIT_* */
+    unsigned split_flags;       /* ANVIL_GGUF_SPLIT_* */
 } anvil_gguf_write_options;
 
 ANVIL_API void anvil_gguf_write_options_init(anvil_gguf_write_options *o);
@@ -466,8 +443,7 @@ ANVIL_API void anvil_gguf_write_options_init(anvil_gguf_write_options *o);
  * to out_path: KVs copied raw in order (bools as 0/1, as ggml re-writes
  * them), tensors in order with offsets recomputed. For any file ggml loads,
  * the result equals ggml's read-then-gguf_write_to_file byte for byte. */
-ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const anvil_ctx *ctx,
-                                anvil_error *err);
+ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const anvil_ctx *ctx, anvil_error *err);
 
 /* Split src into "<prefix>-%05d-of-%05d.gguf" parts as llama.cpp's gguf-split
  * does: a new part starts when the next tensor (its size padded to 32) would
@@ -477,33 +453,30 @@ ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const
  * The set replaces an existing one as one step (anvil_gguf_writer_commit_set);
  * on failure nothing changes. *n_parts (may be NULL) receives the part count. */
 ANVIL_API int anvil_gguf_split_write(const anvil_gguf *src, const char *prefix, uint64_t max_bytes,
-                                     uint64_t max_tensors, const anvil_ctx *ctx, uint32_t *n_parts,
-                                     anvil_error *err);
+                                     uint64_t max_tensors, const anvil_ctx *ctx, uint32_t *n_parts, anvil_error *err);
 
 /* Merge the split set whose first part is first_path into out_path, leaving
  * out the split.* keys: merging what anvil_gguf_split_write made gives back
  * the reemitted original byte for byte. */
-ANVIL_API int anvil_gguf_merge(const char *first_path, const char *out_path, const anvil_ctx *ctx,
-                               anvil_error *err);
+ANVIL_API int anvil_gguf_merge(const char *first_path, const char *out_path, const anvil_ctx *ctx, anvil_error *err);
 
 /* The same three with options (NULL: the defaults, which the calls above use). */
 ANVIL_API int anvil_gguf_reemit_ex(const char *in_path, const char *out_path, const anvil_ctx *ctx,
                                    const anvil_gguf_write_options *opts, anvil_error *err);
-ANVIL_API int anvil_gguf_merge_ex(const char *first_path, const char *out_path,
-                                  const anvil_ctx *ctx, const anvil_gguf_write_options *opts,
-                                  anvil_error *err);
+ANVIL_API int anvil_gguf_merge_ex(const char *first_path, const char *out_path, const anvil_ctx *ctx,
+                                  const anvil_gguf_write_options *opts, anvil_error *err);
 ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefix,
-                                        const anvil_gguf_write_options *opts, const anvil_ctx *ctx,
-                                        uint32_t *n_parts, anvil_error *err);
+                                        const anvil_gguf_write_options *opts, const anvil_ctx *ctx, uint32_t *n_parts,
+                                        anvil_error *err);
 /* The split without writing: part_of[i] (0-based) for every tensor i of src
  * (part_of holds anvil_gguf_tensor_count(src) entries) and the part count. */
-ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts,
-                                    uint32_t *part_of, uint32_t *n_parts, anvil_error *err);
+ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts, uint32_t *part_of,
+                                    uint32_t *n_parts, anvil_error *err);
 /* The size of part `part` (0-based) of that plan as it would be written, and
  * its tensor count. */
 ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
-                                         uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes,
-                                         size_t *n_tensors, anvil_error *err);
+                                         uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes, size_t *n_tensors,
+                                         anvil_error *err);
 
 /* ---- metadata edits (anvil meta) ----------------------------------------- */
 
@@ -524,12 +497,12 @@ ANVIL_API int anvil_gguf_write_metadata(const anvil_gguf *src, anvil_gguf_writer
 /* ---- split names (llama.cpp convention) --------------------------------- */
 
 /* "<prefix>-%05d-of-%05d.gguf" for part no (1-based) of count into buf. */
-ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no,
-                                    uint32_t count, anvil_error *err);
+ANVIL_API int anvil_gguf_split_path(char *buf, size_t size, const char *prefix, uint32_t no, uint32_t count,
+                                    anvil_error *err);
 /* Parse a split path: fills prefix (up to prefix_size), no (1-based) and
  * count; returns 1 when path follows the convention, 0 otherwise. */
-ANVIL_API int anvil_gguf_split_parse(const char *path, char *prefix, size_t prefix_size,
-                                     uint32_t *no, uint32_t *count);
+ANVIL_API int anvil_gguf_split_parse(const char *path, char *prefix, size_t prefix_size, uint32_t *no,
+                                     uint32_t *count);
 
 #ifdef __cplusplus
 }

@@ -33,16 +33,16 @@ extern "C" {
 
 typedef struct anvil_hf_convert_options {
     size_t struct_size;
-    const char *outtype;          /* "f32" "f16" "bf16" "q8_0" "auto" (NULL = auto) */
-    const char *outfile;          /* NULL: named as convert names it, in the folder; may hold
+    const char *outtype;             /* "f32" "f16" "bf16" "q8_0" "auto" (NULL = auto) */
+    const char *outfile;             /* NULL: named as convert names it, in the folder; may hold
                                      {ftype} (lower case) or {FTYPE}; a folder: the default name in it */
-    int vocab_only;               /* metadata and tokenizer only, no tensors */
-    uint64_t split_max_size;      /* bytes of tensor data a part (0 = no limit) */
-    uint64_t split_max_tensors;   /* tensors a part (0 = no limit) */
-    int no_tensor_first_split;    /* part 1 holds only the metadata */
-    const char *model_name;       /* --model-name (general.name), or NULL */
-    const char *metadata_path;    /* --metadata override JSON, or NULL */
-    int dry_run;                  /* plan only: nothing is written */
+    int vocab_only;                  /* metadata and tokenizer only, no tensors */
+    uint64_t split_max_size;         /* bytes of tensor data a part (0 = no limit) */
+    uint64_t split_max_tensors;      /* tensors a part (0 = no limit) */
+    int no_tensor_first_split;       /* part 1 holds only the metadata */
+    const char *model_name;          /* --model-name (general.name), or NULL */
+    const char *metadata_path;       /* --metadata override JSON, or NULL */
+    int dry_run;                     /* plan only: nothing is written */
     anvil_gguf_progress_fn progress; /* after each tensor written (may be NULL) */
     void *progress_arg;
 } anvil_hf_convert_options;
@@ -57,15 +57,15 @@ typedef struct anvil_hf_output {
 } anvil_hf_output;
 
 typedef struct anvil_hf_convert_result {
-    char out_path[4096];          /* the file written (a split set: its first part) */
-    uint32_t n_parts;             /* 1 for a single file */
-    anvil_hf_output *outputs;     /* n_parts entries; free with anvil_hf_convert_result_free */
+    char out_path[4096];      /* the file written (a split set: its first part) */
+    uint32_t n_parts;         /* 1 for a single file */
+    anvil_hf_output *outputs; /* n_parts entries; free with anvil_hf_convert_result_free */
     size_t n_tensors;
     int64_t total_params;
-    uint64_t bytes;               /* bytes of all files written (or that would be) */
-    char ftype[8];                /* "F16", "BF16", "Q8_0", "F32" */
-    const char *arch;             /* "llama", "qwen2", "qwen3" */
-    int has_tokenizer;            /* tokenizer.* keys were written */
+    uint64_t bytes;    /* bytes of all files written (or that would be) */
+    char ftype[8];     /* "F16", "BF16", "Q8_0", "F32" */
+    const char *arch;  /* "llama", "qwen2", "qwen3" */
+    int has_tokenizer; /* tokenizer.* keys were written */
 } anvil_hf_convert_result;
 
 /* ctx (needed for q8_0, may be NULL otherwise: then one thread) encodes

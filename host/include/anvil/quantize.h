@@ -52,8 +52,8 @@ extern "C" {
 /* ---- presets (llama.cpp's LLAMA_FTYPE numbering) -------------------------- */
 
 typedef struct anvil_quantize_preset {
-    const char *name;        /* as llama-quantize spells it: "Q4_K_M", "COPY" */
-    uint32_t ftype;          /* LLAMA_FTYPE_*: general.file_type */
+    const char *name; /* as llama-quantize spells it: "Q4_K_M", "COPY" */
+    uint32_t ftype;   /* LLAMA_FTYPE_*: general.file_type */
     const char *desc;
 } anvil_quantize_preset;
 
@@ -80,11 +80,11 @@ typedef enum anvil_kv_override_tag {
 
 typedef struct anvil_kv_override {
     anvil_kv_override_tag tag;
-    char key[128];           /* at most 127 bytes */
-    int64_t i;               /* INT (atol of the text, as llama.cpp) */
-    double f;                /* FLOAT (atof) */
-    int b;                   /* BOOL */
-    char str[128];           /* STR: at most 127 bytes */
+    char key[128]; /* at most 127 bytes */
+    int64_t i;     /* INT (atol of the text, as llama.cpp) */
+    double f;      /* FLOAT (atof) */
+    int b;         /* BOOL */
+    char str[128]; /* STR: at most 127 bytes */
 } anvil_kv_override;
 
 /* "KEY=TYPE:VALUE" with TYPE int, float, bool (true/false) or str, as
@@ -98,8 +98,8 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
  * ggml type name (case-insensitive; with ctx, plugins' types too). The
  * pattern is checked as an ECMAScript regex. An error message starts with
  * the argument quoted. *pattern is malloc'd (free it). */
-ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern,
-                                               uint32_t *type, anvil_error *err);
+ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern, uint32_t *type,
+                                               anvil_error *err);
 /* Check a tensor-name pattern: ECMAScript, as llama.cpp's std::regex reads
  * it (transcode's and quantize's --tensor-type). ANVIL_E_INVALID_ARG with
  * the reason when it does not compile. */
@@ -109,8 +109,7 @@ ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err);
  * Appends to *rules / *n (growing the malloc'd array); free with
  * anvil_quantize_rules_free. */
 ANVIL_API int anvil_quantize_parse_tensor_type_file(const anvil_ctx *ctx, const char *text, size_t len,
-                                                    anvil_transcode_rule **rules, size_t *n,
-                                                    anvil_error *err);
+                                                    anvil_transcode_rule **rules, size_t *n, anvil_error *err);
 ANVIL_API void anvil_quantize_rules_free(anvil_transcode_rule *rules, size_t n);
 
 /* ---- importance matrices ------------------------------------------------------- */
@@ -129,7 +128,7 @@ typedef struct anvil_imatrix anvil_imatrix;
 
 typedef struct anvil_imatrix_entry {
     const char *name;
-    const float *values;     /* n_values, finite and >= 0 not guaranteed: checked at plan time */
+    const float *values; /* n_values, finite and >= 0 not guaranteed: checked at plan time */
     size_t n_values;
 } anvil_imatrix_entry;
 
@@ -155,15 +154,15 @@ ANVIL_API const char *anvil_imatrix_dataset_at(const anvil_imatrix *im, size_t i
 /* ---- the plan --------------------------------------------------------------------- */
 
 typedef struct anvil_quantize_options {
-    uint32_t ftype;              /* LLAMA_FTYPE (a preset's ftype) */
-    int only_copy;               /* COPY: every tensor as it is, file type from the input */
-    uint32_t output_tensor_type; /* --output-tensor-type, or ANVIL_TRANSCODE_NO_TYPE */
+    uint32_t ftype;                /* LLAMA_FTYPE (a preset's ftype) */
+    int only_copy;                 /* COPY: every tensor as it is, file type from the input */
+    uint32_t output_tensor_type;   /* --output-tensor-type, or ANVIL_TRANSCODE_NO_TYPE */
     uint32_t token_embedding_type; /* --token-embedding-type, or NO_TYPE */
     int allow_requantize;
     int leave_output_tensor;
     int pure;
-    int keep_split;              /* one output part per input part */
-    int dry_run;                 /* plan only: a missing importance matrix is noted, not refused */
+    int keep_split;                           /* one output part per input part */
+    int dry_run;                              /* plan only: a missing importance matrix is noted, not refused */
     const anvil_transcode_rule *tensor_types; /* --tensor-type, ECMAScript, first match wins */
     size_t n_tensor_types;
     const anvil_kv_override *kv_overrides;
@@ -171,13 +170,13 @@ typedef struct anvil_quantize_options {
     const int32_t *prune_layers; /* layer numbers to drop (any order, duplicates ignored) */
     size_t n_prune_layers;
     const anvil_imatrix *imatrix; /* after --include/--exclude-weights; NULL or empty: none */
-    const char *imatrix_path;    /* for quantize.imatrix.file */
-    unsigned threads;            /* 0: anvil_ctx_threads(ctx) */
+    const char *imatrix_path;     /* for quantize.imatrix.file */
+    unsigned threads;             /* 0: anvil_ctx_threads(ctx) */
     int skip_quality;
     anvil_transcode_progress_fn progress;
     void *progress_arg;
     /* anvil's own (not llama-quantize's): */
-    int no_fallback;             /* refuse a preset's row-length fallback, naming each tensor */
+    int no_fallback; /* refuse a preset's row-length fallback, naming each tensor */
     /* A size budget instead of a preset (ftype is then ignored): every free
      * tensor's type (one no --tensor-type, --output-tensor-type or
      * --token-embedding-type fixes) chosen among every type llama.cpp runs
@@ -202,9 +201,8 @@ ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o);
  * would write it. With keep_split the parts are
  * "<out_path>-0000i-of-0000N.gguf" (llama-quantize's CLI strips ".gguf"
  * from OUT first). src, ctx and the options' imatrix must outlive the plan. */
-ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
-                                  const char *out_path, const anvil_quantize_options *opts,
-                                  anvil_error *err);
+ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,
+                                  const anvil_quantize_options *opts, anvil_error *err);
 
 /* A target plan's predicted error of tensor i (0 for the tensors it did not
  * choose); ANVIL_E_INVALID_ARG for a plan made without a target. */

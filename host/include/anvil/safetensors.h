@@ -83,14 +83,14 @@ ANVIL_API unsigned anvil_st_dtype_bits(anvil_st_dtype dtype);
 
 /* One tensor, as a view into the image. */
 typedef struct anvil_st_tensor {
-    const char *name;        /* UTF-8, NUL-terminated */
+    const char *name; /* UTF-8, NUL-terminated */
     anvil_st_dtype dtype;
-    size_t rank;             /* 0 for a scalar */
-    const uint64_t *shape;   /* rank dims, outermost first (row-major) */
-    uint64_t n_elements;     /* product of shape (1 for a scalar) */
-    uint64_t begin, end;     /* data_offsets, relative to the data buffer */
-    const void *data;        /* end - begin bytes, little-endian */
-    uint64_t size;           /* end - begin */
+    size_t rank;           /* 0 for a scalar */
+    const uint64_t *shape; /* rank dims, outermost first (row-major) */
+    uint64_t n_elements;   /* product of shape (1 for a scalar) */
+    uint64_t begin, end;   /* data_offsets, relative to the data buffer */
+    const void *data;      /* end - begin bytes, little-endian */
+    uint64_t size;         /* end - begin */
 } anvil_st_tensor;
 
 typedef struct anvil_st anvil_st;
@@ -101,8 +101,7 @@ typedef struct anvil_st anvil_st;
  * keep them alive and unchanged until anvil_st_close. */
 ANVIL_API int anvil_st_parse(anvil_st **out, const void *bytes, size_t size, anvil_error *err);
 /* Same, on a private copy of the bytes (the caller's buffer may go away). */
-ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size,
-                                  anvil_error *err);
+ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size, anvil_error *err);
 /* Memory-map a file read-only and validate it. */
 ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err);
 
@@ -128,8 +127,7 @@ ANVIL_API const anvil_st_tensor *anvil_st_find(const anvil_st *st, const char *n
  * null); entries in the file's order. */
 ANVIL_API int anvil_st_has_metadata(const anvil_st *st);
 ANVIL_API size_t anvil_st_metadata_count(const anvil_st *st);
-ANVIL_API int anvil_st_metadata_at(const anvil_st *st, size_t i, const char **key,
-                                   const char **value);
+ANVIL_API int anvil_st_metadata_at(const anvil_st *st, size_t i, const char **key, const char **value);
 /* Value for key, or NULL. */
 ANVIL_API const char *anvil_st_metadata_get(const anvil_st *st, const char *key);
 
@@ -139,8 +137,7 @@ ANVIL_API uint64_t anvil_st_data_size(const anvil_st *st);
 
 /* Decode a F32, F16 or BF16 tensor into n == t->n_elements floats. Other
  * dtypes answer ANVIL_E_ST_CONVERSION (raw bytes are still in t->data). */
-ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_t n,
-                                     anvil_error *err);
+ANVIL_API int anvil_st_tensor_to_f32(const anvil_st_tensor *t, float *dst, size_t n, anvil_error *err);
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -152,25 +149,21 @@ ANVIL_API void anvil_st_writer_free(anvil_st_writer *w);
 /* Add a tensor. `data` (size bytes) is borrowed until the writer is freed;
  * size must equal shape x dtype bits / 8 (whole bytes). Names are UTF-8 and
  * unique; "__metadata__" is reserved. */
-ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st_dtype dtype,
-                                  const uint64_t *shape, size_t rank, const void *data,
-                                  uint64_t size, anvil_error *err);
+ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st_dtype dtype, const uint64_t *shape,
+                                  size_t rank, const void *data, uint64_t size, anvil_error *err);
 /* Set one __metadata__ entry (keys unique: setting a key again replaces its
  * value in place). Any call makes __metadata__ present. */
-ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
-                                           const char *value, anvil_error *err);
+ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key, const char *value, anvil_error *err);
 /* Emit "__metadata__":{} even with no entries (upstream's Some(empty map)). */
 ANVIL_API void anvil_st_writer_keep_empty_metadata(anvil_st_writer *w);
 /* Add every tensor of st (borrowing its data) and copy its __metadata__. */
 ANVIL_API int anvil_st_writer_add_all(anvil_st_writer *w, const anvil_st *st, anvil_error *err);
 
 /* The whole image in one malloc'd buffer (free() it). */
-ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, size_t *size,
-                                        anvil_error *err);
+ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, size_t *size, anvil_error *err);
 /* Write one frame at the stream's current position. */
 ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_error *err);
-ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
-                                         anvil_error *err);
+ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream, anvil_error *err);
 /* Save atomically: write a temp file in PATH's folder, fsync, rename over
  * PATH, fsync the folder. On any error before the rename the temp file is
  * removed and PATH is untouched. A PATH that is a device, a FIFO or "-" is

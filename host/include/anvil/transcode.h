@@ -63,18 +63,18 @@ extern "C" {
 
 /* One --tensor-type rule. */
 typedef struct anvil_transcode_rule {
-    const char *pattern;     /* ECMAScript regex (llama.cpp's dialect), searched in the name */
+    const char *pattern; /* ECMAScript regex (llama.cpp's dialect), searched in the name */
     uint32_t type;
 } anvil_transcode_rule;
 
 /* Progress, reported from the calling thread after every slab of rows. */
 typedef struct anvil_transcode_progress {
-    size_t tensor;           /* index of the tensor being written */
+    size_t tensor; /* index of the tensor being written */
     size_t n_tensors;
     const char *name;
-    uint64_t bytes_done;     /* source tensor bytes read so far */
+    uint64_t bytes_done; /* source tensor bytes read so far */
     uint64_t bytes_total;
-    double seconds;          /* since the run began */
+    double seconds; /* since the run began */
 } anvil_transcode_progress;
 typedef void (*anvil_transcode_progress_fn)(void *arg, const anvil_transcode_progress *p);
 
@@ -84,25 +84,24 @@ typedef void (*anvil_transcode_progress_fn)(void *arg, const anvil_transcode_pro
  * place. rows() runs on the pool's threads, concurrently on disjoint rows. */
 typedef struct anvil_transcode_hook {
     int (*wants)(void *arg, const anvil_gguf_tensor *t);
-    int (*rows)(void *arg, const anvil_gguf_tensor *t, uint64_t row0, uint64_t n_rows,
-                float *rows, anvil_error *err);
+    int (*rows)(void *arg, const anvil_gguf_tensor *t, uint64_t row0, uint64_t n_rows, float *rows, anvil_error *err);
     void *arg;
 } anvil_transcode_hook;
 
 typedef struct anvil_transcode_options {
-    uint32_t dtype;            /* global target (--dtype) */
-    uint32_t experts_dtype;    /* "*_exps.weight"; may requantize */
-    uint32_t output_type;      /* "output.weight" */
-    uint32_t token_embd_type;  /* "token_embd.weight" */
+    uint32_t dtype;           /* global target (--dtype) */
+    uint32_t experts_dtype;   /* "*_exps.weight"; may requantize */
+    uint32_t output_type;     /* "output.weight" */
+    uint32_t token_embd_type; /* "token_embd.weight" */
     const anvil_transcode_rule *rules;
     size_t n_rules;
-    uint64_t split_max_bytes;  /* > 0: a split set, parts cut as llama.cpp's gguf-split does */
-    unsigned threads;          /* 0: anvil_ctx_threads(ctx) */
-    int skip_quality;          /* 1: no decode-back error figures (a little faster) */
+    uint64_t split_max_bytes; /* > 0: a split set, parts cut as llama.cpp's gguf-split does */
+    unsigned threads;         /* 0: anvil_ctx_threads(ctx) */
+    int skip_quality;         /* 1: no decode-back error figures (a little faster) */
     anvil_transcode_progress_fn progress;
     void *progress_arg;
-    anvil_transcode_hook hook; /* optional */
-    int allow_requantize;      /* --dtype / --tensor-type may requantize quantized tensors */
+    anvil_transcode_hook hook;  /* optional */
+    int allow_requantize;       /* --dtype / --tensor-type may requantize quantized tensors */
     uint64_t split_max_tensors; /* > 0: a split set of at most this many tensors a part
                                    (gguf-split's --split-max-tensors); not with split_max_bytes */
 } anvil_transcode_options;
@@ -112,13 +111,13 @@ ANVIL_API void anvil_transcode_options_init(anvil_transcode_options *o);
 
 /* Why a tensor has the output type it has. */
 typedef enum anvil_transcode_why {
-    ANVIL_TRANSCODE_CONVERT = 0,     /* decoded to f32 and encoded to dst_type */
-    ANVIL_TRANSCODE_KEEP_POLICY,     /* not a matrix weight (1-D, not *.weight, or a norm) */
-    ANVIL_TRANSCODE_KEEP_NO_RULE,    /* a matrix weight no option gives a type */
-    ANVIL_TRANSCODE_KEEP_SAME,       /* the chosen type is already its type */
-    ANVIL_TRANSCODE_KEEP_QUANTIZED,  /* already quantized: only the experts type requantizes */
-    ANVIL_TRANSCODE_KEEP_ROWS,       /* row length not a multiple of the target's block */
-    ANVIL_TRANSCODE_KEEP_SOURCE      /* its type cannot be decoded to f32 (integers, f64) */
+    ANVIL_TRANSCODE_CONVERT = 0,    /* decoded to f32 and encoded to dst_type */
+    ANVIL_TRANSCODE_KEEP_POLICY,    /* not a matrix weight (1-D, not *.weight, or a norm) */
+    ANVIL_TRANSCODE_KEEP_NO_RULE,   /* a matrix weight no option gives a type */
+    ANVIL_TRANSCODE_KEEP_SAME,      /* the chosen type is already its type */
+    ANVIL_TRANSCODE_KEEP_QUANTIZED, /* already quantized: only the experts type requantizes */
+    ANVIL_TRANSCODE_KEEP_ROWS,      /* row length not a multiple of the target's block */
+    ANVIL_TRANSCODE_KEEP_SOURCE     /* its type cannot be decoded to f32 (integers, f64) */
 } anvil_transcode_why;
 
 /* Short text for a reason ("not a matrix weight", ...). */
@@ -128,23 +127,23 @@ typedef struct anvil_transcode_tensor {
     const anvil_gguf_tensor *src;
     const char *name;
     uint32_t src_type;
-    uint32_t dst_type;         /* == src_type unless converted */
-    uint32_t want_type;        /* what the options asked for, or NO_TYPE */
-    const char *rule;          /* option that chose want_type ("--dtype", "--tensor-type <re>", ...) or NULL */
+    uint32_t dst_type;  /* == src_type unless converted */
+    uint32_t want_type; /* what the options asked for, or NO_TYPE */
+    const char *rule;   /* option that chose want_type ("--dtype", "--tensor-type <re>", ...) or NULL */
     anvil_transcode_why why;
-    int rewritten;             /* the hook rewrites it: re-encoded even when its type is kept */
+    int rewritten; /* the hook rewrites it: re-encoded even when its type is kept */
     uint64_t row_len, n_rows;
     uint64_t src_bytes, dst_bytes;
-    uint32_t part;             /* output part, 0-based */
+    uint32_t part; /* output part, 0-based */
     /* After the run, for tensors that went through the encoder: */
     int has_quality;
     double rmse, max_abs, snr_db; /* snr_db is +inf when the error is exactly 0 */
     double sum_sq_err, sum_sq_signal;
     /* Since ABI 1.1 (quantize): */
-    uint32_t fallback_from;    /* the type chosen before the row-length fallback, or NO_TYPE */
-    const float *imatrix;      /* importance weights handed to the encoder: ne[0] per expert, or NULL */
-    const char *imatrix_name;  /* the importance-matrix entry they come from, or NULL */
-    int needs_imatrix;         /* llama.cpp requires an importance matrix for its target type */
+    uint32_t fallback_from;   /* the type chosen before the row-length fallback, or NO_TYPE */
+    const float *imatrix;     /* importance weights handed to the encoder: ne[0] per expert, or NULL */
+    const char *imatrix_name; /* the importance-matrix entry they come from, or NULL */
+    int needs_imatrix;        /* llama.cpp requires an importance matrix for its target type */
 } anvil_transcode_tensor;
 
 /* Per output type, over the tensors encoded to it. */
@@ -157,23 +156,23 @@ typedef struct anvil_transcode_quality {
 
 typedef struct anvil_transcode_summary {
     size_t n_tensors;
-    size_t n_converted;        /* encoded (incl. rewritten ones kept in their type) */
+    size_t n_converted; /* encoded (incl. rewritten ones kept in their type) */
     size_t n_kept_quantized, n_kept_rows, n_kept_source;
     uint64_t src_tensor_bytes, dst_tensor_bytes;
-    uint64_t out_file_bytes;   /* every part, headers included */
+    uint64_t out_file_bytes; /* every part, headers included */
     uint32_t n_parts;
-    uint32_t dominant_type;    /* the type holding the most elements in the output */
-    uint32_t file_type;        /* general.file_type written (LLAMA_FTYPE numbering) */
+    uint32_t dominant_type; /* the type holding the most elements in the output */
+    uint32_t file_type;     /* general.file_type written (LLAMA_FTYPE numbering) */
     unsigned threads;
     /* After a run (0 before). */
     int ran;
     double seconds;
-    double mb_per_s;           /* source tensor bytes / seconds, in 1e6 bytes */
-    uint64_t peak_rss_bytes;   /* the process's peak resident set (getrusage) */
+    double mb_per_s;         /* source tensor bytes / seconds, in 1e6 bytes */
+    uint64_t peak_rss_bytes; /* the process's peak resident set (getrusage) */
     /* Since ABI 1.1 (quantize): */
-    size_t n_fallback;         /* tensors whose row length forced another type */
-    size_t n_dropped;          /* input tensors left out (--prune-layers) */
-    int needs_imatrix;         /* some tensor's type requires an importance matrix it does not have */
+    size_t n_fallback; /* tensors whose row length forced another type */
+    size_t n_dropped;  /* input tensors left out (--prune-layers) */
+    int needs_imatrix; /* some tensor's type requires an importance matrix it does not have */
 } anvil_transcode_summary;
 
 typedef struct anvil_transcode anvil_transcode;
@@ -183,9 +182,8 @@ typedef struct anvil_transcode anvil_transcode;
  * the options (an encoder must exist: decode-only formats and activation
  * formats are refused with the reason), compiles the rules, decides every
  * tensor and lays out the output. src and ctx must outlive the plan. */
-ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
-                                   const char *out_path, const anvil_transcode_options *opts,
-                                   anvil_error *err);
+ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,
+                                   const anvil_transcode_options *opts, anvil_error *err);
 ANVIL_API void anvil_transcode_free(anvil_transcode *t);
 
 ANVIL_API size_t anvil_transcode_count(const anvil_transcode *t);
@@ -200,8 +198,7 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err);
 
 /* Quality summary by output type, after a run (type-id order). */
 ANVIL_API size_t anvil_transcode_quality_count(const anvil_transcode *t);
-ANVIL_API int anvil_transcode_quality_at(const anvil_transcode *t, size_t i,
-                                         anvil_transcode_quality *out);
+ANVIL_API int anvil_transcode_quality_at(const anvil_transcode *t, size_t i, anvil_transcode_quality *out);
 
 /* The run's quality pass again in another type, after a run: every tensor
  * the run converted is encoded in `type` and decoded back, with the run's
@@ -260,11 +257,11 @@ ANVIL_API void anvil_lora_close(anvil_lora *l);
 ANVIL_API int anvil_lora_bind(anvil_lora *l, const anvil_gguf *base, double alpha, anvil_error *err);
 
 typedef struct anvil_lora_target {
-    const char *base_name;   /* GGUF tensor it changes */
-    const char *a_name;      /* adapter tensor names (b_name NULL for a whole replacement) */
+    const char *base_name; /* GGUF tensor it changes */
+    const char *a_name;    /* adapter tensor names (b_name NULL for a whole replacement) */
     const char *b_name;
-    uint32_t rank;           /* 0 for a replacement */
-    double scale;            /* alpha / rank (0 for a replacement) */
+    uint32_t rank; /* 0 for a replacement */
+    double scale;  /* alpha / rank (0 for a replacement) */
 } anvil_lora_target;
 
 ANVIL_API size_t anvil_lora_target_count(const anvil_lora *l);

@@ -89,8 +89,7 @@ int afile_write_all(int fd, const void *p, size_t n, const char *what, anvil_err
             if (errno == EINTR) {
                 continue;
             }
-            return anvil__error_set(err, ANVIL_E_IO, "writing '%s' failed: %s", what,
-                                   strerror(errno));
+            return anvil__error_set(err, ANVIL_E_IO, "writing '%s' failed: %s", what, strerror(errno));
         }
         b += k;
         n -= (size_t)k;
@@ -125,8 +124,7 @@ int afile_temp_is_stale(const char *name, const char *base) {
         pid = pid * 10 + (*p++ - '0');
         digits++;
     }
-    if (digits == 0 || *p != '-' || p[1] == '\0' || pid <= 0 || pid > 0x7fffffff ||
-        pid == (long long)getpid()) {
+    if (digits == 0 || *p != '-' || p[1] == '\0' || pid <= 0 || pid > 0x7fffffff || pid == (long long)getpid()) {
         return 0;
     }
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
@@ -252,28 +250,28 @@ int afile_output_kind(const char *path, anvil_error *err) {
     }
     if (S_ISDIR(lst.st_mode)) {
         return anvil__error_set(err, ANVIL_E_IO,
-                               "'%s' is a folder: the output would have to replace it; remove "
-                               "it or choose another output name",
-                               path);
+                                "'%s' is a folder: the output would have to replace it; remove "
+                                "it or choose another output name",
+                                path);
     }
     if (stat(path, &st) != 0) {
         return AFILE_REPLACE; /* a dangling link: replaced by the new file */
     }
     if (S_ISREG(st.st_mode) && S_ISLNK(lst.st_mode) && link_reaches_proc(path)) {
         return anvil__error_set(err, ANVIL_E_IO,
-                               "'%s' leads through /proc to a process's open file: anvil cannot "
-                               "replace that file by name; write to '-' (standard output) or "
-                               "name the file itself",
-                               path);
+                                "'%s' leads through /proc to a process's open file: anvil cannot "
+                                "replace that file by name; write to '-' (standard output) or "
+                                "name the file itself",
+                                path);
     }
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
         return AFILE_REPLACE; /* a link to a folder is replaced too, as rename() does */
     }
     if (S_ISSOCK(st.st_mode)) {
         return anvil__error_set(err, ANVIL_E_IO,
-                               "'%s' is a socket: anvil writes a file, a device or a FIFO, never "
-                               "into a socket, and does not replace one; choose another output",
-                               path);
+                                "'%s' is a socket: anvil writes a file, a device or a FIFO, never "
+                                "into a socket, and does not replace one; choose another output",
+                                path);
     }
     return AFILE_STREAM; /* character or block device, FIFO */
 }
@@ -285,8 +283,8 @@ static int open_stream(afile *f, const char *path, anvil_error *err) {
     if (named >= 0) {
         fd = fcntl(named, F_DUPFD_CLOEXEC, 3);
         if (fd < 0) {
-            return anvil__error_set(err, ANVIL_E_IO, "'%s' names descriptor %d, which is not open: %s",
-                                   path, named, strerror(errno));
+            return anvil__error_set(err, ANVIL_E_IO, "'%s' names descriptor %d, which is not open: %s", path, named,
+                                    strerror(errno));
         }
     } else {
         /* O_NONBLOCK: opening a FIFO to write would wait, forever, until
@@ -304,9 +302,9 @@ static int open_stream(afile *f, const char *path, anvil_error *err) {
         }
         if (fd < 0 && errno == ENXIO) {
             return anvil__error_set(err, ANVIL_E_IO,
-                                   "'%s' is a FIFO that no process opened to read within %d "
-                                   "seconds: start the reader first",
-                                   path, FIFO_WAIT_MS / 1000);
+                                    "'%s' is a FIFO that no process opened to read within %d "
+                                    "seconds: start the reader first",
+                                    path, FIFO_WAIT_MS / 1000);
         }
         if (fd < 0) {
             return anvil__error_set(err, ANVIL_E_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -344,16 +342,14 @@ static int open_stream(afile *f, const char *path, anvil_error *err) {
 /* The end of a stream: durable where that means something, then closed. */
 static int finish_stream(afile *f, anvil_error *err) {
     struct stat st;
-    if (fstat(f->fd, &st) == 0 && (S_ISBLK(st.st_mode) || S_ISREG(st.st_mode)) &&
-        fsync(f->fd) != 0 && errno != EINVAL) {
-        return anvil__error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", f->final_path,
-                               strerror(errno));
+    if (fstat(f->fd, &st) == 0 && (S_ISBLK(st.st_mode) || S_ISREG(st.st_mode)) && fsync(f->fd) != 0 &&
+        errno != EINVAL) {
+        return anvil__error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", f->final_path, strerror(errno));
     }
     const int rc = close(f->fd);
     f->fd = -1;
     if (rc != 0 && errno != EINTR) {
-        return anvil__error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->final_path,
-                               strerror(errno));
+        return anvil__error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->final_path, strerror(errno));
     }
     return ANVIL_OK;
 }
@@ -409,8 +405,7 @@ int afile_open(afile *f, const char *path, anvil_error *err) {
         free(f->tmp_path);
         f->tmp_path = NULL; /* nothing was created */
         afile_discard(f);
-        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temp file next to '%s': %s",
-                               path, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot create a temp file next to '%s': %s", path, strerror(e));
     }
     return ANVIL_OK;
 }
@@ -437,8 +432,8 @@ static int name_anonymous(afile *f, anvil_error *err) {
     if (e != 0) {
         free(f->tmp_path);
         f->tmp_path = NULL;
-        return anvil__error_set(err, ANVIL_E_IO, "cannot give the temp file of '%s' a name: %s",
-                               f->final_path, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot give the temp file of '%s' a name: %s", f->final_path,
+                                strerror(e));
     }
     f->anonymous = 0;
     return ANVIL_OK;
@@ -447,25 +442,21 @@ static int name_anonymous(afile *f, anvil_error *err) {
 int afile_hold(afile *f, anvil_error *err) {
     if (f->stream) {
         return anvil__error_set(err, ANVIL_E_STATE,
-                               "'%s' is written in one pass: it cannot be held and renamed into "
-                               "place (the parts of a split set must be files)",
-                               f->final_path);
+                                "'%s' is written in one pass: it cannot be held and renamed into "
+                                "place (the parts of a split set must be files)",
+                                f->final_path);
     }
     if (f->fd < 0) {
-        return f->tmp_path != NULL ? ANVIL_OK
-                                   : anvil__error_set(err, ANVIL_E_STATE, "no temp file to hold");
+        return f->tmp_path != NULL ? ANVIL_OK : anvil__error_set(err, ANVIL_E_STATE, "no temp file to hold");
     }
     const char *shown = f->tmp_path != NULL ? f->tmp_path : f->final_path;
     if (fsync(f->fd) != 0) {
-        return anvil__error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", shown,
-                               strerror(errno));
+        return anvil__error_set(err, ANVIL_E_IO, "fsync of '%s' failed: %s", shown, strerror(errno));
     }
     /* Replacing a file keeps its permission bits. */
     struct stat st;
-    if (stat(f->final_path, &st) == 0 && S_ISREG(st.st_mode) &&
-        fchmod(f->fd, st.st_mode & 07777) != 0) {
-        return anvil__error_set(err, ANVIL_E_IO, "chmod of '%s' failed: %s", shown,
-                               strerror(errno));
+    if (stat(f->final_path, &st) == 0 && S_ISREG(st.st_mode) && fchmod(f->fd, st.st_mode & 07777) != 0) {
+        return anvil__error_set(err, ANVIL_E_IO, "chmod of '%s' failed: %s", shown, strerror(errno));
     }
     if (f->anonymous) {
         const int rc = name_anonymous(f, err);
@@ -476,8 +467,7 @@ int afile_hold(afile *f, anvil_error *err) {
     const int rc = close(f->fd);
     f->fd = -1;
     if (rc != 0) {
-        return anvil__error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->tmp_path,
-                               strerror(errno));
+        return anvil__error_set(err, ANVIL_E_IO, "closing '%s' failed: %s", f->tmp_path, strerror(errno));
     }
     return ANVIL_OK;
 }
@@ -490,8 +480,8 @@ int afile_commit(afile *f, anvil_error *err) {
     }
     int rc = afile_hold(f, err);
     if (rc == ANVIL_OK && rename(f->tmp_path, f->final_path) != 0) {
-        rc = anvil__error_set(err, ANVIL_E_IO, "cannot rename '%s' to '%s': %s", f->tmp_path,
-                             f->final_path, strerror(errno));
+        rc = anvil__error_set(err, ANVIL_E_IO, "cannot rename '%s' to '%s': %s", f->tmp_path, f->final_path,
+                              strerror(errno));
     }
     if (rc == ANVIL_OK) {
         free(f->tmp_path);

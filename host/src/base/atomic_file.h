@@ -50,12 +50,12 @@
 #include "anvil/anvil.h"
 
 typedef struct afile {
-    int fd;             /* open while writing; -1 once held or discarded */
-    int anonymous;      /* fd is an O_TMPFILE that has no name yet */
-    int stream;         /* fd is the output itself (device, FIFO, descriptor):
+    int fd;           /* open while writing; -1 once held or discarded */
+    int anonymous;    /* fd is an O_TMPFILE that has no name yet */
+    int stream;       /* fd is the output itself (device, FIFO, descriptor):
                            written in one pass, nothing to rename */
-    char *final_path;   /* where the file goes (for a stream: its name in messages) */
-    char *tmp_path;     /* its temp name (NULL while anonymous, and for a stream) */
+    char *final_path; /* where the file goes (for a stream: its name in messages) */
+    char *tmp_path;   /* its temp name (NULL while anonymous, and for a stream) */
 } afile;
 
 /* What writing to path means, decided from its name and stat() alone --

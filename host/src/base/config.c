@@ -51,15 +51,15 @@ typedef struct parse_state {
     FILE *file;
     const char *text;
     size_t pos;
-    int line;              /* 1-based number of the line last read */
-    int continuation;      /* that line starts with whitespace */
-    char section[128];     /* current section as seen by the reader */
+    int line;          /* 1-based number of the line last read */
+    int continuation;  /* that line starts with whitespace */
+    char section[128]; /* current section as seen by the reader */
     anvil_config *cfg;
     anvil_error *err;
     int failed;
     /* which scalar keys were seen, to refuse duplicates */
     int seen_load, seen_optional, seen_order, seen_threads, seen_insecure;
-    int last_key_line;     /* line of the key a continuation extends */
+    int last_key_line; /* line of the key a continuation extends */
     char last_key[64];
 } parse_state;
 
@@ -102,9 +102,8 @@ static int append_list(parse_state *p, const char *value, char sep, char ***list
         }
         if (*item == '\0') {
             free(buf);
-            return fail(p, p->line, ANVIL_E_CONFIG_VALUE,
-                        "empty item in list '%s' (items are separated by '%s')", value,
-                        sep == ',' ? "," : ":");
+            return fail(p, p->line, ANVIL_E_CONFIG_VALUE, "empty item in list '%s' (items are separated by '%s')",
+                        value, sep == ',' ? "," : ":");
         }
         char **nl = realloc(*list, (*n + 1) * sizeof **list);
         if (nl == NULL) {
@@ -139,8 +138,7 @@ static int append_list(parse_state *p, const char *value, char sep, char ***list
 static int host_prefix(char *buf, size_t size) {
     Dl_info info;
     char real[PATH_MAX];
-    if (dladdr((void *)host_prefix, &info) == 0 || info.dli_fname == NULL ||
-        realpath(info.dli_fname, real) == NULL) {
+    if (dladdr((void *)host_prefix, &info) == 0 || info.dli_fname == NULL || realpath(info.dli_fname, real) == NULL) {
         return -1;
     }
     char *slash = strrchr(real, '/');
@@ -250,8 +248,7 @@ static int handler(void *user, const char *section, const char *name, const char
         } else if (strcmp(name, "optional") == 0) {
             if (!once(p, &p->seen_optional, name)) return 0;
             const size_t from = p->cfg->n_optional;
-            if (!append_list(p, value, ',', &p->cfg->optional, &p->cfg->optional_lines,
-                             &p->cfg->n_optional))
+            if (!append_list(p, value, ',', &p->cfg->optional, &p->cfg->optional_lines, &p->cfg->n_optional))
                 return 0;
             if (!check_names(p, "optional", p->cfg->optional, from, p->cfg->n_optional)) return 0;
         } else if (strcmp(name, "allow_insecure") == 0) {
@@ -273,8 +270,7 @@ static int handler(void *user, const char *section, const char *name, const char
             if (!once(p, &p->seen_order, name)) return 0;
             if (!append_list(p, value, ',', &p->cfg->order, &p->cfg->order_lines, &p->cfg->n_order)) return 0;
         } else {
-            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: order)", name,
-                        section);
+            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: order)", name, section);
         }
     } else if (strcasecmp(section, "runtime") == 0) {
         if (strcmp(name, "threads") == 0) {
@@ -284,19 +280,16 @@ static int handler(void *user, const char *section, const char *name, const char
             long v = strtol(value, &end, 10);
             if (errno != 0 || end == value || *trim(end) != '\0' || v < 0 || v > 1024) {
                 return fail(p, line, ANVIL_E_CONFIG_VALUE,
-                            "threads = '%s' is not a number from 0 to 1024 (0 = all online CPUs)%s",
-                            value, NULL);
+                            "threads = '%s' is not a number from 0 to 1024 (0 = all online CPUs)%s", value, NULL);
             }
             p->cfg->threads = (unsigned)v;
             p->cfg->threads_set = 1;
         } else {
-            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: threads)", name,
-                        section);
+            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: threads)", name, section);
         }
     } else if (strncasecmp(section, "type.", 5) == 0) {
         if (strcmp(name, "backend") != 0) {
-            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: backend)", name,
-                        section);
+            return fail(p, line, ANVIL_E_CONFIG_UNKNOWN, "unknown key '%s' in [%s] (known: backend)", name, section);
         }
         for (size_t i = 0; i < p->cfg->n_pins; ++i) {
             if (strcasecmp(p->cfg->pins[i].type_name, section + 5) == 0) {
@@ -304,8 +297,8 @@ static int handler(void *user, const char *section, const char *name, const char
             }
         }
         if (section[5] == '\0' || strpbrk(value, ", \t") != NULL || *value == '\0') {
-            return fail(p, line, ANVIL_E_CONFIG_VALUE,
-                        "[%s] backend = '%s' must name exactly one backend", section, value);
+            return fail(p, line, ANVIL_E_CONFIG_VALUE, "[%s] backend = '%s' must name exactly one backend", section,
+                        value);
         }
         anvil_config_pin *np = realloc(p->cfg->pins, (p->cfg->n_pins + 1) * sizeof *np);
         if (np == NULL) return fail(p, line, ANVIL_E_NOMEM, "out of memory%s%s", NULL, NULL);
@@ -324,8 +317,8 @@ static int handler(void *user, const char *section, const char *name, const char
 }
 
 static int section_known(const char *s) {
-    return strcasecmp(s, "plugins") == 0 || strcasecmp(s, "backends") == 0 ||
-           strcasecmp(s, "runtime") == 0 || (strncasecmp(s, "type.", 5) == 0 && s[5] != '\0');
+    return strcasecmp(s, "plugins") == 0 || strcasecmp(s, "backends") == 0 || strcasecmp(s, "runtime") == 0 ||
+           (strncasecmp(s, "type.", 5) == 0 && s[5] != '\0');
 }
 
 /* inih reader: one whole line per call, so line numbers are exact and an
@@ -383,8 +376,7 @@ static char *reader(char *str, int num, void *stream) {
         if (close == NULL) {
             /* inih would keep the previous section and report the next key
              * against it: name the header itself. */
-            fail(p, p->line, ANVIL_E_CONFIG_SYNTAX, "unterminated section header '%s' (no closing ']')%s",
-                 t, NULL);
+            fail(p, p->line, ANVIL_E_CONFIG_SYNTAX, "unterminated section header '%s' (no closing ']')%s", t, NULL);
         } else {
             *close = '\0';
             char *name = trim(t + 1);
@@ -408,8 +400,8 @@ static int finish(parse_state *p, int rc) {
         return p->err ? p->err->code : ANVIL_E_CONFIG_SYNTAX;
     }
     if (rc > 0) {
-        anvil__error_set(p->err, ANVIL_E_CONFIG_SYNTAX,
-                        "%s:%d: not a 'key = value' line, a [section] or a comment", p->cfg->path, rc);
+        anvil__error_set(p->err, ANVIL_E_CONFIG_SYNTAX, "%s:%d: not a 'key = value' line, a [section] or a comment",
+                         p->cfg->path, rc);
         return ANVIL_E_CONFIG_SYNTAX;
     }
     if (rc < 0) {
@@ -442,10 +434,10 @@ int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err) {
     memset(&st, 0, sizeof st);
     if (f == NULL) {
         rc = anvil__error_set(err, ANVIL_E_IO, "cannot open config %s: %s (pass --config FILE or set ANVIL_CONFIG)",
-                             path, strerror(errno));
+                              path, strerror(errno));
     } else if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         rc = anvil__error_set(err, ANVIL_E_IO, "config %s is %s, not a file: give the .ini file itself", path,
-                             S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+                              S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
     } else {
         /* A config names the code anvil loads: only its owner may change it. */
         char why[sizeof cfg->trust_note];
@@ -454,10 +446,9 @@ int anvil__config_load(const char *path, anvil_config *cfg, anvil_error *err) {
             if (cfg->insecure_env) {
                 snprintf(cfg->trust_note, sizeof cfg->trust_note, "%s", why);
             } else {
-                rc = anvil__error_set(err, ANVIL_E_UNTRUSTED,
-                                     "config %s is not trusted: %s (for development only: set "
-                                     ANVIL_INSECURE_ENV "=1)",
-                                     path, why);
+                rc = anvil__error_set(
+                    err, ANVIL_E_UNTRUSTED,
+                    "config %s is not trusted: %s (for development only: set " ANVIL_INSECURE_ENV "=1)", path, why);
             }
         }
     }

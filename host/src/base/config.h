@@ -8,35 +8,35 @@
 #include "anvil/anvil.h"
 
 typedef struct anvil_config_pin {
-    char *type_name;   /* from [type.NAME] */
-    char *backend;     /* backend = ... */
+    char *type_name; /* from [type.NAME] */
+    char *backend;   /* backend = ... */
     int line;
 } anvil_config_pin;
 
 typedef struct anvil_config {
-    char *path;            /* the file, as given */
-    char *dir;             /* its folder: relative paths resolve here */
-    char **search;         /* [plugins] path, resolved; may be empty */
+    char *path;    /* the file, as given */
+    char *dir;     /* its folder: relative paths resolve here */
+    char **search; /* [plugins] path, resolved; may be empty */
     size_t n_search;
-    char **load;           /* [plugins] load; NULL list + load_all=1 when absent or "*" */
+    char **load; /* [plugins] load; NULL list + load_all=1 when absent or "*" */
     int *load_lines;
     size_t n_load;
     int load_all;
-    char **optional;       /* [plugins] optional: loaded when present */
+    char **optional; /* [plugins] optional: loaded when present */
     int *optional_lines;
     size_t n_optional;
-    char **order;          /* [backends] order */
+    char **order; /* [backends] order */
     int *order_lines;
     size_t n_order;
     anvil_config_pin *pins;
     size_t n_pins;
-    unsigned threads;      /* [runtime] threads; 0 = online CPUs */
+    unsigned threads; /* [runtime] threads; 0 = online CPUs */
     int threads_set;
-    int allow_insecure;    /* [plugins] allow_insecure = yes: untrusted plugins load (noted) */
+    int allow_insecure; /* [plugins] allow_insecure = yes: untrusted plugins load (noted) */
     int allow_insecure_line;
-    int insecure_env;      /* ANVIL_ALLOW_INSECURE set: every trust check relaxed */
-    char trust_note[512];  /* why this config would have been refused, when relaxed */
-    const char *source;    /* how the file was chosen (static text, set by the context) */
+    int insecure_env;     /* ANVIL_ALLOW_INSECURE set: every trust check relaxed */
+    char trust_note[512]; /* why this config would have been refused, when relaxed */
+    const char *source;   /* how the file was chosen (static text, set by the context) */
 } anvil_config;
 
 /* Parse a file. Errors name file:line. The file must be trusted (trust.h):

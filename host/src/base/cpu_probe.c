@@ -45,8 +45,8 @@ static uint64_t probe_x86(void) {
     }
     const int osxsave = (c >> 27) & 1;
     const uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-    const int avx_state = (xcr0 & 0x6) == 0x6;        /* XMM | YMM */
-    const int zmm_state = (xcr0 & 0xE6) == 0xE6;      /* + opmask, ZMM_Hi256, Hi16_ZMM */
+    const int avx_state = (xcr0 & 0x6) == 0x6;   /* XMM | YMM */
+    const int zmm_state = (xcr0 & 0xE6) == 0xE6; /* + opmask, ZMM_Hi256, Hi16_ZMM */
 
     if ((c >> 20) & 1) f |= ANVIL_CPU_SSE42;
     if (avx_state) {
@@ -100,8 +100,9 @@ typedef struct feature_name {
     uint64_t bits;
 } feature_name;
 
-#define AVX512_ALL (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_AVX512DQ | \
-                    ANVIL_CPU_AVX512VNNI | ANVIL_CPU_AVX512BF16 | ANVIL_CPU_AVX512VBMI)
+#define AVX512_ALL                                                                                             \
+    (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_AVX512DQ | ANVIL_CPU_AVX512VNNI | \
+     ANVIL_CPU_AVX512BF16 | ANVIL_CPU_AVX512VBMI)
 
 static const feature_name features[] = {
     { "sse4.2", ANVIL_CPU_SSE42 },
@@ -156,8 +157,7 @@ static uint64_t apply_mask(uint64_t f, const char *spec) {
         if (bits == 0 || tok[0] != '-') {
             size_t len = strlen(mask_warnings);
             snprintf(mask_warnings + len, sizeof mask_warnings - len,
-                     "%sANVIL_CPU_MASK: ignored '%s' (use -<feature>, e.g. -avx512)",
-                     len ? "; " : "", tok);
+                     "%sANVIL_CPU_MASK: ignored '%s' (use -<feature>, e.g. -avx512)", len ? "; " : "", tok);
             continue;
         }
         f &= ~bits;
@@ -201,8 +201,7 @@ size_t anvil__cpu_feature_string(uint64_t f, char *buf, size_t size) {
     if (size > 0) buf[0] = '\0';
     for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i) {
         if (f & features[i].bits) {
-            int w = snprintf(buf + len, size > len ? size - len : 0, "%s%s", len ? " " : "",
-                             features[i].name);
+            int w = snprintf(buf + len, size > len ? size - len : 0, "%s%s", len ? " " : "", features[i].name);
             if (w > 0) len += (size_t)w;
             if (len >= size) {
                 len = size ? size - 1 : 0;

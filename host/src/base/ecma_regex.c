@@ -26,12 +26,12 @@
 #define RE_MAX_DEPTH 500 /* nested groups and lookaheads */
 
 enum {
-    OP_CHAR,    /* arg: the byte */
-    OP_ANY,     /* any byte but \n \r */
-    OP_CLASS,   /* arg: class index */
-    OP_SPLIT,   /* try pc+x, then pc+y */
-    OP_JMP,     /* pc += x */
-    OP_SAVE,    /* arg: capture slot */
+    OP_CHAR,  /* arg: the byte */
+    OP_ANY,   /* any byte but \n \r */
+    OP_CLASS, /* arg: class index */
+    OP_SPLIT, /* try pc+x, then pc+y */
+    OP_JMP,   /* pc += x */
+    OP_SAVE,  /* arg: capture slot */
     OP_BOL,
     OP_EOL,
     OP_WORDB,   /* neg: \B */
@@ -56,7 +56,7 @@ struct ecma_re {
     size_t n;
     re_class *classes;
     size_t n_classes;
-    unsigned n_groups;  /* capturing groups, not counting group 0 */
+    unsigned n_groups; /* capturing groups, not counting group 0 */
     int has_backref;
 };
 
@@ -75,11 +75,11 @@ typedef struct parser {
     size_t why_size;
     re_class *classes;
     size_t n_classes, cap_classes;
-    unsigned n_groups;       /* groups opened so far */
-    unsigned open[256];      /* groups not yet closed (for \N checks) */
+    unsigned n_groups;  /* groups opened so far */
+    unsigned open[256]; /* groups not yet closed (for \N checks) */
     unsigned n_open;
     int has_backref;
-    int depth;               /* groups being parsed */
+    int depth; /* groups being parsed */
 } parser;
 
 static void fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -193,9 +193,18 @@ static frag repeat(parser *ps, frag *a, long min, long max, int lazy) {
 /* ---- character classes (the "C" locale) ---------------------------------- */
 
 enum {
-    CC_ALNUM = 1 << 0, CC_ALPHA = 1 << 1, CC_BLANK = 1 << 2, CC_CNTRL = 1 << 3,
-    CC_DIGIT = 1 << 4, CC_GRAPH = 1 << 5, CC_LOWER = 1 << 6, CC_PRINT = 1 << 7,
-    CC_PUNCT = 1 << 8, CC_SPACE = 1 << 9, CC_UPPER = 1 << 10, CC_XDIGIT = 1 << 11,
+    CC_ALNUM = 1 << 0,
+    CC_ALPHA = 1 << 1,
+    CC_BLANK = 1 << 2,
+    CC_CNTRL = 1 << 3,
+    CC_DIGIT = 1 << 4,
+    CC_GRAPH = 1 << 5,
+    CC_LOWER = 1 << 6,
+    CC_PRINT = 1 << 7,
+    CC_PUNCT = 1 << 8,
+    CC_SPACE = 1 << 9,
+    CC_UPPER = 1 << 10,
+    CC_XDIGIT = 1 << 11,
     CC_UNDER = 1 << 12 /* "w": alnum or '_' */
 };
 
@@ -225,9 +234,9 @@ static unsigned class_by_name(const unsigned char *s, size_t n) {
         const char *name;
         unsigned mask;
     } names[] = {
-        { "d", CC_DIGIT }, { "w", CC_UNDER }, { "s", CC_SPACE }, { "alnum", CC_ALNUM },
-        { "alpha", CC_ALPHA }, { "blank", CC_BLANK }, { "cntrl", CC_CNTRL }, { "digit", CC_DIGIT },
-        { "graph", CC_GRAPH }, { "lower", CC_LOWER }, { "print", CC_PRINT }, { "punct", CC_PUNCT },
+        { "d", CC_DIGIT },     { "w", CC_UNDER },     { "s", CC_SPACE },       { "alnum", CC_ALNUM },
+        { "alpha", CC_ALPHA }, { "blank", CC_BLANK }, { "cntrl", CC_CNTRL },   { "digit", CC_DIGIT },
+        { "graph", CC_GRAPH }, { "lower", CC_LOWER }, { "print", CC_PRINT },   { "punct", CC_PUNCT },
         { "space", CC_SPACE }, { "upper", CC_UPPER }, { "xdigit", CC_XDIGIT },
     };
     char low[16];
@@ -312,8 +321,8 @@ static int hexval(int c) {
 enum esc_kind { ESC_CHAR, ESC_WORDB, ESC_CLASS, ESC_BACKREF };
 typedef struct esc {
     enum esc_kind kind;
-    unsigned char c;     /* ESC_CHAR: the byte; ESC_CLASS: d s w D S W; ESC_WORDB: 'p' or 'n' */
-    unsigned long ref;   /* ESC_BACKREF */
+    unsigned char c;   /* ESC_CHAR: the byte; ESC_CLASS: d s w D S W; ESC_WORDB: 'p' or 'n' */
+    unsigned long ref; /* ESC_BACKREF */
 } esc;
 
 static int read_escape(parser *ps, int in_bracket, esc *e) {
@@ -866,13 +875,13 @@ typedef struct vm {
     const ecma_re *re;
     const unsigned char *s;
     size_t n;
-    int prev_avail;         /* the search is past its first start position */
+    int prev_avail; /* the search is past its first start position */
     long budget;
 } vm;
 
 typedef struct frame {
     size_t pc, pos;
-    int restore;            /* 1: restore caps[slot] = value instead */
+    int restore; /* 1: restore caps[slot] = value instead */
     size_t slot;
     ptrdiff_t value;
 } frame;
@@ -1050,9 +1059,7 @@ static int run(vm *m, size_t pc0, size_t pos0, size_t base, ptrdiff_t *caps, uin
                 pc++;
                 break;
             }
-            case OP_MATCH:
-                result = 1;
-                break;
+            case OP_MATCH: result = 1; break;
             }
             if (result != 0 || !ok) break;
         }

@@ -6,8 +6,7 @@
 #include "anvil/anvil.h"
 
 /* Set err (if non-NULL) to code and a formatted message; returns code. */
-int anvil__error_set(anvil_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int anvil__error_set(anvil_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Clear err to ANVIL_OK. */
 void anvil__error_clear(anvil_error *err);
 /* Prefix the existing message with "<prefix>: ". */

@@ -28,10 +28,10 @@ int file_input_check(const char *path, anvil_error *err) {
         return ANVIL_OK;
     }
     return anvil__error_set(err, ANVIL_E_IO,
-                           "'%s' is %s: anvil maps its input files and cannot read a pipe, a "
-                           "socket or a device; copy it to a regular file first (cat '%s' > "
-                           "file) and give that",
-                           path, what, path);
+                            "'%s' is %s: anvil maps its input files and cannot read a pipe, a "
+                            "socket or a device; copy it to a regular file first (cat '%s' > "
+                            "file) and give that",
+                            path, what, path);
 }
 
 /* Grow buf to hold cap bytes and a NUL; cap never passes max_bytes + 1, so
@@ -46,23 +46,21 @@ static int grow(char **buf, size_t *cap, size_t max_bytes) {
     return 0;
 }
 
-int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len,
-                    anvil_error *err) {
+int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len, anvil_error *err) {
     *out = NULL;
     *len = 0;
     int rc = file_input_check(path, err);
     if (rc != ANVIL_OK) return rc;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
-                                "cannot open %s: %s", path, strerror(errno));
+        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO, "cannot open %s: %s", path,
+                                strerror(errno));
     }
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
         if (n > max_bytes) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is over %zu GiB: not %s", path,
-                                  max_bytes >> 30, kind);
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is over %zu GiB: not %s", path, max_bytes >> 30, kind);
             goto out;
         }
         if (n == cap && grow(&buf, &cap, max_bytes) != 0) {

@@ -31,7 +31,6 @@ int file_input_check(const char *path, anvil_error *err);
  * free it). A file over max_bytes is refused as "PATH is over N GiB: not
  * KIND" (kind: "a config file"). ANVIL_E_NOT_FOUND when path does not exist,
  * ANVIL_E_IO when it cannot be opened or read, ANVIL_E_NOMEM. */
-int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len,
-                    anvil_error *err);
+int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len, anvil_error *err);
 
 #endif

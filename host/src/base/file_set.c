@@ -31,7 +31,7 @@ typedef struct fs_entry {
 
 typedef struct fs_journal {
     char *dir;
-    char *path;      /* the journal itself */
+    char *path; /* the journal itself */
     char id[FILE_SET_ID_HEX + 1];
     fs_entry *e;
     size_t n;
@@ -97,7 +97,10 @@ static void put_name(FILE *f, const char *path) {
 }
 
 static int hex_digit(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 static char *get_name(const char *dir, char **cursor) {
@@ -137,8 +140,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
     if (tmp == NULL) {
         return anvil__nomem(err);
     }
-    snprintf(tmp, n, "%s/.%s.anvil-%ld-journal", j->dir, afile_base_of(j->e[0].final_path),
-             (long)getpid());
+    snprintf(tmp, n, "%s/.%s.anvil-%ld-journal", j->dir, afile_base_of(j->e[0].final_path), (long)getpid());
     const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
@@ -148,8 +150,7 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
             unlink(tmp);
         }
         free(tmp);
-        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal in '%s': %s",
-                               j->dir, strerror(e));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal in '%s': %s", j->dir, strerror(e));
     }
     fprintf(f, "anvil-commit 1\nid %s\nn %zu\n", j->id, j->n);
     for (size_t i = 0; i < j->n; ++i) {
@@ -169,8 +170,8 @@ static int journal_write(const fs_journal *j, anvil_error *err) {
     if (!ok) {
         unlink(tmp);
         free(tmp);
-        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal '%s': %s",
-                               j->path, strerror(e != 0 ? e : errno));
+        return anvil__error_set(err, ANVIL_E_IO, "cannot write the commit journal '%s': %s", j->path,
+                                strerror(e != 0 ? e : errno));
     }
     free(tmp);
     (void)afile_sync_dir(j->dir);
@@ -210,8 +211,8 @@ static int journal_read(fs_journal *j, const char *dir, const char *path) {
     size_t n = 0;
     char *p = text;
     int used = 0;
-    ok = ok && sscanf(p, "anvil-commit 1\nid %32[0-9a-f]\nn %zu\n%n", j->id, &n, &used) == 2 &&
-         used > 0 && n > 0 && n <= UINT16_MAX;
+    ok = ok && sscanf(p, "anvil-commit 1\nid %32[0-9a-f]\nn %zu\n%n", j->id, &n, &used) == 2 && used > 0 && n > 0 &&
+         n <= UINT16_MAX;
     if (ok) {
         p += used;
         j->e = calloc(n, sizeof *j->e);
@@ -220,16 +221,14 @@ static int journal_read(fs_journal *j, const char *dir, const char *path) {
     for (size_t i = 0; ok && i < n; ++i) {
         fs_entry *e = &j->e[i];
         used = 0;
-        ok = sscanf(p, "p %llu %llu%n", &e->new_ino, &e->old_ino, &used) == 2 && used > 0 &&
-             e->new_ino != 0;
+        ok = sscanf(p, "p %llu %llu%n", &e->new_ino, &e->old_ino, &used) == 2 && used > 0 && e->new_ino != 0;
         if (ok) {
             p += used;
             j->n = i + 1; /* owned from here, for journal_free */
             e->final_path = get_name(dir, &p);
             e->temp_path = get_name(dir, &p);
             e->backup_path = get_name(dir, &p);
-            ok = e->final_path != NULL && e->temp_path != NULL && e->backup_path != NULL &&
-                 *p == '\n';
+            ok = e->final_path != NULL && e->temp_path != NULL && e->backup_path != NULL && *p == '\n';
             p += ok;
         }
     }
@@ -247,8 +246,7 @@ static int journal_read(fs_journal *j, const char *dir, const char *path) {
 /* Every new part is at its temp or its final name. */
 static int can_go_forward(const fs_journal *j) {
     for (size_t i = 0; i < j->n; ++i) {
-        if (!holds(j->e[i].final_path, j->e[i].new_ino) &&
-            !holds(j->e[i].temp_path, j->e[i].new_ino)) {
+        if (!holds(j->e[i].final_path, j->e[i].new_ino) && !holds(j->e[i].temp_path, j->e[i].new_ino)) {
             return 0;
         }
     }
@@ -259,8 +257,7 @@ static int can_go_forward(const fs_journal *j) {
 static int can_go_back(const fs_journal *j) {
     for (size_t i = 0; i < j->n; ++i) {
         const fs_entry *e = &j->e[i];
-        if (e->old_ino != 0 && !holds(e->final_path, e->old_ino) &&
-            !holds(e->backup_path, e->old_ino)) {
+        if (e->old_ino != 0 && !holds(e->final_path, e->old_ino) && !holds(e->backup_path, e->old_ino)) {
             return 0;
         }
     }
@@ -324,8 +321,7 @@ static int restore(const fs_entry *e) {
 
 static int back(const fs_journal *j) {
     const fs_entry *first = &j->e[0];
-    if (holds(first->final_path, first->new_ino) &&
-        !do_rename(first->final_path, first->temp_path, NULL)) {
+    if (holds(first->final_path, first->new_ino) && !do_rename(first->final_path, first->temp_path, NULL)) {
         return 0;
     }
     int ok = 1;
@@ -423,16 +419,15 @@ int file_set_check_part(const char *path, anvil_error *err) {
     const int kind = afile_output_kind(path, err);
     if (kind == AFILE_STREAM) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "'%s' is not a file: the parts of a split set are written beside "
-                               "each other and renamed into place as one, which a device, a FIFO "
-                               "or standard output cannot be; choose another output name",
-                               path);
+                                "'%s' is not a file: the parts of a split set are written beside "
+                                "each other and renamed into place as one, which a device, a FIFO "
+                                "or standard output cannot be; choose another output name",
+                                path);
     }
     return kind < 0 ? kind : ANVIL_OK;
 }
 
-ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size,
-                                      anvil_error *err) {
+ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size, anvil_error *err) {
     if (path == NULL || (data == NULL && size > 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_file_write_atomic: NULL argument");
     }
@@ -489,9 +484,9 @@ static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
         free(dir);
         if (!same) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "the parts of a split set must share one folder: '%s' is "
-                                   "not in '%s'",
-                                   parts[i].final_path, j->dir);
+                                    "the parts of a split set must share one folder: '%s' is "
+                                    "not in '%s'",
+                                    parts[i].final_path, j->dir);
         }
         e->final_path = strdup(parts[i].final_path);
         e->temp_path = strdup(parts[i].tmp_path);
@@ -502,21 +497,20 @@ static int plan(fs_journal *j, afile *parts, size_t n, anvil_error *err) {
         }
         snprintf(e->backup_path, bn, "%s-old", parts[i].tmp_path);
         if (inode_at(e->temp_path, &e->new_ino) != 1) {
-            return anvil__error_set(err, ANVIL_E_IO, "the temp file '%s' of '%s' vanished",
-                                   e->temp_path, e->final_path);
+            return anvil__error_set(err, ANVIL_E_IO, "the temp file '%s' of '%s' vanished", e->temp_path,
+                                    e->final_path);
         }
         struct stat st;
         if (lstat(e->final_path, &st) == 0) {
             if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
                 return anvil__error_set(err, ANVIL_E_IO,
-                                       "'%s' exists and is not a file: the split set cannot "
-                                       "replace it; remove it or choose another output name",
-                                       e->final_path);
+                                        "'%s' exists and is not a file: the split set cannot "
+                                        "replace it; remove it or choose another output name",
+                                        e->final_path);
             }
             e->old_ino = (unsigned long long)st.st_ino;
         } else if (errno != ENOENT) {
-            return anvil__error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", e->final_path,
-                                   strerror(errno));
+            return anvil__error_set(err, ANVIL_E_IO, "cannot stat '%s': %s", e->final_path, strerror(errno));
         }
         mark(e->temp_path, j->id, i + 1, n);
     }
@@ -535,8 +529,7 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
             for (size_t k = 0; k < n; ++k) {
                 afile_discard(&parts[k]);
             }
-            return anvil__error_set(err, ANVIL_E_STATE, "part %zu of the set is not complete",
-                                   i + 1);
+            return anvil__error_set(err, ANVIL_E_STATE, "part %zu of the set is not complete", i + 1);
         }
     }
     fs_journal j;
@@ -565,15 +558,15 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
         } else if (back(&j)) {
             clean_up(&j, 0);
             rc = anvil__error_set(err, ANVIL_E_IO,
-                                 "cannot rename '%s' to '%s': %s; the new split set was not "
-                                 "written and the old files are back in place",
-                                 fail.from, fail.to, strerror(fail.e));
+                                  "cannot rename '%s' to '%s': %s; the new split set was not "
+                                  "written and the old files are back in place",
+                                  fail.from, fail.to, strerror(fail.e));
         } else {
             rc = anvil__error_set(err, ANVIL_E_IO,
-                                 "cannot rename '%s' to '%s': %s, and undoing the partial "
-                                 "commit failed too; the journal '%s' records it: the next "
-                                 "anvil write in that folder (or anvil's reader) resolves it",
-                                 fail.from, fail.to, strerror(fail.e), j.path);
+                                  "cannot rename '%s' to '%s': %s, and undoing the partial "
+                                  "commit failed too; the journal '%s' records it: the next "
+                                  "anvil write in that folder (or anvil's reader) resolves it",
+                                  fail.from, fail.to, strerror(fail.e), j.path);
             for (size_t i = 0; i < n; ++i) {
                 free(parts[i].tmp_path); /* the journal needs them */
                 parts[i].tmp_path = NULL;
@@ -590,8 +583,7 @@ int file_set_commit(afile *parts, size_t n, anvil_error *err) {
 
 /* ---- the reader's view -------------------------------------------------------- */
 
-int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
-                       anvil_error *err) {
+int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts, anvil_error *err) {
     memset(v, 0, sizeof *v);
     char *dir = afile_dir_of(first_path);
     char *jpath = dir != NULL ? journal_path_for(dir, afile_base_of(first_path)) : NULL;
@@ -607,9 +599,9 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
         if (journal_read(&j, dir, jpath) != 0 || j.n != n_parts ||
             strcmp(afile_base_of(j.e[0].final_path), afile_base_of(first_path)) != 0) {
             rc = anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
-                                 "'%s': an interrupted write left the journal '%s', which cannot "
-                                 "be read; remove it and write the set again",
-                                 first_path, jpath);
+                                  "'%s': an interrupted write left the journal '%s', which cannot "
+                                  "be read; remove it and write the set again",
+                                  first_path, jpath);
             if (j.e != NULL) {
                 journal_free(&j);
             }
@@ -625,13 +617,12 @@ int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
                 } else if (bwd && e->old_ino != 0) {
                     p = holds(e->backup_path, e->old_ino) ? e->backup_path : e->final_path;
                 } else {
-                    rc = anvil__error_set(
-                        err, ANVIL_E_NOT_FOUND,
-                        "'%s': a write of this split set was interrupted and %s; write the "
-                        "set again",
-                        first_path,
-                        bwd ? "the set it replaced did not exist"
-                            : "neither the new nor the old set is complete");
+                    rc = anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                          "'%s': a write of this split set was interrupted and %s; write the "
+                                          "set again",
+                                          first_path,
+                                          bwd ? "the set it replaced did not exist"
+                                              : "neither the new nor the old set is complete");
                     break;
                 }
                 v->paths[i] = strdup(p);
@@ -661,8 +652,7 @@ void file_set_view_close(file_set_view *v) {
     v->lock_fd = -1;
 }
 
-int file_set_read_mark(const char *path, char id[FILE_SET_ID_HEX + 1], uint32_t *no,
-                       uint32_t *count) {
+int file_set_read_mark(const char *path, char id[FILE_SET_ID_HEX + 1], uint32_t *no, uint32_t *count) {
     char v[FILE_SET_ID_HEX + 40];
     const ssize_t len = getxattr(path, FILE_SET_MARK_XATTR, v, sizeof v - 1);
     if (len <= 0) {

@@ -82,16 +82,14 @@ int file_set_check_part(const char *path, anvil_error *err);
  * to read for each part. */
 typedef struct file_set_view {
     int lock_fd;
-    size_t n;        /* 0: no journal, read the parts by their names */
-    char **paths;    /* n paths when n > 0 */
+    size_t n;     /* 0: no journal, read the parts by their names */
+    char **paths; /* n paths when n > 0 */
 } file_set_view;
 
-int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts,
-                       anvil_error *err);
+int file_set_view_open(file_set_view *v, const char *first_path, size_t n_parts, anvil_error *err);
 void file_set_view_close(file_set_view *v);
 
 /* The set mark of a file: 1 and the fields when it has one, 0 when not. */
-int file_set_read_mark(const char *path, char id[FILE_SET_ID_HEX + 1], uint32_t *no,
-                       uint32_t *count);
+int file_set_read_mark(const char *path, char id[FILE_SET_ID_HEX + 1], uint32_t *no, uint32_t *count);
 
 #endif

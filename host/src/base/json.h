@@ -59,7 +59,7 @@ typedef enum anvil_json_status {
     ANVIL_JSON_E_SYNTAX = 1,  /* not JSON, or not strict JSON */
     ANVIL_JSON_E_DUP_KEY = 2, /* an object has the same key twice */
     ANVIL_JSON_E_NOMEM = 3,
-    ANVIL_JSON_E_STOPPED = 4  /* the handler asked to stop (its own error) */
+    ANVIL_JSON_E_STOPPED = 4 /* the handler asked to stop (its own error) */
 } anvil_json_status;
 
 typedef struct anvil_json_error {
@@ -71,8 +71,8 @@ typedef struct anvil_json_error {
 /* Objects and arrays nested deeper than this are refused. */
 #define ANVIL_JSON_MAX_DEPTH 64
 
-anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler,
-                                   void *user, anvil_json_error *err);
+anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler, void *user,
+                                    anvil_json_error *err);
 
 /* A NUMBER's text to u64: 0 ok, 1 not a non-negative integer written
  * without fraction or exponent, 2 does not fit 64 bits. */
@@ -89,8 +89,7 @@ size_t anvil__utf8_valid_prefix(const unsigned char *s, size_t n);
 /* Write s (len bytes) into dst as a double-quoted, terminal-safe string for
  * messages: control and non-UTF-8 bytes as \xNN, cut after max_bytes at a
  * character boundary with "..." appended. Always NUL-terminates. */
-void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
-                                  size_t max_bytes);
+void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len, size_t max_bytes);
 
 /* ---- The tree (json_tree.c) ---------------------------------------------
  * A document kept whole, for the small JSON files a caller wants to walk
@@ -113,8 +112,7 @@ struct anvil_json_value {
 
 /* Parse text into a tree; *out is the root (free with anvil__json_free).
  * Errors name `what` (a file path) and the offset. */
-int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil_json_value **out,
-                           anvil_error *err);
+int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil_json_value **out, anvil_error *err);
 /* Read and parse a file (ANVIL_E_NOT_FOUND when it does not exist). */
 int anvil__json_tree_load(const char *path, anvil_json_value **out, anvil_error *err);
 /* Free a node and everything below it (NULL is fine). */
@@ -122,8 +120,7 @@ void anvil__json_free(anvil_json_value *j);
 
 /* A new node of kind with copies of key and text[0..len) (either may be
  * NULL), or NULL when out of memory. For callers that build a tree. */
-anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, const char *text,
-                                  size_t len);
+anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, const char *text, size_t len);
 /* Append child to parent's items. 0, or -1 when out of memory (child is then
  * not appended; the caller still owns it). */
 int anvil__json_append(anvil_json_value *parent, anvil_json_value *child);

@@ -74,8 +74,7 @@ size_t anvil__utf8_valid_prefix(const unsigned char *s, size_t n) {
     return n;
 }
 
-void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len,
-                                  size_t max_bytes) {
+void anvil__json_quote_for_message(char *dst, size_t cap, const char *s, size_t len, size_t max_bytes) {
     if (cap == 0) {
         return;
     }
@@ -136,7 +135,7 @@ typedef struct key_rec {
 
 typedef struct path_frame {
     int is_array;
-    size_t key; /* object: index in keys of the member being parsed, or NO_KEY */
+    size_t key;   /* object: index in keys of the member being parsed, or NO_KEY */
     size_t index; /* array: index of the item being parsed */
 } path_frame;
 
@@ -186,8 +185,7 @@ static anvil_json_status fail_at(parser *p, anvil_json_status st, size_t at, con
             w += (size_t)snprintf(where + w, sizeof where - w, "[%zu]", f->index);
         } else if (f->key != NO_KEY) {
             char q[80];
-            anvil__json_quote_for_message(q, sizeof q, key_text(p, f->key), p->keys[f->key].len,
-                                         48);
+            anvil__json_quote_for_message(q, sizeof q, key_text(p, f->key), p->keys[f->key].len, 48);
             w += (size_t)snprintf(where + w, sizeof where - w, "%s%s", w ? "." : "", q);
         }
         if (w >= sizeof where) {
@@ -206,9 +204,8 @@ static anvil_json_status nomem(parser *p) {
     return fail_at(p, ANVIL_JSON_E_NOMEM, p->pos, "out of memory while parsing JSON");
 }
 
-static anvil_json_status emit(parser *p, anvil_json_event_kind kind, size_t offset,
-                              const char *text, size_t len) {
-    const anvil_json_event ev = {kind, p->depth, offset, text, len};
+static anvil_json_status emit(parser *p, anvil_json_event_kind kind, size_t offset, const char *text, size_t len) {
+    const anvil_json_event ev = { kind, p->depth, offset, text, len };
     if (p->handler != NULL && p->handler(p->user, &ev) != 0) {
         return ANVIL_JSON_E_STOPPED;
     }
@@ -380,15 +377,13 @@ static anvil_json_status decode_string(parser *p, size_t end, char *o, size_t *o
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
             if (cp == 0) {
-                return fail_at(p, ANVIL_JSON_E_SYNTAX, esc,
-                               "\\u0000 (NUL) in a string is not supported");
+                return fail_at(p, ANVIL_JSON_E_SYNTAX, esc, "\\u0000 (NUL) in a string is not supported");
             }
             k += put_utf8(o + k, (unsigned long)cp);
             break;
         }
         default:
-            return fail_at(p, ANVIL_JSON_E_SYNTAX, esc, "invalid escape '\\%c'",
-                           e >= 0x20 && e < 0x7F ? e : '?');
+            return fail_at(p, ANVIL_JSON_E_SYNTAX, esc, "invalid escape '\\%c'", e >= 0x20 && e < 0x7F ? e : '?');
         }
     }
     o[k] = '\0';
@@ -562,8 +557,7 @@ static anvil_json_status check_duplicates(parser *p, size_t base) {
     if (second != NULL && p->err->status == ANVIL_JSON_OK) {
         char q[160];
         anvil__json_quote_for_message(q, sizeof q, second->text, second->len, 120);
-        fail_at(p, ANVIL_JSON_E_DUP_KEY, second->offset, "duplicate key %s (first at byte %zu)", q,
-                first->offset);
+        fail_at(p, ANVIL_JSON_E_DUP_KEY, second->offset, "duplicate key %s (first at byte %zu)", q, first->offset);
     }
     free(k);
     return ANVIL_JSON_OK;
@@ -574,11 +568,9 @@ static anvil_json_status parse_value(parser *p);
 static anvil_json_status parse_container(parser *p, int is_object) {
     const size_t open = p->pos;
     if (p->depth >= ANVIL_JSON_MAX_DEPTH) {
-        return fail_at(p, ANVIL_JSON_E_SYNTAX, open, "nesting deeper than %d levels",
-                       ANVIL_JSON_MAX_DEPTH);
+        return fail_at(p, ANVIL_JSON_E_SYNTAX, open, "nesting deeper than %d levels", ANVIL_JSON_MAX_DEPTH);
     }
-    anvil_json_status st =
-        emit(p, is_object ? ANVIL_JSON_OBJECT_BEGIN : ANVIL_JSON_ARRAY_BEGIN, open, NULL, 0);
+    anvil_json_status st = emit(p, is_object ? ANVIL_JSON_OBJECT_BEGIN : ANVIL_JSON_ARRAY_BEGIN, open, NULL, 0);
     if (st != ANVIL_JSON_OK) {
         return st;
     }
@@ -599,8 +591,8 @@ static anvil_json_status parse_container(parser *p, int is_object) {
             skip_ws(p);
             if (is_object) {
                 if (p->pos >= p->n || p->s[p->pos] != '"') {
-                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos,
-                                   "expected a string key, found %s", describe(p, b, sizeof b));
+                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected a string key, found %s",
+                                   describe(p, b, sizeof b));
                 }
                 f->key = NO_KEY;
                 size_t k = 0;
@@ -610,8 +602,8 @@ static anvil_json_status parse_container(parser *p, int is_object) {
                 f->key = k;
                 skip_ws(p);
                 if (p->pos >= p->n || p->s[p->pos] != ':') {
-                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos,
-                                   "expected ':' after a key, found %s", describe(p, b, sizeof b));
+                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected ':' after a key, found %s",
+                                   describe(p, b, sizeof b));
                 }
                 p->pos++;
             }
@@ -624,8 +616,7 @@ static anvil_json_status parse_container(parser *p, int is_object) {
                 p->pos++;
                 skip_ws(p);
                 if (p->pos < p->n && p->s[p->pos] == close) {
-                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "trailing comma before '%c'",
-                                   close);
+                    return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "trailing comma before '%c'", close);
                 }
                 continue;
             }
@@ -633,8 +624,8 @@ static anvil_json_status parse_container(parser *p, int is_object) {
                 p->pos++;
                 break;
             }
-            return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected ',' or '%c', found %s",
-                           close, describe(p, b, sizeof b));
+            return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected ',' or '%c', found %s", close,
+                           describe(p, b, sizeof b));
         }
     }
     if (is_object) {
@@ -655,8 +646,7 @@ static anvil_json_status parse_literal(parser *p, const char *word, anvil_json_e
     const size_t at = p->pos;
     if (p->n - p->pos < len || memcmp(p->s + p->pos, word, len) != 0) {
         char b[32];
-        return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected a value, found %s",
-                       describe(p, b, sizeof b));
+        return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected a value, found %s", describe(p, b, sizeof b));
     }
     p->pos += len;
     return emit(p, kind, at, NULL, 0);
@@ -676,17 +666,22 @@ static anvil_json_status parse_value(parser *p) {
     case 'f': return parse_literal(p, "false", ANVIL_JSON_FALSE);
     case 'n': return parse_literal(p, "null", ANVIL_JSON_NULL);
     case '-':
-    case '0': case '1': case '2': case '3': case '4':
-    case '5': case '6': case '7': case '8': case '9':
-        return parse_number(p);
-    default:
-        return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected a value, found %s",
-                       describe(p, b, sizeof b));
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9': return parse_number(p);
+    default: return fail_at(p, ANVIL_JSON_E_SYNTAX, p->pos, "expected a value, found %s", describe(p, b, sizeof b));
     }
 }
 
-anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler,
-                                   void *user, anvil_json_error *err) {
+anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_handler handler, void *user,
+                                    anvil_json_error *err) {
     anvil_json_error local;
     if (err == NULL) {
         err = &local;
@@ -704,8 +699,7 @@ anvil_json_status anvil__json_parse(const char *text, size_t len, anvil_json_han
         skip_ws(&p);
         if (p.pos != p.n) {
             char b[32];
-            st = fail_at(&p, ANVIL_JSON_E_SYNTAX, p.pos,
-                         "unexpected %s after the end of the JSON value",
+            st = fail_at(&p, ANVIL_JSON_E_SYNTAX, p.pos, "unexpected %s after the end of the JSON value",
                          describe(&p, b, sizeof b));
         }
     }

@@ -33,8 +33,7 @@ void anvil__json_free(anvil_json_value *j) {
     free(j);
 }
 
-anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, const char *text,
-                                  size_t len) {
+anvil_json_value *anvil__json_new(anvil_json_event_kind kind, const char *key, const char *text, size_t len) {
     anvil_json_value *j = calloc(1, sizeof *j);
     if (j == NULL) return NULL;
     j->kind = kind;
@@ -98,8 +97,7 @@ static int on_event(void *user, const anvil_json_event *ev) {
     return 0;
 }
 
-int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil_json_value **out,
-                           anvil_error *err) {
+int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil_json_value **out, anvil_error *err) {
     *out = NULL;
     builder b;
     memset(&b, 0, sizeof b);
@@ -111,8 +109,8 @@ int anvil__json_tree_parse(const char *text, size_t len, const char *what, anvil
         if (b.nomem || st == ANVIL_JSON_E_NOMEM) {
             return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory while reading its JSON", what);
         }
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s is not valid JSON: %s; fix or re-download the file",
-                                what, jerr.message);
+        return anvil__error_set(err, ANVIL_E_FORMAT, "%s is not valid JSON: %s; fix or re-download the file", what,
+                                jerr.message);
     }
     *out = b.root;
     return ANVIL_OK;
@@ -136,9 +134,7 @@ const anvil_json_value *anvil__json_get(const anvil_json_value *j, const char *k
     return NULL;
 }
 
-int anvil__json_is_number(const anvil_json_value *j) {
-    return j != NULL && j->kind == ANVIL_JSON_NUMBER;
-}
+int anvil__json_is_number(const anvil_json_value *j) { return j != NULL && j->kind == ANVIL_JSON_NUMBER; }
 
 int anvil__json_is_int(const anvil_json_value *j) {
     return anvil__json_is_number(j) && strpbrk(j->text, ".eE") == NULL;
@@ -154,14 +150,10 @@ int anvil__json_i64(const anvil_json_value *j, int64_t *out) {
     return 0;
 }
 
-double anvil__json_f64(const anvil_json_value *j) {
-    return anvil__json_is_number(j) ? strtod(j->text, NULL) : 0.0;
-}
+double anvil__json_f64(const anvil_json_value *j) { return anvil__json_is_number(j) ? strtod(j->text, NULL) : 0.0; }
 
 const char *anvil__json_str(const anvil_json_value *j) {
     return j != NULL && j->kind == ANVIL_JSON_STRING ? j->text : NULL;
 }
 
-int anvil__json_is_null(const anvil_json_value *j) {
-    return j == NULL || j->kind == ANVIL_JSON_NULL;
-}
+int anvil__json_is_null(const anvil_json_value *j) { return j == NULL || j->kind == ANVIL_JSON_NULL; }

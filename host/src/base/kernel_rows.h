@@ -13,14 +13,14 @@
 
 /* One matmul's operands: y[i * n + r] = W[r, :] . act[i] for i < m. */
 typedef struct anvil__rows_call {
-    anvil_vec_dot_fn vec_dot;  /* the kernel's (or a codec's reference dot) */
-    anvil_gemv_fn gemv;        /* NULL when the kernel has none */
-    anvil_gemm_fn gemm;        /* NULL when the kernel has none */
+    anvil_vec_dot_fn vec_dot; /* the kernel's (or a codec's reference dot) */
+    anvil_gemv_fn gemv;       /* NULL when the kernel has none */
+    anvil_gemm_fn gemm;       /* NULL when the kernel has none */
     anvil_gemm_packed_fn gemm_packed;
-    const void *packed;        /* the backend's packed copy of W (gemm_packed) */
-    size_t k;                  /* elements per row */
-    size_t n;                  /* rows of W: y's row stride */
-    size_t m;                  /* activation rows */
+    const void *packed; /* the backend's packed copy of W (gemm_packed) */
+    size_t k;           /* elements per row */
+    size_t n;           /* rows of W: y's row stride */
+    size_t m;           /* activation rows */
     float *y;
     const char *w;
     size_t row_bytes;

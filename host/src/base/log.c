@@ -34,6 +34,6 @@ void anvil__log(int level, const char *who, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "anvil: %s: %s%s%s\n", names[level < 0 ? 0 : (level > 3 ? 3 : level)],
-            who ? who : "", who ? ": " : "", msg);
+    fprintf(stderr, "anvil: %s: %s%s%s\n", names[level < 0 ? 0 : (level > 3 ? 3 : level)], who ? who : "",
+            who ? ": " : "", msg);
 }

@@ -14,17 +14,17 @@
 struct anvil_pool {
     unsigned n_threads;
     pthread_t *workers;
-    pthread_mutex_t lock;       /* guards the job fields and generation */
-    pthread_cond_t wake;        /* a new job (or shutdown) is posted */
-    pthread_cond_t done;        /* the last worker finished the job */
-    pthread_mutex_t run_lock;   /* serialises anvil__pool_run callers */
+    pthread_mutex_t lock;     /* guards the job fields and generation */
+    pthread_cond_t wake;      /* a new job (or shutdown) is posted */
+    pthread_cond_t done;      /* the last worker finished the job */
+    pthread_mutex_t run_lock; /* serialises anvil__pool_run callers */
     unsigned long generation;
     int shutdown;
     anvil_pool_fn fn;
     void *arg;
     size_t n_tasks;
     atomic_size_t next;
-    unsigned active;            /* workers still inside the current job */
+    unsigned active; /* workers still inside the current job */
 };
 
 static void drain(anvil_pool *p, anvil_pool_fn fn, void *arg, size_t n_tasks) {

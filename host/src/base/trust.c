@@ -17,9 +17,7 @@ int trust_insecure_env(void) {
     return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
 }
 
-static int owner_ok(const struct stat *st) {
-    return st->st_uid == 0 || st->st_uid == geteuid();
-}
+static int owner_ok(const struct stat *st) { return st->st_uid == 0 || st->st_uid == geteuid(); }
 
 /* A user-private group (the Debian/Ubuntu default with umask 002): named
  * like its owner and with no other members, so group-writable means
@@ -49,8 +47,7 @@ static mode_t foreign_write(const struct stat *st) {
 }
 
 /* One path's owner and mode; sticky_ok lets a sticky folder be writable. */
-static int check_one(const char *path, const struct stat *st, int sticky_ok, char *why,
-                     size_t why_size) {
+static int check_one(const char *path, const struct stat *st, int sticky_ok, char *why, size_t why_size) {
     if (!owner_ok(st)) {
         snprintf(why, why_size,
                  "%s is owned by uid %u, neither root nor you (uid %u): its owner could change it; "
@@ -63,7 +60,10 @@ static int check_one(const char *path, const struct stat *st, int sticky_ok, cha
         snprintf(why, why_size,
                  "%s is writable by %s (mode %04o): another user could replace what anvil "
                  "loads; fix: chmod go-w %s",
-                 path, w == (S_IWGRP | S_IWOTH) ? "group and others" : (w & S_IWOTH) ? "others" : "its group",
+                 path,
+                 w == (S_IWGRP | S_IWOTH) ? "group and others"
+                 : (w & S_IWOTH)          ? "others"
+                                          : "its group",
                  (unsigned)(st->st_mode & 07777), path);
         return -1;
     }
@@ -127,9 +127,7 @@ static int check_folder(const char *dir, int sticky_ok, char *why, size_t why_si
     return check_above(real, why, why_size);
 }
 
-int trust_check_folder(const char *dir, char *why, size_t why_size) {
-    return check_folder(dir, 0, why, why_size);
-}
+int trust_check_folder(const char *dir, char *why, size_t why_size) { return check_folder(dir, 0, why, why_size); }
 
 int trust_check_file(const char *path, int strict_folder, char *why, size_t why_size) {
     char real[PATH_MAX];

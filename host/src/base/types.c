@@ -80,22 +80,22 @@ ANVIL_API int anvil_type_builtin(uint32_t id, anvil_type_info *out, anvil_error 
     const char *removed = removed_name(id);
     if (removed != NULL) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                               "type id %u (%s) was removed from ggml; re-convert the model "
-                               "from its original weights",
-                               id, removed);
+                                "type id %u (%s) was removed from ggml; re-convert the model "
+                                "from its original weights",
+                                id, removed);
     }
     if (id >= ANVIL_TYPE_GGML_COUNT || table[id].name == NULL) {
         if (id >= ANVIL_TYPE_THIRD_PARTY_FIRST && id <= ANVIL_TYPE_THIRD_PARTY_LAST) {
             return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                                   "type id %u is in the third-party range (1024-2047) and no "
-                                   "loaded plugin provides it: a codec plugin is missing; add it "
-                                   "to [plugins] load in the config",
-                                   id);
+                                    "type id %u is in the third-party range (1024-2047) and no "
+                                    "loaded plugin provides it: a codec plugin is missing; add it "
+                                    "to [plugins] load in the config",
+                                    id);
         }
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                               "type id %u is not a ggml type anvil knows (ggml ids are 0-%d, "
-                               "third-party 1024-2047)",
-                               id, ANVIL_TYPE_GGML_COUNT - 1);
+                                "type id %u is not a ggml type anvil knows (ggml ids are 0-%d, "
+                                "third-party 1024-2047)",
+                                id, ANVIL_TYPE_GGML_COUNT - 1);
     }
     if (out != NULL) {
         out->id = id;
@@ -118,20 +118,19 @@ int anvil__type_builtin_by_name(const char *name, uint32_t *id) {
     return 0;
 }
 
-ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes,
-                               anvil_error *err) {
+ANVIL_API int anvil_type_bytes(const anvil_type_info *t, uint64_t n, uint64_t *bytes, anvil_error *err) {
     if (t == NULL || t->block_elems == 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "type info missing");
     }
     if (n % t->block_elems != 0) {
         return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                               "%s: %llu elements is not a whole number of %u-element blocks",
-                               t->name, (unsigned long long)n, t->block_elems);
+                                "%s: %llu elements is not a whole number of %u-element blocks", t->name,
+                                (unsigned long long)n, t->block_elems);
     }
     const uint64_t blocks = n / t->block_elems;
     if (blocks > UINT64_MAX / t->block_bytes) {
-        return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: %llu elements overflow a byte count",
-                               t->name, (unsigned long long)n);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: %llu elements overflow a byte count", t->name,
+                                (unsigned long long)n);
     }
     *bytes = blocks * t->block_bytes;
     return ANVIL_OK;

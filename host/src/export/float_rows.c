@@ -313,8 +313,8 @@ static void sums_double(const float *x, const float *y, size_t n, double *e, dou
     }
 }
 
-void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int simd, double *sse,
-                                  double *signal, double *max_abs) {
+void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int simd, double *sse, double *signal,
+                                  double *max_abs) {
     const block_sums_fn lanes = pick_block_sums(simd);
     double e[SUM_LANES] = { 0 }, s[SUM_LANES] = { 0 }, again_e = 0, again_s = 0;
     float ms[SUM_LANES] = { 0 };
@@ -351,7 +351,6 @@ void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int 
     *max_abs = m;
 }
 
-void anvil_float_error_sums(const float *x, const float *y, size_t n, double *sse, double *signal,
-                            double *max_abs) {
+void anvil_float_error_sums(const float *x, const float *y, size_t n, double *sse, double *signal, double *max_abs) {
     anvil__float_error_sums_path(x, y, n, 1, sse, signal, max_abs);
 }

@@ -27,12 +27,11 @@ size_t anvil_float_find_nonfinite(const float *x, size_t n);
  * float would overflow or underflow), *max_abs = max |x-y| rounded to
  * float (NaN differences ignored). The order of the operations is fixed,
  * so the figures are the same bits on every CPU, with or without SIMD. */
-void anvil_float_error_sums(const float *x, const float *y, size_t n, double *sse, double *signal,
-                            double *max_abs);
+void anvil_float_error_sums(const float *x, const float *y, size_t n, double *sse, double *signal, double *max_abs);
 
 /* The same, on the SIMD path where the CPU has one (simd = 1) or on the
  * portable path (simd = 0): for the tests that hold them to the same bits. */
-void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int simd, double *sse,
-                                  double *signal, double *max_abs);
+void anvil__float_error_sums_path(const float *x, const float *y, size_t n, int simd, double *sse, double *signal,
+                                  double *max_abs);
 
 #endif

@@ -45,7 +45,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: architecture %s is not supported; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM (use llama.cpp's "
-                            "convert_hf_to_gguf.py for others)", config_path, name);
+                            "convert_hf_to_gguf.py for others)",
+                            config_path, name);
 }
 
 /* find_hparam: the first key present (a null value counts as present). */
@@ -57,7 +58,8 @@ static const anvil_json_value *find_hparam(const anvil_json_value *cfg, const ch
     return NULL;
 }
 
-static int want_u32(const anvil_json_value *v, const char *key, const char *cfg_path, uint32_t *out, anvil_error *err) {
+static int want_u32(const anvil_json_value *v, const char *key, const char *cfg_path, uint32_t *out,
+                    anvil_error *err) {
     int64_t x = 0;
     if (anvil__json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: \"%s\" must be a whole number in [0, 2^32), not %s",
@@ -121,14 +123,14 @@ static int kv_f32_opt(anvil_gguf_writer *w, const char *arch, const char *suffix
  * mirrored from the top level. Returns the rope_type string or NULL and the
  * theta value. */
 typedef struct rope_view {
-    const anvil_json_value *params;   /* object or NULL */
-    const anvil_json_value *theta;    /* number or NULL */
-    const char *type;        /* rope_type / type, or NULL */
+    const anvil_json_value *params; /* object or NULL */
+    const anvil_json_value *theta;  /* number or NULL */
+    const char *type;               /* rope_type / type, or NULL */
 } rope_view;
 
 static void rope_view_of(const anvil_json_value *cfg, rope_view *r) {
     static const char *const theta_keys[] = { "global_rope_theta", "rope_global_theta", "rope_theta_global",
-                                              "rope_theta", "rotary_emb_base", NULL };
+                                              "rope_theta",        "rotary_emb_base",   NULL };
     const anvil_json_value *p = anvil__json_get(cfg, "rope_parameters");
     if (p == NULL) p = anvil__json_get(cfg, "rope_scaling");
     r->params = (p != NULL && p->kind == ANVIL_JSON_OBJECT_BEGIN && p->n_items > 0) ? p : NULL;
@@ -152,8 +154,10 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
         if (rc != ANVIL_OK || lin) return rc;
         const anvil_json_value *orig = anvil__json_get(r->params, "original_max_position_embeddings");
         if (orig == NULL) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: yarn rope scaling without "
-                                    "original_max_position_embeddings", cfg_path);
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "%s: yarn rope scaling without "
+                                    "original_max_position_embeddings",
+                                    cfg_path);
         }
         uint32_t o = 0;
         rc = want_u32(orig, "original_max_position_embeddings", cfg_path, &o, err);
@@ -162,13 +166,15 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
         const anvil_json_value *attn = anvil__json_get(r->params, "attention_factor");
         if (attn == NULL) attn = anvil__json_get(r->params, "attn_factor");
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_ext_factor", anvil__json_get(r->params, "extrapolation_factor"),
-                            cfg_path, err);
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_ext_factor",
+                            anvil__json_get(r->params, "extrapolation_factor"), cfg_path, err);
         if (rc == ANVIL_OK) rc = kv_f32_opt(w, arch, "rope.scaling.yarn_attn_factor", attn, cfg_path, err);
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_fast", anvil__json_get(r->params, "beta_fast"), cfg_path, err);
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_fast", anvil__json_get(r->params, "beta_fast"), cfg_path,
+                            err);
         if (rc == ANVIL_OK)
-            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_slow", anvil__json_get(r->params, "beta_slow"), cfg_path, err);
+            rc = kv_f32_opt(w, arch, "rope.scaling.yarn_beta_slow", anvil__json_get(r->params, "beta_slow"), cfg_path,
+                            err);
         return rc;
     }
     if (strcmp(r->type, "su") == 0 || strcmp(r->type, "longrope") == 0) {
@@ -179,23 +185,28 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
 }
 
 static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_error *err) {
-    static const char *const keys[] = { "text_config", "llm_config", "mrope_section", "n_group", "topk_group",
-                                        "score_function", "scoring_func", "num_local_experts", "num_experts",
-                                        "n_routed_experts", "local_rope_theta", "rope_local_base_freq",
-                                        "sliding_attention", NULL };
+    static const char *const keys[] = {
+        "text_config",      "llm_config",           "mrope_section",     "n_group",     "topk_group",
+        "score_function",   "scoring_func",         "num_local_experts", "num_experts", "n_routed_experts",
+        "local_rope_theta", "rope_local_base_freq", "sliding_attention", NULL
+    };
     for (size_t i = 0; keys[i] != NULL; ++i) {
         if (!anvil__json_is_null(anvil__json_get(f->config, keys[i]))) {
-            return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: \"%s\" is not supported by anvil convert "
+            return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                    "%s: \"%s\" is not supported by anvil convert "
                                     "(a multimodal, mixture-of-experts or sliding-window variant); use "
-                                    "convert_hf_to_gguf.py", cfg_path, keys[i]);
+                                    "convert_hf_to_gguf.py",
+                                    cfg_path, keys[i]);
         }
     }
     const anvil_json_value *q = anvil__json_get(f->config, "quantization_config");
     const char *qm = anvil__json_str(anvil__json_get(q, "quant_method"));
     if (!anvil__json_is_null(q) && !(qm != NULL && strcmp(qm, "fp8") == 0)) {
         const char *m = qm;
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: quantized checkpoint (quant_method %s) is not "
-                                "supported; convert a float (F32/F16/BF16) or block-scaled fp8 checkpoint", cfg_path, m ? m : "?");
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s: quantized checkpoint (quant_method %s) is not "
+                                "supported; convert a float (F32/F16/BF16) or block-scaled fp8 checkpoint",
+                                cfg_path, m ? m : "?");
     }
     return ANVIL_OK;
 }
@@ -207,10 +218,12 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
 static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
     if (a->id != HF_ARCH_LLAMA) return ANVIL_OK;
     int64_t layers = 0;
-    const int one_layer = anvil__json_i64(anvil__json_get(f->config, "num_hidden_layers"), &layers) == 0 && layers == 1;
+    const int one_layer = anvil__json_i64(anvil__json_get(f->config, "num_hidden_layers"), &layers) == 0 &&
+                          layers == 1;
     if ((anvil__json_get(f->config, "draft_vocab_size") != NULL && one_layer) ||
         anvil__json_get(f->config, "transformer_layer_config") != NULL) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: an EAGLE-3 draft model (draft_vocab_size, one layer, "
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s: an EAGLE-3 draft model (draft_vocab_size, one layer, "
                                 "or transformer_layer_config): convert_hf_to_gguf.py writes it as arch eagle3 with "
                                 "--target-model-dir, which anvil convert does not do; use convert_hf_to_gguf.py",
                                 cfg_path);
@@ -277,19 +290,27 @@ static int refuse_reranker(const hf_arch *a, const hf_folder *f, const char *cfg
     }
     if (why == NULL && hint_mentions(a->hf_name, cls)) why = "its architecture is a sequence classifier";
     if (why == NULL) return ANVIL_OK;
-    return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: a Qwen3 reranker (%s): convert_hf_to_gguf.py turns it "
+    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                            "%s: a Qwen3 reranker (%s): convert_hf_to_gguf.py turns it "
                             "into a ranking model (cls.output from the output head's \"yes\"/\"no\" rows, "
                             "pooling type rank, a rerank chat template), which anvil convert does not do; use "
-                            "convert_hf_to_gguf.py for it", cfg_path, why);
+                            "convert_hf_to_gguf.py for it",
+                            cfg_path, why);
 }
 
 static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_gguf_writer *w,
                         anvil_error *err) {
-    static const char *const ctx_keys[] = { "max_position_embeddings", "n_ctx", "n_positions", "max_length",
-                                            "max_sequence_length", "model_max_length", NULL };
+    static const char *const ctx_keys[] = {
+        "max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
+        "model_max_length",        NULL
+    };
     static const char *const embd_keys[] = { "hidden_size", "n_embd", "dim", NULL };
-    static const char *const ff_keys[] = { "prefix_dense_intermediate_size", "dense_intermediate_size",
-                                           "intermediate_size", "n_inner", "hidden_dim", NULL };
+    static const char *const ff_keys[] = { "prefix_dense_intermediate_size",
+                                           "dense_intermediate_size",
+                                           "intermediate_size",
+                                           "n_inner",
+                                           "hidden_dim",
+                                           NULL };
     static const char *const head_keys[] = { "num_attention_heads", "n_head", "n_heads", NULL };
     static const char *const kv_keys[] = { "num_key_value_heads", "n_kv_heads", NULL };
     const char *an = a->gguf_name;
@@ -331,7 +352,8 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
 static int head_dim_of(const hf_folder *f, const char *cfg_path, uint32_t *out, anvil_error *err) {
     const anvil_json_value *hd = anvil__json_get(f->config, "head_dim");
     if (!anvil__json_is_null(hd)) return want_u32(hd, "head_dim", cfg_path, out, err);
-    const anvil_json_value *h = anvil__json_get(f->config, "hidden_size"), *n = anvil__json_get(f->config, "num_attention_heads");
+    const anvil_json_value *h = anvil__json_get(f->config, "hidden_size"),
+                           *n = anvil__json_get(f->config, "num_attention_heads");
     uint32_t hs = 0, nh = 0;
     if (h == NULL || n == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: needs hidden_size and num_attention_heads", cfg_path);
@@ -357,13 +379,14 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
     for (size_t i = 0; rc == ANVIL_OK && mods->kind == ANVIL_JSON_ARRAY_BEGIN && i < mods->n_items && !sub; ++i) {
         const char *type = anvil__json_str(anvil__json_get(mods->items[i], "type"));
         const size_t tl = type ? strlen(type) : 0;
-        if (tl >= 7 && strcmp(type + tl - 7, "Pooling") == 0) sub = anvil__json_str(anvil__json_get(mods->items[i], "path"));
+        if (tl >= 7 && strcmp(type + tl - 7, "Pooling") == 0)
+            sub = anvil__json_str(anvil__json_get(mods->items[i], "path"));
     }
     if (rc == ANVIL_OK && sub != NULL) {
         snprintf(path, sizeof path, "%s/%s/config.json", f->dir, sub);
-        rc = strstr(sub, "..") ? anvil__error_set(err, ANVIL_E_FORMAT, "%s/modules.json: path %s leaves the folder",
-                                                  f->dir, sub)
-                               : anvil__json_tree_load(path, &pool, err);
+        rc = strstr(sub, "..")
+                 ? anvil__error_set(err, ANVIL_E_FORMAT, "%s/modules.json: path %s leaves the folder", f->dir, sub)
+                 : anvil__json_tree_load(path, &pool, err);
     }
     if (rc == ANVIL_OK && pool != NULL) {
         static const char *const flags[3] = { "pooling_mode_mean_tokens", "pooling_mode_cls_token",
@@ -378,8 +401,10 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
         for (uint32_t k = 0; k < 3 && type == 0 && mode; ++k) type = strcmp(mode, modes[k]) == 0 ? k + 1 : 0;
         char key[128];
         snprintf(key, sizeof key, "%s.pooling_type", a->gguf_name);
-        rc = type == 0 ? anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: only MEAN, CLS and LAST pooling are "
-                                          "supported", path)
+        rc = type == 0 ? anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                          "%s: only MEAN, CLS and LAST pooling are "
+                                          "supported",
+                                          path)
                        : anvil_gguf_writer_set_u32(w, key, type, err);
     }
     anvil__json_free(mods);
@@ -387,8 +412,7 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
     return rc;
 }
 
-int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w,
-                    anvil_error *err) {
+int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(f, cfg_path, err);

@@ -49,14 +49,15 @@ static anvil_json_value *scalar(const char *key, const char *s, size_t n) {
         free(buf);
         return j;
     }
-    if (n == 0 || (n == 1 && s[0] == '~') || (n == 4 && (!strncmp(s, "null", 4) || !strncmp(s, "Null", 4) ||
-                                                         !strncmp(s, "NULL", 4)))) {
+    if (n == 0 || (n == 1 && s[0] == '~') ||
+        (n == 4 && (!strncmp(s, "null", 4) || !strncmp(s, "Null", 4) || !strncmp(s, "NULL", 4)))) {
         return anvil__json_new(ANVIL_JSON_NULL, key, NULL, 0);
     }
-    static const char *const other[] = { "true", "false", "yes", "no", "on", "off", "True", "False", "Yes",
-                                         "No", "On", "Off", "TRUE", "FALSE", "YES", "NO", "ON", "OFF" };
+    static const char *const other[] = { "true", "false", "yes", "no",   "on",    "off", "True", "False", "Yes",
+                                         "No",   "On",    "Off", "TRUE", "FALSE", "YES", "NO",   "ON",    "OFF" };
     for (size_t k = 0; k < sizeof other / sizeof other[0]; ++k) {
-        if (strlen(other[k]) == n && strncmp(s, other[k], n) == 0) return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
+        if (strlen(other[k]) == n && strncmp(s, other[k], n) == 0)
+            return anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
     }
     char tmp[64];
     if (n < sizeof tmp) {
@@ -108,14 +109,19 @@ static anvil_json_value *flow_list(const char *key, const char *s, size_t n) {
     return arr;
 }
 
-typedef struct line { const char *p; size_t n; int indent; } line;
+typedef struct line {
+    const char *p;
+    size_t n;
+    int indent;
+} line;
 
 static anvil_json_value *block_value(const char *key, const line *ls, size_t nl, size_t *i) {
     size_t k = *i;
     while (k < nl && (ls[k].n == 0 || ls[k].p[0] == '#')) ++k;
     const int seq = k < nl && ls[k].n >= 1 && ls[k].p[0] == '-' && (ls[k].n == 1 || ls[k].p[1] == ' ');
     if (k >= nl || (ls[k].indent == 0 && !seq)) return anvil__json_new(ANVIL_JSON_NULL, key, NULL, 0);
-    anvil_json_value *arr = seq ? anvil__json_new(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0) : anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
+    anvil_json_value *arr = seq ? anvil__json_new(ANVIL_JSON_ARRAY_BEGIN, key, NULL, 0)
+                                : anvil__json_new(ANVIL_JSON_TRUE, key, NULL, 0);
     const int ind = ls[k].indent;
     for (; k < nl; ++k) {
         if (ls[k].n == 0 || ls[k].p[0] == '#') continue;
@@ -132,9 +138,10 @@ static anvil_json_value *block_value(const char *key, const line *ls, size_t nl,
         /* metadata.py quotes "- no" (the Norway problem) before PyYAML sees it */
         const int norway = vn == 3 && strncmp(v, " no", 3) == 0;
         anvil_json_value *item = norway ? anvil__json_new(ANVIL_JSON_STRING, NULL, "no", 2)
-                        : colon && (colon + 1 == v + vn || colon[1] == ' ') && v[strspn(v, " ")] != '"' &&
-                                v[strspn(v, " ")] != '\''
-                            ? anvil__json_new(ANVIL_JSON_TRUE, NULL, NULL, 0) : scalar(NULL, v, vn);
+                                 : colon && (colon + 1 == v + vn || colon[1] == ' ') && v[strspn(v, " ")] != '"' &&
+                                         v[strspn(v, " ")] != '\''
+                                     ? anvil__json_new(ANVIL_JSON_TRUE, NULL, NULL, 0)
+                                     : scalar(NULL, v, vn);
         if (push(arr, item) != 0) {
             anvil__json_free(arr);
             return NULL;
@@ -166,8 +173,9 @@ static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
         vn = uncomment(v, vn);
         while (vn > 0 && isspace((unsigned char)v[vn - 1])) --vn;
         ++i;
-        anvil_json_value *val = vn == 0 ? block_value(key, ls, nl, &i)
-                       : v[0] == '[' && v[vn - 1] == ']' ? flow_list(key, v, vn) : scalar(key, v, vn);
+        anvil_json_value *val = vn == 0                           ? block_value(key, ls, nl, &i)
+                                : v[0] == '[' && v[vn - 1] == ']' ? flow_list(key, v, vn)
+                                                                  : scalar(key, v, vn);
         if (anvil__json_get(root, key) != NULL) {
             anvil__json_free(val); /* PyYAML keeps the last; refuse to guess: mark */
             for (size_t k = 0; k < root->n_items; ++k) {
@@ -240,11 +248,13 @@ int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
     return rc;
 }
 
-int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out, anvil_error *err) {
+int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out,
+                  anvil_error *err) {
     *out = anvil__json_get(card, key);
     if (*out != NULL && (*out)->kind == ANVIL_JSON_TRUE) {
         *out = NULL;
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is not a plain "
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/README.md: the model card's \"%s\" is not a plain "
                                 "string or a list of them; anvil convert reads only those (convert_hf_to_gguf.py "
                                 "would put it in general.* keys): simplify it or remove the front matter",
                                 dir, key);

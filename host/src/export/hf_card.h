@@ -14,6 +14,7 @@
 int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err);
 /* card[key] (NULL when absent); an error naming the key when it has a form
  * anvil does not read. */
-int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out, anvil_error *err);
+int hf_card_value(const anvil_json_value *card, const char *key, const char *dir, const anvil_json_value **out,
+                  anvil_error *err);
 
 #endif

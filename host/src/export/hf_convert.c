@@ -41,10 +41,15 @@ int anvil_hf_part_path(char *buf, size_t cap, const char *path, uint32_t i, uint
     return w >= 0 && (size_t)w < cap ? ANVIL_OK : ANVIL_E_INVALID_ARG;
 }
 
-typedef struct ftype_info { const char *opt, *name; uint32_t ftype, type; } ftype_info;
+typedef struct ftype_info {
+    const char *opt, *name;
+    uint32_t ftype, type;
+} ftype_info;
 static const ftype_info k_ftypes[] = {
-    { "f32", "F32", 0, ANVIL_TYPE_F32 }, { "f16", "F16", 1, ANVIL_TYPE_F16 },
-    { "bf16", "BF16", 32, ANVIL_TYPE_BF16 }, { "q8_0", "Q8_0", 7, ANVIL_TYPE_Q8_0 },
+    { "f32", "F32", 0, ANVIL_TYPE_F32 },
+    { "f16", "F16", 1, ANVIL_TYPE_F16 },
+    { "bf16", "BF16", 32, ANVIL_TYPE_BF16 },
+    { "q8_0", "Q8_0", 7, ANVIL_TYPE_Q8_0 },
 };
 
 /* --outtype auto: the first tensor of 2+ dims that is bf16 or f16 decides. */
@@ -107,9 +112,9 @@ typedef struct run {
     const ftype_info *ft;
     hf_out_tensor *ts;
     size_t n_ts;
-    uint32_t *part_of;            /* part of each tensor */
+    uint32_t *part_of; /* part of each tensor */
     uint32_t n_parts;
-    anvil_gguf_writer *kv;        /* the KVs of part 1 (no tensors) */
+    anvil_gguf_writer *kv; /* the KVs of part 1 (no tensors) */
     hf_meta *meta;
     char out_path[4096];
     int has_tokenizer;
@@ -135,7 +140,8 @@ static int plan_parts(run *r, anvil_error *err) {
     }
     r->n_parts = part + 1;
     if (r->n_parts > 99999) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the split would make %u parts (at most 99999)", r->n_parts);
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the split would make %u parts (at most 99999)",
+                                r->n_parts);
     }
     return ANVIL_OK;
 }
@@ -172,18 +178,20 @@ static int output_path(run *r, anvil_error *err) {
         if (rc != ANVIL_OK) return rc;
         const char *dir = out ? out : r->f.dir;
         const size_t dl = strlen(dir);
-        const int w = snprintf(r->out_path, sizeof r->out_path, "%s%s%s", dir,
-                               dl && dir[dl - 1] == '/' ? "" : "/", name);
-        return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
-               : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+        const int w =
+            snprintf(r->out_path, sizeof r->out_path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", name);
+        return w >= 0 && (size_t)w < sizeof r->out_path
+                   ? ANVIL_OK
+                   : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
     }
     const char *slash = strrchr(out, '/');
     const size_t dl = slash ? (size_t)(slash - out + 1) : 0;
     int rc = hf_fill_template(out + dl, r->ft->name, name, sizeof name, err);
     if (rc != ANVIL_OK) return rc;
     const int w = snprintf(r->out_path, sizeof r->out_path, "%.*s%s", (int)dl, out, name);
-    return w >= 0 && (size_t)w < sizeof r->out_path ? ANVIL_OK
-           : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+    return w >= 0 && (size_t)w < sizeof r->out_path
+               ? ANVIL_OK
+               : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
 }
 
 static void run_free(run *r) {
@@ -228,9 +236,10 @@ static int check_finite(const run *r, const hf_out_tensor *t, const float *x, ui
     for (uint64_t i = 0; i < n; ++i) {
         if (!isfinite(x[i])) {
             const hf_src_tensor *s = &r->f.tensors[t->src];
-            return anvil__error_set(err, ANVIL_E_NONFINITE, "%s/%s: tensor \"%s\" holds %s at element %llu; "
-                                    "the checkpoint is damaged (re-download it)", r->f.dir,
-                                    r->f.part_names[s->part], s->name, isnan(x[i]) ? "NaN" : "Inf",
+            return anvil__error_set(err, ANVIL_E_NONFINITE,
+                                    "%s/%s: tensor \"%s\" holds %s at element %llu; "
+                                    "the checkpoint is damaged (re-download it)",
+                                    r->f.dir, r->f.part_names[s->part], s->name, isnan(x[i]) ? "NaN" : "Inf",
                                     (unsigned long long)(first + i));
         }
     }
@@ -239,17 +248,14 @@ static int check_finite(const run *r, const hf_out_tensor *t, const float *x, ui
 
 static int encode(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, void *dst, anvil_error *err) {
     switch (t->type) {
-    case ANVIL_TYPE_F32:
-        memcpy(dst, x, n * sizeof(float));
-        return ANVIL_OK;
+    case ANVIL_TYPE_F32: memcpy(dst, x, n * sizeof(float)); return ANVIL_OK;
     case ANVIL_TYPE_F16:
         for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_fp16(x[i]);
         return ANVIL_OK;
     case ANVIL_TYPE_BF16:
         for (uint64_t i = 0; i < n; ++i) ((uint16_t *)dst)[i] = anvil_fp32_to_bf16(x[i]);
         return ANVIL_OK;
-    default:
-        return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, n / 32 * 34, err);
+    default: return anvil_encode_rows(r->ctx, t->type, x, n / t->ne[0], t->ne[0], NULL, dst, n / 32 * 34, err);
     }
 }
 
@@ -271,8 +277,8 @@ typedef struct conv_job {
     hf_reader rd;
     uint64_t per_chunk, row_bytes;
     uint8_t *dst;
-    int *rc;                      /* per task */
-    anvil_error *errs;            /* per task */
+    int *rc;           /* per task */
+    anvil_error *errs; /* per task */
 } conv_job;
 
 /* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
@@ -286,7 +292,8 @@ static void conv_task(void *arg, size_t k) {
         j->rc[k] = anvil__nomem(&j->errs[k]);
         return;
     }
-    for (uint64_t i = 0; i < nr; ++i) hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
+    for (uint64_t i = 0; i < nr; ++i)
+        hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
     int rc = check_finite(j->r, j->t, a, nr * L, r0 * L, &j->errs[k]);
     if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
     j->rc[k] = rc;
@@ -307,7 +314,8 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil
     j.errs = calloc(n_tasks + 1, sizeof *j.errs);
     if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__nomem(err);
     if (rc == ANVIL_OK && r->ctx != NULL && n_tasks > 1) rc = anvil_ctx_run_tasks(r->ctx, n_tasks, conv_task, &j);
-    else for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
+    else
+        for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
     for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) {
         if (j.rc[k] != ANVIL_OK) {
             *err = j.errs[k];
@@ -335,9 +343,9 @@ static int declare_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
     }
     for (uint32_t p = 0; p < r->n_parts && r->n_parts > 1 && rc == ANVIL_OK; ++p) {
         rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);
-        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)r->n_parts, err);
         if (rc == ANVIL_OK)
-            rc = anvil_gguf_writer_set_i32(w[p], ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)r->n_ts, err);
+            rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_COUNT, (uint16_t)r->n_parts, err);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_i32(w[p], ANVIL_GGUF_KEY_SPLIT_TENSORS, (int32_t)r->n_ts, err);
     }
     return rc;
 }
@@ -348,15 +356,18 @@ static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_erro
         return ANVIL_OK;
     }
     return anvil_hf_part_path(buf, cap, r->out_path, p, r->n_parts) == ANVIL_OK
-           ? ANVIL_OK : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
+               ? ANVIL_OK
+               : anvil__error_set(err, ANVIL_E_INVALID_ARG, "output path too long");
 }
 
 static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
     uint64_t max_bytes = 1;
-    for (size_t i = 0; i < r->n_ts; ++i) max_bytes = tensor_bytes(&r->ts[i]) > max_bytes ? tensor_bytes(&r->ts[i]) : max_bytes;
+    for (size_t i = 0; i < r->n_ts; ++i)
+        max_bytes = tensor_bytes(&r->ts[i]) > max_bytes ? tensor_bytes(&r->ts[i]) : max_bytes;
     void *dst = malloc(max_bytes);
-    int rc = dst ? ANVIL_OK : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte tensor)",
-                                                    (unsigned long long)max_bytes);
+    int rc = dst ? ANVIL_OK
+                 : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte tensor)",
+                                    (unsigned long long)max_bytes);
     uint64_t done = 0, total = 0;
     for (size_t i = 0; i < r->n_ts; ++i) total += tensor_bytes(&r->ts[i]);
     size_t next = 0;
@@ -375,7 +386,8 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
             }
         }
         if (rc == ANVIL_OK) {
-            rc = r->n_parts == 1 ? anvil_gguf_writer_stream_finish(w[p], err) : anvil_gguf_writer_stream_hold(w[p], err);
+            rc = r->n_parts == 1 ? anvil_gguf_writer_stream_finish(w[p], err)
+                                 : anvil_gguf_writer_stream_hold(w[p], err);
         }
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = anvil_gguf_writer_commit_set(w, r->n_parts, err);

@@ -36,18 +36,14 @@ int hf_file_exists(const char *dir, const char *name) {
     return ok;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int ends_with(const char *s, const char *suffix) {
     const size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
-static int starts_with(const char *s, const char *prefix) {
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 static int add_name(char ***names, size_t *n, const char *name) {
     for (size_t i = 0; i < *n; ++i) {
@@ -81,16 +77,17 @@ static int list_parts(hf_folder *f, anvil_error *err) {
     }
     closedir(d);
     if (f->n_parts == 0) {
-        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                "%s holds no weights: no model*.safetensors file%s", f->dir,
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND, "%s holds no weights: no model*.safetensors file%s", f->dir,
                                 has_bin ? " (pytorch_model*.bin checkpoints are not read: save the "
-                                          "model as safetensors first)" : "");
+                                          "model as safetensors first)"
+                                        : "");
     }
     return ANVIL_OK;
 }
 
 /* model.safetensors.index.json: the parts are the weight_map's values. */
-static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json_value **index_out, anvil_error *err) {
+static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json_value **index_out,
+                      anvil_error *err) {
     char *path = hf_path_join(f->dir, "model.safetensors.index.json");
     if (path == NULL) return anvil__nomem(err);
     int rc = anvil__json_tree_load(path, index_out, err);
@@ -100,8 +97,7 @@ static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json
     }
     const anvil_json_value *map = anvil__json_get(*index_out, "weight_map");
     if (map == NULL || map->kind != ANVIL_JSON_OBJECT_BEGIN) {
-        rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"weight_map\" object; re-download the index",
-                              path);
+        rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"weight_map\" object; re-download the index", path);
         free(path);
         return rc;
     }
@@ -109,8 +105,8 @@ static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json
         const char *part = anvil__json_str(map->items[i]);
         if (part == NULL || strchr(part, '/') != NULL || part[0] == '\0' || part[0] == '.') {
             rc = anvil__error_set(err, ANVIL_E_FORMAT,
-                                  "%s: tensor \"%s\" is mapped to %s, not a file name in the folder",
-                                  path, map->items[i]->key, part ? part : "a non-string");
+                                  "%s: tensor \"%s\" is mapped to %s, not a file name in the folder", path,
+                                  map->items[i]->key, part ? part : "a non-string");
             free(path);
             return rc;
         }
@@ -127,14 +123,16 @@ static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json
 /* convert's filter_tensors: multimodal tensors dropped, prefixes removed.
  * Returns a malloc'd name, or NULL with *skip set. */
 static char *filter_name(const char *name, int *skip) {
-    static const char *const start[] = { "mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.",
-                                         "resampler.", "sound_encoder.", "sound_projection.",
-                                         "speech_embeddings." };
-    static const char *const inside[] = { "visual.", "vision.", "audio.", "talker.", "vision_", "audio_",
-                                          "token2wav.", "code2wav.", "projector.", "pre_mm_projector_norm",
-                                          "image_newline", "view_seperator", "patch_embed",
-                                          "patch_embedding", "patch_merger.", "patch_merge_mlp.",
-                                          "model.connector." };
+    static const char *const start[] = {
+        "mlp",     "vit.",       "vpm.",           "siglip2.",          "conformer.",
+        "merger.", "resampler.", "sound_encoder.", "sound_projection.", "speech_embeddings."
+    };
+    static const char *const inside[] = {
+        "visual.",          "vision.",         "audio.",      "talker.",         "vision_",
+        "audio_",           "token2wav.",      "code2wav.",   "projector.",      "pre_mm_projector_norm",
+        "image_newline",    "view_seperator",  "patch_embed", "patch_embedding", "patch_merger.",
+        "patch_merge_mlp.", "model.connector."
+    };
     *skip = 0;
     for (size_t i = 0; i < sizeof start / sizeof start[0]; ++i) {
         if (starts_with(name, start[i])) *skip = 1;
@@ -188,8 +186,8 @@ static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map,
                 rc = anvil__error_set(err, ANVIL_E_FORMAT,
                                       "%s/%s holds tensor \"%s\", which model.safetensors.index.json %s%s; "
                                       "the index and the shards do not belong together: re-download them",
-                                      f->dir, f->part_names[p], t->name,
-                                      where ? "places in " : "does not list", where ? where : "");
+                                      f->dir, f->part_names[p], t->name, where ? "places in " : "does not list",
+                                      where ? where : "");
                 break;
             }
         }
@@ -202,9 +200,10 @@ static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map,
         }
         const int prev = find_src(f, name);
         if (prev >= 0) {
-            rc = anvil__error_set(err, ANVIL_E_DUPLICATE, "tensor \"%s\" is in two shards: %s/%s and %s/%s; "
-                                  "remove the stale file", name, f->dir, f->part_names[f->tensors[prev].part],
-                                  f->dir, f->part_names[p]);
+            rc = anvil__error_set(err, ANVIL_E_DUPLICATE,
+                                  "tensor \"%s\" is in two shards: %s/%s and %s/%s; "
+                                  "remove the stale file",
+                                  name, f->dir, f->part_names[f->tensors[prev].part], f->dir, f->part_names[p]);
             free(name);
             break;
         }
@@ -242,7 +241,8 @@ static int open_parts(hf_folder *f, const anvil_json_value *map, anvil_error *er
         if (!hf_file_exists(f->dir, f->part_names[p])) {
             return anvil__error_set(err, ANVIL_E_NOT_FOUND,
                                     "shard %s/%s is missing: model.safetensors.index.json names it; "
-                                    "download it (or the whole checkpoint) again", f->dir, f->part_names[p]);
+                                    "download it (or the whole checkpoint) again",
+                                    f->dir, f->part_names[p]);
         }
         char *path = hf_path_join(f->dir, f->part_names[p]);
         if (path == NULL) return anvil__nomem(err);
@@ -263,15 +263,19 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
     memset(f, 0, sizeof *f);
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        return anvil__error_set(err, ANVIL_E_NOT_FOUND, "%s is not a folder: give a Hugging Face checkpoint "
-                                "folder (config.json, *.safetensors)", dir);
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                "%s is not a folder: give a Hugging Face checkpoint "
+                                "folder (config.json, *.safetensors)",
+                                dir);
     }
     f->dir = strdup(dir);
     if (f->dir == NULL) return anvil__nomem(err);
     for (size_t n = strlen(f->dir); n > 1 && f->dir[n - 1] == '/'; --n) f->dir[n - 1] = '\0';
     if (!hf_file_exists(f->dir, "config.json")) {
-        return anvil__error_set(err, ANVIL_E_NOT_FOUND, "%s/config.json is missing: not a Hugging Face "
-                                "checkpoint folder (download config.json with the weights)", f->dir);
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                "%s/config.json is missing: not a Hugging Face "
+                                "checkpoint folder (download config.json with the weights)",
+                                f->dir);
     }
     char *cfg = hf_path_join(f->dir, "config.json");
     if (cfg == NULL) return anvil__nomem(err);

@@ -37,8 +37,10 @@ static int block_size(hf_folder *f, const anvil_json_value *q, anvil_error *err)
     int64_t a = 0, b = 0;
     if (bs->kind != ANVIL_JSON_ARRAY_BEGIN || bs->n_items != 2 || anvil__json_i64(bs->items[0], &a) != 0 ||
         anvil__json_i64(bs->items[1], &b) != 0 || a <= 0 || b <= 0) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/config.json: weight_block_size must be two positive "
-                                "whole numbers", f->dir);
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/config.json: weight_block_size must be two positive "
+                                "whole numbers",
+                                f->dir);
     }
     f->fp8_block[0] = (uint64_t)a;
     f->fp8_block[1] = (uint64_t)b;
@@ -56,9 +58,10 @@ static int check_scale(const hf_folder *f, const hf_src_tensor *w, const anvil_s
         ok = s->n_elements == 1 || (s->rank == 1 && t->rank >= 1 && s->shape[0] == t->shape[0]);
     }
     if (ok) return ANVIL_OK;
-    return anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: scale \"%s_scale_inv\" (%s, %zu dims) does not fit weight "
-                            "\"%s\" with block size [%llu, %llu]", f->dir, f->part_names[w->part], w->name,
-                            anvil_st_dtype_name(s->dtype), s->rank, w->name,
+    return anvil__error_set(err, ANVIL_E_FORMAT,
+                            "%s/%s: scale \"%s_scale_inv\" (%s, %zu dims) does not fit weight "
+                            "\"%s\" with block size [%llu, %llu]",
+                            f->dir, f->part_names[w->part], w->name, anvil_st_dtype_name(s->dtype), s->rank, w->name,
                             (unsigned long long)f->fp8_block[0], (unsigned long long)f->fp8_block[1]);
 }
 
@@ -100,9 +103,10 @@ int hf_fp8_pair(hf_folder *f, anvil_error *err) {
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const anvil_st_dtype d = f->tensors[i].st->dtype;
         if ((d == ANVIL_ST_F8_E4M3 || d == ANVIL_ST_F8_E5M2) && f->tensors[i].scale == NULL) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: FP8 weight \"%s\" has no \"%s_scale_inv\" (and "
-                                  "config.json no fp8 quantization_config): it cannot be dequantized", f->dir,
-                                  f->part_names[f->tensors[i].part], f->tensors[i].name, f->tensors[i].name);
+            rc = anvil__error_set(err, ANVIL_E_FORMAT,
+                                  "%s/%s: FP8 weight \"%s\" has no \"%s_scale_inv\" (and "
+                                  "config.json no fp8 quantization_config): it cannot be dequantized",
+                                  f->dir, f->part_names[f->tensors[i].part], f->tensors[i].name, f->tensors[i].name);
         }
     }
     return rc;
@@ -117,9 +121,7 @@ static float e4m3fn(uint8_t x) {
 }
 
 /* float8_e5m2: the top byte of an IEEE half. */
-static float e5m2(uint8_t x) {
-    return anvil_fp16_to_fp32((anvil_half)((uint16_t)x << 8));
-}
+static float e5m2(uint8_t x) { return anvil_fp16_to_fp32((anvil_half)((uint16_t)x << 8)); }
 
 int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
     memset(rd, 0, sizeof *rd);
@@ -145,9 +147,7 @@ void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
     const anvil_st_tensor *t = rd->s->st;
     const uint64_t L = rd->row_len, base = row * L;
     switch (t->dtype) {
-    case ANVIL_ST_F32:
-        memcpy(dst, (const float *)t->data + base, L * sizeof(float));
-        return;
+    case ANVIL_ST_F32: memcpy(dst, (const float *)t->data + base, L * sizeof(float)); return;
     case ANVIL_ST_F16:
         for (uint64_t c = 0; c < L; ++c) {
             uint16_t h;

@@ -31,14 +31,14 @@ typedef struct hf_src_tensor {
 } hf_src_tensor;
 
 typedef struct hf_folder {
-    char *dir;                    /* as given, without trailing '/' */
-    anvil_json_value *config;              /* config.json */
-    char **part_names;            /* sorted */
+    char *dir;                /* as given, without trailing '/' */
+    anvil_json_value *config; /* config.json */
+    char **part_names;        /* sorted */
     anvil_st **parts;
     size_t n_parts;
-    hf_src_tensor *tensors;       /* convert's order */
+    hf_src_tensor *tensors; /* convert's order */
     size_t n_tensors;
-    uint64_t fp8_block[2];        /* quantization_config.weight_block_size, or 0 0 */
+    uint64_t fp8_block[2]; /* quantization_config.weight_block_size, or 0 0 */
 } hf_folder;
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
@@ -59,7 +59,7 @@ typedef struct hf_reader {
     const hf_folder *f;
     const hf_src_tensor *s;
     uint64_t rows, row_len;
-    float *scale;                 /* FP8: the decoded scales */
+    float *scale; /* FP8: the decoded scales */
 } hf_reader;
 int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
 void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst);
@@ -70,10 +70,10 @@ void hf_reader_close(hf_reader *rd);
 typedef enum hf_arch_id { HF_ARCH_LLAMA, HF_ARCH_QWEN2, HF_ARCH_QWEN3 } hf_arch_id;
 
 typedef struct hf_arch {
-    const char *hf_name;          /* "LlamaForCausalLM" */
+    const char *hf_name; /* "LlamaForCausalLM" */
     hf_arch_id id;
-    const char *gguf_name;        /* "llama" */
-    int undo_permute;             /* llama's Q/K rows permutation */
+    const char *gguf_name; /* "llama" */
+    int undo_permute;      /* llama's Q/K rows permutation */
 } hf_arch;
 
 /* The architecture of config.json's "architectures"[0]; an error naming
@@ -89,31 +89,29 @@ int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only
 /* One output tensor before conversion. */
 typedef struct hf_out_tensor {
     char name[64];
-    int src;                      /* index into hf_folder.tensors, -1 for a generated one */
+    int src; /* index into hf_folder.tensors, -1 for a generated one */
     uint32_t n_dims;
-    uint64_t ne[4];               /* ggml order (innermost first) */
+    uint64_t ne[4]; /* ggml order (innermost first) */
     uint64_t n_elements;
-    int permute_heads;            /* > 0: llama Q/K permutation with this many heads */
-    uint32_t type;                /* ggml type written */
-    float *generated;             /* data of a generated tensor (rope_freqs), malloc'd */
+    int permute_heads; /* > 0: llama Q/K permutation with this many heads */
+    uint32_t type;     /* ggml type written */
+    float *generated;  /* data of a generated tensor (rope_freqs), malloc'd */
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
  * and permutation (types are chosen by hf_plan_types). */
-int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out,
-                 anvil_error *err);
+int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */
-int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w,
-                    anvil_error *err);
+int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 /* The block count config.json gives (n_layers / num_hidden_layers / ...). */
 int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
 
 /* ---- general.* metadata and the file name ------------------------------------ */
 
 typedef struct hf_meta_opts {
-    const char *model_name;       /* --model-name, or NULL */
-    const char *metadata_path;    /* --metadata, or NULL */
+    const char *model_name;    /* --model-name, or NULL */
+    const char *metadata_path; /* --metadata, or NULL */
 } hf_meta_opts;
 
 typedef struct hf_meta hf_meta;
@@ -121,20 +119,18 @@ typedef struct hf_meta hf_meta;
 /* Gather what metadata.py's Metadata.load gathers (generation_config.json,
  * config.json's _name_or_path, the folder name, the override file,
  * --model-name) for a model of total_params parameters. */
-int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total_params, hf_meta **out,
-                 anvil_error *err);
+int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total_params, hf_meta **out, anvil_error *err);
 void hf_meta_free(hf_meta *m);
 /* Write the general.* keys in set_gguf_meta_model's order. */
 int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err);
 /* naming_convention(): "<Name>-<size>-<finetune>-<version>-<TYPE>" (vocab:
  * "...-vocab") into buf. */
-int hf_meta_default_name(const hf_meta *m, const char *output_type, int vocab_only, char *buf,
-                         size_t cap, anvil_error *err);
+int hf_meta_default_name(const hf_meta *m, const char *output_type, int vocab_only, char *buf, size_t cap,
+                         anvil_error *err);
 /* size_label() of a parameter count ("656K", "1.0M", "8.0B"). */
 void hf_size_label(int64_t total_params, char *buf, size_t cap);
 /* fill_templated_filename(): {ftype} {outtype} {} (lower case), {FTYPE}
  * {OUTTYPE} (upper case), {{ and }}; any other field is an error. */
-int hf_fill_template(const char *name, const char *output_type, char *buf, size_t cap,
-                     anvil_error *err);
+int hf_fill_template(const char *name, const char *output_type, char *buf, size_t cap, anvil_error *err);
 
 #endif

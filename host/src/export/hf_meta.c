@@ -18,34 +18,62 @@
 #include "hf_meta_name.h"
 
 enum {
-    F_NAME, F_AUTHOR, F_VERSION, F_ORGANIZATION, F_FINETUNE, F_BASENAME, F_DESCRIPTION, F_QUANTIZED_BY,
-    F_SIZE_LABEL, F_LICENSE, F_LICENSE_NAME, F_LICENSE_LINK, F_URL, F_DOI, F_UUID, F_REPO_URL, F_SOURCE_URL,
-    F_SOURCE_DOI, F_SOURCE_UUID, F_SOURCE_REPO_URL, F_COUNT
+    F_NAME,
+    F_AUTHOR,
+    F_VERSION,
+    F_ORGANIZATION,
+    F_FINETUNE,
+    F_BASENAME,
+    F_DESCRIPTION,
+    F_QUANTIZED_BY,
+    F_SIZE_LABEL,
+    F_LICENSE,
+    F_LICENSE_NAME,
+    F_LICENSE_LINK,
+    F_URL,
+    F_DOI,
+    F_UUID,
+    F_REPO_URL,
+    F_SOURCE_URL,
+    F_SOURCE_DOI,
+    F_SOURCE_UUID,
+    F_SOURCE_REPO_URL,
+    F_COUNT
 };
 static const char *const k_str_keys[F_COUNT] = {
-    "general.name", "general.author", "general.version", "general.organization", "general.finetune",
-    "general.basename", "general.description", "general.quantized_by", "general.size_label", "general.license",
-    "general.license.name", "general.license.link", "general.url", "general.doi", "general.uuid",
-    "general.repo_url", "general.source.url", "general.source.doi", "general.source.uuid",
-    "general.source.repo_url",
+    "general.name",       "general.author",     "general.version",      "general.organization",
+    "general.finetune",   "general.basename",   "general.description",  "general.quantized_by",
+    "general.size_label", "general.license",    "general.license.name", "general.license.link",
+    "general.url",        "general.doi",        "general.uuid",         "general.repo_url",
+    "general.source.url", "general.source.doi", "general.source.uuid",  "general.source.repo_url",
 };
 
 enum { S_COUNT = 12 };
 /* Sampling keys: GGUF key suffix, generation_config.json key, wire type. */
-static const struct { const char *key, *gen; int is_int; } k_sampling[S_COUNT] = {
-    { "sequence", "sequence", -1 }, { "top_k", "top_k", 1 }, { "top_p", "top_p", 0 }, { "min_p", "min_p", 0 },
-    { "xtc_probability", "xtc_probability", 0 }, { "xtc_threshold", "xtc_threshold", 0 },
-    { "temp", "temperature", 0 }, { "penalty_last_n", "penalty_last_n", 1 },
-    { "penalty_repeat", "penalty_repeat", 0 }, { "mirostat", "mirostat", 1 }, { "mirostat_tau", "mirostat_tau", 0 },
+static const struct {
+    const char *key, *gen;
+    int is_int;
+} k_sampling[S_COUNT] = {
+    { "sequence", "sequence", -1 },
+    { "top_k", "top_k", 1 },
+    { "top_p", "top_p", 0 },
+    { "min_p", "min_p", 0 },
+    { "xtc_probability", "xtc_probability", 0 },
+    { "xtc_threshold", "xtc_threshold", 0 },
+    { "temp", "temperature", 0 },
+    { "penalty_last_n", "penalty_last_n", 1 },
+    { "penalty_repeat", "penalty_repeat", 0 },
+    { "mirostat", "mirostat", 1 },
+    { "mirostat_tau", "mirostat_tau", 0 },
     { "mirostat_eta", "mirostat_eta", 0 },
 };
 
 struct hf_meta {
-    char *str[F_COUNT];               /* NULL = None */
+    char *str[F_COUNT];                        /* NULL = None */
     const anvil_json_value *sampling[S_COUNT]; /* NULL = None */
     const anvil_json_value *base_models, *datasets, *tags, *languages;
-    anvil_json_value *gen, *override, *card;   /* owned trees the pointers above point into */
-    anvil_json_value *made;                    /* owned: lists built from the model card */
+    anvil_json_value *gen, *override, *card; /* owned trees the pointers above point into */
+    anvil_json_value *made;                  /* owned: lists built from the model card */
 };
 
 void hf_meta_free(hf_meta *m) {
@@ -130,8 +158,9 @@ static int card_source(hf_meta *m, anvil_json_value *list, const char *id, int64
     if (url) {
         rc |= add_member(m, e, "repo_url", id);
         const char *at = strstr(id, "huggingface.co");
-        const char *rest = !strncmp(id, "https://huggingface.co/", 23) ? id + 23
-                           : !strncmp(id, "http://huggingface.co/", 22) ? id + 22 : NULL;
+        const char *rest = !strncmp(id, "https://huggingface.co/", 23)  ? id + 23
+                           : !strncmp(id, "http://huggingface.co/", 22) ? id + 22
+                                                                        : NULL;
         const char *sl = rest ? strchr(rest, '/') : NULL;
         if (at && sl && sl > rest && sl[1] != '\0' && strchr(sl + 1, '/') == NULL) hf_id = rest;
     }
@@ -202,24 +231,46 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         return ANVIL_OK;
     }
     if (v->kind == ANVIL_JSON_ARRAY_BEGIN) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/README.md: the model card's \"%s\" is a list; "
-                                "a string is expected there", f->dir, key);
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/README.md: the model card's \"%s\" is a list; "
+                                "a string is expected there",
+                                f->dir, key);
     }
     return set_str(m, field, anvil__json_str(v)) == 0 ? ANVIL_OK : anvil__nomem(err);
 }
 
 /* apply_metadata_heuristic's model card part, in its order. */
 static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error *err) {
-    static const struct { int field; const char *key; } uses[] = {
-        { F_NAME, "name" }, { F_AUTHOR, "author" }, { F_VERSION, "version" }, { F_ORGANIZATION, "organization" },
-        { F_DESCRIPTION, "description" }, { F_FINETUNE, "finetune" }, { F_BASENAME, "basename" },
-        { F_SIZE_LABEL, "size_label" }, { F_SOURCE_URL, "url" }, { F_SOURCE_DOI, "doi" },
-        { F_SOURCE_UUID, "uuid" }, { F_SOURCE_REPO_URL, "repo_url" },
-        { F_NAME, "model_name" }, { F_AUTHOR, "model_author" }, { F_VERSION, "model_version" },
-        { F_ORGANIZATION, "model_organization" }, { F_DESCRIPTION, "model_description" },
-        { F_FINETUNE, "model_finetune" }, { F_BASENAME, "model_basename" }, { F_SIZE_LABEL, "model_size_label" },
-        { F_SOURCE_URL, "model_url" }, { F_SOURCE_DOI, "model_doi" }, { F_SOURCE_UUID, "model_uuid" },
-        { F_SOURCE_REPO_URL, "model_repo_url" }, { F_NAME, "model_name" }, { F_AUTHOR, "model_creator" },
+    static const struct {
+        int field;
+        const char *key;
+    } uses[] = {
+        { F_NAME, "name" },
+        { F_AUTHOR, "author" },
+        { F_VERSION, "version" },
+        { F_ORGANIZATION, "organization" },
+        { F_DESCRIPTION, "description" },
+        { F_FINETUNE, "finetune" },
+        { F_BASENAME, "basename" },
+        { F_SIZE_LABEL, "size_label" },
+        { F_SOURCE_URL, "url" },
+        { F_SOURCE_DOI, "doi" },
+        { F_SOURCE_UUID, "uuid" },
+        { F_SOURCE_REPO_URL, "repo_url" },
+        { F_NAME, "model_name" },
+        { F_AUTHOR, "model_author" },
+        { F_VERSION, "model_version" },
+        { F_ORGANIZATION, "model_organization" },
+        { F_DESCRIPTION, "model_description" },
+        { F_FINETUNE, "model_finetune" },
+        { F_BASENAME, "model_basename" },
+        { F_SIZE_LABEL, "model_size_label" },
+        { F_SOURCE_URL, "model_url" },
+        { F_SOURCE_DOI, "model_doi" },
+        { F_SOURCE_UUID, "model_uuid" },
+        { F_SOURCE_REPO_URL, "model_repo_url" },
+        { F_NAME, "model_name" },
+        { F_AUTHOR, "model_creator" },
         { F_BASENAME, "model_type" },
     };
     int rc = ANVIL_OK;
@@ -240,8 +291,10 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
             rc = anvil__nomem(err);
         }
     }
-    static const struct { int field; const char *key; } lic[] = {
-        { F_LICENSE, "license" }, { F_LICENSE_NAME, "license_name" }, { F_LICENSE_LINK, "license_link" } };
+    static const struct {
+        int field;
+        const char *key;
+    } lic[] = { { F_LICENSE, "license" }, { F_LICENSE_NAME, "license_name" }, { F_LICENSE_LINK, "license_link" } };
     for (size_t i = 0; i < 3 && rc == ANVIL_OK; ++i) rc = card_field(m, f, lic[i].field, lic[i].key, err);
     static const char *const arrays[4] = { "tags", "pipeline_tag", "languages", "language" };
     for (int k = 0; k < 4 && rc == ANVIL_OK; ++k) {
@@ -359,11 +412,13 @@ static int put_sampling(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err
             rc = anvil__json_str(v) ? put_str(w, key, anvil__json_str(v), err) : -1;
         } else if (k_sampling[i].is_int) {
             rc = anvil__json_i64(v, &x) == 0 && x >= INT32_MIN && x <= INT32_MAX
-                     ? anvil_gguf_writer_set_i32(w, key, (int32_t)x, err) : -1;
+                     ? anvil_gguf_writer_set_i32(w, key, (int32_t)x, err)
+                     : -1;
         } else {
             rc = anvil__json_is_number(v) || v->kind == ANVIL_JSON_TRUE || v->kind == ANVIL_JSON_FALSE
-                     ? anvil_gguf_writer_set_f32(w, key, v->kind == ANVIL_JSON_TRUE ? 1.0f
-                                                 : (float)anvil__json_f64(v), err) : -1;
+                     ? anvil_gguf_writer_set_f32(w, key,
+                                                 v->kind == ANVIL_JSON_TRUE ? 1.0f : (float)anvil__json_f64(v), err)
+                     : -1;
         }
         if (rc == -1) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "sampling value for %s has the wrong type (%s)", key,
@@ -396,8 +451,8 @@ static int put_str_list(anvil_gguf_writer *w, const char *key, const anvil_json_
 }
 
 static int put_sources(anvil_gguf_writer *w, const char *what, const anvil_json_value *list, anvil_error *err) {
-    static const char *const fields[] = { "name", "author", "version", "organization", "description", "url",
-                                          "doi", "uuid", "repo_url" };
+    static const char *const fields[] = { "name", "author", "version", "organization", "description",
+                                          "url",  "doi",    "uuid",    "repo_url" };
     if (anvil__json_is_null(list)) return ANVIL_OK;
     if (list->kind != ANVIL_JSON_ARRAY_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: general.%ss must be a list", what);
@@ -407,8 +462,10 @@ static int put_sources(anvil_gguf_writer *w, const char *what, const anvil_json_
     int rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)list->n_items, err);
     for (size_t i = 0; i < list->n_items && rc == ANVIL_OK; ++i) {
         if (list->items[i]->kind != ANVIL_JSON_OBJECT_BEGIN) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "metadata override: general.%ss item %zu is not an "
-                                    "object", what, i);
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "metadata override: general.%ss item %zu is not an "
+                                    "object",
+                                    what, i);
         }
         for (size_t k = 0; k < sizeof fields / sizeof fields[0] && rc == ANVIL_OK; ++k) {
             const anvil_json_value *v = anvil__json_get(list->items[i], fields[k]);

@@ -18,9 +18,7 @@
 #include "error.h"
 #include "hf_meta_name.h"
 
-static int ci_eq(const char *a, size_t n, const char *b) {
-    return strlen(b) == n && strncasecmp(a, b, n) == 0;
-}
+static int ci_eq(const char *a, size_t n, const char *b) { return strlen(b) == n && strncasecmp(a, b, n) == 0; }
 
 /* \d+([.]\d+)* */
 static int dotted_number(const char *s, size_t n) {
@@ -43,16 +41,15 @@ static int is_version(const char *s) {
     return n > 4 && strncasecmp(s, "iter", 4) == 0 && dotted_number(s + 4, n - 4);
 }
 
-static int is_word(char c) {
-    return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80;
-}
+static int is_word(char c) { return isalnum((unsigned char)c) || c == '_' || (unsigned char)c >= 0x80; }
 
 /* i?q\d(_\w)*|b?fp?(16|32), ignoring case */
 static int is_quant_type(const char *s) {
     const size_t n = strlen(s);
     size_t i = 0;
     if (i < n && tolower((unsigned char)s[i]) == 'i') ++i;
-    if (i + 1 < n + 1 && i < n && tolower((unsigned char)s[i]) == 'q' && i + 1 < n && isdigit((unsigned char)s[i + 1])) {
+    if (i + 1 < n + 1 && i < n && tolower((unsigned char)s[i]) == 'q' && i + 1 < n &&
+        isdigit((unsigned char)s[i + 1])) {
         size_t j = i + 2;
         while (j < n && s[j] == '_' && j + 1 < n && is_word(s[j + 1])) j += 2;
         if (j == n) return 1;
@@ -341,9 +338,11 @@ int hf_fill_template(const char *name, const char *type, char *buf, size_t cap, 
                 }
             }
             if (ins == NULL) {
-                return anvil__error_set(err, ANVIL_E_INVALID_ARG, "output name %s: only {ftype}, {outtype}, "
+                return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                        "output name %s: only {ftype}, {outtype}, "
                                         "{FTYPE}, {OUTTYPE} and {} may appear in braces (write {{ or }} for a "
-                                        "brace)", name);
+                                        "brace)",
+                                        name);
             }
         } else if (*p == '}') {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG, "output name %s: a single '}' (write }})", name);

@@ -17,8 +17,8 @@
 #include "hf_internal.h"
 
 typedef struct name_map {
-    const char *hf;     /* checkpoint name without .weight/.bias ("{L}" = model.layers.N.) */
-    const char *gguf;   /* GGUF base name ("{B}" = blk.N.) */
+    const char *hf;   /* checkpoint name without .weight/.bias ("{L}" = model.layers.N.) */
+    const char *gguf; /* GGUF base name ("{B}" = blk.N.) */
     int qwen3_only;
 } name_map;
 
@@ -106,15 +106,28 @@ static size_t expected_shape(const hf_folder *f, const char *gguf, uint64_t dims
     uint64_t hd = cfg_u(f, "head_dim");
     if (hd == 0 && nh != 0) hd = hidden / nh;
     const char *b = strncmp(gguf, "blk.", 4) == 0 ? strchr(gguf + 4, '.') + 1 : gguf;
-    struct { const char *n; uint64_t d0, d1; size_t nd; } t[] = {
-        { "token_embd.weight", vocab, hidden, 2 }, { "output.weight", vocab, hidden, 2 },
-        { "output_norm.weight", hidden, 0, 1 }, { "attn_norm.weight", hidden, 0, 1 },
-        { "ffn_norm.weight", hidden, 0, 1 }, { "attn_q.weight", nh * hd, hidden, 2 },
-        { "attn_k.weight", nkv * hd, hidden, 2 }, { "attn_v.weight", nkv * hd, hidden, 2 },
-        { "attn_output.weight", hidden, nh * hd, 2 }, { "ffn_gate.weight", ff, hidden, 2 },
-        { "ffn_up.weight", ff, hidden, 2 }, { "ffn_down.weight", hidden, ff, 2 },
-        { "attn_q.bias", nh * hd, 0, 1 }, { "attn_k.bias", nkv * hd, 0, 1 }, { "attn_v.bias", nkv * hd, 0, 1 },
-        { "attn_q_norm.weight", hd, 0, 1 }, { "attn_k_norm.weight", hd, 0, 1 },
+    struct {
+        const char *n;
+        uint64_t d0, d1;
+        size_t nd;
+    } t[] = {
+        { "token_embd.weight", vocab, hidden, 2 },
+        { "output.weight", vocab, hidden, 2 },
+        { "output_norm.weight", hidden, 0, 1 },
+        { "attn_norm.weight", hidden, 0, 1 },
+        { "ffn_norm.weight", hidden, 0, 1 },
+        { "attn_q.weight", nh * hd, hidden, 2 },
+        { "attn_k.weight", nkv * hd, hidden, 2 },
+        { "attn_v.weight", nkv * hd, hidden, 2 },
+        { "attn_output.weight", hidden, nh * hd, 2 },
+        { "ffn_gate.weight", ff, hidden, 2 },
+        { "ffn_up.weight", ff, hidden, 2 },
+        { "ffn_down.weight", hidden, ff, 2 },
+        { "attn_q.bias", nh * hd, 0, 1 },
+        { "attn_k.bias", nkv * hd, 0, 1 },
+        { "attn_v.bias", nkv * hd, 0, 1 },
+        { "attn_q_norm.weight", hd, 0, 1 },
+        { "attn_k_norm.weight", hd, 0, 1 },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; ++i) {
         if (strcmp(b, t[i].n) == 0) {
@@ -142,9 +155,10 @@ static int check_shape(const hf_folder *f, const hf_src_tensor *s, const char *g
         o += (size_t)snprintf(got + o, sizeof got - o, "%s%llu", i ? ", " : "", (unsigned long long)t->shape[i]);
     }
     snprintf(got + o, sizeof got - o, "]");
-    return anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: tensor \"%s\" has shape %s, but config.json implies %s; "
-                            "the weights and config.json do not belong together", f->dir,
-                            f->part_names[s->part], s->name, got, want);
+    return anvil__error_set(err, ANVIL_E_FORMAT,
+                            "%s/%s: tensor \"%s\" has shape %s, but config.json implies %s; "
+                            "the weights and config.json do not belong together",
+                            f->dir, f->part_names[s->part], s->name, got, want);
 }
 
 static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n_blocks, hf_out_tensor *o,
@@ -152,18 +166,20 @@ static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
     const hf_src_tensor *s = &f->tensors[i];
     const anvil_st_tensor *t = s->st;
     if (map_name(a->id, s->name, n_blocks, o->name, sizeof o->name) != 0) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: cannot map tensor \"%s\" to a %s GGUF tensor "
-                                "(convert_hf_to_gguf.py refuses it too)", f->dir, f->part_names[s->part],
-                                s->name, a->gguf_name);
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/%s: cannot map tensor \"%s\" to a %s GGUF tensor "
+                                "(convert_hf_to_gguf.py refuses it too)",
+                                f->dir, f->part_names[s->part], s->name, a->gguf_name);
     }
     if (t->dtype != ANVIL_ST_F32 && t->dtype != ANVIL_ST_F16 && t->dtype != ANVIL_ST_BF16 && s->scale == NULL) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: tensor \"%s\" is %s; anvil convert reads "
-                                "F32, F16, BF16 and scaled FP8 weights", f->dir, f->part_names[s->part], s->name,
-                                anvil_st_dtype_name(t->dtype));
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/%s: tensor \"%s\" is %s; anvil convert reads "
+                                "F32, F16, BF16 and scaled FP8 weights",
+                                f->dir, f->part_names[s->part], s->name, anvil_st_dtype_name(t->dtype));
     }
     if (t->rank > 4) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: tensor \"%s\" has %zu dims (GGUF holds 4)",
-                                f->dir, s->name, t->rank);
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: tensor \"%s\" has %zu dims (GGUF holds 4)", f->dir,
+                                s->name, t->rank);
     }
     int rc = check_shape(f, s, o->name, err);
     if (rc != ANVIL_OK) return rc;
@@ -178,9 +194,11 @@ static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
         const uint64_t kv = cfg_u(f, "num_key_value_heads");
         if (is_k && kv != 0 && kv != heads) heads = kv;
         if (heads == 0 || t->rank == 0 || t->shape[0] % (heads * 2) != 0) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: tensor \"%s\": %llu rows do not split into %llu "
-                                    "heads of two halves", f->dir, s->name,
-                                    (unsigned long long)(t->rank ? t->shape[0] : 0), (unsigned long long)heads);
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "%s: tensor \"%s\": %llu rows do not split into %llu "
+                                    "heads of two halves",
+                                    f->dir, s->name, (unsigned long long)(t->rank ? t->shape[0] : 0),
+                                    (unsigned long long)heads);
         }
         o->permute_heads = (int)heads;
     }
@@ -199,9 +217,11 @@ static int llama3_rope_freqs(const hf_folder *f, hf_out_tensor *o, anvil_error *
     if (th == NULL) th = anvil__json_get(f->config, "rope_theta");
     const double base = anvil__json_is_number(th) ? anvil__json_f64(th) : 10000.0;
     uint64_t dim = cfg_u(f, "head_dim");
-    if (dim == 0 && cfg_u(f, "num_attention_heads") != 0) dim = cfg_u(f, "hidden_size") / cfg_u(f, "num_attention_heads");
+    if (dim == 0 && cfg_u(f, "num_attention_heads") != 0)
+        dim = cfg_u(f, "hidden_size") / cfg_u(f, "num_attention_heads");
     if (dim == 0 || dim > (1u << 20)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: no usable head dim for the rope factors", f->dir);
+        return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: no usable head dim for the rope factors",
+                                f->dir);
     }
 #define RP(k, d) (anvil__json_is_number(anvil__json_get(p, k)) ? anvil__json_f64(anvil__json_get(p, k)) : (d))
     const double factor = RP("factor", 8.0), lo = RP("low_freq_factor", 1.0), hi = RP("high_freq_factor", 4.0);

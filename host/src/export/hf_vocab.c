@@ -97,28 +97,28 @@ static int hv_put(anvil__hf_vocab *v, const hv_kv *kv, anvil_error *err) {
 }
 
 int hv_set_u32(anvil__hf_vocab *v, const char *key, uint32_t u, anvil_error *err) {
-    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_U32, .u = u};
+    hv_kv kv = { .key = key, .type = ANVIL_GGUF_TYPE_U32, .u = u };
     return hv_put(v, &kv, err);
 }
 
 int hv_set_bool(anvil__hf_vocab *v, const char *key, int b, anvil_error *err) {
-    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_BOOL, .u = b ? 1u : 0u};
+    hv_kv kv = { .key = key, .type = ANVIL_GGUF_TYPE_BOOL, .u = b ? 1u : 0u };
     return hv_put(v, &kv, err);
 }
 
 int hv_set_str(anvil__hf_vocab *v, const char *key, const char *s, size_t len, anvil_error *err) {
     if (len == 0) return ANVIL_OK; /* add_string skips an empty value */
-    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_STRING};
+    hv_kv kv = { .key = key, .type = ANVIL_GGUF_TYPE_STRING };
     kv.s.ptr = hv_dup(&v->arena, s, len);
     kv.s.len = len;
     if (kv.s.ptr == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     return hv_put(v, &kv, err);
 }
 
-int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void *items,
-                 uint64_t count, anvil_error *err) {
+int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void *items, uint64_t count,
+                 anvil_error *err) {
     if (count == 0) return ANVIL_OK; /* add_array skips an empty list */
-    hv_kv kv = {.key = key, .type = ANVIL_GGUF_TYPE_ARRAY, .elem = elem, .count = count};
+    hv_kv kv = { .key = key, .type = ANVIL_GGUF_TYPE_ARRAY, .elem = elem, .count = count };
     if (elem == ANVIL_GGUF_TYPE_STRING) {
         kv.strs = items;
     } else {
@@ -139,8 +139,8 @@ int hv_alloc_tokens(anvil__hf_vocab *v, uint64_t n, int with_scores, anvil_error
     return ANVIL_OK;
 }
 
-int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type,
-                 int unmark, anvil_error *err) {
+int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type, int unmark,
+                 anvil_error *err) {
     char *t = hv_dup(&v->arena, s, len);
     if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     if (unmark) len = hv_unmark_spaces(t, len);
@@ -157,11 +157,14 @@ int hv_llama_finish(hv_load *l, const char *kind, anvil_error *err) {
     v->pre = "default";
     int rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
     if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
     if (rc != ANVIL_OK) return rc;
-    hv_special_opts o = {.has_n_vocab = 1, .n_vocab = v->n_tokens};
+    hv_special_opts o = { .has_n_vocab = 1, .n_vocab = v->n_tokens };
     return hv_special_vocab(l, &o, err);
 }
 
@@ -194,8 +197,7 @@ int hv_truthy(const anvil_json_value *j) {
 }
 
 int hv_str_is(const anvil_json_value *j, const char *s) {
-    return j != NULL && j->kind == ANVIL_JSON_STRING && strlen(s) == j->len &&
-           memcmp(j->text, s, j->len) == 0;
+    return j != NULL && j->kind == ANVIL_JSON_STRING && strlen(s) == j->len && memcmp(j->text, s, j->len) == 0;
 }
 
 static int has_prefix(const char *s, size_t len, const char *p) {
@@ -209,7 +211,7 @@ static int has_suffix(const char *s, size_t len, const char *p) {
 }
 
 int hv_looks_special(const char *s, size_t len) {
-    static const char *const exact[] = {"<pad>", "<mask>", "<2mass>", "[@BOS@]"};
+    static const char *const exact[] = { "<pad>", "<mask>", "<2mass>", "[@BOS@]" };
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; ++i) {
         if (len == strlen(exact[i]) && memcmp(s, exact[i], len) == 0) return 1;
     }

@@ -80,8 +80,7 @@ typedef struct anvil__hf_vocab anvil__hf_vocab;
  * text_config), tokenizer.model / tokenizer.json, tokenizer_config.json,
  * added_tokens.json, chat_template.jinja|json. *out is freed with
  * anvil__hf_vocab_free. */
-int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out,
-                         anvil_error *err);
+int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err);
 
 /* Append the KVs to w, in the converter's order (call it where the converter
  * calls set_vocab: after the hparams and general.quantization_version). */

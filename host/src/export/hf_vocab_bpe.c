@@ -30,8 +30,8 @@ typedef struct dict_entry {
 typedef struct dict {
     dict_entry *e;
     size_t n, cap;
-    size_t *slots;   /* index + 1; 0 = empty */
-    size_t n_slots;  /* power of two */
+    size_t *slots;  /* index + 1; 0 = empty */
+    size_t n_slots; /* power of two */
 } dict;
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -79,7 +79,7 @@ static int dict_put(dict *d, const char *key, size_t len, int64_t id) {
         return 0;
     }
     if (d->n == d->cap || (d->n + 1) * 2 > d->n_slots) return -1; /* sized by dict_init */
-    d->e[d->n] = (dict_entry){key, len, id};
+    d->e[d->n] = (dict_entry){ key, len, id };
     *s = ++d->n;
     return 0;
 }
@@ -89,11 +89,11 @@ static int dict_put(dict *d, const char *key, size_t len, int64_t id) {
 typedef struct added_ref added_ref;
 typedef struct fast_tok {
     const anvil_json_value *model_vocab;
-    const anvil_json_value *added;        /* added_tokens array or NULL */
-    size_t base;                 /* len(model.vocab) */
-    dict vocab;                  /* the merged vocab */
-    dict added_vocab;            /* get_added_vocab() */
-    added_ref *dec;              /* added_tokens_decoder, id order */
+    const anvil_json_value *added; /* added_tokens array or NULL */
+    size_t base;                   /* len(model.vocab) */
+    dict vocab;                    /* the merged vocab */
+    dict added_vocab;              /* get_added_vocab() */
+    added_ref *dec;                /* added_tokens_decoder, id order */
     size_t n_dec;
 } fast_tok;
 
@@ -128,7 +128,7 @@ static int added_id(const hv_load *l, const anvil_json_value *t, int64_t *id, co
 
 typedef struct added_ref {
     int64_t id;
-    size_t idx;                  /* position in added_tokens */
+    size_t idx; /* position in added_tokens */
     const anvil_json_value *node;
     const char *content;
     size_t len;
@@ -253,8 +253,8 @@ int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err) {
 }
 
 /* all_special_tokens (texts in tx) and all_special_ids (ids). */
-static int add_special(const fast_tok *ft, const anvil_json_value *t, const anvil_json_value **tx, int64_t *ids, size_t *n,
-                       size_t cap) {
+static int add_special(const fast_tok *ft, const anvil_json_value *t, const anvil_json_value **tx, int64_t *ids,
+                       size_t *n, size_t cap) {
     if (t != NULL && t->kind == ANVIL_JSON_OBJECT_BEGIN) t = anvil__json_get(t, "content");
     if (!hv_truthy(t) || t->kind != ANVIL_JSON_STRING) return 0;
     const dict_entry *e = dict_find(&ft->vocab, t->text, t->len);
@@ -276,11 +276,12 @@ static int in_texts(const anvil_json_value *const *tx, size_t n, const char *s, 
 
 static size_t special_ids(const hv_load *l, const fast_tok *ft, const anvil_json_value **tx, int64_t *ids,
                           size_t cap) {
-    static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
-                                       "pad_token", "cls_token", "mask_token"};
+    static const char *const keys[] = { "bos_token", "eos_token", "unk_token", "sep_token",
+                                        "pad_token", "cls_token", "mask_token" };
     size_t n = 0;
     if (l->tcfg == NULL) return 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i) add_special(ft, anvil__json_get(l->tcfg, keys[i]), tx, ids, &n, cap);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; ++i)
+        add_special(ft, anvil__json_get(l->tcfg, keys[i]), tx, ids, &n, cap);
     const anvil_json_value *more = anvil__json_get(l->tcfg, "additional_special_tokens");
     for (size_t i = 0; more != NULL && more->kind == ANVIL_JSON_ARRAY_BEGIN && i < more->n_items; ++i) {
         add_special(ft, more->items[i], tx, ids, &n, cap);
@@ -321,8 +322,9 @@ static int llama_hf_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
             break;
         }
         const dict_entry *e = &ft->vocab.e[rev[i]];
-        const int type = is_byte_token(e->key, e->len) ? HV_BYTE
-                         : in_ids(ids, n_ids, (int64_t)i) ? HV_CONTROL : HV_NORMAL;
+        const int type = is_byte_token(e->key, e->len)    ? HV_BYTE
+                         : in_ids(ids, n_ids, (int64_t)i) ? HV_CONTROL
+                                                          : HV_NORMAL;
         rc = hv_put_token(v, i, e->key, e->len, -1000.0f, type, 0, err);
     }
     /* the added tokens past the model's vocab, in id order (stable) */
@@ -358,8 +360,8 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
         if ((uint64_t)ft->vocab.e[i].id >= vs) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
                                     "%s: token %s has id %lld, not below the vocab_size %llu of %s "
-                                    "(the converter asserts this too)", l->tok_path,
-                                    hv_quote(q, sizeof q, ft->vocab.e[i].key, ft->vocab.e[i].len),
+                                    "(the converter asserts this too)",
+                                    l->tok_path, hv_quote(q, sizeof q, ft->vocab.e[i].key, ft->vocab.e[i].len),
                                     (long long)ft->vocab.e[i].id, (unsigned long long)vs, l->config_path);
         }
     }
@@ -382,8 +384,8 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
         if (a == NULL) {
             rc = anvil__error_set(err, ANVIL_E_FORMAT,
                                   "%s: added token %s has another id than %llu, which the "
-                                  "vocabulary gives it", l->tok_path, hv_quote(q, sizeof q, e->key, e->len),
-                                  (unsigned long long)i);
+                                  "vocabulary gives it",
+                                  l->tok_path, hv_quote(q, sizeof q, e->key, e->len), (unsigned long long)i);
         } else if (hv_truthy(anvil__json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
             rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_CONTROL, 0, err);
         } else {
@@ -403,17 +405,15 @@ static const char QWEN2_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-static int is_false(const anvil_json_value *j) {
-    return j != NULL && j->kind == ANVIL_JSON_FALSE;
-}
+static int is_false(const anvil_json_value *j) { return j != NULL && j->kind == ANVIL_JSON_FALSE; }
 
 /* The Split regex of Sequence[Split(Regex, Isolated, invert false),
  * ByteLevel(add_prefix_space false, use_regex false)], or NULL with why. */
 static const anvil_json_value *split_regex(const anvil_json_value *pre, const char **why) {
     const anvil_json_value *seq = anvil__json_get(pre, "pretokenizers");
     *why = "it is not Sequence[Split, ByteLevel]";
-    if (!hv_str_is(anvil__json_get(pre, "type"), "Sequence") || seq == NULL ||
-        seq->kind != ANVIL_JSON_ARRAY_BEGIN || seq->n_items != 2) {
+    if (!hv_str_is(anvil__json_get(pre, "type"), "Sequence") || seq == NULL || seq->kind != ANVIL_JSON_ARRAY_BEGIN ||
+        seq->n_items != 2) {
         return NULL;
     }
     const anvil_json_value *split = seq->items[0], *bl = seq->items[1];
@@ -470,8 +470,10 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
     const anvil_json_value *type = anvil__json_get(m, "type");
     if (!hv_str_is(type, "BPE")) {
         char q[256];
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: model.type %s is not supported: anvil "
-                                "convert reads BPE tokenizers", l->tok_path, hv_quote(q, sizeof q, type->text, type->len));
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s: model.type %s is not supported: anvil "
+                                "convert reads BPE tokenizers",
+                                l->tok_path, hv_quote(q, sizeof q, type->text, type->len));
     }
     fast_tok ft;
     int rc = load_fast(l, &ft, err);
@@ -483,9 +485,11 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
     v->kind = "gpt2";
     rc = hv_set_str(v, "tokenizer.ggml.model", "gpt2", 4, err);
     if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", v->pre, strlen(v->pre), err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
-    if (rc == ANVIL_OK) rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
     if (rc != ANVIL_OK) return rc;
-    hv_special_opts o = {.load_merges = 1};
+    hv_special_opts o = { .load_merges = 1 };
     return hv_special_vocab(l, &o, err);
 }

@@ -9,8 +9,7 @@
 
 #include "hf_vocab.h"
 
-int hf_vocab_glue_write(const hf_folder *f, const hf_arch *a, anvil_gguf_writer *w, int *written,
-                        anvil_error *err) {
+int hf_vocab_glue_write(const hf_folder *f, const hf_arch *a, anvil_gguf_writer *w, int *written, anvil_error *err) {
     *written = 0;
     anvil__hf_vocab *v = NULL;
     int rc = anvil__hf_vocab_load(f->dir, a->hf_name, &v, err);

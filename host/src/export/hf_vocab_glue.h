@@ -9,7 +9,6 @@
 
 #include "hf_internal.h"
 
-int hf_vocab_glue_write(const hf_folder *f, const hf_arch *a, anvil_gguf_writer *w, int *written,
-                        anvil_error *err);
+int hf_vocab_glue_write(const hf_folder *f, const hf_arch *a, anvil_gguf_writer *w, int *written, anvil_error *err);
 
 #endif

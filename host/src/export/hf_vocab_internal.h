@@ -38,24 +38,24 @@ void hv_arena_free(hv_arena *a);
 
 /* One KV as gguf-py would write it. */
 typedef struct hv_kv {
-    const char *key;                 /* arena */
-    uint32_t type;                   /* U32, BOOL, STRING or ARRAY */
-    uint32_t elem;                   /* ARRAY: STRING, F32 or I32 */
-    uint32_t u;                      /* U32, BOOL (0/1) */
-    anvil_gguf_str s;                /* STRING */
-    const anvil_gguf_str *strs;      /* ARRAY of STRING */
-    const void *nums;                /* ARRAY of F32 / I32 */
-    uint64_t count;                  /* ARRAY */
+    const char *key;            /* arena */
+    uint32_t type;              /* U32, BOOL, STRING or ARRAY */
+    uint32_t elem;              /* ARRAY: STRING, F32 or I32 */
+    uint32_t u;                 /* U32, BOOL (0/1) */
+    anvil_gguf_str s;           /* STRING */
+    const anvil_gguf_str *strs; /* ARRAY of STRING */
+    const void *nums;           /* ARRAY of F32 / I32 */
+    uint64_t count;             /* ARRAY */
 } hv_kv;
 
 struct anvil__hf_vocab {
     hv_arena arena;
-    const char *kind;                /* "spm", "llama-hf", "gpt2" */
-    const char *pre;                 /* tokenizer.ggml.pre */
+    const char *kind; /* "spm", "llama-hf", "gpt2" */
+    const char *pre;  /* tokenizer.ggml.pre */
     hv_kv *kvs;
     size_t n_kvs, cap_kvs;
-    anvil_gguf_str *tokens;          /* tokenizer.ggml.tokens */
-    float *scores;                   /* NULL for gpt2 */
+    anvil_gguf_str *tokens; /* tokenizer.ggml.tokens */
+    float *scores;          /* NULL for gpt2 */
     int32_t *types;
     uint64_t n_tokens;
     anvil_gguf_str *merges;
@@ -66,8 +66,8 @@ struct anvil__hf_vocab {
 int hv_set_u32(anvil__hf_vocab *v, const char *key, uint32_t u, anvil_error *err);
 int hv_set_bool(anvil__hf_vocab *v, const char *key, int b, anvil_error *err);
 int hv_set_str(anvil__hf_vocab *v, const char *key, const char *s, size_t len, anvil_error *err);
-int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void *items,
-                 uint64_t count, anvil_error *err);
+int hv_set_array(anvil__hf_vocab *v, const char *key, uint32_t elem, const void *items, uint64_t count,
+                 anvil_error *err);
 /* The value of key, or NULL. */
 const hv_kv *hv_get(const anvil__hf_vocab *v, const char *key);
 
@@ -75,14 +75,14 @@ const hv_kv *hv_get(const anvil__hf_vocab *v, const char *key);
 typedef struct hv_load {
     anvil__hf_vocab *v;
     const char *dir;
-    int is_llama;                    /* Llama/Mistral (else Qwen2/Qwen3) */
-    anvil_json_value *config;                 /* config.json */
+    int is_llama;             /* Llama/Mistral (else Qwen2/Qwen3) */
+    anvil_json_value *config; /* config.json */
     char *config_path;
-    anvil_json_value *tok;                    /* tokenizer.json or NULL */
+    anvil_json_value *tok; /* tokenizer.json or NULL */
     char *tok_path;
-    anvil_json_value *tcfg;                   /* tokenizer_config.json or NULL */
+    anvil_json_value *tcfg; /* tokenizer_config.json or NULL */
     char *tcfg_path;
-    int has_vocab_size;              /* hparams "vocab_size" (text_config first) */
+    int has_vocab_size; /* hparams "vocab_size" (text_config first) */
     int64_t vocab_size;
 } hv_load;
 
@@ -119,7 +119,7 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err);
  * with extra (typ, id) _set_special_token calls after loading (CodeLlama). */
 typedef struct hv_special_opts {
     int load_merges;
-    const char *const *types;        /* NULL: bos eos unk sep pad cls mask */
+    const char *const *types; /* NULL: bos eos unk sep pad cls mask */
     size_t n_types;
     int has_n_vocab;
     uint64_t n_vocab;
@@ -135,8 +135,8 @@ int hv_alloc_tokens(anvil__hf_vocab *v, uint64_t n, int with_scores, anvil_error
 /* Token i: a copy of s[0..len) in v's arena (unmark: with U+2581 read
  * back as spaces, hv_unmark_spaces), its type, and its score where v keeps
  * scores. */
-int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type,
-                 int unmark, anvil_error *err);
+int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, float score, int type, int unmark,
+                 anvil_error *err);
 
 /* The tail LlamaModel's SentencePiece and LlamaHfVocab paths share, once
  * l->v holds the tokens: kind (v->kind: "spm", "llama-hf"), pre "default",

@@ -19,19 +19,19 @@ const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
     return j != NULL ? j : anvil__json_get(l->config, key);
 }
 
-static int load_json_if_file(const char *dir, const char *name, char **path, anvil_json_value **out,
-                             int required, anvil_error *err) {
+static int load_json_if_file(const char *dir, const char *name, char **path, anvil_json_value **out, int required,
+                             anvil_error *err) {
     *path = hf_path_join(dir, name);
     if (*path == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     if (!hv_is_file(*path)) {
         if (!required) return ANVIL_OK;
-        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                "%s is missing: a Hugging Face checkpoint folder has one", *path);
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND, "%s is missing: a Hugging Face checkpoint folder has one",
+                                *path);
     }
     int rc = anvil__json_tree_load(*path, out, err);
     if (rc == ANVIL_OK && (*out)->kind != ANVIL_JSON_OBJECT_BEGIN) {
-        rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: expected a JSON object at the top, found %s",
-                              *path, anvil__json_event_what((*out)->kind));
+        rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: expected a JSON object at the top, found %s", *path,
+                              anvil__json_event_what((*out)->kind));
     }
     return rc;
 }
@@ -41,8 +41,7 @@ static int read_vocab_size(hv_load *l, anvil_error *err) {
     if (anvil__json_is_null(j)) return ANVIL_OK;
     if (anvil__json_i64(j, &l->vocab_size) != 0 || l->vocab_size < 0 || l->vocab_size > INT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s: vocab_size must be an integer in 0..2^31-1; fix config.json",
-                                l->config_path);
+                                "%s: vocab_size must be an integer in 0..2^31-1; fix config.json", l->config_path);
     }
     l->has_vocab_size = 1;
     return ANVIL_OK;
@@ -68,21 +67,21 @@ static int llama_head(hv_load *l, anvil_error *err) {
     if (mistral_tok) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                 "%s: a Mistral tekken.json tokenizer (no tokenizer.json) is not supported "
-                                "by anvil convert; use convert_hf_to_gguf.py", l->dir);
+                                "by anvil convert; use convert_hf_to_gguf.py",
+                                l->dir);
     }
     if (l->tcfg == NULL) return ANVIL_OK;
     const anvil_json_value *aps = anvil__json_get(l->tcfg, "add_prefix_space");
     if (!anvil__json_is_null(aps)) {
         if (aps->kind != ANVIL_JSON_TRUE && aps->kind != ANVIL_JSON_FALSE) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: add_prefix_space must be true or false",
-                                    l->tcfg_path);
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: add_prefix_space must be true or false", l->tcfg_path);
         }
         int rc = hv_set_bool(l->v, "tokenizer.ggml.add_space_prefix", aps->kind == ANVIL_JSON_TRUE, err);
         if (rc != ANVIL_OK) return rc;
     }
     if (hv_str_is(anvil__json_get(l->tcfg, "tokenizer_class"), "HybridDNATokenizer")) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                                "%s: HybridDNATokenizer is not supported by anvil convert", l->tcfg_path);
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: HybridDNATokenizer is not supported by anvil convert",
+                                l->tcfg_path);
     }
     return ANVIL_OK;
 }
@@ -96,10 +95,9 @@ static int vocab_size_is(const hv_load *l, double n) {
 
 static int llama_tail(hv_load *l, anvil_error *err) {
     if (vocab_size_is(l, 32016.0)) { /* CodeLlama */
-        static const char *const types[] = {"prefix", "suffix", "middle", "eot"};
-        static const int64_t ids[] = {32007, 32008, 32009, 32010};
-        hv_special_opts o = {.types = types, .n_types = 4, .extra_types = types, .extra_ids = ids,
-                             .n_extra = 4};
+        static const char *const types[] = { "prefix", "suffix", "middle", "eot" };
+        static const int64_t ids[] = { 32007, 32008, 32009, 32010 };
+        hv_special_opts o = { .types = types, .n_types = 4, .extra_types = types, .extra_ids = ids, .n_extra = 4 };
         int rc = hv_special_vocab(l, &o, err);
         if (rc != ANVIL_OK) return rc;
     }
@@ -142,8 +140,7 @@ static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
                             arch != NULL ? arch : "(none)");
 }
 
-int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out,
-                         anvil_error *err) {
+int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err) {
     *out = NULL;
     hv_load l;
     memset(&l, 0, sizeof l);
@@ -200,14 +197,8 @@ void anvil__hf_vocab_free(anvil__hf_vocab *v) {
     free(v);
 }
 
-uint64_t anvil__hf_vocab_count(const anvil__hf_vocab *v) {
-    return v->n_tokens;
-}
+uint64_t anvil__hf_vocab_count(const anvil__hf_vocab *v) { return v->n_tokens; }
 
-const char *anvil__hf_vocab_kind(const anvil__hf_vocab *v) {
-    return v->kind != NULL ? v->kind : "";
-}
+const char *anvil__hf_vocab_kind(const anvil__hf_vocab *v) { return v->kind != NULL ? v->kind : ""; }
 
-const char *anvil__hf_vocab_pre(const anvil__hf_vocab *v) {
-    return v->pre != NULL ? v->pre : "";
-}
+const char *anvil__hf_vocab_pre(const anvil__hf_vocab *v) { return v->pre != NULL ? v->pre : ""; }

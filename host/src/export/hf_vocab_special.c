@@ -31,8 +31,8 @@
 #define SV_MAX_TYPES 16
 #define SV_N_OV 6
 
-static const char *const OV_KEYS[SV_N_OV] = {"bos_token", "cls_token", "eos_token",
-                                             "sep_token", "eot_token", "eom_token"};
+static const char *const OV_KEYS[SV_N_OV] = { "bos_token", "cls_token", "eos_token",
+                                              "sep_token", "eot_token", "eom_token" };
 
 typedef struct sv_id {
     const char *typ;
@@ -53,13 +53,13 @@ typedef struct sv {
     size_t n_ids;
     sv_add adds[SV_MAX_TYPES];
     size_t n_adds;
-    const anvil_json_value *ov[SV_N_OV];       /* tokenizer_config overrides */
+    const anvil_json_value *ov[SV_N_OV]; /* tokenizer_config overrides */
     int has_ov[SV_N_OV];
-    const anvil_json_value *chat;              /* chat_template: STRING or ARRAY, NULL = None */
-    anvil_json_value *chat_owned;              /* a tree the chat template lives in */
-    char *chat_text;                  /* chat_template.jinja's text */
+    const anvil_json_value *chat; /* chat_template: STRING or ARRAY, NULL = None */
+    anvil_json_value *chat_owned; /* a tree the chat template lives in */
+    char *chat_text;              /* chat_template.jinja's text */
     size_t chat_len;
-    int lower, strip;                 /* -1 = None */
+    int lower, strip; /* -1 = None */
 } sv;
 
 /* ---- Python-like helpers ---------------------------------------------------------- */
@@ -90,9 +90,7 @@ static void tc_set(sv *s, const char *key, const anvil_json_value *val) {
     s->has_ov[i] = 1;
 }
 
-static int tc_truthy(const sv *s) {
-    return s->l->tcfg != NULL && s->l->tcfg->n_items > 0;
-}
+static int tc_truthy(const sv *s) { return s->l->tcfg != NULL && s->l->tcfg->n_items > 0; }
 
 static int has_type(const sv *s, const char *typ) {
     for (size_t i = 0; i < s->n_types; ++i) {
@@ -108,7 +106,7 @@ static void set_add(sv *s, const char *typ, int val) {
             return;
         }
     }
-    if (s->n_adds < SV_MAX_TYPES) s->adds[s->n_adds++] = (sv_add){typ, val};
+    if (s->n_adds < SV_MAX_TYPES) s->adds[s->n_adds++] = (sv_add){ typ, val };
 }
 
 /* _set_special_token(typ, tid): only ints (a JSON bool is a Python int). */
@@ -122,20 +120,20 @@ static int set_special(sv *s, const char *typ, const anvil_json_value *tid, int6
         } else if (!anvil__json_is_int(tid)) {
             return ANVIL_OK;
         } else if (anvil__json_i64(tid, &id) != 0) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the %s token id %s does not fit 64 bits",
-                                    s->l->dir, typ, tid->text);
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the %s token id %s does not fit 64 bits", s->l->dir,
+                                    typ, tid->text);
         }
     }
     if (id < 0) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s: invalid value for special token type %s: %lld",
-                                s->l->dir, typ, (long long)id);
+        return anvil__error_set(err, ANVIL_E_FORMAT, "%s: invalid value for special token type %s: %lld", s->l->dir,
+                                typ, (long long)id);
     }
     if (s->o->has_n_vocab && (uint64_t)id >= s->o->n_vocab) return ANVIL_OK; /* out of range: skipped */
     for (size_t i = 0; i < s->n_ids; ++i) {
         if (strcmp(s->ids[i].typ, typ) == 0) return ANVIL_OK;
     }
     if (s->n_ids < SV_MAX_TYPES) {
-        s->ids[s->n_ids++] = (sv_id){typ, id};
+        s->ids[s->n_ids++] = (sv_id){ typ, id };
     }
     return ANVIL_OK;
 }
@@ -187,7 +185,8 @@ static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const
     }
 }
 
-static void tmpl_pair(sv *s, sv_spec *p, const anvil_json_value *pair, const anvil_json_value *first, const anvil_json_value *last) {
+static void tmpl_pair(sv *s, sv_spec *p, const anvil_json_value *pair, const anvil_json_value *first,
+                      const anvil_json_value *last) {
     size_t lo = 0, hi = pair->n_items;
     if (hv_truthy(first) && py_eq(get2(pair->items[0], "SpecialToken", "id"), first)) lo = 1;
     if (hv_truthy(last) && py_eq(get2(pair->items[hi - 1], "SpecialToken", "id"), last)) hi--;
@@ -224,7 +223,7 @@ static void roberta(sv *s, sv_spec *p, const anvil_json_value *proc) {
 
 static void post_processor(sv *s) {
     const int tc = tc_truthy(s);
-    sv_spec p = {tc_get(s, "bos_token"), tc_get(s, "cls_token"), tc_get(s, "eos_token"), tc_get(s, "sep_token")};
+    sv_spec p = { tc_get(s, "bos_token"), tc_get(s, "cls_token"), tc_get(s, "eos_token"), tc_get(s, "sep_token") };
     if (!hv_truthy(p.bos) && hv_truthy(p.cls) && tc) tc_set(s, "bos_token", p.bos = p.cls);
     if (!hv_truthy(p.eos) && hv_truthy(p.sep) && tc) tc_set(s, "eos_token", p.eos = p.sep);
     const anvil_json_value *pp = anvil__json_get(s->l->tok, "post_processor");
@@ -285,10 +284,12 @@ static int load_merges(sv *s, anvil_error *err) {
     if (m == NULL || m->kind != ANVIL_JSON_ARRAY_BEGIN || m->n_items == 0) return ANVIL_OK;
     const anvil_json_value *m0 = m->items[0];
     const int strings = m0->kind == ANVIL_JSON_STRING;
-    if (!strings && !(m0->kind == ANVIL_JSON_ARRAY_BEGIN && m0->n_items == 2 &&
-                      m0->items[0]->kind == ANVIL_JSON_STRING)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s: unknown tokenizer merges format (neither "
-                                "\"a b\" strings nor [a, b] pairs)", s->l->tok_path);
+    if (!strings &&
+        !(m0->kind == ANVIL_JSON_ARRAY_BEGIN && m0->n_items == 2 && m0->items[0]->kind == ANVIL_JSON_STRING)) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s: unknown tokenizer merges format (neither "
+                                "\"a b\" strings nor [a, b] pairs)",
+                                s->l->tok_path);
     }
     v->merges = calloc(m->n_items, sizeof *v->merges);
     if (v->merges == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
@@ -305,8 +306,10 @@ static int load_merges(sv *s, anvil_error *err) {
         }
         if (bad == -2) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
         if (bad) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: merge %zu is not of the form of merge 0 "
-                                    "(all strings or all lists of strings)", s->l->tok_path, i);
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "%s: merge %zu is not of the form of merge 0 "
+                                    "(all strings or all lists of strings)",
+                                    s->l->tok_path, i);
         }
     }
     v->n_merges = m->n_items;
@@ -327,9 +330,11 @@ static int no_extra_templates(const sv *s, anvil_error *err) {
     if (dir != NULL) closedir(dir);
     int rc = ANVIL_OK;
     if (found) {
-        rc = anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s: additional chat templates are not supported "
+        rc = anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                              "%s: additional chat templates are not supported "
                               "(the converter writes them in no fixed order); remove the folder or use "
-                              "convert_hf_to_gguf.py", d);
+                              "convert_hf_to_gguf.py",
+                              d);
     }
     free(d);
     return rc;
@@ -359,8 +364,8 @@ static size_t ws_len(const unsigned char *s, size_t n) {
     if (n < 3) return 0;
     const unsigned cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
     if ((s[0] & 0xf0) != 0xe0) return 0;
-    return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
-                   cp == 0x202f || cp == 0x205f || cp == 0x3000
+    return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
+                   cp == 0x205f || cp == 0x3000
                ? 3
                : 0;
 }
@@ -436,7 +441,8 @@ static int chat_alt(sv *s, const anvil_json_value **alt, int *alt_is_text, anvil
     int rc = jp == NULL || js == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory") : ANVIL_OK;
     if (rc == ANVIL_OK && hv_is_file(jp)) {
         rc = hv_read_file(jp, &s->chat_text, &s->chat_len, err);
-        if (rc == ANVIL_OK && anvil__utf8_valid_prefix((const unsigned char *)s->chat_text, s->chat_len) != s->chat_len) {
+        if (rc == ANVIL_OK &&
+            anvil__utf8_valid_prefix((const unsigned char *)s->chat_text, s->chat_len) != s->chat_len) {
             rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is not valid UTF-8", jp);
         }
         if (rc == ANVIL_OK) s->chat_len = universal_newlines(s->chat_text, s->chat_len);
@@ -474,7 +480,8 @@ static const anvil_json_value *added_id_of(const sv *s, const anvil_json_value *
     const anvil_json_value *added = s->l->tok != NULL ? anvil__json_get(s->l->tok, "added_tokens") : NULL;
     if (added == NULL || added->kind != ANVIL_JSON_ARRAY_BEGIN) return NULL;
     for (size_t i = 0; i < added->n_items; ++i) {
-        if (py_eq(anvil__json_get(added->items[i], "content"), content)) return anvil__json_get(added->items[i], "id");
+        if (py_eq(anvil__json_get(added->items[i], "content"), content))
+            return anvil__json_get(added->items[i], "id");
     }
     return NULL;
 }
@@ -535,10 +542,11 @@ static void parse_normalizer(sv *s, const anvil_json_value *n, int depth) {
 
 static const char *id_key(const char *typ) {
     static const char *const map[][2] = {
-        {"bos", "tokenizer.ggml.bos_token_id"},     {"eos", "tokenizer.ggml.eos_token_id"},
-        {"unk", "tokenizer.ggml.unknown_token_id"}, {"sep", "tokenizer.ggml.seperator_token_id"},
-        {"pad", "tokenizer.ggml.padding_token_id"}, {"mask", "tokenizer.ggml.mask_token_id"},
-        {"eot", "tokenizer.ggml.eot_token_id"},     {"eom", "tokenizer.ggml.eom_token_id"}};
+        { "bos", "tokenizer.ggml.bos_token_id" },     { "eos", "tokenizer.ggml.eos_token_id" },
+        { "unk", "tokenizer.ggml.unknown_token_id" }, { "sep", "tokenizer.ggml.seperator_token_id" },
+        { "pad", "tokenizer.ggml.padding_token_id" }, { "mask", "tokenizer.ggml.mask_token_id" },
+        { "eot", "tokenizer.ggml.eot_token_id" },     { "eom", "tokenizer.ggml.eom_token_id" }
+    };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; ++i) {
         if (strcmp(map[i][0], typ) == 0) return map[i][1];
     }
@@ -554,35 +562,43 @@ static int chat_list(sv *s, anvil_error *err) {
     size_t n = 0;
     int rc = names == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory") : ANVIL_OK;
     for (size_t i = 0; rc == ANVIL_OK && i < s->chat->n_items; ++i) {
-        const anvil_json_value *c = s->chat->items[i], *nm = anvil__json_get(c, "name"), *t = anvil__json_get(c, "template");
+        const anvil_json_value *c = s->chat->items[i], *nm = anvil__json_get(c, "name"),
+                               *t = anvil__json_get(c, "template");
         char name[256];
         size_t k = 0;
         for (size_t j = 0; nm != NULL && nm->kind == ANVIL_JSON_STRING && j < nm->len && k < sizeof name - 1; ++j) {
             const unsigned char ch = (unsigned char)nm->text[j];
             if ((ch & 0xc0) == 0x80) continue; /* one '_' per non-ASCII character */
-            name[k++] = (ch < 0x80 && ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')) || (ch >= '0' && ch <= '9') ? (char)ch : '_';
+            name[k++] = (ch < 0x80 && ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')) || (ch >= '0' && ch <= '9')
+                            ? (char)ch
+                            : '_';
         }
         name[k] = '\0';
         if (k == 0 || t == NULL || t->kind == ANVIL_JSON_NULL) continue;
         if (t->kind != ANVIL_JSON_STRING) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: chat template \"%s\" is not a string", s->l->tcfg_path, name);
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: chat template \"%s\" is not a string", s->l->tcfg_path,
+                                  name);
         } else if (strcmp(name, "default") == 0) {
             def = t;
         } else {
             char *key = hv_printf(&v->arena, "tokenizer.chat_template.%s", name);
             names[n].ptr = hv_dup(&v->arena, name, k);
             names[n].len = k;
-            rc = key == NULL || names[n].ptr == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
-                                                     : hv_set_str(v, key, t->text, t->len, err);
+            rc = key == NULL || names[n].ptr == NULL
+                     ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
+                     : hv_set_str(v, key, t->text, t->len, err);
             size_t j = 0;
             while (j < n && strcmp(names[j].ptr, name) != 0) ++j;
             n += j == n;
         }
     }
-    anvil_gguf_str *kept = rc == ANVIL_OK && n > 0 ? (anvil_gguf_str *)hv_dup(&v->arena, (const char *)names, n * sizeof *names) : NULL;
-    if (rc == ANVIL_OK && n > 0 && kept == NULL) rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    anvil_gguf_str *kept =
+        rc == ANVIL_OK && n > 0 ? (anvil_gguf_str *)hv_dup(&v->arena, (const char *)names, n * sizeof *names) : NULL;
+    if (rc == ANVIL_OK && n > 0 && kept == NULL)
+        rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
     free(names);
-    if (rc == ANVIL_OK && n > 0) rc = hv_set_array(v, "tokenizer.chat_templates", ANVIL_GGUF_TYPE_STRING, kept, n, err);
+    if (rc == ANVIL_OK && n > 0)
+        rc = hv_set_array(v, "tokenizer.chat_templates", ANVIL_GGUF_TYPE_STRING, kept, n, err);
     if (rc == ANVIL_OK && def != NULL) rc = hv_set_str(v, "tokenizer.chat_template", def->text, def->len, err);
     return rc;
 }
@@ -597,8 +613,8 @@ static int emit(sv *s, anvil_error *err) {
         const char *key = id_key(s->ids[i].typ);
         if (key == NULL) continue;
         if (s->ids[i].id > (int64_t)UINT32_MAX) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the %s token id %lld does not fit 32 bits",
-                                    s->l->dir, s->ids[i].typ, (long long)s->ids[i].id);
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s: the %s token id %lld does not fit 32 bits", s->l->dir,
+                                    s->ids[i].typ, (long long)s->ids[i].id);
         }
         rc = hv_set_u32(v, key, (uint32_t)s->ids[i].id, err);
     }
@@ -617,7 +633,8 @@ static int emit(sv *s, anvil_error *err) {
         rc = chat_list(s, err);
     }
     if (rc == ANVIL_OK && s->lower >= 0) rc = hv_set_bool(v, "tokenizer.ggml.normalizer.lowercase", s->lower, err);
-    if (rc == ANVIL_OK && s->strip >= 0) rc = hv_set_bool(v, "tokenizer.ggml.normalizer.strip_accents", s->strip, err);
+    if (rc == ANVIL_OK && s->strip >= 0)
+        rc = hv_set_bool(v, "tokenizer.ggml.normalizer.strip_accents", s->strip, err);
     return rc;
 }
 
@@ -647,7 +664,7 @@ static int load_all(sv *s, anvil_error *err) {
 }
 
 int hv_special_vocab(hv_load *l, const hv_special_opts *o, anvil_error *err) {
-    static const char *const defaults[] = {"bos", "eos", "unk", "sep", "pad", "cls", "mask"};
+    static const char *const defaults[] = { "bos", "eos", "unk", "sep", "pad", "cls", "mask" };
     sv s;
     memset(&s, 0, sizeof s);
     s.l = l;

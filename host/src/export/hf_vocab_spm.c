@@ -20,15 +20,15 @@
 
 typedef struct pb {
     const uint8_t *p;
-    size_t end;          /* exclusive bound of the current message */
+    size_t end; /* exclusive bound of the current message */
     size_t pos;
     const char *path;
 } pb;
 
 static int pb_bad(const pb *r, anvil_error *err, const char *what) {
     return anvil__error_set(err, ANVIL_E_FORMAT,
-                            "%s: not a SentencePiece model: %s at byte %zu; re-download the file",
-                            r->path, what, r->pos);
+                            "%s: not a SentencePiece model: %s at byte %zu; re-download the file", r->path, what,
+                            r->pos);
 }
 
 static int pb_varint(pb *r, uint64_t *out, anvil_error *err) {
@@ -70,8 +70,8 @@ static int pb_next(pb *r, pb_field *f, anvil_error *err) {
         return ANVIL_OK;
     case 5:
         if (r->end - r->pos < 4) return pb_bad(r, err, "truncated 32-bit field");
-        f->u32 = (uint32_t)r->p[r->pos] | (uint32_t)r->p[r->pos + 1] << 8 |
-                 (uint32_t)r->p[r->pos + 2] << 16 | (uint32_t)r->p[r->pos + 3] << 24;
+        f->u32 = (uint32_t)r->p[r->pos] | (uint32_t)r->p[r->pos + 1] << 8 | (uint32_t)r->p[r->pos + 2] << 16 |
+                 (uint32_t)r->p[r->pos + 3] << 24;
         r->pos += 4;
         return ANVIL_OK;
     case 2:
@@ -94,7 +94,7 @@ typedef struct spm_piece {
 } spm_piece;
 
 static int read_piece(const pb *outer, const pb_field *f, spm_piece *out, anvil_error *err) {
-    pb r = {outer->p, f->at + f->len, f->at, outer->path};
+    pb r = { outer->p, f->at + f->len, f->at, outer->path };
     memset(out, 0, sizeof *out);
     out->type = HV_NORMAL;
     int has_piece = 0;
@@ -121,7 +121,7 @@ static int read_piece(const pb *outer, const pb_field *f, spm_piece *out, anvil_
 }
 
 static int check_trainer(const pb *outer, const pb_field *f, anvil_error *err) {
-    pb r = {outer->p, f->at + f->len, f->at, outer->path};
+    pb r = { outer->p, f->at + f->len, f->at, outer->path };
     while (r.pos < r.end) {
         pb_field g;
         const int rc = pb_next(&r, &g, err);
@@ -134,9 +134,8 @@ static int check_trainer(const pb *outer, const pb_field *f, anvil_error *err) {
 }
 
 /* Every piece of the model, in id order. */
-static int read_model(const char *buf, size_t len, const char *path, spm_piece **out, size_t *n,
-                      anvil_error *err) {
-    pb r = {(const uint8_t *)buf, len, 0, path};
+static int read_model(const char *buf, size_t len, const char *path, spm_piece **out, size_t *n, anvil_error *err) {
+    pb r = { (const uint8_t *)buf, len, 0, path };
     size_t cap = 0;
     int has_trainer = 0;
     *out = NULL;
@@ -166,7 +165,8 @@ static int read_model(const char *buf, size_t len, const char *path, spm_piece *
     if (!has_trainer) {
         return anvil__error_set(err, ANVIL_E_TRUNCATED,
                                 "%s: no trainer_spec after the %zu pieces: the file looks truncated; "
-                                "re-download it", path, *n);
+                                "re-download it",
+                                path, *n);
     }
     return ANVIL_OK;
 }
@@ -204,7 +204,10 @@ static int spm_alloc(anvil__hf_vocab *v, uint64_t n, anvil_error *err) {
 
 static int spm_type(int piece_type) {
     switch (piece_type) {
-    case HV_UNKNOWN: case HV_CONTROL: case HV_UNUSED: case HV_BYTE: return piece_type;
+    case HV_UNKNOWN:
+    case HV_CONTROL:
+    case HV_UNUSED:
+    case HV_BYTE: return piece_type;
     default: return HV_NORMAL; /* USER_DEFINED pieces read as NORMAL, as the converter asks */
     }
 }
@@ -224,8 +227,8 @@ static int spm_added_json(hv_load *l, anvil_error *err) {
         if (anvil__json_i64(j->items[i], &id) != 0 || id < 0) {
             char q[256];
             const char *k = j->items[i]->key;
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of %s is not a non-negative integer",
-                                  path, hv_quote(q, sizeof q, k, strlen(k)));
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the id of %s is not a non-negative integer", path,
+                                  hv_quote(q, sizeof q, k, strlen(k)));
         } else if ((uint64_t)id < l->v->n_tokens) {
             rc = hv_put_token(l->v, (uint64_t)id, j->items[i]->key, strlen(j->items[i]->key), -1000.0f,
                               HV_USER_DEFINED, 0, err);
@@ -260,8 +263,8 @@ static int spm_added_decoder(hv_load *l, anvil_error *err) {
         if (parse_id_key(e->key, &id) != 0 || content == NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
                                     "%s: added_tokens_decoder[%s] needs a non-negative integer id "
-                                    "and a string \"content\"", l->tcfg_path,
-                                    hv_quote(q, sizeof q, e->key, strlen(e->key)));
+                                    "and a string \"content\"",
+                                    l->tcfg_path, hv_quote(q, sizeof q, e->key, strlen(e->key)));
         }
         if ((uint64_t)id >= l->v->n_tokens) continue;
         size_t len = anvil__json_get(e, "content")->len;

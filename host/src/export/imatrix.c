@@ -137,17 +137,17 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
     int32_t n_entries = 0;
     if (!rd_i32(&r, &n_entries) || n_entries < 1) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                               "no data in the importance matrix (%zu bytes; neither GGUF nor a legacy .dat "
-                               "with entries): make it with llama-imatrix",
-                               size);
+                                "no data in the importance matrix (%zu bytes; neither GGUF nor a legacy .dat "
+                                "with entries): make it with llama-imatrix",
+                                size);
     }
     for (int32_t i = 0; i < n_entries; ++i) {
         int32_t len = 0;
         if (!rd_i32(&r, &len) || len < 0 || (size_t)len > r.size - r.at) {
             return anvil__error_set(err, ANVIL_E_TRUNCATED,
-                                   "legacy imatrix: entry %d of %d: bad or truncated name (length %d at byte %zu "
-                                   "of %zu)",
-                                   (int)i + 1, (int)n_entries, (int)len, r.at, r.size);
+                                    "legacy imatrix: entry %d of %d: bad or truncated name (length %d at byte %zu "
+                                    "of %zu)",
+                                    (int)i + 1, (int)n_entries, (int)len, r.at, r.size);
         }
         const char *name = (const char *)r.p + r.at;
         const void *nul = memchr(name, '\0', (size_t)len);
@@ -156,13 +156,14 @@ static int load_legacy(anvil_imatrix *im, const unsigned char *data, size_t size
         int32_t ncall = 0, nval = 0;
         if (!rd_i32(&r, &ncall) || !rd_i32(&r, &nval) || nval < 1) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
-                                   "legacy imatrix: entry %d ('%.*s'): failed reading the number of values", (int)i + 1,
-                                   (int)(name_len > 200 ? 200 : name_len), name);
+                                    "legacy imatrix: entry %d ('%.*s'): failed reading the number of values",
+                                    (int)i + 1, (int)(name_len > 200 ? 200 : name_len), name);
         }
         if ((size_t)nval > (r.size - r.at) / 4) {
             return anvil__error_set(err, ANVIL_E_TRUNCATED,
-                                   "legacy imatrix: entry %d ('%.*s') holds %d values but only %zu bytes are left",
-                                   (int)i + 1, (int)(name_len > 200 ? 200 : name_len), name, (int)nval, r.size - r.at);
+                                    "legacy imatrix: entry %d ('%.*s') holds %d values but only %zu bytes are left",
+                                    (int)i + 1, (int)(name_len > 200 ? 200 : name_len), name, (int)nval,
+                                    r.size - r.at);
         }
         im_entry *e = entry_for(im, name, name_len, err);
         if (e == NULL) return ANVIL_E_NOMEM;
@@ -217,7 +218,8 @@ static int ends_with(const char *s, size_t n, const char *suffix, size_t *stem) 
 
 static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
     const size_t nt = anvil_gguf_tensor_count(g);
-    if (nt < 1) return anvil__error_set(err, ANVIL_E_FORMAT, "no data in the importance matrix (a GGUF without tensors)");
+    if (nt < 1)
+        return anvil__error_set(err, ANVIL_E_FORMAT, "no data in the importance matrix (a GGUF without tensors)");
     const anvil_gguf_kv *ds = anvil_gguf_find_kv(g, "imatrix.datasets");
     const anvil_gguf_kv *cc = anvil_gguf_find_kv(g, "imatrix.chunk_count");
     const anvil_gguf_kv *cs = anvil_gguf_find_kv(g, "imatrix.chunk_size");
@@ -262,8 +264,9 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
             if (e == NULL) return ANVIL_E_NOMEM;
         }
         if (t->type != ANVIL_TYPE_F32) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "importance matrix: sums and counts for %s must be F32 (%s is %s)",
-                                   name, t->name, t->type_info.name);
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "importance matrix: sums and counts for %s must be F32 (%s is %s)", name, t->name,
+                                    t->type_info.name);
         }
         if (t->n_elements > SIZE_MAX / sizeof(double)) {
             return anvil__error_set(err, ANVIL_E_OVERFLOW, "importance matrix: %s is too large", t->name);
@@ -284,8 +287,8 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
                 memcpy(&c, d + 4 * k, 4);
                 if (!isfinite(c) || fabsf(c) > 4.0e18f) {
                     return anvil__error_set(err, ANVIL_E_FORMAT,
-                                           "importance matrix: count %llu of %s is %g, not a token count",
-                                           (unsigned long long)k, name, (double)c);
+                                            "importance matrix: count %llu of %s is %g, not a token count",
+                                            (unsigned long long)k, name, (double)c);
                 }
                 e->counts[k] = (double)lroundf(c);
             }
@@ -296,9 +299,9 @@ static int load_gguf(anvil_imatrix *im, const anvil_gguf *g, anvil_error *err) {
         im_entry *e = &im->e[i];
         if (e->values == NULL || e->counts == NULL) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
-                                   "importance matrix: mismatched sums and counts for %s (it needs both %s.in_sum2 "
-                                   "and %s.counts)",
-                                   e->name, e->name, e->name);
+                                    "importance matrix: mismatched sums and counts for %s (it needs both %s.in_sum2 "
+                                    "and %s.counts)",
+                                    e->name, e->name, e->name);
         }
         if (e->n_counts == 0) {
             return anvil__error_set(err, ANVIL_E_FORMAT, "importance matrix: %s.counts is empty", e->name);
@@ -331,14 +334,15 @@ static int finish(anvil_imatrix *im, anvil_error *err) {
     if (im->n > 1) qsort(im->e, im->n, sizeof *im->e, cmp_entry);
     if (!im->is_legacy && !im->has_metadata) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                               "missing imatrix metadata (imatrix.datasets, imatrix.chunk_count, "
-                               "imatrix.chunk_size): llama-quantize refuses such a GGUF too; remake it with "
-                               "llama-imatrix");
+                                "missing imatrix metadata (imatrix.datasets, imatrix.chunk_count, "
+                                "imatrix.chunk_size): llama-quantize refuses such a GGUF too; remake it with "
+                                "llama-imatrix");
     }
     return ANVIL_OK;
 }
 
-static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t size, const char *path, anvil_error *err) {
+static int load_bytes(anvil_imatrix **out, const unsigned char *data, size_t size, const char *path,
+                      anvil_error *err) {
     anvil_imatrix *im = calloc(1, sizeof *im);
     if (im == NULL) return anvil__nomem(err);
     int rc;
@@ -379,7 +383,8 @@ ANVIL_API int anvil_imatrix_load(anvil_imatrix **out, const char *path, anvil_er
         return checked;
     }
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return anvil__error_set(err, ANVIL_E_IO, "cannot open importance matrix '%s': %s", path, strerror(errno));
+    if (fd < 0)
+        return anvil__error_set(err, ANVIL_E_IO, "cannot open importance matrix '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -415,7 +420,7 @@ ANVIL_API int anvil_imatrix_filter(anvil_imatrix *im, const char *const *include
     if (im == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL importance matrix");
     if (n_include > 0 && n_exclude > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "--include-weights and --exclude-weights cannot be used together");
+                                "--include-weights and --exclude-weights cannot be used together");
     }
     size_t k = 0;
     for (size_t i = 0; i < im->n; ++i) {

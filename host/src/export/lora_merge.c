@@ -37,12 +37,12 @@ typedef struct lora_file {
 
 typedef struct lora_pair {
     char *base_name;
-    const anvil_st_tensor *a, *b;   /* b == NULL and a != NULL: a whole replacement */
+    const anvil_st_tensor *a, *b; /* b == NULL and a != NULL: a whole replacement */
     const char *a_file, *b_file;
-    const anvil_gguf_tensor *base;  /* after bind */
+    const anvil_gguf_tensor *base; /* after bind */
     uint32_t rank;
     double scale;
-    float *fa, *fb;                 /* f32 copies after bind */
+    float *fa, *fb; /* f32 copies after bind */
     uint64_t in, out;
 } lora_pair;
 
@@ -124,9 +124,9 @@ static int open_dir(anvil_lora *l, const char *dir, anvil_error *err) {
     closedir(d);
     if (rc == ANVIL_OK && n == 0) {
         rc = anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                             "the folder %s holds no .safetensors file; give the adapter file or the "
-                             "folder PEFT saved it in",
-                             dir);
+                              "the folder %s holds no .safetensors file; give the adapter file or the "
+                              "folder PEFT saved it in",
+                              dir);
     }
     if (rc == ANVIL_OK) qsort(names, n, sizeof *names, cmp_str); /* a fixed order: errors are reproducible */
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) rc = add_file(l, names[i], err);
@@ -177,9 +177,9 @@ static int classify(const char *name, const char *file, char *base, size_t size,
     const char *rest = name + strlen(PEFT_PREFIX);
     if (strstr(rest, "lora_embedding_") != NULL || strstr(rest, "lora_magnitude_vector") != NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "adapter tensor '%s' (%s): embedding LoRA and DoRA magnitudes are not "
-                               "supported; only linear-layer lora_A/lora_B pairs are merged",
-                               name, file);
+                                "adapter tensor '%s' (%s): embedding LoRA and DoRA magnitudes are not "
+                                "supported; only linear-layer lora_A/lora_B pairs are merged",
+                                name, file);
     }
     const char *suffix = NULL;
     if (ends_with(rest, ".lora_A.weight")) {
@@ -209,10 +209,10 @@ static int classify(const char *name, const char *file, char *base, size_t size,
     return ANVIL_OK;
 unknown:
     return anvil__error_set(err, ANVIL_E_FORMAT,
-                           "adapter tensor '%s' (%s) follows neither naming: GGUF-style "
-                           "'<tensor>.lora_a' / '.lora_b', or PEFT-style 'base_model.model.<module>."
-                           "lora_A.weight' / '.lora_B.weight'",
-                           name, file);
+                            "adapter tensor '%s' (%s) follows neither naming: GGUF-style "
+                            "'<tensor>.lora_a' / '.lora_b', or PEFT-style 'base_model.model.<module>."
+                            "lora_A.weight' / '.lora_B.weight'",
+                            name, file);
 }
 
 static int add_tensor(anvil_lora *l, const lora_file *f, const anvil_st_tensor *t, anvil_error *err) {
@@ -234,9 +234,9 @@ static int add_tensor(anvil_lora *l, const lora_file *f, const anvil_st_tensor *
     }
     if (other != NULL) {
         return anvil__error_set(err, ANVIL_E_DUPLICATE,
-                               "adapter tensors '%s' and '%s' both change base tensor '%s'; give one "
-                               "adapter per tensor",
-                               other->name, t->name, base);
+                                "adapter tensors '%s' and '%s' both change base tensor '%s'; give one "
+                                "adapter per tensor",
+                                other->name, t->name, base);
     }
     if (role == ROLE_B) {
         p->b = t;
@@ -277,10 +277,10 @@ ANVIL_API int anvil_lora_open(anvil_lora **out, const char *file_or_dir, anvil_e
         if (p->a == NULL || p->b == NULL) {
             const anvil_st_tensor *have = p->a != NULL ? p->a : p->b;
             rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                 "adapter tensor '%s' (%s) has no %s partner for base tensor '%s'; the "
-                                 "adapter is incomplete",
-                                 have->name, p->a != NULL ? p->a_file : p->b_file, p->a != NULL ? "B" : "A",
-                                 p->base_name);
+                                  "adapter tensor '%s' (%s) has no %s partner for base tensor '%s'; the "
+                                  "adapter is incomplete",
+                                  have->name, p->a != NULL ? p->a_file : p->b_file, p->a != NULL ? "B" : "A",
+                                  p->base_name);
         }
     }
     if (rc == ANVIL_OK && l->n_pairs == 0) {
@@ -318,8 +318,9 @@ static int to_f32(const anvil_st_tensor *t, const char *file, float **out, anvil
     for (uint64_t i = 0; i < t->n_elements; ++i) {
         if (!isfinite(f[i])) {
             free(f);
-            return anvil__error_set(err, ANVIL_E_NONFINITE, "adapter tensor '%s' (%s) holds a non-finite value at index %" PRIu64,
-                                   t->name, file, i);
+            return anvil__error_set(err, ANVIL_E_NONFINITE,
+                                    "adapter tensor '%s' (%s) holds a non-finite value at index %" PRIu64, t->name,
+                                    file, i);
         }
     }
     *out = f;
@@ -332,17 +333,17 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
     const anvil_gguf_tensor *t = anvil_gguf_find_tensor(base, p->base_name);
     if (t == NULL) {
         return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                               "adapter tensor '%s' (%s) is for base tensor '%s', which the base model "
-                               "does not have; was the adapter trained on this model?",
-                               first->name, first_file, p->base_name);
+                                "adapter tensor '%s' (%s) is for base tensor '%s', which the base model "
+                                "does not have; was the adapter trained on this model?",
+                                first->name, first_file, p->base_name);
     }
     if (!tc_is_float_type(t->type)) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                               "base tensor '%s' is %s, a quantized type, and adapter tensor '%s' "
-                               "changes it: a LoRA delta added to quantized weights and quantized again "
-                               "stacks two quantization errors, so it is refused. Merge on a float base "
-                               "(F32/F16/BF16), transcode afterwards (anvil transcode)",
-                               t->name, t->type_info.name, first->name);
+                                "base tensor '%s' is %s, a quantized type, and adapter tensor '%s' "
+                                "changes it: a LoRA delta added to quantized weights and quantized again "
+                                "stacks two quantization errors, so it is refused. Merge on a float base "
+                                "(F32/F16/BF16), transcode afterwards (anvil transcode)",
+                                t->name, t->type_info.name, first->name);
     }
     p->base = t;
     char s1[96], s2[96];
@@ -351,10 +352,10 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
         for (size_t d = 0; same && d < t->n_dims; ++d) same = p->a->shape[d] == t->shape[d];
         if (!same) {
             return anvil__error_set(err, ANVIL_E_FORMAT,
-                                   "adapter tensor '%s' (%s) is %s but base tensor '%s' is %s: a saved "
-                                   "module must have the base tensor's shape",
-                                   p->a->name, p->a_file, shape_text(p->a->shape, p->a->rank, s1, sizeof s1),
-                                   t->name, shape_text(t->shape, t->n_dims, s2, sizeof s2));
+                                    "adapter tensor '%s' (%s) is %s but base tensor '%s' is %s: a saved "
+                                    "module must have the base tensor's shape",
+                                    p->a->name, p->a_file, shape_text(p->a->shape, p->a->rank, s1, sizeof s1),
+                                    t->name, shape_text(t->shape, t->n_dims, s2, sizeof s2));
         }
         p->rank = 0;
         p->scale = 0;
@@ -362,26 +363,26 @@ static int bind_pair(lora_pair *p, const anvil_gguf *base, double alpha, anvil_e
     }
     if (tc_effective_dims(t) != 2) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                               "adapter tensors '%s' / '%s' change base tensor '%s' of shape %s; LoRA "
-                               "applies to 2-D weights [out, in] only",
-                               p->a->name, p->b->name, t->name, shape_text(t->shape, t->n_dims, s1, sizeof s1));
+                                "adapter tensors '%s' / '%s' change base tensor '%s' of shape %s; LoRA "
+                                "applies to 2-D weights [out, in] only",
+                                p->a->name, p->b->name, t->name, shape_text(t->shape, t->n_dims, s1, sizeof s1));
     }
     const uint64_t out = t->ne[1], in = t->ne[0];
     const anvil_st_tensor *a = p->a, *b = p->b;
     if (a->rank != 2 || a->shape[1] != in || a->shape[0] == 0 || a->shape[0] > UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                               "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
-                               "] ([out, in]): lora A must be [r, %" PRIu64 "]",
-                               a->name, p->a_file, shape_text(a->shape, a->rank, s1, sizeof s1), t->name, out, in, in);
+                                "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
+                                "] ([out, in]): lora A must be [r, %" PRIu64 "]",
+                                a->name, p->a_file, shape_text(a->shape, a->rank, s1, sizeof s1), t->name, out, in,
+                                in);
     }
     const uint64_t r = a->shape[0];
     if (b->rank != 2 || b->shape[0] != out || b->shape[1] != r) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                               "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
-                               "] ([out, in]) and its A half has rank %" PRIu64 ": lora B must be [%" PRIu64
-                               ", %" PRIu64 "]",
-                               b->name, p->b_file, shape_text(b->shape, b->rank, s1, sizeof s1), t->name, out, in, r,
-                               out, r);
+        return anvil__error_set(
+            err, ANVIL_E_FORMAT,
+            "adapter tensor '%s' (%s) is %s but base tensor '%s' is [%" PRIu64 ", %" PRIu64
+            "] ([out, in]) and its A half has rank %" PRIu64 ": lora B must be [%" PRIu64 ", %" PRIu64 "]",
+            b->name, p->b_file, shape_text(b->shape, b->rank, s1, sizeof s1), t->name, out, in, r, out, r);
     }
     p->rank = (uint32_t)r;
     p->scale = alpha / (double)r;

@@ -40,12 +40,9 @@ static const name_map layer_map[] = {
 
 /* Outside the layers. */
 static const name_map top_map[] = {
-    { "embed_tokens", "token_embd" }, /* llama */
-    { "norm", "output_norm" },
-    { "lm_head", "output" },
-    { "wte", "token_embd" },          /* gpt2 */
-    { "wpe", "position_embd" },
-    { "ln_f", "output_norm" },
+    { "embed_tokens", "token_embd" },                                                     /* llama */
+    { "norm", "output_norm" },        { "lm_head", "output" },   { "wte", "token_embd" }, /* gpt2 */
+    { "wpe", "position_embd" },       { "ln_f", "output_norm" },
 };
 
 static const char *lookup(const name_map *m, size_t n, const char *hf) {

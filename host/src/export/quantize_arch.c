@@ -79,10 +79,13 @@ static uint32_t wire_type(char c) {
 static int override_fits(char c, const anvil_kv_override *ov) {
     if (ov == NULL) return 0;
     switch (c) {
-    case 'f': case 'd': return ov->tag == ANVIL_KV_OVERRIDE_FLOAT;
+    case 'f':
+    case 'd': return ov->tag == ANVIL_KV_OVERRIDE_FLOAT;
     case 'b': return ov->tag == ANVIL_KV_OVERRIDE_BOOL;
     case 's': return ov->tag == ANVIL_KV_OVERRIDE_STR;
-    case 'a': case 'A': case 'R': return 0;
+    case 'a':
+    case 'A':
+    case 'R': return 0;
     default: return ov->tag == ANVIL_KV_OVERRIDE_INT;
     }
 }
@@ -101,18 +104,18 @@ static int need_key(const anvil_gguf *g, const anvil_quantize_options *o, const 
     if (!either && override_fits(c, override_of(o, key))) return ANVIL_OK;
     if (kv == NULL) {
         return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                               "key not found in model: %s (llama.cpp's %s loader requires it; add it, e.g. "
-                               "with --override-kv, or convert the model again)",
-                               key, arch);
+                                "key not found in model: %s (llama.cpp's %s loader requires it; add it, e.g. "
+                                "with --override-kv, or convert the model again)",
+                                key, arch);
     }
     if (either && kv->type == ANVIL_GGUF_TYPE_ARRAY) {
         anvil_gguf_value v;
         anvil_gguf_kv_value(kv, &v);
         if (c == 'A' && v.a.count != n_layer_all) {
             return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                   "key %s has wrong array length; expected %u, got %" PRIu64
-                                   " (one value per layer)",
-                                   key, n_layer_all, v.a.count);
+                                    "key %s has wrong array length; expected %u, got %" PRIu64
+                                    " (one value per layer)",
+                                    key, n_layer_all, v.a.count);
         }
         return ANVIL_OK;
     }
@@ -120,8 +123,8 @@ static int need_key(const anvil_gguf *g, const anvil_quantize_options *o, const 
     if (kv->type != wire_type(sc)) {
         const char *have = anvil_gguf_type_name(kv->type), *want = anvil_gguf_type_name(wire_type(sc));
         return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                               "key %s has wrong type %s but expected type %s (llama.cpp refuses it too)", key,
-                               have ? have : "?", want ? want : "?");
+                                "key %s has wrong type %s but expected type %s (llama.cpp refuses it too)", key,
+                                have ? have : "?", want ? want : "?");
     }
     return ANVIL_OK;
 }
@@ -139,8 +142,9 @@ static int key_max(anvil_transcode *t, const anvil_quantize_options *o, const ch
     anvil_gguf_value val;
     anvil_gguf_kv_value(kv, &val);
     if (val.a.count != n_layer_all) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong array length; expected %u, got %" PRIu64,
-                               key, n_layer_all, val.a.count);
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer_all,
+                                val.a.count);
     }
     for (uint64_t i = 0; i < val.a.count; ++i) {
         anvil_gguf_value e;
@@ -151,8 +155,8 @@ static int key_max(anvil_transcode *t, const anvil_quantize_options *o, const ch
     return ANVIL_OK;
 }
 
-static int u32_key(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, const char *fmt, int required,
-                   uint32_t *v, anvil_error *err) {
+static int u32_key(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, const char *fmt,
+                   int required, uint32_t *v, anvil_error *err) {
     char key[256];
     key_name(key, sizeof key, fmt, arch);
     int found = 0;
@@ -160,17 +164,17 @@ static int u32_key(anvil_transcode *t, const anvil_quantize_options *o, const ch
     if (rc != ANVIL_OK) return rc;
     if (!found && required) {
         return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                               "key not found in model: %s (llama.cpp's loader requires it; add it, e.g. with "
-                               "--override-kv, or convert the model again)",
-                               key);
+                                "key not found in model: %s (llama.cpp's loader requires it; add it, e.g. with "
+                                "--override-kv, or convert the model again)",
+                                key);
     }
     return ANVIL_OK;
 }
 
 static int assert_fail(anvil_error *err, const char *arch, const char *what) {
     return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                           "%s model: %s (llama.cpp's loader asserts this and aborts); fix the model's metadata",
-                           arch, what);
+                            "%s model: %s (llama.cpp's loader asserts this and aborts); fix the model's metadata",
+                            arch, what);
 }
 
 /* The expert counts' asserts of load_hparams. */
@@ -210,15 +214,16 @@ static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, 
     if (rc != ANVIL_OK) return rc;
     if (m->n_layer_all == 0 || m->n_layer_all > QA_MAX_LAYERS) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s.block_count is %u: llama.cpp takes 1 to %u layers", a,
-                               m->n_layer_all, QA_MAX_LAYERS);
+                                m->n_layer_all, QA_MAX_LAYERS);
     }
     rc = u32_key(t, o, a, "%s.nextn_predict_layers", 0, nextn, err);
-    if (rc == ANVIL_OK && *nextn > m->n_layer_all) return assert_fail(err, a, "nextn_predict_layers exceeds block_count");
+    if (rc == ANVIL_OK && *nextn > m->n_layer_all)
+        return assert_fail(err, a, "nextn_predict_layers exceeds block_count");
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.expert_count", 0, &m->n_expert, err);
     if (rc == ANVIL_OK && strcmp(a, "wavtokenizer-dec") == 0) {
-        static const char *const wav[] = { "%s.features_length", "%s.embedding_length", "%s.posnet.embedding_length",
-                                           "%s.posnet.block_count", "%s.convnext.embedding_length",
-                                           "%s.convnext.block_count" };
+        static const char *const wav[] = { "%s.features_length",           "%s.embedding_length",
+                                           "%s.posnet.embedding_length",   "%s.posnet.block_count",
+                                           "%s.convnext.embedding_length", "%s.convnext.block_count" };
         for (size_t i = 0; rc == ANVIL_OK && i < sizeof wav / sizeof wav[0]; ++i) {
             rc = u32_key(t, o, a, wav[i], 1, &x, err);
             if (rc == ANVIL_OK && (i == 3 || i == 5) && x > m->n_layer_all) {
@@ -251,9 +256,9 @@ static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, 
         if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.rope.dimension_count", 0, &n_rot, err);
         if (rc == ANVIL_OK && n_rot != head_k) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "invalid n_rot: %u, expected %u (%s.rope.dimension_count must be the head "
-                                   "size; llama.cpp refuses the model too)",
-                                   n_rot, head_k, a);
+                                    "invalid n_rot: %u, expected %u (%s.rope.dimension_count must be the head "
+                                    "size; llama.cpp refuses the model too)",
+                                    n_rot, head_k, a);
         }
     }
     return rc;
@@ -282,7 +287,7 @@ static int own_checks(anvil_transcode *t, const anvil_quantize_options *o, const
         if (anvil_gguf_find_kv(t->src, k1) == NULL && anvil_gguf_find_kv(t->src, k2) == NULL &&
             override_of(o, k1) == NULL && override_of(o, k2) == NULL) {
             return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                   "missing Cohere2 MoE norm epsilon: %s or %s (llama.cpp requires one)", k1, k2);
+                                    "missing Cohere2 MoE norm epsilon: %s or %s (llama.cpp requires one)", k1, k2);
         }
     } else if (strcmp(a, "ernie4_5-moe") == 0) {
         rc = need_key(t->src, o, "Au%s.expert_feed_forward_length", a, n_layer, err);
@@ -319,20 +324,20 @@ static int own_checks(anvil_transcode *t, const anvil_quantize_options *o, const
             anvil_gguf_kv_value(kv, &v);
             safe = v.b;
         } else if (kv != NULL) {
-            return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong type %s but expected type bool", key,
-                                   anvil_gguf_type_name(kv->type) ? anvil_gguf_type_name(kv->type) : "?");
+            return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong type %s but expected type bool",
+                                    key, anvil_gguf_type_name(kv->type) ? anvil_gguf_type_name(kv->type) : "?");
         }
         if (!safe) return assert_fail(err, a, "kda.safe_gate is false");
         if (!(bound < 0.0)) return assert_fail(err, a, "kda.gate_lower_bound is not below 0");
     } else if (strcmp(a, "eagle3") == 0 || strcmp(a, "dflash") == 0) {
         if (!array_len(t->src, "%s.target_layers", a, &n)) {
             return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                   "%s model requires the array %s.target_layers (llama.cpp refuses it without)", a,
-                                   a);
+                                    "%s model requires the array %s.target_layers (llama.cpp refuses it without)", a,
+                                    a);
         }
         if (strcmp(a, "eagle3") == 0 && n != 3) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "EAGLE3 requires exactly 3 entries in %s.target_layers, not %" PRIu64, a, n);
+                                    "EAGLE3 requires exactly 3 entries in %s.target_layers, not %" PRIu64, a, n);
         }
     }
     return rc;
@@ -386,7 +391,8 @@ static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, con
             key_name(key, sizeof key, arrs[i], a);
             anvil_gguf_value v;
             anvil_gguf_kv_value(anvil_gguf_find_kv(t->src, key), &v);
-            if (v.a.count != n_adapters) return assert_fail(err, a, "adapter token id arrays do not match adapters.count");
+            if (v.a.count != n_adapters)
+                return assert_fail(err, a, "adapter token id arrays do not match adapters.count");
         }
         if (n_layer >= QA_MAX_LAYERS) return assert_fail(err, a, "block count reaches LLAMA_MAX_LAYERS");
         m->n_layer_all = n_layer + 1;
@@ -402,22 +408,23 @@ static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, con
     return ANVIL_OK;
 }
 
-int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qp_model *m, anvil_error *err) {
+int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qp_model *m,
+                  anvil_error *err) {
     const qa_arch_row *row = find_row(arch);
     if (row == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "unknown model architecture: '%s' (llama.cpp knows %zu architectures and refuses "
-                               "others; check general.architecture)",
-                               arch, qa_arch_count());
+                                "unknown model architecture: '%s' (llama.cpp knows %zu architectures and refuses "
+                                "others; check general.architecture)",
+                                arch, qa_arch_count());
     }
     if (!row->supported) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "unsupported model architecture: '%s' (llama.cpp names it but loads no such model, "
-                               "so it cannot quantize it)",
-                               arch);
+                                "unsupported model architecture: '%s' (llama.cpp names it but loads no such model, "
+                                "so it cannot quantize it)",
+                                arch);
     }
-    m->arch = strcmp(arch, "llama") == 0 ? QP_ARCH_LLAMA
-              : strcmp(arch, "falcon") == 0 ? QP_ARCH_FALCON
+    m->arch = strcmp(arch, "llama") == 0         ? QP_ARCH_LLAMA
+              : strcmp(arch, "falcon") == 0      ? QP_ARCH_FALCON
               : strcmp(arch, "bailingmoe3") == 0 ? QP_ARCH_BAILINGMOE3
                                                  : QP_ARCH_OTHER;
     if (strcmp(arch, "clip") == 0) {
@@ -439,9 +446,19 @@ int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const cha
 
 int qa_rules_ask_gqa(uint32_t ftype) {
     switch (ftype) {
-    case QF_IQ2_XXS: case QF_IQ2_XS: case QF_IQ1_S: case QF_IQ2_S: case QF_IQ2_M: case QF_IQ1_M: case QF_Q2_K:
-    case QF_Q2_K_S: case QF_IQ3_XXS: case QF_IQ3_XS: case QF_IQ3_S: case QF_IQ4_NL: case QF_IQ4_XS:
-        return 1;
+    case QF_IQ2_XXS:
+    case QF_IQ2_XS:
+    case QF_IQ1_S:
+    case QF_IQ2_S:
+    case QF_IQ2_M:
+    case QF_IQ1_M:
+    case QF_Q2_K:
+    case QF_Q2_K_S:
+    case QF_IQ3_XXS:
+    case QF_IQ3_XS:
+    case QF_IQ3_S:
+    case QF_IQ4_NL:
+    case QF_IQ4_XS: return 1;
     default: return 0;
     }
 }
@@ -470,10 +487,19 @@ static int scale_offsets(uint32_t type, long *d, long *m) {
     case ANVIL_TYPE_Q6_K: *d = offsetof(anvil_block_q6_K, d); return 1;
     case ANVIL_TYPE_TQ2_0: *d = offsetof(anvil_block_tq2_0, d); return 1;
     case ANVIL_TYPE_TQ1_0: *d = offsetof(anvil_block_tq1_0, d); return 1;
-    case ANVIL_TYPE_Q1_0: case ANVIL_TYPE_Q2_0: case ANVIL_TYPE_Q4_0: case ANVIL_TYPE_Q5_0: case ANVIL_TYPE_Q8_0:
-    case ANVIL_TYPE_IQ1_S: case ANVIL_TYPE_IQ2_XXS: case ANVIL_TYPE_IQ2_XS: case ANVIL_TYPE_IQ2_S:
-    case ANVIL_TYPE_IQ3_XXS: case ANVIL_TYPE_IQ3_S: case ANVIL_TYPE_IQ4_XS: case ANVIL_TYPE_IQ4_NL:
-        return 1;
+    case ANVIL_TYPE_Q1_0:
+    case ANVIL_TYPE_Q2_0:
+    case ANVIL_TYPE_Q4_0:
+    case ANVIL_TYPE_Q5_0:
+    case ANVIL_TYPE_Q8_0:
+    case ANVIL_TYPE_IQ1_S:
+    case ANVIL_TYPE_IQ2_XXS:
+    case ANVIL_TYPE_IQ2_XS:
+    case ANVIL_TYPE_IQ2_S:
+    case ANVIL_TYPE_IQ3_XXS:
+    case ANVIL_TYPE_IQ3_S:
+    case ANVIL_TYPE_IQ4_XS:
+    case ANVIL_TYPE_IQ4_NL: return 1;
     default: return 0;
     }
 }
@@ -505,8 +531,8 @@ static long long first_bad_block(uint32_t type, const uint8_t *p, size_t bs, siz
             const uint8_t *s = p + offsetof(anvil_block_iq1_m, scales);
             uint16_t sc[4];
             memcpy(sc, s, sizeof sc);
-            const uint16_t h = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
-                                          (sc[3] & 0xf000));
+            const uint16_t h =
+                (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
             if ((h & 0x7c00) == 0x7c00) return (long long)i;
         }
         return (long long)n;
@@ -517,8 +543,11 @@ static long long first_bad_block(uint32_t type, const uint8_t *p, size_t bs, siz
             if (!isfinite(f)) return (long long)i;
         }
         return (long long)n;
-    case ANVIL_TYPE_NVFP4: case ANVIL_TYPE_I8: case ANVIL_TYPE_I16: case ANVIL_TYPE_I32: case ANVIL_TYPE_I64:
-        return (long long)n;
+    case ANVIL_TYPE_NVFP4:
+    case ANVIL_TYPE_I8:
+    case ANVIL_TYPE_I16:
+    case ANVIL_TYPE_I32:
+    case ANVIL_TYPE_I64: return (long long)n;
     default: return -1;
     }
 }
@@ -529,22 +558,22 @@ int qa_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_e
     anvil_type_info ti;
     if (anvil_type_builtin(ty, &ti, NULL) != ANVIL_OK || ti.block_bytes == 0) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                               "tensor '%s' has invalid data: type %u is not a ggml type llama.cpp can validate",
-                               it->name, ty);
+                                "tensor '%s' has invalid data: type %u is not a ggml type llama.cpp can validate",
+                                it->name, ty);
     }
     const size_t bs = ti.block_bytes, n = (size_t)(it->src_bytes / bs);
     const long long bad = first_bad_block(ty, data, bs, n);
     if (bad < 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "tensor '%s' has invalid data: ggml cannot validate %s data, so llama.cpp refuses "
-                               "to read it; convert the tensor to another type first",
-                               it->name, ti.name);
+                                "tensor '%s' has invalid data: ggml cannot validate %s data, so llama.cpp refuses "
+                                "to read it; convert the tensor to another type first",
+                                it->name, ti.name);
     }
     if ((size_t)bad < n) {
         return anvil__error_set(err, ANVIL_E_NONFINITE,
-                               "tensor '%s' has invalid data: block %lld of %s has a NaN or infinite scale "
-                               "(llama.cpp refuses such a model too); fix or re-create the source model",
-                               it->name, bad, ti.name);
+                                "tensor '%s' has invalid data: block %lld of %s has a NaN or infinite scale "
+                                "(llama.cpp refuses such a model too); fix or re-create the source model",
+                                it->name, bad, ti.name);
     }
     return ANVIL_OK;
 }

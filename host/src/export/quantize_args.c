@@ -20,9 +20,9 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
     const char *sep = strchr(s, '=');
     if (sep == NULL || sep - s >= 128) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "malformed KV override '%.200s': expected KEY=TYPE:VALUE with a key of at most "
-                               "127 bytes, e.g. general.name=str:mine",
-                               s);
+                                "malformed KV override '%.200s': expected KEY=TYPE:VALUE with a key of at most "
+                                "127 bytes, e.g. general.name=str:mine",
+                                s);
     }
     const size_t klen = (size_t)(sep - s);
     if (klen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "KV override '%.200s' has an empty key", s);
@@ -43,22 +43,22 @@ ANVIL_API int anvil_kv_override_parse(const char *s, anvil_kv_override *out, anv
             out->b = 0;
         } else {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "invalid boolean value for KV override '%.200s': true or false", s);
+                                    "invalid boolean value for KV override '%.200s': true or false", s);
         }
     } else if (strncmp(v, "str:", 4) == 0) {
         out->tag = ANVIL_KV_OVERRIDE_STR;
         const size_t n = strlen(v + 4);
         if (n > 127) {
-            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "malformed KV override '%.60s...': the value cannot exceed 127 bytes (it has %zu)",
-                                   s, n);
+            return anvil__error_set(
+                err, ANVIL_E_INVALID_ARG,
+                "malformed KV override '%.60s...': the value cannot exceed 127 bytes (it has %zu)", s, n);
         }
         memcpy(out->str, v + 4, n + 1);
     } else {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "invalid type for KV override '%.200s': the value must start with int:, float:, "
-                               "bool: or str:",
-                               s);
+                                "invalid type for KV override '%.200s': the value must start with int:, float:, "
+                                "bool: or str:",
+                                s);
     }
     return ANVIL_OK;
 }
@@ -73,28 +73,29 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     if (nul != NULL) len = (size_t)(nul - arg);
     const char *sep = memchr(arg, '=', len);
     if (sep == NULL) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "'%.*s': expected REGEX=TYPE, e.g. attn_v=q8_0",
-                               (int)(len > 200 ? 200 : len), arg);
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': expected REGEX=TYPE, e.g. attn_v=q8_0",
+                                (int)(len > 200 ? 200 : len), arg);
     }
     const size_t plen = (size_t)(sep - arg);
-    if (plen == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': missing tensor name", (int)(len > 200 ? 200 : len), arg);
+    if (plen == 0)
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': missing tensor name", (int)(len > 200 ? 200 : len),
+                                arg);
     const size_t tlen = len - plen - 1;
     if (tlen == 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "'%.*s': missing quantization type",
-                               (int)(len > 200 ? 200 : len), arg);
+                                (int)(len > 200 ? 200 : len), arg);
     }
     char tname[64];
     if (tlen >= sizeof tname) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "'%.*s': invalid quantization type",
-                               (int)(len > 200 ? 200 : len), arg);
+                                (int)(len > 200 ? 200 : len), arg);
     }
     memcpy(tname, sep + 1, tlen);
     tname[tlen] = '\0';
     anvil_error e;
     if (anvil_type_from_name(ctx, tname, type, &e) != ANVIL_OK) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "'%.*s': invalid quantization type: %s",
-                               (int)(len > 200 ? 200 : len), arg, e.message);
+                                (int)(len > 200 ? 200 : len), arg, e.message);
     }
     char *p = malloc(plen + 1);
     if (p == NULL) return anvil__nomem(err);
@@ -108,9 +109,9 @@ static int parse_item(const anvil_ctx *ctx, const char *arg, size_t len, char **
     char why[256];
     if (ecma_re_compile(p, plen, &re, why, sizeof why) != 0) {
         const int rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                       "'%.*s': not a valid ECMAScript regular expression (llama.cpp's "
-                                       "dialect): %s",
-                                       (int)(len > 200 ? 200 : len), arg, why);
+                                        "'%.*s': not a valid ECMAScript regular expression (llama.cpp's "
+                                        "dialect): %s",
+                                        (int)(len > 200 ? 200 : len), arg, why);
         free(p);
         return rc;
     }
@@ -126,7 +127,7 @@ ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err) 
     char why[256];
     if (ecma_re_compile(pattern, strlen(pattern), &re, why, sizeof why) != 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "not a valid ECMAScript regular expression (llama.cpp's dialect): %s", why);
+                                "not a valid ECMAScript regular expression (llama.cpp's dialect): %s", why);
     }
     ecma_re_free(re);
     return ANVIL_OK;
@@ -135,7 +136,8 @@ ANVIL_API int anvil_tensor_pattern_check(const char *pattern, anvil_error *err) 
 ANVIL_API int anvil_quantize_parse_tensor_type(const anvil_ctx *ctx, const char *arg, char **pattern, uint32_t *type,
                                                anvil_error *err) {
     anvil__error_clear(err);
-    if (arg == NULL || pattern == NULL || type == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
+    if (arg == NULL || pattern == NULL || type == NULL)
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     *pattern = NULL;
     return parse_item(ctx, arg, strlen(arg), pattern, type, err);
 }

@@ -12,12 +12,42 @@
 
 /* LLAMA_FTYPE values the policy names. */
 enum {
-    QF_ALL_F32 = 0, QF_F16 = 1, QF_Q4_0 = 2, QF_Q4_1 = 3, QF_Q8_0 = 7, QF_Q5_0 = 8, QF_Q5_1 = 9,
-    QF_Q2_K = 10, QF_Q3_K_S = 11, QF_Q3_K_M = 12, QF_Q3_K_L = 13, QF_Q4_K_S = 14, QF_Q4_K_M = 15,
-    QF_Q5_K_S = 16, QF_Q5_K_M = 17, QF_Q6_K = 18, QF_IQ2_XXS = 19, QF_IQ2_XS = 20, QF_Q2_K_S = 21,
-    QF_IQ3_XS = 22, QF_IQ3_XXS = 23, QF_IQ1_S = 24, QF_IQ4_NL = 25, QF_IQ3_S = 26, QF_IQ3_M = 27,
-    QF_IQ2_S = 28, QF_IQ2_M = 29, QF_IQ4_XS = 30, QF_IQ1_M = 31, QF_BF16 = 32, QF_TQ1_0 = 36,
-    QF_TQ2_0 = 37, QF_MXFP4_MOE = 38, QF_NVFP4 = 39, QF_Q1_0 = 40, QF_Q2_0 = 41,
+    QF_ALL_F32 = 0,
+    QF_F16 = 1,
+    QF_Q4_0 = 2,
+    QF_Q4_1 = 3,
+    QF_Q8_0 = 7,
+    QF_Q5_0 = 8,
+    QF_Q5_1 = 9,
+    QF_Q2_K = 10,
+    QF_Q3_K_S = 11,
+    QF_Q3_K_M = 12,
+    QF_Q3_K_L = 13,
+    QF_Q4_K_S = 14,
+    QF_Q4_K_M = 15,
+    QF_Q5_K_S = 16,
+    QF_Q5_K_M = 17,
+    QF_Q6_K = 18,
+    QF_IQ2_XXS = 19,
+    QF_IQ2_XS = 20,
+    QF_Q2_K_S = 21,
+    QF_IQ3_XS = 22,
+    QF_IQ3_XXS = 23,
+    QF_IQ1_S = 24,
+    QF_IQ4_NL = 25,
+    QF_IQ3_S = 26,
+    QF_IQ3_M = 27,
+    QF_IQ2_S = 28,
+    QF_IQ2_M = 29,
+    QF_IQ4_XS = 30,
+    QF_IQ1_M = 31,
+    QF_BF16 = 32,
+    QF_TQ1_0 = 36,
+    QF_TQ2_0 = 37,
+    QF_MXFP4_MOE = 38,
+    QF_NVFP4 = 39,
+    QF_Q1_0 = 40,
+    QF_Q2_0 = 41,
     QF_GUESSED = 1024
 };
 
@@ -27,17 +57,27 @@ typedef enum qp_arch { QP_ARCH_OTHER, QP_ARCH_LLAMA, QP_ARCH_FALCON, QP_ARCH_BAI
 /* What llama.cpp's model loader tells the policy. */
 typedef struct qp_model {
     qp_arch arch;
-    uint32_t n_layer_all;    /* {arch}.block_count */
-    uint32_t n_expert;       /* {arch}.expert_count (0 when absent) */
-    uint32_t n_gqa;          /* n_head(0) / n_head_kv(0), 0 when n_head_kv is 0 */
-    int is_70b;              /* LLM_TYPE_70B */
-    int no_layers;           /* n_layer() is 0 (clip): llama.cpp aborts where the rules ask for n_gqa() */
+    uint32_t n_layer_all; /* {arch}.block_count */
+    uint32_t n_expert;    /* {arch}.expert_count (0 when absent) */
+    uint32_t n_gqa;       /* n_head(0) / n_head_kv(0), 0 when n_head_kv is 0 */
+    int is_70b;           /* LLM_TYPE_70B */
+    int no_layers;        /* n_layer() is 0 (clip): llama.cpp aborts where the rules ask for n_gqa() */
 } qp_model;
 
 /* tensor_category in llama-quant.cpp. */
 typedef enum qp_category {
-    QC_TOKEN_EMBD, QC_ATTENTION_Q, QC_ATTENTION_V, QC_ATTENTION_K, QC_ATTENTION_QKV, QC_ATTENTION_KV_B,
-    QC_ATTENTION_OUTPUT, QC_FFN_UP, QC_FFN_GATE, QC_FFN_DOWN, QC_OUTPUT, QC_OTHER
+    QC_TOKEN_EMBD,
+    QC_ATTENTION_Q,
+    QC_ATTENTION_V,
+    QC_ATTENTION_K,
+    QC_ATTENTION_QKV,
+    QC_ATTENTION_KV_B,
+    QC_ATTENTION_OUTPUT,
+    QC_FFN_UP,
+    QC_FFN_GATE,
+    QC_FFN_DOWN,
+    QC_OUTPUT,
+    QC_OTHER
 } qp_category;
 
 /* quantize_state_impl: the counters that make the mixture depend on layer order. */
@@ -62,8 +102,8 @@ int qp_requires_imatrix(const char *name, uint32_t type, uint32_t ftype);
  * (--tensor-type) are t's compiled rules. Fills *fallback_from when the
  * row-length fallback changed the type, and *why with what decided. */
 int qp_tensor_type(qp_state *qs, anvil_transcode *t, const anvil_gguf_tensor *tensor, const char *name,
-                   qp_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from,
-                   const char **why, anvil_error *err);
+                   qp_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from, const char **why,
+                   anvil_error *err);
 /* ggml_is_quantized for a built-in type id. */
 int qp_is_quantized(uint32_t type);
 /* ggml_blck_size (1 for plain types, 0 when unknown). */
@@ -73,8 +113,8 @@ uint32_t qp_block_size(uint32_t type);
  * *found = 0 when absent) and get_key_or_arr's layer-0 value. */
 int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
                anvil_error *err);
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
-                  uint32_t *v, anvil_error *err);
+int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
+                  anvil_error *err);
 
 /* quantize_arch.c: llama_model_create + load_hparams for architecture
  * `arch` (the name after --override-kv): refuses what llama.cpp refuses,

@@ -30,18 +30,18 @@
 typedef struct qz_state {
     qp_state qs;
     anvil_quantize_options opts;
-    uint32_t ftype;              /* written as general.file_type */
+    uint32_t ftype; /* written as general.file_type */
     char arch_name[128];
-    char **names;                /* output names of the items (owned) */
+    char **names; /* output names of the items (owned) */
     size_t n_names;
     int pruned;
-    int32_t blk_id;              /* {arch}.block_count after pruning */
+    int32_t blk_id; /* {arch}.block_count after pruning */
     uint32_t n_split;
-    int32_t n_tensors;           /* split.tensors.count */
-    int target;                  /* --target-size / --target-bpw */
-    int user_pure;               /* --pure with a target: one type for all free tensors */
+    int32_t n_tensors; /* split.tensors.count */
+    int target;        /* --target-size / --target-bpw */
+    int user_pure;     /* --pure with a target: one type for all free tensors */
     uint64_t target_bytes;
-    double *pred_err;            /* target: per item */
+    double *pred_err; /* target: per item */
     char note[512];
 } qz_state;
 
@@ -91,9 +91,9 @@ int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *
     if (kv->type != ANVIL_GGUF_TYPE_U32) {
         const char *tn = anvil_gguf_type_name(kv->type);
         return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                               "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
-                               "too)",
-                               key, tn ? tn : "?");
+                                "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
+                                "too)",
+                                key, tn ? tn : "?");
     }
     anvil_gguf_value val;
     anvil_gguf_kv_value(kv, &val);
@@ -103,8 +103,8 @@ int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *
 }
 
 /* get_key_or_arr for layer 0 of a per-layer value. */
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
-                  uint32_t *v, anvil_error *err) {
+int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
+                  anvil_error *err) {
     const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
     if (kv == NULL) return ANVIL_OK;
     if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
@@ -115,12 +115,13 @@ int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const cha
     anvil_gguf_kv_value(kv, &val);
     const uint32_t et = val.a.elem_type;
     if (et != ANVIL_GGUF_TYPE_U32 && et != ANVIL_GGUF_TYPE_I32 && et != ANVIL_GGUF_TYPE_BOOL) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)",
-                               key, anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)", key,
+                                anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
     }
     if (val.a.count != n_layer) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key %s has wrong array length; expected %u, got %" PRIu64,
-                               key, n_layer, val.a.count);
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
+                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer,
+                                val.a.count);
     }
     anvil_gguf_value e0;
     if (anvil_gguf_array_get(&val.a, 0, &e0) != ANVIL_OK) return ANVIL_OK;
@@ -141,15 +142,16 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     }
     if (arch.len > 0) {
         if (arch.len >= sizeof q->arch_name || memchr(arch.ptr, '\0', arch.len) != NULL) {
-            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "general.architecture is not a model architecture name");
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                    "general.architecture is not a model architecture name");
         }
         memcpy(q->arch_name, arch.ptr, arch.len);
         q->arch_name[arch.len] = '\0';
     }
     if (q->arch_name[0] == '\0') {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "the model has no general.architecture: llama.cpp cannot tell its "
-                               "hyperparameters, and neither can anvil");
+                                "the model has no general.architecture: llama.cpp cannot tell its "
+                                "hyperparameters, and neither can anvil");
     }
     return qa_load_model(t, o, q->arch_name, &q->qs.model, err);
 }
@@ -201,7 +203,8 @@ static int by_layer_name(const void *a, const void *b) {
 }
 
 static int by_part_offset(const void *a, const void *b) {
-    const anvil_gguf_tensor *x = ((const anvil_transcode_tensor *)a)->src, *y = ((const anvil_transcode_tensor *)b)->src;
+    const anvil_gguf_tensor *x = ((const anvil_transcode_tensor *)a)->src,
+                            *y = ((const anvil_transcode_tensor *)b)->src;
     if (x->part != y->part) return x->part < y->part ? -1 : 1;
     if (x->file_offset != y->file_offset) return x->file_offset < y->file_offset ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -414,7 +417,8 @@ static int quantize_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t part,
         anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_NO);
         anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_COUNT);
         anvil_gguf_writer_remove_key(w, ANVIL_GGUF_KEY_SPLIT_TENSORS);
-        for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i) rc = put_override(w, &o->kv_overrides[i], err);
+        for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i)
+            rc = put_override(w, &o->kv_overrides[i], err);
         if (rc == ANVIL_OK && o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
             rc = put_imatrix_kvs(w, o, err);
         }
@@ -443,7 +447,7 @@ static int quantize_kvs(anvil_transcode *t, anvil_gguf_writer *w, uint32_t part,
 static int check_options(anvil_transcode *t, const anvil_quantize_options *o, anvil_error *err) {
     if (!o->only_copy && anvil_quantize_default_type(o->ftype) == ANVIL_TRANSCODE_NO_TYPE) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "invalid output file type %u (not a llama.cpp preset)",
-                               o->ftype);
+                                o->ftype);
     }
     int rc = ANVIL_OK;
     if (o->output_tensor_type != ANVIL_TRANSCODE_NO_TYPE) {
@@ -454,7 +458,8 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
     }
     for (size_t i = 0; rc == ANVIL_OK && i < o->n_tensor_types; ++i) {
         char label[300];
-        snprintf(label, sizeof label, "--tensor-type %.256s", o->tensor_types[i].pattern ? o->tensor_types[i].pattern : "");
+        snprintf(label, sizeof label, "--tensor-type %.256s",
+                 o->tensor_types[i].pattern ? o->tensor_types[i].pattern : "");
         rc = tc_check_target(t->ctx, o->tensor_types[i].type, label, err);
     }
     for (size_t i = 0; rc == ANVIL_OK && i < o->n_kv_overrides; ++i) {
@@ -462,12 +467,13 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
         if (k[0] == '\0') rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "--override-kv: an empty key");
         if (rc == ANVIL_OK && strcmp(k, ANVIL_GGUF_KEY_ALIGNMENT) == 0) {
             rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                 "--override-kv general.alignment: the alignment cannot be overridden (the "
-                                 "file would no longer read back)");
+                                  "--override-kv general.alignment: the alignment cannot be overridden (the "
+                                  "file would no longer read back)");
         }
     }
     for (size_t i = 0; rc == ANVIL_OK && i < o->n_prune_layers; ++i) {
-        if (o->prune_layers[i] < 0) rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "--prune-layers: a negative layer");
+        if (o->prune_layers[i] < 0)
+            rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "--prune-layers: a negative layer");
     }
     if (rc == ANVIL_OK && o->imatrix != NULL) {
         for (size_t i = 0; i < anvil_imatrix_count(o->imatrix); ++i) {
@@ -478,9 +484,9 @@ static int check_options(anvil_transcode *t, const anvil_quantize_options *o, an
                 if (!(v == v) || v > 3.4e38f || v < -3.4e38f) {
                     /* llama.cpp refuses non-finite entries only (negative ones are used as given) */
                     return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                           "imatrix contains non-finite value %g (entry '%s', value %zu): the "
-                                           "importance matrix is damaged; make it again with llama-imatrix",
-                                           (double)v, e.name, k);
+                                            "imatrix contains non-finite value %g (entry '%s', value %zu): the "
+                                            "importance matrix is damaged; make it again with llama-imatrix",
+                                            (double)v, e.name, k);
                 }
             }
         }
@@ -510,16 +516,19 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
                 if (rc != ANVIL_OK) return rc;
                 it->imatrix_name = NULL;
             } else if (e->n_values != want) {
-                if (strcmp(it->name, "token_embd.weight") != 0 && strcmp(it->name, "per_layer_token_embd.weight") != 0) {
+                if (strcmp(it->name, "token_embd.weight") != 0 &&
+                    strcmp(it->name, "per_layer_token_embd.weight") != 0) {
                     if (o->dry_run) continue;
                     return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                           "imatrix size %d is different from tensor size %d for %s: the "
-                                           "importance matrix was made for another model (or another "
-                                           "version of it)",
-                                           (int)e->n_values, (int)want, it->name);
+                                            "imatrix size %d is different from tensor size %d for %s: the "
+                                            "importance matrix was made for another model (or another "
+                                            "version of it)",
+                                            (int)e->n_values, (int)want, it->name);
                 }
-                int rc = tc_warn(t, err, "imatrix size %d is different from tensor size %d for %s: quantized "
-                                 "without it", (int)e->n_values, (int)want, it->name);
+                int rc = tc_warn(t, err,
+                                 "imatrix size %d is different from tensor size %d for %s: quantized "
+                                 "without it",
+                                 (int)e->n_values, (int)want, it->name);
                 if (rc != ANVIL_OK) return rc;
                 it->imatrix_name = NULL;
             } else {
@@ -528,15 +537,15 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
         }
         if (it->imatrix == NULL && it->needs_imatrix && !o->dry_run) {
             return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
-                                   "Missing importance matrix for tensor %s in a very low-bit quantization (%s): "
-                                   "the result would be garbage; pass an --imatrix that has it",
-                                   it->name, anvil_type_name(NULL, it->dst_type));
+                                    "Missing importance matrix for tensor %s in a very low-bit quantization (%s): "
+                                    "the result would be garbage; pass an --imatrix that has it",
+                                    it->name, anvil_type_name(NULL, it->dst_type));
         }
         if (qp_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
-                                   "quantized model stacks two errors; pass --allow-requantize to do it anyway",
-                                   anvil_type_name(NULL, it->src_type), it->name);
+                                    "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
+                                    "quantized model stacks two errors; pass --allow-requantize to do it anyway",
+                                    anvil_type_name(NULL, it->src_type), it->name);
         }
     }
     return ANVIL_OK;
@@ -582,8 +591,8 @@ static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *i
     } else {
         const char *why = NULL;
         uint32_t ty = 0;
-        rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty,
-                            &it->fallback_from, &why, err);
+        rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty, &it->fallback_from,
+                            &why, err);
         if (rc != ANVIL_OK) return rc;
         it->want_type = ty;
         it->dst_type = ty;
@@ -610,10 +619,10 @@ static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *i
         t->summary.needs_imatrix = 1;
         if (!o->dry_run) {
             return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
-                                 "this quantization requires an importance matrix: tensor %s would be %s, "
-                                 "which llama.cpp only writes with one (pass --imatrix FILE; make one "
-                                 "with llama-imatrix)",
-                                 it->name, anvil_type_name(NULL, it->dst_type));
+                                    "this quantization requires an importance matrix: tensor %s would be %s, "
+                                    "which llama.cpp only writes with one (pass --imatrix FILE; make one "
+                                    "with llama-imatrix)",
+                                    it->name, anvil_type_name(NULL, it->dst_type));
         }
     }
     return tc_item_bytes(t, it, err);
@@ -698,16 +707,16 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
         if (rc != ANVIL_OK) return rc;
         if (!tc_is_float_type(it->src_type) && anvil_ctx_codec(t->ctx, it->src_type) == NULL) {
             return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                                   "tensor '%s' is %s, which cannot be decoded here: its codec plugin is not "
-                                   "loaded",
-                                   it->name, anvil_type_name(NULL, it->src_type));
+                                    "tensor '%s' is %s, which cannot be decoded here: its codec plugin is not "
+                                    "loaded",
+                                    it->name, anvil_type_name(NULL, it->src_type));
         }
         const uint32_t bs = qp_block_size(it->dst_type);
         if (bs == 0 || it->row_len % bs != 0) {
             return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                                   "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
-                                   "of %u (llama.cpp would abort): choose another type for it",
-                                   it->name, it->row_len, anvil_type_name(NULL, it->dst_type), bs);
+                                    "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
+                                    "of %u (llama.cpp would abort): choose another type for it",
+                                    it->name, it->row_len, anvil_type_name(NULL, it->dst_type), bs);
         }
     }
     return ANVIL_OK;
@@ -724,7 +733,8 @@ static int refuse_fallbacks(anvil_transcode *t, anvil_error *err) {
         if (it->fallback_from == ANVIL_TRANSCODE_NO_TYPE) continue;
         char one[200];
         const int k = snprintf(one, sizeof one, "%s%s (rows of %" PRIu64 ": %s -> %s)", n ? ", " : "", it->name,
-                               it->row_len, anvil_type_name(t->ctx, it->fallback_from), anvil_type_name(t->ctx, it->dst_type));
+                               it->row_len, anvil_type_name(t->ctx, it->fallback_from),
+                               anvil_type_name(t->ctx, it->dst_type));
         if (k > 0 && len + (size_t)k < sizeof list && named == n) {
             memcpy(list + len, one, (size_t)k + 1);
             len += (size_t)k;
@@ -738,9 +748,9 @@ static int refuse_fallbacks(anvil_transcode *t, anvil_error *err) {
         snprintf(more, sizeof more, ", and %zu more (--dry-run without --no-fallback lists them)", n - named);
     }
     return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                           "--no-fallback: %zu tensor%s would fall back to another type, the rows not dividing "
-                           "the preset's block: %s%s. Choose another preset or fix their types with --tensor-type",
-                           n, n == 1 ? "" : "s", list, more);
+                            "--no-fallback: %zu tensor%s would fall back to another type, the rows not dividing "
+                            "the preset's block: %s%s. Choose another preset or fix their types with --tensor-type",
+                            n, n == 1 ? "" : "s", list, more);
 }
 
 static int check_target_options(const anvil_quantize_options *o, anvil_error *err) {
@@ -752,7 +762,7 @@ static int check_target_options(const anvil_quantize_options *o, anvil_error *er
     }
     if (o->keep_split) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "--keep-split with a size target: the target is one file's size; drop --keep-split");
+                                "--keep-split with a size target: the target is one file's size; drop --keep-split");
     }
     if (o->only_copy) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "COPY with a size target");
     return ANVIL_OK;
@@ -833,8 +843,8 @@ ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t) {
     return q->target && q->note[0] ? q->note : NULL;
 }
 
-ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
-                                  const char *out_path, const anvil_quantize_options *opts, anvil_error *err) {
+ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,
+                                  const anvil_quantize_options *opts, anvil_error *err) {
     anvil__error_clear(err);
     if (out == NULL || src == NULL || out_path == NULL || opts == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_plan: NULL argument");
@@ -924,7 +934,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
                 for (size_t i = 0; i < t->n_items && !any; ++i) any = t->items[i].part == p;
                 if (!any) {
                     rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                         "--keep-split: input part %u would have no tensors left", p + 1);
+                                          "--keep-split: input part %u would have no tensors left", p + 1);
                 }
             }
         }
@@ -939,7 +949,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     }
     if (rc == ANVIL_OK && q->target && t->summary.out_file_bytes > q->target_bytes) {
         rc = anvil__error_set(err, ANVIL_E_INTERNAL, "the target plan takes %" PRIu64 " bytes, over its %" PRIu64,
-                             t->summary.out_file_bytes, q->target_bytes);
+                              t->summary.out_file_bytes, q->target_bytes);
     }
     free(keys);
     if (rc != ANVIL_OK) {

@@ -199,17 +199,43 @@ int qp_allows_quantization(const anvil_quantize_options *o, const anvil_gguf_ten
     const size_t len = strlen(name);
     /* name.rfind("weight") == name.size() - 6, unsigned: a 5-byte name
      * passes (npos == size - 6 there). */
-    int q = (len >= 6 && strcmp(name + len - 6, "weight") == 0) ||
-            (len == 5 && strstr(name, "weight") == NULL);
+    int q = (len >= 6 && strcmp(name + len - 6, "weight") == 0) || (len == 5 && strstr(name, "weight") == NULL);
     static const char *const never[] = {
-        "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
-        "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
-        "indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
-        "time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
-        "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
-        "time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
-        "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
-        "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+        "_norm.weight",
+        "ffn_gate_inp.weight",
+        "ffn_gate_tid2eid.weight",
+        "altup",
+        "laurel",
+        "per_layer_model_proj",
+        "ssm_conv1d",
+        "shortconv.conv.weight",
+        "indexer.k_proj.weight",
+        "indexer.q_proj.weight",
+        "time_mix_first.weight",
+        "time_mix_w0.weight",
+        "time_mix_w1.weight",
+        "time_mix_w2.weight",
+        "time_mix_v0.weight",
+        "time_mix_v1.weight",
+        "time_mix_v2.weight",
+        "time_mix_a0.weight",
+        "time_mix_a1.weight",
+        "time_mix_a2.weight",
+        "time_mix_g1.weight",
+        "time_mix_g2.weight",
+        "time_mix_decay_w1.weight",
+        "time_mix_decay_w2.weight",
+        "time_mix_lerp_fused.weight",
+        "attn_rel_b.weight",
+        ".position_embd",
+        "sam.pos_embd",
+        "sam.neck.",
+        "sam.net_",
+        ".rel_pos",
+        ".patch_embd",
+        ".patch_merger",
+        "a.rvq.codebook",
+        "mm.a.code_embd",
     };
     for (size_t i = 0; q && i < sizeof never / sizeof never[0]; ++i) q = !has(name, never[i]);
     if (o->leave_output_tensor && strcmp(name, "output.weight") == 0) q = 0;
@@ -245,12 +271,14 @@ static int layer_info(const qp_state *qs, int counter, const char *name, int *la
     const int n_expert = qs->model.n_expert > 1 ? (int)qs->model.n_expert : 1;
     if (n_expert > 1) {
         if (sscanf(name, "blk.%d.", layer) != 1) {
-            return anvil__error_set(err, ANVIL_E_INVALID_ARG, "Failed to determine layer for tensor %s (a MoE "
-                                   "model's ffn tensors must be named blk.N....)", name);
+            return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                    "Failed to determine layer for tensor %s (a MoE "
+                                    "model's ffn tensors must be named blk.N....)",
+                                    name);
         }
         if (*layer < 0 || *layer >= (int)qs->model.n_layer_all) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG, "Bad layer %d for tensor %s. Must be in [0, %d)",
-                                   *layer, name, (int)qs->model.n_layer_all);
+                                    *layer, name, (int)qs->model.n_layer_all);
         }
     }
     return ANVIL_OK;
@@ -274,8 +302,7 @@ static uint32_t mix_output(const qp_state *qs, const anvil_gguf_tensor *tensor, 
             t = ANVIL_TYPE_Q8_0;
         } else if (m->arch == QP_ARCH_FALCON || qk == 0 || tensor->ne[0] % qk != 0) {
             t = ANVIL_TYPE_Q8_0;
-        } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ3_XXS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) ||
-                   FT(IQ1_M)) {
+        } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ3_XXS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) || FT(IQ1_M)) {
             t = ANVIL_TYPE_Q5_K;
         } else if (t != ANVIL_TYPE_Q8_0) {
             t = ANVIL_TYPE_Q6_K;
@@ -376,9 +403,7 @@ static int mix_ffn_down(qp_state *qs, const char *name, uint32_t *type, anvil_er
     } else if (FT(IQ3_XXS) && !qs->has_imatrix) {
         t = layer < n / 8 ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
     } else if (FT(Q3_K_M)) {
-        t = layer < n / 16 ? ANVIL_TYPE_Q5_K
-            : !falcon || use_more_bits(layer, n) ? ANVIL_TYPE_Q4_K
-                                                 : ANVIL_TYPE_Q3_K;
+        t = layer < n / 16 ? ANVIL_TYPE_Q5_K : !falcon || use_more_bits(layer, n) ? ANVIL_TYPE_Q4_K : ANVIL_TYPE_Q3_K;
     } else if (FT(IQ3_M) && (layer < n / 8 || (nexp == 8 && use_more_bits(layer, n)))) {
         t = ANVIL_TYPE_Q4_K;
     } else if (FT(Q3_K_L)) {
@@ -410,8 +435,8 @@ static uint32_t mix_attn_output(const qp_state *qs, uint32_t t) {
     const uint32_t nexp = m->n_expert;
     if (m->arch != QP_ARCH_FALCON) {
         if (nexp == 8) {
-            if (FT(Q2_K) || FT(IQ3_XS) || FT(IQ3_XXS) || FT(Q3_K_S) || FT(Q3_K_M) || FT(IQ4_NL) ||
-                FT(Q4_K_S) || FT(Q4_K_M) || FT(IQ3_S) || FT(IQ3_M) || FT(IQ4_XS)) {
+            if (FT(Q2_K) || FT(IQ3_XS) || FT(IQ3_XXS) || FT(Q3_K_S) || FT(Q3_K_M) || FT(IQ4_NL) || FT(Q4_K_S) ||
+                FT(Q4_K_M) || FT(IQ3_S) || FT(IQ3_M) || FT(IQ4_XS)) {
                 t = ANVIL_TYPE_Q5_K;
             }
         } else if (FT(Q2_K)) {
@@ -431,8 +456,8 @@ static uint32_t mix_attn_output(const qp_state *qs, uint32_t t) {
     return t;
 }
 
-static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *name, qp_category cat,
-                   uint32_t *type, anvil_error *err) {
+static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *name, qp_category cat, uint32_t *type,
+                   anvil_error *err) {
     const uint32_t ftype = qs->ftype;
     const qp_model *m = &qs->model;
     const uint32_t nexp = m->n_expert;
@@ -440,18 +465,18 @@ static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *na
     int rc = ANVIL_OK, layer = 0;
     if (m->no_layers && is_attn_v_like(cat) && qa_rules_ask_gqa(ftype)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "tensor '%s': this preset's rule for it needs the model's attention heads, and "
-                               "the model has no layers (llama.cpp aborts here); choose a K-quant preset other "
-                               "than Q2_K, or set its type with --tensor-type",
-                               name);
+                                "tensor '%s': this preset's rule for it needs the model's attention heads, and "
+                                "the model has no layers (llama.cpp aborts here); choose a K-quant preset other "
+                                "than Q2_K, or set its type with --tensor-type",
+                                name);
     }
     if (cat == QC_OUTPUT || (qs->has_tied_embeddings && cat == QC_TOKEN_EMBD)) {
         t = mix_output(qs, tensor, t);
     } else if (FT(MXFP4_MOE)) {
-        const int bailing_expert =
-            m->arch == QP_ARCH_BAILINGMOE3 && (cat == QC_FFN_UP || cat == QC_FFN_GATE || cat == QC_FFN_DOWN);
+        const int bailing_expert = m->arch == QP_ARCH_BAILINGMOE3 &&
+                                   (cat == QC_FFN_UP || cat == QC_FFN_GATE || cat == QC_FFN_DOWN);
         t = tensor->ne[2] > 1 && (m->arch != QP_ARCH_BAILINGMOE3 || bailing_expert) ? ANVIL_TYPE_MXFP4
-                                                                                      : ANVIL_TYPE_Q8_0;
+                                                                                    : ANVIL_TYPE_Q8_0;
     } else if (cat == QC_TOKEN_EMBD) {
         t = mix_token_embd(qs, t);
     } else if (FT(IQ2_XXS) || FT(IQ2_XS) || FT(IQ1_S) || FT(IQ2_S) || FT(IQ2_M) || FT(IQ1_M)) {
@@ -500,8 +525,7 @@ static int mixture(qp_state *qs, const anvil_gguf_tensor *tensor, const char *na
 #undef FT
 
 /* tensor_type_fallback: a type whose block does not divide the rows. */
-static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *type, uint32_t *from,
-                    anvil_error *err) {
+static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *type, uint32_t *from, anvil_error *err) {
     const uint32_t target = *type, qk = qp_block_size(target);
     const uint64_t ncols = tensor->ne[0];
     if (qk == 0) return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u is not a ggml type", target);
@@ -531,9 +555,10 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
             break;
         }
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "tensor '%s': rows of %llu are not a multiple of %s's %u and llama.cpp "
-                               "defines no fallback type for %s",
-                               tensor->name, (unsigned long long)ncols, anvil_type_name(NULL, target), qk, anvil_type_name(NULL, target));
+                                "tensor '%s': rows of %llu are not a multiple of %s's %u and llama.cpp "
+                                "defines no fallback type for %s",
+                                tensor->name, (unsigned long long)ncols, anvil_type_name(NULL, target), qk,
+                                anvil_type_name(NULL, target));
     }
     if (ncols % qp_block_size(r) != 0) r = ANVIL_TYPE_F16;
     *from = target;
@@ -542,8 +567,8 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
 }
 
 int qp_tensor_type(qp_state *qs, anvil_transcode *t, const anvil_gguf_tensor *tensor, const char *name,
-                   qp_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from,
-                   const char **why, anvil_error *err) {
+                   qp_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from, const char **why,
+                   anvil_error *err) {
     const anvil_quantize_options *o = qs->opts;
     *fallback_from = ANVIL_TRANSCODE_NO_TYPE;
     size_t k = 0;

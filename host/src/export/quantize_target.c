@@ -55,7 +55,7 @@ static int cand_cmp(const void *a, const void *b) {
 }
 
 typedef struct qt_seg {
-    size_t item, k;            /* hull point k -> k + 1 of item */
+    size_t item, k; /* hull point k -> k + 1 of item */
     double gain;
     uint64_t cost;
 } qt_seg;
@@ -152,8 +152,7 @@ static int best_swap(qt_item *items, size_t n, uint64_t left, uint64_t *used) {
     return 1;
 }
 
-int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used,
-                anvil_error *err) {
+int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err) {
     uint64_t total = 0, max_n = 1;
     for (size_t i = 0; i < n; ++i) {
         if (items[i].n == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "item %zu has no candidate type", i);
@@ -165,8 +164,9 @@ int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, 
     *min_bytes = total;
     *used = total;
     if (total > budget) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the smallest types take %" PRIu64 " bytes, over the %" PRIu64
-                               " bytes left for them", total, budget);
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "the smallest types take %" PRIu64 " bytes, over the %" PRIu64 " bytes left for them",
+                                total, budget);
     }
     size_t *hull = malloc(n * max_n * sizeof *hull), *nh = malloc((n ? n : 1) * sizeof *nh);
     qt_seg *segs = malloc(n * max_n * sizeof *segs + 1);
@@ -220,11 +220,11 @@ int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, 
 /* ---- candidates --------------------------------------------------------------------- */
 
 static const uint32_t qt_types[] = {
-    ANVIL_TYPE_IQ1_S,  ANVIL_TYPE_Q1_0,   ANVIL_TYPE_IQ1_M, ANVIL_TYPE_TQ1_0, ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_TQ2_0,
-    ANVIL_TYPE_Q2_0,   ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_IQ2_S, ANVIL_TYPE_Q2_K,  ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S,
-    ANVIL_TYPE_Q3_K,   ANVIL_TYPE_IQ4_XS, ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_MXFP4, ANVIL_TYPE_NVFP4, ANVIL_TYPE_Q4_0,
-    ANVIL_TYPE_Q4_1,   ANVIL_TYPE_Q4_K,   ANVIL_TYPE_Q5_0,  ANVIL_TYPE_Q5_1,  ANVIL_TYPE_Q5_K,    ANVIL_TYPE_Q6_K,
-    ANVIL_TYPE_Q8_0,   ANVIL_TYPE_F16,    ANVIL_TYPE_BF16,
+    ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q1_0,   ANVIL_TYPE_IQ1_M,  ANVIL_TYPE_TQ1_0, ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_TQ2_0,
+    ANVIL_TYPE_Q2_0,  ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_IQ2_S,  ANVIL_TYPE_Q2_K,  ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S,
+    ANVIL_TYPE_Q3_K,  ANVIL_TYPE_IQ4_XS, ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_MXFP4, ANVIL_TYPE_NVFP4,   ANVIL_TYPE_Q4_0,
+    ANVIL_TYPE_Q4_1,  ANVIL_TYPE_Q4_K,   ANVIL_TYPE_Q5_0,   ANVIL_TYPE_Q5_1,  ANVIL_TYPE_Q5_K,    ANVIL_TYPE_Q6_K,
+    ANVIL_TYPE_Q8_0,  ANVIL_TYPE_F16,    ANVIL_TYPE_BF16,
 };
 #define QT_N_TYPES (sizeof qt_types / sizeof qt_types[0])
 
@@ -253,18 +253,18 @@ static int is_candidate(anvil_transcode *t, const anvil_transcode_tensor *it, ui
 typedef struct qt_job {
     anvil_ctx *ctx;
     const anvil_transcode_tensor *it;
-    const float *x;            /* sampled rows, f32 */
-    const uint64_t *rows;      /* their row numbers */
-    const float *norm_w;       /* m_j when the tensor has no importance entry (NULL: 1) */
-    size_t n_rows;             /* sampled */
-    size_t group;              /* rows per task */
+    const float *x;       /* sampled rows, f32 */
+    const uint64_t *rows; /* their row numbers */
+    const float *norm_w;  /* m_j when the tensor has no importance entry (NULL: 1) */
+    size_t n_rows;        /* sampled */
+    size_t group;         /* rows per task */
     size_t n_groups;
     const qt_cand *cands;
     size_t n_cands;
-    double *sums;              /* n_cands * n_groups */
-    size_t slow_every;         /* slow encoders: every slow_every-th group only (1: all) */
-    int *rcs;                  /* per task */
-    anvil_error *errs;         /* per task */
+    double *sums;      /* n_cands * n_groups */
+    size_t slow_every; /* slow encoders: every slow_every-th group only (1: all) */
+    int *rcs;          /* per task */
+    anvil_error *errs; /* per task */
 } qt_job;
 
 /* The grid-search encoders (IQ1..IQ3), 30 to 300 times slower than the
@@ -387,8 +387,9 @@ static int sample_rows(anvil_transcode *t, const anvil_transcode_tensor *it, con
             if (rc != ANVIL_OK) return rc;
         }
         if (anvil_float_find_nonfinite(dst, (size_t)it->row_len) < it->row_len) {
-            return anvil__error_set(err, ANVIL_E_NONFINITE, "tensor '%s' holds NaN or Inf in row %" PRIu64
-                                   ": fix the source model", it->name, r);
+            return anvil__error_set(err, ANVIL_E_NONFINITE,
+                                    "tensor '%s' holds NaN or Inf in row %" PRIu64 ": fix the source model", it->name,
+                                    r);
         }
     }
     return ANVIL_OK;
@@ -520,8 +521,9 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
         }
         if (q->n == 0) {
             rc = anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                                 "tensor '%s' (rows of %" PRIu64 ") has no type anvil can write for it here: fix "
-                                 "its type with --tensor-type", it->name, it->row_len);
+                                  "tensor '%s' (rows of %" PRIu64 ") has no type anvil can write for it here: fix "
+                                  "its type with --tensor-type",
+                                  it->name, it->row_len);
             break;
         }
         rc = measure_item(t, pool, it, q->cands, q->n, rq, err);
@@ -562,10 +564,10 @@ static int pick_pure(qt_item *items, size_t n, uint64_t budget, anvil_error *err
     }
     if (best < 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               min_bytes == UINT64_MAX ? "--pure: no one type suits every tensor"
-                                                       : "--pure: even the smallest common type takes %" PRIu64
-                                                         " bytes of tensor data, over the budget's %" PRIu64,
-                               min_bytes, budget);
+                                min_bytes == UINT64_MAX ? "--pure: no one type suits every tensor"
+                                                        : "--pure: even the smallest common type takes %" PRIu64
+                                                          " bytes of tensor data, over the budget's %" PRIu64,
+                                min_bytes, budget);
     }
     for (size_t i = 0; i < n; ++i) {
         for (size_t c = 0; c < items[i].n; ++c) {
@@ -630,10 +632,10 @@ int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
     }
     if (rc == ANVIL_OK && rq->target_bytes < fixed + min_free) {
         rc = anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                             "the target of %" PRIu64 " bytes is below the smallest file the candidate types "
-                             "allow: %" PRIu64 " bytes (%" PRIu64 " of header and fixed tensors); give at least "
-                             "that",
-                             rq->target_bytes, fixed + min_free, fixed);
+                              "the target of %" PRIu64 " bytes is below the smallest file the candidate types "
+                              "allow: %" PRIu64 " bytes (%" PRIu64 " of header and fixed tensors); give at least "
+                              "that",
+                              rq->target_bytes, fixed + min_free, fixed);
     }
     const uint64_t budget = rc == ANVIL_OK ? rq->target_bytes - fixed : 0;
     if (rc == ANVIL_OK && rq->pure) {
@@ -657,8 +659,8 @@ int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
 /* ---- role weights ---------------------------------------------------------------------- */
 
 static const char *const qt_roles[] = {
-    "token_embd", "attn_q", "attn_v", "attn_k", "attn_qkv", "attn_kv_b", "attn_output", "ffn_up", "ffn_gate",
-    "ffn_down", "output", "other",
+    "token_embd",  "attn_q", "attn_v",   "attn_k",   "attn_qkv", "attn_kv_b",
+    "attn_output", "ffn_up", "ffn_gate", "ffn_down", "output",   "other",
 };
 
 int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
@@ -676,7 +678,7 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
         if (comma == NULL) comma = p + strlen(p);
         if (eq == NULL || eq > comma) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG, "target weights: '%.*s' is not ROLE=WEIGHT",
-                                   (int)(comma - p), p);
+                                    (int)(comma - p), p);
         }
         int role = -1;
         for (int c = 0; c <= QC_OTHER; ++c) {
@@ -686,10 +688,10 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
         const double v = strtod(eq + 1, &end);
         if (role < 0 || end != comma || !(v >= 0.0) || !isfinite(v)) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "target weights: '%.*s': the role must be one of token_embd, attn_q, attn_k, "
-                                   "attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up, ffn_gate, ffn_down, output, "
-                                   "other and the weight a finite number >= 0",
-                                   (int)(comma - p), p);
+                                    "target weights: '%.*s': the role must be one of token_embd, attn_q, attn_k, "
+                                    "attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up, ffn_gate, ffn_down, output, "
+                                    "other and the weight a finite number >= 0",
+                                    (int)(comma - p), p);
         }
         w[role] = v;
         p = *comma ? comma + 1 : comma;

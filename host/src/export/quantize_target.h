@@ -39,17 +39,16 @@ typedef struct qt_item {
  * candidate. ANVIL_E_INVALID_ARG when even the smallest candidates exceed
  * the budget (*min_bytes says how much they take), or an item has none.
  * *used gets the chosen bytes. */
-int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used,
-                anvil_error *err);
+int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err);
 
 /* The request a quantize plan hands to qt_choose. */
 typedef struct qt_request {
-    uint64_t target_bytes;       /* the whole file's budget */
-    int pure;                    /* one type for every free tensor (the largest that fits) */
-    int has_imatrix;             /* an importance matrix was given */
+    uint64_t target_bytes; /* the whole file's budget */
+    int pure;              /* one type for every free tensor (the largest that fits) */
+    int has_imatrix;       /* an importance matrix was given */
     unsigned threads;
-    uint64_t sample_rows;        /* rows measured per tensor: 0 = automatic, UINT64_MAX = all */
-    const double *role_weight;   /* per qp_category (QC_*), or NULL for 1 */
+    uint64_t sample_rows;      /* rows measured per tensor: 0 = automatic, UINT64_MAX = all */
+    const double *role_weight; /* per qp_category (QC_*), or NULL for 1 */
 } qt_request;
 
 /* Measure and choose the types of the items marked in is_free (the rest

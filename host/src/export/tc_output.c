@@ -26,7 +26,7 @@ struct tc_output {
     const void *data;
     uint64_t size;
     const anvil_gguf *src;
-    int rc;              /* first failure, ANVIL_OK until one */
+    int rc; /* first failure, ANVIL_OK until one */
     anvil_error err;
 };
 

@@ -9,10 +9,10 @@
 
 typedef struct tc_rule {
     char *pattern;
-    ecma_re *re;             /* ECMAScript, as llama.cpp's --tensor-type */
+    ecma_re *re; /* ECMAScript, as llama.cpp's --tensor-type */
     uint32_t type;
-    char *label;             /* "--tensor-type <pattern>" */
-    size_t hits;             /* tensors it matched */
+    char *label; /* "--tensor-type <pattern>" */
+    size_t hits; /* tensors it matched */
 } tc_rule;
 
 typedef struct anvil_transcode anvil_transcode;
@@ -37,9 +37,9 @@ struct anvil_transcode {
     int ran;
     /* What differs between policies. */
     tc_kv_fn build_kvs;
-    void *policy;                /* the policy's own state, freed with policy_free */
+    void *policy; /* the policy's own state, freed with policy_free */
     void (*policy_free)(void *policy);
-    int check_kept;              /* copied float tensors must be finite (llama.cpp validates them) */
+    int check_kept; /* copied float tensors must be finite (llama.cpp validates them) */
     /* The policy's check of a source tensor's data before it is copied or
      * converted (NULL: none). */
     int (*check_src)(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err);

@@ -91,9 +91,9 @@ static int check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil
     const anvil_codec *c = anvil_ctx_codec(ctx, type);
     if (rc == ANVIL_OK && c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) {
         rc = anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
-                             "%s: %s cannot be written without an importance matrix (ggml encodes it only "
-                             "with one): use `anvil quantize --imatrix FILE`, or pick another type",
-                             option, c->name);
+                              "%s: %s cannot be written without an importance matrix (ggml encodes it only "
+                              "with one): use `anvil quantize --imatrix FILE`, or pick another type",
+                              option, c->name);
     }
     return rc;
 }
@@ -152,9 +152,9 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
         if (h->wants != NULL && h->rows != NULL && h->wants(h->arg, src)) {
             if (!tc_is_float_type(src->type)) {
                 return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                       "tensor '%s' is %s: it can only be rewritten from a float "
-                                       "type (f32, f16, bf16)",
-                                       src->name, src->type_info.name);
+                                        "tensor '%s' is %s: it can only be rewritten from a float "
+                                        "type (f32, f16, bf16)",
+                                        src->name, src->type_info.name);
             }
             it->rewritten = 1;
         }
@@ -166,11 +166,11 @@ static int decide_all(anvil_transcode *t, anvil_error *err) {
         anvil_type_info want;
         const int have = anvil_type_lookup(t->ctx, it->want_type, &want, NULL) == ANVIL_OK;
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "tensor '%s' is already quantized (%s) and %s asks for %s: requantizing "
-                               "stacks two quantization errors. Pass --allow-requantize to do it anyway, "
-                               "or ask for f16/f32 to dequantize (%zu tensor%s in all)",
-                               it->name, it->src->type_info.name, it->rule ? it->rule : "an option",
-                               have ? want.name : "another type", n_requant, n_requant == 1 ? "" : "s");
+                                "tensor '%s' is already quantized (%s) and %s asks for %s: requantizing "
+                                "stacks two quantization errors. Pass --allow-requantize to do it anyway, "
+                                "or ask for f16/f32 to dequantize (%zu tensor%s in all)",
+                                it->name, it->src->type_info.name, it->rule ? it->rule : "an option",
+                                have ? want.name : "another type", n_requant, n_requant == 1 ? "" : "s");
     }
     return ANVIL_OK;
 }
@@ -217,13 +217,13 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     t->n_parts = part + 1;
     if (t->n_parts > UINT16_MAX) {
         return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
-                               "the split would make %" PRIu32 " parts; split.count is a u16 "
-                               "(at most 65535): raise the limit",
-                               t->n_parts);
+                                "the split would make %" PRIu32 " parts; split.count is a u16 "
+                                "(at most 65535): raise the limit",
+                                t->n_parts);
     }
     if (tc_is_split(t) && t->n_items > (size_t)INT32_MAX) {
-        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
-                               "%zu tensors do not fit split.tensors.count (i32)", t->n_items);
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT, "%zu tensors do not fit split.tensors.count (i32)",
+                                t->n_items);
     }
     return ANVIL_OK;
 }
@@ -242,9 +242,8 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
     for (uint32_t p = 0; rc == ANVIL_OK && p < t->n_parts; ++p) {
         const size_t cap = plen + 32;
         t->part_paths[p] = malloc(cap);
-        rc = t->part_paths[p] == NULL
-                 ? anvil__nomem(err)
-                 : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
+        rc = t->part_paths[p] == NULL ? anvil__nomem(err)
+                                      : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
         if (rc == ANVIL_OK) rc = file_set_check_part(t->part_paths[p], err);
     }
     return rc;
@@ -307,8 +306,8 @@ static int build_writers(anvil_transcode *t, anvil_error *err) {
         const size_t k = anvil_gguf_writer_tensor_count(w) - 1;
         if (anvil_gguf_writer_tensor_bytes(w, k) != it->dst_bytes) {
             return anvil__error_set(err, ANVIL_E_INTERNAL,
-                                   "tensor '%s': the writer sizes it at %" PRIu64 " bytes, the plan at %" PRIu64,
-                                   it->name, anvil_gguf_writer_tensor_bytes(w, k), it->dst_bytes);
+                                    "tensor '%s': the writer sizes it at %" PRIu64 " bytes, the plan at %" PRIu64,
+                                    it->name, anvil_gguf_writer_tensor_bytes(w, k), it->dst_bytes);
         }
     }
     return ANVIL_OK;
@@ -344,9 +343,8 @@ int tc_layout(anvil_transcode *t, anvil_error *err) {
     return rc;
 }
 
-ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src,
-                                   const char *out_path, const anvil_transcode_options *opts,
-                                   anvil_error *err) {
+ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,
+                                   const anvil_transcode_options *opts, anvil_error *err) {
     anvil__error_clear(err);
     if (out == NULL || src == NULL || out_path == NULL || opts == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_transcode_plan: NULL argument");
@@ -354,7 +352,7 @@ ANVIL_API int anvil_transcode_plan(anvil_transcode **out, anvil_ctx *ctx, const 
     *out = NULL;
     if (opts->split_max_bytes > 0 && opts->split_max_tensors > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "give a split size or a tensor count per part, not both (as gguf-split)");
+                                "give a split size or a tensor count per part, not both (as gguf-split)");
     }
     anvil_transcode *t = tc_new(ctx, src);
     if (t == NULL) return anvil__nomem(err);
@@ -419,14 +417,15 @@ int tc_src_data(const anvil_transcode *t, const anvil_gguf_tensor *g, uint8_t **
         *data = g->data;
         return ANVIL_OK;
     }
-    if (g->n_bytes > SIZE_MAX - 1) return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", g->name);
+    if (g->n_bytes > SIZE_MAX - 1)
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor '%s' is too large", g->name);
     if (*buf == NULL || g->n_bytes > *cap) {
         free(*buf);
         *buf = malloc((size_t)g->n_bytes + 1);
         *cap = *buf != NULL ? g->n_bytes : 0;
         if (*buf == NULL) {
             return anvil__error_set(err, ANVIL_E_NOMEM, "tensor '%s': out of memory for its %" PRIu64 " bytes",
-                                   g->name, g->n_bytes);
+                                    g->name, g->n_bytes);
         }
     }
     *data = *buf;

@@ -34,8 +34,8 @@ int tc_is_float_type(uint32_t type) {
 }
 
 static int is_integer_or_f64(uint32_t type) {
-    return type == ANVIL_TYPE_I8 || type == ANVIL_TYPE_I16 || type == ANVIL_TYPE_I32 ||
-           type == ANVIL_TYPE_I64 || type == ANVIL_TYPE_F64;
+    return type == ANVIL_TYPE_I8 || type == ANVIL_TYPE_I16 || type == ANVIL_TYPE_I32 || type == ANVIL_TYPE_I64 ||
+           type == ANVIL_TYPE_F64;
 }
 
 int tc_check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_error *err) {
@@ -47,30 +47,30 @@ int tc_check_target(anvil_ctx *ctx, uint32_t type, const char *option, anvil_err
     }
     if (is_integer_or_f64(type)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "%s: %s is not a weight format; give a float type (f32, f16, bf16) "
-                               "or a block format (q8_0, q4_K, ...)",
-                               option, info.name);
+                                "%s: %s is not a weight format; give a float type (f32, f16, bf16) "
+                                "or a block format (q8_0, q4_K, ...)",
+                                option, info.name);
     }
     const anvil_codec *c = anvil_ctx_codec(ctx, type);
     if (c == NULL) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                               "%s: %s comes with the %s plugin, which is not loaded (add it to "
-                               "[plugins] load in %s)",
-                               option, info.name, info.family_plugin ? info.family_plugin : "?",
-                               anvil_ctx_config_path(ctx));
+                                "%s: %s comes with the %s plugin, which is not loaded (add it to "
+                                "[plugins] load in %s)",
+                                option, info.name, info.family_plugin ? info.family_plugin : "?",
+                                anvil_ctx_config_path(ctx));
     }
     if (c->flags & ANVIL_CODEC_ACTIVATION) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "%s: %s is an activation format (what ggml quantizes activations "
-                               "into for its dot products); ggml has no kernels that read it as "
-                               "weights, so a model stored in it would not run",
-                               option, c->name);
+                                "%s: %s is an activation format (what ggml quantizes activations "
+                                "into for its dot products); ggml has no kernels that read it as "
+                                "weights, so a model stored in it would not run",
+                                option, c->name);
     }
     if (c->encode == NULL && c->encode_rows == NULL) {
         return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
-                               "%s: %s cannot be written: %s. Pick a format with an encoder "
-                               "(`anvil codec list` shows them)",
-                               option, c->name, c->encode_note ? c->encode_note : "decode-only");
+                                "%s: %s cannot be written: %s. Pick a format with an encoder "
+                                "(`anvil codec list` shows them)",
+                                option, c->name, c->encode_note ? c->encode_note : "decode-only");
     }
     return ANVIL_OK;
 }
@@ -190,9 +190,9 @@ ANVIL_API int anvil_transcode_file_type(uint32_t type) {
     case ANVIL_TYPE_Q5_0: return 8;
     case ANVIL_TYPE_Q5_1: return 9;
     case ANVIL_TYPE_Q2_K: return 10;
-    case ANVIL_TYPE_Q3_K: return 12;   /* Q3_K_M */
-    case ANVIL_TYPE_Q4_K: return 15;   /* Q4_K_M */
-    case ANVIL_TYPE_Q5_K: return 17;   /* Q5_K_M */
+    case ANVIL_TYPE_Q3_K: return 12; /* Q3_K_M */
+    case ANVIL_TYPE_Q4_K: return 15; /* Q4_K_M */
+    case ANVIL_TYPE_Q5_K: return 17; /* Q5_K_M */
     case ANVIL_TYPE_Q6_K: return 18;
     case ANVIL_TYPE_IQ2_XXS: return 19;
     case ANVIL_TYPE_IQ2_XS: return 20;
@@ -206,7 +206,7 @@ ANVIL_API int anvil_transcode_file_type(uint32_t type) {
     case ANVIL_TYPE_BF16: return 32;
     case ANVIL_TYPE_TQ1_0: return 36;
     case ANVIL_TYPE_TQ2_0: return 37;
-    case ANVIL_TYPE_MXFP4: return 38;  /* MXFP4_MOE: llama.cpp's only MXFP4 file type */
+    case ANVIL_TYPE_MXFP4: return 38; /* MXFP4_MOE: llama.cpp's only MXFP4 file type */
     case ANVIL_TYPE_NVFP4: return 39;
     case ANVIL_TYPE_Q1_0: return 40;
     case ANVIL_TYPE_Q2_0: return 41;

@@ -35,9 +35,9 @@ int tc_compile_rules(anvil_transcode *t, const anvil_transcode_rule *rules, size
         char why[256];
         if (ecma_re_compile(pat, strlen(pat), &r->re, why, sizeof why) != 0) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                   "%s '%s': not a valid ECMAScript regular expression (llama.cpp's "
-                                   "dialect): %s",
-                                   option, pat, why);
+                                    "%s '%s': not a valid ECMAScript regular expression (llama.cpp's "
+                                    "dialect): %s",
+                                    option, pat, why);
         }
     }
     return ANVIL_OK;
@@ -48,9 +48,9 @@ int tc_match_rule(anvil_transcode *t, const char *name, size_t *index, anvil_err
         const int m = ecma_re_search(t->rules[i].re, name, strlen(name));
         if (m < 0) {
             anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                            "%s: the pattern needs too many steps on tensor '%s' (back-references); "
-                            "simplify it",
-                            t->rules[i].label, name);
+                             "%s: the pattern needs too many steps on tensor '%s' (back-references); "
+                             "simplify it",
+                             t->rules[i].label, name);
             return -2;
         }
         if (m == 1) {

@@ -59,19 +59,19 @@ typedef struct tensor_job {
     uint64_t src_row_bytes, dst_row_bytes;
     uint64_t rows_per_chunk;
     size_t n_chunks;
-    size_t slab_end;            /* chunks below this index belong to the current slab */
+    size_t slab_end; /* chunks below this index belong to the current slab */
     atomic_size_t next;
     chunk_stat *stats;
-    float **x, **y;             /* per pool slot: decoded rows, decoded-back rows */
-    int zero_copy;              /* f32 source encoded straight from the mapping */
+    float **x, **y; /* per pool slot: decoded rows, decoded-back rows */
+    int zero_copy;  /* f32 source encoded straight from the mapping */
     /* Resolved once per tensor (resolve_coders): NULL means "through
      * anvil_encode_rows / anvil_decode", which look the type up per call. */
     anvil_encode_rows_fn enc_rows;
-    anvil_encode_fn enc_one;     /* the codec's one-row encoder, row by row */
-    int enc_drops_imatrix;       /* ggml ignores the matrix for this type */
-    anvil_decode_fn dst_decode;  /* the quality report's decode-back */
+    anvil_encode_fn enc_one;    /* the codec's one-row encoder, row by row */
+    int enc_drops_imatrix;      /* ggml ignores the matrix for this type */
+    anvil_decode_fn dst_decode; /* the quality report's decode-back */
     int quality;
-    atomic_size_t fail_at;      /* lowest failing chunk so far, SIZE_MAX if none */
+    atomic_size_t fail_at; /* lowest failing chunk so far, SIZE_MAX if none */
     pthread_mutex_t lock;
     anvil_error fail;
     int fail_rc;
@@ -99,19 +99,17 @@ static void record_failure(tensor_job *j, size_t chunk, int rc, const anvil_erro
     pthread_mutex_unlock(&j->lock);
 }
 
-static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, size_t n, size_t at,
-                           anvil_error *e) {
+static int nonfinite_error(const tensor_job *j, uint64_t row0, const float *x, size_t n, size_t at, anvil_error *e) {
     (void)n;
     const anvil_transcode_tensor *it = j->it;
     const uint64_t row = row0 + at / it->row_len, col = at % it->row_len;
     const float v = x[at];
     return anvil__error_set(e, ANVIL_E_NONFINITE,
-                           "tensor '%s' holds %s at row %" PRIu64 ", column %" PRIu64 "%s; fix the "
-                           "source model, or keep this tensor as it is with "
-                           "--tensor-type '^%s$=%s'",
-                           it->name, isnan(v) ? "NaN" : (v > 0 ? "+inf" : "-inf"), row, col,
-                           it->rewritten ? " (after the rewrite)" : "", it->name,
-                           it->src->type_info.name);
+                            "tensor '%s' holds %s at row %" PRIu64 ", column %" PRIu64 "%s; fix the "
+                            "source model, or keep this tensor as it is with "
+                            "--tensor-type '^%s$=%s'",
+                            it->name, isnan(v) ? "NaN" : (v > 0 ? "+inf" : "-inf"), row, col,
+                            it->rewritten ? " (after the rewrite)" : "", it->name, it->src->type_info.name);
 }
 
 /* Rows row0..row0+nr of the tensor, encoded into d. A 3-D tensor is a
@@ -146,7 +144,7 @@ static int encode_rows(const tensor_job *j, uint64_t row0, uint64_t nr, const fl
             if (rc != ANVIL_OK) {
                 msg[sizeof msg - 1] = '\0';
                 return anvil__error_set(e, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
-                                       msg[0] ? msg : "encoder failed without a message");
+                                        msg[0] ? msg : "encoder failed without a message");
             }
         } else {
             rc = anvil_encode_rows(j->ctx, it->dst_type, xr, (size_t)take, (size_t)it->row_len, im, dr,
@@ -232,7 +230,8 @@ static void resolve_coders(tensor_job *j) {
     const dispatch_rec *d = anvil__dispatch_find(j->ctx, it->dst_type);
     /* The chosen kernel's row decoder where it has one (bit-identical to
      * the codec's, tests/simd-common), else the codec's. */
-    j->dst_decode = d != NULL && d->kernel != NULL && d->kernel->decode_row != NULL ? d->kernel->decode_row : c->decode;
+    j->dst_decode = d != NULL && d->kernel != NULL && d->kernel->decode_row != NULL ? d->kernel->decode_row
+                                                                                    : c->decode;
     if (c->block_elems == 0 || it->row_len % c->block_elems != 0) return;
     const int weighted = it->imatrix != NULL;
     if (weighted && !imatrix_usable(it)) return;
@@ -314,10 +313,10 @@ static int check_finite(const anvil_transcode_tensor *it, const uint8_t *data, a
     const size_t i = anvil_float_find_nonfinite_raw(ty, data, (size_t)n);
     if (i < n) {
         return anvil__error_set(err, ANVIL_E_NONFINITE,
-                               "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64
-                               ", column %" PRIu64 " (llama.cpp refuses such a model too); fix the source "
-                               "model",
-                               it->name, (uint64_t)i / it->row_len, (uint64_t)i % it->row_len);
+                                "tensor '%s' has invalid data: a NaN or infinity at row %" PRIu64 ", column %" PRIu64
+                                " (llama.cpp refuses such a model too); fix the source "
+                                "model",
+                                it->name, (uint64_t)i / it->row_len, (uint64_t)i % it->row_len);
     }
     return ANVIL_OK;
 }
@@ -404,9 +403,8 @@ static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transc
     }
     if (!ok) {
         free_scratch(j, slots);
-        return anvil__error_set(err, ANVIL_E_NOMEM,
-                               "tensor '%s': out of memory for its %" PRIu64 "-byte output", it->name,
-                               it->dst_bytes);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "tensor '%s': out of memory for its %" PRIu64 "-byte output",
+                                it->name, it->dst_bytes);
     }
     pthread_mutex_init(&j->lock, NULL);
     atomic_init(&j->fail_at, SIZE_MAX);
@@ -627,11 +625,10 @@ static int check_space(const anvil_transcode *t, anvil_error *err) {
     const unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
     if (avail < t->summary.out_file_bytes) {
         return anvil__error_set(err, ANVIL_E_IO,
-                               "not enough disk space: the output needs %" PRIu64 " bytes (%.2f GB) but "
-                               "the file system holding '%s' has %llu bytes (%.2f GB) free; free some "
-                               "space or write elsewhere",
-                               t->summary.out_file_bytes, t->summary.out_file_bytes / 1e9, dir, avail,
-                               avail / 1e9);
+                                "not enough disk space: the output needs %" PRIu64 " bytes (%.2f GB) but "
+                                "the file system holding '%s' has %llu bytes (%.2f GB) free; free some "
+                                "space or write elsewhere",
+                                t->summary.out_file_bytes, t->summary.out_file_bytes / 1e9, dir, avail, avail / 1e9);
     }
     return ANVIL_OK;
 }
@@ -710,8 +707,7 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     if (rc != ANVIL_OK) return rc;
     rc = build_quality(t, err);
     t->summary.seconds = now_seconds() - rs.t0;
-    t->summary.mb_per_s =
-        t->summary.seconds > 0 ? (double)t->summary.src_tensor_bytes / 1e6 / t->summary.seconds : 0;
+    t->summary.mb_per_s = t->summary.seconds > 0 ? (double)t->summary.src_tensor_bytes / 1e6 / t->summary.seconds : 0;
     t->summary.peak_rss_bytes = peak_rss_bytes();
     t->summary.ran = 1;
     return rc;

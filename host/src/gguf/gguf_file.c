@@ -28,8 +28,8 @@ int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
     }
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO,
-                               "cannot open '%s': %s", path, strerror(errno));
+        return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO, "cannot open '%s': %s", path,
+                                strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -43,8 +43,7 @@ int gguf_map_file(const char *path, gguf_region *out, anvil_error *err) {
     }
     if ((uint64_t)st.st_size > SIZE_MAX) {
         close(fd);
-        return anvil__error_set(err, ANVIL_E_IO, "'%s' is too large to map on this machine",
-                               path);
+        return anvil__error_set(err, ANVIL_E_IO, "'%s' is too large to map on this machine", path);
     }
     if (st.st_size == 0) {
         close(fd); /* nothing to map; the parser reports the empty file */
@@ -82,8 +81,7 @@ static void mapping_destroy(anvil_gguf_mapping *m) {
 
 ANVIL_API void anvil_gguf_mapping_free(anvil_gguf_mapping *m) { mapping_destroy(m); }
 
-int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, int release,
-                      anvil_error *err) {
+int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, int release, anvil_error *err) {
     if (m == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no mapping");
     }
@@ -106,32 +104,28 @@ int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, 
         /* DONTNEED on a read-only private file mapping we never wrote just
          * drops clean pages: touching them again re-reads the file. */
         if (madvise((void *)start, end - start, release ? MADV_DONTNEED : MADV_WILLNEED) != 0) {
-            return anvil__error_set(err, ANVIL_E_IO, "madvise(%s) failed: %s",
-                                   release ? "DONTNEED" : "WILLNEED", strerror(errno));
+            return anvil__error_set(err, ANVIL_E_IO, "madvise(%s) failed: %s", release ? "DONTNEED" : "WILLNEED",
+                                    strerror(errno));
         }
         return ANVIL_OK;
     }
-    return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                           "the range %p+%zu is not inside this file's mapping", ptr, len);
+    return anvil__error_set(err, ANVIL_E_INVALID_ARG, "the range %p+%zu is not inside this file's mapping", ptr, len);
 }
 
-ANVIL_API int anvil_gguf_mapping_prefetch(const anvil_gguf_mapping *m, const void *ptr,
-                                          size_t len, anvil_error *err) {
+ANVIL_API int anvil_gguf_mapping_prefetch(const anvil_gguf_mapping *m, const void *ptr, size_t len,
+                                          anvil_error *err) {
     return gguf_mapping_hint(m, ptr, len, 0, err);
 }
 
-ANVIL_API int anvil_gguf_mapping_release(const anvil_gguf_mapping *m, const void *ptr,
-                                         size_t len, anvil_error *err) {
+ANVIL_API int anvil_gguf_mapping_release(const anvil_gguf_mapping *m, const void *ptr, size_t len, anvil_error *err) {
     return gguf_mapping_hint(m, ptr, len, 1, err);
 }
 
-ANVIL_API int anvil_gguf_prefetch(const anvil_gguf *g, const void *ptr, size_t len,
-                                  anvil_error *err) {
+ANVIL_API int anvil_gguf_prefetch(const anvil_gguf *g, const void *ptr, size_t len, anvil_error *err) {
     return gguf_mapping_hint(g != NULL ? g->hints : NULL, ptr, len, 0, err);
 }
 
-ANVIL_API int anvil_gguf_release(const anvil_gguf *g, const void *ptr, size_t len,
-                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_release(const anvil_gguf *g, const void *ptr, size_t len, anvil_error *err) {
     return gguf_mapping_hint(g != NULL ? g->hints : NULL, ptr, len, 1, err);
 }
 
@@ -234,9 +228,9 @@ int gguf_merge_parts(anvil_gguf *g, anvil_error *err) {
                 /* Already noted (and the tensor marked) by the parse. */
             } else if (rc == 1) {
                 return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
-                                       "tensor '%s' is in part %u and again in part %zu of the "
-                                       "split set; the set is corrupt: re-split the model",
-                                       t->name, g->tensors[first].part + 1, i + 1);
+                                        "tensor '%s' is in part %u and again in part %zu of the "
+                                        "split set; the set is corrupt: re-split the model",
+                                        t->name, g->tensors[first].part + 1, i + 1);
             }
             if (rc != ANVIL_OK && rc != 1) {
                 return anvil__nomem(err);
@@ -297,8 +291,8 @@ static int open_split_rest(anvil_gguf *g, const char *path, const char *const *r
     return gguf_split_check_total(&s, g->parts, g->n_parts, path, err);
 }
 
-ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
-                              unsigned flags, anvil_error *err) {
+ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ctx *ctx, unsigned flags,
+                              anvil_error *err) {
     if (out == NULL || path == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open: NULL argument");
     }
@@ -313,8 +307,8 @@ ANVIL_API int anvil_gguf_open(anvil_gguf **out, const char *path, const anvil_ct
     file_set_view view = { .lock_fd = -1 };
     uint32_t no = 0, count = 0;
     int rc = ANVIL_OK;
-    if ((flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0 &&
-        anvil_gguf_split_parse(path, NULL, 0, &no, &count) && no == 1 && count > 1) {
+    if ((flags & ANVIL_GGUF_OPEN_SINGLE_PART) == 0 && anvil_gguf_split_parse(path, NULL, 0, &no, &count) && no == 1 &&
+        count > 1) {
         rc = file_set_view_open(&view, path, count, err);
     }
     if (rc == ANVIL_OK) {
@@ -353,8 +347,8 @@ static int open_lenient_region(anvil_gguf *g, const char *path, const anvil_ctx 
 }
 
 /* A lenient open of the file at path, or (path NULL) of the caller's buffer. */
-static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size,
-                        const anvil_ctx *ctx, anvil_error *err) {
+static int open_lenient(anvil_gguf **out, const char *path, const void *data, size_t size, const anvil_ctx *ctx,
+                        anvil_error *err) {
     if (out == NULL || (path == NULL && data == NULL && size > 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "lenient open: NULL argument");
     }
@@ -383,16 +377,15 @@ static int open_lenient(anvil_gguf **out, const char *path, const void *data, si
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx,
-                                      anvil_error *err) {
+ANVIL_API int anvil_gguf_open_lenient(anvil_gguf **out, const char *path, const anvil_ctx *ctx, anvil_error *err) {
     if (path == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_lenient: NULL path");
     }
     return open_lenient(out, path, NULL, 0, ctx, err);
 }
 
-ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size,
-                                             const anvil_ctx *ctx, anvil_error *err) {
+ANVIL_API int anvil_gguf_open_buffer_lenient(anvil_gguf **out, const void *data, size_t size, const anvil_ctx *ctx,
+                                             anvil_error *err) {
     return open_lenient(out, NULL, data, size, ctx, err);
 }
 
@@ -427,8 +420,8 @@ ANVIL_API void anvil_gguf_declared_counts(const anvil_gguf *g, uint64_t *n_kv, u
     }
 }
 
-ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size,
-                                     const anvil_ctx *ctx, anvil_error *err) {
+ANVIL_API int anvil_gguf_open_buffer(anvil_gguf **out, const void *data, size_t size, const anvil_ctx *ctx,
+                                     anvil_error *err) {
     if (out == NULL || (data == NULL && size > 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_open_buffer: NULL argument");
     }

@@ -24,11 +24,10 @@ static int lookup(const anvil_gguf *g, const char *key, anvil_gguf_value *v, anv
     return ANVIL_OK;
 }
 
-static int wrong_type(const char *key, const anvil_gguf_value *v, const char *want,
-                      anvil_error *err) {
+static int wrong_type(const char *key, const anvil_gguf_value *v, const char *want, anvil_error *err) {
     const char *tn = anvil_gguf_type_name(v->wire_type);
     return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "key '%s' holds a %s value, not %s", key,
-                           tn != NULL ? tn : "?", want);
+                            tn != NULL ? tn : "?", want);
 }
 
 /* The value of key, which must be of kind `kind` (`want` names it for the
@@ -42,8 +41,7 @@ static int lookup_kind(const anvil_gguf *g, const char *key, int kind, const cha
     return rc;
 }
 
-ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out,
-                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_INT, "an integer", &v, err);
     if (rc != ANVIL_OK) {
@@ -51,31 +49,28 @@ ANVIL_API int anvil_gguf_get_i64(const anvil_gguf *g, const char *key, int64_t *
     }
     if (!v.in_i64) {
         return anvil__error_set(err, ANVIL_E_OVERFLOW,
-                               "key '%s' holds u64 %" PRIu64 ", which does not fit int64: read "
-                               "it with anvil_gguf_get_u64",
-                               key, v.u);
+                                "key '%s' holds u64 %" PRIu64 ", which does not fit int64: read "
+                                "it with anvil_gguf_get_u64",
+                                key, v.u);
     }
     *out = v.i;
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out,
-                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_get_u64(const anvil_gguf *g, const char *key, uint64_t *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_INT, "an integer", &v, err);
     if (rc != ANVIL_OK) {
         return rc;
     }
     if (!v.in_u64) {
-        return anvil__error_set(err, ANVIL_E_OVERFLOW,
-                               "key '%s' holds %" PRId64 ", which is negative", key, v.i);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "key '%s' holds %" PRId64 ", which is negative", key, v.i);
     }
     *out = v.u;
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out,
-                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_FLOAT, "f32 or f64", &v, err);
     if (rc != ANVIL_OK) {
@@ -85,8 +80,7 @@ ANVIL_API int anvil_gguf_get_f64(const anvil_gguf *g, const char *key, double *o
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out,
-                                  anvil_error *err) {
+ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_BOOL, "bool", &v, err);
     if (rc != ANVIL_OK) {
@@ -96,8 +90,7 @@ ANVIL_API int anvil_gguf_get_bool(const anvil_gguf *g, const char *key, int *out
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out,
-                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_gguf_str *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_STRING, "a string", &v, err);
     if (rc != ANVIL_OK) {
@@ -107,8 +100,7 @@ ANVIL_API int anvil_gguf_get_str(const anvil_gguf *g, const char *key, anvil_ggu
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out,
-                                   anvil_error *err) {
+ANVIL_API int anvil_gguf_get_array(const anvil_gguf *g, const char *key, anvil_gguf_array *out, anvil_error *err) {
     anvil_gguf_value v;
     int rc = lookup_kind(g, key, ANVIL_GGUF_KIND_ARRAY, "an array", &v, err);
     if (rc != ANVIL_OK) {

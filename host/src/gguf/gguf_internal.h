@@ -14,12 +14,8 @@
 
 /* ---- checked arithmetic: each returns 1 on overflow, 0 when *r is valid -- */
 
-static inline int gguf_add_overflows(uint64_t a, uint64_t b, uint64_t *r) {
-    return __builtin_add_overflow(a, b, r);
-}
-static inline int gguf_mul_overflows(uint64_t a, uint64_t b, uint64_t *r) {
-    return __builtin_mul_overflow(a, b, r);
-}
+static inline int gguf_add_overflows(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_add_overflow(a, b, r); }
+static inline int gguf_mul_overflows(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_mul_overflow(a, b, r); }
 /* Round x up to a multiple of align (a power of two). */
 static inline int gguf_pad_overflows(uint64_t x, uint64_t align, uint64_t *r) {
     uint64_t t;
@@ -35,8 +31,8 @@ static inline int gguf_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0
  * (padded) already in the current part, does the next tensor of `padded`
  * bytes start a new one? By count when max_tensors > 0, else by size. The
  * one rule for `anvil split` and for transcode/quantize's split outputs. */
-static inline int gguf_split_starts_part(size_t in_count, uint64_t in_bytes, uint64_t padded,
-                                         uint64_t max_bytes, uint64_t max_tensors) {
+static inline int gguf_split_starts_part(size_t in_count, uint64_t in_bytes, uint64_t padded, uint64_t max_bytes,
+                                         uint64_t max_tensors) {
     if (in_count == 0) return 0;
     if (max_tensors > 0) return in_count >= max_tensors;
     uint64_t next;
@@ -45,9 +41,7 @@ static inline int gguf_split_starts_part(size_t in_count, uint64_t in_bytes, uin
 
 /* ---- little-endian wire access (unaligned) ------------------------------ */
 
-static inline uint16_t gguf_load_u16(const uint8_t *p) {
-    return (uint16_t)(p[0] | (uint16_t)p[1] << 8);
-}
+static inline uint16_t gguf_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (uint16_t)p[1] << 8); }
 static inline uint32_t gguf_load_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -76,8 +70,8 @@ static inline void gguf_store_u64(uint8_t *p, uint64_t v) {
 typedef void (*gguf_name_of_fn)(const void *items, size_t i, const char **ptr, size_t *len);
 
 typedef struct gguf_name_index {
-    size_t *slots;           /* item + 1; 0 = empty */
-    size_t cap;              /* power of two, or 0 */
+    size_t *slots; /* item + 1; 0 = empty */
+    size_t cap;    /* power of two, or 0 */
     size_t n;
     gguf_name_of_fn name_of;
     const void *items;
@@ -98,7 +92,7 @@ void gguf_index_free(gguf_name_index *ix);
 
 typedef struct gguf_problem {
     int code;
-    int where;               /* ANVIL_GGUF_AT_* */
+    int where; /* ANVIL_GGUF_AT_* */
     size_t index;
     char *message;
 } gguf_problem;
@@ -115,7 +109,7 @@ void gguf_problems_free(gguf_problems *ps);
 /* ---- a parsed part ------------------------------------------------------ */
 
 typedef struct gguf_part {
-    char *path;              /* NULL for a buffer */
+    char *path; /* NULL for a buffer */
     const uint8_t *base;
     uint64_t size;
     uint32_t version;
@@ -127,17 +121,16 @@ typedef struct gguf_part {
     size_t n_kv;
     anvil_gguf_tensor *tensors;
     size_t n_tensors;
-    char *names;             /* pool of NUL-terminated keys and tensor names */
+    char *names; /* pool of NUL-terminated keys and tensor names */
     gguf_name_index kv_index;
-    uint64_t declared_kvs;   /* the header's counts */
+    uint64_t declared_kvs; /* the header's counts */
     uint64_t declared_tensors;
-    size_t *problem_of;      /* lenient: per tensor, 0 or 1 + the index of its
+    size_t *problem_of; /* lenient: per tensor, 0 or 1 + the index of its
                                 first problem (such a tensor has data NULL) */
 } gguf_part;
 
 /* Parse and validate one file image. On failure the part is left empty. */
-int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
-                    anvil_error *err);
+int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx, anvil_error *err);
 /* The same, reading on past what it can: a bad KV or directory entry that
  * leaves the rest unreadable stops the parse there, one whose extent is
  * known is noted and skipped; a tensor whose type, shape, offset or data
@@ -147,8 +140,8 @@ int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvi
  * base: tensors whose data lies past them get data NULL. */
 int gguf_parse_header(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t size, const anvil_ctx *ctx,
                       anvil_error *err);
-int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
-                            const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err);
+int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
+                            gguf_problems *problems, anvil_error *err);
 void gguf_part_free(gguf_part *p);
 
 /* ---- mapping ------------------------------------------------------------ */
@@ -156,7 +149,7 @@ void gguf_part_free(gguf_part *p);
 typedef struct gguf_region {
     void *addr;
     size_t size;
-    int is_mmap;             /* 1: our read-only file mapping; 0: borrowed buffer */
+    int is_mmap; /* 1: our read-only file mapping; 0: borrowed buffer */
 } gguf_region;
 
 struct anvil_gguf_mapping {
@@ -168,19 +161,18 @@ struct anvil_gguf_mapping {
  * file yields a region of size 0 and addr NULL. */
 int gguf_map_file(const char *path, gguf_region *out, anvil_error *err);
 void gguf_region_unmap(gguf_region *r);
-int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, int release,
-                      anvil_error *err);
+int gguf_mapping_hint(const anvil_gguf_mapping *m, const void *ptr, size_t len, int release, anvil_error *err);
 
 struct anvil_gguf {
     gguf_part *parts;
     size_t n_parts;
-    anvil_gguf_tensor *tensors;  /* all parts, merged */
+    anvil_gguf_tensor *tensors; /* all parts, merged */
     size_t n_tensors;
     gguf_name_index tensor_index;
-    anvil_gguf_mapping *mapping;       /* owned until taken */
-    const anvil_gguf_mapping *hints;   /* the mapping, owned or not */
-    int lenient;                       /* opened by anvil_gguf_open_lenient */
-    anvil__gguf_source source;         /* fill != NULL: the tensor data comes from it (gguf_source.h) */
+    anvil_gguf_mapping *mapping;     /* owned until taken */
+    const anvil_gguf_mapping *hints; /* the mapping, owned or not */
+    int lenient;                     /* opened by anvil_gguf_open_lenient */
+    anvil__gguf_source source;       /* fill != NULL: the tensor data comes from it (gguf_source.h) */
     gguf_problems problems;
 };
 
@@ -189,15 +181,15 @@ void gguf_tensor_name_of(const void *items, size_t i, const char **p, size_t *le
 /* gguf_split.c: a split set as part 1 describes it. Opening the parts is
  * gguf_file.c's: it asks for each part's path and has each part checked. */
 typedef struct gguf_split_mark {
-    int have;                            /* file_set.h's set mark */
+    int have; /* file_set.h's set mark */
     char id[FILE_SET_ID_HEX + 1];
     uint32_t no, count;
 } gguf_split_mark;
 typedef struct gguf_split_set {
-    int64_t count;                       /* parts; 1: not a set (or a part alone) */
-    int64_t total;                       /* split.tensors.count, -1: absent */
+    int64_t count; /* parts; 1: not a set (or a part alone) */
+    int64_t total; /* split.tensors.count, -1: absent */
     char prefix[4096];
-    gguf_split_mark first;               /* part 1's mark */
+    gguf_split_mark first; /* part 1's mark */
 } gguf_split_set;
 /* Read part 1's split keys (path: its name; opened: the file actually
  * opened, for its set mark). */

@@ -28,12 +28,12 @@
 
 /* Whether w lays src's tensors out exactly where they are, behind a header
  * of exactly src's data offset. */
-static int same_layout(const anvil_gguf *src, const anvil_gguf_writer *w, uint64_t header_size,
-                       anvil_error *err, int *same) {
+static int same_layout(const anvil_gguf *src, const anvil_gguf_writer *w, uint64_t header_size, anvil_error *err,
+                       int *same) {
     *same = 0;
     const size_t n = anvil_gguf_tensor_count(src);
-    if (anvil_gguf_part_count(src) != 1 || w->n_tensors != n ||
-        header_size != anvil_gguf_data_offset(src) || w->alignment != anvil_gguf_alignment(src)) {
+    if (anvil_gguf_part_count(src) != 1 || w->n_tensors != n || header_size != anvil_gguf_data_offset(src) ||
+        w->alignment != anvil_gguf_alignment(src)) {
         return ANVIL_OK;
     }
     uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
@@ -85,8 +85,8 @@ static int copy_data(gguf_sink *s, const anvil_gguf *src, int src_fd, anvil_erro
     return rc;
 }
 
-static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_t header_size,
-                             const char *out_path, anvil_error *err) {
+static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_t header_size, const char *out_path,
+                             anvil_error *err) {
     anvil_gguf_part_info p;
     anvil_gguf_part(src, 0, &p);
     /* The source again by path, for the clone: it must still be the file
@@ -117,7 +117,7 @@ static int write_header_only(const anvil_gguf *src, const uint8_t *header, size_
             }
             if (k <= 0) {
                 rc = anvil__error_set(err, ANVIL_E_IO, "writing the header of '%s' failed: %s", out_path,
-                                     strerror(errno));
+                                      strerror(errno));
             } else {
                 done += (size_t)k;
             }

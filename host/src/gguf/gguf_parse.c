@@ -56,10 +56,10 @@ double gguf_gb(uint64_t bytes) { return (double)bytes / 1e9; }
 
 static int truncated_at(const reader *r, uint64_t need, const char *what, anvil_error *err) {
     return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
-                           "the file ends inside %s: %" PRIu64 " bytes needed at byte %" PRIu64
-                           " but the file has %" PRIu64 " bytes; the file is truncated: "
-                           "re-download or re-export",
-                           what, need, r->pos, r->size);
+                            "the file ends inside %s: %" PRIu64 " bytes needed at byte %" PRIu64
+                            " but the file has %" PRIu64 " bytes; the file is truncated: "
+                            "re-download or re-export",
+                            what, need, r->pos, r->size);
 }
 
 static void kv_name_of(const void *items, size_t i, const char **p, size_t *len) {
@@ -82,43 +82,42 @@ static const struct {
 } legacy_magics[] = {
     /* ggml wrote its magic as a little-endian u32, so on disk it reads
      * backwards; a big-endian machine would have written it forwards. */
-    { "lmgg", "ggml (unversioned)" }, { "fmgg", "ggmf" }, { "tjgg", "ggjt" },
-    { "algg", "ggla (LoRA adapter)" }, { "ggml", "ggml (unversioned)" }, { "ggmf", "ggmf" },
-    { "ggjt", "ggjt" }, { "ggla", "ggla (LoRA adapter)" },
+    { "lmgg", "ggml (unversioned)" }, { "fmgg", "ggmf" }, { "tjgg", "ggjt" }, { "algg", "ggla (LoRA adapter)" },
+    { "ggml", "ggml (unversioned)" }, { "ggmf", "ggmf" }, { "ggjt", "ggjt" }, { "ggla", "ggla (LoRA adapter)" },
 };
 
 static int check_magic(const uint8_t *b, uint64_t size, anvil_error *err) {
     if (size < 4) {
         if (size == 0) {
             return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
-                                   "the file is empty (0 bytes), not a GGUF file; the file is "
-                                   "truncated: re-download or re-export");
+                                    "the file is empty (0 bytes), not a GGUF file; the file is "
+                                    "truncated: re-download or re-export");
         }
         if (memcmp(b, "GGUF", (size_t)size) == 0) {
             return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
-                                   "the file is %" PRIu64 " bytes and ends inside the GGUF magic; "
-                                   "the file is truncated: re-download or re-export",
-                                   size);
+                                    "the file is %" PRIu64 " bytes and ends inside the GGUF magic; "
+                                    "the file is truncated: re-download or re-export",
+                                    size);
         }
         return anvil__error_set(err, ANVIL_E_GGUF_MAGIC,
-                               "not a GGUF file: only %" PRIu64 " bytes and no 'GGUF' magic", size);
+                                "not a GGUF file: only %" PRIu64 " bytes and no 'GGUF' magic", size);
     }
     if (memcmp(b, "GGUF", 4) == 0) {
         return ANVIL_OK;
     }
     if (memcmp(b, "FUGG", 4) == 0) {
         return anvil__error_set(err, ANVIL_E_GGUF_ENDIAN,
-                               "magic 'FUGG' is 'GGUF' byte-swapped: the file was written on a "
-                               "big-endian machine; convert it to little-endian (gguf-py "
-                               "gguf_convert_endian.py) before use");
+                                "magic 'FUGG' is 'GGUF' byte-swapped: the file was written on a "
+                                "big-endian machine; convert it to little-endian (gguf-py "
+                                "gguf_convert_endian.py) before use");
     }
     for (size_t i = 0; i < sizeof legacy_magics / sizeof legacy_magics[0]; ++i) {
         if (memcmp(b, legacy_magics[i].bytes, 4) == 0) {
             return anvil__error_set(err, ANVIL_E_GGUF_LEGACY,
-                                   "this is a pre-GGUF %s file, a format ggml dropped in 2023; "
-                                   "anvil reads GGUF v2 and v3 only: convert the original "
-                                   "weights with a current llama.cpp or download a GGUF",
-                                   legacy_magics[i].name);
+                                    "this is a pre-GGUF %s file, a format ggml dropped in 2023; "
+                                    "anvil reads GGUF v2 and v3 only: convert the original "
+                                    "weights with a current llama.cpp or download a GGUF",
+                                    legacy_magics[i].name);
         }
     }
     char shown[5];
@@ -129,10 +128,10 @@ static int check_magic(const uint8_t *b, uint64_t size, anvil_error *err) {
     const int looks_safetensors =
         anvil_st_sniff(b, size < ANVIL_ST_SNIFF_BYTES ? (size_t)size : ANVIL_ST_SNIFF_BYTES);
     return anvil__error_set(err, ANVIL_E_GGUF_MAGIC,
-                           "not a GGUF file: it starts with '%s' (%02x %02x %02x %02x), "
-                           "expected 'GGUF'%s",
-                           shown, b[0], b[1], b[2], b[3],
-                           looks_safetensors ? "; it looks like a safetensors file" : "");
+                            "not a GGUF file: it starts with '%s' (%02x %02x %02x %02x), "
+                            "expected 'GGUF'%s",
+                            shown, b[0], b[1], b[2], b[3],
+                            looks_safetensors ? "; it looks like a safetensors file" : "");
 }
 
 static int check_version(uint32_t v, anvil_error *err) {
@@ -141,24 +140,24 @@ static int check_version(uint32_t v, anvil_error *err) {
     }
     if (v == 1) {
         return anvil__error_set(err, ANVIL_E_GGUF_VERSION,
-                               "GGUF v1 is no longer supported: re-convert the model with a "
-                               "current llama.cpp (or download a v2/v3 file)");
+                                "GGUF v1 is no longer supported: re-convert the model with a "
+                                "current llama.cpp (or download a v2/v3 file)");
     }
     if (v != 0 && (v & 0xFFFFu) == 0) {
         /* A small version read in the wrong byte order lands in the high
          * half: 3 reads as 0x03000000. */
         const uint32_t swapped = __builtin_bswap32(v);
         return anvil__error_set(err, ANVIL_E_GGUF_ENDIAN,
-                               "GGUF version field reads %" PRIu32 " (0x%08" PRIx32 "), which is "
-                               "version %" PRIu32 " byte-swapped: the file is big-endian, this "
-                               "host is little-endian; convert it (gguf-py "
-                               "gguf_convert_endian.py) before use",
-                               v, v, swapped);
+                                "GGUF version field reads %" PRIu32 " (0x%08" PRIx32 "), which is "
+                                "version %" PRIu32 " byte-swapped: the file is big-endian, this "
+                                "host is little-endian; convert it (gguf-py "
+                                "gguf_convert_endian.py) before use",
+                                v, v, swapped);
     }
     return anvil__error_set(err, ANVIL_E_GGUF_VERSION,
-                           "GGUF version %" PRIu32 " is not supported (anvil reads versions 2 "
-                           "and 3)",
-                           v);
+                            "GGUF version %" PRIu32 " is not supported (anvil reads versions 2 "
+                            "and 3)",
+                            v);
 }
 
 /* ---- KVs ----------------------------------------------------------------- */
@@ -192,8 +191,7 @@ void gguf_problems_free(gguf_problems *ps) {
 /* A problem found at (where, index), described in *e. Strict: returns its
  * code. Lenient: notes it and returns ANVIL_OK, or `then` when the parse
  * cannot go on past it (GGUF_STOPPED). */
-static int problem(reader *r, int where, size_t index, int code, const anvil_error *e, int then,
-                   anvil_error *err) {
+static int problem(reader *r, int where, size_t index, int code, const anvil_error *e, int then, anvil_error *err) {
     if (r->problems == NULL) {
         return code;
     }
@@ -220,10 +218,10 @@ static int read_string(reader *r, anvil_gguf_str *out, const char *what, anvil_e
     const uint64_t len = gguf_load_u64(r->base + r->pos);
     if (len > bytes_left(r) - 8) {
         return anvil__error_set(err, ANVIL_E_GGUF_STRING,
-                               "%s: string length %" PRIu64 " at byte %" PRIu64
-                               " runs past the end of the file (%" PRIu64 " bytes left); the "
-                               "file is truncated or corrupt: re-download or re-export",
-                               what, len, r->pos, bytes_left(r) - 8);
+                                "%s: string length %" PRIu64 " at byte %" PRIu64
+                                " runs past the end of the file (%" PRIu64 " bytes left); the "
+                                "file is truncated or corrupt: re-download or re-export",
+                                what, len, r->pos, bytes_left(r) - 8);
     }
     out->ptr = (const char *)(r->base + r->pos + 8);
     out->len = (size_t)len;
@@ -254,16 +252,15 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
         const uint64_t count = gguf_load_u64(r->base + r->pos + 4);
         if (elem == ANVIL_GGUF_TYPE_ARRAY) {
             return anvil__error_set(err, ANVIL_E_GGUF_NESTED_ARRAY,
-                                   "key '%s' is an array of arrays (at byte %" PRIu64 "), which "
-                                   "GGUF does not allow; the file is corrupt",
-                                   key.text, r->pos);
+                                    "key '%s' is an array of arrays (at byte %" PRIu64 "), which "
+                                    "GGUF does not allow; the file is corrupt",
+                                    key.text, r->pos);
         }
         if (elem >= ANVIL_GGUF_TYPE_COUNT) {
             return anvil__error_set(err, ANVIL_E_GGUF_KV_TYPE,
-                                   "key '%s' is an array of unknown type %" PRIu32
-                                   " (valid types are 0-12) at byte %" PRIu64
-                                   "; the file is corrupt",
-                                   key.text, elem, r->pos);
+                                    "key '%s' is an array of unknown type %" PRIu32
+                                    " (valid types are 0-12) at byte %" PRIu64 "; the file is corrupt",
+                                    key.text, elem, r->pos);
         }
         r->pos += 12;
         kv->elem_type = elem;
@@ -272,10 +269,10 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
             /* Every element is at least its 8-byte length. */
             if (count > bytes_left(r) / 8) {
                 return anvil__error_set(err, ANVIL_E_GGUF_COUNT,
-                                       "key '%s': array of %" PRIu64 " strings cannot fit in the "
-                                       "%" PRIu64 " bytes left in the file; the file is "
-                                       "truncated or corrupt",
-                                       key.text, count, bytes_left(r));
+                                        "key '%s': array of %" PRIu64 " strings cannot fit in the "
+                                        "%" PRIu64 " bytes left in the file; the file is "
+                                        "truncated or corrupt",
+                                        key.text, count, bytes_left(r));
             }
             for (uint64_t i = 0; i < count; ++i) {
                 /* Fast path for the common case (vocabularies have 10^5
@@ -296,10 +293,10 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
             uint64_t total;
             if (gguf_mul_overflows(count, esize, &total) || total > bytes_left(r)) {
                 return anvil__error_set(err, ANVIL_E_GGUF_COUNT,
-                                       "key '%s': array of %" PRIu64 " %s values needs more than "
-                                       "the %" PRIu64 " bytes left in the file; the file is "
-                                       "truncated or corrupt",
-                                       key.text, count, anvil_gguf_type_name(elem), bytes_left(r));
+                                        "key '%s': array of %" PRIu64 " %s values needs more than "
+                                        "the %" PRIu64 " bytes left in the file; the file is "
+                                        "truncated or corrupt",
+                                        key.text, count, anvil_gguf_type_name(elem), bytes_left(r));
             }
             r->pos += total;
         }
@@ -319,9 +316,9 @@ static int read_value(reader *r, anvil_gguf_kv *kv, anvil_error *err) {
         r->pos += size;
     } else {
         return anvil__error_set(err, ANVIL_E_GGUF_KV_TYPE,
-                               "key '%s' has unknown value type %" PRIu32
-                               " (valid types are 0-12) at byte %" PRIu64 "; the file is corrupt",
-                               key.text, type, raw_at - 4);
+                                "key '%s' has unknown value type %" PRIu32 " (valid types are 0-12) at byte %" PRIu64
+                                "; the file is corrupt",
+                                key.text, type, raw_at - 4);
     }
     kv->raw = r->base + raw_at;
     kv->raw_size = (size_t)(r->pos - raw_at);
@@ -333,9 +330,8 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
     anvil_error *e = r->problems != NULL ? &local : err; /* lenient: problems, not failures */
     size_t cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_KV_BYTES;
-    if (n_kv > 0 &&
-        anvil__grow_array((void **)&p->kvs, &cap, (size_t)(n_kv < guess ? n_kv : guess) + 1,
-                   sizeof *p->kvs) != ANVIL_OK) {
+    if (n_kv > 0 && anvil__grow_array((void **)&p->kvs, &cap, (size_t)(n_kv < guess ? n_kv : guess) + 1,
+                                      sizeof *p->kvs) != ANVIL_OK) {
         return nomem(err, "the KV table");
     }
     gguf_index_init(&p->kv_index, kv_name_of, p->kvs);
@@ -349,9 +345,8 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
         }
         if (key.len == 0) {
             rc = anvil__error_set(e, ANVIL_E_GGUF_STRING,
-                                 "KV %" PRIu64 " has an empty key (at byte %" PRIu64
-                                 "); the file is corrupt",
-                                 k, r->pos - 8);
+                                  "KV %" PRIu64 " has an empty key (at byte %" PRIu64 "); the file is corrupt", k,
+                                  r->pos - 8);
             rc = problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, ANVIL_OK, err);
             if (rc != ANVIL_OK) {
                 return rc;
@@ -370,9 +365,9 @@ static int read_kvs(reader *r, gguf_part *p, uint64_t n_kv, anvil_error *err) {
         if (rc == 1) {
             const shown_name sn = show(key.ptr, key.len);
             rc = anvil__error_set(e, ANVIL_E_GGUF_DUP_KEY,
-                                 "key '%s' appears twice (KV %zu and KV %" PRIu64
-                                 "); the file is corrupt: re-export it",
-                                 sn.text, first, k);
+                                  "key '%s' appears twice (KV %zu and KV %" PRIu64
+                                  "); the file is corrupt: re-export it",
+                                  sn.text, first, k);
             /* Lenient: both stay listed; lookups find the first. */
             rc = problem(r, ANVIL_GGUF_AT_KV, (size_t)k, rc, e, ANVIL_OK, err);
             if (rc != ANVIL_OK) {
@@ -406,8 +401,7 @@ static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
     anvil_error local;
     anvil_error *e = r->problems != NULL ? &local : err;
     p->alignment = ANVIL_GGUF_DEFAULT_ALIGNMENT;
-    const int64_t at = gguf_index_find(&p->kv_index, ANVIL_GGUF_KEY_ALIGNMENT,
-                                       sizeof ANVIL_GGUF_KEY_ALIGNMENT - 1);
+    const int64_t at = gguf_index_find(&p->kv_index, ANVIL_GGUF_KEY_ALIGNMENT, sizeof ANVIL_GGUF_KEY_ALIGNMENT - 1);
     if (at < 0) {
         return ANVIL_OK;
     }
@@ -416,17 +410,17 @@ static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
     if (kv->type != ANVIL_GGUF_TYPE_U32) {
         const char *tn = anvil_gguf_type_name(kv->type);
         const int rc = anvil__error_set(e, ANVIL_E_GGUF_KEY_TYPE,
-                                       "general.alignment has wire type %s; it must be u32 (a "
-                                       "power of two up to 1 MiB); the file is corrupt",
-                                       tn != NULL ? tn : "?");
+                                        "general.alignment has wire type %s; it must be u32 (a "
+                                        "power of two up to 1 MiB); the file is corrupt",
+                                        tn != NULL ? tn : "?");
         return problem(r, ANVIL_GGUF_AT_KV, (size_t)at, rc, e, ANVIL_OK, err);
     }
     const uint32_t a = gguf_load_u32(kv->raw);
     if (!gguf_is_pow2(a) || a > ANVIL_GGUF_MAX_ALIGNMENT) {
         const int rc = anvil__error_set(e, ANVIL_E_GGUF_ALIGNMENT,
-                                       "general.alignment is %" PRIu32 "; it must be a power of "
-                                       "two from 1 to %u (1 MiB); the file is corrupt",
-                                       a, ANVIL_GGUF_MAX_ALIGNMENT);
+                                        "general.alignment is %" PRIu32 "; it must be a power of "
+                                        "two from 1 to %u (1 MiB); the file is corrupt",
+                                        a, ANVIL_GGUF_MAX_ALIGNMENT);
         return problem(r, ANVIL_GGUF_AT_KV, (size_t)at, rc, e, ANVIL_OK, err);
     }
     p->alignment = a;
@@ -435,8 +429,7 @@ static int read_alignment(reader *r, gguf_part *p, anvil_error *err) {
 
 /* ---- tensor directory ---------------------------------------------------- */
 
-static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const anvil_ctx *ctx,
-                       anvil_error *err) {
+static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const anvil_ctx *ctx, anvil_error *err) {
     const shown_name name = show(t->name, t->name_len);
     char what[160];
     if (bytes_left(r) < 4) {
@@ -446,9 +439,9 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     const uint32_t n_dims = gguf_load_u32(r->base + r->pos);
     if (n_dims > ANVIL_GGUF_MAX_DIMS) {
         return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
-                               "tensor '%s' (index %" PRIu64 ") has %" PRIu32 " dims; GGUF allows at "
-                               "most %d; the file is corrupt",
-                               name.text, index, n_dims, ANVIL_GGUF_MAX_DIMS);
+                                "tensor '%s' (index %" PRIu64 ") has %" PRIu32 " dims; GGUF allows at "
+                                "most %d; the file is corrupt",
+                                name.text, index, n_dims, ANVIL_GGUF_MAX_DIMS);
     }
     r->pos += 4;
     if (bytes_left(r) < 8u * n_dims) {
@@ -465,19 +458,18 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
             /* ggml reads dims as int64: the top bit would be a negative dim. */
             if (t->ne[j] > (uint64_t)INT64_MAX) {
                 return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
-                                       "tensor '%s': dim %" PRIu32 " is %" PRIu64
-                                       ", a negative int64 on disk; the file is corrupt",
-                                       name.text, j, t->ne[j]);
+                                        "tensor '%s': dim %" PRIu32 " is %" PRIu64
+                                        ", a negative int64 on disk; the file is corrupt",
+                                        name.text, j, t->ne[j]);
             }
         }
-        if (gguf_mul_overflows(n_elements, t->ne[j], &n_elements) ||
-            n_elements > (uint64_t)INT64_MAX) {
+        if (gguf_mul_overflows(n_elements, t->ne[j], &n_elements) || n_elements > (uint64_t)INT64_MAX) {
             return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
-                                   "tensor '%s': dims %" PRIu64 " x %" PRIu64 " x %" PRIu64
-                                   " x %" PRIu64 " overflow the element count; the file is "
-                                   "corrupt",
-                                   name.text, t->ne[0], j >= 1 ? t->ne[1] : 1,
-                                   j >= 2 ? t->ne[2] : 1, j >= 3 ? t->ne[3] : 1);
+                                    "tensor '%s': dims %" PRIu64 " x %" PRIu64 " x %" PRIu64 " x %" PRIu64
+                                    " overflow the element count; the file is "
+                                    "corrupt",
+                                    name.text, t->ne[0], j >= 1 ? t->ne[1] : 1, j >= 2 ? t->ne[2] : 1,
+                                    j >= 3 ? t->ne[3] : 1);
         }
     }
     for (uint32_t k = 0; k < ANVIL_GGUF_MAX_DIMS; ++k) {
@@ -494,35 +486,32 @@ static int read_tensor(reader *r, anvil_gguf_tensor *t, uint64_t index, const an
     anvil_error lookup;
     anvil__error_clear(&lookup);
     if (anvil_type_lookup(ctx, t->type, &t->type_info, &lookup) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name.text,
-                               lookup.message);
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name.text, lookup.message);
     }
     const uint64_t be = t->type_info.block_elems;
     const uint64_t bb = t->type_info.block_bytes;
     if (be == 0 || bb == 0) {
         return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE,
-                               "tensor '%s': type id %" PRIu32 " (%s) reports an empty block "
-                               "(%" PRIu64 " elements, %" PRIu64 " bytes); its codec plugin is "
-                               "broken",
-                               name.text, t->type, t->type_info.name ? t->type_info.name : "?",
-                               be, bb);
+                                "tensor '%s': type id %" PRIu32 " (%s) reports an empty block "
+                                "(%" PRIu64 " elements, %" PRIu64 " bytes); its codec plugin is "
+                                "broken",
+                                name.text, t->type, t->type_info.name ? t->type_info.name : "?", be, bb);
     }
     if (t->ne[0] % be != 0) {
         return anvil__error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
-                               "tensor '%s' (%s) has rows of %" PRIu64 " elements, not a whole "
-                               "number of %" PRIu64 "-element blocks (%" PRIu64 " %% %" PRIu64
-                               " = %" PRIu64 "); ggml cannot load it either: re-quantize or "
-                               "re-export the model",
-                               name.text, t->type_info.name, t->ne[0], be, t->ne[0], be,
-                               t->ne[0] % be);
+                                "tensor '%s' (%s) has rows of %" PRIu64 " elements, not a whole "
+                                "number of %" PRIu64 "-element blocks (%" PRIu64 " %% %" PRIu64 " = %" PRIu64
+                                "); ggml cannot load it either: re-quantize or "
+                                "re-export the model",
+                                name.text, t->type_info.name, t->ne[0], be, t->ne[0], be, t->ne[0] % be);
     }
     /* ne[0] is whole blocks, so n_elements is too. */
     if (gguf_mul_overflows(t->ne[0] / be, bb, &t->row_bytes) ||
         gguf_mul_overflows(n_elements / be, bb, &t->n_bytes) || t->n_bytes > (uint64_t)INT64_MAX) {
         return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
-                               "tensor '%s': %" PRIu64 " elements of %s overflow a byte count; "
-                               "the file is corrupt",
-                               name.text, n_elements, t->type_info.name);
+                                "tensor '%s': %" PRIu64 " elements of %s overflow a byte count; "
+                                "the file is corrupt",
+                                name.text, n_elements, t->type_info.name);
     }
 
     if (bytes_left(r) < 8) {
@@ -566,16 +555,14 @@ static void fill_refused(const reader *r, anvil_gguf_tensor *t, uint64_t start, 
     t->row_bytes = 0;
 }
 
-static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil_ctx *ctx,
-                        anvil_error *err) {
+static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil_ctx *ctx, anvil_error *err) {
     anvil_error local;
     anvil_error *e = r->problems != NULL ? &local : err;
     size_t cap = 0, bad_cap = 0;
     const uint64_t guess = bytes_left(r) / MIN_TENSOR_BYTES;
     if (n_tensors > 0 &&
-        anvil__grow_array((void **)&p->tensors, &cap,
-                   (size_t)(n_tensors < guess ? n_tensors : guess) + 1,
-                   sizeof *p->tensors) != ANVIL_OK) {
+        anvil__grow_array((void **)&p->tensors, &cap, (size_t)(n_tensors < guess ? n_tensors : guess) + 1,
+                          sizeof *p->tensors) != ANVIL_OK) {
         return nomem(err, "the tensor directory");
     }
     gguf_name_index names;
@@ -590,11 +577,9 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
             rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, GGUF_STOPPED, err);
             break;
         }
-        if (anvil__grow_array((void **)&p->tensors, &cap, p->n_tensors + 1, sizeof *p->tensors) !=
-                ANVIL_OK ||
-            (r->problems != NULL &&
-             anvil__grow_array((void **)&p->problem_of, &bad_cap, p->n_tensors + 1, sizeof *p->problem_of) !=
-                 ANVIL_OK)) {
+        if (anvil__grow_array((void **)&p->tensors, &cap, p->n_tensors + 1, sizeof *p->tensors) != ANVIL_OK ||
+            (r->problems != NULL && anvil__grow_array((void **)&p->problem_of, &bad_cap, p->n_tensors + 1,
+                                                      sizeof *p->problem_of) != ANVIL_OK)) {
             rc = nomem(err, "the tensor directory");
             break;
         }
@@ -611,9 +596,9 @@ static int read_tensors(reader *r, gguf_part *p, uint64_t n_tensors, const anvil
         if (rc == 1) {
             const shown_name sn = show(name.ptr, name.len);
             rc = anvil__error_set(e, ANVIL_E_GGUF_DUP_TENSOR,
-                                 "tensor name '%s' appears twice (tensors %zu and %" PRIu64
-                                 "); the file is corrupt: re-export it",
-                                 sn.text, first, k);
+                                  "tensor name '%s' appears twice (tensors %zu and %" PRIu64
+                                  "); the file is corrupt: re-export it",
+                                  sn.text, first, k);
             rc = problem(r, ANVIL_GGUF_AT_TENSOR, (size_t)k, rc, e, ANVIL_OK, err);
             if (rc != ANVIL_OK) {
                 break;
@@ -670,9 +655,9 @@ static int check_alignment(reader *r, gguf_part *p, anvil_error *e, anvil_error 
         if (!is_bad(p, i) && t->offset % p->alignment != 0) {
             const shown_name sn = show(t->name, t->name_len);
             rc = anvil__error_set(e, ANVIL_E_GGUF_MISALIGNED,
-                                 "tensor '%s': data offset %" PRIu64 " is not a multiple of "
-                                 "the alignment %" PRIu32 "; the file is corrupt",
-                                 sn.text, t->offset, p->alignment);
+                                  "tensor '%s': data offset %" PRIu64 " is not a multiple of "
+                                  "the alignment %" PRIu32 "; the file is corrupt",
+                                  sn.text, t->offset, p->alignment);
             if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, rc, e, ANVIL_OK, err)) != ANVIL_OK) {
                 return rc;
             }
@@ -696,13 +681,12 @@ static int check_ranges(reader *r, gguf_part *p, anvil_error *e, anvil_error *er
             t->file_offset = gguf_add_overflows(p->data_offset, t->offset, &start) ? 0 : start;
             continue;
         }
-        if (gguf_add_overflows(p->data_offset, t->offset, &start) ||
-            gguf_add_overflows(start, t->n_bytes, &end)) {
+        if (gguf_add_overflows(p->data_offset, t->offset, &start) || gguf_add_overflows(start, t->n_bytes, &end)) {
             const shown_name sn = show(t->name, t->name_len);
             rc = anvil__error_set(e, ANVIL_E_GGUF_DATA_RANGE,
-                                 "tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes "
-                                 "lies outside any possible file; the file is corrupt",
-                                 sn.text, t->offset, t->n_bytes);
+                                  "tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes "
+                                  "lies outside any possible file; the file is corrupt",
+                                  sn.text, t->offset, t->n_bytes);
             if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, rc, e, ANVIL_OK, err)) != ANVIL_OK) {
                 return rc;
             }
@@ -717,10 +701,10 @@ static int check_ranges(reader *r, gguf_part *p, anvil_error *e, anvil_error *er
             if (r->problems != NULL) {
                 const shown_name sn = show(t->name, t->name_len);
                 anvil__error_set(e, ANVIL_E_GGUF_TRUNCATED,
-                                "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
-                                " bytes: %" PRIu64 " bytes short; the file is truncated: "
-                                "re-download or re-export",
-                                sn.text, end, p->size, end - p->size);
+                                 "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64 " bytes: %" PRIu64
+                                 " bytes short; the file is truncated: "
+                                 "re-download or re-export",
+                                 sn.text, end, p->size, end - p->size);
                 if ((rc = problem(r, ANVIL_GGUF_AT_TENSOR, i, 0, e, ANVIL_OK, err)) != ANVIL_OK) {
                     return rc;
                 }
@@ -740,15 +724,15 @@ static int check_ranges(reader *r, gguf_part *p, anvil_error *e, anvil_error *er
         char more[256] = "";
         if (n_past > 1) {
             snprintf(more, sizeof more,
-                     " (%zu of %zu tensors run past the end; the data needs %" PRIu64
-                     " bytes, %" PRIu64 " bytes = %.3f GB more than the file has)",
+                     " (%zu of %zu tensors run past the end; the data needs %" PRIu64 " bytes, %" PRIu64
+                     " bytes = %.3f GB more than the file has)",
                      n_past, p->n_tensors, need, need - p->size, gguf_gb(need - p->size));
         }
         return anvil__error_set(err, ANVIL_E_GGUF_TRUNCATED,
-                               "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64
-                               " bytes: %" PRIu64 " bytes (%.3f GB) short%s. The file is "
-                               "truncated: re-download or re-export",
-                               sn.text, end, p->size, end - p->size, gguf_gb(end - p->size), more);
+                                "tensor '%s' ends at byte %" PRIu64 " but the file is %" PRIu64 " bytes: %" PRIu64
+                                " bytes (%.3f GB) short%s. The file is "
+                                "truncated: re-download or re-export",
+                                sn.text, end, p->size, end - p->size, gguf_gb(end - p->size), more);
     }
 
     return ANVIL_OK;
@@ -786,10 +770,9 @@ static int check_overlaps(reader *r, gguf_part *p, anvil_error *e, anvil_error *
             const shown_name sa = show(a->name, a->name_len);
             const shown_name sb = show(b->name, b->name_len);
             rc = anvil__error_set(e, ANVIL_E_GGUF_OVERLAP,
-                                 "tensors '%s' (bytes %" PRIu64 "-%" PRIu64 ") and '%s' (bytes "
-                                 "%" PRIu64 "-%" PRIu64 ") overlap; the file is corrupt",
-                                 sa.text, rs[reach].start, rs[reach].end, sb.text, rs[i].start,
-                                 rs[i].end);
+                                  "tensors '%s' (bytes %" PRIu64 "-%" PRIu64 ") and '%s' (bytes "
+                                  "%" PRIu64 "-%" PRIu64 ") overlap; the file is corrupt",
+                                  sa.text, rs[reach].start, rs[reach].end, sb.text, rs[i].start, rs[i].end);
             /* Lenient: both are marked, each with the same message. */
             const size_t ta = rs[reach].tensor, tb = rs[i].tensor;
             if (r->problems != NULL && !is_bad(p, ta)) {
@@ -896,9 +879,9 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t
     /* ggml reads both counts as int64: the top bit is a negative count. */
     if (n_tensors > (uint64_t)INT64_MAX || n_kv > (uint64_t)INT64_MAX) {
         rc = anvil__error_set(err, ANVIL_E_GGUF_COUNT,
-                             "the header declares %" PRIu64 " tensors and %" PRIu64 " KVs; a "
-                             "count above 2^63-1 is negative on disk: the file is corrupt",
-                             n_tensors, n_kv);
+                              "the header declares %" PRIu64 " tensors and %" PRIu64 " KVs; a "
+                              "count above 2^63-1 is negative on disk: the file is corrupt",
+                              n_tensors, n_kv);
         goto fail;
     }
     p->declared_kvs = n_kv;
@@ -938,7 +921,8 @@ static int parse_part(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t
     for (size_t i = 0; i < p->n_tensors; ++i) {
         const anvil_gguf_tensor *t = &p->tensors[i];
         p->tensors[i].data = is_bad(p, i) || t->file_offset > have || t->n_bytes > have - t->file_offset
-                             ? NULL : base + t->file_offset;
+                                 ? NULL
+                                 : base + t->file_offset;
     }
     return ANVIL_OK;
 
@@ -947,8 +931,7 @@ fail:
     return rc;
 }
 
-int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
-                    anvil_error *err) {
+int gguf_parse_part(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx, anvil_error *err) {
     return parse_part(p, base, size, size, ctx, NULL, err);
 }
 
@@ -957,8 +940,8 @@ int gguf_parse_header(gguf_part *p, const uint8_t *base, uint64_t have, uint64_t
     return parse_part(p, base, have, size, ctx, NULL, err);
 }
 
-int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size,
-                            const anvil_ctx *ctx, gguf_problems *problems, anvil_error *err) {
+int gguf_parse_part_lenient(gguf_part *p, const uint8_t *base, uint64_t size, const anvil_ctx *ctx,
+                            gguf_problems *problems, anvil_error *err) {
     return parse_part(p, base, size, size, ctx, problems, err);
 }
 

@@ -28,7 +28,7 @@ typedef struct anvil__gguf_source {
     anvil__gguf_fill_fn fill;
     void (*free_arg)(void *arg);
     void *arg;
-    uint8_t *header;              /* owned copy of the header bytes */
+    uint8_t *header; /* owned copy of the header bytes */
 } anvil__gguf_source;
 
 /* Parse header[0..header_size) (copied) as the start of a file_size-byte

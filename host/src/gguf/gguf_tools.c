@@ -34,9 +34,8 @@ static anvil_gguf_write_options read_options(const anvil_gguf_write_options *in)
 }
 
 /* Open, copy with flags, write out_path (reemit and merge). */
-static int rewrite(const char *in_path, unsigned open_flags, unsigned copy_flags,
-                   const char *out_path, const anvil_ctx *ctx,
-                   const anvil_gguf_write_options *opts, anvil_error *err) {
+static int rewrite(const char *in_path, unsigned open_flags, unsigned copy_flags, const char *out_path,
+                   const anvil_ctx *ctx, const anvil_gguf_write_options *opts, anvil_error *err) {
     const anvil_gguf_write_options o = read_options(opts);
     anvil_gguf *g = NULL;
     anvil_gguf_writer *w = NULL;
@@ -61,26 +60,22 @@ ANVIL_API int anvil_gguf_reemit_ex(const char *in_path, const char *out_path, co
     return rewrite(in_path, ANVIL_GGUF_OPEN_SINGLE_PART, REWRITE_FLAGS, out_path, ctx, opts, err);
 }
 
-ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const anvil_ctx *ctx,
-                                anvil_error *err) {
+ANVIL_API int anvil_gguf_reemit(const char *in_path, const char *out_path, const anvil_ctx *ctx, anvil_error *err) {
     return anvil_gguf_reemit_ex(in_path, out_path, ctx, NULL, err);
 }
 
-ANVIL_API int anvil_gguf_merge_ex(const char *first_path, const char *out_path,
-                                  const anvil_ctx *ctx, const anvil_gguf_write_options *opts,
-                                  anvil_error *err) {
-    return rewrite(first_path, 0, REWRITE_FLAGS | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS, out_path, ctx,
-                   opts, err);
+ANVIL_API int anvil_gguf_merge_ex(const char *first_path, const char *out_path, const anvil_ctx *ctx,
+                                  const anvil_gguf_write_options *opts, anvil_error *err) {
+    return rewrite(first_path, 0, REWRITE_FLAGS | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS, out_path, ctx, opts, err);
 }
 
-ANVIL_API int anvil_gguf_merge(const char *first_path, const char *out_path, const anvil_ctx *ctx,
-                               anvil_error *err) {
+ANVIL_API int anvil_gguf_merge(const char *first_path, const char *out_path, const anvil_ctx *ctx, anvil_error *err) {
     return anvil_gguf_merge_ex(first_path, out_path, ctx, NULL, err);
 }
 
 /* Part (0-based) of each tensor, as gguf-split's split_strategy decides. */
-static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
-                      uint32_t *part_of, uint32_t *n_parts, anvil_error *err) {
+static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o, uint32_t *part_of, uint32_t *n_parts,
+                      anvil_error *err) {
     const size_t n = anvil_gguf_tensor_count(src);
     const uint64_t max_bytes = o->split_max_bytes, max_tensors = o->split_max_tensors;
     /* --no-tensor-first-split: part 1 keeps the metadata, tensors start in 2. */
@@ -90,8 +85,7 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
     size_t in_part_count = 0;
     for (size_t i = 0; i < n; ++i) {
         uint64_t padded;
-        if (gguf_pad_overflows(anvil_gguf_tensor_at(src, i)->n_bytes, ANVIL_GGUF_DEFAULT_ALIGNMENT,
-                               &padded)) {
+        if (gguf_pad_overflows(anvil_gguf_tensor_at(src, i)->n_bytes, ANVIL_GGUF_DEFAULT_ALIGNMENT, &padded)) {
             return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor size overflows");
         }
         if (gguf_split_starts_part(in_part_count, in_part_bytes, padded, max_bytes, max_tensors)) {
@@ -108,33 +102,31 @@ static int plan_parts(const anvil_gguf *src, const anvil_gguf_write_options *o,
     *n_parts = n > 0 ? part + 1 : 1;
     if (*n_parts > UINT16_MAX) {
         return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
-                               "the split would make %" PRIu32 " parts; split.count is a u16 "
-                               "(at most 65535): raise the limit",
-                               *n_parts);
+                                "the split would make %" PRIu32 " parts; split.count is a u16 "
+                                "(at most 65535): raise the limit",
+                                *n_parts);
     }
     return ANVIL_OK;
 }
 
-static int check_split_options(const anvil_gguf *src, const anvil_gguf_write_options *o,
-                               anvil_error *err) {
+static int check_split_options(const anvil_gguf *src, const anvil_gguf_write_options *o, anvil_error *err) {
     if (src == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
     }
     if ((o->split_max_bytes == 0) == (o->split_max_tensors == 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "give exactly one split limit: a maximum size or a maximum "
-                               "tensor count");
+                                "give exactly one split limit: a maximum size or a maximum "
+                                "tensor count");
     }
     const size_t n = anvil_gguf_tensor_count(src);
     if (n > (size_t)INT32_MAX) {
-        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT,
-                               "%zu tensors do not fit split.tensors.count (i32)", n);
+        return anvil__error_set(err, ANVIL_E_GGUF_SPLIT, "%zu tensors do not fit split.tensors.count (i32)", n);
     }
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts,
-                                    uint32_t *part_of, uint32_t *n_parts, anvil_error *err) {
+ANVIL_API int anvil_gguf_split_plan(const anvil_gguf *src, const anvil_gguf_write_options *opts, uint32_t *part_of,
+                                    uint32_t *n_parts, anvil_error *err) {
     const anvil_gguf_write_options o = read_options(opts);
     int rc = check_split_options(src, &o, err);
     if (rc == ANVIL_OK && (n_parts == NULL || (part_of == NULL && anvil_gguf_tensor_count(src)))) {
@@ -153,18 +145,21 @@ typedef struct set_progress {
 
 static void part_progress(void *arg, const anvil_gguf_progress *p) {
     const set_progress *s = arg;
-    const anvil_gguf_progress q = { s->tensors_before + p->tensor, s->n_tensors,
-                                    s->bytes_before + p->bytes_done, s->bytes_total, p->name,
-                                    s->part, s->n_parts };
+    const anvil_gguf_progress q = { s->tensors_before + p->tensor,
+                                    s->n_tensors,
+                                    s->bytes_before + p->bytes_done,
+                                    s->bytes_total,
+                                    p->name,
+                                    s->part,
+                                    s->n_parts };
     s->o->progress(s->o->progress_arg, &q);
 }
 
 /* Write part `part` to a held temp file, put in place only by the set
  * commit (*held receives its writer), or (path NULL) only measure it: *size. */
-static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
-                      uint32_t n_parts, const char *path, const anvil_ctx *ctx,
-                      set_progress *progress, uint64_t *size, anvil_gguf_writer **held,
-                      anvil_error *err) {
+static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t part, uint32_t n_parts,
+                      const char *path, const anvil_ctx *ctx, set_progress *progress, uint64_t *size,
+                      anvil_gguf_writer **held, anvil_error *err) {
     anvil_gguf_writer *w = NULL;
     int rc = anvil_gguf_writer_new(&w, ctx, err);
     if (rc == ANVIL_OK && progress != NULL && progress->o->progress != NULL) {
@@ -172,9 +167,7 @@ static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t p
     }
     if (rc == ANVIL_OK && part == 0) {
         rc = anvil_gguf_writer_copy_from(
-            w, src,
-            ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS,
-            err);
+            w, src, ANVIL_GGUF_COPY_KVS | ANVIL_GGUF_COPY_CANONICAL_BOOL | ANVIL_GGUF_COPY_SKIP_SPLIT_KEYS, err);
     }
     /* gguf-split sets no, count (placeholder), tensors.count, then sets
      * count again, which moves it last. */
@@ -193,8 +186,7 @@ static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t p
             continue;
         }
         const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
-        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL, t->n_bytes,
-                                          err);
+        rc = anvil_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL, t->n_bytes, err);
     }
     if (rc == ANVIL_OK && path == NULL) {
         rc = anvil_gguf_writer_file_size(w, size, err);
@@ -219,10 +211,9 @@ static int write_part(const anvil_gguf *src, const uint32_t *part_of, uint32_t p
 }
 
 ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *part_of, uint32_t part,
-                                         uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes,
-                                         size_t *n_tensors, anvil_error *err) {
-    if (src == NULL || bytes == NULL || part >= n_parts ||
-        (part_of == NULL && anvil_gguf_tensor_count(src) > 0)) {
+                                         uint32_t n_parts, const anvil_ctx *ctx, uint64_t *bytes, size_t *n_tensors,
+                                         anvil_error *err) {
+    if (src == NULL || bytes == NULL || part >= n_parts || (part_of == NULL && anvil_gguf_tensor_count(src) > 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "bad arguments to anvil_gguf_split_part_size");
     }
     if (n_tensors != NULL) {
@@ -235,8 +226,8 @@ ANVIL_API int anvil_gguf_split_part_size(const anvil_gguf *src, const uint32_t *
 }
 
 ANVIL_API int anvil_gguf_split_write_ex(const anvil_gguf *src, const char *prefix,
-                                        const anvil_gguf_write_options *opts, const anvil_ctx *ctx,
-                                        uint32_t *n_parts, anvil_error *err) {
+                                        const anvil_gguf_write_options *opts, const anvil_ctx *ctx, uint32_t *n_parts,
+                                        anvil_error *err) {
     const anvil_gguf_write_options o = read_options(opts);
     if (prefix == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL prefix");

@@ -15,12 +15,12 @@ static const struct {
     const char *name;
     size_t size;
 } wire_types[ANVIL_GGUF_TYPE_COUNT] = {
-    [ANVIL_GGUF_TYPE_U8] = { "u8", 1 },     [ANVIL_GGUF_TYPE_I8] = { "i8", 1 },
-    [ANVIL_GGUF_TYPE_U16] = { "u16", 2 },   [ANVIL_GGUF_TYPE_I16] = { "i16", 2 },
-    [ANVIL_GGUF_TYPE_U32] = { "u32", 4 },   [ANVIL_GGUF_TYPE_I32] = { "i32", 4 },
-    [ANVIL_GGUF_TYPE_F32] = { "f32", 4 },   [ANVIL_GGUF_TYPE_BOOL] = { "bool", 1 },
+    [ANVIL_GGUF_TYPE_U8] = { "u8", 1 },      [ANVIL_GGUF_TYPE_I8] = { "i8", 1 },
+    [ANVIL_GGUF_TYPE_U16] = { "u16", 2 },    [ANVIL_GGUF_TYPE_I16] = { "i16", 2 },
+    [ANVIL_GGUF_TYPE_U32] = { "u32", 4 },    [ANVIL_GGUF_TYPE_I32] = { "i32", 4 },
+    [ANVIL_GGUF_TYPE_F32] = { "f32", 4 },    [ANVIL_GGUF_TYPE_BOOL] = { "bool", 1 },
     [ANVIL_GGUF_TYPE_STRING] = { "str", 0 }, [ANVIL_GGUF_TYPE_ARRAY] = { "arr", 0 },
-    [ANVIL_GGUF_TYPE_U64] = { "u64", 8 },   [ANVIL_GGUF_TYPE_I64] = { "i64", 8 },
+    [ANVIL_GGUF_TYPE_U64] = { "u64", 8 },    [ANVIL_GGUF_TYPE_I64] = { "i64", 8 },
     [ANVIL_GGUF_TYPE_F64] = { "f64", 8 },
 };
 
@@ -106,8 +106,7 @@ int gguf_value_at(uint32_t type, const uint8_t *raw, size_t raw_size, anvil_gguf
         out->a.data = raw + 12;
         out->a.size = raw_size - 12;
         break;
-    default:
-        return ANVIL_E_GGUF_KV_TYPE;
+    default: return ANVIL_E_GGUF_KV_TYPE;
     }
     return ANVIL_OK;
 }
@@ -147,8 +146,7 @@ ANVIL_API int anvil_gguf_array_get(const anvil_gguf_array *a, uint64_t i, anvil_
     return gguf_value_at(a->elem_type, p + i * es, es, out);
 }
 
-ANVIL_API uint64_t anvil_gguf_array_strings(const anvil_gguf_array *a, anvil_gguf_str *out,
-                                            uint64_t cap) {
+ANVIL_API uint64_t anvil_gguf_array_strings(const anvil_gguf_array *a, anvil_gguf_str *out, uint64_t cap) {
     if (a == NULL || a->elem_type != ANVIL_GGUF_TYPE_STRING) {
         return 0;
     }

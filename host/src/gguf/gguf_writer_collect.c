@@ -23,8 +23,7 @@ static void wtensor_name_of(const void *items, size_t i, const char **p, size_t 
     *len = t[i].name_len;
 }
 
-ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ctx,
-                                    anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_new(anvil_gguf_writer **out, const anvil_ctx *ctx, anvil_error *err) {
     if (out == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_gguf_writer_new: NULL out");
     }
@@ -66,8 +65,8 @@ static int check_building(const anvil_gguf_writer *w, anvil_error *err) {
     }
     if (w->state != GGUF_W_BUILDING) {
         return anvil__error_set(err, ANVIL_E_STATE,
-                               "a stream is being written: KVs and tensors are fixed until it "
-                               "is finished or aborted");
+                                "a stream is being written: KVs and tensors are fixed until it "
+                                "is finished or aborted");
     }
     return ANVIL_OK;
 }
@@ -86,24 +85,22 @@ static void remove_kv_at(anvil_gguf_writer *w, size_t i) {
 
 /* The one reserved key: general.alignment must be a u32 power of two <= 1
  * MiB, checked on the wire bytes; it then sets the padding used. */
-static int check_reserved(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_t type,
-                          const uint8_t *value, size_t value_size, int apply, anvil_error *err) {
-    if (key_len != sizeof ANVIL_GGUF_KEY_ALIGNMENT - 1 ||
-        memcmp(key, ANVIL_GGUF_KEY_ALIGNMENT, key_len) != 0) {
+static int check_reserved(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_t type, const uint8_t *value,
+                          size_t value_size, int apply, anvil_error *err) {
+    if (key_len != sizeof ANVIL_GGUF_KEY_ALIGNMENT - 1 || memcmp(key, ANVIL_GGUF_KEY_ALIGNMENT, key_len) != 0) {
         return ANVIL_OK;
     }
     if (type != ANVIL_GGUF_TYPE_U32 || value_size != 4) {
         const char *tn = anvil_gguf_type_name(type);
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                               "general.alignment must be written as u32, not %s",
-                               tn != NULL ? tn : "?");
+        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "general.alignment must be written as u32, not %s",
+                                tn != NULL ? tn : "?");
     }
     const uint32_t a = gguf_load_u32(value);
     if (!gguf_is_pow2(a) || a > ANVIL_GGUF_MAX_ALIGNMENT) {
         return anvil__error_set(err, ANVIL_E_GGUF_ALIGNMENT,
-                               "general.alignment %" PRIu32 " is not a power of two from 1 to "
-                               "%u (1 MiB)",
-                               a, ANVIL_GGUF_MAX_ALIGNMENT);
+                                "general.alignment %" PRIu32 " is not a power of two from 1 to "
+                                "%u (1 MiB)",
+                                a, ANVIL_GGUF_MAX_ALIGNMENT);
     }
     if (apply) {
         w->alignment = a;
@@ -113,8 +110,8 @@ static int check_reserved(anvil_gguf_writer *w, const char *key, size_t key_len,
 
 /* Append key with its value's wire bytes (everything after the type
  * field), replacing an existing entry. */
-static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_t type,
-                  const uint8_t *value, size_t value_size, anvil_error *err) {
+static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_t type, const uint8_t *value,
+                  size_t value_size, anvil_error *err) {
     int rc = check_building(w, err);
     if (rc != ANVIL_OK) {
         return rc;
@@ -174,8 +171,7 @@ static int put_kv(anvil_gguf_writer *w, const char *key, size_t key_len, uint32_
     return ANVIL_OK;
 }
 
-static int put_scalar(anvil_gguf_writer *w, const char *key, uint32_t type, uint64_t bits,
-                      anvil_error *err) {
+static int put_scalar(anvil_gguf_writer *w, const char *key, uint32_t type, uint64_t bits, anvil_error *err) {
     uint8_t v[8];
     const size_t n = anvil_gguf_type_size(type);
     for (size_t i = 0; i < n; ++i) {
@@ -222,8 +218,8 @@ ANVIL_API int anvil_gguf_writer_set_bool(anvil_gguf_writer *w, const char *key, 
     return put_scalar(w, key, ANVIL_GGUF_TYPE_BOOL, v != 0, err);
 }
 
-ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *key, const char *s,
-                                             size_t len, anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *key, const char *s, size_t len,
+                                             anvil_error *err) {
     if (s == NULL && len > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
     }
@@ -238,14 +234,12 @@ ANVIL_API int anvil_gguf_writer_set_string_n(anvil_gguf_writer *w, const char *k
     if (len > 0) {
         memcpy(v + 8, s, len);
     }
-    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_STRING, v, 8 + len,
-                          err);
+    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_STRING, v, 8 + len, err);
     free(v);
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_set_string(anvil_gguf_writer *w, const char *key, const char *s,
-                                           anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_set_string(anvil_gguf_writer *w, const char *key, const char *s, anvil_error *err) {
     if (s == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string");
     }
@@ -257,14 +251,13 @@ ANVIL_API int anvil_gguf_writer_set_array(anvil_gguf_writer *w, const char *key,
     const size_t es = anvil_gguf_type_size(elem_type);
     if (es == 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "anvil_gguf_writer_set_array takes fixed-width element types; "
-                               "use set_string_array for strings (type %" PRIu32 ")",
-                               elem_type);
+                                "anvil_gguf_writer_set_array takes fixed-width element types; "
+                                "use set_string_array for strings (type %" PRIu32 ")",
+                                elem_type);
     }
     uint64_t bytes;
     if (gguf_mul_overflows(count, es, &bytes) || bytes > SIZE_MAX - 12) {
-        return anvil__error_set(err, ANVIL_E_OVERFLOW, "array of %" PRIu64 " values is too large",
-                               count);
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "array of %" PRIu64 " values is too large", count);
     }
     if (values == NULL && count > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL array values");
@@ -281,27 +274,40 @@ ANVIL_API int anvil_gguf_writer_set_array(anvil_gguf_writer *w, const char *key,
         const uint8_t *e = src + i * es;
         switch (es) {
         case 1: dst[0] = elem_type == ANVIL_GGUF_TYPE_BOOL ? (e[0] != 0) : e[0]; break;
-        case 2: { uint16_t x; memcpy(&x, e, 2); gguf_store_u16(dst, x); break; }
-        case 4: { uint32_t x; memcpy(&x, e, 4); gguf_store_u32(dst, x); break; }
-        default: { uint64_t x; memcpy(&x, e, 8); gguf_store_u64(dst, x); break; }
+        case 2: {
+            uint16_t x;
+            memcpy(&x, e, 2);
+            gguf_store_u16(dst, x);
+            break;
+        }
+        case 4: {
+            uint32_t x;
+            memcpy(&x, e, 4);
+            gguf_store_u32(dst, x);
+            break;
+        }
+        default: {
+            uint64_t x;
+            memcpy(&x, e, 8);
+            gguf_store_u64(dst, x);
+            break;
+        }
         }
     }
-    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_ARRAY, v,
-                          12 + (size_t)bytes, err);
+    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_ARRAY, v, 12 + (size_t)bytes, err);
     free(v);
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *key,
-                                              const anvil_gguf_str *items, uint64_t count,
-                                              anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *key, const anvil_gguf_str *items,
+                                              uint64_t count, anvil_error *err) {
     if (items == NULL && count > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
     }
     uint64_t total = 12;
     for (uint64_t i = 0; i < count; ++i) {
-        if ((items[i].ptr == NULL && items[i].len > 0) ||
-            gguf_add_overflows(total, 8, &total) || gguf_add_overflows(total, items[i].len, &total)) {
+        if ((items[i].ptr == NULL && items[i].len > 0) || gguf_add_overflows(total, 8, &total) ||
+            gguf_add_overflows(total, items[i].len, &total)) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG, "string %" PRIu64 " is invalid", i);
         }
     }
@@ -322,15 +328,13 @@ ANVIL_API int anvil_gguf_writer_set_str_array(anvil_gguf_writer *w, const char *
         }
         at += 8 + items[i].len;
     }
-    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_ARRAY, v,
-                          (size_t)total, err);
+    const int rc = put_kv(w, key, key != NULL ? strlen(key) : 0, ANVIL_GGUF_TYPE_ARRAY, v, (size_t)total, err);
     free(v);
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const char *key,
-                                                 const char *const *items, uint64_t count,
-                                                 anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const char *key, const char *const *items,
+                                                 uint64_t count, anvil_error *err) {
     if (items == NULL && count > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL string array");
     }
@@ -354,8 +358,7 @@ ANVIL_API int anvil_gguf_writer_set_string_array(anvil_gguf_writer *w, const cha
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
-                                        anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_copy_kv(anvil_gguf_writer *w, const anvil_gguf_kv *kv, anvil_error *err) {
     if (kv == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL KV");
     }
@@ -371,8 +374,7 @@ ANVIL_API int anvil_gguf_writer_copy_kv_as(anvil_gguf_writer *w, const anvil_ggu
 }
 
 /* ggml reads a bool byte as (b != 0) and writes it back as 0/1. */
-static int copy_kv_canonical_bool(anvil_gguf_writer *w, const anvil_gguf_kv *kv,
-                                  anvil_error *err) {
+static int copy_kv_canonical_bool(anvil_gguf_writer *w, const anvil_gguf_kv *kv, anvil_error *err) {
     const int scalar = kv->type == ANVIL_GGUF_TYPE_BOOL;
     const int array = kv->type == ANVIL_GGUF_TYPE_ARRAY && kv->elem_type == ANVIL_GGUF_TYPE_BOOL;
     if (!scalar && !array) {
@@ -411,9 +413,8 @@ ANVIL_API uint32_t anvil_gguf_writer_alignment(const anvil_gguf_writer *w) { ret
 
 /* ---- tensors ------------------------------------------------------------- */
 
-static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, uint32_t type,
-                      uint32_t n_dims, const uint64_t *ne, const void *data, uint64_t size,
-                      anvil_error *err) {
+static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, uint32_t type, uint32_t n_dims,
+                      const uint64_t *ne, const void *data, uint64_t size, anvil_error *err) {
     int rc = check_building(w, err);
     if (rc != ANVIL_OK) {
         return rc;
@@ -423,15 +424,15 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     }
     if (name_len > ANVIL_GGUF_MAX_TENSOR_NAME || memchr(name, '\0', name_len) != NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "tensor name '%.*s...' is %zu bytes%s; ggml accepts names of at "
-                               "most %d bytes without NUL bytes",
-                               (int)(name_len > 40 ? 40 : name_len), name, name_len,
-                               memchr(name, '\0', name_len) != NULL ? " with a NUL byte" : "",
-                               ANVIL_GGUF_MAX_TENSOR_NAME);
+                                "tensor name '%.*s...' is %zu bytes%s; ggml accepts names of at "
+                                "most %d bytes without NUL bytes",
+                                (int)(name_len > 40 ? 40 : name_len), name, name_len,
+                                memchr(name, '\0', name_len) != NULL ? " with a NUL byte" : "",
+                                ANVIL_GGUF_MAX_TENSOR_NAME);
     }
     if (n_dims > ANVIL_GGUF_MAX_DIMS) {
-        return anvil__error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': %" PRIu32 " dims (at most %d)",
-                               name, n_dims, ANVIL_GGUF_MAX_DIMS);
+        return anvil__error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': %" PRIu32 " dims (at most %d)", name, n_dims,
+                                ANVIL_GGUF_MAX_DIMS);
     }
     gguf_wtensor t;
     memset(&t, 0, sizeof t);
@@ -440,26 +441,26 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
         t.ne[j] = j < n_dims ? ne[j] : 1;
         if (t.ne[j] > (uint64_t)INT64_MAX || gguf_mul_overflows(n_elements, t.ne[j], &n_elements) ||
             n_elements > (uint64_t)INT64_MAX) {
-            return anvil__error_set(err, ANVIL_E_GGUF_DIMS,
-                                   "tensor '%s': dims overflow the element count", name);
+            return anvil__error_set(err, ANVIL_E_GGUF_DIMS, "tensor '%s': dims overflow the element count", name);
         }
     }
     anvil_type_info ti;
     anvil_error lookup;
     anvil__error_clear(&lookup);
     if (anvil_type_lookup(w->ctx, type, &ti, &lookup) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name,
-                               lookup.message);
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': %s", name, lookup.message);
     }
     if (ti.block_elems == 0 || ti.block_bytes == 0) {
-        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE, "tensor '%s': type %s has an empty "
-                               "block", name, ti.name);
+        return anvil__error_set(err, ANVIL_E_GGUF_TENSOR_TYPE,
+                                "tensor '%s': type %s has an empty "
+                                "block",
+                                name, ti.name);
     }
     if (t.ne[0] % ti.block_elems != 0) {
         return anvil__error_set(err, ANVIL_E_GGUF_ROW_BLOCKS,
-                               "tensor '%s' (%s): rows of %" PRIu64 " elements are not a whole "
-                               "number of %" PRIu32 "-element blocks",
-                               name, ti.name, t.ne[0], ti.block_elems);
+                                "tensor '%s' (%s): rows of %" PRIu64 " elements are not a whole "
+                                "number of %" PRIu32 "-element blocks",
+                                name, ti.name, t.ne[0], ti.block_elems);
     }
     if (gguf_mul_overflows(n_elements / ti.block_elems, ti.block_bytes, &t.n_bytes) ||
         t.n_bytes > (uint64_t)INT64_MAX) {
@@ -467,9 +468,9 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     }
     if (data != NULL && size != t.n_bytes) {
         return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                               "tensor '%s' (%s, %" PRIu64 " elements) is %" PRIu64 " bytes but "
-                               "%" PRIu64 " bytes were given",
-                               name, ti.name, n_elements, t.n_bytes, size);
+                                "tensor '%s' (%s, %" PRIu64 " elements) is %" PRIu64 " bytes but "
+                                "%" PRIu64 " bytes were given",
+                                name, ti.name, n_elements, t.n_bytes, size);
     }
     /* As ggml_n_dims: drop trailing dims of exactly 1 (a 0 dim is kept:
      * ggml would drop it too and write a directory entry whose size
@@ -490,8 +491,7 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     }
     memcpy(t.name, name, name_len);
     t.name[name_len] = '\0';
-    if (anvil__grow_array((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) !=
-        ANVIL_OK) {
+    if (anvil__grow_array((void **)&w->tensors, &w->cap_tensors, w->n_tensors + 1, sizeof *w->tensors) != ANVIL_OK) {
         free(t.name);
         return anvil__nomem(err);
     }
@@ -501,8 +501,7 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     if (rc != 0) {
         free(t.name);
         if (rc == 1) {
-            return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR,
-                                   "tensor '%s' was already added", name);
+            return anvil__error_set(err, ANVIL_E_GGUF_DUP_TENSOR, "tensor '%s' was already added", name);
         }
         return anvil__nomem(err);
     }
@@ -510,9 +509,8 @@ static int add_tensor(anvil_gguf_writer *w, const char *name, size_t name_len, u
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_writer_add_tensor(anvil_gguf_writer *w, const char *name, uint32_t type,
-                                           uint32_t n_dims, const uint64_t *ne, const void *data,
-                                           uint64_t size, anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_add_tensor(anvil_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                           const uint64_t *ne, const void *data, uint64_t size, anvil_error *err) {
     return add_tensor(w, name, name != NULL ? strlen(name) : 0, type, n_dims, ne, data, size, err);
 }
 
@@ -523,13 +521,12 @@ ANVIL_API uint64_t anvil_gguf_writer_tensor_bytes(const anvil_gguf_writer *w, si
 }
 
 static int is_split_key(const char *key) {
-    return strcmp(key, ANVIL_GGUF_KEY_SPLIT_NO) == 0 ||
-           strcmp(key, ANVIL_GGUF_KEY_SPLIT_COUNT) == 0 ||
+    return strcmp(key, ANVIL_GGUF_KEY_SPLIT_NO) == 0 || strcmp(key, ANVIL_GGUF_KEY_SPLIT_COUNT) == 0 ||
            strcmp(key, ANVIL_GGUF_KEY_SPLIT_TENSORS) == 0;
 }
 
-ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf *src,
-                                          unsigned flags, anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf *src, unsigned flags,
+                                          anvil_error *err) {
     if (src == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL source");
     }
@@ -553,8 +550,8 @@ ANVIL_API int anvil_gguf_writer_copy_from(anvil_gguf_writer *w, const anvil_gguf
         for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
             const anvil_gguf_tensor *t = anvil_gguf_tensor_at(src, i);
             const int declare = (flags & ANVIL_GGUF_COPY_DECLARE_ONLY) != 0;
-            rc = add_tensor(w, t->name, t->name_len, t->type, t->n_dims, t->ne,
-                            declare ? NULL : t->data, declare ? 0 : t->n_bytes, err);
+            rc = add_tensor(w, t->name, t->name_len, t->type, t->n_dims, t->ne, declare ? NULL : t->data,
+                            declare ? 0 : t->n_bytes, err);
         }
     }
     return rc;

@@ -9,10 +9,10 @@
 #include "gguf_internal.h"
 
 typedef struct gguf_wkv {
-    char *key;               /* NUL-terminated copy */
+    char *key; /* NUL-terminated copy */
     size_t key_len;
     uint32_t type;
-    uint8_t *wire;           /* the whole KV as written: key, type, value */
+    uint8_t *wire; /* the whole KV as written: key, type, value */
     size_t wire_size;
 } gguf_wkv;
 
@@ -20,18 +20,18 @@ typedef struct gguf_wtensor {
     char *name;
     size_t name_len;
     uint32_t type;
-    uint32_t disk_dims;      /* n_dims written (trailing 1s trimmed, at least 1) */
+    uint32_t disk_dims; /* n_dims written (trailing 1s trimmed, at least 1) */
     uint64_t ne[ANVIL_GGUF_MAX_DIMS];
     uint64_t n_bytes;
-    const void *data;        /* borrowed; NULL when declared for streaming */
+    const void *data; /* borrowed; NULL when declared for streaming */
 } gguf_wtensor;
 
 /* Where bytes go: a temp file with a write buffer, or memory. */
 typedef struct gguf_sink {
-    int fd;                  /* file.fd while writing a file, else -1 */
-    int is_file;             /* buf is our write buffer (freed on discard) */
-    afile file;              /* the temp file, put in place on commit */
-    uint8_t *buf;            /* fd: write buffer; memory: the output */
+    int fd;       /* file.fd while writing a file, else -1 */
+    int is_file;  /* buf is our write buffer (freed on discard) */
+    afile file;   /* the temp file, put in place on commit */
+    uint8_t *buf; /* fd: write buffer; memory: the output */
     size_t used;
     size_t cap;
     uint64_t written;
@@ -50,7 +50,7 @@ struct anvil_gguf_writer {
     gguf_name_index tensor_index;
     uint32_t alignment;
     gguf_wstate state;
-    size_t next;             /* streaming: next tensor expected */
+    size_t next; /* streaming: next tensor expected */
     gguf_sink sink;
     anvil_gguf_progress_fn progress; /* after each tensor written; may be NULL */
     void *progress_arg;
@@ -73,7 +73,6 @@ void gguf_sink_discard(gguf_sink *s);
 /* Offsets of tensor i's data relative to the data section. */
 /* gguf_writer_output.c: close and remove a stream's temp file (writer free/abort). */
 void gguf_writer_stream_cleanup(anvil_gguf_writer *w);
-int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,
-                        anvil_error *err);
+int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size, anvil_error *err);
 
 #endif

@@ -25,16 +25,14 @@
 
 /* ---- layout ---------------------------------------------------------------- */
 
-int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size,
-                        anvil_error *err) {
+int gguf_writer_offsets(const anvil_gguf_writer *w, uint64_t *offsets, uint64_t *data_size, anvil_error *err) {
     uint64_t at = 0;
     for (size_t i = 0; i < w->n_tensors; ++i) {
         uint64_t padded;
         if (offsets != NULL) {
             offsets[i] = at;
         }
-        if (gguf_pad_overflows(w->tensors[i].n_bytes, w->alignment, &padded) ||
-            gguf_add_overflows(at, padded, &at)) {
+        if (gguf_pad_overflows(w->tensors[i].n_bytes, w->alignment, &padded) || gguf_add_overflows(at, padded, &at)) {
             return anvil__error_set(err, ANVIL_E_OVERFLOW, "tensor data size overflows");
         }
     }
@@ -61,8 +59,7 @@ static int unpadded_header_size(const anvil_gguf_writer *w, uint64_t *out, anvil
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t *out,
-                                            anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t *out, anvil_error *err) {
     uint64_t n = 0;
     int rc = unpadded_header_size(w, &n, err);
     if (rc == ANVIL_OK && gguf_pad_overflows(n, w->alignment, out)) {
@@ -71,8 +68,7 @@ ANVIL_API int anvil_gguf_writer_header_size(const anvil_gguf_writer *w, uint64_t
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *out,
-                                          anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *out, anvil_error *err) {
     uint64_t header = 0, data = 0;
     int rc = anvil_gguf_writer_header_size(w, &header, err);
     if (rc == ANVIL_OK) {
@@ -85,8 +81,7 @@ ANVIL_API int anvil_gguf_writer_file_size(const anvil_gguf_writer *w, uint64_t *
 }
 
 /* The header with its padding, in one allocation. */
-static int build_header(const anvil_gguf_writer *w, uint8_t **out, size_t *size,
-                        anvil_error *err) {
+static int build_header(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err) {
     uint64_t total = 0, unpadded = 0;
     int rc = unpadded_header_size(w, &unpadded, err);
     if (rc == ANVIL_OK) {
@@ -234,7 +229,7 @@ static int sink_open_file(gguf_sink *s, const char *path, anvil_error *err) {
 /* Everything written and flushed to disk under a temp name. */
 static int sink_hold(gguf_sink *s, anvil_error *err) {
     const int rc = sink_flush(s, err);
-    s->fd = -1; /* afile_hold closes it */
+    s->fd = -1;   /* afile_hold closes it */
     free(s->buf); /* a held part of a large set costs no memory */
     s->buf = NULL;
     s->used = s->cap = 0;
@@ -261,8 +256,7 @@ void gguf_writer_stream_cleanup(anvil_gguf_writer *w) {
     }
 }
 
-ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn,
-                                              void *arg) {
+ANVIL_API void anvil_gguf_writer_set_progress(anvil_gguf_writer *w, anvil_gguf_progress_fn fn, void *arg) {
     if (w != NULL) {
         w->progress = fn;
         w->progress_arg = arg;
@@ -286,8 +280,7 @@ static int write_header(anvil_gguf_writer *w, anvil_error *err) {
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *path,
-                                             anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *path, anvil_error *err) {
     if (w == NULL || path == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer or path");
     }
@@ -317,16 +310,15 @@ ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *p
 static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err) {
     if (w->next >= w->n_tensors) {
         return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                               "an extra tensor (%" PRIu64 " bytes) was written, but all %zu "
-                               "declared tensors were already written",
-                               size, w->n_tensors);
+                                "an extra tensor (%" PRIu64 " bytes) was written, but all %zu "
+                                "declared tensors were already written",
+                                size, w->n_tensors);
     }
     const gguf_wtensor *t = &w->tensors[w->next];
     if (size != t->n_bytes) {
         return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                               "tensor '%s' (%zu of %zu) is %" PRIu64 " bytes but %" PRIu64
-                               " bytes were written",
-                               t->name, w->next + 1, w->n_tensors, t->n_bytes, size);
+                                "tensor '%s' (%zu of %zu) is %" PRIu64 " bytes but %" PRIu64 " bytes were written",
+                                t->name, w->next + 1, w->n_tensors, t->n_bytes, size);
     }
     if (data == NULL && size > 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': NULL data", t->name);
@@ -339,16 +331,15 @@ static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anv
         w->next++;
         w->bytes_done += size;
         if (w->progress != NULL) {
-            const anvil_gguf_progress p = { w->next, w->n_tensors, w->bytes_done, w->bytes_total,
-                                            t->name, 1, 1 };
+            const anvil_gguf_progress p = { w->next, w->n_tensors, w->bytes_done, w->bytes_total, t->name, 1, 1 };
             w->progress(w->progress_arg, &p);
         }
     }
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *data,
-                                              uint64_t size, anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *data, uint64_t size,
+                                              anvil_error *err) {
     if (w == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
@@ -371,9 +362,9 @@ ANVIL_API int anvil_gguf_writer_stream_finish(anvil_gguf_writer *w, anvil_error 
     }
     if (w->next < w->n_tensors) {
         const int rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                                       "tensor '%s' (%zu of %zu) was never written; the "
-                                       "output was discarded",
-                                       w->tensors[w->next].name, w->next + 1, w->n_tensors);
+                                        "tensor '%s' (%zu of %zu) was never written; the "
+                                        "output was discarded",
+                                        w->tensors[w->next].name, w->next + 1, w->n_tensors);
         gguf_writer_stream_cleanup(w);
         return rc;
     }
@@ -393,9 +384,9 @@ ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *e
     int rc = ANVIL_OK;
     if (w->next < w->n_tensors) {
         rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                             "tensor '%s' (%zu of %zu) was never written; the output was "
-                             "discarded",
-                             w->tensors[w->next].name, w->next + 1, w->n_tensors);
+                              "tensor '%s' (%zu of %zu) was never written; the output was "
+                              "discarded",
+                              w->tensors[w->next].name, w->next + 1, w->n_tensors);
     }
     if (rc == ANVIL_OK) {
         rc = sink_hold(&w->sink, err);
@@ -408,15 +399,12 @@ ANVIL_API int anvil_gguf_writer_stream_hold(anvil_gguf_writer *w, anvil_error *e
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n,
-                                           anvil_error *err) {
-    int rc = parts != NULL || n == 0 ? ANVIL_OK
-                                     : anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL parts");
+ANVIL_API int anvil_gguf_writer_commit_set(anvil_gguf_writer *const *parts, size_t n, anvil_error *err) {
+    int rc = parts != NULL || n == 0 ? ANVIL_OK : anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL parts");
     for (size_t i = 0; rc == ANVIL_OK && i < n; ++i) {
         if (parts[i] == NULL || parts[i]->state != GGUF_W_HELD) {
             rc = anvil__error_set(err, ANVIL_E_STATE,
-                                 "part %zu of the set was not held (anvil_gguf_writer_stream_hold)",
-                                 i + 1);
+                                  "part %zu of the set was not held (anvil_gguf_writer_stream_hold)", i + 1);
         }
     }
     afile *files = rc == ANVIL_OK ? calloc(n > 0 ? n : 1, sizeof *files) : NULL;
@@ -454,16 +442,15 @@ static int check_all_data(const anvil_gguf_writer *w, anvil_error *err) {
     for (size_t i = 0; i < w->n_tensors; ++i) {
         if (w->tensors[i].data == NULL && w->tensors[i].n_bytes > 0) {
             return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
-                                   "tensor '%s' was declared without data: give its bytes to "
-                                   "add_tensor or write it with the streaming calls",
-                                   w->tensors[i].name);
+                                    "tensor '%s' was declared without data: give its bytes to "
+                                    "add_tensor or write it with the streaming calls",
+                                    w->tensors[i].name);
         }
     }
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path,
-                                           anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *path, anvil_error *err) {
     if (w == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
     }
@@ -480,8 +467,7 @@ ANVIL_API int anvil_gguf_writer_write_file(anvil_gguf_writer *w, const char *pat
     return rc;
 }
 
-ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, size_t *size,
-                                             anvil_error *err) {
+ANVIL_API int anvil_gguf_writer_write_memory(anvil_gguf_writer *w, void **out, size_t *size, anvil_error *err) {
     if (w == NULL || out == NULL || size == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL argument");
     }

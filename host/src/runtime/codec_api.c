@@ -11,22 +11,20 @@
 #include "ctx.h"
 #include "error.h"
 
-static int is_builtin_float(uint32_t t) {
-    return t == ANVIL_TYPE_F32 || t == ANVIL_TYPE_F16 || t == ANVIL_TYPE_BF16;
-}
+static int is_builtin_float(uint32_t t) { return t == ANVIL_TYPE_F32 || t == ANVIL_TYPE_F16 || t == ANVIL_TYPE_BF16; }
 
 static int check_len(const char *name, size_t n, uint32_t be, uint32_t bb, size_t have, const char *what,
                      anvil_error *err) {
     if (n % be != 0) {
         return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                               "%s: %zu elements is not a whole number of %u-element blocks (%zu left over)",
-                               name, n, be, n % be);
+                                "%s: %zu elements is not a whole number of %u-element blocks (%zu left over)", name,
+                                n, be, n % be);
     }
     const size_t blocks = n / be;
     if (blocks > SIZE_MAX / bb) return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: %zu elements overflow", name, n);
     if (have < blocks * bb) {
-        return anvil__error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "%s: %s holds %zu bytes, %zu elements need %zu",
-                               name, what, have, n, blocks * bb);
+        return anvil__error_set(err, ANVIL_E_BUFFER_TOO_SMALL, "%s: %s holds %zu bytes, %zu elements need %zu", name,
+                                what, have, n, blocks * bb);
     }
     return ANVIL_OK;
 }
@@ -62,7 +60,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     if (rc != ANVIL_OK) return rc;
     if (c->encode == NULL) {
         return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
-                               c->encode_note ? c->encode_note : "this codec is decode-only");
+                                c->encode_note ? c->encode_note : "this codec is decode-only");
     }
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
     if (rc != ANVIL_OK) return rc;
@@ -76,7 +74,7 @@ ANVIL_API int anvil_encode(anvil_ctx *ctx, uint32_t type, const float *src, size
     msg[sizeof msg - 1] = '\0';
     if (rc != ANVIL_OK) {
         return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
-                               msg[0] ? msg : "encoder failed without a message");
+                                msg[0] ? msg : "encoder failed without a message");
     }
     return ANVIL_OK;
 }
@@ -86,7 +84,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     anvil__error_clear(err);
     if (nrows != 0 && n_per_row > SIZE_MAX / nrows) {
         return anvil__error_set(err, ANVIL_E_OVERFLOW, "anvil_encode_rows: %zu rows x %zu elements overflow", nrows,
-                               n_per_row);
+                                n_per_row);
     }
     const size_t n = nrows * n_per_row;
     if (is_builtin_float(type)) return anvil_encode(ctx, type, src, n, dst, dst_size, err);
@@ -98,8 +96,8 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     if (rc != ANVIL_OK) return rc;
     if (n_per_row % c->block_elems != 0) {
         return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                               "%s: rows of %zu elements are not a whole number of %u-element blocks", c->name,
-                               n_per_row, c->block_elems);
+                                "%s: rows of %zu elements are not a whole number of %u-element blocks", c->name,
+                                n_per_row, c->block_elems);
     }
     rc = check_len(c->name, n, c->block_elems, c->block_bytes, dst_size, "destination", err);
     if (rc != ANVIL_OK) return rc;
@@ -107,9 +105,9 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
         for (size_t j = 0; j < n_per_row; ++j) {
             if (!(imatrix[j] == imatrix[j]) || imatrix[j] > 3.4e38f || imatrix[j] < -3.4e38f) {
                 return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                                       "%s: importance weight %zu is %g; weights must be finite (ggml takes "
-                                       "negative ones as given)",
-                                       c->name, j, (double)imatrix[j]);
+                                        "%s: importance weight %zu is %g; weights must be finite (ggml takes "
+                                        "negative ones as given)",
+                                        c->name, j, (double)imatrix[j]);
             }
         }
     }
@@ -125,17 +123,17 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
         rc = c->encode_rows(src, dst, nrows, n_per_row, imatrix, msg, sizeof msg);
     } else if (imatrix != NULL) {
         return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE,
-                               "%s: the %s codec has no importance-weighted encoder; encode without an "
-                               "importance matrix or update the plugin",
-                               c->name, c->name);
+                                "%s: the %s codec has no importance-weighted encoder; encode without an "
+                                "importance matrix or update the plugin",
+                                c->name, c->name);
     } else if (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) {
         return anvil__error_set(err, ANVIL_E_NEEDS_IMATRIX,
-                               "%s: ggml encodes this format only with an importance matrix (pass one, e.g. "
-                               "--imatrix FILE)",
-                               c->name);
+                                "%s: ggml encodes this format only with an importance matrix (pass one, e.g. "
+                                "--imatrix FILE)",
+                                c->name);
     } else if (c->encode == NULL) {
         return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: no byte-exact encoder: %s", c->name,
-                               c->encode_note ? c->encode_note : "this codec is decode-only");
+                                c->encode_note ? c->encode_note : "this codec is decode-only");
     } else {
         const size_t row_bytes = n_per_row / c->block_elems * c->block_bytes;
         rc = ANVIL_OK;
@@ -146,7 +144,7 @@ ANVIL_API int anvil_encode_rows(anvil_ctx *ctx, uint32_t type, const float *src,
     msg[sizeof msg - 1] = '\0';
     if (rc != ANVIL_OK) {
         return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s",
-                               msg[0] ? msg : "encoder failed without a message");
+                                msg[0] ? msg : "encoder failed without a message");
     }
     return ANVIL_OK;
 }

@@ -37,8 +37,8 @@ static int open_impl(anvil_ctx **out, const char *config_path, int keep_going, a
         return rc;
     }
     ctx->cfg.source = source;
-    snprintf(ctx->insecure_why, sizeof ctx->insecure_why, "[plugins] allow_insecure = yes at %s:%d",
-             ctx->cfg.path, ctx->cfg.allow_insecure_line);
+    snprintf(ctx->insecure_why, sizeof ctx->insecure_why, "[plugins] allow_insecure = yes at %s:%d", ctx->cfg.path,
+             ctx->cfg.allow_insecure_line);
     ctx->cpu = anvil__cpu_probe();
     const char *mw = anvil__cpu_mask_warnings();
     if (mw[0] != '\0') anvil__log(ANVIL_LOG_WARN, NULL, "%s", mw);
@@ -207,7 +207,7 @@ ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_di
     out->backend = d->backend ? d->backend->backend.name : NULL;
     out->variant = d->kernel ? d->kernel->variant : NULL;
     out->quantizer_backend = d->quantizer_backend ? d->quantizer_backend->backend.name
-                             : (d->act_type == ANVIL_TYPE_F32 ? "none (f32)" : "codec");
+                                                  : (d->act_type == ANVIL_TYPE_F32 ? "none (f32)" : "codec");
     out->fallback = d->fallback;
     out->note = d->note;
     return ANVIL_OK;

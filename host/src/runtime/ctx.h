@@ -17,13 +17,13 @@ struct anvil_ctx {
     int refs;
     anvil_config cfg;
     const anvil_cpu_info *cpu;
-    anvil_registry reg;         /* plugins, codecs, backends (registry.c) */
+    anvil_registry reg;            /* plugins, codecs, backends (registry.c) */
     anvil_dispatch_table dispatch; /* per weight type (dispatch.c) */
-    unsigned threads;         /* guarded by lock */
-    struct anvil_pool *pool;  /* workers (matmul), created on first use */
-    unsigned pool_users;      /* matmuls running on it (guarded by lock) */
+    unsigned threads;              /* guarded by lock */
+    struct anvil_pool *pool;       /* workers (matmul), created on first use */
+    unsigned pool_users;           /* matmuls running on it (guarded by lock) */
     pthread_mutex_t lock;
-    char insecure_why[4200];  /* text behind anvil_config_report.insecure_why */
+    char insecure_why[4200]; /* text behind anvil_config_report.insecure_why */
 };
 
 /* ctx.c: the dispatch record of a weight type in this context, or NULL. */

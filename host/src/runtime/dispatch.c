@@ -116,7 +116,8 @@ static void pick_encoder(dispatch_rec *d, const anvil_config_pin *pin, const bac
     }
 }
 
-static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, size_t n_pref, const anvil_registry *reg) {
+static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, size_t n_pref,
+                            const anvil_registry *reg) {
     const anvil_codec *c = &d->codec->codec;
     const anvil_config_pin *pin = pin_for(reg, c->name);
     const int can_plain = c->encode != NULL && !(c->flags & ANVIL_CODEC_NEEDS_IMATRIX);
@@ -136,8 +137,8 @@ static void choose_encoders(dispatch_rec *d, const backend_rec *const *pref, siz
     if (!can_plain) {
         snprintf(d->encoder_note, sizeof d->encoder_note, "%s",
                  (c->flags & ANVIL_CODEC_NEEDS_IMATRIX) ? "ggml encodes it only with an importance matrix"
-                 : c->encode_rows != NULL              ? "encoded only with an importance matrix"
-                                                       : "the codec has no encoder for it");
+                 : c->encode_rows != NULL               ? "encoded only with an importance matrix"
+                                                        : "the codec has no encoder for it");
     } else if (d->encoder != NULL) {
         snprintf(d->encoder_note, sizeof d->encoder_note, "%s", pinned);
     } else {
@@ -162,7 +163,8 @@ static int check_order(const anvil_registry *reg, anvil_error *err) {
         char known[512] = "";
         size_t at = 0;
         for (size_t b = 0; b < reg->n_backends && at < sizeof known; ++b) {
-            const int w = snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", reg->backends[b].backend.name);
+            const int w =
+                snprintf(known + at, sizeof known - at, "%s%s", at ? ", " : "", reg->backends[b].backend.name);
             if (w > 0) at += (size_t)w;
         }
         for (size_t k = 0; k < reg->n_plugins && at < sizeof known; ++k) {
@@ -172,10 +174,10 @@ static int check_order(const anvil_registry *reg, anvil_error *err) {
             if (w > 0) at += (size_t)w;
         }
         return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
-                               "%s:%d: [backends] order names '%s', which no plugin provides; known backends: "
-                               "%s",
-                               reg->cfg->path, reg->cfg->order_lines ? reg->cfg->order_lines[i] : 0,
-                               reg->cfg->order[i], known[0] ? known : "none");
+                                "%s:%d: [backends] order names '%s', which no plugin provides; known backends: "
+                                "%s",
+                                reg->cfg->path, reg->cfg->order_lines ? reg->cfg->order_lines[i] : 0,
+                                reg->cfg->order[i], known[0] ? known : "none");
     }
     return ANVIL_OK;
 }
@@ -187,13 +189,13 @@ static int check_pins(const anvil_registry *reg, anvil_error *err) {
         uint32_t id;
         if (anvil__type_from_name_in(reg, pin->type_name, &id, NULL) != ANVIL_OK) {
             return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
-                                   "%s:%d: [type.%s]: unknown type '%s' (use ggml's spelling, e.g. q4_K)",
-                                   reg->cfg->path, pin->line, pin->type_name, pin->type_name);
+                                    "%s:%d: [type.%s]: unknown type '%s' (use ggml's spelling, e.g. q4_K)",
+                                    reg->cfg->path, pin->line, pin->type_name, pin->type_name);
         }
         if (anvil__registry_backend_by_name(reg, pin->backend) == NULL) {
             return anvil__error_set(err, ANVIL_E_CONFIG_VALUE,
-                                   "%s:%d: [type.%s] backend = %s: no loaded plugin provides backend '%s'",
-                                   reg->cfg->path, pin->line, pin->type_name, pin->backend, pin->backend);
+                                    "%s:%d: [type.%s] backend = %s: no loaded plugin provides backend '%s'",
+                                    reg->cfg->path, pin->line, pin->type_name, pin->backend, pin->backend);
         }
     }
     return ANVIL_OK;
@@ -217,7 +219,7 @@ static void choose_kernel(dispatch_rec *d, const anvil_registry *reg, const back
             return;
         }
         snprintf(pin_note, pin_note_size, "pin to '%s' ignored (%s); ", pin->backend,
-                 pb == NULL ? "not loaded"
+                 pb == NULL       ? "not loaded"
                  : pb->score == 0 ? "cannot run on this CPU"
                                   : "it has no kernel for this type");
     }
@@ -338,7 +340,8 @@ static int usable_backend(const anvil_registry *reg, const char *name, const bac
     const backend_rec *b = anvil__registry_backend_by_name(reg, name);
     if (b == NULL) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "no loaded backend is named '%s'", name);
     if (b->score == 0) {
-        return anvil__error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name, b->why);
+        return anvil__error_set(err, ANVIL_E_CPU_UNSUPPORTED, "backend '%s' cannot run on this CPU: %s", name,
+                                b->why);
     }
     *out = b;
     return ANVIL_OK;
@@ -367,7 +370,7 @@ int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_regi
     *kernel = find_kernel(b, weight_type, d->act_type);
     if (*kernel == NULL) {
         return anvil__error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend,
-                               d->codec->codec.name);
+                                d->codec->codec.name);
     }
     *quantizer = find_quantizer(b, d->act_type);
     if (*quantizer == NULL) *quantizer = d->quantizer;
@@ -382,7 +385,7 @@ int anvil__dispatch_find_encoder(const anvil_dispatch_table *dt, const anvil_reg
     if (backend == NULL) {
         if (d->encoder == NULL) {
             return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "%s: %s", d->codec->codec.name,
-                                   d->encoder_note);
+                                    d->encoder_note);
         }
         *encoder = d->encoder;
         return ANVIL_OK;
@@ -393,7 +396,7 @@ int anvil__dispatch_find_encoder(const anvil_dispatch_table *dt, const anvil_reg
     *encoder = find_encoder(b, type);
     if (*encoder == NULL) {
         return anvil__error_set(err, ANVIL_E_ENCODER_UNAVAILABLE, "backend '%s' has no %s encoder", backend,
-                               d->codec->codec.name);
+                                d->codec->codec.name);
     }
     return ANVIL_OK;
 }

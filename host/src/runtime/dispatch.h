@@ -14,14 +14,14 @@ typedef struct dispatch_rec {
     uint32_t weight_type;
     uint32_t act_type;
     const codec_rec *codec;
-    const codec_rec *act_codec;      /* codec of act_type, when any */
-    const anvil_kernel *kernel;      /* NULL: fallback */
-    anvil__rows_fn kernel_rows;      /* the kernel's row runner (with kernel) */
+    const codec_rec *act_codec; /* codec of act_type, when any */
+    const anvil_kernel *kernel; /* NULL: fallback */
+    anvil__rows_fn kernel_rows; /* the kernel's row runner (with kernel) */
     const backend_rec *backend;
     const anvil_act_quantizer *quantizer; /* NULL: act_codec->encode or f32 */
     const backend_rec *quantizer_backend;
     int fallback;
-    int warned;                      /* fallback note logged once */
+    int warned; /* fallback note logged once */
     char note[256];
     /* Weight encoders: who encodes this type without (encoder) and with
      * (weighted) an importance matrix. NULL: the codec's own encoder. */
@@ -29,7 +29,7 @@ typedef struct dispatch_rec {
     const backend_rec *encoder_backend;
     const anvil_weight_encoder *weighted;
     const backend_rec *weighted_backend;
-    int weighted_drops_imatrix;      /* ggml ignores the matrix: `encoder` runs */
+    int weighted_drops_imatrix; /* ggml ignores the matrix: `encoder` runs */
     char encoder_note[192];
 } dispatch_rec;
 

@@ -22,14 +22,14 @@
 #include "thread_pool.h"
 
 struct anvil_weights {
-    anvil_ctx *ctx;            /* retained */
+    anvil_ctx *ctx; /* retained */
     uint32_t type;
     const void *data;
     size_t n_rows, k, row_bytes;
     unsigned flags;
-    const anvil_codec *codec;  /* NULL for f32/f16/bf16 */
+    const anvil_codec *codec; /* NULL for f32/f16/bf16 */
     const dispatch_rec *d;
-    void *packed;              /* backend's packed copy, or NULL */
+    void *packed; /* backend's packed copy, or NULL */
 };
 
 typedef struct geometry {
@@ -69,7 +69,7 @@ static int geometry_from(uint32_t type, const codec_rec *c, geometry *g, anvil_e
 static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *err) {
     if (k % g->be != 0) {
         return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
-                               "%s: row length %zu is not a whole number of %u-element blocks", g->name, k, g->be);
+                                "%s: row length %zu is not a whole number of %u-element blocks", g->name, k, g->be);
     }
     if (k / g->be > SIZE_MAX / g->bb) return anvil__error_set(err, ANVIL_E_OVERFLOW, "%s: row too long", g->name);
     *out = k / g->be * g->bb;
@@ -81,7 +81,8 @@ static int checked_bytes(const geometry *g, size_t k, size_t *out, anvil_error *
 ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *data, size_t n_rows, size_t k,
                                     unsigned flags, anvil_weights **out, anvil_error *err) {
     anvil__error_clear(err);
-    if (out == NULL || ctx == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
+    if (out == NULL || ctx == NULL)
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_weights_prepare: NULL argument");
     *out = NULL;
     if (data == NULL && n_rows > 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "weights: NULL data");
     /* One look-up: a loaded codec has a dispatch record, which holds the
@@ -90,12 +91,14 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
     const dispatch_rec *d = is_float ? NULL : anvil__dispatch_find(ctx, type);
     const anvil_codec *codec = d != NULL ? &d->codec->codec : NULL;
     geometry g;
-    int rc = d != NULL || is_float ? geometry_from(type, d ? d->codec : NULL, &g, err) : geometry_of(ctx, type, &g, err);
+    int rc = d != NULL || is_float ? geometry_from(type, d ? d->codec : NULL, &g, err)
+                                   : geometry_of(ctx, type, &g, err);
     if (rc != ANVIL_OK) return rc;
     size_t row_bytes = 0;
     rc = checked_bytes(&g, k, &row_bytes, err);
     if (rc != ANVIL_OK) return rc;
-    if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows) return anvil__error_set(err, ANVIL_E_OVERFLOW, "weights too large");
+    if (n_rows > 0 && row_bytes > SIZE_MAX / n_rows)
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "weights too large");
     if (!is_float && d == NULL) {
         /* No codec loaded for it: the message says which plugin to load. */
         rc = anvil__codec_for(ctx, type, &codec, err);
@@ -125,7 +128,7 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
             if (rc != ANVIL_OK) {
                 anvil_weights_free(w);
                 return anvil__error_set(err, rc < 0 ? rc : ANVIL_E_INTERNAL, "%s: backend '%s' failed to pack",
-                                       codec->name, d->backend->backend.name);
+                                        codec->name, d->backend->backend.name);
             }
         }
     }
@@ -146,14 +149,14 @@ ANVIL_API int anvil_weights_packed(const anvil_weights *w) { return w != NULL &&
 
 typedef struct job {
     const anvil_weights *w;
-    anvil__rows_fn rows;        /* the kernel's runner, the packed GEMM or the reference dot */
-    anvil__rows_call call;      /* its operands */
+    anvil__rows_fn rows;   /* the kernel's runner, the packed GEMM or the reference dot */
+    anvil__rows_call call; /* its operands */
     const float *x;
     size_t m;
     float *y;
     size_t rows_per_task;
-    int decode;                 /* decode + f32 dot */
-    float **scratch;            /* per-task decode rows (decode path) */
+    int decode;      /* decode + f32 dot */
+    float **scratch; /* per-task decode rows (decode path) */
 } job;
 
 /* Dot of two f32 rows with a double accumulator: the fallback path favours
@@ -214,8 +217,8 @@ static void quantize_task(void *arg, size_t i) {
     q->quantizer->quantize(q->x + i * q->k, (char *)q->act + i * q->act_bytes, q->k);
 }
 
-static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
-                     float *y, anvil_error *err);
+static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m, float *y,
+                     anvil_error *err);
 
 ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, const float *x, size_t m, float *y,
                                     anvil_error *err) {
@@ -234,14 +237,20 @@ ANVIL_API int anvil_matmul_prepared(anvil_ctx *ctx, const anvil_weights *w, cons
     return rc;
 }
 
-static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m,
-                     float *y, anvil_error *err) {
+static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, const float *x, size_t m, float *y,
+                     anvil_error *err) {
     const dispatch_rec *d = w->d;
     const unsigned threads = pool ? anvil__pool_threads(pool) : 1;
 
     job j = { .w = w, .x = x, .m = m, .y = y };
-    j.call = (anvil__rows_call){ .k = w->k, .n = w->n_rows, .m = m, .y = y, .w = w->data, .row_bytes = w->row_bytes,
-                                 .act = x, .act_bytes = w->k * sizeof(float) };
+    j.call = (anvil__rows_call){ .k = w->k,
+                                 .n = w->n_rows,
+                                 .m = m,
+                                 .y = y,
+                                 .w = w->data,
+                                 .row_bytes = w->row_bytes,
+                                 .act = x,
+                                 .act_bytes = w->k * sizeof(float) };
     void *act_buf = NULL;
     if (d == NULL || (d->fallback && w->codec->ref_vec_dot == NULL)) {
         j.decode = 1;
@@ -277,7 +286,7 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
             }
             if (d->quantizer == NULL && (d->act_codec == NULL || d->act_codec->codec.encode == NULL)) {
                 return anvil__error_set(err, ANVIL_E_NO_KERNEL, "%s: nothing quantizes activations to %s",
-                                       w->codec->name, ag.name);
+                                        w->codec->name, ag.name);
             }
             const size_t act_bytes = j.call.act_bytes;
             if (m > SIZE_MAX / act_bytes) return anvil__error_set(err, ANVIL_E_OVERFLOW, "activations overflow");
@@ -314,7 +323,8 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
     if (j.decode) {
         j.scratch = calloc(n_tasks, sizeof *j.scratch);
         int ok = j.scratch != NULL;
-        for (size_t t = 0; ok && t < n_tasks; ++t) ok = (j.scratch[t] = malloc((w->k ? w->k : 1) * sizeof(float))) != NULL;
+        for (size_t t = 0; ok && t < n_tasks; ++t)
+            ok = (j.scratch[t] = malloc((w->k ? w->k : 1) * sizeof(float))) != NULL;
         if (!ok) {
             for (size_t t = 0; j.scratch && t < n_tasks; ++t) free(j.scratch[t]);
             free(j.scratch);

@@ -142,8 +142,8 @@ const backend_rec *anvil__registry_backend_by_name(const anvil_registry *reg, co
 static int check_codec(anvil_registry *reg, plugin_rec *p, const anvil_codec *c, size_t self_plugin,
                        const anvil_codec *pending, size_t n_pending) {
     if (c->struct_size < offsetof(anvil_codec, reserved)) {
-        reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec struct_size %u is smaller than ABI 1.0's %zu",
-                c->struct_size, offsetof(anvil_codec, reserved));
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "codec struct_size %u is smaller than ABI 1.0's %zu", c->struct_size,
+                offsetof(anvil_codec, reserved));
         return 0;
     }
     if (!valid_name(c->name, 31)) {
@@ -164,23 +164,22 @@ static int check_codec(anvil_registry *reg, plugin_rec *p, const anvil_codec *c,
                     c->name, id);
             return 0;
         }
-        if (t.block_elems != c->block_elems || t.block_bytes != c->block_bytes ||
-            strcasecmp(t.name, c->name) != 0) {
+        if (t.block_elems != c->block_elems || t.block_bytes != c->block_bytes || strcasecmp(t.name, c->name) != 0) {
             reasonf(p, ANVIL_E_PLUGIN_INVALID,
-                    "codec '%s' (id %u: %u elements / %u bytes) does not match ggml's %s (%u / %u)", c->name,
-                    id, c->block_elems, c->block_bytes, t.name, t.block_elems, t.block_bytes);
+                    "codec '%s' (id %u: %u elements / %u bytes) does not match ggml's %s (%u / %u)", c->name, id,
+                    c->block_elems, c->block_bytes, t.name, t.block_elems, t.block_bytes);
             return 0;
         }
     } else if (id < ANVIL_TYPE_THIRD_PARTY_FIRST || id > ANVIL_TYPE_THIRD_PARTY_LAST) {
         reasonf(p, ANVIL_E_PLUGIN_INVALID,
-                "codec '%s' uses type id %u: outside ggml's ids (0-%d) and the third-party range 1024-2047",
-                c->name, id, ANVIL_TYPE_GGML_COUNT - 1);
+                "codec '%s' uses type id %u: outside ggml's ids (0-%d) and the third-party range 1024-2047", c->name,
+                id, ANVIL_TYPE_GGML_COUNT - 1);
         return 0;
     } else {
         uint32_t existing;
         if (anvil__type_builtin_by_name(c->name, &existing)) {
-            reasonf(p, ANVIL_E_DUPLICATE_TYPE, "codec name '%s' (id %u) is already ggml's name for type %u",
-                    c->name, id, existing);
+            reasonf(p, ANVIL_E_DUPLICATE_TYPE, "codec name '%s' (id %u) is already ggml's name for type %u", c->name,
+                    id, existing);
             return 0;
         }
     }
@@ -220,7 +219,8 @@ static void free_backend_rec(backend_rec *b) {
 static int copy_encoders(plugin_rec *p, backend_rec *b) {
     const size_t ne = b->backend.n_encoders;
     if (ne > 4096 || (ne && b->backend.encoders == NULL)) {
-        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': encoder table malformed (%zu entries)", b->backend.name, ne);
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend '%s': encoder table malformed (%zu entries)", b->backend.name,
+                ne);
         return 0;
     }
     b->encoders = calloc(ne ? ne : 1, sizeof *b->encoders);
@@ -263,8 +263,8 @@ static int copy_encoders(plugin_rec *p, backend_rec *b) {
 /* Check one backend and copy its tables into b (normalised; kernels with
  * their row runners); on failure write why into p and return 0 (b may own
  * tables then: free_backend_rec). The score is asked once, here. */
-static int check_backend(const anvil_registry *reg, plugin_rec *p, const anvil_backend *src, size_t i,
-                         size_t index, backend_rec *b) {
+static int check_backend(const anvil_registry *reg, plugin_rec *p, const anvil_backend *src, size_t i, size_t index,
+                         backend_rec *b) {
     if (src == NULL) {
         reasonf(p, ANVIL_E_PLUGIN_INVALID, "backend %zu is NULL", i);
         return 0;
@@ -339,8 +339,8 @@ static int register_plugin(anvil_registry *reg, size_t index) {
     plugin_rec *p = &reg->plugins[index];
     const anvil_plugin_desc *d = &p->desc;
     if (d->n_codecs > 4096 || d->n_backends > 64) {
-        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor lists %zu codecs / %zu backends (implausible)",
-                d->n_codecs, d->n_backends);
+        reasonf(p, ANVIL_E_PLUGIN_INVALID, "descriptor lists %zu codecs / %zu backends (implausible)", d->n_codecs,
+                d->n_backends);
         return 0;
     }
     if ((d->n_codecs > 0 && d->codecs == NULL) || (d->n_backends > 0 && d->backends == NULL)) {
@@ -563,8 +563,7 @@ static int trusted(const anvil_registry *reg, plugin_rec *p) {
         return 1;
     }
     reasonf(p, ANVIL_E_UNTRUSTED,
-            "not loaded: %s (for development only: [plugins] allow_insecure = yes, or "
-            ANVIL_INSECURE_ENV "=1)",
+            "not loaded: %s (for development only: [plugins] allow_insecure = yes, or " ANVIL_INSECURE_ENV "=1)",
             why);
     return 0;
 }
@@ -595,9 +594,7 @@ static void load_one(anvil_registry *reg, size_t index) {
     p->status = ANVIL_OK;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* With no `load` list: every *.so in the search path, sorted, first folder
  * wins for a name. */
@@ -655,7 +652,7 @@ int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) 
             for (size_t j = 0; j < i; ++j) {
                 if (strcmp(reg->cfg->load[j], name) == 0) {
                     return anvil__error_set(err, ANVIL_E_CONFIG_VALUE, "%s:%d: plugin '%s' listed twice in load",
-                                           reg->cfg->path, reg->cfg->load_lines[i], name);
+                                            reg->cfg->path, reg->cfg->load_lines[i], name);
                 }
             }
             plugin_rec *p = add_rec(reg, name);
@@ -667,9 +664,9 @@ int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) 
                         strstr(name, ".so") ? "" : ".so", sp);
                 if (!keep_going) {
                     return anvil__error_set(err, ANVIL_E_PLUGIN_NOT_FOUND,
-                                           "%s:%d: plugin '%s' not found in the search path %s (build or "
-                                           "install it, fix [plugins] path, or remove it from load)",
-                                           reg->cfg->path, reg->cfg->load_lines[i], name, sp);
+                                            "%s:%d: plugin '%s' not found in the search path %s (build or "
+                                            "install it, fix [plugins] path, or remove it from load)",
+                                            reg->cfg->path, reg->cfg->load_lines[i], name, sp);
                 }
             }
         }
@@ -704,8 +701,7 @@ int anvil__registry_load(anvil_registry *reg, int keep_going, anvil_error *err) 
                 anvil__log(ANVIL_LOG_WARN, p->name, "%s", p->reason);
             }
         } else if (p->trust_note[0] != '\0') {
-            anvil__log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s",
-                           p->trust_note);
+            anvil__log(ANVIL_LOG_WARN, p->name, "loaded although untrusted (allow_insecure): %s", p->trust_note);
         }
     }
     return ANVIL_OK;

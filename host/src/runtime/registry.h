@@ -20,41 +20,41 @@
 typedef struct plugin_lib plugin_lib;
 
 typedef struct plugin_rec {
-    char *name;                 /* as named in the config */
-    char *path;                 /* resolved .so, or NULL */
-    int line;                   /* config line that names it (0: found by scanning) */
-    int status;                 /* ANVIL_OK when loaded */
+    char *name; /* as named in the config */
+    char *path; /* resolved .so, or NULL */
+    int line;   /* config line that names it (0: found by scanning) */
+    int status; /* ANVIL_OK when loaded */
     char reason[ANVIL_REASON_MAX];
     char trust_note[ANVIL_REASON_MAX]; /* loaded although untrusted (allow_insecure) */
     int optional;
-    plugin_lib *lib;            /* the shared load while this context uses it */
-    void *handle;               /* lib's dlopen handle while loaded */
+    plugin_lib *lib;              /* the shared load while this context uses it */
+    void *handle;                 /* lib's dlopen handle while loaded */
     const anvil_plugin_desc *raw; /* the plugin's own descriptor */
-    anvil_plugin_desc desc;     /* normalised copy: fields past struct_size are zero */
+    anvil_plugin_desc desc;       /* normalised copy: fields past struct_size are zero */
 } plugin_rec;
 
 typedef struct codec_rec {
-    anvil_codec codec;          /* normalised copy */
+    anvil_codec codec; /* normalised copy */
     size_t plugin;
 } codec_rec;
 
 typedef struct backend_rec {
-    anvil_backend backend;      /* normalised copy */
+    anvil_backend backend; /* normalised copy */
     size_t plugin;
     uint32_t score;
     char why[256];
-    anvil_kernel *kernels;      /* normalised copies */
+    anvil_kernel *kernels;       /* normalised copies */
     anvil__rows_fn *kernel_rows; /* per kernel: how matmul runs it (kernel_rows.h) */
     size_t n_kernels;
     anvil_act_quantizer *quantizers;
     size_t n_quantizers;
-    anvil_weight_encoder *encoders;  /* normalised copies (ABI 1.1) */
+    anvil_weight_encoder *encoders; /* normalised copies (ABI 1.1) */
     size_t n_encoders;
 } backend_rec;
 
 typedef struct anvil_registry {
-    const anvil_config *cfg;    /* what to load, from where, how trusting (the context's) */
-    const anvil_cpu_info *cpu;  /* what backends score themselves against */
+    const anvil_config *cfg;   /* what to load, from where, how trusting (the context's) */
+    const anvil_cpu_info *cpu; /* what backends score themselves against */
     plugin_rec *plugins;
     size_t n_plugins;
     codec_rec *codecs;

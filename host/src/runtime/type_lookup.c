@@ -27,10 +27,10 @@ int anvil__codec_for(const anvil_ctx *ctx, uint32_t type, const anvil_codec **ou
         return anvil__error_set(err, e.code, "%s", e.message);
     }
     return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                           "type %s (id %u): no loaded plugin provides it; it comes with the %s plugin "
-                           "(add it to [plugins] load in %s)",
-                           t.name, type, t.family_plugin ? t.family_plugin : "?",
-                           ctx ? ctx->cfg.path : "the config");
+                            "type %s (id %u): no loaded plugin provides it; it comes with the %s plugin "
+                            "(add it to [plugins] load in %s)",
+                            t.name, type, t.family_plugin ? t.family_plugin : "?",
+                            ctx ? ctx->cfg.path : "the config");
 }
 
 int anvil__type_lookup_in(const anvil_registry *reg, uint32_t id, anvil_type_info *out, anvil_error *err) {
@@ -70,9 +70,9 @@ int anvil__type_from_name_in(const anvil_registry *reg, const char *name, uint32
         }
     }
     return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE,
-                           "unknown type '%s' (ggml spelling, e.g. q4_0, q4_K, iq4_xs, f16; "
-                           "`anvil codec list` shows what is loaded)",
-                           name);
+                            "unknown type '%s' (ggml spelling, e.g. q4_0, q4_K, iq4_xs, f16; "
+                            "`anvil codec list` shows what is loaded)",
+                            name);
 }
 
 ANVIL_API int anvil_type_lookup(const anvil_ctx *ctx, uint32_t id, anvil_type_info *out, anvil_error *err) {

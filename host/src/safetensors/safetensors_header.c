@@ -145,8 +145,7 @@ static int fail(builder *b, int code, const char *fmt, ...) {
 static int out_of_memory(builder *b) { return fail(b, ANVIL_E_NOMEM, "out of memory"); }
 
 static int pool_add(builder *b, const char *s, size_t len, size_t *at) {
-    if (len >= SIZE_MAX - b->pool_len || !grow((void **)&b->pool, &b->pool_cap,
-                                               b->pool_len + len + 1, 1)) {
+    if (len >= SIZE_MAX - b->pool_len || !grow((void **)&b->pool, &b->pool_cap, b->pool_len + len + 1, 1)) {
         return 0;
     }
     memcpy(b->pool + b->pool_len, s, len);
@@ -163,24 +162,22 @@ static const char *current(builder *b, char q[ANVIL_ST_QUOTED_MAX]) {
 }
 
 /* A u64 from a NUMBER event, as item i of `field` of the current tensor. */
-static int take_u64(builder *b, const anvil_json_event *ev, const char *field, size_t i,
-                    uint64_t *out) {
+static int take_u64(builder *b, const anvil_json_event *ev, const char *field, size_t i, uint64_t *out) {
     char q[ANVIL_ST_QUOTED_MAX];
     if (ev->kind != ANVIL_JSON_NUMBER) {
-        fail(b, ANVIL_E_ST_ENTRY, "tensor %s: %s[%zu] is %s, not a non-negative integer" REEXPORT,
-             current(b, q), field, i, anvil__json_event_what(ev->kind));
+        fail(b, ANVIL_E_ST_ENTRY, "tensor %s: %s[%zu] is %s, not a non-negative integer" REEXPORT, current(b, q),
+             field, i, anvil__json_event_what(ev->kind));
         return 0;
     }
     const int r = anvil__json_number_u64(ev->text, ev->len, out);
     if (r == 1) {
-        fail(b, ANVIL_E_ST_ENTRY,
-             "tensor %s: %s[%zu] = %.*s is not a non-negative integer" REEXPORT,
-             current(b, q), field, i, (int)(ev->len > 40 ? 40 : ev->len), ev->text);
+        fail(b, ANVIL_E_ST_ENTRY, "tensor %s: %s[%zu] = %.*s is not a non-negative integer" REEXPORT, current(b, q),
+             field, i, (int)(ev->len > 40 ? 40 : ev->len), ev->text);
         return 0;
     }
     if (r == 2) {
-        fail(b, ANVIL_E_ST_OVERFLOW, "tensor %s: %s[%zu] = %.*s does not fit 64 bits" REEXPORT,
-             current(b, q), field, i, (int)(ev->len > 40 ? 40 : ev->len), ev->text);
+        fail(b, ANVIL_E_ST_OVERFLOW, "tensor %s: %s[%zu] = %.*s does not fit 64 bits" REEXPORT, current(b, q), field,
+             i, (int)(ev->len > 40 ? 40 : ev->len), ev->text);
         return 0;
     }
     return 1;
@@ -257,8 +254,7 @@ static int on_metadata(builder *b, const anvil_json_event *ev) {
         b->state = S_META_OBJ;
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -284,8 +280,7 @@ static int on_entry(builder *b, const anvil_json_event *ev) {
                                   : !(t->fields & HAVE_OFFSETS) ? "data_offsets"
                                                                 : NULL;
             if (missing != NULL) {
-                return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: entry has no %s" REEXPORT,
-                            current(b, q), missing);
+                return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: entry has no %s" REEXPORT, current(b, q), missing);
             }
             b->state = S_TOP;
             return 0;
@@ -307,8 +302,7 @@ static int on_entry(builder *b, const anvil_json_event *ev) {
         }
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -319,8 +313,8 @@ static int on_dtype_shape(builder *b, const anvil_json_event *ev) {
     switch (b->state) {
     case S_DTYPE: {
         if (ev->kind != ANVIL_JSON_STRING) {
-            return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: dtype is %s, not a string" REEXPORT,
-                        current(b, q), anvil__json_event_what(ev->kind));
+            return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: dtype is %s, not a string" REEXPORT, current(b, q),
+                        anvil__json_event_what(ev->kind));
         }
         if (anvil_st_dtype_from_name(ev->text, &t->dtype) != ANVIL_OK) {
             char dq[ANVIL_ST_QUOTED_MAX];
@@ -338,8 +332,7 @@ static int on_dtype_shape(builder *b, const anvil_json_event *ev) {
     }
     case S_SHAPE_VALUE: {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
-            return fail(b, ANVIL_E_ST_ENTRY,
-                        "tensor %s: shape is %s, not an array of integers" REEXPORT,
+            return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: shape is %s, not an array of integers" REEXPORT,
                         current(b, q), anvil__json_event_what(ev->kind));
         }
         t->dims = b->dims_len;
@@ -364,8 +357,7 @@ static int on_dtype_shape(builder *b, const anvil_json_event *ev) {
         t->rank++;
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -376,9 +368,8 @@ static int on_offsets(builder *b, const anvil_json_event *ev) {
     switch (b->state) {
     case S_OFFSETS_VALUE: {
         if (ev->kind != ANVIL_JSON_ARRAY_BEGIN) {
-            return fail(b, ANVIL_E_ST_ENTRY,
-                        "tensor %s: data_offsets is %s, not [begin, end]" REEXPORT, current(b, q),
-                        anvil__json_event_what(ev->kind));
+            return fail(b, ANVIL_E_ST_ENTRY, "tensor %s: data_offsets is %s, not [begin, end]" REEXPORT,
+                        current(b, q), anvil__json_event_what(ev->kind));
         }
         b->n_offsets = 0;
         b->state = S_OFFSETS;
@@ -390,21 +381,21 @@ static int on_offsets(builder *b, const anvil_json_event *ev) {
                 return fail(b, ANVIL_E_ST_ENTRY,
                             "tensor %s: data_offsets is an array of the wrong length (%s), not "
                             "[begin, end]" REEXPORT,
-                            current(b, q), b->n_offsets == 2 ? "more than 2 items"
-                                           : b->n_offsets == 1 ? "1 item" : "empty");
+                            current(b, q),
+                            b->n_offsets == 2   ? "more than 2 items"
+                            : b->n_offsets == 1 ? "1 item"
+                                                : "empty");
             }
             t->fields |= HAVE_OFFSETS;
             b->state = S_ENTRY;
             return 0;
         }
-        if (take_u64(b, ev, "data_offsets", b->n_offsets,
-                     b->n_offsets == 0 ? &t->begin : &t->end)) {
+        if (take_u64(b, ev, "data_offsets", b->n_offsets, b->n_offsets == 0 ? &t->begin : &t->end)) {
             b->n_offsets++;
         }
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -415,22 +406,17 @@ static int on_event(void *user, const anvil_json_event *ev) {
         return 0;
     }
     switch (b->state) {
-    case S_TOP:
-        return on_top(b, ev);
+    case S_TOP: return on_top(b, ev);
     case S_META_VALUE:
     case S_META_OBJ:
-    case S_META_ITEM:
-        return on_metadata(b, ev);
+    case S_META_ITEM: return on_metadata(b, ev);
     case S_ENTRY_VALUE:
-    case S_ENTRY:
-        return on_entry(b, ev);
+    case S_ENTRY: return on_entry(b, ev);
     case S_DTYPE:
     case S_SHAPE_VALUE:
-    case S_SHAPE:
-        return on_dtype_shape(b, ev);
+    case S_SHAPE: return on_dtype_shape(b, ev);
     case S_OFFSETS_VALUE:
-    case S_OFFSETS:
-        return on_offsets(b, ev);
+    case S_OFFSETS: return on_offsets(b, ev);
     }
     return 0;
 }
@@ -463,36 +449,31 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
             anvil__st_quote(q, name);
             if (e->end < e->begin) {
                 return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
-                                       "%s: tensor %s: data_offsets [%llu, %llu] end before they "
-                                       "begin" REEXPORT,
-                                       where, q, (unsigned long long)e->begin,
-                                       (unsigned long long)e->end);
+                                        "%s: tensor %s: data_offsets [%llu, %llu] end before they "
+                                        "begin" REEXPORT,
+                                        where, q, (unsigned long long)e->begin, (unsigned long long)e->end);
             }
             if (i == 0) {
                 return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
-                                       "%s: tensor %s: the first tensor in the data buffer starts "
-                                       "at byte %llu, not 0: offsets must run contiguously from 0"
-                                       REEXPORT,
-                                       where, q, (unsigned long long)e->begin);
+                                        "%s: tensor %s: the first tensor in the data buffer starts "
+                                        "at byte %llu, not 0: offsets must run contiguously from 0" REEXPORT,
+                                        where, q, (unsigned long long)e->begin);
             }
             char pq[ANVIL_ST_QUOTED_MAX];
             anvil__st_quote(pq, b->pool + b->t[i - 1].name);
             if (e->begin > start) {
                 return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
-                                       "%s: tensor %s: starts at data byte %llu but the previous "
-                                       "tensor %s ends at %llu, a gap of %llu bytes: offsets must "
-                                       "be contiguous" REEXPORT,
-                                       where, q, (unsigned long long)e->begin, pq,
-                                       (unsigned long long)start,
-                                       (unsigned long long)(e->begin - start));
+                                        "%s: tensor %s: starts at data byte %llu but the previous "
+                                        "tensor %s ends at %llu, a gap of %llu bytes: offsets must "
+                                        "be contiguous" REEXPORT,
+                                        where, q, (unsigned long long)e->begin, pq, (unsigned long long)start,
+                                        (unsigned long long)(e->begin - start));
             }
             return anvil__error_set(err, ANVIL_E_ST_OFFSETS,
-                                   "%s: tensor %s: starts at data byte %llu, inside the previous "
-                                   "tensor %s which ends at %llu: they overlap by %llu bytes"
-                                   REEXPORT,
-                                   where, q, (unsigned long long)e->begin, pq,
-                                   (unsigned long long)start,
-                                   (unsigned long long)(start - e->begin));
+                                    "%s: tensor %s: starts at data byte %llu, inside the previous "
+                                    "tensor %s which ends at %llu: they overlap by %llu bytes" REEXPORT,
+                                    where, q, (unsigned long long)e->begin, pq, (unsigned long long)start,
+                                    (unsigned long long)(start - e->begin));
         }
         start = e->end;
 
@@ -500,20 +481,18 @@ static int check_offsets(const builder *b, const char *where, anvil_error *err) 
         uint64_t n_elements = 0, bytes = 0;
         anvil_error sub;
         const uint64_t *shape = e->rank > 0 ? b->dims + e->dims : NULL; /* dims may be NULL */
-        const int rc = anvil__st_tensor_bytes(e->dtype, shape, e->rank, name, &n_elements, &bytes,
-                                             &sub);
+        const int rc = anvil__st_tensor_bytes(e->dtype, shape, e->rank, name, &n_elements, &bytes, &sub);
         if (rc != ANVIL_OK) {
             return anvil__error_set(err, rc, "%s: %s", where, sub.message);
         }
         if (e->end - e->begin != bytes) {
             anvil__st_quote(q, name);
             return anvil__error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
-                                   "%s: tensor %s: dtype %s with %llu elements needs %llu bytes "
-                                   "but data_offsets [%llu, %llu] cover %llu" REEXPORT,
-                                   where, q, anvil_st_dtype_name(e->dtype),
-                                   (unsigned long long)n_elements, (unsigned long long)bytes,
-                                   (unsigned long long)e->begin, (unsigned long long)e->end,
-                                   (unsigned long long)(e->end - e->begin));
+                                    "%s: tensor %s: dtype %s with %llu elements needs %llu bytes "
+                                    "but data_offsets [%llu, %llu] cover %llu" REEXPORT,
+                                    where, q, anvil_st_dtype_name(e->dtype), (unsigned long long)n_elements,
+                                    (unsigned long long)bytes, (unsigned long long)e->begin,
+                                    (unsigned long long)e->end, (unsigned long long)(e->end - e->begin));
         }
     }
     return ANVIL_OK;
@@ -557,11 +536,10 @@ static int fill_tables(anvil_st *st, builder *b, const char *where, anvil_error 
     if (b->dims == NULL) {
         b->dims = malloc(sizeof *b->dims);
     }
-    if (st->tensors == NULL || st->by_name == NULL || st->meta_keys == NULL ||
-        st->meta_values == NULL || b->pool == NULL || b->dims == NULL) {
+    if (st->tensors == NULL || st->by_name == NULL || st->meta_keys == NULL || st->meta_values == NULL ||
+        b->pool == NULL || b->dims == NULL) {
         anvil__st_free_tables(st);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for %zu tensors", where,
-                               count);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for %zu tensors", where, count);
     }
     st->strings = b->pool;
     st->dims = b->dims;
@@ -596,19 +574,18 @@ static int fill_tables(anvil_st *st, builder *b, const char *where, anvil_error 
 }
 
 int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
-                          uint64_t *data_needed, anvil_error *err) {
+                           uint64_t *data_needed, anvil_error *err) {
     const size_t valid = anvil__utf8_valid_prefix(header, n);
     if (valid != n) {
         return anvil__error_set(err, ANVIL_E_ST_UTF8,
-                               "%s: header byte %zu (0x%02x) is not valid UTF-8; a safetensors "
-                               "header is UTF-8 JSON" REEXPORT,
-                               where, valid, header[valid]);
+                                "%s: header byte %zu (0x%02x) is not valid UTF-8; a safetensors "
+                                "header is UTF-8 JSON" REEXPORT,
+                                where, valid, header[valid]);
     }
     if (n == 0 || header[0] != '{') {
         return anvil__error_set(err, ANVIL_E_ST_JSON,
-                               "%s: the header %s; it must be a JSON object starting with '{'"
-                               REEXPORT,
-                               where, n == 0 ? "is empty" : "does not start with '{'");
+                                "%s: the header %s; it must be a JSON object starting with '{'" REEXPORT, where,
+                                n == 0 ? "is empty" : "does not start with '{'");
     }
     builder b;
     memset(&b, 0, sizeof b);
@@ -617,13 +594,12 @@ int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, 
     anvil_json_error je;
     const anvil_json_status js = anvil__json_parse((const char *)header, n, on_event, &b, &je);
     int rc = ANVIL_OK;
-    if (js == ANVIL_JSON_E_SYNTAX || js == ANVIL_JSON_E_DUP_KEY ||
-        (js == ANVIL_JSON_E_NOMEM && b.failed == 0)) {
+    if (js == ANVIL_JSON_E_SYNTAX || js == ANVIL_JSON_E_DUP_KEY || (js == ANVIL_JSON_E_NOMEM && b.failed == 0)) {
         rc = js == ANVIL_JSON_E_DUP_KEY ? ANVIL_E_ST_DUP_KEY
              : js == ANVIL_JSON_E_NOMEM ? ANVIL_E_NOMEM
                                         : ANVIL_E_ST_JSON;
         anvil__error_set(err, rc, "%s: header JSON: %s%s", where, je.message,
-                        js == ANVIL_JSON_E_NOMEM ? "" : REEXPORT);
+                         js == ANVIL_JSON_E_NOMEM ? "" : REEXPORT);
     } else if (b.failed != 0) {
         rc = b.failed; /* the message is in err already */
     } else {
@@ -643,8 +619,8 @@ int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, 
     return rc;
 }
 
-int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
-                       const char *where, anvil_error *err) {
+int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size, const char *where,
+                        anvil_error *err) {
     const uint64_t need = st->count > 0 ? st->tensors[st->count - 1].end : 0;
     char q[ANVIL_ST_QUOTED_MAX];
     if (data_size > need) {
@@ -652,12 +628,11 @@ int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_s
             anvil__st_quote(q, st->tensors[st->count - 1].name);
         }
         return anvil__error_set(err, ANVIL_E_ST_TRAILING,
-                               "%s: %llu bytes follow the last tensor%s%s (its data ends at byte "
-                               "%llu of %llu); a safetensors file ends exactly after its last "
-                               "tensor: it was appended to, or is corrupt",
-                               where, (unsigned long long)(data_size - need),
-                               st->count > 0 ? " " : "", st->count > 0 ? q : "",
-                               (unsigned long long)need, (unsigned long long)data_size);
+                                "%s: %llu bytes follow the last tensor%s%s (its data ends at byte "
+                                "%llu of %llu); a safetensors file ends exactly after its last "
+                                "tensor: it was appended to, or is corrupt",
+                                where, (unsigned long long)(data_size - need), st->count > 0 ? " " : "",
+                                st->count > 0 ? q : "", (unsigned long long)need, (unsigned long long)data_size);
     }
     if (data_size < need) {
         size_t i = 0;
@@ -666,13 +641,12 @@ int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_s
         }
         anvil__st_quote(q, st->tensors[i].name);
         return anvil__error_set(err, ANVIL_E_TRUNCATED,
-                               "%s: tensor %s needs data bytes [%llu, %llu) but the data buffer "
-                               "holds only %llu: %llu bytes are missing; the file is truncated, "
-                               "re-download or re-export it",
-                               where, q, (unsigned long long)st->tensors[i].begin,
-                               (unsigned long long)st->tensors[i].end,
-                               (unsigned long long)data_size,
-                               (unsigned long long)(need - data_size));
+                                "%s: tensor %s needs data bytes [%llu, %llu) but the data buffer "
+                                "holds only %llu: %llu bytes are missing; the file is truncated, "
+                                "re-download or re-export it",
+                                where, q, (unsigned long long)st->tensors[i].begin,
+                                (unsigned long long)st->tensors[i].end, (unsigned long long)data_size,
+                                (unsigned long long)(need - data_size));
     }
     for (size_t i = 0; i < st->count; i++) {
         st->tensors[i].data = data + st->tensors[i].begin;
@@ -685,22 +659,22 @@ int anvil__st_validate_image(anvil_st *st, const char *where, anvil_error *err) 
     const size_t size = st->image_size;
     if (size < 8) {
         return anvil__error_set(err, ANVIL_E_ST_TOO_SMALL,
-                               "%s: %zu bytes is too small for safetensors (the header length "
-                               "alone takes 8); the file is truncated or not safetensors",
-                               where, size);
+                                "%s: %zu bytes is too small for safetensors (the header length "
+                                "alone takes 8); the file is truncated or not safetensors",
+                                where, size);
     }
     const uint64_t n = anvil__st_load_u64le(st->image);
     if (n > ANVIL_ST_MAX_HEADER) {
         return anvil__error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
-                               "%s: header length %llu exceeds the 100,000,000-byte limit; the "
-                               "file is corrupt or not safetensors",
-                               where, (unsigned long long)n);
+                                "%s: header length %llu exceeds the 100,000,000-byte limit; the "
+                                "file is corrupt or not safetensors",
+                                where, (unsigned long long)n);
     }
     if (n > size - 8) {
         return anvil__error_set(err, ANVIL_E_ST_HEADER_PAST_END,
-                               "%s: header length %llu runs past the end: only %zu bytes follow "
-                               "the 8-byte length; the file is truncated or not safetensors",
-                               where, (unsigned long long)n, size - 8);
+                                "%s: header length %llu runs past the end: only %zu bytes follow "
+                                "the 8-byte length; the file is truncated or not safetensors",
+                                where, (unsigned long long)n, size - 8);
     }
     uint64_t need = 0;
     int rc = anvil__st_build_header(st, st->image + 8, (size_t)n, where, &need, err);

@@ -27,7 +27,7 @@ struct anvil_st {
 
     anvil_st_tensor *tensors; /* data-offset order */
     size_t count;
-    uint64_t *dims;          /* all shapes, back to back */
+    uint64_t *dims;                  /* all shapes, back to back */
     const anvil_st_tensor **by_name; /* sorted by name for anvil_st_find */
 
     int has_metadata;
@@ -44,13 +44,13 @@ struct anvil_st {
  * data pointers are set later by anvil__st_bind_data. On failure st's tables
  * are released. */
 int anvil__st_build_header(anvil_st *st, const unsigned char *header, size_t n, const char *where,
-                          uint64_t *data_needed, anvil_error *err);
+                           uint64_t *data_needed, anvil_error *err);
 
 /* Point every tensor at its bytes; `data` holds data_size bytes. Fails with
  * ANVIL_E_ST_TRAILING when data_size is larger than the tensors need and
  * ANVIL_E_TRUNCATED when it is smaller. */
-int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size,
-                       const char *where, anvil_error *err);
+int anvil__st_bind_data(anvil_st *st, const unsigned char *data, uint64_t data_size, const char *where,
+                        anvil_error *err);
 
 /* Validate a whole image (length, header, data) already in memory; the
  * backing fields of st are set by the caller. */
@@ -61,9 +61,8 @@ void anvil__st_free_tables(anvil_st *st);
 
 /* Byte length of n elements of dtype: ANVIL_E_ST_OVERFLOW, ANVIL_E_ST_SUBBYTE
  * (with a message naming `name`) or ANVIL_OK. n_elements gets the product. */
-int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank,
-                          const char *name, uint64_t *n_elements, uint64_t *bytes,
-                          anvil_error *err);
+int anvil__st_tensor_bytes(anvil_st_dtype dtype, const uint64_t *shape, size_t rank, const char *name,
+                           uint64_t *n_elements, uint64_t *bytes, anvil_error *err);
 
 /* Little-endian u64 load/store. */
 static inline uint64_t anvil__st_load_u64le(const unsigned char *p) {

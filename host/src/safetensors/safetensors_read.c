@@ -61,8 +61,7 @@ ANVIL_API int anvil_st_parse(anvil_st **out, const void *bytes, size_t size, anv
     return finish(out, st, "safetensors buffer", err);
 }
 
-ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size,
-                                  anvil_error *err) {
+ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size, anvil_error *err) {
     if (out == NULL || (bytes == NULL && size != 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_parse_copy: NULL argument");
     }
@@ -72,8 +71,7 @@ ANVIL_API int anvil_st_parse_copy(anvil_st **out, const void *bytes, size_t size
     if (st == NULL || copy == NULL) {
         free(st);
         free(copy);
-        return anvil__error_set(err, ANVIL_E_NOMEM,
-                               "safetensors buffer: out of memory copying %zu bytes", size);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors buffer: out of memory copying %zu bytes", size);
     }
     if (size != 0) {
         memcpy(copy, bytes, size);
@@ -108,9 +106,8 @@ ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err) 
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return anvil__error_set(err, ANVIL_E_IO,
-                               "%s: not a regular file (safetensors files are memory-mapped)",
-                               path);
+        return anvil__error_set(err, ANVIL_E_IO, "%s: not a regular file (safetensors files are memory-mapped)",
+                                path);
     }
     if ((uint64_t)sb.st_size > SIZE_MAX) {
         close(fd);
@@ -130,8 +127,7 @@ ANVIL_API int anvil_st_open(anvil_st **out, const char *path, anvil_error *err) 
             const int e = errno;
             close(fd);
             free(st);
-            return anvil__error_set(err, ANVIL_E_IO, "%s: cannot map %zu bytes: %s", path, size,
-                                   strerror(e));
+            return anvil__error_set(err, ANVIL_E_IO, "%s: cannot map %zu bytes: %s", path, size, strerror(e));
         }
         st->owned = map;
         st->owned_size = size;
@@ -176,8 +172,7 @@ ANVIL_API int anvil_st_has_metadata(const anvil_st *st) { return st ? st->has_me
 
 ANVIL_API size_t anvil_st_metadata_count(const anvil_st *st) { return st ? st->meta_count : 0; }
 
-ANVIL_API int anvil_st_metadata_at(const anvil_st *st, size_t i, const char **key,
-                                   const char **value) {
+ANVIL_API int anvil_st_metadata_at(const anvil_st *st, size_t i, const char **key, const char **value) {
     if (st == NULL || i >= st->meta_count) {
         return ANVIL_E_NOT_FOUND;
     }

@@ -38,8 +38,7 @@ ANVIL_API int anvil_st_writer_save(const anvil_st_writer *w, const char *path, a
     }
     anvil__st_plan_free(&plan);
     if (rc != ANVIL_OK) {
-        anvil__error_prefix(err, stream ? "%s: not saved completely" : "%s: not saved, left untouched",
-                            path);
+        anvil__error_prefix(err, stream ? "%s: not saved completely" : "%s: not saved, left untouched", path);
         return rc;
     }
     anvil__error_clear(err);

@@ -13,8 +13,7 @@
 static int json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static int json_value_start(unsigned char c) {
-    return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' ||
-           c == 'f' || c == 'n';
+    return c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n';
 }
 
 ANVIL_API int anvil_st_sniff(const void *head, size_t n) {

@@ -57,8 +57,7 @@ static int read_full(source *src, unsigned char *buf, size_t n, size_t *got, anv
         size_t k = 0;
         const int e = src->read(src->ctx, buf + *got, n - *got, &k);
         if (e != 0) {
-            return anvil__error_set(err, ANVIL_E_IO, "%s: read failed: %s", src->where,
-                                   strerror(e));
+            return anvil__error_set(err, ANVIL_E_IO, "%s: read failed: %s", src->where, strerror(e));
         }
         if (k == 0) {
             break;
@@ -82,16 +81,16 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
     }
     if (got < 8) {
         return anvil__error_set(err, ANVIL_E_ST_TOO_SMALL,
-                               "%s: the stream ends %zu bytes into a frame's 8-byte header "
-                               "length; it is truncated",
-                               src->where, got);
+                                "%s: the stream ends %zu bytes into a frame's 8-byte header "
+                                "length; it is truncated",
+                                src->where, got);
     }
     const uint64_t n = anvil__st_load_u64le(len8);
     if (n > ANVIL_ST_MAX_HEADER) {
         return anvil__error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
-                               "%s: header length %llu exceeds the 100,000,000-byte limit; the "
-                               "stream is corrupt or not safetensors",
-                               src->where, (unsigned long long)n);
+                                "%s: header length %llu exceeds the 100,000,000-byte limit; the "
+                                "stream is corrupt or not safetensors",
+                                src->where, (unsigned long long)n);
     }
     size_t cap = 8 + (size_t)n;
     unsigned char *buf = malloc(cap);
@@ -99,16 +98,16 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
     if (buf == NULL || st == NULL) {
         free(buf);
         free(st);
-        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for a %llu-byte header",
-                               src->where, (unsigned long long)n);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for a %llu-byte header", src->where,
+                                (unsigned long long)n);
     }
     memcpy(buf, len8, 8);
     rc = read_full(src, buf + 8, (size_t)n, &got, err);
     if (rc == ANVIL_OK && got < n) {
         rc = anvil__error_set(err, ANVIL_E_ST_HEADER_PAST_END,
-                             "%s: the stream ends %zu bytes into a %llu-byte header; it is "
-                             "truncated",
-                             src->where, got, (unsigned long long)n);
+                              "%s: the stream ends %zu bytes into a %llu-byte header; it is "
+                              "truncated",
+                              src->where, got, (unsigned long long)n);
     }
     uint64_t need = 0;
     if (rc == ANVIL_OK) {
@@ -134,9 +133,8 @@ static int read_frame(anvil_st **out, source *src, anvil_error *err) {
             }
             unsigned char *nb = want <= SIZE_MAX ? realloc(buf, (size_t)want) : NULL;
             if (nb == NULL) {
-                rc = anvil__error_set(err, ANVIL_E_NOMEM,
-                                     "%s: out of memory for a frame holding %llu data bytes",
-                                     src->where, (unsigned long long)need);
+                rc = anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory for a frame holding %llu data bytes",
+                                      src->where, (unsigned long long)need);
                 break;
             }
             buf = nb;
@@ -177,15 +175,14 @@ ANVIL_API int anvil_st_read_frame_fd(anvil_st **out, int fd, anvil_error *err) {
     }
     char where[64];
     snprintf(where, sizeof where, "safetensors stream (fd %d)", fd);
-    source src = {fd_read, &fd, where};
+    source src = { fd_read, &fd, where };
     return read_frame(out, &src, err);
 }
 
 ANVIL_API int anvil_st_read_frame_file(anvil_st **out, FILE *stream, anvil_error *err) {
     if (out == NULL || stream == NULL) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "anvil_st_read_frame_file: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_read_frame_file: NULL argument");
     }
-    source src = {file_read, stream, "safetensors stream"};
+    source src = { file_read, stream, "safetensors stream" };
     return read_frame(out, &src, err);
 }

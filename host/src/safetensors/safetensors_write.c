@@ -78,9 +78,8 @@ static int check_utf8(const char *s, const char *what, anvil_error *err) {
     if (ok != len) {
         char q[ANVIL_ST_QUOTED_MAX];
         anvil__st_quote(q, s);
-        return anvil__error_set(err, ANVIL_E_ST_UTF8,
-                               "safetensors writer: %s %s is not valid UTF-8 (byte %zu)", what, q,
-                               ok);
+        return anvil__error_set(err, ANVIL_E_ST_UTF8, "safetensors writer: %s %s is not valid UTF-8 (byte %zu)", what,
+                                q, ok);
     }
     return ANVIL_OK;
 }
@@ -94,20 +93,18 @@ static char *dup_string(const char *s) {
     return d;
 }
 
-ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st_dtype dtype,
-                                  const uint64_t *shape, size_t rank, const void *data,
-                                  uint64_t size, anvil_error *err) {
-    if (w == NULL || name == NULL || (shape == NULL && rank != 0) ||
-        (data == NULL && size != 0)) {
+ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st_dtype dtype, const uint64_t *shape,
+                                  size_t rank, const void *data, uint64_t size, anvil_error *err) {
+    if (w == NULL || name == NULL || (shape == NULL && rank != 0) || (data == NULL && size != 0)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_add: NULL argument");
     }
     char q[ANVIL_ST_QUOTED_MAX];
     anvil__st_quote(q, name);
     if ((unsigned)dtype >= ANVIL_ST_DTYPE_COUNT) {
         return anvil__error_set(err, ANVIL_E_ST_DTYPE,
-                               "safetensors writer: tensor %s: dtype %d is not a safetensors "
-                               "dtype",
-                               q, (int)dtype);
+                                "safetensors writer: tensor %s: dtype %d is not a safetensors "
+                                "dtype",
+                                q, (int)dtype);
     }
     int rc = check_utf8(name, "tensor name", err);
     if (rc != ANVIL_OK) {
@@ -115,8 +112,8 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
     }
     if (strcmp(name, "__metadata__") == 0) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "safetensors writer: \"__metadata__\" is reserved and cannot name "
-                               "a tensor");
+                                "safetensors writer: \"__metadata__\" is reserved and cannot name "
+                                "a tensor");
     }
     uint64_t n_elements = 0, bytes = 0;
     anvil_error sub;
@@ -126,10 +123,10 @@ ANVIL_API int anvil_st_writer_add(anvil_st_writer *w, const char *name, anvil_st
     }
     if (bytes != size) {
         return anvil__error_set(err, ANVIL_E_ST_SIZE_MISMATCH,
-                               "safetensors writer: tensor %s: %llu elements of %s take %llu "
-                               "bytes, but %llu were given",
-                               q, (unsigned long long)n_elements, anvil_st_dtype_name(dtype),
-                               (unsigned long long)bytes, (unsigned long long)size);
+                                "safetensors writer: tensor %s: %llu elements of %s take %llu "
+                                "bytes, but %llu were given",
+                                q, (unsigned long long)n_elements, anvil_st_dtype_name(dtype),
+                                (unsigned long long)bytes, (unsigned long long)size);
     }
     if (w->count == w->cap) {
         const size_t ncap = w->cap ? w->cap * 2 : 16;
@@ -166,11 +163,9 @@ ANVIL_API void anvil_st_writer_keep_empty_metadata(anvil_st_writer *w) {
     }
 }
 
-ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key,
-                                           const char *value, anvil_error *err) {
+ANVIL_API int anvil_st_writer_set_metadata(anvil_st_writer *w, const char *key, const char *value, anvil_error *err) {
     if (w == NULL || key == NULL || value == NULL) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "anvil_st_writer_set_metadata: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_set_metadata: NULL argument");
     }
     int rc = check_utf8(key, "metadata key", err);
     if (rc == ANVIL_OK) {
@@ -234,8 +229,7 @@ ANVIL_API int anvil_st_writer_add_all(anvil_st_writer *w, const anvil_st *st, an
     }
     for (size_t i = 0; i < anvil_st_count(st); i++) {
         const anvil_st_tensor *t = anvil_st_tensor_at(st, i);
-        const int rc = anvil_st_writer_add(w, t->name, t->dtype, t->shape, t->rank, t->data,
-                                           t->size, err);
+        const int rc = anvil_st_writer_add(w, t->name, t->dtype, t->shape, t->rank, t->data, t->size, err);
         if (rc != ANVIL_OK) {
             return rc;
         }
@@ -295,7 +289,7 @@ static void sb_string(sbuf *b, const char *s) {
             continue;
         }
         sb_put(b, run, (size_t)(p - run));
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        char esc[6] = { '\\', 0, 0, 0, 0, 0 };
         size_t n = 2;
         switch (c) {
         case '"': esc[1] = '"'; break;
@@ -363,13 +357,12 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
             char q[ANVIL_ST_QUOTED_MAX];
             anvil__st_quote(q, order[i]->name);
             free(order);
-            return anvil__error_set(err, ANVIL_E_DUPLICATE,
-                                   "safetensors writer: tensor %s was added twice", q);
+            return anvil__error_set(err, ANVIL_E_DUPLICATE, "safetensors writer: tensor %s was added twice", q);
         }
     }
     qsort(order, count, sizeof *order, wentry_cmp);
 
-    sbuf b = {0};
+    sbuf b = { 0 };
     sb_put(&b, "\0\0\0\0\0\0\0\0", 8); /* the length, filled in below */
     sb_put(&b, "{", 1);
     int first = 1;
@@ -421,19 +414,18 @@ int anvil__st_writer_plan(const anvil_st_writer *w, anvil_st_plan *plan, anvil_e
     if (b.failed || overflow) {
         free(b.p);
         free(order);
-        return anvil__error_set(err, overflow ? ANVIL_E_OVERFLOW : ANVIL_E_NOMEM,
-                               "safetensors writer: %s",
-                               overflow ? "total data size overflows 64 bits" : "out of memory");
+        return anvil__error_set(err, overflow ? ANVIL_E_OVERFLOW : ANVIL_E_NOMEM, "safetensors writer: %s",
+                                overflow ? "total data size overflows 64 bits" : "out of memory");
     }
     const uint64_t n = b.len - 8;
     if (n > ANVIL_ST_MAX_HEADER) {
         free(b.p);
         free(order);
         return anvil__error_set(err, ANVIL_E_ST_HEADER_TOO_LARGE,
-                               "safetensors writer: the header would take %llu bytes, over the "
-                               "100,000,000-byte limit readers accept; split the tensors across "
-                               "several files",
-                               (unsigned long long)n);
+                                "safetensors writer: the header would take %llu bytes, over the "
+                                "100,000,000-byte limit readers accept; split the tensors across "
+                                "several files",
+                                (unsigned long long)n);
     }
     anvil__st_store_u64le((unsigned char *)b.p, n);
 
@@ -478,8 +470,7 @@ static int write_all(int fd, const void *p, uint64_t n) {
     return 0;
 }
 
-int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where,
-                           anvil_error *err) {
+int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where, anvil_error *err) {
     int e = write_all(fd, plan->head, plan->head_size);
     for (size_t i = 0; e == 0 && i < plan->count; i++) {
         e = write_all(fd, plan->chunks[i].data, plan->chunks[i].size);
@@ -490,11 +481,9 @@ int anvil__st_plan_write_fd(const anvil_st_plan *plan, int fd, const char *where
     return ANVIL_OK;
 }
 
-ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, size_t *size,
-                                        anvil_error *err) {
+ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, size_t *size, anvil_error *err) {
     if (out == NULL || size == NULL) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "anvil_st_writer_serialize: NULL argument");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_serialize: NULL argument");
     }
     *out = NULL;
     *size = 0;
@@ -506,16 +495,15 @@ ANVIL_API int anvil_st_writer_serialize(const anvil_st_writer *w, void **out, si
     if (plan.data_size > SIZE_MAX - plan.head_size) {
         anvil__st_plan_free(&plan);
         return anvil__error_set(err, ANVIL_E_OVERFLOW,
-                               "safetensors writer: %llu data bytes do not fit in memory here; "
-                               "save to a file instead",
-                               (unsigned long long)plan.data_size);
+                                "safetensors writer: %llu data bytes do not fit in memory here; "
+                                "save to a file instead",
+                                (unsigned long long)plan.data_size);
     }
     const size_t total = plan.head_size + (size_t)plan.data_size;
     unsigned char *buf = malloc(total);
     if (buf == NULL) {
         anvil__st_plan_free(&plan);
-        return anvil__error_set(err, ANVIL_E_NOMEM,
-                               "safetensors writer: out of memory for %zu bytes", total);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "safetensors writer: out of memory for %zu bytes", total);
     }
     memcpy(buf, plan.head, plan.head_size);
     size_t at = plan.head_size;
@@ -546,11 +534,9 @@ ANVIL_API int anvil_st_writer_write_fd(const anvil_st_writer *w, int fd, anvil_e
     return rc;
 }
 
-ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
-                                         anvil_error *err) {
+ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream, anvil_error *err) {
     if (stream == NULL) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
-                               "anvil_st_writer_write_file: NULL stream");
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_st_writer_write_file: NULL stream");
     }
     anvil_st_plan plan;
     int rc = anvil__st_writer_plan(w, &plan, err);
@@ -570,8 +556,7 @@ ANVIL_API int anvil_st_writer_write_file(const anvil_st_writer *w, FILE *stream,
     }
     anvil__st_plan_free(&plan);
     if (!ok) {
-        return anvil__error_set(err, ANVIL_E_IO, "safetensors stream: write failed: %s",
-                               strerror(errno));
+        return anvil__error_set(err, ANVIL_E_IO, "safetensors stream: write failed: %s", strerror(errno));
     }
     return ANVIL_OK;
 }

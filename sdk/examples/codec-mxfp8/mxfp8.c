@@ -28,13 +28,13 @@
 
 #define MXFP8_TYPE_ID 1100
 #define MXFP8_BLOCK 32
-#define E4M3_EMAX 8          /* largest exponent of a normal E4M3 value */
-#define E4M3_MAX 448.0f      /* S.1111.110 */
+#define E4M3_EMAX 8     /* largest exponent of a normal E4M3 value */
+#define E4M3_MAX 448.0f /* S.1111.110 */
 #define E8M0_NAN 0xFF
 
 typedef struct {
-    uint8_t e;                /* E8M0 shared scale: 2^(e - 127) */
-    uint8_t qs[MXFP8_BLOCK];  /* E4M3 elements */
+    uint8_t e;               /* E8M0 shared scale: 2^(e - 127) */
+    uint8_t qs[MXFP8_BLOCK]; /* E4M3 elements */
 } block_mxfp8;
 
 /* Round to nearest integer, ties to even, for 0 <= x < 2^22. Exact with
@@ -104,9 +104,9 @@ static int mxfp8_encode(const float *src, void *dst, size_t n, char *msg, size_t
             memset(blk.qs, 0, sizeof blk.qs);
         } else {
             int e;
-            frexpf(amax, &e);                  /* amax in [2^(e-1), 2^e) */
-            int shared = (e - 1) - E4M3_EMAX;  /* floor(log2(amax)) - emax */
-            if (shared < -127) shared = -127;  /* E8M0's smallest scale */
+            frexpf(amax, &e);                 /* amax in [2^(e-1), 2^e) */
+            int shared = (e - 1) - E4M3_EMAX; /* floor(log2(amax)) - emax */
+            if (shared < -127) shared = -127; /* E8M0's smallest scale */
             blk.e = (uint8_t)(shared + 127);
             for (int i = 0; i < MXFP8_BLOCK; ++i) {
                 /* dividing by a power of two is exact (or underflows far

@@ -34,15 +34,12 @@ typedef void (*anvil_quantize_fn)(const float *x, void *dst, size_t n);
 
 /* y[r] = dot(row r of w, a) for r in [0, nrows); row r starts at
  * (const char *)w + r * w_stride. n elements per row. */
-typedef void (*anvil_gemv_fn)(size_t n, size_t nrows, float *y,
-                              const void *w, size_t w_stride, const void *a);
+typedef void (*anvil_gemv_fn)(size_t n, size_t nrows, float *y, const void *w, size_t w_stride, const void *a);
 
 /* y[i * y_stride + r] = dot(row r of w, activation row i) for i < m,
  * r < nrows; activation row i starts at (const char *)a + i * a_stride. */
-typedef void (*anvil_gemm_fn)(size_t n, size_t nrows, size_t m,
-                              float *y, size_t y_stride,
-                              const void *w, size_t w_stride,
-                              const void *a, size_t a_stride);
+typedef void (*anvil_gemm_fn)(size_t n, size_t nrows, size_t m, float *y, size_t y_stride, const void *w,
+                              size_t w_stride, const void *a, size_t a_stride);
 
 /* Decode one row of n elements to f32, bit-identical to the codec. */
 typedef void (*anvil_decode_row_fn)(const void *src, float *dst, size_t n);
@@ -53,17 +50,14 @@ typedef void (*anvil_decode_row_fn)(const void *src, float *dst, size_t n);
  * status. gemm_packed computes rows [r0, r1) (multiples of pack_rows, except
  * r1 == nrows) for m activation rows, writing y[i * y_stride + r]. */
 typedef size_t (*anvil_packed_size_fn)(size_t n, size_t nrows);
-typedef int (*anvil_pack_fn)(const void *w, size_t w_stride, size_t n,
-                             size_t nrows, void *dst, size_t dst_size);
-typedef void (*anvil_gemm_packed_fn)(size_t n, size_t nrows, size_t r0, size_t r1,
-                                     size_t m, float *y, size_t y_stride,
-                                     const void *packed,
-                                     const void *a, size_t a_stride);
+typedef int (*anvil_pack_fn)(const void *w, size_t w_stride, size_t n, size_t nrows, void *dst, size_t dst_size);
+typedef void (*anvil_gemm_packed_fn)(size_t n, size_t nrows, size_t r0, size_t r1, size_t m, float *y,
+                                     size_t y_stride, const void *packed, const void *a, size_t a_stride);
 
 typedef struct anvil_act_quantizer {
     uint32_t struct_size;
-    uint32_t act_type;       /* ANVIL_TYPE_Q8_0 / Q8_1 / Q8_K ... */
-    const char *variant;     /* e.g. "avx512bw"; for display */
+    uint32_t act_type;   /* ANVIL_TYPE_Q8_0 / Q8_1 / Q8_K ... */
+    const char *variant; /* e.g. "avx512bw"; for display */
     anvil_quantize_fn quantize;
     void *reserved[4];
 } anvil_act_quantizer;
@@ -72,13 +66,13 @@ typedef struct anvil_kernel {
     uint32_t struct_size;
     uint32_t weight_type;
     uint32_t act_type;
-    uint32_t pack_rows;      /* rows per packed group; 0 when no packing */
-    const char *variant;     /* e.g. "avx512-vnni"; for display */
-    anvil_vec_dot_fn vec_dot;          /* required */
-    anvil_gemv_fn gemv;                /* optional */
-    anvil_gemm_fn gemm;                /* optional */
-    anvil_decode_row_fn decode_row;    /* optional */
-    anvil_packed_size_fn packed_size;  /* optional, with pack and gemm_packed */
+    uint32_t pack_rows;               /* rows per packed group; 0 when no packing */
+    const char *variant;              /* e.g. "avx512-vnni"; for display */
+    anvil_vec_dot_fn vec_dot;         /* required */
+    anvil_gemv_fn gemv;               /* optional */
+    anvil_gemm_fn gemm;               /* optional */
+    anvil_decode_row_fn decode_row;   /* optional */
+    anvil_packed_size_fn packed_size; /* optional, with pack and gemm_packed */
     anvil_pack_fn pack;
     anvil_gemm_packed_fn gemm_packed;
     void *reserved[4];
@@ -93,10 +87,10 @@ typedef struct anvil_kernel {
 
 typedef struct anvil_weight_encoder {
     uint32_t struct_size;
-    uint32_t type_id;        /* the codec format it encodes */
-    uint32_t flags;          /* ANVIL_ENCODER_* */
+    uint32_t type_id; /* the codec format it encodes */
+    uint32_t flags;   /* ANVIL_ENCODER_* */
     uint32_t reserved0;
-    const char *variant;     /* e.g. "avx2"; for display */
+    const char *variant; /* e.g. "avx2"; for display */
     /* Called with imatrix == NULL unless ANVIL_ENCODER_WEIGHTED is set. */
     anvil_encode_rows_fn encode_rows;
     void *reserved[4];
@@ -105,7 +99,7 @@ typedef struct anvil_weight_encoder {
 typedef struct anvil_backend {
     uint32_t struct_size;
     uint32_t reserved0;
-    const char *name;        /* what `[backends] order` names, e.g. "scalar" */
+    const char *name; /* what `[backends] order` names, e.g. "scalar" */
     const char *description;
     /* 0: cannot run on this CPU (write why); otherwise a preference score:
      * among usable backends [backends] order does not name, the higher
@@ -117,7 +111,7 @@ typedef struct anvil_backend {
     const anvil_kernel *const *kernels;
     void *reserved[8];
     /* ---- ABI 1.1 ---- */
-    size_t n_encoders;       /* optional weight encoders */
+    size_t n_encoders; /* optional weight encoders */
     const anvil_weight_encoder *const *encoders;
 } anvil_backend;
 
@@ -148,8 +142,8 @@ typedef struct anvil_cpu_need {
 /* The names of the needs that cpu->features lacks, space-separated, into out
  * (always terminated, cut to fit); returns how many are lacking. For the
  * score's "lacks: ..." reason. */
-static inline size_t anvil_cpu_lacks(const anvil_cpu_info *cpu, const anvil_cpu_need *need, size_t n_need,
-                                     char *out, size_t out_size) {
+static inline size_t anvil_cpu_lacks(const anvil_cpu_info *cpu, const anvil_cpu_need *need, size_t n_need, char *out,
+                                     size_t out_size) {
     size_t lacking = 0, used = 0;
     if (out_size > 0) out[0] = '\0';
     for (size_t i = 0; i < n_need; ++i) {

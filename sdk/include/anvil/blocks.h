@@ -93,13 +93,36 @@ typedef uint16_t anvil_half;
 #define ANVIL_QK2_0 64
 
 /* ---- the flat 32-element family ---- */
-typedef struct { anvil_half d; uint8_t qs[ANVIL_QK4_0 / 2]; } anvil_block_q4_0;
-typedef struct { anvil_half d; anvil_half m; uint8_t qs[ANVIL_QK4_1 / 2]; } anvil_block_q4_1;
-typedef struct { anvil_half d; uint8_t qh[4]; uint8_t qs[ANVIL_QK5_0 / 2]; } anvil_block_q5_0;
-typedef struct { anvil_half d; anvil_half m; uint8_t qh[4]; uint8_t qs[ANVIL_QK5_1 / 2]; } anvil_block_q5_1;
-typedef struct { anvil_half d; int8_t qs[ANVIL_QK8_0]; } anvil_block_q8_0;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[ANVIL_QK4_0 / 2];
+} anvil_block_q4_0;
+typedef struct {
+    anvil_half d;
+    anvil_half m;
+    uint8_t qs[ANVIL_QK4_1 / 2];
+} anvil_block_q4_1;
+typedef struct {
+    anvil_half d;
+    uint8_t qh[4];
+    uint8_t qs[ANVIL_QK5_0 / 2];
+} anvil_block_q5_0;
+typedef struct {
+    anvil_half d;
+    anvil_half m;
+    uint8_t qh[4];
+    uint8_t qs[ANVIL_QK5_1 / 2];
+} anvil_block_q5_1;
+typedef struct {
+    anvil_half d;
+    int8_t qs[ANVIL_QK8_0];
+} anvil_block_q8_0;
 /* s = d * sum(qs) */
-typedef struct { anvil_half d; anvil_half s; int8_t qs[ANVIL_QK8_1]; } anvil_block_q8_1;
+typedef struct {
+    anvil_half d;
+    anvil_half s;
+    int8_t qs[ANVIL_QK8_1];
+} anvil_block_q8_1;
 
 /* ---- K-quants: 256-element super-blocks ---- */
 typedef struct {
@@ -140,15 +163,25 @@ typedef struct {
 } anvil_block_q8_K;
 
 /* ---- i-quants ---- */
-typedef struct { anvil_half d; uint16_t qs[ANVIL_QK_K / 8]; } anvil_block_iq2_xxs;
-typedef struct { anvil_half d; uint16_t qs[ANVIL_QK_K / 8]; uint8_t scales[ANVIL_QK_K / 32]; } anvil_block_iq2_xs;
+typedef struct {
+    anvil_half d;
+    uint16_t qs[ANVIL_QK_K / 8];
+} anvil_block_iq2_xxs;
+typedef struct {
+    anvil_half d;
+    uint16_t qs[ANVIL_QK_K / 8];
+    uint8_t scales[ANVIL_QK_K / 32];
+} anvil_block_iq2_xs;
 typedef struct {
     anvil_half d;
     uint8_t qs[ANVIL_QK_K / 4];
     uint8_t qh[ANVIL_QK_K / 32];
     uint8_t scales[ANVIL_QK_K / 32];
 } anvil_block_iq2_s;
-typedef struct { anvil_half d; uint8_t qs[3 * ANVIL_QK_K / 8]; } anvil_block_iq3_xxs;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[3 * ANVIL_QK_K / 8];
+} anvil_block_iq3_xxs;
 typedef struct {
     anvil_half d;
     uint8_t qs[ANVIL_QK_K / 4];
@@ -156,13 +189,20 @@ typedef struct {
     uint8_t signs[ANVIL_QK_K / 8];
     uint8_t scales[ANVIL_QK_K / 64];
 } anvil_block_iq3_s;
-typedef struct { anvil_half d; uint8_t qs[ANVIL_QK_K / 8]; uint16_t qh[ANVIL_QK_K / 32]; } anvil_block_iq1_s;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[ANVIL_QK_K / 8];
+    uint16_t qh[ANVIL_QK_K / 32];
+} anvil_block_iq1_s;
 typedef struct {
     uint8_t qs[ANVIL_QK_K / 8];
     uint8_t qh[ANVIL_QK_K / 16];
     uint8_t scales[ANVIL_QK_K / 32];
 } anvil_block_iq1_m;
-typedef struct { anvil_half d; uint8_t qs[ANVIL_QK4_NL / 2]; } anvil_block_iq4_nl;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[ANVIL_QK4_NL / 2];
+} anvil_block_iq4_nl;
 typedef struct {
     anvil_half d;
     uint16_t scales_h;
@@ -173,15 +213,27 @@ typedef struct {
 /* ---- ternary and sub-2-bit ---- */
 typedef struct {
     uint8_t qs[(ANVIL_QK_K - 4 * ANVIL_QK_K / 64) / 5]; /* 5 trits per byte */
-    uint8_t qh[ANVIL_QK_K / 64];                         /* 4 trits per byte */
+    uint8_t qh[ANVIL_QK_K / 64];                        /* 4 trits per byte */
     anvil_half d;
 } anvil_block_tq1_0;
-typedef struct { uint8_t qs[ANVIL_QK_K / 4]; anvil_half d; } anvil_block_tq2_0;
-typedef struct { anvil_half d; uint8_t qs[ANVIL_QK1_0 / 8]; } anvil_block_q1_0;
-typedef struct { anvil_half d; uint8_t qs[ANVIL_QK2_0 / 4]; } anvil_block_q2_0;
+typedef struct {
+    uint8_t qs[ANVIL_QK_K / 4];
+    anvil_half d;
+} anvil_block_tq2_0;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[ANVIL_QK1_0 / 8];
+} anvil_block_q1_0;
+typedef struct {
+    anvil_half d;
+    uint8_t qs[ANVIL_QK2_0 / 4];
+} anvil_block_q2_0;
 
 /* ---- micro-scaled FP4 ---- */
-typedef struct { uint8_t e; uint8_t qs[ANVIL_QK_MXFP4 / 2]; } anvil_block_mxfp4; /* E8M0 scale */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[ANVIL_QK_MXFP4 / 2];
+} anvil_block_mxfp4; /* E8M0 scale */
 typedef struct {
     uint8_t d[ANVIL_QK_NVFP4 / ANVIL_QK_NVFP4_SUB]; /* UE4M3 scales */
     uint8_t qs[ANVIL_QK_NVFP4 / 2];

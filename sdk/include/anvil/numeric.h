@@ -51,8 +51,8 @@ static inline float anvil_fp16_to_fp32(anvil_half h) {
     const float denormalized = anvil_f32_from_bits((two_w >> 17) | magic_mask) - magic_bias;
 
     const uint32_t denormalized_cutoff = UINT32_C(1) << 27;
-    const uint32_t result = sign | (two_w < denormalized_cutoff ? anvil_f32_to_bits(denormalized)
-                                                                : anvil_f32_to_bits(normalized));
+    const uint32_t result =
+        sign | (two_w < denormalized_cutoff ? anvil_f32_to_bits(denormalized) : anvil_f32_to_bits(normalized));
     return anvil_f32_from_bits(result);
 }
 
@@ -82,9 +82,7 @@ static inline anvil_half anvil_fp32_to_fp16(float f) {
 }
 
 /* bfloat16 -> binary32 (exact). */
-static inline float anvil_bf16_to_fp32(uint16_t h) {
-    return anvil_f32_from_bits((uint32_t)h << 16);
-}
+static inline float anvil_bf16_to_fp32(uint16_t h) { return anvil_f32_from_bits((uint32_t)h << 16); }
 
 /* binary32 -> bfloat16, round to nearest even; NaN forced quiet, as ggml's
  * GGML_FP32_TO_BF16. */

@@ -72,13 +72,13 @@ extern "C" {
 #define ANVIL_TYPE_PTQTP2 1024u /* "ptqtp2": two planes */
 #define ANVIL_TYPE_PTQTP3 1025u /* "ptqtp3": three planes */
 
-#define ANVIL_PTQTP_BLOCK 256        /* weights per block = one Q8_K block */
-#define ANVIL_PTQTP_PLANE_BYTES 52   /* 48 bytes of five trits, 4 of four */
+#define ANVIL_PTQTP_BLOCK 256      /* weights per block = one Q8_K block */
+#define ANVIL_PTQTP_PLANE_BYTES 52 /* 48 bytes of five trits, 4 of four */
 #define ANVIL_PTQTP_MAX_PLANES 3
 
 /* Bytes of a K-plane block, and the offset of plane k's scale in it. */
 #define ANVIL_PTQTP_BLOCK_BYTES(K) ((K) * (ANVIL_PTQTP_PLANE_BYTES + 2))
-#define ANVIL_PTQTP_SCALE_OFFSET(K, k) ((K) * ANVIL_PTQTP_PLANE_BYTES + 2 * (k))
+#define ANVIL_PTQTP_SCALE_OFFSET(K, k) ((K)*ANVIL_PTQTP_PLANE_BYTES + 2 * (k))
 
 /* The three byte groups of a plane: first byte, bytes, trits per byte. The
  * element of trit j of byte `first + m` is `elem0 + j * bytes + m`. */

@@ -65,19 +65,19 @@ extern "C" {
 #define ANVIL_TYPE_PTQTP2S 1026u /* "ptqtp2s": two planes, 9 levels */
 #define ANVIL_TYPE_PTQTP3S 1027u /* "ptqtp3s": three planes, 27 levels */
 
-#define ANVIL_PTQTPS_SUB 16          /* weights per sub-block */
-#define ANVIL_PTQTPS_NSUB 16         /* sub-blocks per block */
-#define ANVIL_PTQTPS_CODE_BITS 2     /* bits of a sub-block's code */
-#define ANVIL_PTQTPS_SC_BYTES 4      /* 16 two-bit codes */
+#define ANVIL_PTQTPS_SUB 16      /* weights per sub-block */
+#define ANVIL_PTQTPS_NSUB 16     /* sub-blocks per block */
+#define ANVIL_PTQTPS_CODE_BITS 2 /* bits of a sub-block's code */
+#define ANVIL_PTQTPS_SC_BYTES 4  /* 16 two-bit codes */
 /* m for codes 0..3 (initializer lists): the narrow table when d's sign
  * bit is 0, the wide one when it is 1. */
 #define ANVIL_PTQTPS_MULTS_NARROW 10, 12, 14, 16
 #define ANVIL_PTQTPS_MULTS_WIDE 1, 3, 7, 16
 
 /* Bytes of a K-plane block, and the offsets of its codes and scale. */
-#define ANVIL_PTQTPS_BLOCK_BYTES(K) ((K) * ANVIL_PTQTP_PLANE_BYTES + ANVIL_PTQTPS_SC_BYTES + 2)
-#define ANVIL_PTQTPS_SC_OFFSET(K) ((K) * ANVIL_PTQTP_PLANE_BYTES)
-#define ANVIL_PTQTPS_D_OFFSET(K) ((K) * ANVIL_PTQTP_PLANE_BYTES + ANVIL_PTQTPS_SC_BYTES)
+#define ANVIL_PTQTPS_BLOCK_BYTES(K) ((K)*ANVIL_PTQTP_PLANE_BYTES + ANVIL_PTQTPS_SC_BYTES + 2)
+#define ANVIL_PTQTPS_SC_OFFSET(K) ((K)*ANVIL_PTQTP_PLANE_BYTES)
+#define ANVIL_PTQTPS_D_OFFSET(K) ((K)*ANVIL_PTQTP_PLANE_BYTES + ANVIL_PTQTPS_SC_BYTES)
 
 typedef struct {
     uint8_t planes[2][ANVIL_PTQTP_PLANE_BYTES];
