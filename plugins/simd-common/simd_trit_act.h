@@ -23,7 +23,9 @@
  * sum is that minus the activations' total (kept here too).
  *
  * Layout of one prepared block (simd_trit_act): q[j][m] as above, the
- * Q8_K scale d, the total of its 256 codes, and `carry`: 0 in the first
+ * Q8_K scale d, the total of its 256 codes, the sums of its codes
+ * 16 j .. 16 j + 15 (PTQTP-S's per-sub-block level bias; summed here, not
+ * read from Q8_K's bsums, so the codes alone decide the result), and `carry`: 0 in the first
  * chunk of a row (the rows' sums start at 0), 1 after (they continue from
  * y, which holds the sums so far: the same float operations in the same
  * order as one pass over the whole row).
@@ -48,9 +50,10 @@
 
 typedef struct simd_trit_act {
     _Alignas(64) int8_t q[5][64];
-    float d;       /* the Q8_K block's scale */
-    int32_t total; /* sum of its 256 codes */
-    int32_t carry; /* 1: the rows' sums so far are in y */
+    float d;              /* the Q8_K block's scale */
+    int32_t total;        /* sum of its 256 codes */
+    int32_t carry;        /* 1: the rows' sums so far are in y */
+    int16_t sub_sums[16]; /* sum of codes 16 j .. 16 j + 15 */
 } simd_trit_act;
 
 /* nb Q8_K blocks at a -> out[0..nb-1]. */
@@ -65,7 +68,12 @@ static inline void simd_trit_prepare(const uint8_t *a, size_t nb, int carry, sim
             if (j < 4) memcpy(&o->q[j][48], qs + 240 + 4 * j, 4);
         }
         int32_t t = 0;
-        for (int i = 0; i < 256; ++i) t += qs[i];
+        for (int j = 0; j < 16; ++j) {
+            int32_t u = 0;
+            for (int i = 16 * j; i < 16 * j + 16; ++i) u += qs[i];
+            o->sub_sums[j] = (int16_t)u; /* |u| <= 16 * 128 */
+            t += u;
+        }
         memcpy(&o->d, a, sizeof o->d);
         o->total = t;
         o->carry = carry;

@@ -52,6 +52,7 @@
 
 #include "anvil/anvil.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "anvil/numeric.h"
 #include "inputs.h"
 #include "simd_encoder_test.h"
@@ -355,6 +356,35 @@ static const wfmt FORMATS[] = {
       0,
       0,
       160 },
+    /* PTQTP-S (anvil/formats/ptqtps.h): the scale's sign bit names the table */
+    { "ptqtp2s",
+      ANVIL_TYPE_PTQTP2S,
+      &ACT_Q8_K,
+      256,
+      ANVIL_PTQTPS_BLOCK_BYTES(2),
+      anvil_ptqtps_encode2,
+      anvil_ptqtps_decode2,
+      anvil_ptqtps_vec_dot2_q8_K,
+      1,
+      { ANVIL_PTQTPS_D_OFFSET(2), -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "ptqtp3s",
+      ANVIL_TYPE_PTQTP3S,
+      &ACT_Q8_K,
+      256,
+      ANVIL_PTQTPS_BLOCK_BYTES(3),
+      anvil_ptqtps_encode3,
+      anvil_ptqtps_decode3,
+      anvil_ptqtps_vec_dot3_q8_K,
+      1,
+      { ANVIL_PTQTPS_D_OFFSET(3), -1 },
+      -1,
+      0,
+      0,
+      0 },
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
