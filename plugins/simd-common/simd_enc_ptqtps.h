@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SIMD encoders for PTQTP-S (ptqtp2s, ptqtp3s: anvil/formats/ptqtps.h),
+ * byte-identical to the codec's fit (plugins/codec-ptqtp/ptqtps.c,
+ * anvil_ptqtps_fit, whose top comment gives the steps; simd_enc_common.h
+ * says how a SIMD encoder keeps the reference's bytes).
+ *
+ * Lanes are sub-blocks: a block's 16 sub-blocks of 16 weights are
+ * transposed so that lane l of group g holds sub-block g * EV_LANES + l
+ * (EV_LANES = 4, 8 or 16 divides 16), and every per-sub-block search of
+ * the reference -- the candidate steps of step 1, the codes of step 3 --
+ * runs in all lanes at once with no cross-lane work. The reference keeps a
+ * sub-block's 16 products as four 4-lane vectors and adds them in one
+ * fixed order (its vsum: ((a[l] + a[4+l]) + a[8+l]) + a[12+l] per l, then
+ * the four in order); ps_sum16 adds them in that order per lane. The
+ * per-block steps (the error weights' rms, the least-squares refit of the
+ * block scale, the sums of errors over sub-blocks) are the reference's
+ * scalar code in its order.
+ *
+ * Defines EV_TABLE(ptqtps): NULL-terminated. Needs ptqtp_ref.h
+ * (anvil_ptqtp_pack_plane: the plane packing shared with the codec).
+ */
+#ifndef ANVIL_SIMD_ENC_PTQTPS_H
+#define ANVIL_SIMD_ENC_PTQTPS_H
+
+#include "anvil/formats/ptqtps.h"
+#include "ptqtp_ref.h"
+#include "simd_enc_common.h"
+
+#define PS_NB ANVIL_PTQTP_BLOCK
+#define PS_SUB ANVIL_PTQTPS_SUB
+#define PS_NSUB ANVIL_PTQTPS_NSUB
+#define PS_GROUPS (PS_NSUB / EV_LANES)
+#define PS_HALF_MAX 65504.0f
+
+#if PS_NSUB % EV_LANES != 0
+#error "simd_enc_ptqtps.h: EV_LANES must divide the 16 sub-blocks of a block"
+#endif
+
+static const int ps_mt[2][4] = { { ANVIL_PTQTPS_MULTS_NARROW }, { ANVIL_PTQTPS_MULTS_WIDE } };
+/* The reference's candidate steps amax / (L + delta). */
+static const float ps_delta[] = { -0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.5f };
+#define PS_NCAND (sizeof ps_delta / sizeof ps_delta[0])
+
+/* A block in lanes: element e of group g's lanes at [(g * 16 + e) * EV_LANES]. */
+typedef struct ps_block {
+    float x[PS_NB] EV_ALIGN;  /* the weights */
+    float wt[PS_NB] EV_ALIGN; /* the error weights */
+    float wx[PS_NB] EV_ALIGN; /* wt x */
+    float S[PS_NSUB];         /* step 1's best step per sub-block, sub-block order */
+} ps_block;
+
+/* One fit_mults pass: levels in lanes, codes and errors per sub-block. */
+typedef struct ps_pass {
+    float q[PS_NB] EV_ALIGN;
+    int32_t code[PS_NSUB];
+    float err[PS_NSUB];
+} ps_pass;
+
+#define PS_AT(g, e) ((((g)*PS_SUB) + (e)) * EV_LANES)
+
+/* The reference's vlevel: clamp to -L..L (C's selects), round to nearest even. */
+EV_INLINE ev_f ps_level(ev_f x, ev_f lim, ev_f nlim) {
+    const ev_f magic = ev_set1(12582912.0f);
+    return ev_sub(ev_add(ev_max_gt(ev_min_lt(x, lim), nlim), magic), magic);
+}
+
+/* Adds a sub-block's 16 per-element terms into acc[4] in the reference's
+ * vsum order: call with e = 0..15 in order. */
+EV_INLINE void ps_acc(ev_f acc[4], int e, ev_f a) { acc[e % 4] = e < 4 ? a : ev_add(acc[e % 4], a); }
+EV_INLINE ev_f ps_total(const ev_f acc[4]) { return ev_add(ev_add(ev_add(acc[0], acc[1]), acc[2]), acc[3]); }
+
+/* Step 1 for the lanes of group g: the best real step per sub-block. */
+static void ps_steps(const ps_block *b, int g, float lim, float *S) {
+    ev_f amax = ev_set1(0.0f);
+    for (int e = 0; e < PS_SUB; ++e) amax = ev_max_mag(amax, ev_abs(ev_load(b->x + PS_AT(g, e))));
+    const ev_m zero = ev_eq(amax, ev_set1(0.0f));
+    /* zero sub-blocks: every level 0, nothing beats the start, S = 0 */
+    const ev_f iamax = ev_blend(zero, ev_div(ev_set1(1.0f), amax), ev_set1(0.0f));
+    const ev_f vl = ev_set1(lim), vnl = ev_set1(-lim);
+    ev_f best_qx = ev_set1(0.0f), best_q2 = ev_set1(1.0f);
+    for (unsigned c = 0; c < PS_NCAND; ++c) {
+        const ev_f inv = ev_mul(ev_set1(lim + ps_delta[c]), iamax);
+        ev_f ax[4], a2[4];
+        for (int e = 0; e < PS_SUB; ++e) {
+            const ev_f q = ps_level(ev_mul(ev_load(b->x + PS_AT(g, e)), inv), vl, vnl);
+            ps_acc(ax, e, ev_mul(ev_load(b->wx + PS_AT(g, e)), q));
+            ps_acc(a2, e, ev_mul(ev_load(b->wt + PS_AT(g, e)), ev_mul(q, q)));
+        }
+        const ev_f sqx = ps_total(ax), sq2 = ps_total(a2);
+        const ev_m better = ev_mand(ev_gt(sq2, ev_set1(0.0f)),
+                                    ev_gt(ev_mul(ev_mul(sqx, sqx), best_q2), ev_mul(ev_mul(best_qx, best_qx), sq2)));
+        best_qx = ev_blend(better, best_qx, sqx);
+        best_q2 = ev_blend(better, best_q2, sq2);
+    }
+    const ev_f s = ev_blend(ev_gt(best_qx, ev_set1(0.0f)), ev_set1(0.0f), ev_div(best_qx, best_q2));
+    ev_store(S + g * EV_LANES, s);
+}
+
+/* The multiplier of each lane's code (codes 0..3). */
+EV_INLINE ev_f ps_mult(const int *mt, ev_i code) {
+    ev_f m = ev_set1((float)mt[0]);
+    for (int c = 1; c < 4; ++c) m = ev_blend(ev_ieq(code, ev_iset1(c)), m, ev_set1((float)mt[c]));
+    return m;
+}
+
+/* The reference's sub_err per lane: weighted squared error at multiplier
+ * m and scale d, 1 / (m d) in inv. */
+EV_INLINE ev_f ps_err(const ps_block *b, int g, ev_f m, ev_f vd, ev_f inv, ev_f vl, ev_f vnl) {
+    ev_f acc[4];
+    for (int e = 0; e < PS_SUB; ++e) {
+        const ev_f x = ev_load(b->x + PS_AT(g, e));
+        const ev_f r = ev_sub(x, ev_mul(ev_mul(m, ps_level(ev_mul(x, inv), vl, vnl)), vd));
+        ps_acc(acc, e, ev_mul(ev_load(b->wt + PS_AT(g, e)), ev_mul(r, r)));
+    }
+    return ps_total(acc);
+}
+
+/* Step 3 for the lanes of group g at block scale d > 0: the nearest code
+ * to S / d and its neighbours, the least error kept (ties: nearest first,
+ * then the lower, then the higher, as the reference tries them). */
+static void ps_mults_group(const ps_block *b, int g, const int *mt, float d, float lim, ps_pass *p) {
+    const ev_f vd = ev_set1(d), vl = ev_set1(lim), vnl = ev_set1(-lim);
+    const ev_f r = ev_div(ev_load(b->S + g * EV_LANES), vd);
+    ev_i c0 = ev_iset1(0);
+    ev_f bd = ev_abs(ev_sub(ev_set1((float)mt[0]), r));
+    for (int c = 1; c < 4; ++c) {
+        const ev_f dc = ev_abs(ev_sub(ev_set1((float)mt[c]), r));
+        const ev_m closer = ev_lt(dc, bd);
+        c0 = ev_iblend(closer, c0, ev_iset1(c));
+        bd = ev_blend(closer, bd, dc);
+    }
+    const ev_m has_lo = ev_igt(c0, ev_iset1(0)), has_hi = ev_igt(ev_iset1(3), c0);
+    const ev_i c_lo = ev_iblend(has_lo, c0, ev_isub(c0, ev_iset1(1)));
+    const ev_i c_hi = ev_iblend(has_hi, c0, ev_iadd(c0, ev_iset1(1)));
+    const ev_f m0 = ps_mult(mt, c0), m_lo = ps_mult(mt, c_lo), m_hi = ps_mult(mt, c_hi);
+    const ev_f one = ev_set1(1.0f);
+    const ev_f i0 = ev_div(one, ev_mul(m0, vd)), i_lo = ev_div(one, ev_mul(m_lo, vd));
+    const ev_f i_hi = ev_div(one, ev_mul(m_hi, vd));
+    ev_f best = ps_err(b, g, m0, vd, i0, vl, vnl), bi = i0;
+    ev_i bc = c0;
+    const ev_f e_lo = ps_err(b, g, m_lo, vd, i_lo, vl, vnl);
+    ev_m win = ev_mand(has_lo, ev_lt(e_lo, best));
+    best = ev_blend(win, best, e_lo);
+    bi = ev_blend(win, bi, i_lo);
+    bc = ev_iblend(win, bc, c_lo);
+    const ev_f e_hi = ps_err(b, g, m_hi, vd, i_hi, vl, vnl);
+    win = ev_mand(has_hi, ev_lt(e_hi, best));
+    best = ev_blend(win, best, e_hi);
+    bi = ev_blend(win, bi, i_hi);
+    bc = ev_iblend(win, bc, c_hi);
+    for (int e = 0; e < PS_SUB; ++e) {
+        ev_store(p->q + PS_AT(g, e), ps_level(ev_mul(ev_load(b->x + PS_AT(g, e)), bi), vl, vnl));
+    }
+    ev_istore(p->code + g * EV_LANES, bc);
+    ev_store(p->err + g * EV_LANES, best);
+}
+
+/* Step 3 for the block; returns its error (sub-blocks added in order). */
+static double ps_mults(const ps_block *b, const int *mt, float d, float lim, ps_pass *p) {
+    for (int g = 0; g < PS_GROUPS; ++g) ps_mults_group(b, g, mt, d, lim, p);
+    double err = 0.0;
+    for (int j = 0; j < PS_NSUB; ++j) err += (double)p->err[j];
+    return err;
+}
+
+/* Level of element i (sub-block order) of a pass. */
+static inline int ps_v(const ps_pass *p, int i) {
+    const int j = i / PS_SUB, e = i % PS_SUB;
+    return (int)p->q[PS_AT(j / EV_LANES, e) + j % EV_LANES];
+}
+
+/* Step 4: the reference's least-squares block scale, in its order. */
+static anvil_half ps_refit(const float *w, const float *wt, const ps_pass *p, const int *mt, anvil_half d0) {
+    double num = 0.0, den = 0.0;
+    for (int i = 0; i < PS_NB; ++i) {
+        const double mv = (double)(mt[p->code[i / PS_SUB]] * ps_v(p, i));
+        num += (double)wt[i] * mv * (double)w[i];
+        den += (double)wt[i] * mv * mv;
+    }
+    if (!(den > 0.0) || !(num > 0.0)) return d0;
+    const double d = num / den;
+    return anvil_fp32_to_fp16(d > (double)PS_HALF_MAX ? PS_HALF_MAX : (float)d);
+}
+
+/* Steps 2-4 with one table (the reference's fit_table): the better pass in
+ * *out, d in *d_out (0 when every weight rounds to zero). */
+static double ps_table(const ps_block *b, const float *w, const float *wt, float smax, float lim, const int *mt,
+                       ps_pass *out, ps_pass *tmp, anvil_half *d_out) {
+    anvil_half d = anvil_fp32_to_fp16(smax / 16.0f > PS_HALF_MAX ? PS_HALF_MAX : smax / 16.0f);
+    double err;
+    if (anvil_fp16_to_fp32(d) > 0.0f) {
+        err = ps_mults(b, mt, anvil_fp16_to_fp32(d), lim, out);
+        const anvil_half d2 = ps_refit(w, wt, out, mt, d);
+        if (d2 != d) {
+            const double err2 = ps_mults(b, mt, anvil_fp16_to_fp32(d2), lim, tmp);
+            if (err2 < err) {
+                err = err2;
+                d = d2;
+                memcpy(out, tmp, sizeof *out);
+            }
+        }
+    } else {
+        d = 0;
+        memset(out, 0, sizeof *out);
+        err = 0.0;
+        for (int i = 0; i < PS_NB; ++i) err += (double)wt[i] * (double)w[i] * (double)w[i];
+    }
+    *d_out = d;
+    return err;
+}
+
+/* The levels, codes and scale as the block's bytes. */
+static void ps_pack(const ps_pass *p, anvil_half d, unsigned k, uint8_t *block) {
+    static const int8_t digit[3][27] = {
+        /* balanced-ternary digits of -13..13, most significant first */
+        { -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
+        { -1, -1, -1, 0, 0, 0, 1, 1, 1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1, -1, -1, 0, 0, 0, 1, 1, 1 },
+        { -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1 },
+    };
+    int8_t t[3][PS_NB];
+    for (int i = 0; i < PS_NB; ++i) {
+        const int v = ps_v(p, i) + 13;
+        for (unsigned pl = 0; pl < k; ++pl) t[pl][i] = digit[pl + 3 - k][v];
+    }
+    for (unsigned pl = 0; pl < k; ++pl) anvil_ptqtp_pack_plane(t[pl], block + pl * ANVIL_PTQTP_PLANE_BYTES);
+    uint32_t field = 0;
+    for (int j = 0; j < PS_NSUB; ++j) field |= (uint32_t)p->code[j] << (ANVIL_PTQTPS_CODE_BITS * j);
+    for (int i = 0; i < ANVIL_PTQTPS_SC_BYTES; ++i)
+        block[ANVIL_PTQTPS_SC_OFFSET(k) + i] = (uint8_t)(field >> (8 * i));
+    memcpy(block + ANVIL_PTQTPS_D_OFFSET(k), &d, sizeof d);
+}
+
+/* The reference's error weights 1 + |w| / rms, in its order, and the
+ * block in lanes. */
+static void ps_load(const float *w, float *wt, ps_block *b) {
+    double s[4] = { 0.0, 0.0, 0.0, 0.0 };
+    for (int i = 0; i < PS_NB; ++i) s[i % 4] += (double)w[i] * (double)w[i];
+    const float rms = (float)sqrt((((s[0] + s[1]) + s[2]) + s[3]) / (double)PS_NB);
+    const float irms = rms > 0.0f ? 1.0f / rms : 0.0f;
+    for (int i = 0; i < PS_NB; ++i) {
+        const int j = i / PS_SUB, at = PS_AT(j / EV_LANES, i % PS_SUB) + j % EV_LANES;
+        wt[i] = 1.0f + fabsf(w[i]) * irms;
+        b->x[at] = w[i];
+        b->wt[at] = wt[i];
+        b->wx[at] = wt[i] * w[i];
+    }
+}
+
+static void ps_block_fit(const float *w, unsigned k, uint8_t *y) {
+    const float lim = k == 2 ? 4.0f : 13.0f;
+    ps_block b;
+    float wt[PS_NB];
+    ps_load(w, wt, &b);
+    for (int g = 0; g < PS_GROUPS; ++g) ps_steps(&b, g, lim, b.S);
+    float smax = 0.0f, smin = PS_HALF_MAX;
+    for (int j = 0; j < PS_NSUB; ++j) {
+        smax = b.S[j] > smax ? b.S[j] : smax;
+        smin = b.S[j] < smin ? b.S[j] : smin;
+    }
+    ps_pass best, tmp;
+    anvil_half d;
+    const double err = ps_table(&b, w, wt, smax, lim, ps_mt[0], &best, &tmp, &d);
+    if (d != 0 && smin < 0.4f * smax) { /* the wide table too (the reference's WIDE_BELOW) */
+        ps_pass wide;
+        anvil_half d2;
+        const double err2 = ps_table(&b, w, wt, smax, lim, ps_mt[1], &wide, &tmp, &d2);
+        if (err2 < err) {
+            d = (anvil_half)(d2 | 0x8000u);
+            memcpy(&best, &wide, sizeof best);
+        }
+    }
+    ps_pack(&best, d, k, y);
+}
+
+static void ev_blocks_ptqtp2s(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i) ps_block_fit(x + i * PS_NB, 2, y + i * ANVIL_PTQTPS_BLOCK_BYTES(2));
+}
+
+static void ev_blocks_ptqtp3s(const float *x, uint8_t *y, size_t nb) {
+    for (size_t i = 0; i < nb; ++i) ps_block_fit(x + i * PS_NB, 3, y + i * ANVIL_PTQTPS_BLOCK_BYTES(3));
+}
+
+EV_ENCODER(ptqtp2s, ANVIL_TYPE_PTQTP2S, PS_NB, ANVIL_PTQTPS_BLOCK_BYTES(2), ev_blocks_ptqtp2s);
+EV_ENCODER(ptqtp3s, ANVIL_TYPE_PTQTP3S, PS_NB, ANVIL_PTQTPS_BLOCK_BYTES(3), ev_blocks_ptqtp3s);
+
+const anvil_weight_encoder *const EV_TABLE(ptqtps)[] = { &ev_enc_ptqtp2s, &ev_enc_ptqtp3s, NULL };
+
+#endif /* ANVIL_SIMD_ENC_PTQTPS_H */
