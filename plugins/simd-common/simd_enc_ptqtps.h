@@ -17,14 +17,12 @@
  * block scale, the sums of errors over sub-blocks) are the reference's
  * scalar code in its order.
  *
- * Defines EV_TABLE(ptqtps): NULL-terminated. Needs ptqtp_ref.h
- * (anvil_ptqtp_pack_plane: the plane packing shared with the codec).
+ * Defines EV_TABLE(ptqtps): NULL-terminated.
  */
 #ifndef ANVIL_SIMD_ENC_PTQTPS_H
 #define ANVIL_SIMD_ENC_PTQTPS_H
 
 #include "anvil/formats/ptqtps.h"
-#include "ptqtp_ref.h"
 #include "simd_enc_common.h"
 
 #define PS_NB ANVIL_PTQTP_BLOCK
@@ -164,66 +162,119 @@ static double ps_mults(const ps_block *b, const int *mt, float d, float lim, ps_
     return err;
 }
 
-/* Level of element i (sub-block order) of a pass. */
-static inline int ps_v(const ps_pass *p, int i) {
-    const int j = i / PS_SUB, e = i % PS_SUB;
-    return (int)p->q[PS_AT(j / EV_LANES, e) + j % EV_LANES];
+/* Where element i of the block (sub-block order) sits in the lanes. */
+static inline int ps_at(int i) {
+    const int j = i / PS_SUB;
+    return PS_AT(j / EV_LANES, i % PS_SUB) + j % EV_LANES;
 }
 
 /* Step 4: the reference's least-squares block scale, in its order. */
-static anvil_half ps_refit(const float *w, const float *wt, const ps_pass *p, const int *mt, anvil_half d0) {
+static anvil_half ps_refit(const ps_block *b, const ps_pass *p, const int *mt, anvil_half d0) {
     double num = 0.0, den = 0.0;
     for (int i = 0; i < PS_NB; ++i) {
-        const double mv = (double)(mt[p->code[i / PS_SUB]] * ps_v(p, i));
-        num += (double)wt[i] * mv * (double)w[i];
-        den += (double)wt[i] * mv * mv;
+        const int at = ps_at(i);
+        const double mv = (double)(mt[p->code[i / PS_SUB]] * (int)p->q[at]);
+        num += (double)b->wt[at] * mv * (double)b->x[at];
+        den += (double)b->wt[at] * mv * mv;
     }
     if (!(den > 0.0) || !(num > 0.0)) return d0;
     const double d = num / den;
     return anvil_fp32_to_fp16(d > (double)PS_HALF_MAX ? PS_HALF_MAX : (float)d);
 }
 
-/* Steps 2-4 with one table (the reference's fit_table): the better pass in
- * *out, d in *d_out (0 when every weight rounds to zero). */
-static double ps_table(const ps_block *b, const float *w, const float *wt, float smax, float lim, const int *mt,
-                       ps_pass *out, ps_pass *tmp, anvil_half *d_out) {
+/* Steps 2-4 with one table (the reference's fit_table): returns the better
+ * pass (p[0] or p[1]), d in *d_out (0 when every weight rounds to zero). */
+static ps_pass *ps_table(const ps_block *b, float smax, float lim, const int *mt, ps_pass p[2], double *err_out,
+                         anvil_half *d_out) {
     anvil_half d = anvil_fp32_to_fp16(smax / 16.0f > PS_HALF_MAX ? PS_HALF_MAX : smax / 16.0f);
     double err;
+    ps_pass *best = &p[0];
     if (anvil_fp16_to_fp32(d) > 0.0f) {
-        err = ps_mults(b, mt, anvil_fp16_to_fp32(d), lim, out);
-        const anvil_half d2 = ps_refit(w, wt, out, mt, d);
+        err = ps_mults(b, mt, anvil_fp16_to_fp32(d), lim, best);
+        const anvil_half d2 = ps_refit(b, best, mt, d);
         if (d2 != d) {
-            const double err2 = ps_mults(b, mt, anvil_fp16_to_fp32(d2), lim, tmp);
+            const double err2 = ps_mults(b, mt, anvil_fp16_to_fp32(d2), lim, &p[1]);
             if (err2 < err) {
                 err = err2;
                 d = d2;
-                memcpy(out, tmp, sizeof *out);
+                best = &p[1];
             }
         }
     } else {
         d = 0;
-        memset(out, 0, sizeof *out);
+        memset(best, 0, sizeof *best);
         err = 0.0;
-        for (int i = 0; i < PS_NB; ++i) err += (double)wt[i] * (double)w[i] * (double)w[i];
+        for (int i = 0; i < PS_NB; ++i) {
+            const int at = ps_at(i);
+            err += (double)b->wt[at] * (double)b->x[at] * (double)b->x[at];
+        }
     }
     *d_out = d;
-    return err;
+    *err_out = err;
+    return best;
 }
 
-/* The levels, codes and scale as the block's bytes. */
-static void ps_pack(const ps_pass *p, anvil_half d, unsigned k, uint8_t *block) {
-    static const int8_t digit[3][27] = {
-        /* balanced-ternary digits of -13..13, most significant first */
-        { -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1 },
-        { -1, -1, -1, 0, 0, 0, 1, 1, 1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1, -1, -1, 0, 0, 0, 1, 1, 1 },
-        { -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1, -1, 0, 1 },
-    };
-    int8_t t[3][PS_NB];
-    for (int i = 0; i < PS_NB; ++i) {
-        const int v = ps_v(p, i) + 13;
-        for (unsigned pl = 0; pl < k; ++pl) t[pl][i] = digit[pl + 3 - k][v];
+/* Nearest integer of small floats (no ties arise where it is used). */
+EV_INLINE ev_f ps_round(ev_f v) {
+    const ev_f magic = ev_set1(12582912.0f);
+    return ev_sub(ev_add(v, magic), magic);
+}
+
+/* Balanced-ternary digit `pl` (0: most significant) of k-digit levels v,
+ * plus one (0..2): v / 3 and v / 9 never fall on a half. */
+EV_INLINE ev_f ps_digit(ev_f v, unsigned k, unsigned pl) {
+    const ev_f three = ev_set1(3.0f), third = ev_set1(1.0f / 3.0f), one = ev_set1(1.0f);
+    if (k == 3) {
+        const ev_f top = ps_round(ev_mul(v, ev_set1(1.0f / 9.0f)));
+        if (pl == 0) return ev_add(top, one);
+        v = ev_sub(v, ev_mul(ev_set1(9.0f), top));
+        --pl;
     }
-    for (unsigned pl = 0; pl < k; ++pl) anvil_ptqtp_pack_plane(t[pl], block + pl * ANVIL_PTQTP_PLANE_BYTES);
+    const ev_f hi = ps_round(ev_mul(v, third));
+    return ev_add(pl == 0 ? hi : ev_sub(v, ev_mul(three, hi)), one);
+}
+
+/* EV_LANES bytes of five trits of plane pl: byte m holds the digits of
+ * v[m + s t], t = 0..4, as ceil(U * 256 / 243) (U <= 242: exact in binary32,
+ * and the quotient truncates to the integer one). */
+EV_INLINE void ps_trit_bytes(const float *v, int s, unsigned k, unsigned pl, uint8_t *out) {
+    ev_f u = ps_digit(ev_load(v), k, pl);
+    for (int t = 1; t < 5; ++t) u = ev_add(ev_mul(u, ev_set1(3.0f)), ps_digit(ev_load(v + s * t), k, pl));
+    const ev_f num = ev_add(ev_mul(u, ev_set1(256.0f)), ev_set1(242.0f));
+    ev_store_u8(out, ev_cvtt(ev_div(num, ev_set1(243.0f))));
+}
+
+/* The levels, codes and scale as the block's bytes (anvil/formats/ptqtp.h
+ * gives the plane layout). */
+static void ps_pack(const ps_pass *p, anvil_half d, unsigned k, uint8_t *block) {
+    float v[PS_NB] EV_ALIGN;
+    for (int i = 0; i < PS_NB; ++i) v[i] = p->q[ps_at(i)];
+    for (unsigned pl = 0; pl < k; ++pl) {
+        uint8_t *plane = block + pl * ANVIL_PTQTP_PLANE_BYTES;
+        for (int m = 0; m < ANVIL_PTQTP_G0_BYTES; m += EV_LANES) {
+            ps_trit_bytes(v + ANVIL_PTQTP_G0_ELEM0 + m, ANVIL_PTQTP_G0_BYTES, k, pl,
+                          plane + ANVIL_PTQTP_G0_FIRST + m);
+        }
+        for (int m = 0; m < ANVIL_PTQTP_G1_BYTES; m += EV_LANES) {
+            ps_trit_bytes(v + ANVIL_PTQTP_G1_ELEM0 + m, ANVIL_PTQTP_G1_BYTES, k, pl,
+                          plane + ANVIL_PTQTP_G1_FIRST + m);
+        }
+        /* four bytes of four trits (and a fifth digit 0) */
+        float last[4 * EV_LANES] EV_ALIGN;
+        for (int t = 0; t < 4; ++t) {
+            for (int l = 0; l < EV_LANES; ++l) {
+                last[t * EV_LANES + l] =
+                    l < ANVIL_PTQTP_G2_BYTES ? v[ANVIL_PTQTP_G2_ELEM0 + ANVIL_PTQTP_G2_BYTES * t + l] : 0.0f;
+            }
+        }
+        ev_f u = ps_digit(ev_load(last), k, pl);
+        for (int t = 1; t < 4; ++t)
+            u = ev_add(ev_mul(u, ev_set1(3.0f)), ps_digit(ev_load(last + t * EV_LANES), k, pl));
+        const ev_f num = ev_add(ev_mul(ev_mul(u, ev_set1(3.0f)), ev_set1(256.0f)), ev_set1(242.0f));
+        uint8_t bytes[EV_LANES];
+        ev_store_u8(bytes, ev_cvtt(ev_div(num, ev_set1(243.0f))));
+        memcpy(plane + ANVIL_PTQTP_G2_FIRST, bytes, ANVIL_PTQTP_G2_BYTES);
+    }
     uint32_t field = 0;
     for (int j = 0; j < PS_NSUB; ++j) field |= (uint32_t)p->code[j] << (ANVIL_PTQTPS_CODE_BITS * j);
     for (int i = 0; i < ANVIL_PTQTPS_SC_BYTES; ++i)
@@ -231,46 +282,46 @@ static void ps_pack(const ps_pass *p, anvil_half d, unsigned k, uint8_t *block) 
     memcpy(block + ANVIL_PTQTPS_D_OFFSET(k), &d, sizeof d);
 }
 
-/* The reference's error weights 1 + |w| / rms, in its order, and the
- * block in lanes. */
-static void ps_load(const float *w, float *wt, ps_block *b) {
+/* The block in lanes, with the reference's error weights 1 + |w| / rms
+ * (rms in its order) and wt w. */
+static void ps_load(const float *w, ps_block *b) {
     double s[4] = { 0.0, 0.0, 0.0, 0.0 };
     for (int i = 0; i < PS_NB; ++i) s[i % 4] += (double)w[i] * (double)w[i];
     const float rms = (float)sqrt((((s[0] + s[1]) + s[2]) + s[3]) / (double)PS_NB);
     const float irms = rms > 0.0f ? 1.0f / rms : 0.0f;
-    for (int i = 0; i < PS_NB; ++i) {
-        const int j = i / PS_SUB, at = PS_AT(j / EV_LANES, i % PS_SUB) + j % EV_LANES;
-        wt[i] = 1.0f + fabsf(w[i]) * irms;
-        b->x[at] = w[i];
-        b->wt[at] = wt[i];
-        b->wx[at] = wt[i] * w[i];
+    for (int j = 0; j < PS_NSUB; ++j) {
+        for (int e = 0; e < PS_SUB; ++e) b->x[PS_AT(j / EV_LANES, e) + j % EV_LANES] = w[j * PS_SUB + e];
+    }
+    const ev_f one = ev_set1(1.0f), vi = ev_set1(irms);
+    for (int i = 0; i < PS_NB; i += EV_LANES) {
+        const ev_f x = ev_load(b->x + i), wt = ev_add(one, ev_mul(ev_abs(x), vi));
+        ev_store(b->wt + i, wt);
+        ev_store(b->wx + i, ev_mul(wt, x));
     }
 }
 
 static void ps_block_fit(const float *w, unsigned k, uint8_t *y) {
     const float lim = k == 2 ? 4.0f : 13.0f;
     ps_block b;
-    float wt[PS_NB];
-    ps_load(w, wt, &b);
+    ps_load(w, &b);
     for (int g = 0; g < PS_GROUPS; ++g) ps_steps(&b, g, lim, b.S);
     float smax = 0.0f, smin = PS_HALF_MAX;
     for (int j = 0; j < PS_NSUB; ++j) {
         smax = b.S[j] > smax ? b.S[j] : smax;
         smin = b.S[j] < smin ? b.S[j] : smin;
     }
-    ps_pass best, tmp;
-    anvil_half d;
-    const double err = ps_table(&b, w, wt, smax, lim, ps_mt[0], &best, &tmp, &d);
+    ps_pass narrow[2], wide[2];
+    double err, err2;
+    anvil_half d, d2;
+    const ps_pass *best = ps_table(&b, smax, lim, ps_mt[0], narrow, &err, &d);
     if (d != 0 && smin < 0.4f * smax) { /* the wide table too (the reference's WIDE_BELOW) */
-        ps_pass wide;
-        anvil_half d2;
-        const double err2 = ps_table(&b, w, wt, smax, lim, ps_mt[1], &wide, &tmp, &d2);
+        const ps_pass *w2 = ps_table(&b, smax, lim, ps_mt[1], wide, &err2, &d2);
         if (err2 < err) {
             d = (anvil_half)(d2 | 0x8000u);
-            memcpy(&best, &wide, sizeof best);
+            best = w2;
         }
     }
-    ps_pack(&best, d, k, y);
+    ps_pack(best, d, k, y);
 }
 
 static void ev_blocks_ptqtp2s(const float *x, uint8_t *y, size_t nb) {
