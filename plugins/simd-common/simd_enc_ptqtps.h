@@ -168,50 +168,73 @@ static inline int ps_at(int i) {
     return PS_AT(j / EV_LANES, i % PS_SUB) + j % EV_LANES;
 }
 
-/* Step 4: the reference's least-squares block scale, in its order. */
-static anvil_half ps_refit(const ps_block *b, const ps_pass *p, const int *mt, anvil_half d0) {
-    double num = 0.0, den = 0.0;
-    for (int i = 0; i < PS_NB; ++i) {
-        const int at = ps_at(i);
-        const double mv = (double)(mt[p->code[i / PS_SUB]] * (int)p->q[at]);
-        num += (double)b->wt[at] * mv * (double)b->x[at];
-        den += (double)b->wt[at] * mv * mv;
-    }
+/* One multiplier table's fit (the reference's fit_table): its passes, the
+ * better one, its error and block scale. */
+typedef struct ps_tab {
+    const int *mt;
+    ps_pass p[2];
+    ps_pass *best;
+    double err;
+    anvil_half d;
+} ps_tab;
+
+/* A table's least-squares scale for its best pass (step 4), or d0. */
+static anvil_half ps_scale(double num, double den, anvil_half d0) {
     if (!(den > 0.0) || !(num > 0.0)) return d0;
     const double d = num / den;
     return anvil_fp32_to_fp16(d > (double)PS_HALF_MAX ? PS_HALF_MAX : (float)d);
 }
 
-/* Steps 2-4 with one table (the reference's fit_table): returns the better
- * pass (p[0] or p[1]), d in *d_out (0 when every weight rounds to zero). */
-static ps_pass *ps_table(const ps_block *b, float smax, float lim, const int *mt, ps_pass p[2], double *err_out,
-                         anvil_half *d_out) {
-    anvil_half d = anvil_fp32_to_fp16(smax / 16.0f > PS_HALF_MAX ? PS_HALF_MAX : smax / 16.0f);
-    double err;
-    ps_pass *best = &p[0];
-    if (anvil_fp16_to_fp32(d) > 0.0f) {
-        err = ps_mults(b, mt, anvil_fp16_to_fp32(d), lim, best);
-        const anvil_half d2 = ps_refit(b, best, mt, d);
-        if (d2 != d) {
-            const double err2 = ps_mults(b, mt, anvil_fp16_to_fp32(d2), lim, &p[1]);
-            if (err2 < err) {
-                err = err2;
-                d = d2;
-                best = &p[1];
+/* Step 4 for n (1 or 2) tables at once, each sum in the reference's
+ * element order: the sums are sequential, so two tables in one loop
+ * overlap their latency. */
+EV_INLINE void ps_refit(const ps_block *b, ps_tab *t, int n, anvil_half d0, anvil_half *d2) {
+    double num0 = 0.0, den0 = 0.0, num1 = 0.0, den1 = 0.0;
+    const ps_pass *p0 = t[0].best, *p1 = t[n - 1].best;
+    for (int j = 0; j < PS_NSUB; ++j) {
+        const int m0 = t[0].mt[p0->code[j]], m1 = t[n - 1].mt[p1->code[j]];
+        for (int e = 0; e < PS_SUB; ++e) {
+            const int at = PS_AT(j / EV_LANES, e) + j % EV_LANES;
+            const double wt = (double)b->wt[at], x = (double)b->x[at];
+            const double mv0 = (double)(m0 * (int)p0->q[at]);
+            num0 += wt * mv0 * x;
+            den0 += wt * mv0 * mv0;
+            if (n == 2) {
+                const double mv1 = (double)(m1 * (int)p1->q[at]);
+                num1 += wt * mv1 * x;
+                den1 += wt * mv1 * mv1;
             }
         }
-    } else {
-        d = 0;
-        memset(best, 0, sizeof *best);
-        err = 0.0;
-        for (int i = 0; i < PS_NB; ++i) {
-            const int at = ps_at(i);
-            err += (double)b->wt[at] * (double)b->x[at] * (double)b->x[at];
+    }
+    d2[0] = ps_scale(num0, den0, d0);
+    if (n == 2) d2[1] = ps_scale(num1, den1, d0);
+}
+
+/* Steps 2-4 for the narrow table and, where some sub-block's step is
+ * below 0.4 of the largest, the wide one (the reference's WIDE_BELOW; it
+ * tries wide only when narrow's final d is not 0: decided by the caller).
+ * d0 > 0 is step 2's scale, the same for both tables. */
+static int ps_tables(const ps_block *b, float lim, anvil_half d0, int wide, ps_tab *t) {
+    const int n = wide ? 2 : 1;
+    anvil_half d2[2];
+    for (int i = 0; i < n; ++i) {
+        t[i].mt = ps_mt[i];
+        t[i].best = &t[i].p[0];
+        t[i].d = d0;
+        t[i].err = ps_mults(b, t[i].mt, anvil_fp16_to_fp32(d0), lim, t[i].best);
+    }
+    if (n == 2) ps_refit(b, t, 2, d0, d2);
+    else ps_refit(b, t, 1, d0, d2);
+    for (int i = 0; i < n; ++i) {
+        if (d2[i] == d0) continue;
+        const double err2 = ps_mults(b, t[i].mt, anvil_fp16_to_fp32(d2[i]), lim, &t[i].p[1]);
+        if (err2 < t[i].err) {
+            t[i].err = err2;
+            t[i].d = d2[i];
+            t[i].best = &t[i].p[1];
         }
     }
-    *d_out = d;
-    *err_out = err;
-    return best;
+    return n;
 }
 
 /* Nearest integer of small floats (no ties arise where it is used). */
@@ -283,10 +306,18 @@ static void ps_pack(const ps_pass *p, anvil_half d, unsigned k, uint8_t *block) 
 }
 
 /* The block in lanes, with the reference's error weights 1 + |w| / rms
- * (rms in its order) and wt w. */
+ * (rms: element i into sum i % 4, in double, then the four in order) and
+ * wt w. */
 static void ps_load(const float *w, ps_block *b) {
-    double s[4] = { 0.0, 0.0, 0.0, 0.0 };
-    for (int i = 0; i < PS_NB; ++i) s[i % 4] += (double)w[i] * (double)w[i];
+    typedef float f4 __attribute__((vector_size(16)));
+    typedef double d4 __attribute__((vector_size(32)));
+    d4 s = { 0.0, 0.0, 0.0, 0.0 };
+    for (int i = 0; i < PS_NB; i += 4) {
+        f4 v;
+        memcpy(&v, w + i, sizeof v);
+        const d4 dv = __builtin_convertvector(v, d4);
+        s = s + dv * dv;
+    }
     const float rms = (float)sqrt((((s[0] + s[1]) + s[2]) + s[3]) / (double)PS_NB);
     const float irms = rms > 0.0f ? 1.0f / rms : 0.0f;
     for (int j = 0; j < PS_NSUB; ++j) {
@@ -310,18 +341,20 @@ static void ps_block_fit(const float *w, unsigned k, uint8_t *y) {
         smax = b.S[j] > smax ? b.S[j] : smax;
         smin = b.S[j] < smin ? b.S[j] : smin;
     }
-    ps_pass narrow[2], wide[2];
-    double err, err2;
-    anvil_half d, d2;
-    const ps_pass *best = ps_table(&b, smax, lim, ps_mt[0], narrow, &err, &d);
-    if (d != 0 && smin < 0.4f * smax) { /* the wide table too (the reference's WIDE_BELOW) */
-        const ps_pass *w2 = ps_table(&b, smax, lim, ps_mt[1], wide, &err2, &d2);
-        if (err2 < err) {
-            d = (anvil_half)(d2 | 0x8000u);
-            best = w2;
-        }
+    const anvil_half d0 = anvil_fp32_to_fp16(smax / 16.0f > PS_HALF_MAX ? PS_HALF_MAX : smax / 16.0f);
+    if (!(anvil_fp16_to_fp32(d0) > 0.0f)) { /* every weight rounds to zero: levels, codes and d 0 */
+        ps_pass zero;
+        memset(&zero, 0, sizeof zero);
+        ps_pack(&zero, 0, k, y);
+        return;
     }
-    ps_pack(best, d, k, y);
+    ps_tab t[2];
+    const int n = ps_tables(&b, lim, d0, smin < 0.4f * smax, t);
+    if (n == 2 && t[0].d != 0 && t[1].err < t[0].err) {
+        ps_pack(t[1].best, (anvil_half)(t[1].d | 0x8000u), k, y);
+    } else {
+        ps_pack(t[0].best, t[0].d, k, y);
+    }
 }
 
 static void ev_blocks_ptqtp2s(const float *x, uint8_t *y, size_t nb) {
