@@ -97,13 +97,14 @@ AVX512_INLINE __m512i ptqtps_level_index(int j) {
 
 /* The block at p (K planes) against A, as sixteen int32 lanes whose total
  * is the block's exact integer s. */
-AVX512_INLINE __m512i ptqtps_block_dot(const uint8_t *p, const simd_trit_act *A, const __m512i Q[5], const int K) {
+AVX512_INLINE __m512i ptqtps_block_dot(const uint8_t *p, __m256i csub, const __m512i Q[5], const int K) {
     const __m256i mults = ptqtps_mults(p, K);
     const __m512i m512 = avx512_zext256(mults);
     __m512i s[3];
     for (int k = 0; k < K; ++k) s[k] = trit_group_load(p + k * PLANE);
     const __m512i lo = _mm512_set1_epi8(86), hi = _mm512_set1_epi8((char)171);
-    __m512i acc = _mm512_setzero_si512();
+    /* the bias first: sum_j m_j * (-c * codes of sub-block j) */
+    __m512i acc = avx512_zext256(_mm256_madd_epi16(mults, csub));
     for (int j = 0; j < 5; ++j) {
         __m512i u = _mm512_setzero_si512();
         for (int k = 0; k < K; ++k) {
@@ -120,10 +121,7 @@ AVX512_INLINE __m512i ptqtps_block_dot(const uint8_t *p, const simd_trit_act *A,
         acc = _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, mj));
 #endif
     }
-    /* minus c * sum_j m_j (codes of sub-block j) */
-    const __m256i bias = _mm256_madd_epi16(mults, _mm256_loadu_si256((const __m256i *)A->sub_sums));
-    const __m256i cbias = _mm256_mullo_epi32(bias, _mm256_set1_epi32(K == 2 ? 4 : 13));
-    return _mm512_sub_epi32(acc, avx512_zext256(cbias));
+    return acc;
 }
 
 AVX512_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *act, float *y, const int R,
@@ -136,8 +134,11 @@ AVX512_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uin
         simd_pf_block(pf, b, bb, ws, R);
         __m512i Q[5];
         for (int j = 0; j < 5; ++j) Q[j] = avx512_load(A->q[j]);
+        /* -c times the codes' sub-block sums (|13 * 16 * 128| < 2^15) */
+        const __m256i csub = _mm256_mullo_epi16(_mm256_loadu_si256((const __m256i *)A->sub_sums),
+                                                _mm256_set1_epi16((short)(K == 2 ? -4 : -13)));
         __m512i m[8];
-        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = ptqtps_block_dot(w + (size_t)r * ws, A, Q, K);
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) m[r] = ptqtps_block_dot(w + (size_t)r * ws, csub, Q, K);
         const __m256 d = _mm256_and_ps(simd_x86_halves(w + ANVIL_PTQTPS_D_OFFSET(K), ws, R), magnitude);
         const __m256 blk = _mm256_mul_ps(_mm256_cvtepi32_ps(avx512_reduce(m, R)), d);
         acc = _mm256_add_ps(acc, _mm256_mul_ps(blk, _mm256_set1_ps(A->d)));
