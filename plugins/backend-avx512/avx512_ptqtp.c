@@ -45,18 +45,17 @@ AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint
     avx512_store_rows(y, acc, R);
 }
 
-AVX512_INLINE void ptqtp2_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                               simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 2);
-}
+/* fmt_rows (the entry points' R-row kernel) as impl with K planes, and the
+ * entry points from it. */
+#define PTQTP_ENTRY_POINTS(fmt, impl, K, bytes)                                                                    \
+    AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
+                                  simd_pf *pf) {                                                                   \
+        impl(nb, w, ws, a, y, R, pf, K);                                                                           \
+    }                                                                                                              \
+    SIMD_DEFINE_TRIT_ENTRY_POINTS(fmt, bytes)
 
-AVX512_INLINE void ptqtp3_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                               simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 3);
-}
-
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp2, ANVIL_PTQTP_BLOCK_BYTES(2))
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp3, ANVIL_PTQTP_BLOCK_BYTES(3))
+PTQTP_ENTRY_POINTS(ptqtp2, ptqtp_rows, 2, ANVIL_PTQTP_BLOCK_BYTES(2))
+PTQTP_ENTRY_POINTS(ptqtp3, ptqtp_rows, 3, ANVIL_PTQTP_BLOCK_BYTES(3))
 
 /* ---- PTQTP-S: the K planes are the balanced-ternary digits of one level -----
  *
@@ -146,18 +145,8 @@ AVX512_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uin
     avx512_store_rows(y, acc, R);
 }
 
-AVX512_INLINE void ptqtp2s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                                simd_pf *pf) {
-    ptqtps_rows(nb, w, ws, a, y, R, pf, 2);
-}
-
-AVX512_INLINE void ptqtp3s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                                simd_pf *pf) {
-    ptqtps_rows(nb, w, ws, a, y, R, pf, 3);
-}
-
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp2s, ANVIL_PTQTPS_BLOCK_BYTES(2))
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp3s, ANVIL_PTQTPS_BLOCK_BYTES(3))
+PTQTP_ENTRY_POINTS(ptqtp2s, ptqtps_rows, 2, ANVIL_PTQTPS_BLOCK_BYTES(2))
+PTQTP_ENTRY_POINTS(ptqtp3s, ptqtps_rows, 3, ANVIL_PTQTPS_BLOCK_BYTES(3))
 
 /* ---- decoders: y = t0 * d0, y = y + t1 * d1 (...), as the reference ---------
  * The states in element order ---------------------------------
