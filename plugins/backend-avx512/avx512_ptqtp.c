@@ -81,9 +81,8 @@ AVX512_INLINE __m256i ptqtps_mults(const uint8_t *p, const int K) {
     const int wide = anvil_rd_u16(p + ANVIL_PTQTPS_D_OFFSET(K)) >> 15;
     const __m256i code = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi16(field, shifts), _mm256_set1_epi16(3)),
                                          _mm256_set1_epi16((short)(4 * wide)));
-    const __m256i table =
-        _mm256_setr_epi16(ANVIL_PTQTPS_MULTS_NARROW, ANVIL_PTQTPS_MULTS_WIDE, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm256_permutexvar_epi16(code, table);
+    static const int16_t table[16] = { ANVIL_PTQTPS_MULTS_NARROW, ANVIL_PTQTPS_MULTS_WIDE };
+    return _mm256_permutexvar_epi16(code, avx512_load256(table));
 }
 
 /* Level j's word index into the multipliers: 128-bit lane L -> sub-block. */
