@@ -63,10 +63,19 @@ EV_INLINE ev_f ps_level(ev_f x, ev_f lim, ev_f nlim) {
     return ev_sub(ev_add(ev_max_gt(ev_min_lt(x, lim), nlim), magic), magic);
 }
 
-/* Adds a sub-block's 16 per-element terms into acc[4] in the reference's
- * vsum order: call with e = 0..15 in order. */
-EV_INLINE void ps_acc(ev_f acc[4], int e, ev_f a) { acc[e % 4] = e < 4 ? a : ev_add(acc[e % 4], a); }
-EV_INLINE ev_f ps_total(const ev_f acc[4]) { return ev_add(ev_add(ev_add(acc[0], acc[1]), acc[2]), acc[3]); }
+/* A sub-block's 16 per-element terms are added in the reference's vsum
+ * order: term e into accumulator e % 4, in e order, then the four in
+ * order. The accumulators start at -0 (x + -0 is x, bit for bit, for
+ * every x: the first term goes in unchanged). */
+#define PS_NEG0 ev_set1(-0.0f)
+EV_INLINE ev_f ps_total(ev_f a0, ev_f a1, ev_f a2, ev_f a3) { return ev_add(ev_add(ev_add(a0, a1), a2), a3); }
+
+/* Step 1's terms of element at: wx q and wt q^2 into *ax and *a2. */
+EV_INLINE void ps_step_terms(const ps_block *b, int at, ev_f inv, ev_f vl, ev_f vnl, ev_f *ax, ev_f *a2) {
+    const ev_f q = ps_level(ev_mul(ev_load(b->x + at), inv), vl, vnl);
+    *ax = ev_add(*ax, ev_mul(ev_load(b->wx + at), q));
+    *a2 = ev_add(*a2, ev_mul(ev_load(b->wt + at), ev_mul(q, q)));
+}
 
 /* Step 1 for the lanes of group g: the best real step per sub-block. */
 static void ps_steps(const ps_block *b, int g, float lim, float *S) {
@@ -79,13 +88,15 @@ static void ps_steps(const ps_block *b, int g, float lim, float *S) {
     ev_f best_qx = ev_set1(0.0f), best_q2 = ev_set1(1.0f);
     for (unsigned c = 0; c < PS_NCAND; ++c) {
         const ev_f inv = ev_mul(ev_set1(lim + ps_delta[c]), iamax);
-        ev_f ax[4], a2[4];
-        for (int e = 0; e < PS_SUB; ++e) {
-            const ev_f q = ps_level(ev_mul(ev_load(b->x + PS_AT(g, e)), inv), vl, vnl);
-            ps_acc(ax, e, ev_mul(ev_load(b->wx + PS_AT(g, e)), q));
-            ps_acc(a2, e, ev_mul(ev_load(b->wt + PS_AT(g, e)), ev_mul(q, q)));
+        ev_f x0 = PS_NEG0, x1 = PS_NEG0, x2 = PS_NEG0, x3 = PS_NEG0;
+        ev_f y0 = PS_NEG0, y1 = PS_NEG0, y2 = PS_NEG0, y3 = PS_NEG0;
+        for (int e = 0; e < PS_SUB; e += 4) {
+            ps_step_terms(b, PS_AT(g, e), inv, vl, vnl, &x0, &y0);
+            ps_step_terms(b, PS_AT(g, e + 1), inv, vl, vnl, &x1, &y1);
+            ps_step_terms(b, PS_AT(g, e + 2), inv, vl, vnl, &x2, &y2);
+            ps_step_terms(b, PS_AT(g, e + 3), inv, vl, vnl, &x3, &y3);
         }
-        const ev_f sqx = ps_total(ax), sq2 = ps_total(a2);
+        const ev_f sqx = ps_total(x0, x1, x2, x3), sq2 = ps_total(y0, y1, y2, y3);
         const ev_m better = ev_mand(ev_gt(sq2, ev_set1(0.0f)),
                                     ev_gt(ev_mul(ev_mul(sqx, sqx), best_q2), ev_mul(ev_mul(best_qx, best_qx), sq2)));
         best_qx = ev_blend(better, best_qx, sqx);
@@ -104,14 +115,21 @@ EV_INLINE ev_f ps_mult(const int *mt, ev_i code) {
 
 /* The reference's sub_err per lane: weighted squared error at multiplier
  * m and scale d, 1 / (m d) in inv. */
+EV_INLINE ev_f ps_err_term(const ps_block *b, int at, ev_f m, ev_f vd, ev_f inv, ev_f vl, ev_f vnl) {
+    const ev_f x = ev_load(b->x + at);
+    const ev_f r = ev_sub(x, ev_mul(ev_mul(m, ps_level(ev_mul(x, inv), vl, vnl)), vd));
+    return ev_mul(ev_load(b->wt + at), ev_mul(r, r));
+}
+
 EV_INLINE ev_f ps_err(const ps_block *b, int g, ev_f m, ev_f vd, ev_f inv, ev_f vl, ev_f vnl) {
-    ev_f acc[4];
-    for (int e = 0; e < PS_SUB; ++e) {
-        const ev_f x = ev_load(b->x + PS_AT(g, e));
-        const ev_f r = ev_sub(x, ev_mul(ev_mul(m, ps_level(ev_mul(x, inv), vl, vnl)), vd));
-        ps_acc(acc, e, ev_mul(ev_load(b->wt + PS_AT(g, e)), ev_mul(r, r)));
+    ev_f a0 = PS_NEG0, a1 = PS_NEG0, a2 = PS_NEG0, a3 = PS_NEG0;
+    for (int e = 0; e < PS_SUB; e += 4) {
+        a0 = ev_add(a0, ps_err_term(b, PS_AT(g, e), m, vd, inv, vl, vnl));
+        a1 = ev_add(a1, ps_err_term(b, PS_AT(g, e + 1), m, vd, inv, vl, vnl));
+        a2 = ev_add(a2, ps_err_term(b, PS_AT(g, e + 2), m, vd, inv, vl, vnl));
+        a3 = ev_add(a3, ps_err_term(b, PS_AT(g, e + 3), m, vd, inv, vl, vnl));
     }
-    return ps_total(acc);
+    return ps_total(a0, a1, a2, a3);
 }
 
 /* Step 3 for the lanes of group g at block scale d > 0: the nearest code
