@@ -197,10 +197,12 @@ typedef struct ps_tab {
 } ps_tab;
 
 /* A table's least-squares scale for its best pass (step 4), or d0. */
+/* binary16 of a least-squares scale (the reference's clamp and roundings). */
+static anvil_half ps_half(double d) { return anvil_fp32_to_fp16(d > (double)PS_HALF_MAX ? PS_HALF_MAX : (float)d); }
+
 static anvil_half ps_scale(double num, double den, anvil_half d0) {
     if (!(den > 0.0) || !(num > 0.0)) return d0;
-    const double d = num / den;
-    return anvil_fp32_to_fp16(d > (double)PS_HALF_MAX ? PS_HALF_MAX : (float)d);
+    return ps_half(num / den);
 }
 
 /* Step 4 for n (1 or 2) tables at once, each sum in the reference's
@@ -228,6 +230,51 @@ EV_INLINE void ps_refit(const ps_block *b, ps_tab *t, int n, anvil_half d0, anvi
     if (n == 2) d2[1] = ps_scale(num1, den1, d0);
 }
 
+/* Step 4 without its sequential sum, where that provably gives the same
+ * scale: 1 and *d2 set, or 0 (then ps_refit decides). Each term is the
+ * reference's, and den's terms are exact multiples of 2^-23 (wt >= 1 a
+ * binary32, m v an integer, |m v| <= 208, wt <= 17) whose sums stay below
+ * 2^28: exact in any order. num's sum, in lanes, is within
+ * 2^-44 sum |terms| of the sequential one (both within 255 u of the exact
+ * sum), so inside +-B, B = 2^-40 sum |terms|; the scale's roundings are
+ * monotonic, so when both ends of that interval give one binary16 value
+ * the sequential sum gives it too. Non-finite sums: 0. */
+static int ps_refit_fast(const ps_block *b, const ps_tab *t, anvil_half d0, anvil_half *d2) {
+    typedef float f4 __attribute__((vector_size(16)));
+    typedef double d4 __attribute__((vector_size(32)));
+    typedef int64_t q4 __attribute__((vector_size(32)));
+    float mv[PS_NB] EV_ALIGN;
+    for (int g = 0; g < PS_GROUPS; ++g) {
+        const ev_f m = ps_mult(t->mt, ev_iload(t->best->code + g * EV_LANES));
+        for (int e = 0; e < PS_SUB; ++e) ev_store(mv + PS_AT(g, e), ev_mul(m, ev_load(t->best->q + PS_AT(g, e))));
+    }
+    d4 num = { 0.0, 0.0, 0.0, 0.0 }, den = num, mag = num;
+    for (int i = 0; i < PS_NB; i += 4) {
+        f4 fw, fm, fx;
+        memcpy(&fw, b->wt + i, sizeof fw);
+        memcpy(&fm, mv + i, sizeof fm);
+        memcpy(&fx, b->x + i, sizeof fx);
+        const d4 wm = __builtin_convertvector(fw, d4) * __builtin_convertvector(fm, d4);
+        const d4 tn = wm * __builtin_convertvector(fx, d4);
+        num = num + tn;
+        den = den + wm * __builtin_convertvector(fm, d4);
+        mag = mag + (d4)((q4)tn & INT64_MAX); /* |tn| */
+    }
+    const double sn = (num[0] + num[1]) + (num[2] + num[3]), sd = (den[0] + den[1]) + (den[2] + den[3]);
+    const double bound = ((mag[0] + mag[1]) + (mag[2] + mag[3])) * 0x1p-40;
+    if (!isfinite(sn) || !isfinite(sd) || !isfinite(bound)) return 0;
+    const double lo = sn - bound, hi = sn + bound;
+    if (!(sd > 0.0) || hi <= 0.0) { /* the reference keeps d0 (den is exact; num <= hi <= 0) */
+        *d2 = d0;
+        return 1;
+    }
+    if (!(lo > 0.0)) return 0;
+    const anvil_half a = ps_half(lo / sd), z = ps_half(hi / sd);
+    if (a != z) return 0;
+    *d2 = a;
+    return 1;
+}
+
 /* Steps 2-4 for the narrow table and, where some sub-block's step is
  * below 0.4 of the largest, the wide one (the reference's WIDE_BELOW; it
  * tries wide only when narrow's final d is not 0: decided by the caller).
@@ -241,8 +288,10 @@ static int ps_tables(const ps_block *b, float lim, anvil_half d0, int wide, ps_t
         t[i].d = d0;
         t[i].err = ps_mults(b, t[i].mt, anvil_fp16_to_fp32(d0), lim, t[i].best);
     }
-    if (n == 2) ps_refit(b, t, 2, d0, d2);
-    else ps_refit(b, t, 1, d0, d2);
+    const int fast0 = ps_refit_fast(b, &t[0], d0, &d2[0]), fast1 = n == 2 && ps_refit_fast(b, &t[1], d0, &d2[1]);
+    if (!fast0 && n == 2 && !fast1) ps_refit(b, t, 2, d0, d2);
+    else if (!fast0) ps_refit(b, &t[0], 1, d0, &d2[0]);
+    else if (n == 2 && !fast1) ps_refit(b, &t[1], 1, d0, &d2[1]);
     for (int i = 0; i < n; ++i) {
         if (d2[i] == d0) continue;
         const double err2 = ps_mults(b, t[i].mt, anvil_fp16_to_fp32(d2[i]), lim, &t[i].p[1]);
