@@ -79,11 +79,16 @@ AVX2_INLINE __m256i plane_half(const uint8_t *p, const int h) {
  * eight int32 lanes. */
 AVX2_INLINE __m256i row_dot(const uint8_t *w, const uint8_t *aq, const simd_trit_act *A, const int K) {
     const uint32_t field = anvil_rd_u32(w + ANVIL_PTQTPS_SC_OFFSET(K));
-    const int16_t(*pm)[16] = pair_mults[w[ANVIL_PTQTPS_D_OFFSET(K) + 1] >> 7];
+    /* byte offsets into pair_mults: vector j of half 0 pairs codes 2j,
+     * 2j+1 (bits 4j..4j+3 of field); of half 1, code 10 + j with code 15 */
+    const uint8_t *pm = (const uint8_t *)pair_mults[w[ANVIL_PTQTPS_D_OFFSET(K) + 1] >> 7];
+    const uint8_t *pm15 = pm + ((field >> 23) & 0x180u);
     __m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
         __m256i s[3];
         for (int k = 0; k < K; ++k) s[k] = plane_half(w + k * PLANE, h);
+#pragma GCC unroll 5
         for (int j = 0; j < 5; ++j) {
             __m256i t[3];
             for (int k = 0; k < K; ++k) {
@@ -92,9 +97,9 @@ AVX2_INLINE __m256i row_dot(const uint8_t *w, const uint8_t *aq, const simd_trit
             }
             const __m256i q = avx2_load(A->q[j] + 32 * h);
             const __m256i p = _mm256_maddubs_epi16(avx2_load(aq + 32 * (5 * h + j)), _mm256_sign_epi8(levels(t, K), q));
-            /* sub-blocks 2j, 2j+1 (h = 0) or 10 + j, 15 (h = 1) */
-            const unsigned idx = h == 0 ? (field >> (4 * j)) & 15u : ((field >> (20 + 2 * j)) & 3u) | ((field >> 28) & 12u);
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, avx2_load(pm[idx])));
+            const uint8_t *mj = h == 0 ? pm + (j < 2 ? (field << (5 - 4 * j)) & 0x1E0u : (field >> (4 * j - 5)) & 0x1E0u)
+                                       : pm15 + ((field >> (15 + 2 * j)) & 0x60u);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, avx2_load(mj)));
         }
     }
     return acc;
