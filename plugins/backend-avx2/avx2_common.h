@@ -138,15 +138,6 @@ AVX2_INLINE void avx2_store_rows(float *y, __m256 v, const int R) {
     }
 }
 
-/* Lane r = y[r] for r < R, the others zero: store_rows' inverse (a pass
- * that continues the sums already in y). */
-AVX2_INLINE __m256 avx2_load_rows(const float *y, const int R) {
-    if (R == 8) return _mm256_loadu_ps(y);
-    if (R == 4) return _mm256_zextps128_ps256(_mm_loadu_ps(y));
-    if (R == 2) return _mm256_zextps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)y)));
-    return _mm256_zextps128_ps256(_mm_load_ss(y));
-}
-
 /* sum over 32 int8 of (u8 x) * (s8 y), as 8 int32 lanes (lane i covers bytes
  * 4i..4i+3). Exact while |x * y| pairs stay below 2^15, which every caller
  * guarantees (x <= 128, |y| <= 127). */

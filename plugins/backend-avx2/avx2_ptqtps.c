@@ -5,16 +5,15 @@
  * the only thing this backend knows of them. Results are the reference's
  * (codec-ptqtp's ptqtps.c) to the bit.
  *
- * Mat-vec through simd-common's simd_trit_act.h: the activation row is
- * rearranged once per call so that lane m of level j holds the code of
- * byte m's trit j (zero where a byte has no such trit). A plane's 52 bytes
- * are then two vectors (bytes 0..31; bytes 32..47 and 48..51 beside
- * zeros), and a level is one multiply by 3 of each (bytewise, mod 256).
- * In every 16-byte lane of such a vector, at each level, all the trits
- * belong to ONE sub-block:
- *     bytes  0..15 at level j: sub-block 2 j      bytes 32..47: 10 + j
- *     bytes 16..31 at level j: sub-block 2 j + 1  bytes 48..51: 15
- * Per vector and level, for each weight row:
+ * Mat-vec on the Q8_K codes as they are: a plane's trits are eight 32-trit
+ * vectors in element order (avx2_trit_planes.h's layout): five levels of
+ * bytes 0..31, bytes 32..47 with two levels a vector (9 x as x + 8 x, a
+ * shift), and their last level beside bytes 48..51's four levels (built
+ * as 16-bit products 3^t x, their low bytes). Vector v covers elements
+ * 32 v .. 32 v + 31, so its two 16-byte lanes are sub-blocks 2 v and
+ * 2 v + 1. (simd_trit_act.h's byte-order activations would need ten
+ * vectors a plane, five of them 12 bytes short: 4 - 5 % slower.) Per
+ * vector, for each weight row:
  *  - the planes' trits t_k (biased states, two signed compares, as
  *    avx2_trit_planes.h) make the level v = 3 t_0 + t_1 (K = 2) or
  *    9 t_0 + 3 t_1 + t_2 (K = 3), the products 3 t and 9 t as vpsignb of
@@ -28,6 +27,8 @@
  * s (|s| < 2^23); the R rows' lanes are reduced together, and the float
  * part is the reference's in each row's lane:
  *     sum = sum + ((float)s * d) * d_a,    d = |h| (sign bit cleared)
+ * (About 145 vector operations a row and block for K = 2, 12 a vector:
+ * the kernel is bound by them, not by memory.)
  *
  * Decoder: the planes' trits in element order (avx2_trit_planes.h), the
  * levels v, and per sub-block (one 16-byte lane) y = (float)(m v) * d,
@@ -37,9 +38,10 @@
 #include "avx2_common.h"
 #include "avx2_kernels.h"
 #include "avx2_trit_planes.h"
-#include "simd_trit_act.h"
 
 #define PLANE ANVIL_PTQTP_PLANE_BYTES
+#define Q8K_QS 4
+#define Q8K_BYTES 292
 
 /* m of code c in table t (0 narrow, 1 wide), as a constant expression. */
 #define MULT_PICK(c, m0, m1, m2, m3) ((c) == 0 ? (m0) : (c) == 1 ? (m1) : (c) == 2 ? (m2) : (m3))
@@ -66,65 +68,78 @@ AVX2_INLINE __m256i levels(const __m256i *t, const int K) {
     return _mm256_add_epi8(_mm256_add_epi8(_mm256_sign_epi8(nine, t[0]), _mm256_sign_epi8(three, t[1])), t[2]);
 }
 
-/* Plane bytes 0..31 (h = 0) or 32..51 beside zeros (h = 1), biased. */
-AVX2_INLINE __m256i plane_half(const uint8_t *p, const int h) {
-    const __m256i x = h == 0 ? avx2_load(p)
-                             : _mm256_inserti128_si256(_mm256_castsi128_si256(avx2_load128(p + 32)),
-                                                       _mm_cvtsi32_si128((int)anvil_rd_u32(p + 48)), 1);
-    return _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80));
+/* 9 x mod 256, bytewise (x + 8 x; the shift's carries into the next
+ * byte masked off). Keeps the bias: 9 * 128 = 128 mod 256. */
+AVX2_INLINE __m256i times9(__m256i x) {
+    return _mm256_add_epi8(x, _mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8((char)0xF8)));
 }
 
-/* One row's block w against the prepared activations A (aq: |q| of
- * A->q[j][32 h ..], at aq + 32 (5 h + j)): sum_j m_j sum v q spread over
- * eight int32 lanes. */
-AVX2_INLINE __m256i row_dot(const uint8_t *w, const uint8_t *aq, const simd_trit_act *A, const int K) {
+/* Bytes 48..51 of the plane at p at levels 0..3 (dword t: 3^t x mod 256),
+ * biased, in the HIGH lane: four 16-bit products, their low bytes. */
+AVX2_INLINE __m256i tail_levels(const uint8_t *p) {
+    const __m256i pow3 = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+    const __m256i low = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14, /* */
+                                         -1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i w = _mm256_cvtepu8_epi16(_mm_castps_si128(_mm_set1_ps(anvil_rd_f32(p + 48))));
+    const __m256i b = _mm256_shuffle_epi8(_mm256_mullo_epi16(w, pow3), low); /* qwords 1, 3 */
+    return _mm256_xor_si256(_mm256_permute4x64_epi64(b, 0xD0), _mm256_set1_epi8((char)0x80));
+}
+
+/* Vector v's dot of one row: levels from the planes' trits t, times the
+ * codes (|q| at aq, q at qa), per sub-block times m (multipliers at pm). */
+AVX2_INLINE __m256i vector_dot(const __m256i *t, const uint8_t *qa, const uint8_t *aq, const uint8_t *pm,
+                               const int K) {
+    const __m256i p = _mm256_maddubs_epi16(avx2_load(aq), _mm256_sign_epi8(levels(t, K), avx2_load(qa)));
+    return _mm256_madd_epi16(p, avx2_load(pm));
+}
+
+/* One row's block w against the Q8_K codes qa (aq: their |q|): sum_j m_j
+ * sum v q spread over eight int32 lanes. Vector v covers elements 32 v ..
+ * 32 v + 31 (avx2_trit_planes.h's order): sub-blocks 2 v and 2 v + 1,
+ * whose codes are bits 4 v .. 4 v + 3 of the code field. */
+AVX2_INLINE __m256i row_dot(const uint8_t *w, const uint8_t *aq, const uint8_t *qa, const int K) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
     const uint32_t field = anvil_rd_u32(w + ANVIL_PTQTPS_SC_OFFSET(K));
-    /* byte offsets into pair_mults: vector j of half 0 pairs codes 2j,
-     * 2j+1 (bits 4j..4j+3 of field); of half 1, code 10 + j with code 15 */
     const uint8_t *pm = (const uint8_t *)pair_mults[w[ANVIL_PTQTPS_D_OFFSET(K) + 1] >> 7];
-    const uint8_t *pm15 = pm + ((field >> 23) & 0x180u);
-    __m256i acc = _mm256_setzero_si256();
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-        __m256i s[3];
-        for (int k = 0; k < K; ++k) s[k] = plane_half(w + k * PLANE, h);
-#pragma GCC unroll 5
-        for (int j = 0; j < 5; ++j) {
-            __m256i t[3];
+    __m256i acc = _mm256_setzero_si256(), s[3], t[3];
+    /* bytes 0..31: levels 0..4 */
+    for (int k = 0; k < K; ++k) s[k] = _mm256_xor_si256(avx2_load(w + k * PLANE), bias);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+        if (v == 5) { /* bytes 32..47: levels 0, 1 (lanes), 2, 3, 4 beside bytes 48..51's levels */
             for (int k = 0; k < K; ++k) {
-                if (j > 0) s[k] = trit_times3(s[k]);
-                t[k] = trit_values(s[k]);
+                const __m256i b = _mm256_xor_si256(avx2_load_lane(w + k * PLANE + 32), bias);
+                s[k] = _mm256_blend_epi32(b, trit_times3(b), 0xF0);
             }
-            const __m256i q = avx2_load(A->q[j] + 32 * h);
-            const __m256i p = _mm256_maddubs_epi16(avx2_load(aq + 32 * (5 * h + j)), _mm256_sign_epi8(levels(t, K), q));
-            const uint8_t *mj = h == 0 ? pm + (j < 2 ? (field << (5 - 4 * j)) & 0x1E0u : (field >> (4 * j - 5)) & 0x1E0u)
-                                       : pm15 + ((field >> (15 + 2 * j)) & 0x60u);
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, avx2_load(mj)));
         }
+        for (int k = 0; k < K; ++k) {
+            if (v > 0 && v < 5) s[k] = trit_times3(s[k]);
+            if (v > 5) s[k] = times9(s[k]);
+            t[k] = trit_values(v < 7 ? s[k] : _mm256_blend_epi32(s[k], tail_levels(w + k * PLANE), 0xF0));
+        }
+        /* table row (codes 2v, 2v+1) * 32 bytes */
+        const uint32_t off = v < 2 ? (field << (5 - 4 * v)) & 0x1E0u : (field >> (4 * v - 5)) & 0x1E0u;
+        acc = _mm256_add_epi32(acc, vector_dot(t, qa + 32 * v, aq + 32 * v, pm + off, K));
     }
     return acc;
 }
 
-AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *act, float *y, const int R,
+AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
                              simd_pf *pf, const int K) {
     const size_t bb = (size_t)ANVIL_PTQTPS_BLOCK_BYTES(K);
-    const simd_trit_act *A = (const simd_trit_act *)act;
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 acc = A->carry ? avx2_load_rows(y, R) : _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; ++b, w += bb, ++A) {
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, a += Q8K_BYTES) {
         simd_pf_block(pf, b, bb, ws, R);
-        _Alignas(32) uint8_t aq[10 * 32];
-        for (int h = 0; h < 2; ++h) {
-            for (int j = 0; j < 5; ++j) {
-                _mm256_store_si256((__m256i *)(aq + 32 * (5 * h + j)), _mm256_abs_epi8(avx2_load(A->q[j] + 32 * h)));
-            }
-        }
+        const uint8_t *qa = a + Q8K_QS;
+        _Alignas(32) uint8_t aq[8 * 32];
+        for (int v = 0; v < 8; ++v) _mm256_store_si256((__m256i *)(aq + 32 * v), _mm256_abs_epi8(avx2_load(qa + 32 * v)));
         __m256i m[8];
-        for (int r = 0; r < R; ++r) m[r] = avx2_opaque(row_dot(w + (size_t)r * ws, aq, A, K));
+        for (int r = 0; r < R; ++r) m[r] = avx2_opaque(row_dot(w + (size_t)r * ws, aq, qa, K));
         /* |fp32(h)| = fp32(h & 0x7fff), NaN and Inf included */
         const __m256 d = _mm256_and_ps(simd_x86_halves(w + ANVIL_PTQTPS_D_OFFSET(K), ws, R), magnitude);
         const __m256 part = _mm256_mul_ps(_mm256_cvtepi32_ps(avx2_reduce(m, R)), d);
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(part, _mm256_set1_ps(A->d)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(part, _mm256_set1_ps(anvil_rd_f32(a))));
     }
     avx2_store_rows(y, acc, R);
 }
@@ -139,8 +154,8 @@ AVX2_INLINE void ptqtp3s_rows(size_t nb, const uint8_t *w, size_t ws, const uint
     ptqtps_rows(nb, w, ws, a, y, R, pf, 3);
 }
 
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp2s, ANVIL_PTQTPS_BLOCK_BYTES(2))
-SIMD_DEFINE_TRIT_ENTRY_POINTS(ptqtp3s, ANVIL_PTQTPS_BLOCK_BYTES(3))
+SIMD_DEFINE_ENTRY_POINTS(ptqtp2s, 256, ANVIL_PTQTPS_BLOCK_BYTES(2))
+SIMD_DEFINE_ENTRY_POINTS(ptqtp3s, 256, ANVIL_PTQTPS_BLOCK_BYTES(3))
 
 /* ---- decoders: y = (float)(m v) * d, as the reference ------------------------ */
 
