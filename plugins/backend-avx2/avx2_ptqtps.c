@@ -75,13 +75,16 @@ AVX2_INLINE __m256i times9(__m256i x) {
 }
 
 /* Bytes 48..51 of the plane at p at levels 0..3 (dword t: 3^t x mod 256),
- * biased, in the HIGH lane: four 16-bit products, their low bytes. */
+ * biased, in the HIGH lane. The bytes broadcast, vpmaddubsw by (3^t, 0)
+ * or (0, 3^t) makes word 4 t + i the product of byte (0, 2, 1, 3)[i]
+ * (exact: 255 * 27 < 2^15); the low bytes, gathered. */
 AVX2_INLINE __m256i tail_levels(const uint8_t *p) {
-    const __m256i pow3 = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
-    const __m256i low = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14, /* */
-                                         -1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10, 12, 14);
-    const __m256i w = _mm256_cvtepu8_epi16(_mm_castps_si128(_mm_set1_ps(anvil_rd_f32(p + 48))));
-    const __m256i b = _mm256_shuffle_epi8(_mm256_mullo_epi16(w, pow3), low); /* qwords 1, 3 */
+    const __m256i pow3 = _mm256_setr_epi8(1, 0, 1, 0, 0, 1, 0, 1, 3, 0, 3, 0, 0, 3, 0, 3, /* */
+                                          9, 0, 9, 0, 0, 9, 0, 9, 27, 0, 27, 0, 0, 27, 0, 27);
+    const __m256i low = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14, /* */
+                                         -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14);
+    const __m256i x = _mm256_castps_si256(_mm256_set1_ps(anvil_rd_f32(p + 48))); /* the bytes' bits */
+    const __m256i b = _mm256_shuffle_epi8(_mm256_maddubs_epi16(x, pow3), low); /* qwords 1, 3 */
     return _mm256_xor_si256(_mm256_permute4x64_epi64(b, 0xD0), _mm256_set1_epi8((char)0x80));
 }
 
