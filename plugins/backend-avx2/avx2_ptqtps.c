@@ -52,11 +52,12 @@
 /* pair_mults[t][lo | hi << 2]: eight words of m[lo], then eight of m[hi]
  * (the two 16-byte lanes of a vector, two sub-blocks). */
 #define W8(x) x, x, x, x, x, x, x, x
-#define PAIR(t, i) { W8(MULT(t, (i) & 3)), W8(MULT(t, (i) >> 2)) }
-#define PAIRS(t)                                                                                            \
-    {                                                                                                       \
-        PAIR(t, 0), PAIR(t, 1), PAIR(t, 2), PAIR(t, 3), PAIR(t, 4), PAIR(t, 5), PAIR(t, 6), PAIR(t, 7),     \
-            PAIR(t, 8), PAIR(t, 9), PAIR(t, 10), PAIR(t, 11), PAIR(t, 12), PAIR(t, 13), PAIR(t, 14), PAIR(t, 15) \
+#define PAIR(t, i) \
+    { W8(MULT(t, (i)&3)), W8(MULT(t, (i) >> 2)) }
+#define PAIRS(t)                                                                                                    \
+    {                                                                                                               \
+        PAIR(t, 0), PAIR(t, 1), PAIR(t, 2), PAIR(t, 3), PAIR(t, 4), PAIR(t, 5), PAIR(t, 6), PAIR(t, 7), PAIR(t, 8), \
+            PAIR(t, 9), PAIR(t, 10), PAIR(t, 11), PAIR(t, 12), PAIR(t, 13), PAIR(t, 14), PAIR(t, 15)                \
     }
 static const int16_t pair_mults[2][16][16] __attribute__((aligned(32))) = { PAIRS(0), PAIRS(1) };
 static const int16_t mults[2][4] = { { ANVIL_PTQTPS_MULTS_NARROW }, { ANVIL_PTQTPS_MULTS_WIDE } };
@@ -106,7 +107,7 @@ AVX2_INLINE __m256i tail_levels(const uint8_t *p, const int biased) {
     const __m256i low = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14, /* */
                                          -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14);
     const __m256i x = _mm256_castps_si256(_mm256_set1_ps(anvil_rd_f32(p + 48))); /* the bytes' bits */
-    const __m256i b = _mm256_shuffle_epi8(_mm256_maddubs_epi16(x, pow3), low); /* qwords 1, 3 */
+    const __m256i b = _mm256_shuffle_epi8(_mm256_maddubs_epi16(x, pow3), low);   /* qwords 1, 3 */
     return bias_if(_mm256_permute4x64_epi64(b, 0xD0), biased);
 }
 
@@ -158,7 +159,8 @@ AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         simd_pf_block(pf, b, bb, ws, R);
         const uint8_t *qa = a + Q8K_QS;
         _Alignas(32) uint8_t aq[8 * 32];
-        for (int v = 0; v < 8; ++v) _mm256_store_si256((__m256i *)(aq + 32 * v), _mm256_abs_epi8(avx2_load(qa + 32 * v)));
+        for (int v = 0; v < 8; ++v)
+            _mm256_store_si256((__m256i *)(aq + 32 * v), _mm256_abs_epi8(avx2_load(qa + 32 * v)));
         __m256i m[8];
         for (int r = 0; r < R; ++r) m[r] = avx2_opaque(row_dot(w + (size_t)r * ws, aq, qa, K));
         /* |fp32(h)| = fp32(h & 0x7fff), NaN and Inf included */
