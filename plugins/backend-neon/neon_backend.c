@@ -29,6 +29,7 @@
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "neon_kernels.h"
 #include "ref/backend_init.h"
 
@@ -104,9 +105,11 @@ static const neon_format formats[] = {
     FORMAT(IQ4_NL, Q8_0, iq4_nl, q8_0),
     FORMAT(IQ4_XS, Q8_K, iq4_xs, q8_K),
     FORMAT(MXFP4, Q8_0, mxfp4, q8_0),
-    /* codec-ptqtp's trit planes: a plugin's types, layout from anvil/formats/ptqtp.h */
+    /* codec-ptqtp's trit planes: a plugin's types, layouts from anvil/formats/ptqtp.h, ptqtps.h */
     FORMAT(PTQTP2, Q8_K, ptqtp2, q8_K),
     FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
+    FORMAT(PTQTP2S, Q8_K, ptqtp2s, q8_K),
+    FORMAT(PTQTP3S, Q8_K, ptqtp3s, q8_K),
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])

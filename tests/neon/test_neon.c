@@ -37,6 +37,7 @@
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "cpu_probe.h"
 #include "inputs.h"
 #include "ref/cold.h"
@@ -106,6 +107,11 @@ static const fmt formats[] = {
       anvil_ptqtp_vec_dot2_q8_K },
     { "ptqtp3", ANVIL_TYPE_PTQTP3, A8K, 256, ANVIL_PTQTP_BLOCK_BYTES(3), 3, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
       anvil_ptqtp_vec_dot3_q8_K },
+    /* and their revision with sub-block scales (anvil/formats/ptqtps.h) */
+    { "ptqtp2s", ANVIL_TYPE_PTQTP2S, A8K, 256, ANVIL_PTQTPS_BLOCK_BYTES(2), 3, anvil_ptqtps_encode2,
+      anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K },
+    { "ptqtp3s", ANVIL_TYPE_PTQTP3S, A8K, 256, ANVIL_PTQTPS_BLOCK_BYTES(3), 3, anvil_ptqtps_encode3,
+      anvil_ptqtps_decode3, anvil_ptqtps_vec_dot3_q8_K },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -377,7 +383,7 @@ static void test_decoders(void) {
                 fprintf(stderr, "\n  %s decode_row: row %zu differs in its bits\n", f->name, r);
             }
         }
-        printf("\n  decode %-6s %zu rows: %zu not bit-identical", f->name, rows_per_format, bad);
+        printf("\n  decode %-7s %zu rows: %zu not bit-identical", f->name, rows_per_format, bad);
         CU_ASSERT_EQUAL(bad, 0);
         free(wa);
         free(wbuf);
@@ -459,7 +465,7 @@ static void test_dots(void) {
                 }
             }
             printf(
-                "\n  vec_dot %-6s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
+                "\n  vec_dot %-7s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
                 f->name, levels[l].name, rows_per_format, blocks, finite, over, identical);
             CU_ASSERT_EQUAL(over, 0);
             CU_ASSERT_EQUAL(identical, rows_per_format);
