@@ -49,13 +49,12 @@ static inline int8x16_t ptqtp_minus(int8x16_t s) { return vreinterpretq_s8_u8(vc
  * holds sub-block v (elements 16 v .. 16 v + 15) in element order. */
 static inline void ptqtps_levels(const uint8_t *b, const int K, int8x16_t L[16]) {
     const int8x16_t three = vdupq_n_s8(3);
-    for (int k = 0; k < K; ++k) {
-        int8x16_t s[16];
+    int8x16_t s[16];
+    ptqtp_states(b, s);
+    for (int v = 0; v < 16; ++v) L[v] = vsubq_s8(ptqtp_minus(s[v]), ptqtp_plus(s[v])); /* -1, 0, +1 */
+    for (int k = 1; k < K; ++k) {
         ptqtp_states(b + k * ANVIL_PTQTP_PLANE_BYTES, s);
-        for (int v = 0; v < 16; ++v) {
-            const int8x16_t t = vsubq_s8(ptqtp_minus(s[v]), ptqtp_plus(s[v])); /* -1, 0, +1 */
-            L[v] = k == 0 ? t : vmlaq_s8(t, L[v], three);
-        }
+        for (int v = 0; v < 16; ++v) L[v] = vmlaq_s8(vsubq_s8(ptqtp_minus(s[v]), ptqtp_plus(s[v])), L[v], three);
     }
 }
 
