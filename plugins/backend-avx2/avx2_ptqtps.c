@@ -15,7 +15,8 @@
  * vectors a plane, five of them 12 bytes short: 4 - 5 % slower.) Per
  * vector, for each weight row:
  *  - the planes' trits t_k (biased states, two signed compares, as
- *    avx2_trit_planes.h) make the level v = 3 t_0 + t_1 (K = 2) or
+ *    avx2_trit_planes.h; for K = 3's first two planes, two saturating
+ *    subtractions of the plain states, see trit_signs) make the level v = 3 t_0 + t_1 (K = 2) or
  *    9 t_0 + 3 t_1 + t_2 (K = 3), the products 3 t and 9 t as vpsignb of
  *    the constant by t: v in -13..13, no multiplication;
  *  - vpmaddubsw of |q| (once per block for all rows) by v with q's sign
@@ -73,8 +74,8 @@ AVX2_INLINE __m256i levels(const __m256i *t, const int K) {
 }
 
 /* x biased (x ^ 0x80: the signed compares of trit_values) when asked. */
-AVX2_INLINE __m256i bias_if(__m256i x, const int biased) {
-    return biased ? _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)) : x;
+AVX2_INLINE __m256i bias_if(__m256i x, const int on) {
+    return on ? _mm256_xor_si256(x, _mm256_set1_epi8((char)0x80)) : x;
 }
 
 /* Of unbiased states x, bytes whose sign is the trit: x - 170 (> 0) for
@@ -97,18 +98,18 @@ AVX2_INLINE __m256i times9(__m256i x) {
     return _mm256_add_epi8(x, _mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8((char)0xF8)));
 }
 
-/* Bytes 48..51 of the plane at p at levels 0..3 (dword t: 3^t x mod 256),
- * biased, in the HIGH lane. The bytes broadcast, vpmaddubsw by (3^t, 0)
- * or (0, 3^t) makes word 4 t + i the product of byte (0, 2, 1, 3)[i]
- * (exact: 255 * 27 < 2^15); the low bytes, gathered. */
-AVX2_INLINE __m256i tail_levels(const uint8_t *p, const int biased) {
+/* Bytes 48..51 of the plane at p at levels 0..3 (dword t: 3^t x mod
+ * 256), biased when `on`, in the HIGH lane. The bytes broadcast,
+ * vpmaddubsw by (3^t, 0) or (0, 3^t) makes word 4 t + i the product of
+ * byte (0, 2, 1, 3)[i] (exact: 255 * 27 < 2^15); the low bytes, gathered. */
+AVX2_INLINE __m256i tail_levels(const uint8_t *p, const int on) {
     const __m256i pow3 = _mm256_setr_epi8(1, 0, 1, 0, 0, 1, 0, 1, 3, 0, 3, 0, 0, 3, 0, 3, /* */
                                           9, 0, 9, 0, 0, 9, 0, 9, 27, 0, 27, 0, 0, 27, 0, 27);
     const __m256i low = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14, /* */
                                          -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 2, 6, 8, 12, 10, 14);
     const __m256i x = _mm256_castps_si256(_mm256_set1_ps(anvil_rd_f32(p + 48))); /* the bytes' bits */
     const __m256i b = _mm256_shuffle_epi8(_mm256_maddubs_epi16(x, pow3), low);   /* qwords 1, 3 */
-    return bias_if(_mm256_permute4x64_epi64(b, 0xD0), biased);
+    return bias_if(_mm256_permute4x64_epi64(b, 0xD0), on);
 }
 
 /* Vector v's dot of one row: levels from the planes' trits t, times the
