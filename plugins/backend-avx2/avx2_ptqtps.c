@@ -163,6 +163,7 @@ AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         for (int v = 0; v < 8; ++v)
             _mm256_store_si256((__m256i *)(aq + 32 * v), _mm256_abs_epi8(avx2_load(qa + 32 * v)));
         __m256i m[8];
+#pragma GCC unroll 2 /* two rows interleaved: 1 % faster than one, 8 slower */
         for (int r = 0; r < R; ++r) m[r] = avx2_opaque(row_dot(w + (size_t)r * ws, aq, qa, K));
         /* |fp32(h)| = fp32(h & 0x7fff), NaN and Inf included */
         const __m256 d = _mm256_and_ps(simd_x86_halves(w + ANVIL_PTQTPS_D_OFFSET(K), ws, R), magnitude);
