@@ -3,8 +3,8 @@
  * backend-avx2: AVX2 + FMA + F16C kernels for x86-64 (Haswell, Zen and
  * later): activation quantizers Q8_0 / Q8_1 / Q8_K; vec_dot, multi-row GEMV,
  * GEMM and row decode for Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
- * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4, and codec-ptqtp's ptqtp2/ptqtp3 (layout
- * from anvil/formats/ptqtp.h); weight encoders (ABI 1.1) for the flat
+ * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4, and codec-ptqtp's ptqtp2/ptqtp3 and
+ * ptqtp2s/ptqtp3s (layouts from anvil/formats/ptqtp.h, ptqtps.h); weight encoders (ABI 1.1) for the flat
  * family, the K-quants, TQ1_0 TQ2_0 Q1_0 Q2_0 IQ4_NL IQ4_XS MXFP4 NVFP4,
  * byte-identical to the codecs'. Every other format falls through to the
  * next backend in the configured order (backend-scalar).
@@ -66,8 +66,8 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
     (void)host; /* the score reads the CPU features; nothing to pick here */
     static const anvil_act_quantizer *const *const quantizer_tables[] = { anvil_avx2_quantizers };
     static const anvil_kernel *const *const kernel_tables[] = {
-        anvil_avx2_kernels_q8_0,    anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants,
-        anvil_avx2_kernels_ternary, anvil_avx2_kernels_cold,  anvil_avx2_kernels_ptqtp,
+        anvil_avx2_kernels_q8_0, anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants, anvil_avx2_kernels_ternary,
+        anvil_avx2_kernels_cold, anvil_avx2_kernels_ptqtp, anvil_avx2_kernels_ptqtps,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_avx2_encoders_flat,

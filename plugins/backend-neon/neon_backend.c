@@ -29,6 +29,7 @@
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "neon_kernels.h"
 #include "ref/backend_init.h"
 
@@ -72,20 +73,28 @@ static uint32_t neon_score(const anvil_cpu_info *cpu, char *why, size_t why_size
 
 /* ---- kernel tables ------------------------------------------------------------ */
 
-/* One row of the table: the plain-NEON and sdot dots of a format, and its
- * row decoder. */
+/* One row of the table: the plain-NEON and sdot dots of a format, its row
+ * decoder, and (where one pays: ptqtp2s/3s unpack their planes once for
+ * every activation row) the GEMMs. */
 typedef struct neon_format {
     uint32_t weight_type;
     uint32_t act_type;
     anvil_vec_dot_fn dot_base;
     anvil_vec_dot_fn dot_dp;
     anvil_decode_row_fn decode_row;
+    anvil_gemm_fn gemm_base; /* NULL: the host loops over vec_dot */
+    anvil_gemm_fn gemm_dp;
 } neon_format;
 
 #define FORMAT(W, A, w, a)                                                                                      \
     {                                                                                                           \
         ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
-            anvil_neon_decode_##w                                                                               \
+            anvil_neon_decode_##w, NULL, NULL                                                                   \
+    }
+#define FORMAT_GEMM(W, A, w, a)                                                                                 \
+    {                                                                                                           \
+        ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
+            anvil_neon_decode_##w, anvil_neon_gemm_##w##_##a##_base, anvil_neon_gemm_##w##_##a##_dp             \
     }
 
 static const neon_format formats[] = {
@@ -104,9 +113,11 @@ static const neon_format formats[] = {
     FORMAT(IQ4_NL, Q8_0, iq4_nl, q8_0),
     FORMAT(IQ4_XS, Q8_K, iq4_xs, q8_K),
     FORMAT(MXFP4, Q8_0, mxfp4, q8_0),
-    /* codec-ptqtp's trit planes: a plugin's types, layout from anvil/formats/ptqtp.h */
+    /* codec-ptqtp's trit planes: a plugin's types, layouts from anvil/formats/ptqtp.h, ptqtps.h */
     FORMAT(PTQTP2, Q8_K, ptqtp2, q8_K),
     FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
+    FORMAT_GEMM(PTQTP2S, Q8_K, ptqtp2s, q8_K),
+    FORMAT_GEMM(PTQTP3S, Q8_K, ptqtp3s, q8_K),
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -176,6 +187,7 @@ static void fill_tables(enum neon_level level) {
             .act_type = f->act_type,
             .variant = variant,
             .vec_dot = dp ? f->dot_dp : f->dot_base,
+            .gemm = dp ? f->gemm_dp : f->gemm_base,
             .decode_row = f->decode_row,
         };
         for (size_t p = 0; p < sizeof packed / sizeof packed[0]; ++p) {

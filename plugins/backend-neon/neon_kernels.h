@@ -37,6 +37,8 @@ void anvil_neon_decode_iq4_xs(const void *src, float *dst, size_t n);
 void anvil_neon_decode_mxfp4(const void *src, float *dst, size_t n);
 void anvil_neon_decode_ptqtp2(const void *src, float *dst, size_t n);
 void anvil_neon_decode_ptqtp3(const void *src, float *dst, size_t n);
+void anvil_neon_decode_ptqtp2s(const void *src, float *dst, size_t n);
+void anvil_neon_decode_ptqtp3s(const void *src, float *dst, size_t n);
 
 /* Weight encoders (ABI 1.1, neon_encode.c) by format family; NULL-terminated. */
 #include "anvil/backend.h"
@@ -47,24 +49,30 @@ extern const anvil_weight_encoder *const anvil_neon_encoders_small[];
 extern const anvil_weight_encoder *const anvil_neon_encoders_ptqtps[];
 
 /* ---- per variant ------------------------------------------------------------- */
-#define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                          \
-    void anvil_neon_vec_dot_q4_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q4_1_q8_1_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q5_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q5_1_q8_1_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q8_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q2_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q3_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q4_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q5_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_q6_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);   \
-    void anvil_neon_vec_dot_tq1_0_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);  \
-    void anvil_neon_vec_dot_tq2_0_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);  \
-    void anvil_neon_vec_dot_iq4_nl_q8_0_##sfx(size_t n, float *s, const void *w, const void *a); \
-    void anvil_neon_vec_dot_iq4_xs_q8_K_##sfx(size_t n, float *s, const void *w, const void *a); \
-    void anvil_neon_vec_dot_mxfp4_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);  \
-    void anvil_neon_vec_dot_ptqtp2_q8_K_##sfx(size_t n, float *s, const void *w, const void *a); \
-    void anvil_neon_vec_dot_ptqtp3_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);
+#define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                                      \
+    void anvil_neon_vec_dot_q4_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q4_1_q8_1_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q5_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q5_1_q8_1_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q8_0_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q2_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q3_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q4_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q5_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_q6_K_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);               \
+    void anvil_neon_vec_dot_tq1_0_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);              \
+    void anvil_neon_vec_dot_tq2_0_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);              \
+    void anvil_neon_vec_dot_iq4_nl_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);             \
+    void anvil_neon_vec_dot_iq4_xs_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);             \
+    void anvil_neon_vec_dot_mxfp4_q8_0_##sfx(size_t n, float *s, const void *w, const void *a);              \
+    void anvil_neon_vec_dot_ptqtp2_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);             \
+    void anvil_neon_vec_dot_ptqtp3_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);             \
+    void anvil_neon_vec_dot_ptqtp2s_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);            \
+    void anvil_neon_vec_dot_ptqtp3s_q8_K_##sfx(size_t n, float *s, const void *w, const void *a);            \
+    void anvil_neon_gemm_ptqtp2s_q8_K_##sfx(size_t n, size_t nrows, size_t m, float *y, size_t y_stride,     \
+                                            const void *w, size_t w_stride, const void *a, size_t a_stride); \
+    void anvil_neon_gemm_ptqtp3s_q8_K_##sfx(size_t n, size_t nrows, size_t m, float *y, size_t y_stride,     \
+                                            const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 ANVIL_NEON_DECLARE_VARIANT(base)
 ANVIL_NEON_DECLARE_VARIANT(dp)

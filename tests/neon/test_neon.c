@@ -20,7 +20,9 @@
  *     the reference dot, and (what this backend promises beyond that) bit
  *     for bit equal to it;
  *   - packed GEMMs (Q8_0, Q4_K): equal to the plain vec_dot for every
- *     output, whatever rows a call covers.
+ *     output, whatever rows a call covers;
+ *   - plain GEMMs (ptqtp2s, ptqtp3s): equal to vec_dot and to the
+ *     reference for every output, rows longer than a prepared chunk too.
  * Finally the host itself: the registry loads backend-neon from the
  * default config, dispatches to it with the variant the CPU implies, and a
  * packed matmul through the host agrees with the reference.
@@ -37,6 +39,7 @@
 #include "anvil/backend.h"
 #include "anvil/blocks.h"
 #include "anvil/formats/ptqtp.h"
+#include "anvil/formats/ptqtps.h"
 #include "cpu_probe.h"
 #include "inputs.h"
 #include "ref/cold.h"
@@ -106,6 +109,11 @@ static const fmt formats[] = {
       anvil_ptqtp_vec_dot2_q8_K },
     { "ptqtp3", ANVIL_TYPE_PTQTP3, A8K, 256, ANVIL_PTQTP_BLOCK_BYTES(3), 3, anvil_ptqtp_encode3, anvil_ptqtp_decode3,
       anvil_ptqtp_vec_dot3_q8_K },
+    /* and their revision with sub-block scales (anvil/formats/ptqtps.h) */
+    { "ptqtp2s", ANVIL_TYPE_PTQTP2S, A8K, 256, ANVIL_PTQTPS_BLOCK_BYTES(2), 3, anvil_ptqtps_encode2,
+      anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K },
+    { "ptqtp3s", ANVIL_TYPE_PTQTP3S, A8K, 256, ANVIL_PTQTPS_BLOCK_BYTES(3), 3, anvil_ptqtps_encode3,
+      anvil_ptqtps_decode3, anvil_ptqtps_vec_dot3_q8_K },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -256,6 +264,9 @@ static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
  * chose for a commutative add. */
 static int same_value(float a, float b) { return same_bits(a, b) || (isnan(a) && isnan(b)); }
 
+/* The formats whose kernels carry a plain GEMM. */
+static int has_gemm(uint32_t type) { return type == ANVIL_TYPE_PTQTP2S || type == ANVIL_TYPE_PTQTP3S; }
+
 /* ---- the tests ---------------------------------------------------------------------- */
 
 static void test_score_and_selection(void) {
@@ -296,6 +307,7 @@ static void test_score_and_selection(void) {
             CU_ASSERT_STRING_EQUAL(k->variant, packs ? levels[l].packed_variant : levels[l].variant);
             CU_ASSERT_EQUAL(k->pack != NULL, packs);
             CU_ASSERT_EQUAL(k->pack_rows, packs ? 4u : 0u);
+            CU_ASSERT_EQUAL(k->gemm != NULL, has_gemm(formats[i].type));
         }
     }
     /* The plain and the sdot tables really are different code. */
@@ -377,7 +389,7 @@ static void test_decoders(void) {
                 fprintf(stderr, "\n  %s decode_row: row %zu differs in its bits\n", f->name, r);
             }
         }
-        printf("\n  decode %-6s %zu rows: %zu not bit-identical", f->name, rows_per_format, bad);
+        printf("\n  decode %-7s %zu rows: %zu not bit-identical", f->name, rows_per_format, bad);
         CU_ASSERT_EQUAL(bad, 0);
         free(wa);
         free(wbuf);
@@ -459,7 +471,7 @@ static void test_dots(void) {
                 }
             }
             printf(
-                "\n  vec_dot %-6s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
+                "\n  vec_dot %-7s %-12s %zu rows (%zu blocks, %zu finite): %zu over the bound, %zu bit-identical (NaN = NaN)",
                 f->name, levels[l].name, rows_per_format, blocks, finite, over, identical);
             CU_ASSERT_EQUAL(over, 0);
             CU_ASSERT_EQUAL(identical, rows_per_format);
@@ -578,9 +590,96 @@ static void test_packed(void) {
     }
 }
 
+/* Plain GEMM vs vec_dot and the reference: random shapes up to 11 blocks
+ * a row (the kernel prepares 8 at a time), strides with slack, weights and
+ * activations at odd addresses; nothing is stored past row nrows. */
+static void check_gemm(size_t l, size_t fi) {
+    const fmt *f = &formats[fi];
+    const anvil_kernel *k = kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[l].features), f->type);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k->gemm);
+    test_rng rng;
+    test_rng_seed(&rng, 919 + 31 * l + fi);
+    const size_t max_rows = 7, max_m = 6, max_nb = 11;
+    const size_t row_bytes_max = max_nb * f->bb + 8, abytes_max = max_nb * f->act->bb + 8;
+    uint8_t *wbuf = malloc(max_rows * row_bytes_max + 16), *abuf = malloc(max_m * abytes_max + 16);
+    uint8_t *wtmp = malloc(max_nb * f->bb), *atmp = malloc(abytes_max);
+    float *x = malloc(max_nb * f->be * sizeof *x), *y = malloc(max_m * (max_rows + 3) * sizeof *y);
+    size_t outputs = 0, differ = 0, ref_differ = 0, trials = 0, long_rows = 0;
+    while (outputs < rows_per_format / 2) {
+        ++trials;
+        const size_t nrows = 1 + test_rng_u64(&rng) % max_rows, m = 1 + test_rng_u64(&rng) % max_m;
+        const size_t nb = 1 + test_rng_u64(&rng) % max_nb, n = nb * f->be;
+        const size_t w_stride = nb * f->bb + test_rng_u64(&rng) % 8, abytes = nb * f->act->bb;
+        const size_t a_stride = abytes + test_rng_u64(&rng) % 8, y_stride = nrows + test_rng_u64(&rng) % 3;
+        uint8_t *w = wbuf + 1 + test_rng_u64(&rng) % 15, *a = abuf + 1 + test_rng_u64(&rng) % 15;
+        for (size_t r = 0; r < nrows; ++r) {
+            random_weights(&rng, fi, wtmp, nb);
+            memcpy(w + r * w_stride, wtmp, nb * f->bb);
+        }
+        for (size_t i = 0; i < m; ++i) {
+            random_floats(&rng, x, n);
+            f->act->quantize(x, atmp, n);
+            memcpy(a + i * a_stride, atmp, abytes);
+        }
+        for (size_t j = 0; j < m * y_stride; ++j) y[j] = NAN;
+        k->gemm(n, nrows, m, y, y_stride, w, w_stride, a, a_stride);
+        long_rows += nb > 8;
+        for (size_t i = 0; i < m; ++i) {
+            for (size_t r = 0; r < nrows; ++r) {
+                float plain = 0, want = 0;
+                k->vec_dot(n, &plain, w + r * w_stride, a + i * a_stride);
+                memcpy(wtmp, w + r * w_stride, nb * f->bb); /* the reference reads aligned blocks */
+                memcpy(atmp, a + i * a_stride, abytes);
+                f->dot(n, &want, wtmp, atmp);
+                const float got = y[i * y_stride + r];
+                outputs++;
+                if (!same_value(got, plain) && differ++ == 0) {
+                    fprintf(stderr, "\n  %s %s gemm: row %zu act %zu: %.9g, vec_dot %.9g\n", f->name, levels[l].name,
+                            r, i, got, plain);
+                }
+                ref_differ += !same_value(got, want);
+            }
+            for (size_t r = nrows; r < y_stride; ++r) CU_ASSERT(isnan(y[i * y_stride + r])); /* no stray stores */
+        }
+    }
+    printf("\n  gemm %-7s %-12s %zu outputs (%zu shapes, %zu of > 8 blocks): %zu differ from vec_dot, "
+           "%zu not the reference's bits",
+           f->name, levels[l].name, outputs, trials, long_rows, differ, ref_differ);
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT_EQUAL(ref_differ, 0);
+    CU_ASSERT(long_rows > 0);
+    free(wbuf);
+    free(abuf);
+    free(wtmp);
+    free(atmp);
+    free(x);
+    free(y);
+}
+
+static void test_gemm(void) {
+    for (size_t l = 0; l < N_LEVELS; ++l) {
+        if (!level_runs_here(&levels[l])) {
+            printf("\n  %s: not run (this CPU lacks it)", levels[l].name);
+            continue;
+        }
+        for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+            if (!has_gemm(formats[fi].type)) continue;
+            if (l > 0 && strcmp(levels[l].variant, levels[l - 1].variant) == 0) {
+                /* neon-i8mm: the neon-dotprod GEMMs, checked above */
+                CU_ASSERT(kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[l].features), formats[fi].type)->gemm ==
+                          kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[l - 1].features), formats[fi].type)->gemm);
+                continue;
+            }
+            check_gemm(l, fi);
+        }
+    }
+}
+
 /* The host: the default config loads backend-neon next to backend-scalar,
  * dispatches to it with the variant this CPU implies, and a packed matmul
- * through the host's thread pool matches the reference. */
+ * (Q8_0, Q4_K) or a plain one through the GEMM (ptqtp2s, ptqtp3s) on the
+ * host's thread pool matches the reference. */
 static void test_through_host(void) {
     anvil_ctx *ctx = NULL;
     anvil_error err;
@@ -622,7 +721,8 @@ static void test_through_host(void) {
     test_rng_seed(&rng, 5);
     for (size_t fi = 0; fi < N_FORMATS; ++fi) {
         const fmt *fm = &formats[fi];
-        if (fm->type != ANVIL_TYPE_Q8_0 && fm->type != ANVIL_TYPE_Q4_K) continue;
+        const int packs = fm->type == ANVIL_TYPE_Q8_0 || fm->type == ANVIL_TYPE_Q4_K;
+        if (!packs && !has_gemm(fm->type)) continue;
         const size_t rows = 37, m = 3, n = fm->be == 32 ? 320 : 512;
         const size_t row_bytes = n / fm->be * fm->bb, abytes = n / fm->act->be * fm->act->bb;
         uint8_t *w = malloc(rows * row_bytes);
@@ -637,9 +737,10 @@ static void test_through_host(void) {
         }
         for (size_t i = 0; i < m; ++i) test_input_fill(x + i * n, n, INPUT_NORMAL, 4, i);
         anvil_weights *pw = NULL;
-        CU_ASSERT_EQUAL_FATAL(anvil_weights_prepare(ctx, fm->type, w, rows, n, ANVIL_WEIGHTS_PACK, &pw, &err),
+        CU_ASSERT_EQUAL_FATAL(anvil_weights_prepare(ctx, fm->type, w, rows, n,
+                                                    packs ? ANVIL_WEIGHTS_PACK : ANVIL_WEIGHTS_TRANSIENT, &pw, &err),
                               ANVIL_OK);
-        CU_ASSERT_TRUE(anvil_weights_packed(pw));
+        CU_ASSERT_EQUAL(anvil_weights_packed(pw), packs);
         CU_ASSERT_EQUAL(anvil_matmul_prepared(ctx, pw, x, m, y, &err), ANVIL_OK);
         size_t bad = 0;
         for (size_t i = 0; i < m; ++i) {
@@ -650,8 +751,8 @@ static void test_through_host(void) {
                 bad += !same_value(y[i * rows + r], want);
             }
         }
-        printf("\n  host packed matmul %s: %zu x %zu x %zu, %zu outputs differ from the reference", fm->name, m, rows,
-               n, bad);
+        printf("\n  host %s matmul %s: %zu x %zu x %zu, %zu outputs differ from the reference",
+               packs ? "packed" : "gemm", fm->name, m, rows, n, bad);
         CU_ASSERT_EQUAL(bad, 0);
         anvil_weights_free(pw);
         free(w);
@@ -687,7 +788,8 @@ int main(void) {
     CU_add_test(s, "row decoders: bits identical", test_decoders);
     CU_add_test(s, "vec_dot: every format, every variant this CPU runs", test_dots);
     CU_add_test(s, "packed GEMMs (Q8_0, Q4_K) vs vec_dot", test_packed);
-    CU_add_test(s, "through the host: registry, dispatch, packed matmul", test_through_host);
+    CU_add_test(s, "plain GEMMs (ptqtp2s, ptqtp3s) vs vec_dot and the reference", test_gemm);
+    CU_add_test(s, "through the host: registry, dispatch, packed and GEMM matmuls", test_through_host);
     sb_add_encoder_tests(
         CU_add_suite("backend-neon weight encoders vs the reference", encoder_suite_init, suite_clean));
     const int rc = test_run_cunit();
