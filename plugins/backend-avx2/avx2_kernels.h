@@ -21,5 +21,6 @@ extern const anvil_weight_encoder *const anvil_avx2_encoders_flat[];
 extern const anvil_weight_encoder *const anvil_avx2_encoders_kquants[];
 extern const anvil_weight_encoder *const anvil_avx2_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_avx2_encoders_small[];
+extern const anvil_weight_encoder *const anvil_avx2_encoders_ptqtps[];
 
 #endif

@@ -9,4 +9,5 @@
 #include "simd_enc_flat.h"
 #include "simd_enc_iq4.h"
 #include "simd_enc_kquants.h"
+#include "simd_enc_ptqtps.h"
 #include "simd_enc_small.h"

@@ -26,5 +26,6 @@ extern const anvil_weight_encoder *const anvil_avx512_encoders_flat[];
 extern const anvil_weight_encoder *const anvil_avx512_encoders_kquants[];
 extern const anvil_weight_encoder *const anvil_avx512_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_avx512_encoders_small[];
+extern const anvil_weight_encoder *const anvil_avx512_encoders_ptqtps[];
 
 #endif

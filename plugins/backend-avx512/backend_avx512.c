@@ -120,6 +120,7 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
         anvil_avx512_encoders_kquants,
         anvil_avx512_encoders_iq4,
         anvil_avx512_encoders_small,
+        anvil_avx512_encoders_ptqtps,
     };
     const anvil_ref_backend_tables tables = {
         &variants[v].quantizers,         1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels), encoder_tables,

@@ -221,6 +221,7 @@ static int neon_init(const anvil_host_services *host, char *err, size_t err_size
         anvil_neon_encoders_kquants,
         anvil_neon_encoders_iq4,
         anvil_neon_encoders_small,
+        anvil_neon_encoders_ptqtps,
     };
     /* quantizers: the static list; kernels: fill_tables */
     static const anvil_ref_backend_tables tables = {

@@ -46,6 +46,7 @@ extern const anvil_weight_encoder *const anvil_neon_encoders_flat[];
 extern const anvil_weight_encoder *const anvil_neon_encoders_kquants[];
 extern const anvil_weight_encoder *const anvil_neon_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_neon_encoders_small[];
+extern const anvil_weight_encoder *const anvil_neon_encoders_ptqtps[];
 
 /* ---- per variant ------------------------------------------------------------- */
 #define ANVIL_NEON_DECLARE_VARIANT(sfx)                                                                      \

@@ -27,6 +27,7 @@ extern const anvil_weight_encoder *const anvil_portable_encoders_flat[];
 extern const anvil_weight_encoder *const anvil_portable_encoders_kquants[];
 extern const anvil_weight_encoder *const anvil_portable_encoders_iq4[];
 extern const anvil_weight_encoder *const anvil_portable_encoders_small[];
+extern const anvil_weight_encoder *const anvil_portable_encoders_ptqtps[];
 
 /* Helpers to declare a table entry tersely. */
 #define ANVIL_SCALAR_KERNEL(ident, wtype, atype, dot)                        \

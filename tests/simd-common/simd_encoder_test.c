@@ -36,6 +36,8 @@
 #include "ref/kquants.h"
 #include "ref/q8_0_family.h"
 #include "ref/ternary.h"
+#include "anvil/formats/ptqtps.h"
+#include "ptqtp_ref.h"
 
 typedef struct enc_fmt {
     const char *name;
@@ -43,28 +45,32 @@ typedef struct enc_fmt {
     uint32_t be, bb;
     anvil_encode_fn ref;
     anvil_encode_rows_fn ref_rows; /* with an importance matrix, or NULL */
+    unsigned rows_div;             /* rows / rows_div: > 1 where a block is a costly search */
 } enc_fmt;
 
 static const enc_fmt ENC_FORMATS[] = {
-    { "q8_0", ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_encode_q8_0, anvil_ref_encode_rows_q8_0 },
-    { "q8_1", ANVIL_TYPE_Q8_1, 32, 36, anvil_ref_encode_q8_1, NULL },
-    { "q4_0", ANVIL_TYPE_Q4_0, 32, 18, anvil_ref_encode_q4_0, anvil_ref_encode_rows_q4_0 },
-    { "q4_1", ANVIL_TYPE_Q4_1, 32, 20, anvil_ref_encode_q4_1, anvil_ref_encode_rows_q4_1 },
-    { "q5_0", ANVIL_TYPE_Q5_0, 32, 22, anvil_ref_encode_q5_0, anvil_ref_encode_rows_q5_0 },
-    { "q5_1", ANVIL_TYPE_Q5_1, 32, 24, anvil_ref_encode_q5_1, anvil_ref_encode_rows_q5_1 },
-    { "q2_K", ANVIL_TYPE_Q2_K, 256, 84, anvil_ref_encode_q2_K, anvil_ref_encode_rows_q2_K },
-    { "q3_K", ANVIL_TYPE_Q3_K, 256, 110, anvil_ref_encode_q3_K, anvil_ref_encode_rows_q3_K },
-    { "q4_K", ANVIL_TYPE_Q4_K, 256, 144, anvil_ref_encode_q4_K, anvil_ref_encode_rows_q4_K },
-    { "q5_K", ANVIL_TYPE_Q5_K, 256, 176, anvil_ref_encode_q5_K, anvil_ref_encode_rows_q5_K },
-    { "q6_K", ANVIL_TYPE_Q6_K, 256, 210, anvil_ref_encode_q6_K, anvil_ref_encode_rows_q6_K },
-    { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, anvil_ref_encode_tq1_0, anvil_ref_encode_rows_tq1_0 },
-    { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_encode_rows_tq2_0 },
-    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, anvil_ref_encode_q1_0, anvil_ref_encode_rows_q1_0 },
-    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, anvil_ref_encode_q2_0, anvil_ref_encode_rows_q2_0 },
-    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl },
-    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs },
-    { "mxfp4", ANVIL_TYPE_MXFP4, 32, 17, anvil_ref_encode_mxfp4, NULL },
-    { "nvfp4", ANVIL_TYPE_NVFP4, 64, 36, anvil_ref_encode_nvfp4, NULL },
+    { "q8_0", ANVIL_TYPE_Q8_0, 32, 34, anvil_ref_encode_q8_0, anvil_ref_encode_rows_q8_0, 1 },
+    { "q8_1", ANVIL_TYPE_Q8_1, 32, 36, anvil_ref_encode_q8_1, NULL, 1 },
+    { "q4_0", ANVIL_TYPE_Q4_0, 32, 18, anvil_ref_encode_q4_0, anvil_ref_encode_rows_q4_0, 1 },
+    { "q4_1", ANVIL_TYPE_Q4_1, 32, 20, anvil_ref_encode_q4_1, anvil_ref_encode_rows_q4_1, 1 },
+    { "q5_0", ANVIL_TYPE_Q5_0, 32, 22, anvil_ref_encode_q5_0, anvil_ref_encode_rows_q5_0, 1 },
+    { "q5_1", ANVIL_TYPE_Q5_1, 32, 24, anvil_ref_encode_q5_1, anvil_ref_encode_rows_q5_1, 1 },
+    { "q2_K", ANVIL_TYPE_Q2_K, 256, 84, anvil_ref_encode_q2_K, anvil_ref_encode_rows_q2_K, 1 },
+    { "q3_K", ANVIL_TYPE_Q3_K, 256, 110, anvil_ref_encode_q3_K, anvil_ref_encode_rows_q3_K, 1 },
+    { "q4_K", ANVIL_TYPE_Q4_K, 256, 144, anvil_ref_encode_q4_K, anvil_ref_encode_rows_q4_K, 1 },
+    { "q5_K", ANVIL_TYPE_Q5_K, 256, 176, anvil_ref_encode_q5_K, anvil_ref_encode_rows_q5_K, 1 },
+    { "q6_K", ANVIL_TYPE_Q6_K, 256, 210, anvil_ref_encode_q6_K, anvil_ref_encode_rows_q6_K, 1 },
+    { "tq1_0", ANVIL_TYPE_TQ1_0, 256, 54, anvil_ref_encode_tq1_0, anvil_ref_encode_rows_tq1_0, 1 },
+    { "tq2_0", ANVIL_TYPE_TQ2_0, 256, 66, anvil_ref_encode_tq2_0, anvil_ref_encode_rows_tq2_0, 1 },
+    { "q1_0", ANVIL_TYPE_Q1_0, 128, 18, anvil_ref_encode_q1_0, anvil_ref_encode_rows_q1_0, 1 },
+    { "q2_0", ANVIL_TYPE_Q2_0, 64, 18, anvil_ref_encode_q2_0, anvil_ref_encode_rows_q2_0, 1 },
+    { "iq4_nl", ANVIL_TYPE_IQ4_NL, 32, 18, anvil_ref_encode_iq4_nl, anvil_ref_encode_rows_iq4_nl, 1 },
+    { "iq4_xs", ANVIL_TYPE_IQ4_XS, 256, 136, anvil_ref_encode_iq4_xs, anvil_ref_encode_rows_iq4_xs, 1 },
+    { "mxfp4", ANVIL_TYPE_MXFP4, 32, 17, anvil_ref_encode_mxfp4, NULL, 1 },
+    { "nvfp4", ANVIL_TYPE_NVFP4, 64, 36, anvil_ref_encode_nvfp4, NULL, 1 },
+    /* the codec-ptqtp fits (ptqtp_ref.h): 1/8 of the rows, still >= 1,000 by default */
+    { "ptqtp2s", ANVIL_TYPE_PTQTP2S, 256, 110, anvil_ptqtps_encode2, NULL, 8 },
+    { "ptqtp3s", ANVIL_TYPE_PTQTP3S, 256, 162, anvil_ptqtps_encode3, NULL, 8 },
 };
 #define N_ENC (sizeof ENC_FORMATS / sizeof ENC_FORMATS[0])
 #define MAX_ENC_ELEMS (12 * 256) /* >= 48 * 32 */
@@ -232,7 +238,8 @@ static void check_encoder(const enc_fmt *f) {
     uint64_t rng = 0x5EED00u + f->id;
     size_t rows = 0, bad_rows = 0, calls = 0;
     uint64_t row_id = 0;
-    while (rows < g_enc_rows) {
+    const size_t want_rows = f->rows_div > 1 ? (g_enc_rows + f->rows_div - 1) / f->rows_div : g_enc_rows;
+    while (rows < want_rows) {
         const size_t nb = 1 + rng_next(&rng) % max_nb;
         const size_t n = nb * f->be, rb = nb * f->bb;
         const size_t nrows = 1 + rng_next(&rng) % MAX_CALL_ROWS;
