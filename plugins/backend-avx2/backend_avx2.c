@@ -70,11 +70,8 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
         anvil_avx2_kernels_cold, anvil_avx2_kernels_ptqtp, anvil_avx2_kernels_ptqtps,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_avx2_encoders_flat,
-        anvil_avx2_encoders_kquants,
-        anvil_avx2_encoders_iq4,
-        anvil_avx2_encoders_small,
-        anvil_avx2_encoders_ptqtps,
+        anvil_avx2_encoders_flat,  anvil_avx2_encoders_kquants, anvil_avx2_encoders_iq4,
+        anvil_avx2_encoders_small, anvil_avx2_encoders_ptqtps,
     };
     static const anvil_ref_backend_tables tables = {
         quantizer_tables, ANVIL_REF_COUNT(quantizer_tables), kernel_tables, ANVIL_REF_COUNT(kernel_tables),

@@ -116,11 +116,8 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
     const int v = has_vnni(cpu) ? 1 : 0;
     /* Weight encoders: one build for both variants. */
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_avx512_encoders_flat,
-        anvil_avx512_encoders_kquants,
-        anvil_avx512_encoders_iq4,
-        anvil_avx512_encoders_small,
-        anvil_avx512_encoders_ptqtps,
+        anvil_avx512_encoders_flat,  anvil_avx512_encoders_kquants, anvil_avx512_encoders_iq4,
+        anvil_avx512_encoders_small, anvil_avx512_encoders_ptqtps,
     };
     const anvil_ref_backend_tables tables = {
         &variants[v].quantizers,         1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels), encoder_tables,

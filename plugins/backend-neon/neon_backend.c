@@ -217,11 +217,8 @@ static int neon_init(const anvil_host_services *host, char *err, size_t err_size
     const enum neon_level level = level_of(cpu);
     fill_tables(level == LEVEL_NONE ? LEVEL_BASE : level);
     static const anvil_weight_encoder *const *const encoder_tables[] = {
-        anvil_neon_encoders_flat,
-        anvil_neon_encoders_kquants,
-        anvil_neon_encoders_iq4,
-        anvil_neon_encoders_small,
-        anvil_neon_encoders_ptqtps,
+        anvil_neon_encoders_flat,  anvil_neon_encoders_kquants, anvil_neon_encoders_iq4,
+        anvil_neon_encoders_small, anvil_neon_encoders_ptqtps,
     };
     /* quantizers: the static list; kernels: fill_tables */
     static const anvil_ref_backend_tables tables = {

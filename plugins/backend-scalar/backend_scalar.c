@@ -51,7 +51,7 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_portable_encoders_flat,  anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,
-        anvil_portable_encoders_small, anvil_portable_encoders_ptqtps, anvil_scalar_encoders,
+        anvil_portable_encoders_small, anvil_portable_encoders_ptqtps,  anvil_scalar_encoders,
     };
     static const anvil_ref_backend_tables tables = {
         quantizer_tables, ANVIL_REF_COUNT(quantizer_tables), kernel_tables, ANVIL_REF_COUNT(kernel_tables),
