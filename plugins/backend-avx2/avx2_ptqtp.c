@@ -56,15 +56,9 @@ AVX2_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_INLINE void ptqtp2_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                             simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 2);
-}
+SIMD_DEFINE_ROWS_K(ptqtp2, ptqtp_rows, 2)
 
-AVX2_INLINE void ptqtp3_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                             simd_pf *pf) {
-    ptqtp_rows(nb, w, ws, a, y, R, pf, 3);
-}
+SIMD_DEFINE_ROWS_K(ptqtp3, ptqtp_rows, 3)
 
 SIMD_DEFINE_ENTRY_POINTS(ptqtp2, 256, ANVIL_PTQTP_BLOCK_BYTES(2))
 SIMD_DEFINE_ENTRY_POINTS(ptqtp3, 256, ANVIL_PTQTP_BLOCK_BYTES(3))

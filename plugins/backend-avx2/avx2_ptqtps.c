@@ -173,15 +173,9 @@ AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     avx2_store_rows(y, acc, R);
 }
 
-AVX2_INLINE void ptqtp2s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                              simd_pf *pf) {
-    ptqtps_rows(nb, w, ws, a, y, R, pf, 2);
-}
+SIMD_DEFINE_ROWS_K(ptqtp2s, ptqtps_rows, 2)
 
-AVX2_INLINE void ptqtp3s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                              simd_pf *pf) {
-    ptqtps_rows(nb, w, ws, a, y, R, pf, 3);
-}
+SIMD_DEFINE_ROWS_K(ptqtp3s, ptqtps_rows, 3)
 
 SIMD_DEFINE_ENTRY_POINTS(ptqtp2s, 256, ANVIL_PTQTPS_BLOCK_BYTES(2))
 SIMD_DEFINE_ENTRY_POINTS(ptqtp3s, 256, ANVIL_PTQTPS_BLOCK_BYTES(3))

@@ -47,11 +47,8 @@ AVX512_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint
 
 /* fmt_rows (the entry points' R-row kernel) as impl with K planes, and the
  * entry points from it. */
-#define PTQTP_ENTRY_POINTS(fmt, impl, K, bytes)                                                                    \
-    AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
-                                  simd_pf *pf) {                                                                   \
-        impl(nb, w, ws, a, y, R, pf, K);                                                                           \
-    }                                                                                                              \
+#define PTQTP_ENTRY_POINTS(fmt, impl, K, bytes) \
+    SIMD_DEFINE_ROWS_K(fmt, impl, K)            \
     SIMD_DEFINE_TRIT_ENTRY_POINTS(fmt, bytes)
 
 PTQTP_ENTRY_POINTS(ptqtp2, ptqtp_rows, 2, ANVIL_PTQTP_BLOCK_BYTES(2))

@@ -125,6 +125,14 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
     }
 }
 
+/* `<fmt>_rows` as a K-parameterised kernel impl(nb, w, ws, a, y, R, pf, K)
+ * with K fixed: formats that differ only in their plane count. */
+#define SIMD_DEFINE_ROWS_K(fmt, impl, K)                                                                         \
+    SIMD_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
+                                simd_pf *pf) {                                                                   \
+        impl(nb, w, ws, a, y, R, pf, K);                                                                         \
+    }
+
 /* vec_dot, gemv and gemm of a format from its R-row kernel
  * `<fmt>_rows(nb, w, w_stride, a, y, R, pf)` (nb blocks of `block`
  * elements, pf NULL or the prefetch state for this pass).
