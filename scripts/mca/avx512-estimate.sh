@@ -20,7 +20,7 @@ for spec in q8_0:avx512_q8_0.c:q8_0 kquants:avx512_kquants.c:q4_K,q5_K,q6_K tern
     done
     gcc -O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -DAVX512_VNNI=1 -DAVX512_EMULATED=0 \
         -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mf16c \
-        -I"$p/backend-avx512" -I"$p/simd-common" -I"$root/sdk/include" -c "$tmp/$fam.c" -o "$tmp/$fam.o"
+        -I"$p" -I"$p/backend-avx512" -I"$p/simd-common" -I"$root/sdk/include" -c "$tmp/$fam.c" -o "$tmp/$fam.o"
     for f in $(echo "$fmts" | tr ',' ' '); do
         python3 "$here/mca_block_cost.py" "$tmp/$fam.o" "mca_${f}_8" 8
         act=q8_K; [ "$f" = q8_0 ] && act=q8_0

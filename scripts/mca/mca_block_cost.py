@@ -13,8 +13,10 @@ that name. A model, not a measurement: no memory, no branch effects. Used
 where no AVX-512 CPU is at hand (scripts/mca/avx512-estimate.sh).
 """
 import re
+import os
 import subprocess
 import sys
+import tempfile
 def disasm(lib, func):
     syms = subprocess.run(['nm', '-S', '--defined-only', lib], capture_output=True, text=True).stdout
     if not syms.strip():
@@ -63,8 +65,11 @@ def innermost(ls):
     return out
 def mca(body, cpu='icelake-server'):
     txt='\n'.join(t for a,t in body[:-1] if not re.match(r'j\w+\s',t))+'\n'
-    open('/tmp/mca/x.s','w').write(txt)
-    o=subprocess.run(['llvm-mca','-mcpu='+cpu,'-iterations=200','/tmp/mca/x.s'],capture_output=True,text=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'loop.s')
+        with open(path, 'w') as f:
+            f.write(txt)
+        o=subprocess.run(['llvm-mca','-mcpu='+cpu,'-iterations=200',path],capture_output=True,text=True).stdout
     tc=int(re.search(r'Total Cycles:\s+(\d+)',o).group(1))
     return tc/200.0
 
