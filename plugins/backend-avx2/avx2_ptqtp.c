@@ -56,12 +56,8 @@ AVX2_INLINE void ptqtp_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
     avx2_store_rows(y, acc, R);
 }
 
-SIMD_DEFINE_ROWS_K(ptqtp2, ptqtp_rows, 2)
-
-SIMD_DEFINE_ROWS_K(ptqtp3, ptqtp_rows, 3)
-
-SIMD_DEFINE_ENTRY_POINTS(ptqtp2, 256, ANVIL_PTQTP_BLOCK_BYTES(2))
-SIMD_DEFINE_ENTRY_POINTS(ptqtp3, 256, ANVIL_PTQTP_BLOCK_BYTES(3))
+SIMD_DEFINE_ENTRY_POINTS_K(ptqtp2, ptqtp_rows, 2, ANVIL_PTQTP_BLOCK_BYTES(2))
+SIMD_DEFINE_ENTRY_POINTS_K(ptqtp3, ptqtp_rows, 3, ANVIL_PTQTP_BLOCK_BYTES(3))
 
 /* ---- decoders: y = t0 * d0, y = y + t1 * d1 (...), as the reference --------- */
 

@@ -173,12 +173,8 @@ AVX2_INLINE void ptqtps_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     avx2_store_rows(y, acc, R);
 }
 
-SIMD_DEFINE_ROWS_K(ptqtp2s, ptqtps_rows, 2)
-
-SIMD_DEFINE_ROWS_K(ptqtp3s, ptqtps_rows, 3)
-
-SIMD_DEFINE_ENTRY_POINTS(ptqtp2s, 256, ANVIL_PTQTPS_BLOCK_BYTES(2))
-SIMD_DEFINE_ENTRY_POINTS(ptqtp3s, 256, ANVIL_PTQTPS_BLOCK_BYTES(3))
+SIMD_DEFINE_ENTRY_POINTS_K(ptqtp2s, ptqtps_rows, 2, ANVIL_PTQTPS_BLOCK_BYTES(2))
+SIMD_DEFINE_ENTRY_POINTS_K(ptqtp3s, ptqtps_rows, 3, ANVIL_PTQTPS_BLOCK_BYTES(3))
 
 /* ---- decoders: y = (float)(m v) * d, as the reference ------------------------ */
 

@@ -133,6 +133,12 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
         impl(nb, w, ws, a, y, R, pf, K);                                                                         \
     }
 
+/* The same, with the entry points of a 256-element block of `bytes` bytes
+ * (SIMD_DEFINE_ENTRY_POINTS below). */
+#define SIMD_DEFINE_ENTRY_POINTS_K(fmt, impl, K, bytes) \
+    SIMD_DEFINE_ROWS_K(fmt, impl, K)                    \
+    SIMD_DEFINE_ENTRY_POINTS(fmt, 256, bytes)
+
 /* vec_dot, gemv and gemm of a format from its R-row kernel
  * `<fmt>_rows(nb, w, w_stride, a, y, R, pf)` (nb blocks of `block`
  * elements, pf NULL or the prefetch state for this pass).

@@ -140,6 +140,19 @@ static size_t rows_per_format = 10000;
 
 static int level_runs_here(const level *l) { return (cpu_raw & l->features) == l->features; }
 
+/* Whether level l runs on this CPU; says so when it does not. */
+static int level_runs_here_or_say(size_t l) {
+    if (level_runs_here(&levels[l])) return 1;
+    printf("\n  %s: not run (this CPU lacks it)", levels[l].name);
+    return 0;
+}
+
+/* Level l is the previous level's variant (neon-i8mm after neon-dotprod:
+ * they differ only in the packed GEMMs). */
+static int same_variant_as_previous(size_t l) {
+    return l > 0 && strcmp(levels[l].variant, levels[l - 1].variant) == 0;
+}
+
 /* init() the plugin as the host would on a CPU with exactly these
  * features; returns its one backend, or NULL when init fails. */
 static const anvil_backend *try_init_as(uint32_t arch, uint64_t features) {
@@ -417,11 +430,8 @@ static double magnitude(const fmt *f, const uint8_t *w, const uint8_t *a, size_t
 
 static void test_dots(void) {
     for (size_t l = 0; l < N_LEVELS; ++l) {
-        if (!level_runs_here(&levels[l])) {
-            printf("\n  %s: not run (this CPU lacks it)", levels[l].name);
-            continue;
-        }
-        if (l > 0 && strcmp(levels[l].variant, levels[l - 1].variant) == 0) {
+        if (!level_runs_here_or_say(l)) continue;
+        if (same_variant_as_previous(l)) {
             /* neon-i8mm differs from neon-dotprod only in the packed GEMMs:
              * its vec_dots must be the very functions checked above. */
             const anvil_backend *prev = init_as(ANVIL_ARCH_AARCH64, levels[l - 1].features);
@@ -580,10 +590,7 @@ static void check_packed(size_t l, size_t fi) {
 
 static void test_packed(void) {
     for (size_t l = 0; l < N_LEVELS; ++l) {
-        if (!level_runs_here(&levels[l])) {
-            printf("\n  %s: not run (this CPU lacks it)", levels[l].name);
-            continue;
-        }
+        if (!level_runs_here_or_say(l)) continue;
         for (size_t fi = 0; fi < N_FORMATS; ++fi) {
             if (formats[fi].type == ANVIL_TYPE_Q8_0 || formats[fi].type == ANVIL_TYPE_Q4_K) check_packed(l, fi);
         }
@@ -659,13 +666,10 @@ static void check_gemm(size_t l, size_t fi) {
 
 static void test_gemm(void) {
     for (size_t l = 0; l < N_LEVELS; ++l) {
-        if (!level_runs_here(&levels[l])) {
-            printf("\n  %s: not run (this CPU lacks it)", levels[l].name);
-            continue;
-        }
+        if (!level_runs_here_or_say(l)) continue;
         for (size_t fi = 0; fi < N_FORMATS; ++fi) {
             if (!has_gemm(formats[fi].type)) continue;
-            if (l > 0 && strcmp(levels[l].variant, levels[l - 1].variant) == 0) {
+            if (same_variant_as_previous(l)) {
                 /* neon-i8mm: the neon-dotprod GEMMs, checked above */
                 CU_ASSERT(kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[l].features), formats[fi].type)->gemm ==
                           kernel_for(init_as(ANVIL_ARCH_AARCH64, levels[l - 1].features), formats[fi].type)->gemm);
