@@ -238,7 +238,7 @@ static void check_encoder(const enc_fmt *f) {
     uint64_t rng = 0x5EED00u + f->id;
     size_t rows = 0, bad_rows = 0, calls = 0;
     uint64_t row_id = 0;
-    const size_t want_rows = f->rows_div > 1 ? (g_enc_rows + f->rows_div - 1) / f->rows_div : g_enc_rows;
+    const size_t want_rows = (g_enc_rows + f->rows_div - 1) / f->rows_div;
     while (rows < want_rows) {
         const size_t nb = 1 + rng_next(&rng) % max_nb;
         const size_t n = nb * f->be, rb = nb * f->bb;
