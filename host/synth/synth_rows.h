@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Deterministic synthetic weight rows (llm-like: heavy tails, a per-row
  * scale, hot columns) for `anvil demo`, `anvil bench` and ptqtp-report. Not
- * to be confused with src/export/synth_model.c, which writes a whole synthetic
+ * to be confused with synth/synth_model.c, which writes a whole synthetic
  * llama-shaped GGUF model through the public API. */
 #ifndef ANVIL_SYNTH_ROWS_H
 #define ANVIL_SYNTH_ROWS_H

@@ -7,7 +7,7 @@
  * of the float operations) must be checked on every machine that runs the
  * tests, including ones without AVX-512; the emulated plugin built from the
  * same kernel sources (backend-avx512-emu, never installed) is checked
- * against the scalar reference by tests/avx512. It says nothing about
+ * against the scalar reference by tests/simd. It says nothing about
  * speed.
  *
  * SIMDe 0.7.4 lacks a few intrinsics; they are defined below from their

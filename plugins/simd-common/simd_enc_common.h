@@ -46,7 +46,7 @@
  *  - Conversions are the x86-64 ones the reference pins down (truncation,
  *    INT32_MIN for NaN), ggml's nearest_int bit trick, fp16 round to
  *    nearest even.
- * tests/simd-common (tests/portable for the generic-vector build) checks
+ * tests/simd (tests/portable for the generic-vector build) checks
  * each encoder against the reference on every input kind, and tests/parity
  * against ggml itself.
  *

@@ -40,7 +40,7 @@
  *    long enough for the hardware to help.
  *
  * Each line is prefetched once (a byte cursor advances 64 at a time): extra
- * prefetch instructions measurably cost. Measured on Zen 3 (tests/avx2 has
+ * prefetch instructions measurably cost. Measured on Zen 3 (tests/simd has
  * no timing; see the bench): out of cache the 8-row passes went from
  * 0.8 - 1.1x to 1.2 - 1.7x of ggml, and in L2 the cost is within noise. */
 

@@ -373,7 +373,7 @@ static void test_shared_q8_0_rows(void) {
 }
 
 
-/* A third-party type id resolves through a loaded plugin (tests/core's
+/* A third-party type id resolves through a loaded plugin (tests/runtime's
  * abi-good codec, id 1030), and without it is refused naming the missing
  * plugin. */
 static void test_third_party_type(void) {

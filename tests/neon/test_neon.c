@@ -768,7 +768,7 @@ static void test_through_host(void) {
 }
 
 /* Weight encoders (ABI 1.1): one copy for every variant, checked once
- * against the reference encoders (tests/simd-common/simd_encoder_test.c).
+ * against the reference encoders (tests/simd/simd_encoder_test.c).
  * Rows per format: ANVIL_NEON_ENC_ROWS, default a tenth of the kernels'
  * (1,000, with and without an importance matrix): the shared encoder
  * sources get their 10,000 rows per format on x86-64 (test_avx2,

@@ -2,7 +2,7 @@
 /* backend-scalar's portable weight encoders (variant "portable": the
  * shared SIMD encoder sources on GCC/clang generic vectors) against the
  * reference encoders of plugins/ref, byte for byte, with and without an
- * importance matrix (tests/simd-common/simd_encoder_test.c): every format
+ * importance matrix (tests/simd/simd_encoder_test.c): every format
  * the shared sources cover must be there. */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>

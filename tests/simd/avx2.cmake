@@ -2,13 +2,10 @@
 # >= 10,000 random rows per format, the activation quantizers byte for byte,
 # the row decoders bit for bit, GEMV/GEMM against vec_dot, and the
 # ANVIL_CPU_MASK=-avx2 fallback through the CLI and anvil_matmul. The test
-# source is shared with tests/avx512 (tests/simd-common).
+# source is shared with test_avx512 (CMakeLists.txt, this folder).
 # x86-64 only; on a CPU without AVX2/FMA/F16C the kernel checks are skipped
 # (and say so); the score and CLI checks still run.
-if(NOT ANVIL_ARCH_X86_64)
-  return()
-endif()
-anvil_add_cunit_test(test_avx2 SOURCES ../simd-common/simd_backend_test.c ../simd-common/simd_encoder_test.c
+anvil_add_cunit_test(test_avx2 SOURCES simd_backend_test.c simd_encoder_test.c
                      LIBS anvil anvil_ref anvil_ptqtp_ref LABELS avx2)
 target_compile_definitions(test_avx2 PRIVATE
   SB_KIND=1 SB_PLUGIN_ID="backend-avx2" SB_BACKEND="avx2" SB_REQUIRED=""

@@ -2,7 +2,7 @@
 /*
  * A SIMD backend plugin against the scalar reference (plugins/ref, the code
  * backend-scalar is built from). One source, built once per backend
- * (tests/avx2, tests/avx512), which selects it with:
+ * (tests/simd), which selects it with:
  *
  *   SB_KIND         SB_AVX2, SB_AVX512 (the shipped plugin) or SB_AVX512_EMU
  *                   (the same kernel sources through SIMDe, for CPUs

@@ -229,7 +229,7 @@ static void resolve_coders(tensor_job *j) {
     if (c == NULL) return;
     const dispatch_rec *d = anvil__dispatch_find(j->ctx, it->dst_type);
     /* The chosen kernel's row decoder where it has one (bit-identical to
-     * the codec's, tests/simd-common), else the codec's. */
+     * the codec's, tests/simd), else the codec's. */
     j->dst_decode = d != NULL && d->kernel != NULL && d->kernel->decode_row != NULL ? d->kernel->decode_row
                                                                                     : c->decode;
     if (c->block_elems == 0 || it->row_len % c->block_elems != 0) return;
