@@ -62,7 +62,7 @@ static int has(const char *hay, const char *needle) {
 
 /* ---- the INI file ------------------------------------------------------------- */
 
-/* (The INI text cases are in tests/runtime/test_config.c; these need files.) */
+/* (The INI text cases are in tests/base/test_config.c; these need files.) */
 static void test_ini_files(void) {
     anvil_config cfg;
     anvil_error err;

@@ -38,6 +38,7 @@
 #include "golden.h"
 #include "inputs.h"
 #include "ptqtp_ref.h"
+#include "ptqtp_test.h"
 #include "ref/q8_k.h"
 #include "test_env.h"
 
@@ -46,14 +47,7 @@
 #define GOLDEN_ROW 256
 #define GOLDEN_PER_KIND 3
 
-typedef struct kfmt {
-    const char *name;
-    uint32_t id;
-    unsigned k;
-    anvil_encode_fn encode;
-    anvil_decode_fn decode;
-    anvil_vec_dot_fn dot;
-} kfmt;
+typedef ptqtp_fmt kfmt;
 
 static const kfmt FMT[2] = {
     { "ptqtp2", ANVIL_TYPE_PTQTP2, 2, anvil_ptqtp_encode2, anvil_ptqtp_decode2, anvil_ptqtp_vec_dot2_q8_K },
@@ -62,37 +56,7 @@ static const kfmt FMT[2] = {
 
 static size_t block_bytes(const kfmt *f) { return ANVIL_PTQTP_BLOCK_BYTES(f->k); }
 
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
-
 /* ---- the format, from the header's text ------------------------------------ */
-
-/* Digit j (0 = first) of a fraction byte: the carry of the (j+1)-th
- * multiplication by 3. */
-static int spec_digit(unsigned byte, unsigned j) {
-    unsigned x = byte, digit = 0;
-    for (unsigned s = 0; s <= j; ++s) {
-        x *= 3;
-        digit = x >> 8;
-        x &= 255;
-    }
-    return (int)digit;
-}
-
-/* Trit of element i of a plane: which byte and which digit hold it. */
-static int spec_trit(const uint8_t *plane, unsigned i) {
-    unsigned byte, j;
-    if (i < 160) {
-        byte = i % 32;
-        j = i / 32;
-    } else if (i < 240) {
-        byte = 32 + (i - 160) % 16;
-        j = (i - 160) / 16;
-    } else {
-        byte = 48 + (i - 240) % 4;
-        j = (i - 240) / 4;
-    }
-    return spec_digit(plane[byte], j) - 1;
-}
 
 static void spec_decode(const uint8_t *blk, unsigned k, float *y) {
     float d[3];
@@ -102,8 +66,8 @@ static void spec_decode(const uint8_t *blk, unsigned k, float *y) {
         d[p] = anvil_fp16_to_fp32(h);
     }
     for (unsigned i = 0; i < N; ++i) {
-        float v = (float)spec_trit(blk, i) * d[0];
-        for (unsigned p = 1; p < k; ++p) v = v + (float)spec_trit(blk + 52 * p, i) * d[p];
+        float v = (float)ptqtp_spec_trit(blk, i) * d[0];
+        for (unsigned p = 1; p < k; ++p) v = v + (float)ptqtp_spec_trit(blk + 52 * p, i) * d[p];
         y[i] = v;
     }
 }
@@ -116,7 +80,7 @@ static void test_fraction_bytes(void) {
         CU_ASSERT_FATAL(byte < 256);
         unsigned rest = u;
         for (int j = 4; j >= 0; --j) {
-            CU_ASSERT_EQUAL(spec_digit(byte, (unsigned)j), (int)(rest % 3));
+            CU_ASSERT_EQUAL(ptqtp_spec_digit(byte, (unsigned)j), (int)(rest % 3));
             rest /= 3;
         }
     }
@@ -132,7 +96,7 @@ static void test_fraction_bytes(void) {
         uint8_t blk[162];
         anvil_ptqtp_pack((const int8_t(*)[N])t, d, 3, blk);
         for (unsigned p = 0; p < 3; ++p) {
-            for (unsigned i = 0; i < N; ++i) CU_ASSERT_EQUAL(spec_trit(blk + 52 * p, i), t[p][i]);
+            for (unsigned i = 0; i < N; ++i) CU_ASSERT_EQUAL(ptqtp_spec_trit(blk + 52 * p, i), t[p][i]);
         }
         anvil_ptqtp_unpack(blk, 3, back, dback);
         CU_ASSERT_EQUAL(memcmp(t, back, sizeof t), 0);
@@ -155,42 +119,13 @@ static void random_block(const kfmt *f, test_rng *r, int sane, uint8_t *blk) {
 }
 
 static void check_decode_spec(const kfmt *f) {
-    test_rng r;
-    test_rng_seed(&r, 1000 + f->k);
-    uint8_t blk[162];
-    float got[N], want[N];
-    size_t bad = 0;
-    for (int rep = 0; rep < 4000; ++rep) {
-        random_block(f, &r, rep % 2, blk);
-        f->decode(blk, got, N);
-        spec_decode(blk, f->k, want);
-        for (unsigned i = 0; i < N; ++i) {
-            if (!same_bits(got[i], want[i]) && !(isnan(got[i]) && isnan(want[i]))) {
-                if (bad++ == 0)
-                    fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
-            }
-        }
-    }
-    CU_ASSERT_EQUAL(bad, 0);
+    ptqtp_check_decode_spec(f, 1000 + f->k, block_bytes(f), random_block, spec_decode);
 }
 
 static void test_decode_spec2(void) { check_decode_spec(&FMT[0]); }
 static void test_decode_spec3(void) { check_decode_spec(&FMT[1]); }
 
 /* ---- dots -------------------------------------------------------------------- */
-
-/* A Q8_K block written by definition: scale d, codes in [-lim, lim]. */
-static void make_act(test_rng *r, float d, int lim, uint8_t *blk) {
-    int8_t q[N];
-    memcpy(blk, &d, 4);
-    for (unsigned i = 0; i < N; ++i) q[i] = (int8_t)((int)(test_rng_u64(r) % (unsigned)(2 * lim + 1)) - lim);
-    memcpy(blk + 4, q, N);
-    for (unsigned g = 0; g < 16; ++g) {
-        int16_t s = 0;
-        for (unsigned j = 0; j < 16; ++j) s = (int16_t)(s + q[16 * g + j]);
-        memcpy(blk + 260 + 2 * g, &s, 2);
-    }
-}
 
 static void check_dots(const kfmt *f) {
     enum { MAX_NB = 8 };
@@ -211,9 +146,10 @@ static void check_dots(const kfmt *f) {
                         (uint16_t)((test_rng_u64(&r) & 1 ? 0x3C00 : 0x4000) | (test_rng_u64(&r) & 0x8000));
                     memcpy(blk + ANVIL_PTQTP_SCALE_OFFSET(f->k, p), &h, 2);
                 }
-                make_act(&r, 1.0f, 3, a + b * 292);
+                ptqtp_make_act(&r, 1.0f, 3, a + b * 292);
             } else if (rep % 3 == 1) {
-                make_act(&r, (float)(1.0 + (double)(test_rng_u64(&r) % 1000) / 100.0) * 1e-3f, 127, a + b * 292);
+                ptqtp_make_act(&r, (float)(1.0 + (double)(test_rng_u64(&r) % 1000) / 100.0) * 1e-3f, 127,
+                               a + b * 292);
             } else {
                 float x[N];
                 test_input_fill(x, N, (test_input_kind)(rep % INPUT_KIND_COUNT), 55, (uint64_t)rep);
@@ -246,10 +182,7 @@ static void test_dots3(void) { check_dots(&FMT[1]); }
 
 /* ---- golden -------------------------------------------------------------------- */
 
-static void golden_act(float *act, uint8_t *act_q) {
-    test_input_fill(act, GOLDEN_ROW, INPUT_LLM_LIKE, 9191, 0);
-    anvil_ref_quantize_q8_K(act, act_q, GOLDEN_ROW);
-}
+static void golden_act(float *act, uint8_t *act_q) { ptqtp_golden_act(9191, act, act_q, GOLDEN_ROW); }
 
 static int write_golden(const kfmt *f) {
     golden_header h;
@@ -314,7 +247,7 @@ static void check_golden(const kfmt *f) {
         if (memcmp(y, r.dec, sizeof y) != 0) dec_bad++;
         float s = NAN;
         f->dot(GOLDEN_ROW, &s, r.enc, g.act_q);
-        if (!same_bits(s, r.dot)) dot_bad++;
+        if (!ptqtp_same_bits(s, r.dot)) dot_bad++;
     }
     printf("\n    %s: %u golden rows: %zu encode, %zu decode, %zu dot mismatches", f->name, g.h.n_rows, enc_bad,
            dec_bad, dot_bad);

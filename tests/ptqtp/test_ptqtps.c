@@ -33,6 +33,7 @@
 #include "golden.h"
 #include "inputs.h"
 #include "ptqtp_ref.h"
+#include "ptqtp_test.h"
 #include "ref/q8_k.h"
 #include "test_env.h"
 
@@ -41,14 +42,7 @@
 #define MAXB 162
 #define Q8K 292
 
-typedef struct kfmt {
-    const char *name;
-    uint32_t id;
-    unsigned k;
-    anvil_encode_fn encode;
-    anvil_decode_fn decode;
-    anvil_vec_dot_fn dot;
-} kfmt;
+typedef ptqtp_fmt kfmt;
 
 static const kfmt FMT[2] = {
     { "ptqtp2s", ANVIL_TYPE_PTQTP2S, 2, anvil_ptqtps_encode2, anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K },
@@ -56,28 +50,8 @@ static const kfmt FMT[2] = {
 };
 
 static size_t block_bytes(const kfmt *f) { return ANVIL_PTQTPS_BLOCK_BYTES(f->k); }
-static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 /* ---- the format, from the header's text ------------------------------------ */
-
-/* Trit of element i in a 52-byte plane (ptqtp.h's byte groups). */
-static int spec_trit(const uint8_t *plane, unsigned i) {
-    unsigned byte, j;
-    if (i < 160) {
-        byte = i % 32, j = i / 32;
-    } else if (i < 240) {
-        byte = 32 + (i - 160) % 16, j = (i - 160) / 16;
-    } else {
-        byte = 48 + (i - 240) % 4, j = (i - 240) / 4;
-    }
-    unsigned x = plane[byte], digit = 0;
-    for (unsigned s = 0; s <= j; ++s) {
-        x *= 3;
-        digit = x >> 8;
-        x &= 255;
-    }
-    return (int)digit - 1;
-}
 
 static void spec_decode(const uint8_t *blk, unsigned k, float *y) {
     static const int mults[2][4] = { { 10, 12, 14, 16 }, { 1, 3, 7, 16 } };
@@ -87,7 +61,7 @@ static void spec_decode(const uint8_t *blk, unsigned k, float *y) {
     const int wide = h >> 15;
     for (unsigned i = 0; i < N; ++i) {
         int v = 0;
-        for (unsigned p = 0; p < k; ++p) v = 3 * v + spec_trit(blk + p * ANVIL_PTQTP_PLANE_BYTES, i);
+        for (unsigned p = 0; p < k; ++p) v = 3 * v + ptqtp_spec_trit(blk + p * ANVIL_PTQTP_PLANE_BYTES, i);
         const unsigned j = i / 16, c = blk[ANVIL_PTQTPS_SC_OFFSET(k) + j / 4];
         const int m = mults[wide][(c >> (2 * (j % 4))) & 3u];
         y[i] = (float)(m * v) * d;
@@ -104,41 +78,13 @@ static void random_block(const kfmt *f, test_rng *r, int sane, uint8_t *blk) {
 }
 
 static void check_decode_spec(const kfmt *f) {
-    test_rng r;
-    test_rng_seed(&r, 3000 + f->k);
-    uint8_t blk[MAXB];
-    float got[N], want[N];
-    size_t bad = 0;
-    for (int rep = 0; rep < 4000; ++rep) {
-        random_block(f, &r, rep % 2, blk);
-        f->decode(blk, got, N);
-        spec_decode(blk, f->k, want);
-        for (unsigned i = 0; i < N; ++i) {
-            if (!same_bits(got[i], want[i]) && !(isnan(got[i]) && isnan(want[i]))) {
-                if (bad++ == 0)
-                    fprintf(stderr, "\n%s: block %d element %u: %a vs %a\n", f->name, rep, i, got[i], want[i]);
-            }
-        }
-    }
-    CU_ASSERT_EQUAL(bad, 0);
+    ptqtp_check_decode_spec(f, 3000 + f->k, block_bytes(f), random_block, spec_decode);
 }
 
 static void test_decode_spec2(void) { check_decode_spec(&FMT[0]); }
 static void test_decode_spec3(void) { check_decode_spec(&FMT[1]); }
 
 /* ---- dots -------------------------------------------------------------------- */
-
-static void make_act(test_rng *r, float d, int lim, uint8_t *blk) {
-    int8_t q[N];
-    memcpy(blk, &d, 4);
-    for (unsigned i = 0; i < N; ++i) q[i] = (int8_t)((int)(test_rng_u64(r) % (unsigned)(2 * lim + 1)) - lim);
-    memcpy(blk + 4, q, N);
-    for (unsigned g = 0; g < 16; ++g) {
-        int16_t s = 0;
-        for (unsigned j = 0; j < 16; ++j) s = (int16_t)(s + q[16 * g + j]);
-        memcpy(blk + 260 + 2 * g, &s, 2);
-    }
-}
 
 /* Exact pass: d = +-1 or +-2 and activation scale 1, so the integer sum
  * and every float step are exact and the dot equals the double dot of the
@@ -159,9 +105,10 @@ static void check_dots(const kfmt *f) {
             if (exact) {
                 const uint16_t h = (uint16_t)((test_rng_u64(&r) & 1 ? 0x3C00 : 0x4000) | (test_rng_u64(&r) & 0x8000));
                 memcpy(blk + ANVIL_PTQTPS_D_OFFSET(f->k), &h, 2);
-                make_act(&r, 1.0f, 127, a + b * Q8K);
+                ptqtp_make_act(&r, 1.0f, 127, a + b * Q8K);
             } else {
-                make_act(&r, (float)(1.0 + (double)(test_rng_u64(&r) % 1000) / 100.0) * 1e-3f, 127, a + b * Q8K);
+                ptqtp_make_act(&r, (float)(1.0 + (double)(test_rng_u64(&r) % 1000) / 100.0) * 1e-3f, 127,
+                               a + b * Q8K);
             }
         }
         f->decode(w, wd, n);
@@ -189,10 +136,7 @@ static void test_dots3(void) { check_dots(&FMT[1]); }
 
 /* ---- golden -------------------------------------------------------------------- */
 
-static void golden_act(float *act, uint8_t *act_q) {
-    test_input_fill(act, GOLDEN_ROW, INPUT_LLM_LIKE, 9292, 0);
-    anvil_ref_quantize_q8_K(act, act_q, GOLDEN_ROW);
-}
+static void golden_act(float *act, uint8_t *act_q) { ptqtp_golden_act(9292, act, act_q, GOLDEN_ROW); }
 
 static void golden_path(const kfmt *f, char *rel, size_t size) { snprintf(rel, size, "golden/%s.bin", f->name); }
 
@@ -258,7 +202,7 @@ static void check_golden(const kfmt *f) {
         if (memcmp(y, r.dec, sizeof y) != 0) dec_bad++;
         float s = NAN;
         f->dot(GOLDEN_ROW, &s, r.enc, g.act_q);
-        if (!same_bits(s, r.dot)) dot_bad++;
+        if (!ptqtp_same_bits(s, r.dot)) dot_bad++;
     }
     printf("\n    %s: %u golden rows: %zu input, %zu encode, %zu decode, %zu dot mismatches", f->name, g.h.n_rows,
            in_bad, enc_bad, dec_bad, dot_bad);
@@ -406,7 +350,7 @@ static void test_matmul(void) {
         for (unsigned r = 0; r < TR; ++r) {
             float s = NAN;
             FMT[f].dot(TK, &s, blocks + r * row_bytes, aq);
-            if (!same_bits(s, y[r]) && bad++ == 0)
+            if (!ptqtp_same_bits(s, y[r]) && bad++ == 0)
                 fprintf(stderr, "\n%s row %u: %a vs %a\n", FMT[f].name, r, y[r], s);
         }
         CU_ASSERT_EQUAL(bad, 0);

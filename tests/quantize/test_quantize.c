@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * anvil quantize without the oracle: the ECMAScript matcher against a table
- * made with libstdc++'s std::regex, the option strings, the importance-matrix
+ * anvil quantize without the oracle: the option strings, the importance-matrix
  * readers (good and hostile files), presets, and the per-tensor types of
  * every preset against a golden list taken from llama.cpp's own outputs
  * (tests/golden/quantize/types.tsv, written by `anvil-parity --family
@@ -17,7 +16,6 @@
 #include "anvil/quantize.h"
 #include "anvil/transcode.h"
 #include "synth_model.h"
-#include "ecma_regex.h"
 #include "test_env.h"
 #include "read_file.h"
 
@@ -32,67 +30,6 @@ static anvil_ctx *ctx(void) {
         }
     }
     return g_ctx;
-}
-
-/* ---- the regex table ---------------------------------------------------------- */
-
-static void test_ecma_table(void) {
-    size_t n = 0;
-    char *text = test_read_file(test_source_path("quantize/ecma_cases.tsv"), &n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    size_t cases = 0, bad = 0;
-    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-        char *t1 = strchr(line, '\t');
-        char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        if (t1 == NULL || t2 == NULL) continue;
-        *t1 = *t2 = '\0';
-        const char *pat = line, *subj = t1 + 1, *want = t2 + 1;
-        if (strcmp(subj, "(empty)") == 0) subj = "";
-        ecma_re *re = NULL;
-        char why[256];
-        const int crc = ecma_re_compile(pat, strlen(pat), &re, why, sizeof why);
-        int got;
-        if (crc != 0) {
-            got = 'E';
-        } else {
-            got = ecma_re_search(re, subj, strlen(subj)) == 1 ? '1' : '0';
-            ecma_re_free(re);
-        }
-        cases++;
-        if (got != want[0]) {
-            bad++;
-            fprintf(stderr, "\n  /%s/ on '%s': libstdc++ says %c, anvil %c", pat, subj, want[0], got);
-        }
-    }
-    free(text);
-    CU_ASSERT(cases > 1000);
-    CU_ASSERT_EQUAL(bad, 0);
-}
-
-/* A pattern with back-references that would take forever gives up cleanly. */
-static void test_ecma_budget(void) {
-    ecma_re *re = NULL;
-    char why[256];
-    CU_ASSERT_FATAL(ecma_re_compile("(a*)*\\1b", 8, &re, why, sizeof why) == 0);
-    char s[40];
-    memset(s, 'a', sizeof s);
-    const int r = ecma_re_search(re, s, sizeof s);
-    CU_ASSERT(r == -1 || r == 0);
-    ecma_re_free(re);
-    /* Without back-references the same shape is linear and says no. */
-    CU_ASSERT_FATAL(ecma_re_compile("(a*)*b", 6, &re, why, sizeof why) == 0);
-    CU_ASSERT_EQUAL(ecma_re_search(re, s, sizeof s), 0);
-    ecma_re_free(re);
-    /* A huge repetition count is refused, not expanded. */
-    CU_ASSERT(ecma_re_compile("(ab){30000}", 11, &re, why, sizeof why) != 0);
-    CU_ASSERT(strstr(why, "too complex") != NULL);
-    /* Groups nested thousands deep are refused, not recursed into. */
-    char deep[4 * 3000 + 2];
-    for (int i = 0; i < 3000; ++i) memcpy(deep + 3 * i, "(?:", 3);
-    deep[9000] = 'a';
-    memset(deep + 9001, ')', 3000);
-    CU_ASSERT(ecma_re_compile(deep, 12001, &re, why, sizeof why) != 0);
-    CU_ASSERT(strstr(why, "nested") != NULL);
 }
 
 /* ---- presets and option strings -------------------------------------------------- */
@@ -477,8 +414,6 @@ static void test_golden_types(void) {
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("quantize", NULL, NULL);
-    CU_add_test(s, "ECMAScript patterns: libstdc++'s answers", test_ecma_table);
-    CU_add_test(s, "ECMAScript: step budget, repetition limit", test_ecma_budget);
     CU_add_test(s, "presets by name and number", test_presets);
     CU_add_test(s, "--override-kv strings", test_kv_override);
     CU_add_test(s, "--tensor-type and --tensor-type-file", test_tensor_type);

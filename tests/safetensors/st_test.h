@@ -27,7 +27,6 @@ unsigned char *st_read_file(const char *path, size_t *size);
 const char *st_data_path(const char *name);
 
 /* Suites. */
-void st_add_json_tests(void);
 void st_add_reader_tests(void);
 void st_add_hostile_tests(void);
 void st_add_writer_tests(void);

@@ -10,7 +10,6 @@ int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         return 2;
     }
-    st_add_json_tests();
     st_add_reader_tests();
     st_add_hostile_tests();
     st_add_writer_tests();

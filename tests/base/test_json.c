@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The strict JSON parser under the safetensors header (host/src/base/json.h)
- * and the tree built on it. */
+/* The strict JSON parser under the safetensors header and the HF converter
+ * (host/src/base/json.h), and the tree built on it. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 
 #include "file_input.h"
 #include "json.h"
-#include "st_test.h"
+#include "base_test.h"
 
 /* Re-serialises the events compactly, so a test can compare one string. */
 typedef struct canon {
@@ -433,7 +433,7 @@ static void test_tree_load(void) {
     CU_ASSERT_PTR_NULL(root);
 }
 
-void st_add_json_tests(void) {
+void base_add_json_tests(void) {
     CU_pSuite s = CU_add_suite("json", NULL, NULL);
     CU_add_test(s, "valid document", test_valid_document);
     CU_add_test(s, "event depth and offsets", test_event_depth_and_offsets);

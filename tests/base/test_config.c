@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The INI schema: what parses, and that every mistake names file:line. */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base_test.h"
 #include "config.h"
-#include "test_env.h"
 
 static int parse(const char *text, anvil_config *cfg, anvil_error *err) {
     return anvil__config_parse_text(text, "/etc/anvil/test.ini", cfg, err);
@@ -136,8 +136,7 @@ static void test_missing_file(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "/nonexistent/anvil.ini"));
 }
 
-int main(void) {
-    if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+void base_add_config_tests(void) {
     CU_pSuite s = CU_add_suite("config", NULL, NULL);
     CU_add_test(s, "a full file parses", test_full_file);
     CU_add_test(s, "defaults", test_defaults);
@@ -145,5 +144,4 @@ int main(void) {
     CU_add_test(s, "every mistake names file:line", test_errors);
     CU_add_test(s, "long values: repeated path, continuation lines", test_long_values);
     CU_add_test(s, "missing file", test_missing_file);
-    return test_run_cunit();
 }
