@@ -49,6 +49,7 @@ typedef struct fw_env {
     size_t n_tokens;
     int n_vocab;
     const char *text_path;
+    anvil_ppl_result last; /* check_ppl's anvil figures */
 } fw_env;
 
 static double now_s(void) {
@@ -167,6 +168,20 @@ static void write_golden(fw_env *e, const float *ll) {
 }
 
 /* Every position of one chunk: anvil against llama.cpp. */
+/* Speed: FW_TIMING_REPS runs of each, alternating, the fastest of each
+ * (the machine is shared; one decode alone is noisy). */
+#define FW_TIMING_REPS 3
+static void time_both(fw_env *e, void *lctx, anvil_model *am, int32_t *tok, float *ll, float *an, double *t_ll,
+                      double *t_an) {
+    for (int r = 0; r < FW_TIMING_REPS; ++r) {
+        double t = 0;
+        if (ll_eval(e, lctx, tok, FW_CTX, ll, &t) == 0 && t < *t_ll) *t_ll = t;
+        anvil_error err;
+        const double t0 = now_s();
+        if (anvil_model_eval(am, tok, FW_CTX, an, &err) == ANVIL_OK && now_s() - t0 < *t_an) *t_an = now_s() - t0;
+    }
+}
+
 static void check_forward_on(fw_env *e, const char *label, const char *path, double bound, const int32_t *tokens) {
     const size_t cells = (size_t)FW_CTX * (size_t)e->n_vocab;
     float *ll = malloc(cells * sizeof *ll), *an = malloc(cells * sizeof *an);
@@ -187,6 +202,7 @@ static void check_forward_on(fw_env *e, const char *label, const char *path, dou
         if (!ok) printf("forward: %s\n", err.message);
     }
     if (ok && e->pc->golden_dir != NULL && strcmp(label, "F16") == 0) write_golden(e, ll);
+    if (ok) time_both(e, lctx, am, tok, ll, an, &t_ll, &t_an);
     size_t bad = 0;
     double max = 0, sum = 0;
     for (int i = 0; ok && i < FW_CTX; ++i) {
@@ -306,8 +322,39 @@ static void check_ppl(fw_env *e, const char *label, const char *path, const char
     printf("\n");
     parity_report(e->pc, label, base_path ? "PPL 0.5 %, KLD 2 % of llama.cpp's" : "PPL within 0.5 % of llama.cpp's",
                   ok ? n : 0, ok ? bad : 1);
+    e->last = r;
     anvil_model_close(am);
     anvil_model_close(ab);
+}
+
+static double json_field(const char *doc, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(doc, k);
+    return p ? strtod(p + strlen(k), NULL) : NAN;
+}
+
+/* `anvil perplexity --tokens --base --json` gives anvil_perplexity's figures. */
+static void check_cli(fw_env *e, const char *path, const char *base) {
+    char tokens[700], cmd[4096], doc[8192] = "";
+    snprintf(tokens, sizeof tokens, "%s/heldout.tokens", e->dir);
+    FILE *f = fopen(tokens, "w");
+    for (size_t i = 0; f != NULL && i < e->n_tokens; ++i)
+        fprintf(f, "%d%c", (int)e->tokens[i], i % 16 == 15 ? '\n' : ' ');
+    if (f != NULL) fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "'%s' perplexity '%s' --tokens '%s' --base '%s' --ctx %d --chunks %d --threads %d --json", ANVIL_CLI,
+             path, tokens, base, FW_PPL_CTX, FW_PPL_CHUNKS, FW_THREADS);
+    FILE *p = popen(cmd, "r");
+    size_t len = p ? fread(doc, 1, sizeof doc - 1, p) : 0;
+    doc[len] = '\0';
+    const int status = p ? pclose(p) : -1;
+    const double ppl = json_field(doc, "ppl"), kld = json_field(doc, "kld_mean"), top1 = json_field(doc, "top1");
+    const size_t bad = (status != 0) + !(fabs(ppl / e->last.ppl - 1) < 1e-6) + !(fabs(kld / e->last.kld - 1) < 1e-6) +
+                       !(fabs(top1 - e->last.top1) < 1e-9);
+    printf("forward  CLI: ppl %.6f kld_mean %.6g top1 %.4f (exit %d)\n", ppl, kld, top1, status);
+    parity_report(e->pc, "CLI", "anvil perplexity --json = the API's", 4, bad);
+    remove(tokens);
 }
 
 static int make_file(fw_env *e, const char *src, const char *type, char *out, size_t out_size) {
@@ -361,6 +408,7 @@ static void run_checks(fw_env *e, const char *f16) {
     check_ppl(e, "F16", f16, NULL);
     if (paths[1][0]) check_ppl(e, "Q8_0", paths[1], f16);
     if (paths[2][0]) check_ppl(e, "Q4_K_M", paths[2], f16);
+    if (paths[2][0]) check_cli(e, paths[2], f16);
     for (int i = 0; i < 3; ++i) {
         if (paths[i][0]) remove(paths[i]);
     }
