@@ -31,6 +31,7 @@
 #include "llama_oracle.h"
 #include "parity.h"
 #include "read_file.h"
+#include "synth_model.h"
 #include "test_env.h"
 
 #define FW_CTX 256
@@ -259,6 +260,53 @@ static void check_forward_hf(fw_env *e, const char *label, const char *name, con
     if (vm) e->lo->free_model(vm);
 }
 
+static int make_file(fw_env *e, const char *src, const char *prefix, const char *type, char *out, size_t out_size) {
+    snprintf(out, out_size, "%s/%s.%s.gguf", e->dir, prefix, type);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' quantize --allow-requantize '%s' '%s' %s 2 >/dev/null 2>&1", ANVIL_CLI, src, out,
+             type);
+    if (system(cmd) != 0) {
+        printf("forward: `%s` failed\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* A Mixtral-style llama MoE (synth_model, F32 matrices, the test model's
+ * vocabulary) and its Q8_0: the router, top-k and per-expert matmuls. */
+static void check_moe(fw_env *e, const char *f16) {
+    char path[700], q8[700];
+    snprintf(path, sizeof path, "%s/moe.F32.gguf", e->dir);
+    anvil_gguf *voc = NULL;
+    anvil_error err;
+    memset(&err, 0, sizeof err);
+    int rc = anvil_gguf_open(&voc, f16, e->ctx, 0, &err);
+    const synth_model sm = { .n_vocab = (uint32_t)e->n_vocab,
+                             .n_embd = 128,
+                             .n_ff = 256,
+                             .n_layer = 2,
+                             .n_head = 4,
+                             .n_head_kv = 2,
+                             .type = ANVIL_TYPE_F32,
+                             .seed = 7,
+                             .tokenizer_from = voc,
+                             .n_expert = 8,
+                             .n_expert_used = 2 };
+    if (rc == ANVIL_OK) rc = synth_model_write(path, &sm, e->ctx, &err);
+    anvil_gguf_close(voc);
+    if (rc != ANVIL_OK) {
+        printf("forward: synth MoE: %s\n", err.message);
+        parity_report(e->pc, "moe", "synthetic MoE model", 1, 1);
+        return;
+    }
+    check_forward(e, "moe-F32", path, FW_BOUND_F32);
+    if (make_file(e, path, "moe", "Q8_0", q8, sizeof q8) == 0) {
+        check_forward(e, "moe-Q8_0", q8, FW_BOUND_QUANT);
+        remove(q8);
+    }
+    remove(path);
+}
+
 /* llama-perplexity's figures of path (and KLD against base_path) from llama.cpp's own logits. */
 static int ll_perplexity(fw_env *e, const char *path, const char *base_path, kld_summary *s) {
     const int n = FW_PPL_CTX, V = e->n_vocab, first = n / 2, n_scored = n - 1 - first;
@@ -357,17 +405,6 @@ static void check_cli(fw_env *e, const char *path, const char *base) {
     remove(tokens);
 }
 
-static int make_file(fw_env *e, const char *src, const char *type, char *out, size_t out_size) {
-    snprintf(out, out_size, "%s/tcl.%s.gguf", e->dir, type);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' quantize --allow-requantize '%s' '%s' %s 2 >/dev/null 2>&1", ANVIL_CLI, src, out,
-             type);
-    if (system(cmd) != 0) {
-        printf("forward: `%s` failed\n", cmd);
-        return -1;
-    }
-    return 0;
-}
 
 static int read_tokens(fw_env *e, const char *model_path, const char *text_path) {
     void *vm = ll_load(e, model_path, 1);
@@ -393,7 +430,7 @@ static void run_checks(fw_env *e, const char *f16) {
     static const char *const types[] = { "F32", "Q8_0", "Q4_K_M" };
     char paths[3][700];
     for (int i = 0; i < 3; ++i) {
-        if (make_file(e, f16, types[i], paths[i], sizeof paths[i]) != 0) {
+        if (make_file(e, f16, "tcl", types[i], paths[i], sizeof paths[i]) != 0) {
             parity_report(e->pc, types[i], "anvil quantize of the test model", 1, 1);
             paths[i][0] = '\0';
         }
@@ -405,6 +442,7 @@ static void run_checks(fw_env *e, const char *f16) {
     check_forward_hf(e, "llama3", "hf/llama3-bpe.f16.gguf", e->text_path);
     check_forward_hf(e, "qwen2", "hf/qwen2-bpe.bf16.gguf", e->text_path);
     check_forward_hf(e, "spm-q8_0", "hf/llama-spm-sharded.q8_0.gguf", e->text_path);
+    check_moe(e, f16);
     check_ppl(e, "F16", f16, NULL);
     if (paths[1][0]) check_ppl(e, "Q8_0", paths[1], f16);
     if (paths[2][0]) check_ppl(e, "Q4_K_M", paths[2], f16);

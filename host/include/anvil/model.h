@@ -4,8 +4,9 @@
  * divergence over chunks of tokens as llama-perplexity scores them.
  *
  * Contract:
- *  - Architectures: llama, qwen2, qwen3 (dense). Anything else, and a
- *    vocab-only file, is refused naming what is supported.
+ *  - Architectures: llama (dense, or Mixtral-style MoE), qwen2, qwen3,
+ *    qwen3moe. Anything else, and a vocab-only file, is refused naming what
+ *    is supported.
  *  - The weights stay memory-mapped in their stored type; every matrix goes
  *    through anvil_matmul's dispatch (activations quantized to the weight's
  *    activation format as ggml does), so every backend and the INI config
@@ -15,8 +16,11 @@
  *    (get_rows), per layer RMSNorm, Q/K/V (+ bias), Q/K RMSNorm, RoPE (NORM
  *    for llama, NEOX for qwen; freq_base, linear scaling, rope_freqs), causal
  *    GQA attention with an f32 softmax (sum in double), output projection,
- *    residual, RMSNorm, SwiGLU, residual; final RMSNorm; output (or the tied
- *    token embedding).
+ *    residual, RMSNorm, SwiGLU (or the MoE: softmax router, top-k, weights
+ *    normalized and scaled, per-expert SwiGLU, summed in the chosen order),
+ *    residual; final RMSNorm; output (or the tied token embedding). F16 and
+ *    BF16 matrices get their activations rounded to f16 / bf16 first, as
+ *    ggml's vec_dot_type conversion does.
  *  - kv_f16 rounds K, V and Q to f16 as llama.cpp's default f16 KV cache
  *    does; without it K and V stay f32 (llama.cpp with type_k/type_v f32).
  *  - Structs crossing this boundary start with their size (set it to

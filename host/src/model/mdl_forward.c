@@ -5,12 +5,14 @@
  * anvil/model.h). Matrices go through anvil_matmul_prepared on the
  * context's threads; the element-wise steps are in mdl_attn.c. The scratch
  * is allocated per call (n rows of each activation) and freed before
- * returning.
+ * returning. F16 / BF16 matrices get their activations rounded to the
+ * weight's type first, as ggml's vec_dot_type conversion does.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "anvil/numeric.h"
 #include "error.h"
 #include "model_internal.h"
 
@@ -40,7 +42,7 @@ static int scratch_alloc(const anvil_model *m, size_t n, mdl_scratch *s, anvil_e
     s->q = alloc_rows(n, nq);
     s->k = alloc_rows(n, nkv);
     s->v = alloc_rows(n, nkv);
-    s->att = alloc_rows(n, nq);
+    s->att = alloc_rows(n, wide);
     s->ff_a = alloc_rows(n, in->n_ff);
     s->ff_b = alloc_rows(n, in->n_ff);
     if (!s->x || !s->h || !s->q || !s->k || !s->v || !s->att || !s->ff_a || !s->ff_b) {
@@ -64,9 +66,28 @@ static int embed(anvil_model *m, const int32_t *tokens, size_t n, float *x, anvi
     return ANVIL_OK;
 }
 
-static int mm(anvil_model *m, const mdl_mat *w, const float *x, size_t n, float *y, const float *bias,
-              anvil_error *err) {
-    int rc = anvil_matmul_prepared(m->ctx, w->w, x, n, y, err);
+/* ggml converts the activations of an F16 / BF16 matrix to the weight's
+ * type (its vec_dot_type) before the dot products: the same rounding here,
+ * whatever kernel anvil_matmul picks (rounding twice changes nothing). */
+static float *round_activations(uint32_t type, const float *x, size_t count) {
+    float *r = malloc(count * sizeof *r + 1);
+    if (r == NULL) return NULL;
+    for (size_t i = 0; i < count; ++i) {
+        r[i] = type == ANVIL_TYPE_F16 ? anvil_fp16_to_fp32(anvil_fp32_to_fp16(x[i]))
+                                      : anvil_bf16_to_fp32(anvil_fp32_to_bf16(x[i]));
+    }
+    return r;
+}
+
+int mdl_matmul(anvil_model *m, const mdl_mat *w, const float *x, size_t n, float *y, const float *bias,
+               anvil_error *err) {
+    float *xr = NULL;
+    if (w->t->type == ANVIL_TYPE_F16 || w->t->type == ANVIL_TYPE_BF16) {
+        xr = round_activations(w->t->type, x, n * (size_t)w->cols);
+        if (xr == NULL) return anvil__nomem(err);
+    }
+    int rc = anvil_matmul_prepared(m->ctx, w->w, xr ? xr : x, n, y, err);
+    free(xr);
     if (rc != ANVIL_OK) {
         anvil__error_prefix(err, "%s", w->t->name);
         return rc;
@@ -87,9 +108,9 @@ static int attn_block(anvil_model *m, const mdl_layer *L, mdl_scratch *s, anvil_
     const anvil_model_info *in = &m->info;
     const size_t n = s->n, hd = in->head_dim;
     mdl_rms_norm(s->x, n, in->n_embd, m->eps, L->attn_norm, s->h);
-    int rc = mm(m, &L->wq, s->h, n, s->q, L->bq, err);
-    if (rc == ANVIL_OK) rc = mm(m, &L->wk, s->h, n, s->k, L->bk, err);
-    if (rc == ANVIL_OK) rc = mm(m, &L->wv, s->h, n, s->v, L->bv, err);
+    int rc = mdl_matmul(m, &L->wq, s->h, n, s->q, L->bq, err);
+    if (rc == ANVIL_OK) rc = mdl_matmul(m, &L->wk, s->h, n, s->k, L->bk, err);
+    if (rc == ANVIL_OK) rc = mdl_matmul(m, &L->wv, s->h, n, s->v, L->bv, err);
     if (rc != ANVIL_OK) return rc;
     if (L->q_norm != NULL) mdl_rms_norm(s->q, n * in->n_head, hd, m->eps, L->q_norm, s->q);
     if (L->k_norm != NULL) mdl_rms_norm(s->k, n * in->n_head_kv, hd, m->eps, L->k_norm, s->k);
@@ -101,7 +122,7 @@ static int attn_block(anvil_model *m, const mdl_layer *L, mdl_scratch *s, anvil_
         round_f16(s->v, n * in->n_head_kv * hd);
     }
     rc = mdl_attention(m, s->q, s->k, s->v, n, s->att, err);
-    if (rc == ANVIL_OK) rc = mm(m, &L->wo, s->att, n, s->h, NULL, err);
+    if (rc == ANVIL_OK) rc = mdl_matmul(m, &L->wo, s->att, n, s->h, NULL, err);
     if (rc != ANVIL_OK) return rc;
     for (size_t i = 0; i < n * in->n_embd; ++i) s->x[i] = s->h[i] + s->x[i];
     return ANVIL_OK;
@@ -111,14 +132,20 @@ static int ffn_block(anvil_model *m, const mdl_layer *L, mdl_scratch *s, anvil_e
     const anvil_model_info *in = &m->info;
     const size_t n = s->n;
     mdl_rms_norm(s->x, n, in->n_embd, m->eps, L->ffn_norm, s->h);
-    int rc = mm(m, &L->gate, s->h, n, s->ff_a, NULL, err);
-    if (rc == ANVIL_OK) rc = mm(m, &L->up, s->h, n, s->ff_b, NULL, err);
+    if (L->gate_exps != NULL) {
+        int rc = mdl_moe_ffn(m, L, s->h, n, s->att, err);
+        if (rc != ANVIL_OK) return rc;
+        for (size_t i = 0; i < n * in->n_embd; ++i) s->x[i] = s->att[i] + s->x[i];
+        return ANVIL_OK;
+    }
+    int rc = mdl_matmul(m, &L->gate, s->h, n, s->ff_a, NULL, err);
+    if (rc == ANVIL_OK) rc = mdl_matmul(m, &L->up, s->h, n, s->ff_b, NULL, err);
     if (rc != ANVIL_OK) return rc;
     for (size_t i = 0; i < n * in->n_ff; ++i) {
         const float g = s->ff_a[i];
         s->ff_a[i] = g / (1.0f + expf(-g)) * s->ff_b[i];
     }
-    rc = mm(m, &L->down, s->ff_a, n, s->h, NULL, err);
+    rc = mdl_matmul(m, &L->down, s->ff_a, n, s->h, NULL, err);
     if (rc != ANVIL_OK) return rc;
     for (size_t i = 0; i < n * in->n_embd; ++i) s->x[i] = s->h[i] + s->x[i];
     return ANVIL_OK;
@@ -147,7 +174,7 @@ ANVIL_API int anvil_model_eval(anvil_model *m, const int32_t *tokens, size_t n, 
     }
     if (rc == ANVIL_OK) {
         mdl_rms_norm(s.x, n, m->info.n_embd, m->eps, m->output_norm, s.h);
-        rc = mm(m, &m->output, s.h, n, logits, NULL, err);
+        rc = mdl_matmul(m, &m->output, s.h, n, logits, NULL, err);
     }
     scratch_free(&s);
     return rc;

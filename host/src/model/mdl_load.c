@@ -15,7 +15,7 @@
 #include "error.h"
 #include "model_internal.h"
 
-static const char *const supported = "llama, qwen2, qwen3";
+static const char *const supported = "llama (dense or Mixtral-style MoE), qwen2, qwen3, qwen3moe";
 
 static int get_u32(const anvil_model *m, const char *suffix, uint32_t def, int required, uint32_t *out,
                    anvil_error *err) {
@@ -91,6 +91,62 @@ static int load_mat(anvil_model *m, const char *name, uint64_t cols, uint64_t ro
     return rc;
 }
 
+static const char *name(char *buf, size_t size, uint32_t il, const char *s) {
+    snprintf(buf, size, "blk.%u.%s", il, s);
+    return buf;
+}
+
+/* A 3-D expert tensor (cols x rows x n_expert), each expert's slice prepared. */
+static int load_expert_mats(anvil_model *m, const char *nm, uint64_t cols, uint64_t rows, mdl_mat **out,
+                            anvil_error *err) {
+    const anvil_gguf_tensor *t = anvil_gguf_find_tensor(m->g, nm);
+    if (t == NULL) return anvil__error_set(err, ANVIL_E_NOT_FOUND, "the model has no tensor %s", nm);
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != m->n_expert || t->ne[3] != 1) {
+        return anvil__error_set(err, ANVIL_E_FORMAT, "tensor %s is %llu x %llu x %llu; expected %llu x %llu x %u", nm,
+                                (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                                (unsigned long long)t->ne[2], (unsigned long long)cols, (unsigned long long)rows,
+                                m->n_expert);
+    }
+    *out = calloc(m->n_expert, sizeof **out);
+    if (*out == NULL) return anvil__nomem(err);
+    for (uint32_t x = 0; x < m->n_expert; ++x) {
+        mdl_mat *mm = &(*out)[x];
+        mm->t = t;
+        mm->rows = rows;
+        mm->cols = cols;
+        const char *data = (const char *)t->data + (size_t)x * (size_t)rows * (size_t)t->row_bytes;
+        int rc = anvil_weights_prepare(m->ctx, t->type, data, (size_t)rows, (size_t)cols, ANVIL_WEIGHTS_TRANSIENT,
+                                       &mm->w, err);
+        if (rc != ANVIL_OK) {
+            anvil__error_prefix(err, "%s expert %u", nm, x);
+            return rc;
+        }
+    }
+    return ANVIL_OK;
+}
+
+static int load_experts(anvil_model *m, uint32_t il, anvil_error *err) {
+    mdl_layer *L = &m->layers[il];
+    const uint64_t e = m->info.n_embd, f = m->n_ff_exp;
+    char n[96];
+    int rc = load_mat(m, name(n, sizeof n, il, "ffn_gate_inp.weight"), e, m->n_expert, &L->gate_inp, err);
+    if (rc == ANVIL_OK)
+        rc = load_expert_mats(m, name(n, sizeof n, il, "ffn_gate_exps.weight"), e, f, &L->gate_exps, err);
+    if (rc == ANVIL_OK) rc = load_expert_mats(m, name(n, sizeof n, il, "ffn_up_exps.weight"), e, f, &L->up_exps, err);
+    if (rc == ANVIL_OK)
+        rc = load_expert_mats(m, name(n, sizeof n, il, "ffn_down_exps.weight"), f, e, &L->down_exps, err);
+    return rc;
+}
+
+static void free_experts(const anvil_model *m, mdl_layer *L) {
+    mdl_mat *sets[] = { L->gate_exps, L->up_exps, L->down_exps };
+    for (size_t s = 0; s < 3; ++s) {
+        for (uint32_t x = 0; sets[s] != NULL && x < m->n_expert; ++x) anvil_weights_free(sets[s][x].w);
+        free(sets[s]);
+    }
+    anvil_weights_free(L->gate_inp.w);
+}
+
 static int load_layer(anvil_model *m, uint32_t il, anvil_error *err) {
     mdl_layer *L = &m->layers[il];
     const anvil_model_info *in = &m->info;
@@ -109,10 +165,11 @@ static int load_layer(anvil_model *m, uint32_t il, anvil_error *err) {
     if (rc == ANVIL_OK) rc = load_mat(m, NAME("attn_k.weight"), e, nkv, &L->wk, err);
     if (rc == ANVIL_OK) rc = load_mat(m, NAME("attn_v.weight"), e, nkv, &L->wv, err);
     if (rc == ANVIL_OK) rc = load_mat(m, NAME("attn_output.weight"), nq, e, &L->wo, err);
-    if (rc == ANVIL_OK) rc = load_mat(m, NAME("ffn_gate.weight"), e, in->n_ff, &L->gate, err);
-    if (rc == ANVIL_OK) rc = load_mat(m, NAME("ffn_up.weight"), e, in->n_ff, &L->up, err);
-    if (rc == ANVIL_OK) rc = load_mat(m, NAME("ffn_down.weight"), in->n_ff, e, &L->down, err);
 #undef NAME
+    if (rc == ANVIL_OK && m->n_expert > 0) return load_experts(m, il, err);
+    if (rc == ANVIL_OK) rc = load_mat(m, name(n, sizeof n, il, "ffn_gate.weight"), e, in->n_ff, &L->gate, err);
+    if (rc == ANVIL_OK) rc = load_mat(m, name(n, sizeof n, il, "ffn_up.weight"), e, in->n_ff, &L->up, err);
+    if (rc == ANVIL_OK) rc = load_mat(m, name(n, sizeof n, il, "ffn_down.weight"), in->n_ff, e, &L->down, err);
     return rc;
 }
 
@@ -128,7 +185,8 @@ static int read_arch(anvil_model *m, anvil_error *err) {
     m->info.arch[s.len] = '\0';
     if (strcmp(m->info.arch, "llama") == 0) {
         m->rope_type = MDL_ROPE_NORM;
-    } else if (strcmp(m->info.arch, "qwen2") == 0 || strcmp(m->info.arch, "qwen3") == 0) {
+    } else if (strcmp(m->info.arch, "qwen2") == 0 || strcmp(m->info.arch, "qwen3") == 0 ||
+               strcmp(m->info.arch, "qwen3moe") == 0) {
         m->rope_type = MDL_ROPE_NEOX;
     } else {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "architecture '%s' is not supported (supported: %s)",
@@ -163,9 +221,21 @@ static void read_bos(anvil_model *m) {
 
 static int read_hparams(anvil_model *m, anvil_error *err) {
     anvil_model_info *in = &m->info;
-    int rc = get_u32(m, "embedding_length", 0, 1, &in->n_embd, err);
+    int rc = get_u32(m, "expert_count", 0, 0, &m->n_expert, err);
+    if (rc == ANVIL_OK) rc = get_u32(m, "expert_used_count", 0, m->n_expert > 0, &m->n_expert_used, err);
+    if (rc == ANVIL_OK) rc = get_u32(m, "embedding_length", 0, 1, &in->n_embd, err);
     if (rc == ANVIL_OK) rc = get_u32(m, "block_count", 0, 1, &in->n_layer, err);
-    if (rc == ANVIL_OK) rc = get_u32(m, "feed_forward_length", 0, 1, &in->n_ff, err);
+    if (rc == ANVIL_OK) rc = get_u32(m, "feed_forward_length", 0, m->n_expert == 0, &in->n_ff, err);
+    if (rc == ANVIL_OK) rc = get_u32(m, "expert_feed_forward_length", in->n_ff, 0, &m->n_ff_exp, err);
+    if (rc == ANVIL_OK) rc = get_f32(m, "expert_weights_scale", 0.0f, &m->expert_weights_scale, err);
+    if (rc == ANVIL_OK && (m->n_expert > 256 || m->n_expert_used > m->n_expert ||
+                           (m->n_expert > 0 && (m->n_expert_used == 0 || m->n_ff_exp == 0)))) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s: %u experts, %u used, expert n_ff %u: not a supported MoE (1 <= used <= experts "
+                                "<= 256)",
+                                in->arch, m->n_expert, m->n_expert_used, m->n_ff_exp);
+    }
+    if (rc == ANVIL_OK && in->n_ff == 0) in->n_ff = m->n_ff_exp;
     if (rc == ANVIL_OK) rc = get_u32(m, "attention.head_count", 0, 1, &in->n_head, err);
     if (rc == ANVIL_OK) rc = get_u32(m, "attention.head_count_kv", in->n_head, 0, &in->n_head_kv, err);
     if (rc == ANVIL_OK) rc = get_u32(m, "context_length", 0, 0, &in->n_ctx_train, err);
@@ -265,6 +335,7 @@ ANVIL_API void anvil_model_close(anvil_model *m) {
         free(L->bv);
         mdl_mat *mats[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->gate, &L->up, &L->down };
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; ++i) free_mat(mats[i]);
+        free_experts(m, L);
     }
     free(m->layers);
     free_mat(&m->output);

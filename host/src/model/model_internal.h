@@ -25,7 +25,11 @@ typedef struct mdl_mat {
 typedef struct mdl_layer {
     float *attn_norm, *ffn_norm, *q_norm, *k_norm; /* f32 copies; q/k norm may be NULL */
     float *bq, *bk, *bv;                           /* biases, NULL when absent */
-    mdl_mat wq, wk, wv, wo, gate, up, down;
+    mdl_mat wq, wk, wv, wo, gate, up, down;        /* gate/up/down: dense layers only */
+    /* MoE layers: the router (n_expert rows) and per expert its slice of the
+     * 3-D expert tensors, prepared on their own. */
+    mdl_mat gate_inp;
+    mdl_mat *gate_exps, *up_exps, *down_exps; /* n_expert each, or NULL */
 } mdl_layer;
 
 enum { MDL_ROPE_NORM = 0, MDL_ROPE_NEOX = 2 };
@@ -38,7 +42,9 @@ struct anvil_model {
     int rope_type;
     uint32_t n_rot;
     float eps, freq_base, freq_scale;
-    float *rope_freqs; /* n_rot/2 factors, or NULL */
+    uint32_t n_expert, n_expert_used, n_ff_exp;
+    float expert_weights_scale; /* 0: none */
+    float *rope_freqs;          /* n_rot/2 factors, or NULL */
     float *output_norm;
     const anvil_gguf_tensor *tok_embd;
     mdl_mat output; /* the token embedding when tied */
@@ -53,6 +59,11 @@ typedef struct mdl_scratch {
 
 /* mdl_load.c */
 int mdl_read_vector(anvil_model *m, const char *name, uint64_t want, int required, float **out, anvil_error *err);
+
+/* mdl_moe.c: the MoE FFN of n rows of h (normed) into out (n x n_embd). */
+int mdl_moe_ffn(anvil_model *m, const mdl_layer *L, const float *h, size_t n, float *out, anvil_error *err);
+int mdl_matmul(anvil_model *m, const mdl_mat *w, const float *x, size_t n, float *y, const float *bias,
+               anvil_error *err);
 
 /* mdl_attn.c: RoPE in place on n rows of n_heads heads (row stride in floats). */
 void mdl_rope(const anvil_model *m, float *x, size_t n, uint32_t n_heads);
