@@ -187,6 +187,7 @@ int cmd_merge(cli_globals *g, int argc, char **argv);
 int cmd_transcode(cli_globals *g, int argc, char **argv);
 int cmd_merge_lora(cli_globals *g, int argc, char **argv);
 int cmd_quantize(cli_globals *g, int argc, char **argv);
+int cmd_perplexity(cli_globals *g, int argc, char **argv);
 int cmd_convert(cli_globals *g, int argc, char **argv);
 int cmd_demo(cli_globals *g, int argc, char **argv);
 
@@ -202,6 +203,7 @@ extern const char cli_help_merge[];
 extern const char cli_help_transcode[];
 extern const char cli_help_merge_lora[];
 extern const char cli_help_quantize[];
+extern const char cli_help_perplexity[];
 extern const char cli_help_convert[];
 extern const char cli_help_demo[];
 

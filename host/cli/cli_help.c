@@ -29,6 +29,8 @@ const cli_command cli_commands[] = {
       cli_help_convert },
     { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
       cli_help_quantize },
+    { "perplexity", cmd_perplexity, "perplexity and KL divergence on anvil's forward pass, as llama-perplexity",
+      cli_help_perplexity },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },
     { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec; --model: the main job",
       cli_help_demo },

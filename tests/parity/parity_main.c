@@ -26,11 +26,12 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "imatrix") == 0) return parity_imatrix;
     if (strcmp(n, "quantize") == 0) return parity_quantize;
     if (strcmp(n, "hf") == 0) return parity_hf;
+    if (strcmp(n, "forward") == 0) return parity_forward;
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0",      "kquants",  "ternary", "cold",     "gguf",
-                                            "transcode", "backends", "imatrix", "quantize", "hf" };
+static const char *const all_families[] = { "q8_0",     "kquants", "ternary",  "cold", "gguf",   "transcode",
+                                            "backends", "imatrix", "quantize", "hf",   "forward" };
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked, size_t mismatches) {
     pc->total_checks += checked;
