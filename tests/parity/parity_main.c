@@ -92,7 +92,7 @@ static void usage(void) {
          "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
          "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf\n"
+         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 
