@@ -133,7 +133,7 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
  * "-" (or /dev/stdout, /dev/fd/1): the file goes to standard output, so from
  * here on everything the command prints on stdout goes to stderr, and
  * --json is refused (usage error). A device, a FIFO or a socket is the
- * library's to write into or refuse (host/src/atomic_file.h). */
+ * library's to write into or refuse (host/src/base/atomic_file.h). */
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input);
 /* 1 when path is a folder (a Hugging Face checkpoint, for quantize and transcode). */
 int cli_is_dir(const char *path);

@@ -447,7 +447,7 @@ int cli_wants_help(int argc, char **argv) {
 
 /* A FIFO, socket or device as input: refused by stat() before any open,
  * which for a FIFO would wait for a writer (the library's inputs follow the
- * same rule, host/src/file_input.h). */
+ * same rule, host/src/base/file_input.h). */
 static int refuse_unreadable(const char *path, anvil_error *err) {
     struct stat st;
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
@@ -517,7 +517,7 @@ int cli_write_file_atomic(const char *path, const void *data, size_t size, anvil
 }
 
 /* "-" and the names of descriptor 1: the file is written to standard output
- * (the library writes into descriptor 1, host/src/atomic_file.h). */
+ * (the library writes into descriptor 1, host/src/base/atomic_file.h). */
 static int names_stdout(const char *p) {
     return strcmp(p, "-") == 0 || strcmp(p, "/dev/stdout") == 0 || strcmp(p, "/dev/fd/1") == 0 ||
            strcmp(p, "/proc/self/fd/1") == 0;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hf_vocab: the tokenizer module's entry points (hf_vocab.h) -- which of
- * convert_hf_to_gguf.py's set_vocab paths a folder takes, the KV list with
- * gguf-py's dict semantics, writing it, and the small helpers the paths
- * share (arena, files, Python truthiness).
+ * hf_vocab: the helpers the tokenizer paths share (hf_vocab_internal.h):
+ * the arena, the KV list with gguf-py's dict semantics, the token table,
+ * files, Python truthiness and the special-token tests. The module's entry
+ * points (hf_vocab.h: which set_vocab path a folder takes, writing the KV
+ * list) are in hf_vocab_load.c.
  */
 #include "hf_vocab_internal.h"
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal: llama.cpp's quantization policy (quantize_policy.c), used by the
- * quantize plan (quantize_plan.c). */
+/* Internal: what the files of host/src/quantize share. llama.cpp's
+ * quantization policy (quantize_policy.c: the ftype and category enums, the
+ * per-tensor state and type rules), the model's keys as the loader reads
+ * them (quantize_plan.c) and the architecture table's checks
+ * (quantize_arch.c); used by the plan (quantize_plan.c) and the target-size
+ * optimizer (quantize_target.c, its own header quantize_target.h). */
 #ifndef ANVIL_HOST_QUANTIZE_INTERNAL_H
 #define ANVIL_HOST_QUANTIZE_INTERNAL_H
 

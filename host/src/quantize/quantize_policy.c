@@ -4,7 +4,7 @@
  * release anvil's oracle is): which tensors may change type, the preset's
  * mixture by tensor category and layer, the overrides, and the fallback for
  * rows that do not divide the target's block. The presets are
- * llama-quantize's list (tools/quantize/quantize.cpp), in its order.
+ * llama-quantize's list (llama.cpp's tools/quantize/quantize.cpp), in its order.
  */
 #include <stdio.h>
 #include <stdlib.h>
