@@ -129,32 +129,6 @@ static int need_key(const anvil_gguf *g, const anvil_quantize_options *o, const 
     return ANVIL_OK;
 }
 
-/* The largest value of a u32-or-array key (get_key_or_arr, optional). */
-static int key_max(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer_all,
-                   uint32_t *v, anvil_error *err) {
-    *v = 0;
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
-        int found;
-        return qz_key_u32(t, o, key, v, &found, err);
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    if (val.a.count != n_layer_all) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer_all,
-                                val.a.count);
-    }
-    for (uint64_t i = 0; i < val.a.count; ++i) {
-        anvil_gguf_value e;
-        if (anvil_gguf_array_get(&val.a, i, &e) != ANVIL_OK) break;
-        const uint64_t x = e.in_u64 ? e.u : (uint64_t)e.i;
-        if ((uint32_t)x > *v) *v = (uint32_t)x;
-    }
-    return ANVIL_OK;
-}
-
 static int u32_key(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, const char *fmt,
                    int required, uint32_t *v, anvil_error *err) {
     char key[256];
@@ -183,7 +157,7 @@ static int check_experts(anvil_transcode *t, const anvil_quantize_options *o, co
     char key[256];
     uint32_t used = 0, groups = 0, group_used = 0;
     key_name(key, sizeof key, "%s.expert_used_count", a);
-    int rc = key_max(t, o, key, m->n_layer_all, &used, err);
+    int rc = qz_key_layers(t, o, key, m->n_layer_all, NULL, &used, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.expert_group_count", 0, &groups, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.expert_group_used_count", 0, &group_used, err);
     if (rc != ANVIL_OK) return rc;
@@ -234,10 +208,10 @@ static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, 
     if (rc == ANVIL_OK) rc = check_experts(t, o, a, m, err);
     char key[256];
     key_name(key, sizeof key, "%s.attention.head_count", a);
-    if (rc == ANVIL_OK) rc = qz_key_layer0(t, o, key, m->n_layer_all, n_head0, err);
+    if (rc == ANVIL_OK) rc = qz_key_layers(t, o, key, m->n_layer_all, n_head0, NULL, err);
     *n_head_kv0 = *n_head0; /* head_count_kv defaults to head_count */
     key_name(key, sizeof key, "%s.attention.head_count_kv", a);
-    if (rc == ANVIL_OK) rc = qz_key_layer0(t, o, key, m->n_layer_all, n_head_kv0, err);
+    if (rc == ANVIL_OK) rc = qz_key_layers(t, o, key, m->n_layer_all, n_head_kv0, NULL, err);
     if (rc != ANVIL_OK) return rc;
     anvil_gguf_str s;
     key_name(key, sizeof key, "%s.rope.scaling.type", a);

@@ -100,6 +100,10 @@ typedef struct qp_state {
 qp_category qp_category_of(const char *name);
 /* tensor_allows_quantization. */
 int qp_allows_quantization(const anvil_quantize_options *o, const anvil_gguf_tensor *t);
+/* The i-quants that search a grid (IQ1_S .. IQ3_S): llama.cpp falls back
+ * from them to IQ4_NL, and their encoders are 30 to 300 times slower than
+ * the others (the target optimizer measures them on a smaller sample). */
+int qp_is_grid_iq(uint32_t type);
 /* tensor_requires_imatrix. */
 int qp_requires_imatrix(const char *name, uint32_t type, uint32_t ftype);
 /* llama_tensor_get_type for a tensor that allows quantization: the rules
@@ -113,12 +117,19 @@ int qp_is_quantized(uint32_t type);
 /* ggml_blck_size (1 for plain types, 0 when unknown). */
 uint32_t qp_block_size(uint32_t type);
 
-/* quantize_plan.c: the loader's get_key<uint32_t> (an INT override wins;
- * *found = 0 when absent) and get_key_or_arr's layer-0 value. */
+/* quantize_keys.c: the loader's reads. The override for key (the first
+ * one given), or NULL. */
+const anvil_kv_override *qz_find_override(const anvil_quantize_options *o, const char *key);
+/* get_key<uint32_t>: an INT override wins; otherwise the file's value,
+ * which must be a u32. *found = 0 when neither (*v untouched). */
 int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
                anvil_error *err);
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
-                  anvil_error *err);
+/* get_key_or_arr of a per-layer u32: a scalar (as qz_key_u32), or an array
+ * of n_layer u32, i32 or bool values. *first (when not NULL) gets layer
+ * 0's value and is untouched when the key is absent; *max (when not NULL)
+ * the largest, 0 when absent. */
+int qz_key_layers(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
+                  uint32_t *first, uint32_t *max, anvil_error *err);
 
 /* quantize_arch.c: llama_model_create + load_hparams for architecture
  * `arch` (the name after --override-kv): refuses what llama.cpp refuses,

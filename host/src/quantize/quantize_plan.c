@@ -63,77 +63,11 @@ ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o) {
 
 /* ---- 1. model facts ------------------------------------------------------------ */
 
-/* The override llama.cpp's loader uses for key: the first one given. */
-static const anvil_kv_override *find_override(const anvil_quantize_options *o, const char *key) {
-    for (size_t i = 0; i < o->n_kv_overrides; ++i) {
-        if (strcmp(o->kv_overrides[i].key, key) == 0) return &o->kv_overrides[i];
-    }
-    return NULL;
-}
-
-/* get_key<uint32_t>: an INT override wins; otherwise the file's value,
- * which must be a u32. *found = 0 when neither. */
-int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
-               anvil_error *err) {
-    *found = 0;
-    const anvil_kv_override *ov = find_override(o, key);
-    if (ov != NULL) {
-        if (ov->tag == ANVIL_KV_OVERRIDE_INT) {
-            *v = (uint32_t)ov->i;
-            *found = 1;
-            return ANVIL_OK;
-        }
-        int rc = tc_warn(t, err, "--override-kv %s: %s expects an int; the file's value is used", key, key);
-        if (rc != ANVIL_OK) return rc;
-    }
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_U32) {
-        const char *tn = anvil_gguf_type_name(kv->type);
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
-                                "too)",
-                                key, tn ? tn : "?");
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    *v = (uint32_t)val.u;
-    *found = 1;
-    return ANVIL_OK;
-}
-
-/* get_key_or_arr for layer 0 of a per-layer value. */
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
-                  anvil_error *err) {
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
-        int found;
-        return qz_key_u32(t, o, key, v, &found, err);
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    const uint32_t et = val.a.elem_type;
-    if (et != ANVIL_GGUF_TYPE_U32 && et != ANVIL_GGUF_TYPE_I32 && et != ANVIL_GGUF_TYPE_BOOL) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)", key,
-                                anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
-    }
-    if (val.a.count != n_layer) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer,
-                                val.a.count);
-    }
-    anvil_gguf_value e0;
-    if (anvil_gguf_array_get(&val.a, 0, &e0) != ANVIL_OK) return ANVIL_OK;
-    *v = et == ANVIL_GGUF_TYPE_BOOL ? (uint32_t)(e0.b != 0) : (uint32_t)(e0.in_u64 ? e0.u : (uint64_t)e0.i);
-    return ANVIL_OK;
-}
-
 static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
     anvil_gguf_str arch = { NULL, 0 };
     /* The loader reads the architecture through get_key: a string override wins. */
-    const anvil_kv_override *ov = find_override(o, "general.architecture");
+    const anvil_kv_override *ov = qz_find_override(o, "general.architecture");
     if (ov != NULL && ov->tag == ANVIL_KV_OVERRIDE_STR) {
         arch.ptr = ov->str;
         arch.len = strlen(ov->str);
@@ -841,6 +775,35 @@ ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t) {
     if (t == NULL || t->build_kvs != quantize_kvs) return NULL;
     const qz_state *q = t->policy;
     return q->target && q->note[0] ? q->note : NULL;
+}
+
+static const char *type_name(uint32_t type) {
+    anvil_type_info ti;
+    return anvil_type_builtin(type, &ti, NULL) == ANVIL_OK ? ti.name : "?";
+}
+
+/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
+
+/* --plan-out: the target's choices as --tensor-type rules, one per line. */
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
+    double e;
+    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        fputc('^', f);
+        for (const char *p = it->name; *p; ++p) {
+            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
+            fputc(*p, f);
+        }
+        fprintf(f, "$=%s\n", type_name(it->dst_type));
+    }
+    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
+    return ANVIL_OK;
 }
 
 ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,

@@ -243,6 +243,19 @@ int qp_allows_quantization(const anvil_quantize_options *o, const anvil_gguf_ten
     return q;
 }
 
+int qp_is_grid_iq(uint32_t type) {
+    switch (type) {
+    case ANVIL_TYPE_IQ1_S:
+    case ANVIL_TYPE_IQ1_M:
+    case ANVIL_TYPE_IQ2_XXS:
+    case ANVIL_TYPE_IQ2_XS:
+    case ANVIL_TYPE_IQ2_S:
+    case ANVIL_TYPE_IQ3_XXS:
+    case ANVIL_TYPE_IQ3_S: return 1;
+    default: return 0;
+    }
+}
+
 int qp_requires_imatrix(const char *name, uint32_t type, uint32_t ftype) {
     if (strcmp(name, "token_embd.weight") == 0 || strcmp(name, "per_layer_token_embd.weight") == 0 ||
         strcmp(name, "output.weight") == 0) {
@@ -533,13 +546,6 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
     ++qs->n_fallback;
     uint32_t r;
     switch (target) {
-    case ANVIL_TYPE_IQ1_S:
-    case ANVIL_TYPE_IQ1_M:
-    case ANVIL_TYPE_IQ2_XXS:
-    case ANVIL_TYPE_IQ2_XS:
-    case ANVIL_TYPE_IQ2_S:
-    case ANVIL_TYPE_IQ3_XXS:
-    case ANVIL_TYPE_IQ3_S:
     case ANVIL_TYPE_IQ4_XS: r = ANVIL_TYPE_IQ4_NL; break;
     case ANVIL_TYPE_Q2_0:
     case ANVIL_TYPE_Q2_K:
@@ -550,6 +556,10 @@ static int fallback(qp_state *qs, const anvil_gguf_tensor *tensor, uint32_t *typ
     case ANVIL_TYPE_Q5_K: r = ANVIL_TYPE_Q5_1; break;
     case ANVIL_TYPE_Q6_K: r = ANVIL_TYPE_Q8_0; break;
     default:
+        if (qp_is_grid_iq(target)) {
+            r = ANVIL_TYPE_IQ4_NL;
+            break;
+        }
         if (qk <= 32) {
             r = target; /* no smaller block: F16 below */
             break;

@@ -267,21 +267,6 @@ typedef struct qt_job {
     anvil_error *errs; /* per task */
 } qt_job;
 
-/* The grid-search encoders (IQ1..IQ3), 30 to 300 times slower than the
- * others: measured on about 64K values of a large sample. */
-static int is_slow(uint32_t type) {
-    switch (type) {
-    case ANVIL_TYPE_IQ1_S:
-    case ANVIL_TYPE_IQ1_M:
-    case ANVIL_TYPE_IQ2_XXS:
-    case ANVIL_TYPE_IQ2_XS:
-    case ANVIL_TYPE_IQ2_S:
-    case ANVIL_TYPE_IQ3_XXS:
-    case ANVIL_TYPE_IQ3_S: return 1;
-    default: return 0;
-    }
-}
-
 static void measure_task(void *arg, size_t task) {
     qt_job *j = arg;
     const size_t c = task / j->n_groups, g = task % j->n_groups;
@@ -289,7 +274,7 @@ static void measure_task(void *arg, size_t task) {
     const size_t rl = (size_t)it->row_len;
     const uint32_t type = j->cands[c].type;
     j->rcs[task] = ANVIL_OK;
-    if (g % j->slow_every != 0 && is_slow(type)) return;
+    if (g % j->slow_every != 0 && qp_is_grid_iq(type)) return;
     anvil_type_info ti;
     uint64_t rb = 0;
     int rc = anvil_type_lookup(j->ctx, type, &ti, &j->errs[task]);
@@ -470,7 +455,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         const double role = rq->role_weight != NULL ? rq->role_weight[cat] : 1.0;
         for (size_t c = 0; c < nc; ++c) {
             double s = 0.0, sig = 0.0;
-            const size_t step = is_slow(cands[c].type) ? j.slow_every : 1;
+            const size_t step = qp_is_grid_iq(cands[c].type) ? j.slow_every : 1;
             for (size_t g = 0; g < j.n_groups; g += step) {
                 s += j.sums[c * j.n_groups + g];
                 sig += gsig[g];
@@ -696,28 +681,5 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
         w[role] = v;
         p = *comma ? comma + 1 : comma;
     }
-    return ANVIL_OK;
-}
-
-/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
-
-ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
-    double e;
-    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
-    }
-    FILE *f = fopen(path, "w");
-    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
-    for (size_t i = 0; i < t->n_items; ++i) {
-        const anvil_transcode_tensor *it = &t->items[i];
-        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
-        fputc('^', f);
-        for (const char *p = it->name; *p; ++p) {
-            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
-            fputc(*p, f);
-        }
-        fprintf(f, "$=%s\n", tname(it->dst_type));
-    }
-    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
     return ANVIL_OK;
 }
