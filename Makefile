@@ -10,7 +10,8 @@
 #               the thread tests under ThreadSanitizer,
 #               and the aarch64 build under qemu (backend-neon); first of all
 #               `make format-check`: the C sources against .clang-format
-#               (scripts/check-format.sh; --fix rewrites them)
+#               (scripts/check-format.sh; --fix rewrites them) and the paths
+#               comments cite (scripts/check-paths.py)
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -104,9 +105,11 @@ fuzz: deps
 test-aarch64:
 	@scripts/test-aarch64.sh build-aarch64
 
-# Cheap, so first: the sources as .clang-format lays them out.
+# Cheap, so first: the sources as .clang-format lays them out, and every
+# repository path a comment or a Markdown file cites exists.
 format-check: deps
 	scripts/check-format.sh
+	python3 scripts/check-paths.py
 
 test: format-check build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle

@@ -6,8 +6,9 @@
 #   scripts/check-format.sh --fix   rewrite those files in place
 #
 # Files: every tracked (or new, not ignored) .c and .h under host/ plugins/
-# sdk/ tests/ tools/. Generated tables turn the formatter off inside
-# themselves (/* clang-format off */). Another clang-format major version
+# sdk/ tests/ tools/, except generated files: a file whose first 12 lines
+# say "generated" and "do not edit" (host/src/quantize/quantize_arch_table.h,
+# plugins/ref/cold_tables.c) stays as its generator writes it. Another clang-format major version
 # formats differently, so the check refuses to run with one: set
 # CLANG_FORMAT to a clang-format 14 binary if it is not on the PATH.
 set -eu
@@ -47,6 +48,16 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
     find host plugins sdk tests tools -name '*.[ch]' -type f >"$list"
 fi
+# Generated files (the marker in their opening lines) are not formatted.
+kept=$(mktemp)
+trap 'rm -f "$list" "$kept"' EXIT
+while IFS= read -r f; do
+    if head -n 12 "$f" | grep -qi 'generated' && head -n 12 "$f" | grep -qi 'do not edit'; then
+        continue
+    fi
+    printf '%s\n' "$f"
+done <"$list" >"$kept"
+mv "$kept" "$list"
 
 jobs=$(nproc 2>/dev/null || echo 2)
 # A file differs when `clang-format --dry-run --Werror` fails on it; one

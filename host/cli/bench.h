@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `anvil bench` internals shared by the mat-vec bench (cmd_bench.c) and the
- * encoder bench (bench_encode.c). */
+ * encoder bench (bench_encode.c): the workers and the clock (bench_crew.c),
+ * and the encoder bench's entry. */
 #ifndef ANVIL_CLI_BENCH_H
 #define ANVIL_CLI_BENCH_H
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The `anvil` command: shared state, the plumbing every subcommand uses, and
- * the subcommand table.
+ * the subcommand table's type (the table itself is main.c's).
  *
  * Each subcommand lives in its own cmd_<name>.c and has the signature
  *     int cmd_<name>(cli_globals *g, int argc, char **argv);
@@ -9,7 +9,7 @@
  * cli_help_<name>, that starts with the "usage:" lines (the synopsis, up to
  * the first blank line): `--help`, `anvil help <name>`, the synopsis printed
  * after a usage error, the man page and the bash completion all come from
- * that one string (cli_help.c), so they cannot drift apart.
+ * that one string (cli_help.c, cli_util.c), so they cannot drift apart.
  *
  * Exit codes, the same for every command:
  *   0  success
@@ -66,7 +66,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_wants_help(int argc, char **argv);
 /* Print cmd's help text on stdout; returns 0. */
 int cli_help(const char *cmd);
-/* cmd's help text (NULL when there is no such command). */
+/* cmd's help text, "" the global usage (NULL when there is no such command). */
 const char *cli_help_text(const char *cmd);
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -133,7 +133,7 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
  * "-" (or /dev/stdout, /dev/fd/1): the file goes to standard output, so from
  * here on everything the command prints on stdout goes to stderr, and
  * --json is refused (usage error). A device, a FIFO or a socket is the
- * library's to write into or refuse (host/src/atomic_file.h). */
+ * library's to write into or refuse (host/src/base/atomic_file.h). */
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input);
 /* 1 when path is a folder (a Hugging Face checkpoint, for quantize and transcode). */
 int cli_is_dir(const char *path);
@@ -166,9 +166,14 @@ typedef struct cli_command {
     const char *summary;
     const char *help; /* the command's cli_help_<name> */
 } cli_command;
-/* The table (cli_help.c) and its size. */
-extern const cli_command cli_commands[];
-extern const size_t cli_n_commands;
+/* The table is main.c's (as git.c holds git's); main registers it, with
+ * the global usage text, before anything else runs, and the help, the
+ * usage errors, the man page and the completion read it here
+ * (cli_util.c), so no file below main.c names a command's function. */
+void cli_set_commands(const cli_command *table, size_t n, const char *usage);
+size_t cli_command_count(void);
+/* Entry i of the table; NULL past its end. */
+const cli_command *cli_command_at(size_t i);
 const cli_command *cli_find_command(const char *name);
 
 /* `anvil help [CMD]`, `anvil help --man`, `anvil help --bash-completion`. */

@@ -1,42 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The command table and everything made from the help texts: `anvil --help`,
- * `anvil help [CMD]`, the synopsis after a usage error (cli_util.c), the man
- * page (`anvil help --man FILE`, built into share/man/man1/anvil.1) and the
- * bash completion (`anvil help --bash-completion FILE`). One text per
- * command, so none of these can say something else than --help.
+ * Everything made from the help texts of the command table (main.c's,
+ * read through cli_command_at, cli_util.c): `anvil --help`, `anvil help
+ * [CMD]`, the man page (`anvil help --man FILE`, built into
+ * share/man/man1/anvil.1) and the bash completion (`anvil help
+ * --bash-completion FILE`); the synopsis after a usage error is cli_util.c's.
+ * One text per command, so none of these can say something else than
+ * --help. Below the commands: no file here names a command's function.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-const cli_command cli_commands[] = {
-    { "plugins", cmd_plugins, "loaded plugins, backends, the kernel chosen per type, CPU features, failures",
-      cli_help_plugins },
-    { "codec", cmd_codec, "list formats; encode/decode raw f32 files", cli_help_codec },
-    { "bench", cmd_bench, "mat-vec throughput per type (and ggml's, when found)", cli_help_bench },
-    { "inspect", cmd_inspect, "describe a GGUF or safetensors file (what can be read of a damaged one too)",
-      cli_help_inspect },
-    { "meta", cmd_meta, "get, set, delete or rename GGUF metadata without touching the tensor data", cli_help_meta },
-    { "reemit", cmd_reemit, "read a GGUF/safetensors file and write it back through anvil's writer",
-      cli_help_reemit },
-    { "split", cmd_split, "split a GGUF file into llama.cpp-style parts", cli_help_split },
-    { "merge", cmd_merge, "merge split GGUF parts into one file", cli_help_merge },
-    { "transcode", cmd_transcode, "quantize a float model's matrix weights into a block format", cli_help_transcode },
-    { "convert", cmd_convert, "a Hugging Face checkpoint folder to the GGUF convert_hf_to_gguf.py writes",
-      cli_help_convert },
-    { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
-      cli_help_quantize },
-    { "perplexity", cmd_perplexity, "perplexity and KL divergence on anvil's forward pass, as llama-perplexity",
-      cli_help_perplexity },
-    { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },
-    { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec; --model: the main job",
-      cli_help_demo },
-    { "help", cmd_help, "this overview, or a command's help", cli_help_help },
-};
-const size_t cli_n_commands = sizeof cli_commands / sizeof cli_commands[0];
 
 const char cli_help_help[] = "usage: anvil help [COMMAND]\n"
                              "\n"
@@ -45,12 +21,6 @@ const char cli_help_help[] = "usage: anvil help [COMMAND]\n"
                              "\n"
                              "  --man FILE              write the manual page (troff) made from these texts\n"
                              "  --bash-completion FILE  write the bash completion made from these texts\n";
-
-static const char main_intro[] =
-    "usage: anvil [--config FILE] <command> [options]\n"
-    "\n"
-    "anvil reads and writes LLM model files (GGUF, safetensors), encodes and decodes\n"
-    "ggml's block-quantization formats byte-for-byte, and runs quantized dot products.\n";
 
 static const char main_options[] =
     "global options:\n"
@@ -91,29 +61,10 @@ static const char main_exit[] = "exit status (every command):\n"
                                 "Errors are printed on stderr as \"anvil COMMAND: what went wrong\"; with --json\n"
                                 "also as {\"schema_version\":1,\"command\":...,\"error\":{...}} on stdout.\n";
 
-const cli_command *cli_find_command(const char *name) {
-    for (size_t i = 0; i < cli_n_commands; ++i) {
-        if (strcmp(cli_commands[i].name, name) == 0) return &cli_commands[i];
-    }
-    return NULL;
-}
-
-const char *cli_help_text(const char *cmd) {
-    if (cmd[0] == '\0') return main_intro;
-    const cli_command *c = cli_find_command(cmd);
-    return c != NULL ? c->help : NULL;
-}
-
-int cli_help(const char *cmd) {
-    const char *h = cli_help_text(cmd);
-    if (h != NULL) fputs(h, stdout);
-    return 0;
-}
-
 void cli_usage_main(FILE *f) {
-    fprintf(f, "%s\ncommands:\n", main_intro);
-    for (size_t i = 0; i < cli_n_commands; ++i) {
-        fprintf(f, "  %-11s %s\n", cli_commands[i].name, cli_commands[i].summary);
+    fprintf(f, "%s\ncommands:\n", cli_help_text(""));
+    for (size_t i = 0; i < cli_command_count(); ++i) {
+        fprintf(f, "  %-11s %s\n", cli_command_at(i)->name, cli_command_at(i)->summary);
     }
     fprintf(f, "\n%s\n%s\n%s\n%s", main_options, main_files, main_environment, main_exit);
 }
@@ -156,11 +107,11 @@ static void write_man(FILE *f) {
     fputs(".SH NAME\nanvil \\- read, write, inspect and quantize GGUF and safetensors model files\n", f);
     fputs(".SH SYNOPSIS\n.B anvil\n[\\fB\\-\\-config\\fR \\fIFILE\\fR] \\fICOMMAND\\fR [\\fIoptions\\fR]\n", f);
     fputs(".SH DESCRIPTION\n", f);
-    troff_block(f, after_first_line(main_intro) + 1);
+    troff_block(f, after_first_line(cli_help_text("")) + 1);
     fputs(".SH COMMANDS\n", f);
-    for (size_t i = 0; i < cli_n_commands; ++i) {
-        fprintf(f, ".SS %s\n", cli_commands[i].name);
-        troff_block(f, cli_commands[i].help);
+    for (size_t i = 0; i < cli_command_count(); ++i) {
+        fprintf(f, ".SS %s\n", cli_command_at(i)->name);
+        troff_block(f, cli_command_at(i)->help);
     }
     fputs(".SH OPTIONS\n", f);
     troff_block(f, after_first_line(main_options));
@@ -236,8 +187,8 @@ static void write_completion(FILE *f) {
             used += (size_t)snprintf(types + used, sizeof types - used, "%s%s", used ? " " : "", t.name);
         }
     }
-    for (size_t i = 0; i < cli_n_commands; ++i)
-        type_options_of(cli_commands[i].help, type_opts, sizeof type_opts, &topts);
+    for (size_t i = 0; i < cli_command_count(); ++i)
+        type_options_of(cli_command_at(i)->help, type_opts, sizeof type_opts, &topts);
     fputs("# bash completion for anvil -- generated by `anvil help --bash-completion` from the\n"
           "# --help texts; do not edit.\n"
           "_anvil() {\n"
@@ -259,12 +210,12 @@ static void write_completion(FILE *f) {
         fputs("            COMPREPLY=($(compgen -W \"$types\" -- \"$cur\")); return ;;\n    esac\n", f);
     }
     fputs("    if [ -z \"$cmd\" ]; then\n        COMPREPLY=($(compgen -W \"", f);
-    for (size_t i = 0; i < cli_n_commands; ++i) fprintf(f, "%s ", cli_commands[i].name);
+    for (size_t i = 0; i < cli_command_count(); ++i) fprintf(f, "%s ", cli_command_at(i)->name);
     fputs("--config --version --help\" -- \"$cur\"))\n        return\n    fi\n", f);
     fputs("    local opts=\"\" words=\"\"\n    case $cmd in\n", f);
-    for (size_t i = 0; i < cli_n_commands; ++i) {
-        options_of(cli_commands[i].help, opts, sizeof opts);
-        fprintf(f, "        %s) opts=\"%s --help\" ;;\n", cli_commands[i].name, opts);
+    for (size_t i = 0; i < cli_command_count(); ++i) {
+        options_of(cli_command_at(i)->help, opts, sizeof opts);
+        fprintf(f, "        %s) opts=\"%s --help\" ;;\n", cli_command_at(i)->name, opts);
     }
     fputs("    esac\n", f);
     /* Words in first position after the command. */
@@ -274,7 +225,7 @@ static void write_completion(FILE *f) {
           "        meta) [ -z \"$sub\" ] && words=\"get set delete rename\" ;;\n"
           "        help) [ -z \"$sub\" ] && words=\"",
           f);
-    for (size_t i = 0; i < cli_n_commands; ++i) fprintf(f, "%s ", cli_commands[i].name);
+    for (size_t i = 0; i < cli_command_count(); ++i) fprintf(f, "%s ", cli_command_at(i)->name);
     fputs("\" ;;\n    esac\n"
           "    if [[ $cur == -* ]]; then\n"
           "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The plumbing shared by the subcommands: errors and exit codes, JSON and
+/* The plumbing shared by the subcommands: the command table main.c
+ * registers (lookups, help texts), errors and exit codes, JSON and
  * terminal-safe text, files, value parsing, output paths, progress. */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,41 @@ void cli_set_json(int on) { json_errors = on; }
 const char *cli_command_name(void) { return command_name; }
 void cli_set_command_name(const char *name) { command_name = name; }
 int cli_json_enabled(void) { return json_errors; }
+
+/* ---- the command table (main.c's, registered) ---------------------------------- */
+
+static const cli_command *commands;
+static size_t n_commands;
+static const char *main_usage = "";
+
+void cli_set_commands(const cli_command *table, size_t n, const char *usage) {
+    commands = table;
+    n_commands = n;
+    main_usage = usage;
+}
+
+size_t cli_command_count(void) { return n_commands; }
+
+const cli_command *cli_command_at(size_t i) { return i < n_commands ? &commands[i] : NULL; }
+
+const cli_command *cli_find_command(const char *name) {
+    for (size_t i = 0; i < n_commands; ++i) {
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    }
+    return NULL;
+}
+
+const char *cli_help_text(const char *cmd) {
+    if (cmd[0] == '\0') return main_usage;
+    const cli_command *c = cli_find_command(cmd);
+    return c != NULL ? c->help : NULL;
+}
+
+int cli_help(const char *cmd) {
+    const char *h = cli_help_text(cmd);
+    if (h != NULL) fputs(h, stdout);
+    return 0;
+}
 
 anvil_ctx *cli_ctx(cli_globals *g) {
     if (g->ctx == NULL) {
@@ -447,7 +483,7 @@ int cli_wants_help(int argc, char **argv) {
 
 /* A FIFO, socket or device as input: refused by stat() before any open,
  * which for a FIFO would wait for a writer (the library's inputs follow the
- * same rule, host/src/file_input.h). */
+ * same rule, host/src/base/file_input.h). */
 static int refuse_unreadable(const char *path, anvil_error *err) {
     struct stat st;
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
@@ -517,7 +553,7 @@ int cli_write_file_atomic(const char *path, const void *data, size_t size, anvil
 }
 
 /* "-" and the names of descriptor 1: the file is written to standard output
- * (the library writes into descriptor 1, host/src/atomic_file.h). */
+ * (the library writes into descriptor 1, host/src/base/atomic_file.h). */
 static int names_stdout(const char *p) {
     return strcmp(p, "-") == 0 || strcmp(p, "/dev/stdout") == 0 || strcmp(p, "/dev/fd/1") == 0 ||
            strcmp(p, "/proc/self/fd/1") == 0;

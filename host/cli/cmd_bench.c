@@ -31,12 +31,6 @@ typedef struct bench_opts {
     int json, no_ggml, suite, encode, threads_given, rows_given, imatrix;
 } bench_opts;
 
-double bench_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 const char cli_help_bench[] =
     "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
     "                   [--backend B] [--suite] [--encode [--imatrix]] [--no-ggml] [--json]\n"
@@ -67,28 +61,6 @@ const char cli_help_bench[] =
     "              passes alternating; `bytes` says whether both wrote the same bytes\n"
     "--imatrix     (with --encode) both encode with the same synthetic importance matrix\n"
     "              (log-normal columns): the importance-weighted encoders\n";
-
-/* ---- the workers: the context's pool ----------------------------------- */
-
-static void crew_task(void *arg, size_t task) {
-    const crew *c = arg;
-    c->fn(c->arg, (unsigned)task, c->n);
-}
-
-void crew_start(crew *c, anvil_ctx *ctx, unsigned n) {
-    memset(c, 0, sizeof *c);
-    c->ctx = ctx;
-    c->n = n ? n : 1;
-    anvil_ctx_set_threads(ctx, c->n);
-}
-
-void crew_run(crew *c, work_fn fn, void *arg) {
-    c->fn = fn;
-    c->arg = arg;
-    anvil_ctx_run_tasks(c->ctx, c->n, crew_task, c);
-}
-
-void crew_stop(crew *c) { memset(c, 0, sizeof *c); }
 
 /* ---- timing ------------------------------------------------------------- */
 

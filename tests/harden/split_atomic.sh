@@ -10,7 +10,7 @@
 # through the same journaled set commit (steps 1, 2 and 5 then; the others
 # test the reader and the temp files, whoever wrote them).
 #
-# SHIM is tests/harden/fault_shim.so (LD_PRELOAD): it kills the writer just
+# SHIM is fault_shim.so, built from tests/harden/fault_shim.c (LD_PRELOAD): it kills the writer just
 # before its n-th rename/link/unlink, or fails its n-th rename, so every step
 # of a commit is tested, not only the ones a timer happens to hit.
 #

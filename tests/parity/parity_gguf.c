@@ -574,7 +574,7 @@ static void check_alignment(parity_ctx *pc, const gguf_api *a, const char *tmp) 
 
 /* ---- split against llama.cpp's gguf-split, run on ggml's API ------------------- */
 
-/* gguf-split's strategy (tools/gguf-split): part 0 gets every KV via
+/* gguf-split's strategy (llama.cpp's tools/gguf-split): part 0 gets every KV via
  * gguf_set_kv, every part gets split.no, split.count (placeholder),
  * split.tensors.count, then split.count again (moving it last); a new part
  * starts every max_tensors tensors, or when the tensor bytes (each padded to

@@ -23,13 +23,13 @@
 #define QZA_ROWS 32u
 #define QZA_EXPERTS 4u
 
-size_t qza_arch_count(void) { return sizeof qa_arch_rows / sizeof qa_arch_rows[0]; }
+size_t qza_arch_count(void) { return sizeof qz_arch_rows / sizeof qz_arch_rows[0]; }
 
-const char *qza_arch_name(size_t i) { return i < qza_arch_count() ? qa_arch_rows[i].name : NULL; }
+const char *qza_arch_name(size_t i) { return i < qza_arch_count() ? qz_arch_rows[i].name : NULL; }
 
-static const qa_arch_row *row_of(const char *name) {
+static const qz_arch_row *row_of(const char *name) {
     for (size_t i = 0; i < qza_arch_count(); ++i) {
-        if (strcmp(qa_arch_rows[i].name, name) == 0) return &qa_arch_rows[i];
+        if (strcmp(qz_arch_rows[i].name, name) == 0) return &qz_arch_rows[i];
     }
     return NULL;
 }
@@ -172,7 +172,7 @@ static int set_u32(anvil_gguf_writer *w, const qza_spec *s, const char *fmt, uin
     return anvil_gguf_writer_set_u32(w, key, v, err);
 }
 
-static int write_keys(anvil_gguf_writer *w, const qza_spec *s, const qa_arch_row *row, anvil_error *err) {
+static int write_keys(anvil_gguf_writer *w, const qza_spec *s, const qz_arch_row *row, anvil_error *err) {
     int rc = anvil_gguf_writer_set_string(w, "general.architecture", s->declared ? s->declared : s->arch, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(w, "general.name", "anvil parity arch", err);
     if (rc == ANVIL_OK && s->n_layer > 0) rc = set_u32(w, s, "%s.block_count", s->n_layer, err);
@@ -216,7 +216,7 @@ static int write_tensors(anvil_gguf_writer *w, qza_buf *b, const qza_spec *s, co
 }
 
 int qza_write_model(const char *path, const qza_spec *s, anvil_ctx *ctx) {
-    const qa_arch_row *row = row_of(s->table_arch ? s->table_arch : s->arch);
+    const qz_arch_row *row = row_of(s->table_arch ? s->table_arch : s->arch);
     anvil_gguf_writer *w = NULL;
     anvil_error err;
     memset(&err, 0, sizeof err);

@@ -2,7 +2,7 @@
 /*
  * Synthetic models per llama.cpp architecture for the quantize parity
  * family: the architecture's usual keys and tensor names (from the table
- * host/src/quantize_arch_table.h, generated from llama.cpp's source), tiny
+ * host/src/quantize/quantize_arch_table.h, generated from llama.cpp's source), tiny
  * shapes (rows of 256 values, 32 rows), F16 matrices and F32 vectors.
  */
 #ifndef ANVIL_PARITY_QUANTIZE_ARCH_H

@@ -21,7 +21,7 @@
 #include "read_file.h"
 #include "test_env.h"
 
-#define QT_MAX_RULES 256
+#define QZ_MAX_RULES 256
 
 /* --tensor-type-file as llama-quantize reads it: items separated by white
  * space, PATTERN=TYPE. */
@@ -91,12 +91,12 @@ static size_t one_budget(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const
     if (rc == ANVIL_OK) rc = anvil_quantize_write_plan(t, plan, &err);
     if (rc == ANVIL_OK) rc = anvil_transcode_run(t, &err);
     size_t n_rules = 0, checked = 0, bad = 1;
-    lq_tensor_type tts[QT_MAX_RULES];
+    lq_tensor_type tts[QZ_MAX_RULES];
     char *text = NULL;
     if (rc == ANVIL_OK) {
         size_t len = 0;
         text = test_read_file(plan, &len);
-        n_rules = text ? read_rules(ctx, text, tts, QT_MAX_RULES) : 0;
+        n_rules = text ? read_rules(ctx, text, tts, QZ_MAX_RULES) : 0;
     }
     lq_imatrix *ims = NULL;
     if (rc == ANVIL_OK && n_rules > 0) {

@@ -5,7 +5,7 @@
  * the quantized model's logits; at the end the means with their
  * uncertainties as perplexity.cpp computes them.
  *
- * Contract (as perplexity.cpp, tools/perplexity, of the oracle's release):
+ * Contract (as llama.cpp's tools/perplexity/perplexity.cpp, of the oracle's release):
  *  - log-softmax: the maximum logit in float, the sum of expf(l - max) in
  *    double, its log rounded to float; log p_i = (l_i - max) - lse, float.
  *  - KL(P_base || P_q) at a position: the sum over the tokens with

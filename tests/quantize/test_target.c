@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * anvil quantize --target-size / --target-bpw without the oracle:
- *  - the allocator (qt_allocate) on small synthetic cases with a known
+ *  - the allocator (qz_allocate) on small synthetic cases with a known
  *    optimum: hand-made ones, and random ones whose budget is what a
  *    Lagrange multiplier's choice takes (that choice is optimal for its own
  *    bytes: the allocator must find an answer as good, checked against
@@ -43,20 +43,20 @@ static anvil_ctx *ctx(void) {
 
 /* ---- the allocator ------------------------------------------------------------ */
 
-static double total_err(const qt_item *it, size_t n) {
+static double total_err(const qz_item *it, size_t n) {
     double e = 0.0;
     for (size_t i = 0; i < n; ++i) e += it[i].cands[it[i].pick].err;
     return e;
 }
 
-static uint64_t total_bytes(const qt_item *it, size_t n) {
+static uint64_t total_bytes(const qz_item *it, size_t n) {
     uint64_t b = 0;
     for (size_t i = 0; i < n; ++i) b += it[i].cands[it[i].pick].bytes;
     return b;
 }
 
 /* The least total error within budget over every combination (n small). */
-static double brute(const qt_item *it, size_t n, uint64_t budget) {
+static double brute(const qz_item *it, size_t n, uint64_t budget) {
     size_t idx[8] = { 0 };
     double best = INFINITY;
     for (;;) {
@@ -77,12 +77,12 @@ static double brute(const qt_item *it, size_t n, uint64_t budget) {
 static void test_alloc_hand(void) {
     /* Two tensors; budget 30: A at 10 (err 5) + B at 20 (err 1) = 6 beats
      * A 20 (2) + B 10 (8) = 10 and A 10 + B 10 = 13. */
-    qt_cand a[] = { { 1, 20, 2.0 }, { 2, 10, 5.0 }, { 3, 30, 1.5 } };
-    qt_cand b[] = { { 1, 10, 8.0 }, { 2, 20, 1.0 }, { 3, 40, 0.0 } };
-    qt_item it[2] = { { a, 3, 0 }, { b, 3, 0 } };
+    qz_cand a[] = { { 1, 20, 2.0 }, { 2, 10, 5.0 }, { 3, 30, 1.5 } };
+    qz_cand b[] = { { 1, 10, 8.0 }, { 2, 20, 1.0 }, { 3, 40, 0.0 } };
+    qz_item it[2] = { { a, 3, 0 }, { b, 3, 0 } };
     uint64_t mn = 0, used = 0;
     anvil_error err;
-    CU_ASSERT_EQUAL_FATAL(qt_allocate(it, 2, 30, &mn, &used, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(qz_allocate(it, 2, 30, &mn, &used, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(mn, 20);
     CU_ASSERT_EQUAL(used, 30);
     CU_ASSERT_EQUAL(it[0].cands[it[0].pick].type, 2);
@@ -90,17 +90,17 @@ static void test_alloc_hand(void) {
     CU_ASSERT_DOUBLE_EQUAL(total_err(it, 2), 6.0, 1e-12);
     /* Budget 60: B 40 (0) + A 20 (2) = 2; the hull walk alone stops at
      * A 30 + B 20 = 2.5 (a tie taken first): the exchange step finds 2. */
-    CU_ASSERT_EQUAL_FATAL(qt_allocate(it, 2, 60, &mn, &used, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(qz_allocate(it, 2, 60, &mn, &used, &err), ANVIL_OK);
     CU_ASSERT_DOUBLE_EQUAL(total_err(it, 2), 2.0, 1e-12);
     CU_ASSERT(used <= 60);
     /* Below the smallest: refused, with the minimum. */
-    CU_ASSERT_EQUAL(qt_allocate(it, 2, 19, &mn, &used, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(qz_allocate(it, 2, 19, &mn, &used, &err), ANVIL_E_INVALID_ARG);
     CU_ASSERT_EQUAL(mn, 20);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "20 bytes"));
     /* A candidate no better for more bytes is never chosen. */
-    qt_cand c[] = { { 1, 10, 1.0 }, { 2, 50, 1.0 } };
-    qt_item one = { c, 2, 0 };
-    CU_ASSERT_EQUAL(qt_allocate(&one, 1, 100, &mn, &used, &err), ANVIL_OK);
+    qz_cand c[] = { { 1, 10, 1.0 }, { 2, 50, 1.0 } };
+    qz_item one = { c, 2, 0 };
+    CU_ASSERT_EQUAL(qz_allocate(&one, 1, 100, &mn, &used, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(one.cands[one.pick].type, 1);
     CU_ASSERT_EQUAL(used, 10);
 }
@@ -115,7 +115,7 @@ static uint64_t rnd(void) {
 
 /* n items of k candidates: bytes increasing, error decreasing with noise
  * (not always convex, sometimes dominated). */
-static void random_items(qt_item *it, qt_cand *pool, size_t n, size_t k) {
+static void random_items(qz_item *it, qz_cand *pool, size_t n, size_t k) {
     for (size_t i = 0; i < n; ++i) {
         it[i].cands = pool + i * k;
         it[i].n = k;
@@ -135,8 +135,8 @@ static void random_items(qt_item *it, qt_cand *pool, size_t n, size_t k) {
 static void test_alloc_lagrange_optimum(void) {
     size_t checked = 0, bad = 0;
     for (int trial = 0; trial < 300; ++trial) {
-        qt_cand pool[5 * 5];
-        qt_item it[5];
+        qz_cand pool[5 * 5];
+        qz_item it[5];
         const size_t n = 2 + (size_t)(rnd() % 4), k = 2 + (size_t)(rnd() % 4);
         random_items(it, pool, n, k);
         /* A multiplier's choice: per item argmin err + lambda * bytes. */
@@ -146,7 +146,7 @@ static void test_alloc_lagrange_optimum(void) {
         for (size_t i = 0; i < n; ++i) {
             size_t best = 0;
             for (size_t c = 1; c < k; ++c) {
-                const qt_cand *x = &it[i].cands[c], *y = &it[i].cands[best];
+                const qz_cand *x = &it[i].cands[c], *y = &it[i].cands[best];
                 if (x->err + lambda * (double)x->bytes < y->err + lambda * (double)y->bytes) best = c;
             }
             budget += it[i].cands[best].bytes;
@@ -155,7 +155,7 @@ static void test_alloc_lagrange_optimum(void) {
         const double opt = brute(it, n, budget);
         uint64_t mn = 0, used = 0;
         anvil_error err;
-        CU_ASSERT_EQUAL_FATAL(qt_allocate(it, n, budget, &mn, &used, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(qz_allocate(it, n, budget, &mn, &used, &err), ANVIL_OK);
         checked++;
         CU_ASSERT(used <= budget);
         CU_ASSERT_EQUAL(used, total_bytes(it, n));
@@ -169,8 +169,8 @@ static void test_alloc_lagrange_optimum(void) {
 static void test_alloc_any_budget(void) {
     size_t within_5pct = 0, trials = 400;
     for (size_t trial = 0; trial < trials; ++trial) {
-        qt_cand pool[6 * 5];
-        qt_item it[6];
+        qz_cand pool[6 * 5];
+        qz_item it[6];
         const size_t n = 2 + (size_t)(rnd() % 5), k = 2 + (size_t)(rnd() % 4);
         random_items(it, pool, n, k);
         uint64_t lo = 0, hi = 0;
@@ -182,16 +182,16 @@ static void test_alloc_any_budget(void) {
         const double opt = brute(it, n, budget);
         uint64_t mn = 0, used = 0;
         anvil_error err;
-        CU_ASSERT_EQUAL_FATAL(qt_allocate(it, n, budget, &mn, &used, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(qz_allocate(it, n, budget, &mn, &used, &err), ANVIL_OK);
         CU_ASSERT(used <= budget);
         const double got = total_err(it, n);
         CU_ASSERT(got >= opt - 1e-9 * (1.0 + opt)); /* better than brute force would be a bug */
         within_5pct += got <= opt * 1.05 + 1e-12;
         /* No single move up fits and improves. */
         for (size_t i = 0; i < n; ++i) {
-            const qt_cand *cur = &it[i].cands[it[i].pick];
+            const qz_cand *cur = &it[i].cands[it[i].pick];
             for (size_t c = 0; c < k; ++c) {
-                const qt_cand *x = &it[i].cands[c];
+                const qz_cand *x = &it[i].cands[c];
                 if (x->bytes > cur->bytes && x->bytes - cur->bytes <= budget - used) CU_ASSERT(x->err >= cur->err);
             }
         }
@@ -203,8 +203,8 @@ static void test_alloc_any_budget(void) {
 static void test_alloc_order_free(void) {
     /* The answer does not depend on the order candidates come in. */
     for (int trial = 0; trial < 100; ++trial) {
-        qt_cand p1[4 * 5], p2[4 * 5];
-        qt_item a[4], b[4];
+        qz_cand p1[4 * 5], p2[4 * 5];
+        qz_item a[4], b[4];
         random_items(a, p1, 4, 5);
         memcpy(p2, p1, sizeof p1);
         for (size_t i = 0; i < 4; ++i) {
@@ -217,7 +217,7 @@ static void test_alloc_order_free(void) {
         const uint64_t budget = 60;
         uint64_t mn, u1 = 0, u2 = 0;
         anvil_error err;
-        const int r1 = qt_allocate(a, 4, budget, &mn, &u1, &err), r2 = qt_allocate(b, 4, budget, &mn, &u2, &err);
+        const int r1 = qz_allocate(a, 4, budget, &mn, &u1, &err), r2 = qz_allocate(b, 4, budget, &mn, &u2, &err);
         CU_ASSERT_EQUAL(r1, r2);
         if (r1 != ANVIL_OK) continue;
         CU_ASSERT_EQUAL(u1, u2);
@@ -330,16 +330,16 @@ static void test_plan_tiny(void) {
 }
 
 static void test_weights_parse(void) {
-    double w[QC_OTHER + 1];
+    double w[QZ_OTHER + 1];
     anvil_error err;
-    CU_ASSERT_EQUAL(qt_parse_weights("output=30,token_embd=2.5", w, &err), ANVIL_OK);
-    CU_ASSERT_DOUBLE_EQUAL(w[QC_OUTPUT], 30.0, 0);
-    CU_ASSERT_DOUBLE_EQUAL(w[QC_TOKEN_EMBD], 2.5, 0);
-    CU_ASSERT_DOUBLE_EQUAL(w[QC_FFN_DOWN], 1.0, 0);
-    CU_ASSERT_EQUAL(qt_parse_weights("outputs=3", w, &err), ANVIL_E_INVALID_ARG);
-    CU_ASSERT_EQUAL(qt_parse_weights("output=-1", w, &err), ANVIL_E_INVALID_ARG);
-    CU_ASSERT_EQUAL(qt_parse_weights("output", w, &err), ANVIL_E_INVALID_ARG);
-    CU_ASSERT_EQUAL(qt_parse_weights("output=1x", w, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(qz_parse_weights("output=30,token_embd=2.5", w, &err), ANVIL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(w[QZ_OUTPUT], 30.0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(w[QZ_TOKEN_EMBD], 2.5, 0);
+    CU_ASSERT_DOUBLE_EQUAL(w[QZ_FFN_DOWN], 1.0, 0);
+    CU_ASSERT_EQUAL(qz_parse_weights("outputs=3", w, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(qz_parse_weights("output=-1", w, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(qz_parse_weights("output", w, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_EQUAL(qz_parse_weights("output=1x", w, &err), ANVIL_E_INVALID_ARG);
 }
 
 int main(void) {

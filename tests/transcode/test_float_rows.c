@@ -34,7 +34,7 @@ static void check_all_halves(uint32_t type, size_t skew) {
     const size_t lens[] = { 1, 15, 16, 17, 1023, 1024, 1025, 3000 };
     for (size_t k = 0; at < n; k = (k + 1) % 8) {
         const size_t len = lens[k] < n - at ? lens[k] : n - at;
-        const size_t bad = anvil_float_load(type, raw + skew + 2 * at, got + at, len);
+        const size_t bad = anvil__float_load(type, raw + skew + 2 * at, got + at, len);
         size_t first = len;
         for (size_t i = 0; i < len && first == len; ++i) {
             if (is_nonfinite(want[at + i])) first = i;
@@ -77,7 +77,7 @@ static void test_first_nonfinite(void) {
         for (size_t i = 0; i < n; ++i) h[i] = anvil_fp32_to_fp16((float)((int)(i % 97) - 48) / 16.0f);
         h[spots[s]] = 0x7c00;                               /* +inf */
         if (spots[s] + 700 < n) h[spots[s] + 700] = 0x7e00; /* a later NaN */
-        CU_ASSERT_EQUAL(anvil_float_load(ANVIL_TYPE_F16, h, x, n), spots[s]);
+        CU_ASSERT_EQUAL(anvil__float_load(ANVIL_TYPE_F16, h, x, n), spots[s]);
         CU_ASSERT(anvil_decode(NULL, ANVIL_TYPE_F16, h, n * 2, ref, n, NULL) == ANVIL_OK);
         CU_ASSERT(memcmp(x, ref, n * 4) == 0 || spots[s] + 700 < n); /* NaN bits may differ; inf may not */
         CU_ASSERT(memcmp(&x[n - 1], &ref[n - 1], 4) == 0);
@@ -85,10 +85,10 @@ static void test_first_nonfinite(void) {
     float *f = malloc(n * 4);
     CU_ASSERT_FATAL(f != NULL);
     for (size_t i = 0; i < n; ++i) f[i] = (float)i;
-    CU_ASSERT_EQUAL(anvil_float_load(ANVIL_TYPE_F32, f, x, n), n);
+    CU_ASSERT_EQUAL(anvil__float_load(ANVIL_TYPE_F32, f, x, n), n);
     f[3333] = -INFINITY;
-    CU_ASSERT_EQUAL(anvil_float_load(ANVIL_TYPE_F32, f, x, n), 3333);
-    CU_ASSERT_EQUAL(anvil_float_find_nonfinite(x, n), 3333);
+    CU_ASSERT_EQUAL(anvil__float_load(ANVIL_TYPE_F32, f, x, n), 3333);
+    CU_ASSERT_EQUAL(anvil__float_find_nonfinite(x, n), 3333);
     CU_ASSERT_EQUAL(anvil_float_find_nonfinite_raw(ANVIL_TYPE_F32, f, n), 3333);
     CU_ASSERT_EQUAL(anvil_float_find_nonfinite_raw(ANVIL_TYPE_F32, f, 3333), 3333);
     CU_ASSERT(memcmp(f, x, n * 4) == 0);

@@ -3,7 +3,7 @@
  * ggml's type table: names, block geometry, and which plugin family provides
  * each format. These are format constants (what a GGUF file means), so the
  * host knows them without any plugin loaded; encode/decode still needs the
- * codec plugin. The bottom layer (LAYERS.md): imports nothing but the error
+ * codec plugin. The bottom layer (docs/ARCHITECTURE.md): imports nothing but the error
  * helpers; lookups that also see plugins' types live in type_lookup.c.
  */
 #include <stdio.h>

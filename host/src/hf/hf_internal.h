@@ -99,7 +99,7 @@ typedef struct hf_out_tensor {
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
- * and permutation (types are chosen by hf_plan_types). */
+ * and permutation (hf_convert.c chooses their types). */
 int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hf_vocab: the tokenizer module's entry points (hf_vocab.h) -- which of
- * convert_hf_to_gguf.py's set_vocab paths a folder takes, the KV list with
- * gguf-py's dict semantics, writing it, and the small helpers the paths
- * share (arena, files, Python truthiness).
+ * hf_vocab: the helpers the tokenizer paths share (hf_vocab_internal.h):
+ * the arena, the KV list with gguf-py's dict semantics, the token table,
+ * files, Python truthiness and the special-token tests. The module's entry
+ * points (hf_vocab.h: which set_vocab path a folder takes, writing the KV
+ * list) are in hf_vocab_load.c.
  */
 #include "hf_vocab_internal.h"
 
@@ -151,24 +152,13 @@ int hv_put_token(anvil__hf_vocab *v, uint64_t i, const char *s, size_t len, floa
     return ANVIL_OK;
 }
 
-int hv_llama_finish(hv_load *l, const char *kind, anvil_error *err) {
-    anvil__hf_vocab *v = l->v;
-    v->kind = kind;
-    v->pre = "default";
-    int rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
-    if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
-    if (rc == ANVIL_OK)
-        rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
-    if (rc == ANVIL_OK)
-        rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
-    if (rc == ANVIL_OK)
-        rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
-    if (rc != ANVIL_OK) return rc;
-    hv_special_opts o = { .has_n_vocab = 1, .n_vocab = v->n_tokens };
-    return hv_special_vocab(l, &o, err);
-}
-
 /* ---- small helpers ------------------------------------------------------------ */
+
+const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
+    const anvil_json_value *tc = anvil__json_get(l->config, "text_config");
+    const anvil_json_value *j = tc != NULL && tc->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(tc, key) : NULL;
+    return j != NULL ? j : anvil__json_get(l->config, key);
+}
 
 int hv_is_file(const char *path) {
     struct stat st;

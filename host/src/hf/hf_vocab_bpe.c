@@ -4,7 +4,7 @@
  * it through transformers' fast tokenizer: LlamaHfVocab (llama-2 style BPE
  * with byte fallback) and get_vocab_base (byte-level BPE), with the
  * tokenizer's meanings the reference outputs were made with (the
- * hf-oracle's stand-in, tools/hf-oracle/shim/transformers): vocab = the
+ * hf-oracle's stand-in, ../shared/tools/hf-oracle/shim/transformers): vocab = the
  * model's vocab, then each added token set over it by content; vocab_size =
  * the model's vocab only; added_tokens_decoder = {id: added token}, the last
  * entry of an id winning; get_added_vocab = {content: id} in id order;

@@ -13,12 +13,6 @@
 
 #include "error.h"
 
-const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
-    const anvil_json_value *tc = anvil__json_get(l->config, "text_config");
-    const anvil_json_value *j = tc != NULL && tc->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(tc, key) : NULL;
-    return j != NULL ? j : anvil__json_get(l->config, key);
-}
-
 static int load_json_if_file(const char *dir, const char *name, char **path, anvil_json_value **out, int required,
                              anvil_error *err) {
     *path = hf_path_join(dir, name);

@@ -3,7 +3,9 @@
  * hf_vocab_special: gguf-py's SpecialVocab (vocab.py) -- merges, special
  * token ids, add_*_token, chat template and normalizer flags, read from
  * tokenizer.json, tokenizer_config.json, chat_template.jinja|json and
- * config.json with its rules, and set in add_to_gguf's order.
+ * config.json with its rules, and set in add_to_gguf's order; and
+ * hv_llama_finish, the ending the SentencePiece and LlamaHfVocab paths
+ * share (their tokens, then this special vocab).
  *
  * Python values are modelled as JSON nodes (NULL = None); tokenizer_config
  * entries the original assigns to (bos/cls/eos/sep/eot/eom_token) are kept
@@ -678,4 +680,21 @@ int hv_special_vocab(hv_load *l, const hv_special_opts *o, anvil_error *err) {
     anvil__json_free(s.chat_owned);
     free(s.chat_text);
     return rc;
+}
+
+int hv_llama_finish(hv_load *l, const char *kind, anvil_error *err) {
+    anvil__hf_vocab *v = l->v;
+    v->kind = kind;
+    v->pre = "default";
+    int rc = hv_set_str(v, "tokenizer.ggml.model", "llama", 5, err);
+    if (rc == ANVIL_OK) rc = hv_set_str(v, "tokenizer.ggml.pre", "default", 7, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.tokens", ANVIL_GGUF_TYPE_STRING, v->tokens, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.scores", ANVIL_GGUF_TYPE_F32, v->scores, v->n_tokens, err);
+    if (rc == ANVIL_OK)
+        rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
+    if (rc != ANVIL_OK) return rc;
+    hv_special_opts o = { .has_n_vocab = 1, .n_vocab = v->n_tokens };
+    return hv_special_vocab(l, &o, err);
 }

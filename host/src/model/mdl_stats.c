@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The statistics of llama-perplexity (tools/perplexity/perplexity.cpp of the
+ * The statistics of llama-perplexity (llama.cpp's tools/perplexity/perplexity.cpp in the
  * oracle's release), per scored position and at the end:
  *  - perplexity: log-softmax with the maximum logit in float and the sum of
  *    expf(l - max) in double; nll = -(l_tok - max - log(sum)) in double.

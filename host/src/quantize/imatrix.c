@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Importance matrices, as llama-quantize reads them (common/imatrix-loader
- * and tools/quantize/quantize.cpp's load_imatrix): the GGUF format and the
+ * Importance matrices, as llama-quantize reads them (llama.cpp's
+ * common/imatrix-loader and tools/quantize/quantize.cpp's load_imatrix): the GGUF format and the
  * legacy .dat, normalised to one weight per input column (per expert).
  *
  * Both readers take hostile bytes: every length and count is checked

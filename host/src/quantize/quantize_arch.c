@@ -32,19 +32,18 @@
 #include "quantize_arch_table.h"
 #include "quantize_internal.h"
 
-#define QA_MAX_LAYERS 512u   /* LLAMA_MAX_LAYERS */
-#define QA_MAX_EXPERTS 1024u /* LLAMA_MAX_EXPERTS */
+#define QZ_MAX_EXPERTS 1024u /* LLAMA_MAX_EXPERTS */
 
-static const qa_arch_row *find_row(const char *name) {
-    for (size_t i = 0; i < sizeof qa_arch_rows / sizeof qa_arch_rows[0]; ++i) {
-        if (strcmp(qa_arch_rows[i].name, name) == 0) return &qa_arch_rows[i];
+static const qz_arch_row *find_row(const char *name) {
+    for (size_t i = 0; i < sizeof qz_arch_rows / sizeof qz_arch_rows[0]; ++i) {
+        if (strcmp(qz_arch_rows[i].name, name) == 0) return &qz_arch_rows[i];
     }
     return NULL;
 }
 
-size_t qa_arch_count(void) { return sizeof qa_arch_rows / sizeof qa_arch_rows[0]; }
+size_t qz_arch_count(void) { return sizeof qz_arch_rows / sizeof qz_arch_rows[0]; }
 
-const char *qa_arch_name(size_t i) { return i < qa_arch_count() ? qa_arch_rows[i].name : NULL; }
+const char *qz_arch_name(size_t i) { return i < qz_arch_count() ? qz_arch_rows[i].name : NULL; }
 
 static void key_name(char *buf, size_t size, const char *fmt, const char *arch) {
     const char *s = strstr(fmt, "%s");
@@ -129,32 +128,6 @@ static int need_key(const anvil_gguf *g, const anvil_quantize_options *o, const 
     return ANVIL_OK;
 }
 
-/* The largest value of a u32-or-array key (get_key_or_arr, optional). */
-static int key_max(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer_all,
-                   uint32_t *v, anvil_error *err) {
-    *v = 0;
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
-        int found;
-        return qz_key_u32(t, o, key, v, &found, err);
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    if (val.a.count != n_layer_all) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer_all,
-                                val.a.count);
-    }
-    for (uint64_t i = 0; i < val.a.count; ++i) {
-        anvil_gguf_value e;
-        if (anvil_gguf_array_get(&val.a, i, &e) != ANVIL_OK) break;
-        const uint64_t x = e.in_u64 ? e.u : (uint64_t)e.i;
-        if ((uint32_t)x > *v) *v = (uint32_t)x;
-    }
-    return ANVIL_OK;
-}
-
 static int u32_key(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, const char *fmt,
                    int required, uint32_t *v, anvil_error *err) {
     char key[256];
@@ -178,19 +151,19 @@ static int assert_fail(anvil_error *err, const char *arch, const char *what) {
 }
 
 /* The expert counts' asserts of load_hparams. */
-static int check_experts(anvil_transcode *t, const anvil_quantize_options *o, const char *a, qp_model *m,
+static int check_experts(anvil_transcode *t, const anvil_quantize_options *o, const char *a, qz_model *m,
                          anvil_error *err) {
     char key[256];
     uint32_t used = 0, groups = 0, group_used = 0;
     key_name(key, sizeof key, "%s.expert_used_count", a);
-    int rc = key_max(t, o, key, m->n_layer_all, &used, err);
+    int rc = qz_key_layers(t, o, key, m->n_layer_all, NULL, &used, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.expert_group_count", 0, &groups, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.expert_group_used_count", 0, &group_used, err);
     if (rc != ANVIL_OK) return rc;
     if (strcmp(a, "hunyuan-vl") == 0 || strcmp(a, "hunyuan-dense") == 0) {
         if (m->n_expert <= 1) m->n_expert = used = 0;
     }
-    if (m->n_expert > QA_MAX_EXPERTS) return assert_fail(err, a, "more than 1024 experts");
+    if (m->n_expert > QZ_MAX_EXPERTS) return assert_fail(err, a, "more than 1024 experts");
     if (used > m->n_expert) return assert_fail(err, a, "expert_used_count exceeds expert_count");
     if (m->n_expert > 0) {
         if (used == 0) return assert_fail(err, a, "experts but no expert_used_count");
@@ -205,16 +178,16 @@ static int check_experts(anvil_transcode *t, const anvil_quantize_options *o, co
 }
 
 /* load_hparams before load_arch_hparams: the keys every model needs. */
-static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, const char *a, qp_model *m,
+static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, const char *a, qz_model *m,
                            uint32_t *n_head0, uint32_t *n_head_kv0, uint32_t *nextn, anvil_error *err) {
     uint32_t n_ctx = 0, n_embd = 0, x = 0;
     int rc = u32_key(t, o, a, "%s.context_length", 1, &n_ctx, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.embedding_length", 1, &n_embd, err);
     if (rc == ANVIL_OK) rc = u32_key(t, o, a, "%s.block_count", 1, &m->n_layer_all, err);
     if (rc != ANVIL_OK) return rc;
-    if (m->n_layer_all == 0 || m->n_layer_all > QA_MAX_LAYERS) {
+    if (m->n_layer_all == 0 || m->n_layer_all > QZ_MAX_LAYERS) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "%s.block_count is %u: llama.cpp takes 1 to %u layers", a,
-                                m->n_layer_all, QA_MAX_LAYERS);
+                                m->n_layer_all, QZ_MAX_LAYERS);
     }
     rc = u32_key(t, o, a, "%s.nextn_predict_layers", 0, nextn, err);
     if (rc == ANVIL_OK && *nextn > m->n_layer_all)
@@ -234,10 +207,10 @@ static int generic_hparams(anvil_transcode *t, const anvil_quantize_options *o, 
     if (rc == ANVIL_OK) rc = check_experts(t, o, a, m, err);
     char key[256];
     key_name(key, sizeof key, "%s.attention.head_count", a);
-    if (rc == ANVIL_OK) rc = qz_key_layer0(t, o, key, m->n_layer_all, n_head0, err);
+    if (rc == ANVIL_OK) rc = qz_key_layers(t, o, key, m->n_layer_all, n_head0, NULL, err);
     *n_head_kv0 = *n_head0; /* head_count_kv defaults to head_count */
     key_name(key, sizeof key, "%s.attention.head_count_kv", a);
-    if (rc == ANVIL_OK) rc = qz_key_layer0(t, o, key, m->n_layer_all, n_head_kv0, err);
+    if (rc == ANVIL_OK) rc = qz_key_layers(t, o, key, m->n_layer_all, n_head_kv0, NULL, err);
     if (rc != ANVIL_OK) return rc;
     anvil_gguf_str s;
     key_name(key, sizeof key, "%s.rope.scaling.type", a);
@@ -344,7 +317,7 @@ static int own_checks(anvil_transcode *t, const anvil_quantize_options *o, const
 }
 
 /* load_arch_hparams: required keys, layer count changes, LLM_TYPE_70B. */
-static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, const qa_arch_row *row, qp_model *m,
+static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, const qz_arch_row *row, qz_model *m,
                         uint32_t n_head, uint32_t n_head_kv, uint32_t nextn, anvil_error *err) {
     const char *a = row->name;
     int rc = ANVIL_OK;
@@ -394,13 +367,13 @@ static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, con
             if (v.a.count != n_adapters)
                 return assert_fail(err, a, "adapter token id arrays do not match adapters.count");
         }
-        if (n_layer >= QA_MAX_LAYERS) return assert_fail(err, a, "block count reaches LLAMA_MAX_LAYERS");
+        if (n_layer >= QZ_MAX_LAYERS) return assert_fail(err, a, "block count reaches LLAMA_MAX_LAYERS");
         m->n_layer_all = n_layer + 1;
     } else if (strcmp(a, "nanbeige") == 0) {
         uint32_t loops = 1;
         rc = u32_key(t, o, a, "%s.num_loops", 0, &loops, err);
         if (rc != ANVIL_OK) return rc;
-        if (loops < 1 || (uint64_t)n_layer * loops > QA_MAX_LAYERS) {
+        if (loops < 1 || (uint64_t)n_layer * loops > QZ_MAX_LAYERS) {
             return assert_fail(err, a, "num_loops is 0, or block_count times num_loops exceeds 512 layers");
         }
         if (loops > 1) m->n_layer_all = n_layer * loops;
@@ -408,14 +381,14 @@ static int arch_hparams(anvil_transcode *t, const anvil_quantize_options *o, con
     return ANVIL_OK;
 }
 
-int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qp_model *m,
+int qz_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qz_model *m,
                   anvil_error *err) {
-    const qa_arch_row *row = find_row(arch);
+    const qz_arch_row *row = find_row(arch);
     if (row == NULL) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                 "unknown model architecture: '%s' (llama.cpp knows %zu architectures and refuses "
                                 "others; check general.architecture)",
-                                arch, qa_arch_count());
+                                arch, qz_arch_count());
     }
     if (!row->supported) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
@@ -423,10 +396,10 @@ int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const cha
                                 "so it cannot quantize it)",
                                 arch);
     }
-    m->arch = strcmp(arch, "llama") == 0         ? QP_ARCH_LLAMA
-              : strcmp(arch, "falcon") == 0      ? QP_ARCH_FALCON
-              : strcmp(arch, "bailingmoe3") == 0 ? QP_ARCH_BAILINGMOE3
-                                                 : QP_ARCH_OTHER;
+    m->arch = strcmp(arch, "llama") == 0         ? QZ_ARCH_LLAMA
+              : strcmp(arch, "falcon") == 0      ? QZ_ARCH_FALCON
+              : strcmp(arch, "bailingmoe3") == 0 ? QZ_ARCH_BAILINGMOE3
+                                                 : QZ_ARCH_OTHER;
     if (strcmp(arch, "clip") == 0) {
         /* mmproj: tensors only, no hyperparameters (no layers, no experts). */
         m->n_layer_all = 0;
@@ -444,21 +417,21 @@ int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const cha
     return arch_hparams(t, o, row, m, n_head, n_head_kv, nextn, err);
 }
 
-int qa_rules_ask_gqa(uint32_t ftype) {
+int qz_rules_ask_gqa(uint32_t ftype) {
     switch (ftype) {
-    case QF_IQ2_XXS:
-    case QF_IQ2_XS:
-    case QF_IQ1_S:
-    case QF_IQ2_S:
-    case QF_IQ2_M:
-    case QF_IQ1_M:
-    case QF_Q2_K:
-    case QF_Q2_K_S:
-    case QF_IQ3_XXS:
-    case QF_IQ3_XS:
-    case QF_IQ3_S:
-    case QF_IQ4_NL:
-    case QF_IQ4_XS: return 1;
+    case QZ_IQ2_XXS:
+    case QZ_IQ2_XS:
+    case QZ_IQ1_S:
+    case QZ_IQ2_S:
+    case QZ_IQ2_M:
+    case QZ_IQ1_M:
+    case QZ_Q2_K:
+    case QZ_Q2_K_S:
+    case QZ_IQ3_XXS:
+    case QZ_IQ3_XS:
+    case QZ_IQ3_S:
+    case QZ_IQ4_NL:
+    case QZ_IQ4_XS: return 1;
     default: return 0;
     }
 }
@@ -552,7 +525,7 @@ static long long first_bad_block(uint32_t type, const uint8_t *p, size_t bs, siz
     }
 }
 
-int qa_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err) {
+int qz_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err) {
     const uint32_t ty = it->src_type;
     if (tc_is_float_type(ty) || it->src_bytes == 0) return ANVIL_OK; /* the run checks floats as it reads them */
     anvil_type_info ti;

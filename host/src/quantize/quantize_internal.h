@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal: llama.cpp's quantization policy (quantize_policy.c), used by the
- * quantize plan (quantize_plan.c). */
+/* Internal: what the files of host/src/quantize share. llama.cpp's
+ * quantization policy (quantize_policy.c: the ftype and category enums, the
+ * per-tensor state and type rules), the model's keys as the loader reads
+ * them (quantize_plan.c) and the architecture table's checks
+ * (quantize_arch.c); used by the plan (quantize_plan.c) and the target-size
+ * optimizer (quantize_target.c, its own header quantize_target.h). */
 #ifndef ANVIL_HOST_QUANTIZE_INTERNAL_H
 #define ANVIL_HOST_QUANTIZE_INTERNAL_H
 
@@ -10,79 +14,81 @@
 #include "anvil/quantize.h"
 #include "transcode_internal.h"
 
+#define QZ_MAX_LAYERS 512u /* LLAMA_MAX_LAYERS */
+
 /* LLAMA_FTYPE values the policy names. */
 enum {
-    QF_ALL_F32 = 0,
-    QF_F16 = 1,
-    QF_Q4_0 = 2,
-    QF_Q4_1 = 3,
-    QF_Q8_0 = 7,
-    QF_Q5_0 = 8,
-    QF_Q5_1 = 9,
-    QF_Q2_K = 10,
-    QF_Q3_K_S = 11,
-    QF_Q3_K_M = 12,
-    QF_Q3_K_L = 13,
-    QF_Q4_K_S = 14,
-    QF_Q4_K_M = 15,
-    QF_Q5_K_S = 16,
-    QF_Q5_K_M = 17,
-    QF_Q6_K = 18,
-    QF_IQ2_XXS = 19,
-    QF_IQ2_XS = 20,
-    QF_Q2_K_S = 21,
-    QF_IQ3_XS = 22,
-    QF_IQ3_XXS = 23,
-    QF_IQ1_S = 24,
-    QF_IQ4_NL = 25,
-    QF_IQ3_S = 26,
-    QF_IQ3_M = 27,
-    QF_IQ2_S = 28,
-    QF_IQ2_M = 29,
-    QF_IQ4_XS = 30,
-    QF_IQ1_M = 31,
-    QF_BF16 = 32,
-    QF_TQ1_0 = 36,
-    QF_TQ2_0 = 37,
-    QF_MXFP4_MOE = 38,
-    QF_NVFP4 = 39,
-    QF_Q1_0 = 40,
-    QF_Q2_0 = 41,
-    QF_GUESSED = 1024
+    QZ_ALL_F32 = 0,
+    QZ_F16 = 1,
+    QZ_Q4_0 = 2,
+    QZ_Q4_1 = 3,
+    QZ_Q8_0 = 7,
+    QZ_Q5_0 = 8,
+    QZ_Q5_1 = 9,
+    QZ_Q2_K = 10,
+    QZ_Q3_K_S = 11,
+    QZ_Q3_K_M = 12,
+    QZ_Q3_K_L = 13,
+    QZ_Q4_K_S = 14,
+    QZ_Q4_K_M = 15,
+    QZ_Q5_K_S = 16,
+    QZ_Q5_K_M = 17,
+    QZ_Q6_K = 18,
+    QZ_IQ2_XXS = 19,
+    QZ_IQ2_XS = 20,
+    QZ_Q2_K_S = 21,
+    QZ_IQ3_XS = 22,
+    QZ_IQ3_XXS = 23,
+    QZ_IQ1_S = 24,
+    QZ_IQ4_NL = 25,
+    QZ_IQ3_S = 26,
+    QZ_IQ3_M = 27,
+    QZ_IQ2_S = 28,
+    QZ_IQ2_M = 29,
+    QZ_IQ4_XS = 30,
+    QZ_IQ1_M = 31,
+    QZ_BF16 = 32,
+    QZ_TQ1_0 = 36,
+    QZ_TQ2_0 = 37,
+    QZ_MXFP4_MOE = 38,
+    QZ_NVFP4 = 39,
+    QZ_Q1_0 = 40,
+    QZ_Q2_0 = 41,
+    QZ_GUESSED = 1024
 };
 
 /* The architectures the policy singles out. */
-typedef enum qp_arch { QP_ARCH_OTHER, QP_ARCH_LLAMA, QP_ARCH_FALCON, QP_ARCH_BAILINGMOE3 } qp_arch;
+typedef enum qz_arch { QZ_ARCH_OTHER, QZ_ARCH_LLAMA, QZ_ARCH_FALCON, QZ_ARCH_BAILINGMOE3 } qz_arch;
 
 /* What llama.cpp's model loader tells the policy. */
-typedef struct qp_model {
-    qp_arch arch;
+typedef struct qz_model {
+    qz_arch arch;
     uint32_t n_layer_all; /* {arch}.block_count */
     uint32_t n_expert;    /* {arch}.expert_count (0 when absent) */
     uint32_t n_gqa;       /* n_head(0) / n_head_kv(0), 0 when n_head_kv is 0 */
     int is_70b;           /* LLM_TYPE_70B */
     int no_layers;        /* n_layer() is 0 (clip): llama.cpp aborts where the rules ask for n_gqa() */
-} qp_model;
+} qz_model;
 
 /* tensor_category in llama-quant.cpp. */
-typedef enum qp_category {
-    QC_TOKEN_EMBD,
-    QC_ATTENTION_Q,
-    QC_ATTENTION_V,
-    QC_ATTENTION_K,
-    QC_ATTENTION_QKV,
-    QC_ATTENTION_KV_B,
-    QC_ATTENTION_OUTPUT,
-    QC_FFN_UP,
-    QC_FFN_GATE,
-    QC_FFN_DOWN,
-    QC_OUTPUT,
-    QC_OTHER
-} qp_category;
+typedef enum qz_category {
+    QZ_TOKEN_EMBD,
+    QZ_ATTENTION_Q,
+    QZ_ATTENTION_V,
+    QZ_ATTENTION_K,
+    QZ_ATTENTION_QKV,
+    QZ_ATTENTION_KV_B,
+    QZ_ATTENTION_OUTPUT,
+    QZ_FFN_UP,
+    QZ_FFN_GATE,
+    QZ_FFN_DOWN,
+    QZ_OUTPUT,
+    QZ_OTHER
+} qz_category;
 
 /* quantize_state_impl: the counters that make the mixture depend on layer order. */
-typedef struct qp_state {
-    qp_model model;
+typedef struct qz_policy_state {
+    qz_model model;
     const anvil_quantize_options *opts;
     uint32_t ftype;
     int n_attention_wv, i_attention_wv;
@@ -91,43 +97,54 @@ typedef struct qp_state {
     int n_fallback;
     int has_imatrix;
     int has_tied_embeddings;
-} qp_state;
+} qz_policy_state;
 
-qp_category qp_category_of(const char *name);
+qz_category qz_category_of(const char *name);
 /* tensor_allows_quantization. */
-int qp_allows_quantization(const anvil_quantize_options *o, const anvil_gguf_tensor *t);
+int qz_allows_quantization(const anvil_quantize_options *o, const anvil_gguf_tensor *t);
+/* The i-quants that search a grid (IQ1_S .. IQ3_S): llama.cpp falls back
+ * from them to IQ4_NL, and their encoders are 30 to 300 times slower than
+ * the others (the target optimizer measures them on a smaller sample). */
+int qz_is_grid_iq(uint32_t type);
 /* tensor_requires_imatrix. */
-int qp_requires_imatrix(const char *name, uint32_t type, uint32_t ftype);
+int qz_requires_imatrix(const char *name, uint32_t type, uint32_t ftype);
 /* llama_tensor_get_type for a tensor that allows quantization: the rules
  * (--tensor-type) are t's compiled rules. Fills *fallback_from when the
  * row-length fallback changed the type, and *why with what decided. */
-int qp_tensor_type(qp_state *qs, anvil_transcode *t, const anvil_gguf_tensor *tensor, const char *name,
-                   qp_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from, const char **why,
+int qz_tensor_type(qz_policy_state *qs, anvil_transcode *t, const anvil_gguf_tensor *tensor, const char *name,
+                   qz_category cat, uint32_t default_type, uint32_t *type, uint32_t *fallback_from, const char **why,
                    anvil_error *err);
 /* ggml_is_quantized for a built-in type id. */
-int qp_is_quantized(uint32_t type);
+int qz_is_quantized(uint32_t type);
 /* ggml_blck_size (1 for plain types, 0 when unknown). */
-uint32_t qp_block_size(uint32_t type);
+uint32_t qz_block_size(uint32_t type);
 
-/* quantize_plan.c: the loader's get_key<uint32_t> (an INT override wins;
- * *found = 0 when absent) and get_key_or_arr's layer-0 value. */
+/* quantize_keys.c: the loader's reads. The override for key (the first
+ * one given), or NULL. */
+const anvil_kv_override *qz_find_override(const anvil_quantize_options *o, const char *key);
+/* get_key<uint32_t>: an INT override wins; otherwise the file's value,
+ * which must be a u32. *found = 0 when neither (*v untouched). */
 int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
                anvil_error *err);
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
-                  anvil_error *err);
+/* get_key_or_arr of a per-layer u32: a scalar (as qz_key_u32), or an array
+ * of n_layer u32, i32 or bool values. *first (when not NULL) gets layer
+ * 0's value and is untouched when the key is absent; *max (when not NULL)
+ * the largest, 0 when absent. */
+int qz_key_layers(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer,
+                  uint32_t *first, uint32_t *max, anvil_error *err);
 
 /* quantize_arch.c: llama_model_create + load_hparams for architecture
  * `arch` (the name after --override-kv): refuses what llama.cpp refuses,
  * fills m. */
-int qa_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qp_model *m,
+int qz_load_model(anvil_transcode *t, const anvil_quantize_options *o, const char *arch, qz_model *m,
                   anvil_error *err);
 /* 1 when llama.cpp's attn_v rule for ftype reads n_gqa() (which aborts
  * on a model without layers). */
-int qa_rules_ask_gqa(uint32_t ftype);
+int qz_rules_ask_gqa(uint32_t ftype);
 /* ggml_validate_row_data on a source tensor that is not F32/F16/BF16. */
-int qa_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err);
+int qz_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_error *err);
 /* llama.cpp's architecture names, in its table's order. */
-size_t qa_arch_count(void);
-const char *qa_arch_name(size_t i);
+size_t qz_arch_count(void);
+const char *qz_arch_name(size_t i);
 
 #endif

@@ -25,10 +25,9 @@
 #include "quantize_target.h"
 
 #define QZ_QUANTIZATION_VERSION 2u
-#define QZ_MAX_LAYERS 512u /* LLAMA_MAX_LAYERS */
 
 typedef struct qz_state {
-    qp_state qs;
+    qz_policy_state qs;
     anvil_quantize_options opts;
     uint32_t ftype; /* written as general.file_type */
     char arch_name[128];
@@ -56,84 +55,18 @@ static void qz_free(void *p) {
 
 ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o) {
     memset(o, 0, sizeof *o);
-    o->ftype = QF_Q8_0;
+    o->ftype = QZ_Q8_0;
     o->output_tensor_type = ANVIL_TRANSCODE_NO_TYPE;
     o->token_embedding_type = ANVIL_TRANSCODE_NO_TYPE;
 }
 
 /* ---- 1. model facts ------------------------------------------------------------ */
 
-/* The override llama.cpp's loader uses for key: the first one given. */
-static const anvil_kv_override *find_override(const anvil_quantize_options *o, const char *key) {
-    for (size_t i = 0; i < o->n_kv_overrides; ++i) {
-        if (strcmp(o->kv_overrides[i].key, key) == 0) return &o->kv_overrides[i];
-    }
-    return NULL;
-}
-
-/* get_key<uint32_t>: an INT override wins; otherwise the file's value,
- * which must be a u32. *found = 0 when neither. */
-int qz_key_u32(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t *v, int *found,
-               anvil_error *err) {
-    *found = 0;
-    const anvil_kv_override *ov = find_override(o, key);
-    if (ov != NULL) {
-        if (ov->tag == ANVIL_KV_OVERRIDE_INT) {
-            *v = (uint32_t)ov->i;
-            *found = 1;
-            return ANVIL_OK;
-        }
-        int rc = tc_warn(t, err, "--override-kv %s: %s expects an int; the file's value is used", key, key);
-        if (rc != ANVIL_OK) return rc;
-    }
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_U32) {
-        const char *tn = anvil_gguf_type_name(kv->type);
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong type %s but expected type u32 (llama.cpp's loader refuses it "
-                                "too)",
-                                key, tn ? tn : "?");
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    *v = (uint32_t)val.u;
-    *found = 1;
-    return ANVIL_OK;
-}
-
-/* get_key_or_arr for layer 0 of a per-layer value. */
-int qz_key_layer0(anvil_transcode *t, const anvil_quantize_options *o, const char *key, uint32_t n_layer, uint32_t *v,
-                  anvil_error *err) {
-    const anvil_gguf_kv *kv = anvil_gguf_find_kv(t->src, key);
-    if (kv == NULL) return ANVIL_OK;
-    if (kv->type != ANVIL_GGUF_TYPE_ARRAY) {
-        int found;
-        return qz_key_u32(t, o, key, v, &found, err);
-    }
-    anvil_gguf_value val;
-    anvil_gguf_kv_value(kv, &val);
-    const uint32_t et = val.a.elem_type;
-    if (et != ANVIL_GGUF_TYPE_U32 && et != ANVIL_GGUF_TYPE_I32 && et != ANVIL_GGUF_TYPE_BOOL) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE, "%s has wrong array element type %s (u32 expected)", key,
-                                anvil_gguf_type_name(et) ? anvil_gguf_type_name(et) : "?");
-    }
-    if (val.a.count != n_layer) {
-        return anvil__error_set(err, ANVIL_E_GGUF_KEY_TYPE,
-                                "key %s has wrong array length; expected %u, got %" PRIu64, key, n_layer,
-                                val.a.count);
-    }
-    anvil_gguf_value e0;
-    if (anvil_gguf_array_get(&val.a, 0, &e0) != ANVIL_OK) return ANVIL_OK;
-    *v = et == ANVIL_GGUF_TYPE_BOOL ? (uint32_t)(e0.b != 0) : (uint32_t)(e0.in_u64 ? e0.u : (uint64_t)e0.i);
-    return ANVIL_OK;
-}
-
 static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
     anvil_gguf_str arch = { NULL, 0 };
     /* The loader reads the architecture through get_key: a string override wins. */
-    const anvil_kv_override *ov = find_override(o, "general.architecture");
+    const anvil_kv_override *ov = qz_find_override(o, "general.architecture");
     if (ov != NULL && ov->tag == ANVIL_KV_OVERRIDE_STR) {
         arch.ptr = ov->str;
         arch.len = strlen(ov->str);
@@ -153,7 +86,7 @@ static int read_model(anvil_transcode *t, qz_state *q, anvil_error *err) {
                                 "the model has no general.architecture: llama.cpp cannot tell its "
                                 "hyperparameters, and neither can anvil");
     }
-    return qa_load_model(t, o, q->arch_name, &q->qs.model, err);
+    return qz_load_model(t, o, q->arch_name, &q->qs.model, err);
 }
 
 /* The loader's file type: general.file_type, else guessed from the most
@@ -176,8 +109,8 @@ static int loader_ftype(anvil_transcode *t, const qz_state *q, const size_t *ord
     }
     /* The loader's table is transcode's guess, less MXFP4 (it has none). */
     int ft = best == ANVIL_TYPE_MXFP4 ? -1 : anvil_transcode_file_type(best);
-    if (ft < 0) ft = QF_ALL_F32;
-    *out = (uint32_t)ft | QF_GUESSED;
+    if (ft < 0) ft = QZ_ALL_F32;
+    *out = (uint32_t)ft | QZ_GUESSED;
     return ANVIL_OK;
 }
 
@@ -541,7 +474,7 @@ static int check_items(anvil_transcode *t, qz_state *q, anvil_error *err) {
                                     "the result would be garbage; pass an --imatrix that has it",
                                     it->name, anvil_type_name(NULL, it->dst_type));
         }
-        if (qp_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
+        if (qz_is_quantized(it->src_type) && !o->allow_requantize && !o->dry_run) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                     "requantizing from type %s is disabled (tensor '%s'): quantizing an already "
                                     "quantized model stacks two errors; pass --allow-requantize to do it anyway",
@@ -574,7 +507,7 @@ static int pruned_layers(const anvil_quantize_options *o, int32_t **prune, size_
 static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *it, const layer_map *map,
                       uint32_t default_type, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
-    qp_state *qs = &q->qs;
+    qz_policy_state *qs = &q->qs;
     int rc = ANVIL_OK;
     const anvil_gguf_tensor *src = it->src;
     it->src_type = src->type;
@@ -585,13 +518,13 @@ static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *i
     it->n_rows = src->ne[0] > 0 ? src->n_elements / src->ne[0] : 0;
     it->src_bytes = src->n_bytes;
     it->part = o->keep_split ? src->part : 0;
-    const int allows = qp_allows_quantization(o, src);
+    const int allows = qz_allows_quantization(o, src);
     if (!allows) {
         it->why = ANVIL_TRANSCODE_KEEP_POLICY;
     } else {
         const char *why = NULL;
         uint32_t ty = 0;
-        rc = qp_tensor_type(qs, t, src, it->name, qp_category_of(it->name), default_type, &ty, &it->fallback_from,
+        rc = qz_tensor_type(qs, t, src, it->name, qz_category_of(it->name), default_type, &ty, &it->fallback_from,
                             &why, err);
         if (rc != ANVIL_OK) return rc;
         it->want_type = ty;
@@ -599,7 +532,7 @@ static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *i
         it->rule = why;
         it->why = ty == src->type ? ANVIL_TRANSCODE_KEEP_SAME : ANVIL_TRANSCODE_CONVERT;
     }
-    it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, q->ftype);
+    it->needs_imatrix = qz_requires_imatrix(it->name, it->dst_type, q->ftype);
     if (o->imatrix != NULL && anvil_imatrix_count(o->imatrix) > 0) {
         char *mapped = NULL;
         rc = remap_imatrix(it->name, map, &mapped, err);
@@ -630,8 +563,8 @@ static int decide_one(anvil_transcode *t, qz_state *q, anvil_transcode_tensor *i
 
 static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anvil_error *err) {
     const anvil_quantize_options *o = &q->opts;
-    qp_state *qs = &q->qs;
-    const uint32_t default_type = anvil_quantize_default_type(o->only_copy ? QF_ALL_F32 : o->ftype);
+    qz_policy_state *qs = &q->qs;
+    const uint32_t default_type = anvil_quantize_default_type(o->only_copy ? QZ_ALL_F32 : o->ftype);
     /* Output names, pruning. */
     int32_t *prune = NULL;
     size_t n_prune = 0;
@@ -679,9 +612,9 @@ static int decide(anvil_transcode *t, qz_state *q, sort_key *keys, size_t n, anv
     /* Counters over the whole list, as init_quantize_state_counters. */
     qs->has_tied_embeddings = 1;
     for (size_t i = 0; rc == ANVIL_OK && i < kept; ++i) {
-        const qp_category c = qp_category_of(t->items[i].name);
-        if (c == QC_ATTENTION_V || c == QC_ATTENTION_QKV || c == QC_ATTENTION_KV_B) qs->n_attention_wv++;
-        if (c == QC_OUTPUT) qs->has_tied_embeddings = 0;
+        const qz_category c = qz_category_of(t->items[i].name);
+        if (c == QZ_ATTENTION_V || c == QZ_ATTENTION_QKV || c == QZ_ATTENTION_KV_B) qs->n_attention_wv++;
+        if (c == QZ_OUTPUT) qs->has_tied_embeddings = 0;
     }
     qs->n_ffn_down = qs->n_ffn_gate = qs->n_ffn_up = (int)qs->model.n_layer_all;
     /* Every tensor's type, in order. */
@@ -711,7 +644,7 @@ static int check_encodable(anvil_transcode *t, anvil_error *err) {
                                     "loaded",
                                     it->name, anvil_type_name(NULL, it->src_type));
         }
-        const uint32_t bs = qp_block_size(it->dst_type);
+        const uint32_t bs = qz_block_size(it->dst_type);
         if (bs == 0 || it->row_len % bs != 0) {
             return anvil__error_set(err, ANVIL_E_BLOCK_MISMATCH,
                                     "tensor '%s' has rows of %" PRIu64 " values, not a multiple of %s's block "
@@ -798,8 +731,8 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
         const anvil_transcode_tensor *it = &t->items[i];
         is_free[i] = it->why != ANVIL_TRANSCODE_KEEP_POLICY && it->rule != NULL && strcmp(it->rule, "--pure") == 0;
     }
-    double weights[QC_OTHER + 1];
-    qt_request rq;
+    double weights[QZ_OTHER + 1];
+    qz_request rq;
     memset(&rq, 0, sizeof rq);
     rq.target_bytes = q->target_bytes;
     rq.pure = q->user_pure;
@@ -807,13 +740,13 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
     rq.threads = threads;
     rq.sample_rows = o->target_sample_rows;
     rq.role_weight = weights;
-    if (rc == ANVIL_OK) rc = qt_parse_weights(o->target_weights, weights, err);
-    if (rc == ANVIL_OK) rc = qt_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);
+    if (rc == ANVIL_OK) rc = qz_parse_weights(o->target_weights, weights, err);
+    if (rc == ANVIL_OK) rc = qz_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
         anvil_transcode_tensor *it = &t->items[i];
         if (!is_free[i]) continue;
         it->rule = o->target_size > 0 ? "--target-size" : "--target-bpw";
-        it->needs_imatrix = qp_requires_imatrix(it->name, it->dst_type, QF_GUESSED);
+        it->needs_imatrix = qz_requires_imatrix(it->name, it->dst_type, QZ_GUESSED);
     }
     free(is_free);
     if (rc == ANVIL_OK && q->note[0]) rc = tc_warn(t, err, "%s", q->note);
@@ -843,6 +776,35 @@ ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t) {
     return q->target && q->note[0] ? q->note : NULL;
 }
 
+static const char *type_name(uint32_t type) {
+    anvil_type_info ti;
+    return anvil_type_builtin(type, &ti, NULL) == ANVIL_OK ? ti.name : "?";
+}
+
+/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
+
+/* --plan-out: the target's choices as --tensor-type rules, one per line. */
+ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
+    double e;
+    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
+    for (size_t i = 0; i < t->n_items; ++i) {
+        const anvil_transcode_tensor *it = &t->items[i];
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        fputc('^', f);
+        for (const char *p = it->name; *p; ++p) {
+            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
+            fputc(*p, f);
+        }
+        fprintf(f, "$=%s\n", type_name(it->dst_type));
+    }
+    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
+    return ANVIL_OK;
+}
+
 ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const anvil_gguf *src, const char *out_path,
                                   const anvil_quantize_options *opts, anvil_error *err) {
     anvil__error_clear(err);
@@ -862,7 +824,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     t->policy_free = qz_free;
     t->build_kvs = quantize_kvs;
     t->check_kept = 1;
-    t->check_src = qa_check_data;
+    t->check_src = qz_check_data;
     t->opts.threads = opts->threads;
     t->opts.skip_quality = opts->skip_quality;
     t->opts.progress = opts->progress;
@@ -874,7 +836,7 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
     if (q->target) {
         /* The preset machinery with every free tensor marked "--pure" at
          * q8_0; the optimizer replaces those. */
-        q->opts.ftype = QF_Q8_0;
+        q->opts.ftype = QZ_Q8_0;
         q->opts.pure = 1;
     }
     q->qs.opts = &q->opts;
@@ -910,12 +872,12 @@ ANVIL_API int anvil_quantize_plan(anvil_transcode **out, anvil_ctx *ctx, const a
             }
         }
         q->qs.ftype = q->ftype;
-        if (q->target) q->ftype = QF_GUESSED;
+        if (q->target) q->ftype = QZ_GUESSED;
     }
     if (rc == ANVIL_OK) rc = decide(t, q, keys, n, err);
     if (rc == ANVIL_OK) {
         for (size_t i = 0; i < t->n_rules; ++i) {
-            if (t->rules[i].hits == 0 && qp_is_quantized(anvil_quantize_default_type(q->ftype))) {
+            if (t->rules[i].hits == 0 && qz_is_quantized(anvil_quantize_default_type(q->ftype))) {
                 rc = tc_warn(t, err, "--tensor-type %s matches no tensor", t->rules[i].pattern);
             }
         }

@@ -26,7 +26,7 @@
  *    encoders (30-300x slower) on every k-th group of 16 sampled rows, k
  *    such that about 64K values (and two groups at least) are measured.
  *    Error and energy over the same rows.
- *  - The choice: qt_allocate (convex hull + Lagrange + greedy fill) on the
+ *  - The choice: qz_allocate (convex hull + Lagrange + greedy fill) on the
  *    bytes each candidate takes in the file with its alignment padding, for
  *    the budget the file's header and the fixed tensors leave.
  *  - Deterministic for any thread count: every (candidate, row group) sum
@@ -48,21 +48,21 @@
 /* ---- the allocator ---------------------------------------------------------------- */
 
 static int cand_cmp(const void *a, const void *b) {
-    const qt_cand *x = a, *y = b;
+    const qz_cand *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
     if (x->err != y->err) return x->err < y->err ? -1 : 1;
     return x->type < y->type ? -1 : x->type > y->type;
 }
 
-typedef struct qt_seg {
+typedef struct qz_seg {
     size_t item, k; /* hull point k -> k + 1 of item */
     double gain;
     uint64_t cost;
-} qt_seg;
+} qz_seg;
 
 /* Larger gain per byte first; ties by item, then position. */
 static int seg_cmp(const void *a, const void *b) {
-    const qt_seg *x = a, *y = b;
+    const qz_seg *x = a, *y = b;
     const double l = x->gain * (double)y->cost, r = y->gain * (double)x->cost;
     if (l != r) return l > r ? -1 : 1;
     if (x->item != y->item) return x->item < y->item ? -1 : 1;
@@ -71,16 +71,16 @@ static int seg_cmp(const void *a, const void *b) {
 
 /* Pareto points of a sorted list (strictly less error for more bytes),
  * then their lower convex hull: indices into cands, in hull[]; count back. */
-static size_t item_hull(const qt_item *it, size_t *hull) {
+static size_t item_hull(const qz_item *it, size_t *hull) {
     size_t np = 0;
     for (size_t k = 0; k < it->n; ++k) {
         if (np == 0 || it->cands[k].err < it->cands[hull[np - 1]].err) hull[np++] = k;
     }
     size_t nh = 0;
     for (size_t p = 0; p < np; ++p) {
-        const qt_cand *c = &it->cands[hull[p]];
+        const qz_cand *c = &it->cands[hull[p]];
         while (nh >= 2) {
-            const qt_cand *a = &it->cands[hull[nh - 2]], *b = &it->cands[hull[nh - 1]];
+            const qz_cand *a = &it->cands[hull[nh - 2]], *b = &it->cands[hull[nh - 1]];
             const double g1 = a->err - b->err, g2 = b->err - c->err;
             const double c1 = (double)(b->bytes - a->bytes), c2 = (double)(c->bytes - b->bytes);
             if (g1 * c2 > g2 * c1) break; /* b is strictly below the chord a-c */
@@ -93,14 +93,14 @@ static size_t item_hull(const qt_item *it, size_t *hull) {
 
 /* The best single move up that fits in left bytes: *bi, *bk (item,
  * candidate) or 0 when none. */
-static int best_fill(const qt_item *items, size_t n, uint64_t left, size_t *bi, size_t *bk) {
+static int best_fill(const qz_item *items, size_t n, uint64_t left, size_t *bi, size_t *bk) {
     int found = 0;
     double bg = 0.0;
     uint64_t bc = 1;
     for (size_t i = 0; i < n; ++i) {
-        const qt_cand *cur = &items[i].cands[items[i].pick];
+        const qz_cand *cur = &items[i].cands[items[i].pick];
         for (size_t k = items[i].pick + 1; k < items[i].n; ++k) {
-            const qt_cand *c = &items[i].cands[k];
+            const qz_cand *c = &items[i].cands[k];
             if (c->bytes - cur->bytes > left) break; /* sorted by bytes */
             if (!(c->err < cur->err) || c->bytes == cur->bytes) continue;
             const double g = cur->err - c->err;
@@ -120,20 +120,20 @@ static int best_fill(const qt_item *items, size_t n, uint64_t left, size_t *bi, 
 /* One exchange: item i one candidate down, item j one up, where the bytes
  * still fit and the total error falls; the best such (ties: lowest i, j).
  * 0 when none. */
-static int best_swap(qt_item *items, size_t n, uint64_t left, uint64_t *used) {
+static int best_swap(qz_item *items, size_t n, uint64_t left, uint64_t *used) {
     double best = 0.0;
     size_t bi = 0, bd = 0, bj = 0, bu = 0;
     for (size_t i = 0; i < n; ++i) {
-        const qt_cand *ci = &items[i].cands[items[i].pick];
+        const qz_cand *ci = &items[i].cands[items[i].pick];
         for (size_t d = 0; d < items[i].pick; ++d) {
-            const qt_cand *cd = &items[i].cands[d];
+            const qz_cand *cd = &items[i].cands[d];
             const uint64_t room = left + (ci->bytes - cd->bytes);
             const double loss = cd->err - ci->err;
             for (size_t j = 0; j < n; ++j) {
                 if (j == i) continue;
-                const qt_cand *cj = &items[j].cands[items[j].pick];
+                const qz_cand *cj = &items[j].cands[items[j].pick];
                 for (size_t u = items[j].pick + 1; u < items[j].n; ++u) {
-                    const qt_cand *cu = &items[j].cands[u];
+                    const qz_cand *cu = &items[j].cands[u];
                     if (cu->bytes - cj->bytes > room) break;
                     const double gain = (cj->err - cu->err) - loss;
                     if (gain > best * (1.0 + 1e-12) && gain > 1e-12 * (cj->err + ci->err)) {
@@ -152,7 +152,7 @@ static int best_swap(qt_item *items, size_t n, uint64_t left, uint64_t *used) {
     return 1;
 }
 
-int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err) {
+int qz_allocate(qz_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err) {
     uint64_t total = 0, max_n = 1;
     for (size_t i = 0; i < n; ++i) {
         if (items[i].n == 0) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "item %zu has no candidate type", i);
@@ -169,7 +169,7 @@ int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, 
                                 total, budget);
     }
     size_t *hull = malloc(n * max_n * sizeof *hull), *nh = malloc((n ? n : 1) * sizeof *nh);
-    qt_seg *segs = malloc(n * max_n * sizeof *segs + 1);
+    qz_seg *segs = malloc(n * max_n * sizeof *segs + 1);
     if (hull == NULL || nh == NULL || segs == NULL) {
         free(hull);
         free(nh);
@@ -219,14 +219,14 @@ int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, 
 
 /* ---- candidates --------------------------------------------------------------------- */
 
-static const uint32_t qt_types[] = {
+static const uint32_t qz_types[] = {
     ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q1_0,   ANVIL_TYPE_IQ1_M,  ANVIL_TYPE_TQ1_0, ANVIL_TYPE_IQ2_XXS, ANVIL_TYPE_TQ2_0,
     ANVIL_TYPE_Q2_0,  ANVIL_TYPE_IQ2_XS, ANVIL_TYPE_IQ2_S,  ANVIL_TYPE_Q2_K,  ANVIL_TYPE_IQ3_XXS, ANVIL_TYPE_IQ3_S,
     ANVIL_TYPE_Q3_K,  ANVIL_TYPE_IQ4_XS, ANVIL_TYPE_IQ4_NL, ANVIL_TYPE_MXFP4, ANVIL_TYPE_NVFP4,   ANVIL_TYPE_Q4_0,
     ANVIL_TYPE_Q4_1,  ANVIL_TYPE_Q4_K,   ANVIL_TYPE_Q5_0,   ANVIL_TYPE_Q5_1,  ANVIL_TYPE_Q5_K,    ANVIL_TYPE_Q6_K,
     ANVIL_TYPE_Q8_0,  ANVIL_TYPE_F16,    ANVIL_TYPE_BF16,
 };
-#define QT_N_TYPES (sizeof qt_types / sizeof qt_types[0])
+#define QZ_N_TYPES (sizeof qz_types / sizeof qz_types[0])
 
 static const char *tname(uint32_t type) {
     anvil_type_info ti;
@@ -237,11 +237,11 @@ static uint64_t pad_to(uint64_t n, uint32_t align) { return align > 1 ? (n + ali
 
 /* Is type a candidate for item it (has_w: importance weights go to its encoder)? */
 static int is_candidate(anvil_transcode *t, const anvil_transcode_tensor *it, uint32_t type) {
-    const uint32_t bs = qp_block_size(type);
+    const uint32_t bs = qz_block_size(type);
     if (bs == 0 || it->row_len % bs != 0) return 0;
     if (tc_check_target(t->ctx, type, "", NULL) != ANVIL_OK) return 0;
     if (it->imatrix == NULL) {
-        if (qp_requires_imatrix(it->name, type, QF_GUESSED)) return 0;
+        if (qz_requires_imatrix(it->name, type, QZ_GUESSED)) return 0;
         const anvil_codec *c = anvil_ctx_codec(t->ctx, type);
         if (c != NULL && (c->flags & ANVIL_CODEC_NEEDS_IMATRIX)) return 0;
     }
@@ -250,7 +250,7 @@ static int is_candidate(anvil_transcode *t, const anvil_transcode_tensor *it, ui
 
 /* ---- measuring ----------------------------------------------------------------------- */
 
-typedef struct qt_job {
+typedef struct qz_job {
     anvil_ctx *ctx;
     const anvil_transcode_tensor *it;
     const float *x;       /* sampled rows, f32 */
@@ -259,37 +259,22 @@ typedef struct qt_job {
     size_t n_rows;        /* sampled */
     size_t group;         /* rows per task */
     size_t n_groups;
-    const qt_cand *cands;
+    const qz_cand *cands;
     size_t n_cands;
     double *sums;      /* n_cands * n_groups */
     size_t slow_every; /* slow encoders: every slow_every-th group only (1: all) */
     int *rcs;          /* per task */
     anvil_error *errs; /* per task */
-} qt_job;
-
-/* The grid-search encoders (IQ1..IQ3), 30 to 300 times slower than the
- * others: measured on about 64K values of a large sample. */
-static int is_slow(uint32_t type) {
-    switch (type) {
-    case ANVIL_TYPE_IQ1_S:
-    case ANVIL_TYPE_IQ1_M:
-    case ANVIL_TYPE_IQ2_XXS:
-    case ANVIL_TYPE_IQ2_XS:
-    case ANVIL_TYPE_IQ2_S:
-    case ANVIL_TYPE_IQ3_XXS:
-    case ANVIL_TYPE_IQ3_S: return 1;
-    default: return 0;
-    }
-}
+} qz_job;
 
 static void measure_task(void *arg, size_t task) {
-    qt_job *j = arg;
+    qz_job *j = arg;
     const size_t c = task / j->n_groups, g = task % j->n_groups;
     const anvil_transcode_tensor *it = j->it;
     const size_t rl = (size_t)it->row_len;
     const uint32_t type = j->cands[c].type;
     j->rcs[task] = ANVIL_OK;
-    if (g % j->slow_every != 0 && is_slow(type)) return;
+    if (g % j->slow_every != 0 && qz_is_grid_iq(type)) return;
     anvil_type_info ti;
     uint64_t rb = 0;
     int rc = anvil_type_lookup(j->ctx, type, &ti, &j->errs[task]);
@@ -341,13 +326,13 @@ static float *norm_weights(const anvil_transcode *t, const anvil_transcode_tenso
     char name[256];
     const char *n = it->name;
     int layer = -1;
-    const qp_category c = qp_category_of(n);
-    if (c == QC_OUTPUT) {
+    const qz_category c = qz_category_of(n);
+    if (c == QZ_OUTPUT) {
         snprintf(name, sizeof name, "output_norm.weight");
     } else if (sscanf(n, "blk.%d.", &layer) == 1 &&
-               (c == QC_ATTENTION_Q || c == QC_ATTENTION_K || c == QC_ATTENTION_V || c == QC_ATTENTION_QKV)) {
+               (c == QZ_ATTENTION_Q || c == QZ_ATTENTION_K || c == QZ_ATTENTION_V || c == QZ_ATTENTION_QKV)) {
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", layer);
-    } else if (layer >= 0 && (c == QC_FFN_UP || c == QC_FFN_GATE)) {
+    } else if (layer >= 0 && (c == QZ_FFN_UP || c == QZ_FFN_GATE)) {
         snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", layer);
     } else {
         return NULL;
@@ -363,7 +348,7 @@ static float *norm_weights(const anvil_transcode *t, const anvil_transcode_tenso
         free(w);
         return NULL;
     }
-    anvil_float_load(g->type, data, w, (size_t)it->row_len);
+    anvil__float_load(g->type, data, w, (size_t)it->row_len);
     free(buf);
     for (uint64_t k = 0; k < it->row_len; ++k) {
         w[k] = isfinite(w[k]) ? w[k] * w[k] : 1.0f;
@@ -381,12 +366,12 @@ static int sample_rows(anvil_transcode *t, const anvil_transcode_tensor *it, con
         const uint8_t *p = base + r * rbytes;
         float *dst = x + k * it->row_len;
         if (tc_is_float_type(it->src_type)) {
-            anvil_float_load(it->src_type, p, dst, (size_t)it->row_len);
+            anvil__float_load(it->src_type, p, dst, (size_t)it->row_len);
         } else {
             const int rc = anvil_decode(t->ctx, it->src_type, p, (size_t)rbytes, dst, (size_t)it->row_len, err);
             if (rc != ANVIL_OK) return rc;
         }
-        if (anvil_float_find_nonfinite(dst, (size_t)it->row_len) < it->row_len) {
+        if (anvil__float_find_nonfinite(dst, (size_t)it->row_len) < it->row_len) {
             return anvil__error_set(err, ANVIL_E_NONFINITE,
                                     "tensor '%s' holds NaN or Inf in row %" PRIu64 ": fix the source model", it->name,
                                     r);
@@ -409,10 +394,10 @@ static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, siz
 }
 
 /* Measure every candidate of item it (cands[].type set) into cands[].err. */
-static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qt_cand *cands,
-                        size_t nc, const qt_request *rq, anvil_error *err) {
+static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
+                        size_t nc, const qz_request *rq, anvil_error *err) {
     const size_t ns = sample_count(it, rq->sample_rows);
-    qt_job j;
+    qz_job j;
     memset(&j, 0, sizeof j);
     j.ctx = t->ctx;
     j.it = it;
@@ -463,14 +448,14 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         }
     }
     if (rc == ANVIL_OK) {
-        const qp_category cat = qp_category_of(it->name);
+        const qz_category cat = qz_category_of(it->name);
         /* Relative: the error over the output's own energy, so that the
          * tensors' figures are comparable (downstream, RMS norms make a
          * perturbation count relative to the signal it rides on). */
         const double role = rq->role_weight != NULL ? rq->role_weight[cat] : 1.0;
         for (size_t c = 0; c < nc; ++c) {
             double s = 0.0, sig = 0.0;
-            const size_t step = is_slow(cands[c].type) ? j.slow_every : 1;
+            const size_t step = qz_is_grid_iq(cands[c].type) ? j.slow_every : 1;
             for (size_t g = 0; g < j.n_groups; g += step) {
                 s += j.sums[c * j.n_groups + g];
                 sig += gsig[g];
@@ -491,8 +476,8 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
 /* ---- the choice ---------------------------------------------------------------------- */
 
 /* Candidates of every free item, measured. */
-static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_t align, const qt_request *rq,
-                       qt_item *items, size_t *map, size_t *n_free, anvil_error *err) {
+static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_t align, const qz_request *rq,
+                       qz_item *items, size_t *map, size_t *n_free, anvil_error *err) {
     anvil_pool *pool = anvil__pool_create(rq->threads ? rq->threads : 1);
     if (pool == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "cannot start %u threads", rq->threads);
     int rc = ANVIL_OK;
@@ -500,22 +485,22 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {
         if (!is_free[i]) continue;
         const anvil_transcode_tensor *it = &t->items[i];
-        qt_item *q = &items[nf];
-        q->cands = calloc(QT_N_TYPES, sizeof *q->cands);
+        qz_item *q = &items[nf];
+        q->cands = calloc(QZ_N_TYPES, sizeof *q->cands);
         if (q->cands == NULL) {
             rc = anvil__nomem(err);
             break;
         }
         map[nf++] = i;
-        for (size_t k = 0; k < QT_N_TYPES; ++k) {
-            if (!is_candidate(t, it, qt_types[k])) continue;
+        for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+            if (!is_candidate(t, it, qz_types[k])) continue;
             anvil_type_info ti;
             uint64_t b = 0;
-            if (anvil_type_lookup(t->ctx, qt_types[k], &ti, NULL) != ANVIL_OK ||
+            if (anvil_type_lookup(t->ctx, qz_types[k], &ti, NULL) != ANVIL_OK ||
                 anvil_type_bytes(&ti, it->src->n_elements, &b, NULL) != ANVIL_OK) {
                 continue;
             }
-            q->cands[q->n].type = qt_types[k];
+            q->cands[q->n].type = qz_types[k];
             q->cands[q->n].bytes = pad_to(b, align);
             q->n++;
         }
@@ -535,18 +520,18 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
 
 /* --pure: the one type every free item can take whose total is the
  * largest that fits (ties: the lower error). */
-static int pick_pure(qt_item *items, size_t n, uint64_t budget, anvil_error *err) {
+static int pick_pure(qz_item *items, size_t n, uint64_t budget, anvil_error *err) {
     int best = -1;
     uint64_t best_bytes = 0, min_bytes = UINT64_MAX;
     double best_err = 0.0;
-    for (size_t k = 0; k < QT_N_TYPES; ++k) {
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) {
         uint64_t total = 0;
         double e = 0.0;
         int all = 1;
         for (size_t i = 0; i < n && all; ++i) {
             all = 0;
             for (size_t c = 0; c < items[i].n; ++c) {
-                if (items[i].cands[c].type == qt_types[k]) {
+                if (items[i].cands[c].type == qz_types[k]) {
                     total += items[i].cands[c].bytes;
                     e += items[i].cands[c].err;
                     all = 1;
@@ -571,7 +556,7 @@ static int pick_pure(qt_item *items, size_t n, uint64_t budget, anvil_error *err
     }
     for (size_t i = 0; i < n; ++i) {
         for (size_t c = 0; c < items[i].n; ++c) {
-            if (items[i].cands[c].type == qt_types[best]) items[i].pick = c;
+            if (items[i].cands[c].type == qz_types[best]) items[i].pick = c;
         }
     }
     return ANVIL_OK;
@@ -586,11 +571,11 @@ static uint64_t fixed_bytes(const anvil_transcode *t, const unsigned char *is_fr
     return b;
 }
 
-static int apply(anvil_transcode *t, const qt_item *items, const size_t *map, size_t nf, double *pred_err,
+static int apply(anvil_transcode *t, const qz_item *items, const size_t *map, size_t nf, double *pred_err,
                  anvil_error *err) {
     for (size_t f = 0; f < nf; ++f) {
         anvil_transcode_tensor *it = &t->items[map[f]];
-        const qt_cand *c = &items[f].cands[items[f].pick];
+        const qz_cand *c = &items[f].cands[items[f].pick];
         it->dst_type = c->type;
         it->want_type = c->type;
         it->fallback_from = ANVIL_TRANSCODE_NO_TYPE;
@@ -602,15 +587,15 @@ static int apply(anvil_transcode *t, const qt_item *items, const size_t *map, si
     return ANVIL_OK;
 }
 
-static void free_items(qt_item *items, size_t n) {
+static void free_items(qz_item *items, size_t n) {
     for (size_t i = 0; i < n; ++i) free(items[i].cands);
     free(items);
 }
 
-int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
-              const qt_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err) {
+int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
+              const qz_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err) {
     if (note_size) note[0] = '\0';
-    qt_item *items = calloc(t->n_items ? t->n_items : 1, sizeof *items);
+    qz_item *items = calloc(t->n_items ? t->n_items : 1, sizeof *items);
     size_t *map = calloc(t->n_items ? t->n_items : 1, sizeof *map);
     if (items == NULL || map == NULL) {
         free(items);
@@ -642,7 +627,7 @@ int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
         rc = pick_pure(items, nf, budget, err);
     } else if (rc == ANVIL_OK) {
         uint64_t mn = 0;
-        rc = qt_allocate(items, nf, budget, &mn, &used, err);
+        rc = qz_allocate(items, nf, budget, &mn, &used, err);
     }
     if (rc == ANVIL_OK && budget >= max_free && note_size) {
         snprintf(note, note_size,
@@ -658,19 +643,19 @@ int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
 
 /* ---- role weights ---------------------------------------------------------------------- */
 
-static const char *const qt_roles[] = {
+static const char *const qz_roles[] = {
     "token_embd",  "attn_q", "attn_v",   "attn_k",   "attn_qkv", "attn_kv_b",
     "attn_output", "ffn_up", "ffn_gate", "ffn_down", "output",   "other",
 };
 
-int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
-    for (int c = 0; c <= QC_OTHER; ++c) w[c] = 1.0;
+int qz_parse_weights(const char *spec, double *w, anvil_error *err) {
+    for (int c = 0; c <= QZ_OTHER; ++c) w[c] = 1.0;
     /* Measured on the trained model (KLD through llama.cpp, see the closing
      * note of issue 25): the logits take output's error unnormalised, and
      * the token embeddings' error enters the residual stream where it is
      * smallest. */
-    w[QC_OUTPUT] = 30.0;
-    w[QC_TOKEN_EMBD] = 10.0;
+    w[QZ_OUTPUT] = 30.0;
+    w[QZ_TOKEN_EMBD] = 10.0;
     if (spec == NULL) return ANVIL_OK;
     const char *p = spec;
     while (*p) {
@@ -681,8 +666,8 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
                                     (int)(comma - p), p);
         }
         int role = -1;
-        for (int c = 0; c <= QC_OTHER; ++c) {
-            if (strlen(qt_roles[c]) == (size_t)(eq - p) && memcmp(qt_roles[c], p, (size_t)(eq - p)) == 0) role = c;
+        for (int c = 0; c <= QZ_OTHER; ++c) {
+            if (strlen(qz_roles[c]) == (size_t)(eq - p) && memcmp(qz_roles[c], p, (size_t)(eq - p)) == 0) role = c;
         }
         char *end = NULL;
         const double v = strtod(eq + 1, &end);
@@ -696,28 +681,5 @@ int qt_parse_weights(const char *spec, double *w, anvil_error *err) {
         w[role] = v;
         p = *comma ? comma + 1 : comma;
     }
-    return ANVIL_OK;
-}
-
-/* ---- the plan as llama-quantize's --tensor-type-file ----------------------------------- */
-
-ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
-    double e;
-    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
-    }
-    FILE *f = fopen(path, "w");
-    if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
-    for (size_t i = 0; i < t->n_items; ++i) {
-        const anvil_transcode_tensor *it = &t->items[i];
-        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
-        fputc('^', f);
-        for (const char *p = it->name; *p; ++p) {
-            if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);
-            fputc(*p, f);
-        }
-        fprintf(f, "$=%s\n", tname(it->dst_type));
-    }
-    if (ferror(f) | (fclose(f) != 0)) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: write failed", path);
     return ANVIL_OK;
 }

@@ -2,8 +2,8 @@
 /* Internal: anvil quantize --target-size / --target-bpw (quantize_target.c):
  * every free tensor's type chosen by measured error under a byte budget.
  *
- * The allocator (qt_allocate) is a pure function over candidate lists, so
- * the tests can hold it to known optima; qt_choose measures the candidates
+ * The allocator (qz_allocate) is a pure function over candidate lists, so
+ * the tests can hold it to known optima; qz_choose measures the candidates
  * of a quantize plan's free tensors and applies the allocator's answer. */
 #ifndef ANVIL_HOST_QUANTIZE_TARGET_H
 #define ANVIL_HOST_QUANTIZE_TARGET_H
@@ -16,19 +16,19 @@
 
 /* One candidate type of one tensor: its bytes in the file (alignment padding
  * included) and its predicted error. */
-typedef struct qt_cand {
+typedef struct qz_cand {
     uint32_t type;
     uint64_t bytes;
     double err;
-} qt_cand;
+} qz_cand;
 
 /* One tensor the allocator chooses for: candidates in any order; pick is
- * the index into cands of the choice (set by qt_allocate). */
-typedef struct qt_item {
-    qt_cand *cands;
+ * the index into cands of the choice (set by qz_allocate). */
+typedef struct qz_item {
+    qz_cand *cands;
     size_t n;
     size_t pick;
-} qt_item;
+} qz_item;
 
 /* Choose one candidate per item so that the chosen bytes sum to at most
  * budget with the least total error: per item the lower convex hull of
@@ -39,26 +39,26 @@ typedef struct qt_item {
  * candidate. ANVIL_E_INVALID_ARG when even the smallest candidates exceed
  * the budget (*min_bytes says how much they take), or an item has none.
  * *used gets the chosen bytes. */
-int qt_allocate(qt_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err);
+int qz_allocate(qz_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err);
 
-/* The request a quantize plan hands to qt_choose. */
-typedef struct qt_request {
+/* The request a quantize plan hands to qz_choose. */
+typedef struct qz_request {
     uint64_t target_bytes; /* the whole file's budget */
     int pure;              /* one type for every free tensor (the largest that fits) */
     int has_imatrix;       /* an importance matrix was given */
     unsigned threads;
     uint64_t sample_rows;      /* rows measured per tensor: 0 = automatic, UINT64_MAX = all */
-    const double *role_weight; /* per qp_category (QC_*), or NULL for 1 */
-} qt_request;
+    const double *role_weight; /* per qz_category (QC_*), or NULL for 1 */
+} qz_request;
 
 /* Measure and choose the types of the items marked in is_free (the rest
  * are fixed), then set their dst_type/dst_bytes/why. header_bytes is the
  * file's header (alignment padding included), align its data alignment.
  * pred_err[i] gets each free item's predicted error (0 for fixed ones). */
-int qt_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
-              const qt_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err);
+int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
+              const qz_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err);
 
-/* "ROLE=W,..." into w[QC_TOKEN_EMBD..QC_OTHER] (1 where not named; NULL spec: all 1). */
-int qt_parse_weights(const char *spec, double *w, anvil_error *err);
+/* "ROLE=W,..." into w[QZ_TOKEN_EMBD..QZ_OTHER] (1 where not named; NULL spec: all 1). */
+int qz_parse_weights(const char *spec, double *w, anvil_error *err);
 
 #endif

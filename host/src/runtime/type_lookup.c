@@ -3,7 +3,7 @@
  * Type and codec lookups that need a context: a third-party type (ids
  * 1024-2047) exists only while the plugin that registers it is loaded, so
  * these ask the registry first and the built-in table (types.c) second. They
- * sit beside the registry (LAYERS.md): the built-in table below them imports
+ * sit beside the registry (docs/ARCHITECTURE.md): the built-in table below them imports
  * nothing, the context and everything above call down into them.
  */
 #include <stdio.h>

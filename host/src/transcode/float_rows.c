@@ -42,7 +42,7 @@
 
 #define BLOCK 1024
 
-size_t anvil_float_find_nonfinite(const float *x, size_t n) {
+size_t anvil__float_find_nonfinite(const float *x, size_t n) {
     for (size_t b = 0; b < n; b += BLOCK) {
         const size_t e = b + BLOCK < n ? b + BLOCK : n;
         uint32_t bad = 0;
@@ -174,15 +174,15 @@ static block_fn pick_block(void) {
     return NULL;
 }
 
-size_t anvil_float_load(uint32_t type, const void *src, float *dst, size_t n) {
+size_t anvil__float_load(uint32_t type, const void *src, float *dst, size_t n) {
     if (type == ANVIL_TYPE_F32) {
         memcpy(dst, src, n * sizeof *dst);
-        return anvil_float_find_nonfinite(dst, n);
+        return anvil__float_find_nonfinite(dst, n);
     }
     const block_fn fast = pick_block();
     if (fast == NULL) { /* no SIMD here: the table lookup, then a scan */
         anvil_decode(NULL, type, src, n * 2, dst, n, NULL);
-        return anvil_float_find_nonfinite(dst, n);
+        return anvil__float_find_nonfinite(dst, n);
     }
     const uint8_t *s = src;
     size_t first = n;

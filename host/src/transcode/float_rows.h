@@ -12,14 +12,14 @@
  * alignment) to f32 at dst, bit-identical to anvil_decode, and return the
  * index of the first non-finite value, or n when all are finite. All n are
  * converted either way. Uses F16C/AVX2 or NEON where the CPU has them. */
-size_t anvil_float_load(uint32_t type, const void *src, float *dst, size_t n);
+size_t anvil__float_load(uint32_t type, const void *src, float *dst, size_t n);
 
 /* Index of the first NaN/Inf among n values of `type` (F32/F16/BF16) at
  * src (any alignment), without converting them, or n. */
 size_t anvil_float_find_nonfinite_raw(uint32_t type, const void *src, size_t n);
 
 /* Index of the first NaN/Inf in x[0..n), or n (vectorizable scan). */
-size_t anvil_float_find_nonfinite(const float *x, size_t n);
+size_t anvil__float_find_nonfinite(const float *x, size_t n);
 
 /* Over x[0..n) (the source) and y[0..n) (decoded back):
  * *sse = sum (x-y)^2, *signal = sum x^2 (relative error below 4e-6: float

@@ -172,16 +172,16 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
     size_t bad = n;
     if (j->zero_copy) {
         x = (float *)(uintptr_t)s; /* read only: encoders take const float * */
-        bad = anvil_float_find_nonfinite(x, n);
+        bad = anvil__float_find_nonfinite(x, n);
     } else if (tc_is_float_type(it->src_type)) {
-        bad = anvil_float_load(it->src_type, s, x, n);
+        bad = anvil__float_load(it->src_type, s, x, n);
     } else {
         rc = anvil_decode(j->ctx, it->src_type, s, s_bytes, x, n, e);
-        if (rc == ANVIL_OK && !it->rewritten) bad = anvil_float_find_nonfinite(x, n);
+        if (rc == ANVIL_OK && !it->rewritten) bad = anvil__float_find_nonfinite(x, n);
     }
     if (rc == ANVIL_OK && it->rewritten) {
         rc = j->hook->rows(j->hook->arg, it->src, row0, nr, x, e);
-        if (rc == ANVIL_OK) bad = anvil_float_find_nonfinite(x, n); /* what is encoded is what counts */
+        if (rc == ANVIL_OK) bad = anvil__float_find_nonfinite(x, n); /* what is encoded is what counts */
     }
     if (rc != ANVIL_OK) {
         anvil__error_prefix(e, "tensor '%s' rows %" PRIu64 "..%" PRIu64, it->name, row0, row0 + nr - 1);
