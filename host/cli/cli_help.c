@@ -29,6 +29,8 @@ const cli_command cli_commands[] = {
       cli_help_convert },
     { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
       cli_help_quantize },
+    { "tokenize", cmd_tokenize, "text to token ids with a model's tokenizer, as llama.cpp's llama_tokenize",
+      cli_help_tokenize },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },
     { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec; --model: the main job",
       cli_help_demo },
