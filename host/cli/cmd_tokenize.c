@@ -25,7 +25,7 @@ const char cli_help_tokenize[] =
     "  --ids            print the ids only, space-separated, on one line\n"
     "  --no-bos         add no BOS/EOS (llama_tokenize's add_special = false)\n"
     "  --parse-special  text such as <|im_start|> becomes that control token\n"
-    "  --json           {\"ids\": [...], \"count\": N}\n";
+    "  --json           one JSON document: model, count, ids (host/cli/JSON.md)\n";
 
 static int read_stdin(char **out, size_t *len) {
     size_t cap = 1 << 16, n = 0;
@@ -49,9 +49,12 @@ static int read_stdin(char **out, size_t *len) {
     return 0;
 }
 
-static void print_ids(const anvil_tokenizer *t, const int32_t *ids, size_t n, int ids_only, int json) {
+static void print_ids(const anvil_tokenizer *t, const char *model, const int32_t *ids, size_t n, int ids_only,
+                      int json) {
     if (json) {
         cli_json_begin(stdout, "tokenize");
+        printf(",\"model\":");
+        cli_json_string(stdout, model);
         printf(",\"count\":%zu,\"ids\":[", n);
         for (size_t i = 0; i < n; ++i) printf("%s%d", i ? "," : "", ids[i]);
         printf("]}\n");
@@ -125,7 +128,7 @@ int cmd_tokenize(cli_globals *g, int argc, char **argv) {
         }
     }
     int ret = 0;
-    if (rc == ANVIL_OK) print_ids(t, ids, n, ids_only, json);
+    if (rc == ANVIL_OK) print_ids(t, model, ids, n, ids_only, json);
     else
         ret = rc == ANVIL_E_NOMEM && err.code == 0 ? cli_fail("tokenize", "out of memory")
                                                    : cli_fail_err("tokenize", &err);
