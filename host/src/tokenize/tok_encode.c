@@ -124,6 +124,11 @@ static int spm_piece(const anvil_tokenizer *t, const char *s, size_t n, int pref
 static int encode_all(const anvil_tokenizer *t, const char *text, const frags *fr, unsigned flags, tok_out *o,
                       anvil_error *err) {
     const int add = (flags & ANVIL_TOKENIZE_ADD_SPECIAL) != 0;
+    if (add && ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0)))
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "the vocabulary adds a %s token but has none (llama.cpp aborts here too); "
+                                "tokenize without BOS/EOS (--no-bos)",
+                                t->add_bos && t->bos < 0 ? "BOS" : "EOS");
     int rc = ANVIL_OK;
     if (add && t->add_bos) rc = tok_push(o, t->bos, err);
     int prev_special = 1;

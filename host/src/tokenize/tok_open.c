@@ -86,10 +86,6 @@ static int pick_kind(anvil_tokenizer *t, const anvil_gguf *g, anvil_error *err) 
     get_flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix);
     get_flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos);
     get_flag(g, "tokenizer.ggml.add_eos_token", &t->add_eos);
-    if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0))
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "the vocabulary adds a %s token but has none (llama.cpp aborts here too)",
-                                t->add_bos && t->bos < 0 ? "BOS" : "EOS");
     return ANVIL_OK;
 }
 
