@@ -184,6 +184,55 @@ static void test_bpe_beyond_unicode(void) {
     anvil_tokenizer_free(t);
 }
 
+/* A tiny BPE vocabulary written here: pre-tokenizer pre, add_bos_token set,
+ * no bos_token_id (the default, 11, is past its 6 tokens). */
+static anvil_tokenizer *tiny_bpe(const char *pre, int with_merges, anvil_error *err, int *rc) {
+    static const char *const tokens[] = { "a", "b", "ab", "\xc4\xa0", "<|x|>", "c" };
+    static const char *const merges[] = { "a b" };
+    const int32_t types[] = { 1, 1, 1, 1, 3, 1 };
+    anvil_gguf_writer *w = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&w, NULL, err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_string(w, "tokenizer.ggml.model", "gpt2", err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_string(w, "tokenizer.ggml.pre", pre, err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_string_array(w, "tokenizer.ggml.tokens", tokens, 6, err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_array(w, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, types, 6, err),
+                    ANVIL_OK);
+    if (with_merges)
+        CU_ASSERT_EQUAL(anvil_gguf_writer_set_string_array(w, "tokenizer.ggml.merges", merges, 1, err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1, err), ANVIL_OK);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny.gguf", test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_write_file(w, path, err), ANVIL_OK);
+    anvil_gguf_writer_free(w);
+    anvil_tokenizer *t = NULL;
+    *rc = anvil_tokenizer_open(&t, path, err);
+    return t;
+}
+
+static void test_tiny_vocab(void) {
+    anvil_error err = { 0 };
+    int rc = 0;
+    anvil_tokenizer *t = tiny_bpe("gpt-4o", 1, &err, &rc);
+    CU_ASSERT_EQUAL(rc, ANVIL_E_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "tokenizer.ggml.pre 'gpt-4o'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "llama-bpe/llama3 and qwen2"));
+    t = tiny_bpe("qwen2", 0, &err, &rc);
+    CU_ASSERT_EQUAL(rc, ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "tokenizer.ggml.merges"));
+    t = tiny_bpe("qwen2", 1, &err, &rc);
+    CU_ASSERT_EQUAL_FATAL(rc, ANVIL_OK);
+    int32_t ids[16];
+    size_t n = 0;
+    /* Words "ab", " ab" (Ġab: no merge for "Ġ a", so Ġ + ab), then <|x|> (control, parsed) and "c". */
+    CU_ASSERT_EQUAL(anvil_tokenize(t, "ab ab<|x|>c", 11, ANVIL_TOKENIZE_PARSE_SPECIAL, ids, 16, &n, &err), ANVIL_OK);
+    const int32_t want[] = { 2, 3, 2, 4, 5 };
+    CU_ASSERT(n == 5 && memcmp(ids, want, sizeof want) == 0);
+    /* add_bos_token with no BOS id: the call that adds it fails, naming it. */
+    CU_ASSERT_EQUAL(anvil_tokenize(t, "ab", 2, ANVIL_TOKENIZE_ADD_SPECIAL, ids, 16, &n, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "BOS"));
+    anvil_tokenizer_free(t);
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("tokenize", NULL, NULL);
@@ -191,6 +240,7 @@ int main(void) {
     CU_add_test(s, "unsupported vocabularies and files refused", test_refusals);
     CU_add_test(s, "API: counts, short buffers, info size, from an open gguf", test_api);
     CU_add_test(s, "BPE: a code point above U+10FFFF refused", test_bpe_beyond_unicode);
+    CU_add_test(s, "a written BPE vocabulary: pre-tokenizer, merges, missing BOS", test_tiny_vocab);
     const int rc = test_run_cunit();
     for (size_t i = 0; i < n_cache; ++i) anvil_tokenizer_free(cache[i].t);
     test_tmpdir_cleanup();
