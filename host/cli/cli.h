@@ -195,6 +195,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv);
 int cmd_perplexity(cli_globals *g, int argc, char **argv);
 int cmd_convert(cli_globals *g, int argc, char **argv);
 int cmd_demo(cli_globals *g, int argc, char **argv);
+int cmd_tokenize(cli_globals *g, int argc, char **argv);
 
 extern const char cli_help_help[];
 extern const char cli_help_plugins[];
@@ -211,6 +212,7 @@ extern const char cli_help_quantize[];
 extern const char cli_help_perplexity[];
 extern const char cli_help_convert[];
 extern const char cli_help_demo[];
+extern const char cli_help_tokenize[];
 
 /* safetensors side of inspect/reemit (cli/safetensors_cmds.c); the GGUF
  * commands call these when the content is not GGUF. */

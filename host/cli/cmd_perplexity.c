@@ -6,7 +6,7 @@
  * llama-perplexity on anvil's forward pass (anvil/model.h): the perplexity
  * of MODEL over chunks of the tokens, and with --base the statistics of
  * llama-perplexity --kl-divergence. Text goes through the one tokenizer
- * call (anvil_model_tokenize), which refuses until the tokenizer lands.
+ * call (anvil_model_tokenize): the model's vocabulary, as llama-perplexity.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +27,8 @@ const char cli_help_perplexity[] =
     "llama-perplexity --kl-divergence (mean, median, percentiles, same top token,\n"
     "both perplexities, ln ratio, RMS of the probability change).\n"
     "\n"
-    "  --tokens FILE  token ids, whitespace-separated, as llama_tokenize gives them\n"
-    "                 (BOS first); needed until anvil's tokenizer reads TEXT\n"
+    "  --tokens FILE  token ids instead of TEXT, whitespace-separated, as llama_tokenize gives\n"
+    "                 them (BOS first); TEXT is tokenized with the model's own vocabulary\n"
     "  --ctx N        tokens a chunk (default 512; at least 2 x N tokens are needed)\n"
     "  --chunks N     at most N chunks (default: all)\n"
     "  --threads N    worker threads (default: the config's, else every core)\n"

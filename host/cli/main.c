@@ -36,6 +36,8 @@ static const cli_command commands[] = {
       cli_help_convert },
     { "quantize", cmd_quantize, "llama-quantize's job, byte for byte: presets, imatrix, fallbacks, overrides",
       cli_help_quantize },
+    { "tokenize", cmd_tokenize, "text to token ids with a model's tokenizer, as llama.cpp's llama_tokenize",
+      cli_help_tokenize },
     { "perplexity", cmd_perplexity, "perplexity and KL divergence on anvil's forward pass, as llama-perplexity",
       cli_help_perplexity },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },

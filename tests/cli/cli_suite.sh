@@ -74,7 +74,7 @@ expect 2 "anvil: unknown command 'frobnicate'" frobnicate
 jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
 expect 2 "anvil: unknown option '--bogus'" --bogus
 expect 2 'anvil: --config needs a file' --config
-for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
     expect 0 '' help "$c"
     expect 0 '' "$c" --help
     grep -q "^usage: anvil $c" "$tmp/out" || fail "$c --help: no usage line"
@@ -88,7 +88,7 @@ grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help 
 "$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
 checks=$((checks + 1))
 # The man page holds every command's --help text (the same strings).
-for c in plugins codec bench inspect meta reemit split merge transcode quantize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
     checks=$((checks + 1))
     grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
 done
@@ -262,6 +262,26 @@ expect 2 "anvil split: --split-max-size 'x' is not a positive size*" split "$tmp
 expect 2 'anvil split: no OUT_PREFIX given' split "$tmp/re.gguf"
 jexpect 2 "anvil merge: '*' is not the first part of a split set*" merge "$tmp/re.gguf" "$tmp/y.gguf"
 expect 2 'anvil merge: no OUT given' merge a
+
+# ---- tokenize -----------------------------------------------------------------
+spm=$tdata/ggml-vocab-llama-spm.gguf
+expect 0 '' tokenize "$spm" "Hello world" --ids
+[ "$(cat "$tmp/out")" = "1 15043 3186" ] || fail "tokenize --ids: '$(cat "$tmp/out")'"
+jexpect 0 '' tokenize "$spm" "Hello world"
+grep -q '"ids":\[1,15043,3186\]' "$tmp/out" || fail "tokenize --json: $(cat "$tmp/out")"
+printf 'Hello world' > "$tmp/tok.txt"
+expect 0 '' tokenize "$spm" -f "$tmp/tok.txt" --ids --no-bos
+[ "$(cat "$tmp/out")" = "15043 3186" ] || fail "tokenize -f --no-bos: '$(cat "$tmp/out")'"
+expect 0 '' tokenize "$spm" "<s>x" --parse-special --no-bos --ids
+[ "$(cat "$tmp/out")" = "1 921" ] || fail "tokenize --parse-special: '$(cat "$tmp/out")'"
+expect 2 'anvil tokenize: MODEL.gguf is missing' tokenize
+expect 2 "anvil tokenize: unknown option '--bogus'" tokenize "$spm" --bogus
+expect 2 'anvil tokenize: TEXT and -f FILE: give one' tokenize "$spm" x -f "$tmp/tok.txt"
+jexpect 1 'anvil tokenize: *' tokenize "$tmp/none.gguf" x
+if [ -f "$shared/ggml-vocab-bert-bge.gguf" ]; then
+    expect 1 "anvil tokenize: *tokenizer.ggml.model 'bert': this vocabulary type is not supported*" \
+        tokenize "$shared/ggml-vocab-bert-bge.gguf" hi
+fi
 
 # ---- transcode, merge-lora ----------------------------------------------------
 jexpect 0 '' transcode --from "$tmp/m.gguf" --out "$tmp/q.gguf" --dtype q8_0 --quiet

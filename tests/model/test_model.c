@@ -144,8 +144,12 @@ static void test_refusals(void) {
     }
     int32_t *tok = NULL;
     size_t n = 0;
-    CU_ASSERT_EQUAL(anvil_model_tokenize(model, "x", 1, &tok, &n, &err), ANVIL_E_UNSUPPORTED);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--tokens"));
+    /* text goes through the model's SPM vocabulary: BOS first, then the
+     * pieces (llama_tokenize gives 1 for BOS on this vocabulary) */
+    CU_ASSERT_EQUAL(anvil_model_tokenize(model, "hello world", 11, &tok, &n, &err), ANVIL_OK);
+    CU_ASSERT(n >= 2);
+    if (n >= 1) CU_ASSERT_EQUAL(tok[0], 1);
+    free(tok);
 }
 
 int main(void) {

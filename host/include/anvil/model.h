@@ -109,8 +109,8 @@ ANVIL_API int anvil_tokens_read(const char *path, uint32_t n_vocab, int32_t **to
 ANVIL_API int anvil_tokens_parse(const char *text, size_t len, uint32_t n_vocab, int32_t **tokens, size_t *n,
                                  anvil_error *err);
 
-/* Text to token ids as llama_tokenize(add_special = true) would. Until the
- * tokenizer lands this answers ANVIL_E_UNSUPPORTED saying to pass ids. */
+/* Text to token ids as llama_tokenize(add_special = true, parse_special =
+ * false) would, with the model's own vocabulary; *tokens is malloc'd. */
 ANVIL_API int anvil_model_tokenize(const anvil_model *m, const char *text, size_t len, int32_t **tokens, size_t *n,
                                    anvil_error *err);
 

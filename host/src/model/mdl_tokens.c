@@ -8,13 +8,14 @@
  * naming the byte offset and what was there. At most MAX_TOKENS ids, read
  * in one pass with checked arithmetic; the array grows by doubling.
  *
- * anvil_model_tokenize is the one place text becomes ids: the tokenizer
- * (host/src/tokenize, another change) is wired here in one call.
+ * anvil_model_tokenize is the one place text becomes ids: the model's own
+ * vocabulary through host/src/tokenize, with llama-perplexity's flags.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "anvil/tokenize.h"
 #include "error.h"
 #include "file_input.h"
 #include "model_internal.h"
@@ -96,12 +97,29 @@ ANVIL_API int anvil_tokens_read(const char *path, uint32_t n_vocab, int32_t **to
 
 ANVIL_API int anvil_model_tokenize(const anvil_model *m, const char *text, size_t len, int32_t **tokens, size_t *n,
                                    anvil_error *err) {
-    (void)m;
-    (void)text;
-    (void)len;
     *tokens = NULL;
     *n = 0;
-    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "text input needs anvil's tokenizer, which this build does not have yet: pass the token "
-                            "ids with --tokens FILE (whitespace-separated, as llama_tokenize gives them, BOS first)");
+    anvil_tokenizer *t = NULL;
+    int rc = anvil_tokenizer_from_gguf(&t, m->g, err);
+    if (rc != ANVIL_OK) return rc;
+    const unsigned flags = ANVIL_TOKENIZE_ADD_SPECIAL; /* llama-perplexity's common_tokenize(..., true) */
+    size_t count = 0;
+    rc = anvil_tokenize(t, text, len, flags, NULL, 0, &count, err);
+    if (rc == ANVIL_E_BUFFER_TOO_SMALL) {
+        int32_t *ids = malloc((count ? count : 1) * sizeof *ids);
+        if (ids == NULL) {
+            rc = anvil__nomem(err);
+        } else {
+            anvil__error_clear(err);
+            rc = anvil_tokenize(t, text, len, flags, ids, count, &count, err);
+            if (rc == ANVIL_OK) {
+                *tokens = ids;
+                *n = count;
+            } else {
+                free(ids);
+            }
+        }
+    }
+    anvil_tokenizer_free(t);
+    return rc;
 }
