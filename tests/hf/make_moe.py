@@ -10,8 +10,8 @@ writes for the class, safetensors shards + index, tokenizer files) for the anvil
 Weights are seeded random normals (std 0.02; norms 1 +- 0.1). No torch or transformers needed.
 usage: make_moe.py OUTDIR --arch A [--hidden 32] [--layers 1] [--heads 2] [--kv 1] [--head-dim 16] [--experts 4]
                    [--used 2] [--moe-inter 32] [--inter 64] [--shared-inter 48] --tok spm:FILE | tok:DIR
-                   [--dtype bf16|f16|f32] [--shards N] [--seed S] [--drop NAME]... [--dup NAME] [--unset KEY]...
---drop leaves a tensor out; --dup writes NAME into the last shard as well (shards >= 2); --unset removes a
+                   [--dtype bf16|f16|f32] [--tied] [--shards N] [--seed S] [--drop NAME]... [--dup NAME] [--unset KEY]...
+--drop leaves a tensor out; --dup writes NAME into a second shard as well (shards >= 2); --unset removes a
 config.json key.
 """
 import argparse, json, os, shutil, struct
@@ -27,6 +27,7 @@ ap.add_argument("--tok", required=True)
 ap.add_argument("--dtype", default="bf16")
 ap.add_argument("--drop", action="append", default=[])
 ap.add_argument("--dup")
+ap.add_argument("--tied", action="store_true")
 ap.add_argument("--unset", action="append", default=[])
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
@@ -55,7 +56,7 @@ dt = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[a.dtype]
 common = {"attention_dropout": 0.0, "bos_token_id": bos, "eos_token_id": eos, "hidden_act": "silu", "hidden_size": H,
           "initializer_range": 0.02, "intermediate_size": a.inter, "max_position_embeddings": 4096,
           "num_attention_heads": a.heads, "num_hidden_layers": a.layers, "num_key_value_heads": a.kv,
-          "output_router_logits": False, "tie_word_embeddings": False, "use_cache": True, "vocab_size": V}
+          "output_router_logits": False, "tie_word_embeddings": a.tied, "use_cache": True, "vocab_size": V}
 if a.arch.startswith("qwen3moe"):
     cfg = dict(common, architectures=["Qwen3MoeForCausalLM"], attention_bias=False, decoder_sparse_step=1,
                head_dim=hd, max_window_layers=a.layers, mlp_only_layers=[], model_type="qwen3_moe",
@@ -121,7 +122,8 @@ for i in range(a.layers):
             q = p + f"mlp.experts.{e}."
             W[q + "gate_proj.weight"], W[q + "up_proj.weight"], W[q + "down_proj.weight"] = rnd(F, H), rnd(F, H), rnd(H, F)
 W["model.norm.weight"] = norm(H)
-W["lm_head.weight"] = rnd(V, H)
+if not a.tied:
+    W["lm_head.weight"] = rnd(V, H)
 for k in a.drop:
     del W[k]
 
@@ -134,8 +136,8 @@ def wire(x):
 names = list(W)
 per = (len(names) + a.shards - 1) // a.shards
 parts = [names[i:i + per] for i in range(0, len(names), per)]
-if a.dup:
-    parts[-1].append(a.dup)
+if a.dup:   # into a shard that does not hold it yet
+    next(p for p in parts if a.dup not in p).append(a.dup)
 weight_map, total = {}, 0
 for pi, part in enumerate(parts):
     fn = "model.safetensors" if len(parts) == 1 else f"model-{pi + 1:05d}-of-{len(parts):05d}.safetensors"

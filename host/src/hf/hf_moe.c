@@ -43,9 +43,13 @@ static uint64_t cfg_u(const hf_folder *f, const char *key) {
 
 int hf_moe_begin(const hf_arch *a, const hf_folder *f, uint64_t n_blocks, hf_moe_state **out, anvil_error *err) {
     *out = NULL;
-    const char *key = a->id == HF_ARCH_MIXTRAL ? "num_local_experts" : "num_experts";
+    /* Mixtral: hparams["num_local_experts"]; Qwen: find_hparam(["num_local_experts", "num_experts"]) */
+    const char *key = "num_local_experts";
     const anvil_json_value *v = anvil__json_get(f->config, key);
-    if (a->id != HF_ARCH_MIXTRAL && v == NULL) v = anvil__json_get(f->config, key = "num_local_experts");
+    if (a->id != HF_ARCH_MIXTRAL && v == NULL) {
+        key = "num_experts";
+        v = anvil__json_get(f->config, key);
+    }
     int64_t n = 0;
     if (v == NULL || anvil__json_i64(v, &n) != 0 || n <= 0 || n > 65536) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
