@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "hf_internal.h"
+#include "hf_table.h"
 
 /* vocab_as: Qwen2MoeModel and Qwen3MoeModel take TextModel.set_vocab
  * (gpt2 only); hf_convert.c refuses them a tokenizer.model. */
@@ -51,12 +52,19 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
             return ANVIL_OK;
         }
     }
+    /* the converter's registry says what the class would become */
+    const hf_table_class *known = hf_table_class_find(name);
+    char what[192] = "";
+    if (known != NULL)
+        snprintf(what, sizeof what, " (convert_hf_to_gguf.py's %s writes it as gguf architecture %s)",
+                 known->py_class, known->gguf_arch);
+    else snprintf(what, sizeof what, " (convert_hf_to_gguf.py does not register it either)");
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "%s: architecture %s is not supported; anvil convert knows LlamaForCausalLM, "
+                            "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
-                            config_path, name);
+                            config_path, name, what);
 }
 
 /* find_hparam: the first key present (a null value counts as present). */
