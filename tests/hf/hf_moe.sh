@@ -11,7 +11,7 @@
 #    checkpoints made by make_moe.py for the four layouts (per-expert and
 #    fused Qwen3-MoE, Qwen2-MoE, Mixtral) converted by both for --outtype
 #    f32 f16 bf16 q8_0 auto and --vocab-only, and a Qwen3-MoE whose experts
-#    span 3 shards;
+#    span 3 shards, and a --split-max-tensors output;
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: an expert missing, an expert twice, a missing or wrong
 #    config field, a fused tensor of the wrong shape: exit 1, the file and
@@ -77,6 +77,13 @@ if $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/null && [ -f "
         done
     done
     run "$G/q3.auto.gguf" "$G/q3.auto.py.gguf"
+    # a split output: each part the converter's
+    mkdir -p "$G/split.py" "$G/split.anvil"
+    (cd "$G" && FORCE_PRE=qwen2 $PY "$TOOLS/convert_here.py" q3 --outtype q8_0 --split-max-tensors 5 --outfile "$G/split.py/o.gguf" > "$G/split.log" 2>&1) ||
+        fail "convert_hf_to_gguf.py q3 split: $(tail -2 "$G/split.log")"
+    "$ANVIL" convert "$G/q3" "$G/split.anvil/o.gguf" --outtype q8_0 --split-max-tensors 5 --quiet 2>"$T/err" || fail "anvil convert q3 split: $(cat "$T/err")"
+    [ "$(ls "$G/split.py")" = "$(ls "$G/split.anvil")" ] && [ -n "$(ls "$G/split.py")" ] || fail "split parts: $(ls "$G/split.anvil") vs $(ls "$G/split.py")"
+    for f in "$G/split.py"/*.gguf; do same "$G/split.anvil/$(basename "$f")" "$f" "split $(basename "$f")"; done
 else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/sentencepiece/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
     mkmoe q3 qwen3moe --seed 3
