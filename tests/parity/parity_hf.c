@@ -2,7 +2,8 @@
 /*
  * The "hf" family: `anvil convert` against llama.cpp's convert_hf_to_gguf.py
  * and llama.cpp itself. For every reference pair of
- * ../shared/testdata/hf (a checkpoint folder and the GGUF the converter
+ * ../shared/testdata/hf and of tests/hf/moe (the mixture-of-experts
+ * classes; ANVIL_HF_MOE_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
@@ -75,6 +76,25 @@ static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const
     return bad;
 }
 
+/* Every "<folder>.<opt>.gguf" of refs, in name order. */
+static size_t check_dir(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const char *refs, const char *tmp,
+                        size_t *checked) {
+    DIR *d = opendir(refs);
+    char *names[64];
+    size_t n = 0, bad = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL && n < 64;) {
+        const size_t l = strlen(e->d_name);
+        if (l > 5 && strcmp(e->d_name + l - 5, ".gguf") == 0) names[n++] = strdup(e->d_name);
+    }
+    if (d != NULL) closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; ++i) {
+        bad += check_pair(pc, ctx, lo, refs, names[i], tmp, checked);
+        free(names[i]);
+    }
+    return bad;
+}
+
 int parity_hf(parity_ctx *pc) {
     const char *ref_dir = test_shared_path("hf");
     if (ref_dir == NULL) {
@@ -96,20 +116,11 @@ int parity_hf(parity_ctx *pc) {
     char why[512];
     const int have_llama = llama_oracle_open(&lo, pc->oracle->dir, why, sizeof why) == 0;
     if (!have_llama) printf("hf       llama.cpp not loaded (%s): files are compared, not run\n", why);
-    DIR *d = opendir(refs);
-    char *names[64];
-    size_t n = 0;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL && n < 64;) {
-        const size_t l = strlen(e->d_name);
-        if (l > 5 && strcmp(e->d_name + l - 5, ".gguf") == 0) names[n++] = strdup(e->d_name);
-    }
-    if (d != NULL) closedir(d);
-    qsort(names, n, sizeof *names, cmp_names);
     size_t checked = 0, bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        bad += check_pair(pc, ctx, have_llama ? &lo : NULL, refs, names[i], tmp, &checked);
-        free(names[i]);
-    }
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, refs, tmp, &checked);
+#ifdef ANVIL_HF_MOE_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_MOE_PAIRS, tmp, &checked);
+#endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);
     rmdir(tmp);

@@ -514,6 +514,14 @@ ANVIL_API int anvil_gguf_writer_add_tensor(anvil_gguf_writer *w, const char *nam
     return add_tensor(w, name, name != NULL ? strlen(name) : 0, type, n_dims, ne, data, size, err);
 }
 
+int gguf_writer_exact_dims(anvil_gguf_writer *w, uint32_t n_dims, anvil_error *err) {
+    if (w->n_tensors == 0 || n_dims > ANVIL_GGUF_MAX_DIMS || n_dims < w->tensors[w->n_tensors - 1].disk_dims) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "exact dims %" PRIu32 " for no tensor or too few", n_dims);
+    }
+    w->tensors[w->n_tensors - 1].disk_dims = n_dims;
+    return ANVIL_OK;
+}
+
 ANVIL_API size_t anvil_gguf_writer_tensor_count(const anvil_gguf_writer *w) { return w->n_tensors; }
 
 ANVIL_API uint64_t anvil_gguf_writer_tensor_bytes(const anvil_gguf_writer *w, size_t i) {

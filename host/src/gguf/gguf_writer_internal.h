@@ -59,6 +59,10 @@ struct anvil_gguf_writer {
 
 /* The header as it will be written (KVs, tensor directory, padding to the
  * data section): malloc'd bytes. */
+/* Write the last-added tensor with exactly n_dims dims (n_dims >= the
+ * trimmed count, at most 4): gguf-py writes len(shape), keeping trailing
+ * 1s ([1, hidden] as 2 dims), where ggml_n_dims trims them. */
+int gguf_writer_exact_dims(anvil_gguf_writer *w, uint32_t n_dims, anvil_error *err);
 int gguf_writer_header_bytes(const anvil_gguf_writer *w, uint8_t **out, size_t *size, anvil_error *err);
 
 /* The atomic file sink the writer uses: a temp file next to path; write

@@ -18,13 +18,23 @@
 
 #include "error.h"
 #include "hf_internal.h"
+#include "hf_table.h"
 
+/* vocab_as: Qwen2MoeModel and Qwen3MoeModel take TextModel.set_vocab
+ * (gpt2 only); hf_convert.c refuses them a tokenizer.model. */
 static const hf_arch k_arches[] = {
-    { "LlamaForCausalLM", HF_ARCH_LLAMA, "llama", 1 },
-    { "MistralForCausalLM", HF_ARCH_LLAMA, "llama", 1 },
-    { "Qwen2ForCausalLM", HF_ARCH_QWEN2, "qwen2", 0 },
-    { "Qwen3ForCausalLM", HF_ARCH_QWEN3, "qwen3", 0 },
+    { "LlamaForCausalLM", HF_ARCH_LLAMA, "llama", 1, "LlamaForCausalLM" },
+    { "MistralForCausalLM", HF_ARCH_LLAMA, "llama", 1, "MistralForCausalLM" },
+    { "Qwen2ForCausalLM", HF_ARCH_QWEN2, "qwen2", 0, "Qwen2ForCausalLM" },
+    { "Qwen3ForCausalLM", HF_ARCH_QWEN3, "qwen3", 0, "Qwen3ForCausalLM" },
+    { "Qwen2MoeForCausalLM", HF_ARCH_QWEN2MOE, "qwen2moe", 0, "Qwen2ForCausalLM" },
+    { "Qwen3MoeForCausalLM", HF_ARCH_QWEN3MOE, "qwen3moe", 0, "Qwen3ForCausalLM" },
+    { "MixtralForCausalLM", HF_ARCH_MIXTRAL, "llama", 1, "MistralForCausalLM" },
 };
+
+int hf_arch_is_moe(const hf_arch *a) {
+    return a->id == HF_ARCH_QWEN2MOE || a->id == HF_ARCH_QWEN3MOE || a->id == HF_ARCH_MIXTRAL;
+}
 
 int hf_arch_find(const anvil_json_value *config, const char *config_path, const hf_arch **out, anvil_error *err) {
     const anvil_json_value *archs = anvil__json_get(config, "architectures");
@@ -42,11 +52,19 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
             return ANVIL_OK;
         }
     }
+    /* the converter's registry says what the class would become */
+    const hf_table_class *known = hf_table_class_find(name);
+    char what[192] = "";
+    if (known != NULL)
+        snprintf(what, sizeof what, " (convert_hf_to_gguf.py's %s writes it as gguf architecture %s)",
+                 known->py_class, known->gguf_arch);
+    else snprintf(what, sizeof what, " (convert_hf_to_gguf.py does not register it either)");
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "%s: architecture %s is not supported; anvil convert knows LlamaForCausalLM, "
-                            "MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM (use llama.cpp's "
+                            "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
+                            "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                            "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
-                            config_path, name);
+                            config_path, name, what);
 }
 
 /* find_hparam: the first key present (a null value counts as present). */
@@ -184,13 +202,17 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
     return ANVIL_OK; /* llama3 (rope_freqs.weight), dynamic, unknown: no KV */
 }
 
-static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_error *err) {
+static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
     static const char *const keys[] = {
         "text_config",      "llm_config",           "mrope_section",     "n_group",     "topk_group",
         "score_function",   "scoring_func",         "num_local_experts", "num_experts", "n_routed_experts",
         "local_rope_theta", "rope_local_base_freq", "sliding_attention", NULL
     };
+    const int moe = hf_arch_is_moe(a);
     for (size_t i = 0; keys[i] != NULL; ++i) {
+        const int expert_key = strcmp(keys[i], "num_local_experts") == 0 || strcmp(keys[i], "num_experts") == 0 ||
+                               strcmp(keys[i], "n_routed_experts") == 0;
+        if (moe && expert_key) continue;
         if (!anvil__json_is_null(anvil__json_get(f->config, keys[i]))) {
             return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                     "%s: \"%s\" is not supported by anvil convert "
@@ -216,7 +238,7 @@ static int refuse_unhandled(const hf_folder *f, const char *cfg_path, anvil_erro
  * transformer_layer_config is merged into the hparams first. Neither is
  * done here. */
 static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
-    if (a->id != HF_ARCH_LLAMA) return ANVIL_OK;
+    if (!a->undo_permute) return ANVIL_OK;
     int64_t layers = 0;
     const int one_layer = anvil__json_i64(anvil__json_get(f->config, "num_hidden_layers"), &layers) == 0 &&
                           layers == 1;
@@ -340,6 +362,8 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
         rc = kv_f32_opt(w, an, "attention.layer_norm_rms_epsilon", find_hparam(cfg, rms_keys), cfg_path, err);
     if (rc == ANVIL_OK)
         rc = kv_f32_opt(w, an, "attention.layer_norm_epsilon", find_hparam(cfg, ln_keys), cfg_path, err);
+    static const char *const n_exp_keys[] = { "num_local_experts", "num_experts", "n_routed_experts", NULL };
+    if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_count", cfg, n_exp_keys, cfg_path, err);
     static const char *const used_keys[] = { "num_experts_per_tok", "num_experts_per_token", "top_k_experts", NULL };
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_used_count", cfg, used_keys, cfg_path, err);
     static const char *const hd_keys[] = { "head_dim", NULL };
@@ -415,11 +439,22 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
-    int rc = refuse_unhandled(f, cfg_path, err);
+    int rc = refuse_unhandled(a, f, cfg_path, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
-    if (rc == ANVIL_OK && a->id != HF_ARCH_LLAMA) rc = pooling_type(a, f, w, err);
-    if (rc != ANVIL_OK || a->id != HF_ARCH_LLAMA) return rc;
+    if (rc == ANVIL_OK && (a->id == HF_ARCH_QWEN2 || a->id == HF_ARCH_QWEN3)) rc = pooling_type(a, f, w, err);
+    if (a->id == HF_ARCH_QWEN2MOE || a->id == HF_ARCH_QWEN3MOE) {
+        /* Qwen2MoeModel.set_gguf_parameters */
+        static const char *const moe_ff[] = { "moe_intermediate_size", NULL };
+        static const char *const shared_ff[] = { "shared_expert_intermediate_size", NULL };
+        if (rc == ANVIL_OK)
+            rc = kv_u32_opt(w, a->gguf_name, "expert_feed_forward_length", f->config, moe_ff, cfg_path, err);
+        if (rc == ANVIL_OK)
+            rc =
+                kv_u32_opt(w, a->gguf_name, "expert_shared_feed_forward_length", f->config, shared_ff, cfg_path, err);
+        return rc;
+    }
+    if (rc != ANVIL_OK || !a->undo_permute) return rc;
     const anvil_json_value *vs = anvil__json_get(f->config, "vocab_size");
     if (vs == NULL) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"vocab_size\"", cfg_path);

@@ -86,7 +86,9 @@ static int ends_with(const char *s, const char *suffix) {
 static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
     for (size_t i = 0; i < n; ++i) {
         hf_out_tensor *t = &ts[i];
-        if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight")) {
+        /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP) */
+        if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight") ||
+            ends_with(t->name, ".ffn_gate_inp.weight") || ends_with(t->name, ".ffn_gate_inp_shexp.weight")) {
             t->type = ANVIL_TYPE_F32;
         } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
             t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */
@@ -152,16 +154,49 @@ static int64_t total_params(const run *r) {
     return n;
 }
 
+/* GGUFWriter.get_total_parameter_count: shared params plus one expert's
+ * share of each *_exps tensor, and the mean expert count of those. */
+static void moe_params(const run *r, hf_meta_opts *mo) {
+    int64_t shared = 0, expert = 0;
+    uint64_t sum = 0, n = 0;
+    for (size_t i = 0; i < r->n_ts; ++i) {
+        const hf_out_tensor *t = &r->ts[i];
+        if (strstr(t->name, "_exps.") != NULL && t->n_dims >= 3) {
+            const uint64_t count = t->ne[strstr(t->name, ".bias") ? 1 : 2];
+            expert += (int64_t)(t->n_elements / count);
+            sum += count;
+            n++;
+        } else {
+            shared += (int64_t)t->n_elements;
+        }
+    }
+    mo->expert_count = n ? sum / n : 0;
+    mo->moe_params = shared + expert;
+}
+
 static int build_kvs(run *r, anvil_error *err) {
     int rc = anvil_gguf_writer_new(&r->kv, r->ctx, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.architecture", r->arch->gguf_name, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.type", "model", err);
-    hf_meta_opts mo = { r->o->model_name, r->o->metadata_path };
+    hf_meta_opts mo = { r->o->model_name, r->o->metadata_path, 0, 0 };
+    moe_params(r, &mo);
     if (rc == ANVIL_OK) rc = hf_meta_load(&r->f, &mo, r->o->vocab_only ? 0 : total_params(r), &r->meta, err);
     if (rc == ANVIL_OK) rc = hf_meta_write(r->meta, r->kv, err);
     if (rc == ANVIL_OK) rc = hf_arch_hparams(r->arch, &r->f, r->ft->ftype, r->kv, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(r->kv, "general.quantization_version", 2, err);
-    if (rc == ANVIL_OK) rc = hf_vocab_glue_write(&r->f, r->arch, r->kv, &r->has_tokenizer, err);
+    /* the vocabulary as the class whose set_vocab convert runs: the Qwen
+     * MoE classes take TextModel's (gpt2, never tokenizer.model) */
+    hf_arch va = *r->arch;
+    va.hf_name = r->arch->vocab_as;
+    if (rc == ANVIL_OK && strcmp(va.hf_name, r->arch->hf_name) != 0 && !va.undo_permute &&
+        hf_file_exists(r->f.dir, "tokenizer.model")) {
+        rc = anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                              "%s/tokenizer.model: convert_hf_to_gguf.py reads %s's vocabulary from "
+                              "tokenizer.json only (byte-level BPE); anvil convert does not guess which it "
+                              "would use here: remove tokenizer.model, or use convert_hf_to_gguf.py",
+                              r->f.dir, r->arch->hf_name);
+    }
+    if (rc == ANVIL_OK) rc = hf_vocab_glue_write(&r->f, &va, r->kv, &r->has_tokenizer, err);
     return rc;
 }
 
@@ -195,7 +230,10 @@ static int output_path(run *r, anvil_error *err) {
 }
 
 static void run_free(run *r) {
-    for (size_t i = 0; i < r->n_ts; ++i) free(r->ts[i].generated);
+    for (size_t i = 0; i < r->n_ts; ++i) {
+        free(r->ts[i].generated);
+        free(r->ts[i].pieces);
+    }
     free(r->ts);
     free(r->part_of);
     anvil_gguf_writer_free(r->kv);
@@ -231,11 +269,10 @@ static uint64_t source_row(uint64_t r, uint64_t rows, int heads) {
     return h * per + j * half + i;
 }
 
-static int check_finite(const run *r, const hf_out_tensor *t, const float *x, uint64_t n, uint64_t first,
-                        anvil_error *err) {
+static int check_finite(const run *r, int src, const float *x, uint64_t n, uint64_t first, anvil_error *err) {
     for (uint64_t i = 0; i < n; ++i) {
         if (!isfinite(x[i])) {
-            const hf_src_tensor *s = &r->f.tensors[t->src];
+            const hf_src_tensor *s = &r->f.tensors[src];
             return anvil__error_set(err, ANVIL_E_NONFINITE,
                                     "%s/%s: tensor \"%s\" holds %s at element %llu; "
                                     "the checkpoint is damaged (re-download it)",
@@ -294,16 +331,87 @@ static void conv_task(void *arg, size_t k) {
     }
     for (uint64_t i = 0; i < nr; ++i)
         hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
-    int rc = check_finite(j->r, j->t, a, nr * L, r0 * L, &j->errs[k]);
+    int rc = check_finite(j->r, j->t->src, a, nr * L, r0 * L, &j->errs[k]);
     if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
     j->rc[k] = rc;
     free(a);
+}
+
+/* A composed tensor (hf_moe.c): piece k read from its source (the rows
+ * that hold it, decoded as hf_reader does), checked, encoded at its place.
+ * Every piece is whole rows of the output (a multiple of ne[0]). */
+typedef struct piece_job {
+    const run *r;
+    const hf_out_tensor *t;
+    uint8_t *dst;
+    int *rc;
+    anvil_error *errs;
+} piece_job;
+
+static int piece_read(const run *r, const hf_piece *p, float *a, anvil_error *err) {
+    hf_reader rd;
+    int rc = hf_reader_open(&rd, &r->f, &r->f.tensors[p->src], err);
+    const uint64_t L = rd.row_len;
+    float *row = rc == ANVIL_OK ? malloc(L * sizeof *row + 1) : NULL;
+    if (rc == ANVIL_OK && row == NULL) rc = anvil__nomem(err);
+    for (uint64_t at = p->off; rc == ANVIL_OK && at < p->off + p->len;) {
+        const uint64_t rw = at / L, c = at % L;
+        const uint64_t take = L - c < p->off + p->len - at ? L - c : p->off + p->len - at;
+        if (c == 0 && take == L) hf_reader_row(&rd, rw, a + (at - p->off));
+        else {
+            hf_reader_row(&rd, rw, row);
+            memcpy(a + (at - p->off), row + c, take * sizeof *row);
+        }
+        at += take;
+    }
+    free(row);
+    hf_reader_close(&rd);
+    return rc;
+}
+
+static void piece_task(void *arg, size_t k) {
+    piece_job *j = arg;
+    const hf_piece *p = &j->t->pieces[k];
+    uint64_t before = 0;
+    for (size_t i = 0; i < k; ++i) before += j->t->pieces[i].len;
+    float *a = malloc(p->len * sizeof *a + 1);
+    int rc = a != NULL ? piece_read(j->r, p, a, &j->errs[k]) : anvil__nomem(&j->errs[k]);
+    if (rc == ANVIL_OK) rc = check_finite(j->r, p->src, a, p->len, p->off, &j->errs[k]);
+    const uint64_t row_bytes = tensor_bytes(j->t) / (j->t->n_elements / j->t->ne[0]);
+    if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, p->len, j->dst + before / j->t->ne[0] * row_bytes, &j->errs[k]);
+    j->rc[k] = rc;
+    free(a);
+}
+
+static int convert_pieces(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
+    piece_job j = { .r = r, .t = t, .dst = dst };
+    j.rc = calloc(t->n_pieces + 1, sizeof *j.rc);
+    j.errs = calloc(t->n_pieces + 1, sizeof *j.errs);
+    int rc = j.rc == NULL || j.errs == NULL ? anvil__nomem(err) : ANVIL_OK;
+    if (rc == ANVIL_OK && r->ctx != NULL && t->n_pieces > 1)
+        rc = anvil_ctx_run_tasks(r->ctx, t->n_pieces, piece_task, &j);
+    else
+        for (size_t k = 0; k < t->n_pieces && rc == ANVIL_OK; ++k) piece_task(&j, k);
+    for (size_t k = 0; k < t->n_pieces && rc == ANVIL_OK; ++k) {
+        if (j.rc[k] != ANVIL_OK) {
+            *err = j.errs[k];
+            rc = j.rc[k];
+        }
+    }
+    for (size_t k = 0; k < t->n_pieces; ++k) {
+        release_source(r->f.tensors[t->pieces[k].src].st);
+        if (r->f.tensors[t->pieces[k].src].scale != NULL) release_source(r->f.tensors[t->pieces[k].src].scale);
+    }
+    free(j.rc);
+    free(j.errs);
+    return rc;
 }
 
 /* One tensor's bytes in its output type into dst; on the context's threads
  * when there is one. The bytes do not depend on the thread count. */
 static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
     if (t->generated != NULL) return encode(r, t, t->generated, t->n_elements, dst, err);
+    if (t->pieces != NULL) return convert_pieces(r, t, dst, err);
     conv_job j = { .r = r, .t = t, .dst = dst };
     int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
     const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
@@ -340,6 +448,7 @@ static int declare_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
     for (size_t i = 0; i < r->n_ts && rc == ANVIL_OK; ++i) {
         const hf_out_tensor *t = &r->ts[i];
         rc = anvil_gguf_writer_add_tensor(w[r->part_of[i]], t->name, t->type, t->n_dims, t->ne, NULL, 0, err);
+        if (rc == ANVIL_OK) rc = gguf_writer_exact_dims(w[r->part_of[i]], t->n_dims, err);
     }
     for (uint32_t p = 0; p < r->n_parts && r->n_parts > 1 && rc == ANVIL_OK; ++p) {
         rc = anvil_gguf_writer_set_u16(w[p], ANVIL_GGUF_KEY_SPLIT_NO, (uint16_t)p, err);

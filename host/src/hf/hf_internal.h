@@ -67,13 +67,21 @@ void hf_reader_close(hf_reader *rd);
 
 /* ---- architectures ---------------------------------------------------------- */
 
-typedef enum hf_arch_id { HF_ARCH_LLAMA, HF_ARCH_QWEN2, HF_ARCH_QWEN3 } hf_arch_id;
+typedef enum hf_arch_id {
+    HF_ARCH_LLAMA,
+    HF_ARCH_QWEN2,
+    HF_ARCH_QWEN3,
+    HF_ARCH_QWEN2MOE,
+    HF_ARCH_QWEN3MOE,
+    HF_ARCH_MIXTRAL
+} hf_arch_id;
 
 typedef struct hf_arch {
     const char *hf_name; /* "LlamaForCausalLM" */
     hf_arch_id id;
     const char *gguf_name; /* "llama" */
-    int undo_permute;      /* llama's Q/K rows permutation */
+    int undo_permute;      /* llama's Q/K rows permutation (LlamaModel and its classes) */
+    const char *vocab_as;  /* the class whose set_vocab path convert takes */
 } hf_arch;
 
 /* The architecture of config.json's "architectures"[0]; an error naming
@@ -86,6 +94,13 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
  * saying why, before anything is planned. */
 int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err);
 
+/* A run of a source tensor's elements (flat, row-major) that an output
+ * tensor is made of: experts stacked, or one half of a fused gate_up. */
+typedef struct hf_piece {
+    int src;           /* index into hf_folder.tensors */
+    uint64_t off, len; /* elements */
+} hf_piece;
+
 /* One output tensor before conversion. */
 typedef struct hf_out_tensor {
     char name[64];
@@ -96,11 +111,26 @@ typedef struct hf_out_tensor {
     int permute_heads; /* > 0: llama Q/K permutation with this many heads */
     uint32_t type;     /* ggml type written */
     float *generated;  /* data of a generated tensor (rope_freqs), malloc'd */
+    hf_piece *pieces;  /* a composed tensor (src -1): its pieces in order, malloc'd */
+    size_t n_pieces;
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
  * and permutation (hf_convert.c chooses their types). */
 int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+/* Mixture-of-experts classes (hf_moe.c): convert's modify_tensors for
+ * experts. hf_moe_take: 1 when source tensor i is an expert tensor (its
+ * outputs, 0 to 3, appended to ts[*n] on: the stacked experts once a
+ * layer's last one is seen, or a fused gate_up split in two), 0 when it
+ * goes through the name map, or an error. hf_moe_done: an error naming
+ * the tensors left unstacked (an expert missing). */
+typedef struct hf_moe_state hf_moe_state;
+int hf_moe_begin(const hf_arch *a, const hf_folder *f, uint64_t n_blocks, hf_moe_state **out, anvil_error *err);
+int hf_moe_take(hf_moe_state *st, size_t i, hf_out_tensor *ts, size_t *n, anvil_error *err);
+int hf_moe_done(hf_moe_state *st, anvil_error *err);
+void hf_moe_free(hf_moe_state *st);
+int hf_arch_is_moe(const hf_arch *a);
+
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
@@ -112,6 +142,10 @@ int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
 typedef struct hf_meta_opts {
     const char *model_name;    /* --model-name, or NULL */
     const char *metadata_path; /* --metadata, or NULL */
+    /* get_total_parameter_count's MoE figures: with expert_count > 0 the
+     * size label is "<expert_count>x<shared + one expert's params>" */
+    int64_t moe_params;
+    uint64_t expert_count;
 } hf_meta_opts;
 
 typedef struct hf_meta hf_meta;

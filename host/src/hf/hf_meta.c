@@ -389,7 +389,12 @@ int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_me
     }
     if (m->str[F_SIZE_LABEL] == NULL && total > 0) {
         char label[64];
-        hf_size_label(total, label, sizeof label);
+        if (o->expert_count > 0) {
+            const int w = snprintf(label, sizeof label, "%llux", (unsigned long long)o->expert_count);
+            hf_size_label(o->moe_params, label + w, sizeof label - (size_t)w);
+        } else {
+            hf_size_label(total, label, sizeof label);
+        }
         if (set_str(m, F_SIZE_LABEL, label) != 0) return anvil__nomem(err);
     }
     return ANVIL_OK;

@@ -19,9 +19,15 @@
 typedef struct name_map {
     const char *hf;   /* checkpoint name without .weight/.bias ("{L}" = model.layers.N.) */
     const char *gguf; /* GGUF base name ("{B}" = blk.N.) */
-    int qwen3_only;
+    unsigned arches;  /* 0: every architecture, else a mask of 1 << hf_arch_id */
 } name_map;
 
+#define A_(id) (1u << (id))
+#define QNORM (A_(HF_ARCH_QWEN3) | A_(HF_ARCH_QWEN3MOE))
+#define ROUTER (A_(HF_ARCH_QWEN2MOE) | A_(HF_ARCH_QWEN3MOE))
+
+/* The arch lists of gguf-py's constants.py (MODEL_TENSORS) limit which
+ * TensorNameMap entries an architecture has. */
 static const name_map k_names[] = {
     { "model.embed_tokens", "token_embd", 0 },
     { "lm_head", "output", 0 },
@@ -35,8 +41,14 @@ static const name_map k_names[] = {
     { "{L}mlp.gate_proj", "{B}ffn_gate", 0 },
     { "{L}mlp.up_proj", "{B}ffn_up", 0 },
     { "{L}mlp.down_proj", "{B}ffn_down", 0 },
-    { "{L}self_attn.q_norm", "{B}attn_q_norm", 1 },
-    { "{L}self_attn.k_norm", "{B}attn_k_norm", 1 },
+    { "{L}self_attn.q_norm", "{B}attn_q_norm", QNORM },
+    { "{L}self_attn.k_norm", "{B}attn_k_norm", QNORM },
+    { "{L}mlp.gate", "{B}ffn_gate_inp", ROUTER },
+    { "{L}block_sparse_moe.gate", "{B}ffn_gate_inp", A_(HF_ARCH_MIXTRAL) },
+    { "{L}mlp.shared_expert.gate_proj", "{B}ffn_gate_shexp", A_(HF_ARCH_QWEN2MOE) },
+    { "{L}mlp.shared_expert.up_proj", "{B}ffn_up_shexp", A_(HF_ARCH_QWEN2MOE) },
+    { "{L}mlp.shared_expert.down_proj", "{B}ffn_down_shexp", A_(HF_ARCH_QWEN2MOE) },
+    { "{L}mlp.shared_expert_gate", "{B}ffn_gate_inp_shexp", A_(HF_ARCH_QWEN2MOE) },
 };
 
 /* The first all-digit part of a dotted name (convert's bid), or -1. */
@@ -73,7 +85,7 @@ static int map_name(hf_arch_id arch, const char *name, uint64_t n_blocks, char *
         const size_t nl = strlen(name), sl = strlen(suffixes[s]);
         if (nl < sl || strcmp(name + nl - sl, suffixes[s]) != 0) continue;
         for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; ++i) {
-            if (k_names[i].qwen3_only && arch != HF_ARCH_QWEN3) continue;
+            if (k_names[i].arches != 0 && !(k_names[i].arches & A_(arch))) continue;
             char hf[256], gg[128];
             if (expand(k_names[i].hf, bid, "{L}", "model.layers.%ld.", hf, sizeof hf) != 0) continue;
             if (strlen(hf) != nl - sl || memcmp(hf, name, nl - sl) != 0) continue;
@@ -101,6 +113,9 @@ static uint64_t cfg_u(const hf_folder *f, const char *key) {
 static size_t expected_shape(const hf_folder *f, const char *gguf, uint64_t dims[2]) {
     const uint64_t hidden = cfg_u(f, "hidden_size"), vocab = cfg_u(f, "vocab_size");
     const uint64_t ff = cfg_u(f, "intermediate_size"), nh = cfg_u(f, "num_attention_heads");
+    uint64_t n_exp = cfg_u(f, "num_experts");
+    if (n_exp == 0) n_exp = cfg_u(f, "num_local_experts");
+    const uint64_t sff = cfg_u(f, "shared_expert_intermediate_size");
     uint64_t nkv = cfg_u(f, "num_key_value_heads");
     if (nkv == 0) nkv = nh;
     uint64_t hd = cfg_u(f, "head_dim");
@@ -128,6 +143,11 @@ static size_t expected_shape(const hf_folder *f, const char *gguf, uint64_t dims
         { "attn_v.bias", nkv * hd, 0, 1 },
         { "attn_q_norm.weight", hd, 0, 1 },
         { "attn_k_norm.weight", hd, 0, 1 },
+        { "ffn_gate_inp.weight", n_exp, hidden, 2 },
+        { "ffn_gate_shexp.weight", sff, hidden, 2 },
+        { "ffn_up_shexp.weight", sff, hidden, 2 },
+        { "ffn_down_shexp.weight", hidden, sff, 2 },
+        { "ffn_gate_inp_shexp.weight", 1, hidden, 2 },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; ++i) {
         if (strcmp(b, t[i].n) == 0) {
@@ -259,10 +279,14 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     uint64_t n_blocks = 0;
     int rc = hf_arch_block_count(f, &n_blocks, err);
     if (rc != ANVIL_OK) return rc;
-    hf_out_tensor *ts = calloc(f->n_tensors + 1, sizeof *ts);
+    /* a fused gate_up gives two outputs: room for 2 per source */
+    const size_t cap = 2 * f->n_tensors + 2;
+    hf_out_tensor *ts = calloc(cap, sizeof *ts);
     if (ts == NULL) return anvil__nomem(err);
+    hf_moe_state *moe = NULL;
+    if (hf_arch_is_moe(a)) rc = hf_moe_begin(a, f, n_blocks, &moe, err);
     size_t n = 0;
-    if (a->id == HF_ARCH_LLAMA) {
+    if (rc == ANVIL_OK && a->undo_permute) {
         rc = llama3_rope_freqs(f, &ts[n], err);
         if (rc > 0) n++;
         rc = rc < 0 ? rc : ANVIL_OK;
@@ -273,9 +297,14 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
             ends_with(nm, ".rotary_emb.inv_freq")) {
             continue;
         }
+        const int taken = moe != NULL ? hf_moe_take(moe, i, ts, &n, err) : 0;
+        if (taken < 0) rc = taken;
+        if (taken != 0) continue;
         rc = src_tensor(a, f, i, n_blocks, &ts[n], err);
         if (rc == ANVIL_OK) n++;
     }
+    if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
+    hf_moe_free(moe);
     for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
         for (size_t j = 0; j < i; ++j) {
             if (strcmp(ts[i].name, ts[j].name) == 0) {
@@ -285,7 +314,10 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
         }
     }
     if (rc != ANVIL_OK) {
-        for (size_t i = 0; i <= n && i <= f->n_tensors; ++i) free(ts[i].generated);
+        for (size_t i = 0; i < cap; ++i) {
+            free(ts[i].generated);
+            free(ts[i].pieces);
+        }
         free(ts);
         return rc;
     }

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# usage: hf_moe.sh ANVIL HF_COMPARE MOE_DATA ORACLE_TOOLS LLAMA_SRC [LLAMA_RUN ORACLE_DIR]
+#
+# `anvil convert` of the mixture-of-experts classes (host/src/hf/hf_moe.c)
+# against llama.cpp's convert_hf_to_gguf.py, byte for byte:
+# 1. the committed pairs of MOE_DATA (tests/hf/moe: a fused-layout
+#    Qwen3MoeForCausalLM, a 2-shard Qwen2MoeForCausalLM with its shared
+#    expert, a MixtralForCausalLM with SentencePiece; each with what the
+#    real converter wrote at --outtype q8_0), and llama.cpp runs each;
+# 2. when /usr/bin/python3 has torch, numpy, sentencepiece, tqdm and yaml:
+#    checkpoints made by make_moe.py for the four layouts (per-expert and
+#    fused Qwen3-MoE, Qwen2-MoE, Mixtral) converted by both for --outtype
+#    f32 f16 bf16 q8_0 auto and --vocab-only, and a Qwen3-MoE whose experts
+#    span 3 shards, and a --split-max-tensors output;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+# 4. bad input: an expert missing, an expert twice, a missing or wrong
+#    config field, a fused tensor of the wrong shape: exit 1, the file and
+#    tensor (or key) named, nothing written.
+# make_moe.py needs python3 with numpy; without it 2.-4. are skipped.
+set -u
+ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOOLS=$(cd "$TOOLS" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0 checks=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { checks=$((checks + 1)); }
+same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
+run() {
+    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
+    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
+}
+
+# ---- 1. committed pairs
+for g in "$DATA"/*.gguf; do
+    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
+    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" --outtype "$opt" --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
+    same "$T/$b.gguf" "$g" "$b"
+    run "$T/$b.gguf" "$g"
+done
+
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+if ! $PY -c "import numpy" 2>/dev/null; then
+    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
+    [ $fails = 0 ]; exit
+fi
+MK="$PY $HERE/make_moe.py"
+G=$T/gen; mkdir -p "$G"
+# Qwen3's tokenizer.json cut to 320 ids and its 26 added tokens (the committed pair's)
+mkdir -p "$G/tok" && cp "$DATA/qwen2moe"/tokenizer.json "$DATA/qwen2moe"/tokenizer_config.json "$G/tok/"
+SPM=$TOOLS/sp1024.model
+# mkmoe NAME ARCH ARGS...: a checkpoint (Qwen: the byte-level BPE above; Mixtral: SentencePiece)
+mkmoe() {
+    local name=$1 arch=$2; shift 2
+    local tok="tok:$G/tok"; [ "$arch" = mixtral ] && tok="spm:$SPM"
+    $MK "$G/$name" --arch "$arch" --tok "$tok" "$@" >/dev/null || fail "make_moe.py $name"
+}
+
+# ---- 2. generated through the real converter
+if $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/convert_hf_to_gguf.py" ]; then
+    export LLAMA_SRC
+    mkmoe q3 qwen3moe --seed 3
+    mkmoe q3f qwen3moe-fused --seed 4 --layers 2
+    mkmoe q2 qwen2moe --dtype f16 --seed 5
+    mkmoe mx mixtral --dtype f32 --seed 6
+    mkmoe q3s qwen3moe --seed 7 --layers 2 --experts 8 --shards 3
+    for d in q3 q3f q2 mx q3s; do
+        pre=qwen2; [ $d = mx ] && pre=
+        opts="f32 f16 bf16 q8_0 auto vocab"; [ $d = q3s ] && opts="bf16"
+        for o in $opts; do
+            if [ $o = vocab ]; then args="--vocab-only"; else args="--outtype $o"; fi
+            (cd "$G" && FORCE_PRE=$pre $PY "$TOOLS/convert_here.py" $d $args --outfile "$G/$d.$o.py.gguf" > "$G/$d.$o.log" 2>&1) ||
+                { fail "convert_hf_to_gguf.py $d $o: $(tail -2 "$G/$d.$o.log")"; continue; }
+            "$ANVIL" convert "$G/$d" "$G/$d.$o.gguf" $args --quiet 2>"$T/err" || { fail "anvil convert $d $o: $(cat "$T/err")"; continue; }
+            same "$G/$d.$o.gguf" "$G/$d.$o.py.gguf" "$d $o"
+        done
+    done
+    run "$G/q3.auto.gguf" "$G/q3.auto.py.gguf"
+    # a split output: each part the converter's
+    mkdir -p "$G/split.py" "$G/split.anvil"
+    (cd "$G" && FORCE_PRE=qwen2 $PY "$TOOLS/convert_here.py" q3 --outtype q8_0 --split-max-tensors 5 --outfile "$G/split.py/o.gguf" > "$G/split.log" 2>&1) ||
+        fail "convert_hf_to_gguf.py q3 split: $(tail -2 "$G/split.log")"
+    "$ANVIL" convert "$G/q3" "$G/split.anvil/o.gguf" --outtype q8_0 --split-max-tensors 5 --quiet 2>"$T/err" || fail "anvil convert q3 split: $(cat "$T/err")"
+    [ "$(ls "$G/split.py")" = "$(ls "$G/split.anvil")" ] && [ -n "$(ls "$G/split.py")" ] || fail "split parts: $(ls "$G/split.anvil") vs $(ls "$G/split.py")"
+    for f in "$G/split.py"/*.gguf; do same "$G/split.anvil/$(basename "$f")" "$f" "split $(basename "$f")"; done
+else
+    echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/sentencepiece/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
+    mkmoe q3 qwen3moe --seed 3
+    mkmoe mx mixtral --dtype f32 --seed 6
+fi
+
+# ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
+for d in q3 "$DATA/qwen2moe"; do
+    [ -d "$d" ] || d=$G/$d
+    "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
+        "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" Q4_K_M >/dev/null 2>>"$T/err" &&
+        "$ANVIL" quantize --quiet "$d" "$T/one.gguf" Q4_K_M >/dev/null 2>>"$T/err" ||
+        { fail "quantize $(basename "$d"): $(head -3 "$T/err")"; continue; }
+    same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") Q4_K_M"
+done
+
+# ---- 4. bad input
+# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
+bad() {
+    local name=$1; shift
+    mkdir -p "$T/out-$name"
+    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
+    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
+    for want in "$@"; do
+        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
+    done
+    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
+}
+E=model.layers.0.mlp.experts
+mkmoe bad-missing qwen3moe --drop $E.2.up_proj.weight
+bad missing "bad-missing" "$E.2.up_proj.weight\" is missing" "model.safetensors"
+mkmoe bad-missing-last qwen3moe --layers 2 --drop model.layers.1.mlp.experts.3.down_proj.weight
+bad missing-last "model.layers.1.mlp.experts.3.down_proj.weight\" is missing"
+mkmoe bad-mixtral-missing mixtral --drop model.layers.0.block_sparse_moe.experts.1.w2.weight
+bad mixtral-missing "model.layers.0.block_sparse_moe.experts.1.w2.weight\" is missing"
+mkmoe bad-twice qwen2moe --shards 2 --dup $E.1.gate_proj.weight
+bad twice "$E.1.gate_proj.weight" "model-00001-of-00002.safetensors" "model-00002-of-00002.safetensors"
+mkmoe bad-no-experts qwen3moe --unset num_experts
+bad no-experts "bad-no-experts/config.json" "num_experts" "missing"
+mkmoe bad-mixtral-no-experts mixtral --unset num_local_experts
+bad mixtral-no-experts "bad-mixtral-no-experts/config.json" "num_local_experts"
+mkmoe bad-extra-expert qwen3moe --experts 4
+$PY - "$G/bad-extra-expert/config.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["num_experts"] = 3; json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+bad extra-expert "model.safetensors" "$E.3." "E < 3 experts"
+mkmoe bad-shape qwen3moe-fused --moe-inter 32
+$PY - "$G/bad-shape/config.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["moe_intermediate_size"] = 16; json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+bad shape "model.safetensors" "$E.down_proj\" has shape [4, 32, 32]"
+mkmoe bad-type qwen2moe
+$PY - "$G/bad-type/config.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["moe_intermediate_size"] = "wide"; json.dump(c, open(sys.argv[1], "w"))
+PYEOF
+bad type "bad-type/config.json" "moe_intermediate_size"
+
+echo "checks: $checks, failures: $fails"
+[ $fails = 0 ]
