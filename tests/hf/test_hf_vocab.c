@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_hf_vocab: the tokenizer KVs anvil__hf_vocab_write appends equal, key
+ * test_hf_vocab: the tokenizer KVs hf_vocab_write appends equal, key
  * for key (order among the tokenizer KVs, wire type, bytes), those
  * convert_hf_to_gguf.py wrote in each reference GGUF of
  * ../shared/testdata/hf; and bad tokenizer files are refused with an error
@@ -83,7 +83,7 @@ static int compare(const anvil_gguf *ref, const anvil_gguf *got, const char *nam
 static int check_case(const char *dir, const char *arch, const char *ref_path, const char *name) {
     anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
-    int rc = anvil__hf_vocab_load(dir, arch, &v, &err);
+    int rc = hf_vocab_load(dir, arch, &v, &err);
     if (rc != ANVIL_OK) {
         printf("\n  %s: %s", name, err.message);
         return -1;
@@ -94,21 +94,21 @@ static int check_case(const char *dir, const char *arch, const char *ref_path, c
     anvil_gguf *got = NULL, *ref = NULL;
     int n = -1;
     rc = anvil_gguf_writer_new(&w, NULL, &err);
-    if (rc == ANVIL_OK) rc = anvil__hf_vocab_write(v, w, &err);
+    if (rc == ANVIL_OK) rc = hf_vocab_write(v, w, &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_write_memory(w, &mem, &size, &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_open_buffer(&got, mem, size, NULL, &err);
     if (rc == ANVIL_OK) rc = anvil_gguf_open(&ref, ref_path, NULL, 0, &err);
     if (rc == ANVIL_OK) n = compare(ref, got, name);
     if (rc != ANVIL_OK) printf("\n  %s: %s", name, err.message);
     if (n > 0) {
-        printf("\n  %s (%s, pre %s): %d tokenizer KVs equal, %llu tokens", name, anvil__hf_vocab_kind(v),
-               anvil__hf_vocab_pre(v), n, (unsigned long long)anvil__hf_vocab_count(v));
+        printf("\n  %s (%s, pre %s): %d tokenizer KVs equal, %llu tokens", name, hf_vocab_kind(v), hf_vocab_pre(v), n,
+               (unsigned long long)hf_vocab_count(v));
     }
     anvil_gguf_close(ref);
     anvil_gguf_close(got);
     free(mem);
     anvil_gguf_writer_free(w);
-    anvil__hf_vocab_free(v);
+    hf_vocab_free(v);
     return n;
 }
 
@@ -156,7 +156,7 @@ static const char *folder_from(const char *src, const char *sub, const char *con
 static void expect_error(const char *dir, const char *arch, int code, const char *w1, const char *w2) {
     anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
-    const int rc = anvil__hf_vocab_load(dir, arch, &v, &err);
+    const int rc = hf_vocab_load(dir, arch, &v, &err);
     CU_ASSERT_EQUAL(rc, code);
     CU_ASSERT_PTR_NULL(v);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, w1));
@@ -164,7 +164,7 @@ static void expect_error(const char *dir, const char *arch, int code, const char
     if (rc != code || strstr(err.message, w1) == NULL || (w2 != NULL && strstr(err.message, w2) == NULL)) {
         printf("\n  got %d: %s", rc, err.message);
     }
-    anvil__hf_vocab_free(v);
+    hf_vocab_free(v);
 }
 
 static void test_bad_tokenizer_json(void) {
@@ -225,9 +225,9 @@ static void test_truncated_tokenizer_model(void) {
         put_file(dir, "tokenizer.model", m, len);
         anvil_error err = { 0 };
         anvil__hf_vocab *v = NULL;
-        const int rc = anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err);
+        const int rc = hf_vocab_load(dir, "LlamaForCausalLM", &v, &err);
         refused += rc != ANVIL_OK && strstr(err.message, "badspm/tokenizer.model") != NULL;
-        anvil__hf_vocab_free(v);
+        hf_vocab_free(v);
     }
     CU_ASSERT_EQUAL(refused, cuts);
     printf("\n  %zu of %zu cuts of tokenizer.model refused naming it", refused, cuts);
@@ -240,10 +240,10 @@ static void test_truncated_tokenizer_model(void) {
         put_file(dir, "tokenizer.model", m, n);
         anvil_error err = { 0 };
         anvil__hf_vocab *v = NULL;
-        if (anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err) != ANVIL_OK) {
+        if (hf_vocab_load(dir, "LlamaForCausalLM", &v, &err) != ANVIL_OK) {
             CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "tokenizer"));
         }
-        anvil__hf_vocab_free(v);
+        hf_vocab_free(v);
         m[at] = old;
     }
     free(m);
@@ -282,7 +282,7 @@ static anvil_gguf *written(const anvil__hf_vocab *v, void **mem) {
     size_t size = 0;
     *mem = NULL;
     CU_ASSERT_EQUAL_FATAL(anvil_gguf_writer_new(&w, NULL, &err), ANVIL_OK);
-    CU_ASSERT_EQUAL(anvil__hf_vocab_write(v, w, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(hf_vocab_write(v, w, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_writer_write_memory(w, mem, &size, &err), ANVIL_OK);
     CU_ASSERT_EQUAL(anvil_gguf_open_buffer(&g, *mem, size, NULL, &err), ANVIL_OK);
     anvil_gguf_writer_free(w);
@@ -305,7 +305,7 @@ static void test_hostile_shapes(void) {
                      "{\"chat_template\": 42, \"bos_token\": \"<|x|>\", \"add_bos_token\": true}");
     anvil_error err = { 0 };
     anvil__hf_vocab *v = NULL;
-    CU_ASSERT_EQUAL_FATAL(anvil__hf_vocab_load(dir, "LlamaForCausalLM", &v, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(hf_vocab_load(dir, "LlamaForCausalLM", &v, &err), ANVIL_OK);
     void *mem = NULL;
     anvil_gguf *g = written(v, &mem);
     anvil_gguf_array a;
@@ -333,7 +333,7 @@ static void test_hostile_shapes(void) {
     CU_ASSERT_PTR_NOT_NULL(anvil_gguf_find_kv(g, "tokenizer.ggml.add_bos_token"));
     anvil_gguf_close(g);
     free(mem);
-    anvil__hf_vocab_free(v);
+    hf_vocab_free(v);
 }
 
 /* test_hf_vocab --case DIR ARCH REF.gguf ...: the oracle cases

@@ -79,23 +79,23 @@ typedef struct anvil__hf_vocab anvil__hf_vocab;
  * ANVIL_E_UNSUPPORTED). Reads config.json itself (vocab_size, *_token_id,
  * text_config), tokenizer.model / tokenizer.json, tokenizer_config.json,
  * added_tokens.json, chat_template.jinja|json. *out is freed with
- * anvil__hf_vocab_free. */
-int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err);
+ * hf_vocab_free. */
+int hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err);
 
 /* Append the KVs to w, in the converter's order (call it where the converter
  * calls set_vocab: after the hparams and general.quantization_version). */
-int anvil__hf_vocab_write(const anvil__hf_vocab *v, anvil_gguf_writer *w, anvil_error *err);
+int hf_vocab_write(const anvil__hf_vocab *v, anvil_gguf_writer *w, anvil_error *err);
 
-void anvil__hf_vocab_free(anvil__hf_vocab *v);
+void hf_vocab_free(anvil__hf_vocab *v);
 
 /* Entries of tokenizer.ggml.tokens (config.json's vocab_size when the
  * converter pads or cuts to it). */
-uint64_t anvil__hf_vocab_count(const anvil__hf_vocab *v);
+uint64_t hf_vocab_count(const anvil__hf_vocab *v);
 
 /* "spm", "llama-hf" or "gpt2" (which path was taken), and the
  * tokenizer.ggml.pre written ("default", "llama-bpe", "qwen2"), for
  * messages. */
-const char *anvil__hf_vocab_kind(const anvil__hf_vocab *v);
-const char *anvil__hf_vocab_pre(const anvil__hf_vocab *v);
+const char *hf_vocab_kind(const anvil__hf_vocab *v);
+const char *hf_vocab_pre(const anvil__hf_vocab *v);
 
 #endif

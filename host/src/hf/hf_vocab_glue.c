@@ -12,9 +12,9 @@
 int hf_vocab_glue_write(const hf_folder *f, const hf_arch *a, anvil_gguf_writer *w, int *written, anvil_error *err) {
     *written = 0;
     anvil__hf_vocab *v = NULL;
-    int rc = anvil__hf_vocab_load(f->dir, a->hf_name, &v, err);
-    if (rc == ANVIL_OK) rc = anvil__hf_vocab_write(v, w, err);
-    anvil__hf_vocab_free(v);
+    int rc = hf_vocab_load(f->dir, a->hf_name, &v, err);
+    if (rc == ANVIL_OK) rc = hf_vocab_write(v, w, err);
+    hf_vocab_free(v);
     if (rc == ANVIL_OK) *written = 1;
     return rc;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hf_vocab_load: anvil__hf_vocab_load/write/free (hf_vocab.h). Picks the
+ * hf_vocab_load: hf_vocab_load/write/free (hf_vocab.h). Picks the
  * path convert_hf_to_gguf.py's set_vocab takes for the architecture
  * (LlamaModel.set_vocab: SentencePiece, else LlamaHfVocab, else gpt2, then
  * the CodeLlama and Granite tails; Qwen2Model.set_vocab: SentencePiece, else
@@ -134,7 +134,7 @@ static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
                             arch != NULL ? arch : "(none)");
 }
 
-int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err) {
+int hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, anvil_error *err) {
     *out = NULL;
     hv_load l;
     memset(&l, 0, sizeof l);
@@ -152,7 +152,7 @@ int anvil__hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab *
     free(l.tok_path);
     free(l.tcfg_path);
     if (rc != ANVIL_OK) {
-        anvil__hf_vocab_free(l.v);
+        hf_vocab_free(l.v);
         return rc;
     }
     *out = l.v;
@@ -172,7 +172,7 @@ static int write_one(const hv_kv *kv, anvil_gguf_writer *w, anvil_error *err) {
     return anvil_gguf_writer_set_array(w, kv->key, kv->elem, kv->nums, kv->count, err);
 }
 
-int anvil__hf_vocab_write(const anvil__hf_vocab *v, anvil_gguf_writer *w, anvil_error *err) {
+int hf_vocab_write(const anvil__hf_vocab *v, anvil_gguf_writer *w, anvil_error *err) {
     for (size_t i = 0; i < v->n_kvs; ++i) {
         const int rc = write_one(&v->kvs[i], w, err);
         if (rc != ANVIL_OK) return rc;
@@ -180,7 +180,7 @@ int anvil__hf_vocab_write(const anvil__hf_vocab *v, anvil_gguf_writer *w, anvil_
     return ANVIL_OK;
 }
 
-void anvil__hf_vocab_free(anvil__hf_vocab *v) {
+void hf_vocab_free(anvil__hf_vocab *v) {
     if (v == NULL) return;
     free(v->kvs);
     free(v->tokens);
@@ -191,8 +191,8 @@ void anvil__hf_vocab_free(anvil__hf_vocab *v) {
     free(v);
 }
 
-uint64_t anvil__hf_vocab_count(const anvil__hf_vocab *v) { return v->n_tokens; }
+uint64_t hf_vocab_count(const anvil__hf_vocab *v) { return v->n_tokens; }
 
-const char *anvil__hf_vocab_kind(const anvil__hf_vocab *v) { return v->kind != NULL ? v->kind : ""; }
+const char *hf_vocab_kind(const anvil__hf_vocab *v) { return v->kind != NULL ? v->kind : ""; }
 
-const char *anvil__hf_vocab_pre(const anvil__hf_vocab *v) { return v->pre != NULL ? v->pre : ""; }
+const char *hf_vocab_pre(const anvil__hf_vocab *v) { return v->pre != NULL ? v->pre : ""; }

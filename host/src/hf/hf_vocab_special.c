@@ -80,19 +80,19 @@ static int ov_index(const char *key) {
 }
 
 /* tokenizer_config.get(key) with the overrides. */
-static const anvil_json_value *tc_get(const sv *s, const char *key) {
+static const anvil_json_value *sv_get(const sv *s, const char *key) {
     const int i = ov_index(key);
     if (i >= 0 && s->has_ov[i]) return s->ov[i];
     return s->l->tcfg != NULL ? anvil__json_get(s->l->tcfg, key) : NULL;
 }
 
-static void tc_set(sv *s, const char *key, const anvil_json_value *val) {
+static void sv_set(sv *s, const char *key, const anvil_json_value *val) {
     const int i = ov_index(key);
     s->ov[i] = val;
     s->has_ov[i] = 1;
 }
 
-static int tc_truthy(const sv *s) { return s->l->tcfg != NULL && s->l->tcfg->n_items > 0; }
+static int sv_truthy(const sv *s) { return s->l->tcfg != NULL && s->l->tcfg->n_items > 0; }
 
 static int has_type(const sv *s, const char *typ) {
     for (size_t i = 0; i < s->n_types; ++i) {
@@ -158,14 +158,14 @@ static void add_type(sv *s, const char *typ) {
 
 static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const anvil_json_value **first,
                         const anvil_json_value **last) {
-    const int tc = tc_truthy(s);
+    const int tc = sv_truthy(s);
     *first = get2(single->items[0], "SpecialToken", "id");
     if (hv_truthy(*first)) {
         if (!tc) {
             p->bos = *first;
         } else if (!py_eq(*first, p->bos) && !py_eq(*first, p->cls)) {
-            if (!hv_truthy(p->bos)) tc_set(s, "bos_token", p->bos = *first);
-            if (!hv_truthy(p->cls)) tc_set(s, "cls_token", p->cls = *first);
+            if (!hv_truthy(p->bos)) sv_set(s, "bos_token", p->bos = *first);
+            if (!hv_truthy(p->cls)) sv_set(s, "cls_token", p->cls = *first);
         }
         set_add(s, "bos", py_eq(*first, p->bos) || py_eq(*first, p->cls));
     }
@@ -176,12 +176,12 @@ static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const
         } else if (!py_eq(*last, p->eos)) {
             if (!has_type(s, "eot")) {
                 add_type(s, "eot");
-                tc_set(s, "eot_token", p->eos);
+                sv_set(s, "eot_token", p->eos);
             } else if (!has_type(s, "eom")) {
                 add_type(s, "eom");
-                tc_set(s, "eom_token", p->eos);
+                sv_set(s, "eom_token", p->eos);
             }
-            tc_set(s, "eos_token", p->eos = *last);
+            sv_set(s, "eos_token", p->eos = *last);
         }
         set_add(s, "eos", py_eq(*last, p->eos));
     }
@@ -204,30 +204,30 @@ static void tmpl_pair(sv *s, sv_spec *p, const anvil_json_value *pair, const anv
         if (hv_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos))) add_sep = 1;
     }
     set_add(s, "sep", add_sep);
-    if (add_sep && !hv_truthy(p->sep) && tc_truthy(s)) tc_set(s, "sep_token", p->eos);
+    if (add_sep && !hv_truthy(p->sep) && sv_truthy(s)) sv_set(s, "sep_token", p->eos);
 }
 
 static void roberta(sv *s, sv_spec *p, const anvil_json_value *proc) {
     set_add(s, "bos", 1);
     set_add(s, "eos", 1);
     set_add(s, "sep", 1);
-    if (!hv_truthy(p->cls) && tc_truthy(s)) {
+    if (!hv_truthy(p->cls) && sv_truthy(s)) {
         const anvil_json_value *c = anvil__json_get(proc, "cls");
         p->cls = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->bos;
-        tc_set(s, "cls_token", p->cls);
+        sv_set(s, "cls_token", p->cls);
     }
-    if (!hv_truthy(p->sep) && tc_truthy(s)) {
+    if (!hv_truthy(p->sep) && sv_truthy(s)) {
         const anvil_json_value *c = anvil__json_get(proc, "sep");
         p->sep = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->eos;
-        tc_set(s, "sep_token", p->sep);
+        sv_set(s, "sep_token", p->sep);
     }
 }
 
 static void post_processor(sv *s) {
-    const int tc = tc_truthy(s);
-    sv_spec p = { tc_get(s, "bos_token"), tc_get(s, "cls_token"), tc_get(s, "eos_token"), tc_get(s, "sep_token") };
-    if (!hv_truthy(p.bos) && hv_truthy(p.cls) && tc) tc_set(s, "bos_token", p.bos = p.cls);
-    if (!hv_truthy(p.eos) && hv_truthy(p.sep) && tc) tc_set(s, "eos_token", p.eos = p.sep);
+    const int tc = sv_truthy(s);
+    sv_spec p = { sv_get(s, "bos_token"), sv_get(s, "cls_token"), sv_get(s, "eos_token"), sv_get(s, "sep_token") };
+    if (!hv_truthy(p.bos) && hv_truthy(p.cls) && tc) sv_set(s, "bos_token", p.bos = p.cls);
+    if (!hv_truthy(p.eos) && hv_truthy(p.sep) && tc) sv_set(s, "eos_token", p.eos = p.sep);
     const anvil_json_value *pp = anvil__json_get(s->l->tok, "post_processor");
     if (!hv_truthy(pp) || pp->kind != ANVIL_JSON_OBJECT_BEGIN) return;
     const anvil_json_value *list = anvil__json_get(pp, "processors");
@@ -499,7 +499,7 @@ static int from_tokenizer_config(sv *s, anvil_error *err) {
             set_add(s, typ, add->kind == ANVIL_JSON_TRUE);
         }
         snprintf(key, sizeof key, "%s_token", typ);
-        const anvil_json_value *entry = tc_get(s, key);
+        const anvil_json_value *entry = sv_get(s, key);
         if (entry != NULL && entry->kind == ANVIL_JSON_OBJECT_BEGIN) entry = anvil__json_get(entry, "content");
         if (entry == NULL || entry->kind != ANVIL_JSON_STRING) continue;
         rc = set_special(s, typ, added_id_of(s, entry), 0, 0, err);
@@ -651,7 +651,7 @@ static int load_all(sv *s, anvil_error *err) {
         if (rc == ANVIL_OK && hv_truthy(norm)) parse_normalizer(s, norm, 0);
         if (rc == ANVIL_OK && l->tok->n_items > 0) post_processor(s);
     }
-    if (rc == ANVIL_OK && tc_truthy(s)) rc = from_tokenizer_config(s, err);
+    if (rc == ANVIL_OK && sv_truthy(s)) rc = from_tokenizer_config(s, err);
     if (rc == ANVIL_OK) rc = from_config(s, err);
     if (rc == ANVIL_OK && s->o->load_merges && l->v->n_merges == 0) {
         char *mt = hf_path_join(l->dir, "merges.txt");
