@@ -384,6 +384,48 @@ static const wfmt FORMATS[] = {
       -1,
       0,
       0,
+      0 }, /* issue 39: the low-bit formats (helper simd-lowbit) */
+    { "q1_0",
+      ANVIL_TYPE_Q1_0,
+      &ACT_Q8_0,
+      128,
+      18,
+      anvil_ref_encode_q1_0,
+      anvil_ref_decode_q1_0,
+      anvil_ref_vec_dot_q1_0_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "q2_0",
+      ANVIL_TYPE_Q2_0,
+      &ACT_Q8_0,
+      64,
+      18,
+      anvil_ref_encode_q2_0,
+      anvil_ref_decode_q2_0,
+      anvil_ref_vec_dot_q2_0_q8_0,
+      1,
+      { 0, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "nvfp4",
+      ANVIL_TYPE_NVFP4,
+      &ACT_Q8_0,
+      64,
+      36,
+      anvil_ref_encode_nvfp4,
+      anvil_ref_decode_nvfp4,
+      anvil_ref_vec_dot_nvfp4_q8_0,
+      1,
+      { -1, -1 },
+      -1,
+      0,
+      0,
       0 },
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
@@ -698,7 +740,7 @@ static void check_dots(const wfmt *f, int exact_pass, dot_stats *st) {
     CU_ASSERT_FATAL(w_buf && a_buf && w_al && a_al && x);
     test_rng r;
     test_rng_seed(&r, (exact_pass ? 0xE7AC7u : 0xD07u) + f->id);
-    const size_t max_nb = f->be == 256 ? (exact_pass ? 2 : MAX_BLOCKS_256) : MAX_BLOCKS_32;
+    const size_t max_nb = f->be == 256 ? (exact_pass ? 2 : MAX_BLOCKS_256) : MAX_BLOCKS_32 * 32 / f->be;
     const size_t target = exact_pass ? g_rows / 4 + 1 : g_rows;
     uint64_t row_id = 0;
     while (st->rows < target) {
