@@ -57,6 +57,7 @@
 #include "inputs.h"
 #include "simd_encoder_test.h"
 #include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
 #include "ref/kquants.h"
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
@@ -115,6 +116,16 @@ typedef struct wfmt {
     int codes_lo, codes_hi; /* code bytes of the formats with a min (else 0, 0) */
     int half3;              /* byte offset of a third fp16 scale (ptqtp3), or 0: none */
 } wfmt;
+
+/* IQ1_S's reference encoder is row-wise and needs an importance matrix:
+ * uniform weights. */
+static int encode_iq1_s(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    static float ones[256 * 64];
+    if (ones[0] == 0.0f)
+        for (size_t j = 0; j < sizeof ones / sizeof ones[0]; ++j) ones[j] = 1.0f;
+    if (n > sizeof ones / sizeof ones[0]) return ANVIL_E_INVALID_ARG;
+    return anvil_ref_encode_rows_iq1_s(src, dst, 1, n, ones, msg, msg_size);
+}
 
 static const wfmt FORMATS[] = {
     { "q8_0",
@@ -423,6 +434,20 @@ static const wfmt FORMATS[] = {
       anvil_ref_vec_dot_nvfp4_q8_0,
       1,
       { -1, -1 },
+      -1,
+      0,
+      0,
+      0 },
+    { "iq1_s",
+      ANVIL_TYPE_IQ1_S,
+      &ACT_Q8_K,
+      256,
+      50,
+      encode_iq1_s,
+      anvil_ref_decode_iq1_s,
+      anvil_ref_vec_dot_iq1_s_q8_K,
+      1,
+      { 0, -1 },
       -1,
       0,
       0,
@@ -1019,7 +1044,13 @@ static int matmul_dump(const char *config, const char *path) {
         const size_t rb = MM_K / f->be * f->bb;
         for (size_t r = 0; r < MM_ROWS; ++r) {
             test_input_fill(wf, MM_K, (test_input_kind)(r % INPUT_KIND_COUNT), 31, r);
-            if (anvil_encode(ctx, f->id, wf, MM_K, w + r * rb, rb, &err) != ANVIL_OK) rc = 1;
+            int st = anvil_encode(ctx, f->id, wf, MM_K, w + r * rb, rb, &err);
+            if (st == ANVIL_E_NEEDS_IMATRIX) { /* IQ1_S: uniform importance */
+                static float ones[MM_K];
+                for (size_t j = 0; j < MM_K; ++j) ones[j] = 1.0f;
+                st = anvil_encode_rows(ctx, f->id, wf, 1, MM_K, ones, w + r * rb, rb, &err);
+            }
+            if (st != ANVIL_OK) rc = 1;
         }
         for (size_t i = 0; i < MM_M; ++i) test_input_fill(x + i * MM_K, MM_K, INPUT_LLM_LIKE, 32, i);
         float y[MM_M * MM_ROWS];
