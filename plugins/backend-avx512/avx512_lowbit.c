@@ -169,7 +169,7 @@ AVX512_INLINE __m512 ue4m3_half(__m512i x) {
     const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(0x1.0p-10f));
     const __m512 v =
         _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_castsi512_ps(norm), sub);
-    return _mm512_maskz_mov_ps(_mm512_cmpneq_epi32_mask(x, _mm512_set1_epi32(0x7F)), v);
+    return _mm512_mask_mov_ps(v, _mm512_cmpeq_epi32_mask(x, _mm512_set1_epi32(0x7F)), _mm512_setzero_ps());
 }
 
 /* Lane r: the four scale bytes of row r (r < R; the other lanes 0). */

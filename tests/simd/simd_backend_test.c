@@ -9,6 +9,7 @@
  *                   without AVX-512: plugins/backend-avx512/avx512_emulate.h)
  *   SB_PLUGIN_PATH  the .so under test; SB_PLUGIN_ID, SB_BACKEND its names
  *   SB_REQUIRED     formats that must have a kernel ("" for all listed);
+ *   SB_OPTIONAL     formats that may fall back even so (default none);
  *                   any other listed format without one is reported as
  *                   falling back to the next backend
  *
@@ -88,6 +89,10 @@
 #define LONG_ROWS 19 /* passes of 8, 8, 2, 1 */
 #define MAX_GEMV_ROWS 19
 #define MAX_GEMM_M 5
+
+#ifndef SB_OPTIONAL
+#define SB_OPTIONAL ""
+#endif
 
 /* ---- formats ---------------------------------------------------------------- */
 
@@ -452,6 +457,20 @@ static const wfmt FORMATS[] = {
       0,
       0,
       0 },
+    { "iq1_m",
+      ANVIL_TYPE_IQ1_M,
+      &ACT_Q8_K,
+      256,
+      56,
+      anvil_ref_encode_iq1_m,
+      anvil_ref_decode_iq1_m,
+      anvil_ref_vec_dot_iq1_m_q8_K,
+      1,
+      { -1, -1 },
+      -1,
+      0,
+      0,
+      0 },
 };
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
@@ -523,6 +542,8 @@ static int has_kernel(const wfmt *f) {
     char want[64];
     snprintf(want, sizeof want, " %s ", f->name);
     char list[256];
+    snprintf(list, sizeof list, " %s ", SB_OPTIONAL);
+    if (strstr(list, want) != NULL) return 0; /* may fall back (SB_OPTIONAL) */
     snprintf(list, sizeof list, " %s ", SB_REQUIRED);
     if (SB_REQUIRED[0] == '\0' || strstr(list, want) != NULL) {
         fprintf(stderr, "\n%s: no kernel for %s, which it must have\n", SB_PLUGIN_ID, f->name);
