@@ -92,8 +92,9 @@ AVX512_INLINE void iq1_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint
                              _mm512_permutexvar_epi16(sel[p], ls_w));
             }
             m[r] = s;
-            const __mmask8 neg = _mm_movepi16_mask(h);
-            m1[r] = avx512_zext256(_mm256_mask_sub_epi32(lsq, neg, _mm256_setzero_si256(), lsq));
+            /* the delta's sign (bit 15 of qh), never zero */
+            m1[r] = avx512_zext256(
+                _mm256_sign_epi32(lsq, _mm256_or_si256(_mm256_cvtepi16_epi32(h), _mm256_set1_epi32(1))));
         }
         const __m256 sumi = _mm256_cvtepi32_ps(avx512_reduce(m, R));
         const __m256 sumi1 = _mm256_cvtepi32_ps(avx512_reduce(m1, R));
