@@ -22,32 +22,119 @@
 #include "ref/cold.h"
 #include "simd_iq23.h"
 
-typedef void (*iq23_fetch_fn)(const uint8_t *blk, int ib, simd_iq23_sub *u);
+typedef void (*iq23_grid_fn)(const uint8_t *blk, int ib, uint64_t g[4]);
+typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
 
-/* Lane k (elements 16 k .. 16 k + 15) of a zmm: int16 k of the 64-bit
- * word in every 128-bit lane. */
-AVX512_INLINE __m512i iq23_scale_ctrl(void) {
-    return _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504,
-                            0x0302030203020302, 0x0302030203020302, 0x0100010001000100, 0x0100010001000100);
+/* ---- signs and sub-scales of a super-block, in vectors ------------------------
+ * meta(blk): qword ib = the 4 sign bytes of sub-block ib (bytes 0..3, bit j
+ * of byte l: element 8 l + j negated), then the int16 sub-scales of its
+ * elements 0..15 (bytes 4, 5) and 16..31 (bytes 6, 7). */
+
+AVX512_INLINE __m512i iq23_set1(uint64_t v) { return _mm512_set1_epi64((long long)v); }
+
+/* x | parity(x) << 7 per byte (x < 128): ksigns[x], computed. */
+AVX512_INLINE __m512i iq23_ksigns(__m512i x) {
+    const __m512i ptab =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, (char)0x80, (char)0x80, 0, (char)0x80, 0, 0, (char)0x80, (char)0x80,
+                                             0, 0, (char)0x80, 0, (char)0x80, (char)0x80, 0));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i p = _mm512_xor_si512(_mm512_shuffle_epi8(ptab, _mm512_and_si512(x, m4)),
+                                       _mm512_shuffle_epi8(ptab, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4)));
+    return _mm512_or_si512(x, p);
 }
 
-/* acc + the weighted dot of sub-blocks u0 (low 256 bits) and u1 (high)
- * with activations qa. */
-AVX512_INLINE __m512i iq23_part(__m512i acc, const simd_iq23_sub *u0, const simd_iq23_sub *u1, __m512i qa,
-                                __m512i ctrl) {
-    const __m512i g = _mm512_set_epi64((long long)u1->g[3], (long long)u1->g[2], (long long)u1->g[1],
-                                       (long long)u1->g[0], (long long)u0->g[3], (long long)u0->g[2],
-                                       (long long)u0->g[1], (long long)u0->g[0]);
-    const __mmask64 neg = (__mmask64)((uint64_t)u0->signs | (uint64_t)u1->signs << 32);
-    const __m512i ys = _mm512_mask_sub_epi8(qa, neg, _mm512_setzero_si512(), qa);
+/* Sub-scales lo, hi (qword lanes, < 16) -> 2 lo + 1, 2 hi + 1 at words 2, 3. */
+AVX512_INLINE __m512i iq23_scale_words(__m512i lo, __m512i hi) {
+    const __m512i one = iq23_set1(1);
+    const __m512i l = _mm512_or_si512(_mm512_slli_epi64(lo, 1), one),
+                  h = _mm512_or_si512(_mm512_slli_epi64(hi, 1), one);
+    return _mm512_or_si512(_mm512_slli_epi64(l, 32), _mm512_slli_epi64(h, 48));
+}
+
+/* From the IQ2_XXS / IQ3_XXS u32 (four 7-bit sign indices, 4-bit scale) in
+ * the low half of qword ib. */
+AVX512_INLINE __m512i iq23_meta_xxs(__m512i m) {
+    const __m512i x =
+        _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(m, iq23_set1(0x7F)),
+                                        _mm512_and_si512(_mm512_slli_epi64(m, 1), iq23_set1(0x7F00))),
+                        _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi64(m, 2), iq23_set1(0x7F0000)),
+                                        _mm512_and_si512(_mm512_slli_epi64(m, 3), iq23_set1(0x7F000000))));
+    const __m512i s = _mm512_srli_epi64(m, 28);
+    return _mm512_or_si512(iq23_ksigns(x), iq23_scale_words(s, s));
+}
+
+/* Two 4-bit sub-scales per byte (IQ2_XS, IQ2_S): 8 bytes at p. */
+AVX512_INLINE __m512i iq23_scales_nibble_pairs(const uint8_t *p) {
+    const __m512i sc = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)p));
+    return iq23_scale_words(_mm512_and_si512(sc, iq23_set1(15)), _mm512_srli_epi64(sc, 4));
+}
+
+/* Raw sign bytes (IQ2_S, IQ3_S): 32 bytes at p. */
+AVX512_INLINE __m512i iq23_raw_signs(const uint8_t *p) { return _mm512_cvtepu32_epi64(avx512_load256(p)); }
+
+AVX512_INLINE __m512i iq23_meta_iq2_xxs(const uint8_t *blk) {
+    return iq23_meta_xxs(_mm512_srli_epi64(avx512_load(blk + offsetof(anvil_block_iq2_xxs, qs)), 32));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq3_xxs(const uint8_t *blk) {
+    return iq23_meta_xxs(
+        _mm512_cvtepu32_epi64(avx512_load256(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq2_xs(const uint8_t *blk) {
+    /* sign index = u16 >> 9: the low byte of each word, gathered to bytes 0..3 of the qword */
+    const __m512i idx = _mm512_srli_epi16(avx512_load(blk + offsetof(anvil_block_iq2_xs, qs)), 9);
+    const __m512i packed = _mm512_shuffle_epi8(
+        idx, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, -1, -1, -1, -1, 8, 10, 12, 14, -1, -1, -1, -1)));
+    return _mm512_or_si512(iq23_ksigns(packed), iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_xs, scales)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq2_s(const uint8_t *blk) {
+    return _mm512_or_si512(iq23_raw_signs(blk + offsetof(anvil_block_iq2_s, qs) + ANVIL_QK_K / 8),
+                           iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_s, scales)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq3_s(const uint8_t *blk) {
     const __m512i sc =
-        _mm512_shuffle_epi8(_mm512_set1_epi64((long long)((uint64_t)u0->scales | (uint64_t)u1->scales << 32)), ctrl);
+        _mm512_and_si512(_mm512_srlv_epi64(iq23_set1(anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, scales))),
+                                           _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0)),
+                         iq23_set1(15));
+    return _mm512_or_si512(iq23_raw_signs(blk + offsetof(anvil_block_iq3_s, signs)), iq23_scale_words(sc, sc));
+}
+
+typedef struct iq23_consts {
+    __m512i spread; /* 128-bit lane k: sign byte k % 2 * 2 + (0, 1), each 8 times */
+    __m512i bit;    /* byte j: 1 << (j % 8) */
+    __m512i scale;  /* 128-bit lane k: word 2 + k % 2, 8 times */
+} iq23_consts;
+
+AVX512_INLINE iq23_consts iq23_make_consts(void) {
+    iq23_consts c;
+    c.spread = _mm512_set_epi64(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0, 0x0303030303030303,
+                                0x0202020202020202, 0x0101010101010101, 0);
+    c.bit = iq23_set1(0x8040201008040201ULL);
+    c.scale = _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504,
+                               0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504);
+    return c;
+}
+
+/* acc + the weighted dot of sub-blocks 2h (low 256 bits) and 2h + 1 (high)
+ * with activations qa; meta as above. */
+AVX512_INLINE __m512i iq23_part(__m512i acc, const uint64_t *g0, const uint64_t *g1, __m512i meta, int h, __m512i qa,
+                                const iq23_consts *c) {
+    const __m512i g = _mm512_set_epi64((long long)g1[3], (long long)g1[2], (long long)g1[1], (long long)g1[0],
+                                       (long long)g0[3], (long long)g0[2], (long long)g0[1], (long long)g0[0]);
+    const __m512i mh = _mm512_permutexvar_epi64(
+        _mm512_set_epi64(2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h, 2 * h, 2 * h, 2 * h), meta);
+    const __mmask64 neg = _mm512_test_epi8_mask(_mm512_shuffle_epi8(mh, c->spread), c->bit);
+    const __m512i ys = _mm512_mask_sub_epi8(qa, neg, _mm512_setzero_si512(), qa);
+    const __m512i sc = _mm512_shuffle_epi8(mh, c->scale);
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(g, ys), sc));
 }
 
 AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                             simd_pf *pf, iq23_fetch_fn fetch, const size_t bb, const float final) {
-    const __m512i ctrl = iq23_scale_ctrl();
+                             simd_pf *pf, iq23_grid_fn grid, iq23_meta_fn metaf, const size_t bb, const float final) {
+    const iq23_consts c = iq23_make_consts();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
         simd_pf_block(pf, b, bb, ws, R);
@@ -56,12 +143,13 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         __m512i m[8];
         AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
+            const __m512i meta = metaf(wr);
             __m512i s = _mm512_setzero_si512();
             for (int h = 0; h < 4; ++h) {
-                simd_iq23_sub u0, u1;
-                fetch(wr, 2 * h, &u0);
-                fetch(wr, 2 * h + 1, &u1);
-                s = iq23_part(s, &u0, &u1, qa[h], ctrl);
+                uint64_t g0[4], g1[4];
+                grid(wr, 2 * h, g0);
+                grid(wr, 2 * h + 1, g1);
+                s = iq23_part(s, g0, g1, meta, h, qa[h], &c);
             }
             m[r] = s;
         }
@@ -75,7 +163,8 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 #define IQ23_FORMAT(fmt, FMT)                                                                                      \
     AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
                                   simd_pf *pf) {                                                                   \
-        iq23_rows(nb, w, ws, a, y, R, pf, simd_iq23_##fmt, sizeof(anvil_block_##fmt), SIMD_IQ23_FINAL_##FMT);      \
+        iq23_rows(nb, w, ws, a, y, R, pf, simd_iq23_grid_##fmt, iq23_meta_##fmt, sizeof(anvil_block_##fmt),        \
+                  SIMD_IQ23_FINAL_##FMT);                                                                          \
     }                                                                                                              \
     SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                  \
     AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \

@@ -71,12 +71,48 @@ SIMD_INLINE uint32_t simd_iq23_ksigns4(uint32_t meta) {
 
 SIMD_INLINE uint32_t simd_iq23_scale2(uint32_t lo, uint32_t hi) { return lo | hi << 16; }
 
+/* The magnitudes alone (simd_iq23_sub.g), per format. */
+SIMD_INLINE void simd_iq23_grid_iq2_xxs(const uint8_t *blk, int ib, uint64_t g[4]) {
+    const uint8_t *q = blk + offsetof(anvil_block_iq2_xxs, qs) + 8 * ib;
+    for (int l = 0; l < 4; ++l) g[l] = simd_iq23_word8(anvil_cold_iq2xxs_grid[q[l]]);
+}
+
+SIMD_INLINE void simd_iq23_grid_iq3_xxs(const uint8_t *blk, int ib, uint64_t g[4]) {
+    const uint8_t *q = blk + offsetof(anvil_block_iq3_xxs, qs) + 8 * ib;
+    for (int l = 0; l < 4; ++l) {
+        g[l] = simd_iq23_word4x2(anvil_cold_iq3xxs_grid[q[2 * l]], anvil_cold_iq3xxs_grid[q[2 * l + 1]]);
+    }
+}
+
+SIMD_INLINE void simd_iq23_grid_iq2_xs(const uint8_t *blk, int ib, uint64_t g[4]) {
+    const uint8_t *q = blk + offsetof(anvil_block_iq2_xs, qs) + 8 * ib;
+    for (int l = 0; l < 4; ++l) g[l] = simd_iq23_word8(anvil_cold_iq2xs_grid[anvil_rd_u16(q + 2 * l) & 511]);
+}
+
+SIMD_INLINE void simd_iq23_grid_iq2_s(const uint8_t *blk, int ib, uint64_t g[4]) {
+    const uint8_t *q = blk + offsetof(anvil_block_iq2_s, qs) + 4 * ib;
+    const uint32_t qh = blk[offsetof(anvil_block_iq2_s, qh) + ib];
+    for (int l = 0; l < 4; ++l) {
+        g[l] = simd_iq23_word8(anvil_cold_iq2s_grid[q[l] | ((qh << (8 - 2 * l)) & 0x300)]);
+    }
+}
+
+SIMD_INLINE void simd_iq23_grid_iq3_s(const uint8_t *blk, int ib, uint64_t g[4]) {
+    const uint8_t *q = blk + offsetof(anvil_block_iq3_s, qs) + 8 * ib;
+    const uint32_t qh = blk[offsetof(anvil_block_iq3_s, qh) + ib];
+    for (int l = 0; l < 4; ++l) {
+        const int k = 2 * l;
+        g[l] = simd_iq23_word4x2(anvil_cold_iq3s_grid[q[k] | ((qh << (8 - k)) & 256)],
+                                 anvil_cold_iq3s_grid[q[k + 1] | ((qh << (7 - k)) & 256)]);
+    }
+}
+
 /* IQ2_XXS: qs[8 ib .. 8 ib + 3] lattice indices, then u32 meta: four
  * 7-bit sign indices, 4-bit s (scale 2 s + 1). */
 SIMD_INLINE void simd_iq23_iq2_xxs(const uint8_t *blk, int ib, simd_iq23_sub *u) {
     const uint8_t *q = blk + offsetof(anvil_block_iq2_xxs, qs) + 8 * ib;
     const uint32_t meta = anvil_rd_u32(q + 4);
-    for (int l = 0; l < 4; ++l) u->g[l] = simd_iq23_word8(anvil_cold_iq2xxs_grid[q[l]]);
+    simd_iq23_grid_iq2_xxs(blk, ib, u->g);
     u->signs = simd_iq23_ksigns4(meta);
     const uint32_t ls = 2 * (meta >> 28) + 1;
     u->scales = simd_iq23_scale2(ls, ls);
@@ -85,11 +121,8 @@ SIMD_INLINE void simd_iq23_iq2_xxs(const uint8_t *blk, int ib, simd_iq23_sub *u)
 /* IQ3_XXS: qs[8 ib .. 8 ib + 7] lattice indices (4 elements each), the
  * sub-block's u32 meta after the 64 index bytes. */
 SIMD_INLINE void simd_iq23_iq3_xxs(const uint8_t *blk, int ib, simd_iq23_sub *u) {
-    const uint8_t *q = blk + offsetof(anvil_block_iq3_xxs, qs) + 8 * ib;
     const uint32_t meta = anvil_rd_u32(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4 + 4 * ib);
-    for (int l = 0; l < 4; ++l) {
-        u->g[l] = simd_iq23_word4x2(anvil_cold_iq3xxs_grid[q[2 * l]], anvil_cold_iq3xxs_grid[q[2 * l + 1]]);
-    }
+    simd_iq23_grid_iq3_xxs(blk, ib, u->g);
     u->signs = simd_iq23_ksigns4(meta);
     const uint32_t ls = 2 * (meta >> 28) + 1;
     u->scales = simd_iq23_scale2(ls, ls);
@@ -100,11 +133,8 @@ SIMD_INLINE void simd_iq23_iq3_xxs(const uint8_t *blk, int ib, simd_iq23_sub *u)
 SIMD_INLINE void simd_iq23_iq2_xs(const uint8_t *blk, int ib, simd_iq23_sub *u) {
     const uint8_t *q = blk + offsetof(anvil_block_iq2_xs, qs) + 8 * ib;
     uint32_t signs = 0;
-    for (int l = 0; l < 4; ++l) {
-        const uint32_t v = anvil_rd_u16(q + 2 * l);
-        u->g[l] = simd_iq23_word8(anvil_cold_iq2xs_grid[v & 511]);
-        signs |= (uint32_t)anvil_cold_ksigns[v >> 9] << (8 * l);
-    }
+    simd_iq23_grid_iq2_xs(blk, ib, u->g);
+    for (int l = 0; l < 4; ++l) signs |= (uint32_t)anvil_cold_ksigns[anvil_rd_u16(q + 2 * l) >> 9] << (8 * l);
     u->signs = signs;
     const uint32_t sc = blk[offsetof(anvil_block_iq2_xs, scales) + ib];
     u->scales = simd_iq23_scale2(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
@@ -114,10 +144,7 @@ SIMD_INLINE void simd_iq23_iq2_xs(const uint8_t *blk, int ib, simd_iq23_sub *u) 
  * after the 32 index bytes, two 4-bit sub-scales. */
 SIMD_INLINE void simd_iq23_iq2_s(const uint8_t *blk, int ib, simd_iq23_sub *u) {
     const uint8_t *q = blk + offsetof(anvil_block_iq2_s, qs) + 4 * ib;
-    const uint32_t qh = blk[offsetof(anvil_block_iq2_s, qh) + ib];
-    for (int l = 0; l < 4; ++l) {
-        u->g[l] = simd_iq23_word8(anvil_cold_iq2s_grid[q[l] | ((qh << (8 - 2 * l)) & 0x300)]);
-    }
+    simd_iq23_grid_iq2_s(blk, ib, u->g);
     u->signs = anvil_rd_u32(q + ANVIL_QK_K / 8);
     const uint32_t sc = blk[offsetof(anvil_block_iq2_s, scales) + ib];
     u->scales = simd_iq23_scale2(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
@@ -126,13 +153,7 @@ SIMD_INLINE void simd_iq23_iq2_s(const uint8_t *blk, int ib, simd_iq23_sub *u) {
 /* IQ3_S: 9-bit index (qs byte | bit k of qh[ib] << 8) per 4 elements, raw
  * sign bytes, a 4-bit sub-scale s per sub-block (scale 2 s + 1). */
 SIMD_INLINE void simd_iq23_iq3_s(const uint8_t *blk, int ib, simd_iq23_sub *u) {
-    const uint8_t *q = blk + offsetof(anvil_block_iq3_s, qs) + 8 * ib;
-    const uint32_t qh = blk[offsetof(anvil_block_iq3_s, qh) + ib];
-    for (int l = 0; l < 4; ++l) {
-        const int k = 2 * l;
-        u->g[l] = simd_iq23_word4x2(anvil_cold_iq3s_grid[q[k] | ((qh << (8 - k)) & 256)],
-                                    anvil_cold_iq3s_grid[q[k + 1] | ((qh << (7 - k)) & 256)]);
-    }
+    simd_iq23_grid_iq3_s(blk, ib, u->g);
     u->signs = anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, signs) + 4 * ib);
     const uint32_t ls = 2 * ((blk[offsetof(anvil_block_iq3_s, scales) + ib / 2] >> (4 * (ib % 2))) & 15) + 1;
     u->scales = simd_iq23_scale2(ls, ls);
