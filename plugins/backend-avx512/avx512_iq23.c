@@ -22,8 +22,71 @@
 #include "ref/cold.h"
 #include "simd_iq23.h"
 
-typedef void (*iq23_grid_fn)(const uint8_t *blk, int ib, uint64_t g[4]);
+typedef void (*iq23_grid_fn)(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]);
 typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
+typedef void (*iq23_index_fn)(const uint8_t *blk, uint16_t idx[64]);
+
+/* ---- lattice indices ------------------------------------------------------------
+ * IQ2_S and IQ3_S take bits of qh into each index: computed for a whole
+ * super-block in vectors, stored, and read back by the scalar codebook
+ * loads. The other formats read theirs from the block. */
+
+AVX512_INLINE void iq23_index_none(const uint8_t *blk, uint16_t idx[64]) {
+    (void)blk;
+    (void)idx;
+}
+
+/* IQ3_S: index i = qs[i] | bit i of the 64-bit qh << 8. */
+AVX512_INLINE void iq23_index_iq3_s(const uint8_t *blk, uint16_t idx[64]) {
+    const uint8_t *qs = blk + offsetof(anvil_block_iq3_s, qs);
+    uint64_t qh;
+    memcpy(&qh, blk + offsetof(anvil_block_iq3_s, qh), sizeof qh);
+    const __m512i bit8 = _mm512_set1_epi16(256);
+    for (int k = 0; k < 2; ++k) {
+        const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(qs + 32 * k));
+        _mm512_storeu_si512(idx + 32 * k,
+                            _mm512_mask_mov_epi16(q, (__mmask32)(qh >> (32 * k)), _mm512_or_si512(q, bit8)));
+    }
+}
+
+/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8. */
+AVX512_INLINE void iq23_index_iq2_s(const uint8_t *blk, uint16_t idx[64]) {
+    static const uint16_t sel[32] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                      4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 };
+    static const uint16_t shift[32] = { 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6,
+                                        0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6 };
+    uint64_t qh;
+    memcpy(&qh, blk + offsetof(anvil_block_iq2_s, qh), sizeof qh);
+    const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(blk + offsetof(anvil_block_iq2_s, qs)));
+    const __m512i h =
+        _mm512_permutexvar_epi16(avx512_load(sel), _mm512_cvtepu8_epi16(_mm256_set_epi64x(0, 0, 0, (long long)qh)));
+    const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(h, avx512_load(shift)), _mm512_set1_epi16(3));
+    _mm512_storeu_si512(idx, _mm512_or_si512(q, _mm512_slli_epi16(bits, 8)));
+}
+
+AVX512_INLINE void iq23_grid_iq2_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq2_xxs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq3_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq3_xxs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq2_xs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq2_xs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq2_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)blk;
+    simd_iq23_grid_iq2_s_idx(idx, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq3_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)blk;
+    simd_iq23_grid_iq3_s_idx(idx, ib, g);
+}
+#define iq23_index_iq2_xxs iq23_index_none
+#define iq23_index_iq3_xxs iq23_index_none
+#define iq23_index_iq2_xs iq23_index_none
 
 /* ---- signs and sub-scales of a super-block, in vectors ------------------------
  * meta(blk): qword ib = the 4 sign bytes of sub-block ib (bytes 0..3, bit j
@@ -133,7 +196,8 @@ AVX512_INLINE __m512i iq23_part(__m512i acc, const uint64_t *g0, const uint64_t 
 }
 
 AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                             simd_pf *pf, iq23_grid_fn grid, iq23_meta_fn metaf, const size_t bb, const float final) {
+                             simd_pf *pf, iq23_grid_fn grid, iq23_meta_fn metaf, iq23_index_fn indexf,
+                             const size_t bb, const float final) {
     const iq23_consts c = iq23_make_consts();
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
@@ -144,11 +208,13 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
         AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m512i meta = metaf(wr);
+            uint16_t idx[64] __attribute__((aligned(64)));
+            indexf(wr, idx);
             __m512i s = _mm512_setzero_si512();
             for (int h = 0; h < 4; ++h) {
                 uint64_t g0[4], g1[4];
-                grid(wr, 2 * h, g0);
-                grid(wr, 2 * h + 1, g1);
+                grid(wr, idx, 2 * h, g0);
+                grid(wr, idx, 2 * h + 1, g1);
                 s = iq23_part(s, g0, g1, meta, h, qa[h], &c);
             }
             m[r] = s;
@@ -163,8 +229,8 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 #define IQ23_FORMAT(fmt, FMT)                                                                                      \
     AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
                                   simd_pf *pf) {                                                                   \
-        iq23_rows(nb, w, ws, a, y, R, pf, simd_iq23_grid_##fmt, iq23_meta_##fmt, sizeof(anvil_block_##fmt),        \
-                  SIMD_IQ23_FINAL_##FMT);                                                                          \
+        iq23_rows(nb, w, ws, a, y, R, pf, iq23_grid_##fmt, iq23_meta_##fmt, iq23_index_##fmt,                      \
+                  sizeof(anvil_block_##fmt), SIMD_IQ23_FINAL_##FMT);                                               \
     }                                                                                                              \
     SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                  \
     AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \

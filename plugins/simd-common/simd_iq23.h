@@ -107,6 +107,19 @@ SIMD_INLINE void simd_iq23_grid_iq3_s(const uint8_t *blk, int ib, uint64_t g[4])
     }
 }
 
+/* IQ2_S and IQ3_S from their lattice indices, precomputed (idx[4 ib + l],
+ * resp. idx[8 ib + k]; each below the table size). */
+SIMD_INLINE void simd_iq23_grid_iq2_s_idx(const uint16_t *idx, int ib, uint64_t g[4]) {
+    for (int l = 0; l < 4; ++l) g[l] = simd_iq23_word8(anvil_cold_iq2s_grid[idx[4 * ib + l] & 1023]);
+}
+
+SIMD_INLINE void simd_iq23_grid_iq3_s_idx(const uint16_t *idx, int ib, uint64_t g[4]) {
+    for (int l = 0; l < 4; ++l) {
+        g[l] = simd_iq23_word4x2(anvil_cold_iq3s_grid[idx[8 * ib + 2 * l] & 511],
+                                 anvil_cold_iq3s_grid[idx[8 * ib + 2 * l + 1] & 511]);
+    }
+}
+
 /* IQ2_XXS: qs[8 ib .. 8 ib + 3] lattice indices, then u32 meta: four
  * 7-bit sign indices, 4-bit s (scale 2 s + 1). */
 SIMD_INLINE void simd_iq23_iq2_xxs(const uint8_t *blk, int ib, simd_iq23_sub *u) {
