@@ -22,6 +22,30 @@
 #include "ref/cold.h"
 #include "simd_iq23.h"
 
+/* Zero extensions SIMDe 0.7.4 lacks (emulated build): lane by lane, from
+ * their Intel definitions. */
+#if AVX512_EMULATED
+#define IQ23_MASK32 simde__mmask32
+static inline __m512i iq23_cvtepu32_epi64(__m256i v) {
+    uint32_t in[8];
+    uint64_t out[8];
+    memcpy(in, &v, sizeof in);
+    for (int i = 0; i < 8; ++i) out[i] = in[i];
+    return _mm512_loadu_si512(out);
+}
+static inline __m512i iq23_cvtepu8_epi64(__m128i v) {
+    uint8_t in[16];
+    uint64_t out[8];
+    memcpy(in, &v, sizeof in);
+    for (int i = 0; i < 8; ++i) out[i] = in[i];
+    return _mm512_loadu_si512(out);
+}
+#else
+#define IQ23_MASK32 __mmask32
+#define iq23_cvtepu32_epi64 _mm512_cvtepu32_epi64
+#define iq23_cvtepu8_epi64 _mm512_cvtepu8_epi64
+#endif
+
 typedef void (*iq23_grid_fn)(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]);
 typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
 typedef void (*iq23_index_fn)(const uint8_t *blk, uint16_t idx[64]);
@@ -45,7 +69,7 @@ AVX512_INLINE void iq23_index_iq3_s(const uint8_t *blk, uint16_t idx[64]) {
     for (int k = 0; k < 2; ++k) {
         const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(qs + 32 * k));
         _mm512_storeu_si512(idx + 32 * k,
-                            _mm512_mask_mov_epi16(q, (__mmask32)(qh >> (32 * k)), _mm512_or_si512(q, bit8)));
+                            _mm512_mask_mov_epi16(q, (IQ23_MASK32)(qh >> (32 * k)), _mm512_or_si512(q, bit8)));
     }
 }
 
@@ -128,12 +152,12 @@ AVX512_INLINE __m512i iq23_meta_xxs(__m512i m) {
 
 /* Two 4-bit sub-scales per byte (IQ2_XS, IQ2_S): 8 bytes at p. */
 AVX512_INLINE __m512i iq23_scales_nibble_pairs(const uint8_t *p) {
-    const __m512i sc = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)p));
+    const __m512i sc = iq23_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)p));
     return iq23_scale_words(_mm512_and_si512(sc, iq23_set1(15)), _mm512_srli_epi64(sc, 4));
 }
 
 /* Raw sign bytes (IQ2_S, IQ3_S): 32 bytes at p. */
-AVX512_INLINE __m512i iq23_raw_signs(const uint8_t *p) { return _mm512_cvtepu32_epi64(avx512_load256(p)); }
+AVX512_INLINE __m512i iq23_raw_signs(const uint8_t *p) { return iq23_cvtepu32_epi64(avx512_load256(p)); }
 
 AVX512_INLINE __m512i iq23_meta_iq2_xxs(const uint8_t *blk) {
     return iq23_meta_xxs(_mm512_srli_epi64(avx512_load(blk + offsetof(anvil_block_iq2_xxs, qs)), 32));
@@ -141,7 +165,7 @@ AVX512_INLINE __m512i iq23_meta_iq2_xxs(const uint8_t *blk) {
 
 AVX512_INLINE __m512i iq23_meta_iq3_xxs(const uint8_t *blk) {
     return iq23_meta_xxs(
-        _mm512_cvtepu32_epi64(avx512_load256(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4)));
+        iq23_cvtepu32_epi64(avx512_load256(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4)));
 }
 
 AVX512_INLINE __m512i iq23_meta_iq2_xs(const uint8_t *blk) {
