@@ -15,7 +15,10 @@
     extern const anvil_kernel *const anvil_avx512_kernels_kquants_##sfx[];   \
     extern const anvil_kernel *const anvil_avx512_kernels_ternary_##sfx[];   \
     extern const anvil_kernel *const anvil_avx512_kernels_cold_##sfx[];      \
-    extern const anvil_kernel *const anvil_avx512_kernels_ptqtp_##sfx[];
+    extern const anvil_kernel *const anvil_avx512_kernels_ptqtp_##sfx[];     \
+    extern const anvil_kernel *const anvil_avx512_kernels_lowbit_##sfx[];    \
+    extern const anvil_kernel *const anvil_avx512_kernels_iq1_##sfx[];       \
+    extern const anvil_kernel *const anvil_avx512_kernels_iq23_##sfx[];
 
 AVX512_DECLARE_TABLES(base)
 AVX512_DECLARE_TABLES(vnni)

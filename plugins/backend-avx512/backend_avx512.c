@@ -99,13 +99,14 @@ static const anvil_backend *const backends[] = { &backend };
     {                                                                                                                \
         anvil_avx512_quantizers_##sfx, {                                                                             \
             anvil_avx512_kernels_q8_0_##sfx, anvil_avx512_kernels_kquants_##sfx, anvil_avx512_kernels_ternary_##sfx, \
-                anvil_avx512_kernels_q4_q5_##sfx, anvil_avx512_kernels_cold_##sfx, anvil_avx512_kernels_ptqtp_##sfx  \
+                anvil_avx512_kernels_q4_q5_##sfx, anvil_avx512_kernels_cold_##sfx, anvil_avx512_kernels_ptqtp_##sfx, \
+                anvil_avx512_kernels_lowbit_##sfx, anvil_avx512_kernels_iq1_##sfx, anvil_avx512_kernels_iq23_##sfx   \
         }                                                                                                            \
     }
 
 static const struct {
     const anvil_act_quantizer *const *quantizers;
-    const anvil_kernel *const *kernels[6];
+    const anvil_kernel *const *kernels[9];
 } variants[2] = { TABLES(base), TABLES(vnni) };
 
 static int avx512_init(const anvil_host_services *host, char *err, size_t err_size) {

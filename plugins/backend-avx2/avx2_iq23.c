@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* backend-avx2: the IQ2/IQ3 lattice formats against Q8_K (IQ2_XXS,
+ * IQ3_XXS, IQ2_XS, IQ2_S, IQ3_S), vec_dot and the row passes; rows decode
+ * through the scalar referee's decoders (plugins/ref/cold_grid.c).
+ *
+ * Per ymm, one 32-element sub-block of one row:
+ *  - magnitudes: four 8-byte codebook words read with scalar loads and
+ *    inserted into the vector (simd_iq23.h), no gather;
+ *  - signs and sub-scales: per row and super-block, two ymm hold every
+ *    sub-block's sign bytes (ksigns computed: index | parity << 7 by two
+ *    vpshufb) and int16 sub-scales; per sub-block a vpermd and vpshufb,
+ *    vpand, vpcmpeqb spread the 32 sign bits to a byte mask, applied to
+ *    the activations (vpsignb by -1 / +1), so the magnitudes stay u8;
+ *  - vpmaddubsw (pairs <= 15748, exact) then vpmaddwd by the int16
+ *    sub-scale of each 16 elements, into int32: the reference's
+ *    sum_ib ls_ib * sumi_ib, exact, in any grouping.
+ * Each row's int32 is reduced to one lane (avx2_reduce) and carried
+ * through the reference's float steps, sumf += (fp16(d) * a.d) *
+ * (float)bsum, then the format's final factor: bit-identical to
+ * plugins/ref.
+ */
+#include "avx2_common.h"
+#include "avx2_kernels.h"
+#include "ref/cold.h"
+#include "simd_iq23.h"
+
+typedef void (*iq23_grid_fn)(const uint8_t *blk, int ib, uint64_t g[4]);
+typedef void (*iq23_meta_fn)(const uint8_t *blk, __m256i meta[2]);
+
+/* ---- signs and sub-scales of a super-block, in vectors ------------------------
+ * meta(blk): qword ib % 4 of meta[ib / 4] = the 4 sign bytes of sub-block
+ * ib (bytes 0..3, bit j of byte l: element 8 l + j negated), then the
+ * int16 sub-scales of its elements 0..15 (bytes 4, 5) and 16..31 (6, 7). */
+
+AVX2_INLINE __m256i iq23_set1(uint64_t v) { return _mm256_set1_epi64x((long long)v); }
+
+/* x | parity(x) << 7 per byte (x < 128): ksigns[x], computed. */
+AVX2_INLINE __m256i iq23_ksigns(__m256i x) {
+    const __m256i ptab =
+        _mm256_broadcastsi128_si256(_mm_setr_epi8(0, (char)0x80, (char)0x80, 0, (char)0x80, 0, 0, (char)0x80,
+                                                  (char)0x80, 0, 0, (char)0x80, 0, (char)0x80, (char)0x80, 0));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i p = _mm256_xor_si256(_mm256_shuffle_epi8(ptab, _mm256_and_si256(x, m4)),
+                                       _mm256_shuffle_epi8(ptab, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4)));
+    return _mm256_or_si256(x, p);
+}
+
+/* Sub-scales lo, hi (qword lanes, < 16) -> 2 lo + 1, 2 hi + 1 at words 2, 3. */
+AVX2_INLINE __m256i iq23_scale_words(__m256i lo, __m256i hi) {
+    const __m256i one = iq23_set1(1);
+    const __m256i l = _mm256_or_si256(_mm256_slli_epi64(lo, 1), one),
+                  h = _mm256_or_si256(_mm256_slli_epi64(hi, 1), one);
+    return _mm256_or_si256(_mm256_slli_epi64(l, 32), _mm256_slli_epi64(h, 48));
+}
+
+/* From the IQ2_XXS / IQ3_XXS u32 (four 7-bit sign indices, 4-bit scale) in
+ * the low half of each qword. */
+AVX2_INLINE __m256i iq23_meta_xxs(__m256i m) {
+    const __m256i x =
+        _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(m, iq23_set1(0x7F)),
+                                        _mm256_and_si256(_mm256_slli_epi64(m, 1), iq23_set1(0x7F00))),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi64(m, 2), iq23_set1(0x7F0000)),
+                                        _mm256_and_si256(_mm256_slli_epi64(m, 3), iq23_set1(0x7F000000))));
+    const __m256i s = _mm256_srli_epi64(m, 28);
+    return _mm256_or_si256(iq23_ksigns(x), iq23_scale_words(s, s));
+}
+
+/* Two 4-bit sub-scales per byte (IQ2_XS, IQ2_S): 4 bytes at p. */
+AVX2_INLINE __m256i iq23_scales_nibble_pairs(const uint8_t *p) {
+    const __m256i sc = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)anvil_rd_u32(p)));
+    return iq23_scale_words(_mm256_and_si256(sc, iq23_set1(15)), _mm256_srli_epi64(sc, 4));
+}
+
+/* Raw sign bytes (IQ2_S, IQ3_S): 16 bytes at p. */
+AVX2_INLINE __m256i iq23_raw_signs(const uint8_t *p) { return _mm256_cvtepu32_epi64(avx2_load128(p)); }
+
+AVX2_INLINE void iq23_meta_iq2_xxs(const uint8_t *blk, __m256i meta[2]) {
+    for (int k = 0; k < 2; ++k) {
+        meta[k] = iq23_meta_xxs(_mm256_srli_epi64(avx2_load(blk + offsetof(anvil_block_iq2_xxs, qs) + 32 * k), 32));
+    }
+}
+
+AVX2_INLINE void iq23_meta_iq3_xxs(const uint8_t *blk, __m256i meta[2]) {
+    for (int k = 0; k < 2; ++k) {
+        meta[k] = iq23_meta_xxs(
+            _mm256_cvtepu32_epi64(avx2_load128(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4 + 16 * k)));
+    }
+}
+
+AVX2_INLINE void iq23_meta_iq2_xs(const uint8_t *blk, __m256i meta[2]) {
+    const __m256i pack =
+        _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 2, 4, 6, -1, -1, -1, -1, 8, 10, 12, 14, -1, -1, -1, -1));
+    for (int k = 0; k < 2; ++k) {
+        /* sign index = u16 >> 9: the low byte of each word, gathered to bytes 0..3 of the qword */
+        const __m256i idx = _mm256_srli_epi16(avx2_load(blk + offsetof(anvil_block_iq2_xs, qs) + 32 * k), 9);
+        meta[k] = _mm256_or_si256(iq23_ksigns(_mm256_shuffle_epi8(idx, pack)),
+                                  iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_xs, scales) + 4 * k));
+    }
+}
+
+AVX2_INLINE void iq23_meta_iq2_s(const uint8_t *blk, __m256i meta[2]) {
+    for (int k = 0; k < 2; ++k) {
+        meta[k] = _mm256_or_si256(iq23_raw_signs(blk + offsetof(anvil_block_iq2_s, qs) + ANVIL_QK_K / 8 + 16 * k),
+                                  iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_s, scales) + 4 * k));
+    }
+}
+
+AVX2_INLINE void iq23_meta_iq3_s(const uint8_t *blk, __m256i meta[2]) {
+    const __m256i all = iq23_set1(anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, scales)));
+    for (int k = 0; k < 2; ++k) {
+        const __m256i sh = _mm256_set_epi64x(16 * k + 12, 16 * k + 8, 16 * k + 4, 16 * k);
+        const __m256i sc = _mm256_and_si256(_mm256_srlv_epi64(all, sh), iq23_set1(15));
+        meta[k] = _mm256_or_si256(iq23_raw_signs(blk + offsetof(anvil_block_iq3_s, signs) + 16 * k),
+                                  iq23_scale_words(sc, sc));
+    }
+}
+
+typedef struct iq23_consts {
+    __m256i spread; /* lane k: sign bytes 2 k, 2 k + 1, each 8 times */
+    __m256i bit;    /* byte j: 1 << (j % 8) */
+    __m256i scale;  /* lane k: word 2 + k, 8 times */
+    __m256i one;
+} iq23_consts;
+
+AVX2_INLINE iq23_consts iq23_make_consts(void) {
+    iq23_consts c;
+    c.spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    c.bit = iq23_set1(0x8040201008040201ULL);
+    c.scale = _mm256_set_epi64x(0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504);
+    c.one = _mm256_set1_epi8(1);
+    return c;
+}
+
+/* acc + the weighted dot of sub-block ib (magnitudes g, its meta qword
+ * at index q of meta) with activations qa. */
+AVX2_INLINE __m256i iq23_part(__m256i acc, const uint64_t *g, __m256i meta, int q, __m256i qa, const iq23_consts *c) {
+    const __m256i gv = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
+    const __m256i mq = _mm256_permutevar8x32_epi32(
+        meta, _mm256_set_epi32(2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q, 2 * q + 1, 2 * q));
+    const __m256i s = _mm256_shuffle_epi8(mq, c->spread);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(s, c->bit), c->bit);
+    const __m256i ys = _mm256_sign_epi8(qa, _mm256_or_si256(neg, c->one));
+    const __m256i sc = _mm256_shuffle_epi8(mq, c->scale);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(gv, ys), sc));
+}
+
+AVX2_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                           simd_pf *pf, iq23_grid_fn grid, iq23_meta_fn metaf, const size_t bb, const float final) {
+    const iq23_consts c = iq23_make_consts();
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
+        simd_pf_block(pf, b, bb, ws, R);
+        __m256i m[8];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t *wr = w + (size_t)r * ws;
+            __m256i meta[2];
+            metaf(wr, meta);
+            __m256i s = _mm256_setzero_si256();
+            for (int ib = 0; ib < 8; ++ib) {
+                uint64_t g[4];
+                grid(wr, ib, g);
+                s = iq23_part(s, g, meta[ib / 4], ib % 4, avx2_load(a + SIMD_IQ23_Q8K_QS + 32 * ib), &c);
+            }
+            m[r] = s;
+        }
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a + SIMD_IQ23_Q8K_D)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx2_reduce(m, R))));
+    }
+    if (final != 1.0f) acc = _mm256_mul_ps(_mm256_set1_ps(final), acc);
+    avx2_store_rows(y, acc, R);
+}
+
+#define IQ23_FORMAT(fmt, FMT)                                                                                    \
+    AVX2_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
+                                simd_pf *pf) {                                                                   \
+        iq23_rows(nb, w, ws, a, y, R, pf, simd_iq23_grid_##fmt, iq23_meta_##fmt, sizeof(anvil_block_##fmt),      \
+                  SIMD_IQ23_FINAL_##FMT);                                                                        \
+    }                                                                                                            \
+    SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                \
+    AVX2_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, "avx2", fmt##_vec_dot, fmt##_gemv, fmt##_gemm,  \
+                anvil_ref_decode_##fmt);
+
+IQ23_FORMAT(iq2_xxs, IQ2_XXS)
+IQ23_FORMAT(iq3_xxs, IQ3_XXS)
+IQ23_FORMAT(iq2_xs, IQ2_XS)
+IQ23_FORMAT(iq2_s, IQ2_S)
+IQ23_FORMAT(iq3_s, IQ3_S)
+
+const anvil_kernel *const anvil_avx2_kernels_iq23[] = {
+    &kernel_iq2_xxs, &kernel_iq3_xxs, &kernel_iq2_xs, &kernel_iq2_s, &kernel_iq3_s, NULL,
+};

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* backend-avx512: the IQ2/IQ3 lattice formats against Q8_K (IQ2_XXS,
+ * IQ3_XXS, IQ2_XS, IQ2_S, IQ3_S), vec_dot and the row passes; rows decode
+ * through the scalar referee's decoders (plugins/ref/cold_grid.c).
+ *
+ * Per zmm, 64 elements (two sub-blocks) of one row:
+ *  - magnitudes: eight 8-byte codebook words read with scalar loads and
+ *    inserted into the vector (simd_iq23.h), no gather;
+ *  - signs: the 64 sign bits are a k-mask, and the activations are negated
+ *    under it (vpsubb with mask) - the unsigned magnitudes stay u8;
+ *  - vpmaddubsw (pairs <= 15748, exact) then vpmaddwd by the int16
+ *    sub-scale of each 16 elements, into int32: the reference's
+ *    sum_ib ls_ib * sumi_ib, exact, in any grouping.
+ * The activations are loaded once per super-block for all R rows; each
+ * row's int32 is reduced to one lane (avx512_reduce) and carried through
+ * the reference's float steps, sumf += (fp16(d) * a.d) * (float)bsum, then
+ * the format's final factor: bit-identical to plugins/ref. Both variants
+ * run the same code (no vpdpbusd: the sub-scales ride on vpmaddwd).
+ */
+#include "avx512_common.h"
+#include "avx512_kernels.h"
+#include "ref/cold.h"
+#include "simd_iq23.h"
+
+/* Zero extensions SIMDe 0.7.4 lacks (emulated build): lane by lane, from
+ * their Intel definitions. */
+#if AVX512_EMULATED
+#define IQ23_MASK32 simde__mmask32
+static inline __m512i iq23_cvtepu32_epi64(__m256i v) {
+    uint32_t in[8];
+    uint64_t out[8];
+    memcpy(in, &v, sizeof in);
+    for (int i = 0; i < 8; ++i) out[i] = in[i];
+    return _mm512_loadu_si512(out);
+}
+static inline __m512i iq23_cvtepu8_epi64(__m128i v) {
+    uint8_t in[16];
+    uint64_t out[8];
+    memcpy(in, &v, sizeof in);
+    for (int i = 0; i < 8; ++i) out[i] = in[i];
+    return _mm512_loadu_si512(out);
+}
+#else
+#define IQ23_MASK32 __mmask32
+#define iq23_cvtepu32_epi64 _mm512_cvtepu32_epi64
+#define iq23_cvtepu8_epi64 _mm512_cvtepu8_epi64
+#endif
+
+typedef void (*iq23_grid_fn)(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]);
+typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
+typedef void (*iq23_index_fn)(const uint8_t *blk, uint16_t idx[64]);
+
+/* ---- lattice indices ------------------------------------------------------------
+ * IQ2_S and IQ3_S take bits of qh into each index: computed for a whole
+ * super-block in vectors, stored, and read back by the scalar codebook
+ * loads. The other formats read theirs from the block. */
+
+AVX512_INLINE void iq23_index_none(const uint8_t *blk, uint16_t idx[64]) {
+    (void)blk;
+    (void)idx;
+}
+
+/* IQ3_S: index i = qs[i] | bit i of the 64-bit qh << 8. */
+AVX512_INLINE void iq23_index_iq3_s(const uint8_t *blk, uint16_t idx[64]) {
+    const uint8_t *qs = blk + offsetof(anvil_block_iq3_s, qs);
+    uint64_t qh;
+    memcpy(&qh, blk + offsetof(anvil_block_iq3_s, qh), sizeof qh);
+    const __m512i bit8 = _mm512_set1_epi16(256);
+    for (int k = 0; k < 2; ++k) {
+        const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(qs + 32 * k));
+        _mm512_storeu_si512(idx + 32 * k,
+                            _mm512_mask_mov_epi16(q, (IQ23_MASK32)(qh >> (32 * k)), _mm512_or_si512(q, bit8)));
+    }
+}
+
+/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8. */
+AVX512_INLINE void iq23_index_iq2_s(const uint8_t *blk, uint16_t idx[64]) {
+    static const uint16_t sel[32] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                      4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 };
+    static const uint16_t shift[32] = { 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6,
+                                        0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6 };
+    uint64_t qh;
+    memcpy(&qh, blk + offsetof(anvil_block_iq2_s, qh), sizeof qh);
+    const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(blk + offsetof(anvil_block_iq2_s, qs)));
+    const __m512i h =
+        _mm512_permutexvar_epi16(avx512_load(sel), _mm512_cvtepu8_epi16(_mm256_set_epi64x(0, 0, 0, (long long)qh)));
+    const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(h, avx512_load(shift)), _mm512_set1_epi16(3));
+    _mm512_storeu_si512(idx, _mm512_or_si512(q, _mm512_slli_epi16(bits, 8)));
+}
+
+AVX512_INLINE void iq23_grid_iq2_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq2_xxs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq3_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq3_xxs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq2_xs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)idx;
+    simd_iq23_grid_iq2_xs(blk, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq2_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)blk;
+    simd_iq23_grid_iq2_s_idx(idx, ib, g);
+}
+AVX512_INLINE void iq23_grid_iq3_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
+    (void)blk;
+    simd_iq23_grid_iq3_s_idx(idx, ib, g);
+}
+#define iq23_index_iq2_xxs iq23_index_none
+#define iq23_index_iq3_xxs iq23_index_none
+#define iq23_index_iq2_xs iq23_index_none
+
+/* ---- signs and sub-scales of a super-block, in vectors ------------------------
+ * meta(blk): qword ib = the 4 sign bytes of sub-block ib (bytes 0..3, bit j
+ * of byte l: element 8 l + j negated), then the int16 sub-scales of its
+ * elements 0..15 (bytes 4, 5) and 16..31 (bytes 6, 7). */
+
+AVX512_INLINE __m512i iq23_set1(uint64_t v) { return _mm512_set1_epi64((long long)v); }
+
+/* x | parity(x) << 7 per byte (x < 128): ksigns[x], computed. */
+AVX512_INLINE __m512i iq23_ksigns(__m512i x) {
+    const __m512i ptab =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, (char)0x80, (char)0x80, 0, (char)0x80, 0, 0, (char)0x80, (char)0x80,
+                                             0, 0, (char)0x80, 0, (char)0x80, (char)0x80, 0));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i p = _mm512_xor_si512(_mm512_shuffle_epi8(ptab, _mm512_and_si512(x, m4)),
+                                       _mm512_shuffle_epi8(ptab, _mm512_and_si512(_mm512_srli_epi16(x, 4), m4)));
+    return _mm512_or_si512(x, p);
+}
+
+/* Sub-scales lo, hi (qword lanes, < 16) -> 2 lo + 1, 2 hi + 1 at words 2, 3. */
+AVX512_INLINE __m512i iq23_scale_words(__m512i lo, __m512i hi) {
+    const __m512i one = iq23_set1(1);
+    const __m512i l = _mm512_or_si512(_mm512_slli_epi64(lo, 1), one),
+                  h = _mm512_or_si512(_mm512_slli_epi64(hi, 1), one);
+    return _mm512_or_si512(_mm512_slli_epi64(l, 32), _mm512_slli_epi64(h, 48));
+}
+
+/* From the IQ2_XXS / IQ3_XXS u32 (four 7-bit sign indices, 4-bit scale) in
+ * the low half of qword ib. */
+AVX512_INLINE __m512i iq23_meta_xxs(__m512i m) {
+    const __m512i x =
+        _mm512_or_si512(_mm512_or_si512(_mm512_and_si512(m, iq23_set1(0x7F)),
+                                        _mm512_and_si512(_mm512_slli_epi64(m, 1), iq23_set1(0x7F00))),
+                        _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi64(m, 2), iq23_set1(0x7F0000)),
+                                        _mm512_and_si512(_mm512_slli_epi64(m, 3), iq23_set1(0x7F000000))));
+    const __m512i s = _mm512_srli_epi64(m, 28);
+    return _mm512_or_si512(iq23_ksigns(x), iq23_scale_words(s, s));
+}
+
+/* Two 4-bit sub-scales per byte (IQ2_XS, IQ2_S): 8 bytes at p. */
+AVX512_INLINE __m512i iq23_scales_nibble_pairs(const uint8_t *p) {
+    const __m512i sc = iq23_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)p));
+    return iq23_scale_words(_mm512_and_si512(sc, iq23_set1(15)), _mm512_srli_epi64(sc, 4));
+}
+
+/* Raw sign bytes (IQ2_S, IQ3_S): 32 bytes at p. */
+AVX512_INLINE __m512i iq23_raw_signs(const uint8_t *p) { return iq23_cvtepu32_epi64(avx512_load256(p)); }
+
+AVX512_INLINE __m512i iq23_meta_iq2_xxs(const uint8_t *blk) {
+    return iq23_meta_xxs(_mm512_srli_epi64(avx512_load(blk + offsetof(anvil_block_iq2_xxs, qs)), 32));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq3_xxs(const uint8_t *blk) {
+    return iq23_meta_xxs(
+        iq23_cvtepu32_epi64(avx512_load256(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq2_xs(const uint8_t *blk) {
+    /* sign index = u16 >> 9: the low byte of each word, gathered to bytes 0..3 of the qword */
+    const __m512i idx = _mm512_srli_epi16(avx512_load(blk + offsetof(anvil_block_iq2_xs, qs)), 9);
+    const __m512i packed = _mm512_shuffle_epi8(
+        idx, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, -1, -1, -1, -1, 8, 10, 12, 14, -1, -1, -1, -1)));
+    return _mm512_or_si512(iq23_ksigns(packed), iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_xs, scales)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq2_s(const uint8_t *blk) {
+    return _mm512_or_si512(iq23_raw_signs(blk + offsetof(anvil_block_iq2_s, qs) + ANVIL_QK_K / 8),
+                           iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_s, scales)));
+}
+
+AVX512_INLINE __m512i iq23_meta_iq3_s(const uint8_t *blk) {
+    const __m512i sc =
+        _mm512_and_si512(_mm512_srlv_epi64(iq23_set1(anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, scales))),
+                                           _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0)),
+                         iq23_set1(15));
+    return _mm512_or_si512(iq23_raw_signs(blk + offsetof(anvil_block_iq3_s, signs)), iq23_scale_words(sc, sc));
+}
+
+typedef struct iq23_consts {
+    __m512i spread; /* 128-bit lane k: sign byte k % 2 * 2 + (0, 1), each 8 times */
+    __m512i bit;    /* byte j: 1 << (j % 8) */
+    __m512i scale;  /* 128-bit lane k: word 2 + k % 2, 8 times */
+} iq23_consts;
+
+AVX512_INLINE iq23_consts iq23_make_consts(void) {
+    iq23_consts c;
+    c.spread = _mm512_set_epi64(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0, 0x0303030303030303,
+                                0x0202020202020202, 0x0101010101010101, 0);
+    c.bit = iq23_set1(0x8040201008040201ULL);
+    c.scale = _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504,
+                               0x0706070607060706, 0x0706070607060706, 0x0504050405040504, 0x0504050405040504);
+    return c;
+}
+
+/* acc + the weighted dot of sub-blocks 2h (low 256 bits) and 2h + 1 (high)
+ * with activations qa; meta as above. */
+AVX512_INLINE __m512i iq23_part(__m512i acc, const uint64_t *g0, const uint64_t *g1, __m512i meta, int h, __m512i qa,
+                                const iq23_consts *c) {
+    const __m512i g = _mm512_set_epi64((long long)g1[3], (long long)g1[2], (long long)g1[1], (long long)g1[0],
+                                       (long long)g0[3], (long long)g0[2], (long long)g0[1], (long long)g0[0]);
+    const __m512i mh = _mm512_permutexvar_epi64(
+        _mm512_set_epi64(2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h + 1, 2 * h, 2 * h, 2 * h, 2 * h), meta);
+    const __mmask64 neg = _mm512_test_epi8_mask(_mm512_shuffle_epi8(mh, c->spread), c->bit);
+    const __m512i ys = _mm512_mask_sub_epi8(qa, neg, _mm512_setzero_si512(), qa);
+    const __m512i sc = _mm512_shuffle_epi8(mh, c->scale);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(g, ys), sc));
+}
+
+AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                             simd_pf *pf, iq23_grid_fn grid, iq23_meta_fn metaf, iq23_index_fn indexf,
+                             const size_t bb, const float final) {
+    const iq23_consts c = iq23_make_consts();
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
+        simd_pf_block(pf, b, bb, ws, R);
+        __m512i qa[4];
+        for (int h = 0; h < 4; ++h) qa[h] = avx512_load(a + SIMD_IQ23_Q8K_QS + 64 * h);
+        __m512i m[8];
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
+            const uint8_t *wr = w + (size_t)r * ws;
+            const __m512i meta = metaf(wr);
+            uint16_t idx[64] __attribute__((aligned(64)));
+            indexf(wr, idx);
+            __m512i s = _mm512_setzero_si512();
+            for (int h = 0; h < 4; ++h) {
+                uint64_t g0[4], g1[4];
+                grid(wr, idx, 2 * h, g0);
+                grid(wr, idx, 2 * h + 1, g1);
+                s = iq23_part(s, g0, g1, meta, h, qa[h], &c);
+            }
+            m[r] = s;
+        }
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a + SIMD_IQ23_Q8K_D)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(m, R))));
+    }
+    if (final != 1.0f) acc = _mm256_mul_ps(_mm256_set1_ps(final), acc);
+    avx512_store_rows(y, acc, R);
+}
+
+#define IQ23_FORMAT(fmt, FMT)                                                                                      \
+    AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
+                                  simd_pf *pf) {                                                                   \
+        iq23_rows(nb, w, ws, a, y, R, pf, iq23_grid_##fmt, iq23_meta_##fmt, iq23_index_##fmt,                      \
+                  sizeof(anvil_block_##fmt), SIMD_IQ23_FINAL_##FMT);                                               \
+    }                                                                                                              \
+    SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                  \
+    AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \
+                  anvil_ref_decode_##fmt);
+
+IQ23_FORMAT(iq2_xxs, IQ2_XXS)
+IQ23_FORMAT(iq3_xxs, IQ3_XXS)
+IQ23_FORMAT(iq2_xs, IQ2_XS)
+IQ23_FORMAT(iq2_s, IQ2_S)
+IQ23_FORMAT(iq3_s, IQ3_S)
+
+const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_iq23)[] = {
+    &kernel_iq2_xxs, &kernel_iq3_xxs, &kernel_iq2_xs, &kernel_iq2_s, &kernel_iq3_s, NULL,
+};
