@@ -30,6 +30,21 @@ void crew_stop(crew *c);
 
 double bench_now(void);
 
+/* A comparison's timed passes: a (anvil's) and b (ggml's, or NULL) run in
+ * turn, so both see the same machine state (other load, clock), until
+ * stop(stop_arg, pairs done, seconds so far) says enough or cap pairs ran.
+ * Keeps the fastest pass of each side and, when b ran, each pair's b/a in
+ * ratios[0..done). */
+typedef void (*bench_pass_fn)(void *arg);
+typedef int (*bench_stop_fn)(const void *stop_arg, size_t done, double total);
+typedef struct bench_alt {
+    double best_a, best_b; /* seconds */
+    size_t done;
+} bench_alt;
+
+void bench_alternate(bench_pass_fn a, void *a_arg, bench_pass_fn b, void *b_arg, bench_stop_fn stop,
+                     const void *stop_arg, double *ratios, size_t cap, bench_alt *out);
+
 /* anvil bench --encode: MB/s of f32 source per type against ggml's
  * reference encoder (ggml_quantize_chunk) on the same rows, passes
  * alternating. threads 0: one thread, then every online CPU. */

@@ -82,31 +82,43 @@ typedef struct enc_result {
     int have_ggml, same_bytes;
 } enc_result;
 
+/* One encoder pass of a job over its rows on the crew. */
+typedef struct enc_pass {
+    crew *c;
+    work_fn fn;
+    enc_job *job;
+} enc_pass;
+
+static void run_enc(void *p) {
+    const enc_pass *e = p;
+    crew_run(e->c, e->fn, e->job);
+}
+
+typedef struct enc_stop_arg {
+    const enc_job *job;
+    size_t iters;
+} enc_stop_arg;
+
+/* --iters N passes, else >= 3 and 1.5 s, at most 10 s or 25 passes; a
+ * failed encode stops at once. */
+static int enc_stop(const void *arg, size_t done, double total) {
+    const enc_stop_arg *s = arg;
+    if (s->job->failed) return 1;
+    return s->iters > 0 ? done >= s->iters : (total > 1.5 && done >= 3) || total > 10 || done >= 25;
+}
+
 /* Alternating passes on `threads` threads; returns 0, or 1 after printing why. */
 static int measure_encode(enc_job *a, enc_job *g, unsigned threads, size_t iters, enc_result *res) {
     crew c;
     crew_start(&c, a->ctx, threads);
     const double mb = (double)(a->rows * a->k * sizeof(float)) / 1e6;
-    double ta = 1e30, tg = 1e30, total = 0, ratios[256];
-    size_t done = 0;
-    for (;;) {
-        double t0 = bench_now();
-        crew_run(&c, anvil_rows, a);
-        const double da = bench_now() - t0;
-        double dg = 0;
-        if (g != NULL) {
-            t0 = bench_now();
-            crew_run(&c, ggml_rows_enc, g);
-            dg = bench_now() - t0;
-            if (dg < tg) tg = dg;
-            ratios[done] = dg / da;
-        }
-        if (da < ta) ta = da;
-        total += da + dg;
-        done++;
-        if (a->failed) break;
-        if (iters > 0 ? done >= iters || done >= 256 : (total > 1.5 && done >= 3) || total > 10 || done >= 25) break;
-    }
+    enc_pass pa = { &c, anvil_rows, a }, pg = { &c, ggml_rows_enc, g };
+    const enc_stop_arg st = { a, iters };
+    double ratios[256];
+    bench_alt t;
+    bench_alternate(run_enc, &pa, g != NULL ? run_enc : NULL, &pg, enc_stop, &st, ratios, 256, &t);
+    const double ta = t.best_a, tg = t.best_b;
+    const size_t done = t.done;
     crew_stop(&c);
     if (a->failed) return cli_fail("bench", "encode failed: %s", a->why);
     res->mbps = mb / ta;

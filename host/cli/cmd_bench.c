@@ -213,6 +213,12 @@ static void compare_ggml(result *res, double *ratios, size_t done, const float *
     }
 }
 
+/* --iters N passes, else >= 3 passes and 0.6 s (anvil's and ggml's). */
+static int matvec_stop(const void *arg, size_t done, double total) {
+    const bench_opts *o = arg;
+    return o->iters > 0 ? done >= o->iters : total > 0.6 && done >= 3;
+}
+
 static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows, size_t n, unsigned threads,
                    ggml_oracle *oracle, int have_ggml, result *res, const char **variant, char *skip,
                    size_t skip_size) {
@@ -286,27 +292,11 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     crew cr;
     crew_start(&cr, ctx, o->backend ? 1 : threads);
     ggml_pass gp = { dot, n, rows, row_bytes, w, act, yg, &cr };
-    /* anvil and ggml passes alternate, so both see the same machine state
-     * (other load, clock); best of each and the median per-pass ratio. */
-    double ta = 1e30, tg = 1e30, total = 0, ratios[1000];
-    size_t done = 0;
-    for (;;) {
-        double t0 = bench_now();
-        run_anvil(&ap);
-        const double da = bench_now() - t0;
-        double dg = 0;
-        if (dot != NULL) {
-            t0 = bench_now();
-            run_ggml(&gp);
-            dg = bench_now() - t0;
-            if (dg < tg) tg = dg;
-            ratios[done] = dg / da;
-        }
-        if (da < ta) ta = da;
-        total += da + dg;
-        done++;
-        if (o->iters > 0 ? done >= o->iters || done >= 1000 : (total > 0.6 && done >= 3) || done >= 1000) break;
-    }
+    double ratios[1000];
+    bench_alt timing;
+    bench_alternate(run_anvil, &ap, dot != NULL ? run_ggml : NULL, &gp, matvec_stop, o, ratios, 1000, &timing);
+    const double ta = timing.best_a, tg = timing.best_b;
+    const size_t done = timing.done;
     crew_stop(&cr);
     res->gbps = gb / ta;
     res->gelems = (double)(n * rows) / 1e9 / ta;
