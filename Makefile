@@ -98,7 +98,7 @@ tsan: deps
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DANVIL_FUZZ=ON -DANVIL_BUILD_TESTS=ON -DANVIL_AVX512_EMU=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(FUZZ_TARGETS)
-	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -j$(JOBS) -L fuzz
 
 # backend-neon: cross-built for aarch64, every suite run under qemu-user with
 # and without the dot-product extension (installs its own cross packages).
@@ -111,14 +111,21 @@ format-check: deps
 	scripts/check-format.sh
 	python3 scripts/check-paths.py
 
-test: format-check build oracle
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
-	$(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
-	$(QUALITY_CTEST)
-	$(MAKE) --no-print-directory asan
-	$(MAKE) --no-print-directory tsan
-	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory test-aarch64
+# Each stage says how long it took (scripts/stage.sh): the budget is 35
+# minutes on a fresh 2-core machine, setup included.
+STAGE = scripts/stage.sh
+
+test:
+	@$(STAGE) format-check $(MAKE) --no-print-directory format-check
+	@$(STAGE) setup $(MAKE) --no-print-directory oracle
+	@$(STAGE) build $(MAKE) --no-print-directory build
+	@$(STAGE) ctest ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
+	@$(STAGE) parity $(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
+	@$(STAGE) quality env $(QUALITY_CTEST)
+	@$(STAGE) asan $(MAKE) --no-print-directory asan
+	@$(STAGE) tsan $(MAKE) --no-print-directory tsan
+	@$(STAGE) fuzz $(MAKE) --no-print-directory fuzz
+	@$(STAGE) aarch64 $(MAKE) --no-print-directory test-aarch64
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) build-aarch64

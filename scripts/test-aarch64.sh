@@ -88,11 +88,14 @@ fi
 # The kill/fault-injection loops over split sets test the host's filesystem
 # protocol, not the architecture (and LD_PRELOAD through binfmt is fragile):
 # they run in the native build only.
-EXCLUDE="^(harden_split_atomic)$"
+# The README's examples and the keep/atomic-output loops run the same host
+# code through the CLI on any CPU: about 200 s of qemu time for nothing the
+# native run does not prove.
+EXCLUDE="^(harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples)$"
 if [ $binfmt_ok -eq 1 ]; then
     say "binfmt_misc: aarch64 programs run through $(sed -n 's/^interpreter //p' "$BINFMT/qemu-aarch64")"
 else
-    EXCLUDE="^(test_cli|test_registry|test_third_party|test_config_trust|gguf_cli|safetensors_cli|harden_split_atomic)$"
+    EXCLUDE="^(test_cli|test_registry|test_third_party|test_config_trust|gguf_cli|safetensors_cli|harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples)$"
     say "binfmt_misc unavailable (not root, or no binfmt_misc): skipping the tests that start the CLI: $EXCLUDE"
 fi
 
