@@ -29,7 +29,7 @@
 
 #include "anvil/anvil.h"
 #include "anvil/model.h"
-#include "kld_stats.h"
+#include "model_internal.h"
 #include "llama_oracle.h"
 #include "parity.h"
 #include "read_file.h"
@@ -134,8 +134,8 @@ static anvil_model *an_open(fw_env *e, const char *path, int kv_f16) {
 
 /* KL(P || Q) of two logit rows. */
 static double row_kld(const float *p_logits, const float *q_logits, int n, float *lp, float *lq) {
-    kld_log_softmax(p_logits, n, lp);
-    kld_log_softmax(q_logits, n, lq);
+    mdl_log_softmax(p_logits, n, lp);
+    mdl_log_softmax(q_logits, n, lq);
     double kl = 0.0;
     for (int i = 0; i < n; ++i) kl += exp((double)lp[i]) * ((double)lp[i] - (double)lq[i]);
     return kl;
@@ -314,7 +314,7 @@ static void check_moe(fw_env *e, const char *f16) {
 }
 
 /* llama-perplexity's figures of path (and KLD against base_path) from llama.cpp's own logits. */
-static int ll_perplexity(fw_env *e, const char *path, const char *base_path, kld_summary *s) {
+static int ll_perplexity(fw_env *e, const char *path, const char *base_path, anvil_ppl_result *s) {
     const int n = FW_PPL_CTX, V = e->n_vocab, first = n / 2, n_scored = n - 1 - first;
     void *m = ll_load(e, path, 0), *b = base_path ? ll_load(e, base_path, 0) : NULL;
     void *c = m ? ll_context(e, m, n, 0) : NULL, *cb = b ? ll_context(e, b, n, 0) : NULL;
@@ -322,7 +322,7 @@ static int ll_perplexity(fw_env *e, const char *path, const char *base_path, kld
     float *lp = malloc((size_t)V * sizeof *lp), *lpb = malloc((size_t)V * sizeof *lpb);
     float *klds = malloc((size_t)FW_PPL_CHUNKS * n_scored * sizeof *klds);
     int rc = c && (!base_path || cb) && lg && lgb && lp && lpb && klds ? 0 : -1;
-    kld_acc acc;
+    mdl_acc acc;
     memset(&acc, 0, sizeof acc);
     size_t nk = 0;
     for (int ch = 0; rc == 0 && ch < FW_PPL_CHUNKS; ++ch) {
@@ -333,12 +333,12 @@ static int ll_perplexity(fw_env *e, const char *path, const char *base_path, kld
         if (rc == 0) rc = ll_eval(e, base_path ? cb : c, tok, n, lgb, NULL);
         for (int j = first; rc == 0 && j < n - 1; ++j) {
             const int next = e->tokens[(size_t)ch * n + j + 1];
-            const int tq = kld_log_softmax(lg + (size_t)j * V, V, lp);
-            const int tb = kld_log_softmax(lgb + (size_t)j * V, V, lpb);
-            klds[nk++] = (float)kld_position(&acc, lpb, tb, lp, tq, V, next);
+            const int tq = mdl_log_softmax(lg + (size_t)j * V, V, lp);
+            const int tb = mdl_log_softmax(lgb + (size_t)j * V, V, lpb);
+            klds[nk++] = (float)mdl_kld_position(&acc, lpb, tb, lp, tq, V, next);
         }
     }
-    if (rc == 0) kld_summarize(&acc, klds, nk, s);
+    if (rc == 0) mdl_summarize(&acc, klds, nk, s);
     if (c) e->lo->free_context(c);
     if (cb) e->lo->free_context(cb);
     if (m) e->lo->free_model(m);
@@ -352,7 +352,7 @@ static int ll_perplexity(fw_env *e, const char *path, const char *base_path, kld
 }
 
 static void check_ppl(fw_env *e, const char *label, const char *path, const char *base_path) {
-    kld_summary ls;
+    anvil_ppl_result ls;
     memset(&ls, 0, sizeof ls);
     const int ll_ok = ll_perplexity(e, path, base_path, &ls) == 0;
     anvil_model *am = an_open(e, path, 1), *ab = base_path ? an_open(e, base_path, 1) : NULL;

@@ -137,7 +137,7 @@ static int eval_chunk(kld_bench *b, void *model, void *ctx, int c, float *lp, in
             return -1;
         }
         float *row = lp + (size_t)k * (size_t)b->n_vocab;
-        top[k] = kld_log_softmax(logits, b->n_vocab, row);
+        top[k] = mdl_log_softmax(logits, b->n_vocab, row);
         if (!(row[top[k]] <= 0.0f)) {
             snprintf(why, why_size, "logits at position %d of chunk %d are not finite", b->first + k, c);
             return -1;
@@ -344,7 +344,7 @@ static int score(kld_bench *b, void *model, void *ctx, kld_result *r, char *why,
             *top_b = malloc((size_t)b->n_scored * sizeof *top_b);
     int rc = lp_q && lp_b && values && top_q && top_b ? 0 : -1;
     if (rc != 0) snprintf(why, why_size, "out of memory (%zu log-probs a chunk)", nlp);
-    kld_acc acc = { 0 };
+    mdl_acc acc = { 0 };
     for (int c = 0; rc == 0 && c < b->n_chunks; ++c) {
         rc = eval_chunk(b, model, ctx, c, lp_q, top_q, why, why_size);
         const long off = (long)(sizeof(cache_header) + (size_t)c * chunk_record_bytes(b));
@@ -357,13 +357,13 @@ static int score(kld_bench *b, void *model, void *ctx, kld_result *r, char *why,
         const int32_t *next = b->tokens + (size_t)c * (size_t)b->o.n_ctx + b->first + 1;
         for (int k = 0; rc == 0 && k < b->n_scored; ++k) {
             const size_t at = (size_t)k * (size_t)b->n_vocab;
-            const double kl = kld_position(&acc, lp_b + at, top_b[k], lp_q + at, top_q[k], b->n_vocab, next[k]);
+            const double kl = mdl_kld_position(&acc, lp_b + at, top_b[k], lp_q + at, top_q[k], b->n_vocab, next[k]);
             values[(size_t)c * (size_t)b->n_scored + (size_t)k] = (float)kl;
         }
         if (rc == 0 && b->o.verbose) fprintf(stderr, "\ranvil-kld: %d/%d chunks", c + 1, b->n_chunks);
     }
     if (b->o.verbose) fprintf(stderr, "\n");
-    if (rc == 0) kld_summarize(&acc, values, n_values, &r->s);
+    if (rc == 0) mdl_summarize(&acc, values, n_values, &r->s);
     free(lp_q);
     free(lp_b);
     free(values);

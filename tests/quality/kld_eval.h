@@ -2,7 +2,7 @@
 /*
  * The quality benchmark's model side: llama.cpp (libllama from the oracle,
  * CPU) evaluates a base model and quantized models over held-out text, as
- * `llama-perplexity --kl-divergence` does, and kld_stats.h turns the logits
+ * `llama-perplexity --kl-divergence` does, and host/src/model/mdl_stats.c turns the logits
  * into figures.
  *
  * Contract:
@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "kld_stats.h"
+#include "model_internal.h"
 #include "llama_oracle.h"
 
 typedef struct kld_opts {
@@ -61,7 +61,7 @@ typedef struct kld_result {
     uint64_t bytes, n_params;
     double bpw; /* file bytes * 8 / parameters */
     double seconds;
-    kld_summary s;
+    anvil_ppl_result s;
 } kld_result;
 
 /* Open the oracle, tokenize the text, and make sure the base's

@@ -6,7 +6,7 @@
  * put the same token first, and both perplexities -- for one or more
  * quantized GGUF files against their base model, evaluated by llama.cpp
  * itself (libllama from the oracle, CPU). See kld_eval.h for the protocol
- * and kld_stats.h for the arithmetic.
+ * and host/src/model/mdl_stats.c for the arithmetic.
  *
  * Exit status: 0 done, 1 a model or the text failed (the message says which
  * and why), 2 usage, 77 the oracle is missing (without --require-oracle).
@@ -142,7 +142,7 @@ static void print_json_model(const char *path, const kld_result *r, const char *
         printf("}");
         return;
     }
-    const kld_summary *s = &r->s;
+    const anvil_ppl_result *s = &r->s;
     printf(",\"bytes\":%llu,\"params\":%llu", (unsigned long long)r->bytes, (unsigned long long)r->n_params);
     json_num("bpw", r->bpw);
     json_num("ppl", s->ppl);
@@ -167,7 +167,7 @@ static void print_json_model(const char *path, const kld_result *r, const char *
 }
 
 static void print_text_model(const char *path, const kld_result *r) {
-    const kld_summary *s = &r->s;
+    const anvil_ppl_result *s = &r->s;
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     printf("%-32s %10llu %6.3f %9.4f %9.4f %10.6f %9.6f %9.6f %9.6f %7.3f %6.3f %6.1f\n", name,
            (unsigned long long)r->bytes, r->bpw, s->ppl, s->ppl_base, s->kld, s->kld_unc, s->kld_median, s->kld_p99,
@@ -175,7 +175,7 @@ static void print_text_model(const char *path, const kld_result *r) {
 }
 
 static void print_markdown_model(const char *path, const kld_result *r) {
-    const kld_summary *s = &r->s;
+    const anvil_ppl_result *s = &r->s;
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     const size_t len = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".gguf") == 0 ? strlen(name) - 5
                                                                                          : strlen(name);
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
     }
     print_header(&a, &b);
     int failed = 0;
-    kld_summary base = { 0 };
+    anvil_ppl_result base = { 0 };
     for (int i = 0; i < a.n_models; ++i) {
         kld_result r;
         const int bad = kld_eval(&b, a.models[i], &r, why, sizeof why) != 0;

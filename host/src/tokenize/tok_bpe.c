@@ -19,66 +19,21 @@ typedef struct sym {
     int32_t prev, next;
 } sym;
 
-typedef struct bigram {
-    int32_t rank, left, right;
-    uint32_t ln, rn; /* sizes of left and right when queued */
-} bigram;
-
 typedef struct bpe_work {
     char *word;
     size_t word_cap;
     sym *syms;
     size_t sym_cap;
-    bigram *heap;
-    size_t heap_n, heap_cap;
+    tok_heap heap;
 } bpe_work;
-
-static int before(const bigram *a, const bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_work *w, bigram b, anvil_error *err) {
-    if (w->heap_n == w->heap_cap) {
-        const size_t c = w->heap_cap ? 2 * w->heap_cap : 64;
-        bigram *h = realloc(w->heap, c * sizeof *h);
-        if (h == NULL) return anvil__nomem(err);
-        w->heap = h;
-        w->heap_cap = c;
-    }
-    size_t i = w->heap_n++;
-    while (i > 0) {
-        const size_t p = (i - 1) / 2;
-        if (!before(&b, &w->heap[p])) break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = b;
-    return ANVIL_OK;
-}
-
-static bigram heap_pop(bpe_work *w) {
-    const bigram top = w->heap[0];
-    const bigram last = w->heap[--w->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= w->heap_n) break;
-        if (c + 1 < w->heap_n && before(&w->heap[c + 1], &w->heap[c])) ++c;
-        if (!before(&w->heap[c], &last)) break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (w->heap_n > 0) w->heap[i] = last;
-    return top;
-}
 
 static int add_bigram(const anvil_tokenizer *t, bpe_work *w, int32_t l, int32_t r, anvil_error *err) {
     if (l < 0 || r < 0) return ANVIL_OK;
     const sym *a = &w->syms[l], *b = &w->syms[r];
     const int32_t rank = tok_merge_rank(t, w->word + a->off, a->n, w->word + b->off, b->n);
     if (rank < 0) return ANVIL_OK;
-    const bigram bg = { rank, l, r, a->n, b->n };
-    return heap_push(w, bg, err);
+    const tok_bigram bg = { (double)rank, l, r, a->n, b->n };
+    return tok_heap_push(&w->heap, bg, err);
 }
 
 static int emit_piece(const anvil_tokenizer *t, const char *s, size_t n, tok_out *o, anvil_error *err) {
@@ -116,11 +71,11 @@ static int merge_word(const anvil_tokenizer *t, bpe_work *w, size_t len, tok_out
         off += n;
         ++ns;
     }
-    w->heap_n = 0;
+    w->heap.n = 0;
     int rc = ANVIL_OK;
     for (int32_t i = 1; i < ns && rc == ANVIL_OK; ++i) rc = add_bigram(t, w, i - 1, i, err);
-    while (rc == ANVIL_OK && w->heap_n > 0) {
-        const bigram b = heap_pop(w);
+    while (rc == ANVIL_OK && w->heap.n > 0) {
+        const tok_bigram b = tok_heap_pop(&w->heap);
         sym *l = &w->syms[b.left], *r = &w->syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n != b.ln || r->n != b.rn) continue;
         l->n += r->n;
@@ -196,7 +151,7 @@ int tok_bpe_encode(const anvil_tokenizer *t, const char *text, size_t len, tok_o
 out:
     free(w.word);
     free(w.syms);
-    free(w.heap);
+    free(w.heap.v);
     free(cls);
     free(lens);
     free(cps);

@@ -72,6 +72,24 @@ int32_t tok_find(const anvil_tokenizer *t, const char *s, size_t len);
 int32_t tok_merge_rank(const anvil_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen);
 int tok_push(tok_out *o, int32_t id, anvil_error *err);
 
+/* tok_heap.c: the queue of candidate merges both merge loops use. The
+ * lowest key comes first, the leftmost (smallest left) among equal keys:
+ * BPE keys a pair by its merge rank, SentencePiece by minus its token's
+ * score. ln, rn: the sizes of left and right when queued (a pair whose
+ * sides have changed since is stale). */
+typedef struct tok_bigram {
+    double key; /* a rank or a score: both exact in a double */
+    int32_t left, right;
+    uint32_t ln, rn;
+} tok_bigram;
+typedef struct tok_heap {
+    tok_bigram *v;
+    size_t n, cap;
+} tok_heap;
+int tok_heap_push(tok_heap *h, tok_bigram b, anvil_error *err);
+/* The first pair; h->n must be > 0. */
+tok_bigram tok_heap_pop(tok_heap *h);
+
 /* SentencePiece: one raw fragment (already prefixed and escaped). */
 int tok_spm_encode(const anvil_tokenizer *t, const char *text, size_t len, tok_out *o, anvil_error *err);
 /* BPE: one raw fragment, pre-tokenized then merged. */

@@ -19,56 +19,10 @@ typedef struct sym {
     size_t off;
 } sym;
 
-typedef struct bigram {
-    float score;
-    int32_t left, right;
-    size_t size;
-} bigram;
-
-static int before(const bigram *a, const bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
 typedef struct spm_work {
     sym *syms;
-    bigram *heap;
-    size_t heap_n, heap_cap;
+    tok_heap heap;
 } spm_work;
-
-static int heap_push(spm_work *w, bigram b, anvil_error *err) {
-    if (w->heap_n == w->heap_cap) {
-        const size_t c = w->heap_cap ? 2 * w->heap_cap : 64;
-        bigram *h = realloc(w->heap, c * sizeof *h);
-        if (h == NULL) return anvil__nomem(err);
-        w->heap = h;
-        w->heap_cap = c;
-    }
-    size_t i = w->heap_n++;
-    while (i > 0) {
-        const size_t p = (i - 1) / 2;
-        if (!before(&b, &w->heap[p])) break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = b;
-    return ANVIL_OK;
-}
-
-static bigram heap_pop(spm_work *w) {
-    const bigram top = w->heap[0];
-    const bigram last = w->heap[--w->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= w->heap_n) break;
-        if (c + 1 < w->heap_n && before(&w->heap[c + 1], &w->heap[c])) ++c;
-        if (!before(&w->heap[c], &last)) break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (w->heap_n > 0) w->heap[i] = last;
-    return top;
-}
 
 static int try_bigram(const anvil_tokenizer *t, spm_work *w, const char *text, int32_t l, int32_t r,
                       anvil_error *err) {
@@ -76,8 +30,9 @@ static int try_bigram(const anvil_tokenizer *t, spm_work *w, const char *text, i
     const size_t size = (size_t)w->syms[l].n + w->syms[r].n;
     const int32_t id = tok_find(t, text + w->syms[l].off, size);
     if (id < 0) return ANVIL_OK;
-    const bigram b = { t->score[id], l, r, size };
-    return heap_push(w, b, err);
+    /* highest score first: the heap takes the lowest key */
+    const tok_bigram b = { -(double)t->score[id], l, r, w->syms[l].n, w->syms[r].n };
+    return tok_heap_push(&w->heap, b, err);
 }
 
 static int emit(const anvil_tokenizer *t, const char *s, size_t n, tok_out *o, anvil_error *err) {
@@ -112,10 +67,12 @@ int tok_spm_encode(const anvil_tokenizer *t, const char *text, size_t len, tok_o
     }
     int rc = ANVIL_OK;
     for (int32_t i = 1; i < ns && rc == ANVIL_OK; ++i) rc = try_bigram(t, &w, text, i - 1, i, err);
-    while (rc == ANVIL_OK && w.heap_n > 0) {
-        const bigram b = heap_pop(&w);
+    while (rc == ANVIL_OK && w.heap.n > 0) {
+        const tok_bigram b = tok_heap_pop(&w.heap);
         sym *l = &w.syms[b.left], *r = &w.syms[b.right];
-        if (l->n == 0 || r->n == 0 || (size_t)l->n + r->n != b.size) continue;
+        /* stale: a side has grown since (sizes only grow, so this is
+         * llama.cpp's test that the pair's total size is unchanged) */
+        if (l->n == 0 || r->n == 0 || l->n != b.ln || r->n != b.rn) continue;
         l->n += r->n;
         r->n = 0;
         l->next = r->next;
@@ -126,6 +83,6 @@ int tok_spm_encode(const anvil_tokenizer *t, const char *text, size_t len, tok_o
     for (int32_t i = 0; i != -1 && rc == ANVIL_OK; i = w.syms[i].next)
         rc = emit(t, text + w.syms[i].off, w.syms[i].n, o, err);
     free(w.syms);
-    free(w.heap);
+    free(w.heap.v);
     return rc;
 }

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The KL arithmetic of anvil-kld (kld_stats.c) on hand-made distributions
- * whose figures are known in closed form: no oracle needed.
+ * llama-perplexity's statistics as the model layer computes them
+ * (host/src/model/mdl_stats.c: what `anvil perplexity` and the quality
+ * benchmark's anvil-kld both use) on hand-made distributions whose figures
+ * are known in closed form: no oracle needed.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <string.h>
 
-#include "kld_stats.h"
+#include "model_internal.h"
 #include "test_env.h"
 
 #define NV 4
 
-static void lsm(const float *logits, float *lp, int *top) { *top = kld_log_softmax(logits, NV, lp); }
+static void lsm(const float *logits, float *lp, int *top) { *top = mdl_log_softmax(logits, NV, lp); }
 
 static void test_log_softmax(void) {
     const float l[NV] = { 1.0f, 3.0f, 3.0f, -2.0f };
@@ -29,11 +31,11 @@ static void test_self_is_zero(void) {
     float lp[NV];
     int top;
     lsm(l, lp, &top);
-    kld_acc a = { 0 };
-    for (int k = 0; k < 20; ++k) CU_ASSERT_EQUAL(kld_position(&a, lp, top, lp, top, NV, k % NV), 0.0);
-    kld_summary s;
+    mdl_acc a = { 0 };
+    for (int k = 0; k < 20; ++k) CU_ASSERT_EQUAL(mdl_kld_position(&a, lp, top, lp, top, NV, k % NV), 0.0);
+    anvil_ppl_result s;
     float v[20] = { 0 };
-    kld_summarize(&a, v, 20, &s);
+    mdl_summarize(&a, v, 20, &s);
     CU_ASSERT_EQUAL(s.kld, 0.0);
     CU_ASSERT_EQUAL(s.top1, 1.0);
     CU_ASSERT_EQUAL(s.ppl, s.ppl_base);
@@ -47,8 +49,8 @@ static void test_known_kl(void) {
     int tb, tq;
     lsm(lb, pb, &tb);
     lsm(lq, pq, &tq);
-    kld_acc a = { 0 };
-    const double kl = kld_position(&a, pb, tb, pq, tq, NV, 3);
+    mdl_acc a = { 0 };
+    const double kl = mdl_kld_position(&a, pb, tb, pq, tq, NV, 3);
     const double want = 3 * 0.25 * log(0.25 / (1.0 / 6.0)) + 0.25 * log(0.25 / 0.5);
     CU_ASSERT_DOUBLE_EQUAL(kl, want, 1e-6);
     CU_ASSERT_EQUAL(a.n_same_top, 0);                  /* base's first max is 0, q's is 3 */
@@ -63,15 +65,15 @@ static void test_floor(void) {
     int tb, tq;
     lsm(lb, pb, &tb);
     lsm(lq, pq, &tq);
-    kld_acc a = { 0 };
-    const double kl = kld_position(&a, pb, tb, pq, tq, NV, 0);
+    mdl_acc a = { 0 };
+    const double kl = mdl_kld_position(&a, pb, tb, pq, tq, NV, 0);
     CU_ASSERT_DOUBLE_EQUAL(kl, log(2.0), 1e-6); /* only token 0: 1 * (0 - log 1/2) */
     CU_ASSERT_EQUAL(a.n_same_top, 1);
 }
 
 /* Mean, uncertainty, median and percentiles as perplexity.cpp prints them. */
 static void test_summary(void) {
-    kld_acc a = { 0 };
+    mdl_acc a = { 0 };
     float v[12];
     for (int i = 0; i < 12; ++i) {
         v[11 - i] = (float)(i + 1);
@@ -80,8 +82,8 @@ static void test_summary(void) {
         a.count++;
         a.n_same_top += i < 9;
     }
-    kld_summary s;
-    kld_summarize(&a, v, 12, &s);
+    anvil_ppl_result s;
+    mdl_summarize(&a, v, 12, &s);
     CU_ASSERT_DOUBLE_EQUAL(s.kld, 6.5, 1e-12);
     /* population variance 143/12, over count - 1 = 11 */
     CU_ASSERT_DOUBLE_EQUAL(s.kld_unc, sqrt((650.0 / 12 - 42.25) / 11), 1e-12);
@@ -94,7 +96,7 @@ static void test_summary(void) {
 
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-    CU_pSuite s = CU_add_suite("kld_stats", NULL, NULL);
+    CU_pSuite s = CU_add_suite("mdl_stats", NULL, NULL);
     CU_add_test(s, "log_softmax", test_log_softmax);
     CU_add_test(s, "self_is_zero", test_self_is_zero);
     CU_add_test(s, "known_kl", test_known_kl);
