@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * anvil perplexity MODEL TEXT|--tokens FILE [--ctx N] [--chunks N]
- *                  [--threads N] [--base BASE.gguf] [--kv-f32] [--json]
+ *                  [--threads N] [--base BASE.gguf] [--base-logits FILE]
+ *                  [--kv-f32] [--json]
  *
  * llama-perplexity on anvil's forward pass (anvil/model.h): the perplexity
  * of MODEL over chunks of the tokens, and with --base the statistics of
@@ -18,7 +19,7 @@
 
 const char cli_help_perplexity[] =
     "usage: anvil perplexity MODEL.gguf TEXT|--tokens FILE [--ctx N] [--chunks N] [--threads N]\n"
-    "                        [--base BASE.gguf] [--kv-f32] [--json]\n"
+    "                        [--base BASE.gguf] [--base-logits FILE] [--kv-f32] [--json]\n"
     "\n"
     "Perplexity as llama-perplexity scores it, on anvil's own forward pass (llama,\n"
     "qwen2, qwen3): the tokens cut into chunks of N (BOS first when the vocabulary\n"
@@ -33,12 +34,15 @@ const char cli_help_perplexity[] =
     "  --chunks N     at most N chunks (default: all)\n"
     "  --threads N    worker threads (default: the config's, else every core)\n"
     "  --base FILE    the reference model for KL divergence (same vocabulary)\n"
+    "  --base-logits FILE  the base's side saved: when FILE exists it is read instead of\n"
+    "                 evaluating a base (--base not needed; same text, --ctx and --chunks);\n"
+    "                 when it does not, --base is evaluated and saved to FILE\n"
     "  --kv-f32       keep K and V in f32 (default: rounded to f16 as llama.cpp's\n"
     "                 default KV cache)\n"
     "  --json         one JSON document on stdout (JSON.md)\n";
 
 typedef struct ppl_args {
-    const char *model, *text, *tokens, *base;
+    const char *model, *text, *tokens, *base, *base_logits;
     unsigned long long ctx, chunks, threads;
     int json, kv_f32;
 } ppl_args;
@@ -59,6 +63,8 @@ static int parse_args(int argc, char **argv, ppl_args *a) {
             ++i;
         } else if ((strcmp(s, "--tokens") == 0 || strcmp(s, "--base") == 0) && has) {
             *(s[2] == 't' ? &a->tokens : &a->base) = argv[++i];
+        } else if (strcmp(s, "--base-logits") == 0 && has) {
+            a->base_logits = argv[++i];
         } else if (strcmp(s, "--json") == 0) {
             a->json = 1;
         } else if (strcmp(s, "--kv-f32") == 0) {
@@ -107,6 +113,8 @@ static void print_json(const ppl_args *a, const anvil_ppl_result *r) {
     cli_json_string(stdout, a->model);
     printf(",\"base\":");
     cli_json_string(stdout, a->base);
+    printf(",\"base_logits\":");
+    cli_json_string(stdout, a->base_logits);
     printf(",\"tokens\":%llu,\"chunks\":%llu,\"ctx\":%llu,\"scored\":%llu", (unsigned long long)r->tokens,
            (unsigned long long)r->chunks, a->ctx, (unsigned long long)r->count);
     cli_json_member_number(stdout, "ppl", "%.6f", r->ppl);
@@ -175,7 +183,8 @@ int cmd_perplexity(cli_globals *g, int argc, char **argv) {
     const anvil_ppl_opts po = { .size = sizeof po,
                                 .n_ctx = (int)a.ctx,
                                 .n_chunks = (int)a.chunks,
-                                .progress = !a.json && isatty(2) ? progress : NULL };
+                                .progress = !a.json && isatty(2) ? progress : NULL,
+                                .base_logits = a.base_logits };
     if (rc == ANVIL_OK) rc = anvil_perplexity(m, base, tok, n, &po, &r, &err);
     int exit_code = CLI_EXIT_OK;
     if (rc != ANVIL_OK) {

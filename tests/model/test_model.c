@@ -7,6 +7,9 @@
  *    top two are apart by more than that;
  *  - perplexity: the arithmetic of anvil_perplexity on the same model
  *    (a model against itself: KLD 0, top-1 1, the two perplexities equal);
+ *  - base logits: a base saved to a file and read back gives the figures
+ *    of the base evaluated (the same bits), and a file of other text,
+ *    --ctx or length is refused naming what differs;
  *  - hostile input: token files with signs, letters, NULs, ids past
  *    INT32_MAX or the vocabulary; an unsupported architecture; too few tokens.
  */
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "anvil/model.h"
 #include "test_env.h"
@@ -90,6 +94,60 @@ static void test_self_perplexity(void) {
     tok[5] = 5000;
     CU_ASSERT_EQUAL(anvil_model_eval(model, tok, 8, out, &err), ANVIL_E_INVALID_ARG);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "token 5 is 5000"));
+}
+
+static int ppl_with_file(anvil_model *m, anvil_model *base, const int32_t *tok, int n_ctx, const char *file,
+                         anvil_ppl_result *r, anvil_error *err) {
+    const anvil_ppl_opts o = { .size = sizeof o, .n_ctx = n_ctx, .base_logits = file };
+    *r = (anvil_ppl_result){ .size = sizeof *r };
+    return anvil_perplexity(m, base, tok, 4 * NPOS, &o, r, err);
+}
+
+static void test_base_logits(void) {
+    int32_t tok[4 * NPOS];
+    for (int i = 0; i < 4 * NPOS; ++i) tok[i] = tokens[(i * 7) % NPOS];
+    char file[1100];
+    snprintf(file, sizeof file, "%s/base.blg", test_tmpdir());
+    anvil_error err;
+    anvil_ppl_result direct, saved, read;
+    /* the same weights with f16 K/V: a small, non-zero divergence */
+    const anvil_model_opts mo = { .size = sizeof mo, .kv_f16 = 1 };
+    anvil_model *m16 = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        anvil_model_open(&m16, ctx, test_shared_path("quality/tiny-code-llama.f16.gguf"), &mo, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(ppl_with_file(m16, NULL, tok, NPOS, file, &read, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "does not exist"));
+    CU_ASSERT_EQUAL_FATAL(ppl_with_file(m16, model, tok, NPOS, NULL, &direct, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(ppl_with_file(m16, model, tok, NPOS, file, &saved, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(access(file, F_OK), 0);
+    CU_ASSERT_EQUAL_FATAL(ppl_with_file(m16, NULL, tok, NPOS, file, &read, &err), ANVIL_OK);
+    CU_ASSERT(direct.kld > 0.0);
+    CU_ASSERT_EQUAL(read.has_base, 1);
+    const anvil_ppl_result *v[2] = { &saved, &read };
+    for (int i = 0; i < 2; ++i) {
+        CU_ASSERT_EQUAL(memcmp(&v[i]->kld, &direct.kld, sizeof direct.kld), 0);
+        CU_ASSERT_EQUAL(memcmp(&v[i]->kld_p99, &direct.kld_p99, sizeof direct.kld_p99), 0);
+        CU_ASSERT_EQUAL(memcmp(&v[i]->ppl_base, &direct.ppl_base, sizeof direct.ppl_base), 0);
+        CU_ASSERT_EQUAL(memcmp(&v[i]->top1, &direct.top1, sizeof direct.top1), 0);
+        CU_ASSERT_EQUAL(v[i]->count, direct.count);
+    }
+    /* made from other options or text: refused, naming what differs */
+    CU_ASSERT_EQUAL(ppl_with_file(m16, NULL, tok, NPOS / 2, file, &read, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--ctx 32"));
+    tok[40] = tok[40] == 1 ? 2 : 1;
+    CU_ASSERT_EQUAL(ppl_with_file(m16, NULL, tok, NPOS, file, &read, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "other text"));
+    tok[40] = tokens[(40 * 7) % NPOS];
+    /* a truncated file, a file of something else */
+    char out[256];
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "truncate -s -1 '%s'", file), 0);
+    CU_ASSERT_EQUAL(ppl_with_file(m16, NULL, tok, NPOS, file, &read, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "truncated"));
+    CU_ASSERT_EQUAL(test_shell(out, sizeof out, "printf 'GGUF0000000000000000000000000000000000000000' > '%s'", file),
+                    0);
+    CU_ASSERT_EQUAL(ppl_with_file(m16, NULL, tok, NPOS, file, &read, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "not an anvil base-logits file"));
+    anvil_model_close(m16);
 }
 
 static void test_token_files(void) {
@@ -171,9 +229,11 @@ int main(void) {
     CU_pSuite s = CU_add_suite("model", NULL, NULL);
     CU_add_test(s, "golden_logits", test_golden_logits);
     CU_add_test(s, "self_perplexity", test_self_perplexity);
+    CU_add_test(s, "base_logits", test_base_logits);
     CU_add_test(s, "token_files", test_token_files);
     CU_add_test(s, "refusals", test_refusals);
     const int rc = test_run_cunit();
+    test_tmpdir_cleanup();
     anvil_model_close(model);
     anvil_ctx_close(ctx);
     return rc;

@@ -74,6 +74,12 @@ typedef struct anvil_ppl_opts {
     /* Called after each chunk (may be NULL). */
     void (*progress)(void *arg, int chunk, int n_chunks, double seconds);
     void *progress_arg;
+    /* A file of the base's log-probabilities (may be NULL). When it exists
+     * it is read instead of evaluating a base (base may be NULL; it must
+     * have been made from the same tokens, n_ctx, chunks and vocabulary,
+     * else an error names what differs); when it does not, base is
+     * evaluated and its log-probabilities are saved there. */
+    const char *base_logits;
 } anvil_ppl_opts;
 
 typedef struct anvil_ppl_result {

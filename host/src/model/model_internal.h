@@ -85,4 +85,20 @@ double mdl_nll(const float *logits, int n, int tok);
 double mdl_kld_position(mdl_acc *a, const float *lp_base, int top_base, const float *lp, int top, int n, int tok);
 void mdl_summarize(const mdl_acc *a, float *kld_values, size_t n_values, anvil_ppl_result *r);
 
+/* mdl_base_logits.c: the base's log-probabilities saved for later runs. */
+typedef struct mdl_blog mdl_blog;
+typedef struct mdl_blog_key {
+    uint32_t n_vocab, n_ctx, n_chunks, first;
+    uint64_t hash; /* mdl_blog_hash over the chunks' tokens as evaluated */
+} mdl_blog_key;
+#define MDL_BLOG_HASH_SEED 0xcbf29ce484222325ull
+uint64_t mdl_blog_hash(uint64_t h, const int32_t *tok, size_t n);
+/* Open path to read (checked against k) or, with write, to write. */
+int mdl_blog_open(mdl_blog **out, const char *path, int write, const mdl_blog_key *k, anvil_error *err);
+/* The next scored position: n_vocab log-probabilities and the top index. */
+int mdl_blog_read(mdl_blog *b, float *lp, int *top, anvil_error *err);
+int mdl_blog_write(mdl_blog *b, const float *lp, int top, anvil_error *err);
+/* Release b; a file being written is put in place when commit, else removed. */
+int mdl_blog_close(mdl_blog *b, int commit, anvil_error *err);
+
 #endif
