@@ -73,20 +73,10 @@ AVX512_INLINE void iq23_index_iq3_s(const uint8_t *blk, uint16_t idx[64]) {
     }
 }
 
-/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8. */
-AVX512_INLINE void iq23_index_iq2_s(const uint8_t *blk, uint16_t idx[64]) {
-    static const uint16_t sel[32] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
-                                      4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 };
-    static const uint16_t shift[32] = { 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6,
-                                        0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6 };
-    uint64_t qh;
-    memcpy(&qh, blk + offsetof(anvil_block_iq2_s, qh), sizeof qh);
-    const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(blk + offsetof(anvil_block_iq2_s, qs)));
-    const __m512i h =
-        _mm512_permutexvar_epi16(avx512_load(sel), _mm512_cvtepu8_epi16(_mm256_set_epi64x(0, 0, 0, (long long)qh)));
-    const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(h, avx512_load(shift)), _mm512_set1_epi16(3));
-    _mm512_storeu_si512(idx, _mm512_or_si512(q, _mm512_slli_epi16(bits, 8)));
-}
+/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8, read
+ * per sub-block by iq23_grid_iq2_s (BMI2 pdep: four 16-bit indices in one
+ * word), nothing precomputed. */
+#define iq23_index_iq2_s iq23_index_none
 
 AVX512_INLINE void iq23_grid_iq2_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
     (void)idx;
@@ -101,8 +91,15 @@ AVX512_INLINE void iq23_grid_iq2_xs(const uint8_t *blk, const uint16_t *idx, int
     simd_iq23_grid_iq2_xs(blk, ib, g);
 }
 AVX512_INLINE void iq23_grid_iq2_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
-    (void)blk;
-    simd_iq23_grid_iq2_s_idx(idx, ib, g);
+    (void)idx;
+#if defined(__BMI2__)
+    const uint64_t i4 =
+        _pdep_u64(anvil_rd_u32(blk + offsetof(anvil_block_iq2_s, qs) + 4 * ib), 0x00ff00ff00ff00ffULL) |
+        _pdep_u64(blk[offsetof(anvil_block_iq2_s, qh) + ib], 0x0300030003000300ULL);
+    for (int l = 0; l < 4; ++l) g[l] = simd_iq23_word8(anvil_cold_iq2s_grid[(i4 >> (16 * l)) & 0xffff]);
+#else
+    simd_iq23_grid_iq2_s(blk, ib, g);
+#endif
 }
 AVX512_INLINE void iq23_grid_iq3_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
     (void)blk;
