@@ -61,12 +61,12 @@ AVX512_INLINE __m512i iq1_times8(__m512i g) {
 }
 
 /* Four 11-bit lattice indices as 16-bit words: byte l of q | field l of h
- * << 8, the fields at h bits (f_l .. f_l + 2) placed by the mask hm
- * (BMI2 pdep; without it, shifts for the two layouts used). */
+ * << 8; field l is h bits 3l .. 3l + 2 (IQ1_S), or 4l .. 4l + 2 (IQ1_M,
+ * whose h comes with bit 4l + 3 cleared). BMI2 pdep, else shifts. */
 AVX512_INLINE uint64_t iq1_index4(uint32_t q, uint32_t h, int iq1m) {
 #if defined(__BMI2__)
     return _pdep_u64(q, 0x00ff00ff00ff00ffULL) |
-           (iq1m ? _pdep_u64(h & 0x7777, 0x0f000f000f000f00ULL) : _pdep_u64(h, 0x0700070007000700ULL));
+           (iq1m ? _pdep_u64(h, 0x0f000f000f000f00ULL) : _pdep_u64(h, 0x0700070007000700ULL));
 #else
     uint64_t r = 0;
     for (int l = 0; l < 4; ++l) {
@@ -166,7 +166,11 @@ AVX512_KERNEL(kernel_iq1_s, ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q8_K, iq1_s_vec_dot, iq
 AVX512_INLINE uint16_t iq1m_d_bits(const uint8_t *blk) {
     uint64_t sc;
     memcpy(&sc, blk + IQ1M_SCALES, sizeof sc);
+#if defined(__BMI2__)
+    return (uint16_t)_pext_u64(sc, 0xf000f000f000f000ULL);
+#else
     return (uint16_t)(((sc >> 12) & 0x000f) | ((sc >> 24) & 0x00f0) | ((sc >> 36) & 0x0f00) | ((sc >> 48) & 0xf000));
+#endif
 }
 
 /* Lane r: d of row r (r < R), as f32 (exact). */
@@ -189,7 +193,8 @@ AVX512_INLINE __m256 iq1m_halves(const uint8_t *p, size_t stride, const int R) {
 /* Grid values of weights 64p..64p+63 (x: the four qh bytes 4p..4p+3). */
 AVX512_INLINE __m512i iq1m_grid64(const uint8_t *blk, int p, uint32_t x) {
     const uint8_t *qs = blk + 8 * p;
-    return iq1_grid8(iq1_index4(anvil_rd_u32(qs), x & 0xffff, 1), iq1_index4(anvil_rd_u32(qs + 4), x >> 16, 1));
+    const uint32_t f = x & 0x77777777u; /* the index fields, without the sign bits */
+    return iq1_grid8(iq1_index4(anvil_rd_u32(qs), f, 1), iq1_index4(anvil_rd_u32(qs + 4), f >> 16, 1));
 }
 
 /* ls_k = 2 * field + 1 for the 16 groups of 16 weights (words). */
