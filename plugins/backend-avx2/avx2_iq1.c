@@ -133,12 +133,15 @@ AVX2_INLINE __m256 iq1m_halves(const uint8_t *p, size_t stride, const int R) {
     return _mm256_cvtph_ps(h);
 }
 
-/* Grid values + 1 of sub-block ib (x: its two qh bytes). */
-AVX2_INLINE __m256i iq1m_grid32(const uint8_t *blk, int ib, uint32_t x) {
+/* 8 (g + 1) of the grid values g of sub-block ib (x: its two qh bytes);
+ * vpshufb maps -1 (top bit set) to 0. */
+AVX2_INLINE __m256i iq1m_grid32x8(const uint8_t *blk, int ib, uint32_t x) {
     const uint8_t *qs = blk + 4 * ib;
     const __m256i g = _mm256_set_epi64x(iq1s_row(qs[3] | ((x >> 4) & 0x700)), iq1s_row(qs[2] | (x & 0x700)),
                                         iq1s_row(qs[1] | ((x << 4) & 0x700)), iq1s_row(qs[0] | ((x << 8) & 0x700)));
-    return _mm256_add_epi8(g, _mm256_set1_epi8(1));
+    const __m256i t8 = _mm256_setr_epi8(8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0, 0, 0, 0, 0, 0,
+                                        0, 0, 0, 0, 0, 0, 0);
+    return _mm256_shuffle_epi8(t8, g);
 }
 
 /* Dword k of the result: ls_(8 half + k) = 2 * field + 1 in both words. */
@@ -152,7 +155,6 @@ AVX2_INLINE __m256i iq1m_ls_pairs(const uint8_t *blk, int half) {
 
 AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
                             simd_pf *pf) {
-    const __m256 delta = _mm256_set1_ps(anvil_cold_iq1m_delta);
     /* byte j of sub-block ib: its delta sign bit, of qh byte 2 ib + j / 16 */
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                             1, 1, 1, 1, 1, 1, 1);
@@ -165,7 +167,7 @@ AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
     for (size_t b = 0; b < nb; ++b, w += IQ1M_BYTES, a += Q8K_BYTES) {
         simd_pf_block(pf, b, IQ1M_BYTES, ws, R);
         const __m256i bsums = avx2_load(a + Q8K_BSUMS);
-        __m256i m[8], m1[8];
+        __m256i m[8];
         for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m256i lp[2] = { iq1m_ls_pairs(wr, 0), iq1m_ls_pairs(wr, 1) };
@@ -173,27 +175,28 @@ AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             const __m256i mask16 = _mm256_set1_epi32(0xffff);
             const __m256i ls16 = _mm256_permute4x64_epi64(
                 _mm256_packus_epi32(_mm256_and_si256(lp[0], mask16), _mm256_and_si256(lp[1], mask16)), 0xD8);
+            /* - 9 sum_k ls_k bsums_k: the offset of u = 8 g + sign + 9 = 8 (g + 1) + (sign ? 0 : 2) */
             const __m256i lsq = _mm256_madd_epi16(ls16, bsums);
-            __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), lsq), s2 = lsq;
+            __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(_mm256_slli_epi32(lsq, 3), lsq));
             for (int ib = 0; ib < 8; ++ib) {
                 const uint32_t x = anvil_rd_u16(wr + IQ1M_QH + 2 * ib);
                 const int k = (2 * ib) % 8;
                 const __m256i lsp = _mm256_permutevar8x32_epi32(
                     lp[ib / 4], _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1));
-                const __m256i qa = avx2_load(a + Q8K_QS + 32 * ib);
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(iq1m_grid32(wr, ib, x), qa), lsp));
                 const __m256i bits =
                     _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)x), spread), sign_bit);
-                const __m256i neg = _mm256_and_si256(_mm256_cmpeq_epi8(bits, sign_bit), two);
-                s2 = _mm256_sub_epi32(s2, _mm256_madd_epi16(_mm256_maddubs_epi16(neg, qa), lsp));
+                const __m256i pos2 = _mm256_and_si256(_mm256_cmpeq_epi8(bits, _mm256_setzero_si256()), two);
+                const __m256i u = _mm256_add_epi8(iq1m_grid32x8(wr, ib, x), pos2);
+                s = _mm256_add_epi32(
+                    s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, avx2_load(a + Q8K_QS + 32 * ib)), lsp));
             }
             m[r] = s;
-            m1[r] = s2;
         }
-        const __m256 sumi1 = _mm256_cvtepi32_ps(avx2_reduce(m, R));
-        const __m256 sumi2 = _mm256_cvtepi32_ps(avx2_reduce(m1, R));
+        /* T = 8 sumi1 + sumi2: (float)T / 8 == (float)sumi1 + delta (float)sumi2 exactly (delta = 1/8,
+         * |T| < 2^24) */
+        const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(avx2_reduce(m, R)), _mm256_set1_ps(0.125f));
         const __m256 d = _mm256_mul_ps(iq1m_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_add_ps(sumi1, _mm256_mul_ps(delta, sumi2))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, t));
     }
     avx2_store_rows(y, acc, R);
 }
