@@ -13,10 +13,13 @@
  * IQ1_M (see avx512_iq1.c for the integers): per 32 weights (sub-block
  * ib) one ymm, whose two 128-bit lanes are the groups 2 ib and 2 ib + 1
  * of 16 weights with their own ls (vpmaddwd by a vector holding ls_2ib in
- * the low lane, ls_2ib+1 in the high one); sumi1 from the grid + 1 minus
- * sum_k ls_k bsums_k, sumi2 = sum_k ls_k bsums_k - 2 * the ls-weighted sum
- * of the activations whose delta sign bit is set. Then, as the reference,
- *     acc += (d * a.d) * ((float)sumi1 + IQ1M_DELTA * (float)sumi2).
+ * the low lane, ls_2ib+1 in the high one). The delta (1/8) is folded into
+ * one integer T = 8 sumi1 + sumi2: each weight enters as the unsigned
+ *     u = 8 (g + 1) + (delta sign clear ? 2 : 0)    (= 8 g + s + 9)
+ * (vpshufb of the grid bytes, plus 2 under a vpcmpeqb mask), minus
+ * 9 sum_k ls_k bsums_k; float(T) / 8 is the reference's
+ * (float)sumi1 + IQ1M_DELTA * (float)sumi2 exactly (|T| < 2^24), so
+ *     acc += (d * a.d) * (float(T) * 0.125f).
  */
 #include "avx2_common.h"
 #include "avx2_kernels.h"

@@ -7,25 +7,33 @@
  * scale ls = 2s + 1 and the delta's sign. The reference's integers are
  *     sumi  = sum_ib ls_ib * sum_j a_j g_j
  *     sumi1 = sum_ib ls_ib * sign_ib * Q_ib    (Q_ib from the bsums)
- * computed here per row as: the grid values + 1 (unsigned 0..2) times a by
- * vpmaddubsw (pairs <= 508), weighted by ls in vpmaddwd (vpdpwssd with
- * VNNI) into int32 lanes, minus ls_ib * Q_ib (which the + 1 added), all
- * lanes then summed; sumi1 the same way from one vector of eight terms.
- * Exact in int32 (|sumi| <= 15 * 256 * 127). Then, as the reference,
- *     acc += (d * a.d) * ((float)sumi + IQ1S_DELTA * (float)sumi1).
- * The grid rows are fetched by scalar loads (eight per 64 weights): a
- * gather is slower on the CPUs this backend targets.
+ * Both deltas are 1/8 (anvil_cold_iq1s_delta, _iq1m_delta), and
+ * float(T) / 8 == (float)sumi + (1/8) (float)sumi1 exactly for the integer
+ * T = 8 sumi + sumi1 (|T| < 2^24: both sides are T / 8 rounded once), so
+ * one integer per row is computed:
+ *     T = sum_ib ls_ib * (sum_j a_j 8 (g_j + 1) + (sign_ib - 8) Q_ib)
+ * with 8 (g + 1) (unsigned 0, 8, 16: one vpshufb of the grid bytes) times
+ * a by vpmaddubsw (pairs <= 4064), weighted by ls in vpmaddwd (vpdpwssd
+ * with VNNI); the per-row term (sign_ib - 8) ls_ib Q_ib starts the sum.
+ * Exact in int32. Then, as the reference,
+ *     acc += (d * a.d) * (float(T) * 0.125f).
+ * The grid rows are fetched by scalar loads (eight per 64 weights), their
+ * 11-bit indices built four at a time by BMI2 pdep (the plugin requires
+ * BMI2): a gather, or indices built in vectors and read back from memory,
+ * measured slower on Zen 5; the scalar side (index extraction) is what
+ * bounds these kernels.
  *
  * IQ1_M (256 weights, 56 bytes: qs[32], qh[16], scales[8], the fp16 d
- * spread over the scales' top nibbles): the same lattice, a scale per 16
- * weights (one 128-bit lane of vpmaddubsw pairs: vpmaddwd weights each
- * lane by its own ls) and a delta sign per 8. The reference's
- *     sumi1 = sum_k ls_k * lat_k,  sumi2 = sum_k ls_k * sum_l sign_l S8_l
- * (k: 16 weights, l: 8) are computed as: lattice as IQ1_S (grid + 1, minus
- * sum_k ls_k * bsums_k); sumi2 = sum_k ls_k * bsums_k - 2 * the ls-weighted
- * sum of the activations whose sign bit is set (bytes 2 under the bit
- * mask, vpmaddubsw, vpmaddwd). Then
- *     acc += (d * a.d) * ((float)sumi1 + IQ1M_DELTA * (float)sumi2).
+ * spread over the scales' top nibbles, one pext): the same lattice, a
+ * scale per 16 weights (one 128-bit lane of vpmaddubsw pairs: vpmaddwd
+ * weights each lane by its own ls) and a delta sign s_l = +-1 per 8. With
+ * T = 8 sumi1 + sumi2 (sumi1 = sum_k ls_k * lat_k, sumi2 = sum_k ls_k *
+ * sum_l s_l S8_l; k: 16 weights, l: 8), every weight enters as
+ *     u = 8 g + s + 9 = 8 (g + 1) + (s > 0 ? 2 : 0)    (0 .. 18)
+ * (vpshufb, then + 2 under the k-mask of clear sign bits), and
+ *     T = sum_k ls_k * (sum_j a_j u_j - 9 bsums_k);
+ *     acc += (d * a.d) * (float(T) * 0.125f), exactly the reference's
+ * (float)sumi1 + IQ1M_DELTA * (float)sumi2 as for IQ1_S.
  */
 #include "avx512_common.h"
 #include "avx512_kernels.h"

@@ -15,7 +15,8 @@
  * row's int32 is reduced to one lane (avx512_reduce) and carried through
  * the reference's float steps, sumf += (fp16(d) * a.d) * (float)bsum, then
  * the format's final factor: bit-identical to plugins/ref. Both variants
- * run the same code (no vpdpbusd: the sub-scales ride on vpmaddwd).
+ * run the same code (no vpdpbusd: the sub-scales ride on vpmaddwd), but
+ * IQ2_S, whose own row pass (below) adds them with vpdpwssd under VNNI.
  */
 #include "avx512_common.h"
 #include "avx512_kernels.h"
@@ -51,9 +52,10 @@ typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
 typedef void (*iq23_index_fn)(const uint8_t *blk, uint16_t idx[64]);
 
 /* ---- lattice indices ------------------------------------------------------------
- * IQ2_S and IQ3_S take bits of qh into each index: computed for a whole
+ * IQ3_S takes a bit of qh into each index: computed for a whole
  * super-block in vectors, stored, and read back by the scalar codebook
- * loads. The other formats read theirs from the block. */
+ * loads. IQ2_S builds four at a time by BMI2 pdep (iq23_grid_iq2_s); the
+ * other formats read theirs from the block. */
 
 AVX512_INLINE void iq23_index_none(const uint8_t *blk, uint16_t idx[64]) {
     (void)blk;
