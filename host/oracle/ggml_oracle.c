@@ -35,10 +35,27 @@ static int try_open(ggml_oracle *o, const char *dir, char *why, size_t why_size)
     snprintf(o->dir, sizeof o->dir, "%s", dir);
 
     /* Pick the CPU variant that scores highest on this machine, as ggml's
-     * backend loader does. */
+     * backend loader does; ANVIL_GGML_CPU_VARIANT=<name> (haswell, zen4,
+     * ...) forces libggml-cpu-<name>.so instead, when it scores above zero
+     * here (to compare a backend with the ggml build for the same ISA). */
+    const char *want = getenv("ANVIL_GGML_CPU_VARIANT");
     DIR *dh = opendir(dir);
     int best = 0;
     char best_name[256] = "";
+    if (want != NULL && *want != '\0' && strchr(want, '/') == NULL && dh != NULL) {
+        char name[256];
+        snprintf(name, sizeof name, "libggml-cpu-%s.so", want);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        int (*score)(void) = h ? (int (*)(void))dlsym(h, "ggml_backend_score") : NULL;
+        if (score != NULL && score() > 0) {
+            best = 1;
+            snprintf(best_name, sizeof best_name, "%s", name);
+            closedir(dh);
+            dh = NULL;
+        }
+        if (h != NULL) dlclose(h);
+    }
     if (dh != NULL) {
         struct dirent *e;
         while ((e = readdir(dh)) != NULL) {

@@ -7,25 +7,33 @@
  * scale ls = 2s + 1 and the delta's sign. The reference's integers are
  *     sumi  = sum_ib ls_ib * sum_j a_j g_j
  *     sumi1 = sum_ib ls_ib * sign_ib * Q_ib    (Q_ib from the bsums)
- * computed here per row as: the grid values + 1 (unsigned 0..2) times a by
- * vpmaddubsw (pairs <= 508), weighted by ls in vpmaddwd (vpdpwssd with
- * VNNI) into int32 lanes, minus ls_ib * Q_ib (which the + 1 added), all
- * lanes then summed; sumi1 the same way from one vector of eight terms.
- * Exact in int32 (|sumi| <= 15 * 256 * 127). Then, as the reference,
- *     acc += (d * a.d) * ((float)sumi + IQ1S_DELTA * (float)sumi1).
- * The grid rows are fetched by scalar loads (eight per 64 weights): a
- * gather is slower on the CPUs this backend targets.
+ * Both deltas are 1/8 (anvil_cold_iq1s_delta, _iq1m_delta), and
+ * float(T) / 8 == (float)sumi + (1/8) (float)sumi1 exactly for the integer
+ * T = 8 sumi + sumi1 (|T| < 2^24: both sides are T / 8 rounded once), so
+ * one integer per row is computed:
+ *     T = sum_ib ls_ib * (sum_j a_j 8 (g_j + 1) + (sign_ib - 8) Q_ib)
+ * with 8 (g + 1) (unsigned 0, 8, 16: one vpshufb of the grid bytes) times
+ * a by vpmaddubsw (pairs <= 4064), weighted by ls in vpmaddwd (vpdpwssd
+ * with VNNI); the per-row term (sign_ib - 8) ls_ib Q_ib starts the sum.
+ * Exact in int32. Then, as the reference,
+ *     acc += (d * a.d) * (float(T) * 0.125f).
+ * The grid rows are fetched by scalar loads (eight per 64 weights), their
+ * 11-bit indices built four at a time by BMI2 pdep (the plugin requires
+ * BMI2): a gather, or indices built in vectors and read back from memory,
+ * measured slower on Zen 5; the scalar side (index extraction) is what
+ * bounds these kernels.
  *
  * IQ1_M (256 weights, 56 bytes: qs[32], qh[16], scales[8], the fp16 d
- * spread over the scales' top nibbles): the same lattice, a scale per 16
- * weights (one 128-bit lane of vpmaddubsw pairs: vpmaddwd weights each
- * lane by its own ls) and a delta sign per 8. The reference's
- *     sumi1 = sum_k ls_k * lat_k,  sumi2 = sum_k ls_k * sum_l sign_l S8_l
- * (k: 16 weights, l: 8) are computed as: lattice as IQ1_S (grid + 1, minus
- * sum_k ls_k * bsums_k); sumi2 = sum_k ls_k * bsums_k - 2 * the ls-weighted
- * sum of the activations whose sign bit is set (bytes 2 under the bit
- * mask, vpmaddubsw, vpmaddwd). Then
- *     acc += (d * a.d) * ((float)sumi1 + IQ1M_DELTA * (float)sumi2).
+ * spread over the scales' top nibbles, one pext): the same lattice, a
+ * scale per 16 weights (one 128-bit lane of vpmaddubsw pairs: vpmaddwd
+ * weights each lane by its own ls) and a delta sign s_l = +-1 per 8. With
+ * T = 8 sumi1 + sumi2 (sumi1 = sum_k ls_k * lat_k, sumi2 = sum_k ls_k *
+ * sum_l s_l S8_l; k: 16 weights, l: 8), every weight enters as
+ *     u = 8 g + s + 9 = 8 (g + 1) + (s > 0 ? 2 : 0)    (0 .. 18)
+ * (vpshufb, then + 2 under the k-mask of clear sign bits), and
+ *     T = sum_k ls_k * (sum_j a_j u_j - 9 bsums_k);
+ *     acc += (d * a.d) * (float(T) * 0.125f), exactly the reference's
+ * (float)sumi1 + IQ1M_DELTA * (float)sumi2 as for IQ1_S.
  */
 #include "avx512_common.h"
 #include "avx512_kernels.h"
@@ -44,15 +52,44 @@ AVX512_INLINE long long iq1s_row(unsigned idx) {
     return (long long)g;
 }
 
-/* The grid values of sub-blocks 2p and 2p + 1 of the block at blk, + 1. */
+/* Eight grid rows (bytes -1, 0, 1): entry i of lattice index word i of i0
+ * (i < 4), of i1 (i >= 4). */
+AVX512_INLINE __m512i iq1_grid8(uint64_t i0, uint64_t i1) {
+    const __m512i g = _mm512_set_epi64(iq1s_row((unsigned)(i1 >> 48)), iq1s_row((unsigned)(i1 >> 32) & 0xffff),
+                                       iq1s_row((unsigned)(i1 >> 16) & 0xffff), iq1s_row((unsigned)i1 & 0xffff),
+                                       iq1s_row((unsigned)(i0 >> 48)), iq1s_row((unsigned)(i0 >> 32) & 0xffff),
+                                       iq1s_row((unsigned)(i0 >> 16) & 0xffff), iq1s_row((unsigned)i0 & 0xffff));
+    return g;
+}
+
+/* 8 (g + 1) per byte of grid values g: vpshufb maps -1 (top bit set) to 0. */
+AVX512_INLINE __m512i iq1_times8(__m512i g) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_setr_epi8(8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                               g);
+}
+
+/* Four 11-bit lattice indices as 16-bit words: byte l of q | field l of h
+ * << 8; field l is h bits 3l .. 3l + 2 (IQ1_S), or 4l .. 4l + 2 (IQ1_M,
+ * whose h comes with bit 4l + 3 cleared). BMI2 pdep, else shifts. */
+AVX512_INLINE uint64_t iq1_index4(uint32_t q, uint32_t h, int iq1m) {
+#if defined(__BMI2__)
+    return _pdep_u64(q, 0x00ff00ff00ff00ffULL) |
+           (iq1m ? _pdep_u64(h, 0x0f000f000f000f00ULL) : _pdep_u64(h, 0x0700070007000700ULL));
+#else
+    uint64_t r = 0;
+    for (int l = 0; l < 4; ++l) {
+        const uint64_t f = iq1m ? (h >> (4 * l)) & 7 : (h >> (3 * l)) & 7;
+        r |= (((q >> (8 * l)) & 0xff) | f << 8) << (16 * l);
+    }
+    return r;
+#endif
+}
+
+/* The grid values of sub-blocks 2p and 2p + 1 of the block at blk. */
 AVX512_INLINE __m512i iq1s_grid64(const uint8_t *blk, int p) {
     const uint8_t *qs = blk + IQ1S_QS + 8 * p;
-    const uint32_t h0 = anvil_rd_u16(blk + IQ1S_QH + 4 * p), h1 = anvil_rd_u16(blk + IQ1S_QH + 4 * p + 2);
-    const __m512i g = _mm512_set_epi64(iq1s_row(qs[7] | ((h1 >> 1) & 0x700)), iq1s_row(qs[6] | ((h1 << 2) & 0x700)),
-                                       iq1s_row(qs[5] | ((h1 << 5) & 0x700)), iq1s_row(qs[4] | ((h1 << 8) & 0x700)),
-                                       iq1s_row(qs[3] | ((h0 >> 1) & 0x700)), iq1s_row(qs[2] | ((h0 << 2) & 0x700)),
-                                       iq1s_row(qs[1] | ((h0 << 5) & 0x700)), iq1s_row(qs[0] | ((h0 << 8) & 0x700)));
-    return _mm512_add_epi8(g, _mm512_set1_epi8(1));
+    return iq1_grid8(iq1_index4(anvil_rd_u32(qs), anvil_rd_u16(blk + IQ1S_QH + 4 * p), 0),
+                     iq1_index4(anvil_rd_u32(qs + 4), anvil_rd_u16(blk + IQ1S_QH + 4 * p + 2), 0));
 }
 
 AVX512_INLINE __m512i madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
@@ -65,7 +102,6 @@ AVX512_INLINE __m512i madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
 
 AVX512_INLINE void iq1_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
                               simd_pf *pf) {
-    const __m256 delta = _mm256_set1_ps(anvil_cold_iq1s_delta);
     __m512i sel[4];
     for (int p = 0; p < 4; ++p) {
         sel[p] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * p)), _mm256_set1_epi16((short)(2 * p + 1)), 1);
@@ -77,7 +113,7 @@ AVX512_INLINE void iq1_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint
         for (int p = 0; p < 4; ++p) qa[p] = avx512_load(a + Q8K_QS + 64 * p);
         /* Q_ib = bsums[2 ib] + bsums[2 ib + 1], ib = 0..7 */
         const __m256i q = _mm256_madd_epi16(avx512_load256(a + Q8K_BSUMS), _mm256_set1_epi16(1));
-        __m512i m[8], m1[8];
+        __m512i m[8];
         AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m128i h = avx512_load128(wr + IQ1S_QH);
@@ -85,21 +121,21 @@ AVX512_INLINE void iq1_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint
                 _mm_add_epi16(_mm_and_si128(_mm_srli_epi16(h, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
             const __m512i ls_w = _mm512_castsi128_si512(ls);
             const __m256i lsq = _mm256_mullo_epi32(_mm256_cvtepu16_epi32(ls), q);
-            __m512i s = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), lsq));
-            s = _mm512_inserti64x4(s, _mm256_setzero_si256(), 1);
+            /* ls_ib Q_ib (sign_ib - 8): the delta part, minus the 8 (g + 1) offset's */
+            const __m256i sq =
+                _mm256_sign_epi32(lsq, _mm256_or_si256(_mm256_cvtepi16_epi32(h), _mm256_set1_epi32(1)));
+            __m512i s = avx512_zext256(_mm256_sub_epi32(sq, _mm256_slli_epi32(lsq, 3)));
             for (int p = 0; p < 4; ++p) {
-                s = madd_acc(s, _mm512_maddubs_epi16(iq1s_grid64(wr, p), qa[p]),
+                s = madd_acc(s, _mm512_maddubs_epi16(iq1_times8(iq1s_grid64(wr, p)), qa[p]),
                              _mm512_permutexvar_epi16(sel[p], ls_w));
             }
             m[r] = s;
-            /* the delta's sign (bit 15 of qh), never zero */
-            m1[r] = avx512_zext256(
-                _mm256_sign_epi32(lsq, _mm256_or_si256(_mm256_cvtepi16_epi32(h), _mm256_set1_epi32(1))));
         }
-        const __m256 sumi = _mm256_cvtepi32_ps(avx512_reduce(m, R));
-        const __m256 sumi1 = _mm256_cvtepi32_ps(avx512_reduce(m1, R));
+        /* T = 8 sumi + sumi1, and (float)T / 8 == (float)sumi + delta (float)sumi1 exactly (delta = 1/8,
+         * |T| < 2^24) */
+        const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(avx512_reduce(m, R)), _mm256_set1_ps(0.125f));
         const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_add_ps(sumi, _mm256_mul_ps(delta, sumi1))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, t));
     }
     avx512_store_rows(y, acc, R);
 }
@@ -138,7 +174,11 @@ AVX512_KERNEL(kernel_iq1_s, ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q8_K, iq1_s_vec_dot, iq
 AVX512_INLINE uint16_t iq1m_d_bits(const uint8_t *blk) {
     uint64_t sc;
     memcpy(&sc, blk + IQ1M_SCALES, sizeof sc);
+#if defined(__BMI2__)
+    return (uint16_t)_pext_u64(sc, 0xf000f000f000f000ULL);
+#else
     return (uint16_t)(((sc >> 12) & 0x000f) | ((sc >> 24) & 0x00f0) | ((sc >> 36) & 0x0f00) | ((sc >> 48) & 0xf000));
+#endif
 }
 
 /* Lane r: d of row r (r < R), as f32 (exact). */
@@ -158,14 +198,11 @@ AVX512_INLINE __m256 iq1m_halves(const uint8_t *p, size_t stride, const int R) {
     return _mm256_cvtph_ps(h);
 }
 
-/* Grid values + 1 of weights 64p..64p+63 (x: the four qh bytes 4p..4p+3). */
+/* Grid values of weights 64p..64p+63 (x: the four qh bytes 4p..4p+3). */
 AVX512_INLINE __m512i iq1m_grid64(const uint8_t *blk, int p, uint32_t x) {
     const uint8_t *qs = blk + 8 * p;
-    const __m512i g = _mm512_set_epi64(iq1s_row(qs[7] | ((x >> 20) & 0x700)), iq1s_row(qs[6] | ((x >> 16) & 0x700)),
-                                       iq1s_row(qs[5] | ((x >> 12) & 0x700)), iq1s_row(qs[4] | ((x >> 8) & 0x700)),
-                                       iq1s_row(qs[3] | ((x >> 4) & 0x700)), iq1s_row(qs[2] | (x & 0x700)),
-                                       iq1s_row(qs[1] | ((x << 4) & 0x700)), iq1s_row(qs[0] | ((x << 8) & 0x700)));
-    return _mm512_add_epi8(g, _mm512_set1_epi8(1));
+    const uint32_t f = x & 0x77777777u; /* the index fields, without the sign bits */
+    return iq1_grid8(iq1_index4(anvil_rd_u32(qs), f, 1), iq1_index4(anvil_rd_u32(qs + 4), f >> 16, 1));
 }
 
 /* ls_k = 2 * field + 1 for the 16 groups of 16 weights (words). */
@@ -179,7 +216,6 @@ AVX512_INLINE __m256i iq1m_ls(const uint8_t *blk) {
 
 AVX512_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
                               simd_pf *pf) {
-    const __m256 delta = _mm256_set1_ps(anvil_cold_iq1m_delta);
     const __m512i lane = _mm512_set_epi64(0x0303030303030303, 0x0303030303030303, 0x0202020202020202,
                                           0x0202020202020202, 0x0101010101010101, 0x0101010101010101, 0, 0);
     const __m512i sign_bit =
@@ -196,29 +232,30 @@ AVX512_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint
         __m512i qa[4];
         for (int p = 0; p < 4; ++p) qa[p] = avx512_load(a + Q8K_QS + 64 * p);
         const __m256i bsums = avx512_load256(a + Q8K_BSUMS);
-        __m512i m[8], m1[8];
+        __m512i m[8];
         AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
             const __m256i ls = iq1m_ls(wr);
             const __m512i ls_w = _mm512_castsi256_si512(ls);
-            const __m512i lsq = avx512_zext256(_mm256_madd_epi16(ls, bsums));
-            __m512i s = _mm512_sub_epi32(_mm512_setzero_si512(), lsq), s2 = lsq;
+            /* - 9 sum_k ls_k bsums_k: the offset of u = 8 g + sign + 9 */
+            const __m256i lsq = _mm256_madd_epi16(ls, bsums);
+            __m512i s = avx512_zext256(
+                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(_mm256_slli_epi32(lsq, 3), lsq)));
             for (int p = 0; p < 4; ++p) {
                 const uint32_t x = anvil_rd_u32(wr + IQ1M_QH + 4 * p);
                 const __m512i lsp = _mm512_permutexvar_epi16(sel[p], ls_w);
-                s = madd_acc(s, _mm512_maddubs_epi16(iq1m_grid64(wr, p, x), qa[p]), lsp);
-                const __mmask64 neg =
-                    _mm512_test_epi8_mask(_mm512_shuffle_epi8(_mm512_set1_epi32((int)x), lane), sign_bit);
-                const __m512i pairs = _mm512_maddubs_epi16(_mm512_maskz_mov_epi8(neg, two), qa[p]);
-                s2 = _mm512_sub_epi32(s2, _mm512_madd_epi16(pairs, lsp));
+                const __mmask64 pos =
+                    (__mmask64)~_mm512_test_epi8_mask(_mm512_shuffle_epi8(_mm512_set1_epi32((int)x), lane), sign_bit);
+                const __m512i t = iq1_times8(iq1m_grid64(wr, p, x));
+                s = madd_acc(s, _mm512_maddubs_epi16(_mm512_mask_add_epi8(t, pos, t, two), qa[p]), lsp);
             }
             m[r] = s;
-            m1[r] = s2;
         }
-        const __m256 sumi1 = _mm256_cvtepi32_ps(avx512_reduce(m, R));
-        const __m256 sumi2 = _mm256_cvtepi32_ps(avx512_reduce(m1, R));
+        /* T = 8 sumi1 + sumi2: (float)T / 8 == (float)sumi1 + delta (float)sumi2 exactly (delta = 1/8,
+         * |T| < 2^24) */
+        const __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(avx512_reduce(m, R)), _mm256_set1_ps(0.125f));
         const __m256 d = _mm256_mul_ps(iq1m_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_add_ps(sumi1, _mm256_mul_ps(delta, sumi2))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, t));
     }
     avx512_store_rows(y, acc, R);
 }

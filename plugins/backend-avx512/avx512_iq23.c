@@ -15,7 +15,8 @@
  * row's int32 is reduced to one lane (avx512_reduce) and carried through
  * the reference's float steps, sumf += (fp16(d) * a.d) * (float)bsum, then
  * the format's final factor: bit-identical to plugins/ref. Both variants
- * run the same code (no vpdpbusd: the sub-scales ride on vpmaddwd).
+ * run the same code (no vpdpbusd: the sub-scales ride on vpmaddwd), but
+ * IQ2_S, whose own row pass (below) adds them with vpdpwssd under VNNI.
  */
 #include "avx512_common.h"
 #include "avx512_kernels.h"
@@ -51,9 +52,10 @@ typedef __m512i (*iq23_meta_fn)(const uint8_t *blk);
 typedef void (*iq23_index_fn)(const uint8_t *blk, uint16_t idx[64]);
 
 /* ---- lattice indices ------------------------------------------------------------
- * IQ2_S and IQ3_S take bits of qh into each index: computed for a whole
+ * IQ3_S takes a bit of qh into each index: computed for a whole
  * super-block in vectors, stored, and read back by the scalar codebook
- * loads. The other formats read theirs from the block. */
+ * loads. IQ2_S builds four at a time by BMI2 pdep (iq23_grid_iq2_s); the
+ * other formats read theirs from the block. */
 
 AVX512_INLINE void iq23_index_none(const uint8_t *blk, uint16_t idx[64]) {
     (void)blk;
@@ -73,20 +75,10 @@ AVX512_INLINE void iq23_index_iq3_s(const uint8_t *blk, uint16_t idx[64]) {
     }
 }
 
-/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8. */
-AVX512_INLINE void iq23_index_iq2_s(const uint8_t *blk, uint16_t idx[64]) {
-    static const uint16_t sel[32] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
-                                      4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7 };
-    static const uint16_t shift[32] = { 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6,
-                                        0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6 };
-    uint64_t qh;
-    memcpy(&qh, blk + offsetof(anvil_block_iq2_s, qh), sizeof qh);
-    const __m512i q = _mm512_cvtepu8_epi16(avx512_load256(blk + offsetof(anvil_block_iq2_s, qs)));
-    const __m512i h =
-        _mm512_permutexvar_epi16(avx512_load(sel), _mm512_cvtepu8_epi16(_mm256_set_epi64x(0, 0, 0, (long long)qh)));
-    const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(h, avx512_load(shift)), _mm512_set1_epi16(3));
-    _mm512_storeu_si512(idx, _mm512_or_si512(q, _mm512_slli_epi16(bits, 8)));
-}
+/* IQ2_S: index 4 ib + l = qs[4 ib + l] | ((qh[ib] >> 2 l) & 3) << 8, read
+ * per sub-block by iq23_grid_iq2_s (BMI2 pdep: four 16-bit indices in one
+ * word), nothing precomputed. */
+#define iq23_index_iq2_s iq23_index_none
 
 AVX512_INLINE void iq23_grid_iq2_xxs(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
     (void)idx;
@@ -101,8 +93,15 @@ AVX512_INLINE void iq23_grid_iq2_xs(const uint8_t *blk, const uint16_t *idx, int
     simd_iq23_grid_iq2_xs(blk, ib, g);
 }
 AVX512_INLINE void iq23_grid_iq2_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
-    (void)blk;
-    simd_iq23_grid_iq2_s_idx(idx, ib, g);
+    (void)idx;
+#if defined(__BMI2__)
+    const uint64_t i4 =
+        _pdep_u64(anvil_rd_u32(blk + offsetof(anvil_block_iq2_s, qs) + 4 * ib), 0x00ff00ff00ff00ffULL) |
+        _pdep_u64(blk[offsetof(anvil_block_iq2_s, qh) + ib], 0x0300030003000300ULL);
+    for (int l = 0; l < 4; ++l) g[l] = simd_iq23_word8(anvil_cold_iq2s_grid[(i4 >> (16 * l)) & 0xffff]);
+#else
+    simd_iq23_grid_iq2_s(blk, ib, g);
+#endif
 }
 AVX512_INLINE void iq23_grid_iq3_s(const uint8_t *blk, const uint16_t *idx, int ib, uint64_t g[4]) {
     (void)blk;
@@ -263,8 +262,80 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 IQ23_FORMAT(iq2_xxs, IQ2_XXS)
 IQ23_FORMAT(iq3_xxs, IQ3_XXS)
 IQ23_FORMAT(iq2_xs, IQ2_XS)
-IQ23_FORMAT(iq2_s, IQ2_S)
 IQ23_FORMAT(iq3_s, IQ3_S)
+
+/* ---- IQ2_S: its own row pass ------------------------------------------------------
+ * The sign bits of elements 64h .. 64h + 63 are the 8 raw sign bytes at
+ * qs + 32 + 8h, bit j of byte l for element 8l + j: a k-mask as loaded. The
+ * 16 sub-scales (2 per sub-block: elements 0..15, 16..31) become, once per
+ * row, words 0..7 (low nibbles) and 8..15 (high nibbles) of one vector, and
+ * vpermw puts each 128-bit lane's own at its words (lane j of part h: group
+ * 4h + j of 16 elements). With VNNI, vpdpwssd adds them in. */
+
+AVX512_INLINE __m512i iq2s_madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
+#if AVX512_VNNI
+    return _mm512_dpwssd_epi32(acc, pairs, ls);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, ls));
+#endif
+}
+
+AVX512_INLINE void iq2_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                              simd_pf *pf) {
+    const size_t bb = sizeof(anvil_block_iq2_s);
+    /* lane j of part h: group g = 4h + j, word (g % 2) * 8 + g / 2 */
+    __m512i sel[4];
+    for (int h = 0; h < 4; ++h) {
+        short ix[4];
+        for (int j = 0; j < 4; ++j) ix[j] = (short)(((4 * h + j) % 2) * 8 + (4 * h + j) / 2);
+        sel[h] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(
+                _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(ix[0])), _mm_set1_epi16(ix[1]), 1)),
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(ix[2])), _mm_set1_epi16(ix[3]), 1), 1);
+    }
+    const __m512i zero = _mm512_setzero_si512();
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
+        simd_pf_block(pf, b, bb, ws, R);
+        __m512i qa[4];
+        for (int h = 0; h < 4; ++h) qa[h] = avx512_load(a + SIMD_IQ23_Q8K_QS + 64 * h);
+        __m512i m[8];
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
+            const uint8_t *wr = w + (size_t)r * ws;
+            const __m128i sc =
+                _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(wr + offsetof(anvil_block_iq2_s, scales))));
+            const __m128i m4 = _mm_set1_epi16(15);
+            const __m256i nib =
+                _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(sc, m4)), _mm_srli_epi16(sc, 4), 1);
+            const __m512i ls =
+                _mm512_castsi256_si512(_mm256_add_epi16(_mm256_add_epi16(nib, nib), _mm256_set1_epi16(1)));
+            const uint8_t *signs = wr + offsetof(anvil_block_iq2_s, qs) + ANVIL_QK_K / 8;
+            __m512i s = _mm512_setzero_si512();
+            for (int h = 0; h < 4; ++h) {
+                uint64_t g0[4], g1[4];
+                iq23_grid_iq2_s(wr, NULL, 2 * h, g0);
+                iq23_grid_iq2_s(wr, NULL, 2 * h + 1, g1);
+                const __m512i g = _mm512_set_epi64((long long)g1[3], (long long)g1[2], (long long)g1[1],
+                                                   (long long)g1[0], (long long)g0[3], (long long)g0[2],
+                                                   (long long)g0[1], (long long)g0[0]);
+                uint64_t sb;
+                memcpy(&sb, signs + 8 * h, sizeof sb);
+                const __mmask64 neg = (__mmask64)sb;
+                const __m512i ys = _mm512_mask_sub_epi8(qa[h], neg, zero, qa[h]);
+                s = iq2s_madd_acc(s, _mm512_maddubs_epi16(g, ys), _mm512_permutexvar_epi16(sel[h], ls));
+            }
+            m[r] = s;
+        }
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a + SIMD_IQ23_Q8K_D)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(m, R))));
+    }
+    acc = _mm256_mul_ps(_mm256_set1_ps(SIMD_IQ23_FINAL_IQ2_S), acc);
+    avx512_store_rows(y, acc, R);
+}
+
+SIMD_DEFINE_ENTRY_POINTS(iq2_s, 256, sizeof(anvil_block_iq2_s))
+AVX512_KERNEL(kernel_iq2_s, ANVIL_TYPE_IQ2_S, ANVIL_TYPE_Q8_K, iq2_s_vec_dot, iq2_s_gemv, iq2_s_gemm,
+              anvil_ref_decode_iq2_s);
 
 const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_iq23)[] = {
     &kernel_iq2_xxs, &kernel_iq3_xxs, &kernel_iq2_xs, &kernel_iq2_s, &kernel_iq3_s, NULL,

@@ -45,10 +45,8 @@
 #if !AVX512_EMULATED
 /* What the kernel files were compiled for. */
 static const anvil_cpu_need required[] = {
-    { ANVIL_CPU_AVX512F, "avx512f" },
-    { ANVIL_CPU_AVX512BW, "avx512bw" },
-    { ANVIL_CPU_AVX512VL, "avx512vl" },
-    { ANVIL_CPU_F16C, "f16c" },
+    { ANVIL_CPU_AVX512F, "avx512f" }, { ANVIL_CPU_AVX512BW, "avx512bw" }, { ANVIL_CPU_AVX512VL, "avx512vl" },
+    { ANVIL_CPU_F16C, "f16c" },       { ANVIL_CPU_BMI2, "bmi2" },
 };
 #endif
 
@@ -69,8 +67,8 @@ static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_si
     char missing[64];
     if (anvil_cpu_lacks(cpu, required, sizeof required / sizeof required[0], missing, sizeof missing) > 0) {
         if (why != NULL && why_size > 0) {
-            snprintf(why, why_size, "needs avx512f avx512bw avx512vl f16c; this CPU (after ANVIL_CPU_MASK) lacks: %s",
-                     missing);
+            snprintf(why, why_size,
+                     "needs avx512f avx512bw avx512vl f16c bmi2; this CPU (after ANVIL_CPU_MASK) lacks: %s", missing);
         }
         return 0;
     }

@@ -71,7 +71,7 @@
 #define SB_AVX512_EMU 3
 
 #define AVX2_NEEDED (ANVIL_CPU_AVX | ANVIL_CPU_AVX2 | ANVIL_CPU_FMA | ANVIL_CPU_F16C)
-#define AVX512_NEEDED (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_F16C)
+#define AVX512_NEEDED (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_F16C | ANVIL_CPU_BMI2)
 #if SB_KIND == SB_AVX2
 #define SB_NEEDED AVX2_NEEDED
 #define SB_MASK "-avx2"
@@ -1037,8 +1037,8 @@ static void test_score(void) {
     const char *names[] = { "avx2", "fma", "f16c" };
 #else
     const uint64_t all = AVX2_NEEDED | AVX512_NEEDED | ANVIL_CPU_SSE42 | ANVIL_CPU_AVX512VNNI;
-    const uint64_t bits[] = { ANVIL_CPU_AVX512F, ANVIL_CPU_AVX512BW, ANVIL_CPU_AVX512VL };
-    const char *names[] = { "avx512f", "avx512bw", "avx512vl" };
+    const uint64_t bits[] = { ANVIL_CPU_AVX512F, ANVIL_CPU_AVX512BW, ANVIL_CPU_AVX512VL, ANVIL_CPU_BMI2 };
+    const char *names[] = { "avx512f", "avx512bw", "avx512vl", "bmi2" };
 #endif
     cpu.arch = ANVIL_ARCH_X86_64;
     cpu.features = all;
@@ -1057,7 +1057,7 @@ static void test_score(void) {
     CU_ASSERT(g_backend->score(&cpu, why, sizeof why) > 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "variant avx512)"));
 #endif
-    for (int i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; ++i) {
         cpu.features = all & ~bits[i];
         CU_ASSERT_EQUAL(g_backend->score(&cpu, why, sizeof why), 0);
         CU_ASSERT_PTR_NOT_NULL(strstr(why, names[i]));
