@@ -43,6 +43,9 @@
 #define F_TILE_C 6   /* activation rows per GEMM tile */
 #define F_BLOCK_C 24 /* activation rows a weight tile is reused for */
 #define F_GEMV_R 8
+/* Register tiles: every loop over r and c unrolled, so the accumulators
+ * stay in registers (rolled, gcc keeps them on the stack). */
+#define F_UNROLL _Pragma("GCC unroll 8")
 
 /* The referee's reduction tree: (q0 + q2) + (q1 + q3) of q = h.lo + h.hi,
  * h = v.lo256 + v.hi256. */
@@ -62,28 +65,27 @@ FINLINE __m512 f16_w(const uint8_t *p, __mmask16 m) { return _mm512_cvtph_ps(_mm
 FINLINE void f16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,
                       const int R, const int C) {
     __m512 acc[F_GEMV_R][F_TILE_C];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 av[F_TILE_C];
-        for (int c = 0; c < C; ++c) av[c] = _mm512_loadu_ps(a + (size_t)c * as + i);
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
+        F_UNROLL for (int c = 0; c < C; ++c) av[c] = _mm512_loadu_ps(a + (size_t)c * as + i);
+        F_UNROLL for (int r = 0; r < R; ++r) {
             const __m512 wv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + (size_t)r * ws + 2 * i)));
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
+            F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
         }
     }
     if (i < n) {
         const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __m512 av[F_TILE_C];
-        for (int c = 0; c < C; ++c) av[c] = _mm512_maskz_loadu_ps(m, a + (size_t)c * as + i);
-        for (int r = 0; r < R; ++r) {
+        F_UNROLL for (int c = 0; c < C; ++c) av[c] = _mm512_maskz_loadu_ps(m, a + (size_t)c * as + i);
+        F_UNROLL for (int r = 0; r < R; ++r) {
             const __m512 wv = f16_w(w + (size_t)r * ws + 2 * i, m);
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
+            F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
         }
     }
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) y[(size_t)c * ys + r] = f_sum(acc[r][c]);
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c)
+        y[(size_t)c * ys + r] = f_sum(acc[r][c]);
 }
 
 /* ---- BF16 ----------------------------------------------------------------- */
@@ -152,21 +154,24 @@ FINLINE __m512 bf_step(__m512 acc, const uint8_t *w, __mmask32 m, bf_act a) {
 }
 #endif
 
+FINLINE void bf16_step(const uint8_t *w, size_t ws, const float *a, size_t as, __m512 acc[][F_TILE_C], __mmask32 m,
+                       const int R, const int C) {
+    bf_act av[F_TILE_C];
+    F_UNROLL for (int c = 0; c < C; ++c) av[c] = bf_act_load(a + (size_t)c * as, m);
+    F_UNROLL for (int r = 0; r < R; ++r) {
+        F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = bf_step(acc[r][c], w + (size_t)r * ws, m, av[c]);
+    }
+}
+
 FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,
                        const int R, const int C) {
     __m512 acc[F_GEMV_R][F_TILE_C];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-    for (size_t i = 0; i < n; i += 32) {
-        const __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
-        bf_act av[F_TILE_C];
-        for (int c = 0; c < C; ++c) av[c] = bf_act_load(a + (size_t)c * as + i, m);
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; ++r) {
-            for (int c = 0; c < C; ++c) acc[r][c] = bf_step(acc[r][c], w + (size_t)r * ws + 2 * i, m, av[c]);
-        }
-    }
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) y[(size_t)c * ys + r] = f_sum(acc[r][c]);
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) bf16_step(w + 2 * i, ws, a + i, as, acc, (__mmask32)0xffffffffu, R, C);
+    if (i < n) bf16_step(w + 2 * i, ws, a + i, as, acc, (__mmask32)((1u << (n - i)) - 1), R, C);
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c)
+        y[(size_t)c * ys + r] = f_sum(acc[r][c]);
 }
 
 /* ---- entry points, one set per weight type ---------------------------------- */
