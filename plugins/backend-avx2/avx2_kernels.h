@@ -19,6 +19,8 @@ extern const anvil_kernel *const anvil_avx2_kernels_ptqtps[];
 extern const anvil_kernel *const anvil_avx2_kernels_lowbit[];
 extern const anvil_kernel *const anvil_avx2_kernels_iq1[];
 extern const anvil_kernel *const anvil_avx2_kernels_iq23[];
+/* avx2_float.c: F16 / BF16 weights against f32 activations. */
+extern const anvil_kernel *const anvil_avx2_kernels_float[];
 /* avx2_encode.c: weight encoders (ABI 1.1) by format family. */
 extern const anvil_weight_encoder *const anvil_avx2_encoders_flat[];
 extern const anvil_weight_encoder *const anvil_avx2_encoders_kquants[];

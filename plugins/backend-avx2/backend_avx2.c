@@ -68,7 +68,7 @@ static int avx2_init(const anvil_host_services *host, char *err, size_t err_size
     static const anvil_kernel *const *const kernel_tables[] = {
         anvil_avx2_kernels_q8_0, anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants, anvil_avx2_kernels_ternary,
         anvil_avx2_kernels_cold, anvil_avx2_kernels_ptqtp, anvil_avx2_kernels_ptqtps,  anvil_avx2_kernels_lowbit,
-        anvil_avx2_kernels_iq1,  anvil_avx2_kernels_iq23,
+        anvil_avx2_kernels_iq1,  anvil_avx2_kernels_iq23,  anvil_avx2_kernels_float,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_avx2_encoders_flat,  anvil_avx2_encoders_kquants, anvil_avx2_encoders_iq4,

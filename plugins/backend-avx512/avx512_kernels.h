@@ -23,6 +23,11 @@
 AVX512_DECLARE_TABLES(base)
 AVX512_DECLARE_TABLES(vnni)
 
+/* avx512_float.c (built twice: with and without AVX512_BF16): F16 / BF16
+ * weights against f32 activations. */
+extern const anvil_kernel *const anvil_avx512_kernels_float_plain[];
+extern const anvil_kernel *const anvil_avx512_kernels_float_bf16[];
+
 /* avx512_encode.c (one build for both variants): weight encoders (ABI 1.1)
  * by format family. */
 extern const anvil_weight_encoder *const anvil_avx512_encoders_flat[];

@@ -52,6 +52,10 @@ static const anvil_cpu_need required[] = {
 
 static int has_vnni(const anvil_cpu_info *cpu) { return cpu != NULL && (cpu->features & ANVIL_CPU_AVX512VNNI) != 0; }
 
+#if !AVX512_EMULATED
+static int has_bf16(const anvil_cpu_info *cpu) { return cpu != NULL && (cpu->features & ANVIL_CPU_AVX512BF16) != 0; }
+#endif
+
 static uint32_t avx512_score(const anvil_cpu_info *cpu, char *why, size_t why_size) {
 #if AVX512_EMULATED
     if (why != NULL && why_size > 0) {
@@ -118,9 +122,16 @@ static int avx512_init(const anvil_host_services *host, char *err, size_t err_si
         anvil_avx512_encoders_flat,  anvil_avx512_encoders_kquants, anvil_avx512_encoders_iq4,
         anvil_avx512_encoders_small, anvil_avx512_encoders_ptqtps,
     };
+    /* F16 / BF16 (avx512_float.c, not in the SIMDe build): vdpbf16ps where
+     * the CPU has AVX512_BF16, its emulation elsewhere; same results. */
+    const anvil_kernel *const *kernels[ANVIL_REF_COUNT(variants[v].kernels) + 1];
+    size_t nk = 0;
+    for (size_t i = 0; i < ANVIL_REF_COUNT(variants[v].kernels); ++i) kernels[nk++] = variants[v].kernels[i];
+#if !AVX512_EMULATED
+    kernels[nk++] = has_bf16(cpu) ? anvil_avx512_kernels_float_bf16 : anvil_avx512_kernels_float_plain;
+#endif
     const anvil_ref_backend_tables tables = {
-        &variants[v].quantizers,         1, variants[v].kernels, ANVIL_REF_COUNT(variants[v].kernels), encoder_tables,
-        ANVIL_REF_COUNT(encoder_tables),
+        &variants[v].quantizers, 1, kernels, nk, encoder_tables, ANVIL_REF_COUNT(encoder_tables),
     };
     return anvil_ref_backend_fill(&backend, &lists, &tables, PLUGIN_ID, err, err_size);
 }

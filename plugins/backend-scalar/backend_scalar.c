@@ -47,7 +47,7 @@ static int scalar_init(const anvil_host_services *host, char *err, size_t err_si
     };
     static const anvil_kernel *const *const kernel_tables[] = {
         anvil_scalar_kernels_q8_0, anvil_scalar_kernels_kquants, anvil_scalar_kernels_ternary,
-        anvil_scalar_kernels_cold, anvil_scalar_kernels_ptqtp,
+        anvil_scalar_kernels_cold, anvil_scalar_kernels_ptqtp,   anvil_scalar_kernels_float,
     };
     static const anvil_weight_encoder *const *const encoder_tables[] = {
         anvil_portable_encoders_flat,  anvil_portable_encoders_kquants, anvil_portable_encoders_iq4,

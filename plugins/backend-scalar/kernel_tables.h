@@ -19,6 +19,8 @@ extern const anvil_act_quantizer *const anvil_scalar_quantizers_cold[];
 extern const anvil_kernel *const anvil_scalar_kernels_cold[];
 extern const anvil_act_quantizer *const anvil_scalar_quantizers_ptqtp[];
 extern const anvil_kernel *const anvil_scalar_kernels_ptqtp[];
+/* kernels_float.c: F16 / BF16 weights against f32 activations (no quantizer). */
+extern const anvil_kernel *const anvil_scalar_kernels_float[];
 /* encoders.c: the reference weight encoders of the formats the shared
  * SIMD sources do not cover, row-wise (ABI 1.1). */
 extern const anvil_weight_encoder *const anvil_scalar_encoders[];

@@ -287,6 +287,26 @@ static void fallback(dispatch_rec *d, const anvil_registry *reg, const char *pin
     }
 }
 
+/* F16 / BF16 weights: the pinned backend's (F, F32) kernel, else the first
+ * usable backend in preference order with one. */
+static void choose_float(dispatch_float *f, uint32_t type, const char *name, const anvil_registry *reg,
+                         const backend_rec *const *pref, size_t n_pref) {
+    f->weight_type = type;
+    const anvil_config_pin *pin = pin_for(reg, name);
+    const backend_rec *pb = pin ? anvil__registry_backend_by_name(reg, pin->backend) : NULL;
+    const anvil_kernel *k = pb && pb->score > 0 ? find_kernel(pb, type, ANVIL_TYPE_F32) : NULL;
+    const backend_rec *kb = pb;
+    for (size_t j = 0; k == NULL && j < n_pref; ++j) {
+        if (pref[j]->score == 0) continue;
+        k = find_kernel(pref[j], type, ANVIL_TYPE_F32);
+        kb = pref[j];
+    }
+    if (k == NULL) return;
+    f->kernel = k;
+    f->backend = kb;
+    f->kernel_rows = kb->kernel_rows[k - kb->kernels];
+}
+
 int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, anvil_error *err) {
     int rc = check_order(reg, err);
     if (rc == ANVIL_OK) rc = check_pins(reg, err);
@@ -317,6 +337,8 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
         if (d->kernel != NULL) d->kernel_rows = d->backend->kernel_rows[d->kernel - d->backend->kernels];
         if (d->kernel == NULL) fallback(d, reg, pin_note);
     }
+    choose_float(&dt->floats[0], ANVIL_TYPE_F16, "f16", reg, pref, n_pref);
+    choose_float(&dt->floats[1], ANVIL_TYPE_BF16, "bf16", reg, pref, n_pref);
     free(sorted);
     free(pref);
     return ANVIL_OK;
@@ -326,6 +348,14 @@ void anvil__dispatch_free(anvil_dispatch_table *dt) {
     free(dt->recs);
     dt->recs = NULL;
     dt->n = 0;
+    memset(dt->floats, 0, sizeof dt->floats);
+}
+
+const dispatch_float *anvil__dispatch_table_float(const anvil_dispatch_table *dt, uint32_t weight_type) {
+    for (size_t i = 0; dt != NULL && i < 2; ++i) {
+        if (dt->floats[i].weight_type == weight_type && weight_type != 0) return &dt->floats[i];
+    }
+    return NULL;
 }
 
 const dispatch_rec *anvil__dispatch_table_find(const anvil_dispatch_table *dt, uint32_t weight_type) {

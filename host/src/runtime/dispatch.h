@@ -33,9 +33,21 @@ typedef struct dispatch_rec {
     char encoder_note[192];
 } dispatch_rec;
 
+/* The built-in float weights F16 and BF16 have no codec: their kernel,
+ * against f32 activations (plugins/ref/float_dot.h), is chosen by the same
+ * rule ([type.f16] / [type.bf16] pin, then order and score). kernel NULL:
+ * matmul's decode + f32 dot. */
+typedef struct dispatch_float {
+    uint32_t weight_type;
+    const anvil_kernel *kernel;
+    anvil__rows_fn kernel_rows;
+    const backend_rec *backend;
+} dispatch_float;
+
 typedef struct anvil_dispatch_table {
     dispatch_rec *recs;
     size_t n;
+    dispatch_float floats[2]; /* F16, BF16 */
 } anvil_dispatch_table;
 
 /* Build the table for every codec reg holds ([backends] order and
@@ -44,6 +56,8 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
 void anvil__dispatch_free(anvil_dispatch_table *dt);
 /* The record of a weight type, or NULL (dt may be NULL). */
 const dispatch_rec *anvil__dispatch_table_find(const anvil_dispatch_table *dt, uint32_t weight_type);
+/* The kernel record of F16 / BF16 weights, or NULL for another type. */
+const dispatch_float *anvil__dispatch_table_float(const anvil_dispatch_table *dt, uint32_t weight_type);
 /* anvil_ctx_find_kernel / anvil_ctx_find_encoder on a table. */
 int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_registry *reg, const char *backend,
                                 uint32_t weight_type, const anvil_kernel **kernel,

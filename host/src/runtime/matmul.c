@@ -9,7 +9,9 @@
  * row (one runner per kernel, chosen when the registry loads it:
  * kernel_rows.h). Kernels compute every output row independently of how rows are
  * grouped, so the result does not depend on the thread count. Without a
- * kernel: the codec's reference dot, or decode + f32 dot.
+ * kernel: the codec's reference dot, or decode + f32 dot. F16 and BF16
+ * weights (no codec) run a backend's (F16|BF16, F32) kernel on the f32
+ * activations as given (dispatch.h: dispatch_float), or decode + f32 dot.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,8 @@ struct anvil_weights {
     unsigned flags;
     const anvil_codec *codec; /* NULL for f32/f16/bf16 */
     const dispatch_rec *d;
-    void *packed; /* backend's packed copy, or NULL */
+    const dispatch_float *f; /* F16 / BF16 weights' kernel, or NULL */
+    void *packed;            /* backend's packed copy, or NULL */
 };
 
 typedef struct geometry {
@@ -116,6 +119,8 @@ ANVIL_API int anvil_weights_prepare(anvil_ctx *ctx, uint32_t type, const void *d
     w->flags = flags;
     w->codec = codec;
     w->d = d;
+    w->f = anvil__dispatch_table_float(&ctx->dispatch, type);
+    if (w->f != NULL && w->f->kernel == NULL) w->f = NULL;
     if ((flags & ANVIL_WEIGHTS_PACK) && d != NULL && d->kernel != NULL && d->kernel->pack != NULL && n_rows > 0) {
         const size_t size = d->kernel->packed_size(k, n_rows);
         if (size > 0) {
@@ -252,7 +257,12 @@ static int matmul_on(anvil_ctx *ctx, anvil_pool *pool, const anvil_weights *w, c
                                  .act = x,
                                  .act_bytes = w->k * sizeof(float) };
     void *act_buf = NULL;
-    if (d == NULL || (d->fallback && w->codec->ref_vec_dot == NULL)) {
+    if (w->f != NULL) {
+        j.rows = w->f->kernel_rows;
+        j.call.vec_dot = w->f->kernel->vec_dot;
+        j.call.gemv = w->f->kernel->gemv;
+        j.call.gemm = w->f->kernel->gemm;
+    } else if (d == NULL || (d->fallback && w->codec->ref_vec_dot == NULL)) {
         j.decode = 1;
         if (d != NULL) {
             pthread_mutex_lock(&ctx->lock);
