@@ -304,9 +304,19 @@ int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
     size_t len = 0;
     int rc = file_input_read(path, CARD_MAX, "a model card", &text, &len, err);
     if (rc == ANVIL_E_NOT_FOUND) rc = ANVIL_OK; /* a link to nowhere: no model card */
+    if (rc == ANVIL_OK && text != NULL) rc = hf_card_parse(text, len, path, out, err);
+    free(text);
+    free(path);
+    return rc;
+}
+
+int hf_card_parse(const char *text, size_t len, const char *path, anvil_json_value **out, anvil_error *err) {
+    *out = NULL;
     line *ls = NULL;
     size_t nl = 0;
-    if (rc == ANVIL_OK && text != NULL && front_matter(text, len, &ls, &nl) != 0) rc = anvil__nomem(err);
+    int rc = front_matter(text, len, &ls, &nl) != 0
+                 ? anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path)
+                 : ANVIL_OK;
     if (rc == ANVIL_OK && ls != NULL) {
         anvil_json_value *root = anvil__json_new(ANVIL_JSON_OBJECT_BEGIN, NULL, NULL, 0);
         if (root == NULL || parse_lines(ls, nl, root) != 0) {
@@ -317,8 +327,6 @@ int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
         }
     }
     free(ls);
-    free(text);
-    free(path);
     return rc;
 }
 
