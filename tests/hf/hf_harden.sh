@@ -65,9 +65,10 @@ expect 0 "would write $M/M-656K-BF16.gguf" convert "$M" --dry-run
 printf -- '---\n' >"$M/README.md"
 expect 0 "would write $M/M-656K-BF16.gguf" convert "$M" --dry-run
 
-# ---- 8a. a card of 200000 keys (none read) and a key read at its end: one pass
-awk 'BEGIN { print "---"; for (i = 0; i < 200000; i++) print "k" i ": v"; print "finetune: Many"; print "---" }' \
-    >"$M/README.md"
+# ---- 8a. a card of 200000 keys (none read), a license list of 100000 items and a key read
+# at its end: one pass
+awk 'BEGIN { print "---"; for (i = 0; i < 200000; i++) print "k" i ": v"; print "license:"
+             for (i = 0; i < 100000; i++) print "- l" i; print "finetune: Many"; print "---" }' >"$M/README.md"
 start=$(date +%s)
 expect 0 "would write $M/M-656K-Many-BF16.gguf" convert "$M" --dry-run
 [ $(($(date +%s) - start)) -le 8 ] && pass || fail "a card of 200000 keys took over 8 s"

@@ -227,10 +227,14 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         for (size_t i = 0; i < v->n_items; ++i) n += strlen(v->items[i]->text) + 1;
         char *s = calloc(1, n);
         if (s == NULL) return anvil__nomem(err);
+        size_t o = 0; /* one pass: strcat would rescan the string per item */
         for (size_t i = 0; i < v->n_items; ++i) {
-            if (i) strcat(s, ",");
-            strcat(s, v->items[i]->text);
+            if (i) s[o++] = ',';
+            const size_t len = strlen(v->items[i]->text);
+            memcpy(s + o, v->items[i]->text, len);
+            o += len;
         }
+        s[o] = '\0';
         m->str[field] = s;
         return ANVIL_OK;
     }
