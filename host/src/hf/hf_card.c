@@ -10,6 +10,13 @@
  * block scalar, a number, a boolean, a list of mappings) is kept as a marker
  * (kind TRUE): hf_card_value refuses it only when the converter would use
  * that key, naming the key.
+ *
+ * Hostile cards: README.md is read through file_input (a FIFO, a socket, a
+ * device or a folder is refused by what it is, never opened to block), whole
+ * up to 64 MiB (a larger one is refused); the line array is sized by
+ * counting the lines first; only the keys hf_meta.c reads are kept, so the
+ * duplicate check is over a few dozen keys and a card of any number of keys
+ * is read in one pass.
  */
 #include <ctype.h>
 #include <errno.h>
