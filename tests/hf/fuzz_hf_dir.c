@@ -19,7 +19,8 @@ static void cleanup(void) {
 const char *fuzz_hf_dir(void) {
     if (g_dir[0] != '\0') return g_dir;
     const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/anvil_fuzz_hf_XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    if (tmp == NULL || tmp[0] == '\0') tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"; /* memory first */
+    snprintf(g_dir, sizeof g_dir, "%s/anvil_fuzz_hf_XXXXXX", tmp);
     if (mkdtemp(g_dir) == NULL) abort();
     atexit(cleanup);
     return g_dir;

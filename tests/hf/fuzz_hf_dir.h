@@ -2,7 +2,8 @@
 /*
  * A scratch checkpoint folder for the fuzz bodies of the tokenizer readers
  * (fuzz_hf_tokenizer_json.c, fuzz_hf_spm.c), which read files by name from
- * a folder: made once per process under $TMPDIR (or /tmp), removed at exit.
+ * a folder: made once per process under $TMPDIR (else /dev/shm, else /tmp),
+ * removed at exit.
  */
 #ifndef ANVIL_TEST_FUZZ_HF_DIR_H
 #define ANVIL_TEST_FUZZ_HF_DIR_H
