@@ -4,7 +4,8 @@
  * anvil quantize [options] IN.gguf [OUT.gguf] --target-size SIZE | --target-bpw B [NTHREADS]
  *
  * llama-quantize's command line over anvil/quantize.h: the same positional
- * form (OUT defaults to <IN's folder>/ggml-model-<TYPE>.gguf), the same
+ * form (OUT defaults to <IN's folder>/ggml-model-<TYPE>.gguf; for a Hugging
+ * Face folder, HF_DIR/ggml-model-<TYPE>.gguf, inside it), the same
  * options and option syntax, the same bytes out. Options may also come after
  * the positional arguments. anvil's own: --json, --quiet, --no-quality,
  * --no-fallback, and the size target (--target-size/--target-bpw, with
@@ -47,7 +48,8 @@ const char cli_help_quantize[] =
     "llama-quantize's job with llama.cpp's policy, byte for byte: the same presets,\n"
     "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
     "llama_model_quantize, streamed out of core (memory bounded by one tensor). OUT\n"
-    "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be IN itself (written\n"
+    "defaults to <IN's folder>/ggml-model-<TYPE>.gguf (for HF_DIR: inside it, where\n"
+    "convert puts its output); it may be IN itself (written\n"
     "to a temporary file and renamed over it), '-' (stdout), a device or a FIFO\n"
     "(written into, never replaced; `anvil help`, files). NTHREADS <= 0: every core.\n"
     "IN may be a Hugging Face checkpoint folder (also with --target-size/-bpw): the\n"
@@ -90,7 +92,8 @@ const char cli_help_quantize[] =
     "  --no-quality                skip the error figures (decode-back) for a faster run\n"
     "  --no-fallback               with a preset: refuse (exit 1, naming each tensor) instead of\n"
     "                              falling back to another type where rows do not divide its block\n"
-    "size target (instead of TYPE; OUT defaults to <IN's folder>/ggml-model-target.gguf):\n"
+    "size target (instead of TYPE; OUT defaults to <IN's folder>/ggml-model-target.gguf,\n"
+    "HF_DIR/ggml-model-target.gguf for a folder):\n"
     "  --target-size SIZE          the output file takes at most SIZE bytes (K/M/G: powers of\n"
     "                              1000, KiB/MiB/GiB: of 1024, as --split-max-size)\n"
     "  --target-bpw B              the output file takes at most B * parameters / 8 bytes\n"
@@ -353,6 +356,28 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
     return check_args(a);
 }
 
+/* OUT's default, <dir>ggml-model-<what><ext>: dir is IN's folder for a
+ * file (as llama-quantize), IN itself for a Hugging Face folder (where
+ * convert_hf_to_gguf.py puts its default output: two sibling checkpoints
+ * never write the same file). NULL when out of memory. */
+static char *default_out(const char *in, const char *what, const char *ext) {
+    size_t dir;
+    const char *sep = "";
+    if (cli_is_dir(in)) {
+        dir = strlen(in);
+        if (dir == 0 || in[dir - 1] != '/') sep = "/";
+    } else {
+        const char *slash = strrchr(in, '/');
+        const char *bslash = strrchr(in, '\\');
+        if (bslash != NULL && (slash == NULL || bslash > slash)) slash = bslash;
+        dir = slash ? (size_t)(slash - in + 1) : 0;
+    }
+    const size_t n = dir + strlen(sep) + strlen("ggml-model-") + strlen(what) + strlen(ext) + 1;
+    char *out = malloc(n);
+    if (out != NULL) snprintf(out, n, "%.*s%sggml-model-%s%s", (int)dir, in, sep, what, ext);
+    return out;
+}
+
 /* IN [OUT] [NTHREADS] with a size target: a TYPE is a usage error. */
 static int positional_target(qz_args *a, char **out) {
     const char *in = a->pos[0];
@@ -370,11 +395,7 @@ static int positional_target(qz_args *a, char **out) {
         *out = strdup(a->pos[1]);
         k = 2;
     } else {
-        const char *slash = strrchr(in, '/');
-        const size_t dir = slash ? (size_t)(slash - in + 1) : 0;
-        const size_t n = dir + sizeof "ggml-model-target.gguf";
-        *out = malloc(n);
-        if (*out) snprintf(*out, n, "%.*sggml-model-target.gguf", (int)dir, in);
+        *out = default_out(in, "target", ".gguf");
     }
     if (*out == NULL) return 1;
     if (a->n_pos > k) {
@@ -393,14 +414,8 @@ static int positional(qz_args *a, char **out, const anvil_quantize_preset **pres
     int k = 1;
     *preset = anvil_quantize_preset_find(a->pos[1]);
     if (*preset != NULL) {
-        const char *slash = strrchr(in, '/');
-        const char *bslash = strrchr(in, '\\');
-        if (bslash != NULL && (slash == NULL || bslash > slash)) slash = bslash;
-        const size_t dir = slash ? (size_t)(slash - in + 1) : 0;
-        const size_t n = dir + strlen("ggml-model-") + strlen((*preset)->name) + 6;
-        *out = malloc(n);
+        *out = default_out(in, (*preset)->name, a->o.keep_split ? "" : ".gguf");
         if (*out == NULL) return 1;
-        snprintf(*out, n, "%.*sggml-model-%s%s", (int)dir, in, (*preset)->name, a->o.keep_split ? "" : ".gguf");
         k = 2;
     } else {
         *out = strdup(a->pos[1]);

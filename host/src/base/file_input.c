@@ -7,10 +7,12 @@
 #include "file_input.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 
@@ -28,7 +30,7 @@ int file_input_check(const char *path, anvil_error *err) {
         return ANVIL_OK;
     }
     return anvil__error_set(err, ANVIL_E_IO,
-                            "'%s' is %s: anvil maps its input files and cannot read a pipe, a "
+                            "'%s' is %s, not a regular file: anvil maps its input files and cannot read a pipe, a "
                             "socket or a device; copy it to a regular file first (cat '%s' > "
                             "file) and give that",
                             path, what, path);
@@ -46,21 +48,65 @@ static int grow(char **buf, size_t *cap, size_t max_bytes) {
     return 0;
 }
 
-int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len, anvil_error *err) {
+/* "N GiB" / "N MiB" / "N bytes" for a limit in a message. */
+static void limit_text(size_t max_bytes, char *buf, size_t cap) {
+    if (max_bytes >= ((size_t)1 << 30)) snprintf(buf, cap, "%zu GiB", max_bytes >> 30);
+    else if (max_bytes >= ((size_t)1 << 20)) snprintf(buf, cap, "%zu MiB", max_bytes >> 20);
+    else snprintf(buf, cap, "%zu bytes", max_bytes);
+}
+
+/* path opened to read: O_NONBLOCK (a path swapped for a FIFO since the
+ * check cannot block), then refused unless it is a regular file. */
+static int open_regular(const char *path, const char *kind, FILE **out, anvil_error *err) {
     *out = NULL;
-    *len = 0;
-    int rc = file_input_check(path, err);
-    if (rc != ANVIL_OK) return rc;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         return anvil__error_set(err, errno == ENOENT ? ANVIL_E_NOT_FOUND : ANVIL_E_IO, "cannot open %s: %s", path,
                                 strerror(errno));
     }
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *what = S_ISDIR(st.st_mode)                          ? "a folder"
+                           : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                           : S_ISSOCK(st.st_mode)                       ? "a socket"
+                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                        : "not readable";
+        close(fd);
+        return anvil__error_set(err, ANVIL_E_IO,
+                                "%s is %s, not a regular file (%s is expected there): replace it with the file", path,
+                                what, kind);
+    }
+    /* back to blocking reads: a regular file never waits */
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *out = fdopen(fd, "rb");
+    if (*out == NULL) {
+        close(fd);
+        return anvil__error_set(err, ANVIL_E_NOMEM, "%s: out of memory", path);
+    }
+    return ANVIL_OK;
+}
+
+int file_input_open(const char *path, const char *kind, FILE **out, anvil_error *err) {
+    *out = NULL;
+    const int rc = file_input_check(path, err);
+    return rc != ANVIL_OK ? rc : open_regular(path, kind, out, err);
+}
+
+int file_input_read(const char *path, size_t max_bytes, const char *kind, char **out, size_t *len, anvil_error *err) {
+    *out = NULL;
+    *len = 0;
+    FILE *f = NULL;
+    int rc = file_input_open(path, kind, &f, err);
+    if (rc != ANVIL_OK) return rc;
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
         if (n > max_bytes) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is over %zu GiB: not %s", path, max_bytes >> 30, kind);
+            char lim[48];
+            limit_text(max_bytes, lim, sizeof lim);
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is over %s: not %s", path, lim, kind);
             goto out;
         }
         if (n == cap && grow(&buf, &cap, max_bytes) != 0) {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "file_input.h"
 #include "hf_internal.h"
 #include "hf_table.h"
 
@@ -253,26 +254,30 @@ static int refuse_eagle3(const hf_arch *a, const hf_folder *f, const char *cfg_p
     return ANVIL_OK;
 }
 
-/* 1 when the file holds one of marks[] (ASCII, lower case), compared
- * without case: read in blocks, the tail of each kept for the next. */
-static int file_mentions(const char *path, const char *const *marks) {
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) return 0;
+/* *found 1 when the file holds one of marks[] (ASCII, lower case), compared
+ * without case: read in blocks, the tail of each kept for the next. A
+ * missing file holds none; one that is not a regular file is refused
+ * (file_input.h: a FIFO would block the read forever). */
+static int file_mentions(const char *path, const char *const *marks, int *found, anvil_error *err) {
+    *found = 0;
+    FILE *fp = NULL;
+    const int rc = file_input_open(path, "a model card", &fp, err);
+    if (rc == ANVIL_E_NOT_FOUND) return ANVIL_OK;
+    if (rc != ANVIL_OK) return rc;
     enum { KEEP = 64, BLOCK = 65536 };
     char buf[KEEP + BLOCK + 1];
     size_t have = 0, got = 0;
-    int found = 0;
-    while (!found && (got = fread(buf + have, 1, BLOCK, fp)) > 0) {
+    while (!*found && (got = fread(buf + have, 1, BLOCK, fp)) > 0) {
         have += got;
         for (size_t i = 0; i < have; ++i) buf[i] = (char)tolower((unsigned char)buf[i]);
         buf[have] = '\0';
-        for (size_t m = 0; marks[m] != NULL && !found; ++m) found = strstr(buf, marks[m]) != NULL;
+        for (size_t m = 0; marks[m] != NULL && !*found; ++m) *found = strstr(buf, marks[m]) != NULL;
         const size_t keep = have < KEEP ? have : KEEP;
         memmove(buf, buf + have - keep, keep);
         have = keep;
     }
     fclose(fp);
-    return found;
+    return ANVIL_OK;
 }
 
 /* 1 when s, lower-cased, holds one of marks[]. */
@@ -305,8 +310,11 @@ static int refuse_reranker(const hf_arch *a, const hf_folder *f, const char *cfg
     const char *why = NULL;
     char *readme = hf_path_join(f->dir, "README.md");
     if (readme == NULL) return anvil__nomem(err);
-    if (file_mentions(readme, heads)) why = "its README.md is a Qwen3-Reranker model card";
+    int card = 0;
+    const int rc = file_mentions(readme, heads, &card, err);
     free(readme);
+    if (rc != ANVIL_OK) return rc;
+    if (card) why = "its README.md is a Qwen3-Reranker model card";
     for (size_t i = 0; why == NULL && i < sizeof hints / sizeof hints[0]; ++i) {
         if (hint_mentions(hints[i], names)) why = "its name says Qwen3-Reranker";
     }

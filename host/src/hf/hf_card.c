@@ -10,14 +10,26 @@
  * block scalar, a number, a boolean, a list of mappings) is kept as a marker
  * (kind TRUE): hf_card_value refuses it only when the converter would use
  * that key, naming the key.
+ *
+ * Hostile cards: README.md is read through file_input (a FIFO, a socket, a
+ * device or a folder is refused by what it is, never opened to block), whole
+ * up to 64 MiB (a larger one is refused); the line array is sized by
+ * counting the lines first; only the keys hf_meta.c reads are kept, so the
+ * duplicate check is over a few dozen keys and a card of any number of keys
+ * is read in one pass.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
+#include "file_input.h"
 #include "hf_card.h"
+#include "hf_internal.h"
 
 static int push(anvil_json_value *parent, anvil_json_value *child) {
     if (child == NULL) return -1;
@@ -135,11 +147,13 @@ static anvil_json_value *block_value(const char *key, const line *ls, size_t nl,
         size_t vn = ls[k].n - 1;
         vn = uncomment(v, vn);
         const char *colon = memchr(v, ':', vn);
+        size_t sp = 0; /* the item's first non-space, inside the line */
+        while (sp < vn && v[sp] == ' ') ++sp;
+        const int quoted = sp < vn && (v[sp] == '"' || v[sp] == '\'');
         /* metadata.py quotes "- no" (the Norway problem) before PyYAML sees it */
         const int norway = vn == 3 && strncmp(v, " no", 3) == 0;
         anvil_json_value *item = norway ? anvil__json_new(ANVIL_JSON_STRING, NULL, "no", 2)
-                                 : colon && (colon + 1 == v + vn || colon[1] == ' ') && v[strspn(v, " ")] != '"' &&
-                                         v[strspn(v, " ")] != '\''
+                                 : colon && (colon + 1 == v + vn || colon[1] == ' ') && !quoted
                                      ? anvil__json_new(ANVIL_JSON_TRUE, NULL, NULL, 0)
                                      : scalar(NULL, v, vn);
         if (push(arr, item) != 0) {
@@ -150,6 +164,57 @@ static anvil_json_value *block_value(const char *key, const line *ls, size_t nl,
     }
     *i = k;
     return arr;
+}
+
+/* The keys hf_meta.c reads (apply_metadata_heuristic's); the others are
+ * skipped, which keeps the object small: a card of a million keys costs
+ * one pass, not a million look-ups each. */
+static int key_used(const char *k, size_t n) {
+    static const char *const used[] = {
+        "name",
+        "author",
+        "version",
+        "organization",
+        "description",
+        "finetune",
+        "basename",
+        "size_label",
+        "url",
+        "doi",
+        "uuid",
+        "repo_url",
+        "model_name",
+        "model_author",
+        "model_version",
+        "model_organization",
+        "model_description",
+        "model_finetune",
+        "model_basename",
+        "model_size_label",
+        "model_url",
+        "model_doi",
+        "model_uuid",
+        "model_repo_url",
+        "model_creator",
+        "model_type",
+        "base_model",
+        "base_models",
+        "base_model_sources",
+        "datasets",
+        "dataset",
+        "dataset_sources",
+        "license",
+        "license_name",
+        "license_link",
+        "tags",
+        "pipeline_tag",
+        "languages",
+        "language",
+    };
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; ++i) {
+        if (strlen(used[i]) == n && memcmp(used[i], k, n) == 0) return 1;
+    }
+    return 0;
 }
 
 static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
@@ -164,9 +229,10 @@ static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
             ++i;
             continue;
         }
-        char key[256];
         const size_t kn = (size_t)(colon - l->p);
-        snprintf(key, sizeof key, "%.*s", (int)(kn < 255 ? kn : 255), l->p);
+        const int used = key_used(l->p, kn);
+        char key[32]; /* the longest used key is shorter */
+        snprintf(key, sizeof key, "%.*s", used ? (int)kn : 0, l->p);
         const char *v = colon + 1;
         size_t vn = (size_t)(l->p + l->n - v);
         while (vn > 0 && *v == ' ') ++v, --vn;
@@ -176,6 +242,11 @@ static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
         anvil_json_value *val = vn == 0                           ? block_value(key, ls, nl, &i)
                                 : v[0] == '[' && v[vn - 1] == ']' ? flow_list(key, v, vn)
                                                                   : scalar(key, v, vn);
+        if (val == NULL) return -1;
+        if (!used) {
+            anvil__json_free(val); /* a key anvil does not read (its block lines are passed) */
+            continue;
+        }
         if (anvil__json_get(root, key) != NULL) {
             anvil__json_free(val); /* PyYAML keeps the last; refuse to guess: mark */
             for (size_t k = 0; k < root->n_items; ++k) {
@@ -188,53 +259,72 @@ static int parse_lines(const line *ls, size_t nl, anvil_json_value *root) {
     return 0;
 }
 
+/* The model card is read whole (metadata.py reads it whole); a README.md
+ * over this is refused, naming the limit. */
+#define CARD_MAX ((size_t)64 << 20)
+
+/* The front matter's lines: those after a first line "---" up to the next
+ * "---" line (or the end). *nl is 0 when there is no front matter. The
+ * array has room for every line of the text (one per '\n', plus one). */
+static int front_matter(const char *text, size_t len, line **out, size_t *nl) {
+    *out = NULL;
+    *nl = 0;
+    const char *end = text + len;
+    const char *first_nl = memchr(text, '\n', len);
+    size_t first_len = first_nl ? (size_t)(first_nl - text) : len;
+    if (first_len > 0 && text[first_len - 1] == '\r') --first_len;
+    if (first_nl == NULL || first_len != 3 || strncmp(text, "---", 3) != 0) return 0; /* none (or "---" alone) */
+    size_t lines = 1;
+    for (const char *p = first_nl + 1; p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL; ++p) ++lines;
+    line *ls = calloc(lines, sizeof *ls);
+    if (ls == NULL) return -1;
+    size_t n_ls = 0;
+    for (const char *p = first_nl + 1; p < end && n_ls < lines;) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        size_t n = e ? (size_t)(e - p) : (size_t)(end - p);
+        if (n > 0 && p[n - 1] == '\r') --n;
+        if (n == 3 && strncmp(p, "---", 3) == 0) break;
+        int ind = 0;
+        while ((size_t)ind < n && ind < INT32_MAX && (p[ind] == ' ' || p[ind] == '\t')) ind += 1;
+        ls[n_ls].p = p + ind;
+        ls[n_ls].n = n - (size_t)ind;
+        ls[n_ls].indent = ind;
+        n_ls++;
+        if (e == NULL) break;
+        p = e + 1;
+    }
+    *out = ls;
+    *nl = n_ls;
+    return 0;
+}
+
 int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
     *out = NULL;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/README.md", dir);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return ANVIL_OK;
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (size_t got = 1; got > 0 && len < (64u << 20);) {
-        if (len + 4096 > cap) {
-            cap = cap * 2 + 8192;
-            char *t = realloc(text, cap);
-            if (t == NULL) {
-                free(text);
-                fclose(f);
-                return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path);
-            }
-            text = t;
-        }
-        got = fread(text + len, 1, cap - len - 1, f);
-        len += got;
+    char *path = hf_path_join(dir, "README.md");
+    if (path == NULL) return anvil__nomem(err);
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT) {
+        free(path);
+        return ANVIL_OK; /* no model card */
     }
-    fclose(f);
-    if (text == NULL) return ANVIL_OK;
-    text[len] = '\0';
-    /* lines; the front matter is the block after a first line "---" */
-    line *ls = calloc(len / 2 + 2, sizeof *ls);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = file_input_read(path, CARD_MAX, "a model card", &text, &len, err);
+    if (rc == ANVIL_E_NOT_FOUND) rc = ANVIL_OK; /* a link to nowhere: no model card */
+    if (rc == ANVIL_OK && text != NULL) rc = hf_card_parse(text, len, path, out, err);
+    free(text);
+    free(path);
+    return rc;
+}
+
+int hf_card_parse(const char *text, size_t len, const char *path, anvil_json_value **out, anvil_error *err) {
+    *out = NULL;
+    line *ls = NULL;
     size_t nl = 0;
-    int rc = ANVIL_OK;
-    const char *p = text, *end = text + len;
-    const char *first_nl = memchr(p, '\n', len);
-    const size_t first_len = first_nl ? (size_t)(first_nl - p) : len;
-    if (ls != NULL && first_len == 3 && strncmp(p, "---", 3) == 0) {
-        for (p = first_nl + 1; p < end;) {
-            const char *e = memchr(p, '\n', (size_t)(end - p));
-            size_t n = e ? (size_t)(e - p) : (size_t)(end - p);
-            if (n > 0 && p[n - 1] == '\r') --n;
-            if (n == 3 && strncmp(p, "---", 3) == 0) break;
-            int ind = 0;
-            while ((size_t)ind < n && (p[ind] == ' ' || p[ind] == '\t')) ind += 1;
-            ls[nl].p = p + ind;
-            ls[nl].n = n - (size_t)ind;
-            ls[nl].indent = ind;
-            nl++;
-            if (e == NULL) break;
-            p = e + 1;
-        }
+    int rc = front_matter(text, len, &ls, &nl) != 0
+                 ? anvil__error_set(err, ANVIL_E_NOMEM, "out of memory reading %s", path)
+                 : ANVIL_OK;
+    if (rc == ANVIL_OK && ls != NULL) {
         anvil_json_value *root = anvil__json_new(ANVIL_JSON_OBJECT_BEGIN, NULL, NULL, 0);
         if (root == NULL || parse_lines(ls, nl, root) != 0) {
             anvil__json_free(root);
@@ -244,7 +334,6 @@ int hf_card_load(const char *dir, anvil_json_value **out, anvil_error *err) {
         }
     }
     free(ls);
-    free(text);
     return rc;
 }
 

@@ -120,6 +120,7 @@ typedef struct run {
     hf_meta *meta;
     char out_path[4096];
     int has_tokenizer;
+    int as_source; /* anvil_hf_open_as_gguf: no output, so no output name */
 } run;
 
 /* GGUFWriter.add_tensor_info's split rule. */
@@ -256,7 +257,7 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     }
     rc = plan_parts(r, err);
     if (rc == ANVIL_OK) rc = build_kvs(r, err);
-    if (rc == ANVIL_OK) rc = output_path(r, err);
+    if (rc == ANVIL_OK && !r->as_source) rc = output_path(r, err);
     return rc;
 }
 
@@ -612,6 +613,7 @@ int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, 
     anvil_hf_convert_options_init(&s->o);
     s->r.ctx = ctx;
     s->r.o = &s->o;
+    s->r.as_source = 1;
     anvil_gguf_writer *w = NULL;
     uint8_t *header = NULL;
     size_t size = 0;

@@ -45,7 +45,7 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
 void hf_folder_close(hf_folder *f);
 /* dir + "/" + name, malloc'd (NULL when out of memory). */
 char *hf_path_join(const char *dir, const char *name);
-/* 1 when dir/name is a regular file. */
+/* 1 when dir/name exists (as anything: its reader refuses a FIFO or a folder by name). */
 int hf_file_exists(const char *dir, const char *name);
 
 /* Block-scaled FP8 checkpoints (quantization_config.quant_method "fp8"):

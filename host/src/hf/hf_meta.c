@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "file_input.h"
 #include "hf_card.h"
 #include "hf_internal.h"
 #include "hf_meta_name.h"
@@ -97,7 +98,8 @@ static int set_str(hf_meta *m, int field, const char *v) {
 /* The id heuristics: fill what is still None. */
 static int apply_id(hf_meta *m, const char *model_id, int64_t total) {
     hf_id_parts p;
-    if (hf_model_id_components(model_id, total, &p) != 0) return -1;
+    const int got = hf_model_id_components(model_id, total, &p);
+    if (got != 0) return got;
     int rc = 0;
     if (m->str[F_NAME] == NULL && p.full_name != NULL) {
         m->str[F_NAME] = hf_id_to_title(p.full_name);
@@ -166,7 +168,8 @@ static int card_source(hf_meta *m, anvil_json_value *list, const char *id, int64
     }
     if (hf_id != NULL) {
         hf_id_parts p;
-        if (hf_model_id_components(hf_id, total, &p) != 0) return -1;
+        const int got = hf_model_id_components(hf_id, total, &p);
+        if (got != 0) return got;
         rc |= add_member_title(m, e, "name", p.full_name);
         rc |= add_member_title(m, e, "organization", p.org);
         rc |= add_member(m, e, "version", p.version);
@@ -191,7 +194,8 @@ static int card_sources(hf_meta *m, const anvil_json_value *v, const anvil_json_
     if (anvil__json_is_null(v)) return 0;
     if (v->kind == ANVIL_JSON_STRING) return card_source(m, list, v->text, total);
     for (size_t i = 0; i < v->n_items; ++i) {
-        if (card_source(m, list, v->items[i]->text, total) != 0) return -1;
+        const int rc = card_source(m, list, v->items[i]->text, total);
+        if (rc != 0) return rc;
     }
     return 0;
 }
@@ -223,10 +227,14 @@ static int card_field(hf_meta *m, const hf_folder *f, int field, const char *key
         for (size_t i = 0; i < v->n_items; ++i) n += strlen(v->items[i]->text) + 1;
         char *s = calloc(1, n);
         if (s == NULL) return anvil__nomem(err);
+        size_t o = 0; /* one pass: strcat would rescan the string per item */
         for (size_t i = 0; i < v->n_items; ++i) {
-            if (i) strcat(s, ",");
-            strcat(s, v->items[i]->text);
+            if (i) s[o++] = ',';
+            const size_t len = strlen(v->items[i]->text);
+            memcpy(s + o, v->items[i]->text, len);
+            o += len;
         }
+        s[o] = '\0';
         m->str[field] = s;
         return ANVIL_OK;
     }
@@ -287,7 +295,13 @@ static int apply_card(hf_meta *m, const hf_folder *f, int64_t total, anvil_error
             if (!present) rc = hf_card_value(m->card, lists[l][k], f->dir, &v, err);
             present = 1;
         }
-        if (rc == ANVIL_OK && present && card_sources(m, v, l ? &m->datasets : &m->base_models, total) != 0) {
+        const int got = rc == ANVIL_OK && present ? card_sources(m, v, l ? &m->datasets : &m->base_models, total) : 0;
+        if (got == -2) {
+            rc = anvil__error_set(err, ANVIL_E_FORMAT,
+                                  "%s/README.md: a model card %s entry is over %d bytes: not a model id or a URL; "
+                                  "shorten it",
+                                  f->dir, l ? "datasets" : "base_model", HF_ID_MAX);
+        } else if (got != 0) {
             rc = anvil__nomem(err);
         }
     }
@@ -343,13 +357,19 @@ static int load_override(hf_meta *m, const char *path, anvil_error *err) {
     return ANVIL_OK;
 }
 
-static void load_generation(hf_meta *m, const hf_folder *f) {
+/* generation_config.json, when present: one that does not parse is ignored
+ * (metadata.py), one that is not a regular file refused (file_input.h). */
+static int load_generation(hf_meta *m, const hf_folder *f, anvil_error *err) {
+    if (!hf_file_exists(f->dir, "generation_config.json")) return ANVIL_OK;
     char *path = hf_path_join(f->dir, "generation_config.json");
+    if (path == NULL) return anvil__nomem(err);
+    FILE *fp = NULL;
+    const int rc = file_input_open(path, "a JSON file", &fp, err);
+    if (fp != NULL) fclose(fp);
     anvil_error ignore;
-    if (path == NULL || !hf_file_exists(f->dir, "generation_config.json") ||
-        anvil__json_tree_load(path, &m->gen, &ignore) != ANVIL_OK) {
+    if (rc != ANVIL_OK || anvil__json_tree_load(path, &m->gen, &ignore) != ANVIL_OK) {
         free(path);
-        return; /* metadata.py: a generation_config.json that does not parse is ignored */
+        return rc == ANVIL_E_NOT_FOUND ? ANVIL_OK : rc;
     }
     free(path);
     for (size_t i = 0; i < S_COUNT; ++i) {
@@ -357,13 +377,15 @@ static void load_generation(hf_meta *m, const hf_folder *f) {
         if (i == 8 && v == NULL) v = anvil__json_get(m->gen, "repetition_penalty");
         m->sampling[i] = anvil__json_is_null(v) ? NULL : v;
     }
+    return ANVIL_OK;
 }
 
 int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_meta **out, anvil_error *err) {
     hf_meta *m = calloc(1, sizeof *m);
     if (m == NULL) return anvil__nomem(err);
     *out = m;
-    load_generation(m, f);
+    const int grc = load_generation(m, f, err);
+    if (grc != ANVIL_OK) return grc;
     m->made = calloc(1, sizeof *m->made);
     if (m->made == NULL) return anvil__nomem(err);
     m->made->kind = ANVIL_JSON_ARRAY_BEGIN;
@@ -373,10 +395,15 @@ int hf_meta_load(const hf_folder *f, const hf_meta_opts *o, int64_t total, hf_me
     const char *nop = anvil__json_str(anvil__json_get(f->config, "_name_or_path"));
     int slashes = 0;
     for (const char *p = nop; p && *p; ++p) slashes += *p == '/';
-    int bad = 0;
-    if (nop != NULL && slashes <= 1) bad |= apply_id(m, nop, total);
-    bad |= apply_id(m, folder_name(f->dir), total);
-    if (bad) return anvil__nomem(err);
+    const int id_rc = nop != NULL && slashes <= 1 ? apply_id(m, nop, total) : 0;
+    if (id_rc == -2) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: _name_or_path is over %d bytes: not a model id or a path; shorten "
+                                "it (or remove it)",
+                                f->dir, HF_ID_MAX);
+    }
+    const int dir_rc = apply_id(m, folder_name(f->dir), total);
+    if (id_rc != 0 || dir_rc != 0) return anvil__nomem(err); /* a folder name is shorter than HF_ID_MAX */
     if (o->metadata_path != NULL) {
         const int rc = load_override(m, o->metadata_path, err);
         if (rc != ANVIL_OK) return rc;
@@ -497,39 +524,52 @@ int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err) {
     return rc;
 }
 
-static void append_part(char *buf, size_t cap, const char *v, int upper) {
+/* The longest default file name (NAME_MAX on Linux): a longer one is
+ * refused, never cut. */
+#define HF_NAME_MAX 255
+
+/* One component of the default name: Python's strip(), ' ' -> '-' as
+ * naming_convention does, and more than it does: '/' and '\\' -> '-' in
+ * every component (convert does it for the base name only, so a card's
+ * "finetune: /../../x" would put its file two folders up). */
+static void append_part(char *buf, size_t cap, size_t *o, const char *v, int upper, int first) {
     if (v == NULL) return;
-    size_t o = strlen(buf);
-    if (o + 1 < cap) buf[o++] = '-';
+    if (!first && *o + 1 < cap) buf[(*o)++] = '-';
     const char *s = v, *e = v + strlen(v);
-    while (s < e && (*s == ' ' || *s == '\t' || *s == '\n')) ++s;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) --e;
-    for (; s < e && o + 1 < cap; ++s) {
-        char c = *s == ' ' ? '-' : *s;
+    while (s < e && (*s == ' ' || (*s >= '\t' && *s <= '\r') || (*s >= 0x1c && *s <= 0x1f))) ++s;
+    while (e > s && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r') || (e[-1] >= 0x1c && e[-1] <= 0x1f))) --e;
+    for (; s < e && *o + 1 < cap; ++s) {
+        char c = *s == ' ' || *s == '/' || *s == '\\' ? '-' : *s;
         if (upper && c >= 'a' && c <= 'z') c = (char)(c - 'a' + 'A');
-        buf[o++] = c;
+        buf[(*o)++] = c;
     }
-    buf[o] = '\0';
+    buf[*o] = '\0';
 }
 
 int hf_meta_default_name(const hf_meta *m, const char *type, int vocab_only, char *buf, size_t cap,
                          anvil_error *err) {
     const char *base = m->str[F_BASENAME] ? m->str[F_BASENAME] : m->str[F_NAME];
-    buf[0] = '\0';
-    if (base == NULL) snprintf(buf, cap, "ggml-model");
-    else {
-        append_part(buf, cap, base, 0);
-        memmove(buf, buf + 1, strlen(buf));
-        for (char *p = buf; *p; ++p) {
-            if (*p == '/') *p = '-';
-        }
+    char big[4 * HF_NAME_MAX]; /* room to tell a name too long by its length */
+    size_t o = 0;
+    big[0] = '\0';
+    append_part(big, sizeof big, &o, base ? base : "ggml-model", 0, 1);
+    if (!vocab_only) append_part(big, sizeof big, &o, m->str[F_SIZE_LABEL], 0, 0);
+    append_part(big, sizeof big, &o, m->str[F_FINETUNE], 0, 0);
+    append_part(big, sizeof big, &o, m->str[F_VERSION], 0, 0);
+    append_part(big, sizeof big, &o, vocab_only ? "vocab" : type, !vocab_only, 0);
+    /* no "..": each dot after a dot becomes '-' ("a..b" -> "a.-b") */
+    for (size_t i = 1; i < o; ++i) {
+        if (big[i] == '.' && big[i - 1] == '.') big[i] = '-';
     }
-    if (!vocab_only) append_part(buf, cap, m->str[F_SIZE_LABEL], 0);
-    append_part(buf, cap, m->str[F_FINETUNE], 0);
-    append_part(buf, cap, m->str[F_VERSION], 0);
-    if (!vocab_only) append_part(buf, cap, type, 1);
-    else append_part(buf, cap, "vocab", 0);
-    if (strlen(buf) + 6 >= cap) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "output name too long");
-    strcat(buf, ".gguf");
+    const size_t total = o + strlen(".gguf");
+    if (o + 1 >= sizeof big || total > HF_NAME_MAX || total >= cap) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "the default output name \"%.40s...\" is over %d bytes, the most a file name "
+                                "holds (the model's names in config.json's _name_or_path or the model card are "
+                                "long): give OUT.gguf",
+                                big, HF_NAME_MAX);
+    }
+    memcpy(buf, big, o);
+    memcpy(buf + o, ".gguf", 6);
     return ANVIL_OK;
 }

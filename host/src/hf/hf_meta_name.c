@@ -8,6 +8,10 @@
  * output file name. Casing follows Python's str methods for ASCII; other
  * characters are left as they are (Python would also title-case letters
  * beyond ASCII).
+ *
+ * Time: every step is one pass over the id (the size labels are
+ * deduplicated through a hash set), and an id over HF_ID_MAX bytes is
+ * refused before any of it (the caller names where it came from).
  */
 #include <ctype.h>
 #include <math.h>
@@ -155,27 +159,52 @@ static void normalise_size(char *part, int64_t total, unsigned *types) {
     }
 }
 
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The parts of the kinds wanted joined by '-' (NULL when none), in one
+ * pass; dedup drops a part equal to an earlier kept one (a hash set of the
+ * kept parts: linear, where comparing with each earlier part was not). */
 static char *join(char **parts, const unsigned *types, size_t n, unsigned want, unsigned not_with, int dedup) {
-    size_t cap = 1;
-    for (size_t i = 0; i < n; ++i) cap += strlen(parts[i]) + 1;
-    char *out = calloc(1, cap);
-    if (out == NULL) return NULL;
-    int any = 0;
+    size_t cap = 1, kept = 0;
     for (size_t i = 0; i < n; ++i) {
         if (!(types[i] & want) || (types[i] & not_with)) continue;
-        int seen = 0;
-        for (size_t j = 0; dedup && j < i; ++j) {
-            seen |= (types[j] & want) && !(types[j] & not_with) && strcmp(parts[j], parts[i]) == 0;
-        }
-        if (seen) continue;
-        if (any) strcat(out, "-");
-        strcat(out, parts[i]);
-        any = 1;
+        cap += strlen(parts[i]) + 1;
+        kept++;
     }
-    if (!any) {
-        free(out);
+    if (kept == 0) return NULL;
+    size_t slots = 0;
+    size_t *set = NULL; /* index + 1 of a kept part; 0 = empty */
+    if (dedup) {
+        for (slots = 16; slots < 2 * kept; slots *= 2) {
+        }
+        set = calloc(slots, sizeof *set);
+        if (set == NULL) return NULL;
+    }
+    char *out = malloc(cap);
+    if (out == NULL) {
+        free(set);
         return NULL;
     }
+    size_t o = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (!(types[i] & want) || (types[i] & not_with)) continue;
+        if (dedup) {
+            size_t h = (size_t)str_hash(parts[i]) & (slots - 1);
+            while (set[h] != 0 && strcmp(parts[set[h] - 1], parts[i]) != 0) h = (h + 1) & (slots - 1);
+            if (set[h] != 0) continue; /* seen */
+            set[h] = i + 1;
+        }
+        if (o > 0) out[o++] = '-';
+        const size_t len = strlen(parts[i]);
+        memcpy(out + o, parts[i], len);
+        o += len;
+    }
+    out[o] = '\0';
+    free(set);
     return out;
 }
 
@@ -217,6 +246,7 @@ static void annotate(char **parts, unsigned *types, size_t n, int64_t total) {
 int hf_model_id_components(const char *model_id, int64_t total, hf_id_parts *o) {
     memset(o, 0, sizeof *o);
     if (model_id == NULL) return 0;
+    if (strnlen(model_id, HF_ID_MAX + 1) > HF_ID_MAX) return -2; /* refused, not cut: see hf_meta_name.h */
     const char *slash = strchr(model_id, '/');
     if (strchr(model_id, ' ') != NULL) {
         o->full_name = strdup(model_id);

@@ -47,13 +47,21 @@ char *hv_dup(hv_arena *a, const char *s, size_t n) {
 }
 
 char *hv_printf(hv_arena *a, const char *fmt, ...) {
-    char buf[256];
+    char small[256];
     va_list ap;
     va_start(ap, fmt);
-    const int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    const int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof buf) return NULL;
-    return hv_dup(a, buf, (size_t)n);
+    if (n < 0) return NULL;
+    if ((size_t)n < sizeof small) return hv_dup(a, small, (size_t)n);
+    char *big = malloc((size_t)n + 1); /* a long key (a chat template's name): sized, never cut */
+    if (big == NULL) return NULL;
+    va_start(ap, fmt);
+    (void)vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    char *out = hv_dup(a, big, (size_t)n);
+    free(big);
+    return out;
 }
 
 void hv_arena_free(hv_arena *a) {
@@ -162,7 +170,7 @@ const anvil_json_value *hv_hparam(const hv_load *l, const char *key) {
 
 int hv_is_file(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0; /* present as anything: hv_read_file refuses a non-regular one by name */
 }
 
 int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err) {

@@ -90,7 +90,8 @@ typedef struct hv_load {
  * when absent. */
 const anvil_json_value *hv_hparam(const hv_load *l, const char *key);
 
-/* 1 when path is a regular file (Path.is_file). */
+/* 1 when path exists (as anything: hv_read_file and the JSON reader refuse a
+ * FIFO or a folder by name, where Path.is_file would skip it). */
 int hv_is_file(const char *path);
 /* Read a whole file (free() *out). */
 int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err);

@@ -566,9 +566,14 @@ static int chat_list(sv *s, anvil_error *err) {
     for (size_t i = 0; rc == ANVIL_OK && i < s->chat->n_items; ++i) {
         const anvil_json_value *c = s->chat->items[i], *nm = anvil__json_get(c, "name"),
                                *t = anvil__json_get(c, "template");
-        char name[256];
+        /* the whole name, never cut: at most one byte per byte of it */
+        char *name = malloc(nm != NULL && nm->kind == ANVIL_JSON_STRING ? nm->len + 1 : 1);
+        if (name == NULL) {
+            rc = anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+            break;
+        }
         size_t k = 0;
-        for (size_t j = 0; nm != NULL && nm->kind == ANVIL_JSON_STRING && j < nm->len && k < sizeof name - 1; ++j) {
+        for (size_t j = 0; nm != NULL && nm->kind == ANVIL_JSON_STRING && j < nm->len; ++j) {
             const unsigned char ch = (unsigned char)nm->text[j];
             if ((ch & 0xc0) == 0x80) continue; /* one '_' per non-ASCII character */
             name[k++] = (ch < 0x80 && ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')) || (ch >= '0' && ch <= '9')
@@ -576,10 +581,13 @@ static int chat_list(sv *s, anvil_error *err) {
                             : '_';
         }
         name[k] = '\0';
-        if (k == 0 || t == NULL || t->kind == ANVIL_JSON_NULL) continue;
+        if (k == 0 || t == NULL || t->kind == ANVIL_JSON_NULL) {
+            free(name);
+            continue;
+        }
         if (t->kind != ANVIL_JSON_STRING) {
-            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: chat template \"%s\" is not a string", s->l->tcfg_path,
-                                  name);
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: chat template \"%.200s\" is not a string",
+                                  s->l->tcfg_path, name);
         } else if (strcmp(name, "default") == 0) {
             def = t;
         } else {
@@ -590,9 +598,10 @@ static int chat_list(sv *s, anvil_error *err) {
                      ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
                      : hv_set_str(v, key, t->text, t->len, err);
             size_t j = 0;
-            while (j < n && strcmp(names[j].ptr, name) != 0) ++j;
-            n += j == n;
+            while (rc == ANVIL_OK && j < n && strcmp(names[j].ptr, name) != 0) ++j;
+            n += rc == ANVIL_OK && j == n;
         }
+        free(name);
     }
     anvil_gguf_str *kept =
         rc == ANVIL_OK && n > 0 ? (anvil_gguf_str *)hv_dup(&v->arena, (const char *)names, n * sizeof *names) : NULL;
