@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "anvil/anvil.h"
@@ -74,6 +75,12 @@ typedef struct ic_coll {
     int process_output, failed;
     const char *(*op_name)(int32_t op);
 } ic_coll;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static ic_entry *ic_find(ic_coll *c, const char *name, int64_t n_per, int64_t n_mat) {
     for (size_t i = 0; i < c->n; ++i) {
@@ -287,12 +294,21 @@ static void check_model(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const 
     memset(&c, 0, sizeof c);
     c.op_name = (const char *(*)(int32_t))dlsym(lo->lib, "ggml_op_name");
     anvil_imat *im = NULL;
-    if (c.op_name == NULL || ll_collect(lo, path, tok, n_ctx, chunks, bos, &c) != 0) {
+    const double t0 = now_s();
+    const int ll_rc = c.op_name != NULL ? ll_collect(lo, path, tok, n_ctx, chunks, bos, &c) : -1;
+    const double t1 = now_s();
+    const int an_rc = ll_rc == 0 ? an_collect(ctx, path, tok, n, n_ctx, chunks, &im) : -1;
+    const double t2 = now_s();
+    if (ll_rc != 0) {
         printf("imatrix_collect %s: llama.cpp's collection failed\n", label);
         parity_report(pc, label, "llama.cpp's imatrix collection", 1, 1);
-    } else if (an_collect(ctx, path, tok, n, n_ctx, chunks, &im) != ANVIL_OK) {
+    } else if (an_rc != ANVIL_OK) {
         parity_report(pc, label, "anvil's imatrix collection", 1, 1);
     } else {
+        /* load + collection of each, one run (the machine may be shared) */
+        printf(
+            "imatrix_collect %s: %d x %d tokens, load + collect: llama.cpp %.2f s, anvil %.2f s (%.2fx, %d threads)\n",
+            label, chunks, n_ctx, t1 - t0, t2 - t1, (t1 - t0) / (t2 - t1), IC_THREADS);
         compare(pc, label, im, &c);
         if (golden && pc->golden_dir != NULL) write_golden(pc, &c);
     }
