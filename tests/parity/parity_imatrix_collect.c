@@ -37,8 +37,12 @@
 #include "synth_model.h"
 #include "test_env.h"
 
+#ifndef IC_CTX
 #define IC_CTX 128
+#endif
+#ifndef IC_CHUNKS
 #define IC_CHUNKS 6
+#endif
 #define IC_GOLD_CTX 64
 #define IC_GOLD_CHUNKS 2
 #define IC_BOUND 1e-3
