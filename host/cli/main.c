@@ -40,6 +40,8 @@ static const cli_command commands[] = {
       cli_help_tokenize },
     { "perplexity", cmd_perplexity, "perplexity and KL divergence on anvil's forward pass, as llama-perplexity",
       cli_help_perplexity },
+    { "imatrix", cmd_imatrix, "llama-imatrix's importance matrix on anvil's forward pass; convert, merge, stats",
+      cli_help_imatrix },
     { "merge-lora", cmd_merge_lora, "fold LoRA adapters into a float base model", cli_help_merge_lora },
     { "demo", cmd_demo, "encode/decode an llm-like tensor with every loaded codec; --model: the main job",
       cli_help_demo },

@@ -42,6 +42,7 @@ int parity_imatrix(parity_ctx *pc) __attribute__((weak));
 int parity_quantize(parity_ctx *pc) __attribute__((weak));
 int parity_hf(parity_ctx *pc) __attribute__((weak));
 int parity_forward(parity_ctx *pc) __attribute__((weak));
+int parity_imatrix_collect(parity_ctx *pc) __attribute__((weak));
 
 /* Bitwise float equality (so -0.0 != 0.0 and NaN == the same NaN). */
 int parity_same_bits(float a, float b);

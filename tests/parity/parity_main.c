@@ -27,11 +27,12 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "quantize") == 0) return parity_quantize;
     if (strcmp(n, "hf") == 0) return parity_hf;
     if (strcmp(n, "forward") == 0) return parity_forward;
+    if (strcmp(n, "imatrix_collect") == 0) return parity_imatrix_collect;
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0",     "kquants", "ternary",  "cold", "gguf",   "transcode",
-                                            "backends", "imatrix", "quantize", "hf",   "forward" };
+static const char *const all_families[] = { "q8_0",     "kquants", "ternary",  "cold", "gguf",    "transcode",
+                                            "backends", "imatrix", "quantize", "hf",   "forward", "imatrix_collect" };
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked, size_t mismatches) {
     pc->total_checks += checked;
@@ -92,7 +93,7 @@ static void usage(void) {
          "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
          "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward\n"
+         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward imatrix_collect\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 

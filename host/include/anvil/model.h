@@ -67,6 +67,19 @@ ANVIL_API int anvil_model_get_info(const anvil_model *m, anvil_model_info *out);
  * the vocabulary. Not to be called on one model from two threads at once. */
 ANVIL_API int anvil_model_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err);
 
+/* An observer of the forward pass: called on the evaluating thread before
+ * each matrix product with its input, n_rows rows of n_cols f32 values as
+ * they are before any rounding to the weight's activation type. weight is
+ * the GGUF tensor's name; for a slice of a 3-D expert tensor, expert is the
+ * slice and n_expert the tensor's third dimension (the rows are the tokens
+ * routed to that expert, in token order), else expert = 0, n_expert = 1.
+ * The output matrix is seen only when logits are asked for. */
+typedef void (*anvil_model_observer)(void *arg, const char *weight, uint32_t expert, uint32_t n_expert,
+                                     const float *x, size_t n_rows, size_t n_cols);
+/* Set (fn non-NULL) or clear the observer. Unset, it costs one test per
+ * product. */
+ANVIL_API void anvil_model_set_observer(anvil_model *m, anvil_model_observer fn, void *arg);
+
 typedef struct anvil_ppl_opts {
     size_t size;  /* sizeof(anvil_ppl_opts) */
     int n_ctx;    /* tokens a chunk (512 when <= 0) */

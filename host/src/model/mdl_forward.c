@@ -122,6 +122,16 @@ ANVIL_API int anvil_model_eval(anvil_model *m, const int32_t *tokens, size_t n, 
     if (m == NULL || (n > 0 && (tokens == NULL || logits == NULL))) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_model_eval: NULL argument");
     }
+    return mdl_eval(m, tokens, n, logits, err);
+}
+
+ANVIL_API void anvil_model_set_observer(anvil_model *m, anvil_model_observer fn, void *arg) {
+    if (m == NULL) return;
+    m->observe = fn;
+    m->observe_arg = fn != NULL ? arg : NULL;
+}
+
+int mdl_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err) {
     if (n == 0) return ANVIL_OK;
     for (size_t i = 0; i < n; ++i) {
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->info.n_vocab) {
@@ -138,7 +148,7 @@ ANVIL_API int anvil_model_eval(anvil_model *m, const int32_t *tokens, size_t n, 
         rc = attn_block(m, &m->layers[il], &s, err);
         if (rc == ANVIL_OK) rc = ffn_block(m, &m->layers[il], &s, err);
     }
-    if (rc == ANVIL_OK) {
+    if (rc == ANVIL_OK && logits != NULL) {
         mdl_rms_norm(s.x, n, m->info.n_embd, m->eps, m->output_norm, s.h);
         rc = mdl_matmul(m, &m->output, s.h, n, logits, NULL, err);
     }

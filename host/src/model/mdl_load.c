@@ -114,6 +114,8 @@ static int load_expert_mats(anvil_model *m, const char *nm, uint64_t cols, uint6
         mm->t = t;
         mm->rows = rows;
         mm->cols = cols;
+        mm->expert = x;
+        mm->is_expert = 1;
         const char *data = (const char *)t->data + (size_t)x * (size_t)rows * (size_t)t->row_bytes;
         int rc = anvil_weights_prepare(m->ctx, t->type, data, (size_t)rows, (size_t)cols, ANVIL_WEIGHTS_TRANSIENT,
                                        &mm->w, err);

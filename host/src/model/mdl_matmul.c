@@ -2,7 +2,10 @@
 /*
  * mdl_matmul: one weight matrix times n activation rows through
  * anvil_matmul_prepared, plus the optional bias. Used by the dense blocks
- * (mdl_forward.c) and the experts (mdl_moe.c); it calls neither.
+ * (mdl_forward.c) and the experts (mdl_moe.c); it calls neither. The
+ * model's observer (anvil_model_set_observer), when set, sees the input rows
+ * first, as they are before any rounding (what ggml's eval callback sees as
+ * src1 of the mul_mat / mul_mat_id).
  */
 #include <stdlib.h>
 
@@ -26,6 +29,10 @@ static float *round_activations(uint32_t type, const float *x, size_t count) {
 int mdl_matmul(anvil_model *m, const mdl_mat *w, const float *x, size_t n, float *y, const float *bias,
                anvil_error *err) {
     float *xr = NULL;
+    if (m->observe != NULL) {
+        const uint32_t n_mat = w->is_expert ? (uint32_t)w->t->ne[2] : 1;
+        m->observe(m->observe_arg, w->t->name, w->expert, n_mat, x, n, (size_t)w->cols);
+    }
     if (w->t->type == ANVIL_TYPE_F16 || w->t->type == ANVIL_TYPE_BF16) {
         xr = round_activations(w->t->type, x, n * (size_t)w->cols);
         if (xr == NULL) return anvil__nomem(err);

@@ -20,6 +20,8 @@ typedef struct mdl_mat {
     const anvil_gguf_tensor *t; /* NULL when absent */
     uint64_t rows, cols;
     anvil_weights *w;
+    uint32_t expert; /* this slice's expert (0 for a 2-D matrix) */
+    int is_expert;   /* a slice of a 3-D expert tensor */
 } mdl_mat;
 
 typedef struct mdl_layer {
@@ -49,6 +51,9 @@ struct anvil_model {
     const anvil_gguf_tensor *tok_embd;
     mdl_mat output; /* the token embedding when tied */
     mdl_layer *layers;
+    /* anvil_model_set_observer: called with every matrix product's input. */
+    anvil_model_observer observe;
+    void *observe_arg;
 };
 
 /* The forward pass's scratch for n tokens. */
@@ -56,6 +61,10 @@ typedef struct mdl_scratch {
     size_t n;
     float *x, *h, *q, *k, *v, *att, *ff_a, *ff_b;
 } mdl_scratch;
+
+/* mdl_forward.c: the forward pass; logits may be NULL (the output matrix
+ * is then not multiplied). */
+int mdl_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err);
 
 /* mdl_load.c */
 int mdl_read_vector(anvil_model *m, const char *name, uint64_t want, int required, float **out, anvil_error *err);
