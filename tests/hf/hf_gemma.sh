@@ -13,7 +13,8 @@
 #    sentencepiece, tqdm and yaml: checkpoints made by make_gemma.py from
 #    the committed tokenizers, converted by both for --outtype f32 f16 bf16
 #    q8_0 auto and --vocab-only (Gemma 2 bf16 and f32 in 2 shards, Gemma 3
-#    bf16, Gemma 3 transformers-5 f16), and a --split-max-tensors output;
+#    bf16, Gemma 3 transformers-5 f16), four config variants at f32 and
+#    --vocab-only, and a --split-max-tensors output;
 # 3. `anvil quantize HF_DIR OUT Q4_K_M` = convert --outtype auto + anvil
 #    quantize of that file;
 # 4. bad input (config.json edited with sed: no Python needed): a missing
@@ -56,8 +57,18 @@ if [ $QUICK = 0 ] && $PY -c "import torch, numpy, sentencepiece, tqdm, yaml" 2>/
     $MK "$G/g2s" --arch gemma2 --tok "copy:$DATA/gemma2" --seed 22 --dtype f32 --shards 2 >/dev/null || fail "make_gemma.py g2s"
     $MK "$G/g3" --arch gemma3 --tok "copy:$DATA/gemma3" --seed 23 --layers 3 --extra-rows 4 >/dev/null || fail "make_gemma.py g3"
     $MK "$G/g3v5" --arch gemma3-v5 --tok "copy:$DATA/gemma3" --seed 24 --dtype f16 >/dev/null || fail "make_gemma.py g3v5"
-    for d in g2 g2s g3 g3v5; do
-        opts="f32 f16 bf16 q8_0 auto vocab"; [ $d = g2s ] && opts="f16"
+    # variants (f32 and --vocab-only): Gemma 2 with an lm_head (dropped); Gemma 3 with final soft-capping,
+    # sliding_window_pattern 1, no max_position_embeddings / num_key_value_heads (the class's defaults); without
+    # vocab_size, rope_theta, rope_local_base_freq (the pieces count, 1e6); legacy linear rope_scaling, head_dim 256
+    $MK "$G/v1" --arch gemma2 --tok "copy:$DATA/gemma2" --lm-head --seed 31 >/dev/null || fail "make_gemma.py v1"
+    $MK "$G/v2" --arch gemma3 --tok "copy:$DATA/gemma3" --set final_logit_softcapping=30.0 --set sliding_window_pattern=1 \
+        --unset max_position_embeddings --unset num_key_value_heads --kv 4 --heads 8 --seed 32 >/dev/null || fail "make_gemma.py v2"
+    $MK "$G/v3" --arch gemma3 --tok "copy:$DATA/gemma3" --unset vocab_size --extra-rows 3 --lm-head --seed 33 \
+        --unset rope_theta --unset rope_local_base_freq >/dev/null || fail "make_gemma.py v3"
+    $MK "$G/v4" --arch gemma3 --tok "copy:$DATA/gemma3" --set 'rope_scaling={"factor":8.0,"rope_type":"linear"}' \
+        --unset head_dim --head-dim 256 --seed 34 >/dev/null || fail "make_gemma.py v4"
+    for d in g2 g2s g3 g3v5 v1 v2 v3 v4; do
+        opts="f32 f16 bf16 q8_0 auto vocab"; [ $d = g2s ] && opts="f16"; [ ${d#v} != $d ] && opts="f32 vocab"
         for o in $opts; do
             (cd "$G" && $PY "$TOOLS/convert_here.py" $d $(args_of $o) --outfile "$G/$d.$o.py.gguf" > "$G/$d.$o.log" 2>&1) ||
                 { fail "convert_hf_to_gguf.py $d $o: $(tail -2 "$G/$d.$o.log")"; continue; }

@@ -23,7 +23,7 @@ The tokenizer (--tok):
 
 usage: make_gemma.py OUTDIR --arch A --tok npm:DIR|copy:DIR [--n-tok 640] [--hidden 32] [--layers 2] [--heads 2]
                      [--kv 1] [--head-dim 16] [--inter 64] [--dtype bf16|f16|f32] [--shards N] [--seed S]
-                     [--extra-rows N] [--drop NAME]... [--unset KEY]... [--set KEY=JSON]...
+                     [--extra-rows N] [--lm-head] [--drop NAME]... [--unset KEY]... [--set KEY=JSON]...
 --extra-rows gives embed_tokens N rows more than vocab_size (the converter cuts them).
 """
 import argparse, json, os, shutil, struct
@@ -40,6 +40,7 @@ ap.add_argument("--dtype", default="bf16")
 ap.add_argument("--drop", action="append", default=[])
 ap.add_argument("--unset", action="append", default=[])
 ap.add_argument("--set", action="append", default=[])
+ap.add_argument("--lm-head", action="store_true", help="write lm_head.weight (Gemma 3 transformers 5 always does)")
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 H, hd, g3 = a.hidden, a.head_dim, a.arch.startswith("gemma3")
@@ -175,7 +176,7 @@ for i in range(a.layers):
     W[p + "mlp.up_proj.weight"] = rnd(a.inter, H)
     W[p + "mlp.down_proj.weight"] = rnd(H, a.inter)
 W["model.norm.weight"] = norm(H)
-if a.arch == "gemma3-v5":
+if a.arch == "gemma3-v5" or a.lm_head:
     W["lm_head.weight"] = rnd(V, H)
 for k in a.drop:
     del W[k]

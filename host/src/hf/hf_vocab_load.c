@@ -4,7 +4,8 @@
  * path convert_hf_to_gguf.py's set_vocab takes for the architecture
  * (LlamaModel.set_vocab: SentencePiece, else LlamaHfVocab, else gpt2, then
  * the CodeLlama and Granite tails; Qwen2Model.set_vocab: SentencePiece, else
- * gpt2) and replays the KV list into an anvil_gguf_writer.
+ * gpt2; Gemma2Model/Gemma3Model.set_vocab: SentencePiece + no space prefix)
+ * and replays the KV list into an anvil_gguf_writer.
  */
 #include "hf_vocab_internal.h"
 
