@@ -31,6 +31,8 @@ static const hf_arch k_arches[] = {
     { "Qwen2MoeForCausalLM", HF_ARCH_QWEN2MOE, "qwen2moe", 0, "Qwen2ForCausalLM" },
     { "Qwen3MoeForCausalLM", HF_ARCH_QWEN3MOE, "qwen3moe", 0, "Qwen3ForCausalLM" },
     { "MixtralForCausalLM", HF_ARCH_MIXTRAL, "llama", 1, "MistralForCausalLM" },
+    { "Gemma2ForCausalLM", HF_ARCH_GEMMA2, "gemma2", 0, "Gemma2ForCausalLM" },
+    { "Gemma3ForCausalLM", HF_ARCH_GEMMA3, "gemma3", 0, "Gemma3ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -63,7 +65,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                            "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (use llama.cpp's "
+                            "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM and "
+                            "Gemma3ForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -445,6 +448,7 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
 }
 
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
+    if (hf_arch_is_gemma(a)) return hf_gemma_hparams(a, f, ftype, w, err);
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(a, f, cfg_path, err);

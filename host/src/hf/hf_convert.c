@@ -319,6 +319,16 @@ typedef struct conv_job {
     anvil_error *errs; /* per task */
 } conv_job;
 
+/* Gemma's norms: data_torch + shift as prepare_tensors hands it to
+ * modify_tensors -- bf16 already widened to float32 (the sum in float32),
+ * f16 still f16 (PyTorch adds in float32 and rounds the sum to f16). */
+static void shift_values(float *a, uint64_t n, float shift, int dtype) {
+    for (uint64_t i = 0; i < n; ++i) {
+        const float v = a[i] + shift;
+        a[i] = dtype == ANVIL_ST_F16 ? anvil_fp16_to_fp32(anvil_fp32_to_fp16(v)) : v;
+    }
+}
+
 /* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
  * checked for NaN/Inf, encoded into their place in dst. */
 static void conv_task(void *arg, size_t k) {
@@ -333,6 +343,7 @@ static void conv_task(void *arg, size_t k) {
     for (uint64_t i = 0; i < nr; ++i)
         hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
     int rc = check_finite(j->r, j->t->src, a, nr * L, r0 * L, &j->errs[k]);
+    if (rc == ANVIL_OK && j->t->shift != 0.0f) shift_values(a, nr * L, j->t->shift, j->rd.s->st->dtype);
     if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
     j->rc[k] = rc;
     free(a);
@@ -416,6 +427,7 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil
     conv_job j = { .r = r, .t = t, .dst = dst };
     int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
     const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
+    if (rc == ANVIL_OK && t->n_elements / L < j.rd.rows) j.rd.rows = t->n_elements / L; /* the first rows */
     j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
     j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
     const size_t n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);

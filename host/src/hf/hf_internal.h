@@ -73,7 +73,9 @@ typedef enum hf_arch_id {
     HF_ARCH_QWEN3,
     HF_ARCH_QWEN2MOE,
     HF_ARCH_QWEN3MOE,
-    HF_ARCH_MIXTRAL
+    HF_ARCH_MIXTRAL,
+    HF_ARCH_GEMMA2,
+    HF_ARCH_GEMMA3
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -113,6 +115,12 @@ typedef struct hf_out_tensor {
     float *generated;  /* data of a generated tensor (rope_freqs), malloc'd */
     hf_piece *pieces;  /* a composed tensor (src -1): its pieces in order, malloc'd */
     size_t n_pieces;
+    /* Gemma's norms (stored centred on zero): added to each value as
+     * convert's data_torch + 1 does (f16 sources: the sum rounded to f16;
+     * bf16 ones are float32 by then); 0: none */
+    float shift;
+    /* n_elements may hold fewer rows than the source (Gemma 3 cuts
+     * token_embd to the vocabulary): the first rows are read */
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
@@ -130,6 +138,15 @@ int hf_moe_take(hf_moe_state *st, size_t i, hf_out_tensor *ts, size_t *n, anvil_
 int hf_moe_done(hf_moe_state *st, anvil_error *err);
 void hf_moe_free(hf_moe_state *st);
 int hf_arch_is_moe(const hf_arch *a);
+
+/* Gemma2ForCausalLM / Gemma3ForCausalLM (hf_gemma.c): Gemma2Model's and
+ * Gemma3Model's set_gguf_parameters (with TextModel's keys first for Gemma
+ * 3, overwritten in place as gguf-py's dict does) and their tensors (names
+ * from the generated table, norms shifted by 1, lm_head dropped for Gemma
+ * 2, token_embd cut to the vocabulary for Gemma 3). */
+int hf_gemma_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
+int hf_gemma_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+int hf_arch_is_gemma(const hf_arch *a);
 
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */

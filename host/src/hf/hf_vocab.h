@@ -3,8 +3,10 @@
  * Internal: a Hugging Face checkpoint folder's tokenizer, as
  * convert_hf_to_gguf.py (llama.cpp de3ff815) writes it into a GGUF: the
  * tokenizer.ggml.* KVs and the chat template, in the converter's order and
- * wire types, for LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and
- * Qwen3ForCausalLM.
+ * wire types, for LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
+ * Qwen3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (Gemma: the
+ * SentencePiece path below, then tokenizer.ggml.add_space_prefix false;
+ * Gemma 2 requires tokenizer.model, Gemma 3 falls back to gpt2).
  *
  * Which tokenizer (the converter's set_vocab, in its order of tries):
  *   - tokenizer.model present: SentencePiece (_set_vocab_sentencepiece).

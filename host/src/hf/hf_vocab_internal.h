@@ -76,6 +76,7 @@ typedef struct hv_load {
     anvil__hf_vocab *v;
     const char *dir;
     int is_llama;             /* Llama/Mistral (else Qwen2/Qwen3) */
+    int is_gemma;             /* 2 or 3: Gemma2/Gemma3ForCausalLM, else 0 */
     anvil_json_value *config; /* config.json */
     char *config_path;
     anvil_json_value *tok; /* tokenizer.json or NULL */

@@ -4,7 +4,8 @@
  * path convert_hf_to_gguf.py's set_vocab takes for the architecture
  * (LlamaModel.set_vocab: SentencePiece, else LlamaHfVocab, else gpt2, then
  * the CodeLlama and Granite tails; Qwen2Model.set_vocab: SentencePiece, else
- * gpt2) and replays the KV list into an anvil_gguf_writer.
+ * gpt2; Gemma2Model/Gemma3Model.set_vocab: SentencePiece + no space prefix)
+ * and replays the KV list into an anvil_gguf_writer.
  */
 #include "hf_vocab_internal.h"
 
@@ -101,7 +102,30 @@ static int llama_tail(hv_load *l, anvil_error *err) {
     return ANVIL_OK;
 }
 
+/* Gemma2Model.set_vocab / Gemma3Model.set_vocab: _set_vocab_sentencepiece
+ * then add_space_prefix false. Gemma 2 has no other path (the converter
+ * fails without tokenizer.model); Gemma 3 falls back to gpt2. */
+static int gemma_paths(hv_load *l, anvil_error *err) {
+    char *model = hf_path_join(l->dir, "tokenizer.model");
+    if (model == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
+    const int has_spm = hv_is_file(model);
+    int rc = ANVIL_OK;
+    if (!has_spm && l->is_gemma == 2) {
+        rc = anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                              "%s is missing: Gemma 2's vocabulary is read from its SentencePiece model (as "
+                              "convert_hf_to_gguf.py does); add the model's tokenizer.model",
+                              model);
+    }
+    free(model);
+    if (rc != ANVIL_OK) return rc;
+    if (!has_spm) return hv_gpt2_vocab(l, err);
+    rc = hv_spm_vocab(l, err);
+    if (rc == ANVIL_OK) rc = hv_set_bool(l->v, "tokenizer.ggml.add_space_prefix", 0, err);
+    return rc;
+}
+
 static int run_paths(hv_load *l, anvil_error *err) {
+    if (l->is_gemma) return gemma_paths(l, err);
     int rc = l->is_llama ? llama_head(l, err) : ANVIL_OK;
     if (rc != ANVIL_OK) return rc;
     char *model = hf_path_join(l->dir, "tokenizer.model");
@@ -119,7 +143,11 @@ static int run_paths(hv_load *l, anvil_error *err) {
     return rc;
 }
 
-static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
+static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *err) {
+    if (arch != NULL && (strcmp(arch, "Gemma2ForCausalLM") == 0 || strcmp(arch, "Gemma3ForCausalLM") == 0)) {
+        *is_gemma = arch[5] == '2' ? 2 : 3;
+        return ANVIL_OK;
+    }
     if (arch != NULL && (strcmp(arch, "LlamaForCausalLM") == 0 || strcmp(arch, "MistralForCausalLM") == 0)) {
         *is_llama = 1;
         return ANVIL_OK;
@@ -130,7 +158,8 @@ static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
     }
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "tokenizer of architecture %s: anvil convert supports LlamaForCausalLM, "
-                            "MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM",
+                            "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM and "
+                            "Gemma3ForCausalLM",
                             arch != NULL ? arch : "(none)");
 }
 
@@ -138,7 +167,7 @@ int hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, a
     *out = NULL;
     hv_load l;
     memset(&l, 0, sizeof l);
-    int rc = arch_is(arch, &l.is_llama, err);
+    int rc = arch_is(arch, &l.is_llama, &l.is_gemma, err);
     if (rc != ANVIL_OK) return rc;
     l.v = calloc(1, sizeof *l.v);
     if (l.v == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
