@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "hf_internal.h"
+#include "hf_phi3.h"
 #include "hf_table.h"
 
 /* vocab_as: Qwen2MoeModel and Qwen3MoeModel take TextModel.set_vocab
@@ -30,6 +31,7 @@ static const hf_arch k_arches[] = {
     { "Qwen2MoeForCausalLM", HF_ARCH_QWEN2MOE, "qwen2moe", 0, "Qwen2ForCausalLM" },
     { "Qwen3MoeForCausalLM", HF_ARCH_QWEN3MOE, "qwen3moe", 0, "Qwen3ForCausalLM" },
     { "MixtralForCausalLM", HF_ARCH_MIXTRAL, "llama", 1, "MistralForCausalLM" },
+    { "Phi3ForCausalLM", HF_ARCH_PHI3, "phi3", 0, "Phi3ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -62,7 +64,7 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                            "Qwen2MoeForCausalLM and Qwen3MoeForCausalLM (use llama.cpp's "
+                            "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM and Phi3ForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -440,6 +442,7 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(a, f, cfg_path, err);
+    if (rc == ANVIL_OK && a->id == HF_ARCH_PHI3) return hf_phi3_hparams(f, ftype, w, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK && (a->id == HF_ARCH_QWEN2 || a->id == HF_ARCH_QWEN3)) rc = pooling_type(a, f, w, err);

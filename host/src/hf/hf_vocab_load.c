@@ -102,6 +102,7 @@ static int llama_tail(hv_load *l, anvil_error *err) {
 }
 
 static int run_paths(hv_load *l, anvil_error *err) {
+    if (l->is_llama == 2) return hv_phi3_vocab(l, err);
     int rc = l->is_llama ? llama_head(l, err) : ANVIL_OK;
     if (rc != ANVIL_OK) return rc;
     char *model = hf_path_join(l->dir, "tokenizer.model");
@@ -120,6 +121,10 @@ static int run_paths(hv_load *l, anvil_error *err) {
 }
 
 static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
+    if (arch != NULL && strcmp(arch, "Phi3ForCausalLM") == 0) {
+        *is_llama = 2; /* Phi3MiniModel's own set_vocab */
+        return ANVIL_OK;
+    }
     if (arch != NULL && (strcmp(arch, "LlamaForCausalLM") == 0 || strcmp(arch, "MistralForCausalLM") == 0)) {
         *is_llama = 1;
         return ANVIL_OK;
@@ -130,7 +135,7 @@ static int arch_is(const char *arch, int *is_llama, anvil_error *err) {
     }
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "tokenizer of architecture %s: anvil convert supports LlamaForCausalLM, "
-                            "MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM",
+                            "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM",
                             arch != NULL ? arch : "(none)");
 }
 
