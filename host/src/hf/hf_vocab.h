@@ -4,7 +4,7 @@
  * convert_hf_to_gguf.py (llama.cpp de3ff815) writes it into a GGUF: the
  * tokenizer.ggml.* KVs and the chat template, in the converter's order and
  * wire types, for LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and
- * Qwen3ForCausalLM.
+ * Qwen3ForCausalLM, and Phi3ForCausalLM (its own set_vocab: hf_vocab_phi3.c).
  *
  * Which tokenizer (the converter's set_vocab, in its order of tries):
  *   - tokenizer.model present: SentencePiece (_set_vocab_sentencepiece).

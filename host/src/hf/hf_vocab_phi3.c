@@ -83,8 +83,10 @@ static int put_added(hv_load *l, const char *path, const char *where, int64_t id
     if (id < 0 || (uint64_t)id >= l->v->n_tokens) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s: %s has id %lld, outside the %llu tokens of config.json's vocab_size "
-                                "(convert_hf_to_gguf.py fails on it too); fix vocab_size or the id",
-                                path, where, (long long)id, (unsigned long long)l->v->n_tokens);
+                                "(%s); fix vocab_size or the id",
+                                path, where, (long long)id, (unsigned long long)l->v->n_tokens,
+                                id < 0 ? "convert_hf_to_gguf.py would overwrite a token counted from the end"
+                                       : "convert_hf_to_gguf.py fails on it too");
     }
     const int type = hv_truthy(anvil__json_get(e, "special")) ? HV_CONTROL : HV_USER_DEFINED;
     return hv_put_token(l->v, (uint64_t)id, c->text, c->len, -1000.0f, type, 0, err);
