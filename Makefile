@@ -40,7 +40,7 @@ FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_jo
 # out there (about 5 minutes of a 2-core budget); AVX512_EMU=ON forces it.
 AVX512_EMU  ?= $(if $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo yes),OFF,ON)
 
-.PHONY: all demo test format-check deps oracle build unit big parity quality asan tsan fuzz test-aarch64 clean
+.PHONY: all demo test format-check deps oracle build unit big converter parity quality asan tsan fuzz test-aarch64 clean
 
 all: build
 
@@ -69,7 +69,13 @@ demo:
 	$(BUILD)/bin/anvil demo --model
 
 unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE 'oracle|big'
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE 'oracle|big|converter'
+
+# Every generated checkpoint of a class through llama.cpp's real
+# convert_hf_to_gguf.py (label converter: minutes of Python a class; make
+# test runs the committed pairs the converter wrote, and hf_moe's reduced set).
+converter: build oracle
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -L converter
 
 # The >= 2 GiB transcode under a 256 MiB RSS cap (part of `make test`).
 big: build
@@ -124,7 +130,7 @@ test:
 	@$(STAGE) format-check $(MAKE) --no-print-directory format-check
 	@$(STAGE) setup $(MAKE) --no-print-directory oracle
 	@$(STAGE) build $(MAKE) --no-print-directory build
-	@$(STAGE) ctest ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE oracle
+	@$(STAGE) ctest ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE 'oracle|converter'
 	@$(STAGE) parity $(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 	@$(STAGE) quality env $(QUALITY_CTEST)
 	@$(STAGE) asan $(MAKE) --no-print-directory asan

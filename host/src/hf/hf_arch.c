@@ -19,6 +19,7 @@
 #include "error.h"
 #include "file_input.h"
 #include "hf_internal.h"
+#include "hf_phi3.h"
 #include "hf_table.h"
 
 /* vocab_as: Qwen2MoeModel and Qwen3MoeModel take TextModel.set_vocab
@@ -33,6 +34,7 @@ static const hf_arch k_arches[] = {
     { "MixtralForCausalLM", HF_ARCH_MIXTRAL, "llama", 1, "MistralForCausalLM" },
     { "Gemma2ForCausalLM", HF_ARCH_GEMMA2, "gemma2", 0, "Gemma2ForCausalLM" },
     { "Gemma3ForCausalLM", HF_ARCH_GEMMA3, "gemma3", 0, "Gemma3ForCausalLM" },
+    { "Phi3ForCausalLM", HF_ARCH_PHI3, "phi3", 0, "Phi3ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -65,8 +67,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                            "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM and "
-                            "Gemma3ForCausalLM (use llama.cpp's "
+                            "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
+                            "Gemma3ForCausalLM and Phi3ForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -452,6 +454,7 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(a, f, cfg_path, err);
+    if (rc == ANVIL_OK && a->id == HF_ARCH_PHI3) return hf_phi3_hparams(f, ftype, w, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK && (a->id == HF_ARCH_QWEN2 || a->id == HF_ARCH_QWEN3)) rc = pooling_type(a, f, w, err);

@@ -24,6 +24,7 @@
 #include "gguf_source.h"
 #include "gguf_writer_internal.h"
 #include "hf_internal.h"
+#include "hf_phi3.h"
 #include "hf_vocab_glue.h"
 
 void anvil_hf_convert_options_init(anvil_hf_convert_options *o) {
@@ -178,6 +179,8 @@ static void moe_params(const run *r, hf_meta_opts *mo) {
 static int build_kvs(run *r, anvil_error *err) {
     int rc = anvil_gguf_writer_new(&r->kv, r->ctx, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.architecture", r->arch->gguf_name, err);
+    /* Phi3MiniModel adds its longrope attn_factor while preparing the tensors, before any other KV */
+    if (rc == ANVIL_OK && r->arch->id == HF_ARCH_PHI3 && !r->o->vocab_only) rc = hf_phi3_extra_kvs(&r->f, r->kv, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.type", "model", err);
     hf_meta_opts mo = { r->o->model_name, r->o->metadata_path, 0, 0 };
     moe_params(r, &mo);

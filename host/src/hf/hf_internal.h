@@ -75,7 +75,8 @@ typedef enum hf_arch_id {
     HF_ARCH_QWEN3MOE,
     HF_ARCH_MIXTRAL,
     HF_ARCH_GEMMA2,
-    HF_ARCH_GEMMA3
+    HF_ARCH_GEMMA3,
+    HF_ARCH_PHI3
 } hf_arch_id;
 
 typedef struct hf_arch {

@@ -6,7 +6,8 @@
  * wire types, for LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
  * Qwen3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (Gemma: the
  * SentencePiece path below, then tokenizer.ggml.add_space_prefix false;
- * Gemma 2 requires tokenizer.model, Gemma 3 falls back to gpt2).
+ * Gemma 2 requires tokenizer.model, Gemma 3 falls back to gpt2), and
+ * Phi3ForCausalLM (its own set_vocab: hf_vocab_phi3.c).
  *
  * Which tokenizer (the converter's set_vocab, in its order of tries):
  *   - tokenizer.model present: SentencePiece (_set_vocab_sentencepiece).

@@ -75,7 +75,7 @@ const hv_kv *hv_get(const anvil__hf_vocab *v, const char *key);
 typedef struct hv_load {
     anvil__hf_vocab *v;
     const char *dir;
-    int is_llama;             /* Llama/Mistral (else Qwen2/Qwen3) */
+    int is_llama;             /* 1 Llama/Mistral, 0 Qwen2/Qwen3, 2 Phi3 */
     int is_gemma;             /* 2 or 3: Gemma2/Gemma3ForCausalLM, else 0 */
     anvil_json_value *config; /* config.json */
     char *config_path;
@@ -110,6 +110,17 @@ size_t hv_unmark_spaces(char *s, size_t len);
 
 /* tokenizer.model (_create_vocab_sentencepiece). */
 int hv_spm_vocab(hv_load *l, anvil_error *err);
+/* dir/tokenizer.model's pieces in id order (text points into *buf; free()
+ * both, also on error). */
+typedef struct hv_spm_piece {
+    const char *text;
+    size_t len;
+    float score;
+    int type; /* the piece's type, NORMAL when unset */
+} hv_spm_piece;
+int hv_spm_read(const char *dir, char **buf, hv_spm_piece **pieces, size_t *n, anvil_error *err);
+/* Phi3MiniModel.set_vocab (hf_vocab_phi3.c). */
+int hv_phi3_vocab(hv_load *l, anvil_error *err);
 /* Is tokenizer.json a llama-2 style BPE (LlamaHfVocab's test)? *yes. */
 int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err);
 /* LlamaHfVocab.all_tokens(). */

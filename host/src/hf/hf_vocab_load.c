@@ -126,6 +126,7 @@ static int gemma_paths(hv_load *l, anvil_error *err) {
 
 static int run_paths(hv_load *l, anvil_error *err) {
     if (l->is_gemma) return gemma_paths(l, err);
+    if (l->is_llama == 2) return hv_phi3_vocab(l, err);
     int rc = l->is_llama ? llama_head(l, err) : ANVIL_OK;
     if (rc != ANVIL_OK) return rc;
     char *model = hf_path_join(l->dir, "tokenizer.model");
@@ -144,6 +145,10 @@ static int run_paths(hv_load *l, anvil_error *err) {
 }
 
 static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *err) {
+    if (arch != NULL && strcmp(arch, "Phi3ForCausalLM") == 0) {
+        *is_llama = 2; /* Phi3MiniModel's own set_vocab */
+        return ANVIL_OK;
+    }
     if (arch != NULL && (strcmp(arch, "Gemma2ForCausalLM") == 0 || strcmp(arch, "Gemma3ForCausalLM") == 0)) {
         *is_gemma = arch[5] == '2' ? 2 : 3;
         return ANVIL_OK;
@@ -158,8 +163,8 @@ static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *
     }
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "tokenizer of architecture %s: anvil convert supports LlamaForCausalLM, "
-                            "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM and "
-                            "Gemma3ForCausalLM",
+                            "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                            "Gemma3ForCausalLM and Phi3ForCausalLM",
                             arch != NULL ? arch : "(none)");
 }
 

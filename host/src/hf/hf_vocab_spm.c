@@ -86,12 +86,7 @@ static int pb_next(pb *r, pb_field *f, anvil_error *err) {
     }
 }
 
-typedef struct spm_piece {
-    const char *text;
-    size_t len;
-    float score;
-    int type;
-} spm_piece;
+typedef hv_spm_piece spm_piece;
 
 static int read_piece(const pb *outer, const pb_field *f, spm_piece *out, anvil_error *err) {
     pb r = { outer->p, f->at + f->len, f->at, outer->path };
@@ -309,4 +304,17 @@ int hv_spm_vocab(hv_load *l, anvil_error *err) {
     free(path);
     if (rc != ANVIL_OK) return rc;
     return hv_llama_finish(l, "spm", err);
+}
+
+int hv_spm_read(const char *dir, char **buf, hv_spm_piece **pieces, size_t *n, anvil_error *err) {
+    char *path = hf_path_join(dir, "tokenizer.model");
+    size_t len = 0;
+    *buf = NULL;
+    *pieces = NULL;
+    *n = 0;
+    int rc = path == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory")
+                          : hv_read_file(path, buf, &len, err);
+    if (rc == ANVIL_OK) rc = read_model(*buf, len, path, pieces, n, err);
+    free(path);
+    return rc;
 }
