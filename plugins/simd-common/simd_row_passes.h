@@ -157,7 +157,7 @@ SIMD_INLINE void simd_pf_block(simd_pf *pf, size_t b, const size_t bb, size_t ws
     static inline __attribute__((always_inline)) void fmt##_pass(                                                \
         size_t nb, size_t r, const int R, size_t end, float *y, const uint8_t *w, size_t ws, const uint8_t *a) { \
         const size_t left = end - r - (size_t)R;                                                                 \
-        simd_pf pf;                                                                                              \
+        simd_pf pf = { 0 };                                                                                      \
         simd_pf_init(&pf, w + r * ws, nb, (bytes), ws, R, w + (r + (size_t)R) * ws, left < 8 ? left : 8);        \
         /* two copies, so the mode is a constant inside each */                                                  \
         if (pf.per_row) {                                                                                        \
