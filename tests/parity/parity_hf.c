@@ -3,7 +3,8 @@
  * The "hf" family: `anvil convert` against llama.cpp's convert_hf_to_gguf.py
  * and llama.cpp itself. For every reference pair of
  * ../shared/testdata/hf and of tests/hf/moe (the mixture-of-experts
- * classes; ANVIL_HF_MOE_PAIRS) (a checkpoint folder and the GGUF the converter
+ * classes; ANVIL_HF_MOE_PAIRS) and of tests/hf/fp8 (FP8 checkpoints whose
+ * float weights have scales too; ANVIL_HF_FP8_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
@@ -120,6 +121,9 @@ int parity_hf(parity_ctx *pc) {
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, refs, tmp, &checked);
 #ifdef ANVIL_HF_MOE_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_MOE_PAIRS, tmp, &checked);
+#endif
+#ifdef ANVIL_HF_FP8_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_FP8_PAIRS, tmp, &checked);
 #endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);
