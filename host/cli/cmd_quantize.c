@@ -47,9 +47,9 @@ const char cli_help_quantize[] =
     "llama-quantize's job with llama.cpp's policy, byte for byte: the same presets,\n"
     "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
     "llama_model_quantize, streamed out of core (memory bounded by one tensor). OUT\n"
-    "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be IN itself (written\n"
-    "to a temporary file and renamed over it), '-' (stdout), a device or a FIFO\n"
-    "(written into, never replaced; `anvil help`, files). NTHREADS <= 0: every core.\n"
+    "defaults to <IN's folder>/ggml-model-<TYPE>.gguf; it may be '-' (stdout), a\n"
+    "device or a FIFO (written into, never replaced; `anvil help`, files), never an\n"
+    "input of the run (IN, --imatrix, a file of HF_DIR). NTHREADS <= 0: every core.\n"
     "IN may be a Hugging Face checkpoint folder (also with --target-size/-bpw): the\n"
     "output has the bytes of `anvil convert HF_DIR --outtype auto` followed by\n"
     "`anvil quantize` of that file, in one streaming pass: each tensor is converted\n"
@@ -475,6 +475,8 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
+    const char *more[] = { a->imatrix_path };
+    if (rc == 0 && !a->o.keep_split) rc = cli_output_not_input("quantize", out, a->pos[0], more, 1);
     if (rc == 0 && !a->o.dry_run && !a->o.keep_split) rc = cli_check_output("quantize", out, a->pos[0], &replaces);
     if (rc != 0) {
         free_args(a);
