@@ -247,7 +247,10 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
     } else if (strcmp(o, "--target-size") == 0) {
         unsigned long long sz = 0;
         if (cli_parse_size(v, &sz) != 0 || sz == 0) {
-            return cli_usage_error("quantize", "invalid --target-size '%s' (bytes > 0, K/M/G suffixes)", v);
+            return cli_usage_error("quantize",
+                                   "invalid --target-size '%s' (a decimal byte count > 0, optionally with "
+                                   "K/M/G/T, KiB/MiB/GiB/TiB suffixes; no spaces)",
+                                   v);
         }
         a->o.target_size = sz;
     } else if (strcmp(o, "--target-bpw") == 0) {
@@ -258,6 +261,10 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
         }
         a->o.target_bpw = b;
     } else if (strcmp(o, "--target-weights") == 0) {
+        anvil_error err = { 0 };
+        if (anvil_quantize_check_target_weights(v, &err) != ANVIL_OK) {
+            return cli_usage_error("quantize", "invalid --target-weights '%s': %s", v, err.message);
+        }
         a->o.target_weights = v;
     } else if (strcmp(o, "--target-rows") == 0) {
         unsigned long long n = 0;

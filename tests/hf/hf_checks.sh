@@ -22,7 +22,7 @@ expect() {
     local name=$1 want=$2 text=$3; shift 4
     "$@" >/dev/null 2>"$T/err"; local rc=$?
     [ $rc = "$want" ] || { fail "$name: exit $rc, want $want ($(cat "$T/err"))"; return 1; }
-    grep -qF -- "$text" "$T/err" || { fail "$name: message lacks '$text': $(cat "$T/err")"; return 1; }
+    [ -z "$text" ] || grep -qF -- "$text" "$T/err" || { fail "$name: message lacks '$text': $(cat "$T/err")"; return 1; }
     pass
 }
 # same NAME A B: A's bytes unchanged (B is its copy)
@@ -123,6 +123,25 @@ mk m rope; sed -i 's/"factor": 8.0/"factor": 1e400/' "$T/rope/config.json"
 bad rope-inf "$T/rope" "must be finite"
 mkdir -p "$T/out/rt"
 expect "transcode rope 1e400" 1 "must be finite" -- "$ANVIL" transcode --from "$T/rope" --out "$T/out/rt/y.gguf" --dtype q8_0
+
+# ---- smaller: one prefix on a shard's message, top_k must be whole, strict sizes and weights (exit 2)
+mk m hdr; printf '\377\377\377\377\000\000\000\000{}' > "$T/hdr/model.safetensors"
+bad shard-header "$T/hdr" "hdr/model.safetensors: header length 4294967295"
+grep -qF "model.safetensors: : " "$T/err" && fail "doubled prefix: $(cat "$T/err")" || pass
+mk m topk; echo '{"top_k": 1.5}' > "$T/topk/generation_config.json"
+bad top-k-fraction "$T/topk" "general.sampling.top_k must be a whole number"
+for s in 0x100000 " 2M" "2M " 1e6 "" .; do
+    expect "--target-size '$s'" 2 "invalid --target-size" -- \
+        "$ANVIL" quantize --dry-run "$T/in.gguf" "$T/out/ts.gguf" --target-size "$s"
+done
+expect "--target-size 2M" 0 "" -- "$ANVIL" quantize --dry-run --quiet "$T/in.gguf" "$T/out/ts.gguf" --target-size 2M
+for w in "output=" "output= 1" "output=0x1" "bogus=1" "output"; do
+    expect "--target-weights '$w'" 2 "invalid --target-weights" -- \
+        "$ANVIL" quantize --dry-run "$T/in.gguf" "$T/out/ts.gguf" --target-size 2M --target-weights "$w"
+done
+expect "--target-weights output=2" 0 "" -- \
+    "$ANVIL" quantize --dry-run --quiet "$T/in.gguf" "$T/out/ts.gguf" --target-size 2M --target-weights output=2,attn_v=0.5
+[ ! -e "$T/out/ts.gguf" ] && pass || fail "a dry run wrote $T/out/ts.gguf"
 
 # ---- FP8 scales on F32/F16/BF16 weights: dequant_simple's bytes
 for g in "$FP8"/*.gguf; do

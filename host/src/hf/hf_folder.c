@@ -319,7 +319,8 @@ static int open_parts(hf_folder *f, const anvil_json_value *json_map, anvil_erro
             break;
         }
         rc = anvil_st_open(&f->parts[p], path, err);
-        if (rc != ANVIL_OK) anvil__error_prefix(err, "%s: ", path);
+        /* the reader names the file itself; the prefix adds its own ": " */
+        if (rc != ANVIL_OK && err != NULL && strstr(err->message, path) == NULL) anvil__error_prefix(err, "%s", path);
         free(path);
         if (rc == ANVIL_OK) rc = add_part_tensors(f, p, json_map ? &map : NULL, err);
     }
