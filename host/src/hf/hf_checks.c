@@ -18,6 +18,9 @@
  * files a conversion of the folder reads: config.json, the index, every
  * *.safetensors, the tokenizer and chat-template files, generation_config,
  * the model card, modules.json (anvil_output_check compares them).
+ *
+ * hf_check_vocab_size bounds config.json's vocab_size by the token
+ * embedding present (convert pads the tokenizer to it).
  */
 #include <dirent.h>
 #include <math.h>
@@ -194,4 +197,31 @@ static int check_folder(const char *dir, const char *out, int top, anvil_error *
 int anvil_hf_output_check(const char *hf_dir, const char *out, anvil_error *err) {
     if (hf_dir == NULL || out == NULL) return ANVIL_OK;
     return check_folder(hf_dir, out, 1, err);
+}
+
+/* ---- vocab_size bounded by the tensors present ------------------------------ */
+
+int hf_check_vocab_size(const hf_folder *f, anvil_error *err) {
+    int64_t v = 0;
+    const anvil_json_value *j = anvil__json_get(f->config, "vocab_size");
+    if (j == NULL || anvil__json_i64(j, &v) != 0 || v <= 0) return ANVIL_OK; /* the vocab reader's message */
+    const hf_src_tensor *embd = NULL;
+    for (size_t i = 0; i < f->n_tensors && embd == NULL; ++i) {
+        if (strcmp(f->tensors[i].name, "model.embed_tokens.weight") == 0) embd = &f->tensors[i];
+    }
+    if (embd != NULL && embd->st->rank == 2 && embd->st->shape[0] != (uint64_t)v) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: vocab_size %lld, but %s/%s's model.embed_tokens.weight has %llu "
+                                "rows: the tokenizer would be padded to a vocabulary the weights do not have; fix "
+                                "vocab_size or re-download the checkpoint",
+                                f->dir, (long long)v, f->dir, f->part_names[embd->part],
+                                (unsigned long long)embd->st->shape[0]);
+    }
+    if (embd == NULL && v > HF_MAX_VOCAB) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: vocab_size %lld is over %d and no model.embed_tokens.weight "
+                                "confirms it: refused (it would write that many padding tokens)",
+                                f->dir, (long long)v, HF_MAX_VOCAB);
+    }
+    return ANVIL_OK;
 }

@@ -19,4 +19,12 @@ int hf_check_plan(const hf_arch *a, const hf_folder *f, const hf_out_tensor *ts,
  * shard (has_index: the index leaves it out). hf_shards.c. */
 int hf_shard_sets_check(const hf_folder *f, int has_index, anvil_error *err);
 
+/* The largest vocab_size taken on config.json's word alone (no token
+ * embedding to confirm it): 2^24 ids, over 60 times today's largest. */
+#define HF_MAX_VOCAB (1 << 24)
+/* config.json's vocab_size equals the rows of model.embed_tokens.weight
+ * when the checkpoint has it (also for --vocab-only), else is at most
+ * HF_MAX_VOCAB: convert pads the tokenizer to it with [PADn] tokens. */
+int hf_check_vocab_size(const hf_folder *f, anvil_error *err);
+
 #endif

@@ -263,6 +263,7 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
     if (rc == ANVIL_OK) rc = hf_folder_index(&r->f, err);
+    if (rc == ANVIL_OK) rc = hf_check_vocab_size(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
     if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
