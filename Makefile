@@ -31,7 +31,8 @@ ASAN_SIMD_ROWS ?= 2000
 # target and its replay over the seeds (a new fuzz target is added here).
 FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_journal fuzz_journal_replay \
   fuzz_imatrix fuzz_imatrix_replay fuzz_quantize_args fuzz_quantize_args_replay \
-  fuzz_safetensors fuzz_safetensors_replay fuzz_tokenize fuzz_tokenize_replay fuzz_tokens fuzz_tokens_replay
+  fuzz_safetensors fuzz_safetensors_replay fuzz_tokenize fuzz_tokenize_replay fuzz_tokens fuzz_tokens_replay \
+  fuzz_hf_folder fuzz_hf_folder_replay
 # The SIMDe-emulated AVX-512 build is part of the tests (slow to compile).
 AVX512_EMU  ?= ON
 
