@@ -11,8 +11,8 @@
  * from a rope_scaling.factor of 1e400), and an incomplete model: token_embd
  * and output_norm, and in every layer below num_hidden_layers the
  * architecture's attention tensors, its norms and either the dense FFN or
- * the experts' (router and stacked experts). Names are looked up in a
- * sorted copy: O(n log n).
+ * the experts' (router and stacked experts), and no two tensors mapped to
+ * one name. Names are looked up in a sorted copy: O(n log n).
  *
  * anvil_hf_output_check (anvil/hf.h) refuses an output that is one of the
  * files a conversion of the folder reads: config.json, the index, every
@@ -135,7 +135,11 @@ int hf_check_plan(const hf_arch *a, const hf_folder *f, const hf_out_tensor *ts,
     if (sorted == NULL) return anvil__nomem(err);
     for (size_t i = 0; i < n; ++i) sorted[i] = (char *)ts[i].name;
     qsort(sorted, n, sizeof *sorted, cmp_name);
-    rc = check_layers(a, f, sorted, n, n_blocks, err);
+    for (size_t i = 1; i < n && rc == ANVIL_OK; ++i) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            rc = anvil__error_set(err, ANVIL_E_DUPLICATE, "%s: two tensors map to %s", f->dir, sorted[i]);
+    }
+    if (rc == ANVIL_OK) rc = check_layers(a, f, sorted, n, n_blocks, err);
     free(sorted);
     return rc;
 }
