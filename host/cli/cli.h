@@ -137,6 +137,9 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
 int cli_check_output(const char *cmd, const char *output, const char *input, int *same_as_input);
 /* 1 when path is a folder (a Hugging Face checkpoint, for quantize and transcode). */
 int cli_is_dir(const char *path);
+/* 0, or the command's error (exit 1) when out is in, a file of the folder
+ * in, or one of more[] (cli_outcheck.c). */
+int cli_output_not_input(const char *cmd, const char *out, const char *in, const char *const *more, size_t n_more);
 /* The same for a split set's OUT_PREFIX: standard output is refused. */
 int cli_check_prefix(const char *cmd, const char *prefix);
 

@@ -623,10 +623,18 @@ int cli_check_prefix(const char *cmd, const char *prefix) {
 /* ---- values ----------------------------------------------------------------- */
 
 int cli_parse_size(const char *s, unsigned long long *out) {
+    /* one strict form: decimal digits with at most one '.', then the suffix;
+     * no space, sign, exponent or hex (strtod would take " 2M" and 0x100000) */
+    size_t n = 0, dots = 0, digs = 0;
+    for (; (s[n] >= '0' && s[n] <= '9') || s[n] == '.'; ++n) {
+        if (s[n] == '.') dots++;
+        else digs++;
+    }
+    if (digs == 0 || dots > 1) return -1;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0 || v != v) return -1;
+    if (errno != 0 || end != s + n || v < 0 || v != v) return -1;
     double mul = 1;
     if (*end != '\0') {
         switch (*end) {

@@ -49,9 +49,9 @@ const char cli_help_quantize[] =
     "per-tensor type mixture, fallbacks, overrides, tensor order and metadata as\n"
     "llama_model_quantize, streamed out of core (memory bounded by one tensor). OUT\n"
     "defaults to <IN's folder>/ggml-model-<TYPE>.gguf (for HF_DIR: inside it, where\n"
-    "convert puts its output); it may be IN itself (written\n"
-    "to a temporary file and renamed over it), '-' (stdout), a device or a FIFO\n"
-    "(written into, never replaced; `anvil help`, files). NTHREADS <= 0: every core.\n"
+    "convert puts its output); it may be '-' (stdout), a device or a FIFO (written\n"
+    "into, never replaced; `anvil help`, files), never an input of the run (IN,\n"
+    "--imatrix, a file of HF_DIR). NTHREADS <= 0: every core.\n"
     "IN may be a Hugging Face checkpoint folder (also with --target-size/-bpw): the\n"
     "output has the bytes of `anvil convert HF_DIR --outtype auto` followed by\n"
     "`anvil quantize` of that file, in one streaming pass: each tensor is converted\n"
@@ -250,7 +250,10 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
     } else if (strcmp(o, "--target-size") == 0) {
         unsigned long long sz = 0;
         if (cli_parse_size(v, &sz) != 0 || sz == 0) {
-            return cli_usage_error("quantize", "invalid --target-size '%s' (bytes > 0, K/M/G suffixes)", v);
+            return cli_usage_error("quantize",
+                                   "invalid --target-size '%s' (a decimal byte count > 0, optionally with "
+                                   "K/M/G/T, KiB/MiB/GiB/TiB suffixes; no spaces)",
+                                   v);
         }
         a->o.target_size = sz;
     } else if (strcmp(o, "--target-bpw") == 0) {
@@ -261,6 +264,10 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
         }
         a->o.target_bpw = b;
     } else if (strcmp(o, "--target-weights") == 0) {
+        anvil_error err = { 0 };
+        if (anvil_quantize_check_target_weights(v, &err) != ANVIL_OK) {
+            return cli_usage_error("quantize", "invalid --target-weights '%s': %s", v, err.message);
+        }
         a->o.target_weights = v;
     } else if (strcmp(o, "--target-rows") == 0) {
         unsigned long long n = 0;
@@ -490,6 +497,8 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
+    const char *more[] = { a->imatrix_path };
+    if (rc == 0 && !a->o.keep_split) rc = cli_output_not_input("quantize", out, a->pos[0], more, 1);
     if (rc == 0 && !a->o.dry_run && !a->o.keep_split) rc = cli_check_output("quantize", out, a->pos[0], &replaces);
     if (rc != 0) {
         free_args(a);

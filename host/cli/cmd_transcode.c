@@ -708,6 +708,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
                              a.from);
     }
     int same = 0;
+    if (rc == 0) rc = cli_output_not_input("transcode", a.out, a.from, NULL, 0);
     if (rc == 0) rc = cli_check_output("transcode", a.out, a.from, &same);
     if (rc != 0) {
         for (size_t i = 0; i < a.opts.n_rules; ++i) free((char *)a.rules[i].pattern);

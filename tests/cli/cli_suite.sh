@@ -344,11 +344,10 @@ expect 1 "anvil quantize: *junk.dat: legacy imatrix: entry 1 of *: bad or trunca
 # A quantized input: llama.cpp's message unless --allow-requantize.
 jexpect 1 'anvil quantize: requantizing from type q*_K is disabled*' quantize "$tmp/qz.gguf" "$tmp/x.gguf" Q8_0
 expect 0 '' quantize --quiet --allow-requantize "$tmp/qz.gguf" "$tmp/rq.gguf" Q8_0
-# The output may be the input: replaced atomically, and it says so.
+# The output may not be the input (issue 41): refused, the input unchanged.
 cp "$tmp/m.gguf" "$tmp/same.gguf"
-expect 0 '' quantize "$tmp/same.gguf" "$tmp/same.gguf" Q8_0
-grep -q 'was replaced (atomically)' "$tmp/out" || fail "quantize IN IN: no note that the input was replaced"
-expect 0 '' inspect "$tmp/same.gguf" --no-tensors
+expect 1 "anvil quantize: the output $tmp/same.gguf is the input $tmp/same.gguf of this run*" quantize "$tmp/same.gguf" "$tmp/same.gguf" Q8_0
+cmp -s "$tmp/m.gguf" "$tmp/same.gguf" || fail "quantize IN IN changed the input"
 # A truncated input names the tensor that does not fit.
 head -c 200000 "$tmp/m.gguf" > "$tmp/trunc.gguf"
 jexpect 1 'anvil quantize: *' quantize "$tmp/trunc.gguf" "$tmp/x.gguf" Q8_0

@@ -82,6 +82,14 @@ ANVIL_API const char *anvil_version(void);
  * before anything is written. */
 ANVIL_API int anvil_file_write_atomic(const char *path, const void *data, size_t size, anvil_error *err);
 
+/* ANVIL_E_INVALID_ARG, naming both, when the output path out names one of
+ * the n_inputs files the run reads (the same device and inode, links
+ * followed; an output that does not exist yet: the same real path), so a
+ * slip such as OUT = a shard of the checkpoint never replaces an input.
+ * "-", devices and FIFOs (written into, never replaced) and inputs that do
+ * not exist pass. Every command that writes calls it before writing. */
+ANVIL_API int anvil_output_check(const char *out, const char *const *inputs, size_t n_inputs, anvil_error *err);
+
 /* ---- types -------------------------------------------------------------- */
 
 typedef struct anvil_type_info {

@@ -75,6 +75,13 @@ ANVIL_API int anvil_hf_convert(anvil_ctx *ctx, const char *hf_dir, const anvil_h
 
 ANVIL_API void anvil_hf_convert_result_free(anvil_hf_convert_result *r);
 
+/* ANVIL_E_INVALID_ARG, naming both, when out is (or resolves to) a file a
+ * conversion of hf_dir reads: config.json, the index, a *.safetensors, a
+ * tokenizer or chat-template file, generation_config.json, README.md
+ * (anvil_output_check on each). anvil_hf_convert checks its outputs so;
+ * quantize and transcode from a folder call it for theirs. */
+ANVIL_API int anvil_hf_output_check(const char *hf_dir, const char *out, anvil_error *err);
+
 /* The folder as the GGUF `anvil convert HF_DIR --outtype auto` writes from
  * it, opened for anvil's quantize and transcode engines (anvil_quantize_plan,
  * anvil_transcode_plan), so that their output is byte for byte

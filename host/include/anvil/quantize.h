@@ -219,6 +219,11 @@ ANVIL_API int anvil_quantize_target_info(const anvil_transcode *t, uint64_t *bud
 /* A target plan's note for the user ("the budget is above F16 ..."), or NULL. */
 ANVIL_API const char *anvil_quantize_target_note(const anvil_transcode *t);
 
+/* ANVIL_OK, or ANVIL_E_INVALID_ARG saying what is wrong with a
+ * --target-weights spec ("ROLE=WEIGHT,...": a known role, a decimal weight
+ * >= 0, none empty), so a command can refuse it as a usage error. */
+ANVIL_API int anvil_quantize_check_target_weights(const char *spec, anvil_error *err);
+
 #ifdef __cplusplus
 }
 #endif

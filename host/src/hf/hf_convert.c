@@ -23,6 +23,7 @@
 #include "error.h"
 #include "gguf_source.h"
 #include "gguf_writer_internal.h"
+#include "hf_checks.h"
 #include "hf_internal.h"
 #include "hf_phi3.h"
 #include "hf_vocab_glue.h"
@@ -245,14 +246,32 @@ static void run_free(run *r) {
     hf_folder_close(&r->f);
 }
 
+static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_error *err);
+
+/* No output (each part of a split) replaces a file the run reads. */
+static int check_outputs(const run *r, anvil_error *err) {
+    int rc = ANVIL_OK;
+    for (uint32_t p = 0; p < r->n_parts && rc == ANVIL_OK; ++p) {
+        char path[4200];
+        rc = part_path(r, p, path, sizeof path, err);
+        if (rc == ANVIL_OK) rc = anvil_hf_output_check(r->f.dir, path, err);
+        if (rc == ANVIL_OK) rc = anvil_output_check(path, &r->o->metadata_path, 1, err);
+    }
+    return rc;
+}
+
 static int prepare(run *r, const char *dir, anvil_error *err) {
-    int rc = hf_folder_open(dir, &r->f, err);
+    /* the architecture before the shards are indexed: a refusal is quick */
+    int rc = hf_folder_open_config(dir, &r->f, err);
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = hf_folder_index(&r->f, err);
+    if (rc == ANVIL_OK) rc = hf_check_vocab_size(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
     if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
+    if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_check_plan(r->arch, &r->f, r->ts, r->n_ts, err);
     if (rc != ANVIL_OK) return rc;
     plan_types(r->ts, r->n_ts, r->ft);
     if (r->ft->type == ANVIL_TYPE_Q8_0 && r->ctx == NULL) {
@@ -260,7 +279,9 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     }
     rc = plan_parts(r, err);
     if (rc == ANVIL_OK) rc = build_kvs(r, err);
+    /* anvil_hf_open_as_gguf writes nothing: no output name, nothing to check */
     if (rc == ANVIL_OK && !r->as_source) rc = output_path(r, err);
+    if (rc == ANVIL_OK && !r->as_source) rc = check_outputs(r, err);
     return rc;
 }
 

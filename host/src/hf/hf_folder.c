@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "hf_checks.h"
 #include "hf_internal.h"
 
 char *hf_path_join(const char *dir, const char *name) {
@@ -48,9 +49,6 @@ static int ends_with(const char *s, const char *suffix) {
 static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 static int add_name(char ***names, size_t *n, const char *name) {
-    for (size_t i = 0; i < *n; ++i) {
-        if (strcmp((*names)[i], name) == 0) return 0;
-    }
     char **nn = realloc(*names, (*n + 1) * sizeof *nn);
     if (nn == NULL) return -1;
     *names = nn;
@@ -58,6 +56,18 @@ static int add_name(char ***names, size_t *n, const char *name) {
     if (nn[*n] == NULL) return -1;
     (*n)++;
     return 0;
+}
+
+/* The part names sorted, each once: O(n log n) for an index of 50k entries. */
+static void sort_unique(hf_folder *f) {
+    if (f->n_parts == 0) return;
+    qsort(f->part_names, f->n_parts, sizeof *f->part_names, cmp_str);
+    size_t k = 1;
+    for (size_t i = 1; i < f->n_parts; ++i) {
+        if (strcmp(f->part_names[i], f->part_names[k - 1]) == 0) free(f->part_names[i]);
+        else f->part_names[k++] = f->part_names[i];
+    }
+    f->n_parts = k;
 }
 
 /* model*.safetensors in the folder (no index). */
@@ -100,6 +110,12 @@ static int read_index(hf_folder *f, const anvil_json_value **map_out, anvil_json
     const anvil_json_value *map = anvil__json_get(*index_out, "weight_map");
     if (map == NULL || map->kind != ANVIL_JSON_OBJECT_BEGIN) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: no \"weight_map\" object; re-download the index", path);
+        free(path);
+        return rc;
+    }
+    if (map->n_items == 0) {
+        rc = anvil__error_set(err, ANVIL_E_FORMAT,
+                              "%s: \"weight_map\" is empty: the index names no tensor; re-download it", path);
         free(path);
         return rc;
     }
@@ -160,14 +176,43 @@ static int cmp_tensor_name(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-static int find_src(const hf_folder *f, const char *name) {
-    for (size_t i = 0; i < f->n_tensors; ++i) {
-        if (strcmp(f->tensors[i].name, name) == 0) return (int)i;
-    }
-    return -1;
+/* The index's weight_map sorted by tensor name, each entry marked once a
+ * shard is found to hold it. */
+typedef struct map_entry {
+    const char *name, *part;
+    int found;
+} map_entry;
+
+typedef struct index_map {
+    map_entry *e;
+    size_t n;
+} index_map;
+
+static int cmp_entry(const void *a, const void *b) {
+    return strcmp(((const map_entry *)a)->name, ((const map_entry *)b)->name);
 }
 
-static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map, anvil_error *err) {
+static int map_build(index_map *m, const anvil_json_value *map) {
+    m->n = 0;
+    m->e = NULL;
+    if (map == NULL) return ANVIL_OK;
+    m->e = calloc(map->n_items + 1, sizeof *m->e);
+    if (m->e == NULL) return ANVIL_E_NOMEM;
+    for (size_t i = 0; i < map->n_items; ++i) {
+        m->e[i].name = map->items[i]->key;
+        m->e[i].part = anvil__json_str(map->items[i]);
+    }
+    m->n = map->n_items;
+    qsort(m->e, m->n, sizeof *m->e, cmp_entry);
+    return ANVIL_OK;
+}
+
+static map_entry *map_find(const index_map *m, const char *name) {
+    const map_entry key = { name, NULL, 0 };
+    return m->n ? bsearch(&key, m->e, m->n, sizeof *m->e, cmp_entry) : NULL;
+}
+
+static int add_part_tensors(hf_folder *f, size_t p, const index_map *map, anvil_error *err) {
     const size_t n = anvil_st_count(f->parts[p]);
     const anvil_st_tensor **order = malloc((n ? n : 1) * sizeof *order);
     hf_src_tensor *grown = realloc(f->tensors, (f->n_tensors + n + 1) * sizeof *grown);
@@ -178,12 +223,13 @@ static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map,
     }
     f->tensors = grown;
     for (size_t i = 0; i < n; ++i) order[i] = anvil_st_tensor_at(f->parts[p], i);
-    qsort(order, n, sizeof *order, cmp_tensor_name);
+    if (n > 0) qsort(order, n, sizeof *order, cmp_tensor_name);
     int rc = ANVIL_OK;
     for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
         const anvil_st_tensor *t = order[i];
-        if (map != NULL) {
-            const char *where = anvil__json_str(anvil__json_get(map, t->name));
+        if (map != NULL && map->e != NULL) {
+            map_entry *me = map_find(map, t->name);
+            const char *where = me ? me->part : NULL;
             if (where == NULL || strcmp(where, f->part_names[p]) != 0) {
                 rc = anvil__error_set(err, ANVIL_E_FORMAT,
                                       "%s/%s holds tensor \"%s\", which model.safetensors.index.json %s%s; "
@@ -192,21 +238,13 @@ static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map,
                                       where ? where : "");
                 break;
             }
+            me->found = 1;
         }
         int skip = 0;
         char *name = filter_name(t->name, &skip);
         if (skip) continue;
         if (name == NULL) {
             rc = anvil__nomem(err);
-            break;
-        }
-        const int prev = find_src(f, name);
-        if (prev >= 0) {
-            rc = anvil__error_set(err, ANVIL_E_DUPLICATE,
-                                  "tensor \"%s\" is in two shards: %s/%s and %s/%s; "
-                                  "remove the stale file",
-                                  name, f->dir, f->part_names[f->tensors[prev].part], f->dir, f->part_names[p]);
-            free(name);
             break;
         }
         f->tensors[f->n_tensors].name = name;
@@ -219,49 +257,82 @@ static int add_part_tensors(hf_folder *f, size_t p, const anvil_json_value *map,
     return rc;
 }
 
+typedef struct name_at {
+    const char *name;
+    size_t i;
+} name_at;
+
+static int cmp_name_at(const void *a, const void *b) {
+    const name_at *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* No name twice (after convert's filters): sorted, neighbours compared. */
+static int check_duplicates(const hf_folder *f, anvil_error *err) {
+    if (f->n_tensors < 2) return ANVIL_OK;
+    name_at *idx = malloc(f->n_tensors * sizeof *idx);
+    if (idx == NULL) return anvil__nomem(err);
+    for (size_t i = 0; i < f->n_tensors; ++i) idx[i] = (name_at){ f->tensors[i].name, i };
+    qsort(idx, f->n_tensors, sizeof *idx, cmp_name_at);
+    int rc = ANVIL_OK;
+    for (size_t i = 1; i < f->n_tensors && rc == ANVIL_OK; ++i) {
+        const hf_src_tensor *a = &f->tensors[idx[i - 1].i], *b = &f->tensors[idx[i].i];
+        if (strcmp(a->name, b->name) != 0) continue;
+        rc = anvil__error_set(err, ANVIL_E_DUPLICATE,
+                              "tensor \"%s\" is in two shards: %s/%s and %s/%s; "
+                              "remove the stale file",
+                              a->name, f->dir, f->part_names[a->part], f->dir, f->part_names[b->part]);
+    }
+    free(idx);
+    return rc;
+}
+
 /* Every tensor the index names must have been found in its shard. */
-static int check_index_complete(const hf_folder *f, const anvil_json_value *map, anvil_error *err) {
-    for (size_t i = 0; i < map->n_items; ++i) {
-        const char *name = map->items[i]->key;
-        int found = 0;
-        for (size_t p = 0; p < f->n_parts && !found; ++p) found = anvil_st_find(f->parts[p], name) != NULL;
-        if (!found) {
-            return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                    "tensor \"%s\" is in no shard: model.safetensors.index.json places it in "
-                                    "%s/%s, which does not hold it; re-download that shard",
-                                    name, f->dir, anvil__json_str(map->items[i]));
-        }
+static int check_index_complete(const hf_folder *f, const index_map *map, anvil_error *err) {
+    for (size_t i = 0; i < map->n; ++i) {
+        if (map->e[i].found) continue;
+        return anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                "tensor \"%s\" is in no shard: model.safetensors.index.json places it in "
+                                "%s/%s, which does not hold it; re-download that shard",
+                                map->e[i].name, f->dir, map->e[i].part);
     }
     return ANVIL_OK;
 }
 
-static int open_parts(hf_folder *f, const anvil_json_value *map, anvil_error *err) {
-    qsort(f->part_names, f->n_parts, sizeof *f->part_names, cmp_str);
-    f->parts = calloc(f->n_parts, sizeof *f->parts);
-    if (f->parts == NULL) return anvil__nomem(err);
-    for (size_t p = 0; p < f->n_parts; ++p) {
+static int open_parts(hf_folder *f, const anvil_json_value *json_map, anvil_error *err) {
+    int rc = hf_shard_sets_check(f, json_map != NULL, err);
+    if (rc != ANVIL_OK) return rc;
+    index_map map;
+    if (map_build(&map, json_map) != ANVIL_OK) return anvil__nomem(err);
+    f->parts = calloc(f->n_parts + 1, sizeof *f->parts);
+    if (f->parts == NULL) rc = anvil__nomem(err);
+    for (size_t p = 0; p < f->n_parts && rc == ANVIL_OK; ++p) {
         if (!hf_file_exists(f->dir, f->part_names[p])) {
-            return anvil__error_set(err, ANVIL_E_NOT_FOUND,
-                                    "shard %s/%s is missing: model.safetensors.index.json names it; "
-                                    "download it (or the whole checkpoint) again",
-                                    f->dir, f->part_names[p]);
+            rc = anvil__error_set(err, ANVIL_E_NOT_FOUND,
+                                  "shard %s/%s is missing: model.safetensors.index.json names it; "
+                                  "download it (or the whole checkpoint) again",
+                                  f->dir, f->part_names[p]);
+            break;
         }
         char *path = hf_path_join(f->dir, f->part_names[p]);
-        if (path == NULL) return anvil__nomem(err);
-        const int rc = anvil_st_open(&f->parts[p], path, err);
-        if (rc != ANVIL_OK) {
-            anvil__error_prefix(err, "%s: ", path);
-            free(path);
-            return rc;
+        if (path == NULL) {
+            rc = anvil__nomem(err);
+            break;
         }
+        rc = anvil_st_open(&f->parts[p], path, err);
+        /* the reader names the file itself; the prefix adds its own ": " */
+        if (rc != ANVIL_OK && err != NULL && strstr(err->message, path) == NULL) anvil__error_prefix(err, "%s", path);
         free(path);
-        const int rc2 = add_part_tensors(f, p, map, err);
-        if (rc2 != ANVIL_OK) return rc2;
+        if (rc == ANVIL_OK) rc = add_part_tensors(f, p, json_map ? &map : NULL, err);
     }
-    return map != NULL ? check_index_complete(f, map, err) : ANVIL_OK;
+    if (rc == ANVIL_OK) rc = check_duplicates(f, err);
+    if (rc == ANVIL_OK && json_map != NULL) rc = check_index_complete(f, &map, err);
+    free(map.e);
+    return rc;
 }
 
-int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
+int hf_folder_open_config(const char *dir, hf_folder *f, anvil_error *err) {
     memset(f, 0, sizeof *f);
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
@@ -286,18 +357,28 @@ int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
         rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s is not a JSON object", cfg);
     }
     free(cfg);
-    if (rc != ANVIL_OK) return rc;
+    return rc;
+}
+
+int hf_folder_index(hf_folder *f, anvil_error *err) {
     anvil_json_value *index = NULL;
     const anvil_json_value *map = NULL;
+    int rc;
     if (hf_file_exists(f->dir, "model.safetensors.index.json")) {
         rc = read_index(f, &map, &index, err);
     } else {
         rc = list_parts(f, err);
     }
+    sort_unique(f);
     if (rc == ANVIL_OK) rc = open_parts(f, map, err);
     anvil__json_free(index);
     if (rc == ANVIL_OK) rc = hf_fp8_pair(f, err);
     return rc;
+}
+
+int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err) {
+    const int rc = hf_folder_open_config(dir, f, err);
+    return rc == ANVIL_OK ? hf_folder_index(f, err) : rc;
 }
 
 void hf_folder_close(hf_folder *f) {

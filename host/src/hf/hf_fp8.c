@@ -7,7 +7,9 @@
  * weight becomes weight.float() * scale, the scale repeated over its block
  * and cut to the weight's shape, computed in float32; the *_scale_inv and
  * activation-scale tensors are dropped. hf_reader (also for the float
- * dtypes) hands any checkpoint tensor out row by row. Without a block size the scale is
+ * dtypes) hands any checkpoint tensor out row by row. A F32/F16/BF16
+ * weight that has a *_scale_inv is scaled too, as dequant_simple scales
+ * every weight that has one. Without a block size the scale is
  * one value or one per row. A FP8 weight without its scale, a scale without
  * its weight, or scale dims that do not cover the weight are refused by
  * name.
@@ -23,12 +25,6 @@
 static int ends_with(const char *s, const char *suffix) {
     const size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
-static void drop(hf_folder *f, size_t i) {
-    free(f->tensors[i].name);
-    memmove(&f->tensors[i], &f->tensors[i + 1], (f->n_tensors - i - 1) * sizeof *f->tensors);
-    f->n_tensors--;
 }
 
 static int block_size(hf_folder *f, const anvil_json_value *q, anvil_error *err) {
@@ -65,31 +61,55 @@ static int check_scale(const hf_folder *f, const hf_src_tensor *w, const anvil_s
                             (unsigned long long)f->fp8_block[0], (unsigned long long)f->fp8_block[1]);
 }
 
+typedef struct name_at {
+    const char *name;
+    size_t i;
+} name_at;
+
+static int cmp_name_at(const void *a, const void *b) {
+    return strcmp(((const name_at *)a)->name, ((const name_at *)b)->name);
+}
+
+/* Each *_scale_inv onto its weight (found in a sorted copy of the names:
+ * O(n log n)); the scales and activation scales then dropped in one pass. */
 static int pair_scales(hf_folder *f, anvil_error *err) {
-    for (size_t i = 0; i < f->n_tensors;) {
-        const char *n = f->tensors[i].name;
-        if (ends_with(n, ".activation_scale") || ends_with(n, "_activation_scale")) {
-            drop(f, i);
-            continue;
+    const size_t n = f->n_tensors;
+    name_at *by = malloc((n + 1) * sizeof *by);
+    unsigned char *gone = calloc(n + 1, 1);
+    int rc = by == NULL || gone == NULL ? anvil__nomem(err) : ANVIL_OK;
+    for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) by[i] = (name_at){ f->tensors[i].name, i };
+    if (rc == ANVIL_OK && n > 0) qsort(by, n, sizeof *by, cmp_name_at);
+    for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
+        const char *nm = f->tensors[i].name;
+        if (ends_with(nm, ".activation_scale") || ends_with(nm, "_activation_scale")) gone[i] = 1;
+        if (!ends_with(nm, "_scale_inv")) continue;
+        const size_t wl = strlen(nm) - strlen("_scale_inv");
+        char *key = strndup(nm, wl);
+        if (key == NULL) {
+            rc = anvil__nomem(err);
+            break;
         }
-        if (!ends_with(n, "_scale_inv")) {
-            ++i;
-            continue;
+        const name_at k = { key, 0 };
+        const name_at *hit = bsearch(&k, by, n, sizeof *by, cmp_name_at);
+        free(key);
+        if (hit == NULL) {
+            rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: scale \"%s\" has no weight \"%.*s\"", f->dir,
+                                  f->part_names[f->tensors[i].part], nm, (int)wl, nm);
+            break;
         }
-        const size_t wl = strlen(n) - strlen("_scale_inv");
-        size_t w = 0;
-        while (w < f->n_tensors && !(strlen(f->tensors[w].name) == wl && !strncmp(f->tensors[w].name, n, wl))) ++w;
-        if (w == f->n_tensors) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/%s: scale \"%s\" has no weight \"%.*s\"", f->dir,
-                                    f->part_names[f->tensors[i].part], n, (int)wl, n);
-        }
-        int rc = check_scale(f, &f->tensors[w], f->tensors[i].st, err);
-        if (rc != ANVIL_OK) return rc;
-        f->tensors[w].scale = f->tensors[i].st;
-        drop(f, i);
-        if (w > i) --w;
+        rc = check_scale(f, &f->tensors[hit->i], f->tensors[i].st, err);
+        if (rc == ANVIL_OK) f->tensors[hit->i].scale = f->tensors[i].st;
+        gone[i] = 1;
     }
-    return ANVIL_OK;
+    size_t k = 0;
+    for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
+        if (gone[i]) free(f->tensors[i].name);
+        else f->tensors[k++] = f->tensors[i];
+    }
+    if (rc == ANVIL_OK) f->n_tensors = k;
+    free(by);
+    free(gone);
+    return rc;
 }
 
 int hf_fp8_pair(hf_folder *f, anvil_error *err) {
@@ -146,32 +166,39 @@ void hf_reader_close(hf_reader *rd) {
 void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
     const anvil_st_tensor *t = rd->s->st;
     const uint64_t L = rd->row_len, base = row * L;
+    const uint8_t *w = (const uint8_t *)t->data;
     switch (t->dtype) {
-    case ANVIL_ST_F32: memcpy(dst, (const float *)t->data + base, L * sizeof(float)); return;
+    case ANVIL_ST_F32: memcpy(dst, w + base * 4, L * sizeof(float)); break;
     case ANVIL_ST_F16:
         for (uint64_t c = 0; c < L; ++c) {
             uint16_t h;
-            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            memcpy(&h, w + (base + c) * 2, 2);
             dst[c] = anvil_fp16_to_fp32(h);
         }
-        return;
+        break;
     case ANVIL_ST_BF16:
         for (uint64_t c = 0; c < L; ++c) {
             uint16_t h;
-            memcpy(&h, (const uint8_t *)t->data + (base + c) * 2, 2);
+            memcpy(&h, w + (base + c) * 2, 2);
             dst[c] = anvil_bf16_to_fp32(h);
         }
-        return;
-    default: break;
+        break;
+    case ANVIL_ST_F8_E4M3:
+        for (uint64_t c = 0; c < L; ++c) dst[c] = e4m3fn(w[base + c]);
+        break;
+    default:
+        for (uint64_t c = 0; c < L; ++c) dst[c] = e5m2(w[base + c]);
+        break;
     }
-    const uint8_t *w = (const uint8_t *)t->data + base;
+    /* dequant_simple scales every weight that has a scale, whatever its
+     * dtype: weight.float() * scale, in float32 */
     const anvil_st_tensor *sc = rd->s->scale;
+    if (sc == NULL) return;
     const uint64_t *blk = rd->f->fp8_block;
     for (uint64_t c = 0; c < L; ++c) {
-        const float v = t->dtype == ANVIL_ST_F8_E4M3 ? e4m3fn(w[c]) : e5m2(w[c]);
         float k;
         if (blk[0] != 0) k = rd->scale[(row / blk[0]) * sc->shape[1] + c / blk[1]];
         else k = sc->n_elements == 1 ? rd->scale[0] : rd->scale[row];
-        dst[c] = v * k;
+        dst[c] *= k;
     }
 }

@@ -42,6 +42,12 @@ typedef struct hf_folder {
 } hf_folder;
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
+/* hf_folder_open in two steps: the folder and config.json (so the
+ * architecture can be checked before any shard is read), then the shards
+ * indexed (O(n log n) in tensors): the parts, their tensors, the index's
+ * agreement, k-of-N shard sets complete, FP8 scales paired. */
+int hf_folder_open_config(const char *dir, hf_folder *f, anvil_error *err);
+int hf_folder_index(hf_folder *f, anvil_error *err);
 void hf_folder_close(hf_folder *f);
 /* dir + "/" + name, malloc'd (NULL when out of memory). */
 char *hf_path_join(const char *dir, const char *name);

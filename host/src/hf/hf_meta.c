@@ -453,8 +453,13 @@ static int put_sampling(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err
                      : -1;
         }
         if (rc == -1) {
-            return anvil__error_set(err, ANVIL_E_FORMAT, "sampling value for %s has the wrong type (%s)", key,
-                                    anvil__json_event_what(v->kind));
+            /* say what it must be: top_k 1.5 is a number, but not a whole one */
+            const char *want = k_sampling[i].is_int < 0 ? "a string"
+                               : k_sampling[i].is_int   ? "a whole number (a 32-bit integer)"
+                                                        : "a number";
+            return anvil__error_set(err, ANVIL_E_FORMAT, "sampling value for %s must be %s, not %s", key, want,
+                                    anvil__json_is_number(v) ? "a fraction or out of range"
+                                                             : anvil__json_event_what(v->kind));
         }
         if (rc != ANVIL_OK) return rc;
     }

@@ -308,14 +308,7 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     }
     if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
     hf_moe_free(moe);
-    for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
-        for (size_t j = 0; j < i; ++j) {
-            if (strcmp(ts[i].name, ts[j].name) == 0) {
-                rc = anvil__error_set(err, ANVIL_E_DUPLICATE, "%s: two tensors map to %s", f->dir, ts[i].name);
-                break;
-            }
-        }
-    }
+    /* two tensors mapped to one name: hf_check_plan (sorted, O(n log n)) */
     if (rc != ANVIL_OK) {
         for (size_t i = 0; i < cap; ++i) {
             free(ts[i].generated);

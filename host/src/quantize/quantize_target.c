@@ -670,16 +670,25 @@ int qz_parse_weights(const char *spec, double *w, anvil_error *err) {
             if (strlen(qz_roles[c]) == (size_t)(eq - p) && memcmp(qz_roles[c], p, (size_t)(eq - p)) == 0) role = c;
         }
         char *end = NULL;
-        const double v = strtod(eq + 1, &end);
+        /* a decimal number: no empty value, no leading space or sign, no hex */
+        const int digit = (eq[1] >= '0' && eq[1] <= '9') || eq[1] == '.';
+        const double v = digit ? strtod(eq + 1, &end) : -1.0;
+        if (digit && (memchr(eq + 1, 'x', (size_t)(comma - eq - 1)) || memchr(eq + 1, 'X', (size_t)(comma - eq - 1))))
+            end = NULL;
         if (role < 0 || end != comma || !(v >= 0.0) || !isfinite(v)) {
             return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                     "target weights: '%.*s': the role must be one of token_embd, attn_q, attn_k, "
                                     "attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up, ffn_gate, ffn_down, output, "
-                                    "other and the weight a finite number >= 0",
+                                    "other and the weight a decimal number >= 0",
                                     (int)(comma - p), p);
         }
         w[role] = v;
         p = *comma ? comma + 1 : comma;
     }
     return ANVIL_OK;
+}
+
+int anvil_quantize_check_target_weights(const char *spec, anvil_error *err) {
+    double w[QZ_OTHER + 1];
+    return qz_parse_weights(spec, w, err);
 }
