@@ -127,7 +127,7 @@ expect "transcode rope 1e400" 1 "must be finite" -- "$ANVIL" transcode --from "$
 # ---- vocab_size bounded by the token embedding (was: 570 MB of [PADn] tokens), --vocab-only too
 mk m vocab; sed -i 's/"vocab_size": 2304/"vocab_size": 20000000/; /"hidden_size"/d' "$T/vocab/config.json"
 bad vocab-size "$T/vocab" "vocab_size 20000000, but" --vocab-only
-bad vocab-size-full "$T/vocab" "model.embed_tokens.weight has 2304 rows"
+bad vocab-size-full "$T/vocab" "model.embed_tokens.weight has only 2304 rows"
 
 # ---- smaller: one prefix on a shard's message, top_k must be whole, strict sizes and weights (exit 2)
 mk m hdr; printf '\377\377\377\377\000\000\000\000{}' > "$T/hdr/model.safetensors"

@@ -19,7 +19,6 @@
 #include "error.h"
 #include "file_input.h"
 #include "hf_internal.h"
-#include "hf_phi3.h"
 #include "hf_table.h"
 
 /* vocab_as: Qwen2MoeModel and Qwen3MoeModel take TextModel.set_vocab
@@ -449,12 +448,16 @@ static int pooling_type(const hf_arch *a, const hf_folder *f, anvil_gguf_writer 
     return rc;
 }
 
+int hf_arch_refuse_unhandled(const hf_arch *a, const hf_folder *f, anvil_error *err) {
+    char cfg_path[4096];
+    CFG_PATH(cfg_path, f);
+    return refuse_unhandled(a, f, cfg_path, err);
+}
+
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
-    if (hf_arch_is_gemma(a)) return hf_gemma_hparams(a, f, ftype, w, err);
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
     int rc = refuse_unhandled(a, f, cfg_path, err);
-    if (rc == ANVIL_OK && a->id == HF_ARCH_PHI3) return hf_phi3_hparams(f, ftype, w, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK && (a->id == HF_ARCH_QWEN2 || a->id == HF_ARCH_QWEN3)) rc = pooling_type(a, f, w, err);

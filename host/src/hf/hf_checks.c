@@ -91,6 +91,10 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
                                         "attn_output.weight",
                                         "ffn_norm.weight",
                                         NULL };
+    /* Phi3 keeps q/k/v and gate/up fused (attn_qkv, ffn_up) */
+    static const char *const attn_fused[] = { "attn_norm.weight", "attn_qkv.weight", "attn_output.weight",
+                                              "ffn_norm.weight", NULL };
+    static const char *const dense_fused[] = { "ffn_up.weight", "ffn_down.weight", NULL };
     static const char *const qk_norm[] = { "attn_q_norm.weight", "attn_k_norm.weight", NULL };
     static const char *const dense[] = { "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", NULL };
     static const char *const moe[] = { "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
@@ -100,13 +104,14 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
         if (!has(sorted, n, global[i])) return missing(f, global[i], UINT64_MAX, n_blocks, err);
     }
     const int qk = a->id == HF_ARCH_QWEN3 || a->id == HF_ARCH_QWEN3MOE;
+    const int fused = a->id == HF_ARCH_PHI3;
     char buf[96], buf2[96];
     for (uint64_t b = 0; b < n_blocks; ++b) {
-        const char *lack = layer_lacks(sorted, n, b, attn, buf, sizeof buf);
+        const char *lack = layer_lacks(sorted, n, b, fused ? attn_fused : attn, buf, sizeof buf);
         if (lack == NULL && qk) lack = layer_lacks(sorted, n, b, qk_norm, buf, sizeof buf);
         if (lack == NULL) {
             /* a MoE model may keep dense layers (mlp_only_layers, decoder_sparse_step) */
-            lack = layer_lacks(sorted, n, b, hf_arch_is_moe(a) ? moe : dense, buf, sizeof buf);
+            lack = layer_lacks(sorted, n, b, hf_arch_is_moe(a) ? moe : fused ? dense_fused : dense, buf, sizeof buf);
             if (lack != NULL && hf_arch_is_moe(a) && layer_lacks(sorted, n, b, dense, buf2, sizeof buf2) == NULL)
                 lack = NULL;
         }
@@ -213,9 +218,11 @@ int hf_check_vocab_size(const hf_folder *f, anvil_error *err) {
     for (size_t i = 0; i < f->n_tensors && embd == NULL; ++i) {
         if (strcmp(f->tensors[i].name, "model.embed_tokens.weight") == 0) embd = &f->tensors[i];
     }
-    if (embd != NULL && embd->st->rank == 2 && embd->st->shape[0] != (uint64_t)v) {
+    /* More rows than vocab_size is a layout the converter handles (Gemma 3
+     * cuts the embedding to vocab_size); fewer would pad the tokenizer. */
+    if (embd != NULL && embd->st->rank == 2 && embd->st->shape[0] < (uint64_t)v) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: vocab_size %lld, but %s/%s's model.embed_tokens.weight has %llu "
+                                "%s/config.json: vocab_size %lld, but %s/%s's model.embed_tokens.weight has only %llu "
                                 "rows: the tokenizer would be padded to a vocabulary the weights do not have; fix "
                                 "vocab_size or re-download the checkpoint",
                                 f->dir, (long long)v, f->dir, f->part_names[embd->part],

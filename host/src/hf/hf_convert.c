@@ -177,6 +177,15 @@ static void moe_params(const run *r, hf_meta_opts *mo) {
     mo->moe_params = shared + expert;
 }
 
+/* The architecture's hparams KVs: the class's own file where it has one. */
+static int hparams(const run *r, anvil_error *err) {
+    const uint32_t ftype = r->ft->ftype;
+    if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
+    if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
+    const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
+    return rc == ANVIL_OK ? hf_phi3_hparams(&r->f, ftype, r->kv, err) : rc;
+}
+
 static int build_kvs(run *r, anvil_error *err) {
     int rc = anvil_gguf_writer_new(&r->kv, r->ctx, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_string(r->kv, "general.architecture", r->arch->gguf_name, err);
@@ -187,7 +196,7 @@ static int build_kvs(run *r, anvil_error *err) {
     moe_params(r, &mo);
     if (rc == ANVIL_OK) rc = hf_meta_load(&r->f, &mo, r->o->vocab_only ? 0 : total_params(r), &r->meta, err);
     if (rc == ANVIL_OK) rc = hf_meta_write(r->meta, r->kv, err);
-    if (rc == ANVIL_OK) rc = hf_arch_hparams(r->arch, &r->f, r->ft->ftype, r->kv, err);
+    if (rc == ANVIL_OK) rc = hparams(r, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(r->kv, "general.quantization_version", 2, err);
     /* the vocabulary as the class whose set_vocab convert runs: the Qwen
      * MoE classes take TextModel's (gpt2, never tokenizer.model) */

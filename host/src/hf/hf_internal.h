@@ -157,7 +157,13 @@ int hf_arch_is_gemma(const hf_arch *a);
 
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */
+/* The hparams KVs of the classes hf_arch.c keys itself (llama, qwen2/3
+ * and their MoE); Gemma (hf_gemma.c) and Phi3 (hf_phi3.c) key their own,
+ * chosen by the caller, so that calls go one way: those files use
+ * hf_arch.c's helpers, never the reverse. */
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
+/* config.json keys of variants no class here converts, refused by name. */
+int hf_arch_refuse_unhandled(const hf_arch *a, const hf_folder *f, anvil_error *err);
 /* The block count config.json gives (n_layers / num_hidden_layers / ...). */
 int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
 
