@@ -221,12 +221,12 @@ int hf_check_vocab_size(const hf_folder *f, anvil_error *err) {
     /* More rows than vocab_size is a layout the converter handles (Gemma 3
      * cuts the embedding to vocab_size); fewer would pad the tokenizer. */
     if (embd != NULL && embd->st->rank == 2 && embd->st->shape[0] < (uint64_t)v) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: vocab_size %lld, but %s/%s's model.embed_tokens.weight has only %llu "
-                                "rows: the tokenizer would be padded to a vocabulary the weights do not have; fix "
-                                "vocab_size or re-download the checkpoint",
-                                f->dir, (long long)v, f->dir, f->part_names[embd->part],
-                                (unsigned long long)embd->st->shape[0]);
+        return anvil__error_set(
+            err, ANVIL_E_FORMAT,
+            "%s/config.json: vocab_size %lld, but %s/%s's model.embed_tokens.weight has only %llu "
+            "rows: the tokenizer would be padded to a vocabulary the weights do not have; fix "
+            "vocab_size or re-download the checkpoint",
+            f->dir, (long long)v, f->dir, f->part_names[embd->part], (unsigned long long)embd->st->shape[0]);
     }
     if (embd == NULL && v > HF_MAX_VOCAB) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
