@@ -2,7 +2,7 @@
 /*
  * Parity family "imatrix_collect": anvil_imat_collect (anvil/imat.h) against
  * llama-imatrix's collection run through libllama (the oracle folder) with
- * an eval callback that does what tools/imatrix/imatrix.cpp's
+ * an eval callback that does what llama.cpp's tools/imatrix/imatrix.cpp's
  * collect_imatrix does, written here from its description:
  *  - asked about a node: every MUL_MAT_ID; a MUL_MAT whose src1 is F32 with
  *    at least 16 rows and whose weight is blk.* (or output.weight with
