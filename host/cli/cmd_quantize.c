@@ -483,6 +483,21 @@ static void print_target(FILE *f, const anvil_transcode *t, const anvil_quantize
     (void)dry_run;
 }
 
+/* --keep-split names its parts only once the plan knows them: each part is
+ * checked as OUT is without it (the library already refused a part that is
+ * a part of the input GGUF; here the imatrix and a folder's files). */
+static int parts_not_inputs(const anvil_transcode *t, const char *in, const char *imatrix, anvil_error *err) {
+    anvil_transcode_summary s;
+    anvil_transcode_get_summary(t, &s);
+    int rc = ANVIL_OK;
+    for (uint32_t p = 0; rc == ANVIL_OK && p < s.n_parts; ++p) {
+        const char *part = anvil_transcode_part_path(t, p);
+        if (cli_is_dir(in)) rc = anvil_hf_output_check(in, part, err);
+        if (rc == ANVIL_OK) rc = anvil_output_check(part, &imatrix, imatrix != NULL, err);
+    }
+    return rc;
+}
+
 static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
 
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
@@ -554,6 +569,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         status = anvil_gguf_open(&src, in, ctx, 0, &err);
     }
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
+    if (status == ANVIL_OK && o->keep_split) status = parts_not_inputs(t, in, a->imatrix_path, &err);
     if (status == ANVIL_OK && a->plan_out != NULL) status = anvil_quantize_write_plan(t, a->plan_out, &err);
     if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
     cli_progress_end(&ps);

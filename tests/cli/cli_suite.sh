@@ -348,6 +348,19 @@ expect 0 '' quantize --quiet --allow-requantize "$tmp/qz.gguf" "$tmp/rq.gguf" Q8
 cp "$tmp/m.gguf" "$tmp/same.gguf"
 expect 1 "anvil quantize: the output $tmp/same.gguf is the input $tmp/same.gguf of this run*" quantize "$tmp/same.gguf" "$tmp/same.gguf" Q8_0
 cmp -s "$tmp/m.gguf" "$tmp/same.gguf" || fail "quantize IN IN changed the input"
+# ... nor any part of a split input, nor a --keep-split part the input or
+# the imatrix is: each refused before anything is written.
+expect 0 '' split "$tmp/m.gguf" "$tmp/sp" --split-max-tensors 5 --quiet
+cp "$tmp/sp-00002-of-00005.gguf" "$tmp/sp2.keep"
+expect 1 "anvil quantize: the output $tmp/sp-00002-of-00005.gguf is the input $tmp/sp-00002-of-00005.gguf*" quantize "$tmp/sp-00001-of-00005.gguf" "$tmp/sp-00002-of-00005.gguf" Q8_0
+expect 1 "anvil quantize: the output $tmp/sp-00001-of-00005.gguf is the input*" quantize --keep-split "$tmp/sp-00001-of-00005.gguf" "$tmp/sp" Q8_0
+cmp -s "$tmp/sp2.keep" "$tmp/sp-00002-of-00005.gguf" || fail "quantize into part 2 changed the input"
+if [ -f "$shared/quality/tiny-code-llama.f16.gguf" ]; then
+    cp "$shared/quality/tiny-code-llama.imatrix.gguf" "$tmp/im-00001-of-00001.gguf"
+    expect 1 "anvil quantize: the output $tmp/im-00001-of-00001.gguf is the input*" quantize --keep-split --imatrix "$tmp/im-00001-of-00001.gguf" "$shared/quality/tiny-code-llama.f16.gguf" "$tmp/im" Q8_0
+    cmp -s "$shared/quality/tiny-code-llama.imatrix.gguf" "$tmp/im-00001-of-00001.gguf" || fail "--keep-split replaced the imatrix"
+fi
+expect 1 "anvil transcode: the output $tmp/sp-00001-of-00005.gguf is the input*" transcode --from "$tmp/sp-00001-of-00005.gguf" --out "$tmp/sp.gguf" --dtype q8_0 --split-max-tensors 5
 # A truncated input names the tensor that does not fit.
 head -c 200000 "$tmp/m.gguf" > "$tmp/trunc.gguf"
 jexpect 1 'anvil quantize: *' quantize "$tmp/trunc.gguf" "$tmp/x.gguf" Q8_0

@@ -176,5 +176,24 @@ if [ -f "$T/chat.gguf" ]; then
         fail "a longer chat template name than given"
 fi
 
+# ---- 11. a chat_template list of 1025 entries: refused quickly (the name
+# lookups are linear each); 1024 still converts
+chat_list() { # N: a list of N named templates in $Q/tokenizer_config.json
+    copy qwen2-bpe "$Q"
+    python3 - "$Q/tokenizer_config.json" "$1" <<'PY'
+import json, sys
+p, n = sys.argv[1], int(sys.argv[2])
+c = json.load(open(p))
+c["chat_template"] = [{"name": "t%d" % i, "template": "{{x}}"} for i in range(n - 1)] + \
+    [{"name": "default", "template": "{{d}}"}]
+json.dump(c, open(p, "w"))
+PY
+}
+chat_list 1025
+expect 1 "chat_template lists 1025 templates; anvil converts at most 1024" convert "$Q" "$T/chat2.gguf" --quiet
+[ -f "$T/chat2.gguf" ] && fail "a refused chat_template list left $T/chat2.gguf"
+chat_list 1024
+expect 0 "" convert "$Q" "$T/chat3.gguf" --quiet
+
 echo "hf_harden: $checks checks, $fails failures"
 [ "$fails" = 0 ]

@@ -111,6 +111,10 @@ static size_t check_kernel(parity_ctx *pc, const anvil_backend *b, const anvil_k
     }
     const ggml_vec_dot_fn g_portable = ggml_oracle_vec_dot_portable(pc->oracle, wt.name, at.name);
     const ggml_vec_dot_fn g_best = ggml_oracle_vec_dot(pc->oracle, wt.name, at.name);
+    /* quantize_row_iq3_xxs_ref needs ggml's grid tables: without this,
+     * `--family backends` alone aborts inside ggml (the full run had them
+     * from an earlier family) */
+    if (pc->oracle->quantize_init != NULL) pc->oracle->quantize_init((int)wt.id);
     const ggml_from_float_fn g_wenc = ggml_oracle_quantize_ref(pc->oracle, (int)wt.id, wt.name);
     const ggml_from_float_fn g_aenc = ggml_oracle_quantize_ref(pc->oracle, (int)at.id, at.name);
     const ggml_to_float_fn g_wdec = ggml_oracle_to_float(pc->oracle, (int)wt.id);

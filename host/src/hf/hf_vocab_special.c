@@ -555,11 +555,22 @@ static const char *id_key(const char *typ) {
     return NULL; /* cls, prefix, ...: gguf-py has no handler and skips them */
 }
 
+/* Named chat templates a list may hold: models ship a handful; the bound
+ * keeps the duplicate-name and key lookups (linear each) from going
+ * quadratic on a hostile list of 100,000 names. */
+#define HV_MAX_CHAT_TEMPLATES 1024
+
 /* A list of {"name", "template"}: tokenizer.chat_template.<name> for each
  * named one, tokenizer.chat_templates, then the default. */
 static int chat_list(sv *s, anvil_error *err) {
     anvil__hf_vocab *v = s->l->v;
     const anvil_json_value *def = NULL;
+    if (s->chat->n_items > HV_MAX_CHAT_TEMPLATES) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s: chat_template lists %zu templates; anvil converts at most %d (models ship a "
+                                "handful): keep the ones you use",
+                                s->l->tcfg_path, s->chat->n_items, HV_MAX_CHAT_TEMPLATES);
+    }
     anvil_gguf_str *names = calloc(s->chat->n_items + 1, sizeof *names);
     size_t n = 0;
     int rc = names == NULL ? anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory") : ANVIL_OK;

@@ -228,12 +228,27 @@ static int assign_parts(anvil_transcode *t, anvil_error *err) {
     return ANVIL_OK;
 }
 
+/* An output part that is a part of the source (part 2 of a split input,
+ * say, or a --keep-split part named as its input part) is refused before
+ * anything is written: the run would replace a file it is reading. */
+static int part_not_input(const anvil_transcode *t, const char *path, anvil_error *err) {
+    const size_t n = anvil_gguf_part_count(t->src);
+    for (size_t i = 0; i < n; ++i) {
+        anvil_gguf_part_info pi;
+        if (anvil_gguf_part(t->src, i, &pi) != ANVIL_OK || pi.path == NULL) continue;
+        const char *in = pi.path;
+        const int rc = anvil_output_check(path, &in, 1, err);
+        if (rc != ANVIL_OK) return rc;
+    }
+    return ANVIL_OK;
+}
+
 int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, anvil_error *err) {
     t->part_paths = calloc(t->n_parts, sizeof *t->part_paths);
     if (t->part_paths == NULL) return anvil__nomem(err);
     if (prefix == NULL) {
         t->part_paths[0] = dup_str(out_path);
-        return t->part_paths[0] ? ANVIL_OK : anvil__nomem(err);
+        return t->part_paths[0] ? part_not_input(t, out_path, err) : anvil__nomem(err);
     }
     /* A set is files renamed into place as one: refused up front when the
      * output named, or a part's name, is a device, a FIFO or a descriptor. */
@@ -245,6 +260,7 @@ int tc_part_paths(anvil_transcode *t, const char *out_path, const char *prefix, 
         rc = t->part_paths[p] == NULL ? anvil__nomem(err)
                                       : anvil_gguf_split_path(t->part_paths[p], cap, prefix, p + 1, t->n_parts, err);
         if (rc == ANVIL_OK) rc = file_set_check_part(t->part_paths[p], err);
+        if (rc == ANVIL_OK) rc = part_not_input(t, t->part_paths[p], err);
     }
     return rc;
 }
@@ -391,6 +407,7 @@ ANVIL_API void anvil_transcode_get_summary(const anvil_transcode *t, anvil_trans
         return;
     }
     *out = t->summary;
+    out->n_parts = t->n_parts; /* known once the plan named its parts */
 }
 
 ANVIL_API const char *anvil_transcode_part_path(const anvil_transcode *t, uint32_t i) {
