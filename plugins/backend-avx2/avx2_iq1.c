@@ -181,6 +181,7 @@ AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
             /* - 9 sum_k ls_k bsums_k: the offset of u = 8 g + sign + 9 = 8 (g + 1) + (sign ? 0 : 2) */
             const __m256i lsq = _mm256_madd_epi16(ls16, bsums);
             __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(_mm256_slli_epi32(lsq, 3), lsq));
+#pragma GCC unroll 8 /* constant vpermd indices */
             for (int ib = 0; ib < 8; ++ib) {
                 const uint32_t x = anvil_rd_u16(wr + IQ1M_QH + 2 * ib);
                 const int k = (2 * ib) % 8;
