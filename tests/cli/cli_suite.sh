@@ -74,7 +74,7 @@ expect 2 "anvil: unknown command 'frobnicate'" frobnicate
 jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
 expect 2 "anvil: unknown option '--bogus'" --bogus
 expect 2 'anvil: --config needs a file' --config
-for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize perplexity imatrix merge-lora demo help; do
     expect 0 '' help "$c"
     expect 0 '' "$c" --help
     grep -q "^usage: anvil $c" "$tmp/out" || fail "$c --help: no usage line"
@@ -88,7 +88,7 @@ grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help 
 "$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
 checks=$((checks + 1))
 # The man page holds every command's --help text (the same strings).
-for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize perplexity imatrix merge-lora demo help; do
     checks=$((checks + 1))
     grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
 done
@@ -103,6 +103,11 @@ if command -v bash > /dev/null 2>&1; then
     [ "$(complete_words anvil split in out --split-max-t)" = "--split-max-tensors" ] || fail "completion: options"
     [ "$(complete_words anvil transcode --dtype q4_)" = "q4_0 q4_1 q4_K" ] || fail "completion: types"
     [ "$(complete_words anvil meta "")" = "get set delete rename" ] || fail "completion: meta subcommands"
+    checks=$((checks + 4))
+    [ "$(cd "$tmp" && complete_words anvil imatrix stat)" = "stats" ] || fail "completion: imatrix subcommands"
+    [ "$(complete_words anvil imatrix m.gguf t.txt --process-o)" = "--process-output" ] || fail "completion: imatrix options"
+    [ "$(complete_words anvil perplexity m.gguf t.txt --base-l)" = "--base-logits" ] || fail "completion: perplexity options"
+    [ "$(complete_words anvil perp)" = "perplexity" ] || fail "completion: perplexity"
 else
     echo "note: no bash; completion not exercised"
 fi
