@@ -142,6 +142,16 @@ expect 2 "anvil codec encode: the output '*' is a folder*" codec encode q8_0 "$t
 jexpect 0 '' bench --type q8_0 --rows 64 --k 256 --iters 2 --no-ggml
 jexpect 0 '' bench --encode --type q4_K --rows 8 --k 512 --iters 1 --threads 1 --no-ggml
 expect 2 'anvil bench: --rows takes*' bench --rows 0
+# Float weights (named) and GEMM (--m): the (F, F32) kernels.
+jexpect 0 '' bench --type f16 --type bf16 --type f32 --rows 64 --k 256 --iters 2 --no-ggml
+grep -q '"type":"bf16","variant":"[^"]*","threads":1,"rows":64,"k":256,"m":1' "$tmp/out" || fail "bench bf16: $(cat "$tmp/out")"
+jexpect 0 '' bench --type f32 --type q8_0 --m 5 --rows 64 --k 256 --iters 2 --no-ggml
+grep -q '"type":"f32",[^}]*"m":5' "$tmp/out" || fail "bench --m 5: $(cat "$tmp/out")"
+expect 0 '' bench --type f16 --m 3 --backend scalar --rows 16 --k 64 --iters 1
+grep -q '^anvil bench: GEMM of 3 activation rows' "$tmp/out" && grep -q '^  f16 *scalar ' "$tmp/out" || fail "bench --m 3 --backend scalar: $(cat "$tmp/out")"
+checks=$((checks + 3))
+expect 2 'anvil bench: --m takes 1..4096' bench --m 0
+expect 1 'anvil bench: type f16: no loaded codec provides it' bench --encode --type f16 --no-ggml
 # The JSON check itself: printf's inf/nan (what bench printed for a time of
 # 0 or a ratio over 0) are not JSON and are refused by name; null is the
 # documented stand-in and passes the schema.

@@ -384,6 +384,24 @@ int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_regi
     *kernel = NULL;
     *quantizer = NULL;
     const dispatch_rec *d = anvil__dispatch_table_find(dt, weight_type);
+    if (d == NULL &&
+        (weight_type == ANVIL_TYPE_F32 || weight_type == ANVIL_TYPE_F16 || weight_type == ANVIL_TYPE_BF16)) {
+        /* The built-in float weights: their (F, F32) kernel, no quantizer. */
+        const char *name = anvil__type_name_in(reg, weight_type);
+        if (backend == NULL) {
+            const dispatch_float *f = anvil__dispatch_table_float(dt, weight_type);
+            if (f == NULL) return anvil__error_set(err, ANVIL_E_NO_KERNEL, "%s: no backend has a kernel", name);
+            *kernel = f->kernel;
+            return ANVIL_OK;
+        }
+        const backend_rec *b = NULL;
+        const int rc = usable_backend(reg, backend, &b, err);
+        if (rc != ANVIL_OK) return rc;
+        *kernel = find_kernel(b, weight_type, ANVIL_TYPE_F32);
+        if (*kernel == NULL)
+            return anvil__error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend, name);
+        return ANVIL_OK;
+    }
     if (d == NULL) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
     }
