@@ -212,7 +212,7 @@ static void write_completion(FILE *f) {
     fputs("    if [ -z \"$cmd\" ]; then\n        COMPREPLY=($(compgen -W \"", f);
     for (size_t i = 0; i < cli_command_count(); ++i) fprintf(f, "%s ", cli_command_at(i)->name);
     fputs("--config --version --help\" -- \"$cur\"))\n        return\n    fi\n", f);
-    fputs("    local opts=\"\" words=\"\"\n    case $cmd in\n", f);
+    fputs("    local opts=\"\" words=\"\" files=\"\"\n    case $cmd in\n", f);
     for (size_t i = 0; i < cli_command_count(); ++i) {
         options_of(cli_command_at(i)->help, opts, sizeof opts);
         fprintf(f, "        %s) opts=\"%s --help\" ;;\n", cli_command_at(i)->name, opts);
@@ -223,6 +223,7 @@ static void write_completion(FILE *f) {
           "        codec) [ -z \"$sub\" ] && words=\"list encode decode\"\n"
           "               [ \"$prev\" = encode ] || [ \"$prev\" = decode ] && words=$types ;;\n"
           "        meta) [ -z \"$sub\" ] && words=\"get set delete rename\" ;;\n"
+          "        imatrix) [ -z \"$sub\" ] && words=\"convert merge stats\" && files=1 ;;\n"
           "        help) [ -z \"$sub\" ] && words=\"",
           f);
     for (size_t i = 0; i < cli_command_count(); ++i) fprintf(f, "%s ", cli_command_at(i)->name);
@@ -231,6 +232,7 @@ static void write_completion(FILE *f) {
           "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
           "    elif [ -n \"$words\" ]; then\n"
           "        COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+          "        [ -n \"$files\" ] && COMPREPLY+=($(compgen -f -- \"$cur\"))\n"
           "    else\n"
           "        COMPREPLY=($(compgen -f -- \"$cur\"))\n"
           "    fi\n"

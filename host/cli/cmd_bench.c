@@ -3,6 +3,10 @@
  * anvil bench: mat-vec throughput per type, and -- when ggml is found --
  * ggml's own vec_dot on the same weights and activations in the same run,
  * with the ratio. Speed is reported here, never asserted in tests.
+ * --m M > 1: anvil's GEMM (M activation rows; no ggml column: the oracle
+ * exposes no GEMM). F32 / F16 / BF16 weights when named (--type f16):
+ * their (F, F32) kernel; ggml's ggml_vec_dot_f16 / _bf16 / _f32 on the
+ * activations rounded to the weight's type, as ggml's vec_dot_type.
  *
  * Default: every loaded weight format at 4096 x 4096, one thread.
  * --suite: the full matrix -- 4096 x 4096 and an out-of-cache size (>= 64 MiB
@@ -14,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "anvil/numeric.h"
 
 #include "bench.h"
 #include "cli.h"
@@ -25,14 +32,14 @@
 typedef struct bench_opts {
     const char *types[64];
     size_t n_types;
-    size_t rows, k, iters;
+    size_t rows, k, iters, m;
     unsigned threads; /* 0: all online CPUs */
     const char *backend;
     int json, no_ggml, suite, encode, threads_given, rows_given, imatrix;
 } bench_opts;
 
 const char cli_help_bench[] =
-    "usage: anvil bench [--type T]... [--rows N] [--k K] [--threads N|all] [--iters I]\n"
+    "usage: anvil bench [--type T]... [--rows N] [--k K] [--m M] [--threads N|all] [--iters I]\n"
     "                   [--backend B] [--suite] [--encode [--imatrix]] [--no-ggml] [--json]\n"
     "\n"
     "Mat-vec y = W.x for each type (default: every loaded weight format with a kernel).\n"
@@ -48,6 +55,11 @@ const char cli_help_bench[] =
     "`max diff` the largest difference of the two results relative\n"
     "to the largest output magnitude (a sanity check: accumulation order only).\n"
     "\n"
+    "--type f16   (also bf16, f32) the float weights, when named: their kernel against\n"
+    "              f32 activations; ggml's ggml_vec_dot_f16/_bf16/_f32 on the activations\n"
+    "              rounded to the weight's type\n"
+    "--m M         M activation rows: anvil's GEMM (default 1: mat-vec); Gelem/s counts\n"
+    "              rows x k x M; no ggml column (the oracle exposes no GEMM)\n"
     "--threads N   run on N threads through anvil's thread pool (default 1; all = every\n"
     "              online CPU)\n"
     "--backend B   use backend B's kernel instead of the dispatched one (1 thread)\n"
@@ -136,7 +148,7 @@ typedef struct anvil_pass {
     anvil_ctx *ctx;
     const anvil_weights *w;
     const anvil_kernel *k; /* set when a specific backend is forced */
-    size_t n, rows, row_bytes;
+    size_t n, rows, row_bytes, m, act_bytes;
     const void *wbytes, *act;
     const float *x;
     float *y;
@@ -144,6 +156,17 @@ typedef struct anvil_pass {
 
 static void run_anvil(void *p) {
     anvil_pass *r = p;
+    if (r->k != NULL && r->m > 1) {
+        if (r->k->gemm != NULL) {
+            r->k->gemm(r->n, r->rows, r->m, r->y, r->rows, r->wbytes, r->row_bytes, r->act, r->act_bytes);
+        } else {
+            for (size_t c = 0; c < r->m; ++c)
+                for (size_t i = 0; i < r->rows; ++i)
+                    r->k->vec_dot(r->n, &r->y[c * r->rows + i], (const char *)r->wbytes + i * r->row_bytes,
+                                  (const char *)r->act + c * r->act_bytes);
+        }
+        return;
+    }
     if (r->k != NULL) {
         if (r->k->gemv != NULL) {
             r->k->gemv(r->n, r->rows, r->y, r->wbytes, r->row_bytes, r->act);
@@ -155,7 +178,7 @@ static void run_anvil(void *p) {
         return;
     }
     anvil_error err;
-    anvil_matmul_prepared(r->ctx, r->w, r->x, 1, r->y, &err);
+    anvil_matmul_prepared(r->ctx, r->w, r->x, r->m, r->y, &err);
 }
 
 typedef struct ggml_pass {
@@ -213,6 +236,22 @@ static void compare_ggml(result *res, double *ratios, size_t done, const float *
     }
 }
 
+static int is_float(uint32_t id) { return id == ANVIL_TYPE_F32 || id == ANVIL_TYPE_F16 || id == ANVIL_TYPE_BF16; }
+
+/* n floats of x as float type id: stored at dst (when not NULL), and x
+ * rounded in place to the values they hold. */
+static void float_row(uint32_t id, float *x, size_t n, unsigned char *dst) {
+    for (size_t i = 0; i < n; ++i) {
+        if (id == ANVIL_TYPE_F32) {
+            if (dst != NULL) memcpy(dst + 4 * i, &x[i], 4);
+            continue;
+        }
+        const uint16_t h = id == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(x[i]) : anvil_fp32_to_bf16(x[i]);
+        x[i] = id == ANVIL_TYPE_F16 ? anvil_fp16_to_fp32(h) : anvil_bf16_to_fp32(h);
+        if (dst != NULL) memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
 /* --iters N passes, else >= 3 passes and 0.6 s (anvil's and ggml's). */
 static int matvec_stop(const void *arg, size_t done, double total) {
     const bench_opts *o = arg;
@@ -227,6 +266,9 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     memset(res, 0, sizeof *res);
     if (anvil_type_lookup(ctx, id, &t, &err) != ANVIL_OK) return cli_fail_err("bench", &err);
     const anvil_codec *c = anvil_ctx_codec(ctx, id);
+    const int flt = c == NULL && is_float(id);
+    const uint32_t act_type = flt ? ANVIL_TYPE_F32 : c->act_type;
+    const size_t m = o->m > 0 ? o->m : 1;
     const anvil_kernel *kern;
     const anvil_act_quantizer *quant;
     if (anvil_ctx_find_kernel(ctx, o->backend, id, &kern, &quant, &err) != ANVIL_OK) {
@@ -234,7 +276,7 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
         return 0;
     }
     *variant = kern->variant ? kern->variant : "?";
-    if (anvil_type_lookup(ctx, c->act_type, &at, &err) != ANVIL_OK) return cli_fail_err("bench", &err);
+    if (anvil_type_lookup(ctx, act_type, &at, &err) != ANVIL_OK) return cli_fail_err("bench", &err);
     if (n % t.block_elems != 0 || n % at.block_elems != 0) {
         snprintf(skip, skip_size, "K=%zu is not a multiple of its block", n);
         return 0;
@@ -243,12 +285,12 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     const size_t act_bytes = n / at.block_elems * at.block_bytes;
     /* 64-byte aligned, as a model loader's mapping would be. */
     unsigned char *w = aligned_alloc(64, (row_bytes * rows + 63) / 64 * 64);
-    void *act = malloc(act_bytes);
-    float *row = malloc(n * sizeof *row), *x = malloc(n * sizeof *x);
-    float *ya = malloc(rows * sizeof *ya), *yg = malloc(rows * sizeof *yg);
+    void *act = malloc(act_bytes * m), *gact = malloc(n * 4);
+    float *row = malloc(n * sizeof *row), *x = malloc(n * m * sizeof *x);
+    float *ya = malloc(rows * m * sizeof *ya), *yg = malloc(rows * sizeof *yg);
     anvil_weights *pw = NULL;
     int rc = 0;
-    if (!w || !act || !row || !x || !ya || !yg) {
+    if (!w || !act || !gact || !row || !x || !ya || !yg) {
         rc = cli_fail("bench", "out of memory for %zu x %zu %s", rows, n, t.name);
         goto out;
     }
@@ -263,20 +305,40 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
             continue;
         }
         synth_llm_row(row, n, 7, r);
+        if (flt) {
+            float_row(id, row, n, w + r * row_bytes);
+            continue;
+        }
         if (c->encode == NULL || anvil_encode(ctx, id, row, n, w + r * row_bytes, row_bytes, &err) != ANVIL_OK) {
             for (size_t b = 0; b < row_bytes; ++b) w[r * row_bytes + b] = (unsigned char)synth_u64(&rng);
         }
     }
-    for (size_t i = 0; i < n; ++i) x[i] = synth_normal(&rng);
-    if (quant != NULL) {
-        quant->quantize(x, act, n);
-    } else if (anvil_encode(ctx, c->act_type, x, n, act, act_bytes, &err) != ANVIL_OK) {
-        rc = cli_fail_err("bench", &err);
-        goto out;
+    for (size_t i = 0; i < n * m; ++i) x[i] = synth_normal(&rng);
+    if (flt) {
+        /* as mdl_matmul (ggml's vec_dot_type): rounded to the weight's type */
+        float_row(id, x, n * m, NULL);
+        memcpy(act, x, n * m * sizeof *x);
+        float_row(id, x, n, gact);
     }
-    anvil_pass ap = {
-        .ctx = ctx, .n = n, .rows = rows, .row_bytes = row_bytes, .wbytes = w, .act = act, .x = x, .y = ya
-    };
+    for (size_t i = 0; !flt && i < m; ++i) {
+        if (quant != NULL) {
+            quant->quantize(x + i * n, (char *)act + i * act_bytes, n);
+        } else if (anvil_encode(ctx, c->act_type, x + i * n, n, (char *)act + i * act_bytes, act_bytes, &err) !=
+                   ANVIL_OK) {
+            rc = cli_fail_err("bench", &err);
+            goto out;
+        }
+    }
+    anvil_pass ap = { .ctx = ctx,
+                      .n = n,
+                      .rows = rows,
+                      .row_bytes = row_bytes,
+                      .m = m,
+                      .act_bytes = act_bytes,
+                      .wbytes = w,
+                      .act = act,
+                      .x = x,
+                      .y = ya };
     if (o->backend != NULL) {
         ap.k = kern;
     } else {
@@ -288,10 +350,17 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
         ap.w = pw;
     }
     const double gb = (double)(row_bytes * rows) / 1e9;
-    ggml_vec_dot_fn dot = have_ggml ? ggml_oracle_vec_dot(oracle, t.name, at.name) : NULL;
+    ggml_vec_dot_fn dot = NULL;
+    if (have_ggml && m == 1 && !flt) dot = ggml_oracle_vec_dot(oracle, t.name, at.name);
+    if (have_ggml && m == 1 && flt && oracle->cpu != NULL) {
+        char sym[64];
+        snprintf(sym, sizeof sym, "ggml_vec_dot_%s", t.name);
+        void *f = dlsym(oracle->cpu, sym);
+        memcpy(&dot, &f, sizeof dot);
+    }
     crew cr;
     crew_start(&cr, ctx, o->backend ? 1 : threads);
-    ggml_pass gp = { dot, n, rows, row_bytes, w, act, yg, &cr };
+    ggml_pass gp = { dot, n, rows, row_bytes, w, flt ? gact : act, yg, &cr };
     double ratios[1000];
     bench_alt timing;
     bench_alternate(run_anvil, &ap, dot != NULL ? run_ggml : NULL, &gp, matvec_stop, o, ratios, 1000, &timing);
@@ -299,7 +368,7 @@ static int measure(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_t rows
     const size_t done = timing.done;
     crew_stop(&cr);
     res->gbps = gb / ta;
-    res->gelems = (double)(n * rows) / 1e9 / ta;
+    res->gelems = (double)(n * rows) * (double)m / 1e9 / ta;
 
     if (dot != NULL) {
         res->ggml_gbps = gb / tg;
@@ -309,6 +378,7 @@ out:
     anvil_weights_free(pw);
     free(w);
     free(act);
+    free(gact);
     free(row);
     free(x);
     free(ya);
@@ -342,6 +412,9 @@ static int parse_bench_args(int argc, char **argv, bench_opts *o) {
         } else if (strcmp(a, "--k") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1u << 24, &v) != 0) return cli_usage_error("bench", "--k takes 1..16M");
             o->k = (size_t)v;
+        } else if (strcmp(a, "--m") == 0 && has) {
+            if (cli_parse_count(argv[++i], 1, 4096, &v) != 0) return cli_usage_error("bench", "--m takes 1..4096");
+            o->m = (size_t)v;
         } else if (strcmp(a, "--iters") == 0 && has) {
             if (cli_parse_count(argv[++i], 1, 1000000, &v) != 0)
                 return cli_usage_error("bench", "--iters takes 1..1000000");
@@ -373,7 +446,7 @@ static int bench_types(anvil_ctx *ctx, const bench_opts *o, uint32_t ids[256], s
             if (anvil_type_from_name(ctx, o->types[i], &ids[*n_ids], &err) != ANVIL_OK) {
                 return cli_usage_error("bench", "%s", err.message);
             }
-            if (anvil_ctx_codec(ctx, ids[*n_ids]) == NULL) {
+            if (anvil_ctx_codec(ctx, ids[*n_ids]) == NULL && (o->encode || !is_float(ids[*n_ids]))) {
                 return cli_fail("bench", "type %s: no loaded codec provides it", o->types[i]);
             }
             (*n_ids)++;
@@ -406,7 +479,8 @@ static void print_header(const bench_opts *o, int have_ggml, const ggml_oracle *
         }
         printf(",\"results\":[");
     } else {
-        printf("anvil bench: mat-vec, best of timed passes\n");
+        if (o->m > 1) printf("anvil bench: GEMM of %zu activation rows, best of timed passes\n", o->m);
+        else printf("anvil bench: mat-vec, best of timed passes\n");
         if (have_ggml) printf("ggml: %s (cpu variant %s)\n", oracle->dir, oracle->cpu_variant);
         else if (!o->no_ggml) printf("ggml: not found (%s)\n", why);
         if (o->suite) printf("memory read bandwidth: %.2f GB/s (1 thread), %.2f GB/s (%u threads)\n", bw1, bwn, all);
@@ -428,7 +502,7 @@ static void print_result(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_
         cli_json_string(stdout, tt.name);
         printf(",\"variant\":");
         cli_json_string(stdout, variant);
-        printf(",\"threads\":%u,\"rows\":%zu,\"k\":%zu", threads, rows, k);
+        printf(",\"threads\":%u,\"rows\":%zu,\"k\":%zu,\"m\":%zu", threads, rows, k, o->m > 0 ? o->m : 1);
         cli_json_member_number(stdout, "weight_mb", "%.3f", mb);
         cli_json_member_number(stdout, "gbps", "%.4f", rp->gbps);
         cli_json_member_number(stdout, "gelems", "%.4f", rp->gelems);
@@ -455,7 +529,7 @@ static void print_result(anvil_ctx *ctx, const bench_opts *o, uint32_t id, size_
 }
 
 int cmd_bench(cli_globals *g, int argc, char **argv) {
-    bench_opts o = { .rows = 4096, .k = 4096, .threads = 1 };
+    bench_opts o = { .rows = 4096, .k = 4096, .threads = 1, .m = 1 };
     const int arc = parse_bench_args(argc, argv, &o);
     if (arc >= 0) return arc;
     anvil_ctx *ctx = cli_ctx(g);

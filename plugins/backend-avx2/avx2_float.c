@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend-avx2: F16 and BF16 weights against f32 activations -- vec_dot,
+ * backend-avx2: F32, F16 and BF16 weights against f32 activations -- vec_dot,
  * 4-row GEMV and a blocked GEMM (3 weight rows x 2 activation rows per
  * register tile, the weights of a tile read once for 24 activation rows).
  *
@@ -10,6 +10,7 @@
  * 16t + 8..15 (F16); for BF16, chunk elements 0..15 and 16..31 (the pairs
  * of lanes 0..7 and 8..15).
  *  - F16: vcvtph2ps + vfmadd231ps on the activations as given.
+ *  - F32: vfmadd231ps, the lanes as F16's.
  *  - BF16: vdpbf16ps's arithmetic emulated (no AVX2 instruction has it):
  *    activations rounded to bf16, per pair the odd element's FMA then the
  *    even one's, DAZ on the inputs and FTZ on each result, as the referee.
@@ -69,6 +70,38 @@ FINLINE void f16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, siz
         for (int r = 0; r < R; ++r) memcpy(wt[r], w + (size_t)r * ws + 2 * i, 2 * (n - i));
         for (int c = 0; c < C; ++c) memcpy(at[c], a + (size_t)c * as + i, sizeof(float) * (n - i));
         f16_step(&wt[0][0], 32, &at[0][0], 16, acc, R, C);
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) y[(size_t)c * ys + r] = f_sum(acc[r][c][0], acc[r][c][1]);
+}
+
+/* ---- F32: 16-element steps, the lanes of F16 ---------------------------- */
+
+FINLINE void f32_step(const uint8_t *w, size_t ws, const float *a, size_t as, __m256 acc[][F_TILE_C][2], const int R,
+                      const int C) {
+    for (int h = 0; h < 2; ++h) {
+        __m256 av[F_TILE_C];
+        for (int c = 0; c < C; ++c) av[c] = _mm256_loadu_ps(a + (size_t)c * as + 8 * h);
+        for (int r = 0; r < R; ++r) {
+            const __m256 wv = _mm256_loadu_ps((const float *)(const void *)(w + (size_t)r * ws + 32 * h));
+            for (int c = 0; c < C; ++c) acc[r][c][h] = _mm256_fmadd_ps(wv, av[c], acc[r][c][h]);
+        }
+    }
+}
+
+FINLINE void f32_tile(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,
+                      const int R, const int C) {
+    __m256 acc[F_GEMV_R][F_TILE_C][2];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) f32_step(w + 4 * i, ws, a + i, as, acc, R, C);
+    if (i < n) {
+        uint8_t wt[F_GEMV_R][64] = { { 0 } };
+        float at[F_TILE_C][16] = { { 0 } };
+        for (int r = 0; r < R; ++r) memcpy(wt[r], w + (size_t)r * ws + 4 * i, 4 * (n - i));
+        for (int c = 0; c < C; ++c) memcpy(at[c], a + (size_t)c * as + i, sizeof(float) * (n - i));
+        f32_step(&wt[0][0], 64, &at[0][0], 16, acc, R, C);
     }
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) y[(size_t)c * ys + r] = f_sum(acc[r][c][0], acc[r][c][1]);
@@ -183,6 +216,7 @@ FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, si
         }                                                                                                   \
     }
 
+FLOAT_KERNELS(f32, f32_tile)
 FLOAT_KERNELS(f16, f16_tile)
 FLOAT_KERNELS(bf16, bf16_tile)
 
@@ -195,7 +229,8 @@ FLOAT_KERNELS(bf16, bf16_tile)
                                         .gemv = fmt##_gemv,                  \
                                         .gemm = fmt##_gemm }
 
+FLOAT_KERNEL(kernel_f32, ANVIL_TYPE_F32, f32);
 FLOAT_KERNEL(kernel_f16, ANVIL_TYPE_F16, f16);
 FLOAT_KERNEL(kernel_bf16, ANVIL_TYPE_BF16, bf16);
 
-const anvil_kernel *const anvil_avx2_kernels_float[] = { &kernel_f16, &kernel_bf16, NULL };
+const anvil_kernel *const anvil_avx2_kernels_float[] = { &kernel_f32, &kernel_f16, &kernel_bf16, NULL };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend-avx512: F16 and BF16 weights against f32 activations -- vec_dot,
+ * backend-avx512: F32, F16 and BF16 weights against f32 activations -- vec_dot,
  * 8-row GEMV and a blocked GEMM (4 weight rows x 6 activation rows per
  * register tile, the weights of a tile read once for 24 activation rows
  * held in L2).
@@ -10,6 +10,7 @@
  * activation row) pair and a fixed reduction tree; a result never depends
  * on the tile, the row count or the thread that computed it.
  *  - F16: vcvtph2ps + vfmadd231ps on the activations as given.
+ *  - F32: vfmadd231ps (the same in both compilations).
  *  - BF16 with AVX512_BF16 (built with -mavx512bf16, variant
  *    "avx512-bf16"): activations rounded by vcvtne2ps2bf16, then
  *    vdpbf16ps -- the referee states that instruction's order and its
@@ -81,6 +82,34 @@ FINLINE void f16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, siz
         F_UNROLL for (int c = 0; c < C; ++c) av[c] = _mm512_maskz_loadu_ps(m, a + (size_t)c * as + i);
         F_UNROLL for (int r = 0; r < R; ++r) {
             const __m512 wv = f16_w(w + (size_t)r * ws + 2 * i, m);
+            F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
+        }
+    }
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c)
+        y[(size_t)c * ys + r] = f_sum(acc[r][c]);
+}
+
+/* ---- F32: F16's lanes, the weights loaded as they are --------------------- */
+
+FINLINE void f32_tile(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,
+                      const int R, const int C) {
+    __m512 acc[F_GEMV_R][F_TILE_C];
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 av[F_TILE_C];
+        F_UNROLL for (int c = 0; c < C; ++c) av[c] = _mm512_loadu_ps(a + (size_t)c * as + i);
+        F_UNROLL for (int r = 0; r < R; ++r) {
+            const __m512 wv = _mm512_loadu_ps(w + (size_t)r * ws + 4 * i);
+            F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
+        }
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 av[F_TILE_C];
+        F_UNROLL for (int c = 0; c < C; ++c) av[c] = _mm512_maskz_loadu_ps(m, a + (size_t)c * as + i);
+        F_UNROLL for (int r = 0; r < R; ++r) {
+            const __m512 wv = _mm512_maskz_loadu_ps(m, w + (size_t)r * ws + 4 * i);
             F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
         }
     }
@@ -225,6 +254,7 @@ FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, si
         }                                                                                                         \
     }
 
+FLOAT_KERNELS(f32, f32_tile)
 FLOAT_KERNELS(f16, f16_tile)
 FLOAT_KERNELS(bf16, bf16_tile)
 
@@ -237,7 +267,8 @@ FLOAT_KERNELS(bf16, bf16_tile)
                                         .gemv = fmt##_gemv,                  \
                                         .gemm = fmt##_gemm }
 
+FLOAT_KERNEL(kernel_f32, ANVIL_TYPE_F32, f32);
 FLOAT_KERNEL(kernel_f16, ANVIL_TYPE_F16, f16);
 FLOAT_KERNEL(kernel_bf16, ANVIL_TYPE_BF16, bf16);
 
-const anvil_kernel *const FLOAT_SYM(anvil_avx512_kernels_float)[] = { &kernel_f16, &kernel_bf16, NULL };
+const anvil_kernel *const FLOAT_SYM(anvil_avx512_kernels_float)[] = { &kernel_f32, &kernel_f16, &kernel_bf16, NULL };

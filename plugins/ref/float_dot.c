@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The referee dots of F16 and BF16 weights (contract: float_dot.h). */
+/* The referee dots of F32, F16 and BF16 weights (contract: float_dot.h). */
 #include "ref/float_dot.h"
 
 #include <math.h>
@@ -22,6 +22,19 @@ void anvil_ref_vec_dot_f16_f32(size_t n, float *s, const void *w, const void *a)
     const size_t padded = (n + 15) / 16 * 16;
     for (size_t i = 0; i < padded; ++i) {
         const float wi = i < n ? anvil_fp16_to_fp32(anvil_rd_u16(wb + 2 * i)) : 0.0f;
+        const float ai = i < n ? av[i] : 0.0f;
+        lane[i % 16] = fmaf(wi, ai, lane[i % 16]);
+    }
+    *s = sum_lanes(lane);
+}
+
+void anvil_ref_vec_dot_f32_f32(size_t n, float *s, const void *w, const void *a) {
+    const uint8_t *wb = w;
+    const float *av = a;
+    float lane[16] = { 0 };
+    const size_t padded = (n + 15) / 16 * 16;
+    for (size_t i = 0; i < padded; ++i) {
+        const float wi = i < n ? anvil_rd_f32(wb + 4 * i) : 0.0f;
         const float ai = i < n ? av[i] : 0.0f;
         lane[i % 16] = fmaf(wi, ai, lane[i % 16]);
     }

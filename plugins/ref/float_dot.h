@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The referee dots of F16 and BF16 weights against f32 activations
+ * The referee dots of F32, F16 and BF16 weights against f32 activations
  * (float_dot.c): what backend-scalar runs, and what every SIMD kernel for
  * these types must equal BIT FOR BIT (tests/simd/simd_float_test.c).
  *
@@ -11,6 +11,9 @@
  *        that order, lane = fmaf(f16(w[i]), a[i], lane). The activations
  *        are used as given (mdl_matmul rounds them to f16 first, as ggml's
  *        vec_dot_type does); f16 x f16 products are exact in f32.
+ *  F32:  as F16, the weight read as stored (f32 x f32 products rounded
+ *        by the FMA only). ggml's vec_dot_f32 sums in vector lanes too;
+ *        the double-accumulated decode + dot of matmul.c is the fallback.
  *  BF16: the order of AVX-512 BF16's vdpbf16ps. Activations are rounded to
  *        bf16 (round to nearest even; f32 subnormals read as zero first).
  *        16 lanes; per 32-element chunk c, lane j takes the pair
@@ -31,7 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* anvil_vec_dot_fn for (F16, F32) and (BF16, F32): *s = dot of n elements. */
+/* anvil_vec_dot_fn for (F32, F32), (F16, F32) and (BF16, F32): *s = dot of
+ * n elements. */
+void anvil_ref_vec_dot_f32_f32(size_t n, float *s, const void *w, const void *a);
 void anvil_ref_vec_dot_f16_f32(size_t n, float *s, const void *w, const void *a);
 void anvil_ref_vec_dot_bf16_f32(size_t n, float *s, const void *w, const void *a);
 

@@ -74,7 +74,7 @@ expect 2 "anvil: unknown command 'frobnicate'" frobnicate
 jexpect 2 "anvil: unknown command 'frobnicate'" frobnicate
 expect 2 "anvil: unknown option '--bogus'" --bogus
 expect 2 'anvil: --config needs a file' --config
-for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize perplexity imatrix merge-lora demo help; do
     expect 0 '' help "$c"
     expect 0 '' "$c" --help
     grep -q "^usage: anvil $c" "$tmp/out" || fail "$c --help: no usage line"
@@ -88,7 +88,7 @@ grep -q 'complete -o filenames -F _anvil anvil' "$tmp/anvil.bash" || fail "help 
 "$anvil" demo --help | grep -q '\\n' && fail "demo --help prints a literal \\n"
 checks=$((checks + 1))
 # The man page holds every command's --help text (the same strings).
-for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize merge-lora demo help; do
+for c in plugins codec bench inspect meta reemit split merge transcode quantize tokenize perplexity imatrix merge-lora demo help; do
     checks=$((checks + 1))
     grep -q "^\.SS $c\$" "$tmp/anvil.1" || fail "the man page has no section for $c"
 done
@@ -103,6 +103,11 @@ if command -v bash > /dev/null 2>&1; then
     [ "$(complete_words anvil split in out --split-max-t)" = "--split-max-tensors" ] || fail "completion: options"
     [ "$(complete_words anvil transcode --dtype q4_)" = "q4_0 q4_1 q4_K" ] || fail "completion: types"
     [ "$(complete_words anvil meta "")" = "get set delete rename" ] || fail "completion: meta subcommands"
+    checks=$((checks + 4))
+    [ "$(cd "$tmp" && complete_words anvil imatrix stat)" = "stats" ] || fail "completion: imatrix subcommands"
+    [ "$(complete_words anvil imatrix m.gguf t.txt --process-o)" = "--process-output" ] || fail "completion: imatrix options"
+    [ "$(complete_words anvil perplexity m.gguf t.txt --base-l)" = "--base-logits" ] || fail "completion: perplexity options"
+    [ "$(complete_words anvil perp)" = "perplexity" ] || fail "completion: perplexity"
 else
     echo "note: no bash; completion not exercised"
 fi
@@ -137,6 +142,16 @@ expect 2 "anvil codec encode: the output '*' is a folder*" codec encode q8_0 "$t
 jexpect 0 '' bench --type q8_0 --rows 64 --k 256 --iters 2 --no-ggml
 jexpect 0 '' bench --encode --type q4_K --rows 8 --k 512 --iters 1 --threads 1 --no-ggml
 expect 2 'anvil bench: --rows takes*' bench --rows 0
+# Float weights (named) and GEMM (--m): the (F, F32) kernels.
+jexpect 0 '' bench --type f16 --type bf16 --type f32 --rows 64 --k 256 --iters 2 --no-ggml
+grep -q '"type":"bf16","variant":"[^"]*","threads":1,"rows":64,"k":256,"m":1' "$tmp/out" || fail "bench bf16: $(cat "$tmp/out")"
+jexpect 0 '' bench --type f32 --type q8_0 --m 5 --rows 64 --k 256 --iters 2 --no-ggml
+grep -q '"type":"f32",[^}]*"m":5' "$tmp/out" || fail "bench --m 5: $(cat "$tmp/out")"
+expect 0 '' bench --type f16 --m 3 --backend scalar --rows 16 --k 64 --iters 1
+grep -q '^anvil bench: GEMM of 3 activation rows' "$tmp/out" && grep -q '^  f16 *scalar ' "$tmp/out" || fail "bench --m 3 --backend scalar: $(cat "$tmp/out")"
+checks=$((checks + 3))
+expect 2 'anvil bench: --m takes 1..4096' bench --m 0
+expect 1 'anvil bench: type f16: no loaded codec provides it' bench --encode --type f16 --no-ggml
 # The JSON check itself: printf's inf/nan (what bench printed for a time of
 # 0 or a ratio over 0) are not JSON and are refused by name; null is the
 # documented stand-in and passes the schema.

@@ -17,6 +17,17 @@
  * names, every count equal, every in_sum2 within IC_BOUND relative L2.
  * With --write-golden DIR: DIR/imatrix_collect.txt, the oracle's figures
  * for tests/model/test_imat.c (IC_GOLD_CTX x IC_GOLD_CHUNKS tokens).
+ *
+ * Bench mode (scripts/bench-imatrix.sh), instead of the checks above when
+ * IC_BENCH=MODEL.gguf is set: IC_BENCH_REPS passes (default 3) of both
+ * collections on that model over IC_BENCH_CHUNKS chunks (2) of
+ * IC_BENCH_CTX tokens (512) of IC_BENCH_TEXT (calib.txt) on
+ * IC_BENCH_THREADS threads (2), the two alternating (which goes first
+ * alternates too); one line a pass: "imatrix_bench pass P: llama.cpp
+ * T_L s ... anvil T_A s ..." where T is the collection alone (model load
+ * and context set-up apart), then the same names/counts/L2 check.
+ * IC_BENCH_ONLY=llama|anvil runs only that side (peak RSS of one).
+ * IC_BENCH=moe: the synthetic F32 MoE model below.
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -47,6 +58,8 @@
 #define IC_GOLD_CHUNKS 2
 #define IC_BOUND 1e-3
 #define IC_THREADS 2
+static int g_threads = IC_THREADS;
+static double g_load_s; /* the last collection's model load + set-up */
 
 /* ggml_tensor of the oracle's ggml (include/ggml.h), for reading the callback's nodes. */
 typedef struct ic_tensor {
@@ -169,16 +182,18 @@ static void ic_free(ic_coll *c) {
 /* llama.cpp's collection over n_chunks chunks of ctx tokens (BOS first). */
 static int ll_collect(llama_oracle *lo, const char *path, const int32_t *tokens, int ctx, int n_chunks, int32_t bos,
                       ic_coll *c) {
+    const double t0 = now_s();
     void *model = lo->load_model(path, lo->mdefaults);
     if (model == NULL) return -1;
     lq_context_params cp = lo->cdefaults;
     cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)ctx;
     cp.n_seq_max = 1;
-    cp.n_threads = cp.n_threads_batch = IC_THREADS;
+    cp.n_threads = cp.n_threads_batch = g_threads;
     cp.no_perf = true;
     cp.cb_eval = (void *)ic_callback;
     cp.cb_eval_user_data = c;
     void *lctx = lo->init_context(model, cp);
+    g_load_s = now_s() - t0;
     int rc = lctx ? 0 : -1;
     int32_t *tok = malloc((size_t)ctx * sizeof *tok), *pos = malloc((size_t)ctx * sizeof *pos);
     int32_t *nseq = malloc((size_t)ctx * sizeof *nseq), **seq = malloc((size_t)ctx * sizeof *seq), seq0 = 0;
@@ -263,7 +278,9 @@ static int an_collect(anvil_ctx *ctx, const char *path, const int32_t *tokens, s
     memset(&err, 0, sizeof err);
     const anvil_model_opts mo = { .size = sizeof mo, .kv_f16 = 1 };
     const anvil_imat_opts o = { .size = sizeof o, .n_ctx = n_ctx, .n_chunks = chunks };
+    const double t0 = now_s();
     int rc = anvil_model_open(&m, ctx, path, &mo, &err);
+    g_load_s = now_s() - t0;
     if (rc == ANVIL_OK) rc = anvil_imat_new(out, &err);
     if (rc == ANVIL_OK) rc = anvil_imat_collect(m, tokens, n, &o, *out, NULL, &err);
     if (rc != ANVIL_OK) printf("imatrix_collect: %s\n", err.message);
@@ -312,7 +329,7 @@ static void check_model(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const 
         /* load + collection of each, one run (the machine may be shared) */
         printf(
             "imatrix_collect %s: %d x %d tokens, load + collect: llama.cpp %.2f s, anvil %.2f s (%.2fx, %d threads)\n",
-            label, chunks, n_ctx, t1 - t0, t2 - t1, (t1 - t0) / (t2 - t1), IC_THREADS);
+            label, chunks, n_ctx, t1 - t0, t2 - t1, (t1 - t0) / (t2 - t1), g_threads);
         compare(pc, label, im, &c);
         if (golden && pc->golden_dir != NULL) write_golden(pc, &c);
     }
@@ -369,6 +386,64 @@ static int make_moe(anvil_ctx *ctx, const char *f16, int n_vocab, const char *pa
     return rc;
 }
 
+static int env_int(const char *name, int dflt) {
+    const char *v = getenv(name);
+    const long x = v != NULL ? strtol(v, NULL, 10) : 0;
+    return x > 0 && x < 1000000 ? (int)x : dflt;
+}
+
+/* Bench mode: alternating passes of both collections on IC_BENCH. */
+static void bench(parity_ctx *pc, llama_oracle *lo, anvil_ctx *ctx, const char *model, const char *text) {
+    const int n_ctx = env_int("IC_BENCH_CTX", 512), chunks = env_int("IC_BENCH_CHUNKS", 2);
+    const int reps = env_int("IC_BENCH_REPS", 3);
+    const char *only = getenv("IC_BENCH_ONLY");
+    const int run_ll = only == NULL || strcmp(only, "anvil") != 0,
+              run_an = only == NULL || strcmp(only, "llama") != 0;
+    size_t n = 0;
+    int n_vocab = 0;
+    int32_t bos = -1;
+    int32_t *tok = ll_tokens(lo, model, text, &n, &n_vocab, &bos);
+    if (tok == NULL || n < (size_t)n_ctx * (size_t)chunks) {
+        printf("imatrix_bench: %s: cannot tokenize %s, or fewer than %d x %d tokens\n", model, text, chunks, n_ctx);
+        parity_report(pc, "imx-bench", "bench model and text", 1, 1);
+        free(tok);
+        return;
+    }
+    printf("imatrix_bench: %s, %d x %d tokens, %d threads\n", model, chunks, n_ctx, g_threads);
+    static ic_coll c;
+    for (int pass = 0; pass < reps; ++pass) {
+        double t_ll = 0, t_an = 0, l_ll = 0, l_an = 0;
+        anvil_imat *im = NULL;
+        int ok = 1;
+        ic_free(&c);
+        memset(&c, 0, sizeof c);
+        c.op_name = (const char *(*)(int32_t))dlsym(lo->lib, "ggml_op_name");
+        for (int side = 0; side < 2; ++side) {
+            const int ll_now = (side == 0) == (pass % 2 == 0);
+            const double t0 = now_s();
+            if (ll_now && run_ll) {
+                ok &= c.op_name != NULL && ll_collect(lo, model, tok, n_ctx, chunks, bos, &c) == 0;
+                t_ll = now_s() - t0 - g_load_s;
+                l_ll = g_load_s;
+            } else if (!ll_now && run_an) {
+                ok &= an_collect(ctx, model, tok, n, n_ctx, chunks, &im) == ANVIL_OK;
+                t_an = now_s() - t0 - g_load_s;
+                l_an = g_load_s;
+            }
+        }
+        const double tokens = (double)n_ctx * chunks;
+        printf("imatrix_bench pass %d: llama.cpp %.4f s %.1f t/s load %.3f s, anvil %.4f s %.1f t/s load %.3f s, "
+               "ratio %.3f%s\n",
+               pass, t_ll, t_ll > 0 ? tokens / t_ll : 0.0, l_ll, t_an, t_an > 0 ? tokens / t_an : 0.0, l_an,
+               t_an > 0 ? t_ll / t_an : 0.0, ok ? "" : " (a collection failed)");
+        if (!ok) parity_report(pc, "imx-bench", "both collections ran", 1, 1);
+        if (ok && run_ll && run_an && pass == reps - 1) compare(pc, "imx-bench", im, &c);
+        anvil_imat_free(im);
+    }
+    ic_free(&c);
+    free(tok);
+}
+
 int parity_imatrix_collect(parity_ctx *pc) {
     static llama_oracle lo;
     char why[2048];
@@ -387,12 +462,37 @@ int parity_imatrix_collect(parity_ctx *pc) {
         llama_oracle_close(&lo);
         return 1;
     }
-    anvil_ctx_set_threads(ctx, IC_THREADS);
+    const char *bench_model = getenv("IC_BENCH");
+    g_threads = bench_model != NULL && *bench_model ? env_int("IC_BENCH_THREADS", IC_THREADS) : IC_THREADS;
+    anvil_ctx_set_threads(ctx, (unsigned)g_threads);
     char f16[700], text[700], moe[800];
     const char *p = test_shared_path("quality/tiny-code-llama.f16.gguf");
     snprintf(f16, sizeof f16, "%s", p ? p : "");
     p = test_shared_path("quality/calib.txt");
     snprintf(text, sizeof text, "%s", p ? p : "");
+    if (bench_model != NULL && *bench_model) {
+        const char *bt = getenv("IC_BENCH_TEXT");
+        if (strcmp(bench_model, "moe") == 0) { /* the synthetic F32 MoE below */
+            size_t nt = 0;
+            int nv = 0;
+            int32_t b = -1;
+            int32_t *t = f16[0] && text[0] ? ll_tokens(&lo, f16, text, &nt, &nv, &b) : NULL;
+            const char *tmp = getenv("TMPDIR");
+            snprintf(moe, sizeof moe, "%s/anvil-parity-imx-moe-%d.gguf", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+            if (t == NULL || make_moe(ctx, f16, nv, moe) != ANVIL_OK) {
+                parity_report(pc, "imx-bench", "synthetic MoE model", 1, 1);
+            } else {
+                bench(pc, &lo, ctx, moe, bt != NULL && *bt ? bt : text);
+            }
+            remove(moe);
+            free(t);
+        } else {
+            bench(pc, &lo, ctx, bench_model, bt != NULL && *bt ? bt : text);
+        }
+        anvil_ctx_close(ctx);
+        llama_oracle_close(&lo);
+        return 0;
+    }
     size_t n = 0;
     int n_vocab = 0;
     int32_t bos = -1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * F16 and BF16 weight kernels (f32 activations) of the SIMD backends
+ * F32, F16 and BF16 weight kernels (f32 activations) of the SIMD backends
  * against the referee, plugins/ref/float_dot.h, BIT FOR BIT: the referee's
  * summation order is the contract, so there is no tolerance.
  *
@@ -13,7 +13,7 @@
  *  - GEMV of 1..19 rows and GEMM of 1..13 rows x 1..30 activation rows with
  *    padded strides and rows at odd offsets: every value equal to the
  *    referee's dot of its row (a value never depends on the tile);
- *  - through the host: anvil_matmul on F16 / BF16 weights gives the
+ *  - through the host: anvil_matmul on F32 / F16 / BF16 weights gives the
  *    referee's values (dispatch of the built-in float types).
  * ANVIL_FLOAT_TEST_ROWS scales the random passes (default 2000 rows each).
  */
@@ -46,11 +46,25 @@ static float rnd_normal(void) {
     return s;
 }
 
-/* A weight element of type t: a plausible value or (bits) any pattern. */
-static uint16_t rnd_w(uint32_t t, int bits) {
-    if (bits) return (uint16_t)rnd();
+static size_t elem_size(uint32_t t) { return t == ANVIL_TYPE_F32 ? 4 : 2; }
+
+static const char *type_name(uint32_t t) {
+    return t == ANVIL_TYPE_F32 ? "f32" : (t == ANVIL_TYPE_F16 ? "f16" : "bf16");
+}
+
+/* A weight element of type t: a plausible value or (bits) any pattern,
+ * stored at p (elem_size(t) bytes). */
+static void rnd_w(uint32_t t, int bits, uint8_t *p) {
     const float v = rnd_normal() * 0.05f;
-    return t == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(v) : anvil_fp32_to_bf16(v);
+    if (t == ANVIL_TYPE_F32) {
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        if (bits) u = rnd() ^ (rnd() << 21);
+        memcpy(p, &u, 4);
+        return;
+    }
+    const uint16_t h = bits ? (uint16_t)rnd() : (t == ANVIL_TYPE_F16 ? anvil_fp32_to_fp16(v) : anvil_fp32_to_bf16(v));
+    memcpy(p, &h, 2);
 }
 
 static float rnd_a(int bits) {
@@ -65,7 +79,9 @@ static int same(float x, float y) { return (isnan(x) && isnan(y)) || memcmp(&x, 
 
 static float ref_dot(uint32_t t, size_t n, const void *w, const float *a) {
     float s;
-    if (t == ANVIL_TYPE_F16) {
+    if (t == ANVIL_TYPE_F32) {
+        anvil_ref_vec_dot_f32_f32(n, &s, w, a);
+    } else if (t == ANVIL_TYPE_F16) {
         anvil_ref_vec_dot_f16_f32(n, &s, w, a);
     } else {
         anvil_ref_vec_dot_bf16_f32(n, &s, w, a);
@@ -110,7 +126,7 @@ static void expect(float got, float want, const char *what, const char *variant,
 
 /* vec_dot, GEMV and GEMM of one kernel against the referee. */
 static void check_kernel(const anvil_kernel *k, uint32_t t, int bits) {
-    const size_t nmax = 300, rmax = 19, mmax = 30, ws = 2 * nmax + 6, as = nmax + 3;
+    const size_t es = elem_size(t), nmax = 300, rmax = 19, mmax = 30, ws = es * nmax + 6, as = nmax + 3;
     uint8_t *w = malloc(rmax * ws + 1);
     float *a = malloc((mmax * as + 1) * sizeof *a);
     float *y = malloc(mmax * rmax * sizeof *y);
@@ -121,10 +137,7 @@ static void check_kernel(const anvil_kernel *k, uint32_t t, int bits) {
         const size_t nr = 1 + rnd() % (it % 2 ? rmax : 13), m = 1 + rnd() % mmax;
         uint8_t *wr = w + 1; /* odd offset */
         for (size_t r = 0; r < nr; ++r)
-            for (size_t i = 0; i < n; ++i) {
-                const uint16_t h = rnd_w(t, bits);
-                memcpy(wr + r * ws + 2 * i, &h, 2);
-            }
+            for (size_t i = 0; i < n; ++i) rnd_w(t, bits, wr + r * ws + es * i);
         for (size_t c = 0; c < m; ++c)
             for (size_t i = 0; i < n; ++i) a[c * as + i] = rnd_a(bits);
         for (size_t c = 0; c < m; ++c)
@@ -168,16 +181,15 @@ static void check_plugin(const char *name) {
             printf("\n%s: cannot run on this CPU: F16/BF16 kernels SKIPPED", name);
             break;
         }
-        const uint32_t types[2] = { ANVIL_TYPE_F16, ANVIL_TYPE_BF16 };
-        for (int ti = 0; ti < 2; ++ti) {
+        const uint32_t types[3] = { ANVIL_TYPE_F32, ANVIL_TYPE_F16, ANVIL_TYPE_BF16 };
+        for (int ti = 0; ti < 3; ++ti) {
             const anvil_kernel *k = kernel_of(b, types[ti]);
             CU_ASSERT_PTR_NOT_NULL(k);
             if (k == NULL) continue;
             g_checked = g_bad = 0;
             check_kernel(k, types[ti], 0);
             check_kernel(k, types[ti], 1);
-            printf("\n%s %s %s: %zu values, %zu differ", name, k->variant,
-                   types[ti] == ANVIL_TYPE_F16 ? "f16" : "bf16", g_checked, g_bad);
+            printf("\n%s %s %s: %zu values, %zu differ", name, k->variant, type_name(types[ti]), g_checked, g_bad);
             CU_ASSERT_EQUAL(g_bad, 0);
         }
     }
@@ -194,19 +206,20 @@ static void test_matmul(void) {
     anvil_error err;
     CU_ASSERT_EQUAL_FATAL(anvil_ctx_open(&ctx, getenv("ANVIL_CONFIG"), &err), ANVIL_OK);
     const size_t n = 200, rows = 70, m = 37;
-    uint16_t *w = malloc(n * rows * 2);
+    uint8_t *w = malloc(n * rows * 4);
     float *a = malloc(n * m * sizeof *a), *y = malloc(rows * m * sizeof *y);
     CU_ASSERT_FATAL(w && a && y);
-    const uint32_t types[2] = { ANVIL_TYPE_F16, ANVIL_TYPE_BF16 };
-    for (int ti = 0; ti < 2; ++ti) {
-        for (size_t i = 0; i < n * rows; ++i) w[i] = rnd_w(types[ti], 0);
+    const uint32_t types[3] = { ANVIL_TYPE_F32, ANVIL_TYPE_F16, ANVIL_TYPE_BF16 };
+    for (int ti = 0; ti < 3; ++ti) {
+        const size_t es = elem_size(types[ti]);
+        for (size_t i = 0; i < n * rows; ++i) rnd_w(types[ti], 0, w + es * i);
         for (size_t i = 0; i < n * m; ++i) a[i] = rnd_a(0);
         for (size_t mm = 1; mm <= m; mm += m - 1) {
             CU_ASSERT_EQUAL(anvil_matmul(ctx, types[ti], w, rows, n, a, mm, y, &err), ANVIL_OK);
             size_t bad = 0;
             for (size_t i = 0; i < mm; ++i)
                 for (size_t r = 0; r < rows; ++r)
-                    bad += !same(y[i * rows + r], ref_dot(types[ti], n, w + r * n, a + i * n));
+                    bad += !same(y[i * rows + r], ref_dot(types[ti], n, w + r * n * es, a + i * n));
             CU_ASSERT_EQUAL(bad, 0);
         }
     }
@@ -228,9 +241,9 @@ int main(void) {
     g_cpu = *anvil_ctx_cpu(ctx);
     anvil_ctx_close(ctx);
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-    CU_pSuite s = CU_add_suite("f16/bf16 kernels", NULL, NULL);
+    CU_pSuite s = CU_add_suite("f32/f16/bf16 kernels", NULL, NULL);
     CU_add_test(s, "backend-avx512 against the referee, bit for bit", test_avx512);
     CU_add_test(s, "backend-avx2 against the referee, bit for bit", test_avx2);
-    CU_add_test(s, "anvil_matmul F16/BF16: the referee's values", test_matmul);
+    CU_add_test(s, "anvil_matmul F32/F16/BF16: the referee's values", test_matmul);
     return test_run_cunit();
 }

@@ -227,7 +227,9 @@ ANVIL_API int anvil_ctx_dispatch_report(const anvil_ctx *ctx, size_t i, anvil_di
 /* The kernel and activation quantizer for a weight type: from the named
  * backend (which must be usable here), or the dispatched choice when
  * backend is NULL. ANVIL_E_NO_KERNEL when there is none (the host would fall
- * back). For benchmarks and tests; anvil_matmul is the normal path. */
+ * back). F32 / F16 / BF16 weights (no codec): their (F, F32) kernel and no
+ * quantizer (the activations are f32). For benchmarks and tests;
+ * anvil_matmul is the normal path. */
 ANVIL_API int anvil_ctx_find_kernel(const anvil_ctx *ctx, const char *backend, uint32_t weight_type,
                                     const anvil_kernel **kernel, const anvil_act_quantizer **quantizer,
                                     anvil_error *err);

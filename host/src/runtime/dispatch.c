@@ -287,7 +287,7 @@ static void fallback(dispatch_rec *d, const anvil_registry *reg, const char *pin
     }
 }
 
-/* F16 / BF16 weights: the pinned backend's (F, F32) kernel, else the first
+/* F16 / BF16 / F32 weights: the pinned backend's (F, F32) kernel, else the first
  * usable backend in preference order with one. */
 static void choose_float(dispatch_float *f, uint32_t type, const char *name, const anvil_registry *reg,
                          const backend_rec *const *pref, size_t n_pref) {
@@ -339,6 +339,7 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
     }
     choose_float(&dt->floats[0], ANVIL_TYPE_F16, "f16", reg, pref, n_pref);
     choose_float(&dt->floats[1], ANVIL_TYPE_BF16, "bf16", reg, pref, n_pref);
+    choose_float(&dt->floats[2], ANVIL_TYPE_F32, "f32", reg, pref, n_pref);
     free(sorted);
     free(pref);
     return ANVIL_OK;
@@ -352,8 +353,8 @@ void anvil__dispatch_free(anvil_dispatch_table *dt) {
 }
 
 const dispatch_float *anvil__dispatch_table_float(const anvil_dispatch_table *dt, uint32_t weight_type) {
-    for (size_t i = 0; dt != NULL && i < 2; ++i) {
-        if (dt->floats[i].weight_type == weight_type && weight_type != 0) return &dt->floats[i];
+    for (size_t i = 0; dt != NULL && i < 3; ++i) {
+        if (dt->floats[i].kernel != NULL && dt->floats[i].weight_type == weight_type) return &dt->floats[i];
     }
     return NULL;
 }
@@ -383,6 +384,24 @@ int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_regi
     *kernel = NULL;
     *quantizer = NULL;
     const dispatch_rec *d = anvil__dispatch_table_find(dt, weight_type);
+    if (d == NULL &&
+        (weight_type == ANVIL_TYPE_F32 || weight_type == ANVIL_TYPE_F16 || weight_type == ANVIL_TYPE_BF16)) {
+        /* The built-in float weights: their (F, F32) kernel, no quantizer. */
+        const char *name = anvil__type_name_in(reg, weight_type);
+        if (backend == NULL) {
+            const dispatch_float *f = anvil__dispatch_table_float(dt, weight_type);
+            if (f == NULL) return anvil__error_set(err, ANVIL_E_NO_KERNEL, "%s: no backend has a kernel", name);
+            *kernel = f->kernel;
+            return ANVIL_OK;
+        }
+        const backend_rec *b = NULL;
+        const int rc = usable_backend(reg, backend, &b, err);
+        if (rc != ANVIL_OK) return rc;
+        *kernel = find_kernel(b, weight_type, ANVIL_TYPE_F32);
+        if (*kernel == NULL)
+            return anvil__error_set(err, ANVIL_E_NO_KERNEL, "backend '%s' has no %s kernel", backend, name);
+        return ANVIL_OK;
+    }
     if (d == NULL) {
         return anvil__error_set(err, ANVIL_E_UNKNOWN_TYPE, "type id %u: no loaded codec", weight_type);
     }

@@ -33,9 +33,9 @@ typedef struct dispatch_rec {
     char encoder_note[192];
 } dispatch_rec;
 
-/* The built-in float weights F16 and BF16 have no codec: their kernel,
+/* The built-in float weights F32, F16 and BF16 have no codec: their kernel,
  * against f32 activations (plugins/ref/float_dot.h), is chosen by the same
- * rule ([type.f16] / [type.bf16] pin, then order and score). kernel NULL:
+ * rule ([type.f32] / [type.f16] / [type.bf16] pin, then order and score). kernel NULL:
  * matmul's decode + f32 dot. */
 typedef struct dispatch_float {
     uint32_t weight_type;
@@ -47,7 +47,7 @@ typedef struct dispatch_float {
 typedef struct anvil_dispatch_table {
     dispatch_rec *recs;
     size_t n;
-    dispatch_float floats[2]; /* F16, BF16 */
+    dispatch_float floats[3]; /* F16, BF16, F32 */
 } anvil_dispatch_table;
 
 /* Build the table for every codec reg holds ([backends] order and
@@ -56,7 +56,7 @@ int anvil__dispatch_build(anvil_dispatch_table *dt, const anvil_registry *reg, a
 void anvil__dispatch_free(anvil_dispatch_table *dt);
 /* The record of a weight type, or NULL (dt may be NULL). */
 const dispatch_rec *anvil__dispatch_table_find(const anvil_dispatch_table *dt, uint32_t weight_type);
-/* The kernel record of F16 / BF16 weights, or NULL for another type. */
+/* The kernel record of F16 / BF16 / F32 weights, or NULL for another type. */
 const dispatch_float *anvil__dispatch_table_float(const anvil_dispatch_table *dt, uint32_t weight_type);
 /* anvil_ctx_find_kernel / anvil_ctx_find_encoder on a table. */
 int anvil__dispatch_find_kernel(const anvil_dispatch_table *dt, const anvil_registry *reg, const char *backend,

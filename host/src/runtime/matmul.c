@@ -9,8 +9,8 @@
  * row (one runner per kernel, chosen when the registry loads it:
  * kernel_rows.h). Kernels compute every output row independently of how rows are
  * grouped, so the result does not depend on the thread count. Without a
- * kernel: the codec's reference dot, or decode + f32 dot. F16 and BF16
- * weights (no codec) run a backend's (F16|BF16, F32) kernel on the f32
+ * kernel: the codec's reference dot, or decode + f32 dot. F32, F16 and BF16
+ * weights (no codec) run a backend's (F32|F16|BF16, F32) kernel on the f32
  * activations as given (dispatch.h: dispatch_float), or decode + f32 dot.
  */
 #include <stdio.h>
@@ -31,7 +31,7 @@ struct anvil_weights {
     unsigned flags;
     const anvil_codec *codec; /* NULL for f32/f16/bf16 */
     const dispatch_rec *d;
-    const dispatch_float *f; /* F16 / BF16 weights' kernel, or NULL */
+    const dispatch_float *f; /* F32 / F16 / BF16 weights' kernel, or NULL */
     void *packed;            /* backend's packed copy, or NULL */
 };
 
