@@ -33,7 +33,8 @@ FUZZ_TARGETS = fuzz_gguf fuzz_gguf_replay fuzz_config fuzz_config_replay fuzz_jo
   fuzz_imatrix fuzz_imatrix_replay fuzz_quantize_args fuzz_quantize_args_replay \
   fuzz_safetensors fuzz_safetensors_replay fuzz_tokenize fuzz_tokenize_replay fuzz_tokens fuzz_tokens_replay \
   fuzz_hf_card fuzz_hf_card_replay fuzz_hf_tokenizer_json fuzz_hf_tokenizer_json_replay fuzz_hf_spm fuzz_hf_spm_replay \
-  fuzz_imat fuzz_imat_replay fuzz_hf_folder fuzz_hf_folder_replay
+  fuzz_imat fuzz_imat_replay fuzz_hf_folder fuzz_hf_folder_replay \
+  fuzz_sens fuzz_sens_replay
 # The SIMDe-emulated AVX-512 build (slow to compile) runs backend-avx512's
 # kernels where the CPU has no AVX-512. On a CPU that has it, test_avx512
 # runs them natively (10,000 rows, and under ASan), so the emulation is left

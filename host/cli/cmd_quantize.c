@@ -23,6 +23,7 @@
 #include "anvil/quantize.h"
 #include "cli.h"
 #include "cli_gguf.h"
+#include "cmd_quantize_sens.h"
 #include "cmd_transcode.h"
 
 #define QZ_MAX_LIST 1024
@@ -117,7 +118,16 @@ const char cli_help_quantize[] =
     "  --plan-out FILE             write the chosen types as a --tensor-type-file that\n"
     "                              llama-quantize accepts (any preset TYPE then reproduces the\n"
     "                              tensors); with --dry-run, the plan prints per tensor the\n"
-    "                              type, bytes and predicted error\n";
+    "                              type, bytes and predicted error\n"
+    "  --sensitivity FILE          measured error weights (from --measure) instead of the role\n"
+    "                              weights: each tensor's own KL divergence (docs/SENSITIVITY.md)\n"
+    "  --calibrate TEXT            measure them on TEXT first, then plan (--chunks, --ctx)\n"
+    "\n"
+    "measuring (docs/SENSITIVITY.md):\n"
+    "  anvil quantize --measure TEXT [--chunks N (4)] [--ctx N (256)] [--threads N]\n"
+    "                 [--imatrix F] IN.gguf [-o OUT.sens (IN.gguf.sens)]\n"
+    "                              per weight tensor the mean KL divergence of the output when\n"
+    "                              it alone carries Q4_K's error (same bytes for any --threads)\n";
 
 typedef struct qz_args {
     const char *pos[8];
@@ -136,6 +146,9 @@ typedef struct qz_args {
     size_t n_exclude;
     int json, quiet, progress;
     const char *plan_out;
+    /* sensitivity (cmd_quantize_sens.c): --measure, --calibrate, --sensitivity */
+    const char *measure, *calibrate, *sens_path, *sens_out;
+    unsigned long long chunks, sens_ctx;
 } qz_args;
 
 /* A type given by an option must be one anvil can write. */
@@ -277,6 +290,23 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
         a->o.target_sample_rows = n == 0 ? UINT64_MAX : n;
     } else if (strcmp(o, "--plan-out") == 0) {
         a->plan_out = v;
+    } else if (strcmp(o, "--measure") == 0) {
+        a->measure = v;
+    } else if (strcmp(o, "--calibrate") == 0) {
+        a->calibrate = v;
+    } else if (strcmp(o, "--sensitivity") == 0) {
+        a->sens_path = v;
+    } else if (strcmp(o, "--chunks") == 0 || strcmp(o, "--ctx") == 0) {
+        unsigned long long n = 0;
+        if (cli_parse_count(v, 1, strcmp(o, "--ctx") == 0 ? 1u << 20 : 1u << 16, &n) != 0 ||
+            (strcmp(o, "--ctx") == 0 && n < 4)) {
+            return cli_usage_error("quantize", "invalid %s '%s' (a count; --ctx at least 4)", o, v);
+        }
+        *(strcmp(o, "--ctx") == 0 ? &a->sens_ctx : &a->chunks) = n;
+    } else if (strcmp(o, "--threads") == 0) {
+        unsigned long long n = 0;
+        if (cli_parse_count(v, 0, 1024, &n) != 0) return cli_usage_error("quantize", "invalid --threads '%s'", v);
+        a->o.threads = (unsigned)n;
     } else if (strcmp(o, "--include-weights") == 0) {
         if (a->n_include >= QZ_MAX_LIST) return cli_usage_error("quantize", "too many --include-weights");
         a->include[a->n_include++] = v;
@@ -304,6 +334,23 @@ static int check_args(const qz_args *a) {
         return cli_usage_error("quantize", "--target-weights, --target-rows and --plan-out go with --target-size "
                                            "or --target-bpw");
     }
+    if (a->measure != NULL) {
+        if (target || a->calibrate || a->sens_path) {
+            return cli_usage_error("quantize", "--measure only measures: give --target-size/-bpw with "
+                                               "--sensitivity FILE afterwards");
+        }
+        if (a->n_pos < 1 || a->n_pos > 2) return cli_usage_error("quantize", "--measure TEXT IN.gguf [OUT.sens]");
+        return 0;
+    }
+    if ((a->calibrate || a->sens_path) && !target) {
+        return cli_usage_error("quantize", "--calibrate and --sensitivity go with --target-size or --target-bpw");
+    }
+    if (a->calibrate && a->sens_path) {
+        return cli_usage_error("quantize", "give --calibrate TEXT or --sensitivity FILE, not both");
+    }
+    if ((a->chunks || a->sens_ctx) && !a->calibrate) {
+        return cli_usage_error("quantize", "--chunks and --ctx go with --measure or --calibrate");
+    }
     if (target && a->o.no_fallback) {
         return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
     }
@@ -325,6 +372,10 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
                     a->pos[a->n_pos++] = argv[i];
                 }
                 break;
+            }
+            if (strcmp(o, "-o") == 0 && i + 1 < argc) {
+                a->sens_out = argv[++i];
+                continue;
             }
             if (a->n_pos >= 4) return cli_usage_error("quantize", "unexpected argument '%s'", o);
             a->pos[a->n_pos++] = o;
@@ -500,6 +551,70 @@ static int parts_not_inputs(const anvil_transcode *t, const char *in, const char
 
 static void free_args(qz_args *a) { anvil_quantize_rules_free(a->rules, a->n_rules); }
 
+static int load_imatrix(const qz_args *a, anvil_imatrix **im, anvil_error *err) {
+    *im = NULL;
+    if (a->imatrix_path == NULL) return ANVIL_OK;
+    int rc = anvil_imatrix_load(im, a->imatrix_path, err);
+    if (rc == ANVIL_OK) rc = anvil_imatrix_filter(*im, a->include, a->n_include, a->exclude, a->n_exclude, err);
+    return rc;
+}
+
+static cli_sens_opts sens_opts(const qz_args *a) {
+    cli_sens_opts so = { .chunks = a->chunks ? (size_t)a->chunks : 4,
+                         .n_ctx = a->sens_ctx ? (size_t)a->sens_ctx : 256,
+                         .progress = a->progress && !a->quiet && !a->json };
+    return so;
+}
+
+/* anvil quantize --measure TEXT IN [OUT]: the sensitivity file only. */
+static int measure_only(anvil_ctx *ctx, qz_args *a) {
+    const char *in = a->pos[0];
+    char *out = NULL;
+    if (a->sens_out != NULL || a->n_pos == 2) {
+        out = strdup(a->sens_out != NULL ? a->sens_out : a->pos[1]);
+    } else {
+        out = malloc(strlen(in) + 6);
+        if (out != NULL) sprintf(out, "%s.sens", in);
+    }
+    anvil_error err = { 0 };
+    anvil_imatrix *im = NULL;
+    char *json = NULL;
+    size_t len = 0;
+    const cli_sens_opts so = sens_opts(a);
+    int rc = out != NULL ? load_imatrix(a, &im, &err) : ANVIL_E_NOMEM;
+    if (rc == ANVIL_OK) rc = cli_sens_measure(ctx, in, a->measure, im, &so, &json, &len, &err);
+    if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, json, len, &err);
+    if (rc == ANVIL_OK && !a->quiet) printf("measured %s on %s: %s\n", in, a->measure, out);
+    free(json);
+    free(out);
+    anvil_imatrix_free(im);
+    return rc == ANVIL_OK ? 0 : cli_fail_err("quantize", &err);
+}
+
+/* --calibrate TEXT (measured now) or --sensitivity FILE into *s. */
+static int load_sens(anvil_ctx *ctx, const qz_args *a, const anvil_imatrix *im, anvil_quantize_sens **s,
+                     anvil_error *err) {
+    void *data = NULL;
+    size_t len = 0;
+    int rc;
+    if (a->calibrate != NULL) {
+        const cli_sens_opts so = sens_opts(a);
+        rc = cli_sens_measure(ctx, a->pos[0], a->calibrate, im, &so, (char **)&data, &len, err);
+    } else {
+        rc = cli_read_file(a->sens_path, &data, &len, err);
+    }
+    if (rc == ANVIL_OK) rc = anvil_quantize_sens_parse(s, data, len, err);
+    if (rc != ANVIL_OK && a->sens_path != NULL) {
+        char msg[sizeof err->message + 300];
+        snprintf(msg, sizeof msg, "--sensitivity %.256s: %s", a->sens_path, err->message);
+        const size_t n = strlen(msg) < sizeof err->message - 1 ? strlen(msg) : sizeof err->message - 1;
+        memcpy(err->message, msg, n);
+        err->message[n] = '\0';
+    }
+    free(data);
+    return rc;
+}
+
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) return cli_help("quantize");
     anvil_ctx *ctx = cli_ctx(g);
@@ -509,6 +624,13 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     char *out = NULL;
     const anvil_quantize_preset *preset = NULL;
     int rc = parse_args(ctx, argc, argv, a);
+    if (rc == 0 && a->o.threads > 0) anvil_ctx_set_threads(ctx, a->o.threads);
+    if (rc == 0 && a->measure != NULL) {
+        rc = measure_only(ctx, a);
+        free_args(a);
+        free(a);
+        return rc;
+    }
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
@@ -568,6 +690,19 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     } else if (status == ANVIL_OK) {
         status = anvil_gguf_open(&src, in, ctx, 0, &err);
     }
+    anvil_quantize_sens *sens = NULL;
+    if (status == ANVIL_OK && (a->calibrate || a->sens_path)) {
+        status = load_sens(ctx, a, im, &sens, &err);
+        o->sensitivity = sens;
+    }
+    if (status == ANVIL_OK && target && info) {
+        if (sens != NULL) {
+            fprintf(info, "error weights: measured (%s%s)\n", a->sens_path ? a->sens_path : "--calibrate ",
+                    a->sens_path ? "" : a->calibrate);
+        } else {
+            fprintf(info, "error weights: role-weight proxy, no calibration text\n");
+        }
+    }
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
     if (status == ANVIL_OK && o->keep_split) status = parts_not_inputs(t, in, a->imatrix_path, &err);
     if (status == ANVIL_OK && a->plan_out != NULL) status = anvil_quantize_write_plan(t, a->plan_out, &err);
@@ -600,6 +735,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     anvil_transcode_free(t);
     anvil_gguf_close(src);
     anvil_imatrix_free(im);
+    anvil_quantize_sens_free(sens);
     free_args(a);
     free(a);
     free(out);

@@ -67,6 +67,23 @@ ANVIL_API int anvil_model_get_info(const anvil_model *m, anvil_model_info *out);
  * the vocabulary. Not to be called on one model from two threads at once. */
 ANVIL_API int anvil_model_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err);
 
+/* The layers first..n_layer-1 of one sequence, for measuring one layer's
+ * weights without recomputing the layers below: x_in is the residual
+ * entering layer first (n x n_embd floats; NULL: the tokens' embeddings,
+ * then first must be 0). save (may be NULL; (n_layer + 1) x n x n_embd
+ * floats) gets the residual entering layer l at save + l*n*n_embd for l in
+ * first..n_layer (n_layer: the final norm's input). logits may be NULL.
+ * With first 0 and x_in NULL the logits are anvil_model_eval's, bit for bit. */
+ANVIL_API int anvil_model_eval_layers(anvil_model *m, const int32_t *tokens, size_t n, uint32_t first,
+                                      const float *x_in, float *save, float *logits, anvil_error *err);
+/* Evaluate with other values for one weight tensor (named as in the GGUF,
+ * a 3-D expert tensor whole): data is the tensor in its stored type, the
+ * same bytes as the file's (n_bytes); the caller keeps it valid until the
+ * next call for that tensor. data NULL restores the file's. The token
+ * embedding serves the output too when the model has no output.weight
+ * (tied): both then see data. An unknown or non-matrix tensor is
+ * ANVIL_E_NOT_FOUND. */
+ANVIL_API int anvil_model_set_weight(anvil_model *m, const char *name, const void *data, anvil_error *err);
 /* An observer of the forward pass: called on the evaluating thread before
  * each matrix product with its input, n_rows rows of n_cols f32 values as
  * they are before any rounding to the weight's activation type. weight is

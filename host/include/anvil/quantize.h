@@ -192,7 +192,24 @@ typedef struct anvil_quantize_options {
     const char *target_weights;  /* "ROLE=W,...": scales a role's predicted error (roles: token_embd,
                                     attn_q, attn_k, attn_v, attn_qkv, attn_kv_b, attn_output, ffn_up,
                                     ffn_gate, ffn_down, output, other), or NULL */
+    /* Measured error weights (anvil_quantize_sens_parse), or NULL for the
+     * role weights: each free tensor's predicted error is then its relative
+     * error times kld / relerr(ref), its own measured KL divergence under the
+     * reference type's error over that type's relative error measured here
+     * (target_weights is then ignored). Every free tensor must be in it. */
+    const struct anvil_quantize_sens *sensitivity;
 } anvil_quantize_options;
+
+/* A sensitivity file (docs/SENSITIVITY.md): per weight tensor the mean KL
+ * divergence of the model's output when that tensor alone carries a
+ * reference type's quantization error. Parsed as hostile input: version,
+ * every number checked (finite, >= 0, in range), names unique, shapes of
+ * 1-4 dimensions. A file that does not fit the model is refused when the
+ * plan is made, naming the tensor. */
+typedef struct anvil_quantize_sens anvil_quantize_sens;
+ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *data, size_t len, anvil_error *err);
+ANVIL_API void anvil_quantize_sens_free(anvil_quantize_sens *s);
+ANVIL_API size_t anvil_quantize_sens_count(const anvil_quantize_sens *s);
 
 /* Every type NO_TYPE, ftype Q8_0 (llama.cpp's default), the rest zero. */
 ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o);

@@ -56,7 +56,8 @@ static int embed(anvil_model *m, const int32_t *tokens, size_t n, float *x, anvi
     const anvil_gguf_tensor *t = m->tok_embd;
     const size_t e = m->info.n_embd;
     for (size_t i = 0; i < n; ++i) {
-        const char *row = (const char *)t->data + (size_t)tokens[i] * t->row_bytes;
+        const char *base = m->tok_embd_data != NULL ? (const char *)m->tok_embd_data : (const char *)t->data;
+        const char *row = base + (size_t)tokens[i] * t->row_bytes;
         int rc = anvil_decode(m->ctx, t->type, row, (size_t)t->row_bytes, x + i * e, e, err);
         if (rc != ANVIL_OK) {
             anvil__error_prefix(err, "token_embd.weight row %d", tokens[i]);
@@ -132,6 +133,23 @@ ANVIL_API void anvil_model_set_observer(anvil_model *m, anvil_model_observer fn,
 }
 
 int mdl_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err) {
+    return mdl_eval_layers(m, tokens, n, 0, NULL, NULL, logits, err);
+}
+
+ANVIL_API int anvil_model_eval_layers(anvil_model *m, const int32_t *tokens, size_t n, uint32_t first,
+                                      const float *x_in, float *save, float *logits, anvil_error *err) {
+    anvil__error_clear(err);
+    if (m == NULL || (n > 0 && tokens == NULL) || (x_in == NULL && first != 0) || first > m->info.n_layer) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "anvil_model_eval_layers: NULL argument, or first layer %u past the model's %u "
+                                "(or without its input)",
+                                first, m != NULL ? m->info.n_layer : 0);
+    }
+    return mdl_eval_layers(m, tokens, n, first, x_in, save, logits, err);
+}
+
+int mdl_eval_layers(anvil_model *m, const int32_t *tokens, size_t n, uint32_t first, const float *x_in, float *save,
+                    float *logits, anvil_error *err) {
     if (n == 0) return ANVIL_OK;
     for (size_t i = 0; i < n; ++i) {
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->info.n_vocab) {
@@ -143,11 +161,18 @@ int mdl_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anv
     mdl_scratch s;
     int rc = scratch_alloc(m, n, &s, err);
     if (rc != ANVIL_OK) return rc;
-    rc = embed(m, tokens, n, s.x, err);
-    for (uint32_t il = 0; rc == ANVIL_OK && il < m->info.n_layer; ++il) {
+    const size_t plane = n * (size_t)m->info.n_embd;
+    if (x_in != NULL) {
+        memcpy(s.x, x_in, plane * sizeof *s.x);
+    } else {
+        rc = embed(m, tokens, n, s.x, err);
+    }
+    for (uint32_t il = first; rc == ANVIL_OK && il < m->info.n_layer; ++il) {
+        if (save != NULL) memcpy(save + (size_t)il * plane, s.x, plane * sizeof *s.x);
         rc = attn_block(m, &m->layers[il], &s, err);
         if (rc == ANVIL_OK) rc = ffn_block(m, &m->layers[il], &s, err);
     }
+    if (rc == ANVIL_OK && save != NULL) memcpy(save + (size_t)m->info.n_layer * plane, s.x, plane * sizeof *s.x);
     if (rc == ANVIL_OK && logits != NULL) {
         mdl_rms_norm(s.x, n, m->info.n_embd, m->eps, m->output_norm, s.h);
         rc = mdl_matmul(m, &m->output, s.h, n, logits, NULL, err);

@@ -49,7 +49,8 @@ struct anvil_model {
     float *rope_freqs;          /* n_rot/2 factors, or NULL */
     float *output_norm;
     const anvil_gguf_tensor *tok_embd;
-    mdl_mat output; /* the token embedding when tied */
+    const void *tok_embd_data; /* anvil_model_set_weight's bytes for it, or NULL (the file's) */
+    mdl_mat output;            /* the token embedding when tied */
     mdl_layer *layers;
     /* anvil_model_set_observer: called with every matrix product's input. */
     anvil_model_observer observe;
@@ -65,6 +66,12 @@ typedef struct mdl_scratch {
 /* mdl_forward.c: the forward pass; logits may be NULL (the output matrix
  * is then not multiplied). */
 int mdl_eval(anvil_model *m, const int32_t *tokens, size_t n, float *logits, anvil_error *err);
+/* The layers first..n_layer-1 on x_in (the residual entering layer first;
+ * NULL: the tokens' embeddings, first must be 0); save (may be NULL) gets
+ * the residual entering layer l at save + l*n*n_embd for l in
+ * first..n_layer (n_layer: the final norm's input). */
+int mdl_eval_layers(anvil_model *m, const int32_t *tokens, size_t n, uint32_t first, const float *x_in, float *save,
+                    float *logits, anvil_error *err);
 
 /* mdl_load.c */
 int mdl_read_vector(anvil_model *m, const char *name, uint64_t want, int required, float **out, anvil_error *err);

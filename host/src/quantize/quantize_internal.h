@@ -147,4 +147,19 @@ int qz_check_data(const anvil_transcode_tensor *it, const uint8_t *data, anvil_e
 size_t qz_arch_count(void);
 const char *qz_arch_name(size_t i);
 
+/* quantize_sens.c: a parsed sensitivity file, sorted by name. */
+typedef struct qz_sens_entry {
+    char name[256];
+    char ref[32];
+    uint64_t ne[4];
+    double kld;
+} qz_sens_entry;
+struct anvil_quantize_sens {
+    qz_sens_entry *e;
+    size_t n;
+};
+const qz_sens_entry *qz_sens_find(const anvil_quantize_sens *s, const char *name);
+/* Every entry names a tensor of src with its shape, else an error naming it. */
+int qz_sens_check(const anvil_quantize_sens *s, const anvil_gguf *src, anvil_error *err);
+
 #endif

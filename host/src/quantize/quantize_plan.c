@@ -740,6 +740,8 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
     rq.threads = threads;
     rq.sample_rows = o->target_sample_rows;
     rq.role_weight = weights;
+    rq.sens = o->sensitivity;
+    if (rc == ANVIL_OK && rq.sens != NULL) rc = qz_sens_check(rq.sens, t->src, err);
     if (rc == ANVIL_OK) rc = qz_parse_weights(o->target_weights, weights, err);
     if (rc == ANVIL_OK) rc = qz_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);
     for (size_t i = 0; rc == ANVIL_OK && i < t->n_items; ++i) {

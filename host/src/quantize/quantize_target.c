@@ -452,7 +452,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         /* Relative: the error over the output's own energy, so that the
          * tensors' figures are comparable (downstream, RMS norms make a
          * perturbation count relative to the signal it rides on). */
-        const double role = rq->role_weight != NULL ? rq->role_weight[cat] : 1.0;
+        const double role = rq->role_weight != NULL && rq->sens == NULL ? rq->role_weight[cat] : 1.0;
         for (size_t c = 0; c < nc; ++c) {
             double s = 0.0, sig = 0.0;
             const size_t step = qz_is_grid_iq(cands[c].type) ? j.slow_every : 1;
@@ -474,6 +474,34 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
 }
 
 /* ---- the choice ---------------------------------------------------------------------- */
+
+/* Measured weights: the candidates' relative errors times kld / relerr(ref),
+ * relerr(ref) measured here as the candidates are, so the tensor's measured
+ * KL divergence is what the reference type's predicted error becomes. */
+static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_item *q,
+                       const qz_request *rq, anvil_error *err) {
+    const qz_sens_entry *e = qz_sens_find(rq->sens, it->name);
+    if (e == NULL) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "sensitivity file: no measurement for tensor '%s': measure this model with anvil "
+                                "quantize --measure (or fix the tensor's type with --tensor-type)",
+                                it->name);
+    }
+    qz_cand ref = { 0, 0, 0.0 };
+    if (anvil_type_from_name(t->ctx, e->ref, &ref.type, NULL) != ANVIL_OK || !is_candidate(t, it, ref.type)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "sensitivity file: tensor '%s': reference type '%s' cannot be measured for it here",
+                                it->name, e->ref);
+    }
+    int rc = measure_item(t, pool, it, &ref, 1, rq, err);
+    if (rc != ANVIL_OK) return rc;
+    /* A tensor measured as harmless still costs a little, so that ties keep
+     * an order; a reference error of 0 leaves the relative errors as they are. */
+    const double kld = e->kld > 1e-12 ? e->kld : 1e-12;
+    const double w = ref.err > 0.0 ? kld / ref.err : 1.0;
+    for (size_t c = 0; c < q->n; ++c) q->cands[c].err *= w;
+    return ANVIL_OK;
+}
 
 /* Candidates of every free item, measured. */
 static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_t align, const qz_request *rq,
@@ -512,6 +540,7 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
             break;
         }
         rc = measure_item(t, pool, it, q->cands, q->n, rq, err);
+        if (rc == ANVIL_OK && rq->sens != NULL) rc = sens_weight(t, pool, it, q, rq, err);
     }
     *n_free = nf;
     anvil__pool_destroy(pool);

@@ -49,6 +49,9 @@ typedef struct qz_request {
     unsigned threads;
     uint64_t sample_rows;      /* rows measured per tensor: 0 = automatic, UINT64_MAX = all */
     const double *role_weight; /* per qz_category (QC_*), or NULL for 1 */
+    /* Measured weights: a tensor's error times kld / relerr(ref) instead of
+     * its role weight (NULL: the role weights). */
+    const struct anvil_quantize_sens *sens;
 } qz_request;
 
 /* Measure and choose the types of the items marked in is_free (the rest

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* anvil quantize --measure / --calibrate (cmd_quantize_sens.c): a model's
+ * per-tensor sensitivity measured on calibration text, as the JSON of
+ * docs/SENSITIVITY.md. */
+#ifndef ANVIL_CLI_QUANTIZE_SENS_H
+#define ANVIL_CLI_QUANTIZE_SENS_H
+
+#include <stddef.h>
+
+#include "anvil/anvil.h"
+#include "anvil/quantize.h"
+
+typedef struct cli_sens_opts {
+    size_t chunks; /* at most this many chunks */
+    size_t n_ctx;  /* tokens a chunk */
+    int progress;  /* one line per tensor on stderr */
+} cli_sens_opts;
+
+/* Measure model_path on text_path (im may be NULL); *json is malloc'd. */
+int cli_sens_measure(anvil_ctx *ctx, const char *model_path, const char *text_path, const anvil_imatrix *im,
+                     const cli_sens_opts *o, char **json, size_t *json_len, anvil_error *err);
+
+#endif

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the sensitivity file's parser
+ * (anvil_quantize_sens_parse): no crash, no leak, no UB on any bytes; a
+ * refusal says why and leaves nothing; what loads has at least one entry.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "anvil/quantize.h"
+
+#include "../common/fuzz_target.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    anvil_quantize_sens *s = NULL;
+    anvil_error err;
+    if (anvil_quantize_sens_parse(&s, data, size, &err) != ANVIL_OK) {
+        if (s != NULL || err.message[0] == '\0') abort();
+        return 0;
+    }
+    if (anvil_quantize_sens_count(s) == 0) abort();
+    anvil_quantize_sens_free(s);
+    return 0;
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# anvil quantize --measure / --sensitivity / --calibrate end to end on the
+# trained model of ../shared/testdata/quality (skipped, 77, without it):
+# the file is valid and names every matrix with a kld > 0; it is the same
+# bytes for --threads 1 and 2; a plan with it differs from the role-weight
+# proxy's and says which weights it used; bad files are refused naming
+# what is wrong; usage errors exit 2. Two chunks of 64 tokens: seconds.
+#
+#   sens_cli.sh ANVIL SHARED_TESTDATA
+set -u
+anvil=$1
+q=$2/quality
+model=$q/tiny-code-llama.f16.gguf
+im=$q/tiny-code-llama.imatrix.gguf
+text=$q/calib.txt
+[ -r "$model" ] && [ -r "$im" ] && [ -r "$text" ] || { echo "no $q: skipped"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/anvil-sens-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+checks=0
+check() { # check DESCRIPTION COMMAND...
+    d=$1
+    shift
+    checks=$((checks + 1))
+    if ! "$@"; then
+        echo "FAIL: $d" >&2
+        failures=$((failures + 1))
+    fi
+}
+measure() { # measure THREADS OUT [more options]
+    t=$1
+    o=$2
+    shift 2
+    "$anvil" quantize --quiet --measure "$text" --chunks 2 --ctx 64 --threads "$t" --imatrix "$im" "$@" "$model" -o "$o"
+}
+check "--measure runs (1 thread)" measure 1 "$tmp/s1.json"
+check "--measure runs (2 threads)" measure 2 "$tmp/s2.json"
+check "same bytes for 1 and 2 threads" cmp -s "$tmp/s1.json" "$tmp/s2.json"
+check "format and version" grep -q '"format": "anvil-sensitivity"' "$tmp/s1.json"
+check "chunks and ctx recorded" grep -q '"chunks": 2' "$tmp/s1.json"
+n=$(grep -c '"kld": ' "$tmp/s1.json")
+check "30 matrices measured (got $n)" test "$n" -eq 30
+bad=$(grep '"kld": ' "$tmp/s1.json" | sed 's/.*"kld": \([^}]*\)}.*/\1/' | awk '!($1 > 0)' | wc -l)
+check "every kld > 0 ($bad not)" test "$bad" -eq 0
+check "output and token_embd both measured" grep -q '"token_embd.weight"' "$tmp/s1.json"
+
+size=2226976
+plan() { # plan OUT [more options]
+    o=$1
+    shift
+    "$anvil" quantize --dry-run --no-quality --imatrix "$im" --target-rows 32 --plan-out "$o" "$@" \
+        --target-size $size "$model" "$tmp/x.gguf" > "$o.log" 2>&1
+}
+check "proxy plan" plan "$tmp/proxy.txt"
+check "proxy says so" grep -q "error weights: role-weight proxy, no calibration text" "$tmp/proxy.txt.log"
+check "measured plan" plan "$tmp/sens.txt" --sensitivity "$tmp/s1.json"
+check "measured says so" grep -q "error weights: measured ($tmp/s1.json)" "$tmp/sens.txt.log"
+check "the plans differ" sh -c "! cmp -s '$tmp/proxy.txt' '$tmp/sens.txt'"
+check "--calibrate plan" plan "$tmp/cal.txt" --calibrate "$text" --chunks 2 --ctx 64
+check "--calibrate = --sensitivity of the same measurement" cmp -s "$tmp/cal.txt" "$tmp/sens.txt"
+
+# Bad files: exit 1, the reason named.
+sed 's/"kld": [^}]*}/"kld": -1}/' "$tmp/s1.json" > "$tmp/neg.json"
+plan "$tmp/neg.txt" --sensitivity "$tmp/neg.json"
+check "negative kld refused" test $? -eq 1
+check "negative kld named" grep -q "kld must be a finite number >= 0" "$tmp/neg.txt.log"
+sed 's/blk\.0\.attn_q\.weight/blk.0.attn_z.weight/' "$tmp/s1.json" > "$tmp/unk.json"
+plan "$tmp/unk.txt" --sensitivity "$tmp/unk.json"
+check "unknown tensor refused" test $? -eq 1
+check "unknown tensor named" grep -q "blk.0.attn_z.weight' is not in this model" "$tmp/unk.txt.log"
+grep -v 'blk.1.ffn_up.weight' "$tmp/s1.json" > "$tmp/miss.json"
+plan "$tmp/miss.txt" --sensitivity "$tmp/miss.json"
+check "missing tensor refused" test $? -eq 1
+check "missing tensor named" grep -q "no measurement for tensor 'blk.1.ffn_up.weight'" "$tmp/miss.txt.log"
+echo '{"format":"anvil-sensitivity","version":1' > "$tmp/trunc.json"
+plan "$tmp/tr.txt" --sensitivity "$tmp/trunc.json"
+check "truncated file refused" test $? -eq 1
+
+# Usage errors: exit 2.
+"$anvil" quantize --sensitivity "$tmp/s1.json" "$model" Q4_K_M > /dev/null 2>&1
+check "--sensitivity without a target is a usage error" test $? -eq 2
+"$anvil" quantize --calibrate "$text" --sensitivity "$tmp/s1.json" --target-size $size "$model" > /dev/null 2>&1
+check "--calibrate with --sensitivity is a usage error" test $? -eq 2
+"$anvil" quantize --measure "$text" --target-size $size "$model" > /dev/null 2>&1
+check "--measure with a target is a usage error" test $? -eq 2
+
+echo "sens_cli: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
