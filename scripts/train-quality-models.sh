@@ -12,7 +12,10 @@
 # Writes /work/models/<dir>/ (MODELS_DIR): train.txt calib.txt heldout.txt
 # spm.model model.pt hf/ model.f16.gguf imatrix.gguf train.log. Not in git
 # (several MB each). D and E are the held-out models: look at them last.
-# Environment: MODELS_DIR, MINUTES (training minutes, default 5), THREADS (2),
+# Environment: MODELS_DIR, MINUTES (training minutes, default 5), THREADS (1:
+# on a machine shared by many jobs torch's second thread costs more than it
+# gives), BATCH (sequences of 256 tokens a step, default 2: more steps in few
+# minutes), REUSE=1 (keep an existing corpus split and tokenizer),
 # ANVIL (default build/bin/anvil), LLAMA_SRC (llama.cpp source tree),
 # TOOLS (default ../shared/tools).
 #
@@ -29,7 +32,9 @@
 set -eu
 MODELS_DIR=${MODELS_DIR:-/work/models}
 MINUTES=${MINUTES:-5}
-THREADS=${THREADS:-2}
+THREADS=${THREADS:-1}
+BATCH=${BATCH:-2}
+REUSE=${REUSE:-0}
 ANVIL=${ANVIL:-build/bin/anvil}
 LLAMA_SRC=${LLAMA_SRC:-/work/main/build/oracle/llama.cpp}
 TOOLS=${TOOLS:-../shared/tools}
@@ -92,18 +97,22 @@ build_one() {
     [ "$tied" = - ] && tied=""
     mkdir -p "$dir"
     echo "== $name -> $dir ($(date -u +%H:%M:%S))"
-    split_corpus "$name" "$dir"
-    $PY -c '
+    if [ "$REUSE" = 1 ] && [ -s "$dir/spm.model" ]; then
+        echo "reusing $dir/*.txt and spm.model"
+    else
+        split_corpus "$name" "$dir"
+        $PY -c '
 import sentencepiece as spm, sys
 spm.SentencePieceTrainer.train(input=sys.argv[1], model_prefix=sys.argv[2], vocab_size=2048,
     model_type="bpe", byte_fallback=True, character_coverage=0.9995, split_digits=True,
     max_sentence_length=8192, input_sentence_size=200000, shuffle_input_sentence=False,
     num_threads=2, minloglevel=2)
 ' "$dir/train.txt" "$dir/spm"
+    fi
     # shellcheck disable=SC2086
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PY "$TOOLS/train-tiny/train_tiny.py" \
         "$dir/train.txt" "$dir/spm.model" "$dir/model.pt" --hidden "$hidden" --inter "$inter" \
-        --layers "$layers" --heads "$heads" --kv "$kv" $tied --minutes "$MINUTES" \
+        --layers "$layers" --heads "$heads" --kv "$kv" $tied --minutes "$MINUTES" --batch "$BATCH" \
         --threads "$THREADS" --seed "$seed" > "$dir/train.log" 2>&1
     tail -n 1 "$dir/train.log"
     rm -rf "$dir/hf"
