@@ -104,7 +104,8 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     static const char *const gptoss[] = {
         "attn_norm.weight",     "attn_q.weight",      "attn_k.weight",        "attn_v.weight",
         "attn_output.weight",   "attn_sinks.weight",  "ffn_gate_inp.weight",  "post_attention_norm.weight",
-        "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight", NULL
+        "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp.bias",
+        "ffn_gate_exps.bias",   "ffn_up_exps.bias",   "ffn_down_exps.bias",   NULL
     };
     for (size_t i = 0; global[i] != NULL; ++i) {
         if (!has(sorted, n, global[i])) return missing(f, global[i], UINT64_MAX, n_blocks, err);
