@@ -180,11 +180,17 @@ static void moe_params(const run *r, hf_meta_opts *mo) {
 }
 
 /* The architecture's hparams KVs: the class's own file where it has one. */
+/* prepare_metadata: an MXFP4 gpt-oss written as f32/f16/bf16 is
+ * MOSTLY_MXFP4_MOE, in its file type and its file name (not for
+ * --vocab-only, which never prepares the tensors). */
+static int mxfp4_moe(const run *r) {
+    return r->arch->id == HF_ARCH_GPTOSS && !r->o->vocab_only && hf_gptoss_is_mxfp4(&r->f) && r->ft->ftype != 7;
+}
+
+static const char *output_type(const run *r) { return mxfp4_moe(r) ? "MXFP4_MOE" : r->ft->name; }
+
 static int hparams(const run *r, anvil_error *err) {
-    uint32_t ftype = r->ft->ftype;
-    /* prepare_metadata: an MXFP4 gpt-oss written as f32/f16/bf16 is MOSTLY_MXFP4_MOE
-     * (not for --vocab-only, which never prepares the tensors) */
-    if (r->arch->id == HF_ARCH_GPTOSS && !r->o->vocab_only && hf_gptoss_is_mxfp4(&r->f) && ftype != 7) ftype = 38;
+    const uint32_t ftype = mxfp4_moe(r) ? 38 : r->ft->ftype;
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
@@ -228,7 +234,7 @@ static int output_path(run *r, anvil_error *err) {
     char name[1024];
     const char *out = r->o->outfile;
     if (out == NULL || is_dir(out)) {
-        int rc = hf_meta_default_name(r->meta, r->ft->name, r->o->vocab_only, name, sizeof name, err);
+        int rc = hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
         if (rc != ANVIL_OK) return rc;
         const char *dir = out ? out : r->f.dir;
         const size_t dl = strlen(dir);
@@ -240,7 +246,7 @@ static int output_path(run *r, anvil_error *err) {
     }
     const char *slash = strrchr(out, '/');
     const size_t dl = slash ? (size_t)(slash - out + 1) : 0;
-    int rc = hf_fill_template(out + dl, r->ft->name, name, sizeof name, err);
+    int rc = hf_fill_template(out + dl, output_type(r), name, sizeof name, err);
     if (rc != ANVIL_OK) return rc;
     const int w = snprintf(r->out_path, sizeof r->out_path, "%.*s%s", (int)dl, out, name);
     return w >= 0 && (size_t)w < sizeof r->out_path
