@@ -19,7 +19,7 @@
 #    vocabulary at q8_0 and --vocab-only;
 # 3. `anvil quantize HF_DIR OUT TYPE` = convert --outtype auto + anvil
 #    quantize of that file (MXFP4_MOE and Q4_K_M --allow-requantize from
-#    MXFP4, Q4_K_M from BF16);
+#    MXFP4, Q4_K_M and --target-size 60K from BF16);
 # 4. bad input (needs python3 with numpy for make_gptoss.py; config.json
 #    edits need none): MXFP4 blocks without scales, scales without blocks,
 #    blocks or scales of the wrong shape, an expert tensor missing, float
@@ -100,7 +100,8 @@ elif [ $QUICK = 0 ]; then
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-for c in "gptoss-mxfp4 MXFP4_MOE" "gptoss-mxfp4 Q4_K_M --allow-requantize" "gptoss-bf16 Q4_K_M"; do
+for c in "gptoss-mxfp4 MXFP4_MOE" "gptoss-mxfp4 Q4_K_M --allow-requantize" "gptoss-bf16 Q4_K_M" \
+    "gptoss-bf16 --target-size 60K"; do
     set -- $c; d=$1; shift
     "$ANVIL" convert "$DATA/$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
         "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" "$@" >/dev/null 2>>"$T/err" &&
