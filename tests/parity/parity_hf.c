@@ -133,6 +133,9 @@ int parity_hf(parity_ctx *pc) {
 #ifdef ANVIL_HF_FP8_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_FP8_PAIRS, tmp, &checked);
 #endif
+#ifdef ANVIL_HF_GPTOSS_PAIRS /* GptOssForCausalLM: MXFP4 and BF16 sources */
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_GPTOSS_PAIRS, tmp, &checked);
+#endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);
     rmdir(tmp);

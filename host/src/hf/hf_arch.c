@@ -34,6 +34,7 @@ static const hf_arch k_arches[] = {
     { "Gemma2ForCausalLM", HF_ARCH_GEMMA2, "gemma2", 0, "Gemma2ForCausalLM" },
     { "Gemma3ForCausalLM", HF_ARCH_GEMMA3, "gemma3", 0, "Gemma3ForCausalLM" },
     { "Phi3ForCausalLM", HF_ARCH_PHI3, "phi3", 0, "Phi3ForCausalLM" },
+    { "GptOssForCausalLM", HF_ARCH_GPTOSS, "gpt-oss", 0, "GptOssForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -67,7 +68,7 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM and Phi3ForCausalLM (use llama.cpp's "
+                            "Gemma3ForCausalLM, Phi3ForCausalLM and GptOssForCausalLM (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -457,9 +458,25 @@ int hf_arch_refuse_unhandled(const hf_arch *a, const hf_folder *f, anvil_error *
 int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
     char cfg_path[4096];
     CFG_PATH(cfg_path, f);
-    int rc = refuse_unhandled(a, f, cfg_path, err);
+    /* gpt-oss: experts and MXFP4 are its own (hf_gptoss.c checks them) */
+    int rc = a->id == HF_ARCH_GPTOSS ? ANVIL_OK : refuse_unhandled(a, f, cfg_path, err);
     if (rc == ANVIL_OK) rc = base_hparams(a, f, cfg_path, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
+    if (a->id == HF_ARCH_GPTOSS) {
+        /* GptOssModel.set_gguf_parameters: both keys required */
+        static const char *const sw[] = { "sliding_window", NULL }, *const ff[] = { "intermediate_size", NULL };
+        for (int k = 0; k < 2 && rc == ANVIL_OK; ++k) {
+            const anvil_json_value *v = anvil__json_get(f->config, k ? ff[0] : sw[0]);
+            if (anvil__json_is_null(v))
+                rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: GptOssForCausalLM needs \"%s\" (a whole number)",
+                                      cfg_path, k ? ff[0] : sw[0]);
+        }
+        if (rc == ANVIL_OK)
+            rc = kv_u32_opt(w, a->gguf_name, "attention.sliding_window", f->config, sw, cfg_path, err);
+        if (rc == ANVIL_OK)
+            rc = kv_u32_opt(w, a->gguf_name, "expert_feed_forward_length", f->config, ff, cfg_path, err);
+        return rc;
+    }
     if (rc == ANVIL_OK && (a->id == HF_ARCH_QWEN2 || a->id == HF_ARCH_QWEN3)) rc = pooling_type(a, f, w, err);
     if (a->id == HF_ARCH_QWEN2MOE || a->id == HF_ARCH_QWEN3MOE) {
         /* Qwen2MoeModel.set_gguf_parameters */

@@ -100,6 +100,13 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     static const char *const moe[] = { "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
                                        "ffn_down_exps.weight", NULL };
     static const char *const global[] = { "token_embd.weight", "output_norm.weight", NULL };
+    /* gpt-oss: GptOssModel's layer (post_attention_norm, sinks, experts) */
+    static const char *const gptoss[] = {
+        "attn_norm.weight",     "attn_q.weight",      "attn_k.weight",        "attn_v.weight",
+        "attn_output.weight",   "attn_sinks.weight",  "ffn_gate_inp.weight",  "post_attention_norm.weight",
+        "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_inp.bias",
+        "ffn_gate_exps.bias",   "ffn_up_exps.bias",   "ffn_down_exps.bias",   NULL
+    };
     for (size_t i = 0; global[i] != NULL; ++i) {
         if (!has(sorted, n, global[i])) return missing(f, global[i], UINT64_MAX, n_blocks, err);
     }
@@ -107,6 +114,11 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     const int fused = a->id == HF_ARCH_PHI3;
     char buf[96], buf2[96];
     for (uint64_t b = 0; b < n_blocks; ++b) {
+        if (a->id == HF_ARCH_GPTOSS) {
+            const char *lack = layer_lacks(sorted, n, b, gptoss, buf, sizeof buf);
+            if (lack != NULL) return missing(f, lack, b, n_blocks, err);
+            continue;
+        }
         const char *lack = layer_lacks(sorted, n, b, fused ? attn_fused : attn, buf, sizeof buf);
         if (lack == NULL && qk) lack = layer_lacks(sorted, n, b, qk_norm, buf, sizeof buf);
         if (lack == NULL) {

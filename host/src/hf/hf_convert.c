@@ -88,6 +88,7 @@ static int ends_with(const char *s, const char *suffix) {
 static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
     for (size_t i = 0; i < n; ++i) {
         hf_out_tensor *t = &ts[i];
+        if (t->mxfp4) continue; /* gpt-oss's repacked experts: MXFP4 whatever the outtype */
         /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP) */
         if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight") ||
             ends_with(t->name, ".ffn_gate_inp.weight") || ends_with(t->name, ".ffn_gate_inp_shexp.weight")) {
@@ -104,6 +105,7 @@ static uint64_t tensor_bytes(const hf_out_tensor *t) {
     switch (t->type) {
     case ANVIL_TYPE_F32: return t->n_elements * 4;
     case ANVIL_TYPE_Q8_0: return t->n_elements / 32 * 34;
+    case ANVIL_TYPE_MXFP4: return t->n_elements / 32 * 17;
     default: return t->n_elements * 2;
     }
 }
@@ -178,8 +180,17 @@ static void moe_params(const run *r, hf_meta_opts *mo) {
 }
 
 /* The architecture's hparams KVs: the class's own file where it has one. */
+/* prepare_metadata: an MXFP4 gpt-oss written as f32/f16/bf16 is
+ * MOSTLY_MXFP4_MOE, in its file type and its file name (not for
+ * --vocab-only, which never prepares the tensors). */
+static int mxfp4_moe(const run *r) {
+    return r->arch->id == HF_ARCH_GPTOSS && !r->o->vocab_only && hf_gptoss_is_mxfp4(&r->f) && r->ft->ftype != 7;
+}
+
+static const char *output_type(const run *r) { return mxfp4_moe(r) ? "MXFP4_MOE" : r->ft->name; }
+
 static int hparams(const run *r, anvil_error *err) {
-    const uint32_t ftype = r->ft->ftype;
+    const uint32_t ftype = mxfp4_moe(r) ? 38 : r->ft->ftype;
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
@@ -223,7 +234,7 @@ static int output_path(run *r, anvil_error *err) {
     char name[1024];
     const char *out = r->o->outfile;
     if (out == NULL || is_dir(out)) {
-        int rc = hf_meta_default_name(r->meta, r->ft->name, r->o->vocab_only, name, sizeof name, err);
+        int rc = hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
         if (rc != ANVIL_OK) return rc;
         const char *dir = out ? out : r->f.dir;
         const size_t dl = strlen(dir);
@@ -235,7 +246,7 @@ static int output_path(run *r, anvil_error *err) {
     }
     const char *slash = strrchr(out, '/');
     const size_t dl = slash ? (size_t)(slash - out + 1) : 0;
-    int rc = hf_fill_template(out + dl, r->ft->name, name, sizeof name, err);
+    int rc = hf_fill_template(out + dl, output_type(r), name, sizeof name, err);
     if (rc != ANVIL_OK) return rc;
     const int w = snprintf(r->out_path, sizeof r->out_path, "%.*s%s", (int)dl, out, name);
     return w >= 0 && (size_t)w < sizeof r->out_path
@@ -452,11 +463,93 @@ static int convert_pieces(const run *r, const hf_out_tensor *t, void *dst, anvil
     return rc;
 }
 
+/* gpt-oss's MXFP4 experts (GptOssModel.repack_mxfp4): per 32-value block the
+ * scale byte, then the 16 bytes of nibbles reordered as
+ * transform_nibble_layout does: out[2j] = lo(b[j]) | lo(b[j+8]) << 4,
+ * out[2j+1] = hi(b[j]) | hi(b[j+8]) << 4. Bytes moved, never inflated. */
+static int convert_mxfp4(const run *r, const hf_out_tensor *t, uint8_t *dst) {
+    const anvil_st_tensor *bt = r->f.tensors[t->src].st, *st = r->f.tensors[t->mx_scales].st;
+    const uint8_t *B = bt->data, *S = st->data;
+    const uint64_t E = t->ne[2], R = t->ne[1], nb = t->ne[0] / 32, rs = bt->shape[1];
+    for (uint64_t e = 0; e < E; ++e) {
+        for (uint64_t row = 0; row < R; ++row) {
+            const uint64_t sr = e * rs + row * t->mx_step + t->mx_off;
+            uint8_t *o = dst + (e * R + row) * nb * 17;
+            for (uint64_t b = 0; b < nb; ++b, o += 17) {
+                const uint8_t *x = B + (sr * nb + b) * 16;
+                o[0] = S[sr * nb + b];
+                for (int j = 0; j < 8; ++j) {
+                    o[1 + 2 * j] = (uint8_t)((x[j] & 0x0F) | (x[j + 8] & 0x0F) << 4);
+                    o[2 + 2 * j] = (uint8_t)((x[j] >> 4) | (x[j + 8] >> 4) << 4);
+                }
+            }
+        }
+    }
+    release_source(bt);
+    release_source(st);
+    return ANVIL_OK;
+}
+
+/* gpt-oss's float experts: output expert e gathered from source expert e
+ * (hf_out_tensor.strided: transposed, every other row or value). */
+typedef struct strided_job {
+    const run *r;
+    const hf_out_tensor *t;
+    hf_reader rd;
+    uint8_t *dst;
+    int *rc;
+    anvil_error *errs;
+} strided_job;
+
+static void strided_task(void *arg, size_t e) {
+    strided_job *j = arg;
+    const hf_out_tensor *t = j->t;
+    const uint64_t C = t->ne[0], per = t->n_elements / j->rd.rows, R = per / C;
+    float *src = malloc(j->rd.row_len * sizeof *src + 1), *a = malloc(per * sizeof *a + 1);
+    int rc = src && a ? ANVIL_OK : anvil__nomem(&j->errs[e]);
+    if (rc == ANVIL_OK) {
+        hf_reader_row(&j->rd, e, src);
+        rc = check_finite(j->r, t->src, src, j->rd.row_len, e * j->rd.row_len, &j->errs[e]);
+    }
+    for (uint64_t row = 0; rc == ANVIL_OK && row < R; ++row)
+        for (uint64_t c = 0; c < C; ++c) a[row * C + c] = src[t->s_base + row * t->s_r + c * t->s_c];
+    if (rc == ANVIL_OK) rc = encode(j->r, t, a, per, j->dst + e * (tensor_bytes(t) / j->rd.rows), &j->errs[e]);
+    j->rc[e] = rc;
+    free(src);
+    free(a);
+}
+
+static int convert_strided(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
+    strided_job j = { .r = r, .t = t, .dst = dst };
+    int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
+    if (rc != ANVIL_OK) return rc;
+    const size_t n = (size_t)j.rd.rows;
+    j.rc = calloc(n + 1, sizeof *j.rc);
+    j.errs = calloc(n + 1, sizeof *j.errs);
+    if (j.rc == NULL || j.errs == NULL) rc = anvil__nomem(err);
+    if (rc == ANVIL_OK && r->ctx != NULL && n > 1) rc = anvil_ctx_run_tasks(r->ctx, n, strided_task, &j);
+    else
+        for (size_t k = 0; k < n && rc == ANVIL_OK; ++k) strided_task(&j, k);
+    for (size_t k = 0; k < n && rc == ANVIL_OK; ++k) {
+        if (j.rc[k] != ANVIL_OK) {
+            *err = j.errs[k];
+            rc = j.rc[k];
+        }
+    }
+    free(j.rc);
+    free(j.errs);
+    hf_reader_close(&j.rd);
+    release_source(r->f.tensors[t->src].st);
+    return rc;
+}
+
 /* One tensor's bytes in its output type into dst; on the context's threads
  * when there is one. The bytes do not depend on the thread count. */
 static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
     if (t->generated != NULL) return encode(r, t, t->generated, t->n_elements, dst, err);
     if (t->pieces != NULL) return convert_pieces(r, t, dst, err);
+    if (t->mxfp4) return convert_mxfp4(r, t, dst);
+    if (t->strided) return convert_strided(r, t, dst, err);
     conv_job j = { .r = r, .t = t, .dst = dst };
     int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
     const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;

@@ -82,7 +82,8 @@ typedef enum hf_arch_id {
     HF_ARCH_MIXTRAL,
     HF_ARCH_GEMMA2,
     HF_ARCH_GEMMA3,
-    HF_ARCH_PHI3
+    HF_ARCH_PHI3,
+    HF_ARCH_GPTOSS
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -128,6 +129,15 @@ typedef struct hf_out_tensor {
     float shift;
     /* n_elements may hold fewer rows than the source (Gemma 3 cuts
      * token_embd to the vocabulary): the first rows are read */
+    /* gpt-oss (hf_gptoss.c). mxfp4: an MXFP4 tensor repacked from
+     * the U8 tensors src (*_blocks, [E, R, nb, 16]) and mx_scales
+     * ([E, R, nb]), rows r * mx_step + mx_off of dim 1. strided: a view
+     * of src (whole experts = its first dim): output (e, r, c) is element
+     * s_base + r * s_r + c * s_c of source expert e. */
+    int mxfp4, mx_scales;
+    uint32_t mx_step, mx_off;
+    int strided;
+    uint64_t s_r, s_c, s_base;
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
@@ -154,6 +164,13 @@ int hf_arch_is_moe(const hf_arch *a);
 int hf_gemma_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_gemma_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
 int hf_arch_is_gemma(const hf_arch *a);
+
+/* GptOssForCausalLM (hf_gptoss.c): GptOssModel's tensors (MXFP4 experts
+ * repacked first, then the rest in convert's order) and whether the
+ * checkpoint is MXFP4 (quant_method "mxfp4": file type MOSTLY_MXFP4_MOE
+ * for f32/f16/bf16 outputs). */
+int hf_gptoss_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+int hf_gptoss_is_mxfp4(const hf_folder *f);
 
 /* The architecture's hparams KVs, in set_gguf_parameters' order, ending with
  * general.file_type (ftype) and the arch's own keys. */

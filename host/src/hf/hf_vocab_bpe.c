@@ -405,6 +405,12 @@ static const char QWEN2_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/* gpt-4o's (o200k; gpt-oss ships it): llama-vocab's LLAMA_VOCAB_PRE_TYPE_GPT4O */
+static const char GPT4O_RE[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|"
+    "'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|"
+    "'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 static int is_false(const anvil_json_value *j) { return j != NULL && j->kind == ANVIL_JSON_FALSE; }
 
 /* The Split regex of Sequence[Split(Regex, Isolated, invert false),
@@ -447,14 +453,17 @@ static int name_pre(hv_load *l, anvil_error *err) {
             hv_str_is(anvil__json_get(norm, "type"), "NFC")) {
             l->v->pre = "qwen2";
         }
+    } else if (re != NULL && hv_str_is(re, GPT4O_RE)) {
+        why = "its regex is gpt-4o's but the normalizer is not null";
+        if (anvil__json_is_null(norm)) l->v->pre = "gpt-4o";
     } else if (re != NULL) {
-        why = "its Split regex is neither Llama 3's nor Qwen 2's";
+        why = "its Split regex is neither Llama 3's, Qwen 2's nor gpt-4o's";
     }
     if (l->v->pre != NULL) return ANVIL_OK;
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: the byte-level BPE pre-tokenizer is not one anvil can name (%s); anvil "
-                            "convert names it from its definition and knows llama-bpe (Llama 3) and "
-                            "qwen2 (Qwen 2/2.5/3): use convert_hf_to_gguf.py for this tokenizer",
+                            "convert names it from its definition and knows llama-bpe (Llama 3), "
+                            "qwen2 (Qwen 2/2.5/3) and gpt-4o (gpt-oss): use convert_hf_to_gguf.py for this tokenizer",
                             l->tok_path, why);
 }
 

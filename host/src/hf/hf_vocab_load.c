@@ -157,14 +157,16 @@ static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *
         *is_llama = 1;
         return ANVIL_OK;
     }
-    if (arch != NULL && (strcmp(arch, "Qwen2ForCausalLM") == 0 || strcmp(arch, "Qwen3ForCausalLM") == 0)) {
+    /* GptOssModel: _set_vocab_gpt2, as Qwen's when there is no tokenizer.model */
+    if (arch != NULL && (strcmp(arch, "Qwen2ForCausalLM") == 0 || strcmp(arch, "Qwen3ForCausalLM") == 0 ||
+                         strcmp(arch, "GptOssForCausalLM") == 0)) {
         *is_llama = 0;
         return ANVIL_OK;
     }
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "tokenizer of architecture %s: anvil convert supports LlamaForCausalLM, "
                             "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM and Phi3ForCausalLM",
+                            "Gemma3ForCausalLM, Phi3ForCausalLM and GptOssForCausalLM",
                             arch != NULL ? arch : "(none)");
 }
 
