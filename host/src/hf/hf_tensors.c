@@ -277,6 +277,7 @@ static int llama3_rope_freqs(const hf_folder *f, hf_out_tensor *o, anvil_error *
 int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err) {
     if (hf_arch_is_gemma(a)) return hf_gemma_plan(a, f, out, n_out, err);
     if (a->id == HF_ARCH_PHI3) return hf_phi3_plan(f, out, n_out, err);
+    if (a->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_plan(a, f, out, n_out, err);
     *out = NULL;
     *n_out = 0;
     uint64_t n_blocks = 0;
