@@ -437,30 +437,13 @@ static const anvil_json_value *split_regex(const anvil_json_value *pre, const ch
  * kana runs), Split(its word regex), ByteLevel(no prefix space, no
  * regex)], each Split isolating and not inverted; normalizer null or an
  * empty Sequence. convert names it deepseek-v3 (by its hash). */
-static const char *const DEEPSEEK_V3_RE[3] = {
-    "\\p{N}{1,3}",
-    "[\xe4"
-    "\xb8"
-    "\x80"
-    "-\xe9"
-    "\xbe"
-    "\xa5"
-    "\xe3"
-    "\x81"
-    "\x80"
-    "-\xe3"
-    "\x82"
-    "\x9f"
-    "\xe3"
-    "\x82"
-    "\xa0"
-    "-\xe3"
-    "\x83"
-    "\xbf"
-    "]+",
+static const char DS3_DIGITS_RE[] = "\\p{N}{1,3}";
+/* [\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+ in UTF-8 */
+static const char DS3_CJK_RE[] = "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+";
+static const char DS3_WORD_RE[] =
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
-    "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
-};
+    "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+static const char *const DEEPSEEK_V3_RE[3] = { DS3_DIGITS_RE, DS3_CJK_RE, DS3_WORD_RE };
 
 static int is_deepseek_v3(const anvil_json_value *pre, const anvil_json_value *norm) {
     const anvil_json_value *seq = anvil__json_get(pre, "pretokenizers");
