@@ -35,6 +35,8 @@ static const hf_arch k_arches[] = {
     { "Gemma3ForCausalLM", HF_ARCH_GEMMA3, "gemma3", 0, "Gemma3ForCausalLM" },
     { "Phi3ForCausalLM", HF_ARCH_PHI3, "phi3", 0, "Phi3ForCausalLM" },
     { "GptOssForCausalLM", HF_ARCH_GPTOSS, "gpt-oss", 0, "GptOssForCausalLM" },
+    /* DeepseekV2Model.set_vocab: TextModel's gpt2 path first */
+    { "DeepseekV3ForCausalLM", HF_ARCH_DEEPSEEK2, "deepseek2", 0, "Qwen2ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -68,7 +70,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM, Phi3ForCausalLM and GptOssForCausalLM (use llama.cpp's "
+                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM and DeepseekV3ForCausalLM "
+                            "(use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -219,6 +222,9 @@ static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cf
         const int expert_key = strcmp(keys[i], "num_local_experts") == 0 || strcmp(keys[i], "num_experts") == 0 ||
                                strcmp(keys[i], "n_routed_experts") == 0;
         if (moe && expert_key) continue;
+        if (a->id == HF_ARCH_DEEPSEEK2 &&
+            strstr(" n_group topk_group score_function scoring_func n_routed_experts ", keys[i]) != NULL)
+            continue;
         if (!anvil__json_is_null(anvil__json_get(f->config, keys[i]))) {
             return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                     "%s: \"%s\" is not supported by anvil convert "
@@ -333,8 +339,45 @@ static int refuse_reranker(const hf_arch *a, const hf_folder *f, const char *cfg
                             cfg_path, why);
 }
 
+static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg_path, hf_text_over *o,
+                           anvil_gguf_writer *w, anvil_error *err);
 static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_gguf_writer *w,
                         anvil_error *err) {
+    hf_text_over o = { 0, 0.0, -1, -1, -1, 0, 0 };
+    return base_hparams_ex(a, f, cfg_path, &o, w, err);
+}
+
+/* TextModel's score_function values (ExpertGatingFuncType). */
+static int gating_func(anvil_gguf_writer *w, const char *an, const anvil_json_value *cfg, const char *cfg_path,
+                       anvil_error *err) {
+    static const char *const keys[] = { "score_function",
+                                        "scoring_func",
+                                        "score_func",
+                                        "moe_router_activation",
+                                        "moe_router_activation_func",
+                                        "expert_selection_fn",
+                                        NULL };
+    const anvil_json_value *v = find_hparam(cfg, keys);
+    if (anvil__json_is_null(v)) return ANVIL_OK;
+    const char *s = anvil__json_str(v);
+    static const char *const names[] = { "softmax", "sigmoid", "sqrtsoftplus" };
+    static const uint32_t values[] = { 1, 2, 4 };
+    for (uint32_t i = 0; s != NULL && i < 3; ++i) {
+        if (strcmp(s, names[i]) == 0) {
+            char key[128];
+            snprintf(key, sizeof key, "%s.expert_gating_func", an);
+            return anvil_gguf_writer_set_u32(w, key, values[i], err);
+        }
+    }
+    return anvil__error_set(err, ANVIL_E_FORMAT,
+                            "%s: \"%s\" is %s; convert_hf_to_gguf.py knows sigmoid, softmax and sqrtsoftplus",
+                            cfg_path, v->key, s != NULL ? s : anvil__json_event_what(v->kind));
+}
+
+static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg_path, hf_text_over *o,
+                           anvil_gguf_writer *w, anvil_error *err) {
+    const int kv_one = o->kv_one;
+    const double rms_default = o->rms_default;
     static const char *const ctx_keys[] = {
         "max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
         "model_max_length",        NULL
@@ -359,7 +402,12 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "embedding_length", cfg, embd_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "feed_forward_length", cfg, ff_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.head_count", cfg, head_keys, cfg_path, err);
-    if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.head_count_kv", cfg, kv_keys, cfg_path, err);
+    if (rc == ANVIL_OK && kv_one) {
+        snprintf(key, sizeof key, "%s.attention.head_count_kv", an);
+        rc = anvil_gguf_writer_set_u32(w, key, 1, err);
+    } else if (rc == ANVIL_OK) {
+        rc = kv_u32_opt(w, an, "attention.head_count_kv", cfg, kv_keys, cfg_path, err);
+    }
     const anvil_json_value *causal = anvil__json_get(cfg, "is_causal");
     if (rc == ANVIL_OK && causal != NULL && causal->kind == ANVIL_JSON_FALSE) {
         snprintf(key, sizeof key, "%s.attention.causal", an);
@@ -371,15 +419,40 @@ static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_pa
     if (rc == ANVIL_OK) rc = kv_f32_opt(w, an, "rope.freq_base", r.theta, cfg_path, err);
     static const char *const rms_keys[] = { "rms_norm_eps", "norm_eps", NULL };
     static const char *const ln_keys[] = { "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", NULL };
-    if (rc == ANVIL_OK)
+    if (rc == ANVIL_OK && rms_default != 0.0 && find_hparam(cfg, rms_keys) == NULL) {
+        snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", an);
+        rc = anvil_gguf_writer_set_f32(w, key, (float)rms_default, err);
+    } else if (rc == ANVIL_OK) {
         rc = kv_f32_opt(w, an, "attention.layer_norm_rms_epsilon", find_hparam(cfg, rms_keys), cfg_path, err);
+    }
     if (rc == ANVIL_OK)
         rc = kv_f32_opt(w, an, "attention.layer_norm_epsilon", find_hparam(cfg, ln_keys), cfg_path, err);
     static const char *const n_exp_keys[] = { "num_local_experts", "num_experts", "n_routed_experts", NULL };
-    if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_count", cfg, n_exp_keys, cfg_path, err);
+    const anvil_json_value *n_exp = find_hparam(cfg, n_exp_keys);
+    if (rc == ANVIL_OK && o->expert_count >= 0 && !anvil__json_is_null(n_exp)) {
+        snprintf(key, sizeof key, "%s.expert_count", an);
+        rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)o->expert_count, err);
+        o->wrote_expert_count = 1;
+    } else if (rc == ANVIL_OK) {
+        rc = kv_u32_opt(w, an, "expert_count", cfg, n_exp_keys, cfg_path, err);
+    }
     static const char *const used_keys[] = { "num_experts_per_tok", "num_experts_per_token", "top_k_experts", NULL };
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_used_count", cfg, used_keys, cfg_path, err);
+    /* n_group, topk_group, the gating function: refused before this for
+     * the classes that do not convert them */
+    static const char *const grp_keys[] = { "n_group", NULL }, *const grp_used_keys[] = { "topk_group", NULL };
+    if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_count", cfg, grp_keys, cfg_path, err);
+    if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_used_count", cfg, grp_used_keys, cfg_path, err);
+    if (rc == ANVIL_OK) rc = gating_func(w, an, cfg, cfg_path, err);
     static const char *const hd_keys[] = { "head_dim", NULL };
+    if (rc == ANVIL_OK && o->key_length >= 0 && !anvil__json_is_null(anvil__json_get(cfg, "head_dim"))) {
+        snprintf(key, sizeof key, "%s.attention.key_length", an);
+        rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)o->key_length, err);
+        snprintf(key, sizeof key, "%s.attention.value_length", an);
+        if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)o->value_length, err);
+        o->wrote_key_length = 1;
+        return rc;
+    }
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.key_length", cfg, hd_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "attention.value_length", cfg, hd_keys, cfg_path, err);
     return rc;
@@ -511,4 +584,12 @@ int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only
     int rc = refuse_eagle3(a, f, cfg_path, err);
     if (rc == ANVIL_OK && !vocab_only) rc = refuse_reranker(a, f, cfg_path, err);
     return rc;
+}
+
+int hf_arch_text_hparams(const hf_arch *a, const hf_folder *f, hf_text_over *o, anvil_gguf_writer *w,
+                         anvil_error *err) {
+    char cfg_path[4096];
+    CFG_PATH(cfg_path, f);
+    int rc = refuse_unhandled(a, f, cfg_path, err);
+    return rc == ANVIL_OK ? base_hparams_ex(a, f, cfg_path, o, w, err) : rc;
 }

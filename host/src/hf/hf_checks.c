@@ -110,6 +110,12 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     for (size_t i = 0; global[i] != NULL; ++i) {
         if (!has(sorted, n, global[i])) return missing(f, global[i], UINT64_MAX, n_blocks, err);
     }
+    /* DeepSeek's MLA (q_a/q_b or q alone, not checked: either layout) */
+    static const char *const attn_mla[] = { "attn_norm.weight",      "attn_kv_a_mqa.weight",
+                                            "attn_kv_a_norm.weight", "attn_k_b.weight",
+                                            "attn_v_b.weight",       "attn_output.weight",
+                                            "ffn_norm.weight",       NULL };
+    const int mla = a->id == HF_ARCH_DEEPSEEK2;
     const int qk = a->id == HF_ARCH_QWEN3 || a->id == HF_ARCH_QWEN3MOE;
     const int fused = a->id == HF_ARCH_PHI3;
     char buf[96], buf2[96];
@@ -119,13 +125,13 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
             if (lack != NULL) return missing(f, lack, b, n_blocks, err);
             continue;
         }
-        const char *lack = layer_lacks(sorted, n, b, fused ? attn_fused : attn, buf, sizeof buf);
+        const char *lack = layer_lacks(sorted, n, b, mla ? attn_mla : fused ? attn_fused : attn, buf, sizeof buf);
         if (lack == NULL && qk) lack = layer_lacks(sorted, n, b, qk_norm, buf, sizeof buf);
         if (lack == NULL) {
             /* a MoE model may keep dense layers (mlp_only_layers, decoder_sparse_step) */
-            lack = layer_lacks(sorted, n, b, hf_arch_is_moe(a) ? moe : fused ? dense_fused : dense, buf, sizeof buf);
-            if (lack != NULL && hf_arch_is_moe(a) && layer_lacks(sorted, n, b, dense, buf2, sizeof buf2) == NULL)
-                lack = NULL;
+            const int is_moe = hf_arch_is_moe(a) || mla;
+            lack = layer_lacks(sorted, n, b, is_moe ? moe : fused ? dense_fused : dense, buf, sizeof buf);
+            if (lack != NULL && is_moe && layer_lacks(sorted, n, b, dense, buf2, sizeof buf2) == NULL) lack = NULL;
         }
         if (lack != NULL) return missing(f, lack, b, n_blocks, err);
     }

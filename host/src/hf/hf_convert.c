@@ -192,6 +192,7 @@ static const char *output_type(const run *r) { return mxfp4_moe(r) ? "MXFP4_MOE"
 static int hparams(const run *r, anvil_error *err) {
     const uint32_t ftype = mxfp4_moe(r) ? 38 : r->ft->ftype;
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
+    if (r->arch->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
     return rc == ANVIL_OK ? hf_phi3_hparams(&r->f, ftype, r->kv, err) : rc;
@@ -425,6 +426,18 @@ static int piece_read(const run *r, const hf_piece *p, float *a, anvil_error *er
     return rc;
 }
 
+/* a: rows x (len / rows) row-major, transposed in place (through a copy). */
+static int transpose_piece(float *a, uint64_t rows, uint64_t len, anvil_error *err) {
+    const uint64_t cols = len / rows;
+    float *b = malloc(len * sizeof *b + 1);
+    if (b == NULL) return anvil__nomem(err);
+    for (uint64_t r = 0; r < rows; ++r)
+        for (uint64_t c = 0; c < cols; ++c) b[c * rows + r] = a[r * cols + c];
+    memcpy(a, b, len * sizeof *b);
+    free(b);
+    return ANVIL_OK;
+}
+
 static void piece_task(void *arg, size_t k) {
     piece_job *j = arg;
     const hf_piece *p = &j->t->pieces[k];
@@ -433,6 +446,7 @@ static void piece_task(void *arg, size_t k) {
     float *a = malloc(p->len * sizeof *a + 1);
     int rc = a != NULL ? piece_read(j->r, p, a, &j->errs[k]) : anvil__nomem(&j->errs[k]);
     if (rc == ANVIL_OK) rc = check_finite(j->r, p->src, a, p->len, p->off, &j->errs[k]);
+    if (rc == ANVIL_OK && j->t->tr_rows > 0) rc = transpose_piece(a, j->t->tr_rows, p->len, &j->errs[k]);
     const uint64_t row_bytes = tensor_bytes(j->t) / (j->t->n_elements / j->t->ne[0]);
     if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, p->len, j->dst + before / j->t->ne[0] * row_bytes, &j->errs[k]);
     j->rc[k] = rc;

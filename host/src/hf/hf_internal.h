@@ -83,7 +83,8 @@ typedef enum hf_arch_id {
     HF_ARCH_GEMMA2,
     HF_ARCH_GEMMA3,
     HF_ARCH_PHI3,
-    HF_ARCH_GPTOSS
+    HF_ARCH_GPTOSS,
+    HF_ARCH_DEEPSEEK2
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -138,6 +139,9 @@ typedef struct hf_out_tensor {
     uint32_t mx_step, mx_off;
     int strided;
     uint64_t s_r, s_c, s_base;
+    /* > 0: each piece is tr_rows source rows, written transposed (the
+     * converter's k_b_proj: kv_b split per head, then transpose(1, 2)) */
+    uint64_t tr_rows;
 } hf_out_tensor;
 
 /* The tensors convert writes, in its order, with their GGUF names, shapes
@@ -183,6 +187,27 @@ int hf_arch_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_
 int hf_arch_refuse_unhandled(const hf_arch *a, const hf_folder *f, anvil_error *err);
 /* The block count config.json gives (n_layers / num_hidden_layers / ...). */
 int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
+
+/* DeepseekV3ForCausalLM (hf_deepseek.c): DeepseekV2Model's
+ * set_gguf_parameters (TextModel's keys with one KV head, then MLA and
+ * MoE keys) and its tensors (MTP layers skipped, experts stacked, kv_b
+ * split into k_b, transposed, and v_b). */
+int hf_deepseek_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
+int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+/* TextModel.set_gguf_parameters' keys without general.file_type, with a
+ * subclass's later values in place (gguf-py's KV dict keeps a key where it
+ * was first set): kv_one: head_count_kv 1 (DeepseekV2Model sets it
+ * first); rms_default: rms_norm_eps when config.json has none (0: no);
+ * key_length, value_length, expert_count >= 0: written instead of the
+ * config's value where TextModel writes one (wrote_*: 1 when it did). */
+typedef struct hf_text_over {
+    int kv_one;
+    double rms_default;
+    int64_t key_length, value_length, expert_count;
+    int wrote_key_length, wrote_expert_count;
+} hf_text_over;
+int hf_arch_text_hparams(const hf_arch *a, const hf_folder *f, hf_text_over *o, anvil_gguf_writer *w,
+                         anvil_error *err);
 
 /* ---- general.* metadata and the file name ------------------------------------ */
 

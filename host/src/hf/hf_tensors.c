@@ -278,6 +278,7 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     if (hf_arch_is_gemma(a)) return hf_gemma_plan(a, f, out, n_out, err);
     if (a->id == HF_ARCH_PHI3) return hf_phi3_plan(f, out, n_out, err);
     if (a->id == HF_ARCH_GPTOSS) return hf_gptoss_plan(a, f, out, n_out, err);
+    if (a->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_plan(a, f, out, n_out, err);
     *out = NULL;
     *n_out = 0;
     uint64_t n_blocks = 0;

