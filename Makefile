@@ -132,7 +132,7 @@ test:
 	@$(STAGE) setup $(MAKE) --no-print-directory oracle
 	@$(STAGE) build $(MAKE) --no-print-directory build
 	@$(STAGE) ctest ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS) -LE 'oracle|converter'
-	@$(STAGE) parity $(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
+	@$(STAGE) parity scripts/parity-split.sh $(BUILD)/bin/anvil-parity --require-oracle --rows $(PARITY_ROWS) --oracle "$(ORACLE_LIB)"
 	@$(STAGE) quality env $(QUALITY_CTEST)
 	@$(STAGE) asan $(MAKE) --no-print-directory asan
 	@$(STAGE) tsan $(MAKE) --no-print-directory tsan

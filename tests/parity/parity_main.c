@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]
+ * anvil-parity [--rows N] [--seed S] [--family NAME]... [--skip NAME]...
+ *              [--write-golden DIR]
  *              [--oracle DIR] [--require-oracle] [--verbose]
  *
  * Exit: 0 all checks passed; 1 a mismatch; 77 ggml not found (skipped)
@@ -33,6 +34,17 @@ static family_fn family_by_name(const char *n) {
 
 static const char *const all_families[] = { "q8_0",     "kquants", "ternary",  "cold", "gguf",    "transcode",
                                             "backends", "imatrix", "quantize", "hf",   "forward", "imatrix_collect" };
+
+static int listed(const char *const *names, size_t n, const char *name) {
+    for (size_t j = 0; j < n; ++j) {
+        if (strcmp(names[j], name) == 0) return 1;
+    }
+    return 0;
+}
+
+static int family_known(const char *name) {
+    return listed(all_families, sizeof all_families / sizeof all_families[0], name);
+}
 
 void parity_report(parity_ctx *pc, const char *format, const char *what, size_t checked, size_t mismatches) {
     pc->total_checks += checked;
@@ -88,20 +100,22 @@ int parity_close(float a, float b, float rel_tol, float abs_floor) {
 }
 
 static void usage(void) {
-    puts("usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--write-golden DIR]\n"
+    puts("usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--skip NAME]...\n"
+         "                    [--write-golden DIR]\n"
          "                    [--oracle DIR] [--require-oracle] [--verbose]\n"
          "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
          "with llama.cpp's llama_model_quantize, both loaded by\n"
          "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
          "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward imatrix_collect\n"
+         "--family runs only the families named, --skip all but those named\n"
          "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 
 int main(int argc, char **argv) {
     parity_ctx pc = { .rows = 10000, .seed = 1 };
     const char *oracle_dir = NULL;
-    const char *only[16];
-    size_t n_only = 0;
+    const char *only[16], *skip[16];
+    size_t n_only = 0, n_skip = 0;
     int require = 0;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
@@ -111,6 +125,8 @@ int main(int argc, char **argv) {
             pc.seed = strtoull(argv[++i], NULL, 10);
         } else if (strcmp(a, "--family") == 0 && i + 1 < argc && n_only < 16) {
             only[n_only++] = argv[++i];
+        } else if (strcmp(a, "--skip") == 0 && i + 1 < argc && n_skip < 16) {
+            skip[n_skip++] = argv[++i];
         } else if (strcmp(a, "--write-golden") == 0 && i + 1 < argc) {
             pc.golden_dir = argv[++i];
         } else if (strcmp(a, "--oracle") == 0 && i + 1 < argc) {
@@ -136,28 +152,17 @@ int main(int argc, char **argv) {
     pc.oracle = &oracle;
     printf("ggml oracle: %s (cpu variant: %s)\n", oracle.dir, oracle.cpu_variant[0] ? oracle.cpu_variant : "none");
 
-    for (size_t j = 0; j < n_only; ++j) {
-        int known = 0;
-        for (size_t f = 0; f < sizeof all_families / sizeof all_families[0]; ++f) {
-            known |= strcmp(only[j], all_families[f]) == 0;
-        }
-        if (!known) {
-            fprintf(stderr, "anvil-parity: unknown family '%s' (try --help)\n", only[j]);
+    for (size_t j = 0; j < n_only + n_skip; ++j) {
+        const char *name = j < n_only ? only[j] : skip[j - n_only];
+        if (!family_known(name)) {
+            fprintf(stderr, "anvil-parity: unknown family '%s' (try --help)\n", name);
             return 2;
         }
     }
     int ran = 0;
     for (size_t f = 0; f < sizeof all_families / sizeof all_families[0]; ++f) {
         const char *name = all_families[f];
-        if (n_only > 0) {
-            int wanted = 0;
-            for (size_t j = 0; j < n_only; ++j) {
-                wanted |= strcmp(only[j], name) == 0;
-            }
-            if (!wanted) {
-                continue;
-            }
-        }
+        if ((n_only > 0 && !listed(only, n_only, name)) || listed(skip, n_skip, name)) continue;
         family_fn fn = family_by_name(name);
         if (fn == NULL) {
             printf("%-8s (family not built yet)\n", name);

@@ -1,0 +1,31 @@
+#!/bin/sh
+# parity-split.sh PARITY_BIN ARGS...: the parity program as two processes at
+# once, the file-level families (quantize, hf, forward, imatrix_collect:
+# llama.cpp's quantizer and model runs, about 1.4 cores) beside all the
+# others (single-threaded format checks), so that `make test` on 2 cores
+# waits for the longer of the two, not their sum. Every family runs: the
+# second process skips exactly what the first one runs. Prints each log
+# whole, the first then the second; exit 1 if either failed.
+set -u
+bin=$1
+shift
+files="quantize hf forward imatrix_collect"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/anvil-parity-XXXXXX") || exit 1
+only=""
+skip=""
+for f in $files; do
+    only="$only --family $f"
+    skip="$skip --skip $f"
+done
+# shellcheck disable=SC2086 # word splitting of the option lists is meant
+"$bin" "$@" $only >"$tmp/files.log" 2>&1 &
+pid=$!
+# shellcheck disable=SC2086
+"$bin" "$@" $skip >"$tmp/formats.log" 2>&1
+formats=$?
+wait $pid
+files_rc=$?
+cat "$tmp/formats.log" "$tmp/files.log"
+rm -rf "$tmp"
+echo "parity-split: format families exit $formats, file families exit $files_rc"
+[ "$formats" = 0 ] && [ "$files_rc" = 0 ]
