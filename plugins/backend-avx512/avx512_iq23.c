@@ -175,11 +175,6 @@ AVX512_INLINE __m512i iq23_meta_iq2_xs(const uint8_t *blk) {
     return _mm512_or_si512(iq23_ksigns(packed), iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_xs, scales)));
 }
 
-AVX512_INLINE __m512i iq23_meta_iq2_s(const uint8_t *blk) {
-    return _mm512_or_si512(iq23_raw_signs(blk + offsetof(anvil_block_iq2_s, qs) + ANVIL_QK_K / 8),
-                           iq23_scales_nibble_pairs(blk + offsetof(anvil_block_iq2_s, scales)));
-}
-
 AVX512_INLINE __m512i iq23_meta_iq3_s(const uint8_t *blk) {
     const __m512i sc =
         _mm512_and_si512(_mm512_srlv_epi64(iq23_set1(anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, scales))),
