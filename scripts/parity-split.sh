@@ -1,15 +1,16 @@
 #!/bin/sh
 # parity-split.sh PARITY_BIN ARGS...: the parity program as two processes at
-# once, the file-level families (quantize, hf, forward, imatrix_collect:
-# llama.cpp's quantizer and model runs, about 1.4 cores) beside all the
-# others (single-threaded format checks), so that `make test` on 2 cores
-# waits for the longer of the two, not their sum. Every family runs: the
-# second process skips exactly what the first one runs. Prints each log
-# whole, the first then the second; exit 1 if either failed.
+# once, so that `make test` on 2 cores waits for the longer half, not the
+# sum (598 s as one process in stop 44's CI). The first half: the families
+# that run llama.cpp's quantizer and models (quantize uses ~1.4 cores) and
+# cold (the lattice tables and weighted encoders); the second: every other
+# family (single-threaded format and backend checks). Every family runs
+# once: the second process skips exactly what the first one runs. Prints
+# each log whole; exit 1 if either failed.
 set -u
 bin=$1
 shift
-files="quantize hf forward imatrix_collect"
+files="quantize hf forward imatrix_collect cold"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/anvil-parity-XXXXXX") || exit 1
 only=""
 skip=""
