@@ -13,14 +13,25 @@
  *    then the weighted sum of V. GQA: query head h reads KV head
  *    h / (n_head / n_head_kv). Tasks: one per head and block of queries,
  *    on the context's threads; the result does not depend on their number.
+ *    K is transposed once per call (per KV head: dimension-major) so that
+ *    the scores of many keys are computed side by side; both sums keep the
+ *    scalar order (over d for q.k, over t for the V sum), so the result is
+ *    the same on every CPU tier.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "anvil/numeric.h"
+#include "cpu_probe.h"
 #include "error.h"
 #include "model_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATTN_X86 1
+#else
+#define ATTN_X86 0
+#endif
 
 float mdl_round_f16(float x) { return anvil_fp16_to_fp32(anvil_fp32_to_fp16(x)); }
 
@@ -70,10 +81,70 @@ void mdl_rope(const anvil_model *m, float *x, size_t n, uint32_t n_heads) {
 typedef struct attn_job {
     const anvil_model *m;
     const float *q, *k, *v;
+    float *kt; /* K per KV head transposed: [n_head_kv][head_dim][np], zero past n */
     float *out;
-    size_t n, block, n_blocks;
+    size_t n, np, block, n_blocks;
+    void (*scores)(const float *q, const float *kt, size_t np, uint32_t hd, size_t nk, float *s);
+    void (*wsum)(const float *p, const float *v, size_t ks, uint32_t hd, size_t nk, float *o);
     int failed;
 } attn_job;
+
+/* The two loops of attention, each sum in the order of the scalar code
+ * (q.k over d, the weighted V over t; -ffp-contract=off keeps mul and add
+ * apart), with independent lanes the compiler vectorizes: scores for 64
+ * (then 16) keys at a time, the V sum for 64 (then 16) dimensions. The
+ * tiers below compile the same source for wider vectors; every tier gives
+ * the same bits. */
+#define ATTN_KERNELS(SUFFIX, ATTR)                                                                                   \
+    ATTR static void scores_##SUFFIX(const float *q, const float *kt, size_t np, uint32_t hd, size_t nk, float *s) { \
+        size_t t0 = 0;                                                                                               \
+        for (; t0 + 64 <= nk; t0 += 64) {                                                                            \
+            float acc[64] = { 0 };                                                                                   \
+            for (uint32_t d = 0; d < hd; ++d) {                                                                      \
+                const float qd = q[d], *kd = kt + d * np + t0;                                                       \
+                for (int l = 0; l < 64; ++l) acc[l] += qd * kd[l];                                                   \
+            }                                                                                                        \
+            memcpy(s + t0, acc, sizeof acc);                                                                         \
+        }                                                                                                            \
+        for (; t0 < nk; t0 += 16) {                                                                                  \
+            float acc[16] = { 0 };                                                                                   \
+            for (uint32_t d = 0; d < hd; ++d) {                                                                      \
+                const float qd = q[d], *kd = kt + d * np + t0;                                                       \
+                for (int l = 0; l < 16; ++l) acc[l] += qd * kd[l];                                                   \
+            }                                                                                                        \
+            memcpy(s + t0, acc, sizeof acc);                                                                         \
+        }                                                                                                            \
+    }                                                                                                                \
+    ATTR static void wsum_##SUFFIX(const float *p, const float *v, size_t ks, uint32_t hd, size_t nk, float *o) {    \
+        uint32_t d0 = 0;                                                                                             \
+        for (; d0 + 64 <= hd; d0 += 64) {                                                                            \
+            float acc[64] = { 0 };                                                                                   \
+            for (size_t t = 0; t < nk; ++t) {                                                                        \
+                const float pt = p[t], *vt = v + t * ks + d0;                                                        \
+                for (int l = 0; l < 64; ++l) acc[l] += pt * vt[l];                                                   \
+            }                                                                                                        \
+            memcpy(o + d0, acc, sizeof acc);                                                                         \
+        }                                                                                                            \
+        for (; d0 + 16 <= hd; d0 += 16) {                                                                            \
+            float acc[16] = { 0 };                                                                                   \
+            for (size_t t = 0; t < nk; ++t) {                                                                        \
+                const float pt = p[t], *vt = v + t * ks + d0;                                                        \
+                for (int l = 0; l < 16; ++l) acc[l] += pt * vt[l];                                                   \
+            }                                                                                                        \
+            memcpy(o + d0, acc, sizeof acc);                                                                         \
+        }                                                                                                            \
+        for (; d0 < hd; ++d0) {                                                                                      \
+            float acc = 0.0f;                                                                                        \
+            for (size_t t = 0; t < nk; ++t) acc += p[t] * v[t * ks + d0];                                            \
+            o[d0] = acc;                                                                                             \
+        }                                                                                                            \
+    }
+
+ATTN_KERNELS(base, )
+#if ATTN_X86
+ATTN_KERNELS(avx2, __attribute__((target("avx2"))))
+ATTN_KERNELS(avx512, __attribute__((target("avx512f"))))
+#endif
 
 static void attn_row(const attn_job *j, uint32_t h, size_t i, float *s) {
     const anvil_model_info *in = &j->m->info;
@@ -81,12 +152,10 @@ static void attn_row(const attn_job *j, uint32_t h, size_t i, float *s) {
     const size_t qs = (size_t)in->n_head * hd, ks = (size_t)in->n_head_kv * hd;
     const float scale = 1.0f / sqrtf((float)hd);
     const float *q = j->q + i * qs + (size_t)h * hd;
+    j->scores(q, j->kt + (size_t)hkv * hd * j->np, j->np, hd, i + 1, s);
     float max = -INFINITY;
     for (size_t t = 0; t <= i; ++t) {
-        const float *k = j->k + t * ks + (size_t)hkv * hd;
-        float dot = 0.0f;
-        for (uint32_t d = 0; d < hd; ++d) dot += q[d] * k[d];
-        s[t] = dot * scale;
+        s[t] *= scale;
         if (s[t] > max) max = s[t];
     }
     double sum = 0.0;
@@ -95,20 +164,15 @@ static void attn_row(const attn_job *j, uint32_t h, size_t i, float *s) {
         sum += (double)s[t];
     }
     const float inv = (float)(1.0 / sum);
-    float *o = j->out + i * qs + (size_t)h * hd;
-    memset(o, 0, hd * sizeof *o);
-    for (size_t t = 0; t <= i; ++t) {
-        const float p = s[t] * inv;
-        const float *v = j->v + t * ks + (size_t)hkv * hd;
-        for (uint32_t d = 0; d < hd; ++d) o[d] += p * v[d];
-    }
+    for (size_t t = 0; t <= i; ++t) s[t] *= inv;
+    j->wsum(s, j->v + (size_t)hkv * hd, ks, hd, i + 1, j->out + i * qs + (size_t)h * hd);
 }
 
 static void attn_task(void *arg, size_t task) {
     attn_job *j = arg;
     const uint32_t h = (uint32_t)(task / j->n_blocks);
     const size_t b = task % j->n_blocks;
-    float *s = malloc(j->n * sizeof *s);
+    float *s = malloc(j->np * sizeof *s);
     if (s == NULL) {
         j->failed = 1;
         return;
@@ -120,9 +184,33 @@ static void attn_task(void *arg, size_t task) {
 
 int mdl_attention(anvil_model *m, const float *q, const float *k, const float *v, size_t n, float *out,
                   anvil_error *err) {
+    const anvil_model_info *in = &m->info;
+    const size_t hd = in->head_dim, nkv = in->n_head_kv, ks = nkv * hd;
     attn_job j = { .m = m, .q = q, .k = k, .v = v, .out = out, .n = n, .block = 32 };
+    j.np = (n + 63) / 64 * 64;
     j.n_blocks = (n + j.block - 1) / j.block;
-    int rc = anvil_ctx_run_tasks(m->ctx, (size_t)m->info.n_head * j.n_blocks, attn_task, &j);
+    if (j.np < n || (ks != 0 && j.np > SIZE_MAX / sizeof(float) / ks)) {
+        return anvil__error_set(err, ANVIL_E_OVERFLOW, "attention: keys of %zu tokens overflow", n);
+    }
+    j.kt = calloc(j.np * ks + 1, sizeof *j.kt);
+    if (j.kt == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for attention keys");
+    for (size_t t = 0; t < n; ++t) {
+        for (size_t c = 0; c < ks; ++c) j.kt[c * j.np + t] = k[t * ks + c];
+    }
+    j.scores = scores_base;
+    j.wsum = wsum_base;
+#if ATTN_X86
+    const uint64_t f = anvil__cpu_probe()->features;
+    if (f & ANVIL_CPU_AVX512F) {
+        j.scores = scores_avx512;
+        j.wsum = wsum_avx512;
+    } else if (f & ANVIL_CPU_AVX2) {
+        j.scores = scores_avx2;
+        j.wsum = wsum_avx2;
+    }
+#endif
+    int rc = anvil_ctx_run_tasks(m->ctx, (size_t)in->n_head * j.n_blocks, attn_task, &j);
+    free(j.kt);
     if (rc != ANVIL_OK) return anvil__error_set(err, rc, "attention: the thread pool failed");
     if (j.failed) return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory for attention scores");
     return ANVIL_OK;
