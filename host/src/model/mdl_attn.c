@@ -35,6 +35,28 @@
 
 float mdl_round_f16(float x) { return anvil_fp16_to_fp32(anvil_fp32_to_fp16(x)); }
 
+#if ATTN_X86
+#include <immintrin.h>
+/* F16C rounds to nearest even as anvil_fp32_to_fp16 does; a NaN stays a
+ * NaN (its payload may differ; it is a NaN either way after the round trip). */
+__attribute__((target("avx,f16c"))) static size_t round_f16_f16c(const float *x, float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    }
+    return i;
+}
+#endif
+
+void mdl_round_f16_rows(const float *x, float *y, size_t n) {
+    size_t i = 0;
+#if ATTN_X86
+    if (anvil__cpu_probe()->features & ANVIL_CPU_F16C) i = round_f16_f16c(x, y, n);
+#endif
+    for (; i < n; ++i) y[i] = mdl_round_f16(x[i]);
+}
+
 void mdl_rms_norm(const float *x, size_t n, size_t d, float eps, const float *w, float *out) {
     for (size_t i = 0; i < n; ++i) {
         const float *xi = x + i * d;
