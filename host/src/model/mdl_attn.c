@@ -100,107 +100,146 @@ void mdl_rope(const anvil_model *m, float *x, size_t n, uint32_t n_heads) {
     }
 }
 
+#define ATTN_G 4 /* queries per group: K and V are read once for the group */
+
 typedef struct attn_job {
     const anvil_model *m;
     const float *q, *k, *v;
     float *kt; /* K per KV head transposed: [n_head_kv][head_dim][np], zero past n */
     float *out;
     size_t n, np, block, n_blocks;
-    void (*scores)(const float *q, const float *kt, size_t np, uint32_t hd, size_t nk, float *s);
-    void (*wsum)(const float *p, const float *v, size_t ks, uint32_t hd, size_t nk, float *o);
+    void (*scores)(const float *const *q, const float *kt, size_t np, uint32_t hd, size_t nk, float *const *s);
+    void (*wsum)(const float *const *p, const size_t *nk, const float *v, size_t ks, uint32_t hd, float *const *o);
     int failed;
 } attn_job;
 
-/* The two loops of attention, each sum in the order of the scalar code
- * (q.k over d, the weighted V over t; -ffp-contract=off keeps mul and add
- * apart), with independent lanes the compiler vectorizes: scores for 64
- * (then 16) keys at a time, the V sum for 64 (then 16) dimensions. The
- * tiers below compile the same source for wider vectors; every tier gives
- * the same bits. */
-#define ATTN_KERNELS(SUFFIX, ATTR)                                                                                   \
-    ATTR static void scores_##SUFFIX(const float *q, const float *kt, size_t np, uint32_t hd, size_t nk, float *s) { \
-        size_t t0 = 0;                                                                                               \
-        for (; t0 + 64 <= nk; t0 += 64) {                                                                            \
-            float acc[64] = { 0 };                                                                                   \
-            for (uint32_t d = 0; d < hd; ++d) {                                                                      \
-                const float qd = q[d], *kd = kt + d * np + t0;                                                       \
-                for (int l = 0; l < 64; ++l) acc[l] += qd * kd[l];                                                   \
-            }                                                                                                        \
-            memcpy(s + t0, acc, sizeof acc);                                                                         \
-        }                                                                                                            \
-        for (; t0 < nk; t0 += 16) {                                                                                  \
-            float acc[16] = { 0 };                                                                                   \
-            for (uint32_t d = 0; d < hd; ++d) {                                                                      \
-                const float qd = q[d], *kd = kt + d * np + t0;                                                       \
-                for (int l = 0; l < 16; ++l) acc[l] += qd * kd[l];                                                   \
-            }                                                                                                        \
-            memcpy(s + t0, acc, sizeof acc);                                                                         \
-        }                                                                                                            \
-    }                                                                                                                \
-    ATTR static void wsum_##SUFFIX(const float *p, const float *v, size_t ks, uint32_t hd, size_t nk, float *o) {    \
-        uint32_t d0 = 0;                                                                                             \
-        for (; d0 + 64 <= hd; d0 += 64) {                                                                            \
-            float acc[64] = { 0 };                                                                                   \
-            for (size_t t = 0; t < nk; ++t) {                                                                        \
-                const float pt = p[t], *vt = v + t * ks + d0;                                                        \
-                for (int l = 0; l < 64; ++l) acc[l] += pt * vt[l];                                                   \
-            }                                                                                                        \
-            memcpy(o + d0, acc, sizeof acc);                                                                         \
-        }                                                                                                            \
-        for (; d0 + 16 <= hd; d0 += 16) {                                                                            \
-            float acc[16] = { 0 };                                                                                   \
-            for (size_t t = 0; t < nk; ++t) {                                                                        \
-                const float pt = p[t], *vt = v + t * ks + d0;                                                        \
-                for (int l = 0; l < 16; ++l) acc[l] += pt * vt[l];                                                   \
-            }                                                                                                        \
-            memcpy(o + d0, acc, sizeof acc);                                                                         \
-        }                                                                                                            \
-        for (; d0 < hd; ++d0) {                                                                                      \
-            float acc = 0.0f;                                                                                        \
-            for (size_t t = 0; t < nk; ++t) acc += p[t] * v[t * ks + d0];                                            \
-            o[d0] = acc;                                                                                             \
-        }                                                                                                            \
+/* The two loops of attention for ATTN_G queries at a time, each sum in a
+ * fixed order (q.k over d, the weighted V over t, one fmaf a step), with
+ * independent lanes the compiler vectorizes: scores for 32 (then 16) keys
+ * of every query of the group, the V sum for 32 (then 16, then 1)
+ * dimensions. fmaf is exactly rounded, so the tiers below (the same
+ * source compiled for wider vectors) give the same bits, and a query's
+ * result does not depend on the group it is in. Scores are computed up to
+ * the group's longest row (16 keys rounded up; the extra ones are never
+ * read); the V sum of each query stops at its own last key. */
+#define ATTN_SCORES(W)                                                                \
+    for (; t0 + (W) <= nk; t0 += (W)) {                                               \
+        float acc[ATTN_G][W];                                                         \
+        memset(acc, 0, sizeof acc);                                                   \
+        for (uint32_t d = 0; d < hd; ++d) {                                           \
+            const float *kd = kt + d * np + t0;                                       \
+            for (int g = 0; g < ATTN_G; ++g) {                                        \
+                const float qd = q[g][d];                                             \
+                for (int l = 0; l < (W); ++l) acc[g][l] = fmaf(qd, kd[l], acc[g][l]); \
+            }                                                                         \
+        }                                                                             \
+        for (int g = 0; g < ATTN_G; ++g) memcpy(s[g] + t0, acc[g], sizeof acc[g]);    \
+    }
+#define ATTN_WSUM(W)                                                                  \
+    for (; d0 + (W) <= hd; d0 += (W)) {                                               \
+        float acc[ATTN_G][W];                                                         \
+        memset(acc, 0, sizeof acc);                                                   \
+        size_t t = 0;                                                                 \
+        for (; t < n0; ++t) {                                                         \
+            const float *vt = v + t * ks + d0;                                        \
+            for (int g = 0; g < ATTN_G; ++g) {                                        \
+                const float pt = p[g][t];                                             \
+                for (int l = 0; l < (W); ++l) acc[g][l] = fmaf(pt, vt[l], acc[g][l]); \
+            }                                                                         \
+        }                                                                             \
+        for (; t < n1; ++t) {                                                         \
+            const float *vt = v + t * ks + d0;                                        \
+            for (int g = 0; g < ATTN_G; ++g) {                                        \
+                if (t >= nk[g]) continue;                                             \
+                const float pt = p[g][t];                                             \
+                for (int l = 0; l < (W); ++l) acc[g][l] = fmaf(pt, vt[l], acc[g][l]); \
+            }                                                                         \
+        }                                                                             \
+        for (int g = 0; g < ATTN_G; ++g) memcpy(o[g] + d0, acc[g], sizeof acc[g]);    \
+    }
+#define ATTN_KERNELS(SUFFIX, ATTR)                                                                                  \
+    ATTR static void scores_##SUFFIX(const float *const *q, const float *kt, size_t np, uint32_t hd, size_t nk,     \
+                                     float *const *s) {                                                             \
+        size_t t0 = 0;                                                                                              \
+        nk = (nk + 15) / 16 * 16;                                                                                   \
+        ATTN_SCORES(32)                                                                                             \
+        ATTN_SCORES(16)                                                                                             \
+    }                                                                                                               \
+    ATTR static void wsum_##SUFFIX(const float *const *p, const size_t *nk, const float *v, size_t ks, uint32_t hd, \
+                                   float *const *o) {                                                               \
+        size_t n0 = nk[0], n1 = nk[0];                                                                              \
+        for (int g = 1; g < ATTN_G; ++g) {                                                                          \
+            n0 = nk[g] < n0 ? nk[g] : n0;                                                                           \
+            n1 = nk[g] > n1 ? nk[g] : n1;                                                                           \
+        }                                                                                                           \
+        uint32_t d0 = 0;                                                                                            \
+        ATTN_WSUM(32)                                                                                               \
+        ATTN_WSUM(16)                                                                                               \
+        ATTN_WSUM(1)                                                                                                \
     }
 
 ATTN_KERNELS(base, )
 #if ATTN_X86
-ATTN_KERNELS(avx2, __attribute__((target("avx2"))))
-ATTN_KERNELS(avx512, __attribute__((target("avx512f"))))
+ATTN_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+ATTN_KERNELS(avx512, __attribute__((target("avx512f,fma"))))
 #endif
 
-static void attn_row(const attn_job *j, uint32_t h, size_t i, float *s) {
-    const anvil_model_info *in = &j->m->info;
-    const uint32_t hd = in->head_dim, hkv = h / (in->n_head / in->n_head_kv);
-    const size_t qs = (size_t)in->n_head * hd, ks = (size_t)in->n_head_kv * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const float *q = j->q + i * qs + (size_t)h * hd;
-    j->scores(q, j->kt + (size_t)hkv * hd * j->np, j->np, hd, i + 1, s);
+/* Softmax of one query's scores s[0..nk) in place: times 1/sqrt(hd), the
+ * maximum in float, expf, the sum in double, then divided by it. */
+static void softmax_row(float *s, size_t nk, float scale) {
     float max = -INFINITY;
-    for (size_t t = 0; t <= i; ++t) {
+    for (size_t t = 0; t < nk; ++t) {
         s[t] *= scale;
         if (s[t] > max) max = s[t];
     }
     double sum = 0.0;
-    for (size_t t = 0; t <= i; ++t) {
+    for (size_t t = 0; t < nk; ++t) {
         s[t] = expf(s[t] - max);
         sum += (double)s[t];
     }
     const float inv = (float)(1.0 / sum);
-    for (size_t t = 0; t <= i; ++t) s[t] *= inv;
-    j->wsum(s, j->v + (size_t)hkv * hd, ks, hd, i + 1, j->out + i * qs + (size_t)h * hd);
+    for (size_t t = 0; t < nk; ++t) s[t] *= inv;
+}
+
+/* Queries [i0, i1) (at most ATTN_G) of head h; a group of fewer repeats its
+ * last query into the spare row of s and out_spare. */
+static void attn_group(const attn_job *j, uint32_t h, size_t i0, size_t i1, float *s, float *out_spare) {
+    const anvil_model_info *in = &j->m->info;
+    const uint32_t hd = in->head_dim, hkv = h / (in->n_head / in->n_head_kv);
+    const size_t qs = (size_t)in->n_head * hd, ks = (size_t)in->n_head_kv * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *qg[ATTN_G];
+    float *sg[ATTN_G], *og[ATTN_G];
+    size_t nk[ATTN_G];
+    for (size_t g = 0; g < ATTN_G; ++g) {
+        const size_t i = i0 + g < i1 ? i0 + g : i1 - 1;
+        qg[g] = j->q + i * qs + (size_t)h * hd;
+        sg[g] = s + (i0 + g < i1 ? g : ATTN_G) * j->np;
+        og[g] = i0 + g < i1 ? j->out + i * qs + (size_t)h * hd : out_spare;
+        nk[g] = i + 1;
+    }
+    j->scores(qg, j->kt + (size_t)hkv * hd * j->np, j->np, hd, i1, sg);
+    for (size_t g = 0; g < ATTN_G; ++g) {
+        if (i0 + g < i1) softmax_row(sg[g], nk[g], scale);
+    }
+    if (i1 - i0 < ATTN_G) memcpy(sg[ATTN_G - 1], sg[i1 - i0 - 1], nk[ATTN_G - 1] * sizeof *s);
+    j->wsum((const float *const *)sg, nk, j->v + (size_t)hkv * hd, ks, hd, og);
 }
 
 static void attn_task(void *arg, size_t task) {
     attn_job *j = arg;
     const uint32_t h = (uint32_t)(task / j->n_blocks);
     const size_t b = task % j->n_blocks;
-    float *s = malloc(j->np * sizeof *s);
+    /* ATTN_G + 1 score rows, then a spare output row */
+    float *s = malloc(((ATTN_G + 1) * j->np + j->m->info.head_dim) * sizeof *s);
     if (s == NULL) {
         j->failed = 1;
         return;
     }
     const size_t i1 = (b + 1) * j->block < j->n ? (b + 1) * j->block : j->n;
-    for (size_t i = b * j->block; i < i1; ++i) attn_row(j, h, i, s);
+    for (size_t i = b * j->block; i < i1; i += ATTN_G) {
+        attn_group(j, h, i, i + ATTN_G < i1 ? i + ATTN_G : i1, s, s + (ATTN_G + 1) * j->np);
+    }
     free(s);
 }
 
@@ -223,10 +262,10 @@ int mdl_attention(anvil_model *m, const float *q, const float *k, const float *v
     j.wsum = wsum_base;
 #if ATTN_X86
     const uint64_t f = anvil__cpu_probe()->features;
-    if (f & ANVIL_CPU_AVX512F) {
+    if ((f & ANVIL_CPU_AVX512F) && (f & ANVIL_CPU_FMA)) {
         j.scores = scores_avx512;
         j.wsum = wsum_avx512;
-    } else if (f & ANVIL_CPU_AVX2) {
+    } else if ((f & ANVIL_CPU_AVX2) && (f & ANVIL_CPU_FMA)) {
         j.scores = scores_avx2;
         j.wsum = wsum_avx2;
     }
