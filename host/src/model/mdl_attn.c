@@ -187,18 +187,31 @@ ATTN_KERNELS(avx512, __attribute__((target("avx512f,fma"))))
 /* Softmax of one query's scores s[0..nk) in place: times 1/sqrt(hd), the
  * maximum in float, expf, the sum in double, then divided by it. */
 static void softmax_row(float *s, size_t nk, float scale) {
-    float max = -INFINITY;
-    for (size_t t = 0; t < nk; ++t) {
-        s[t] *= scale;
-        if (s[t] > max) max = s[t];
+    /* the maximum in 16 lanes (it vectorizes; a maximum has one value
+     * whatever the order, NaN left out as by the scalar compare) */
+    float lane[16];
+    for (int l = 0; l < 16; ++l) lane[l] = -INFINITY;
+    size_t t = 0;
+    for (; t + 16 <= nk; t += 16) {
+        for (int l = 0; l < 16; ++l) {
+            const float x = s[t + l] * scale;
+            s[t + l] = x;
+            lane[l] = x > lane[l] ? x : lane[l];
+        }
     }
+    for (; t < nk; ++t) {
+        s[t] *= scale;
+        lane[0] = s[t] > lane[0] ? s[t] : lane[0];
+    }
+    float max = lane[0];
+    for (int l = 1; l < 16; ++l) max = lane[l] > max ? lane[l] : max;
     double sum = 0.0;
-    for (size_t t = 0; t < nk; ++t) {
+    for (t = 0; t < nk; ++t) {
         s[t] = expf(s[t] - max);
         sum += (double)s[t];
     }
     const float inv = (float)(1.0 / sum);
-    for (size_t t = 0; t < nk; ++t) s[t] *= inv;
+    for (t = 0; t < nk; ++t) s[t] *= inv;
 }
 
 /* Queries [i0, i1) (at most ATTN_G) of head h; a group of fewer repeats its
