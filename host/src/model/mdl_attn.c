@@ -14,9 +14,11 @@
  *    h / (n_head / n_head_kv). Tasks: one per head and block of queries,
  *    on the context's threads; the result does not depend on their number.
  *    K is transposed once per call (per KV head: dimension-major) so that
- *    the scores of many keys are computed side by side; both sums keep the
- *    scalar order (over d for q.k, over t for the V sum), so the result is
- *    the same on every CPU tier.
+ *    the scores of many keys are computed side by side, for 4 queries per
+ *    pass over K and V; both sums run in a fixed order (over d for q.k,
+ *    over t for the V sum) of exactly rounded fmaf steps, so the result is
+ *    the same on every CPU tier (base, AVX2, AVX-512F).
+ *  - mdl_round_f16_rows: F16 round trips, F16C where the CPU has it.
  */
 #include <math.h>
 #include <stdlib.h>
