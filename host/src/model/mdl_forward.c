@@ -67,9 +67,7 @@ static int embed(anvil_model *m, const int32_t *tokens, size_t n, float *x, anvi
     return ANVIL_OK;
 }
 
-static void round_f16(float *x, size_t n) {
-    for (size_t i = 0; i < n; ++i) x[i] = mdl_round_f16(x[i]);
-}
+static void round_f16(float *x, size_t n) { mdl_round_f16_rows(x, x, n); }
 
 static int attn_block(anvil_model *m, const mdl_layer *L, mdl_scratch *s, anvil_error *err) {
     const anvil_model_info *in = &m->info;

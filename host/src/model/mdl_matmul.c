@@ -19,10 +19,11 @@
 static float *round_activations(uint32_t type, const float *x, size_t count) {
     float *r = malloc(count * sizeof *r + 1);
     if (r == NULL) return NULL;
-    for (size_t i = 0; i < count; ++i) {
-        r[i] = type == ANVIL_TYPE_F16 ? anvil_fp16_to_fp32(anvil_fp32_to_fp16(x[i]))
-                                      : anvil_bf16_to_fp32(anvil_fp32_to_bf16(x[i]));
+    if (type == ANVIL_TYPE_F16) {
+        mdl_round_f16_rows(x, r, count);
+        return r;
     }
+    for (size_t i = 0; i < count; ++i) r[i] = anvil_bf16_to_fp32(anvil_fp32_to_bf16(x[i]));
     return r;
 }
 

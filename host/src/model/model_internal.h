@@ -89,6 +89,8 @@ int mdl_attention(anvil_model *m, const float *q, const float *k, const float *v
 /* RMSNorm of n rows of d values, times w (w may be NULL), into out. */
 void mdl_rms_norm(const float *x, size_t n, size_t d, float eps, const float *w, float *out);
 float mdl_round_f16(float x);
+/* y[i] = mdl_round_f16(x[i]) for n values (x == y allowed); F16C where the CPU has it. */
+void mdl_round_f16_rows(const float *x, float *y, size_t n);
 
 /* mdl_stats.c: llama-perplexity's per-position statistics. */
 typedef struct mdl_acc {
