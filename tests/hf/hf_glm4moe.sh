@@ -11,8 +11,9 @@
 # 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
 #    by make_glm4moe.py converted by both for --outtype f32 f16 bf16 q8_0
 #    auto and --vocab-only: bf16 (q/k norm, MTP), f16 (tied, 3 shards, no
-#    dense layer), f32 (no MTP key, partial_rotary_factor 0.25 in
-#    rope_parameters, norm_topk_prob false, no head_dim); a split output;
+#    dense layer, scoring_func softmax: sigmoid written in its place), f32
+#    (no MTP key, partial_rotary_factor 0.25 in rope_parameters,
+#    norm_topk_prob false, no head_dim); a split output;
 #    llama.cpp runs the converted files;
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: config keys missing or mistyped, an expert missing or
@@ -78,7 +79,8 @@ convert_both() {
 if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/convert_hf_to_gguf.py" ]; then
     export LLAMA_SRC
     mk bf --qk-norm --mtp --seed 1
-    mk half --dtype f16 --tied --shards 3 --layers 3 --dense 0 --unset first_k_dense_replace --seed 2
+    mk half --dtype f16 --tied --shards 3 --layers 3 --dense 0 --unset first_k_dense_replace \
+        --set 'scoring_func="softmax"' --seed 2
     mk wide --dtype f32 --experts 8 --used 3 --shared 2 --unset num_nextn_predict_layers --unset head_dim \
         --unset partial_rotary_factor --set 'rope_parameters={"rope_type":"default","rope_theta":10000,"partial_rotary_factor":0.25}' \
         --unset rope_theta --unset rope_scaling --set 'norm_topk_prob=false' --seed 3

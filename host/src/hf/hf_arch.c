@@ -346,13 +346,13 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
                            anvil_gguf_writer *w, anvil_error *err);
 static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_gguf_writer *w,
                         anvil_error *err) {
-    hf_text_over o = { 0, 0.0, -1, -1, -1, 0, 0, 0 };
+    hf_text_over o = { 0, 0.0, -1, -1, -1, 0, 0, 0, -1, 0 };
     return base_hparams_ex(a, f, cfg_path, &o, w, err);
 }
 
 /* TextModel's score_function values (ExpertGatingFuncType). */
 static int gating_func(anvil_gguf_writer *w, const char *an, const anvil_json_value *cfg, const char *cfg_path,
-                       anvil_error *err) {
+                       hf_text_over *o, anvil_error *err) {
     static const char *const keys[] = { "score_function",
                                         "scoring_func",
                                         "score_func",
@@ -369,7 +369,8 @@ static int gating_func(anvil_gguf_writer *w, const char *an, const anvil_json_va
         if (strcmp(s, names[i]) == 0) {
             char key[128];
             snprintf(key, sizeof key, "%s.expert_gating_func", an);
-            return anvil_gguf_writer_set_u32(w, key, values[i], err);
+            if (o->gating >= 0) o->wrote_gating = 1; /* the subclass's value, at TextModel's place */
+            return anvil_gguf_writer_set_u32(w, key, o->gating >= 0 ? (uint32_t)o->gating : values[i], err);
         }
     }
     return anvil__error_set(err, ANVIL_E_FORMAT,
@@ -448,7 +449,7 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
     static const char *const grp_keys[] = { "n_group", NULL }, *const grp_used_keys[] = { "topk_group", NULL };
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_count", cfg, grp_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_used_count", cfg, grp_used_keys, cfg_path, err);
-    if (rc == ANVIL_OK) rc = gating_func(w, an, cfg, cfg_path, err);
+    if (rc == ANVIL_OK) rc = gating_func(w, an, cfg, cfg_path, o, err);
     static const char *const hd_keys[] = { "head_dim", NULL };
     if (rc == ANVIL_OK && o->key_length >= 0 && !anvil__json_is_null(anvil__json_get(cfg, "head_dim"))) {
         snprintf(key, sizeof key, "%s.attention.key_length", an);

@@ -9,7 +9,8 @@
  *    num_attention_heads, times partial_rotary_factor from rope_parameters /
  *    rope_scaling / the config's top level, 0.5 when absent, truncated),
  *    expert count and length, shared expert count, leading dense block
- *    count, the sigmoid gating function, routed_scaling_factor,
+ *    count, the sigmoid gating function (in place where TextModel wrote
+ *    the config's score function), routed_scaling_factor,
  *    norm_topk_prob (as a bool, false too) and nextn_predict_layers;
  *  - tensors in the converter's order: MTP layers (model.layers.N with N >=
  *    num_hidden_layers) kept, their enorm/hnorm/eh_proj/shared_head/
@@ -157,7 +158,7 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
     RET_IF(has_scale = cfg_num(f->config, "routed_scaling_factor", f, &scale, err));
     const anvil_json_value *ntp = anvil__json_get(f->config, "norm_topk_prob");
 
-    hf_text_over o = { 0, 0.0, -1, -1, has_exp ? (int64_t)n_exp : -1, 0, 0, nextn };
+    hf_text_over o = { 0, 0.0, -1, -1, has_exp ? (int64_t)n_exp : -1, 0, 0, nextn, 2, 0 };
     int rc = hf_arch_text_hparams(a, f, &o, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK) rc = set_u32(w, "rope.dimension_count", (uint32_t)rope_d, err);
@@ -165,7 +166,7 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
     if (rc == ANVIL_OK && has_ff) rc = set_u32(w, "expert_feed_forward_length", moe_ff, err);
     if (rc == ANVIL_OK && has_shared) rc = set_u32(w, "expert_shared_count", shared, err);
     if (rc == ANVIL_OK && has_dense) rc = set_u32(w, "leading_dense_block_count", dense, err);
-    if (rc == ANVIL_OK) rc = set_u32(w, "expert_gating_func", 2, err); /* SIGMOID */
+    if (rc == ANVIL_OK && !o.wrote_gating) rc = set_u32(w, "expert_gating_func", 2, err); /* SIGMOID */
     if (rc == ANVIL_OK && has_scale)
         rc = anvil_gguf_writer_set_f32(w, "glm4moe.expert_weights_scale", (float)scale, err);
     if (rc == ANVIL_OK && !anvil__json_is_null(ntp))

@@ -213,6 +213,8 @@ typedef struct hf_text_over {
     int64_t key_length, value_length, expert_count;
     int wrote_key_length, wrote_expert_count;
     uint32_t extra_blocks; /* added to block_count (Glm4MoeModel: its MTP layers) */
+    int64_t gating;        /* >= 0: expert_gating_func written with this value where TextModel writes one */
+    int wrote_gating;
 } hf_text_over;
 int hf_arch_text_hparams(const hf_arch *a, const hf_folder *f, hf_text_over *o, anvil_gguf_writer *w,
                          anvil_error *err);
