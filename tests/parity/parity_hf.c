@@ -8,7 +8,8 @@
  * (Phi3ForCausalLM; ANVIL_HF_PHI3_PAIRS) and of tests/hf/fp8 (FP8
  * checkpoints whose float weights have scales too; ANVIL_HF_FP8_PAIRS),
  * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
- * ANVIL_HF_DEEPSEEK_PAIRS) (a checkpoint folder and the GGUF the converter
+ * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
+ * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
@@ -140,6 +141,9 @@ int parity_hf(parity_ctx *pc) {
 #endif
 #ifdef ANVIL_HF_DEEPSEEK_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_DEEPSEEK_PAIRS, tmp, &checked);
+#endif
+#ifdef ANVIL_HF_GLM4MOE_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_GLM4MOE_PAIRS, tmp, &checked);
 #endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);

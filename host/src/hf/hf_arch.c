@@ -37,6 +37,8 @@ static const hf_arch k_arches[] = {
     { "GptOssForCausalLM", HF_ARCH_GPTOSS, "gpt-oss", 0, "GptOssForCausalLM" },
     /* DeepseekV2Model.set_vocab: TextModel's gpt2 path first */
     { "DeepseekV3ForCausalLM", HF_ARCH_DEEPSEEK2, "deepseek2", 0, "Qwen2ForCausalLM" },
+    /* Glm4MoeModel.set_vocab: _set_vocab_glm (gpt2 plus GLM's special ids) */
+    { "Glm4MoeForCausalLM", HF_ARCH_GLM4MOE, "glm4moe", 0, "Glm4MoeForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -70,7 +72,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM and DeepseekV3ForCausalLM "
+                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM and "
+                            "Glm4MoeForCausalLM "
                             "(use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
@@ -222,7 +225,7 @@ static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cf
         const int expert_key = strcmp(keys[i], "num_local_experts") == 0 || strcmp(keys[i], "num_experts") == 0 ||
                                strcmp(keys[i], "n_routed_experts") == 0;
         if (moe && expert_key) continue;
-        if (a->id == HF_ARCH_DEEPSEEK2 &&
+        if ((a->id == HF_ARCH_DEEPSEEK2 || a->id == HF_ARCH_GLM4MOE) &&
             strstr(" n_group topk_group score_function scoring_func n_routed_experts ", keys[i]) != NULL)
             continue;
         if (!anvil__json_is_null(anvil__json_get(f->config, keys[i]))) {
@@ -343,13 +346,13 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
                            anvil_gguf_writer *w, anvil_error *err);
 static int base_hparams(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_gguf_writer *w,
                         anvil_error *err) {
-    hf_text_over o = { 0, 0.0, -1, -1, -1, 0, 0 };
+    hf_text_over o = { 0, 0.0, -1, -1, -1, 0, 0, 0, -1, 0 };
     return base_hparams_ex(a, f, cfg_path, &o, w, err);
 }
 
 /* TextModel's score_function values (ExpertGatingFuncType). */
 static int gating_func(anvil_gguf_writer *w, const char *an, const anvil_json_value *cfg, const char *cfg_path,
-                       anvil_error *err) {
+                       hf_text_over *o, anvil_error *err) {
     static const char *const keys[] = { "score_function",
                                         "scoring_func",
                                         "score_func",
@@ -366,7 +369,8 @@ static int gating_func(anvil_gguf_writer *w, const char *an, const anvil_json_va
         if (strcmp(s, names[i]) == 0) {
             char key[128];
             snprintf(key, sizeof key, "%s.expert_gating_func", an);
-            return anvil_gguf_writer_set_u32(w, key, values[i], err);
+            if (o->gating >= 0) o->wrote_gating = 1; /* the subclass's value, at TextModel's place */
+            return anvil_gguf_writer_set_u32(w, key, o->gating >= 0 ? (uint32_t)o->gating : values[i], err);
         }
     }
     return anvil__error_set(err, ANVIL_E_FORMAT,
@@ -397,7 +401,9 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
     int rc = hf_arch_block_count(f, &blocks, err);
     char key[128];
     snprintf(key, sizeof key, "%s.block_count", an);
-    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)blocks, err);
+    if (rc == ANVIL_OK && blocks + o->extra_blocks > UINT32_MAX)
+        rc = anvil__error_set(err, ANVIL_E_FORMAT, "%s: the layer count overflows with the MTP layers", cfg_path);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, key, (uint32_t)(blocks + o->extra_blocks), err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "context_length", cfg, ctx_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "embedding_length", cfg, embd_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "feed_forward_length", cfg, ff_keys, cfg_path, err);
@@ -443,7 +449,7 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
     static const char *const grp_keys[] = { "n_group", NULL }, *const grp_used_keys[] = { "topk_group", NULL };
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_count", cfg, grp_keys, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_u32_opt(w, an, "expert_group_used_count", cfg, grp_used_keys, cfg_path, err);
-    if (rc == ANVIL_OK) rc = gating_func(w, an, cfg, cfg_path, err);
+    if (rc == ANVIL_OK) rc = gating_func(w, an, cfg, cfg_path, o, err);
     static const char *const hd_keys[] = { "head_dim", NULL };
     if (rc == ANVIL_OK && o->key_length >= 0 && !anvil__json_is_null(anvil__json_get(cfg, "head_dim"))) {
         snprintf(key, sizeof key, "%s.attention.key_length", an);

@@ -94,6 +94,14 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     /* Phi3 keeps q/k/v and gate/up fused (attn_qkv, ffn_up) */
     static const char *const attn_fused[] = { "attn_norm.weight", "attn_qkv.weight", "attn_output.weight",
                                               "ffn_norm.weight", NULL };
+    /* GLM-4.5 (glm4moe): post_attention_layernorm is post_attention_norm */
+    static const char *const attn_glm[] = { "attn_norm.weight",
+                                            "attn_q.weight",
+                                            "attn_k.weight",
+                                            "attn_v.weight",
+                                            "attn_output.weight",
+                                            "post_attention_norm.weight",
+                                            NULL };
     static const char *const dense_fused[] = { "ffn_up.weight", "ffn_down.weight", NULL };
     static const char *const qk_norm[] = { "attn_q_norm.weight", "attn_k_norm.weight", NULL };
     static const char *const dense[] = { "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", NULL };
@@ -125,11 +133,12 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
             if (lack != NULL) return missing(f, lack, b, n_blocks, err);
             continue;
         }
-        const char *lack = layer_lacks(sorted, n, b, mla ? attn_mla : fused ? attn_fused : attn, buf, sizeof buf);
+        const char *const *want = mla ? attn_mla : fused ? attn_fused : a->id == HF_ARCH_GLM4MOE ? attn_glm : attn;
+        const char *lack = layer_lacks(sorted, n, b, want, buf, sizeof buf);
         if (lack == NULL && qk) lack = layer_lacks(sorted, n, b, qk_norm, buf, sizeof buf);
         if (lack == NULL) {
             /* a MoE model may keep dense layers (mlp_only_layers, decoder_sparse_step) */
-            const int is_moe = hf_arch_is_moe(a) || mla;
+            const int is_moe = hf_arch_is_moe(a) || mla || a->id == HF_ARCH_GLM4MOE;
             lack = layer_lacks(sorted, n, b, is_moe ? moe : fused ? dense_fused : dense, buf, sizeof buf);
             if (lack != NULL && is_moe && layer_lacks(sorted, n, b, dense, buf2, sizeof buf2) == NULL) lack = NULL;
         }

@@ -193,6 +193,7 @@ static int hparams(const run *r, anvil_error *err) {
     const uint32_t ftype = mxfp4_moe(r) ? 38 : r->ft->ftype;
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_hparams(r->arch, &r->f, ftype, r->kv, err);
+    if (r->arch->id == HF_ARCH_GLM4MOE) return hf_glm4moe_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
     return rc == ANVIL_OK ? hf_phi3_hparams(&r->f, ftype, r->kv, err) : rc;

@@ -135,7 +135,7 @@ int hf_deepseek_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, an
         rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? cfg_num(rp, "mscale_all_dim", f, &mscale, err) : 0;
     RET_IF(has_mscale);
 
-    hf_text_over o = { 1, 1e-6, (int64_t)kv_lora + rope, kv_lora, has_exp ? (int64_t)n_exp : -1, 0, 0 };
+    hf_text_over o = { 1, 1e-6, (int64_t)kv_lora + rope, kv_lora, has_exp ? (int64_t)n_exp : -1, 0, 0, 0, -1, 0 };
     int rc = hf_arch_text_hparams(a, f, &o, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
     if (rc == ANVIL_OK) rc = set_u32(w, "leading_dense_block_count", dense, err);

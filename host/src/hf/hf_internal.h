@@ -84,7 +84,8 @@ typedef enum hf_arch_id {
     HF_ARCH_GEMMA3,
     HF_ARCH_PHI3,
     HF_ARCH_GPTOSS,
-    HF_ARCH_DEEPSEEK2
+    HF_ARCH_DEEPSEEK2,
+    HF_ARCH_GLM4MOE
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -194,6 +195,12 @@ int hf_arch_block_count(const hf_folder *f, uint64_t *out, anvil_error *err);
  * split into k_b, transposed, and v_b). */
 int hf_deepseek_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+/* Glm4MoeForCausalLM (hf_glm4moe.c): Glm4MoeModel's set_gguf_parameters
+ * (TextModel's keys with the MTP layers in block_count, then the partial
+ * rope dimension and MoE keys) and its tensors (MTP layers kept as
+ * blk.N.nextn.*, experts stacked). */
+int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
+int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
 /* TextModel.set_gguf_parameters' keys without general.file_type, with a
  * subclass's later values in place (gguf-py's KV dict keeps a key where it
  * was first set): kv_one: head_count_kv 1 (DeepseekV2Model sets it
@@ -205,6 +212,9 @@ typedef struct hf_text_over {
     double rms_default;
     int64_t key_length, value_length, expert_count;
     int wrote_key_length, wrote_expert_count;
+    uint32_t extra_blocks; /* added to block_count (Glm4MoeModel: its MTP layers) */
+    int64_t gating;        /* >= 0: expert_gating_func written with this value where TextModel writes one */
+    int wrote_gating;
 } hf_text_over;
 int hf_arch_text_hparams(const hf_arch *a, const hf_folder *f, hf_text_over *o, anvil_gguf_writer *w,
                          anvil_error *err);

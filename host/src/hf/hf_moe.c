@@ -46,7 +46,7 @@ int hf_moe_begin(const hf_arch *a, const hf_folder *f, uint64_t n_blocks, hf_moe
     /* Mixtral: hparams["num_local_experts"]; Qwen: find_hparam(["num_local_experts", "num_experts"]) */
     const char *key = "num_local_experts";
     const anvil_json_value *v = anvil__json_get(f->config, key);
-    if (a->id == HF_ARCH_DEEPSEEK2) { /* DeepseekV2Model: hparams["n_routed_experts"] */
+    if (a->id == HF_ARCH_DEEPSEEK2 || a->id == HF_ARCH_GLM4MOE) { /* hparams["n_routed_experts"] */
         key = "n_routed_experts";
         v = anvil__json_get(f->config, key);
     } else if (a->id != HF_ARCH_MIXTRAL && v == NULL) {

@@ -484,7 +484,10 @@ static int name_pre(hv_load *l, anvil_error *err) {
     const anvil_json_value *re = pre != NULL ? split_regex(pre, &why) : NULL;
     if (re != NULL && hv_str_is(re, LLAMA3_RE)) {
         why = "its regex is Llama 3's but the normalizer is not null";
-        if (anvil__json_is_null(norm)) l->v->pre = "llama-bpe";
+        /* GLM-4.5's tokenizer.json defines the same Split(Llama 3 regex) +
+         * ByteLevel; convert's hash table names GLM's vocabulary glm4
+         * (llama.cpp's CHATGLM4 pre-type runs that regex) */
+        if (anvil__json_is_null(norm)) l->v->pre = l->is_glm ? "glm4" : "llama-bpe";
     } else if (re != NULL && hv_str_is(re, QWEN2_RE)) {
         why = "its regex is Qwen 2's but the normalizer is not NFC";
         if (norm != NULL && norm->kind == ANVIL_JSON_OBJECT_BEGIN && norm->n_items == 1 &&
@@ -498,12 +501,37 @@ static int name_pre(hv_load *l, anvil_error *err) {
         why = "its Split regex is neither Llama 3's, Qwen 2's nor gpt-4o's";
     }
     if (l->v->pre != NULL) return ANVIL_OK;
-    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "%s: the byte-level BPE pre-tokenizer is not one anvil can name (%s); anvil "
-                            "convert names it from its definition and knows llama-bpe (Llama 3), "
-                            "qwen2 (Qwen 2/2.5/3), gpt-4o (gpt-oss) and deepseek-v3: use convert_hf_to_gguf.py for "
-                            "this tokenizer",
-                            l->tok_path, why);
+    return anvil__error_set(
+        err, ANVIL_E_UNSUPPORTED,
+        "%s: the byte-level BPE pre-tokenizer is not one anvil can name (%s); anvil "
+        "convert names it from its definition and knows llama-bpe (Llama 3), "
+        "qwen2 (Qwen 2/2.5/3), gpt-4o (gpt-oss), deepseek-v3 and glm4 (GLM-4.5): use convert_hf_to_gguf.py for "
+        "this tokenizer",
+        l->tok_path, why);
+}
+
+/* get_added_vocab()[content] for each content: the id of the added token
+ * of that content (the last one: a dict keeps the last); missing, the
+ * converter's KeyError, refused by name. */
+static int glm_added_ids(hv_load *l, const char *const *contents, int64_t *ids, size_t n, anvil_error *err) {
+    const anvil_json_value *added = anvil__json_get(l->tok, "added_tokens");
+    for (size_t k = 0; k < n; ++k) {
+        ids[k] = -1;
+        for (size_t i = 0; added != NULL && added->kind == ANVIL_JSON_ARRAY_BEGIN && i < added->n_items; ++i) {
+            const anvil_json_value *t = added->items[i];
+            int64_t id = 0;
+            if (hv_str_is(anvil__json_get(t, "content"), contents[k]) &&
+                anvil__json_i64(anvil__json_get(t, "id"), &id) == 0 && id >= 0)
+                ids[k] = id;
+        }
+        if (ids[k] < 0) {
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "%s: Glm4MoeForCausalLM's vocabulary needs the added token \"%s\" (GLM's special "
+                                    "tokens), which added_tokens lacks; convert_hf_to_gguf.py stops on it too",
+                                    l->tok_path, contents[k]);
+        }
+    }
+    return ANVIL_OK;
 }
 
 int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
@@ -539,5 +567,16 @@ int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
         rc = hv_set_array(v, "tokenizer.ggml.token_type", ANVIL_GGUF_TYPE_I32, v->types, v->n_tokens, err);
     if (rc != ANVIL_OK) return rc;
     hv_special_opts o = { .load_merges = 1 };
+    if (!l->is_glm) return hv_special_vocab(l, &o, err);
+    /* _set_vocab_glm: bos [gMASK], eot <|user|>, unk <|endoftext|>, eom
+     * <|observation|> from get_added_vocab(), after the files' own ids */
+    static const char *const types[] = { "bos", "eot", "unk", "eom" };
+    static const char *const contents[] = { "[gMASK]", "<|user|>", "<|endoftext|>", "<|observation|>" };
+    int64_t ids[4];
+    rc = glm_added_ids(l, contents, ids, 4, err);
+    if (rc != ANVIL_OK) return rc;
+    o.extra_types = types;
+    o.extra_ids = ids;
+    o.n_extra = 4;
     return hv_special_vocab(l, &o, err);
 }

@@ -77,6 +77,7 @@ typedef struct hv_load {
     const char *dir;
     int is_llama;             /* 1 Llama/Mistral, 0 Qwen2/Qwen3, 2 Phi3 */
     int is_gemma;             /* 2 or 3: Gemma2/Gemma3ForCausalLM, else 0 */
+    int is_glm;               /* Glm4MoeForCausalLM: _set_vocab_glm */
     anvil_json_value *config; /* config.json */
     char *config_path;
     anvil_json_value *tok; /* tokenizer.json or NULL */

@@ -126,6 +126,7 @@ static int gemma_paths(hv_load *l, anvil_error *err) {
 
 static int run_paths(hv_load *l, anvil_error *err) {
     if (l->is_gemma) return gemma_paths(l, err);
+    if (l->is_glm) return hv_gpt2_vocab(l, err);
     if (l->is_llama == 2) return hv_phi3_vocab(l, err);
     int rc = l->is_llama ? llama_head(l, err) : ANVIL_OK;
     if (rc != ANVIL_OK) return rc;
@@ -144,7 +145,11 @@ static int run_paths(hv_load *l, anvil_error *err) {
     return rc;
 }
 
-static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *err) {
+static int arch_is(const char *arch, int *is_llama, int *is_gemma, int *is_glm, anvil_error *err) {
+    if (arch != NULL && strcmp(arch, "Glm4MoeForCausalLM") == 0) {
+        *is_glm = 1; /* Glm4MoeModel._set_vocab_glm: gpt2 with GLM's special ids */
+        return ANVIL_OK;
+    }
     if (arch != NULL && strcmp(arch, "Phi3ForCausalLM") == 0) {
         *is_llama = 2; /* Phi3MiniModel's own set_vocab */
         return ANVIL_OK;
@@ -166,7 +171,7 @@ static int arch_is(const char *arch, int *is_llama, int *is_gemma, anvil_error *
     return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                             "tokenizer of architecture %s: anvil convert supports LlamaForCausalLM, "
                             "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM, Phi3ForCausalLM and GptOssForCausalLM",
+                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM and Glm4MoeForCausalLM",
                             arch != NULL ? arch : "(none)");
 }
 
@@ -174,7 +179,7 @@ int hf_vocab_load(const char *hf_dir, const char *arch, anvil__hf_vocab **out, a
     *out = NULL;
     hv_load l;
     memset(&l, 0, sizeof l);
-    int rc = arch_is(arch, &l.is_llama, &l.is_gemma, err);
+    int rc = arch_is(arch, &l.is_llama, &l.is_gemma, &l.is_glm, err);
     if (rc != ANVIL_OK) return rc;
     l.v = calloc(1, sizeof *l.v);
     if (l.v == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");

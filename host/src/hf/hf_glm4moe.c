@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hf_glm4moe: Glm4MoeForCausalLM (GLM-4.5 / 4.6) as convert_hf_to_gguf.py's
+ * Glm4MoeModel writes it (gguf architecture glm4moe):
+ *
+ *  - hparams: TextModel's keys with block_count counting the MTP layers
+ *    (num_hidden_layers + num_nextn_predict_layers), then general.file_type,
+ *    the rope dimension count (head_dim, or hidden_size /
+ *    num_attention_heads, times partial_rotary_factor from rope_parameters /
+ *    rope_scaling / the config's top level, 0.5 when absent, truncated),
+ *    expert count and length, shared expert count, leading dense block
+ *    count, the sigmoid gating function (in place where TextModel wrote
+ *    the config's score function), routed_scaling_factor,
+ *    norm_topk_prob (as a bool, false too) and nextn_predict_layers;
+ *  - tensors in the converter's order: MTP layers (model.layers.N with N >=
+ *    num_hidden_layers) kept, their enorm/hnorm/eh_proj/shared_head/
+ *    embed_tokens named blk.N.nextn.* by the generated table, per-expert
+ *    weights stacked (hf_moe.c, on n_routed_experts), e_score_correction_bias
+ *    renamed as filter_tensors does (exp_probs_b.bias). q/k/v biases and
+ *    q/k norms go through the name map as any tensor.
+ *
+ * Config keys the converter reads with hparams[...] are required; missing
+ * or of the wrong type they are refused naming config.json and the key.
+ * Tensors the name map does not know, an expert missing or past
+ * n_routed_experts: refused by name.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "hf_internal.h"
+#include "hf_table.h"
+
+#define RET_IF(x)                \
+    do {                         \
+        const int rc_ = (x);     \
+        if (rc_ < 0) return rc_; \
+    } while (0)
+
+static int ends_with(const char *s, const char *suffix) {
+    const size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+/* A whole-number key of obj in [0, 2^32): 1 present (not null), 0 absent
+ * or null (an error when required), or an error when mistyped. */
+static int cfg_u32(const hf_folder *f, const anvil_json_value *obj, const char *key, int required, uint32_t *out,
+                   anvil_error *err) {
+    const anvil_json_value *v = anvil__json_get(obj, key);
+    if (anvil__json_is_null(v)) {
+        if (!required) return 0;
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: Glm4MoeForCausalLM needs \"%s\" (a whole number), which is %s; "
+                                "convert_hf_to_gguf.py stops on it too",
+                                f->dir, key, v == NULL ? "missing" : "null");
+    }
+    int64_t x = 0;
+    if (anvil__json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: \"%s\" must be a whole number in [0, 2^32), not %s", f->dir, key,
+                                v->text ? v->text : anvil__json_event_what(v->kind));
+    }
+    *out = (uint32_t)x;
+    return 1;
+}
+
+/* A number key: 1 present, 0 absent/null, or an error. */
+static int cfg_num(const anvil_json_value *obj, const char *key, const hf_folder *f, double *out, anvil_error *err) {
+    const anvil_json_value *v = anvil__json_get(obj, key);
+    if (anvil__json_is_null(v)) return 0;
+    if (!anvil__json_is_number(v)) {
+        return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: \"%s\" must be a number, not %s", f->dir, key,
+                                anvil__json_event_what(v->kind));
+    }
+    *out = anvil__json_f64(v);
+    return 1;
+}
+
+/* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
+static int truthy(const anvil_json_value *v) {
+    if (v == NULL) return 0;
+    switch (v->kind) {
+    case ANVIL_JSON_NULL:
+    case ANVIL_JSON_FALSE: return 0;
+    case ANVIL_JSON_TRUE: return 1;
+    case ANVIL_JSON_ARRAY_BEGIN:
+    case ANVIL_JSON_OBJECT_BEGIN: return v->n_items > 0;
+    default: break;
+    }
+    if (anvil__json_is_number(v)) return anvil__json_f64(v) != 0.0;
+    const char *s = anvil__json_str(v);
+    return s != NULL && s[0] != '\0';
+}
+
+static int set_u32(anvil_gguf_writer *w, const char *suffix, uint32_t v, anvil_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "glm4moe.%s", suffix);
+    return anvil_gguf_writer_set_u32(w, key, v, err);
+}
+
+/* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)). */
+static int nextn_layers(const hf_folder *f, uint32_t *n, int *present, anvil_error *err) {
+    *n = 0;
+    const int rc = cfg_u32(f, f->config, "num_nextn_predict_layers", 0, n, err);
+    if (rc < 0) return rc;
+    *present = rc;
+    return ANVIL_OK;
+}
+
+/* self.rope_parameters.get("partial_rotary_factor", 0.5): rope_parameters
+ * (or rope_scaling) first, else the top-level key TextModel mirrors in. */
+static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
+    *out = 0.5;
+    const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
+    if (anvil__json_is_null(rp)) rp = anvil__json_get(f->config, "rope_scaling");
+    if (rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
+        const int rc = cfg_num(rp, "partial_rotary_factor", f, out, err);
+        return rc < 0 ? rc : ANVIL_OK;
+    }
+    static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
+    for (size_t i = 0; keys[i] != NULL; ++i) {
+        if (anvil__json_get(f->config, keys[i]) == NULL) continue;
+        const int rc = cfg_num(f->config, keys[i], f, out, err);
+        return rc < 0 ? rc : ANVIL_OK;
+    }
+    return ANVIL_OK;
+}
+
+int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
+    uint32_t nextn = 0, head_dim = 0, hidden = 0, heads = 0, n_exp = 0, moe_ff = 0, shared = 0, dense = 0;
+    int has_nextn = 0;
+    RET_IF(nextn_layers(f, &nextn, &has_nextn, err));
+    const int has_hd = cfg_u32(f, f->config, "head_dim", 0, &head_dim, err);
+    RET_IF(has_hd);
+    if (!has_hd) {
+        RET_IF(cfg_u32(f, f->config, "hidden_size", 1, &hidden, err));
+        RET_IF(cfg_u32(f, f->config, "num_attention_heads", 1, &heads, err));
+        if (heads == 0)
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
+        head_dim = hidden / heads;
+    }
+    double factor = 0.5;
+    RET_IF(partial_factor(f, &factor, err));
+    const double rope_d = (double)head_dim * factor;
+    if (!(rope_d >= 0.0 && rope_d < 4294967296.0)) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: head_dim %u times partial_rotary_factor %g is not a rope "
+                                "dimension count",
+                                f->dir, head_dim, factor);
+    }
+    int has_exp = 0, has_ff = 0, has_shared = 0, has_dense = 0, has_scale = 0;
+    RET_IF(has_exp = cfg_u32(f, f->config, "n_routed_experts", 0, &n_exp, err));
+    RET_IF(has_ff = cfg_u32(f, f->config, "moe_intermediate_size", 0, &moe_ff, err));
+    RET_IF(has_shared = cfg_u32(f, f->config, "n_shared_experts", 0, &shared, err));
+    RET_IF(has_dense = cfg_u32(f, f->config, "first_k_dense_replace", 0, &dense, err));
+    double scale = 0;
+    RET_IF(has_scale = cfg_num(f->config, "routed_scaling_factor", f, &scale, err));
+    const anvil_json_value *ntp = anvil__json_get(f->config, "norm_topk_prob");
+
+    hf_text_over o = { 0, 0.0, -1, -1, has_exp ? (int64_t)n_exp : -1, 0, 0, nextn, 2, 0 };
+    int rc = hf_arch_text_hparams(a, f, &o, w, err);
+    if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
+    if (rc == ANVIL_OK) rc = set_u32(w, "rope.dimension_count", (uint32_t)rope_d, err);
+    if (rc == ANVIL_OK && has_exp && !o.wrote_expert_count) rc = set_u32(w, "expert_count", n_exp, err);
+    if (rc == ANVIL_OK && has_ff) rc = set_u32(w, "expert_feed_forward_length", moe_ff, err);
+    if (rc == ANVIL_OK && has_shared) rc = set_u32(w, "expert_shared_count", shared, err);
+    if (rc == ANVIL_OK && has_dense) rc = set_u32(w, "leading_dense_block_count", dense, err);
+    if (rc == ANVIL_OK && !o.wrote_gating) rc = set_u32(w, "expert_gating_func", 2, err); /* SIGMOID */
+    if (rc == ANVIL_OK && has_scale)
+        rc = anvil_gguf_writer_set_f32(w, "glm4moe.expert_weights_scale", (float)scale, err);
+    if (rc == ANVIL_OK && !anvil__json_is_null(ntp))
+        rc = anvil_gguf_writer_set_bool(w, "glm4moe.expert_weights_norm", truthy(ntp), err);
+    if (rc == ANVIL_OK && has_nextn) rc = set_u32(w, "nextn_predict_layers", nextn, err);
+    return rc;
+}
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+static int readable(const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
+    const anvil_st_dtype d = s->st->dtype;
+    if (d == ANVIL_ST_F32 || d == ANVIL_ST_F16 || d == ANVIL_ST_BF16 || (s->scale != NULL && s->st->rank == 2))
+        return ANVIL_OK;
+    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                            "%s/%s: tensor \"%s\" is %s%s; anvil convert reads F32, F16, BF16 and block-scaled FP8 "
+                            "(with its weight_scale_inv) weights",
+                            f->dir, f->part_names[s->part], s->name, anvil_st_dtype_name(d),
+                            d == ANVIL_ST_F8_E4M3 || d == ANVIL_ST_F8_E5M2 ? " without a weight_scale_inv" : "");
+}
+
+static int plain_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n_blocks, hf_out_tensor *o,
+                        anvil_error *err) {
+    const hf_src_tensor *s = &f->tensors[i];
+    const anvil_st_tensor *t = s->st;
+    char nm[256];
+    const char *name = s->name;
+    if (ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
+        snprintf(nm, sizeof nm, "%.*se_score_correction.bias",
+                 (int)(strlen(name) - strlen("e_score_correction_bias")), name);
+        name = nm;
+    }
+    if (hf_table_map_tensor(a->gguf_name, name, (unsigned long)n_blocks, o->name, sizeof o->name) != 0) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/%s: cannot map tensor \"%s\" to a %s GGUF tensor (convert_hf_to_gguf.py "
+                                "refuses it too)",
+                                f->dir, f->part_names[s->part], s->name, a->gguf_name);
+    }
+    int rc = readable(f, s, err);
+    if (rc != ANVIL_OK) return rc;
+    if (t->rank == 0 || t->rank > 4) {
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: tensor \"%s\" has %zu dims (GGUF holds 1 to 4)",
+                                f->dir, f->part_names[s->part], s->name, t->rank);
+    }
+    o->src = (int)i;
+    o->n_dims = (uint32_t)t->rank;
+    o->n_elements = t->n_elements;
+    for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
+    return ANVIL_OK;
+}
+
+static void free_plan(hf_out_tensor *ts, size_t cap) {
+    for (size_t i = 0; i < cap; ++i) {
+        free(ts[i].generated);
+        free(ts[i].pieces);
+    }
+    free(ts);
+}
+
+int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err) {
+    *out = NULL;
+    *n_out = 0;
+    uint64_t n_main = 0;
+    uint32_t nextn = 0;
+    int has_nextn = 0;
+    int rc = hf_arch_block_count(f, &n_main, err);
+    if (rc == ANVIL_OK) rc = nextn_layers(f, &nextn, &has_nextn, err);
+    if (rc != ANVIL_OK) return rc;
+    const uint64_t n_blocks = n_main + nextn; /* block_count with the MTP layers */
+    const size_t cap = f->n_tensors + 2;
+    hf_out_tensor *ts = calloc(cap, sizeof *ts);
+    if (ts == NULL) return anvil__nomem(err);
+    hf_moe_state *moe = NULL;
+    int any_expert = 0;
+    for (size_t i = 0; i < f->n_tensors && !any_expert; ++i)
+        any_expert = strstr(f->tensors[i].name, "mlp.experts") != NULL;
+    if (any_expert) rc = hf_moe_begin(a, f, n_blocks, &moe, err);
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
+        const char *nm = f->tensors[i].name;
+        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
+            ends_with(nm, ".rotary_emb.inv_freq"))
+            continue;
+        if (strstr(nm, "mlp.experts") != NULL) {
+            const int taken = hf_moe_take(moe, i, ts, &n, err);
+            if (taken < 0) rc = taken;
+            continue;
+        }
+        if ((rc = plain_tensor(a, f, i, n_blocks, &ts[n], err)) == ANVIL_OK) n++;
+    }
+    if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
+    hf_moe_free(moe);
+    if (rc != ANVIL_OK) {
+        free_plan(ts, cap);
+        return rc;
+    }
+    *out = ts;
+    *n_out = n;
+    return ANVIL_OK;
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# usage: hf_glm4moe.sh [--pairs-only] ANVIL HF_COMPARE GLM_DATA ORACLE_TOOLS LLAMA_SRC [LLAMA_RUN ORACLE_DIR]
+#
+# `anvil convert` of Glm4MoeForCausalLM (host/src/hf/hf_glm4moe.c)
+# against llama.cpp's convert_hf_to_gguf.py, byte for byte:
+# 1. the committed pairs of GLM_DATA (tests/hf/glm4moe: a BF16 checkpoint
+#    with q/k norms and an MTP layer, an F16 one with tied embeddings, no
+#    dense layer and two shared experts, each with what the real converter
+#    wrote), and llama.cpp runs each; with --pairs-only that is all (no
+#    Python: the unit suite's check);
+# 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
+#    by make_glm4moe.py converted by both for --outtype f32 f16 bf16 q8_0
+#    auto and --vocab-only: bf16 (q/k norm, MTP), f16 (tied, 3 shards, no
+#    dense layer, scoring_func softmax: sigmoid written in its place), f32
+#    (no MTP key, partial_rotary_factor 0.25 in rope_parameters,
+#    norm_topk_prob false, no head_dim); a split output;
+#    llama.cpp runs the converted files;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+# 4. bad input: config keys missing or mistyped, an expert missing or
+#    present twice, a GLM special token missing, an unknown pre-tokenizer:
+#    exit 1, the file and key or tensor named, nothing written.
+set -u
+PAIRS_ONLY=0
+[ "${1:-}" = --pairs-only ] && { PAIRS_ONLY=1; shift; }
+ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0 checks=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { checks=$((checks + 1)); }
+same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
+run() {
+    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
+    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
+}
+args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+
+# ---- 1. committed pairs
+for g in "$DATA"/*.gguf; do
+    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
+    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
+    same "$T/$b.gguf" "$g" "$b"
+    [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
+done
+if [ $PAIRS_ONLY = 1 ]; then
+    echo "checks: $checks, failures: $fails (committed pairs)"
+    [ $fails = 0 ]; exit
+fi
+
+TOOLS=$(cd "$TOOLS" && pwd)
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+if ! $PY -c "import numpy" 2>/dev/null; then
+    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
+    [ $fails = 0 ]; exit
+fi
+G=$T/gen; mkdir -p "$G"
+TOK=$DATA/bf16   # its tokenizer: Llama 3's vocabulary cut to 384 ids with GLM's added tokens
+mk() { local name=$1; shift; $PY "$HERE/make_glm4moe.py" "$G/$name" --tok "$TOK" --vocab 384 "$@" >/dev/null || fail "make_glm4moe.py $name"; }
+# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
+edit() {
+    $PY - "$1" "$2" <<PYEOF
+import json, sys
+j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
+PYEOF
+}
+# convert_both DIR OPTS...: each option by both converters, compared
+convert_both() {
+    local d=$1; shift
+    for o in "$@"; do
+        (cd "$G" && FORCE_PRE=glm4 $PY "$TOOLS/convert_here.py" $d $(args_of $o) --outfile "$G/$d.$o.py.gguf" > "$G/$d.$o.log" 2>&1) ||
+            { fail "convert_hf_to_gguf.py $d $o: $(tail -2 "$G/$d.$o.log")"; continue; }
+        "$ANVIL" convert "$G/$d" "$G/$d.$o.gguf" $(args_of $o) --quiet 2>"$T/err" || { fail "anvil convert $d $o: $(cat "$T/err")"; continue; }
+        same "$G/$d.$o.gguf" "$G/$d.$o.py.gguf" "$d $o"
+    done
+}
+
+# ---- 2. generated through the real converter
+if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/convert_hf_to_gguf.py" ]; then
+    export LLAMA_SRC
+    mk bf --qk-norm --mtp --seed 1
+    mk half --dtype f16 --tied --shards 3 --layers 3 --dense 0 --unset first_k_dense_replace \
+        --set 'scoring_func="softmax"' --seed 2
+    mk wide --dtype f32 --experts 8 --used 3 --shared 2 --unset num_nextn_predict_layers --unset head_dim \
+        --unset partial_rotary_factor --set 'rope_parameters={"rope_type":"default","rope_theta":10000,"partial_rotary_factor":0.25}' \
+        --unset rope_theta --unset rope_scaling --set 'norm_topk_prob=false' --seed 3
+    for d in bf half wide; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
+    run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
+    run "$G/wide.bf16.gguf" "$G/wide.bf16.py.gguf"
+    # a split output: each part the converter's
+    mkdir -p "$G/split.py" "$G/split.anvil"
+    (cd "$G" && FORCE_PRE=glm4 $PY "$TOOLS/convert_here.py" bf --outtype q8_0 --split-max-tensors 9 --outfile "$G/split.py/o.gguf" > "$G/split.log" 2>&1) ||
+        fail "convert_hf_to_gguf.py bf split: $(tail -2 "$G/split.log")"
+    "$ANVIL" convert "$G/bf" "$G/split.anvil/o.gguf" --outtype q8_0 --split-max-tensors 9 --quiet 2>"$T/err" || fail "anvil convert bf split: $(cat "$T/err")"
+    [ "$(ls "$G/split.py")" = "$(ls "$G/split.anvil")" ] && [ -n "$(ls "$G/split.py")" ] || fail "split parts: $(ls "$G/split.anvil") vs $(ls "$G/split.py")"
+    for f in "$G/split.py"/*.gguf; do same "$G/split.anvil/$(basename "$f")" "$f" "split $(basename "$f")"; done
+else
+    echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
+    mk bf --qk-norm --mtp --seed 1
+fi
+
+# ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
+for d in "$G/bf" "$DATA/f16"; do
+    for q in Q8_0 Q4_K_M; do
+        "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
+            "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" $q >/dev/null 2>>"$T/err" &&
+            "$ANVIL" quantize --quiet "$d" "$T/one.gguf" $q >/dev/null 2>>"$T/err" ||
+            { fail "quantize $(basename "$d") $q: $(head -3 "$T/err")"; continue; }
+        same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") $q"
+    done
+done
+
+# ---- 4. bad input
+# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
+bad() {
+    local name=$1; shift
+    mkdir -p "$T/out-$name"
+    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
+    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
+    for want in "$@"; do
+        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
+    done
+    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
+}
+mk bad-nexp --unset n_routed_experts
+bad nexp "bad-nexp/config.json" "n_routed_experts"
+mk bad-prf --set 'partial_rotary_factor="half"'
+bad prf "bad-prf/config.json" "partial_rotary_factor"
+mk bad-mtp --set 'num_nextn_predict_layers=-1'
+bad mtp "bad-mtp/config.json" "num_nextn_predict_layers"
+mk bad-scale --set 'routed_scaling_factor="big"'
+bad scale "bad-scale/config.json" "routed_scaling_factor"
+mk bad-hd --unset head_dim --unset hidden_size
+bad hd "bad-hd/config.json" "hidden_size"
+mk bad-expert --drop model.layers.1.mlp.experts.2.up_proj.weight
+bad expert "bad-expert" "model.layers.1.mlp.experts.2.up_proj.weight" "missing"
+mk bad-twice --shards 2 --dup model.layers.1.mlp.experts.1.gate_proj.weight
+bad twice "bad-twice" "model.layers.1.mlp.experts.1.gate_proj.weight"
+mk bad-gmask
+edit "$G/bad-gmask/tokenizer.json" "j['added_tokens'] = [t for t in j['added_tokens'] if t['content'] != '[gMASK]']"
+bad gmask "bad-gmask/tokenizer.json" "[gMASK]"
+mk bad-pre
+edit "$G/bad-pre/tokenizer.json" "j['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex'] = '\\\\p{N}{1,4}'"
+bad pre "bad-pre/tokenizer.json" "pre-tokenizer"
+
+echo "checks: $checks, failures: $fails"
+[ $fails = 0 ]
