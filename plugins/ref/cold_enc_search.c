@@ -117,11 +117,56 @@ int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, co
 
 /* ---- the sweep ----------------------------------------------------------- */
 
+/* The four bytes of a lane-block row as int32 lanes, lane k = byte k, by
+ * one byte shuffle: for targets that have one (AVX2's vpshufb; SSE2 would
+ * take several operations). */
+static inline __attribute__((always_inline)) i32x4 lane_ints(const uint8_t *p) {
+    typedef uint8_t u8x16 __attribute__((vector_size(16)));
+    uint32_t u;
+    memcpy(&u, p, sizeof u);
+    const u8x16 v = (u8x16)((i32x4){ (int32_t)u, 0, 0, 0 });
+    const u8x16 z = { 0 };
+    const u8x16 spread = { 0, 16, 16, 16, 1, 16, 16, 16, 2, 16, 16, 16, 3, 16, 16, 16 };
+#if defined(__clang__)
+    (void)spread;
+    return (i32x4)__builtin_shufflevector(v, z, 0, 16, 16, 16, 1, 16, 16, 16, 2, 16, 16, 16, 3, 16, 16, 16);
+#else
+    return (i32x4)__builtin_shuffle(v, z, spread);
+#endif
+}
+
+/* Lane k of the result: t[l[k]] (l in 0..3), and the same from the eight
+ * entries lo, hi (l in 0..7). GCC's variable shuffle (vpermilps on AVX);
+ * clang has none in C, so selects by compare there. */
+static inline __attribute__((always_inline)) f32x4 table3(f32x4 t, i32x4 l) {
+#if defined(__clang__)
+    /* l in 0..3 (table8's halves) */
+    const i32x4 zero = { 0 };
+    const f32x4 t0 = { t[0], t[0], t[0], t[0] }, t1 = { t[1], t[1], t[1], t[1] }, t2 = { t[2], t[2], t[2], t[2] },
+                t3 = { t[3], t[3], t[3], t[3] };
+    return PICK_F32(l == zero, t0, PICK_F32(l == zero + 1, t1, PICK_F32(l == zero + 2, t2, t3)));
+#else
+    return __builtin_shuffle(t, l);
+#endif
+}
+
+static inline __attribute__((always_inline)) f32x4 table8(f32x4 lo, f32x4 hi, i32x4 l) {
+#if defined(__clang__)
+    const i32x4 four = { 4, 4, 4, 4 };
+    return PICK_F32(l < four, table3(lo, l), table3(hi, l - four));
+#else
+    return __builtin_shuffle(lo, hi, l);
+#endif
+}
+
 /* The four bytes of a lane-block row as floats, lane k = byte k: each
  * byte masked in place, converted (exact: below 2^28) and scaled back by
  * 2^-8k (exact). No byte-to-int widening, which SSE2 lacks as a
  * generic-vector operation. */
-static inline f32x4 lane_bytes(const uint8_t *p) {
+static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, int wide) {
+    if (wide) {
+        return __builtin_convertvector(lane_ints(p), f32x4);
+    }
     const uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     const i32x4 mask = { 0xff, 0xff00, 0xff0000, (int32_t)0xff000000u };
     const f32x4 down = { 1.0f, 1.0f / 256, 1.0f / 65536, 1.0f / 16777216 };
@@ -137,15 +182,54 @@ static inline f32x4 lane_bytes(const uint8_t *p) {
  * w1 diff1^2 + ..., element order); lane_best chooses as ggml's scan. */
 static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
                                                                const uint16_t *cand, const float *x, const float *w,
-                                                               float scale, int8_t *L) {
+                                                               float scale, int8_t *L, int levels, int wide) {
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
     lane_best lb;
     lane_best_init(&lb);
-    for (int b = 0; b < cold_lane_blocks(count); ++b, lane += (size_t)dims * COLD_LANES) {
+    if (wide && levels == 3 && dims <= 8) {
+        /* An element's term w (scale (2l + 1) - x)^2 depends on its code l
+         * only: the three are computed once, each by the same expression,
+         * in lanes 0..2 of a table, and each candidate's lane picks its
+         * code's (l = odd >> 1; vpermilps) and sums them in element order:
+         * the same floats as below, fewer operations. */
+        f32x4 tab[8];
+        const f32x4 odd = { 1.0f, 3.0f, 5.0f, 5.0f };
+        for (int i = 0; i < dims; ++i) {
+            const f32x4 diff = scale * odd - x[i];
+            tab[i] = w[i] * diff * diff;
+        }
+        for (int b = 0; b < cold_lane_blocks(count); ++b, lane += (size_t)dims * COLD_LANES) {
+            f32x4 d2 = { 0 };
+            for (int i = 0; i < dims; ++i) {
+                d2 += table3(tab[i], lane_ints(lane + COLD_LANES * i) >> 1);
+            }
+            lane_best_offer(&lb, d2);
+        }
+    }
+    if (wide && levels == 8 && dims <= 4) {
+        /* The same with eight codes: a table of two vectors per element. */
+        f32x4 lo[4], hi[4];
+        const f32x4 odd_lo = { 1.0f, 3.0f, 5.0f, 7.0f }, odd_hi = { 9.0f, 11.0f, 13.0f, 15.0f };
+        for (int i = 0; i < dims; ++i) {
+            const f32x4 dlo = scale * odd_lo - x[i], dhi = scale * odd_hi - x[i];
+            lo[i] = w[i] * dlo * dlo;
+            hi[i] = w[i] * dhi * dhi;
+        }
+        for (int b = 0; b < cold_lane_blocks(count); ++b, lane += (size_t)dims * COLD_LANES) {
+            f32x4 d2 = { 0 };
+            for (int i = 0; i < dims; ++i) {
+                d2 += table8(lo[i], hi[i], lane_ints(lane + COLD_LANES * i) >> 1);
+            }
+            lane_best_offer(&lb, d2);
+        }
+    }
+    for (int b = 0;
+         !(wide && ((levels == 3 && dims <= 8) || (levels == 8 && dims <= 4))) && b < cold_lane_blocks(count);
+         ++b, lane += (size_t)dims * COLD_LANES) {
         f32x4 d2 = { 0 };
         for (int i = 0; i < dims; ++i) {
-            const f32x4 diff = scale * lane_bytes(lane + COLD_LANES * i) - x[i];
+            const f32x4 diff = scale * lane_bytes(lane + COLD_LANES * i, wide) - x[i];
             d2 += w[i] * diff * diff;
         }
         lane_best_offer(&lb, d2);
@@ -165,7 +249,7 @@ static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattic
 /* Snap the group at L (dims codes) onto the grid, in place. 1: it was on
  * the grid, 0: snapped, -1: no candidate (ggml aborts). */
 static inline __attribute__((always_inline)) int snap_group(const cold_lattice *lat, int dims, const float *xval,
-                                                            const float *waux, float scale, int8_t *L) {
+                                                            const float *waux, float scale, int8_t *L, int wide) {
     int key = 0;
     for (int i = dims - 1; i >= 0; --i) {
         key = key * lat->levels + L[i];
@@ -174,7 +258,7 @@ static inline __attribute__((always_inline)) int snap_group(const cold_lattice *
     if (v >= 0) {
         return 1;
     }
-    return best_in_lanes(lat, dims, cold_candidates(lat, v), xval, waux, scale, L) >= 0 ? 0 : -1;
+    return best_in_lanes(lat, dims, cold_candidates(lat, v), xval, waux, scale, L, lat->levels, wide) >= 0 ? 0 : -1;
 }
 
 /* sum w x q and sum w q q over the group, q = 2 l + 1, in element order. */
@@ -204,7 +288,8 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
  * in trial order with ggml's test. */
 static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int n, int dims, int levels,
                                                        const float *xval, const float *weight, const float *waux,
-                                                       float max, float scale0, int8_t *L, float *scale_out) {
+                                                       float max, float scale0, int8_t *L, float *scale_out,
+                                                       int wide) {
     const cold_lattice *lat = p->lat;
     const int groups = n / dims;
     const int trials = 2 * p->steps + 1;
@@ -247,7 +332,7 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
                 }
                 int8_t l[8];
                 const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k, waux + dims * k,
-                                            this_scale[t], l);
+                                            this_scale[t], l, levels, wide);
                 if (g < 0) {
                     return ANVIL_E_UNSUPPORTED;
                 }
@@ -297,7 +382,7 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
                 const int c = anvil_nearest_int(0.5f * (idf * xval[dims * k + i] - 1.0f));
                 l[i] = (int8_t)(c < p->max_q - 1 ? (c > 0 ? c : 0) : p->max_q - 1);
             }
-            if (snap_group(lat, dims, xval + dims * k, waux + dims * k, scale, l) < 0) {
+            if (snap_group(lat, dims, xval + dims * k, waux + dims * k, scale, l, wide) < 0) {
                 return ANVIL_E_UNSUPPORTED;
             }
         }
@@ -311,22 +396,81 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
     return ANVIL_OK;
 }
 
-int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
-                     float scale0, int8_t *L, float *scale_out) {
+/* The sweep's shapes, each as one function per instruction set: the
+ * portable one (generic vectors on the build's baseline) and, on x86, an
+ * AVX2 one chosen at run time (VEX three-operand forms, byte widening),
+ * performing the same IEEE operations lane for lane: the same bytes. */
+#define SWEEP_SHAPES(X) \
+    X(32, 4, 8)         \
+    X(32, 8, 3)         \
+    X(16, 8, 3)
+
+#define SWEEP_ARGS                                                                                           \
+    const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max, float scale0, \
+        int8_t *L, float *scale_out
+
+#define SWEEP_PORTABLE(n, dims, levels)                                                     \
+    static int sweep_##n##_##dims##_##levels(SWEEP_ARGS) {                                  \
+        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 0); \
+    }
+SWEEP_SHAPES(SWEEP_PORTABLE)
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COLD_SWEEP_AVX2 1
+#define SWEEP_AVX2(n, dims, levels)                                                             \
+    __attribute__((target("avx2"))) static int sweep_avx2_##n##_##dims##_##levels(SWEEP_ARGS) { \
+        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);     \
+    }
+SWEEP_SHAPES(SWEEP_AVX2)
+
+/* 1 where the CPU (and OS) run AVX2, decided once. */
+static int cold_has_avx2(void) {
+    static int has = -1;
+    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+#else
+#define COLD_SWEEP_AVX2 0
+#endif
+
+static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                          float scale0, int8_t *L, float *scale_out, int allow_simd) {
     const cold_lattice *lat = p->lat;
     if (!lat->lanes || 2 * p->steps + 1 > MAX_TRIALS || p->n > 32 || p->n / lat->dims > 8) {
         return ANVIL_E_INTERNAL;
     }
-    if (lat->dims == 4 && lat->levels == 8 && p->n == 32) {
-        return sweep(p, 32, 4, 8, xval, weight, waux, max, scale0, L, scale_out);
+#if COLD_SWEEP_AVX2
+    const int avx2 = allow_simd && cold_has_avx2();
+#define SWEEP_PICK(n_, dims_, levels_)                                                                        \
+    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                   \
+        return avx2 ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
+                    : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
     }
-    if (lat->dims == 8 && lat->levels == 3 && p->n == 32) {
-        return sweep(p, 32, 8, 3, xval, weight, waux, max, scale0, L, scale_out);
+#else
+    (void)allow_simd;
+#define SWEEP_PICK(n_, dims_, levels_)                                                             \
+    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                        \
+        return sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out); \
     }
-    if (lat->dims == 8 && lat->levels == 3 && p->n == 16) {
-        return sweep(p, 16, 8, 3, xval, weight, waux, max, scale0, L, scale_out);
-    }
+#endif
+    SWEEP_SHAPES(SWEEP_PICK)
+#undef SWEEP_PICK
     return ANVIL_E_INTERNAL;
+}
+
+int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                     float scale0, int8_t *L, float *scale_out) {
+    return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 1);
+}
+
+int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                              float max, float scale0, int8_t *L, float *scale_out) {
+    return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 0);
 }
 
 void anvil_cold_stable_order(const float *x, int n, int *idx) {

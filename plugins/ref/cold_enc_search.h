@@ -53,9 +53,20 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { ret
  * ANVIL_E_UNSUPPORTED where ggml's search fails its assertion (no
  * candidate scores below FLT_MAX: the squared errors overflowed or are
  * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
- * without lane blocks, more than 31 trials or 32 elements). */
+ * without lane blocks, more than 31 trials or 32 elements). On x86-64 CPUs
+ * with AVX2 (checked once, at run time) it runs an AVX2 build of the same
+ * lane code, whose candidate searches look each element's error up by code
+ * from a table of the per-code errors (each computed by ggml's expression)
+ * instead of recomputing it per candidate: the same floats, summed in the
+ * same order, the same first-minimum choice. */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale);
+
+/* anvil_cold_sweep on the portable path only (generic vectors on the
+ * build's baseline), never the run-time-selected AVX2 one: the same
+ * results, for the tests that check the two agree. */
+int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
+                              float max, float scale0, int8_t *L, float *scale_out);
 
 /* A group through the sweep to what is stored of it, as every sweep-based
  * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from

@@ -22,6 +22,9 @@
  *            all-zero group
  *  plugin    codec-cold's init hook builds the tables (idempotent) and its
  *            seven lattice codecs encode exactly as the reference
+ *  isas      the scale sweep's run-time-selected path (AVX2 where the CPU
+ *            has it) against its portable path: the same codes and scale
+ *            bits for random groups of every sweep-based format
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -38,6 +41,8 @@
 #include "inputs.h"
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
+#include "ref/cold_enc_search.h"
+#include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_search.h"
 #include "test_env.h"
@@ -544,6 +549,58 @@ static void test_plugin_init_and_encode(void) {
     /* deliberately not dlclose'd while descriptors may be referenced */
 }
 
+/* xorshift32 in [0, 1) */
+static float isa_rand(uint32_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return (float)(*s >> 8) / 16777216.0f;
+}
+
+static void test_sweep_isas(void) {
+    CU_ASSERT_EQUAL_FATAL(anvil_ref_cold_lattice_init(), ANVIL_OK);
+    const cold_sweep sweeps[] = {
+        { anvil_ref_cold_lattice(COLD_LATTICE_IQ3XXS), 32, 8, 0.2f, 15, 1, COLD_REFINE_OFF_GRID },
+        { anvil_ref_cold_lattice(COLD_LATTICE_IQ3S), 32, 8, 0.2f, 9, 0, COLD_REFINE_ALL },
+        { anvil_ref_cold_lattice(COLD_LATTICE_IQ2XXS), 32, 3, 0.1f, 6, 1, COLD_REFINE_ALWAYS },
+        { anvil_ref_cold_lattice(COLD_LATTICE_IQ2XS), 16, 3, 0.1f, 9, 1, COLD_REFINE_OFF_GRID },
+        { anvil_ref_cold_lattice(COLD_LATTICE_IQ2S), 16, 3, 0.1f, 9, 1, COLD_REFINE_OFF_GRID },
+    };
+    uint32_t seed = 0x2545f491u;
+    int compared = 0, moved = 0;
+    for (size_t f = 0; f < sizeof sweeps / sizeof sweeps[0]; ++f) {
+        const cold_sweep *p = &sweeps[f];
+        for (int g = 0; g < 2000; ++g) {
+            float xval[32], weight[32], waux[32];
+            float max = 0.0f;
+            for (int i = 0; i < p->n; ++i) {
+                /* heavy-tailed magnitudes; every 7th group with ties */
+                const float u = isa_rand(&seed);
+                xval[i] = g % 7 == 0 ? (float)(int)(4 * u) : u * u * u * 3.0f;
+                weight[i] = g % 5 == 0 ? 1.0f : 0.05f + isa_rand(&seed);
+                waux[i] = sqrtf(weight[i]);
+                max = xval[i] > max ? xval[i] : max;
+            }
+            if (max <= 0) {
+                continue;
+            }
+            const float scale0 = cold_sweep_first_scale(p, max);
+            int8_t la[32], lb[32];
+            float sa = -1.0f, sb = -2.0f;
+            const int ra = anvil_cold_sweep(p, xval, weight, waux, max, scale0, la, &sa);
+            const int rb = anvil_cold_sweep_portable(p, xval, weight, waux, max, scale0, lb, &sb);
+            CU_ASSERT_EQUAL(ra, ANVIL_OK);
+            CU_ASSERT_EQUAL(ra, rb);
+            CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)p->n), 0);
+            CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
+            compared++;
+            moved += sa != scale0;
+        }
+    }
+    CU_ASSERT(compared > 9000);
+    CU_ASSERT(moved > compared / 2); /* the sweeps did fit new scales */
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         return 1;
@@ -557,5 +614,6 @@ int main(void) {
     CU_add_test(s, "refusals: overflow where ggml aborts, length, NaN", test_refuse_overflow);
     CU_add_test(s, "known: zeros, sign fields, IQ3_S cursor after a zero group", test_known_blocks);
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
+    CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
     return test_run_cunit();
 }
