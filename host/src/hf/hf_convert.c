@@ -79,19 +79,14 @@ static int pick_ftype(const char *opt, const hf_folder *f, const ftype_info **ou
     return anvil__error_set(err, ANVIL_E_INVALID_ARG, "unknown output type '%s': f32, f16, bf16, q8_0 or auto", opt);
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 /* prepare_tensors' type rule for these architectures. */
 static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
     for (size_t i = 0; i < n; ++i) {
         hf_out_tensor *t = &ts[i];
         if (t->mxfp4) continue; /* gpt-oss's repacked experts: MXFP4 whatever the outtype */
         /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP) */
-        if (t->n_dims <= 1 || ends_with(t->name, "_norm.weight") || !ends_with(t->name, ".weight") ||
-            ends_with(t->name, ".ffn_gate_inp.weight") || ends_with(t->name, ".ffn_gate_inp_shexp.weight")) {
+        if (t->n_dims <= 1 || hf_ends_with(t->name, "_norm.weight") || !hf_ends_with(t->name, ".weight") ||
+            hf_ends_with(t->name, ".ffn_gate_inp.weight") || hf_ends_with(t->name, ".ffn_gate_inp_shexp.weight")) {
             t->type = ANVIL_TYPE_F32;
         } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
             t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */

@@ -31,59 +31,7 @@
 #include "hf_internal.h"
 #include "hf_table.h"
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
-/* config.json key as a whole number in [0, 2^32): 1 when present (not
- * null), 0 when absent or null, or an error when required or mistyped. */
-static int cfg_u32(const hf_folder *f, const char *key, int required, uint32_t *out, anvil_error *err) {
-    const anvil_json_value *v = anvil__json_get(f->config, key);
-    if (anvil__json_is_null(v)) {
-        if (!required) return 0;
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: DeepseekV3ForCausalLM needs \"%s\" (a whole number), which is "
-                                "%s; convert_hf_to_gguf.py stops on it too",
-                                f->dir, key, v == NULL ? "missing" : "null");
-    }
-    int64_t x = 0;
-    if (anvil__json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: \"%s\" must be a whole number in [0, 2^32), not %s", f->dir, key,
-                                v->text ? v->text : anvil__json_event_what(v->kind));
-    }
-    *out = (uint32_t)x;
-    return 1;
-}
-
-/* A number key: 1 present, 0 absent/null, or an error. */
-static int cfg_num(const anvil_json_value *obj, const char *key, const hf_folder *f, double *out, anvil_error *err) {
-    const anvil_json_value *v = anvil__json_get(obj, key);
-    if (anvil__json_is_null(v)) return 0;
-    if (!anvil__json_is_number(v)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: \"%s\" must be a number, not %s", f->dir, key,
-                                anvil__json_event_what(v->kind));
-    }
-    *out = anvil__json_f64(v);
-    return 1;
-}
-
-/* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
-static int truthy(const anvil_json_value *v) {
-    if (v == NULL) return 0;
-    switch (v->kind) {
-    case ANVIL_JSON_NULL:
-    case ANVIL_JSON_FALSE: return 0;
-    case ANVIL_JSON_TRUE: return 1;
-    case ANVIL_JSON_ARRAY_BEGIN:
-    case ANVIL_JSON_OBJECT_BEGIN: return v->n_items > 0;
-    default: break;
-    }
-    if (anvil__json_is_number(v)) return anvil__json_f64(v) != 0.0;
-    const char *s = anvil__json_str(v);
-    return s != NULL && s[0] != '\0';
-}
+#define DS_CLASS "DeepseekV3ForCausalLM" /* the class named in config errors */
 
 #define RET_IF(x)                \
     do {                         \
@@ -107,32 +55,32 @@ int hf_deepseek_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, an
                         anvil_error *err) {
     uint32_t kv_lora = 512, rope = 0, nope = 0, vhd = 0, vocab = 0, q_lora = 0, n_exp = 0, shared = 0, moe_ff = 0;
     uint32_t dense = 0, layers = 0;
-    RET_IF(cfg_u32(f, "kv_lora_rank", 0, &kv_lora, err));
-    RET_IF(cfg_u32(f, "qk_rope_head_dim", 1, &rope, err));
-    RET_IF(cfg_u32(f, "qk_nope_head_dim", 1, &nope, err));
-    RET_IF(cfg_u32(f, "v_head_dim", 1, &vhd, err));
-    RET_IF(cfg_u32(f, "vocab_size", 1, &vocab, err));
-    RET_IF(cfg_u32(f, "num_hidden_layers", 1, &layers, err));
+    RET_IF(hf_cfg_u32(f, f->config, "kv_lora_rank", DS_CLASS, 0, &kv_lora, err));
+    RET_IF(hf_cfg_u32(f, f->config, "qk_rope_head_dim", DS_CLASS, 1, &rope, err));
+    RET_IF(hf_cfg_u32(f, f->config, "qk_nope_head_dim", DS_CLASS, 1, &nope, err));
+    RET_IF(hf_cfg_u32(f, f->config, "v_head_dim", DS_CLASS, 1, &vhd, err));
+    RET_IF(hf_cfg_u32(f, f->config, "vocab_size", DS_CLASS, 1, &vocab, err));
+    RET_IF(hf_cfg_u32(f, f->config, "num_hidden_layers", DS_CLASS, 1, &layers, err));
     int has_q_lora = 0, has_exp = 0, has_dense = 0;
-    RET_IF(has_q_lora = cfg_u32(f, "q_lora_rank", 0, &q_lora, err));
-    RET_IF(has_exp = cfg_u32(f, "n_routed_experts", 0, &n_exp, err));
-    RET_IF(cfg_u32(f, "n_shared_experts", 0, &shared, err));
-    RET_IF(has_dense = cfg_u32(f, "first_k_dense_replace", 0, &dense, err));
+    RET_IF(has_q_lora = hf_cfg_u32(f, f->config, "q_lora_rank", DS_CLASS, 0, &q_lora, err));
+    RET_IF(has_exp = hf_cfg_u32(f, f->config, "n_routed_experts", DS_CLASS, 0, &n_exp, err));
+    RET_IF(hf_cfg_u32(f, f->config, "n_shared_experts", DS_CLASS, 0, &shared, err));
+    RET_IF(has_dense = hf_cfg_u32(f, f->config, "first_k_dense_replace", DS_CLASS, 0, &dense, err));
     /* find_hparam(["moe_intermediate_size", "intermediate_size"]): the first present */
     const char *ff_key = anvil__json_get(f->config, "moe_intermediate_size") != NULL ? "moe_intermediate_size"
                                                                                      : "intermediate_size";
-    RET_IF(cfg_u32(f, ff_key, 1, &moe_ff, err));
+    RET_IF(hf_cfg_u32(f, f->config, ff_key, DS_CLASS, 1, &moe_ff, err));
     if (!has_dense) dense = has_exp ? 0 : layers;
     if ((uint64_t)kv_lora + rope > UINT32_MAX || (uint64_t)nope + rope > UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: kv_lora_rank / head dims overflow", f->dir);
     }
     double scale = 0, mscale = 0;
-    const int has_scale = cfg_num(f->config, "routed_scaling_factor", f, &scale, err);
+    const int has_scale = hf_cfg_num(f, f->config, "routed_scaling_factor", &scale, err);
     RET_IF(has_scale);
     const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
     if (rp == NULL) rp = anvil__json_get(f->config, "rope_scaling");
     const int has_mscale =
-        rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? cfg_num(rp, "mscale_all_dim", f, &mscale, err) : 0;
+        rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? hf_cfg_num(f, rp, "mscale_all_dim", &mscale, err) : 0;
     RET_IF(has_mscale);
 
     hf_text_over o = { 1, 1e-6, (int64_t)kv_lora + rope, kv_lora, has_exp ? (int64_t)n_exp : -1, 0, 0, 0, -1, 0 };
@@ -150,7 +98,7 @@ int hf_deepseek_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, an
     if (rc == ANVIL_OK && has_exp && !o.wrote_expert_count) rc = set_u32(w, "expert_count", n_exp, err);
     if (rc == ANVIL_OK) rc = set_u32(w, "expert_shared_count", shared, err);
     if (rc == ANVIL_OK && has_scale) rc = set_f32(w, "expert_weights_scale", scale, err);
-    if (rc == ANVIL_OK && truthy(anvil__json_get(f->config, "norm_topk_prob")))
+    if (rc == ANVIL_OK && hf_truthy(anvil__json_get(f->config, "norm_topk_prob")))
         rc = anvil_gguf_writer_set_bool(w, "deepseek2.expert_weights_norm", 1, err);
     if (rc == ANVIL_OK) rc = set_u32(w, "rope.dimension_count", rope, err);
     if (rc == ANVIL_OK && has_mscale) rc = set_f32(w, "rope.scaling.yarn_log_multiplier", 0.1 * mscale, err);
@@ -198,9 +146,9 @@ static int split_kv_b(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
                       anvil_error *err) {
     const hf_src_tensor *s = &f->tensors[i];
     uint32_t heads = 0, vhd = 0, nope = 0;
-    RET_IF(cfg_u32(f, "num_key_value_heads", 1, &heads, err));
-    RET_IF(cfg_u32(f, "v_head_dim", 1, &vhd, err));
-    RET_IF(cfg_u32(f, "qk_nope_head_dim", 1, &nope, err));
+    RET_IF(hf_cfg_u32(f, f->config, "num_key_value_heads", DS_CLASS, 1, &heads, err));
+    RET_IF(hf_cfg_u32(f, f->config, "v_head_dim", DS_CLASS, 1, &vhd, err));
+    RET_IF(hf_cfg_u32(f, f->config, "qk_nope_head_dim", DS_CLASS, 1, &nope, err));
     int rc = readable(f, s, err);
     if (rc != ANVIL_OK) return rc;
     const anvil_st_tensor *t = s->st;
@@ -244,7 +192,7 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t
     const anvil_st_tensor *t = s->st;
     char nm[256];
     const char *name = s->name;
-    if (ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
+    if (hf_ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
         snprintf(nm, sizeof nm, "%.*se_score_correction.bias",
                  (int)(strlen(name) - strlen("e_score_correction_bias")), name);
         name = nm;
@@ -277,7 +225,7 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
     uint64_t n_blocks = 0;
     int rc = hf_arch_block_count(f, &n_blocks, err);
     if (rc != ANVIL_OK) return rc;
-    const int tied = truthy(anvil__json_get(f->config, "tie_word_embeddings"));
+    const int tied = hf_truthy(anvil__json_get(f->config, "tie_word_embeddings"));
     const size_t cap = 2 * f->n_tensors + 2; /* kv_b gives two */
     hf_out_tensor *ts = calloc(cap, sizeof *ts);
     if (ts == NULL) return anvil__nomem(err);
@@ -289,8 +237,8 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq"))
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq"))
             continue;
         if (tied && (strcmp(nm, "lm_head.weight") == 0 || strcmp(nm, "model.lm_head.weight") == 0)) continue;
         const long layer = mtp_layer(nm);
@@ -300,7 +248,7 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
             if (taken < 0) rc = taken;
             continue;
         }
-        if (ends_with(nm, "kv_b_proj.weight")) rc = split_kv_b(a, f, i, n_blocks, ts, &n, err);
+        if (hf_ends_with(nm, "kv_b_proj.weight")) rc = split_kv_b(a, f, i, n_blocks, ts, &n, err);
         else if ((rc = plain_tensor(a, f, i, n_blocks, &ts[n], err)) == ANVIL_OK) n++;
     }
     if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);

@@ -41,11 +41,6 @@ int hf_file_exists(const char *dir, const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 static int add_name(char ***names, size_t *n, const char *name) {
@@ -78,12 +73,12 @@ static int list_parts(hf_folder *f, anvil_error *err) {
     }
     int has_bin = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (starts_with(e->d_name, "model") && ends_with(e->d_name, ".safetensors")) {
+        if (starts_with(e->d_name, "model") && hf_ends_with(e->d_name, ".safetensors")) {
             if (add_name(&f->part_names, &f->n_parts, e->d_name) != 0) {
                 closedir(d);
                 return anvil__error_set(err, ANVIL_E_NOMEM, "out of memory listing %s", f->dir);
             }
-        } else if (starts_with(e->d_name, "pytorch_model") && ends_with(e->d_name, ".bin")) {
+        } else if (starts_with(e->d_name, "pytorch_model") && hf_ends_with(e->d_name, ".bin")) {
             has_bin = 1;
         }
     }

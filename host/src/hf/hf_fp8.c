@@ -22,11 +22,6 @@
 #include "error.h"
 #include "hf_internal.h"
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 static int block_size(hf_folder *f, const anvil_json_value *q, anvil_error *err) {
     const anvil_json_value *bs = anvil__json_get(q, "weight_block_size");
     if (anvil__json_is_null(bs)) return ANVIL_OK;
@@ -81,8 +76,8 @@ static int pair_scales(hf_folder *f, anvil_error *err) {
     if (rc == ANVIL_OK && n > 0) qsort(by, n, sizeof *by, cmp_name_at);
     for (size_t i = 0; i < n && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".activation_scale") || ends_with(nm, "_activation_scale")) gone[i] = 1;
-        if (!ends_with(nm, "_scale_inv")) continue;
+        if (hf_ends_with(nm, ".activation_scale") || hf_ends_with(nm, "_activation_scale")) gone[i] = 1;
+        if (!hf_ends_with(nm, "_scale_inv")) continue;
         const size_t wl = strlen(nm) - strlen("_scale_inv");
         char *key = strndup(nm, wl);
         if (key == NULL) {

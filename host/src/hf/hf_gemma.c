@@ -399,11 +399,6 @@ int hf_gemma_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 static uint64_t cfg_u(const hf_folder *f, const char *key, uint64_t dflt) {
     int64_t v = 0;
     const anvil_json_value *j = anvil__json_get(f->config, key);
@@ -505,7 +500,7 @@ static int gemma_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t
     o->n_dims = (uint32_t)t->rank;
     o->n_elements = t->n_elements;
     for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
-    if (ends_with(s->name, "norm.weight")) o->shift = 1.0f;
+    if (hf_ends_with(s->name, "norm.weight")) o->shift = 1.0f;
     if (a->id == HF_ARCH_GEMMA3 && strstr(s->name, "embed_tokens.weight") != NULL && t->shape[0] > vocab_rows) {
         o->ne[t->rank - 1] = vocab_rows; /* data_torch[:n_vocab_real] */
         o->n_elements = t->n_elements / t->shape[0] * vocab_rows;
@@ -525,8 +520,8 @@ int hf_gemma_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, siz
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq")) {
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq")) {
             continue;
         }
         if (a->id == HF_ARCH_GEMMA2 && strcmp(nm, "lm_head.weight") == 0) continue; /* filter_tensors */

@@ -32,66 +32,13 @@
 #include "hf_internal.h"
 #include "hf_table.h"
 
+#define GLM_CLASS "Glm4MoeForCausalLM" /* the class named in config errors */
+
 #define RET_IF(x)                \
     do {                         \
         const int rc_ = (x);     \
         if (rc_ < 0) return rc_; \
     } while (0)
-
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
-/* A whole-number key of obj in [0, 2^32): 1 present (not null), 0 absent
- * or null (an error when required), or an error when mistyped. */
-static int cfg_u32(const hf_folder *f, const anvil_json_value *obj, const char *key, int required, uint32_t *out,
-                   anvil_error *err) {
-    const anvil_json_value *v = anvil__json_get(obj, key);
-    if (anvil__json_is_null(v)) {
-        if (!required) return 0;
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: Glm4MoeForCausalLM needs \"%s\" (a whole number), which is %s; "
-                                "convert_hf_to_gguf.py stops on it too",
-                                f->dir, key, v == NULL ? "missing" : "null");
-    }
-    int64_t x = 0;
-    if (anvil__json_i64(v, &x) != 0 || x < 0 || x > (int64_t)UINT32_MAX) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: \"%s\" must be a whole number in [0, 2^32), not %s", f->dir, key,
-                                v->text ? v->text : anvil__json_event_what(v->kind));
-    }
-    *out = (uint32_t)x;
-    return 1;
-}
-
-/* A number key: 1 present, 0 absent/null, or an error. */
-static int cfg_num(const anvil_json_value *obj, const char *key, const hf_folder *f, double *out, anvil_error *err) {
-    const anvil_json_value *v = anvil__json_get(obj, key);
-    if (anvil__json_is_null(v)) return 0;
-    if (!anvil__json_is_number(v)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: \"%s\" must be a number, not %s", f->dir, key,
-                                anvil__json_event_what(v->kind));
-    }
-    *out = anvil__json_f64(v);
-    return 1;
-}
-
-/* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
-static int truthy(const anvil_json_value *v) {
-    if (v == NULL) return 0;
-    switch (v->kind) {
-    case ANVIL_JSON_NULL:
-    case ANVIL_JSON_FALSE: return 0;
-    case ANVIL_JSON_TRUE: return 1;
-    case ANVIL_JSON_ARRAY_BEGIN:
-    case ANVIL_JSON_OBJECT_BEGIN: return v->n_items > 0;
-    default: break;
-    }
-    if (anvil__json_is_number(v)) return anvil__json_f64(v) != 0.0;
-    const char *s = anvil__json_str(v);
-    return s != NULL && s[0] != '\0';
-}
 
 static int set_u32(anvil_gguf_writer *w, const char *suffix, uint32_t v, anvil_error *err) {
     char key[128];
@@ -102,7 +49,7 @@ static int set_u32(anvil_gguf_writer *w, const char *suffix, uint32_t v, anvil_e
 /* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)). */
 static int nextn_layers(const hf_folder *f, uint32_t *n, int *present, anvil_error *err) {
     *n = 0;
-    const int rc = cfg_u32(f, f->config, "num_nextn_predict_layers", 0, n, err);
+    const int rc = hf_cfg_u32(f, f->config, "num_nextn_predict_layers", GLM_CLASS, 0, n, err);
     if (rc < 0) return rc;
     *present = rc;
     return ANVIL_OK;
@@ -115,13 +62,13 @@ static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
     const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
     if (anvil__json_is_null(rp)) rp = anvil__json_get(f->config, "rope_scaling");
     if (rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
-        const int rc = cfg_num(rp, "partial_rotary_factor", f, out, err);
+        const int rc = hf_cfg_num(f, rp, "partial_rotary_factor", out, err);
         return rc < 0 ? rc : ANVIL_OK;
     }
     static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
     for (size_t i = 0; keys[i] != NULL; ++i) {
         if (anvil__json_get(f->config, keys[i]) == NULL) continue;
-        const int rc = cfg_num(f->config, keys[i], f, out, err);
+        const int rc = hf_cfg_num(f, f->config, keys[i], out, err);
         return rc < 0 ? rc : ANVIL_OK;
     }
     return ANVIL_OK;
@@ -131,11 +78,11 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
     uint32_t nextn = 0, head_dim = 0, hidden = 0, heads = 0, n_exp = 0, moe_ff = 0, shared = 0, dense = 0;
     int has_nextn = 0;
     RET_IF(nextn_layers(f, &nextn, &has_nextn, err));
-    const int has_hd = cfg_u32(f, f->config, "head_dim", 0, &head_dim, err);
+    const int has_hd = hf_cfg_u32(f, f->config, "head_dim", GLM_CLASS, 0, &head_dim, err);
     RET_IF(has_hd);
     if (!has_hd) {
-        RET_IF(cfg_u32(f, f->config, "hidden_size", 1, &hidden, err));
-        RET_IF(cfg_u32(f, f->config, "num_attention_heads", 1, &heads, err));
+        RET_IF(hf_cfg_u32(f, f->config, "hidden_size", GLM_CLASS, 1, &hidden, err));
+        RET_IF(hf_cfg_u32(f, f->config, "num_attention_heads", GLM_CLASS, 1, &heads, err));
         if (heads == 0)
             return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
         head_dim = hidden / heads;
@@ -150,12 +97,12 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
                                 f->dir, head_dim, factor);
     }
     int has_exp = 0, has_ff = 0, has_shared = 0, has_dense = 0, has_scale = 0;
-    RET_IF(has_exp = cfg_u32(f, f->config, "n_routed_experts", 0, &n_exp, err));
-    RET_IF(has_ff = cfg_u32(f, f->config, "moe_intermediate_size", 0, &moe_ff, err));
-    RET_IF(has_shared = cfg_u32(f, f->config, "n_shared_experts", 0, &shared, err));
-    RET_IF(has_dense = cfg_u32(f, f->config, "first_k_dense_replace", 0, &dense, err));
+    RET_IF(has_exp = hf_cfg_u32(f, f->config, "n_routed_experts", GLM_CLASS, 0, &n_exp, err));
+    RET_IF(has_ff = hf_cfg_u32(f, f->config, "moe_intermediate_size", GLM_CLASS, 0, &moe_ff, err));
+    RET_IF(has_shared = hf_cfg_u32(f, f->config, "n_shared_experts", GLM_CLASS, 0, &shared, err));
+    RET_IF(has_dense = hf_cfg_u32(f, f->config, "first_k_dense_replace", GLM_CLASS, 0, &dense, err));
     double scale = 0;
-    RET_IF(has_scale = cfg_num(f->config, "routed_scaling_factor", f, &scale, err));
+    RET_IF(has_scale = hf_cfg_num(f, f->config, "routed_scaling_factor", &scale, err));
     const anvil_json_value *ntp = anvil__json_get(f->config, "norm_topk_prob");
 
     hf_text_over o = { 0, 0.0, -1, -1, has_exp ? (int64_t)n_exp : -1, 0, 0, nextn, 2, 0 };
@@ -170,7 +117,7 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
     if (rc == ANVIL_OK && has_scale)
         rc = anvil_gguf_writer_set_f32(w, "glm4moe.expert_weights_scale", (float)scale, err);
     if (rc == ANVIL_OK && !anvil__json_is_null(ntp))
-        rc = anvil_gguf_writer_set_bool(w, "glm4moe.expert_weights_norm", truthy(ntp), err);
+        rc = anvil_gguf_writer_set_bool(w, "glm4moe.expert_weights_norm", hf_truthy(ntp), err);
     if (rc == ANVIL_OK && has_nextn) rc = set_u32(w, "nextn_predict_layers", nextn, err);
     return rc;
 }
@@ -194,7 +141,7 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t
     const anvil_st_tensor *t = s->st;
     char nm[256];
     const char *name = s->name;
-    if (ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
+    if (hf_ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
         snprintf(nm, sizeof nm, "%.*se_score_correction.bias",
                  (int)(strlen(name) - strlen("e_score_correction_bias")), name);
         name = nm;
@@ -247,8 +194,8 @@ int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, s
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq"))
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq"))
             continue;
         if (strstr(nm, "mlp.experts") != NULL) {
             const int taken = hf_moe_take(moe, i, ts, &n, err);

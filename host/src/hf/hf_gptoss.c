@@ -86,14 +86,9 @@ static void replace(const char *name, const char *from, const char *to, char *ou
     else snprintf(out, 256, "%.*s%s%s", (int)(at - name), name, to, at + strlen(from));
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 static int is_mx_part(const char *nm) {
     return (strstr(nm, "mlp.experts.down_proj_") != NULL || strstr(nm, "mlp.experts.gate_up_proj_") != NULL) &&
-           (ends_with(nm, "_blocks") || ends_with(nm, "_scales"));
+           (hf_ends_with(nm, "_blocks") || hf_ends_with(nm, "_scales"));
 }
 
 static int float_src(const hf_folder *f, size_t i, anvil_error *err) {
@@ -151,7 +146,7 @@ static int plan_mxfp4(const hf_folder *f, const gp_cfg *c, hf_out_tensor *ts, si
                                     "%s/config.json: %s is %llu, not a multiple of 32: no MXFP4 experts fit it",
                                     f->dir, k == 0 ? "intermediate_size" : "hidden_size", (unsigned long long)in);
         }
-        if (ends_with(nm, "_blocks")) {
+        if (hf_ends_with(nm, "_blocks")) {
             if (pending[k] >= 0) {
                 return anvil__error_set(err, ANVIL_E_FORMAT,
                                         "%s/%s: MXFP4 tensor \"%s\" has no \"%.*s_scales\" after it (its scales "
@@ -240,7 +235,7 @@ static int plan_one(const hf_folder *f, size_t i, const gp_cfg *c, hf_out_tensor
     char hf[256], g0[64], g1[64];
     const uint64_t E = c->n_exp, H = c->hidden, I = c->inter;
     if (strstr(nm, "down_proj") != NULL && strstr(nm, "mlp.experts.") != NULL) {
-        if (ends_with(nm, "_bias")) {
+        if (hf_ends_with(nm, "_bias")) {
             const uint64_t d[2] = { E, H };
             replace(nm, "down_proj_bias", "down_proj.bias", hf);
             rc = want_shape(f, i, 2, d, err);
@@ -257,7 +252,7 @@ static int plan_one(const hf_folder *f, size_t i, const gp_cfg *c, hf_out_tensor
         return rc;
     }
     if (strstr(nm, "gate_up_proj") != NULL && strstr(nm, "mlp.experts.") != NULL) {
-        const int bias = ends_with(nm, "_bias");
+        const int bias = hf_ends_with(nm, "_bias");
         replace(nm, bias ? "gate_up_proj_bias" : "gate_up_proj", bias ? "gate_proj.bias" : "gate_proj.weight", hf);
         rc = map_name(f, i, hf, c, g0, err);
         replace(nm, bias ? "gate_up_proj_bias" : "gate_up_proj", bias ? "up_proj.bias" : "up_proj.weight", hf);
@@ -325,8 +320,8 @@ int hf_gptoss_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
     rc = plan_mxfp4(f, &c, ts, &n, err);
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq") || is_mx_part(nm)) {
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq") || is_mx_part(nm)) {
             continue;
         }
         rc = plan_one(f, i, &c, ts, &n, err);

@@ -5,9 +5,10 @@
  * hf_folder.c reads a checkpoint folder (config.json, the safetensors shards
  * and their index) into an hf_folder: the tensors in the order
  * convert_hf_to_gguf.py visits them (parts sorted by file name, each part's
- * tensors sorted by name). hf_arch.c knows the four architectures (hparams
- * KVs, tensor names, which tensors stay F32, llama's Q/K permutation, Llama 3
- * rope factors). hf_meta.c derives the general.* keys and the output file
+ * tensors sorted by name). hf_arch.c and one file per architecture family
+ * that transforms tensors (hf_moe, hf_gemma, hf_phi3, hf_gptoss, hf_deepseek,
+ * hf_glm4moe) know the hparams KVs, tensor names, which tensors stay F32,
+ * llama's Q/K permutation and Llama 3 rope factors. hf_meta.c derives the general.* keys and the output file
  * name as gguf-py's metadata.py and utility.py do. hf_convert.c runs it all.
  */
 #ifndef ANVIL_HOST_HF_INTERNAL_H
@@ -70,6 +71,20 @@ typedef struct hf_reader {
 int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
 void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst);
 void hf_reader_close(hf_reader *rd);
+
+/* ---- config.json values (hf_config.c) ------------------------------------- */
+
+/* 1 when s ends with suffix. */
+int hf_ends_with(const char *s, const char *suffix);
+/* obj[key] as a whole number in [0, 2^32): 1 present, 0 absent or null
+ * (an error naming the class cls when required), or an error when
+ * mistyped. */
+int hf_cfg_u32(const hf_folder *f, const anvil_json_value *obj, const char *key, const char *cls, int required,
+               uint32_t *out, anvil_error *err);
+/* obj[key] as a number: 1 present, 0 absent or null, or an error. */
+int hf_cfg_num(const hf_folder *f, const anvil_json_value *obj, const char *key, double *out, anvil_error *err);
+/* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
+int hf_truthy(const anvil_json_value *v);
 
 /* ---- architectures ---------------------------------------------------------- */
 

@@ -363,11 +363,6 @@ static int factors(const anvil_json_value *list, const char *name, hf_out_tensor
     return ANVIL_OK;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 int hf_phi3_plan(const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err) {
     *out = NULL;
     *n_out = 0;
@@ -387,8 +382,8 @@ int hf_phi3_plan(const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_e
     }
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq"))
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq"))
             continue;
         rc = phi3_src(&c, f, i, &ts[n], err);
         if (rc == ANVIL_OK) n++;

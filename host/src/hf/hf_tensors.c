@@ -99,11 +99,6 @@ static int map_name(hf_arch_id arch, const char *name, uint64_t n_blocks, char *
     return -1;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && memcmp(s + a - b, suffix, b) == 0;
-}
-
 static uint64_t cfg_u(const hf_folder *f, const char *key) {
     int64_t v = 0;
     return anvil__json_i64(anvil__json_get(f->config, key), &v) == 0 && v > 0 ? (uint64_t)v : 0;
@@ -208,8 +203,8 @@ static int src_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
     o->n_dims = (uint32_t)t->rank;
     o->n_elements = t->n_elements;
     for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
-    if (a->undo_permute && (ends_with(s->name, "q_proj.weight") || ends_with(s->name, "q_proj.bias") ||
-                            ends_with(s->name, "k_proj.weight") || ends_with(s->name, "k_proj.bias"))) {
+    if (a->undo_permute && (hf_ends_with(s->name, "q_proj.weight") || hf_ends_with(s->name, "q_proj.bias") ||
+                            hf_ends_with(s->name, "k_proj.weight") || hf_ends_with(s->name, "k_proj.bias"))) {
         const int is_k = strstr(s->name, "k_proj.") != NULL;
         uint64_t heads = cfg_u(f, "num_attention_heads");
         const uint64_t kv = cfg_u(f, "num_key_value_heads");
@@ -299,8 +294,8 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     }
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (ends_with(nm, ".attention.masked_bias") || ends_with(nm, ".attention.bias") ||
-            ends_with(nm, ".rotary_emb.inv_freq")) {
+        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
+            hf_ends_with(nm, ".rotary_emb.inv_freq")) {
             continue;
         }
         const int taken = moe != NULL ? hf_moe_take(moe, i, ts, &n, err) : 0;

@@ -182,18 +182,6 @@ const char *hv_quote(char *buf, size_t cap, const char *s, size_t len) {
     return buf;
 }
 
-int hv_truthy(const anvil_json_value *j) {
-    if (j == NULL) return 0;
-    switch (j->kind) {
-    case ANVIL_JSON_NULL:
-    case ANVIL_JSON_FALSE: return 0;
-    case ANVIL_JSON_TRUE: return 1;
-    case ANVIL_JSON_STRING: return j->len > 0;
-    case ANVIL_JSON_NUMBER: return anvil__json_f64(j) != 0.0;
-    default: return j->n_items > 0;
-    }
-}
-
 int hv_str_is(const anvil_json_value *j, const char *s) {
     return j != NULL && j->kind == ANVIL_JSON_STRING && strlen(s) == j->len && memcmp(j->text, s, j->len) == 0;
 }

@@ -237,11 +237,11 @@ int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err) {
     if (m == NULL) return ANVIL_E_FORMAT;
     const int bpe = hv_str_is(anvil__json_get(m, "type"), "BPE");
     const anvil_json_value *bf = anvil__json_get(m, "byte_fallback");
-    const int byte_fallback_default_true = bf == NULL ? 1 : hv_truthy(bf);
-    if (bpe && hv_truthy(anvil__json_get(m, "ignore_merges")) && !byte_fallback_default_true) {
+    const int byte_fallback_default_true = bf == NULL ? 1 : hf_truthy(bf);
+    if (bpe && hf_truthy(anvil__json_get(m, "ignore_merges")) && !byte_fallback_default_true) {
         return ANVIL_OK; /* Llama 3: converted as gpt2 */
     }
-    if (!bpe || !hv_truthy(bf)) return ANVIL_OK;
+    if (!bpe || !hf_truthy(bf)) return ANVIL_OK;
     const anvil_json_value *dec = anvil__json_get(l->tok, "decoder");
     if (dec == NULL) return bad_json(l, "no \"decoder\"", err);
     if (dec->kind == ANVIL_JSON_NULL) return ANVIL_OK; /* the converter's TypeError: gpt2 */
@@ -256,7 +256,7 @@ int hv_bpe_is_llama_hf(hv_load *l, int *yes, anvil_error *err) {
 static int add_special(const fast_tok *ft, const anvil_json_value *t, const anvil_json_value **tx, int64_t *ids,
                        size_t *n, size_t cap) {
     if (t != NULL && t->kind == ANVIL_JSON_OBJECT_BEGIN) t = anvil__json_get(t, "content");
-    if (!hv_truthy(t) || t->kind != ANVIL_JSON_STRING) return 0;
+    if (!hf_truthy(t) || t->kind != ANVIL_JSON_STRING) return 0;
     const dict_entry *e = dict_find(&ft->vocab, t->text, t->len);
     if (e == NULL || *n == cap) return 0;
     for (size_t i = 0; i < *n; ++i) {
@@ -386,7 +386,7 @@ static int gpt2_tokens(hv_load *l, const fast_tok *ft, anvil_error *err) {
                                   "%s: added token %s has another id than %llu, which the "
                                   "vocabulary gives it",
                                   l->tok_path, hv_quote(q, sizeof q, e->key, e->len), (unsigned long long)i);
-        } else if (hv_truthy(anvil__json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
+        } else if (hf_truthy(anvil__json_get(a->node, "special")) || hv_looks_special(e->key, e->len)) {
             rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_CONTROL, 0, err);
         } else {
             rc = hv_put_token(v, i, e->key, e->len, -1000.0f, HV_USER_DEFINED, 1, err);

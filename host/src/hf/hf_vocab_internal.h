@@ -98,8 +98,6 @@ int hv_is_file(const char *path);
 /* Read a whole file (free() *out). */
 int hv_read_file(const char *path, char **out, size_t *len, anvil_error *err);
 
-/* Python truthiness of a JSON value (absent = falsy). */
-int hv_truthy(const anvil_json_value *j);
 /* j is a JSON string equal to s. */
 int hv_str_is(const anvil_json_value *j, const char *s);
 /* s[0..len) quoted and made terminal-safe for a message (in buf). */

@@ -88,7 +88,7 @@ static int put_added(hv_load *l, const char *path, const char *where, int64_t id
                                 id < 0 ? "convert_hf_to_gguf.py would overwrite a token counted from the end"
                                        : "convert_hf_to_gguf.py fails on it too");
     }
-    const int type = hv_truthy(anvil__json_get(e, "special")) ? HV_CONTROL : HV_USER_DEFINED;
+    const int type = hf_truthy(anvil__json_get(e, "special")) ? HV_CONTROL : HV_USER_DEFINED;
     return hv_put_token(l->v, (uint64_t)id, c->text, c->len, -1000.0f, type, 0, err);
 }
 

@@ -160,17 +160,17 @@ static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const
                         const anvil_json_value **last) {
     const int tc = sv_truthy(s);
     *first = get2(single->items[0], "SpecialToken", "id");
-    if (hv_truthy(*first)) {
+    if (hf_truthy(*first)) {
         if (!tc) {
             p->bos = *first;
         } else if (!py_eq(*first, p->bos) && !py_eq(*first, p->cls)) {
-            if (!hv_truthy(p->bos)) sv_set(s, "bos_token", p->bos = *first);
-            if (!hv_truthy(p->cls)) sv_set(s, "cls_token", p->cls = *first);
+            if (!hf_truthy(p->bos)) sv_set(s, "bos_token", p->bos = *first);
+            if (!hf_truthy(p->cls)) sv_set(s, "cls_token", p->cls = *first);
         }
         set_add(s, "bos", py_eq(*first, p->bos) || py_eq(*first, p->cls));
     }
     *last = get2(single->items[single->n_items - 1], "SpecialToken", "id");
-    if (hv_truthy(*last)) {
+    if (hf_truthy(*last)) {
         if (!tc) {
             p->eos = *last;
         } else if (!py_eq(*last, p->eos)) {
@@ -190,33 +190,33 @@ static void tmpl_single(sv *s, sv_spec *p, const anvil_json_value *single, const
 static void tmpl_pair(sv *s, sv_spec *p, const anvil_json_value *pair, const anvil_json_value *first,
                       const anvil_json_value *last) {
     size_t lo = 0, hi = pair->n_items;
-    if (hv_truthy(first) && py_eq(get2(pair->items[0], "SpecialToken", "id"), first)) lo = 1;
-    if (hv_truthy(last) && py_eq(get2(pair->items[hi - 1], "SpecialToken", "id"), last)) hi--;
+    if (hf_truthy(first) && py_eq(get2(pair->items[0], "SpecialToken", "id"), first)) lo = 1;
+    if (hf_truthy(last) && py_eq(get2(pair->items[hi - 1], "SpecialToken", "id"), last)) hi--;
     if (hi <= lo) return;
     const anvil_json_value *a = get2(pair->items[lo], "Sequence", "id");
     const anvil_json_value *b = get2(pair->items[hi - 1], "Sequence", "id");
     if (!hv_str_is(a, "A") || !hv_str_is(b, "B") || hi - lo < 3) return;
     int add_sep = 0;
     const anvil_json_value *e = get2(pair->items[lo + 1], "SpecialToken", "id");
-    if (hv_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos)) && !hv_truthy(last)) add_sep = 1;
+    if (hf_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos)) && !hf_truthy(last)) add_sep = 1;
     if (hi - lo - 2 == 2) {
         e = get2(pair->items[lo + 2], "SpecialToken", "id");
-        if (hv_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos))) add_sep = 1;
+        if (hf_truthy(e) && (py_eq(e, p->sep) || py_eq(e, p->eos))) add_sep = 1;
     }
     set_add(s, "sep", add_sep);
-    if (add_sep && !hv_truthy(p->sep) && sv_truthy(s)) sv_set(s, "sep_token", p->eos);
+    if (add_sep && !hf_truthy(p->sep) && sv_truthy(s)) sv_set(s, "sep_token", p->eos);
 }
 
 static void roberta(sv *s, sv_spec *p, const anvil_json_value *proc) {
     set_add(s, "bos", 1);
     set_add(s, "eos", 1);
     set_add(s, "sep", 1);
-    if (!hv_truthy(p->cls) && sv_truthy(s)) {
+    if (!hf_truthy(p->cls) && sv_truthy(s)) {
         const anvil_json_value *c = anvil__json_get(proc, "cls");
         p->cls = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->bos;
         sv_set(s, "cls_token", p->cls);
     }
-    if (!hv_truthy(p->sep) && sv_truthy(s)) {
+    if (!hf_truthy(p->sep) && sv_truthy(s)) {
         const anvil_json_value *c = anvil__json_get(proc, "sep");
         p->sep = c != NULL ? (c->n_items > 0 ? c->items[0] : NULL) : p->eos;
         sv_set(s, "sep_token", p->sep);
@@ -226,10 +226,10 @@ static void roberta(sv *s, sv_spec *p, const anvil_json_value *proc) {
 static void post_processor(sv *s) {
     const int tc = sv_truthy(s);
     sv_spec p = { sv_get(s, "bos_token"), sv_get(s, "cls_token"), sv_get(s, "eos_token"), sv_get(s, "sep_token") };
-    if (!hv_truthy(p.bos) && hv_truthy(p.cls) && tc) sv_set(s, "bos_token", p.bos = p.cls);
-    if (!hv_truthy(p.eos) && hv_truthy(p.sep) && tc) sv_set(s, "eos_token", p.eos = p.sep);
+    if (!hf_truthy(p.bos) && hf_truthy(p.cls) && tc) sv_set(s, "bos_token", p.bos = p.cls);
+    if (!hf_truthy(p.eos) && hf_truthy(p.sep) && tc) sv_set(s, "eos_token", p.eos = p.sep);
     const anvil_json_value *pp = anvil__json_get(s->l->tok, "post_processor");
-    if (!hv_truthy(pp) || pp->kind != ANVIL_JSON_OBJECT_BEGIN) return;
+    if (!hf_truthy(pp) || pp->kind != ANVIL_JSON_OBJECT_BEGIN) return;
     const anvil_json_value *list = anvil__json_get(pp, "processors");
     const size_t n = list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN ? list->n_items : 1;
     for (size_t i = 0; i < n; ++i) {
@@ -530,8 +530,8 @@ static void parse_normalizer(sv *s, const anvil_json_value *n, int depth) {
         s->strip = 1;
     } else if (hv_str_is(type, "BertNormalizer")) {
         const anvil_json_value *lc = anvil__json_get(n, "lowercase"), *sa = anvil__json_get(n, "strip_accents");
-        if (lc != NULL) s->lower = lc->kind == ANVIL_JSON_NULL ? -1 : hv_truthy(lc);
-        if (sa != NULL) s->strip = sa->kind == ANVIL_JSON_NULL ? -1 : hv_truthy(sa);
+        if (lc != NULL) s->lower = lc->kind == ANVIL_JSON_NULL ? -1 : hf_truthy(lc);
+        if (sa != NULL) s->strip = sa->kind == ANVIL_JSON_NULL ? -1 : hf_truthy(sa);
     } else if (hv_str_is(type, "Sequence") && depth < ANVIL_JSON_MAX_DEPTH) {
         const anvil_json_value *list = anvil__json_get(n, "normalizers");
         for (size_t i = 0; list != NULL && list->kind == ANVIL_JSON_ARRAY_BEGIN && i < list->n_items; ++i) {
@@ -668,7 +668,7 @@ static int load_all(sv *s, anvil_error *err) {
     if (l->tok != NULL) {
         if (s->o->load_merges) rc = load_merges(s, err);
         const anvil_json_value *norm = anvil__json_get(l->tok, "normalizer");
-        if (rc == ANVIL_OK && hv_truthy(norm)) parse_normalizer(s, norm, 0);
+        if (rc == ANVIL_OK && hf_truthy(norm)) parse_normalizer(s, norm, 0);
         if (rc == ANVIL_OK && l->tok->n_items > 0) post_processor(s);
     }
     if (rc == ANVIL_OK && sv_truthy(s)) rc = from_tokenizer_config(s, err);

@@ -173,7 +173,7 @@ static int spm_vocab_size(const hv_load *l, size_t n_pieces, uint64_t *out, anvi
     const anvil_json_value *j = hv_hparam(l, "vocab_size_per_layer_input");
     if (j == NULL) j = hv_hparam(l, "vocab_size");
     *out = n_pieces;
-    if (!hv_truthy(j)) return ANVIL_OK;
+    if (!hf_truthy(j)) return ANVIL_OK;
     int64_t vs = 0;
     if (anvil__json_i64(j, &vs) != 0 || vs < 0 || vs > INT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s: vocab_size must be an integer in 0..2^31-1",
@@ -266,7 +266,7 @@ static int spm_added_decoder(hv_load *l, anvil_error *err) {
         int type = HV_CONTROL;
         char *t = hv_dup(&l->v->arena, content, len);
         if (t == NULL) return anvil__error_set(err, ANVIL_E_NOMEM, "tokenizer: out of memory");
-        if (!hv_truthy(anvil__json_get(e, "special")) && !hv_looks_special(content, len)) {
+        if (!hf_truthy(anvil__json_get(e, "special")) && !hv_looks_special(content, len)) {
             len = hv_unmark_spaces(t, len);
             type = HV_USER_DEFINED;
         }
