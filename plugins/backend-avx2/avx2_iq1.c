@@ -20,6 +20,9 @@
  * 9 sum_k ls_k bsums_k; float(T) / 8 is the reference's
  * (float)sumi1 + IQ1M_DELTA * (float)sumi2 exactly (|T| < 2^24), so
  *     acc += (d * a.d) * (float(T) * 0.125f).
+ * The four 11-bit grid indices per 32 weights are built by two BMI2 pdep
+ * (the plugin requires BMI2), d from the scales by one pext: IQ1_M 0.90x ->
+ * 0.94x of ggml's zen4 variant (1 thread, 4096 x 4096, Emerald Rapids).
  */
 #include "avx2_common.h"
 #include "avx2_kernels.h"
@@ -116,7 +119,11 @@ AVX2_KERNEL(kernel_iq1_s, ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q8_K, "avx2", iq1_s_vec_d
 AVX2_INLINE uint16_t iq1m_d_bits(const uint8_t *blk) {
     uint64_t sc;
     memcpy(&sc, blk + IQ1M_SCALES, sizeof sc);
+#if defined(__BMI2__)
+    return (uint16_t)_pext_u64(sc, 0xf000f000f000f000ULL);
+#else
     return (uint16_t)(((sc >> 12) & 0x000f) | ((sc >> 24) & 0x00f0) | ((sc >> 36) & 0x0f00) | ((sc >> 48) & 0xf000));
+#endif
 }
 
 /* Lane r: d of row r (r < R), as f32 (exact). */
@@ -136,12 +143,24 @@ AVX2_INLINE __m256 iq1m_halves(const uint8_t *p, size_t stride, const int R) {
     return _mm256_cvtph_ps(h);
 }
 
+/* Four 11-bit lattice indices as 16-bit words: byte l of q | bits 4l ..
+ * 4l + 2 of x << 8 (BMI2 pdep, else shifts). */
+AVX2_INLINE uint64_t iq1m_index4(uint32_t q, uint32_t x) {
+#if defined(__BMI2__)
+    return _pdep_u64(q, 0x00ff00ff00ff00ffULL) | _pdep_u64(x & 0x7777u, 0x0f000f000f000f00ULL);
+#else
+    uint64_t r = 0;
+    for (int l = 0; l < 4; ++l) r |= (uint64_t)(((q >> (8 * l)) & 0xff) | ((x >> (4 * l)) & 7) << 8) << (16 * l);
+    return r;
+#endif
+}
+
 /* 8 (g + 1) of the grid values g of sub-block ib (x: its two qh bytes);
  * vpshufb maps -1 (top bit set) to 0. */
 AVX2_INLINE __m256i iq1m_grid32x8(const uint8_t *blk, int ib, uint32_t x) {
-    const uint8_t *qs = blk + 4 * ib;
-    const __m256i g = _mm256_set_epi64x(iq1s_row(qs[3] | ((x >> 4) & 0x700)), iq1s_row(qs[2] | (x & 0x700)),
-                                        iq1s_row(qs[1] | ((x << 4) & 0x700)), iq1s_row(qs[0] | ((x << 8) & 0x700)));
+    const uint64_t i = iq1m_index4(anvil_rd_u32(blk + 4 * ib), x);
+    const __m256i g = _mm256_set_epi64x(iq1s_row((unsigned)(i >> 48)), iq1s_row((unsigned)(i >> 32) & 0xffff),
+                                        iq1s_row((unsigned)(i >> 16) & 0xffff), iq1s_row((unsigned)i & 0xffff));
     const __m256i t8 = _mm256_setr_epi8(8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0, 0, 0, 0, 0, 0,
                                         0, 0, 0, 0, 0, 0, 0);
     return _mm256_shuffle_epi8(t8, g);
