@@ -16,10 +16,16 @@
  * the low lane, ls_2ib+1 in the high one). The delta (1/8) is folded into
  * one integer T = 8 sumi1 + sumi2: each weight enters as the unsigned
  *     u = 8 (g + 1) + (delta sign clear ? 2 : 0)    (= 8 g + s + 9)
- * (vpshufb of the grid bytes, plus 2 under a vpcmpeqb mask), minus
+ * (one vpshufb of the grid bytes plus 8 where the sign is clear, see
+ * iq1m_u32), minus
  * 9 sum_k ls_k bsums_k; float(T) / 8 is the reference's
  * (float)sumi1 + IQ1M_DELTA * (float)sumi2 exactly (|T| < 2^24), so
  *     acc += (d * a.d) * (float(T) * 0.125f).
+ * The four 11-bit grid indices per 32 weights are built by two BMI2 pdep
+ * (the plugin requires BMI2), d from the scales by one pext: IQ1_M 0.90x ->
+ * 0.94x of ggml's zen4 variant (1 thread, 4096 x 4096, Emerald Rapids);
+ * the sign offsets by one pdep + vpshufb + vpandn folded into the u
+ * lookup (two vector instructions fewer per 32 weights): 0.94x -> 1.02x.
  */
 #include "avx2_common.h"
 #include "avx2_kernels.h"
@@ -116,7 +122,11 @@ AVX2_KERNEL(kernel_iq1_s, ANVIL_TYPE_IQ1_S, ANVIL_TYPE_Q8_K, "avx2", iq1_s_vec_d
 AVX2_INLINE uint16_t iq1m_d_bits(const uint8_t *blk) {
     uint64_t sc;
     memcpy(&sc, blk + IQ1M_SCALES, sizeof sc);
+#if defined(__BMI2__)
+    return (uint16_t)_pext_u64(sc, 0xf000f000f000f000ULL);
+#else
     return (uint16_t)(((sc >> 12) & 0x000f) | ((sc >> 24) & 0x00f0) | ((sc >> 36) & 0x0f00) | ((sc >> 48) & 0xf000));
+#endif
 }
 
 /* Lane r: d of row r (r < R), as f32 (exact). */
@@ -136,15 +146,40 @@ AVX2_INLINE __m256 iq1m_halves(const uint8_t *p, size_t stride, const int R) {
     return _mm256_cvtph_ps(h);
 }
 
-/* 8 (g + 1) of the grid values g of sub-block ib (x: its two qh bytes);
- * vpshufb maps -1 (top bit set) to 0. */
-AVX2_INLINE __m256i iq1m_grid32x8(const uint8_t *blk, int ib, uint32_t x) {
-    const uint8_t *qs = blk + 4 * ib;
-    const __m256i g = _mm256_set_epi64x(iq1s_row(qs[3] | ((x >> 4) & 0x700)), iq1s_row(qs[2] | (x & 0x700)),
-                                        iq1s_row(qs[1] | ((x << 4) & 0x700)), iq1s_row(qs[0] | ((x << 8) & 0x700)));
-    const __m256i t8 = _mm256_setr_epi8(8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0, 0, 0, 0, 0, 0,
-                                        0, 0, 0, 0, 0, 0, 0);
-    return _mm256_shuffle_epi8(t8, g);
+/* Four 11-bit lattice indices as 16-bit words: byte l of q | bits 4l ..
+ * 4l + 2 of x << 8 (BMI2 pdep, else shifts). */
+AVX2_INLINE uint64_t iq1m_index4(uint32_t q, uint32_t x) {
+#if defined(__BMI2__)
+    return _pdep_u64(q, 0x00ff00ff00ff00ffULL) | _pdep_u64(x & 0x7777u, 0x0f000f000f000f00ULL);
+#else
+    uint64_t r = 0;
+    for (int l = 0; l < 4; ++l) r |= (uint64_t)(((q >> (8 * l)) & 0xff) | ((x >> (4 * l)) & 7) << 8) << (16 * l);
+    return r;
+#endif
+}
+
+/* u = 8 (g + 1) + (sign clear ? 2 : 0) of the grid values g of sub-block
+ * ib (x: its two qh bytes). The sign bit of group l of 8 weights, bit
+ * 4 l + 3 of x, goes to bit 3 of byte l of z (pdep of the nibbles), is
+ * spread over the group's bytes and inverted: s = 8 where clear, else 0;
+ * then one vpshufb of g + s (bytes 0xff -> top bit set -> 0, 0, 1; or 7,
+ * 8, 9 where clear) gives u. */
+AVX2_INLINE __m256i iq1m_u32(const uint8_t *blk, int ib, uint32_t x) {
+    const uint64_t i = iq1m_index4(anvil_rd_u32(blk + 4 * ib), x);
+    const __m256i g = _mm256_set_epi64x(iq1s_row((unsigned)(i >> 48)), iq1s_row((unsigned)(i >> 32) & 0xffff),
+                                        iq1s_row((unsigned)(i >> 16) & 0xffff), iq1s_row((unsigned)i & 0xffff));
+#if defined(__BMI2__)
+    const uint32_t z = _pdep_u32(x, 0x0f0f0f0fu);
+#else
+    const uint32_t z = (x & 0xf) | ((x & 0xf0) << 4) | ((x & 0xf00) << 8) | ((x & 0xf000) << 12);
+#endif
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i s =
+        _mm256_andnot_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)z), spread), _mm256_set1_epi8(8));
+    const __m256i t = _mm256_setr_epi8(8, 16, 0, 0, 0, 0, 0, 2, 10, 18, 0, 0, 0, 0, 0, 0, 8, 16, 0, 0, 0, 0, 0, 2, 10,
+                                       18, 0, 0, 0, 0, 0, 0);
+    return _mm256_shuffle_epi8(t, _mm256_add_epi8(g, s));
 }
 
 /* Dword k of the result: ls_(8 half + k) = 2 * field + 1 in both words. */
@@ -158,14 +193,6 @@ AVX2_INLINE __m256i iq1m_ls_pairs(const uint8_t *blk, int half) {
 
 AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
                             simd_pf *pf) {
-    /* byte j of sub-block ib: its delta sign bit, of qh byte 2 ib + j / 16 */
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                            1, 1, 1, 1, 1, 1, 1);
-    const __m256i sign_bit = _mm256_setr_epi8(8, 8, 8, 8, 8, 8, 8, 8, (char)0x80, (char)0x80, (char)0x80, (char)0x80,
-                                              (char)0x80, (char)0x80, (char)0x80, (char)0x80, 8, 8, 8, 8, 8, 8, 8, 8,
-                                              (char)0x80, (char)0x80, (char)0x80, (char)0x80, (char)0x80, (char)0x80,
-                                              (char)0x80, (char)0x80);
-    const __m256i two = _mm256_set1_epi8(2);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += IQ1M_BYTES, a += Q8K_BYTES) {
         simd_pf_block(pf, b, IQ1M_BYTES, ws, R);
@@ -187,10 +214,7 @@ AVX2_INLINE void iq1_m_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
                 const int k = (2 * ib) % 8;
                 const __m256i lsp = _mm256_permutevar8x32_epi32(
                     lp[ib / 4], _mm256_setr_epi32(k, k, k, k, k + 1, k + 1, k + 1, k + 1));
-                const __m256i bits =
-                    _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)x), spread), sign_bit);
-                const __m256i pos2 = _mm256_and_si256(_mm256_cmpeq_epi8(bits, _mm256_setzero_si256()), two);
-                const __m256i u = _mm256_add_epi8(iq1m_grid32x8(wr, ib, x), pos2);
+                const __m256i u = iq1m_u32(wr, ib, x);
                 s = _mm256_add_epi32(
                     s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, avx2_load(a + Q8K_QS + 32 * ib)), lsp));
             }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend-avx2: AVX2 + FMA + F16C kernels for x86-64 (Haswell, Zen and
+ * backend-avx2: AVX2 + FMA + F16C (+ BMI2) kernels for x86-64 (Haswell, Zen and
  * later): activation quantizers Q8_0 / Q8_1 / Q8_K; vec_dot, multi-row GEMV,
  * GEMM and row decode for Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
  * TQ1_0 TQ2_0 IQ4_NL IQ4_XS MXFP4, and codec-ptqtp's ptqtp2/ptqtp3 and
@@ -12,11 +12,15 @@
  * This file is compiled for baseline x86-64: it only reads the kernel
  * tables (data) and decides from the host's CPU features whether they may
  * run. It never runs cpuid itself, so ANVIL_CPU_MASK=-avx2 (or -fma,
- * -f16c) makes the backend score 0 and the host skip it, with the reason.
+ * -f16c, -bmi2) makes the backend score 0 and the host skip it, with the
+ * reason. The kernel files are also built with -mbmi2 (IQ1_M's lattice
+ * indices by pdep/pext, and whatever BMI2 the compiler picks elsewhere), so
+ * the score requires BMI2 too: Intel Haswell and later and AMD Excavator
+ * and Zen have both; a CPU with AVX2 but not BMI2 skips this backend.
  *
  * Why one plugin per instruction set: the host scores, loads or skips a
  * backend as a unit from the CPU it probed, so everything that needs AVX2 +
- * FMA + F16C lives here and nothing else does.
+ * FMA + F16C + BMI2 lives here and nothing else does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,12 +30,10 @@
 #include "avx2_kernels.h"
 #include "ref/backend_init.h"
 
-/* What the kernel files were compiled for (-mavx2 -mfma -mf16c). */
+/* What the kernel files were compiled for (-mavx2 -mfma -mf16c -mbmi2). */
 static const anvil_cpu_need required[] = {
-    { ANVIL_CPU_AVX, "avx" },
-    { ANVIL_CPU_AVX2, "avx2" },
-    { ANVIL_CPU_FMA, "fma" },
-    { ANVIL_CPU_F16C, "f16c" },
+    { ANVIL_CPU_AVX, "avx" },   { ANVIL_CPU_AVX2, "avx2" }, { ANVIL_CPU_FMA, "fma" },
+    { ANVIL_CPU_F16C, "f16c" }, { ANVIL_CPU_BMI2, "bmi2" },
 };
 
 static anvil_ref_backend_lists lists;
@@ -44,11 +46,12 @@ static uint32_t avx2_score(const anvil_cpu_info *cpu, char *why, size_t why_size
     char missing[64];
     if (anvil_cpu_lacks(cpu, required, sizeof required / sizeof required[0], missing, sizeof missing) > 0) {
         if (why != NULL && why_size > 0) {
-            snprintf(why, why_size, "needs avx avx2 fma f16c; this CPU (after ANVIL_CPU_MASK) lacks: %s", missing);
+            snprintf(why, why_size, "needs avx avx2 fma f16c bmi2; this CPU (after ANVIL_CPU_MASK) lacks: %s",
+                     missing);
         }
         return 0;
     }
-    if (why != NULL && why_size > 0) snprintf(why, why_size, "avx2 fma f16c present");
+    if (why != NULL && why_size > 0) snprintf(why, why_size, "avx2 fma f16c bmi2 present");
     return 20;
 }
 

@@ -70,7 +70,7 @@
 #define SB_AVX512 2
 #define SB_AVX512_EMU 3
 
-#define AVX2_NEEDED (ANVIL_CPU_AVX | ANVIL_CPU_AVX2 | ANVIL_CPU_FMA | ANVIL_CPU_F16C)
+#define AVX2_NEEDED (ANVIL_CPU_AVX | ANVIL_CPU_AVX2 | ANVIL_CPU_FMA | ANVIL_CPU_F16C | ANVIL_CPU_BMI2)
 #define AVX512_NEEDED (ANVIL_CPU_AVX512F | ANVIL_CPU_AVX512BW | ANVIL_CPU_AVX512VL | ANVIL_CPU_F16C | ANVIL_CPU_BMI2)
 #if SB_KIND == SB_AVX2
 #define SB_NEEDED AVX2_NEEDED
@@ -1033,8 +1033,8 @@ static void test_score(void) {
     anvil_cpu_info cpu = g_cpu;
 #if SB_KIND == SB_AVX2
     const uint64_t all = AVX2_NEEDED | ANVIL_CPU_SSE42;
-    const uint64_t bits[] = { ANVIL_CPU_AVX2, ANVIL_CPU_FMA, ANVIL_CPU_F16C };
-    const char *names[] = { "avx2", "fma", "f16c" };
+    const uint64_t bits[] = { ANVIL_CPU_AVX2, ANVIL_CPU_FMA, ANVIL_CPU_F16C, ANVIL_CPU_BMI2 };
+    const char *names[] = { "avx2", "fma", "f16c", "bmi2" };
 #else
     const uint64_t all = AVX2_NEEDED | AVX512_NEEDED | ANVIL_CPU_SSE42 | ANVIL_CPU_AVX512VNNI;
     const uint64_t bits[] = { ANVIL_CPU_AVX512F, ANVIL_CPU_AVX512BW, ANVIL_CPU_AVX512VL, ANVIL_CPU_BMI2 };
