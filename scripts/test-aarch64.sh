@@ -90,12 +90,15 @@ fi
 # they run in the native build only.
 # The README's examples and the keep/atomic-output loops run the same host
 # code through the CLI on any CPU: about 200 s of qemu time for nothing the
-# native run does not prove.
-EXCLUDE="^(harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples)$"
+# native run does not prove. The sensitivity suites (test_quantize_sens,
+# quantize_sens_cli: 2 s and 5 s natively, 113 s and over 300 s emulated)
+# re-run the forward pass dozens of times per tensor: host code whose
+# aarch64 arithmetic test_model and test_imat prove here.
+EXCLUDE="^(harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples|test_quantize_sens|quantize_sens_cli)$"
 if [ $binfmt_ok -eq 1 ]; then
     say "binfmt_misc: aarch64 programs run through $(sed -n 's/^interpreter //p' "$BINFMT/qemu-aarch64")"
 else
-    EXCLUDE="^(test_cli|test_registry|test_third_party|test_config_trust|gguf_cli|safetensors_cli|harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples)$"
+    EXCLUDE="^(test_cli|test_registry|test_third_party|test_config_trust|gguf_cli|safetensors_cli|harden_split_atomic|harden_quantize_keep_split_atomic|readme_examples|test_quantize_sens|quantize_sens_cli)$"
     say "binfmt_misc unavailable (not root, or no binfmt_misc): skipping the tests that start the CLI: $EXCLUDE"
 fi
 
