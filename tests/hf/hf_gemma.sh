@@ -27,24 +27,10 @@ QUICK=0
 ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$(cd "$TOOLS" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0 checks=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { checks=$((checks + 1)); }
-same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
-run() {
-    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
-    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
-}
-args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+. "$HERE/hf_lib.sh"
 
 # ---- 1. committed pairs
-for g in "$DATA"/*.gguf; do
-    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
-    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
-    same "$T/$b.gguf" "$g" "$b"
-    [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
-done
+hf_pairs
 
 # ---- 2. generated through the real converter
 PY=/usr/bin/python3
@@ -119,5 +105,4 @@ bad shape gemma3 's/"intermediate_size": 64/"intermediate_size": 48/' "model.saf
 RM=tokenizer.model bad no-spm gemma2 '' "bad-no-spm/tokenizer.model" "missing"
 RM=tokenizer.model bad g3-no-spm gemma3 '' "bad-g3-no-spm" "no tokenizer.model"
 
-echo "checks: $checks, failures: $fails"
-[ $fails = 0 ]
+hf_summary

@@ -24,36 +24,14 @@ PAIRS_ONLY=0
 [ "${1:-}" = --pairs-only ] && { PAIRS_ONLY=1; shift; }
 ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0 checks=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { checks=$((checks + 1)); }
-same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
-run() {
-    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
-    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
-}
-args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+. "$HERE/hf_lib.sh"
 
 # ---- 1. committed pairs
-for g in "$DATA"/*.gguf; do
-    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
-    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
-    same "$T/$b.gguf" "$g" "$b"
-    [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
-done
-if [ $PAIRS_ONLY = 1 ]; then
-    echo "checks: $checks, failures: $fails (committed pairs)"
-    [ $fails = 0 ]; exit
-fi
+hf_pairs
+[ $PAIRS_ONLY = 1 ] && hf_summary "committed pairs"
 
 TOOLS=$(cd "$TOOLS" && pwd)
-PY=/usr/bin/python3
-[ -x $PY ] || PY=python3
-if ! $PY -c "import numpy" 2>/dev/null; then
-    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
-    [ $fails = 0 ]; exit
-fi
+hf_python numpy
 G=$T/gen; mkdir -p "$G"
 TOK=$DATA/bf16   # its tokenizer: Llama 3's vocabulary cut to 384 ids with GLM's added tokens
 mk() { local name=$1; shift; $PY "$HERE/make_glm4moe.py" "$G/$name" --tok "$TOK" --vocab 384 "$@" >/dev/null || fail "make_glm4moe.py $name"; }
@@ -144,5 +122,4 @@ mk bad-pre
 edit "$G/bad-pre/tokenizer.json" "j['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex'] = '\\\\p{N}{1,4}'"
 bad pre "bad-pre/tokenizer.json" "pre-tokenizer"
 
-echo "checks: $checks, failures: $fails"
-[ $fails = 0 ]
+hf_summary

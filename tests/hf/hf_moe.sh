@@ -22,30 +22,12 @@ set -u
 ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOOLS=$(cd "$TOOLS" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0 checks=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { checks=$((checks + 1)); }
-same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
-run() {
-    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
-    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
-}
+. "$HERE/hf_lib.sh"
 
 # ---- 1. committed pairs
-for g in "$DATA"/*.gguf; do
-    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
-    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" --outtype "$opt" --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
-    same "$T/$b.gguf" "$g" "$b"
-    run "$T/$b.gguf" "$g"
-done
+hf_pairs
 
-PY=/usr/bin/python3
-[ -x $PY ] || PY=python3
-if ! $PY -c "import numpy" 2>/dev/null; then
-    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
-    [ $fails = 0 ]; exit
-fi
+hf_python numpy
 MK="$PY $HERE/make_moe.py"
 G=$T/gen; mkdir -p "$G"
 # Qwen3's tokenizer.json cut to 320 ids and its 26 added tokens (the committed pair's)
@@ -152,5 +134,4 @@ c = json.load(open(sys.argv[1])); c["moe_intermediate_size"] = "wide"; json.dump
 PYEOF
 bad type "bad-type/config.json" "moe_intermediate_size"
 
-echo "checks: $checks, failures: $fails"
-[ $fails = 0 ]
+hf_summary
