@@ -252,11 +252,7 @@ static int output_path(run *r, anvil_error *err) {
 }
 
 static void run_free(run *r) {
-    for (size_t i = 0; i < r->n_ts; ++i) {
-        free(r->ts[i].generated);
-        free(r->ts[i].pieces);
-    }
-    free(r->ts);
+    hf_plan_free(r->ts, r->n_ts);
     free(r->part_of);
     anvil_gguf_writer_free(r->kv);
     hf_meta_free(r->meta);

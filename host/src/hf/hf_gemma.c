@@ -496,10 +496,7 @@ static int gemma_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t
     }
     int rc = check_shape(a, f, s, o->name, err);
     if (rc != ANVIL_OK) return rc;
-    o->src = (int)i;
-    o->n_dims = (uint32_t)t->rank;
-    o->n_elements = t->n_elements;
-    for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
+    hf_out_fill(f, i, o);
     if (hf_ends_with(s->name, "norm.weight")) o->shift = 1.0f;
     if (a->id == HF_ARCH_GEMMA3 && strstr(s->name, "embed_tokens.weight") != NULL && t->shape[0] > vocab_rows) {
         o->ne[t->rank - 1] = vocab_rows; /* data_torch[:n_vocab_real] */

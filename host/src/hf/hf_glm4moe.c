@@ -124,21 +124,9 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-static int readable(const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
-    const anvil_st_dtype d = s->st->dtype;
-    if (d == ANVIL_ST_F32 || d == ANVIL_ST_F16 || d == ANVIL_ST_BF16 || (s->scale != NULL && s->st->rank == 2))
-        return ANVIL_OK;
-    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "%s/%s: tensor \"%s\" is %s%s; anvil convert reads F32, F16, BF16 and block-scaled FP8 "
-                            "(with its weight_scale_inv) weights",
-                            f->dir, f->part_names[s->part], s->name, anvil_st_dtype_name(d),
-                            d == ANVIL_ST_F8_E4M3 || d == ANVIL_ST_F8_E5M2 ? " without a weight_scale_inv" : "");
-}
-
 static int plain_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n_blocks, hf_out_tensor *o,
                         anvil_error *err) {
     const hf_src_tensor *s = &f->tensors[i];
-    const anvil_st_tensor *t = s->st;
     char nm[256];
     const char *name = s->name;
     if (hf_ends_with(name, "e_score_correction_bias")) { /* ModelBase.filter_tensors */
@@ -152,25 +140,10 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, size_t i, uint64_t
                                 "refuses it too)",
                                 f->dir, f->part_names[s->part], s->name, a->gguf_name);
     }
-    int rc = readable(f, s, err);
+    int rc = hf_src_check(f, s, err);
     if (rc != ANVIL_OK) return rc;
-    if (t->rank == 0 || t->rank > 4) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: tensor \"%s\" has %zu dims (GGUF holds 1 to 4)",
-                                f->dir, f->part_names[s->part], s->name, t->rank);
-    }
-    o->src = (int)i;
-    o->n_dims = (uint32_t)t->rank;
-    o->n_elements = t->n_elements;
-    for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
+    hf_out_fill(f, i, o);
     return ANVIL_OK;
-}
-
-static void free_plan(hf_out_tensor *ts, size_t cap) {
-    for (size_t i = 0; i < cap; ++i) {
-        free(ts[i].generated);
-        free(ts[i].pieces);
-    }
-    free(ts);
 }
 
 int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err) {
@@ -207,7 +180,7 @@ int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, s
     if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
     hf_moe_free(moe);
     if (rc != ANVIL_OK) {
-        free_plan(ts, cap);
+        hf_plan_free(ts, cap);
         return rc;
     }
     *out = ts;

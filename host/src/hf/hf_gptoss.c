@@ -202,12 +202,8 @@ static int plan_mxfp4(const hf_folder *f, const gp_cfg *c, hf_out_tensor *ts, si
 }
 
 static void plain_out(const hf_folder *f, size_t i, const char *gguf, hf_out_tensor *o) {
-    const anvil_st_tensor *t = f->tensors[i].st;
     snprintf(o->name, sizeof o->name, "%s", gguf);
-    o->src = (int)i;
-    o->n_dims = (uint32_t)t->rank;
-    o->n_elements = t->n_elements;
-    for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
+    hf_out_fill(f, i, o);
 }
 
 /* A strided view of expert tensor i: ne (3 dims or 2 for a bias). */

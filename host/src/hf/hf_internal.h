@@ -160,6 +160,16 @@ typedef struct hf_out_tensor {
     uint64_t tr_rows;
 } hf_out_tensor;
 
+/* Plans' shared pieces (hf_tensors.c). hf_out_fill: o's source, rank,
+ * element count and shape from safetensors tensor i (GGUF order is the
+ * reverse). hf_src_check: tensor s is one convert reads as a plain
+ * weight (F32, F16, BF16, or 2-D block-scaled FP8 with its
+ * weight_scale_inv) and of 1 to 4 dims, else an error naming it.
+ * hf_plan_free: a plan's first n entries' buffers and the array. */
+void hf_out_fill(const hf_folder *f, size_t i, hf_out_tensor *o);
+int hf_src_check(const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
+void hf_plan_free(hf_out_tensor *ts, size_t n);
+
 /* The tensors convert writes, in its order, with their GGUF names, shapes
  * and permutation (hf_convert.c chooses their types). */
 int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);

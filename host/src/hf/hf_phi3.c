@@ -344,10 +344,7 @@ static int phi3_src(const phi3_cfg *c, const hf_folder *f, size_t i, hf_out_tens
             (unsigned long long)(t->rank > 1 ? t->shape[1] : 0), (unsigned long long)rows, cols ? ", " : "",
             (unsigned long long)cols);
     }
-    o->src = (int)i;
-    o->n_dims = (uint32_t)t->rank;
-    o->n_elements = t->n_elements;
-    for (size_t d = 0; d < t->rank; ++d) o->ne[d] = t->shape[t->rank - 1 - d];
+    hf_out_fill(f, i, o);
     return ANVIL_OK;
 }
 
@@ -395,8 +392,7 @@ int hf_phi3_plan(const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_e
         }
     }
     if (rc != ANVIL_OK) {
-        for (size_t i = 0; i < cap; ++i) free(ts[i].generated);
-        free(ts);
+        hf_plan_free(ts, cap);
         return rc;
     }
     *out = ts;
