@@ -23,8 +23,9 @@ usage: make_glm4moe.py OUTDIR --tok DIR [--vocab 384] [--pad 3] [--hidden 64] [-
        [--inter 96] [--dtype bf16|f16|f32] [--qk-norm] [--mtp] [--tied] [--shards N] [--seed S]
        [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
 """
-import argparse, json, os, struct
+import argparse, json, os
 import numpy as np
+import st_write
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -145,41 +146,11 @@ W["model.norm.weight"] = norm(H)
 if not a.tied:
     W["lm_head.weight"] = rnd(V, H)
 
-def bf16(x):
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)   # round to nearest even, as torch's .to(bfloat16)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")
-
-def wire(x):
-    if a.dtype == "f32": return "F32", x.astype("<f4").tobytes()
-    if a.dtype == "f16": return "F16", x.astype("<f2").tobytes()
-    return "BF16", bf16(x).tobytes()
-
-out = {k: wire(x) for k, x in W.items()}
+out = {k: st_write.encode(a.dtype, x) for k, x in W.items()}
 shapes = {k: list(W[k].shape) for k in W}
 for k in a.drop:
     del out[k]
 
 names = list(out)
-per = (len(names) + a.shards - 1) // a.shards
-parts = [names[i:i + per] for i in range(0, len(names), per)]
-if a.dup:   # into a shard that does not hold it yet
-    next(p for p in parts if a.dup not in p).append(a.dup)
-weight_map, total = {}, 0
-for pi, part in enumerate(parts):
-    fn = "model.safetensors" if len(parts) == 1 else f"model-{pi + 1:05d}-of-{len(parts):05d}.safetensors"
-    hdr, blobs, off = {}, [], 0
-    for k in sorted(part):
-        d, b = out[k]
-        hdr[k] = {"dtype": d, "shape": shapes[k], "data_offsets": [off, off + len(b)]}
-        blobs.append(b); off += len(b); weight_map[k] = fn
-    hdr["__metadata__"] = {"format": "pt"}
-    hj = json.dumps(hdr, separators=(",", ":")).encode()
-    hj += b" " * ((8 - len(hj) % 8) % 8)
-    with open(os.path.join(a.out, fn), "wb") as f:
-        f.write(struct.pack("<Q", len(hj))); f.write(hj)
-        for b in blobs: f.write(b)
-    total += off
-if len(parts) > 1:
-    json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
-              open(os.path.join(a.out, "model.safetensors.index.json"), "w"), indent=2)
+total = st_write.write_shards(a.out, {k: (*out[k], shapes[k]) for k in out}, a.shards, a.dup)
 print(a.out, "Glm4MoeForCausalLM vocab", V, "tensors", len(names), "bytes", total)

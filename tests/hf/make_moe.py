@@ -14,8 +14,9 @@ usage: make_moe.py OUTDIR --arch A [--hidden 32] [--layers 1] [--heads 2] [--kv 
 --drop leaves a tensor out; --dup writes NAME into a second shard as well (shards >= 2); --unset removes a
 config.json key.
 """
-import argparse, json, os, shutil, struct
+import argparse, json, os, shutil
 import numpy as np
+import st_write
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -127,33 +128,6 @@ if not a.tied:
 for k in a.drop:
     del W[k]
 
-def wire(x):
-    if a.dtype == "f32": return "F32", x.astype("<f4").tobytes()
-    if a.dtype == "f16": return "F16", x.astype("<f2").tobytes()
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)   # round to nearest even, as torch's .to(bfloat16)
-    return "BF16", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
-
 names = list(W)
-per = (len(names) + a.shards - 1) // a.shards
-parts = [names[i:i + per] for i in range(0, len(names), per)]
-if a.dup:   # into a shard that does not hold it yet
-    next(p for p in parts if a.dup not in p).append(a.dup)
-weight_map, total = {}, 0
-for pi, part in enumerate(parts):
-    fn = "model.safetensors" if len(parts) == 1 else f"model-{pi + 1:05d}-of-{len(parts):05d}.safetensors"
-    hdr, blobs, off = {}, [], 0
-    for k in sorted(part):
-        d, b = wire(W[k])
-        hdr[k] = {"dtype": d, "shape": list(W[k].shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b); off += len(b); weight_map[k] = fn
-    hdr["__metadata__"] = {"format": "pt"}
-    hj = json.dumps(hdr, separators=(",", ":")).encode()
-    hj += b" " * ((8 - len(hj) % 8) % 8)
-    with open(os.path.join(a.out, fn), "wb") as f:
-        f.write(struct.pack("<Q", len(hj))); f.write(hj)
-        for b in blobs: f.write(b)
-    total += off
-if len(parts) > 1:
-    json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
-              open(os.path.join(a.out, "model.safetensors.index.json"), "w"), indent=2)
+total = st_write.write_shards(a.out, {k: (*st_write.encode(a.dtype, x), x.shape) for k, x in W.items()}, a.shards, a.dup)
 print(a.out, cfg["architectures"][0], "vocab", V, "tensors", len(names), "bytes", total)
