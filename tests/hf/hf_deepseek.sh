@@ -36,13 +36,6 @@ hf_python numpy
 G=$T/gen; mkdir -p "$G"
 TOK=$DATA/bf16   # its tokenizer: DeepSeek-V3's cut to 320 ids (the whole set of added tokens)
 mk() { local name=$1; shift; $PY "$HERE/make_deepseek.py" "$G/$name" --tok "$TOK" --vocab 0 "$@" >/dev/null || fail "make_deepseek.py $name"; }
-# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
-edit() {
-    $PY - "$1" "$2" <<PYEOF
-import json, sys
-j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
-PYEOF
-}
 # convert_both DIR OPTS...: each option by both converters, compared
 convert_both() {
     local d=$1; shift
@@ -102,17 +95,6 @@ for d in "$G/fp8" "$DATA/bf16"; do
 done
 
 # ---- 4. bad input
-# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
-bad() {
-    local name=$1; shift
-    mkdir -p "$T/out-$name"
-    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
-    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
-    done
-    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
-}
 mk bad-rope --unset qk_rope_head_dim
 bad rope "bad-rope/config.json" "qk_rope_head_dim"
 mk bad-vhd --set 'v_head_dim="32"'

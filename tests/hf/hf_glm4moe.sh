@@ -35,13 +35,6 @@ hf_python numpy
 G=$T/gen; mkdir -p "$G"
 TOK=$DATA/bf16   # its tokenizer: Llama 3's vocabulary cut to 384 ids with GLM's added tokens
 mk() { local name=$1; shift; $PY "$HERE/make_glm4moe.py" "$G/$name" --tok "$TOK" --vocab 384 "$@" >/dev/null || fail "make_glm4moe.py $name"; }
-# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
-edit() {
-    $PY - "$1" "$2" <<PYEOF
-import json, sys
-j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
-PYEOF
-}
 # convert_both DIR OPTS...: each option by both converters, compared
 convert_both() {
     local d=$1; shift
@@ -90,17 +83,6 @@ for d in "$G/bf" "$DATA/f16"; do
 done
 
 # ---- 4. bad input
-# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
-bad() {
-    local name=$1; shift
-    mkdir -p "$T/out-$name"
-    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
-    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
-    done
-    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
-}
 mk bad-nexp --unset n_routed_experts
 bad nexp "bad-nexp/config.json" "n_routed_experts"
 mk bad-prf --set 'partial_rotary_factor="half"'

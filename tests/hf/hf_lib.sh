@@ -12,6 +12,9 @@
 #                   with OPT, and llama.cpp runs what anvil wrote
 #   hf_summary [WHY]   the last line and the exit status (failures -> 1)
 #   hf_python MODULE... PY: a python3 that imports them, or hf_summary
+#   bad NAME TEXT...   convert of $G/bad-NAME exits 1, says each TEXT and
+#                   writes nothing
+#   edit FILE PYTHON   change a JSON file (j is its value) with PY
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0 checks=0
@@ -42,4 +45,22 @@ hf_python() {
     PY=/usr/bin/python3
     [ -x $PY ] || PY=python3
     $PY -c "import $(IFS=,; echo "$*")" 2>/dev/null || hf_summary "no python3 with $*: generated cases skipped"
+}
+
+bad() {
+    local name=$1; shift
+    mkdir -p "$T/out-$name"
+    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
+    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
+    for want in "$@"; do
+        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
+    done
+    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
+}
+
+edit() {
+    $PY - "$1" "$2" <<PYEOF
+import json, sys
+j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
+PYEOF
 }

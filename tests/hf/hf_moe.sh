@@ -91,17 +91,6 @@ for d in q3 "$DATA/qwen2moe"; do
 done
 
 # ---- 4. bad input
-# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
-bad() {
-    local name=$1; shift
-    mkdir -p "$T/out-$name"
-    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
-    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
-    done
-    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
-}
 E=model.layers.0.mlp.experts
 mkmoe bad-missing qwen3moe --drop $E.2.up_proj.weight
 bad missing "bad-missing" "$E.2.up_proj.weight\" is missing" "model.safetensors"

@@ -40,13 +40,6 @@ hf_python numpy sentencepiece
 G=$T/gen; mkdir -p "$G"
 SPM=$TOOLS/sp1024.model
 mk() { local name=$1; shift; $PY "$HERE/make_phi3.py" "$G/$name" "$@" >/dev/null || fail "make_phi3.py $name"; }
-# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
-edit() {
-    $PY - "$1" "$2" <<PYEOF
-import json, sys
-j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
-PYEOF
-}
 # convert_both DIR PRE OPTS...: each option by both converters, compared
 convert_both() {
     local d=$1 pre=$2; shift 2
@@ -111,17 +104,6 @@ for d in "$G/long" "$DATA/phi3-4k"; do
 done
 
 # ---- 4. bad input
-# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
-bad() {
-    local name=$1; shift
-    mkdir -p "$T/out-$name"
-    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
-    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
-    done
-    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
-}
 mk bad-orig --spm "$SPM" --unset original_max_position_embeddings
 bad orig "bad-orig/config.json" "original_max_position_embeddings"
 mk bad-theta --spm "$SPM"
