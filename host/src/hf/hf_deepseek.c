@@ -210,9 +210,7 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq"))
-            continue;
+        if (hf_src_dropped(nm)) continue;
         if (tied && (strcmp(nm, "lm_head.weight") == 0 || strcmp(nm, "model.lm_head.weight") == 0)) continue;
         const long layer = mtp_layer(nm);
         if (layer >= 0 && (uint64_t)layer >= n_blocks) continue; /* skip_mtp */

@@ -517,8 +517,7 @@ int hf_gemma_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, siz
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq")) {
+        if (hf_src_dropped(nm)) {
             continue;
         }
         if (a->id == HF_ARCH_GEMMA2 && strcmp(nm, "lm_head.weight") == 0) continue; /* filter_tensors */

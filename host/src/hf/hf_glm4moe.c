@@ -167,9 +167,7 @@ int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, s
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq"))
-            continue;
+        if (hf_src_dropped(nm)) continue;
         if (strstr(nm, "mlp.experts") != NULL) {
             const int taken = hf_moe_take(moe, i, ts, &n, err);
             if (taken < 0) rc = taken;

@@ -316,8 +316,7 @@ int hf_gptoss_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
     rc = plan_mxfp4(f, &c, ts, &n, err);
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq") || is_mx_part(nm)) {
+        if (hf_src_dropped(nm) || is_mx_part(nm)) {
             continue;
         }
         rc = plan_one(f, i, &c, ts, &n, err);

@@ -165,7 +165,10 @@ typedef struct hf_out_tensor {
  * reverse). hf_src_check: tensor s is one convert reads as a plain
  * weight (F32, F16, BF16, or 2-D block-scaled FP8 with its
  * weight_scale_inv) and of 1 to 4 dims, else an error naming it.
- * hf_plan_free: a plan's first n entries' buffers and the array. */
+ * hf_plan_free: a plan's first n entries' buffers and the array.
+ * hf_src_dropped: a tensor convert drops from every model (ModelBase's
+ * masked_bias, attention.bias and rotary_emb.inv_freq). */
+int hf_src_dropped(const char *name);
 void hf_out_fill(const hf_folder *f, size_t i, hf_out_tensor *o);
 int hf_src_check(const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
 void hf_plan_free(hf_out_tensor *ts, size_t n);

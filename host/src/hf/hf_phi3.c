@@ -379,9 +379,7 @@ int hf_phi3_plan(const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_e
     }
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq"))
-            continue;
+        if (hf_src_dropped(nm)) continue;
         rc = phi3_src(&c, f, i, &ts[n], err);
         if (rc == ANVIL_OK) n++;
     }

@@ -177,6 +177,11 @@ static int check_shape(const hf_folder *f, const hf_src_tensor *s, const char *g
                             f->dir, f->part_names[s->part], s->name, got, want);
 }
 
+int hf_src_dropped(const char *name) {
+    return hf_ends_with(name, ".attention.masked_bias") || hf_ends_with(name, ".attention.bias") ||
+           hf_ends_with(name, ".rotary_emb.inv_freq");
+}
+
 void hf_out_fill(const hf_folder *f, size_t i, hf_out_tensor *o) {
     const anvil_st_tensor *t = f->tensors[i].st;
     o->src = (int)i;
@@ -323,8 +328,7 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     }
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq")) {
+        if (hf_src_dropped(nm)) {
             continue;
         }
         const int taken = moe != NULL ? hf_moe_take(moe, i, ts, &n, err) : 0;
