@@ -7,7 +7,7 @@
  * convert_hf_to_gguf.py visits them (parts sorted by file name, each part's
  * tensors sorted by name). hf_arch.c and one file per architecture family
  * that transforms tensors (hf_moe, hf_gemma, hf_phi3, hf_gptoss, hf_deepseek,
- * hf_glm4moe) know the hparams KVs, tensor names, which tensors stay F32,
+ * hf_glm4moe, hf_qwen35) know the hparams KVs, tensor names, which tensors stay F32,
  * llama's Q/K permutation and Llama 3 rope factors. hf_meta.c derives the general.* keys and the output file
  * name as gguf-py's metadata.py and utility.py do. hf_convert.c runs it all.
  */
