@@ -17,15 +17,16 @@
 #    dims, two MTP layers, no head_dim, a 3-wide kernel, mrope_section
 #    padded, partial_rotary_factor at the top level); the MoE classes: moe
 #    (BF16, per-expert weights, A_log BF16) and moef (F16, the fused
-#    gate_up_proj layout, 6 value heads, 2 shards, tied); a split output;
+#    gate_up_proj layout, 6 value heads, 2 shards, tied); block-scaled FP8
+#    (make_fp8.py) of a dense and a per-expert MoE checkpoint; a split output;
 #    llama.cpp runs the converted files it can load (one MTP layer, equal
 #    key and value head dims);
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: config keys missing or mistyped, value heads not a multiple
 #    of key heads, a linear-attention or full-attention tensor missing, a
 #    tensor of the wrong size for its head counts, no MTP layer, an expert
-#    missing, an unknown pre-tokenizer: exit 1, the file and key or tensor
-#    named, nothing written.
+#    missing, an FP8 weight without its scale, an unknown pre-tokenizer:
+#    exit 1, the file and key or tensor named, nothing written.
 set -u
 PAIRS_ONLY=0
 [ "${1:-}" = --pairs-only ] && { PAIRS_ONLY=1; shift; }
@@ -94,6 +95,13 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk moe --moe --a-log-dtype same --seed 4
     mk moef --moe --fused --dtype f16 --experts 3 --lv-heads 6 --shards 2 --tied --seed 5
     for d in bf half wide moe moef; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    # block-scaled FP8 (make_fp8.py: 2-D linear_attn, self_attn and mlp weights as F8_E4M3 with
+    # *_scale_inv): the regrouped value heads read through the FP8 blocks; per-expert FP8 experts
+    mk b8 --seed 7
+    mk mb8 --moe --seed 8
+    $PY "$HERE/make_fp8.py" "$G/b8" "$G/f8" && $PY "$HERE/make_fp8.py" "$G/mb8" "$G/m8" || fail "make_fp8.py"
+    mv "$G/f8/fp8" "$G/fp8" && mv "$G/m8/fp8" "$G/moe8" && mv "$G/f8/noscale" "$G/bad-noscale" || fail "fp8 folders"
+    for d in fp8 moe8; do convert_both $d bf16 q8_0 auto; done
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
     run "$G/moe.auto.gguf" "$G/moe.auto.py.gguf"
@@ -112,7 +120,8 @@ else
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-for d in "$G/bf" "$G/moe" "$DATA/f16"; do
+for d in "$G/bf" "$G/moe" "$G/fp8" "$DATA/f16"; do
+    [ -d "$d" ] || continue
     for q in Q8_0 Q4_K_M; do
         "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
             "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" $q >/dev/null 2>>"$T/err" &&
@@ -156,6 +165,9 @@ mk bad-expert --moe --drop model.layers.1.mlp.experts.2.up_proj.weight
 bad expert "bad-expert" "model.layers.1.mlp.experts.2.up_proj.weight" "missing"
 mk bad-nexp --moe --unset num_experts
 bad nexp "bad-nexp/config.json" "num_experts"
+if [ -d "$G/bad-noscale" ]; then
+    bad noscale "bad-noscale" "model.layers.1.mlp.up_proj.weight" "weight_scale_inv"
+fi
 mk bad-pre
 edit "$G/bad-pre/tokenizer.json" "j['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex'] = '\\\\p{N}{1,4}'"
 bad pre "bad-pre/tokenizer.json" "pre-tokenizer"

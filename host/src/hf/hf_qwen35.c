@@ -334,6 +334,12 @@ static int plan_reorder(const hf_folder *f, const hf_src_tensor *s, const q35_cf
     /* rows: the source's first dim (conv1d: its channels); columns: the last */
     const uint64_t span = cols ? o->ne[0] : t->shape[0];
     const uint64_t want = (uint64_t)c->nv * d;
+    if (cols && t->rank != 2) { /* the map permutes whole source rows' columns */
+        return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
+                                "%s/%s: tensor \"%s\" has %zu dims; anvil convert regroups value-head columns "
+                                "of 2-D tensors only",
+                                f->dir, f->part_names[s->part], nm, t->rank);
+    }
     if (t->rank == 0 || span < first || span - first != want) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s/%s: tensor \"%s\" has %llu %s where config.json implies %llu (%s%llu value "
