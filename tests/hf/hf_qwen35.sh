@@ -18,7 +18,9 @@
 #    padded, partial_rotary_factor at the top level); the MoE classes: moe
 #    (BF16, per-expert weights, A_log BF16) and moef (F16, the fused
 #    gate_up_proj layout, 6 value heads, 2 shards, tied); block-scaled FP8
-#    (make_fp8.py) of a dense and a per-expert MoE checkpoint; a split output;
+#    (make_fp8.py) of a dense and a per-expert MoE checkpoint; vl and vlm,
+#    the published *ForConditionalGeneration layout (text_config,
+#    model.language_model.*, vision tensors dropped); a split output;
 #    llama.cpp runs the converted files it can load (one MTP layer, equal
 #    key and value head dims);
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
@@ -102,6 +104,12 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     $PY "$HERE/make_fp8.py" "$G/b8" "$G/f8" && $PY "$HERE/make_fp8.py" "$G/mb8" "$G/m8" || fail "make_fp8.py"
     mv "$G/f8/fp8" "$G/fp8" && mv "$G/m8/fp8" "$G/moe8" && mv "$G/f8/noscale" "$G/bad-noscale" || fail "fp8 folders"
     for d in fp8 moe8; do convert_both $d bf16 q8_0 auto; done
+    # the published layout (Qwen3_5(Moe)ForConditionalGeneration: text_config, model.language_model.*,
+    # vision tensors the converter drops)
+    mk vl --vlm --seed 9
+    mk vlm --vlm --moe --fused --dtype f16 --seed 10
+    for d in vl vlm; do convert_both $d f16 bf16 q8_0 auto vocab; done
+    run "$G/vl.q8_0.gguf" "$G/vl.q8_0.py.gguf"
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
     run "$G/moe.auto.gguf" "$G/moe.auto.py.gguf"
@@ -120,7 +128,7 @@ else
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-for d in "$G/bf" "$G/moe" "$G/fp8" "$DATA/f16"; do
+for d in "$G/bf" "$G/moe" "$G/fp8" "$G/vl" "$DATA/f16"; do
     [ -d "$d" ] || continue
     for q in Q8_0 Q4_K_M; do
         "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&

@@ -9,7 +9,9 @@ self_attn.q_proj (output-gated: 2 x heads x head_dim rows), k_proj, v_proj, o_pr
 layer has input_layernorm, post_attention_layernorm and a dense mlp.{gate,up,down}_proj, or with --moe
 mlp.gate (router), the experts (per-expert mlp.experts.E.{gate,up,down}_proj.weight, or with --fused the
 transformers 5 layout mlp.experts.gate_up_proj / down_proj), mlp.shared_expert.* and mlp.shared_expert_gate.
---mtp N adds the multi-token-prediction block as Qwen3.5 ships it: mtp.fc, mtp.pre_fc_norm_embedding,
+--vlm writes the published layout instead: Qwen3_5(Moe)ForConditionalGeneration with the text config under
+text_config (--set/--unset change it), a vision_config, model.language_model.* names and a few
+model.visual.* tensors. --mtp N adds the multi-token-prediction block as Qwen3.5 ships it: mtp.fc, mtp.pre_fc_norm_embedding,
 mtp.pre_fc_norm_hidden, mtp.norm and mtp.layers.0..N-1 (full-attention layers), mtp_num_hidden_layers N
 (--mtp-key 0 leaves the key out). Norms are stored centred on zero (Qwen3.5's RMSNorm is 1 + weight), except
 linear_attn.norm (around 1). A_log is F32 (--a-log-dtype same: in the checkpoint's dtype).
@@ -24,7 +26,7 @@ Weights are seeded random normals (std 0.02). No torch or transformers needed.
 usage: make_qwen35.py OUTDIR --tok DIR [--vocab 384] [--hidden 64] [--layers 4] [--heads 4] [--kv-heads 2]
        [--head-dim 32] [--lk-heads 2] [--lv-heads 4] [--lk-dim 16] [--lv-dim 16] [--kernel 4] [--inter 96]
        [--moe] [--fused] [--experts 4] [--used 2] [--moe-inter 32] [--shared-inter 48] [--mtp 1] [--mtp-key 1]
-       [--dtype bf16|f16|f32] [--mrope 2,1,1] [--a-log-dtype f32|same] [--tied] [--shards N] [--seed S]
+       [--dtype bf16|f16|f32] [--mrope 2,1,1] [--a-log-dtype f32|same] [--tied] [--vlm] [--shards N] [--seed S]
        [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
 """
 import argparse, json, os, struct
@@ -44,6 +46,7 @@ ap.add_argument("--a-log-dtype", default="f32")
 ap.add_argument("--moe", action="store_true")
 ap.add_argument("--fused", action="store_true")
 ap.add_argument("--tied", action="store_true")
+ap.add_argument("--vlm", action="store_true")
 ap.add_argument("--drop", action="append", default=[])
 ap.add_argument("--dup")
 ap.add_argument("--unset", action="append", default=[])
@@ -111,6 +114,15 @@ for k in a.unset:
 for kv in a.set:
     k, v = kv.split("=", 1)
     cfg[k] = json.loads(v)
+if a.vlm:   # the published layout: Qwen3_5(Moe)ForConditionalGeneration with the text config nested
+    arch = cfg.pop("architectures")[0].replace("ForCausalLM", "ForConditionalGeneration")
+    cfg = {"architectures": [arch], "image_token_id": V - 3, "model_type": cfg["model_type"][:-5],
+           "text_config": cfg, "tie_word_embeddings": a.tied, "transformers_version": "4.57.0.dev0",
+           "video_token_id": V - 2, "vision_config": {"deepstack_visual_indexes": [], "depth": 1, "hidden_act":
+           "gelu_pytorch_tanh", "hidden_size": 16, "in_channels": 3, "intermediate_size": 32,
+           "model_type": "qwen3_5", "num_heads": 2, "out_hidden_size": H, "patch_size": 16,
+           "spatial_merge_size": 2, "temporal_patch_size": 2}, "vision_end_token_id": V - 4,
+           "vision_start_token_id": V - 5}
 json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=2, sort_keys=True)
 
 # ---- weights, HF names and layout ([out, in])
@@ -172,6 +184,12 @@ if a.mtp:
     W["mtp.fc.weight"] = rnd(H, 2 * H)
     W["mtp.pre_fc_norm_embedding.weight"], W["mtp.pre_fc_norm_hidden.weight"] = cnorm(H), cnorm(H)
     W["mtp.norm.weight"] = cnorm(H)
+
+if a.vlm:   # model.language_model.*, a few vision tensors (the converter drops them)
+    W = {("model.language_model." + k[6:] if k.startswith("model.") else k): x for k, x in W.items()}
+    f32_names = {("model.language_model." + k[6:] if k.startswith("model.") else k) for k in f32_names}
+    W["model.visual.blocks.0.attn.qkv.weight"], W["model.visual.blocks.0.norm1.weight"] = rnd(48, 16), cnorm(16)
+    W["model.visual.merger.linear_fc1.weight"] = rnd(64, 64)
 
 def bf16(x):
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)   # round to nearest even, as torch's .to(bfloat16)

@@ -42,6 +42,9 @@ static const hf_arch k_arches[] = {
     /* Qwen3_5TextModel / Qwen3_5MoeTextModel: TextModel.set_vocab (gpt2) */
     { "Qwen3_5ForCausalLM", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
     { "Qwen3_5MoeForCausalLM", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
+    /* the published checkpoints: their text model (text_config merged, vision tensors dropped) */
+    { "Qwen3_5ForConditionalGeneration", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
+    { "Qwen3_5MoeForConditionalGeneration", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -76,7 +79,8 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
                             "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, "
-                            "Glm4MoeForCausalLM, Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM (use llama.cpp's "
+                            "Glm4MoeForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM and their "
+                            "*ForConditionalGeneration text models (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -252,6 +256,8 @@ static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cf
                                strcmp(keys[i], "n_routed_experts") == 0;
         if (moe && expert_key) continue;
         if (a->id == HF_ARCH_QWEN35MOE && expert_key) continue;
+        if ((a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE) && strcmp(keys[i], "text_config") == 0)
+            continue; /* merged into the top level (hf_qwen35_filter) */
         if ((a->id == HF_ARCH_DEEPSEEK2 || a->id == HF_ARCH_GLM4MOE) &&
             strstr(" n_group topk_group score_function scoring_func n_routed_experts ", keys[i]) != NULL)
             continue;

@@ -6,6 +6,10 @@
  * write them (gguf architectures qwen35 / qwen35moe):
  *
  *  - filter (hf_qwen35_filter, before planning and for --vocab-only too):
+ *    a text_config (Qwen3_5ForConditionalGeneration /
+ *    Qwen3_5MoeForConditionalGeneration, the published checkpoints; their
+ *    vision tensors are dropped and language_model. removed by the folder's
+ *    filter) merged into the top level as TextModel does, then
  *    _QwenMtpMixin.filter_tensors: "model.mtp." loses "model.";
  *    mtp.layers.N.* becomes model.layers.<num_hidden_layers + N>.*, mtp.fc /
  *    pre_fc_norm_embedding / pre_fc_norm_hidden / norm become layer
@@ -84,8 +88,50 @@ float hf_torch_expf(float d) {
 
 /* ---- the MTP tensors' names ------------------------------------------------- */
 
+static anvil_json_value *json_copy(const anvil_json_value *v) {
+    anvil_json_value *c = anvil__json_new(v->kind, v->key, v->text, v->len);
+    for (size_t i = 0; c != NULL && i < v->n_items; ++i) {
+        anvil_json_value *k = json_copy(v->items[i]);
+        if (k == NULL || anvil__json_append(c, k) != 0) {
+            anvil__json_free(k);
+            anvil__json_free(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
+/* TextModel.__init__: hparams = {**hparams, **text_config} (the
+ * *ForConditionalGeneration checkpoints): each text_config member replaces
+ * the top-level one in its place or is appended. _name_or_path stays the
+ * top level's (metadata.py reads config.json itself). */
+static int merge_text_config(hf_folder *f, anvil_error *err) {
+    const anvil_json_value *tc = anvil__json_get(f->config, "text_config");
+    if (tc == NULL || tc->kind != ANVIL_JSON_OBJECT_BEGIN) return ANVIL_OK;
+    anvil_json_value *cfg = f->config;
+    const size_t n_tc = tc->n_items; /* tc stays in cfg: its items are not replaced */
+    for (size_t i = 0; i < n_tc; ++i) {
+        const anvil_json_value *m = tc->items[i];
+        if (m->key == NULL || strcmp(m->key, "_name_or_path") == 0 || strcmp(m->key, "text_config") == 0) continue;
+        anvil_json_value *c = json_copy(m);
+        if (c == NULL) return anvil__nomem(err);
+        size_t at = cfg->n_items;
+        for (size_t k = 0; k < cfg->n_items && at == cfg->n_items; ++k)
+            if (cfg->items[k]->key != NULL && strcmp(cfg->items[k]->key, m->key) == 0) at = k;
+        if (at < cfg->n_items) {
+            anvil__json_free(cfg->items[at]);
+            cfg->items[at] = c;
+        } else if (anvil__json_append(cfg, c) != 0) {
+            anvil__json_free(c);
+            return anvil__nomem(err);
+        }
+    }
+    return ANVIL_OK;
+}
+
 int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err) {
     if (!is_qwen35(a)) return ANVIL_OK;
+    RET_IF(merge_text_config(f, err));
     uint32_t n_main = 0, n_mtp = 0;
     RET_IF(hf_cfg_u32(f, f->config, "num_hidden_layers", a->hf_name, 1, &n_main, err));
     RET_IF(hf_cfg_u32(f, f->config, "mtp_num_hidden_layers", a->hf_name, 0, &n_mtp, err));
