@@ -44,7 +44,7 @@ def to_e4m3(x):
 tensors = read_st(os.path.join(src, "model.safetensors"))
 fp8, deq = {}, {}
 for name, (dt, shape, raw) in tensors.items():
-    quant = len(shape) == 2 and (".self_attn." in name or ".mlp." in name) and dt == "BF16"
+    quant = len(shape) == 2 and (".self_attn." in name or ".mlp." in name or ".linear_attn." in name) and dt == "BF16"
     if not quant:
         fp8[name] = deq[name] = (dt, shape, raw)
         continue

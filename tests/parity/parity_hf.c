@@ -9,7 +9,8 @@
  * checkpoints whose float weights have scales too; ANVIL_HF_FP8_PAIRS),
  * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
- * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS) (a checkpoint folder and the GGUF the converter
+ * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
+ * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
@@ -144,6 +145,9 @@ int parity_hf(parity_ctx *pc) {
 #endif
 #ifdef ANVIL_HF_GLM4MOE_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_GLM4MOE_PAIRS, tmp, &checked);
+#endif
+#ifdef ANVIL_HF_QWEN35_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_QWEN35_PAIRS, tmp, &checked);
 #endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);

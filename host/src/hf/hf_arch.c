@@ -39,6 +39,12 @@ static const hf_arch k_arches[] = {
     { "DeepseekV3ForCausalLM", HF_ARCH_DEEPSEEK2, "deepseek2", 0, "Qwen2ForCausalLM" },
     /* Glm4MoeModel.set_vocab: _set_vocab_glm (gpt2 plus GLM's special ids) */
     { "Glm4MoeForCausalLM", HF_ARCH_GLM4MOE, "glm4moe", 0, "Glm4MoeForCausalLM" },
+    /* Qwen3_5TextModel / Qwen3_5MoeTextModel: TextModel.set_vocab (gpt2) */
+    { "Qwen3_5ForCausalLM", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
+    { "Qwen3_5MoeForCausalLM", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
+    /* the published checkpoints: their text model (text_config merged, vision tensors dropped) */
+    { "Qwen3_5ForConditionalGeneration", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
+    { "Qwen3_5MoeForConditionalGeneration", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
 };
 
 int hf_arch_is_moe(const hf_arch *a) {
@@ -72,9 +78,9 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
                             "%s: architecture %s is not supported%s; anvil convert knows LlamaForCausalLM, "
                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
-                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM and "
-                            "Glm4MoeForCausalLM "
-                            "(use llama.cpp's "
+                            "Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, "
+                            "Glm4MoeForCausalLM, Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM and their "
+                            "*ForConditionalGeneration text models (use llama.cpp's "
                             "convert_hf_to_gguf.py for others)",
                             config_path, name, what);
 }
@@ -214,6 +220,30 @@ static int rope_scaling_kvs(anvil_gguf_writer *w, const char *arch, const rope_v
     return ANVIL_OK; /* llama3 (rope_freqs.weight), dynamic, unknown: no KV */
 }
 
+/* TextModel: rope_parameters' mrope_section padded with zeros to 4 and
+ * cut to 4, an INT32 array. */
+static int mrope_sections(anvil_gguf_writer *w, const char *arch, const rope_view *r, const char *cfg_path,
+                          anvil_error *err) {
+    const anvil_json_value *ms = r->params != NULL ? anvil__json_get(r->params, "mrope_section") : NULL;
+    if (ms == NULL) return ANVIL_OK;
+    int32_t v[4] = { 0, 0, 0, 0 };
+    int ok = ms->kind == ANVIL_JSON_ARRAY_BEGIN;
+    for (size_t i = 0; ok && i < ms->n_items && i < 4; ++i) {
+        int64_t x = 0;
+        ok = anvil__json_i64(ms->items[i], &x) == 0 && x >= INT32_MIN && x <= INT32_MAX;
+        v[i] = (int32_t)x;
+    }
+    if (!ok) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s: rope_parameters' \"mrope_section\" must be a list of whole numbers "
+                                "(32-bit), not %s",
+                                cfg_path, ms->text ? ms->text : anvil__json_event_what(ms->kind));
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+    return anvil_gguf_writer_set_array(w, key, ANVIL_GGUF_TYPE_I32, v, 4, err);
+}
+
 static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cfg_path, anvil_error *err) {
     static const char *const keys[] = {
         "text_config",      "llm_config",           "mrope_section",     "n_group",     "topk_group",
@@ -225,6 +255,9 @@ static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cf
         const int expert_key = strcmp(keys[i], "num_local_experts") == 0 || strcmp(keys[i], "num_experts") == 0 ||
                                strcmp(keys[i], "n_routed_experts") == 0;
         if (moe && expert_key) continue;
+        if (a->id == HF_ARCH_QWEN35MOE && expert_key) continue;
+        if ((a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE) && strcmp(keys[i], "text_config") == 0)
+            continue; /* merged into the top level (hf_qwen35_filter) */
         if ((a->id == HF_ARCH_DEEPSEEK2 || a->id == HF_ARCH_GLM4MOE) &&
             strstr(" n_group topk_group score_function scoring_func n_routed_experts ", keys[i]) != NULL)
             continue;
@@ -422,6 +455,7 @@ static int base_hparams_ex(const hf_arch *a, const hf_folder *f, const char *cfg
     rope_view r;
     rope_view_of(cfg, &r);
     if (rc == ANVIL_OK) rc = rope_scaling_kvs(w, an, &r, cfg_path, err);
+    if (rc == ANVIL_OK) rc = mrope_sections(w, an, &r, cfg_path, err);
     if (rc == ANVIL_OK) rc = kv_f32_opt(w, an, "rope.freq_base", r.theta, cfg_path, err);
     static const char *const rms_keys[] = { "rms_norm_eps", "norm_eps", NULL };
     static const char *const ln_keys[] = { "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon", NULL };

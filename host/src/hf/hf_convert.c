@@ -84,9 +84,10 @@ static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
     for (size_t i = 0; i < n; ++i) {
         hf_out_tensor *t = &ts[i];
         if (t->mxfp4) continue; /* gpt-oss's repacked experts: MXFP4 whatever the outtype */
-        /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP) */
+        /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP), and SSM_CONV1D */
         if (t->n_dims <= 1 || hf_ends_with(t->name, "_norm.weight") || !hf_ends_with(t->name, ".weight") ||
-            hf_ends_with(t->name, ".ffn_gate_inp.weight") || hf_ends_with(t->name, ".ffn_gate_inp_shexp.weight")) {
+            hf_ends_with(t->name, ".ffn_gate_inp.weight") || hf_ends_with(t->name, ".ffn_gate_inp_shexp.weight") ||
+            hf_ends_with(t->name, ".ssm_conv1d.weight")) {
             t->type = ANVIL_TYPE_F32;
         } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
             t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */
@@ -189,6 +190,8 @@ static int hparams(const run *r, anvil_error *err) {
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id == HF_ARCH_GLM4MOE) return hf_glm4moe_hparams(r->arch, &r->f, ftype, r->kv, err);
+    if (r->arch->id == HF_ARCH_QWEN35 || r->arch->id == HF_ARCH_QWEN35MOE)
+        return hf_qwen35_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
     return rc == ANVIL_OK ? hf_phi3_hparams(&r->f, ftype, r->kv, err) : rc;
@@ -280,6 +283,7 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
     if (rc == ANVIL_OK) rc = hf_folder_index(&r->f, err);
+    if (rc == ANVIL_OK) rc = hf_qwen35_filter(r->arch, &r->f, err);
     if (rc == ANVIL_OK) rc = hf_check_vocab_size(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
@@ -366,6 +370,25 @@ static void shift_values(float *a, uint64_t n, float shift, int dtype) {
     }
 }
 
+/* Qwen3.5's V-head order (_reorder_v_heads): output unit u = r * K + k
+ * of the tiled order holds source unit k * R + r of the grouped one. */
+static uint64_t vr_source(const hf_out_tensor *t, uint64_t x) {
+    if (x < t->vr_first) return x;
+    const uint64_t y = x - t->vr_first, u = y / t->vr_d, within = y % t->vr_d;
+    if (u >= t->vr_k * t->vr_r) return x;
+    const uint64_t r = u / t->vr_k, kk = u % t->vr_k;
+    return t->vr_first + (kk * t->vr_r + r) * t->vr_d + within;
+}
+
+/* Qwen3NextModel's A_log: -torch.exp(x) on what prepare_tensors hands it
+ * (bf16 widened to float32; f16 kept: exp in float32 rounded to f16). */
+static void neg_exp_values(float *a, uint64_t n, int dtype) {
+    for (uint64_t i = 0; i < n; ++i) {
+        const float e = hf_torch_expf(a[i]);
+        a[i] = -(dtype == ANVIL_ST_F16 ? anvil_fp16_to_fp32(anvil_fp32_to_fp16(e)) : e);
+    }
+}
+
 /* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
  * checked for NaN/Inf, encoded into their place in dst. */
 static void conv_task(void *arg, size_t k) {
@@ -377,9 +400,26 @@ static void conv_task(void *arg, size_t k) {
         j->rc[k] = anvil__nomem(&j->errs[k]);
         return;
     }
-    for (uint64_t i = 0; i < nr; ++i)
-        hf_reader_row(&j->rd, source_row(r0 + i, j->rd.rows, j->t->permute_heads), a + i * L);
+    const hf_out_tensor *t = j->t;
+    float *row = t->vr_k > 0 && t->vr_cols ? malloc(L * sizeof *row + 1) : NULL;
+    if (t->vr_k > 0 && t->vr_cols && row == NULL) {
+        free(a);
+        j->rc[k] = anvil__nomem(&j->errs[k]);
+        return;
+    }
+    for (uint64_t i = 0; i < nr; ++i) {
+        uint64_t sr = source_row(r0 + i, j->rd.rows, t->permute_heads);
+        if (t->vr_k > 0 && !t->vr_cols) sr = vr_source(t, sr);
+        if (row == NULL) {
+            hf_reader_row(&j->rd, sr, a + i * L);
+            continue;
+        }
+        hf_reader_row(&j->rd, sr, row);
+        for (uint64_t c = 0; c < L; ++c) a[i * L + c] = row[vr_source(t, c)];
+    }
+    free(row);
     int rc = check_finite(j->r, j->t->src, a, nr * L, r0 * L, &j->errs[k]);
+    if (rc == ANVIL_OK && t->neg_exp) neg_exp_values(a, nr * L, j->rd.s->st->dtype);
     if (rc == ANVIL_OK && j->t->shift != 0.0f) shift_values(a, nr * L, j->t->shift, j->rd.s->st->dtype);
     if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
     j->rc[k] = rc;

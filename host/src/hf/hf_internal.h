@@ -7,7 +7,7 @@
  * convert_hf_to_gguf.py visits them (parts sorted by file name, each part's
  * tensors sorted by name). hf_arch.c and one file per architecture family
  * that transforms tensors (hf_moe, hf_gemma, hf_phi3, hf_gptoss, hf_deepseek,
- * hf_glm4moe) know the hparams KVs, tensor names, which tensors stay F32,
+ * hf_glm4moe, hf_qwen35) know the hparams KVs, tensor names, which tensors stay F32,
  * llama's Q/K permutation and Llama 3 rope factors. hf_meta.c derives the general.* keys and the output file
  * name as gguf-py's metadata.py and utility.py do. hf_convert.c runs it all.
  */
@@ -40,6 +40,7 @@ typedef struct hf_folder {
     hf_src_tensor *tensors; /* convert's order */
     size_t n_tensors;
     uint64_t fp8_block[2]; /* quantization_config.weight_block_size, or 0 0 */
+    uint64_t mtp_seen;     /* Qwen3.5: 1 + the highest mtp.layers.N (hf_qwen35_filter), or 0 */
 } hf_folder;
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
@@ -100,7 +101,9 @@ typedef enum hf_arch_id {
     HF_ARCH_PHI3,
     HF_ARCH_GPTOSS,
     HF_ARCH_DEEPSEEK2,
-    HF_ARCH_GLM4MOE
+    HF_ARCH_GLM4MOE,
+    HF_ARCH_QWEN35,
+    HF_ARCH_QWEN35MOE
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -158,6 +161,12 @@ typedef struct hf_out_tensor {
     /* > 0: each piece is tr_rows source rows, written transposed (the
      * converter's k_b_proj: kv_b split per head, then transpose(1, 2)) */
     uint64_t tr_rows;
+    /* Qwen3.5's linear attention (hf_qwen35.c), vr_k > 0: V heads moved
+     * from grouped to tiled order (units of vr_d, [vr_k, vr_r] ->
+     * [vr_r, vr_k]) from row (vr_cols 0) or column (1) vr_first on;
+     * neg_exp: -exp(x) as PyTorch's CPU kernel computes it (A_log). */
+    uint64_t vr_k, vr_r, vr_d, vr_first;
+    int vr_cols, neg_exp;
 } hf_out_tensor;
 
 /* Plans' shared pieces (hf_tensors.c). hf_out_fill: o's source, rank,
@@ -229,6 +238,17 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
  * blk.N.nextn.*, experts stacked). */
 int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+/* Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM (hf_qwen35.c): the
+ * converter's filter_tensors for the MTP tensors (mtp.* renamed to layers
+ * past num_hidden_layers, in place, before planning), Qwen3NextModel's
+ * set_gguf_parameters with Qwen3.5's rope sections, and the tensors (V
+ * heads reordered, A_log as -exp, norms + 1, experts stacked). */
+int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err);
+int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
+int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
+/* PyTorch 1.13's float exp on x86 (Sleef_expf8_u10, AVX2 with FMA), bit
+ * for bit. */
+float hf_torch_expf(float d);
 /* TextModel.set_gguf_parameters' keys without general.file_type, with a
  * subclass's later values in place (gguf-py's KV dict keeps a key where it
  * was first set): kv_one: head_count_kv 1 (DeepseekV2Model sets it

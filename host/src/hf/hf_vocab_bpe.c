@@ -404,6 +404,10 @@ static const char LLAMA3_RE[] =
 static const char QWEN2_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Qwen3.5's: Qwen 2's with marks (p{M}) joined to letters */
+static const char QWEN35_RE[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+"
+    "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 /* gpt-4o's (o200k; gpt-oss ships it): llama-vocab's LLAMA_VOCAB_PRE_TYPE_GPT4O */
 static const char GPT4O_RE[] =
@@ -494,18 +498,26 @@ static int name_pre(hv_load *l, anvil_error *err) {
             hv_str_is(anvil__json_get(norm, "type"), "NFC")) {
             l->v->pre = "qwen2";
         }
+    } else if (re != NULL && hv_str_is(re, QWEN35_RE)) {
+        /* convert's hash table names Qwen3.5's tokenizer qwen35 */
+        why = "its regex is Qwen3.5's but the normalizer is not NFC";
+        if (norm != NULL && norm->kind == ANVIL_JSON_OBJECT_BEGIN && norm->n_items == 1 &&
+            hv_str_is(anvil__json_get(norm, "type"), "NFC")) {
+            l->v->pre = "qwen35";
+        }
     } else if (re != NULL && hv_str_is(re, GPT4O_RE)) {
         why = "its regex is gpt-4o's but the normalizer is not null";
         if (anvil__json_is_null(norm)) l->v->pre = "gpt-4o";
     } else if (re != NULL) {
-        why = "its Split regex is neither Llama 3's, Qwen 2's nor gpt-4o's";
+        why = "its Split regex is not Llama 3's, Qwen 2's, Qwen3.5's or gpt-4o's";
     }
     if (l->v->pre != NULL) return ANVIL_OK;
     return anvil__error_set(
         err, ANVIL_E_UNSUPPORTED,
         "%s: the byte-level BPE pre-tokenizer is not one anvil can name (%s); anvil "
         "convert names it from its definition and knows llama-bpe (Llama 3), "
-        "qwen2 (Qwen 2/2.5/3), gpt-4o (gpt-oss), deepseek-v3 and glm4 (GLM-4.5): use convert_hf_to_gguf.py for "
+        "qwen2 (Qwen 2/2.5/3), qwen35 (Qwen3.5), gpt-4o (gpt-oss), deepseek-v3 and glm4 (GLM-4.5): use "
+        "convert_hf_to_gguf.py for "
         "this tokenizer",
         l->tok_path, why);
 }
