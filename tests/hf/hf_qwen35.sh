@@ -34,46 +34,17 @@ PAIRS_ONLY=0
 [ "${1:-}" = --pairs-only ] && { PAIRS_ONLY=1; shift; }
 ANVIL=$1 CMP=$2 DATA=$3 TOOLS=$4 LLAMA_SRC=${5:-} LLAMA_RUN=${6:-} ORACLE_DIR=${7:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0 checks=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { checks=$((checks + 1)); }
-same() { cmp -s "$1" "$2" && pass || fail "$3: $("$CMP" "$1" "$2" 2>&1 | head -2)"; }
-run() {
-    [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
-    out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
-}
-args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+. "$HERE/hf_lib.sh"
 
 # ---- 1. committed pairs
-for g in "$DATA"/*.gguf; do
-    b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
-    "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
-    same "$T/$b.gguf" "$g" "$b"
-    [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
-done
-if [ $PAIRS_ONLY = 1 ]; then
-    echo "checks: $checks, failures: $fails (committed pairs)"
-    [ $fails = 0 ]; exit
-fi
+hf_pairs
+[ $PAIRS_ONLY = 1 ] && hf_summary "committed pairs"
 
 TOOLS=$(cd "$TOOLS" && pwd)
-PY=/usr/bin/python3
-[ -x $PY ] || PY=python3
-if ! $PY -c "import numpy" 2>/dev/null; then
-    echo "checks: $checks, failures: $fails (no python3 with numpy: generated cases skipped)"
-    [ $fails = 0 ]; exit
-fi
+hf_python numpy
 G=$T/gen; mkdir -p "$G"
 TOK=$DATA/bf16   # its tokenizer: Qwen3's vocabulary cut to 384 ids with Qwen3.5's pre-tokenizer
 mk() { local name=$1; shift; $PY "$HERE/make_qwen35.py" "$G/$name" --tok "$TOK" --vocab 384 "$@" >/dev/null || fail "make_qwen35.py $name"; }
-# edit DIR/FILE PYTHON: change a JSON file of a generated folder (j is its value)
-edit() {
-    $PY - "$1" "$2" <<PYEOF
-import json, sys
-j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
-PYEOF
-}
 # convert_both DIR OPTS...: each option by both converters, compared
 convert_both() {
     local d=$1; shift
@@ -140,17 +111,6 @@ for d in "$G/bf" "$G/moe" "$G/fp8" "$G/vl" "$DATA/f16"; do
 done
 
 # ---- 4. bad input
-# bad NAME EXPECTED_TEXT...: convert of $G/bad-NAME exits 1, says each text, writes nothing
-bad() {
-    local name=$1; shift
-    mkdir -p "$T/out-$name"
-    "$ANVIL" convert "$G/bad-$name" "$T/out-$name/x.gguf" >/dev/null 2>"$T/err"; local rc=$?
-    [ $rc = 1 ] || { fail "bad $name: exit $rc, want 1 ($(cat "$T/err"))"; return; }
-    for want in "$@"; do
-        grep -qF -- "$want" "$T/err" || { fail "bad $name: message lacks '$want': $(cat "$T/err")"; return; }
-    done
-    [ -z "$(ls -A "$T/out-$name")" ] && pass || fail "bad $name: wrote $(ls "$T/out-$name")"
-}
 mk bad-conv --unset linear_conv_kernel_dim
 bad conv "bad-conv/config.json" "linear_conv_kernel_dim"
 mk bad-nk --set 'linear_num_key_heads="two"'
@@ -180,5 +140,4 @@ mk bad-pre
 edit "$G/bad-pre/tokenizer.json" "j['pre_tokenizer']['pretokenizers'][0]['pattern']['Regex'] = '\\\\p{N}{1,4}'"
 bad pre "bad-pre/tokenizer.json" "pre-tokenizer"
 
-echo "checks: $checks, failures: $fails"
-[ $fails = 0 ]
+hf_summary

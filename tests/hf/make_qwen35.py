@@ -29,8 +29,9 @@ usage: make_qwen35.py OUTDIR --tok DIR [--vocab 384] [--hidden 64] [--layers 4] 
        [--dtype bf16|f16|f32] [--mrope 2,1,1] [--a-log-dtype f32|same] [--tied] [--vlm] [--shards N] [--seed S]
        [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
 """
-import argparse, json, os, struct
+import argparse, json, os
 import numpy as np
+import st_write
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
@@ -191,14 +192,8 @@ if a.vlm:   # model.language_model.*, a few vision tensors (the converter drops 
     W["model.visual.blocks.0.attn.qkv.weight"], W["model.visual.blocks.0.norm1.weight"] = rnd(48, 16), cnorm(16)
     W["model.visual.merger.linear_fc1.weight"] = rnd(64, 64)
 
-def bf16(x):
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)   # round to nearest even, as torch's .to(bfloat16)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")
-
 def wire(k, x):
-    if a.dtype == "f32" or k in f32_names: return "F32", x.astype("<f4").tobytes()
-    if a.dtype == "f16": return "F16", x.astype("<f2").tobytes()
-    return "BF16", bf16(x).tobytes()
+    return st_write.encode("f32" if k in f32_names else a.dtype, x)
 
 out = {k: wire(k, x) for k, x in W.items()}
 shapes = {k: list(W[k].shape) for k in W}
@@ -206,26 +201,5 @@ for k in a.drop:
     del out[k]
 
 names = list(out)
-per = (len(names) + a.shards - 1) // a.shards
-parts = [names[i:i + per] for i in range(0, len(names), per)]
-if a.dup:   # into a shard that does not hold it yet
-    next(p for p in parts if a.dup not in p).append(a.dup)
-weight_map, total = {}, 0
-for pi, part in enumerate(parts):
-    fn = "model.safetensors" if len(parts) == 1 else f"model-{pi + 1:05d}-of-{len(parts):05d}.safetensors"
-    hdr, blobs, off = {}, [], 0
-    for k in sorted(part):
-        d, b = out[k]
-        hdr[k] = {"dtype": d, "shape": shapes[k], "data_offsets": [off, off + len(b)]}
-        blobs.append(b); off += len(b); weight_map[k] = fn
-    hdr["__metadata__"] = {"format": "pt"}
-    hj = json.dumps(hdr, separators=(",", ":")).encode()
-    hj += b" " * ((8 - len(hj) % 8) % 8)
-    with open(os.path.join(a.out, fn), "wb") as f:
-        f.write(struct.pack("<Q", len(hj))); f.write(hj)
-        for b in blobs: f.write(b)
-    total += off
-if len(parts) > 1:
-    json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))},
-              open(os.path.join(a.out, "model.safetensors.index.json"), "w"), indent=2)
+total = st_write.write_shards(a.out, {k: (*out[k], shapes[k]) for k in out}, a.shards, a.dup)
 print(a.out, cfg["architectures"][0], "vocab", V, "tensors", len(names), "bytes", total)

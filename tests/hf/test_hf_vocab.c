@@ -198,7 +198,7 @@ static void test_unknown_pre_tokenizer(void) {
     memcpy(re, "\\\\p{L}|", 7);
     put_file(dir, "tokenizer.json", t, n);
     expect_error(dir, "Qwen2ForCausalLM", ANVIL_E_UNSUPPORTED, "badpre/tokenizer.json",
-                 "neither Llama 3's, Qwen 2's nor gpt-4o's");
+                 "not Llama 3's, Qwen 2's, Qwen3.5's or gpt-4o's");
     /* Qwen's regex without its NFC normalizer */
     memcpy(re, "\\\\p{N}|", 7);
     char *nfc = strstr(t, "\"NFC\"");

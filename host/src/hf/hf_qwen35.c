@@ -348,17 +348,6 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-static int readable(const hf_folder *f, const hf_src_tensor *s, anvil_error *err) {
-    const anvil_st_dtype d = s->st->dtype;
-    if (d == ANVIL_ST_F32 || d == ANVIL_ST_F16 || d == ANVIL_ST_BF16 || (s->scale != NULL && s->st->rank == 2))
-        return ANVIL_OK;
-    return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
-                            "%s/%s: tensor \"%s\" is %s%s; anvil convert reads F32, F16, BF16 and block-scaled FP8 "
-                            "(with its weight_scale_inv) weights",
-                            f->dir, f->part_names[s->part], s->name, anvil_st_dtype_name(d),
-                            d == ANVIL_ST_F8_E4M3 || d == ANVIL_ST_F8_E5M2 ? " without a weight_scale_inv" : "");
-}
-
 /* _LinearAttentionVReorderBase.modify_tensors: which V-head map the
  * tensor takes (o->vr_*), its size checked as the reshape needs it. */
 static int plan_reorder(const hf_folder *f, const hf_src_tensor *s, const q35_cfg *c, hf_out_tensor *o,
@@ -424,11 +413,7 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
                                 "refuses it too)",
                                 f->dir, f->part_names[s->part], s->name, a->gguf_name);
     }
-    RET_IF(readable(f, s, err));
-    if (t->rank == 0 || t->rank > 4) {
-        return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: tensor \"%s\" has %zu dims (GGUF holds 1 to 4)",
-                                f->dir, f->part_names[s->part], s->name, t->rank);
-    }
+    RET_IF(hf_src_check(f, s, err));
     o->src = (int)i;
     o->n_elements = t->n_elements;
     o->n_dims = 0;
@@ -523,14 +508,6 @@ static int check_layers(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
     return rc;
 }
 
-static void free_plan(hf_out_tensor *ts, size_t cap) {
-    for (size_t i = 0; i < cap; ++i) {
-        free(ts[i].generated);
-        free(ts[i].pieces);
-    }
-    free(ts);
-}
-
 int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err) {
     *out = NULL;
     *n_out = 0;
@@ -545,9 +522,7 @@ int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
     size_t n = 0;
     for (size_t i = 0; i < f->n_tensors && rc == ANVIL_OK; ++i) {
         const char *nm = f->tensors[i].name;
-        if (hf_ends_with(nm, ".attention.masked_bias") || hf_ends_with(nm, ".attention.bias") ||
-            hf_ends_with(nm, ".rotary_emb.inv_freq"))
-            continue;
+        if (hf_src_dropped(nm)) continue;
         if (strstr(nm, "experts") != NULL) { /* Qwen2MoeModel.modify_tensors */
             if (moe == NULL) rc = hf_moe_begin(a, f, n_blocks, &moe, err);
             const int taken = rc == ANVIL_OK ? hf_moe_take(moe, i, ts, &n, err) : rc;
@@ -560,7 +535,7 @@ int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
     hf_moe_free(moe);
     if (rc == ANVIL_OK) rc = check_layers(a, f, &c, ts, n, err);
     if (rc != ANVIL_OK) {
-        free_plan(ts, cap);
+        hf_plan_free(ts, cap);
         return rc;
     }
     *out = ts;
