@@ -8,7 +8,22 @@
  * blocks b and b + 1 in the low and high 256 bits); the reduction leaves
  * block b's R sums in lanes 0..7 and block b + 1's in lanes 8..15, which
  * are added into the accumulator one block after the other, in the
- * reference's order. */
+ * reference's order.
+ *
+ * GEMM (m > 1, VNNI variant): a tiled kernel, Q8T_R = 16 weight rows x up
+ * to Q8T_C = 8 activation rows per register tile. The 16 rows' blocks are
+ * first repacked (once per gemm call and row group) so that vector j of a
+ * block holds bytes 4j..4j+3 of every row, one row per int32 lane, as
+ * unsigned w + 128; then one vpdpbusd against 4 activation bytes
+ * broadcast from memory feeds all 16 rows, and each lane ends the block
+ * holding its row's exact integer dot, no reduction needed:
+ *     sum (w + 128) a - 128 sum a = sum w a
+ * (the accumulator starts at -128 sum a, from a per-call pass over the
+ * activations; |terms| < 2^21, exact). The float part is the reference's
+ * acc += (float)sumi * (dw * da) per lane, block after block, so every
+ * result is bit-identical to the reference and to the gemv. */
+#include <stdlib.h>
+
 #include "avx512_common.h"
 #include "avx512_kernels.h"
 
@@ -48,6 +63,171 @@ AVX512_INLINE void q8_0_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
 
 SIMD_DEFINE_ENTRY_POINTS(q8_0, 32, Q8_0_BYTES)
 
+#if AVX512_VNNI && !AVX512_EMULATED
+#define Q8T_R 16 /* weight rows per tile: one per int32 lane */
+#define Q8T_C 8  /* activation rows per register tile */
+
+/* One block of 16 rows, repacked: q[j] lane r = bytes 4j..4j+3 of row r's
+ * codes, each + 128 (XOR 0x80); d lane r = row r's scale. */
+typedef struct {
+    __m512i q[8];
+    __m512 d;
+} q8t_block;
+
+/* Q8T_C activation rows' block b, repacked (once per gemm call): the
+ * codes of row c at q[c], its scale at d[c], -128 x the sum of its codes
+ * at corr[c] (rows past m: zero). */
+typedef struct {
+    int8_t q[Q8T_C][32];
+    float d[Q8T_C];
+    int32_t corr[Q8T_C];
+} q8t_act;
+
+/* vpermt2d indices of the 16 x 8 dword transpose (three rounds: 2 rows x
+ * 8 dwords -> 4 x 4 -> 8 x 2 -> 16 x 1 per vector, two outputs each). */
+static const int32_t Q8T_IDX[6][16] __attribute__((aligned(64))) = {
+    { 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27 },
+    { 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31 },
+    { 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29 },
+    { 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31 },
+    { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 },
+    { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 },
+};
+
+/* Repack nb blocks of `rows` (1..16) rows at w (stride ws); the missing
+ * rows repeat the last one (computed, never stored). */
+static void q8t_pack(size_t nb, const uint8_t *w, size_t ws, size_t rows, q8t_block *dst) {
+    const uint8_t *p[Q8T_R];
+    for (size_t r = 0; r < Q8T_R; ++r) p[r] = w + (r < rows ? r : rows - 1) * ws;
+    __m512i idx[6];
+    for (int i = 0; i < 6; ++i) idx[i] = _mm512_load_si512(Q8T_IDX[i]);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (size_t b = 0; b < nb; ++b, ++dst) {
+        const size_t o = b * Q8_0_BYTES;
+        __m512i x[8], y[8];
+        for (int i = 0; i < 8; ++i) x[i] = avx512_load2x256(p[2 * i] + o + 2, p[2 * i + 1] + o + 2);
+        /* round 1: rows 4g..4g+3 x dwords 4q..4q+3 in y[2g + q] */
+        for (int g = 0; g < 4; ++g) {
+            y[2 * g] = _mm512_permutex2var_epi32(x[2 * g], idx[0], x[2 * g + 1]);
+            y[2 * g + 1] = _mm512_permutex2var_epi32(x[2 * g], idx[1], x[2 * g + 1]);
+        }
+        /* round 2: rows 8h..8h+7 x dwords 4q + 2t, +1 in x[4h + 2q + t] */
+        for (int h = 0; h < 2; ++h) {
+            for (int q = 0; q < 2; ++q) {
+                const __m512i lo = y[4 * h + q], hi = y[4 * h + 2 + q];
+                x[4 * h + 2 * q] = _mm512_permutex2var_epi32(lo, idx[2], hi);
+                x[4 * h + 2 * q + 1] = _mm512_permutex2var_epi32(lo, idx[3], hi);
+            }
+        }
+        /* round 3: rows 0..15 x dword j = 4q + 2t + s */
+        for (int qt = 0; qt < 4; ++qt) {
+            dst->q[2 * qt] = _mm512_xor_si512(_mm512_permutex2var_epi32(x[qt], idx[4], x[4 + qt]), flip);
+            dst->q[2 * qt + 1] = _mm512_xor_si512(_mm512_permutex2var_epi32(x[qt], idx[5], x[4 + qt]), flip);
+        }
+        uint16_t h[Q8T_R];
+        for (int r = 0; r < Q8T_R; ++r) h[r] = anvil_rd_u16(p[r] + o);
+        dst->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
+    }
+}
+
+/* y[c * ys + r] for r in rmask, c < C: the packed rows against the
+ * packed activation rows pa (nb blocks). */
+AVX512_INLINE void q8t_tile(size_t nb, const q8t_block *wp, const q8t_act *pa, float *y, size_t ys, __mmask16 rmask,
+                            const int C) {
+    __m512 acc[Q8T_C];
+    AVX512_FOR_ROWS for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, ++wp, ++pa) {
+        __m512i s[Q8T_C];
+        AVX512_FOR_ROWS for (int c = 0; c < C; ++c) s[c] = _mm512_set1_epi32(pa->corr[c]);
+        AVX512_FOR_ROWS for (int j = 0; j < 8; ++j) {
+            const __m512i wj = _mm512_load_si512(&wp->q[j]);
+            AVX512_FOR_ROWS for (int c = 0; c < C; ++c) {
+                const __m512i aj = _mm512_set1_epi32((int)anvil_rd_u32((const uint8_t *)pa->q[c] + 4 * j));
+                s[c] = _mm512_dpbusd_epi32(s[c], wj, aj);
+            }
+        }
+        const __m512 dw = wp->d;
+        AVX512_FOR_ROWS for (int c = 0; c < C; ++c) {
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(pa->d[c]));
+            acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(_mm512_cvtepi32_ps(s[c]), d));
+        }
+    }
+    AVX512_FOR_ROWS for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + (size_t)c * ys, rmask, acc[c]);
+}
+
+static void q8t_tile_any(size_t nb, const q8t_block *wp, const q8t_act *pa, float *y, size_t ys, __mmask16 rmask,
+                         int C) {
+    switch (C) {
+    case 1: q8t_tile(nb, wp, pa, y, ys, rmask, 1); break;
+    case 2: q8t_tile(nb, wp, pa, y, ys, rmask, 2); break;
+    case 3: q8t_tile(nb, wp, pa, y, ys, rmask, 3); break;
+    case 4: q8t_tile(nb, wp, pa, y, ys, rmask, 4); break;
+    case 5: q8t_tile(nb, wp, pa, y, ys, rmask, 5); break;
+    case 6: q8t_tile(nb, wp, pa, y, ys, rmask, 6); break;
+    case 7: q8t_tile(nb, wp, pa, y, ys, rmask, 7); break;
+    default: q8t_tile(nb, wp, pa, y, ys, rmask, Q8T_C); break;
+    }
+}
+
+/* Repack the m activation rows at a (stride as): tile t, block b at
+ * pa[t * nb + b]. */
+static void q8t_prep(size_t nb, size_t m, const uint8_t *a, size_t as, q8t_act *pa) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (size_t t = 0; t < m; t += Q8T_C) {
+        const size_t C = m - t < Q8T_C ? m - t : Q8T_C;
+        for (size_t b = 0; b < nb; ++b, ++pa) {
+            memset(pa, 0, sizeof *pa);
+            for (size_t c = 0; c < C; ++c) {
+                const uint8_t *ab = a + (t + c) * as + b * Q8_0_BYTES;
+                const __m256i q = avx512_load256(ab + 2);
+                _mm256_storeu_si256((__m256i *)pa->q[c], q);
+                /* sum of (code + 128) per 8 bytes, then all four */
+                const __m256i u = _mm256_sad_epu8(_mm256_xor_si256(q, flip), _mm256_setzero_si256());
+                const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
+                const int32_t sum = (int32_t)(_mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 2)) - 32 * 128;
+                pa->d[c] = avx512_half(ab);
+                pa->corr[c] = -128 * sum;
+            }
+        }
+    }
+}
+
+static void q8_0_gemm_tiled(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws,
+                            const void *a, size_t as) {
+    const size_t nb = n / 32;
+    const size_t tiles = (m + Q8T_C - 1) / Q8T_C;
+    /* m = 1, or buffers beyond any real shape: the gemv passes */
+    if (m < 2 || nb == 0 || nb > SIZE_MAX / 4 / sizeof(q8t_block) || tiles > SIZE_MAX / 4 / sizeof(q8t_act) / nb) {
+        q8_0_gemm(n, nrows, m, y, ys, w, ws, a, as);
+        return;
+    }
+    const size_t wbytes = nb * sizeof(q8t_block), abytes = (tiles * nb * sizeof(q8t_act) + 63) / 64 * 64;
+    uint8_t *buf = aligned_alloc(64, wbytes + abytes);
+    if (buf == NULL) {
+        q8_0_gemm(n, nrows, m, y, ys, w, ws, a, as);
+        return;
+    }
+    q8t_block *wp = (q8t_block *)buf;
+    q8t_act *pa = (q8t_act *)(buf + wbytes);
+    const uint8_t *wb = w;
+    q8t_prep(nb, m, a, as, pa);
+    for (size_t r = 0; r < nrows; r += Q8T_R) {
+        const size_t rows = nrows - r < Q8T_R ? nrows - r : Q8T_R;
+        const __mmask16 rmask = (__mmask16)((1u << rows) - 1);
+        q8t_pack(nb, wb + r * ws, ws, rows, wp);
+        for (size_t t = 0; t < tiles; ++t) {
+            const size_t c = t * Q8T_C;
+            const int C = m - c < Q8T_C ? (int)(m - c) : Q8T_C;
+            q8t_tile_any(nb, wp, pa + t * nb, y + c * ys + r, ys, rmask, C);
+        }
+    }
+    free(buf);
+}
+#define Q8_0_GEMM q8_0_gemm_tiled
+#else
+#define Q8_0_GEMM q8_0_gemm
+#endif
+
 /* dst[j] = (float)q[j] * d, as the reference decoder. */
 static void q8_0_decode(const void *src, float *dst, size_t n) {
     const uint8_t *b = src;
@@ -60,6 +240,6 @@ static void q8_0_decode(const void *src, float *dst, size_t n) {
     }
 }
 
-AVX512_KERNEL(kernel_q8_0, ANVIL_TYPE_Q8_0, ANVIL_TYPE_Q8_0, q8_0_vec_dot, q8_0_gemv, q8_0_gemm, q8_0_decode);
+AVX512_KERNEL(kernel_q8_0, ANVIL_TYPE_Q8_0, ANVIL_TYPE_Q8_0, q8_0_vec_dot, q8_0_gemv, Q8_0_GEMM, q8_0_decode);
 
 const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_q8_0)[] = { &kernel_q8_0, NULL };
