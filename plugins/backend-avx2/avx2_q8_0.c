@@ -160,8 +160,10 @@ static void q8_0_gemm_tiled(size_t n, size_t nrows, size_t m, float *y, size_t y
                             const void *a, size_t as) {
     const size_t nb = n / 32;
     const size_t tiles = (m + Q8T_C - 1) / Q8T_C;
-    /* m = 1, or buffers beyond any real shape: the gemv passes */
-    if (m < 2 || nb == 0 || nb > SIZE_MAX / 4 / sizeof(q8t_block) || tiles > SIZE_MAX / 4 / sizeof(q8t_act) / nb) {
+    /* m < 4 (the repacking costs more than it saves: 4096 x 4096, m = 2,
+     * 16 against 26 Gelem/s; even at m = 4), or buffers beyond any real
+     * shape: the gemv passes */
+    if (m < 4 || nb == 0 || nb > SIZE_MAX / 4 / sizeof(q8t_block) || tiles > SIZE_MAX / 4 / sizeof(q8t_act) / nb) {
         q8_0_gemm(n, nrows, m, y, ys, w, ws, a, as);
         return;
     }
