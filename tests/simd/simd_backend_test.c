@@ -984,15 +984,19 @@ static void test_dots(void) {
  * scales) and activations with codes at +-127: each (row, activation row)
  * result bit-identical to vec_dot, and to the reference where the format
  * is bit-exact. With fewer rows asked for (SB_ROWS_ENV below 2000: the
- * valgrind run), m in 1, 2, 7, 8, 9, 17 only. */
+ * valgrind run), m in 1, 2, 7, 8, 9, 17 only. Last, one long GEMM
+ * (GT_CHUNK_M activation rows of MAX_ELEMS elements x 17 rows): more than
+ * one chunk of activation rows in the tiled kernels (AVX-512 Q8_0: 64
+ * rows a chunk at that length, AVX2: 72). */
 #define GT_MAX_M 19
+#define GT_CHUNK_M 80
 static void test_gemm_tiles(void) {
     static const size_t row_counts[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 33 };
-    const size_t max_rows = 33;
+    const size_t max_rows = 33, n_counts = sizeof row_counts / sizeof row_counts[0];
     float *x = malloc(MAX_ELEMS * sizeof(float));
     uint8_t *w = malloc(max_rows * (MAX_ROW_BYTES + 40) + 64);
-    uint8_t *a = malloc(GT_MAX_M * (MAX_ROW_BYTES + 40) * 2 + 64);
-    float *y = malloc(GT_MAX_M * (max_rows + 3) * sizeof(float));
+    uint8_t *a = malloc(GT_CHUNK_M * (MAX_ROW_BYTES + 40) * 2 + 64);
+    float *y = malloc(GT_CHUNK_M * (max_rows + 3) * sizeof(float));
     uint8_t *w_al = aligned_alloc(64, MAX_ROW_BYTES);
     uint8_t *a_al = aligned_alloc(64, MAX_ROW_BYTES * 2);
     CU_ASSERT_FATAL(x && w && a && y && w_al && a_al);
@@ -1005,11 +1009,13 @@ static void test_gemm_tiles(void) {
         test_rng r;
         test_rng_seed(&r, 0x6E77u + f->id);
         size_t checked = 0, mismatch = 0, not_ref = 0;
-        for (size_t m = 1; m <= GT_MAX_M; ++m) {
-            if (g_rows < 2000 && m != 1 && m != 2 && m != 7 && m != 8 && m != 9 && m != 17) continue;
-            for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ++ri) {
+        for (size_t ci = 0; ci <= GT_MAX_M * n_counts; ++ci) {
+            const int chunked = ci == GT_MAX_M * n_counts;
+            const size_t m = chunked ? GT_CHUNK_M : 1 + ci / n_counts, ri = chunked ? 8 : ci % n_counts;
+            if (g_rows < 2000 && !chunked && m != 1 && m != 2 && m != 7 && m != 8 && m != 9 && m != 17) continue;
+            {
                 const size_t nrows = row_counts[ri];
-                const size_t nb = 1 + uniform_below(&r, f->be == 256 ? 3 : 12);
+                const size_t nb = chunked ? MAX_ELEMS / f->be : 1 + uniform_below(&r, f->be == 256 ? 3 : 12);
                 const size_t n = nb * f->be, row_bytes = nb * f->bb;
                 const size_t act_bytes = n / f->act->be * f->act->bb;
                 const size_t ws = row_bytes + uniform_below(&r, 40), as = act_bytes + uniform_below(&r, 40);
@@ -1047,9 +1053,9 @@ static void test_gemm_tiles(void) {
                 }
             }
         }
-        printf("\n    %-7s gemm m<=%d x %zu row counts: %zu results, %zu differ from vec_dot, %zu from the "
-               "reference",
-               f->name, GT_MAX_M, sizeof row_counts / sizeof row_counts[0], checked, mismatch, not_ref);
+        printf("\n    %-7s gemm m<=%d x %zu row counts, and m=%d: %zu results, %zu differ from vec_dot, %zu from "
+               "the reference",
+               f->name, GT_MAX_M, n_counts, GT_CHUNK_M, checked, mismatch, not_ref);
         CU_ASSERT(checked > 0);
         CU_ASSERT_EQUAL(mismatch, 0);
         CU_ASSERT_EQUAL(not_ref, 0);
