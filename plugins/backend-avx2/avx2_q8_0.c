@@ -15,7 +15,9 @@
  * 8 rows, and each lane ends the block holding its row's exact integer
  * dot, no reduction needed. The float part is the reference's
  * acc += (float)sumi * (dw * da) per lane, block after block: every result
- * is bit-identical to the reference and to the gemv. */
+ * is bit-identical to the reference and to the gemv. 4096 x 4096, 1
+ * thread, Gelem/s, gemv passes -> tiles: m = 8 20-27 -> 33-34, m = 64
+ * 9-26 -> 21-25. */
 #include <stdlib.h>
 
 #include "avx2_common.h"
