@@ -977,6 +977,97 @@ static void test_dots(void) {
     }
 }
 
+/* GEMM tile edges: every m from 1 to GT_MAX_M against row counts around
+ * multiples of 8 and 16 (the tiled kernels' register tiles: 16 weight
+ * rows x 8 activation rows for AVX-512 Q8_0, 8 x 4 for AVX2), odd
+ * strides, rows of random bytes (Q8_0 codes -128 included; sane or raw
+ * scales) and activations with codes at +-127: each (row, activation row)
+ * result bit-identical to vec_dot, and to the reference where the format
+ * is bit-exact. With fewer rows asked for (SB_ROWS_ENV below 2000: the
+ * valgrind run), m in 1, 2, 7, 8, 9, 17 only. Last, one long GEMM
+ * (GT_CHUNK_M activation rows of MAX_ELEMS elements x 17 rows): more than
+ * one chunk of activation rows in the tiled kernels (AVX-512 Q8_0: 64
+ * rows a chunk at that length, AVX2: 72). */
+#define GT_MAX_M 19
+#define GT_CHUNK_M 80
+static void test_gemm_tiles(void) {
+    static const size_t row_counts[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 33 };
+    const size_t max_rows = 33, n_counts = sizeof row_counts / sizeof row_counts[0];
+    float *x = malloc(MAX_ELEMS * sizeof(float));
+    uint8_t *w = malloc(max_rows * (MAX_ROW_BYTES + 40) + 64);
+    uint8_t *a = malloc(GT_CHUNK_M * (MAX_ROW_BYTES + 40) * 2 + 64);
+    float *y = malloc(GT_CHUNK_M * (max_rows + 3) * sizeof(float));
+    uint8_t *w_al = aligned_alloc(64, MAX_ROW_BYTES);
+    uint8_t *a_al = aligned_alloc(64, MAX_ROW_BYTES * 2);
+    CU_ASSERT_FATAL(x && w && a && y && w_al && a_al);
+    for (size_t fi = 0; fi < N_FORMATS; ++fi) {
+        const wfmt *f = &FORMATS[fi];
+        if (!has_kernel(f)) continue;
+        const anvil_kernel *k = kernel_for(f->id);
+        const anvil_act_quantizer *q = quantizer_for(f->act->id);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        test_rng r;
+        test_rng_seed(&r, 0x6E77u + f->id);
+        size_t checked = 0, mismatch = 0, not_ref = 0;
+        for (size_t ci = 0; ci <= GT_MAX_M * n_counts; ++ci) {
+            const int chunked = ci == GT_MAX_M * n_counts;
+            const size_t m = chunked ? GT_CHUNK_M : 1 + ci / n_counts, ri = chunked ? 8 : ci % n_counts;
+            if (g_rows < 2000 && !chunked && m != 1 && m != 2 && m != 7 && m != 8 && m != 9 && m != 17) continue;
+            {
+                const size_t nrows = row_counts[ri];
+                const size_t nb = chunked ? MAX_ELEMS / f->be : 1 + uniform_below(&r, f->be == 256 ? 3 : 12);
+                const size_t n = nb * f->be, row_bytes = nb * f->bb;
+                const size_t act_bytes = n / f->act->be * f->act->bb;
+                const size_t ws = row_bytes + uniform_below(&r, 40), as = act_bytes + uniform_below(&r, 40);
+                const size_t ys = nrows + uniform_below(&r, 4);
+                for (size_t rr = 0; rr < nrows; ++rr)
+                    make_weight_row(f, (rr + m) % 2 ? ROW_RANDOM_RAW : ROW_RANDOM_SANE, &r, nb, rr + 100 * m,
+                                    w + rr * ws);
+                for (size_t i = 0; i < m; ++i) {
+                    test_input_fill(x, n, (test_input_kind)((i + m) % INPUT_KIND_COUNT), 0x7Eu + i, m * 64 + ri);
+                    if ((i + ri) % 3 == 0) {
+                        for (size_t e = 0; e < n; ++e) x[e] = (e + i) % 2 ? 1.0f : -1.0f; /* codes +-127 */
+                    }
+                    q->quantize(x, a + i * as, n);
+                }
+                for (size_t i = 0; i < m * ys; ++i) y[i] = NAN;
+                k->gemm(n, nrows, m, y, ys, w, ws, a, as);
+                for (size_t rr = 0; rr < nrows; ++rr) {
+                    for (size_t i = 0; i < m; ++i, ++checked) {
+                        float v = 0, ref = 0;
+                        k->vec_dot(n, &v, w + rr * ws, a + i * as);
+                        if (!same_float(v, y[i * ys + rr])) {
+                            if (mismatch++ == 0) {
+                                fprintf(stderr,
+                                        "\n%s gemm: m=%zu nrows=%zu n=%zu row %zu act %zu: %a vs vec_dot %a\n",
+                                        f->name, m, nrows, n, rr, i, (double)y[i * ys + rr], (double)v);
+                            }
+                        }
+                        if (f->bit_exact) {
+                            memcpy(w_al, w + rr * ws, row_bytes);
+                            memcpy(a_al, a + i * as, act_bytes);
+                            f->dot(n, &ref, w_al, a_al);
+                            if (!same_float(ref, y[i * ys + rr])) not_ref++;
+                        }
+                    }
+                }
+            }
+        }
+        printf("\n    %-7s gemm m<=%d x %zu row counts, and m=%d: %zu results, %zu differ from vec_dot, %zu from "
+               "the reference",
+               f->name, GT_MAX_M, n_counts, GT_CHUNK_M, checked, mismatch, not_ref);
+        CU_ASSERT(checked > 0);
+        CU_ASSERT_EQUAL(mismatch, 0);
+        CU_ASSERT_EQUAL(not_ref, 0);
+    }
+    free(x);
+    free(w);
+    free(a);
+    free(y);
+    free(w_al);
+    free(a_al);
+}
+
 /* Rows longer than any the random pass makes, through GEMV and vec_dot:
  * LONG_ROWS of them (passes of 8, 8, 2, 1 rows), at a stride a little
  * over the row length, so the backend's per-row software prefetch (for
@@ -1271,6 +1362,7 @@ static void add_kernel_tests(const char *name, CU_InitializeFunc init, int encod
     CU_add_test(s, "decode_row == reference bits", test_decode_rows);
     CU_add_test(s, "vec_dot/gemv/gemm vs reference", test_dots);
     CU_add_test(s, "long rows", test_long_rows);
+    CU_add_test(s, "gemm tile edges vs vec_dot", test_gemm_tiles);
 }
 
 int main(int argc, char **argv) {
