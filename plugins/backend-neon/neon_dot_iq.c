@@ -22,7 +22,8 @@
  *    exact in any grouping (bounds in simd_iq23.h).
  * IQ1_S's delta part comes from the activations' bsums, as the referee's;
  * IQ1_M's is the dot of the activations with the delta's +1/-1 per 8
- * elements. Per super-block each row then takes the referee's float steps
+ * elements (tbl, cmtst, orr from the qh bytes), its lattice indices built
+ * 16 at a time by vector as IQ2_S's. Per super-block each row then takes the referee's float steps
  * in its order: sumf += (fp16(d) * a.d) * (float)bsum (IQ1: the lattice
  * and delta parts combined as there), times the format's final factor.
  */
@@ -304,32 +305,50 @@ SIMD_INLINE void iq1_s_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_
 
 NEON_ROWS_EXPORT(iq1_s, q8_K, 256, sizeof(anvil_block_iq1_s))
 
-/* +1 / -1 in bytes 0..7 by bit 3 of qh, in bytes 8..15 by bit 7: the delta
- * signs of a 16-element half (two groups of 8). */
-SIMD_INLINE int8x16_t iq1_m_delta(uint32_t qh) {
-    return vcombine_s8(vdup_n_s8((int8_t)(1 - (int)((qh >> 2) & 2))), vdup_n_s8((int8_t)(1 - (int)((qh >> 6) & 2))));
+/* IQ1_M's 11-bit lattice indices, 16 at a time: idx[4 ib + l] = qs[4 ib + l]
+ * | (nibble l of qh[2 ib .. 2 ib + 1] & 7) << 8 (nibble l: byte l / 2, low
+ * for even l). */
+SIMD_INLINE void iq1_m_indices(const uint8_t *blk, uint16_t idx[32]) {
+    const uint8x16_t qh = vld1q_u8(blk + offsetof(anvil_block_iq1_m, qh));
+    static const uint8_t spread[2][16] = { { 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7 },
+                                           { 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15 } };
+    static const int8_t shift[16] = { 0, -4, 0, -4, 0, -4, 0, -4, 0, -4, 0, -4, 0, -4, 0, -4 };
+    for (int j = 0; j < 2; ++j) {
+        const uint8x16_t hb = vandq_u8(vshlq_u8(vqtbl1q_u8(qh, vld1q_u8(spread[j])), vld1q_s8(shift)), vdupq_n_u8(7));
+        const uint8x16_t q = vld1q_u8(blk + offsetof(anvil_block_iq1_m, qs) + 16 * j);
+        vst1q_u8((uint8_t *)(idx + 16 * j), vzip1q_u8(q, hb));
+        vst1q_u8((uint8_t *)(idx + 16 * j + 8), vzip2q_u8(q, hb));
+    }
+}
+
+/* +1 / -1 per group of 8 of the 16 elements whose qh byte is byte b of
+ * qh: bit 3 for bytes 0..7, bit 7 for bytes 8..15 (set: -1). */
+SIMD_INLINE int8x16_t iq1_m_delta(uint8x16_t qh, int b) {
+    const uint8x16_t sel = vcombine_u8(vdup_n_u8(8), vdup_n_u8(128));
+    const uint8x16_t m = vtstq_u8(vqtbl1q_u8(qh, vdupq_n_u8((uint8_t)b)), sel);
+    return vreinterpretq_s8_u8(vorrq_u8(m, vdupq_n_u8(1)));
 }
 
 /* IQ1_M: sumi1 (lattice part) and sumi2 (delta part), per 16 elements times
  * their 3-bit sub-scale. */
 SIMD_INLINE void iq1_m_sums(const uint8_t *blk, const uint8_t *q8, int32_t *sumi1, int32_t *sumi2) {
-    const uint8_t *qs = blk + offsetof(anvil_block_iq1_m, qs);
-    const uint8_t *qh = blk + offsetof(anvil_block_iq1_m, qh);
+    const uint8x16_t qh = vld1q_u8(blk + offsetof(anvil_block_iq1_m, qh));
+    uint16_t idx[32];
+    iq1_m_indices(blk, idx);
     int32x4_t lat = vdupq_n_s32(0), del = vdupq_n_s32(0);
 #pragma GCC unroll 8
     for (int ib = 0; ib < 8; ++ib) {
-        const uint8_t *q = qs + 4 * ib;
-        const uint32_t h0 = qh[2 * ib], h1 = qh[2 * ib + 1];
-        const int8x16_t g0 = iq_pair(iq1_point(q[0] | ((h0 << 8) & 0x700)), iq1_point(q[1] | ((h0 << 4) & 0x700)));
-        const int8x16_t g1 = iq_pair(iq1_point(q[2] | ((h1 << 8) & 0x700)), iq1_point(q[3] | ((h1 << 4) & 0x700)));
+        const uint16_t *ix = idx + 4 * ib;
+        const int8x16_t g0 = iq_pair(iq1_point(ix[0]), iq1_point(ix[1]));
+        const int8x16_t g1 = iq_pair(iq1_point(ix[2]), iq1_point(ix[3]));
         const uint32_t sub = (uint32_t)anvil_rd_u16(blk + offsetof(anvil_block_iq1_m, scales) + 2 * (ib / 2)) >>
                              (6 * (ib % 2));
         const int32_t ls1 = (int32_t)(2 * (sub & 7) + 1), ls2 = (int32_t)(2 * ((sub >> 3) & 7) + 1);
         const int8x16_t a0 = neon_ld_s8(q8 + 32 * ib), a1 = neon_ld_s8(q8 + 32 * ib + 16);
         lat = vmlaq_n_s32(lat, neon_dot16(vdupq_n_s32(0), g0, a0), ls1);
         lat = vmlaq_n_s32(lat, neon_dot16(vdupq_n_s32(0), g1, a1), ls2);
-        del = vmlaq_n_s32(del, neon_dot16(vdupq_n_s32(0), iq1_m_delta(h0), a0), ls1);
-        del = vmlaq_n_s32(del, neon_dot16(vdupq_n_s32(0), iq1_m_delta(h1), a1), ls2);
+        del = vmlaq_n_s32(del, neon_dot16(vdupq_n_s32(0), iq1_m_delta(qh, 2 * ib), a0), ls1);
+        del = vmlaq_n_s32(del, neon_dot16(vdupq_n_s32(0), iq1_m_delta(qh, 2 * ib + 1), a1), ls2);
     }
     *sumi1 = vaddvq_s32(lat);
     *sumi2 = vaddvq_s32(del);
