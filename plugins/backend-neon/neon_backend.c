@@ -31,6 +31,8 @@
 #include "anvil/formats/ptqtp.h"
 #include "anvil/formats/ptqtps.h"
 #include "neon_kernels.h"
+#include "ref/cold.h"    /* the referee's decoders of the lattice and FP4 formats */
+#include "ref/ternary.h" /* and of Q1_0, Q2_0 */
 #include "ref/backend_init.h"
 
 /* ---- what the CPU offers ---------------------------------------------------- */
@@ -84,17 +86,27 @@ typedef struct neon_format {
     anvil_decode_row_fn decode_row;
     anvil_gemm_fn gemm_base; /* NULL: the host loops over vec_dot */
     anvil_gemm_fn gemm_dp;
+    anvil_gemv_fn gemv_base; /* NULL: the host loops over vec_dot */
+    anvil_gemv_fn gemv_dp;
 } neon_format;
 
 #define FORMAT(W, A, w, a)                                                                                      \
     {                                                                                                           \
         ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
-            anvil_neon_decode_##w, NULL, NULL                                                                   \
+            anvil_neon_decode_##w, NULL, NULL, NULL, NULL                                                       \
     }
 #define FORMAT_GEMM(W, A, w, a)                                                                                 \
     {                                                                                                           \
         ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
-            anvil_neon_decode_##w, anvil_neon_gemm_##w##_##a##_base, anvil_neon_gemm_##w##_##a##_dp             \
+            anvil_neon_decode_##w, anvil_neon_gemm_##w##_##a##_base, anvil_neon_gemm_##w##_##a##_dp, NULL, NULL \
+    }
+/* vec_dot, gemv and gemm from one row kernel (neon_rows.h); rows decode
+ * through the referee's decoder. */
+#define FORMAT_ROWS(W, A, w, a)                                                                                 \
+    {                                                                                                           \
+        ANVIL_TYPE_##W, ANVIL_TYPE_##A, anvil_neon_vec_dot_##w##_##a##_base, anvil_neon_vec_dot_##w##_##a##_dp, \
+            anvil_ref_decode_##w, anvil_neon_gemm_##w##_##a##_base, anvil_neon_gemm_##w##_##a##_dp,             \
+            anvil_neon_gemv_##w##_##a##_base, anvil_neon_gemv_##w##_##a##_dp                                    \
     }
 
 static const neon_format formats[] = {
@@ -118,6 +130,18 @@ static const neon_format formats[] = {
     FORMAT(PTQTP3, Q8_K, ptqtp3, q8_K),
     FORMAT_GEMM(PTQTP2S, Q8_K, ptqtp2s, q8_K),
     FORMAT_GEMM(PTQTP3S, Q8_K, ptqtp3s, q8_K),
+    /* issue 39: the lattice i-quants */
+    FORMAT_ROWS(IQ2_XXS, Q8_K, iq2_xxs, q8_K),
+    FORMAT_ROWS(IQ2_XS, Q8_K, iq2_xs, q8_K),
+    FORMAT_ROWS(IQ3_XXS, Q8_K, iq3_xxs, q8_K),
+    FORMAT_ROWS(IQ3_S, Q8_K, iq3_s, q8_K),
+    FORMAT_ROWS(IQ2_S, Q8_K, iq2_s, q8_K),
+    FORMAT_ROWS(IQ1_S, Q8_K, iq1_s, q8_K),
+    FORMAT_ROWS(IQ1_M, Q8_K, iq1_m, q8_K),
+    /* and the FP4 / 1- and 2-bit formats against Q8_0 */
+    FORMAT_ROWS(NVFP4, Q8_0, nvfp4, q8_0),
+    FORMAT_ROWS(Q1_0, Q8_0, q1_0, q8_0),
+    FORMAT_ROWS(Q2_0, Q8_0, q2_0, q8_0),
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -188,6 +212,7 @@ static void fill_tables(enum neon_level level) {
             .variant = variant,
             .vec_dot = dp ? f->dot_dp : f->dot_base,
             .gemm = dp ? f->gemm_dp : f->gemm_base,
+            .gemv = dp ? f->gemv_dp : f->gemv_base,
             .decode_row = f->decode_row,
         };
         for (size_t p = 0; p < sizeof packed / sizeof packed[0]; ++p) {

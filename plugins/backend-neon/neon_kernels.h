@@ -77,6 +77,29 @@ extern const anvil_weight_encoder *const anvil_neon_encoders_ptqtps[];
 ANVIL_NEON_DECLARE_VARIANT(base)
 ANVIL_NEON_DECLARE_VARIANT(dp)
 
+/* Formats with vec_dot, gemv and gemm from one R-row kernel (neon_rows.h):
+ * the lattice i-quants (neon_dot_iq.c), Q1_0, Q2_0, NVFP4 (neon_dot_lowbit.c). */
+#define ANVIL_NEON_DECLARE_ROWS_FMT(fmt, act, sfx)                                                               \
+    void anvil_neon_vec_dot_##fmt##_##act##_##sfx(size_t n, float *s, const void *w, const void *a);             \
+    void anvil_neon_gemv_##fmt##_##act##_##sfx(size_t n, size_t nrows, float *y, const void *w, size_t w_stride, \
+                                               const void *a);                                                   \
+    void anvil_neon_gemm_##fmt##_##act##_##sfx(size_t n, size_t nrows, size_t m, float *y, size_t y_stride,      \
+                                               const void *w, size_t w_stride, const void *a, size_t a_stride);
+#define ANVIL_NEON_DECLARE_ROWS(sfx)                \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq2_xxs, q8_K, sfx) \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq2_xs, q8_K, sfx)  \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq2_s, q8_K, sfx)   \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq3_xxs, q8_K, sfx) \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq3_s, q8_K, sfx)   \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq1_s, q8_K, sfx)   \
+    ANVIL_NEON_DECLARE_ROWS_FMT(iq1_m, q8_K, sfx)   \
+    ANVIL_NEON_DECLARE_ROWS_FMT(nvfp4, q8_0, sfx)   \
+    ANVIL_NEON_DECLARE_ROWS_FMT(q1_0, q8_0, sfx)    \
+    ANVIL_NEON_DECLARE_ROWS_FMT(q2_0, q8_0, sfx)
+
+ANVIL_NEON_DECLARE_ROWS(base)
+ANVIL_NEON_DECLARE_ROWS(dp)
+
 /* Packed RHS (neon_packed.c): four weight rows interleaved per group (see
  * there for the layout). One layout for every variant; the GEMMs differ. */
 #define ANVIL_NEON_PACK_ROWS 4

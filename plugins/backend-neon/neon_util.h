@@ -44,10 +44,13 @@
 
 /* ---- scalar field loads ---------------------------------------------------- */
 
+/* binary16 -> binary32 by the FP unit (fcvt): every one of the 65,536
+ * inputs gives anvil_fp16_to_fp32's bits, NaN payloads included (checked
+ * exhaustively under qemu-aarch64), in one instruction instead of a dozen. */
 static inline float neon_half(const uint8_t *p) {
-    anvil_half h;
+    __fp16 h;
     memcpy(&h, p, sizeof h);
-    return anvil_fp16_to_fp32(h);
+    return (float)h;
 }
 
 /* ---- vector loads at any address --------------------------------------------- */

@@ -43,6 +43,7 @@
 #include "cpu_probe.h"
 #include "inputs.h"
 #include "ref/cold.h"
+#include "ref/cold_enc_grid.h"
 #include "ref/kquants.h"
 #include "ref/q8_0_family.h"
 #include "ref/q8_k.h"
@@ -88,6 +89,36 @@ typedef struct fmt {
             anvil_ref_vec_dot_##w##_##a                                                                             \
     }
 
+/* Encoders of the formats whose reference encoder wants an importance
+ * matrix (ggml has no unweighted IQ2_XXS, IQ2_XS, IQ1_S): fixed weights. */
+static float g_imatrix[4 * 256];
+
+static const float *imatrix(size_t n, float step) {
+    for (size_t j = 0; j < n; ++j) g_imatrix[j] = 1.0f + (float)(j % 7) * step;
+    return g_imatrix;
+}
+
+static int encode_iq2_xxs_w(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    if (n > sizeof g_imatrix / sizeof g_imatrix[0]) return ANVIL_E_INVALID_ARG;
+    return anvil_ref_encode_rows_iq2_xxs(src, dst, 1, n, imatrix(n, 0.25f), msg, msg_size);
+}
+
+static int encode_iq2_xs_w(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    if (n > sizeof g_imatrix / sizeof g_imatrix[0]) return ANVIL_E_INVALID_ARG;
+    return anvil_ref_encode_rows_iq2_xs(src, dst, 1, n, imatrix(n, 0.25f), msg, msg_size);
+}
+
+static int encode_iq1_s_w(const float *src, void *dst, size_t n, char *msg, size_t msg_size) {
+    if (n > sizeof g_imatrix / sizeof g_imatrix[0]) return ANVIL_E_INVALID_ARG;
+    return anvil_ref_encode_rows_iq1_s(src, dst, 1, n, imatrix(n, 0.0f), msg, msg_size);
+}
+
+#define FW(name, T, act, be, blk, maxb, enc, w, a)                                                 \
+    {                                                                                              \
+        name, ANVIL_TYPE_##T, act, be, sizeof(anvil_block_##blk), maxb, enc, anvil_ref_decode_##w, \
+            anvil_ref_vec_dot_##w##_##a                                                            \
+    }
+
 static const fmt formats[] = {
     F("q4_0", Q4_0, A80, 32, q4_0, 24, q4_0, q8_0),
     F("q4_1", Q4_1, A81, 32, q4_1, 24, q4_1, q8_1),
@@ -114,6 +145,17 @@ static const fmt formats[] = {
       anvil_ptqtps_decode2, anvil_ptqtps_vec_dot2_q8_K },
     { "ptqtp3s", ANVIL_TYPE_PTQTP3S, A8K, 256, ANVIL_PTQTPS_BLOCK_BYTES(3), 3, anvil_ptqtps_encode3,
       anvil_ptqtps_decode3, anvil_ptqtps_vec_dot3_q8_K },
+    /* issue 39: vec_dot, gemv and gemm from one row kernel (has_rows) */
+    FW("iq2_xxs", IQ2_XXS, A8K, 256, iq2_xxs, 3, encode_iq2_xxs_w, iq2_xxs, q8_K),
+    FW("iq2_xs", IQ2_XS, A8K, 256, iq2_xs, 3, encode_iq2_xs_w, iq2_xs, q8_K),
+    F("iq3_xxs", IQ3_XXS, A8K, 256, iq3_xxs, 3, iq3_xxs, q8_K),
+    F("iq3_s", IQ3_S, A8K, 256, iq3_s, 3, iq3_s, q8_K),
+    F("iq2_s", IQ2_S, A8K, 256, iq2_s, 3, iq2_s, q8_K),
+    FW("iq1_s", IQ1_S, A8K, 256, iq1_s, 3, encode_iq1_s_w, iq1_s, q8_K),
+    F("iq1_m", IQ1_M, A8K, 256, iq1_m, 3, iq1_m, q8_K),
+    F("nvfp4", NVFP4, A80, 64, nvfp4, 12, nvfp4, q8_0),
+    F("q1_0", Q1_0, A80, 128, q1_0, 6, q1_0, q8_0),
+    F("q2_0", Q2_0, A80, 64, q2_0, 12, q2_0, q8_0),
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -277,8 +319,27 @@ static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
  * chose for a commutative add. */
 static int same_value(float a, float b) { return same_bits(a, b) || (isnan(a) && isnan(b)); }
 
+/* The formats whose vec_dot, gemv and gemm come from one row kernel. */
+static int has_rows(uint32_t type) {
+    switch (type) {
+    case ANVIL_TYPE_IQ2_XXS:
+    case ANVIL_TYPE_IQ2_XS:
+    case ANVIL_TYPE_IQ3_XXS:
+    case ANVIL_TYPE_IQ3_S:
+    case ANVIL_TYPE_IQ2_S:
+    case ANVIL_TYPE_IQ1_S:
+    case ANVIL_TYPE_IQ1_M:
+    case ANVIL_TYPE_NVFP4:
+    case ANVIL_TYPE_Q1_0:
+    case ANVIL_TYPE_Q2_0: return 1;
+    default: return 0;
+    }
+}
+
 /* The formats whose kernels carry a plain GEMM. */
-static int has_gemm(uint32_t type) { return type == ANVIL_TYPE_PTQTP2S || type == ANVIL_TYPE_PTQTP3S; }
+static int has_gemm(uint32_t type) {
+    return type == ANVIL_TYPE_PTQTP2S || type == ANVIL_TYPE_PTQTP3S || has_rows(type);
+}
 
 /* ---- the tests ---------------------------------------------------------------------- */
 
@@ -321,6 +382,7 @@ static void test_score_and_selection(void) {
             CU_ASSERT_EQUAL(k->pack != NULL, packs);
             CU_ASSERT_EQUAL(k->pack_rows, packs ? 4u : 0u);
             CU_ASSERT_EQUAL(k->gemm != NULL, has_gemm(formats[i].type));
+            CU_ASSERT_EQUAL(k->gemv != NULL, has_rows(formats[i].type));
         }
     }
     /* The plain and the sdot tables really are different code. */
@@ -608,16 +670,16 @@ static void check_gemm(size_t l, size_t fi) {
     test_rng rng;
     test_rng_seed(&rng, 919 + 31 * l + fi);
     const size_t max_rows = 7, max_m = 6, max_nb = 11;
-    const size_t row_bytes_max = max_nb * f->bb + 8, abytes_max = max_nb * f->act->bb + 8;
+    const size_t row_bytes_max = max_nb * f->bb + 8, abytes_max = max_nb * f->be / f->act->be * f->act->bb + 8;
     uint8_t *wbuf = malloc(max_rows * row_bytes_max + 16), *abuf = malloc(max_m * abytes_max + 16);
     uint8_t *wtmp = malloc(max_nb * f->bb), *atmp = malloc(abytes_max);
     float *x = malloc(max_nb * f->be * sizeof *x), *y = malloc(max_m * (max_rows + 3) * sizeof *y);
-    size_t outputs = 0, differ = 0, ref_differ = 0, trials = 0, long_rows = 0;
+    size_t outputs = 0, differ = 0, ref_differ = 0, trials = 0, long_rows = 0, gemv_differ = 0;
     while (outputs < rows_per_format / 2) {
         ++trials;
         const size_t nrows = 1 + test_rng_u64(&rng) % max_rows, m = 1 + test_rng_u64(&rng) % max_m;
         const size_t nb = 1 + test_rng_u64(&rng) % max_nb, n = nb * f->be;
-        const size_t w_stride = nb * f->bb + test_rng_u64(&rng) % 8, abytes = nb * f->act->bb;
+        const size_t w_stride = nb * f->bb + test_rng_u64(&rng) % 8, abytes = n / f->act->be * f->act->bb;
         const size_t a_stride = abytes + test_rng_u64(&rng) % 8, y_stride = nrows + test_rng_u64(&rng) % 3;
         uint8_t *w = wbuf + 1 + test_rng_u64(&rng) % 15, *a = abuf + 1 + test_rng_u64(&rng) % 15;
         for (size_t r = 0; r < nrows; ++r) {
@@ -630,6 +692,19 @@ static void check_gemm(size_t l, size_t fi) {
             memcpy(a + i * a_stride, atmp, abytes);
         }
         for (size_t j = 0; j < m * y_stride; ++j) y[j] = NAN;
+        if (k->gemv != NULL) {
+            /* gemv of each activation row first: the rows a GEMM call must reproduce */
+            for (size_t i = 0; i < m; ++i) k->gemv(n, nrows, y + i * y_stride, w, w_stride, a + i * a_stride);
+            for (size_t i = 0; i < m; ++i) {
+                for (size_t r = 0; r < nrows; ++r) {
+                    float plain = 0;
+                    k->vec_dot(n, &plain, w + r * w_stride, a + i * a_stride);
+                    gemv_differ += !same_value(y[i * y_stride + r], plain);
+                }
+                for (size_t r = nrows; r < y_stride; ++r) CU_ASSERT(isnan(y[i * y_stride + r]));
+            }
+            for (size_t j = 0; j < m * y_stride; ++j) y[j] = NAN;
+        }
         k->gemm(n, nrows, m, y, y_stride, w, w_stride, a, a_stride);
         long_rows += nb > 8;
         for (size_t i = 0; i < m; ++i) {
@@ -653,8 +728,10 @@ static void check_gemm(size_t l, size_t fi) {
     printf("\n  gemm %-7s %-12s %zu outputs (%zu shapes, %zu of > 8 blocks): %zu differ from vec_dot, "
            "%zu not the reference's bits",
            f->name, levels[l].name, outputs, trials, long_rows, differ, ref_differ);
+    if (k->gemv != NULL) printf(", gemv: %zu differ from vec_dot", gemv_differ);
     CU_ASSERT_EQUAL(differ, 0);
     CU_ASSERT_EQUAL(ref_differ, 0);
+    CU_ASSERT_EQUAL(gemv_differ, 0);
     CU_ASSERT(long_rows > 0);
     free(wbuf);
     free(abuf);
