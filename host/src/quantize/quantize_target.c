@@ -475,9 +475,53 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
 
 /* ---- the choice ---------------------------------------------------------------------- */
 
-/* Measured weights: the candidates' relative errors times kld / relerr(ref),
- * relerr(ref) measured here as the candidates are, so the tensor's measured
- * KL divergence is what the reference type's predicted error becomes. */
+/* The response curve of a version 2 file's tensor through its points
+ * (r_i, k_i), i = 0 the reference type, the others its low-bit types, in
+ * any order (r the relative error measured here, k the KL divergence):
+ * kld(r) = k_0 r / r_0 up to r_0 (small errors: KL divergence is quadratic in
+ * the perturbation, linear in the squared error); beyond, piecewise power
+ * laws through the points in order of r (log-log linear), the last one's
+ * exponent carried on. Each exponent clamped to [QZ_EXP_MIN, QZ_EXP_MAX] so
+ * the curve rises; a point within 5% of the previous one's r is passed over. */
+#define QZ_EXP_MIN 0.5
+#define QZ_EXP_MAX 4.0
+
+double qz_sens_curve(const double *r, const double *k, size_t n, double x) {
+    if (n == 0 || !(r[0] > 0.0)) return n ? x * k[0] : x;
+    double pr[1 + QZ_SENS_MAX_LOW], pk[1 + QZ_SENS_MAX_LOW];
+    size_t np = 0;
+    pr[np] = r[0], pk[np] = k[0], np++;
+    /* the low points in order of r (insertion: at most three) */
+    size_t ord[QZ_SENS_MAX_LOW], no = 0;
+    for (size_t i = 1; i < n && i <= QZ_SENS_MAX_LOW; ++i) {
+        size_t j = no++;
+        while (j > 0 && r[ord[j - 1]] > r[i]) {
+            ord[j] = ord[j - 1];
+            --j;
+        }
+        ord[j] = i;
+    }
+    for (size_t o = 0; o < no; ++o) {
+        if (!(r[ord[o]] > pr[np - 1] * 1.05) || !(k[ord[o]] > 0.0)) continue;
+        pr[np] = r[ord[o]], pk[np] = k[ord[o]], np++;
+    }
+    if (x <= pr[0]) return pk[0] * x / pr[0];
+    double y = pk[0], a = 1.0;
+    for (size_t i = 1; i < np; ++i) {
+        a = pk[i - 1] > 0.0 ? log(pk[i] / pk[i - 1]) / log(pr[i] / pr[i - 1]) : QZ_EXP_MAX;
+        if (!isfinite(a) || a > QZ_EXP_MAX) a = QZ_EXP_MAX;
+        if (a < QZ_EXP_MIN) a = QZ_EXP_MIN;
+        if (x <= pr[i]) return y * pow(x / pr[i - 1], a);
+        y *= pow(pr[i] / pr[i - 1], a);
+    }
+    return y * pow(x / pr[np - 1], a);
+}
+
+/* Measured weights: the candidates' relative errors through the tensor's
+ * response curve, its points' relative errors measured here as the
+ * candidates' are (same rows, same importance weights), so that each
+ * reference type's predicted error is the tensor's KL divergence measured
+ * under it. A version 1 file (one point) keeps the line through it. */
 static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_item *q,
                        const qz_request *rq, anvil_error *err) {
     const qz_sens_entry *e = qz_sens_find(rq->sens, it->name);
@@ -487,19 +531,33 @@ static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transco
                                 "quantize --measure (or fix the tensor's type with --tensor-type)",
                                 it->name);
     }
-    qz_cand ref = { 0, 0, 0.0 };
-    if (anvil_type_from_name(t->ctx, e->ref, &ref.type, NULL) != ANVIL_OK || !is_candidate(t, it, ref.type)) {
+    qz_cand ref[1 + QZ_SENS_MAX_LOW];
+    double kld[1 + QZ_SENS_MAX_LOW];
+    memset(ref, 0, sizeof ref);
+    if (anvil_type_from_name(t->ctx, e->ref, &ref[0].type, NULL) != ANVIL_OK || !is_candidate(t, it, ref[0].type)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                 "sensitivity file: tensor '%s': reference type '%s' cannot be measured for it here",
                                 it->name, e->ref);
     }
-    int rc = measure_item(t, pool, it, &ref, 1, rq, err);
-    if (rc != ANVIL_OK) return rc;
     /* A tensor measured as harmless still costs a little, so that ties keep
-     * an order; a reference error of 0 leaves the relative errors as they are. */
-    const double kld = e->kld > 1e-12 ? e->kld : 1e-12;
-    const double w = ref.err > 0.0 ? kld / ref.err : 1.0;
-    for (size_t c = 0; c < q->n; ++c) q->cands[c].err *= w;
+     * an order. */
+    kld[0] = e->kld > 1e-12 ? e->kld : 1e-12;
+    /* The low-bit points this plan can measure (an importance matrix entry
+     * for the IQ types that need one); the others are left out. */
+    size_t n = 1;
+    for (size_t i = 0; i < e->n_low && i < QZ_SENS_MAX_LOW; ++i) {
+        if (anvil_type_from_name(t->ctx, e->low_ref[i], &ref[n].type, NULL) == ANVIL_OK &&
+            is_candidate(t, it, ref[n].type)) {
+            kld[n++] = e->low_kld[i];
+        }
+    }
+    int rc = measure_item(t, pool, it, ref, n, rq, err);
+    if (rc != ANVIL_OK) return rc;
+    double r[1 + QZ_SENS_MAX_LOW];
+    for (size_t i = 0; i < n; ++i) r[i] = ref[i].err;
+    /* a reference error of 0 leaves the relative errors as they are */
+    if (!(r[0] > 0.0)) return ANVIL_OK;
+    for (size_t c = 0; c < q->n; ++c) q->cands[c].err = qz_sens_curve(r, kld, n, q->cands[c].err);
     return ANVIL_OK;
 }
 
@@ -528,6 +586,7 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
                 anvil_type_bytes(&ti, it->src->n_elements, &b, NULL) != ANVIL_OK) {
                 continue;
             }
+            if (rq->min_bpw > 0.0 && (double)b * 8.0 < rq->min_bpw * (double)it->src->n_elements) continue;
             q->cands[q->n].type = qz_types[k];
             q->cands[q->n].bytes = pad_to(b, align);
             q->n++;
