@@ -687,7 +687,7 @@ static int verify_target(anvil_ctx *ctx, const qz_args *a, const anvil_quantize_
     for (size_t i = 0; rc == ANVIL_OK && i < anvil_quantize_preset_count(); ++i) {
         const anvil_quantize_preset *p = anvil_quantize_preset_at(i);
         if (!strcmp(p->name, "COPY") || !strcmp(p->name, "F32") || !strcmp(p->name, "F16") ||
-            !strcmp(p->name, "BF16")) {
+            !strcmp(p->name, "BF16") || (p->desc != NULL && strncmp(p->desc, "alias for ", 10) == 0)) {
             continue;
         }
         anvil_quantize_options po = *o;
@@ -697,6 +697,7 @@ static int verify_target(anvil_ctx *ctx, const qz_args *a, const anvil_quantize_
         po.target_weights = NULL;
         po.sensitivity = NULL;
         po.target_min_bpw = 0.0;
+        po.target_cache = NULL;
         po.progress = NULL;
         anvil_transcode *tp = NULL;
         anvil_error pe = { 0 };
@@ -759,6 +760,7 @@ static int verify_target(anvil_ctx *ctx, const qz_args *a, const anvil_quantize_
         po.target_weights = NULL;
         po.sensitivity = NULL;
         po.target_min_bpw = 0.0;
+        po.target_cache = NULL;
         anvil_transcode *tp = NULL;
         rc = anvil_quantize_plan(&tp, ctx, src, out, &po, err);
         if (rc == ANVIL_OK) {
@@ -867,6 +869,11 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
             fprintf(info, "error weights: role-weight proxy, no calibration text\n");
         }
     }
+    anvil_quantize_cache *cache = NULL;
+    if (status == ANVIL_OK && target && (a->verify || a->calibrate)) {
+        cache = anvil_quantize_cache_new(); /* the variants measure nothing twice */
+        o->target_cache = cache;
+    }
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
     const anvil_quantize_preset *kept = NULL;
     if (status == ANVIL_OK && target && (a->verify || a->calibrate)) {
@@ -904,6 +911,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         }
     }
     anvil_transcode_free(t);
+    anvil_quantize_cache_free(cache);
     anvil_gguf_close(src);
     anvil_imatrix_free(im);
     anvil_quantize_sens_free(sens);

@@ -19,8 +19,9 @@
  *    role-weight proxy, refused when the file names an unknown tensor or
  *    lacks a free one; a version 2 file whose low-bit points hurt more
  *    than the line predicts moves bytes away from the low-bit types;
- *    target_min_bpw floors every choice; a preset's plan file lists every
- *    tensor it encodes.
+ *    target_min_bpw floors every choice; a measurement cache gives the same
+ *    plans, floored or not; a preset's plan file lists every tensor it
+ *    encodes.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -312,6 +313,8 @@ static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) 
     return sens_doc_v(g, skip, extra, 0.0);
 }
 
+static anvil_quantize_cache *g_cache; /* target_cache of the plans, or NULL */
+
 static int plan_min(const char *model, const anvil_imatrix *im, const char *doc, double min_bpw, anvil_transcode **t,
                     anvil_gguf **g, anvil_error *err) {
     *t = NULL;
@@ -326,6 +329,7 @@ static int plan_min(const char *model, const anvil_imatrix *im, const char *doc,
     o.target_sample_rows = 32;
     o.sensitivity = s;
     o.target_min_bpw = min_bpw;
+    o.target_cache = g_cache;
     char out[1024];
     snprintf(out, sizeof out, "%s/sens.gguf", test_tmpdir());
     if (rc == ANVIL_OK) rc = anvil_quantize_plan(t, ctx(), *g, out, &o, err);
@@ -416,6 +420,28 @@ static void test_plan(void) {
     anvil_transcode_summary sm;
     anvil_transcode_get_summary(t1, &sm);
     CU_ASSERT(sm.out_file_bytes <= 2226976);
+    /* The cache: the same plans, floored or not, measured once. */
+    g_cache = anvil_quantize_cache_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_cache);
+    for (int pass = 0; pass < 2; ++pass) {
+        anvil_transcode *c0 = NULL, *c3 = NULL;
+        anvil_gguf *h0 = NULL, *h3 = NULL;
+        CU_ASSERT_EQUAL_FATAL(plan_min(model, im, doc2, 0.0, &c0, &h0, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(plan_min(model, im, doc2, 3.0, &c3, &h3, &err), ANVIL_OK);
+        size_t d0 = 0, d3 = 0;
+        for (size_t i = 0; i < anvil_transcode_count(c0); ++i) {
+            d0 += anvil_transcode_tensor_at(c0, i)->dst_type != anvil_transcode_tensor_at(t2, i)->dst_type;
+            d3 += anvil_transcode_tensor_at(c3, i)->dst_type != anvil_transcode_tensor_at(t1, i)->dst_type;
+        }
+        CU_ASSERT_EQUAL(d0, 0);
+        CU_ASSERT_EQUAL(d3, 0);
+        anvil_transcode_free(c0);
+        anvil_transcode_free(c3);
+        anvil_gguf_close(h0);
+        anvil_gguf_close(h3);
+    }
+    anvil_quantize_cache_free(g_cache);
+    g_cache = NULL;
     anvil_transcode_free(t1);
     anvil_gguf_close(g1);
     /* a floor no candidate set fits: refused, saying the smallest file */

@@ -202,7 +202,18 @@ typedef struct anvil_quantize_options {
      * per weight (0: all); --verify plans with a few such floors and keeps
      * the one the forward pass finds best. */
     double target_min_bpw;
+    /* Measured candidate errors kept across target plans of one source and
+     * importance matrix (anvil_quantize_cache_new), or NULL: --verify's
+     * floored variants measure nothing twice. The same choices either way. */
+    struct anvil_quantize_cache *target_cache;
 } anvil_quantize_options;
+
+/* A cache of measured candidate errors for target plans of one source file
+ * and one importance matrix (keyed by tensor name, type and rows sampled);
+ * not thread-safe: one plan at a time. */
+typedef struct anvil_quantize_cache anvil_quantize_cache;
+ANVIL_API anvil_quantize_cache *anvil_quantize_cache_new(void);
+ANVIL_API void anvil_quantize_cache_free(anvil_quantize_cache *c);
 
 /* A sensitivity file (docs/SENSITIVITY.md): per weight tensor the mean KL
  * divergence of the model's output when that tensor alone carries a

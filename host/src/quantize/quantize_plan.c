@@ -742,6 +742,7 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
     rq.role_weight = weights;
     rq.sens = o->sensitivity;
     rq.min_bpw = o->target_min_bpw;
+    rq.cache = o->target_cache;
     if (rc == ANVIL_OK && rq.sens != NULL) rc = qz_sens_check(rq.sens, t->src, err);
     if (rc == ANVIL_OK) rc = qz_parse_weights(o->target_weights, weights, err);
     if (rc == ANVIL_OK) rc = qz_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);

@@ -31,6 +31,8 @@
  *    the budget the file's header and the fixed tensors leave.
  *  - Deterministic for any thread count: every (candidate, row group) sum
  *    lands in its own slot and they are added in a fixed order.
+ *  - With a cache (anvil_quantize_cache), a (tensor, type, sample) measured
+ *    by an earlier plan of the same source is taken from it: the same value.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -306,6 +308,92 @@ static void measure_task(void *arg, size_t task) {
     j->rcs[task] = rc;
 }
 
+/* ---- the cache of measured errors ------------------------------------------------ */
+
+typedef struct qz_cache_entry {
+    char *name; /* NULL: empty slot */
+    uint32_t type;
+    const float *imatrix;
+    uint64_t rows;
+    double err; /* relative error, before any weight */
+} qz_cache_entry;
+
+struct anvil_quantize_cache {
+    qz_cache_entry *e;
+    size_t cap, n; /* cap a power of two, n < cap / 2 */
+};
+
+ANVIL_API anvil_quantize_cache *anvil_quantize_cache_new(void) { return calloc(1, sizeof(anvil_quantize_cache)); }
+
+ANVIL_API void anvil_quantize_cache_free(anvil_quantize_cache *c) {
+    if (c == NULL) return;
+    for (size_t i = 0; i < c->cap; ++i) free(c->e[i].name);
+    free(c->e);
+    free(c);
+}
+
+static uint64_t cache_hash(const char *name, uint32_t type, const float *im, uint64_t rows) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; ++p) h = (h ^ *p) * 0x100000001b3ull;
+    h = (h ^ type) * 0x100000001b3ull;
+    h = (h ^ (uint64_t)(uintptr_t)im) * 0x100000001b3ull;
+    return (h ^ rows) * 0x100000001b3ull;
+}
+
+/* The slot of the key: its entry, or the empty slot it would take. */
+static qz_cache_entry *cache_slot(const anvil_quantize_cache *c, const char *name, uint32_t type, const float *im,
+                                  uint64_t rows) {
+    size_t i = (size_t)cache_hash(name, type, im, rows) & (c->cap - 1);
+    for (;;) {
+        qz_cache_entry *e = &c->e[i];
+        if (e->name == NULL ||
+            (e->type == type && e->imatrix == im && e->rows == rows && strcmp(e->name, name) == 0)) {
+            return e;
+        }
+        i = (i + 1) & (c->cap - 1);
+    }
+}
+
+static int cache_get(const anvil_quantize_cache *c, const char *name, uint32_t type, const float *im, uint64_t rows,
+                     double *err) {
+    if (c == NULL || c->cap == 0) return 0;
+    const qz_cache_entry *e = cache_slot(c, name, type, im, rows);
+    if (e->name == NULL) return 0;
+    *err = e->err;
+    return 1;
+}
+
+/* Best effort: a failed allocation leaves the entry out. */
+static void cache_put(anvil_quantize_cache *c, const char *name, uint32_t type, const float *im, uint64_t rows,
+                      double err) {
+    if (c == NULL) return;
+    if ((c->n + 1) * 2 > c->cap) {
+        const size_t cap = c->cap ? c->cap * 2 : 256;
+        qz_cache_entry *ne = calloc(cap, sizeof *ne);
+        if (ne == NULL) return;
+        anvil_quantize_cache old = *c;
+        c->e = ne;
+        c->cap = cap;
+        for (size_t i = 0; i < old.cap; ++i) {
+            if (old.e[i].name != NULL)
+                *cache_slot(c, old.e[i].name, old.e[i].type, old.e[i].imatrix, old.e[i].rows) = old.e[i];
+        }
+        free(old.e);
+    }
+    qz_cache_entry *e = cache_slot(c, name, type, im, rows);
+    if (e->name != NULL) {
+        e->err = err;
+        return;
+    }
+    e->name = strdup(name);
+    if (e->name == NULL) return;
+    e->type = type;
+    e->imatrix = im;
+    e->rows = rows;
+    e->err = err;
+    c->n++;
+}
+
 /* The rows measured: all of a small tensor, else an evenly spread sample. */
 static size_t sample_count(const anvil_transcode_tensor *it, uint64_t want) {
     if (want == UINT64_MAX || want >= it->n_rows) return (size_t)it->n_rows;
@@ -394,8 +482,8 @@ static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, siz
 }
 
 /* Measure every candidate of item it (cands[].type set) into cands[].err. */
-static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
-                        size_t nc, const qz_request *rq, anvil_error *err) {
+static int measure_item_now(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
+                            size_t nc, const qz_request *rq, anvil_error *err) {
     const size_t ns = sample_count(it, rq->sample_rows);
     qz_job j;
     memset(&j, 0, sizeof j);
@@ -448,11 +536,9 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         }
     }
     if (rc == ANVIL_OK) {
-        const qz_category cat = qz_category_of(it->name);
         /* Relative: the error over the output's own energy, so that the
          * tensors' figures are comparable (downstream, RMS norms make a
          * perturbation count relative to the signal it rides on). */
-        const double role = rq->role_weight != NULL && rq->sens == NULL ? rq->role_weight[cat] : 1.0;
         for (size_t c = 0; c < nc; ++c) {
             double s = 0.0, sig = 0.0;
             const size_t step = qz_is_grid_iq(cands[c].type) ? j.slow_every : 1;
@@ -460,7 +546,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
                 s += j.sums[c * j.n_groups + g];
                 sig += gsig[g];
             }
-            cands[c].err = (sig > 0.0 ? s / sig : s) * role;
+            cands[c].err = sig > 0.0 ? s / sig : s;
         }
     }
     free(gsig);
@@ -470,6 +556,36 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
     free(j.sums);
     free(j.rcs);
     free(j.errs);
+    return rc;
+}
+
+/* Each candidate's relative error (from rq->cache where it has it, the
+ * rest measured and kept there) times the tensor's role weight. */
+static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
+                        size_t nc, const qz_request *rq, anvil_error *err) {
+    qz_cand *todo = malloc((nc ? nc : 1) * sizeof *todo);
+    size_t *at = malloc((nc ? nc : 1) * sizeof *at);
+    if (todo == NULL || at == NULL) {
+        free(todo);
+        free(at);
+        return anvil__nomem(err);
+    }
+    size_t nt = 0;
+    for (size_t c = 0; c < nc; ++c) {
+        if (!cache_get(rq->cache, it->name, cands[c].type, it->imatrix, rq->sample_rows, &cands[c].err)) {
+            todo[nt] = cands[c];
+            at[nt++] = c;
+        }
+    }
+    int rc = nt > 0 ? measure_item_now(t, pool, it, todo, nt, rq, err) : ANVIL_OK;
+    for (size_t k = 0; rc == ANVIL_OK && k < nt; ++k) {
+        cands[at[k]].err = todo[k].err;
+        cache_put(rq->cache, it->name, todo[k].type, it->imatrix, rq->sample_rows, todo[k].err);
+    }
+    free(todo);
+    free(at);
+    const double role = rq->role_weight != NULL && rq->sens == NULL ? rq->role_weight[qz_category_of(it->name)] : 1.0;
+    for (size_t c = 0; rc == ANVIL_OK && c < nc; ++c) cands[c].err *= role;
     return rc;
 }
 

@@ -52,7 +52,8 @@ typedef struct qz_request {
     /* Measured weights: a tensor's error times kld / relerr(ref) instead of
      * its role weight (NULL: the role weights). */
     const struct anvil_quantize_sens *sens;
-    double min_bpw; /* candidates of fewer bits per weight left out (0: none) */
+    double min_bpw;                     /* candidates of fewer bits per weight left out (0: none) */
+    struct anvil_quantize_cache *cache; /* measured errors kept across plans, or NULL */
 } qz_request;
 
 /* Measure and choose the types of the items marked in is_free (the rest
