@@ -807,7 +807,13 @@ int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
         return anvil__nomem(err);
     }
     size_t nf = 0;
-    int rc = build_items(t, is_free, align, rq, items, map, &nf, err);
+    /* The reference types of a sensitivity file are candidates too: a cache
+     * for this plan (when the caller gave none) measures them once. */
+    qz_request rq_local = *rq;
+    anvil_quantize_cache *own = NULL;
+    if (rq->cache == NULL && rq->sens != NULL) rq_local.cache = own = anvil_quantize_cache_new();
+    int rc = build_items(t, is_free, align, &rq_local, items, map, &nf, err);
+    anvil_quantize_cache_free(own);
     const uint64_t fixed = fixed_bytes(t, is_free, header_bytes, align);
     uint64_t min_free = 0, max_free = 0, used = 0;
     for (size_t f = 0; rc == ANVIL_OK && f < nf; ++f) {
