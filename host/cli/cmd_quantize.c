@@ -122,6 +122,9 @@ const char cli_help_quantize[] =
     "  --sensitivity FILE          measured error weights (from --measure) instead of the role\n"
     "                              weights: each tensor's own KL divergence (docs/SENSITIVITY.md)\n"
     "  --calibrate TEXT            measure them on TEXT first, then plan (--chunks, --ctx)\n"
+    "  --verify TEXT               then run the forward pass on TEXT with the plan and with the\n"
+    "                              largest preset's plan that fits, and keep the better (with\n"
+    "                              --calibrate: on its text unless --verify names another)\n"
     "\n"
     "measuring (docs/SENSITIVITY.md):\n"
     "  anvil quantize --measure TEXT [--chunks N (4)] [--ctx N (256)] [--threads N]\n"
@@ -147,7 +150,7 @@ typedef struct qz_args {
     int json, quiet, progress;
     const char *plan_out;
     /* sensitivity (cmd_quantize_sens.c): --measure, --calibrate, --sensitivity */
-    const char *measure, *calibrate, *sens_path, *sens_out;
+    const char *measure, *calibrate, *sens_path, *sens_out, *verify;
     unsigned long long chunks, sens_ctx;
 } qz_args;
 
@@ -296,6 +299,8 @@ static int valued_option(anvil_ctx *ctx, qz_args *a, const char *o, const char *
         a->calibrate = v;
     } else if (strcmp(o, "--sensitivity") == 0) {
         a->sens_path = v;
+    } else if (strcmp(o, "--verify") == 0) {
+        a->verify = v;
     } else if (strcmp(o, "--chunks") == 0 || strcmp(o, "--ctx") == 0) {
         unsigned long long n = 0;
         if (cli_parse_count(v, 1, strcmp(o, "--ctx") == 0 ? 1u << 20 : 1u << 16, &n) != 0 ||
@@ -335,21 +340,22 @@ static int check_args(const qz_args *a) {
                                            "or --target-bpw");
     }
     if (a->measure != NULL) {
-        if (target || a->calibrate || a->sens_path) {
+        if (target || a->calibrate || a->sens_path || a->verify) {
             return cli_usage_error("quantize", "--measure only measures: give --target-size/-bpw with "
                                                "--sensitivity FILE afterwards");
         }
         if (a->n_pos < 1 || a->n_pos > 2) return cli_usage_error("quantize", "--measure TEXT IN.gguf [OUT.sens]");
         return 0;
     }
-    if ((a->calibrate || a->sens_path) && !target) {
-        return cli_usage_error("quantize", "--calibrate and --sensitivity go with --target-size or --target-bpw");
+    if ((a->calibrate || a->sens_path || a->verify) && !target) {
+        return cli_usage_error("quantize",
+                               "--calibrate, --sensitivity and --verify go with --target-size or --target-bpw");
     }
     if (a->calibrate && a->sens_path) {
         return cli_usage_error("quantize", "give --calibrate TEXT or --sensitivity FILE, not both");
     }
-    if ((a->chunks || a->sens_ctx) && !a->calibrate) {
-        return cli_usage_error("quantize", "--chunks and --ctx go with --measure or --calibrate");
+    if ((a->chunks || a->sens_ctx) && !a->calibrate && !a->verify) {
+        return cli_usage_error("quantize", "--chunks and --ctx go with --measure, --calibrate or --verify");
     }
     if (target && a->o.no_fallback) {
         return cli_usage_error("quantize", "--no-fallback is for presets: a size target never falls back");
@@ -615,6 +621,162 @@ static int load_sens(anvil_ctx *ctx, const qz_args *a, const anvil_imatrix *im, 
     return rc;
 }
 
+/* Is a's plan (types) the same as b's? */
+static int same_types(const anvil_transcode *a, const anvil_transcode *b) {
+    if (anvil_transcode_count(a) != anvil_transcode_count(b)) return 0;
+    for (size_t i = 0; i < anvil_transcode_count(a); ++i) {
+        if (anvil_transcode_tensor_at(a, i)->dst_type != anvil_transcode_tensor_at(b, i)->dst_type) return 0;
+    }
+    return 1;
+}
+
+#define QZ_VERIFY_MAX 12
+
+/* The floors (bits per weight) of the target's variants --verify tries. */
+static const double qz_floors[] = { 2.0, 2.5, 3.0 };
+#define QZ_N_FLOORS (sizeof qz_floors / sizeof qz_floors[0])
+
+/* Is tp the same file as one of plans[0..n)? */
+static int seen(anvil_transcode *const *plans, size_t n, const anvil_transcode *tp) {
+    for (size_t k = 0; k < n; ++k) {
+        if (same_types(plans[k], tp)) return 1;
+    }
+    return 0;
+}
+
+/* --verify: the target plan *t, its variants with the candidate types
+ * floored at qz_floors bits per weight, and the presets' plans of the
+ * largest size that fits the budget (llama-quantize's presets, the same
+ * options and importance matrix), by the forward pass's mean KL divergence
+ * on TEXT (cli_sens_verify); *t becomes the best (ties: the earlier), and
+ * *kept_preset names the preset when it is one. The verdict goes to info. */
+static int verify_target(anvil_ctx *ctx, const qz_args *a, const anvil_quantize_options *o, const anvil_gguf *src,
+                         const char *out, const anvil_imatrix *im, anvil_transcode **t,
+                         const anvil_quantize_preset **kept_preset, FILE *info, anvil_error *err) {
+    *kept_preset = NULL;
+    const char *text = a->verify ? a->verify : a->calibrate;
+    uint64_t budget = 0;
+    int rc = anvil_quantize_target_info(*t, &budget);
+    if (rc != ANVIL_OK) snprintf(err->message, sizeof err->message, "--verify: not a target plan");
+    anvil_transcode *plans[QZ_VERIFY_MAX];
+    const anvil_quantize_preset *which[QZ_VERIFY_MAX];
+    double floor_of[QZ_VERIFY_MAX];
+    uint64_t bytes[QZ_VERIFY_MAX];
+    size_t n = 1;
+    plans[0] = *t;
+    which[0] = NULL;
+    floor_of[0] = o->target_min_bpw;
+    for (size_t f = 0; rc == ANVIL_OK && f < QZ_N_FLOORS; ++f) {
+        if (qz_floors[f] <= o->target_min_bpw) continue;
+        anvil_quantize_options po = *o;
+        po.target_min_bpw = qz_floors[f];
+        po.progress = NULL;
+        anvil_transcode *tp = NULL;
+        anvil_error pe = { 0 };
+        if (anvil_quantize_plan(&tp, ctx, src, out, &po, &pe) != ANVIL_OK) continue; /* does not fit */
+        if (seen(plans, n, tp)) {
+            anvil_transcode_free(tp);
+            continue;
+        }
+        which[n] = NULL;
+        floor_of[n] = qz_floors[f];
+        plans[n++] = tp;
+    }
+    const size_t n_target = n;
+    uint64_t best = 0;
+    for (size_t i = 0; rc == ANVIL_OK && i < anvil_quantize_preset_count(); ++i) {
+        const anvil_quantize_preset *p = anvil_quantize_preset_at(i);
+        if (!strcmp(p->name, "COPY") || !strcmp(p->name, "F32") || !strcmp(p->name, "F16") ||
+            !strcmp(p->name, "BF16") || (p->desc != NULL && strncmp(p->desc, "alias for ", 10) == 0)) {
+            continue;
+        }
+        anvil_quantize_options po = *o;
+        po.ftype = p->ftype;
+        po.target_size = 0;
+        po.target_bpw = 0.0;
+        po.target_weights = NULL;
+        po.sensitivity = NULL;
+        po.target_min_bpw = 0.0;
+        po.target_cache = NULL;
+        po.progress = NULL;
+        anvil_transcode *tp = NULL;
+        anvil_error pe = { 0 };
+        if (anvil_quantize_plan(&tp, ctx, src, out, &po, &pe) != ANVIL_OK) continue; /* not for this model */
+        anvil_transcode_summary s;
+        anvil_transcode_get_summary(tp, &s);
+        int keep = !s.needs_imatrix && s.out_file_bytes <= budget && s.out_file_bytes >= best;
+        if (keep && s.out_file_bytes > best) { /* a larger size: the smaller ones go */
+            for (size_t k = n_target; k < n; ++k) anvil_transcode_free(plans[k]);
+            n = n_target;
+            best = s.out_file_bytes;
+        }
+        if (keep && !seen(plans + n_target, n - n_target, tp) && n < QZ_VERIFY_MAX) {
+            which[n] = p;
+            floor_of[n] = 0.0;
+            bytes[n] = s.out_file_bytes;
+            plans[n++] = tp;
+            tp = NULL;
+        }
+        anvil_transcode_free(tp);
+    }
+    double kld[QZ_VERIFY_MAX];
+    if (rc == ANVIL_OK && n > 1) {
+        const cli_sens_opts so = sens_opts(a);
+        rc = cli_sens_verify(ctx, a->pos[0], text, im, &so, plans, n, kld, err);
+    }
+    size_t win = 0;
+    for (size_t k = 1; rc == ANVIL_OK && k < n; ++k) {
+        if (kld[k] < kld[win]) win = k;
+    }
+    if (rc == ANVIL_OK && info != NULL) {
+        if (n == 1) {
+            fprintf(info, "verify on %s: no variant and no preset's file to compare within %" PRIu64 " bytes\n", text,
+                    budget);
+        } else {
+            fprintf(info, "verify on %s: KL divergence of the target's plan %.6g", text, kld[0]);
+            for (size_t k = 1; k < n; ++k) {
+                if (which[k] != NULL) {
+                    fprintf(info, ", preset %s's (%" PRIu64 " bytes) %.6g", which[k]->name, bytes[k], kld[k]);
+                } else {
+                    fprintf(info, ", with types of >= %.1f bpw %.6g", floor_of[k], kld[k]);
+                }
+            }
+            if (which[win] != NULL) {
+                fprintf(info, ": preset %s's plan kept (llama-quantize %s's file)\n", which[win]->name,
+                        which[win]->name);
+            } else if (win > 0) {
+                fprintf(info, ": the target's plan with types of >= %.1f bpw kept\n", floor_of[win]);
+            } else {
+                fprintf(info, ": the target's plan kept\n");
+            }
+        }
+    }
+    if (rc == ANVIL_OK && which[win] != NULL) {
+        /* the preset's plan, made for real (not a dry run unless asked) */
+        anvil_quantize_options po = *o;
+        po.ftype = which[win]->ftype;
+        po.target_size = 0;
+        po.target_bpw = 0.0;
+        po.target_weights = NULL;
+        po.sensitivity = NULL;
+        po.target_min_bpw = 0.0;
+        po.target_cache = NULL;
+        anvil_transcode *tp = NULL;
+        rc = anvil_quantize_plan(&tp, ctx, src, out, &po, err);
+        if (rc == ANVIL_OK) {
+            anvil_transcode_free(*t);
+            *t = tp;
+            *kept_preset = which[win];
+        }
+    } else if (rc == ANVIL_OK && win > 0) {
+        anvil_transcode_free(*t);
+        *t = plans[win];
+        plans[win] = NULL;
+    }
+    for (size_t k = 1; k < n; ++k) anvil_transcode_free(plans[k]);
+    return rc;
+}
+
 int cmd_quantize(cli_globals *g, int argc, char **argv) {
     if (cli_wants_help(argc, argv)) return cli_help("quantize");
     anvil_ctx *ctx = cli_ctx(g);
@@ -697,13 +859,26 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     }
     if (status == ANVIL_OK && target && info) {
         if (sens != NULL) {
-            fprintf(info, "error weights: measured (%s%s)\n", a->sens_path ? a->sens_path : "--calibrate ",
-                    a->sens_path ? "" : a->calibrate);
+            fprintf(info, "error weights: measured (%s%s)%s\n", a->sens_path ? a->sens_path : "--calibrate ",
+                    a->sens_path ? "" : a->calibrate,
+                    anvil_quantize_sens_version(sens) >= 2
+                        ? ", a response curve per tensor through two reference types"
+                        : ", version 1 file: one reference type, error scaled linearly (measure again with "
+                          "--measure for the two-point curve)");
         } else {
             fprintf(info, "error weights: role-weight proxy, no calibration text\n");
         }
     }
+    anvil_quantize_cache *cache = NULL;
+    if (status == ANVIL_OK && target && (a->verify || a->calibrate)) {
+        cache = anvil_quantize_cache_new(); /* the variants measure nothing twice */
+        o->target_cache = cache;
+    }
     if (status == ANVIL_OK) status = anvil_quantize_plan(&t, ctx, src, out, o, &err);
+    const anvil_quantize_preset *kept = NULL;
+    if (status == ANVIL_OK && target && (a->verify || a->calibrate)) {
+        status = verify_target(ctx, a, o, src, out, im, &t, &kept, info, &err);
+    }
     if (status == ANVIL_OK && o->keep_split) status = parts_not_inputs(t, in, a->imatrix_path, &err);
     if (status == ANVIL_OK && a->plan_out != NULL) status = anvil_quantize_write_plan(t, a->plan_out, &err);
     if (status == ANVIL_OK && !o->dry_run) status = anvil_transcode_run(t, &err);
@@ -714,7 +889,10 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         if (a->json) {
             cli_transcode_json(stdout, t, &(cli_report){ ctx, in, o->dry_run, NULL, NULL });
         } else if (!a->quiet) {
-            if (target) {
+            if (kept != NULL) {
+                fprintf(stdout, "%s %s as %s (general.file_type %u): --verify kept the preset's plan\n",
+                        o->dry_run ? "planned" : "quantized", in, kept->name, s.file_type);
+            } else if (target) {
                 print_target(stdout, t, o, o->dry_run);
             } else {
                 fprintf(stdout, "%s %s as %s (general.file_type %u)%s\n", o->dry_run ? "planned" : "quantized", in,
@@ -733,6 +911,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         }
     }
     anvil_transcode_free(t);
+    anvil_quantize_cache_free(cache);
     anvil_gguf_close(src);
     anvil_imatrix_free(im);
     anvil_quantize_sens_free(sens);

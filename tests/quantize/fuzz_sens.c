@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the sensitivity file's parser
  * (anvil_quantize_sens_parse): no crash, no leak, no UB on any bytes; a
- * refusal says why and leaves nothing; what loads has at least one entry.
+ * refusal says why and leaves nothing; what loads has at least one entry
+ * and a version of 1 or 2 (2: every entry's low-bit points, 1-3 of them).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     if (anvil_quantize_sens_count(s) == 0) abort();
+    const int v = anvil_quantize_sens_version(s);
+    if (v != 1 && v != 2) abort();
     anvil_quantize_sens_free(s);
     return 0;
 }

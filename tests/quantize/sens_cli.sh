@@ -1,10 +1,14 @@
 #!/bin/sh
 # anvil quantize --measure / --sensitivity / --calibrate end to end on the
 # trained model of ../shared/testdata/quality (skipped, 77, without it):
-# the file is valid and names every matrix with a kld > 0; it is the same
-# bytes for --threads 1 and 2; a plan with it differs from the role-weight
-# proxy's and says which weights it used; bad files are refused naming
-# what is wrong; usage errors exit 2. Two chunks of 64 tokens: seconds.
+# the file is valid (version 2) and names every matrix with a kld > 0 at
+# the reference type and its low-bit points, which hurt more; it is the
+# same bytes for --threads 1 and 2; a plan with it differs from the
+# role-weight proxy's and says which weights it used (a version 1 file:
+# the line, said so); --verify compares the plan, its floored variants and
+# the preset that fits on the forward pass and says which it kept, the same
+# for 1 and 2 threads, as --calibrate does by itself; bad files are refused
+# naming what is wrong; usage errors exit 2. Two chunks of 64 tokens: seconds.
 #
 #   sens_cli.sh ANVIL SHARED_TESTDATA
 set -u
@@ -38,10 +42,19 @@ check "--measure runs (2 threads)" measure 2 "$tmp/s2.json"
 check "same bytes for 1 and 2 threads" cmp -s "$tmp/s1.json" "$tmp/s2.json"
 check "format and version" grep -q '"format": "anvil-sensitivity"' "$tmp/s1.json"
 check "chunks and ctx recorded" grep -q '"chunks": 2' "$tmp/s1.json"
+check "version 2" grep -q '"version": 2' "$tmp/s1.json"
+nl=$(grep -c '"low": \[{"ref": "' "$tmp/s1.json")
+check "every matrix has its low-bit points (got $nl)" test "$nl" -eq 30
+nl=$(grep -c '"low": \[{"ref": "iq2_xs", "kld": [^}]*}, {"ref": "iq1_s", "kld": ' "$tmp/s1.json")
+check "IQ2_XS and IQ1_S where the imatrix has the tensor (got $nl of 28)" test "$nl" -eq 28
+more=$(sed -n 's/.*"kld": \([^,]*\), "low": \[{"ref": "[^"]*", "kld": \([^}]*\)}.*/\1 \2/p' "$tmp/s1.json" |
+    awk '$2 > $1' | wc -l)
+check "the low-bit point hurts more than the reference ($more of 30)" test "$more" -eq 30
 n=$(grep -c '"kld": ' "$tmp/s1.json")
 check "30 matrices measured (got $n)" test "$n" -eq 30
-bad=$(grep '"kld": ' "$tmp/s1.json" | sed 's/.*"kld": \([^}]*\)}.*/\1/' | awk '!($1 > 0)' | wc -l)
-check "every kld > 0 ($bad not)" test "$bad" -eq 0
+bad=$(grep -o '"kld": [^,}]*' "$tmp/s1.json" | awk '!($2 > 0)' | wc -l)
+all=$(grep -o '"kld": [^,}]*' "$tmp/s1.json" | wc -l)
+check "every kld > 0 ($bad of $all not)" test "$bad" -eq 0 -a "$all" -eq 90
 check "output and token_embd both measured" grep -q '"token_embd.weight"' "$tmp/s1.json"
 
 size=2226976
@@ -56,11 +69,31 @@ check "proxy says so" grep -q "error weights: role-weight proxy, no calibration 
 check "measured plan" plan "$tmp/sens.txt" --sensitivity "$tmp/s1.json"
 check "measured says so" grep -q "error weights: measured ($tmp/s1.json)" "$tmp/sens.txt.log"
 check "the plans differ" sh -c "! cmp -s '$tmp/proxy.txt' '$tmp/sens.txt'"
+sed -e 's/"version": 2/"version": 1/' -e 's/, "low": \[[^]]*\]//' "$tmp/s1.json" > "$tmp/v1.json"
+check "version 1 plan" plan "$tmp/v1.txt" --sensitivity "$tmp/v1.json"
+check "version 1 says so" grep -q "version 1 file: one reference type, error scaled linearly" "$tmp/v1.txt.log"
+check "version 2 says so" grep -q "a response curve per tensor through two reference types" "$tmp/sens.txt.log"
+check "--verify plan (1 thread)" plan "$tmp/ver.txt" --sensitivity "$tmp/s1.json" --verify "$text" --chunks 2 --ctx 64 \
+    --threads 1
+check "--verify plan (2 threads)" plan "$tmp/ver2.txt" --sensitivity "$tmp/s1.json" --verify "$text" --chunks 2 --ctx 64 \
+    --threads 2
+check "--verify: the same plan for 1 and 2 threads" cmp -s "$tmp/ver.txt" "$tmp/ver2.txt"
+# (Q3_K_M's file, its metadata naming the imatrix, is over the size: IQ3_M's is the largest that fits)
+check "--verify compares with the preset that fits" \
+    grep -q "^verify on $text: KL divergence of the target's plan .*preset IQ3_M's ([0-9]* bytes)" "$tmp/ver.txt.log"
+check "--verify says which it kept" \
+    grep -q "^verify on .*: \(the target's plan\|the target's plan with types of >= [0-9.]* bpw\|preset IQ3_M's plan\) kept" \
+    "$tmp/ver.txt.log"
+kept=$(sed -n 's/.*: preset \([A-Z0-9_]*\)'"'"'s plan kept.*/\1/p' "$tmp/ver.txt.log")
+if [ -n "$kept" ]; then # the plan file names every tensor the preset encodes
+    n=$(wc -l < "$tmp/ver.txt")
+    check "a kept preset's plan file: every tensor ($n)" test "$n" -eq 30
+fi
 check "--calibrate plan" plan "$tmp/cal.txt" --calibrate "$text" --chunks 2 --ctx 64
-check "--calibrate = --sensitivity of the same measurement" cmp -s "$tmp/cal.txt" "$tmp/sens.txt"
+check "--calibrate = --sensitivity + --verify of the same text" cmp -s "$tmp/cal.txt" "$tmp/ver.txt"
 
 # Bad files: exit 1, the reason named.
-sed 's/"kld": [^}]*}/"kld": -1}/' "$tmp/s1.json" > "$tmp/neg.json"
+sed 's/"kld": [^,]*, "low"/"kld": -1, "low"/' "$tmp/s1.json" > "$tmp/neg.json"
 plan "$tmp/neg.txt" --sensitivity "$tmp/neg.json"
 check "negative kld refused" test $? -eq 1
 check "negative kld named" grep -q "kld must be a finite number >= 0" "$tmp/neg.txt.log"
@@ -83,6 +116,10 @@ check "--sensitivity without a target is a usage error" test $? -eq 2
 check "--calibrate with --sensitivity is a usage error" test $? -eq 2
 "$anvil" quantize --measure "$text" --target-size $size "$model" > /dev/null 2>&1
 check "--measure with a target is a usage error" test $? -eq 2
+"$anvil" quantize --verify "$text" "$model" Q4_K_M > /dev/null 2>&1
+check "--verify without a target is a usage error" test $? -eq 2
+"$anvil" quantize --measure "$text" --verify "$text" "$model" > /dev/null 2>&1
+check "--verify with --measure is a usage error" test $? -eq 2
 
 echo "sens_cli: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

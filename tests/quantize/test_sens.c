@@ -3,7 +3,11 @@
  * Measured sensitivity (issue 40) without the oracle:
  *  - the sensitivity file's parser on good and hostile documents (bad
  *    format/version, negative, non-finite and missing kld, duplicates,
- *    shapes out of range);
+ *    shapes out of range; version 2's low-bit points: missing, empty, too
+ *    many, bad);
+ *  - the response curve through a tensor's points (qz_sens_curve): linear
+ *    to the reference, log-log linear between the points in any order,
+ *    clamped exponents;
  *  - the forward pass pieces the measurement rests on, on the trained
  *    model of ../shared/testdata/quality: anvil_model_eval_layers from
  *    layer 0 and restarted at layer l from the saved residual gives
@@ -13,7 +17,11 @@
  *    embedding and the output, output.weight does not exist;
  *  - a target plan with a sensitivity file: a different choice than the
  *    role-weight proxy, refused when the file names an unknown tensor or
- *    lacks a free one.
+ *    lacks a free one; a version 2 file whose low-bit points hurt more
+ *    than the line predicts moves bytes away from the low-bit types;
+ *    target_min_bpw floors every choice; a measurement cache gives the same
+ *    plans, floored or not; a preset's plan file lists every tensor it
+ *    encodes.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -25,6 +33,7 @@
 #include "anvil/model.h"
 #include "anvil/quantize.h"
 #include "anvil/transcode.h"
+#include "quantize_target.h"
 #include "synth_model.h"
 #include "test_env.h"
 
@@ -72,7 +81,9 @@ static void test_parse(void) {
     CU_ASSERT_EQUAL(parse("{\"format\":\"other\",\"version\":1}", &err), ANVIL_E_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "not a sensitivity file"));
     CU_ASSERT_EQUAL(
-        parse("{\"format\":\"anvil-sensitivity\",\"version\":2,\"chunks\":4,\"ctx\":256,\"tensors\":[]}", &err),
+        parse("{\"format\":\"anvil-sensitivity\",\"version\":3,\"chunks\":4,\"ctx\":256,\"tensors\":[" ENT("a",
+                                                                                                           "1") "]}",
+              &err),
         ANVIL_E_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "version"));
     CU_ASSERT_EQUAL(parse(HEAD "{\"name\":\"a\",\"shape\":[0],\"ref\":\"q4_K\",\"kld\":1}]}", &err), ANVIL_E_FORMAT);
@@ -80,6 +91,72 @@ static void test_parse(void) {
                     ANVIL_E_FORMAT);
     CU_ASSERT_EQUAL(parse(HEAD "{\"name\":\"a\",\"shape\":[1],\"kld\":1}]}", &err), ANVIL_E_FORMAT);
     CU_ASSERT_EQUAL(parse("[1,2", &err), ANVIL_E_FORMAT);
+    /* version 1 reads as the line, its "low" (if any) ignored */
+    const char *v1 = HEAD ENT("a", "0.5") "]}";
+    CU_ASSERT_EQUAL_FATAL(anvil_quantize_sens_parse(&s, v1, strlen(v1), &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_version(s), 1);
+    anvil_quantize_sens_free(s);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_version(NULL), 0);
+}
+
+#define HEAD2 "{\"format\":\"anvil-sensitivity\",\"version\":2,\"chunks\":4,\"ctx\":256,\"tensors\":["
+#define ENT2(n, k, low) "{\"name\":\"" n "\",\"shape\":[256,2048],\"ref\":\"q4_K\",\"kld\":" k ",\"low\":" low "}"
+
+static void test_parse_v2(void) {
+    anvil_error err;
+    anvil_quantize_sens *s = NULL;
+    const char *good =
+        HEAD2 ENT2("a", "0.5", "[{\"ref\":\"iq2_xs\",\"kld\":2},{\"ref\":\"iq1_s\",\"kld\":9}]") "," ENT2(
+            "b", "0", "[{\"ref\":\"q2_0\",\"kld\":0}]") "]}";
+    CU_ASSERT_EQUAL_FATAL(anvil_quantize_sens_parse(&s, good, strlen(good), &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_count(s), 2);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_version(s), 2);
+    anvil_quantize_sens_free(s);
+    /* a version 2 entry without its low-bit points, or with none, or four */
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT("a", "1") "]}", &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'a': low must be an array of 1 .. 3"));
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[]") "]}", &err), ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1",
+                                     "[{\"ref\":\"q2_K\",\"kld\":1},{\"ref\":\"q2_K\",\"kld\":1},{\"ref\":"
+                                     "\"q2_K\",\"kld\":1},{\"ref\":\"q2_K\",\"kld\":1}]") "]}",
+                          &err),
+                    ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "{\"ref\":\"q2_K\",\"kld\":1}") "]}", &err), ANVIL_E_FORMAT);
+    /* a bad point: negative, missing, not an object, no type */
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[{\"ref\":\"q2_K\",\"kld\":-1}]") "]}", &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'a': kld must be a finite number >= 0"));
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[{\"ref\":\"q2_K\"}]") "]}", &err), ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[3]") "]}", &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'a': ref must be a type name"));
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[{\"ref\":\"\",\"kld\":1}]") "]}", &err), ANVIL_E_FORMAT);
+}
+
+/* The curve through (r_i, k_i): linear to r_0, log-log linear beyond. */
+static void test_curve(void) {
+    const double r2[] = { 1.0, 4.0 }, k2[] = { 1e-3, 1.6e-2 }; /* exponent 2 */
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 2, 0.5), 5e-4, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 2, 1.0), 1e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 2, 2.0), 4e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 2, 4.0), 1.6e-2, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 2, 8.0), 6.4e-2, 1e-14); /* carried on */
+    /* one point: the line (a version 1 file) */
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r2, k2, 1, 8.0), 8e-3, 1e-15);
+    /* three points, the low ones in reverse order: exponents 1 then 1.5 */
+    const double r3[] = { 1.0, 8.0, 2.0 }, k3[] = { 1.0, 16.0, 2.0 };
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r3, k3, 3, 1.5), 1.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r3, k3, 3, 2.0), 2.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r3, k3, 3, 4.0), 2.0 * pow(2.0, 1.5), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r3, k3, 3, 8.0), 16.0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(r3, k3, 3, 16.0), 16.0 * pow(2.0, 1.5), 1e-9);
+    /* a low point that hurts less than the reference: the exponent floored at 0.5 (the curve still rises) */
+    const double rd[] = { 1.0, 4.0 }, kd[] = { 1.0, 0.5 };
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(rd, kd, 2, 4.0), 2.0, 1e-12);
+    /* a steep one: at most 4 */
+    const double rs[] = { 1.0, 2.0 }, ks[] = { 1.0, 1000.0 };
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(rs, ks, 2, 2.0), 16.0, 1e-12);
+    /* a point within 5% of the reference's error is passed over: the line */
+    const double rn[] = { 1.0, 1.01 }, kn[] = { 1.0, 50.0 };
+    CU_ASSERT_DOUBLE_EQUAL(qz_sens_curve(rn, kn, 2, 3.0), 3.0, 1e-12);
 }
 
 static const char *shared(const char *rel, char *buf, size_t size) {
@@ -202,11 +279,13 @@ static void test_tied(void) {
     anvil_model_close(m);
 }
 
-/* A sensitivity document for every 2-D matrix of g: kld = f(name). */
-static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) {
+/* A sensitivity document for every 2-D matrix of g: kld = f(name); with
+ * low > 0 a version 2 one whose low-bit points (iq2_xs, iq1_s) measure low
+ * and 10 low times the reference's. */
+static char *sens_doc_v(const anvil_gguf *g, const char *skip, const char *extra, double low) {
     size_t cap = 1 << 16, len = 0;
     char *d = malloc(cap);
-    len += (size_t)snprintf(d + len, cap - len, "%s", HEAD);
+    len += (size_t)snprintf(d + len, cap - len, "%s", low > 0.0 ? HEAD2 : HEAD);
     int first = 1;
     for (size_t i = 0; i < anvil_gguf_tensor_count(g); ++i) {
         const anvil_gguf_tensor *t = anvil_gguf_tensor_at(g, i);
@@ -215,8 +294,14 @@ static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) 
          * opposite of the proxy's role weights. */
         const double kld = strstr(t->name, "attn_v") ? 1e-2 : strstr(t->name, "output.") ? 1e-7 : 1e-5;
         len += (size_t)snprintf(
-            d + len, cap - len, "%s{\"name\":\"%s\",\"shape\":[%llu,%llu],\"ref\":\"q4_K\",\"kld\":%g}",
+            d + len, cap - len, "%s{\"name\":\"%s\",\"shape\":[%llu,%llu],\"ref\":\"q4_K\",\"kld\":%g",
             first ? "" : ",", t->name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], kld);
+        if (low > 0.0) {
+            len += (size_t)snprintf(d + len, cap - len,
+                                    ",\"low\":[{\"ref\":\"iq2_xs\",\"kld\":%g},{\"ref\":\"iq1_s\",\"kld\":%g}]",
+                                    kld * low, kld * low * 10.0);
+        }
+        len += (size_t)snprintf(d + len, cap - len, "}");
         first = 0;
     }
     if (extra) len += (size_t)snprintf(d + len, cap - len, ",%s", extra);
@@ -224,8 +309,14 @@ static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) 
     return d;
 }
 
-static int plan_with(const char *model, const anvil_imatrix *im, const char *doc, anvil_transcode **t, anvil_gguf **g,
-                     anvil_error *err) {
+static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) {
+    return sens_doc_v(g, skip, extra, 0.0);
+}
+
+static anvil_quantize_cache *g_cache; /* target_cache of the plans, or NULL */
+
+static int plan_min(const char *model, const anvil_imatrix *im, const char *doc, double min_bpw, anvil_transcode **t,
+                    anvil_gguf **g, anvil_error *err) {
     *t = NULL;
     int rc = anvil_gguf_open(g, model, ctx(), 0, err);
     anvil_quantize_sens *s = NULL;
@@ -237,11 +328,32 @@ static int plan_with(const char *model, const anvil_imatrix *im, const char *doc
     o.skip_quality = 1;
     o.target_sample_rows = 32;
     o.sensitivity = s;
+    o.target_min_bpw = min_bpw;
+    o.target_cache = g_cache;
     char out[1024];
     snprintf(out, sizeof out, "%s/sens.gguf", test_tmpdir());
     if (rc == ANVIL_OK) rc = anvil_quantize_plan(t, ctx(), *g, out, &o, err);
     anvil_quantize_sens_free(s); /* read during the plan only */
     return rc;
+}
+
+static int plan_with(const char *model, const anvil_imatrix *im, const char *doc, anvil_transcode **t, anvil_gguf **g,
+                     anvil_error *err) {
+    return plan_min(model, im, doc, 0.0, t, g, err);
+}
+
+/* Free tensors of plan t below bpw bits per weight, and the least bpw. */
+static size_t count_below(const anvil_transcode *t, double bpw, double *least) {
+    size_t n = 0;
+    *least = 1e9;
+    for (size_t i = 0; i < anvil_transcode_count(t); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(t, i);
+        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        const double b = (double)it->dst_bytes * 8.0 / (double)it->src->n_elements;
+        if (b < *least) *least = b;
+        n += b < bpw;
+    }
+    return n;
 }
 
 static void test_plan(void) {
@@ -286,6 +398,89 @@ static void test_plan(void) {
     anvil_transcode_free(ts);
     anvil_gguf_close(gs);
     free(doc);
+    /* Version 2: the same reference points, low-bit ones that hurt 100x and
+     * 1000x the reference (more than the line says): fewer low-bit types. */
+    doc = sens_doc(gp, NULL, NULL);
+    char *doc2 = sens_doc_v(gp, NULL, NULL, 100.0);
+    anvil_transcode *t1 = NULL, *t2 = NULL;
+    anvil_gguf *g1 = NULL, *g2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, doc, &t1, &g1, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, doc2, &t2, &g2, &err), ANVIL_OK);
+    double l1 = 0.0, l2 = 0.0;
+    const size_t n1 = count_below(t1, 3.0, &l1), n2 = count_below(t2, 3.0, &l2);
+    fprintf(stderr, "\n  below 3 bpw: line %zu tensors (least %.3f bpw), curve %zu (least %.3f)\n", n1, l1, n2, l2);
+    CU_ASSERT(n1 > 0);
+    CU_ASSERT(n2 < n1);
+    anvil_transcode_free(t1);
+    anvil_gguf_close(g1);
+    /* target_min_bpw: no choice below the floor, the budget still held */
+    CU_ASSERT_EQUAL_FATAL(plan_min(model, im, doc2, 3.0, &t1, &g1, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(count_below(t1, 3.0, &l1), 0);
+    CU_ASSERT(l1 >= 3.0);
+    anvil_transcode_summary sm;
+    anvil_transcode_get_summary(t1, &sm);
+    CU_ASSERT(sm.out_file_bytes <= 2226976);
+    /* The cache: the same plans, floored or not, measured once. */
+    g_cache = anvil_quantize_cache_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_cache);
+    for (int pass = 0; pass < 2; ++pass) {
+        anvil_transcode *c0 = NULL, *c3 = NULL;
+        anvil_gguf *h0 = NULL, *h3 = NULL;
+        CU_ASSERT_EQUAL_FATAL(plan_min(model, im, doc2, 0.0, &c0, &h0, &err), ANVIL_OK);
+        CU_ASSERT_EQUAL_FATAL(plan_min(model, im, doc2, 3.0, &c3, &h3, &err), ANVIL_OK);
+        size_t d0 = 0, d3 = 0;
+        for (size_t i = 0; i < anvil_transcode_count(c0); ++i) {
+            d0 += anvil_transcode_tensor_at(c0, i)->dst_type != anvil_transcode_tensor_at(t2, i)->dst_type;
+            d3 += anvil_transcode_tensor_at(c3, i)->dst_type != anvil_transcode_tensor_at(t1, i)->dst_type;
+        }
+        CU_ASSERT_EQUAL(d0, 0);
+        CU_ASSERT_EQUAL(d3, 0);
+        anvil_transcode_free(c0);
+        anvil_transcode_free(c3);
+        anvil_gguf_close(h0);
+        anvil_gguf_close(h3);
+    }
+    anvil_quantize_cache_free(g_cache);
+    g_cache = NULL;
+    anvil_transcode_free(t1);
+    anvil_gguf_close(g1);
+    /* a floor no candidate set fits: refused, saying the smallest file */
+    CU_ASSERT_EQUAL(plan_min(model, im, doc2, 8.0, &t1, &g1, &err), ANVIL_E_INVALID_ARG);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "below the smallest file"));
+    anvil_transcode_free(t1);
+    anvil_gguf_close(g1);
+    anvil_transcode_free(t2);
+    anvil_gguf_close(g2);
+    free(doc);
+    free(doc2);
+    /* A preset's plan as a plan file: every tensor it encodes, one line each. */
+    anvil_quantize_options o;
+    anvil_quantize_options_init(&o);
+    o.ftype = anvil_quantize_preset_find("Q4_K_M")->ftype;
+    o.imatrix = im;
+    o.dry_run = 1;
+    anvil_transcode *pp = NULL;
+    char path[1024], out[1024];
+    snprintf(out, sizeof out, "%s/p.gguf", test_tmpdir());
+    snprintf(path, sizeof path, "%s/p.plan", test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(anvil_quantize_plan(&pp, ctx(), gp, out, &o, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_quantize_write_plan(pp, path, &err), ANVIL_OK);
+    size_t enc = 0, lines = 0, q4 = 0;
+    for (size_t i = 0; i < anvil_transcode_count(pp); ++i) {
+        const anvil_transcode_tensor *it = anvil_transcode_tensor_at(pp, i);
+        enc += it->dst_type != it->src_type;
+    }
+    FILE *f = fopen(path, "r");
+    char line[512];
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        lines++;
+        q4 += strcmp(line, "^blk\\.0\\.attn_q\\.weight$=q4_K\n") == 0;
+    }
+    if (f != NULL) fclose(f);
+    CU_ASSERT(enc > 20);
+    CU_ASSERT_EQUAL(lines, enc);
+    CU_ASSERT_EQUAL(q4, 1);
+    anvil_transcode_free(pp);
     anvil_transcode_free(tp);
     anvil_gguf_close(gp);
     anvil_imatrix_free(im);
@@ -295,6 +490,8 @@ int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("quantize_sens", NULL, NULL);
     CU_add_test(s, "sensitivity file: good and hostile", test_parse);
+    CU_add_test(s, "sensitivity file version 2: low-bit points", test_parse_v2);
+    CU_add_test(s, "response curve through the points", test_curve);
     CU_add_test(s, "eval_layers restart = eval, set_weight restores", test_layers);
     CU_add_test(s, "tied embedding: one tensor, both roles", test_tied);
     CU_add_test(s, "target plan with measured weights", test_plan);

@@ -198,7 +198,22 @@ typedef struct anvil_quantize_options {
      * reference type's error over that type's relative error measured here
      * (target_weights is then ignored). Every free tensor must be in it. */
     const struct anvil_quantize_sens *sensitivity;
+    /* The target's candidate types only those of at least this many bits
+     * per weight (0: all); --verify plans with a few such floors and keeps
+     * the one the forward pass finds best. */
+    double target_min_bpw;
+    /* Measured candidate errors kept across target plans of one source and
+     * importance matrix (anvil_quantize_cache_new), or NULL: --verify's
+     * floored variants measure nothing twice. The same choices either way. */
+    struct anvil_quantize_cache *target_cache;
 } anvil_quantize_options;
+
+/* A cache of measured candidate errors for target plans of one source file
+ * and one importance matrix (keyed by tensor name, type and rows sampled);
+ * not thread-safe: one plan at a time. */
+typedef struct anvil_quantize_cache anvil_quantize_cache;
+ANVIL_API anvil_quantize_cache *anvil_quantize_cache_new(void);
+ANVIL_API void anvil_quantize_cache_free(anvil_quantize_cache *c);
 
 /* A sensitivity file (docs/SENSITIVITY.md): per weight tensor the mean KL
  * divergence of the model's output when that tensor alone carries a
@@ -210,6 +225,10 @@ typedef struct anvil_quantize_sens anvil_quantize_sens;
 ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *data, size_t len, anvil_error *err);
 ANVIL_API void anvil_quantize_sens_free(anvil_quantize_sens *s);
 ANVIL_API size_t anvil_quantize_sens_count(const anvil_quantize_sens *s);
+/* The file's version: 1 (one reference type per tensor: the plan scales its
+ * KL divergence linearly in the relative error) or 2 (two, a reference and a
+ * low-bit one: a response curve fitted per tensor); 0 for NULL. */
+ANVIL_API int anvil_quantize_sens_version(const anvil_quantize_sens *s);
 
 /* Every type NO_TYPE, ftype Q8_0 (llama.cpp's default), the rest zero. */
 ANVIL_API void anvil_quantize_options_init(anvil_quantize_options *o);
@@ -228,7 +247,7 @@ ANVIL_API int anvil_quantize_predicted_error(const anvil_transcode *t, size_t i,
  * reads: one "^name$=type" a line (the name's regex metacharacters
  * escaped), for every tensor the target chose. llama-quantize with these
  * rules (any quantized preset TYPE, the same --imatrix) writes the same
- * tensors. */
+ * tensors. For a preset's plan: every tensor it encodes, the same way. */
 ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err);
 /* A target plan's budget in bytes (the file's, after --target-bpw is
  * turned into bytes); ANVIL_E_INVALID_ARG for a plan made without a target. */

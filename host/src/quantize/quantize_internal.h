@@ -148,15 +148,22 @@ size_t qz_arch_count(void);
 const char *qz_arch_name(size_t i);
 
 /* quantize_sens.c: a parsed sensitivity file, sorted by name. */
+#define QZ_SENS_MAX_LOW 3
 typedef struct qz_sens_entry {
     char name[256];
     char ref[32];
     uint64_t ne[4];
     double kld;
+    /* version 2: the low-bit reference types and their KL divergences
+     * (n_low 1 .. QZ_SENS_MAX_LOW; 0 in version 1) */
+    size_t n_low;
+    char low_ref[QZ_SENS_MAX_LOW][32];
+    double low_kld[QZ_SENS_MAX_LOW];
 } qz_sens_entry;
 struct anvil_quantize_sens {
     qz_sens_entry *e;
     size_t n;
+    int version; /* 1: one reference type (linear response); 2: two (a fitted curve) */
 };
 const qz_sens_entry *qz_sens_find(const anvil_quantize_sens *s, const char *name);
 /* Every entry names a tensor of src with its shape, else an error naming it. */

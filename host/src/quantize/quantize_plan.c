@@ -741,6 +741,8 @@ static int target_step(anvil_transcode *t, qz_state *q, anvil_error *err) {
     rq.sample_rows = o->target_sample_rows;
     rq.role_weight = weights;
     rq.sens = o->sensitivity;
+    rq.min_bpw = o->target_min_bpw;
+    rq.cache = o->target_cache;
     if (rc == ANVIL_OK && rq.sens != NULL) rc = qz_sens_check(rq.sens, t->src, err);
     if (rc == ANVIL_OK) rc = qz_parse_weights(o->target_weights, weights, err);
     if (rc == ANVIL_OK) rc = qz_choose(t, is_free, header, align, &rq, q->pred_err, q->note, sizeof q->note, err);
@@ -788,14 +790,18 @@ static const char *type_name(uint32_t type) {
 /* --plan-out: the target's choices as --tensor-type rules, one per line. */
 ANVIL_API int anvil_quantize_write_plan(const anvil_transcode *t, const char *path, anvil_error *err) {
     double e;
-    if (t == NULL || path == NULL || anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK) {
-        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: not a target plan");
+    if (t == NULL || path == NULL) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil_quantize_write_plan: NULL argument");
     }
+    /* a preset's plan (--verify kept it): every tensor it encodes */
+    const int all = anvil_quantize_predicted_error(t, 0, &e) != ANVIL_OK;
     FILE *f = fopen(path, "w");
     if (f == NULL) return anvil__error_set(err, ANVIL_E_IO, "--plan-out %s: cannot create it", path);
     for (size_t i = 0; i < t->n_items; ++i) {
         const anvil_transcode_tensor *it = &t->items[i];
-        if (it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) continue;
+        if (all ? it->dst_type == it->src_type : it->rule == NULL || strncmp(it->rule, "--target-", 9) != 0) {
+            continue;
+        }
         fputc('^', f);
         for (const char *p = it->name; *p; ++p) {
             if (strchr(".^$|()[]{}*+?\\", *p) != NULL) fputc('\\', f);

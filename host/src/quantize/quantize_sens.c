@@ -5,11 +5,14 @@
  *
  * Contract:
  *  - The document is strict JSON (base/json_tree.c): an object with
- *    "format": "anvil-sensitivity", "version": 1, "chunks" and "ctx"
+ *    "format": "anvil-sensitivity", "version": 1 or 2, "chunks" and "ctx"
  *    (integers 1 .. 2^20), and "tensors": an array of 1 .. 2^20 objects,
  *    each "name" (1-255 bytes, unique), "shape" (1-4 integers 1 .. 2^40),
  *    "ref" (a type name the context knows is checked at use), "kld" (a
- *    finite number >= 0). Other members are informational and ignored.
+ *    finite number >= 0); version 2 adds to each "low": an array of 1 ..
+ *    QZ_SENS_MAX_LOW objects {"ref": a type name, "kld": finite, >= 0},
+ *    the low-bit reference points. Other members are informational and
+ *    ignored (a version 1 file's "low" too).
  *  - Every error says which member of which entry is wrong and what is
  *    expected; nothing is kept from a refused file.
  */
@@ -39,7 +42,29 @@ static int name_cmp(const void *a, const void *b) {
     return strcmp(((const qz_sens_entry *)a)->name, ((const qz_sens_entry *)b)->name);
 }
 
-static int parse_entry(const anvil_json_value *e, size_t i, qz_sens_entry *out, anvil_error *err) {
+static int parse_kld(const anvil_json_value *e, const char *key, const char *name, double *out, anvil_error *err) {
+    const anvil_json_value *kv = e->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(e, key) : NULL;
+    const double kld = anvil__json_is_number(kv) ? anvil__json_f64(kv) : NAN;
+    if (!isfinite(kld) || !(kld >= 0.0)) {
+        return anvil__error_set(err, ANVIL_E_FORMAT, "sensitivity file: tensor '%s': %s must be a finite number >= 0",
+                                name, key);
+    }
+    *out = kld;
+    return ANVIL_OK;
+}
+
+static int parse_type(const anvil_json_value *e, const char *key, const char *name, char *out, size_t size,
+                      anvil_error *err) {
+    const char *ref = e->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_str(anvil__json_get(e, key)) : NULL;
+    if (ref == NULL || ref[0] == '\0' || strlen(ref) >= size) {
+        return anvil__error_set(err, ANVIL_E_FORMAT, "sensitivity file: tensor '%s': %s must be a type name", name,
+                                key);
+    }
+    memcpy(out, ref, strlen(ref) + 1);
+    return ANVIL_OK;
+}
+
+static int parse_entry(const anvil_json_value *e, size_t i, int version, qz_sens_entry *out, anvil_error *err) {
     if (e->kind != ANVIL_JSON_OBJECT_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "sensitivity file: tensors[%zu] is not an object", i);
     }
@@ -66,20 +91,22 @@ static int parse_entry(const anvil_json_value *e, size_t i, qz_sens_entry *out, 
         }
         out->ne[k] = (uint64_t)v;
     }
-    const char *ref = anvil__json_str(anvil__json_get(e, "ref"));
-    if (ref == NULL || ref[0] == '\0' || strlen(ref) >= sizeof out->ref) {
-        return anvil__error_set(err, ANVIL_E_FORMAT, "sensitivity file: tensor '%s': ref must be a type name",
-                                out->name);
-    }
-    memcpy(out->ref, ref, strlen(ref) + 1);
-    const anvil_json_value *kv = anvil__json_get(e, "kld");
-    const double kld = anvil__json_is_number(kv) ? anvil__json_f64(kv) : NAN;
-    if (!isfinite(kld) || !(kld >= 0.0)) {
+    int rc = parse_type(e, "ref", out->name, out->ref, sizeof out->ref, err);
+    if (rc == ANVIL_OK) rc = parse_kld(e, "kld", out->name, &out->kld, err);
+    if (rc != ANVIL_OK || version < 2) return rc;
+    const anvil_json_value *lo = anvil__json_get(e, "low");
+    if (lo == NULL || lo->kind != ANVIL_JSON_ARRAY_BEGIN || lo->n_items < 1 || lo->n_items > QZ_SENS_MAX_LOW) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "sensitivity file: tensor '%s': kld must be a finite number >= 0", out->name);
+                                "sensitivity file: tensor '%s': low must be an array of 1 .. %d {\"ref\", \"kld\"} "
+                                "objects (version 2)",
+                                out->name, QZ_SENS_MAX_LOW);
     }
-    out->kld = kld;
-    return ANVIL_OK;
+    for (size_t k = 0; rc == ANVIL_OK && k < lo->n_items; ++k) {
+        rc = parse_type(lo->items[k], "ref", out->name, out->low_ref[k], sizeof out->low_ref[k], err);
+        if (rc == ANVIL_OK) rc = parse_kld(lo->items[k], "kld", out->name, &out->low_kld[k], err);
+    }
+    out->n_low = lo->n_items;
+    return rc;
 }
 
 ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *data, size_t len, anvil_error *err) {
@@ -101,7 +128,8 @@ ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *d
                               "quantize --measure");
     }
     int64_t v = 0;
-    if (rc == ANVIL_OK) rc = get_int(root, "version", 1, 1, &v, err);
+    if (rc == ANVIL_OK) rc = get_int(root, "version", 1, 2, &v, err);
+    if (rc == ANVIL_OK) s->version = (int)v;
     if (rc == ANVIL_OK) rc = get_int(root, "chunks", 1, 1 << 20, &v, err);
     if (rc == ANVIL_OK) rc = get_int(root, "ctx", 2, 1 << 20, &v, err);
     const anvil_json_value *ts = rc == ANVIL_OK ? anvil__json_get(root, "tensors") : NULL;
@@ -114,7 +142,8 @@ ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *d
         s->e = calloc(ts->n_items, sizeof *s->e);
         if (s->e == NULL) rc = anvil__nomem(err);
     }
-    for (size_t i = 0; rc == ANVIL_OK && i < ts->n_items; ++i) rc = parse_entry(ts->items[i], i, &s->e[i], err);
+    for (size_t i = 0; rc == ANVIL_OK && i < ts->n_items; ++i)
+        rc = parse_entry(ts->items[i], i, s->version, &s->e[i], err);
     if (rc == ANVIL_OK) {
         s->n = ts->n_items;
         qsort(s->e, s->n, sizeof *s->e, name_cmp);
@@ -141,6 +170,8 @@ ANVIL_API void anvil_quantize_sens_free(anvil_quantize_sens *s) {
 }
 
 ANVIL_API size_t anvil_quantize_sens_count(const anvil_quantize_sens *s) { return s != NULL ? s->n : 0; }
+
+ANVIL_API int anvil_quantize_sens_version(const anvil_quantize_sens *s) { return s != NULL ? s->version : 0; }
 
 const qz_sens_entry *qz_sens_find(const anvil_quantize_sens *s, const char *name) {
     if (s == NULL || s->n == 0) return NULL;

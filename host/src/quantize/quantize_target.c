@@ -31,6 +31,8 @@
  *    the budget the file's header and the fixed tensors leave.
  *  - Deterministic for any thread count: every (candidate, row group) sum
  *    lands in its own slot and they are added in a fixed order.
+ *  - With a cache (anvil_quantize_cache), a (tensor, type, sample) measured
+ *    by an earlier plan of the same source is taken from it: the same value.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -306,6 +308,92 @@ static void measure_task(void *arg, size_t task) {
     j->rcs[task] = rc;
 }
 
+/* ---- the cache of measured errors ------------------------------------------------ */
+
+typedef struct qz_cache_entry {
+    char *name; /* NULL: empty slot */
+    uint32_t type;
+    const float *imatrix;
+    uint64_t rows;
+    double err; /* relative error, before any weight */
+} qz_cache_entry;
+
+struct anvil_quantize_cache {
+    qz_cache_entry *e;
+    size_t cap, n; /* cap a power of two, n < cap / 2 */
+};
+
+ANVIL_API anvil_quantize_cache *anvil_quantize_cache_new(void) { return calloc(1, sizeof(anvil_quantize_cache)); }
+
+ANVIL_API void anvil_quantize_cache_free(anvil_quantize_cache *c) {
+    if (c == NULL) return;
+    for (size_t i = 0; i < c->cap; ++i) free(c->e[i].name);
+    free(c->e);
+    free(c);
+}
+
+static uint64_t cache_hash(const char *name, uint32_t type, const float *im, uint64_t rows) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; ++p) h = (h ^ *p) * 0x100000001b3ull;
+    h = (h ^ type) * 0x100000001b3ull;
+    h = (h ^ (uint64_t)(uintptr_t)im) * 0x100000001b3ull;
+    return (h ^ rows) * 0x100000001b3ull;
+}
+
+/* The slot of the key: its entry, or the empty slot it would take. */
+static qz_cache_entry *cache_slot(const anvil_quantize_cache *c, const char *name, uint32_t type, const float *im,
+                                  uint64_t rows) {
+    size_t i = (size_t)cache_hash(name, type, im, rows) & (c->cap - 1);
+    for (;;) {
+        qz_cache_entry *e = &c->e[i];
+        if (e->name == NULL ||
+            (e->type == type && e->imatrix == im && e->rows == rows && strcmp(e->name, name) == 0)) {
+            return e;
+        }
+        i = (i + 1) & (c->cap - 1);
+    }
+}
+
+static int cache_get(const anvil_quantize_cache *c, const char *name, uint32_t type, const float *im, uint64_t rows,
+                     double *err) {
+    if (c == NULL || c->cap == 0) return 0;
+    const qz_cache_entry *e = cache_slot(c, name, type, im, rows);
+    if (e->name == NULL) return 0;
+    *err = e->err;
+    return 1;
+}
+
+/* Best effort: a failed allocation leaves the entry out. */
+static void cache_put(anvil_quantize_cache *c, const char *name, uint32_t type, const float *im, uint64_t rows,
+                      double err) {
+    if (c == NULL) return;
+    if ((c->n + 1) * 2 > c->cap) {
+        const size_t cap = c->cap ? c->cap * 2 : 256;
+        qz_cache_entry *ne = calloc(cap, sizeof *ne);
+        if (ne == NULL) return;
+        anvil_quantize_cache old = *c;
+        c->e = ne;
+        c->cap = cap;
+        for (size_t i = 0; i < old.cap; ++i) {
+            if (old.e[i].name != NULL)
+                *cache_slot(c, old.e[i].name, old.e[i].type, old.e[i].imatrix, old.e[i].rows) = old.e[i];
+        }
+        free(old.e);
+    }
+    qz_cache_entry *e = cache_slot(c, name, type, im, rows);
+    if (e->name != NULL) {
+        e->err = err;
+        return;
+    }
+    e->name = strdup(name);
+    if (e->name == NULL) return;
+    e->type = type;
+    e->imatrix = im;
+    e->rows = rows;
+    e->err = err;
+    c->n++;
+}
+
 /* The rows measured: all of a small tensor, else an evenly spread sample. */
 static size_t sample_count(const anvil_transcode_tensor *it, uint64_t want) {
     if (want == UINT64_MAX || want >= it->n_rows) return (size_t)it->n_rows;
@@ -394,8 +482,8 @@ static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, siz
 }
 
 /* Measure every candidate of item it (cands[].type set) into cands[].err. */
-static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
-                        size_t nc, const qz_request *rq, anvil_error *err) {
+static int measure_item_now(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
+                            size_t nc, const qz_request *rq, anvil_error *err) {
     const size_t ns = sample_count(it, rq->sample_rows);
     qz_job j;
     memset(&j, 0, sizeof j);
@@ -448,11 +536,9 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
         }
     }
     if (rc == ANVIL_OK) {
-        const qz_category cat = qz_category_of(it->name);
         /* Relative: the error over the output's own energy, so that the
          * tensors' figures are comparable (downstream, RMS norms make a
          * perturbation count relative to the signal it rides on). */
-        const double role = rq->role_weight != NULL && rq->sens == NULL ? rq->role_weight[cat] : 1.0;
         for (size_t c = 0; c < nc; ++c) {
             double s = 0.0, sig = 0.0;
             const size_t step = qz_is_grid_iq(cands[c].type) ? j.slow_every : 1;
@@ -460,7 +546,7 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
                 s += j.sums[c * j.n_groups + g];
                 sig += gsig[g];
             }
-            cands[c].err = (sig > 0.0 ? s / sig : s) * role;
+            cands[c].err = sig > 0.0 ? s / sig : s;
         }
     }
     free(gsig);
@@ -473,11 +559,85 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
     return rc;
 }
 
+/* Each candidate's relative error (from rq->cache where it has it, the
+ * rest measured and kept there) times the tensor's role weight. */
+static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
+                        size_t nc, const qz_request *rq, anvil_error *err) {
+    qz_cand *todo = malloc((nc ? nc : 1) * sizeof *todo);
+    size_t *at = malloc((nc ? nc : 1) * sizeof *at);
+    if (todo == NULL || at == NULL) {
+        free(todo);
+        free(at);
+        return anvil__nomem(err);
+    }
+    size_t nt = 0;
+    for (size_t c = 0; c < nc; ++c) {
+        if (!cache_get(rq->cache, it->name, cands[c].type, it->imatrix, rq->sample_rows, &cands[c].err)) {
+            todo[nt] = cands[c];
+            at[nt++] = c;
+        }
+    }
+    int rc = nt > 0 ? measure_item_now(t, pool, it, todo, nt, rq, err) : ANVIL_OK;
+    for (size_t k = 0; rc == ANVIL_OK && k < nt; ++k) {
+        cands[at[k]].err = todo[k].err;
+        cache_put(rq->cache, it->name, todo[k].type, it->imatrix, rq->sample_rows, todo[k].err);
+    }
+    free(todo);
+    free(at);
+    const double role = rq->role_weight != NULL && rq->sens == NULL ? rq->role_weight[qz_category_of(it->name)] : 1.0;
+    for (size_t c = 0; rc == ANVIL_OK && c < nc; ++c) cands[c].err *= role;
+    return rc;
+}
+
 /* ---- the choice ---------------------------------------------------------------------- */
 
-/* Measured weights: the candidates' relative errors times kld / relerr(ref),
- * relerr(ref) measured here as the candidates are, so the tensor's measured
- * KL divergence is what the reference type's predicted error becomes. */
+/* The response curve of a version 2 file's tensor through its points
+ * (r_i, k_i), i = 0 the reference type, the others its low-bit types, in
+ * any order (r the relative error measured here, k the KL divergence):
+ * kld(r) = k_0 r / r_0 up to r_0 (small errors: KL divergence is quadratic in
+ * the perturbation, linear in the squared error); beyond, piecewise power
+ * laws through the points in order of r (log-log linear), the last one's
+ * exponent carried on. Each exponent clamped to [QZ_EXP_MIN, QZ_EXP_MAX] so
+ * the curve rises; a point within 5% of the previous one's r is passed over. */
+#define QZ_EXP_MIN 0.5
+#define QZ_EXP_MAX 4.0
+
+double qz_sens_curve(const double *r, const double *k, size_t n, double x) {
+    if (n == 0 || !(r[0] > 0.0)) return n ? x * k[0] : x;
+    double pr[1 + QZ_SENS_MAX_LOW], pk[1 + QZ_SENS_MAX_LOW];
+    size_t np = 0;
+    pr[np] = r[0], pk[np] = k[0], np++;
+    /* the low points in order of r (insertion: at most three) */
+    size_t ord[QZ_SENS_MAX_LOW], no = 0;
+    for (size_t i = 1; i < n && i <= QZ_SENS_MAX_LOW; ++i) {
+        size_t j = no++;
+        while (j > 0 && r[ord[j - 1]] > r[i]) {
+            ord[j] = ord[j - 1];
+            --j;
+        }
+        ord[j] = i;
+    }
+    for (size_t o = 0; o < no; ++o) {
+        if (!(r[ord[o]] > pr[np - 1] * 1.05) || !(k[ord[o]] > 0.0)) continue;
+        pr[np] = r[ord[o]], pk[np] = k[ord[o]], np++;
+    }
+    if (x <= pr[0]) return pk[0] * x / pr[0];
+    double y = pk[0], a = 1.0;
+    for (size_t i = 1; i < np; ++i) {
+        a = pk[i - 1] > 0.0 ? log(pk[i] / pk[i - 1]) / log(pr[i] / pr[i - 1]) : QZ_EXP_MAX;
+        if (!isfinite(a) || a > QZ_EXP_MAX) a = QZ_EXP_MAX;
+        if (a < QZ_EXP_MIN) a = QZ_EXP_MIN;
+        if (x <= pr[i]) return y * pow(x / pr[i - 1], a);
+        y *= pow(pr[i] / pr[i - 1], a);
+    }
+    return y * pow(x / pr[np - 1], a);
+}
+
+/* Measured weights: the candidates' relative errors through the tensor's
+ * response curve, its points' relative errors measured here as the
+ * candidates' are (same rows, same importance weights), so that each
+ * reference type's predicted error is the tensor's KL divergence measured
+ * under it. A version 1 file (one point) keeps the line through it. */
 static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_item *q,
                        const qz_request *rq, anvil_error *err) {
     const qz_sens_entry *e = qz_sens_find(rq->sens, it->name);
@@ -487,19 +647,33 @@ static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transco
                                 "quantize --measure (or fix the tensor's type with --tensor-type)",
                                 it->name);
     }
-    qz_cand ref = { 0, 0, 0.0 };
-    if (anvil_type_from_name(t->ctx, e->ref, &ref.type, NULL) != ANVIL_OK || !is_candidate(t, it, ref.type)) {
+    qz_cand ref[1 + QZ_SENS_MAX_LOW];
+    double kld[1 + QZ_SENS_MAX_LOW];
+    memset(ref, 0, sizeof ref);
+    if (anvil_type_from_name(t->ctx, e->ref, &ref[0].type, NULL) != ANVIL_OK || !is_candidate(t, it, ref[0].type)) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG,
                                 "sensitivity file: tensor '%s': reference type '%s' cannot be measured for it here",
                                 it->name, e->ref);
     }
-    int rc = measure_item(t, pool, it, &ref, 1, rq, err);
-    if (rc != ANVIL_OK) return rc;
     /* A tensor measured as harmless still costs a little, so that ties keep
-     * an order; a reference error of 0 leaves the relative errors as they are. */
-    const double kld = e->kld > 1e-12 ? e->kld : 1e-12;
-    const double w = ref.err > 0.0 ? kld / ref.err : 1.0;
-    for (size_t c = 0; c < q->n; ++c) q->cands[c].err *= w;
+     * an order. */
+    kld[0] = e->kld > 1e-12 ? e->kld : 1e-12;
+    /* The low-bit points this plan can measure (an importance matrix entry
+     * for the IQ types that need one); the others are left out. */
+    size_t n = 1;
+    for (size_t i = 0; i < e->n_low && i < QZ_SENS_MAX_LOW; ++i) {
+        if (anvil_type_from_name(t->ctx, e->low_ref[i], &ref[n].type, NULL) == ANVIL_OK &&
+            is_candidate(t, it, ref[n].type)) {
+            kld[n++] = e->low_kld[i];
+        }
+    }
+    int rc = measure_item(t, pool, it, ref, n, rq, err);
+    if (rc != ANVIL_OK) return rc;
+    double r[1 + QZ_SENS_MAX_LOW];
+    for (size_t i = 0; i < n; ++i) r[i] = ref[i].err;
+    /* a reference error of 0 leaves the relative errors as they are */
+    if (!(r[0] > 0.0)) return ANVIL_OK;
+    for (size_t c = 0; c < q->n; ++c) q->cands[c].err = qz_sens_curve(r, kld, n, q->cands[c].err);
     return ANVIL_OK;
 }
 
@@ -528,6 +702,7 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
                 anvil_type_bytes(&ti, it->src->n_elements, &b, NULL) != ANVIL_OK) {
                 continue;
             }
+            if (rq->min_bpw > 0.0 && (double)b * 8.0 < rq->min_bpw * (double)it->src->n_elements) continue;
             q->cands[q->n].type = qz_types[k];
             q->cands[q->n].bytes = pad_to(b, align);
             q->n++;
@@ -632,7 +807,13 @@ int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
         return anvil__nomem(err);
     }
     size_t nf = 0;
-    int rc = build_items(t, is_free, align, rq, items, map, &nf, err);
+    /* The reference types of a sensitivity file are candidates too: a cache
+     * for this plan (when the caller gave none) measures them once. */
+    qz_request rq_local = *rq;
+    anvil_quantize_cache *own = NULL;
+    if (rq->cache == NULL && rq->sens != NULL) rq_local.cache = own = anvil_quantize_cache_new();
+    int rc = build_items(t, is_free, align, &rq_local, items, map, &nf, err);
+    anvil_quantize_cache_free(own);
     const uint64_t fixed = fixed_bytes(t, is_free, header_bytes, align);
     uint64_t min_free = 0, max_free = 0, used = 0;
     for (size_t f = 0; rc == ANVIL_OK && f < nf; ++f) {

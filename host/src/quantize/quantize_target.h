@@ -52,6 +52,8 @@ typedef struct qz_request {
     /* Measured weights: a tensor's error times kld / relerr(ref) instead of
      * its role weight (NULL: the role weights). */
     const struct anvil_quantize_sens *sens;
+    double min_bpw;                     /* candidates of fewer bits per weight left out (0: none) */
+    struct anvil_quantize_cache *cache; /* measured errors kept across plans, or NULL */
 } qz_request;
 
 /* Measure and choose the types of the items marked in is_free (the rest
@@ -60,6 +62,13 @@ typedef struct qz_request {
  * pred_err[i] gets each free item's predicted error (0 for fixed ones). */
 int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_bytes, uint32_t align,
               const qz_request *rq, double *pred_err, char *note, size_t note_size, anvil_error *err);
+
+/* A sensitivity file's response curve (quantize_target.c): the predicted
+ * KL divergence at relative error x from the points (r[i], k[i]), i = 0 the
+ * reference type (n >= 1, n <= 4): linear through (r[0], k[0]) up to r[0],
+ * log-log linear between the points beyond (exponents clamped to [0.5, 4]),
+ * the last exponent carried on past the last point. */
+double qz_sens_curve(const double *r, const double *k, size_t n, double x);
 
 /* "ROLE=W,..." into w[QZ_TOKEN_EMBD..QZ_OTHER] (1 where not named; NULL spec: all 1). */
 int qz_parse_weights(const char *spec, double *w, anvil_error *err);
