@@ -169,7 +169,7 @@ typedef struct hf_out_tensor {
     int vr_cols, neg_exp;
 } hf_out_tensor;
 
-/* Plans' shared pieces (hf_tensors.c). hf_out_fill: o's source, rank,
+/* Plans' shared pieces (hf_plan_common.c). hf_out_fill: o's source, rank,
  * element count and shape from safetensors tensor i (GGUF order is the
  * reverse). hf_src_check: tensor s is one convert reads as a plain
  * weight (F32, F16, BF16, or 2-D block-scaled FP8 with its
