@@ -56,6 +56,7 @@ static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map
 static int32_t map_iq2xxs[IQ2_KEYS], map_iq2xs[IQ2_KEYS];
 static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S], nb_iq1[NB_IQ1];
 static uint16_t nb_iq2xxs[NB_IQ2XXS], nb_iq2xs[NB_IQ2XS];
+static uint16_t packed_iq1[NB_IQ1 + 8]; /* cold_lattice.packed */
 
 typedef struct lattice_spec {
     int dims, levels, grid_size, nwant, keys;
@@ -134,6 +135,7 @@ static int build_one(enum cold_lattice_id id) {
     lat->map = s->map;
     lat->nb = s->nb;
     lat->lanes = s->lanes;
+    lat->packed = id == COLD_LATTICE_IQ1 ? packed_iq1 : NULL;
 
     /* Grid codes, and the map's on-grid entries. INT32_MIN marks "not yet". */
     for (int k = 0; k < s->keys; ++k) {
@@ -251,6 +253,15 @@ static int build_one(enum cold_lattice_id id) {
                 if (dist[within[w]] == kept[j]) {
                     s->nb[off++] = within[w];
                 }
+            }
+        }
+        if (lat->packed != NULL) {
+            for (int j = 1; j <= n_within; ++j) {
+                unsigned u = 0;
+                for (int i = 0; i < 8; ++i) {
+                    u |= (unsigned)s->code[(size_t)list[j] * 8 + (size_t)i] << 2 * i;
+                }
+                packed_iq1[(size_t)(list - s->nb) + (size_t)j] = (uint16_t)u;
             }
         }
         if (s->lanes) {
