@@ -93,9 +93,10 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         float scales[QK / GROUP];
         int shifts[QK / GROUP];
         float max_scale = 0.0f;
+        float weights[QK]; /* computed once, used by the search and the refit */
         for (int ib = 0; ib < QK / GROUP; ++ib) {
             const float *xb = xbl + GROUP * ib;
-            float weight[GROUP];
+            float *weight = weights + GROUP * ib;
             cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             float max = fabsf(xb[0]);
             for (int i = 1; i < GROUP; ++i) {
@@ -158,8 +159,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             sc[ib / 4] |= (uint16_t)(l << 3 * (ib % 4));
             qh[ib] |= masks[shifts[ib]];
             const float *xb = xbl + GROUP * ib;
-            float weight[GROUP];
-            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
+            const float *weight = weights + GROUP * ib;
             for (int k = 0; k < 2; ++k) {
                 const float *xx = variant_minus(shifts[ib], k) ? x_m : x_p;
                 const int g = qs[2 * ib + k] + ((qh[ib] << (8 - 4 * k)) & 0x700);

@@ -39,12 +39,18 @@
 
 /* ggml's prefix sums over the sorted order. */
 static void iq1s_prefix(const float *xb, const float *weight, const int *idx, float *sumx, float *sumw) {
-    memset(sumx, 0, S_PAD * sizeof *sumx);
-    memset(sumw, 0, S_PAD * sizeof *sumw);
+    /* running sums in registers: the same additions in the same order */
+    float ax = 0.0f, aw = 0.0f;
+    sumx[0] = sumw[0] = 0.0f;
     for (int j = 0; j < S_GROUP; ++j) {
         const int i = idx[j];
-        sumx[j + 1] = sumx[j] + weight[i] * xb[i];
-        sumw[j + 1] = sumw[j] + weight[i];
+        ax = ax + weight[i] * xb[i];
+        aw = aw + weight[i];
+        sumx[j + 1] = ax;
+        sumw[j + 1] = aw;
+    }
+    for (int j = S_GROUP + 1; j < S_PAD; ++j) {
+        sumx[j] = sumw[j] = 0.0f;
     }
 }
 
@@ -87,22 +93,48 @@ typedef struct iq1m_sums {
     float p2, m2, cp1, cp2, cm1, cm2;
 } iq1m_sums;
 
+/* a where m is all ones, b where m is 0: by bits, so that the compiler
+ * does not branch on an unpredictable m. */
+static inline float pick_f32(uint32_t m, float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint32_t r = (ua & m) | (ub & ~m);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
 static void iq1m_prefix(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
                         iq1m_sums *s) {
-    memset(s->px, 0, sizeof s->px);
-    memset(s->pw, 0, sizeof s->pw);
+    /* running sums per half in registers: the same additions in the same
+     * order */
+    float ax0 = 0.0f, ax1 = 0.0f, aw0 = 0.0f, aw1 = 0.0f;
+    s->px[0][0] = s->px[1][0] = s->pw[0][0] = s->pw[1][0] = 0.0f;
     for (int j = 0; j < M_GROUP; ++j) {
         const int i = idx[j];
-        const int h = i < M_GROUP / 2 ? 0 : 1;
-        s->px[h][j + 1] = s->px[h][j] + weight[i] * xb[i];
-        s->px[1 - h][j + 1] = s->px[1 - h][j];
-        s->pw[h][j + 1] = s->pw[h][j] + weight[i];
-        s->pw[1 - h][j + 1] = s->pw[1 - h][j];
+        const float dx = weight[i] * xb[i], dw = weight[i];
+        /* both sums computed, one kept: no branch on the element's half */
+        const float nx0 = ax0 + dx, nx1 = ax1 + dx, nw0 = aw0 + dw, nw1 = aw1 + dw;
+        const uint32_t first = 0u - (uint32_t)(i < M_GROUP / 2);
+        ax0 = pick_f32(first, nx0, ax0);
+        aw0 = pick_f32(first, nw0, aw0);
+        ax1 = pick_f32(first, ax1, nx1);
+        aw1 = pick_f32(first, aw1, nw1);
+        s->px[0][j + 1] = ax0;
+        s->px[1][j + 1] = ax1;
+        s->pw[0][j + 1] = aw0;
+        s->pw[1][j + 1] = aw1;
     }
     for (int h = 0; h < 2; ++h) {
-        s->txs[h] = s->px[h][M_GROUP];
-        s->tws[h] = s->pw[h][M_GROUP];
+        for (int j = M_GROUP + 1; j < M_PAD; ++j) {
+            s->px[h][j] = s->pw[h][j] = 0.0f;
+        }
     }
+    s->txs[0] = ax0;
+    s->txs[1] = ax1;
+    s->tws[0] = aw0;
+    s->tws[1] = aw1;
     s->p2 = x_p[2];
     s->m2 = x_m[2];
     s->cp1 = x_p[0] * x_p[0] - x_p[1] * x_p[1];
