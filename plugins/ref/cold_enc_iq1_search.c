@@ -471,10 +471,10 @@ AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) { iq1
 /* Eight candidates per vector: lane k scores candidates k, k + 8, ...; an
  * element's three possible errors sit in lanes 0..2 of both halves of a
  * table, picked by the code (bits 0..1 of each lane's index: vpermilps)
- * from the candidates' packed codes (cold_lattice.packed: one load of
- * eight, shifted by two bits per element). */
-AVX2 static int iq1_candidate_avx2(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
-                                   float scale, const float val[3]) {
+ * from the candidates' packed codes (cold_lattice.packed, after the
+ * list: one load of eight, shifted by two bits per element). */
+AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const float *w, float scale,
+                                   const float val[3]) {
     __m256 tab[8];
     for (int i = 0; i < 8; ++i) {
         float e[4];
@@ -486,7 +486,7 @@ AVX2 static int iq1_candidate_avx2(const cold_lattice *lat, const uint16_t *cand
         tab[i] = _mm256_broadcast_ps((const __m128 *)(const void *)e);
     }
     const int count = cand[0];
-    const uint16_t *packed = lat->packed + (cand - lat->nb) + 1;
+    const uint16_t *packed = cand + 1 + count;
     __m256 best = _mm256_set1_ps(FLT_MAX);
     __m256i at = _mm256_setzero_si256();
     __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -595,8 +595,8 @@ void anvil_cold_iq1m_split_isa(const float *xb, const float *weight, const int *
 int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                  float scale, const float val[3], int allow_simd) {
 #if COLD_IQ1_AVX2
-    if (allow_simd && lat->packed != NULL && anvil_cold_has_avx2()) {
-        return iq1_candidate_avx2(lat, cand, x, w, scale, val);
+    if (allow_simd && lat->packed && anvil_cold_has_avx2()) {
+        return iq1_candidate_avx2(cand, x, w, scale, val);
     }
 #else
     (void)allow_simd;
@@ -619,8 +619,20 @@ void anvil_cold_stable_order_isa(const float *x, int n, int *idx, int allow_simd
 int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
                             const float *weight, const float *const *vals, float *scale, int *index, int allow_simd) {
     int all_on_grid = 1;
+    int32_t keys[4];
+    for (int k = 0; k < groups && k < 4; ++k) {
+        /* the lists (up to 2 x 73 + 1 words) fetched for all groups at
+         * once: they are spread over 1.3 MB */
+        keys[k] = lat->map[cold_lattice_key(lat, L + 8 * k)];
+        if (keys[k] < 0) {
+            const char *list = (const char *)cold_candidates(lat, keys[k]);
+            for (int b = 0; b < 320; b += 64) {
+                __builtin_prefetch(list + b);
+            }
+        }
+    }
     for (int k = 0; k < groups; ++k) {
-        const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
+        const int32_t v = k < 4 ? keys[k] : lat->map[cold_lattice_key(lat, L + 8 * k)];
         if (v >= 0) {
             index[k] = (int)v;
             continue;
