@@ -700,6 +700,16 @@ static void test_iq1_isas(void) {
             w[i] = 1.0f;
         }
         const uint16_t *cand = cold_candidates(lat, v);
+        /* the packed codes after the list: 2 bits per element */
+        int packed_ok = lat->packed;
+        for (int j = 1; j <= cand[0]; ++j) {
+            unsigned u = 0;
+            for (int i = 0; i < 8; ++i) {
+                u |= (unsigned)lat->code[(size_t)cand[j] * 8 + (size_t)i] << 2 * i;
+            }
+            packed_ok &= cand[cand[0] + j] == u;
+        }
+        CU_ASSERT(packed_ok);
         const int ca = anvil_cold_iq1_candidate_isa(lat, cand, x, w, 1.0f, sp, 1);
         const int cb = anvil_cold_iq1_candidate_isa(lat, cand, x, w, 1.0f, sp, 0);
         CU_ASSERT_EQUAL(ca, cb);
