@@ -301,22 +301,24 @@ AVX2 static inline void iq1m_block(const iq1m_ctx *c, int i1, int i2, __m256 *qx
  *
  * ggml's scan keeps improving its best along the way (about fifty times
  * per IQ1_S group), and each improvement is a serial step. Most of them
- * are skipped, exactly, by starting at the best fit:
+ * are skipped, exactly, by starting near the best fit:
  *  1. Every fit's value v = (sumqx / sumq2) sumqx (what it would make the
  *     best: ggml's expressions) is computed, -inf where sumq2 <= 0 (never
- *     accepted); M is the largest, g the first fit (in ggml's order) with
- *     v = M, B the largest v before g.
- *  2. Whatever ggml's best is when it reaches g, it is the v of an earlier
+ *     accepted); M is the largest, h the first fit (in ggml's order) with
+ *     v >= M (1 - 2^-10), B the largest v before h (so B < v_h, unless
+ *     rounding made the threshold itself round up).
+ *  2. Whatever ggml's best is when it reaches h, it is the v of an earlier
  *     fit (or -FLT_MAX), so at most max(B, -FLT_MAX); rounding is
- *     monotonic, so if sumqx_g^2 > max(B, -FLT_MAX) sumq2_g (computed as
- *     ggml does), g passes ggml's test whatever came before, and ggml's
- *     state after g is known exactly: best = M, scale = sumqx_g / sumq2_g.
- *     The fits before g then cannot matter: ggml's result is the last
- *     improvement, and g is one.
- *  3. The fits after g are scanned from that state as ggml does (blocks
- *     tested at once against the best; improvements are then rare).
- * Where the test in 2 fails (near-ties within rounding) or a v is NaN,
- * the whole scan runs from the start instead. */
+ *     monotonic, so if sumqx_h^2 > max(B, -FLT_MAX) sumq2_h (computed as
+ *     ggml does), h passes ggml's test whatever came before, and ggml's
+ *     state after h is known exactly: best = v_h, scale = sumqx_h /
+ *     sumq2_h. The fits before h then cannot matter: ggml's result is the
+ *     last improvement, and h is one.
+ *  3. The fits after h are scanned from that state as ggml does (blocks
+ *     tested at once against the best; the few near-ties with M that
+ *     still improve it are taken one by one).
+ * Where the test in 2 fails or a v is NaN, the whole scan runs from the
+ * start instead. */
 /* The fits of block (i1, i2) of format fmt (IQ1_S or IQ1_M). */
 AVX2 static inline __attribute__((always_inline)) void fmt_block(int fmt, const void *c, int i1, int i2, __m256 *qx,
                                                                  __m256 *q2) {
@@ -367,13 +369,16 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
         if (m == -__builtin_inff()) {
             return; /* no fit has sumq2 > 0: nothing is ever accepted */
         }
-        const __m256 vm = _mm256_set1_ps(m);
+        /* h: the first fit within 2^-10 of the largest value (any
+         * threshold <= m keeps this exact: h is checked below) */
+        const float thr = m * (1.0f - 1.0f / 1024);
+        const __m256 vm = _mm256_set1_ps(thr);
         __m256 below = _mm256_set1_ps(-__builtin_inff());
         int b = 0, gl = -1, gv = -1;
         for (; b < nb; ++b) {
             unsigned eq = 0;
             for (int v = 0; v < nv; ++v) {
-                eq |= (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(vals[nv * b + v], vm, _CMP_EQ_OQ));
+                eq |= (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(vals[nv * b + v], vm, _CMP_GE_OQ));
             }
             if (eq != 0) {
                 gl = __builtin_ctz(eq);
@@ -384,7 +389,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
             }
         }
         if (b == nb) {
-            b = 0; /* not reached: m is one of the values */
+            b = 0; /* not reached: m >= thr is one of the values */
             gl = 0;
         }
         float bv[4][8];
@@ -398,7 +403,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
         }
         for (int l = 0; l <= gl; ++l) {
             for (int v = 0; v < nv; ++v) {
-                if (l == gl && bv[v][l] == m) {
+                if (l == gl && bv[v][l] >= thr) {
                     gv = v;
                     break;
                 }
@@ -414,7 +419,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
             }
         }
         if (gl < 0 || gv < 0) {
-            gl = gv = 0;             /* not reached: m is one of the values */
+            gl = gv = 0;             /* not reached: m >= thr is one of the values */
             bmax = __builtin_inff(); /* fails the test below: the whole scan */
         }
         float fx[8], f2[8];
