@@ -20,6 +20,7 @@
 #include "ref/cold_enc_iq1_search.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "anvil/status.h"
@@ -317,8 +318,8 @@ AVX2 static inline void iq1m_block(const iq1m_ctx *c, int i1, int i2, __m256 *qx
  *  3. The fits after h are scanned from that state as ggml does (blocks
  *     tested at once against the best; the few near-ties with M that
  *     still improve it are taken one by one).
- * Where the test in 2 fails or a v is NaN, the whole scan runs from the
- * start instead. */
+ * Where the test in 2 fails, or the sums may overflow (then a v could be
+ * NaN: all_tame), the whole scan runs from the start instead. */
 /* The fits of block (i1, i2) of format fmt (IQ1_S or IQ1_M). */
 AVX2 static inline __attribute__((always_inline)) void fmt_block(int fmt, const void *c, int i1, int i2, __m256 *qx,
                                                                  __m256 *q2) {
@@ -331,11 +332,28 @@ AVX2 static inline __attribute__((always_inline)) void fmt_block(int fmt, const 
 
 #define MAX_VECS (85 * 2) /* IQ1_S: 85 blocks of 2 variants; IQ1_M: 27 blocks of 4 */
 
-AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const void *c, cold_iq1_split *best) {
+AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const void *c, int tame,
+                                                                  cold_iq1_split *best) {
     const int group = fmt == FMT_IQ1S ? S_GROUP : M_GROUP, nv = fmt == FMT_IQ1S ? 2 : 4;
+    if (!tame) {
+        /* sums that may overflow: ggml's scan from the start, as it is */
+        float best_score = -FLT_MAX;
+        for (int i1 = 0; i1 <= group; ++i1) {
+            for (int i2 = i1; i2 <= group; i2 += 8) {
+                __m256 qx[4], q2[4];
+                fmt_block(fmt, c, i1, i2, qx, q2);
+                const int got = fit_block(qx, q2, nv, lanes_live(group + 1 - i2), &best_score, &best->scale);
+                if (got >= 0) {
+                    best->i1 = i1;
+                    best->i2 = i2 + got / nv;
+                    best->variant = got % nv;
+                }
+            }
+        }
+        return;
+    }
     __m256 vals[MAX_VECS], sqx[MAX_VECS], sq2[MAX_VECS];
     __m256 top = _mm256_set1_ps(-__builtin_inff());
-    __m256 nan = _mm256_setzero_ps();
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     int nb = 0;
     for (int i1 = 0; i1 <= group; ++i1) {
@@ -351,7 +369,6 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
                 sqx[nv * nb + v] = qx[v];
                 sq2[nv * nb + v] = q2[v];
                 top = _mm256_max_ps(top, x);
-                nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
             }
         }
     }
@@ -359,7 +376,7 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
     /* where the scan resumes: block start_b, at (start_i1, start_i2), its
      * fits up to `after` (g) skipped */
     int start_i1 = 0, start_i2 = 0, start_b = 0, after = -1;
-    if (_mm256_movemask_ps(nan) == 0) {
+    {
         float t[8];
         _mm256_storeu_ps(t, top);
         float m = t[0];
@@ -470,8 +487,31 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
     }
 }
 
-AVX2 static void iq1s_search_avx2(const iq1s_ctx *c, cold_iq1_split *best) { iq1_search(FMT_IQ1S, c, best); }
-AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) { iq1_search(FMT_IQ1M, c, best); }
+/* 1 when every value is finite and at most 1e37 in magnitude: then every
+ * fit's sumqx and sumq2 (a few products of these with level values below
+ * 1.13 in magnitude, or their squares, added) is finite, and so no value v
+ * is NaN (a finite sumqx over a positive finite sumq2 times sumqx is a
+ * number or an infinity). */
+static int all_tame(const float *v, int n) {
+    int ok = 1;
+    for (int i = 0; i < n; ++i) {
+        ok &= fabsf(v[i]) <= 1e37f;
+    }
+    return ok;
+}
+
+AVX2 static void iq1s_search_avx2(const iq1s_ctx *c, cold_iq1_split *best) {
+    const int tame = all_tame(c->sumx, S_GROUP + 1) & all_tame(c->sumw, S_GROUP + 1);
+    iq1_search(FMT_IQ1S, c, tame, best);
+}
+
+AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) {
+    int tame = 1;
+    for (int h = 0; h < 2; ++h) {
+        tame &= all_tame(c->s->px[h], M_GROUP + 1) & all_tame(c->s->pw[h], M_GROUP + 1);
+    }
+    iq1_search(FMT_IQ1M, c, tame, best);
+}
 
 /* Eight candidates per vector: lane k scores candidates k, k + 8, ...; an
  * element's three possible errors sit in lanes 0..2 of both halves of a
