@@ -47,6 +47,7 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "ref/cold_enc_iq1_search.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/rows.h"
@@ -70,78 +71,6 @@
  * 2 (-,+), 3 (-,-) for (first 8, last 8). Returns 1 for x_m. */
 static inline int variant_minus(int k, int second_half) { return second_half ? (k & 1) : (k >> 1); }
 
-/* The exhaustive split search of one group (ggml's i1/i2/k loops). Returns
- * the best variant k (or -1 when no split has a positive sumq2), with the
- * cut points and the scale.
- *
- * ggml evaluates each split from prefix sums kept per half (the halves may
- * take different delta signs): with levels v0, v1, v2 one apart, the split's
- * sum of w x v is v2 T - P(i1) - P(i2) and its sum of w v^2 is
- * W v2^2 + Pw(i1) (v0^2 - v1^2) + Pw(i2) (v1^2 - v2^2), per half, then the
- * halves added. Those are its exact float expressions (older ggml summed
- * every split term by term, which rounds differently and picks other
- * splits on near-ties; the oracle is the prefix form).
- *
- * Four i2 at a time (one per lane, each lane's sums ggml's expressions);
- * the fits are then offered to ggml's in-order "better fit" scan in its
- * order (i1, i2, k), which a group of four i2 can skip when none of its
- * fits passes the test against the current best (cold_fit_lanes). */
-#define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
-
-static int best_split(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
-                      int *out_i1, int *out_i2, float *out_scale) {
-    float px[2][PAD], pw[2][PAD];
-    memset(px, 0, sizeof px);
-    memset(pw, 0, sizeof pw);
-    for (int j = 0; j < GROUP; ++j) {
-        const int i = idx[j];
-        const int h = i < GROUP / 2 ? 0 : 1;
-        px[h][j + 1] = px[h][j] + weight[i] * xb[i];
-        px[1 - h][j + 1] = px[1 - h][j];
-        pw[h][j + 1] = pw[h][j] + weight[i];
-        pw[1 - h][j + 1] = pw[1 - h][j];
-    }
-    const float txs[2] = { px[0][GROUP], px[1][GROUP] };
-    const float tws[2] = { pw[0][GROUP], pw[1][GROUP] };
-    const float p2 = x_p[2], m2 = x_m[2];
-    const float cp1 = x_p[0] * x_p[0] - x_p[1] * x_p[1];
-    const float cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2];
-    const float cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1];
-    const float cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2];
-
-    float best_score = -FLT_MAX, scale = *out_scale;
-    int best_k = -1;
-    for (int i1 = 0; i1 <= GROUP; ++i1) {
-        for (int i2 = i1; i2 <= GROUP; i2 += 4) {
-            cold_f32x4 qx_p[2], qx_m[2], q2_p[2], q2_m[2];
-            for (int h = 0; h < 2; ++h) {
-                cold_f32x4 x2, w2;
-                memcpy(&x2, &px[h][i2], sizeof x2);
-                memcpy(&w2, &pw[h][i2], sizeof w2);
-                const cold_f32x4 sx = px[h][i1] + x2;
-                qx_p[h] = txs[h] * p2 - sx;
-                qx_m[h] = txs[h] * m2 - sx;
-                q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + w2 * cp2;
-                q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + w2 * cm2;
-            }
-            /* variant k: first half minus when k >> 1, second when k & 1 */
-            const cold_f32x4 sumqx[4] = { qx_p[0] + qx_p[1], qx_p[0] + qx_m[1], qx_m[0] + qx_p[1],
-                                          qx_m[0] + qx_m[1] };
-            const cold_f32x4 sumq2[4] = { q2_p[0] + q2_p[1], q2_p[0] + q2_m[1], q2_m[0] + q2_p[1],
-                                          q2_m[0] + q2_m[1] };
-            /* ggml's order: i2, then k */
-            const int got = cold_fit_lanes(sumqx, sumq2, 4, GROUP + 1 - i2, &best_score, &scale);
-            if (got >= 0) {
-                *out_i1 = i1;
-                *out_i2 = i2 + got / 4;
-                best_k = got % 4;
-            }
-        }
-    }
-    *out_scale = scale;
-    return best_k;
-}
-
 static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq1_m", msg, msg_size);
     if (rc != ANVIL_OK) {
@@ -164,9 +93,10 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
         float scales[QK / GROUP];
         int shifts[QK / GROUP];
         float max_scale = 0.0f;
+        float weights[QK]; /* computed once, used by the search and the refit */
         for (int ib = 0; ib < QK / GROUP; ++ib) {
             const float *xb = xbl + GROUP * ib;
-            float weight[GROUP];
+            float *weight = weights + GROUP * ib;
             cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
             float max = fabsf(xb[0]);
             for (int i = 1; i < GROUP; ++i) {
@@ -178,13 +108,15 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 continue; /* indices 0, no delta sign */
             }
             int idx[GROUP];
-            anvil_cold_stable_order(xb, GROUP, idx);
-            int i1 = -1, i2 = -1;
-            float scale = max;
-            int best_k = best_split(xb, weight, idx, x_p, x_m, &i1, &i2, &scale);
-            if (best_k < 0) {
+            anvil_cold_stable_order_isa(xb, GROUP, idx, 1);
+            cold_iq1_split fit;
+            anvil_cold_iq1m_split(xb, weight, idx, x_p, x_m, max, &fit);
+            if (fit.variant < 0) {
                 continue;
             }
+            const int i1 = fit.i1, i2 = fit.i2;
+            float scale = fit.scale;
+            int best_k = fit.variant;
             int8_t L[GROUP];
             for (int j = 0; j < GROUP; ++j) {
                 L[idx[j]] = (int8_t)(j < i1 ? 0 : j < i2 ? 1 : 2);
@@ -227,8 +159,7 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
             sc[ib / 4] |= (uint16_t)(l << 3 * (ib % 4));
             qh[ib] |= masks[shifts[ib]];
             const float *xb = xbl + GROUP * ib;
-            float weight[GROUP];
-            cold_group_weights(xb, qwbl != NULL ? qwbl + GROUP * ib : NULL, GROUP, sigma2, weight);
+            const float *weight = weights + GROUP * ib;
             for (int k = 0; k < 2; ++k) {
                 const float *xx = variant_minus(shifts[ib], k) ? x_m : x_p;
                 const int g = qs[2 * ib + k] + ((qh[ib] << (8 - 4 * k)) & 0x700);

@@ -37,6 +37,7 @@
 #include "anvil/blocks.h"
 #include "anvil/numeric.h"
 #include "anvil/status.h"
+#include "ref/cold_enc_iq1_search.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_impl.h"
 #include "ref/rows.h"
@@ -55,56 +56,6 @@
 #define IQ1S_D offsetof(anvil_block_iq1_s, d)
 #define IQ1S_QS offsetof(anvil_block_iq1_s, qs)
 #define IQ1S_QH offsetof(anvil_block_iq1_s, qh)
-
-typedef struct split {
-    int i1, i2; /* codes 0 below i1, 1 below i2, 2 from i2 (in sorted order) */
-    int shift;  /* +1: delta +, -1: delta -, 0: no split fits */
-    float scale;
-} split;
-
-/* ggml's exhaustive split search of one group: the best (i1, i2, delta
- * sign) by sumqx^2 / sumq2, strictly better wins, + before - at each
- * split. Four i2 at a time (one per lane, each lane's sums ggml's
- * expressions), offered to ggml's in-order "better fit" scan in its order
- * (i1, i2, sign), which a group of four i2 can skip when none of its fits
- * passes the test against the current best (cold_fit_lanes). */
-#define PAD (GROUP + 1 + 3) /* prefix sums 0..GROUP, then room for a last vector */
-
-static split best_split(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
-                        float max) {
-    float sumx[PAD], sumw[PAD];
-    memset(sumx, 0, sizeof sumx);
-    memset(sumw, 0, sizeof sumw);
-    for (int j = 0; j < GROUP; ++j) {
-        const int i = idx[j];
-        sumx[j + 1] = sumx[j] + weight[i] * xb[i];
-        sumw[j + 1] = sumw[j] + weight[i];
-    }
-    const float *const v[2] = { x_p, x_m };
-    split best = { -1, -1, 0, max };
-    float best_score = -FLT_MAX;
-    for (int i1 = 0; i1 <= GROUP; ++i1) {
-        for (int i2 = i1; i2 <= GROUP; i2 += 4) {
-            cold_f32x4 x2, w2;
-            memcpy(&x2, &sumx[i2], sizeof x2);
-            memcpy(&w2, &sumw[i2], sizeof w2);
-            cold_f32x4 sumqx[2], sumq2[2];
-            for (int m = 0; m < 2; ++m) {
-                sumqx[m] = (sumx[i1] - sumx[0]) * v[m][0] + (x2 - sumx[i1]) * v[m][1] + (sumx[GROUP] - x2) * v[m][2];
-                sumq2[m] = (sumw[i1] - sumw[0]) * v[m][0] * v[m][0] + (w2 - sumw[i1]) * v[m][1] * v[m][1] +
-                           (sumw[GROUP] - w2) * v[m][2] * v[m][2];
-            }
-            /* ggml's order: i2, then the sign */
-            const int got = cold_fit_lanes(sumqx, sumq2, 2, GROUP + 1 - i2, &best_score, &best.scale);
-            if (got >= 0) {
-                best.i1 = i1;
-                best.i2 = i2 + got / 2;
-                best.shift = got % 2 == 0 ? 1 : -1;
-            }
-        }
-    }
-    return best;
-}
 
 static int encode_row(const float *src, void *dst, size_t n, const float *qw, char *msg, size_t msg_size) {
     const int rc = anvil_cold_lattice_ready("iq1_s", msg, msg_size);
@@ -140,26 +91,28 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
                 continue; /* indices 0, delta + */
             }
             int idx[GROUP];
-            anvil_cold_stable_order(xb, GROUP, idx);
-            split s = best_split(xb, weight, idx, x_p, x_m, max);
-            if (s.i1 < 0 || s.i2 < 0 || s.shift == 0) {
+            anvil_cold_stable_order_isa(xb, GROUP, idx, 1);
+            cold_iq1_split fit;
+            anvil_cold_iq1s_split(xb, weight, idx, x_p, x_m, max, &fit);
+            if (fit.i1 < 0 || fit.i2 < 0 || fit.variant < 0) {
                 continue;
             }
+            int shift = fit.variant == 0 ? 1 : -1; /* the delta sign */
             int8_t L[GROUP];
             for (int j = 0; j < GROUP; ++j) {
-                L[idx[j]] = (int8_t)(j < s.i1 ? 0 : j < s.i2 ? 1 : 2);
+                L[idx[j]] = (int8_t)(j < fit.i1 ? 0 : j < fit.i2 ? 1 : 2);
             }
-            if (s.scale < 0) {
+            if (fit.scale < 0) {
                 for (int j = 0; j < GROUP; ++j) {
                     L[j] = (int8_t)(2 - L[j]);
                 }
-                s.scale = -s.scale;
-                s.shift = -s.shift;
+                fit.scale = -fit.scale;
+                shift = -shift;
             }
-            const float *xx = s.shift == 1 ? x_p : x_m;
+            const float *xx = shift == 1 ? x_p : x_m;
             const float *const vals[GROUP / 8] = { xx, xx, xx, xx };
             int index[GROUP / 8];
-            if (anvil_cold_iq1_snap(lat, L, GROUP / 8, xb, weight, vals, &s.scale, index) != ANVIL_OK) {
+            if (anvil_cold_iq1_snap(lat, L, GROUP / 8, xb, weight, vals, &fit.scale, index) != ANVIL_OK) {
                 return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, GGML_READS_PAST, msg, msg_size);
             }
             for (int k = 0; k < GROUP / 8; ++k) {
@@ -170,12 +123,12 @@ static int encode_row(const float *src, void *dst, size_t n, const float *qw, ch
              * even when the whole block ends up with d = 0. */
             blk[IQ1S_QH + 2 * ib] = (uint8_t)qh[ib];
             blk[IQ1S_QH + 2 * ib + 1] = (uint8_t)(qh[ib] >> 8);
-            if (!(s.scale >= 0)) {
+            if (!(fit.scale >= 0)) {
                 return anvil_cold_refuse_overflow("iq1_s", ibl, GROUP, ib, xb, GGML_DIES, msg, msg_size);
             }
-            scales[ib] = s.scale;
-            shifts[ib] = s.shift;
-            max_scale = cold_max(max_scale, s.scale);
+            scales[ib] = fit.scale;
+            shifts[ib] = shift;
+            max_scale = cold_max(max_scale, fit.scale);
         }
         if (!max_scale) {
             continue; /* d = 0, no sub-scales */

@@ -44,7 +44,7 @@
 #define NB_IQ3XXS 71129
 #define NB_IQ3S 87733
 #define NB_IQ2S 267709
-#define NB_IQ1 332234
+#define NB_IQ1 659955 /* each list followed by its packed codes (cold_lattice.packed) */
 #define NB_IQ2XXS 610134
 #define NB_IQ2XS 950682
 
@@ -54,7 +54,9 @@ static float odd_iq3xxs[256 * 4], odd_iq3s[512 * 4], odd_iq2s[1024 * 8], odd_iq1
 static float odd_iq2xxs[256 * 8], odd_iq2xs[512 * 8];
 static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map_iq1[IQ2_KEYS];
 static int32_t map_iq2xxs[IQ2_KEYS], map_iq2xs[IQ2_KEYS];
-static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S], nb_iq1[NB_IQ1];
+static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S];
+/* + 8: a search loads eight packed codes at a time, past a list's end */
+static uint16_t nb_iq1[NB_IQ1 + 8];
 static uint16_t nb_iq2xxs[NB_IQ2XXS], nb_iq2xs[NB_IQ2XS];
 
 typedef struct lattice_spec {
@@ -134,6 +136,7 @@ static int build_one(enum cold_lattice_id id) {
     lat->map = s->map;
     lat->nb = s->nb;
     lat->lanes = s->lanes;
+    lat->packed = id == COLD_LATTICE_IQ1;
 
     /* Grid codes, and the map's on-grid entries. INT32_MIN marks "not yet". */
     for (int k = 0; k < s->keys; ++k) {
@@ -239,7 +242,8 @@ static int build_one(enum cold_lattice_id id) {
             }
         }
         const size_t lane_words = s->lanes ? (size_t)cold_lane_blocks(n_within) * (size_t)s->dims * COLD_LANES / 2
-                                           : 0;
+                                  : lat->packed ? (size_t)n_within
+                                                : 0;
         if (off + 1 + (size_t)n_within + lane_words > s->nb_size) {
             return ANVIL_E_INTERNAL;
         }
@@ -251,6 +255,15 @@ static int build_one(enum cold_lattice_id id) {
                 if (dist[within[w]] == kept[j]) {
                     s->nb[off++] = within[w];
                 }
+            }
+        }
+        if (lat->packed) {
+            for (int j = 1; j <= n_within; ++j) {
+                unsigned u = 0;
+                for (int i = 0; i < 8; ++i) {
+                    u |= (unsigned)s->code[(size_t)list[j] * 8 + (size_t)i] << 2 * i;
+                }
+                s->nb[off++] = (uint16_t)u;
             }
         }
         if (s->lanes) {

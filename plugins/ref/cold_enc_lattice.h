@@ -59,6 +59,13 @@ typedef struct cold_lattice {
      * 4b .. 4b + 3 (the last candidate repeated past the end), so that the
      * search scores four candidates per vector without gathering. */
     int lanes;
+    /* 1 for the IQ1 lattice (8 codes of 3 levels, no lane blocks): each
+     * list of count candidates is followed by count words, the codes of
+     * its candidates two bits per element (element i at bits 2i, 2i + 1),
+     * so that a search loads eight candidates' codes at once from the
+     * cache lines of the list itself; 8 words of padding follow the last
+     * list. */
+    int packed;
 } cold_lattice;
 
 /* Candidates per lane block. */

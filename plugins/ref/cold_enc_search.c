@@ -423,8 +423,7 @@ SWEEP_SHAPES(SWEEP_PORTABLE)
     }
 SWEEP_SHAPES(SWEEP_AVX2)
 
-/* 1 where the CPU (and OS) run AVX2, decided once. */
-static int cold_has_avx2(void) {
+int anvil_cold_has_avx2(void) {
     static int has = -1;
     int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
     if (h < 0) {
@@ -436,6 +435,7 @@ static int cold_has_avx2(void) {
 }
 #else
 #define COLD_SWEEP_AVX2 0
+int anvil_cold_has_avx2(void) { return 0; }
 #endif
 
 static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
@@ -445,7 +445,7 @@ static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *w
         return ANVIL_E_INTERNAL;
     }
 #if COLD_SWEEP_AVX2
-    const int avx2 = allow_simd && cold_has_avx2();
+    const int avx2 = allow_simd && anvil_cold_has_avx2();
 #define SWEEP_PICK(n_, dims_, levels_)                                                                        \
     if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                   \
         return avx2 ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
@@ -606,38 +606,4 @@ int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *
         }
     }
     return *scale >= 0 ? ANVIL_OK : ANVIL_E_UNSUPPORTED;
-}
-
-int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb, const float *weight,
-                        const float *const *vals, float *scale, int *index) {
-    int all_on_grid = 1;
-    for (int k = 0; k < groups; ++k) {
-        const int32_t v = lat->map[cold_lattice_key(lat, L + 8 * k)];
-        if (v >= 0) {
-            index[k] = (int)v;
-            continue;
-        }
-        all_on_grid = 0;
-        index[k] = anvil_cold_best_candidate3(lat, cold_candidates(lat, v), xb + 8 * k, weight + 8 * k, *scale,
-                                              vals[k], NULL);
-        if (index[k] < 0) {
-            return ANVIL_E_UNSUPPORTED;
-        }
-    }
-    if (!all_on_grid) {
-        float sumqx = 0.0f, sumq2 = 0.0f;
-        for (int k = 0; k < groups; ++k) {
-            const uint8_t *c = lat->code + (size_t)index[k] * 8;
-            for (int j = 0; j < 8; ++j) {
-                const float w = weight[8 * k + j];
-                const float q = vals[k][c[j]];
-                sumqx += w * q * xb[8 * k + j];
-                sumq2 += w * q * q;
-            }
-        }
-        if (sumqx > 0 && sumq2 > 0) {
-            *scale = sumqx / sumq2;
-        }
-    }
-    return ANVIL_OK;
 }

@@ -78,6 +78,9 @@ int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const floa
 int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                            float scale0, uint8_t *signs, uint8_t sign_mask, int *idx, float *scale);
 
+/* 1 where the CPU (and OS) run AVX2, decided once; 0 off x86-64. */
+int anvil_cold_has_avx2(void);
+
 /* A sub-scale code l in [0, max] with scale ~ d (2l + 1), id = 1 / d. */
 static inline int cold_sub_scale(float id, float scale, int max) {
     int l = anvil_nearest_int(0.5f * (id * scale - 1));
@@ -92,16 +95,6 @@ static inline int cold_sub_scale(float id, float scale, int max) {
  * NULL). -1 when none scores below FLT_MAX (ggml asserts there). */
 int anvil_cold_best_candidate3(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                float scale, const float val[3], int8_t *L);
-
-/* The end of ggml's IQ1 searches (IQ1_S, IQ1_M): the groups of 8 codes L
- * (groups of them) snapped to the IQ1 grid, index[k] getting group k's
- * grid index: a group on the grid keeps it, the others take the best
- * candidate at *scale with level values vals[k] (group k's delta sign);
- * if any moved, *scale is refitted over all groups and kept when the fit
- * is positive. ANVIL_E_UNSUPPORTED where no candidate scores (ggml then
- * scans the whole grid reading past the end of its input, and aborts). */
-int anvil_cold_iq1_snap(const cold_lattice *lat, const int8_t *L, int groups, const float *xb, const float *weight,
-                        const float *const *vals, float *scale, int *index);
 
 /* ggml's "keep the better fit" step, over fits j = 0 .. n-1 in order:
  * fit j (sumqx[j], sumq2[j]) replaces the best when sumq2 > 0 and

@@ -24,7 +24,10 @@
  *            seven lattice codecs encode exactly as the reference
  *  isas      the scale sweep's run-time-selected path (AVX2 where the CPU
  *            has it) against its portable path: the same codes and scale
- *            bits for random groups of every sweep-based format
+ *            bits for random groups of every sweep-based format; and the
+ *            IQ1 searches' (cut points, grid candidates, stable order) on
+ *            hostile groups: ties, zeros, denormals, huge values, zero
+ *            weights
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -41,10 +44,10 @@
 #include "inputs.h"
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
-#include "ref/cold_enc_search.h"
+#include "ref/cold_enc_iq1_search.h"
 #include "ref/cold_enc_lattice.h"
-#include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cold_tables.h"
 #include "test_env.h"
 
 #define ROW 512 /* two super-blocks */
@@ -601,6 +604,124 @@ static void test_sweep_isas(void) {
     CU_ASSERT(moved > compared / 2); /* the sweeps did fit new scales */
 }
 
+/* A hostile value of kind k: ties, zeros, denormals, huge, one sign. */
+static float iq1_hostile(uint32_t *s, int kind, int i) {
+    const float u = isa_rand(s), sign = isa_rand(s) < 0.5f ? -1.0f : 1.0f;
+    switch (kind) {
+    case 0: return sign * u * u * 3.0f;                                /* ordinary */
+    case 1: return 0.5f * (float)((int)(5 * u) - 2);                   /* few levels: ties */
+    case 2: return u < 0.8f ? 0.0f : sign * u;                         /* mostly zeros (+0, and -0 below) */
+    case 3: return i % 3 == 0 ? sign * u * 1e-39f : sign * u * 1e-30f; /* denormals, tiny */
+    case 4: return sign * u * (i % 2 ? 1e18f : 1e30f);                 /* squares overflow */
+    case 5: return 1.0f + (float)(int)(3 * u);                         /* one sign, ties */
+    case 6: return u < 0.5f ? -0.0f : sign * (float)(i % 4);           /* -0 and repeats */
+    default: return sign * (u + 1e-7f * (float)i);                     /* near-ties */
+    }
+}
+
+static float iq1_hostile_weight(uint32_t *s, int kind) {
+    const float u = isa_rand(s);
+    switch (kind % 4) {
+    case 0: return 0.05f + u;
+    case 1: return u < 0.5f ? 0.0f : u; /* zero weights */
+    case 2: return 1.0f;                /* equal weights: exact ties */
+    default: return u < 0.2f ? 1e-40f : u < 0.3f ? 1e30f : u;
+    }
+}
+
+static void test_iq1_isas(void) {
+    CU_ASSERT_EQUAL_FATAL(anvil_ref_cold_lattice_init(), ANVIL_OK);
+    const cold_lattice *lat = anvil_ref_cold_lattice(COLD_LATTICE_IQ1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lat);
+    const float ds = anvil_cold_iq1s_delta, dm = anvil_cold_iq1m_delta;
+    const float sp[3] = { -1 + ds, ds, 1 + ds }, sm[3] = { -1 - ds, -ds, 1 - ds };
+    const float mp[3] = { -1 + dm, dm, 1 + dm }, mm[3] = { -1 - dm, -dm, 1 - dm };
+    uint32_t seed = 0x9e3779b9u;
+    int splits = 0, fitted = 0, orders = 0, cands = 0, found = 0;
+    for (int g = 0; g < 4000; ++g) {
+        const int kind = g % 8, n = g % 2 ? 16 : 32;
+        float x[32], w[32];
+        for (int i = 0; i < n; ++i) {
+            x[i] = iq1_hostile(&seed, kind, i);
+            w[i] = iq1_hostile_weight(&seed, g / 8);
+        }
+        int ia[32], ib[32];
+        anvil_cold_stable_order_isa(x, n, ia, 1);
+        anvil_cold_stable_order_isa(x, n, ib, 0);
+        CU_ASSERT_EQUAL(memcmp(ia, ib, (size_t)n * sizeof ia[0]), 0);
+        orders++;
+        float max = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+        }
+        cold_iq1_split a, b;
+        if (n == 32) {
+            anvil_cold_iq1s_split_isa(x, w, ib, sp, sm, max, &a, 1);
+            anvil_cold_iq1s_split_isa(x, w, ib, sp, sm, max, &b, 0);
+        } else {
+            anvil_cold_iq1m_split_isa(x, w, ib, mp, mm, max, &a, 1);
+            anvil_cold_iq1m_split_isa(x, w, ib, mp, mm, max, &b, 0);
+        }
+        CU_ASSERT(a.i1 == b.i1 && a.i2 == b.i2 && a.variant == b.variant);
+        CU_ASSERT_EQUAL(memcmp(&a.scale, &b.scale, sizeof a.scale), 0);
+        splits++;
+        fitted += b.variant >= 0 && b.scale != max;
+
+        /* the grid candidates of a random off-grid code vector */
+        int8_t L[8];
+        int32_t v;
+        do {
+            for (int i = 0; i < 8; ++i) {
+                L[i] = (int8_t)(3 * isa_rand(&seed));
+            }
+            v = lat->map[cold_lattice_key(lat, L)];
+        } while (v >= 0);
+        const float scales[4] = { max / 2, 0.0f, 1e-20f, 3e19f };
+        const float scale = scales[(g / 3) % 4];
+        const float *val = (g & 4) ? (n == 32 ? sm : mm) : (n == 32 ? sp : mp);
+        const int ca = anvil_cold_iq1_candidate_isa(lat, cold_candidates(lat, v), x, w, scale, val, 1);
+        const int cb = anvil_cold_iq1_candidate_isa(lat, cold_candidates(lat, v), x, w, scale, val, 0);
+        CU_ASSERT_EQUAL(ca, cb);
+        cands++;
+        found += cb >= 0;
+    }
+    /* Every off-grid key with x at the all-code-0 point: where that point
+     * is not in the list, a search that let a lane past the list's end
+     * score (the next list's words) would find it there at error 0. */
+    int lists = 0;
+    for (int key = 0; key < 6561; ++key) {
+        const int32_t v = lat->map[key];
+        if (v >= 0) {
+            continue;
+        }
+        float x[8], w[8];
+        for (int i = 0; i < 8; ++i) {
+            x[i] = sp[0];
+            w[i] = 1.0f;
+        }
+        const uint16_t *cand = cold_candidates(lat, v);
+        /* the packed codes after the list: 2 bits per element */
+        int packed_ok = lat->packed;
+        for (int j = 1; j <= cand[0]; ++j) {
+            unsigned u = 0;
+            for (int i = 0; i < 8; ++i) {
+                u |= (unsigned)lat->code[(size_t)cand[j] * 8 + (size_t)i] << 2 * i;
+            }
+            packed_ok &= cand[cand[0] + j] == u;
+        }
+        CU_ASSERT(packed_ok);
+        const int ca = anvil_cold_iq1_candidate_isa(lat, cand, x, w, 1.0f, sp, 1);
+        const int cb = anvil_cold_iq1_candidate_isa(lat, cand, x, w, 1.0f, sp, 0);
+        CU_ASSERT_EQUAL(ca, cb);
+        CU_ASSERT(cb >= 0);
+        lists++;
+    }
+    CU_ASSERT(lists > 4000);
+    CU_ASSERT_EQUAL(orders, 4000);
+    CU_ASSERT(fitted > splits / 2);                /* the searches did fit scales */
+    CU_ASSERT(found > cands / 2 && found < cands); /* candidates chosen, and refusals too */
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         return 1;
@@ -615,5 +736,6 @@ int main(void) {
     CU_add_test(s, "known: zeros, sign fields, IQ3_S cursor after a zero group", test_known_blocks);
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
     CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
+    CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
     return test_run_cunit();
 }
