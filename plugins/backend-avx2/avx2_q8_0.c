@@ -22,6 +22,7 @@
 
 #include "avx2_common.h"
 #include "avx2_kernels.h"
+#include "simd_q8_tiles.h"
 
 #define Q8_0_BYTES 34
 
@@ -158,53 +159,10 @@ static void q8t_prep(size_t nb, size_t m, const uint8_t *a, size_t as, q8t_act *
     }
 }
 
-/* Activation rows are taken in chunks whose repacked blocks fill about
- * Q8T_CHUNK_BYTES (L2), at least Q8T_MIN_TILES tiles (64 rows), so that the
- * weights' repacking, once per chunk and row group, stays small against
- * the tiles, and the buffer stays bounded for any m. */
-#define Q8T_CHUNK_BYTES (256 * 1024)
-#define Q8T_MIN_TILES 16
-
-static void q8_0_gemm_tiled(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws,
-                            const void *a, size_t as) {
-    const size_t nb = n / 32;
-    /* m < 4 (the repacking costs more than it saves: 4096 x 4096, m = 2,
-     * 16 against 26 Gelem/s; even at m = 4), or buffers beyond any real
-     * shape: the gemv passes */
-    if (m < 4 || nb == 0 || nb > SIZE_MAX / 16 / sizeof(q8t_block) / Q8T_MIN_TILES) {
-        q8_0_gemm(n, nrows, m, y, ys, w, ws, a, as);
-        return;
-    }
-    const size_t tiles = (m + Q8T_C - 1) / Q8T_C;
-    size_t chunk = Q8T_CHUNK_BYTES / (nb * sizeof(q8t_act));
-    if (chunk < Q8T_MIN_TILES) chunk = Q8T_MIN_TILES;
-    if (chunk > tiles) chunk = tiles;
-    const size_t wbytes = (nb * sizeof(q8t_block) + 63) / 64 * 64;
-    const size_t abytes = (chunk * nb * sizeof(q8t_act) + 63) / 64 * 64;
-    uint8_t *buf = aligned_alloc(64, wbytes + abytes);
-    if (buf == NULL) {
-        q8_0_gemm(n, nrows, m, y, ys, w, ws, a, as);
-        return;
-    }
-    q8t_block *wp = (q8t_block *)buf;
-    q8t_act *pa = (q8t_act *)(buf + wbytes);
-    const uint8_t *wb = w, *ab = a;
-    for (size_t t0 = 0; t0 < tiles; t0 += chunk) {
-        const size_t t1 = tiles - t0 < chunk ? tiles : t0 + chunk;
-        const size_t c0 = t0 * Q8T_C, c1 = t1 * Q8T_C < m ? t1 * Q8T_C : m;
-        q8t_prep(nb, c1 - c0, ab + c0 * as, as, pa);
-        for (size_t r = 0; r < nrows; r += Q8T_R) {
-            const size_t rows = nrows - r < Q8T_R ? nrows - r : Q8T_R;
-            q8t_pack(nb, wb + r * ws, ws, rows, wp);
-            for (size_t t = t0; t < t1; ++t) {
-                const size_t c = t * Q8T_C;
-                const int C = m - c < Q8T_C ? (int)(m - c) : Q8T_C;
-                q8t_tile_any(nb, wp, pa + (t - t0) * nb, y + c * ys + r, ys, rows, C);
-            }
-        }
-    }
-    free(buf);
-}
+/* The chunked driver (simd_q8_tiles.h). From m = 4: below it the
+ * repacking costs more than it saves (4096 x 4096, m = 2: 16 against
+ * 26 Gelem/s); chunks of at least 16 tiles (64 activation rows). */
+SIMD_DEFINE_Q8T_GEMM(4, 16)
 
 /* dst[j] = (float)q[j] * d, as the reference decoder. */
 static void q8_0_decode(const void *src, float *dst, size_t n) {
