@@ -4,7 +4,7 @@
  * for key (order among the tokenizer KVs, wire type, bytes), those
  * convert_hf_to_gguf.py wrote in each reference GGUF of
  * ../shared/testdata/hf; and bad tokenizer files are refused with an error
- * naming the file. Skips (passes with a note) when ../shared is absent.
+ * naming the file. Skipped (exit 77) when ../shared is absent.
  */
 #include <CUnit/CUnit.h>
 #include <stdint.h>
@@ -347,6 +347,10 @@ static int run_cases(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--case") == 0) return run_cases(argc, argv);
+    if (test_shared_path("hf") == NULL) { /* every case reads its tokenizers */
+        fprintf(stderr, "test_hf_vocab: ../shared/testdata/hf is missing: skipped\n");
+        return 77;
+    }
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("hf_vocab", NULL, NULL);
     CU_add_test(s, "every reference conversion's tokenizer KVs", test_reference_cases);
