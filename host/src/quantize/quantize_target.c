@@ -406,20 +406,25 @@ ANVIL_API size_t anvil_quantize_cache_err_json(const anvil_quantize_cache *c, co
                                                char *buf, size_t size) {
     if (size) buf[0] = '\0';
     if (c == NULL || c->cap == 0 || name == NULL) return 0;
+    /* One pass: per candidate type the first entry of the tensor; then
+     * only those under the key of the first type's (a cache that served
+     * plans of other inputs holds others too). */
     const qz_cache_entry *row[QZ_N_TYPES];
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) row[k] = NULL;
+    for (size_t i = 0; i < c->cap; ++i) {
+        const qz_cache_entry *e = &c->e[i];
+        if (e->name == NULL || strcmp(e->name, name) != 0) continue;
+        for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+            if (qz_types[k] == e->type && row[k] == NULL) row[k] = e;
+        }
+    }
     size_t n = 0;
     uint64_t key = 0;
     for (size_t k = 0; k < QZ_N_TYPES; ++k) {
-        row[k] = NULL;
-        for (size_t i = 0; i < c->cap; ++i) {
-            const qz_cache_entry *e = &c->e[i];
-            if (e->name == NULL || e->type != qz_types[k] || strcmp(e->name, name) != 0) continue;
-            if (n > 0 && e->key != key) continue; /* another plan's inputs */
-            key = e->key;
-            row[k] = e;
-            n++;
-            break;
-        }
+        if (row[k] == NULL) continue;
+        if (n == 0) key = row[k]->key;
+        if (row[k]->key != key) row[k] = NULL;
+        else n++;
     }
     if (n == 0) return 0;
     size_t len = 0;
