@@ -21,7 +21,13 @@
  *    than the line predicts moves bytes away from the low-bit types;
  *    target_min_bpw floors every choice; a measurement cache gives the same
  *    plans, floored or not; a preset's plan file lists every tensor it
- *    encodes.
+ *    encodes;
+ *  - version 3's stored errors: the parser on good and hostile "err"
+ *    members; a plan with the errors a cache measured is the plan measuring
+ *    gives; altered values under their key are taken (the plan moves), and
+ *    ignored under another key (another --target-rows: all 30 tensors,
+ *    measured again, the plan a version 2 file gives, and a warning saying
+ *    so; another importance matrix entry: that one tensor).
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
