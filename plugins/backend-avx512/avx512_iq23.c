@@ -254,10 +254,154 @@ AVX512_INLINE void iq23_rows(size_t nb, const uint8_t *w, size_t ws, const uint8
     AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \
                   anvil_ref_decode_##fmt);
 
-IQ23_FORMAT(iq2_xxs, IQ2_XXS)
-IQ23_FORMAT(iq3_xxs, IQ3_XXS)
 IQ23_FORMAT(iq2_xs, IQ2_XS)
-IQ23_FORMAT(iq3_s, IQ3_S)
+
+/* ---- IQ2_XXS, IQ3_XXS, IQ3_S: gathers, k-mask signs, scalar meta ----------------
+ * Per zmm part h (sub-blocks 2h, 2h + 1) the vector ports see only: one
+ * gather of the magnitudes (IQ3: 16 4-byte points by vpgatherdd, IQ3_S's
+ * ninth index bit merged under the qh k-mask; IQ2_XXS: 8 8-byte points by
+ * vpgatherqq), the sign k-mask (IQ3_S: raw sign bytes; the XXS formats:
+ * ksigns of the four 7-bit indices computed in scalar registers, x |
+ * parity(x) << 7 per byte by pdep and a byte-wise fold), one masked
+ * vpsubb, and the two sub-scales broadcast per 256-bit half. */
+
+#if AVX512_EMULATED
+AVX512_INLINE __m512i iq23_gather32(const void *tab, __m512i idx) {
+    uint32_t ix[16], out[16];
+    memcpy(ix, &idx, sizeof ix);
+    for (int i = 0; i < 16; ++i) memcpy(&out[i], (const uint8_t *)tab + 4 * (size_t)ix[i], 4);
+    return _mm512_loadu_si512(out);
+}
+AVX512_INLINE __m512i iq23_gather64(const void *tab, __m512i idx) {
+    uint64_t ix[8], out[8];
+    memcpy(ix, &idx, sizeof ix);
+    for (int i = 0; i < 8; ++i) memcpy(&out[i], (const uint8_t *)tab + 8 * (size_t)ix[i], 8);
+    return _mm512_loadu_si512(out);
+}
+#else
+AVX512_INLINE __m512i iq23_gather32(const void *tab, __m512i idx) { return _mm512_i32gather_epi32(idx, tab, 4); }
+AVX512_INLINE __m512i iq23_gather64(const void *tab, __m512i idx) { return _mm512_i64gather_epi64(idx, tab, 8); }
+#endif
+
+AVX512_INLINE uint64_t iq23_rd_u64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The 7-bit fields of bits 0..27 of v, one per byte (bytes 0..3). */
+AVX512_INLINE uint64_t iq23_spread7(uint32_t v) {
+#if defined(__BMI2__)
+    return _pdep_u64(v, 0x7f7f7f7fULL);
+#else
+    return (uint64_t)(v & 127) | (uint64_t)(v >> 7 & 127) << 8 | (uint64_t)(v >> 14 & 127) << 16 |
+           (uint64_t)(v >> 21 & 127) << 24;
+#endif
+}
+
+/* Sign mask of two XXS sub-blocks from their u32 meta words: byte l of
+ * a0 (a1: byte 4 + l) = ksigns[7-bit field l] = x | parity(x) << 7. */
+AVX512_INLINE __mmask64 iq23_xxs_signs(uint32_t a0, uint32_t a1) {
+    const uint64_t x = iq23_spread7(a0) | iq23_spread7(a1) << 32;
+    uint64_t t = x ^ (x >> 4); /* per byte: bits of the byte above land in 4..7, unused below */
+    t ^= t >> 2;
+    t ^= t >> 1;
+    return (__mmask64)(x | (t & 0x0101010101010101ULL) << 7);
+}
+
+/* int16 scale s0 in the low 256 bits, s1 in the high. */
+AVX512_INLINE __m512i iq23_scale_pair(uint32_t s0, uint32_t s1) {
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1);
+}
+
+typedef struct iq23_part_in {
+    __m512i g;
+    __mmask64 neg;
+    __m512i sc;
+} iq23_part_in;
+
+AVX512_INLINE iq23_part_in iq23g_iq3_xxs(const uint8_t *blk, int h) {
+    const uint8_t *qs = blk + offsetof(anvil_block_iq3_xxs, qs);
+    const uint64_t aux = iq23_rd_u64(qs + ANVIL_QK_K / 4 + 8 * h);
+    const uint32_t a0 = (uint32_t)aux, a1 = (uint32_t)(aux >> 32);
+    iq23_part_in p;
+    p.g = iq23_gather32(anvil_cold_iq3xxs_grid, _mm512_cvtepu8_epi32(avx512_load128(qs + 16 * h)));
+    p.neg = iq23_xxs_signs(a0, a1);
+    p.sc = iq23_scale_pair(2 * (a0 >> 28) + 1, 2 * (a1 >> 28) + 1);
+    return p;
+}
+
+AVX512_INLINE iq23_part_in iq23g_iq2_xxs(const uint8_t *blk, int h) {
+    const uint8_t *qs = blk + offsetof(anvil_block_iq2_xxs, qs) + 16 * h;
+    const uint64_t lo = iq23_rd_u64(qs), hi = iq23_rd_u64(qs + 8);
+    const uint32_t a0 = (uint32_t)(lo >> 32), a1 = (uint32_t)(hi >> 32);
+    iq23_part_in p;
+    p.g = iq23_gather64(anvil_cold_iq2xxs_grid,
+                        _mm512_cvtepu8_epi64(_mm_cvtsi64_si128((long long)((lo & 0xffffffffULL) | hi << 32))));
+    p.neg = iq23_xxs_signs(a0, a1);
+    p.sc = iq23_scale_pair(2 * (a0 >> 28) + 1, 2 * (a1 >> 28) + 1);
+    return p;
+}
+
+AVX512_INLINE iq23_part_in iq23g_iq3_s(const uint8_t *blk, int h) {
+    const __m512i lo = _mm512_cvtepu8_epi32(avx512_load128(blk + offsetof(anvil_block_iq3_s, qs) + 16 * h));
+    const __mmask16 qh = (__mmask16)anvil_rd_u16(blk + offsetof(anvil_block_iq3_s, qh) + 2 * h);
+    const uint32_t sc = blk[offsetof(anvil_block_iq3_s, scales) + h];
+    iq23_part_in p;
+    p.g = iq23_gather32(anvil_cold_iq3s_grid, _mm512_mask_or_epi32(lo, qh, lo, _mm512_set1_epi32(256)));
+    p.neg = (__mmask64)iq23_rd_u64(blk + offsetof(anvil_block_iq3_s, signs) + 8 * h);
+    p.sc = iq23_scale_pair(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
+    return p;
+}
+
+AVX512_INLINE __m512i iq23g_madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
+#if AVX512_VNNI
+    return _mm512_dpwssd_epi32(acc, pairs, ls);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, ls));
+#endif
+}
+
+typedef iq23_part_in (*iq23g_part_fn)(const uint8_t *blk, int h);
+
+AVX512_INLINE void iq23g_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
+                              simd_pf *pf, iq23g_part_fn part, const size_t bb, const float final) {
+    const __m512i zero = _mm512_setzero_si512();
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
+        simd_pf_block(pf, b, bb, ws, R);
+        __m512i qa[4];
+        for (int h = 0; h < 4; ++h) qa[h] = avx512_load(a + SIMD_IQ23_Q8K_QS + 64 * h);
+        __m512i m[8];
+        AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
+            const uint8_t *wr = w + (size_t)r * ws;
+            __m512i s = _mm512_setzero_si512();
+            for (int h = 0; h < 4; ++h) {
+                const iq23_part_in p = part(wr, h);
+                const __m512i ys = _mm512_mask_sub_epi8(qa[h], p.neg, zero, qa[h]);
+                s = iq23g_madd_acc(s, _mm512_maddubs_epi16(p.g, ys), p.sc);
+            }
+            m[r] = s;
+        }
+        const __m256 d = _mm256_mul_ps(simd_x86_halves(w, ws, R), _mm256_set1_ps(anvil_rd_f32(a + SIMD_IQ23_Q8K_D)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(avx512_reduce(m, R))));
+    }
+    if (final != 1.0f) acc = _mm256_mul_ps(_mm256_set1_ps(final), acc);
+    avx512_store_rows(y, acc, R);
+}
+
+#define IQ23G_FORMAT(fmt, FMT)                                                                                     \
+    AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
+                                  simd_pf *pf) {                                                                   \
+        iq23g_rows(nb, w, ws, a, y, R, pf, iq23g_##fmt, sizeof(anvil_block_##fmt), SIMD_IQ23_FINAL_##FMT);         \
+    }                                                                                                              \
+    SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                  \
+    AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \
+                  anvil_ref_decode_##fmt);
+
+IQ23G_FORMAT(iq2_xxs, IQ2_XXS)
+IQ23G_FORMAT(iq3_xxs, IQ3_XXS)
+IQ23G_FORMAT(iq3_s, IQ3_S)
 
 /* ---- IQ2_S: its own row pass ------------------------------------------------------
  * The sign bits of elements 64h .. 64h + 63 are the 8 raw sign bytes at
