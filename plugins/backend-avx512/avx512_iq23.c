@@ -17,9 +17,10 @@
  *    IQ2_XXS, IQ3_XXS, IQ2_XS ksigns[x] = x | parity(x) << 7 of the 7-bit
  *    sign indices computed in scalar registers (pdep/pext and a byte-wise
  *    xor fold), no table;
- *  - sub-scales 2 s + 1 as int16: one per 256-bit half (IQ2_XXS, IQ3_XXS,
- *    IQ3_S), or one per 128-bit lane (IQ2_XS, IQ2_S: four nibbles spread
- *    by pdep, broadcast, vpshufb);
+ *  - sub-scales 2 s + 1 as int16: all of a super-block's in one vector
+ *    per row (a few shifts, once), each part's picked by one vpermw: one
+ *    per 256-bit half (IQ2_XXS, IQ3_XXS, IQ3_S) or per 128-bit lane
+ *    (IQ2_XS, IQ2_S);
  *  - vpmaddubsw (pairs <= 15748, exact) then vpmaddwd (VNNI: vpdpwssd) by
  *    the sub-scales, into int32: the reference's sum_ib ls_ib * sumi_ib,
  *    exact, in any grouping.
@@ -97,15 +98,9 @@ AVX512_INLINE __mmask64 iq23_xxs_signs(uint32_t a0, uint32_t a1) {
     return iq23_ksigns8(iq23_spread7(a0) | iq23_spread7(a1) << 32);
 }
 
-/* int16 scale s0 in the low 256 bits, s1 in the high. */
-AVX512_INLINE __m512i iq23_scale_pair(uint32_t s0, uint32_t s1) {
-    return _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1);
-}
-
 typedef struct iq23_part_in {
     __m512i g;
     __mmask64 neg;
-    __m512i sc;
 } iq23_part_in;
 
 AVX512_INLINE iq23_part_in iq23g_iq3_xxs(const uint8_t *blk, int h) {
@@ -115,7 +110,6 @@ AVX512_INLINE iq23_part_in iq23g_iq3_xxs(const uint8_t *blk, int h) {
     iq23_part_in p;
     p.g = iq23_gather32(anvil_cold_iq3xxs_grid, iq23_cvtepu8_epi32(avx512_load128(qs + 16 * h)));
     p.neg = iq23_xxs_signs(a0, a1);
-    p.sc = iq23_scale_pair(2 * (a0 >> 28) + 1, 2 * (a1 >> 28) + 1);
     return p;
 }
 
@@ -127,18 +121,15 @@ AVX512_INLINE iq23_part_in iq23g_iq2_xxs(const uint8_t *blk, int h) {
     p.g = iq23_gather64(anvil_cold_iq2xxs_grid,
                         iq23_cvtepu8_epi64(_mm_cvtsi64_si128((long long)((lo & 0xffffffffULL) | hi << 32))));
     p.neg = iq23_xxs_signs(a0, a1);
-    p.sc = iq23_scale_pair(2 * (a0 >> 28) + 1, 2 * (a1 >> 28) + 1);
     return p;
 }
 
 AVX512_INLINE iq23_part_in iq23g_iq3_s(const uint8_t *blk, int h) {
     const __m512i lo = iq23_cvtepu8_epi32(avx512_load128(blk + offsetof(anvil_block_iq3_s, qs) + 16 * h));
     const __mmask16 qh = (__mmask16)anvil_rd_u16(blk + offsetof(anvil_block_iq3_s, qh) + 2 * h);
-    const uint32_t sc = blk[offsetof(anvil_block_iq3_s, scales) + h];
     iq23_part_in p;
     p.g = iq23_gather32(anvil_cold_iq3s_grid, _mm512_mask_or_epi32(lo, qh, lo, _mm512_set1_epi32(256)));
     p.neg = (__mmask64)iq23_rd_u64(blk + offsetof(anvil_block_iq3_s, signs) + 8 * h);
-    p.sc = iq23_scale_pair(2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
     return p;
 }
 
@@ -151,21 +142,6 @@ AVX512_INLINE uint32_t iq23_sign_fields(uint64_t v) {
 #endif
 }
 
-/* 128-bit lane j: int16 2 n_j + 1, n_j nibble j of sc (lanes: elements
- * 0..15, 16..31 of the first sub-block, then of the second). */
-AVX512_INLINE __m512i iq23_scale_lanes(uint32_t sc) {
-#if defined(__BMI2__)
-    const uint64_t n = _pdep_u64(sc, 0x000f000f000f000fULL);
-#else
-    const uint64_t n = (uint64_t)(sc & 15) | (uint64_t)(sc >> 4 & 15) << 16 | (uint64_t)(sc >> 8 & 15) << 32 |
-                       (uint64_t)(sc >> 12 & 15) << 48;
-#endif
-    const __m512i pick = _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504,
-                                          0x0504050405040504, 0x0302030203020302, 0x0302030203020302,
-                                          0x0100010001000100, 0x0100010001000100);
-    return _mm512_shuffle_epi8(_mm512_set1_epi64((long long)(2 * n + 0x0001000100010001ULL)), pick);
-}
-
 AVX512_INLINE iq23_part_in iq23g_iq2_xs(const uint8_t *blk, int h) {
     const uint8_t *qs = blk + offsetof(anvil_block_iq2_xs, qs) + 16 * h;
     const uint64_t lo = iq23_rd_u64(qs), hi = iq23_rd_u64(qs + 8);
@@ -173,7 +149,6 @@ AVX512_INLINE iq23_part_in iq23g_iq2_xs(const uint8_t *blk, int h) {
     p.g = iq23_gather64(anvil_cold_iq2xs_grid,
                         _mm512_and_si512(iq23_cvtepu16_epi64(avx512_load128(qs)), _mm512_set1_epi64(511)));
     p.neg = iq23_ksigns8(iq23_spread7(iq23_sign_fields(lo)) | iq23_spread7(iq23_sign_fields(hi)) << 32);
-    p.sc = iq23_scale_lanes(anvil_rd_u16(blk + offsetof(anvil_block_iq2_xs, scales) + 2 * h));
     return p;
 }
 
@@ -189,8 +164,61 @@ AVX512_INLINE iq23_part_in iq23g_iq2_s(const uint8_t *blk, int h) {
     /* lo | (hb & 0x300) */
     p.g = iq23_gather64(anvil_cold_iq2s_grid, _mm512_ternarylogic_epi64(lo, hb, _mm512_set1_epi64(0x300), 0xF8));
     p.neg = (__mmask64)iq23_rd_u64(qs + ANVIL_QK_K / 8 + 8 * h);
-    p.sc = iq23_scale_lanes(anvil_rd_u16(blk + offsetof(anvil_block_iq2_s, scales) + 2 * h));
     return p;
+}
+
+/* ---- sub-scales: once per row and super-block, int16 2 s + 1 in words -----------
+ * Each part picks its own by one vpermw (sel below): the sub-scale of
+ * sub-block ib at word IQ23_SC_DW * ib (XXS: in the dword / qword that
+ * held it), or, per 16-element group g (IQ2_XS, IQ2_S), at word g. */
+#define IQ23_SC_HALF2 2 /* sub-block ib: word 2 ib, one per 256-bit half */
+#define IQ23_SC_HALF4 4 /* sub-block ib: word 4 ib, one per 256-bit half */
+#define IQ23_SC_LANES 0 /* group g: word g, one per 128-bit lane */
+
+AVX512_INLINE __m512i iq23_odd16(__m512i s) { /* 2 s + 1 per word (s < 16) */
+    return _mm512_or_si512(_mm512_add_epi16(s, s), _mm512_set1_epi16(1));
+}
+
+AVX512_INLINE __m512i iq23_scales_iq3_xxs(const uint8_t *blk) {
+    const __m256i m = avx512_load256(blk + offsetof(anvil_block_iq3_xxs, qs) + ANVIL_QK_K / 4);
+    return iq23_odd16(_mm512_castsi256_si512(_mm256_srli_epi32(m, 28)));
+}
+
+AVX512_INLINE __m512i iq23_scales_iq2_xxs(const uint8_t *blk) {
+    return iq23_odd16(_mm512_srli_epi64(avx512_load(blk + offsetof(anvil_block_iq2_xxs, qs)), 60));
+}
+
+AVX512_INLINE __m512i iq23_scales_iq3_s(const uint8_t *blk) {
+    const __m256i v = _mm256_set1_epi32((int)anvil_rd_u32(blk + offsetof(anvil_block_iq3_s, scales)));
+    const __m256i n =
+        _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15));
+    return iq23_odd16(_mm512_castsi256_si512(n));
+}
+
+/* Byte ib of p: the nibbles of groups 2 ib (low), 2 ib + 1 (high). */
+AVX512_INLINE __m512i iq23_scales_nibbles(const uint8_t *p) {
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m128i g = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+    return iq23_odd16(_mm512_castsi256_si512(_mm256_cvtepu8_epi16(g)));
+}
+
+AVX512_INLINE __m512i iq23_scales_iq2_xs(const uint8_t *blk) {
+    return iq23_scales_nibbles(blk + offsetof(anvil_block_iq2_xs, scales));
+}
+
+AVX512_INLINE __m512i iq23_scales_iq2_s(const uint8_t *blk) {
+    return iq23_scales_nibbles(blk + offsetof(anvil_block_iq2_s, scales));
+}
+
+/* vpermw index of part h: 128-bit lane j takes word w(h, j) 8 times. */
+AVX512_INLINE __m512i iq23_scale_sel(int kind, int h) {
+    short ix[4];
+    for (int j = 0; j < 4; ++j) ix[j] = (short)(kind == IQ23_SC_LANES ? 4 * h + j : kind * (2 * h + j / 2));
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(ix[0])), _mm_set1_epi16(ix[1]), 1)),
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(ix[2])), _mm_set1_epi16(ix[3]), 1), 1);
 }
 
 AVX512_INLINE __m512i iq23g_madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
@@ -202,10 +230,14 @@ AVX512_INLINE __m512i iq23g_madd_acc(__m512i acc, __m512i pairs, __m512i ls) {
 }
 
 typedef iq23_part_in (*iq23g_part_fn)(const uint8_t *blk, int h);
+typedef __m512i (*iq23g_scales_fn)(const uint8_t *blk);
 
 AVX512_INLINE void iq23g_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R,
-                              simd_pf *pf, iq23g_part_fn part, const size_t bb, const float final) {
+                              simd_pf *pf, iq23g_part_fn part, iq23g_scales_fn scales, const int kind,
+                              const size_t bb, const float final) {
     const __m512i zero = _mm512_setzero_si512();
+    __m512i sel[4];
+    for (int h = 0; h < 4; ++h) sel[h] = iq23_scale_sel(kind, h);
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b, w += bb, a += SIMD_IQ23_Q8K_BYTES) {
         simd_pf_block(pf, b, bb, ws, R);
@@ -214,11 +246,12 @@ AVX512_INLINE void iq23g_rows(size_t nb, const uint8_t *w, size_t ws, const uint
         __m512i m[8];
         AVX512_FOR_ROWS for (int r = 0; r < R; ++r) {
             const uint8_t *wr = w + (size_t)r * ws;
+            const __m512i sc = scales(wr);
             __m512i s = _mm512_setzero_si512();
             for (int h = 0; h < 4; ++h) {
                 const iq23_part_in p = part(wr, h);
                 const __m512i ys = _mm512_mask_sub_epi8(qa[h], p.neg, zero, qa[h]);
-                s = iq23g_madd_acc(s, _mm512_maddubs_epi16(p.g, ys), p.sc);
+                s = iq23g_madd_acc(s, _mm512_maddubs_epi16(p.g, ys), _mm512_permutexvar_epi16(sel[h], sc));
             }
             m[r] = s;
         }
@@ -229,20 +262,21 @@ AVX512_INLINE void iq23g_rows(size_t nb, const uint8_t *w, size_t ws, const uint
     avx512_store_rows(y, acc, R);
 }
 
-#define IQ23G_FORMAT(fmt, FMT)                                                                                     \
+#define IQ23G_FORMAT(fmt, FMT, kind)                                                                               \
     AVX512_INLINE void fmt##_rows(size_t nb, const uint8_t *w, size_t ws, const uint8_t *a, float *y, const int R, \
                                   simd_pf *pf) {                                                                   \
-        iq23g_rows(nb, w, ws, a, y, R, pf, iq23g_##fmt, sizeof(anvil_block_##fmt), SIMD_IQ23_FINAL_##FMT);         \
+        iq23g_rows(nb, w, ws, a, y, R, pf, iq23g_##fmt, iq23_scales_##fmt, kind, sizeof(anvil_block_##fmt),        \
+                   SIMD_IQ23_FINAL_##FMT);                                                                         \
     }                                                                                                              \
     SIMD_DEFINE_ENTRY_POINTS(fmt, 256, sizeof(anvil_block_##fmt))                                                  \
     AVX512_KERNEL(kernel_##fmt, ANVIL_TYPE_##FMT, ANVIL_TYPE_Q8_K, fmt##_vec_dot, fmt##_gemv, fmt##_gemm,          \
                   anvil_ref_decode_##fmt);
 
-IQ23G_FORMAT(iq2_xxs, IQ2_XXS)
-IQ23G_FORMAT(iq3_xxs, IQ3_XXS)
-IQ23G_FORMAT(iq2_xs, IQ2_XS)
-IQ23G_FORMAT(iq2_s, IQ2_S)
-IQ23G_FORMAT(iq3_s, IQ3_S)
+IQ23G_FORMAT(iq2_xxs, IQ2_XXS, IQ23_SC_HALF4)
+IQ23G_FORMAT(iq3_xxs, IQ3_XXS, IQ23_SC_HALF2)
+IQ23G_FORMAT(iq2_xs, IQ2_XS, IQ23_SC_LANES)
+IQ23G_FORMAT(iq2_s, IQ2_S, IQ23_SC_LANES)
+IQ23G_FORMAT(iq3_s, IQ3_S, IQ23_SC_HALF2)
 
 const anvil_kernel *const AVX512_SYM(anvil_avx512_kernels_iq23)[] = {
     &kernel_iq2_xxs, &kernel_iq3_xxs, &kernel_iq2_xs, &kernel_iq2_s, &kernel_iq3_s, NULL,
