@@ -86,6 +86,15 @@ int hf_cfg_u32(const hf_folder *f, const anvil_json_value *obj, const char *key,
 int hf_cfg_num(const hf_folder *f, const anvil_json_value *obj, const char *key, double *out, anvil_error *err);
 /* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
 int hf_truthy(const anvil_json_value *v);
+/* TextModel's rope_parameters: config's rope_parameters, else rope_scaling
+ * (null is {}); NULL when that is not an object. */
+const anvil_json_value *hf_cfg_rope_params(const hf_folder *f);
+/* The rope dimension count: head_dim (else hidden_size /
+ * num_attention_heads) times rope_parameters' partial_rotary_factor (the
+ * top level's partial_rotary_factor / rope_pct / rope_percent mirrored in;
+ * dflt when none), truncated as int() does. Errors name config.json, the
+ * key and the class cls. */
+int hf_cfg_rope_dims(const hf_folder *f, const char *cls, double dflt, uint32_t *out, anvil_error *err);
 
 /* ---- architectures ---------------------------------------------------------- */
 

@@ -216,58 +216,6 @@ static int set_u32(const hf_arch *a, anvil_gguf_writer *w, const char *suffix, u
     return anvil_gguf_writer_set_u32(w, key, v, err);
 }
 
-/* TextModel's rope_parameters: config's rope_parameters, else rope_scaling;
- * null or empty is {}. NULL when that is not an object. */
-static const anvil_json_value *rope_params(const hf_folder *f) {
-    const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
-    if (rp == NULL) rp = anvil__json_get(f->config, "rope_scaling");
-    return rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? rp : NULL;
-}
-
-/* self.rope_parameters.get("partial_rotary_factor", 0.25), with the top
- * level's partial_rotary_factor / rope_pct / rope_percent mirrored in. */
-static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
-    *out = 0.25;
-    const anvil_json_value *rp = rope_params(f);
-    if (rp != NULL && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
-        const int rc = hf_cfg_num(f, rp, "partial_rotary_factor", out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
-    if (rp != NULL && (anvil__json_get(rp, "full_attention") != NULL || anvil__json_get(rp, "sliding_attention")))
-        return ANVIL_OK;
-    static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
-    for (size_t i = 0; keys[i] != NULL; ++i) {
-        if (anvil__json_get(f->config, keys[i]) == NULL) continue;
-        const int rc = hf_cfg_num(f, f->config, keys[i], out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
-    return ANVIL_OK;
-}
-
-static int rope_dims(const hf_arch *a, const hf_folder *f, uint32_t *out, anvil_error *err) {
-    uint32_t head_dim = 0, hidden = 0, heads = 0;
-    const int has_hd = hf_cfg_u32(f, f->config, "head_dim", a->hf_name, 0, &head_dim, err);
-    RET_IF(has_hd);
-    if (!has_hd) {
-        RET_IF(hf_cfg_u32(f, f->config, "hidden_size", a->hf_name, 1, &hidden, err));
-        RET_IF(hf_cfg_u32(f, f->config, "num_attention_heads", a->hf_name, 1, &heads, err));
-        if (heads == 0)
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
-        head_dim = hidden / heads;
-    }
-    double factor = 0.25;
-    RET_IF(partial_factor(f, &factor, err));
-    const double d = (double)head_dim * factor;
-    if (!(d >= 0.0 && d < 4294967296.0)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: head_dim %u times partial_rotary_factor %g is not a rope "
-                                "dimension count",
-                                f->dir, head_dim, factor);
-    }
-    *out = (uint32_t)d;
-    return ANVIL_OK;
-}
-
 /* layer_types: 1 when given (types[b]: 1 linear attention), 0 absent. */
 static int layer_types(const hf_folder *f, const q35_cfg *c, unsigned char *types, anvil_error *err) {
     const anvil_json_value *lt = anvil__json_get(f->config, "layer_types");
@@ -307,7 +255,7 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
     RET_IF(has_shared_ff =
                hf_cfg_u32(f, f->config, "shared_expert_intermediate_size", a->hf_name, 0, &shared_ff, err));
     RET_IF(interval_of(a, f, &iv, err));
-    RET_IF(rope_dims(a, f, &rope_d, err));
+    RET_IF(hf_cfg_rope_dims(f, a->hf_name, 0.25, &rope_d, err));
     if ((uint64_t)c.dv * c.nv > UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s/config.json: linear_value_head_dim %u times linear_num_value_heads %u "
@@ -337,7 +285,7 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
     free(types);
     if (rc == ANVIL_OK) rc = set_u32(a, w, "full_attention_interval", iv, err);
     if (rc == ANVIL_OK) rc = set_u32(a, w, "rope.dimension_count", rope_d, err);
-    const anvil_json_value *rp = rope_params(f);
+    const anvil_json_value *rp = hf_cfg_rope_params(f);
     if (rc == ANVIL_OK && (rp == NULL || anvil__json_get(rp, "mrope_section") == NULL)) {
         static const int32_t sections[4] = { 11, 11, 10, 0 }; /* _QWEN35_DEFAULT_MROPE_SECTION */
         snprintf(key, sizeof key, "%s.rope.dimension_sections", a->gguf_name);
