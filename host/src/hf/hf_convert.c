@@ -234,7 +234,9 @@ static int output_path(run *r, anvil_error *err) {
     char name[1024];
     const char *out = r->o->outfile;
     if (out == NULL || is_dir(out)) {
-        int rc = hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
+        int rc = r->f.mtp_mode == HF_MTP_ONLY
+                     ? hf_meta_mtp_name(r->meta, output_type(r), name, sizeof name, err)
+                     : hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
         if (rc != ANVIL_OK) return rc;
         const char *dir = out ? out : r->f.dir;
         const size_t dl = strlen(dir);
@@ -282,8 +284,10 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = hf_mtp_mode(r->arch, &r->f, r->o->mtp_only, r->o->no_mtp, err);
     if (rc == ANVIL_OK) rc = hf_folder_index(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_qwen35_filter(r->arch, &r->f, err);
+    if (rc == ANVIL_OK) rc = hf_mtp_filter(r->arch, &r->f, err);
     if (rc == ANVIL_OK) rc = hf_check_vocab_size(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);

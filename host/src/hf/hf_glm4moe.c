@@ -12,7 +12,10 @@
  *    expert count and length, shared expert count, leading dense block
  *    count, the sigmoid gating function (in place where TextModel wrote
  *    the config's score function), routed_scaling_factor,
- *    norm_topk_prob (as a bool, false too) and nextn_predict_layers;
+ *    norm_topk_prob (as a bool, false too) and nextn_predict_layers
+ *    (--no-mtp: neither it nor the MTP layers in block_count; hf_mtp.c
+ *    drops their tensors, and with --mtp all but theirs and the shared
+ *    embeddings, output norm and head);
  *  - tensors in the converter's order: MTP layers (model.layers.N with N >=
  *    num_hidden_layers) kept, their enorm/hnorm/eh_proj/shared_head/
  *    embed_tokens named blk.N.nextn.* by the generated table, per-expert
@@ -47,12 +50,14 @@ static int set_u32(anvil_gguf_writer *w, const char *suffix, uint32_t v, anvil_e
     return anvil_gguf_writer_set_u32(w, key, v, err);
 }
 
-/* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)). */
+/* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)); with
+ * --no-mtp 0 and not written (neither added to block_count). */
 static int nextn_layers(const hf_folder *f, uint32_t *n, int *present, anvil_error *err) {
     *n = 0;
     const int rc = hf_cfg_u32(f, f->config, "num_nextn_predict_layers", GLM_CLASS, 0, n, err);
     if (rc < 0) return rc;
     *present = rc;
+    if (f->mtp_mode == HF_MTP_NONE) *n = 0, *present = 0;
     return ANVIL_OK;
 }
 

@@ -41,7 +41,11 @@ typedef struct hf_folder {
     size_t n_tensors;
     uint64_t fp8_block[2]; /* quantization_config.weight_block_size, or 0 0 */
     uint64_t mtp_seen;     /* Qwen3.5: 1 + the highest mtp.layers.N (hf_qwen35_filter), or 0 */
+    int mtp_mode;          /* HF_MTP_ALL, HF_MTP_ONLY (--mtp), HF_MTP_NONE (--no-mtp) */
 } hf_folder;
+
+enum { HF_MTP_ALL = 0, HF_MTP_ONLY = 1, HF_MTP_NONE = 2 };
+
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
 /* hf_folder_open in two steps: the folder and config.json (so the
@@ -132,6 +136,21 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
  * --vocab-only, whose output convert does not change for it). An error
  * saying why, before anything is planned. */
 int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err);
+
+/* --mtp / --no-mtp (hf_mtp.c): refused (as convert_hf_to_gguf.py refuses
+ * them) for a class without MTP export or when both are given; else
+ * f->mtp_mode set. */
+int hf_mtp_mode(const hf_arch *a, hf_folder *f, int mtp_only, int no_mtp, anvil_error *err);
+/* Glm4MoeModel.filter_tensors' MTP rule: model.layers.N with N >= the
+ * config's layer count is an MTP layer's; --no-mtp drops those, --mtp
+ * keeps only those and the embeddings, output norm and head (other
+ * classes: nothing, the Qwen3.5 ones drop in hf_qwen35_filter). O(n). */
+int hf_mtp_filter(const hf_arch *a, hf_folder *f, anvil_error *err);
+/* 1 for the tensors --mtp keeps beside the MTP layers' (model.embed_tokens,
+ * model.norm, lm_head). */
+int hf_mtp_keep_shared(const char *name);
+/* Remove the tensors with drop[i] != 0 from f->tensors, keeping the order. */
+void hf_mtp_compact(hf_folder *f, const unsigned char *drop);
 
 /* A run of a source tensor's elements (flat, row-major) that an output
  * tensor is made of: experts stacked, or one half of a fused gate_up. */
@@ -300,6 +319,10 @@ int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err);
  * "...-vocab") into buf. */
 int hf_meta_default_name(const hf_meta *m, const char *output_type, int vocab_only, char *buf, size_t cap,
                          anvil_error *err);
+/* The --mtp export's name (Glm4MoeModel / _QwenMtpMixin.prepare_metadata):
+ * "mtp-<Name>-<finetune>-<version>-<TYPE>.gguf", no size label, the type
+ * for --vocab-only too. */
+int hf_meta_mtp_name(const hf_meta *m, const char *output_type, char *buf, size_t cap, anvil_error *err);
 /* size_label() of a parameter count ("656K", "1.0M", "8.0B"). */
 void hf_size_label(int64_t total_params, char *buf, size_t cap);
 /* fill_templated_filename(): {ftype} {outtype} {} (lower case), {FTYPE}

@@ -15,7 +15,9 @@
  *    pre_fc_norm_embedding / pre_fc_norm_hidden / norm become layer
  *    num_hidden_layers' eh_proj / enorm / hnorm / shared_head.norm. With
  *    no mtp_num_hidden_layers (or 0) the MTP layers are those mtp.layers.N
- *    seen; none at all stops the converter (its assert), refused here;
+ *    seen; none at all stops the converter (its assert), refused here
+ *    (not with --no-mtp, which drops the mtp.* tensors; --mtp drops all
+ *    others but the embeddings, output norm and head, hf_mtp.c);
  *  - hparams: TextModel's keys (block_count with the MTP layers, rope
  *    sections where rope_parameters has mrope_section), general.file_type,
  *    the expert feed-forward lengths (Qwen2MoeModel), nextn_predict_layers,
@@ -138,10 +140,20 @@ int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err) {
     static const char *const from[] = { "fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm" };
     static const char *const to[] = { "eh_proj", "enorm", "hnorm", "shared_head.norm" };
     uint64_t seen = 0;
+    unsigned char *drop = f->mtp_mode != HF_MTP_ALL ? calloc(f->n_tensors + 1, 1) : NULL;
+    if (f->mtp_mode != HF_MTP_ALL && drop == NULL) return anvil__nomem(err);
     for (size_t i = 0; i < f->n_tensors; ++i) {
         char *nm = f->tensors[i].name;
         const char *s = strncmp(nm, "model.mtp.", 10) == 0 ? nm + 6 : nm;
-        if (strncmp(s, "mtp.", 4) != 0) continue;
+        const int mtp = strncmp(s, "mtp.", 4) == 0;
+        if (drop != NULL) { /* --no-mtp: the mtp.* ones; --mtp: all others but the shared ones */
+            drop[i] = f->mtp_mode == HF_MTP_NONE
+                          ? mtp
+                          : !mtp && !hf_mtp_keep_shared(nm) && strcmp(nm, "norm.weight") != 0 &&
+                                strcmp(nm, "embed_tokens.weight") != 0;
+            if (drop[i]) continue;
+        }
+        if (!mtp) continue;
         const char *p1 = s + 4, *d1 = strchr(p1, '.');
         const char *d2 = d1 != NULL ? strchr(d1 + 1, '.') : NULL;
         char out[512];
@@ -165,17 +177,22 @@ int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err) {
         }
         if (!out[0] && strlen(s) < sizeof out) snprintf(out, sizeof out, "%s", s);
         char *dup = strdup(out);
-        if (dup == NULL) return anvil__nomem(err);
+        if (dup == NULL) {
+            free(drop);
+            return anvil__nomem(err);
+        }
         free(nm);
         f->tensors[i].name = dup;
     }
+    if (drop != NULL) hf_mtp_compact(f, drop);
+    free(drop);
     f->mtp_seen = seen;
-    if (n_mtp == 0 && seen == 0) {
+    if (n_mtp == 0 && seen == 0 && f->mtp_mode != HF_MTP_NONE) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s/config.json: %s has no mtp_num_hidden_layers and the checkpoint no "
-                                "mtp.layers.N tensors: convert_hf_to_gguf.py's Qwen3.5 class needs the "
+                                "mtp.layers.N tensors: convert_hf_to_gguf.py's class for it needs the "
                                 "multi-token-prediction layer (it stops on an assert); use a checkpoint that "
-                                "ships it",
+                                "ships it, or convert with --no-mtp",
                                 f->dir, a->hf_name);
     }
     return ANVIL_OK;
@@ -192,6 +209,7 @@ static int read_cfg(const hf_arch *a, const hf_folder *f, q35_cfg *c, anvil_erro
     RET_IF(hf_cfg_u32(f, f->config, "num_hidden_layers", a->hf_name, 1, &c->n_main, err));
     RET_IF(hf_cfg_u32(f, f->config, "mtp_num_hidden_layers", a->hf_name, 0, &c->n_mtp, err));
     if (c->n_mtp == 0) c->n_mtp = (uint32_t)f->mtp_seen;
+    if (f->mtp_mode == HF_MTP_NONE) c->n_mtp = 0; /* --no-mtp: block_count without them, no nextn key */
     if ((uint64_t)c->n_main + c->n_mtp > UINT32_MAX)
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: the layer count overflows with the MTP layers",
                                 f->dir);
@@ -481,7 +499,7 @@ int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
     }
     if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
     hf_moe_free(moe);
-    if (rc == ANVIL_OK) rc = check_layers(a, f, &c, ts, n, err);
+    if (rc == ANVIL_OK && f->mtp_mode != HF_MTP_ONLY) rc = check_layers(a, f, &c, ts, n, err); /* --mtp: none */
     if (rc != ANVIL_OK) {
         hf_plan_free(ts, cap);
         return rc;
