@@ -10,7 +10,8 @@
  * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
  * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
- * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS) (a checkpoint folder and the GGUF the converter
+ * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS), of tests/hf/qwen3next (Qwen3NextForCausalLM;
+ * ANVIL_HF_QWEN3NEXT_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name: OUTTYPE or vocab, after
  * mtp- or nomtp- for --mtp or --no-mtp), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
@@ -153,6 +154,9 @@ int parity_hf(parity_ctx *pc) {
 #endif
 #ifdef ANVIL_HF_QWEN35_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_QWEN35_PAIRS, tmp, &checked);
+#endif
+#ifdef ANVIL_HF_QWEN3NEXT_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_QWEN3NEXT_PAIRS, tmp, &checked);
 #endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);

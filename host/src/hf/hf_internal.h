@@ -116,7 +116,8 @@ typedef enum hf_arch_id {
     HF_ARCH_DEEPSEEK2,
     HF_ARCH_GLM4MOE,
     HF_ARCH_QWEN35,
-    HF_ARCH_QWEN35MOE
+    HF_ARCH_QWEN35MOE,
+    HF_ARCH_QWEN3NEXT
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -195,6 +196,12 @@ typedef struct hf_out_tensor {
      * neg_exp: -exp(x) as PyTorch's CPU kernel computes it (A_log). */
     uint64_t vr_k, vr_r, vr_d, vr_first;
     int vr_cols, neg_exp;
+    /* Qwen3-Next's fused in_proj_qkvz (hf_qwen35.c), qz_k > 0: source rows
+     * in qz_k key-head groups of [q qz_dk, k qz_dk, v qz_vd, z qz_vd]; the
+     * output gathers them as q of every group, then k, then v (qz_z 0:
+     * attn_qkv) or the z rows (qz_z 1: attn_gate). */
+    uint64_t qz_k, qz_dk, qz_vd;
+    int qz_z;
 } hf_out_tensor;
 
 /* Plans' shared pieces (hf_plan_common.c). hf_out_fill: o's source, rank,

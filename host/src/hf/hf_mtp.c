@@ -34,11 +34,13 @@ int hf_mtp_mode(const hf_arch *a, hf_folder *f, int mtp_only, int no_mtp, anvil_
                                 "--mtp and --no-mtp (--no-nextn) are mutually exclusive (as in "
                                 "convert_hf_to_gguf.py): give one");
     }
-    const int supported = a->id == HF_ARCH_GLM4MOE || a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE;
+    const int supported = a->id == HF_ARCH_GLM4MOE || a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE ||
+                          a->id == HF_ARCH_QWEN3NEXT;
     if (!supported) {
         return anvil__error_set(err, ANVIL_E_UNSUPPORTED,
                                 "%s/config.json: --mtp / --no-nextn are not supported for %s (convert_hf_to_gguf.py "
-                                "refuses them too): only Glm4MoeForCausalLM and the Qwen3.5 classes export "
+                                "refuses them too): only Glm4MoeForCausalLM, Qwen3NextForCausalLM and the Qwen3.5 "
+                                "classes export "
                                 "their multi-token-prediction layers; convert without the flag",
                                 f->dir, a->hf_name);
     }

@@ -3,7 +3,13 @@
  * hf_qwen35: Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM (the Qwen3.5
  * hybrids: gated delta-net linear-attention layers beside full-attention
  * ones) as convert_hf_to_gguf.py's Qwen3_5TextModel / Qwen3_5MoeTextModel
- * write them (gguf architectures qwen35 / qwen35moe):
+ * write them (gguf architectures qwen35 / qwen35moe), and their base
+ * Qwen3NextForCausalLM (Qwen3NextModel, gguf qwen3next: the same but for
+ * no V-head reordering and no default rope sections; its fused
+ * linear_attn.in_proj_qkvz, [q, k, v, z] per key-head group, split into
+ * attn_qkv and attn_gate as row gathers, in_proj_ba kept as ssm_ba; every
+ * layer MoE: a dense mlp.* (mlp_only_layers) is refused by name, as the
+ * converter's tensor map refuses it):
  *
  *  - filter (hf_qwen35_filter, before planning and for --vocab-only too):
  *    a text_config (Qwen3_5ForConditionalGeneration /
@@ -55,7 +61,9 @@
         if (rc_ < 0) return rc_; \
     } while (0)
 
-static int is_qwen35(const hf_arch *a) { return a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE; }
+static int is_qwen35(const hf_arch *a) {
+    return a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT;
+}
 
 /* ---- PyTorch's exp ---------------------------------------------------------- */
 
@@ -304,7 +312,9 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
     if (rc == ANVIL_OK) rc = set_u32(a, w, "full_attention_interval", iv, err);
     if (rc == ANVIL_OK) rc = set_u32(a, w, "rope.dimension_count", rope_d, err);
     const anvil_json_value *rp = hf_cfg_rope_params(f);
-    if (rc == ANVIL_OK && (rp == NULL || anvil__json_get(rp, "mrope_section") == NULL)) {
+    /* _Qwen35MRopeMixin (not Qwen3-Next) */
+    if (rc == ANVIL_OK && a->id != HF_ARCH_QWEN3NEXT &&
+        (rp == NULL || anvil__json_get(rp, "mrope_section") == NULL)) {
         static const int32_t sections[4] = { 11, 11, 10, 0 }; /* _QWEN35_DEFAULT_MROPE_SECTION */
         snprintf(key, sizeof key, "%s.rope.dimension_sections", a->gguf_name);
         rc = anvil_gguf_writer_set_array(w, key, ANVIL_GGUF_TYPE_I32, sections, 4, err);
@@ -395,7 +405,43 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
     }
     o->neg_exp = a_log;
     o->shift = norm ? 1.0f : 0.0f;
-    return plan_reorder(f, s, c, o, err);
+    /* _LinearAttentionVReorderBase is Qwen3.5's, not Qwen3NextModel's */
+    return a->id == HF_ARCH_QWEN3NEXT ? ANVIL_OK : plan_reorder(f, s, c, o, err);
+}
+
+/* Qwen3NextModel.modify_tensors' in_proj_qkvz: [q, k, v, z] per key-head
+ * group split into attn_qkv (q of all groups, then k, then v) and
+ * attn_gate (z): two row gathers of the one source (hf_convert.c). */
+static int qkvz_tensors(const hf_arch *a, const hf_folder *f, const q35_cfg *c, size_t i, hf_out_tensor *o,
+                        anvil_error *err) {
+    const hf_src_tensor *s = &f->tensors[i];
+    const anvil_st_tensor *t = s->st;
+    RET_IF(hf_src_check(f, s, err));
+    const uint64_t vd = (uint64_t)(c->nv / c->nk) * c->dv, per = 2ull * c->dk + 2 * vd;
+    if (t->rank != 2 || t->shape[0] != c->nk * per) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/%s: tensor \"%s\" has %llu rows where config.json implies %llu (%u key-head "
+                                "groups of 2 x %u + 2 x %llu); the checkpoint does not fit its linear_* head counts",
+                                f->dir, f->part_names[s->part], s->name,
+                                (unsigned long long)(t->rank ? t->shape[0] : 0), (unsigned long long)(c->nk * per),
+                                c->nk, c->dk, (unsigned long long)vd);
+    }
+    const unsigned long n_blocks = (unsigned long)c->n_main + c->n_mtp;
+    char base[512], nm[560];
+    snprintf(base, sizeof base, "%.*s", (int)(strlen(s->name) - strlen("in_proj_qkvz.weight")), s->name);
+    for (int z = 0; z < 2; ++z) {
+        hf_out_fill(f, i, &o[z]);
+        o[z].ne[1] = z ? c->nk * vd : c->nk * (2ull * c->dk + vd);
+        o[z].n_elements = o[z].ne[0] * o[z].ne[1];
+        o[z].qz_k = c->nk, o[z].qz_dk = c->dk, o[z].qz_vd = vd, o[z].qz_z = z;
+        /* the names format_tensor_name gives ATTN_QKV / ATTN_GATE, through the table */
+        snprintf(nm, sizeof nm, "%s%s", base, z ? "in_proj_z.weight" : "in_proj_qkv.weight");
+        if (hf_table_map_tensor(a->gguf_name, nm, n_blocks, o[z].name, sizeof o[z].name) != 0) {
+            return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: cannot map tensor \"%s\" to a %s GGUF tensor",
+                                    f->dir, f->part_names[s->part], s->name, a->gguf_name);
+        }
+    }
+    return ANVIL_OK;
 }
 
 /* The tensors a layer below num_hidden_layers must end with. */
@@ -413,6 +459,15 @@ static const need k_linear[] = { { "attn_qkv.weight", "linear_attn.in_proj_qkv.w
                                  { "ssm_a", "linear_attn.A_log" },
                                  { "ssm_norm.weight", "linear_attn.norm.weight" },
                                  { "ssm_out.weight", "linear_attn.out_proj.weight" } };
+/* Qwen3-Next: in_proj_qkvz split in two (qkvz_tensors), in_proj_ba as is */
+static const need k_linear_next[] = { { "attn_qkv.weight", "linear_attn.in_proj_qkvz.weight" },
+                                      { "attn_gate.weight", "linear_attn.in_proj_qkvz.weight" },
+                                      { "ssm_ba.weight", "linear_attn.in_proj_ba.weight" },
+                                      { "ssm_conv1d.weight", "linear_attn.conv1d.weight" },
+                                      { "ssm_dt.bias", "linear_attn.dt_bias" },
+                                      { "ssm_a", "linear_attn.A_log" },
+                                      { "ssm_norm.weight", "linear_attn.norm.weight" },
+                                      { "ssm_out.weight", "linear_attn.out_proj.weight" } };
 static const need k_full[] = {
     { "attn_q.weight", "self_attn.q_proj.weight" },      { "attn_k.weight", "self_attn.k_proj.weight" },
     { "attn_v.weight", "self_attn.v_proj.weight" },      { "attn_output.weight", "self_attn.o_proj.weight" },
@@ -459,13 +514,16 @@ static int check_layers(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
     int rc = layer_types(f, c, types, err);
     const int has_types = rc > 0;
     rc = rc < 0 ? rc : ANVIL_OK;
-    const int moe = a->id == HF_ARCH_QWEN35MOE;
+    const int moe = a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT;
+    const int next = a->id == HF_ARCH_QWEN3NEXT;
     for (uint64_t b = 0; b < c->n_main && rc == ANVIL_OK; ++b) {
         /* Qwen3_5TextConfig: linear unless (b + 1) % full_attention_interval == 0 */
         const int linear = has_types ? types[b] : (iv == 0 || (b + 1) % iv != 0);
         const char *what = linear ? "linear attention" : "full attention";
         rc = check_group(f, sorted, n, b, k_common, 2, what, err);
-        if (rc == ANVIL_OK && linear) rc = check_group(f, sorted, n, b, k_linear, 9, what, err);
+        if (rc == ANVIL_OK && linear)
+            rc = next ? check_group(f, sorted, n, b, k_linear_next, 8, what, err)
+                      : check_group(f, sorted, n, b, k_linear, 9, what, err);
         if (rc == ANVIL_OK && !linear) rc = check_group(f, sorted, n, b, k_full, 6, what, err);
         if (rc == ANVIL_OK) rc = check_group(f, sorted, n, b, moe ? k_moe : k_dense, moe ? 4 : 3, what, err);
     }
@@ -494,6 +552,10 @@ int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
             const int taken = rc == ANVIL_OK ? hf_moe_take(moe, i, ts, &n, err) : rc;
             if (taken < 0) rc = taken;
             if (taken != 0) continue;
+        }
+        if (rc == ANVIL_OK && hf_ends_with(nm, ".linear_attn.in_proj_qkvz.weight")) {
+            if ((rc = qkvz_tensors(a, f, &c, i, &ts[n], err)) == ANVIL_OK) n += 2;
+            continue;
         }
         if (rc == ANVIL_OK && (rc = plain_tensor(a, f, &c, i, &ts[n], err)) == ANVIL_OK) n++;
     }
