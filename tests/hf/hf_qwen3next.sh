@@ -13,7 +13,8 @@
 #    q8_0 auto and --vocab-only: bf (BF16, A_log too, 2 key / 4 value heads, an MTP
 #    layer, no layer_types: full_attention_interval), half (F16, tied, 3
 #    shards, layer_types given, equal head counts), wide (F32, 6 value heads on 2 key heads
-#    of other dims, two MTP layers, a 3-wide kernel); --mtp and --no-mtp;
+#    of other dims, two MTP layers, a 3-wide kernel); fused (the fused
+#    experts layout), fp8 (block-scaled FP8); --mtp and --no-mtp;
 #    llama.cpp runs what it can load;
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: a config key missing or mistyped, in_proj_qkvz of the wrong
@@ -62,6 +63,15 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
     run "$G/bf.nomtp-q8_0.gguf" "$G/bf.nomtp-q8_0.py.gguf"
+    # the fused experts layout (mlp.experts.gate_up_proj / down_proj) and block-scaled FP8
+    # (make_fp8.py: in_proj_qkvz gathered through its FP8 blocks)
+    mk fused --fused --experts 3 --shards 2 --seed 5
+    mk b8 --lk-dim 8 --lv-dim 8 --seed 7
+    $PY "$HERE/make_fp8.py" "$G/b8" "$G/f8" >/dev/null && mv "$G/f8/fp8" "$G/fp8" || fail "make_fp8.py"
+    convert_both fused bf16 q8_0 auto
+    convert_both fp8 bf16 q8_0 auto
+    run "$G/fused.auto.gguf" "$G/fused.auto.py.gguf"
+    run "$G/fp8.q8_0.gguf" "$G/fp8.q8_0.py.gguf"
     # no MTP layer: the converter's assert, refused; --no-mtp converts it
     mk nomtp --mtp 0 --lk-dim 8 --lv-dim 8 --seed 4
     convert_both nomtp nomtp-f16
