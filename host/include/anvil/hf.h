@@ -12,8 +12,8 @@
  * MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
  * Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM,
  * Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM,
- * DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3_5ForCausalLM,
- * Qwen3_5MoeForCausalLM (and the text model of their
+ * DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3NextForCausalLM,
+ * Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM (and the text model of their
  * *ForConditionalGeneration checkpoints); F32/F16/BF16 weights, block-
  * scaled FP8 ones (dequantized in f32 as convert's dequant_simple) and MXFP4
  * experts (repacked, never inflated). Output types:

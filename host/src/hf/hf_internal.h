@@ -273,11 +273,13 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
  * blk.N.nextn.*, experts stacked). */
 int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
-/* Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM (hf_qwen35.c): the
- * converter's filter_tensors for the MTP tensors (mtp.* renamed to layers
- * past num_hidden_layers, in place, before planning), Qwen3NextModel's
- * set_gguf_parameters with Qwen3.5's rope sections, and the tensors (V
- * heads reordered, A_log as -exp, norms + 1, experts stacked). */
+/* Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM / Qwen3NextForCausalLM
+ * (hf_qwen35.c): the converter's filter_tensors for the MTP tensors (mtp.*
+ * renamed to layers past num_hidden_layers, in place, before planning;
+ * --mtp / --no-mtp applied), Qwen3NextModel's set_gguf_parameters (with
+ * Qwen3.5's rope sections), and the tensors (Qwen3.5: V heads reordered;
+ * Qwen3-Next: in_proj_qkvz split; A_log as -exp, norms + 1, experts
+ * stacked). */
 int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err);
 int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
