@@ -19,8 +19,8 @@
 const char cli_help_convert[] =
     "usage: anvil convert HF_DIR [OUT.gguf] [--outtype f32|f16|bf16|q8_0|auto] [--vocab-only]\n"
     "                     [--split-max-size S | --split-max-tensors N] [--no-tensor-first-split]\n"
-    "                     [--model-name NAME] [--metadata FILE.json] [--dry-run] [--json]\n"
-    "                     [--progress] [--quiet]\n"
+    "                     [--mtp | --no-mtp] [--model-name NAME] [--metadata FILE.json]\n"
+    "                     [--dry-run] [--json] [--progress] [--quiet]\n"
     "\n"
     "Convert a Hugging Face checkpoint folder (config.json, *.safetensors shards with\n"
     "model.safetensors.index.json, tokenizer files) to the GGUF llama.cpp's\n"
@@ -28,9 +28,9 @@ const char cli_help_convert[] =
     "Architectures: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM,\n"
     "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM,\n"
     "Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM,\n"
-    "DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3_5ForCausalLM,\n"
-    "Qwen3_5MoeForCausalLM (and the text model of their *ForConditionalGeneration\n"
-    "checkpoints); F32, F16 and BF16 weights, block-\n"
+    "DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3NextForCausalLM,\n"
+    "Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM (and the text model of their\n"
+    "*ForConditionalGeneration checkpoints); F32, F16 and BF16 weights, block-\n"
     "scaled FP8 ones (quantization_config fp8 with *_scale_inv tensors, dequantized\n"
     "in f32) and gpt-oss's MXFP4 experts (kept MXFP4).\n"
     "\n"
@@ -43,6 +43,13 @@ const char cli_help_convert[] =
     "                           tensors stay F32; q8_0 falls back to F16 for rows that are not\n"
     "                           a multiple of 32\n"
     "  --vocab-only             metadata and tokenizer only, no tensors\n"
+    "  --mtp                    Glm4MoeForCausalLM, Qwen3NextForCausalLM and the Qwen3.5\n"
+    "                           classes: the multi-token-prediction (MTP) layers only, with\n"
+    "                           the embeddings, output norm and head (a speculative draft);\n"
+    "                           default name HF_DIR/mtp-<Name>-<TYPE>.gguf\n"
+    "  --no-mtp, --no-nextn     those classes without their MTP layers (block_count and\n"
+    "                           nextn_predict_layers as without them); other classes refuse\n"
+    "                           both, as convert_hf_to_gguf.py does"
     "  --split-max-size S       start a new part when the next tensor would take a part's\n"
     "                           tensor bytes over S (K, M, G = 1e3, 1e6, 1e9 bytes)\n"
     "  --split-max-tensors N    at most N tensors a part\n"
@@ -111,6 +118,10 @@ static int parse_args(int argc, char **argv, convert_args *a) {
             rc = take_value(argc, argv, &i, &a->o.metadata_path);
         } else if (strcmp(o, "--vocab-only") == 0) {
             a->o.vocab_only = 1;
+        } else if (strcmp(o, "--mtp") == 0) {
+            a->o.mtp_only = 1;
+        } else if (strcmp(o, "--no-mtp") == 0 || strcmp(o, "--no-nextn") == 0) {
+            a->o.no_mtp = 1;
         } else if (strcmp(o, "--no-tensor-first-split") == 0) {
             a->o.no_tensor_first_split = 1;
         } else if (strcmp(o, "--dry-run") == 0) {
@@ -129,6 +140,9 @@ static int parse_args(int argc, char **argv, convert_args *a) {
         if (rc != 0) return rc;
     }
     if (a->dir == NULL) return cli_usage_error("convert", "no HF_DIR given");
+    if (a->o.mtp_only && a->o.no_mtp) {
+        return cli_usage_error("convert", "--mtp and --no-mtp (--no-nextn) are mutually exclusive");
+    }
     if (a->o.vocab_only && (a->o.split_max_size || a->o.split_max_tensors || a->o.no_tensor_first_split)) {
         return cli_usage_error("convert", "--vocab-only writes one file: it cannot be split");
     }

@@ -6,15 +6,19 @@
 # 1. the committed pairs of GLM_DATA (tests/hf/glm4moe: a BF16 checkpoint
 #    with q/k norms and an MTP layer, an F16 one with tied embeddings, no
 #    dense layer and two shared experts, each with what the real converter
-#    wrote), and llama.cpp runs each; with --pairs-only that is all (no
-#    Python: the unit suite's check);
+#    wrote, bf16 also with --mtp and --no-mtp), and llama.cpp runs each;
+#    --mtp/--no-mtp/--no-nextn refused for a DeepSeek-V3 checkpoint, both
+#    together a usage error, --no-nextn the same as --no-mtp; with
+#    --pairs-only that is all (no Python: the unit suite's check);
 # 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
 #    by make_glm4moe.py converted by both for --outtype f32 f16 bf16 q8_0
 #    auto and --vocab-only: bf16 (q/k norm, MTP), f16 (tied, 3 shards, no
 #    dense layer, scoring_func softmax: sigmoid written in its place), f32
 #    (no MTP key, partial_rotary_factor 0.25 in rope_parameters,
 #    norm_topk_prob false, no head_dim); a split output;
-#    llama.cpp runs the converted files;
+#    llama.cpp runs the converted files; --mtp and --no-mtp (bf: with
+#    its MTP layer, half and wide: none), --mtp's default name
+#    (mtp-<Name>-<TYPE>.gguf), both refused for DeepseekV3ForCausalLM;
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: config keys missing or mistyped, an expert missing or
 #    present twice, a GLM special token missing, an unknown pre-tokenizer:
@@ -28,6 +32,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 # ---- 1. committed pairs
 hf_pairs
+# --mtp / --no-mtp on a class without MTP export (DeepseekV3ForCausalLM): refused
+mtp_refused "$HERE/deepseek/bf16"
+"$ANVIL" convert "$DATA/bf16" "$T/x.gguf" --mtp --no-mtp >/dev/null 2>"$T/err"
+[ $? = 2 ] && grep -q "mutually exclusive" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "--mtp --no-mtp: $(cat "$T/err")"
+"$ANVIL" convert "$DATA/bf16" "$T/nn.gguf" --no-nextn --outtype q8_0 --quiet 2>"$T/err" &&
+    same "$T/nn.gguf" "$DATA/bf16.nomtp-q8_0.gguf" "--no-nextn as --no-mtp" || fail "--no-nextn: $(cat "$T/err")"
 [ $PAIRS_ONLY = 1 ] && hf_summary "committed pairs"
 
 TOOLS=$(cd "$TOOLS" && pwd)
@@ -56,6 +66,14 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
         --unset partial_rotary_factor --set 'rope_parameters={"rope_type":"default","rope_theta":10000,"partial_rotary_factor":0.25}' \
         --unset rope_theta --unset rope_scaling --set 'norm_topk_prob=false' --seed 3
     for d in bf half wide; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    # --mtp (the MTP layer, embeddings, output norm and head) and --no-mtp
+    convert_both bf mtp-f32 mtp-q8_0 mtp-auto mtp-vocab nomtp-f16 nomtp-bf16 nomtp-q8_0 nomtp-vocab
+    convert_both half mtp-bf16 nomtp-q8_0
+    convert_both wide mtp-f16 nomtp-f32
+    mtp_default_name bf glm4 --outtype q8_0
+    mtp_default_name bf glm4 --vocab-only
+    cp -r "$HERE/deepseek/bf16" "$G/ds" && mtp_refused "$G/ds" deepseek-v3 # the converter refuses them too
+    run "$G/bf.nomtp-q8_0.gguf" "$G/bf.nomtp-q8_0.py.gguf"
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
     run "$G/wide.bf16.gguf" "$G/wide.bf16.py.gguf"

@@ -7,7 +7,8 @@
 #   pass, fail MSG  count a check
 #   same A B WHAT   A and B byte-identical (hf_compare says where not)
 #   run FILE...     llama.cpp loads and runs FILE (a check when it can run)
-#   args_of OPT     a pair's suffix as convert options (vocab: --vocab-only)
+#   args_of OPT     a pair's suffix as convert options (vocab: --vocab-only,
+#                   mtp-OPT / nomtp-OPT: OPT with --mtp / --no-mtp)
 #   hf_pairs        each DATA/NAME.OPT.gguf against `anvil convert DATA/NAME`
 #                   with OPT, and llama.cpp runs what anvil wrote
 #   hf_summary [WHY]   the last line and the exit status (failures -> 1)
@@ -25,7 +26,15 @@ run() {
     [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
     out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
 }
-args_of() { if [ "$1" = vocab ]; then echo --vocab-only; else echo "--outtype $1"; fi; }
+# (mtp-OPT, nomtp-OPT: OPT with --mtp, --no-mtp)
+args_of() {
+    case $1 in
+    vocab) echo --vocab-only ;;
+    mtp-*) echo "--mtp $(args_of "${1#mtp-}")" ;;
+    nomtp-*) echo "--no-mtp $(args_of "${1#nomtp-}")" ;;
+    *) echo "--outtype $1" ;;
+    esac
+}
 hf_pairs() {
     local g b dir opt
     for g in "$DATA"/*.gguf; do
@@ -33,7 +42,7 @@ hf_pairs() {
         "$ANVIL" convert "$DATA/$dir" "$T/$b.gguf" $(args_of "$opt") --quiet 2>"$T/err" ||
             { fail "convert $b: $(cat "$T/err")"; continue; }
         same "$T/$b.gguf" "$g" "$b"
-        [ "$opt" = vocab ] || run "$T/$b.gguf" "$g"
+        case $opt in *vocab | mtp-*) ;; *) run "$T/$b.gguf" "$g" ;; esac # an MTP head alone: no model to run
     done
 }
 hf_summary() {
@@ -63,4 +72,41 @@ edit() {
 import json, sys
 j = json.load(open(sys.argv[1])); $2; json.dump(j, open(sys.argv[1], "w"))
 PYEOF
+}
+
+# --mtp / --no-mtp (--no-nextn), for scripts that set G, PY, TOOLS:
+#   mtp_default_name DIR PRE OPTS...  `--mtp OPTS` without OUT: convert names
+#                   the file mtp-<Name>-<TYPE>.gguf in DIR; anvil the same
+#                   name and bytes
+#   mtp_refused DIR [PRE]  a class without MTP export: anvil refuses --mtp,
+#                   --no-mtp, --no-nextn (exit 1, nothing written); with PRE
+#                   the converter is checked to refuse them too
+mtp_default_name() {
+    local d=$1 pre=$2 py
+    shift 2
+    (cd "$G" && FORCE_PRE=$pre $PY "$TOOLS/convert_here.py" $d --mtp "$@" >"$G/$d.mtpname.log" 2>&1) ||
+        { fail "convert_hf_to_gguf.py $d --mtp $* (default name): $(tail -2 "$G/$d.mtpname.log")"; return; }
+    py=$(cd "$G/$d" && ls -- *.gguf 2>/dev/null)
+    case $py in mtp-*.gguf) ;; *) fail "convert_hf_to_gguf.py $d --mtp wrote '$py'"; return ;; esac
+    mkdir -p "$T/mtpname" && mv "$G/$d/$py" "$T/mtpname/$py"
+    "$ANVIL" convert "$G/$d" --mtp "$@" --quiet 2>"$T/err" || { fail "anvil convert $d --mtp $*: $(cat "$T/err")"; return; }
+    [ -f "$G/$d/$py" ] || { fail "anvil convert $d --mtp $* wrote $(cd "$G/$d" && ls -- *.gguf), not $py"; return; }
+    same "$G/$d/$py" "$T/mtpname/$py" "$d --mtp $* ($py)"
+    rm -f "$G/$d/$py"
+}
+mtp_refused() {
+    local d=$1 pre=${2:-} flag rc
+    for flag in --mtp --no-mtp --no-nextn; do
+        rm -rf "$T/out-mtp" && mkdir -p "$T/out-mtp"
+        if [ -n "$pre" ]; then
+            (cd "$(dirname "$d")" && FORCE_PRE=$pre $PY "$TOOLS/convert_here.py" "$d" $flag --outfile "$T/out-mtp/p.gguf" >"$T/pylog" 2>&1) &&
+                fail "convert_hf_to_gguf.py took $flag for $d"
+            grep -q -- "--mtp / --no-nextn are not supported for" "$T/pylog" && pass ||
+                fail "convert_hf_to_gguf.py $d $flag: $(tail -1 "$T/pylog")"
+        fi
+        "$ANVIL" convert "$d" "$T/out-mtp/a.gguf" $flag >/dev/null 2>"$T/err"
+        rc=$?
+        [ $rc = 1 ] && grep -qF -- "--mtp / --no-nextn are not supported for" "$T/err" && [ -z "$(ls -A "$T/out-mtp")" ] &&
+            pass || fail "anvil convert $d $flag: exit $rc, $(cat "$T/err"), wrote $(ls "$T/out-mtp")"
+    done
 }

@@ -22,7 +22,8 @@
 #    the published *ForConditionalGeneration layout (text_config,
 #    model.language_model.*, vision tensors dropped); a split output;
 #    llama.cpp runs the converted files it can load (one MTP layer, equal
-#    key and value head dims);
+#    key and value head dims); --mtp and --no-mtp on bf, half, wide, moe,
+#    vlm, --no-mtp on one without any MTP layer, --mtp's default name;
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
 # 4. bad input: config keys missing or mistyped, value heads not a multiple
 #    of key heads, a linear-attention or full-attention tensor missing, a
@@ -80,6 +81,20 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk vl --vlm --seed 9
     mk vlm --vlm --moe --fused --dtype f16 --seed 10
     for d in vl vlm; do convert_both $d f16 bf16 q8_0 auto vocab; done
+    # --mtp (the MTP layers with the embeddings, output norm and head) and --no-mtp; half counts
+    # its MTP layer from the tensors (mtp_num_hidden_layers 0); none: no MTP layer at all, which
+    # --no-mtp converts (the converter's assert is for the MTP export only)
+    convert_both bf mtp-f32 mtp-q8_0 mtp-vocab nomtp-bf16 nomtp-q8_0 nomtp-vocab
+    convert_both half mtp-f16 nomtp-bf16
+    convert_both wide mtp-auto nomtp-f16
+    convert_both moe mtp-bf16 nomtp-q8_0
+    convert_both vlm mtp-q8_0 nomtp-auto
+    mk none --mtp 0 --mtp-key 0 --seed 11
+    convert_both none nomtp-q8_0 nomtp-vocab
+    mtp_default_name bf qwen35 --outtype auto
+    mtp_default_name vl qwen35 --vocab-only
+    run "$G/bf.nomtp-q8_0.gguf" "$G/bf.nomtp-q8_0.py.gguf"
+    run "$G/moe.nomtp-q8_0.gguf" "$G/moe.nomtp-q8_0.py.gguf"
     run "$G/vl.q8_0.gguf" "$G/vl.q8_0.py.gguf"
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"

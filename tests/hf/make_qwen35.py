@@ -16,6 +16,14 @@ mtp.pre_fc_norm_hidden, mtp.norm and mtp.layers.0..N-1 (full-attention layers), 
 (--mtp-key 0 leaves the key out). Norms are stored centred on zero (Qwen3.5's RMSNorm is 1 + weight), except
 linear_attn.norm (around 1). A_log is F32 (--a-log-dtype same: in the checkpoint's dtype).
 
+--next writes Qwen3NextForCausalLM instead (the Qwen3-Next hybrid, as Qwen/Qwen3-Next-80B-A3B ships it):
+config.json with Qwen3NextConfig's fields (rope_theta and partial_rotary_factor at the top level,
+rope_scaling null, decoder_sparse_step, mlp_only_layers, no layer_types unless --layer-types, no
+mtp_num_hidden_layers), every layer MoE (per-expert weights, shared expert and its gate) unless listed
+in --dense-layers (mlp_only_layers), the linear attention's fused linear_attn.in_proj_qkvz ([q, k, v, z]
+per key-head group) and in_proj_ba in place of in_proj_qkv / in_proj_z / in_proj_b / in_proj_a, and
+Qwen3's tokenizer with its own pre-tokenizer (qwen2).
+
 The tokenizer: Qwen3's byte-level BPE (--tok, a Qwen tokenizer.json) cut to its first --vocab ids, its added
 tokens renumbered after them, and the pre-tokenizer regex replaced by Qwen3.5's (\\p{M} joined to letters);
 NFC normalizer as Qwen ships it. rope_parameters as Qwen3.5's (interleaved MRoPE, partial_rotary_factor 0.25)
@@ -27,7 +35,8 @@ usage: make_qwen35.py OUTDIR --tok DIR [--vocab 384] [--hidden 64] [--layers 4] 
        [--head-dim 32] [--lk-heads 2] [--lv-heads 4] [--lk-dim 16] [--lv-dim 16] [--kernel 4] [--inter 96]
        [--moe] [--fused] [--experts 4] [--used 2] [--moe-inter 32] [--shared-inter 48] [--mtp 1] [--mtp-key 1]
        [--dtype bf16|f16|f32] [--mrope 2,1,1] [--a-log-dtype f32|same] [--tied] [--vlm] [--shards N] [--seed S]
-       [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
+       [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]... [--next [--layer-types]
+       [--dense-layers 1,2]]
 """
 import argparse, json, os
 import numpy as np
@@ -48,6 +57,9 @@ ap.add_argument("--moe", action="store_true")
 ap.add_argument("--fused", action="store_true")
 ap.add_argument("--tied", action="store_true")
 ap.add_argument("--vlm", action="store_true")
+ap.add_argument("--next", action="store_true")
+ap.add_argument("--layer-types", action="store_true")
+ap.add_argument("--dense-layers", default="")
 ap.add_argument("--drop", action="append", default=[])
 ap.add_argument("--dup")
 ap.add_argument("--unset", action="append", default=[])
@@ -68,7 +80,8 @@ for m in tj["model"]["merges"]:
         merges.append(m)
 tj["model"]["vocab"] = vocab
 tj["model"]["merges"] = merges
-tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN35_RE
+if not a.next:
+    tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN35_RE
 added = tj["added_tokens"]
 for i, t in enumerate(added):
     t["id"] = n + i
@@ -110,6 +123,24 @@ if a.moe:
                 "shared_expert_intermediate_size": a.shared_inter})
 if not a.mtp_key:
     del cfg["mtp_num_hidden_layers"]
+dense_layers = {int(x) for x in a.dense_layers.split(",") if x}
+if a.next:  # Qwen3NextConfig as save_pretrained writes it
+    cfg = {"architectures": ["Qwen3NextForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+           "bos_token_id": None, "decoder_sparse_step": 1, "dtype": dt, "eos_token_id": ids["<|im_end|>"],
+           "full_attention_interval": a.interval, "head_dim": HD, "hidden_act": "silu", "hidden_size": H,
+           "initializer_range": 0.02, "intermediate_size": a.inter, "linear_conv_kernel_dim": a.kernel,
+           "linear_key_head_dim": DK, "linear_num_key_heads": LK, "linear_num_value_heads": LV,
+           "linear_value_head_dim": DV, "max_position_embeddings": 262144, "mlp_only_layers": sorted(dense_layers),
+           "model_type": "qwen3_next", "moe_intermediate_size": a.moe_inter, "norm_topk_prob": True,
+           "num_attention_heads": NH, "num_experts": a.experts, "num_experts_per_tok": a.used,
+           "num_hidden_layers": a.layers, "num_key_value_heads": KV, "output_router_logits": False,
+           "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000000,
+           "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": a.shared_inter,
+           "tie_word_embeddings": a.tied, "transformers_version": "4.57.0.dev0", "use_cache": True,
+           "use_sliding_window": False, "vocab_size": V}
+    if a.layer_types:
+        cfg["layer_types"] = types
+    a.moe = True
 for k in a.unset:
     cfg.pop(k, None)
 for kv in a.set:
@@ -133,7 +164,7 @@ def cnorm(n): return (0.1 * rng.standard_normal(n)).astype(np.float32)      # 1 
 def unorm(n): return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 W, f32_names = {"model.embed_tokens.weight": rnd(V, H)}, set()
 def mlp(p):
-    if not a.moe:
+    if not a.moe or (a.next and p.startswith("model.layers.") and int(p.split(".")[2]) in dense_layers):
         W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = rnd(a.inter, H), rnd(a.inter, H)
         W[p + "mlp.down_proj.weight"] = rnd(H, a.inter)
         return
@@ -161,9 +192,13 @@ def layer(p, linear):
     if linear:
         q = p + "linear_attn."
         conv_dim = 2 * LK * DK + LV * DV
-        W[q + "in_proj_qkv.weight"] = rnd(conv_dim, H)
-        W[q + "in_proj_z.weight"] = rnd(LV * DV, H)
-        W[q + "in_proj_b.weight"], W[q + "in_proj_a.weight"] = rnd(LV, H), rnd(LV, H)
+        if a.next:  # [q, k, v, z] and [b, a] per key-head group, fused
+            W[q + "in_proj_qkvz.weight"] = rnd(LK * (2 * DK + 2 * (LV // LK) * DV), H)
+            W[q + "in_proj_ba.weight"] = rnd(2 * LV, H)
+        else:
+            W[q + "in_proj_qkv.weight"] = rnd(conv_dim, H)
+            W[q + "in_proj_z.weight"] = rnd(LV * DV, H)
+            W[q + "in_proj_b.weight"], W[q + "in_proj_a.weight"] = rnd(LV, H), rnd(LV, H)
         W[q + "conv1d.weight"] = (rng.standard_normal((conv_dim, 1, a.kernel)) * 0.3).astype(np.float32)
         W[q + "A_log"] = np.log(rng.uniform(1, 16, LV)).astype(np.float32)
         W[q + "dt_bias"] = (rng.standard_normal(LV) * 0.5).astype(np.float32)

@@ -10,8 +10,10 @@
  * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
  * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
- * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS) (a checkpoint folder and the GGUF the converter
- * wrote from it with the options in its name), anvil_hf_convert with the
+ * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS), of tests/hf/qwen3next (Qwen3NextForCausalLM;
+ * ANVIL_HF_QWEN3NEXT_PAIRS) (a checkpoint folder and the GGUF the converter
+ * wrote from it with the options in its name: OUTTYPE or vocab, after
+ * mtp- or nomtp- for --mtp or --no-mtp), anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
  * bytes) and every tensor. Then llama.cpp (libllama) loads the converted
@@ -49,8 +51,12 @@ static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const
     anvil_hf_convert_options o;
     anvil_hf_convert_options_init(&o);
     o.outfile = out;
-    o.vocab_only = strcmp(opt, "vocab") == 0;
-    o.outtype = o.vocab_only ? NULL : opt;
+    /* "mtp-OPT" / "nomtp-OPT": OPT with --mtp / --no-mtp */
+    const char *t = opt;
+    if (strncmp(t, "mtp-", 4) == 0) o.mtp_only = 1, t += 4;
+    else if (strncmp(t, "nomtp-", 6) == 0) o.no_mtp = 1, t += 6;
+    o.vocab_only = strcmp(t, "vocab") == 0;
+    o.outtype = o.vocab_only ? NULL : t;
     anvil_hf_convert_result r;
     anvil_error err = { 0 };
     size_t bad = 0;
@@ -65,7 +71,7 @@ static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const
         printf("  %s: differs from convert_hf_to_gguf.py's: %s\n", file, why);
         bad++;
     }
-    if (lo != NULL && whole && !o.vocab_only) {
+    if (lo != NULL && whole && !o.vocab_only && !o.mtp_only) { /* an MTP head alone is no model to run */
         int32_t a[HF_STEPS], b[HF_STEPS];
         ++*checked;
         if (llama_oracle_generate(lo, ref, HF_STEPS, a, why, sizeof why) != 0 ||
@@ -148,6 +154,9 @@ int parity_hf(parity_ctx *pc) {
 #endif
 #ifdef ANVIL_HF_QWEN35_PAIRS
     bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_QWEN35_PAIRS, tmp, &checked);
+#endif
+#ifdef ANVIL_HF_QWEN3NEXT_PAIRS
+    bad += check_dir(pc, ctx, have_llama ? &lo : NULL, ANVIL_HF_QWEN3NEXT_PAIRS, tmp, &checked);
 #endif
     if (have_llama) llama_oracle_close(&lo);
     anvil_ctx_close(ctx);

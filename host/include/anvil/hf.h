@@ -12,8 +12,8 @@
  * MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
  * Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM,
  * Gemma3ForCausalLM, Phi3ForCausalLM, GptOssForCausalLM,
- * DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3_5ForCausalLM,
- * Qwen3_5MoeForCausalLM (and the text model of their
+ * DeepseekV3ForCausalLM, Glm4MoeForCausalLM, Qwen3NextForCausalLM,
+ * Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM (and the text model of their
  * *ForConditionalGeneration checkpoints); F32/F16/BF16 weights, block-
  * scaled FP8 ones (dequantized in f32 as convert's dequant_simple) and MXFP4
  * experts (repacked, never inflated). Output types:
@@ -51,6 +51,15 @@ typedef struct anvil_hf_convert_options {
     int dry_run;                     /* plan only: nothing is written */
     anvil_gguf_progress_fn progress; /* after each tensor written (may be NULL) */
     void *progress_arg;
+    /* convert's --mtp / --no-mtp (--no-nextn), for the classes that export
+     * their multi-token-prediction layers (Glm4MoeForCausalLM, the Qwen3.5
+     * hybrids); any other class is refused with either, as convert refuses
+     * it. mtp_only: the MTP layers with the embeddings, output norm and
+     * head only, named mtp-<Name>-<TYPE>.gguf by default; no_mtp: without
+     * the MTP layers (block_count and nextn_predict_layers as if the
+     * checkpoint had none). At most one of them. */
+    int mtp_only;
+    int no_mtp;
 } anvil_hf_convert_options;
 
 ANVIL_API void anvil_hf_convert_options_init(anvil_hf_convert_options *o);

@@ -42,6 +42,7 @@ static const hf_arch k_arches[] = {
     /* Qwen3_5TextModel / Qwen3_5MoeTextModel: TextModel.set_vocab (gpt2) */
     { "Qwen3_5ForCausalLM", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
     { "Qwen3_5MoeForCausalLM", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
+    { "Qwen3NextForCausalLM", HF_ARCH_QWEN3NEXT, "qwen3next", 0, "Qwen2ForCausalLM" },
     /* the published checkpoints: their text model (text_config merged, vision tensors dropped) */
     { "Qwen3_5ForConditionalGeneration", HF_ARCH_QWEN35, "qwen35", 0, "Qwen2ForCausalLM" },
     { "Qwen3_5MoeForConditionalGeneration", HF_ARCH_QWEN35MOE, "qwen35moe", 0, "Qwen2ForCausalLM" },
@@ -255,7 +256,7 @@ static int refuse_unhandled(const hf_arch *a, const hf_folder *f, const char *cf
         const int expert_key = strcmp(keys[i], "num_local_experts") == 0 || strcmp(keys[i], "num_experts") == 0 ||
                                strcmp(keys[i], "n_routed_experts") == 0;
         if (moe && expert_key) continue;
-        if (a->id == HF_ARCH_QWEN35MOE && expert_key) continue;
+        if ((a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT) && expert_key) continue;
         if ((a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE) && strcmp(keys[i], "text_config") == 0)
             continue; /* merged into the top level (hf_qwen35_filter) */
         if ((a->id == HF_ARCH_DEEPSEEK2 || a->id == HF_ARCH_GLM4MOE) &&

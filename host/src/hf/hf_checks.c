@@ -118,8 +118,11 @@ static int check_layers(const hf_arch *a, const hf_folder *f, char *const *sorte
     for (size_t i = 0; global[i] != NULL; ++i) {
         if (!has(sorted, n, global[i])) return missing(f, global[i], UINT64_MAX, n_blocks, err);
     }
-    /* Qwen3.5: hf_qwen35_plan checked its linear and full attention layers */
-    if (a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE) return ANVIL_OK;
+    /* Qwen3.5, Qwen3-Next: hf_qwen35_plan checked their linear and full attention layers;
+     * --mtp: the main layers are left out on purpose (hf_mtp.c) */
+    if (a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT ||
+        f->mtp_mode == HF_MTP_ONLY)
+        return ANVIL_OK;
     /* DeepSeek's MLA (q_a/q_b or q alone, not checked: either layout) */
     static const char *const attn_mla[] = { "attn_norm.weight",      "attn_kv_a_mqa.weight",
                                             "attn_kv_a_norm.weight", "attn_k_b.weight",

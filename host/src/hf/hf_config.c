@@ -58,3 +58,55 @@ int hf_truthy(const anvil_json_value *v) {
     default: return v->n_items > 0;
     }
 }
+
+const anvil_json_value *hf_cfg_rope_params(const hf_folder *f) {
+    const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
+    if (rp == NULL) rp = anvil__json_get(f->config, "rope_scaling");
+    return rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? rp : NULL;
+}
+
+/* self.rope_parameters.get("partial_rotary_factor", dflt), with the top
+ * level's partial_rotary_factor / rope_pct / rope_percent mirrored in
+ * unless rope_parameters is per layer type (TextModel.__init__). */
+static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
+    const anvil_json_value *rp = hf_cfg_rope_params(f);
+    if (rp != NULL && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
+        const int rc = hf_cfg_num(f, rp, "partial_rotary_factor", out, err);
+        return rc < 0 ? rc : ANVIL_OK;
+    }
+    if (rp != NULL && (anvil__json_get(rp, "full_attention") != NULL || anvil__json_get(rp, "sliding_attention")))
+        return ANVIL_OK;
+    static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
+    for (size_t i = 0; keys[i] != NULL; ++i) {
+        if (anvil__json_get(f->config, keys[i]) == NULL) continue;
+        const int rc = hf_cfg_num(f, f->config, keys[i], out, err);
+        return rc < 0 ? rc : ANVIL_OK;
+    }
+    return ANVIL_OK;
+}
+
+int hf_cfg_rope_dims(const hf_folder *f, const char *cls, double dflt, uint32_t *out, anvil_error *err) {
+    uint32_t head_dim = 0, hidden = 0, heads = 0;
+    const int has_hd = hf_cfg_u32(f, f->config, "head_dim", cls, 0, &head_dim, err);
+    if (has_hd < 0) return has_hd;
+    if (!has_hd) {
+        int rc = hf_cfg_u32(f, f->config, "hidden_size", cls, 1, &hidden, err);
+        if (rc >= 0) rc = hf_cfg_u32(f, f->config, "num_attention_heads", cls, 1, &heads, err);
+        if (rc < 0) return rc;
+        if (heads == 0)
+            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
+        head_dim = hidden / heads;
+    }
+    double factor = dflt;
+    const int rc = partial_factor(f, &factor, err);
+    if (rc < 0) return rc;
+    const double d = (double)head_dim * factor;
+    if (!(d >= 0.0 && d < 4294967296.0)) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/config.json: head_dim %u times partial_rotary_factor %g is not a rope "
+                                "dimension count",
+                                f->dir, head_dim, factor);
+    }
+    *out = (uint32_t)d;
+    return ANVIL_OK;
+}

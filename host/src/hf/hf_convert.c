@@ -190,7 +190,7 @@ static int hparams(const run *r, anvil_error *err) {
     if (hf_arch_is_gemma(r->arch)) return hf_gemma_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id == HF_ARCH_GLM4MOE) return hf_glm4moe_hparams(r->arch, &r->f, ftype, r->kv, err);
-    if (r->arch->id == HF_ARCH_QWEN35 || r->arch->id == HF_ARCH_QWEN35MOE)
+    if (r->arch->id == HF_ARCH_QWEN35 || r->arch->id == HF_ARCH_QWEN35MOE || r->arch->id == HF_ARCH_QWEN3NEXT)
         return hf_qwen35_hparams(r->arch, &r->f, ftype, r->kv, err);
     if (r->arch->id != HF_ARCH_PHI3) return hf_arch_hparams(r->arch, &r->f, ftype, r->kv, err);
     const int rc = hf_arch_refuse_unhandled(r->arch, &r->f, err);
@@ -234,7 +234,9 @@ static int output_path(run *r, anvil_error *err) {
     char name[1024];
     const char *out = r->o->outfile;
     if (out == NULL || is_dir(out)) {
-        int rc = hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
+        int rc = r->f.mtp_mode == HF_MTP_ONLY
+                     ? hf_meta_mtp_name(r->meta, output_type(r), name, sizeof name, err)
+                     : hf_meta_default_name(r->meta, output_type(r), r->o->vocab_only, name, sizeof name, err);
         if (rc != ANVIL_OK) return rc;
         const char *dir = out ? out : r->f.dir;
         const size_t dl = strlen(dir);
@@ -282,8 +284,10 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     char cfg[4200];
     snprintf(cfg, sizeof cfg, "%s/config.json", r->f.dir ? r->f.dir : dir);
     if (rc == ANVIL_OK) rc = hf_arch_find(r->f.config, cfg, &r->arch, err);
+    if (rc == ANVIL_OK) rc = hf_mtp_mode(r->arch, &r->f, r->o->mtp_only, r->o->no_mtp, err);
     if (rc == ANVIL_OK) rc = hf_folder_index(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_qwen35_filter(r->arch, &r->f, err);
+    if (rc == ANVIL_OK) rc = hf_mtp_filter(r->arch, &r->f, err);
     if (rc == ANVIL_OK) rc = hf_check_vocab_size(&r->f, err);
     if (rc == ANVIL_OK) rc = hf_arch_refuse_variants(r->arch, &r->f, r->o->vocab_only, err);
     if (rc == ANVIL_OK) rc = pick_ftype(r->o->outtype, &r->f, &r->ft, err);
@@ -380,6 +384,15 @@ static uint64_t vr_source(const hf_out_tensor *t, uint64_t x) {
     return t->vr_first + (kk * t->vr_r + r) * t->vr_d + within;
 }
 
+/* Qwen3NextModel's in_proj_qkvz split: output row x's source row. */
+static uint64_t qz_source(const hf_out_tensor *t, uint64_t x) {
+    const uint64_t per = 2 * t->qz_dk + 2 * t->qz_vd, qk = t->qz_k * t->qz_dk;
+    if (t->qz_z) return x / t->qz_vd * per + 2 * t->qz_dk + t->qz_vd + x % t->qz_vd;
+    if (x < qk) return x / t->qz_dk * per + x % t->qz_dk;
+    if (x < 2 * qk) return (x - qk) / t->qz_dk * per + t->qz_dk + (x - qk) % t->qz_dk;
+    return (x - 2 * qk) / t->qz_vd * per + 2 * t->qz_dk + (x - 2 * qk) % t->qz_vd;
+}
+
 /* Qwen3NextModel's A_log: -torch.exp(x) on what prepare_tensors hands it
  * (bf16 widened to float32; f16 kept: exp in float32 rounded to f16). */
 static void neg_exp_values(float *a, uint64_t n, int dtype) {
@@ -410,6 +423,7 @@ static void conv_task(void *arg, size_t k) {
     for (uint64_t i = 0; i < nr; ++i) {
         uint64_t sr = source_row(r0 + i, j->rd.rows, t->permute_heads);
         if (t->vr_k > 0 && !t->vr_cols) sr = vr_source(t, sr);
+        if (t->qz_k > 0) sr = qz_source(t, sr);
         if (row == NULL) {
             hf_reader_row(&j->rd, sr, a + i * L);
             continue;

@@ -7,11 +7,15 @@
  *    (num_hidden_layers + num_nextn_predict_layers), then general.file_type,
  *    the rope dimension count (head_dim, or hidden_size /
  *    num_attention_heads, times partial_rotary_factor from rope_parameters /
- *    rope_scaling / the config's top level, 0.5 when absent, truncated),
+ *    rope_scaling / the config's top level, 0.5 when absent, truncated:
+ *    hf_cfg_rope_dims),
  *    expert count and length, shared expert count, leading dense block
  *    count, the sigmoid gating function (in place where TextModel wrote
  *    the config's score function), routed_scaling_factor,
- *    norm_topk_prob (as a bool, false too) and nextn_predict_layers;
+ *    norm_topk_prob (as a bool, false too) and nextn_predict_layers
+ *    (--no-mtp: neither it nor the MTP layers in block_count; hf_mtp.c
+ *    drops their tensors, and with --mtp all but theirs and the shared
+ *    embeddings, output norm and head);
  *  - tensors in the converter's order: MTP layers (model.layers.N with N >=
  *    num_hidden_layers) kept, their enorm/hnorm/eh_proj/shared_head/
  *    embed_tokens named blk.N.nextn.* by the generated table, per-expert
@@ -46,56 +50,23 @@ static int set_u32(anvil_gguf_writer *w, const char *suffix, uint32_t v, anvil_e
     return anvil_gguf_writer_set_u32(w, key, v, err);
 }
 
-/* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)). */
+/* num_nextn_predict_layers: 0 when absent (hparams.get(..., 0)); with
+ * --no-mtp 0 and not written (neither added to block_count). */
 static int nextn_layers(const hf_folder *f, uint32_t *n, int *present, anvil_error *err) {
     *n = 0;
     const int rc = hf_cfg_u32(f, f->config, "num_nextn_predict_layers", GLM_CLASS, 0, n, err);
     if (rc < 0) return rc;
     *present = rc;
-    return ANVIL_OK;
-}
-
-/* self.rope_parameters.get("partial_rotary_factor", 0.5): rope_parameters
- * (or rope_scaling) first, else the top-level key TextModel mirrors in. */
-static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
-    *out = 0.5;
-    const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
-    if (anvil__json_is_null(rp)) rp = anvil__json_get(f->config, "rope_scaling");
-    if (rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
-        const int rc = hf_cfg_num(f, rp, "partial_rotary_factor", out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
-    static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
-    for (size_t i = 0; keys[i] != NULL; ++i) {
-        if (anvil__json_get(f->config, keys[i]) == NULL) continue;
-        const int rc = hf_cfg_num(f, f->config, keys[i], out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
+    if (f->mtp_mode == HF_MTP_NONE) *n = 0, *present = 0;
     return ANVIL_OK;
 }
 
 int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err) {
-    uint32_t nextn = 0, head_dim = 0, hidden = 0, heads = 0, n_exp = 0, moe_ff = 0, shared = 0, dense = 0;
+    uint32_t nextn = 0, n_exp = 0, moe_ff = 0, shared = 0, dense = 0;
     int has_nextn = 0;
     RET_IF(nextn_layers(f, &nextn, &has_nextn, err));
-    const int has_hd = hf_cfg_u32(f, f->config, "head_dim", GLM_CLASS, 0, &head_dim, err);
-    RET_IF(has_hd);
-    if (!has_hd) {
-        RET_IF(hf_cfg_u32(f, f->config, "hidden_size", GLM_CLASS, 1, &hidden, err));
-        RET_IF(hf_cfg_u32(f, f->config, "num_attention_heads", GLM_CLASS, 1, &heads, err));
-        if (heads == 0)
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
-        head_dim = hidden / heads;
-    }
-    double factor = 0.5;
-    RET_IF(partial_factor(f, &factor, err));
-    const double rope_d = (double)head_dim * factor;
-    if (!(rope_d >= 0.0 && rope_d < 4294967296.0)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: head_dim %u times partial_rotary_factor %g is not a rope "
-                                "dimension count",
-                                f->dir, head_dim, factor);
-    }
+    uint32_t rope_d = 0;
+    RET_IF(hf_cfg_rope_dims(f, GLM_CLASS, 0.5, &rope_d, err));
     int has_exp = 0, has_ff = 0, has_shared = 0, has_dense = 0, has_scale = 0;
     RET_IF(has_exp = hf_cfg_u32(f, f->config, "n_routed_experts", GLM_CLASS, 0, &n_exp, err));
     RET_IF(has_ff = hf_cfg_u32(f, f->config, "moe_intermediate_size", GLM_CLASS, 0, &moe_ff, err));
@@ -108,7 +79,7 @@ int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anv
     hf_text_over o = { 0, 0.0, -1, -1, has_exp ? (int64_t)n_exp : -1, 0, 0, nextn, 2, 0 };
     int rc = hf_arch_text_hparams(a, f, &o, w, err);
     if (rc == ANVIL_OK) rc = anvil_gguf_writer_set_u32(w, "general.file_type", ftype, err);
-    if (rc == ANVIL_OK) rc = set_u32(w, "rope.dimension_count", (uint32_t)rope_d, err);
+    if (rc == ANVIL_OK) rc = set_u32(w, "rope.dimension_count", rope_d, err);
     if (rc == ANVIL_OK && has_exp && !o.wrote_expert_count) rc = set_u32(w, "expert_count", n_exp, err);
     if (rc == ANVIL_OK && has_ff) rc = set_u32(w, "expert_feed_forward_length", moe_ff, err);
     if (rc == ANVIL_OK && has_shared) rc = set_u32(w, "expert_shared_count", shared, err);

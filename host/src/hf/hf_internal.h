@@ -41,7 +41,11 @@ typedef struct hf_folder {
     size_t n_tensors;
     uint64_t fp8_block[2]; /* quantization_config.weight_block_size, or 0 0 */
     uint64_t mtp_seen;     /* Qwen3.5: 1 + the highest mtp.layers.N (hf_qwen35_filter), or 0 */
+    int mtp_mode;          /* HF_MTP_ALL, HF_MTP_ONLY (--mtp), HF_MTP_NONE (--no-mtp) */
 } hf_folder;
+
+enum { HF_MTP_ALL = 0, HF_MTP_ONLY = 1, HF_MTP_NONE = 2 };
+
 
 int hf_folder_open(const char *dir, hf_folder *f, anvil_error *err);
 /* hf_folder_open in two steps: the folder and config.json (so the
@@ -86,6 +90,15 @@ int hf_cfg_u32(const hf_folder *f, const anvil_json_value *obj, const char *key,
 int hf_cfg_num(const hf_folder *f, const anvil_json_value *obj, const char *key, double *out, anvil_error *err);
 /* Python truthiness of a JSON value (null/false/0/""/[]/{} are false). */
 int hf_truthy(const anvil_json_value *v);
+/* TextModel's rope_parameters: config's rope_parameters, else rope_scaling
+ * (null is {}); NULL when that is not an object. */
+const anvil_json_value *hf_cfg_rope_params(const hf_folder *f);
+/* The rope dimension count: head_dim (else hidden_size /
+ * num_attention_heads) times rope_parameters' partial_rotary_factor (the
+ * top level's partial_rotary_factor / rope_pct / rope_percent mirrored in;
+ * dflt when none), truncated as int() does. Errors name config.json, the
+ * key and the class cls. */
+int hf_cfg_rope_dims(const hf_folder *f, const char *cls, double dflt, uint32_t *out, anvil_error *err);
 
 /* ---- architectures ---------------------------------------------------------- */
 
@@ -103,7 +116,8 @@ typedef enum hf_arch_id {
     HF_ARCH_DEEPSEEK2,
     HF_ARCH_GLM4MOE,
     HF_ARCH_QWEN35,
-    HF_ARCH_QWEN35MOE
+    HF_ARCH_QWEN35MOE,
+    HF_ARCH_QWEN3NEXT
 } hf_arch_id;
 
 typedef struct hf_arch {
@@ -123,6 +137,21 @@ int hf_arch_find(const anvil_json_value *config, const char *config_path, const 
  * --vocab-only, whose output convert does not change for it). An error
  * saying why, before anything is planned. */
 int hf_arch_refuse_variants(const hf_arch *a, const hf_folder *f, int vocab_only, anvil_error *err);
+
+/* --mtp / --no-mtp (hf_mtp.c): refused (as convert_hf_to_gguf.py refuses
+ * them) for a class without MTP export or when both are given; else
+ * f->mtp_mode set. */
+int hf_mtp_mode(const hf_arch *a, hf_folder *f, int mtp_only, int no_mtp, anvil_error *err);
+/* Glm4MoeModel.filter_tensors' MTP rule: model.layers.N with N >= the
+ * config's layer count is an MTP layer's; --no-mtp drops those, --mtp
+ * keeps only those and the embeddings, output norm and head (other
+ * classes: nothing, the Qwen3.5 ones drop in hf_qwen35_filter). O(n). */
+int hf_mtp_filter(const hf_arch *a, hf_folder *f, anvil_error *err);
+/* 1 for the tensors --mtp keeps beside the MTP layers' (model.embed_tokens,
+ * model.norm, lm_head). */
+int hf_mtp_keep_shared(const char *name);
+/* Remove the tensors with drop[i] != 0 from f->tensors, keeping the order. */
+void hf_mtp_compact(hf_folder *f, const unsigned char *drop);
 
 /* A run of a source tensor's elements (flat, row-major) that an output
  * tensor is made of: experts stacked, or one half of a fused gate_up. */
@@ -167,6 +196,12 @@ typedef struct hf_out_tensor {
      * neg_exp: -exp(x) as PyTorch's CPU kernel computes it (A_log). */
     uint64_t vr_k, vr_r, vr_d, vr_first;
     int vr_cols, neg_exp;
+    /* Qwen3-Next's fused in_proj_qkvz (hf_qwen35.c), qz_k > 0: source rows
+     * in qz_k key-head groups of [q qz_dk, k qz_dk, v qz_vd, z qz_vd]; the
+     * output gathers them as q of every group, then k, then v (qz_z 0:
+     * attn_qkv) or the z rows (qz_z 1: attn_gate). */
+    uint64_t qz_k, qz_dk, qz_vd;
+    int qz_z;
 } hf_out_tensor;
 
 /* Plans' shared pieces (hf_plan_common.c). hf_out_fill: o's source, rank,
@@ -238,11 +273,13 @@ int hf_deepseek_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, 
  * blk.N.nextn.*, experts stacked). */
 int hf_glm4moe_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_glm4moe_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
-/* Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM (hf_qwen35.c): the
- * converter's filter_tensors for the MTP tensors (mtp.* renamed to layers
- * past num_hidden_layers, in place, before planning), Qwen3NextModel's
- * set_gguf_parameters with Qwen3.5's rope sections, and the tensors (V
- * heads reordered, A_log as -exp, norms + 1, experts stacked). */
+/* Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM / Qwen3NextForCausalLM
+ * (hf_qwen35.c): the converter's filter_tensors for the MTP tensors (mtp.*
+ * renamed to layers past num_hidden_layers, in place, before planning;
+ * --mtp / --no-mtp applied), Qwen3NextModel's set_gguf_parameters (with
+ * Qwen3.5's rope sections), and the tensors (Qwen3.5: V heads reordered;
+ * Qwen3-Next: in_proj_qkvz split; A_log as -exp, norms + 1, experts
+ * stacked). */
 int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err);
 int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvil_gguf_writer *w, anvil_error *err);
 int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size_t *n_out, anvil_error *err);
@@ -291,6 +328,10 @@ int hf_meta_write(const hf_meta *m, anvil_gguf_writer *w, anvil_error *err);
  * "...-vocab") into buf. */
 int hf_meta_default_name(const hf_meta *m, const char *output_type, int vocab_only, char *buf, size_t cap,
                          anvil_error *err);
+/* The --mtp export's name (Glm4MoeModel / _QwenMtpMixin.prepare_metadata):
+ * "mtp-<Name>-<finetune>-<version>-<TYPE>.gguf", no size label, the type
+ * for --vocab-only too. */
+int hf_meta_mtp_name(const hf_meta *m, const char *output_type, char *buf, size_t cap, anvil_error *err);
 /* size_label() of a parameter count ("656K", "1.0M", "8.0B"). */
 void hf_size_label(int64_t total_params, char *buf, size_t cap);
 /* fill_templated_filename(): {ftype} {outtype} {} (lower case), {FTYPE}

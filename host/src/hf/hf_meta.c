@@ -551,17 +551,18 @@ static void append_part(char *buf, size_t cap, size_t *o, const char *v, int upp
     buf[*o] = '\0';
 }
 
-int hf_meta_default_name(const hf_meta *m, const char *type, int vocab_only, char *buf, size_t cap,
-                         anvil_error *err) {
+/* mode 0: a model, 1: --vocab-only, 2: --mtp's "mtp-" name */
+static int default_name(const hf_meta *m, const char *type, int mode, char *buf, size_t cap, anvil_error *err) {
     const char *base = m->str[F_BASENAME] ? m->str[F_BASENAME] : m->str[F_NAME];
     char big[4 * HF_NAME_MAX]; /* room to tell a name too long by its length */
     size_t o = 0;
     big[0] = '\0';
-    append_part(big, sizeof big, &o, base ? base : "ggml-model", 0, 1);
-    if (!vocab_only) append_part(big, sizeof big, &o, m->str[F_SIZE_LABEL], 0, 0);
+    if (mode == 2) append_part(big, sizeof big, &o, "mtp", 0, 1); /* "mtp-" + the name */
+    append_part(big, sizeof big, &o, base ? base : "ggml-model", 0, mode != 2);
+    if (mode == 0) append_part(big, sizeof big, &o, m->str[F_SIZE_LABEL], 0, 0);
     append_part(big, sizeof big, &o, m->str[F_FINETUNE], 0, 0);
     append_part(big, sizeof big, &o, m->str[F_VERSION], 0, 0);
-    append_part(big, sizeof big, &o, vocab_only ? "vocab" : type, !vocab_only, 0);
+    append_part(big, sizeof big, &o, mode == 1 ? "vocab" : type, mode != 1, 0);
     /* no "..": each dot after a dot becomes '-' ("a..b" -> "a.-b") */
     for (size_t i = 1; i < o; ++i) {
         if (big[i] == '.' && big[i - 1] == '.') big[i] = '-';
@@ -577,4 +578,13 @@ int hf_meta_default_name(const hf_meta *m, const char *type, int vocab_only, cha
     memcpy(buf, big, o);
     memcpy(buf + o, ".gguf", 6);
     return ANVIL_OK;
+}
+
+int hf_meta_default_name(const hf_meta *m, const char *type, int vocab_only, char *buf, size_t cap,
+                         anvil_error *err) {
+    return default_name(m, type, vocab_only ? 1 : 0, buf, cap, err);
+}
+
+int hf_meta_mtp_name(const hf_meta *m, const char *type, char *buf, size_t cap, anvil_error *err) {
+    return default_name(m, type, 2, buf, cap, err);
 }

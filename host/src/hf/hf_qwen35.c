@@ -3,7 +3,13 @@
  * hf_qwen35: Qwen3_5ForCausalLM and Qwen3_5MoeForCausalLM (the Qwen3.5
  * hybrids: gated delta-net linear-attention layers beside full-attention
  * ones) as convert_hf_to_gguf.py's Qwen3_5TextModel / Qwen3_5MoeTextModel
- * write them (gguf architectures qwen35 / qwen35moe):
+ * write them (gguf architectures qwen35 / qwen35moe), and their base
+ * Qwen3NextForCausalLM (Qwen3NextModel, gguf qwen3next: the same but for
+ * no V-head reordering and no default rope sections; its fused
+ * linear_attn.in_proj_qkvz, [q, k, v, z] per key-head group, split into
+ * attn_qkv and attn_gate as row gathers, in_proj_ba kept as ssm_ba; every
+ * layer MoE: a dense mlp.* (mlp_only_layers) is refused by name, as the
+ * converter's tensor map refuses it):
  *
  *  - filter (hf_qwen35_filter, before planning and for --vocab-only too):
  *    a text_config (Qwen3_5ForConditionalGeneration /
@@ -15,7 +21,9 @@
  *    pre_fc_norm_embedding / pre_fc_norm_hidden / norm become layer
  *    num_hidden_layers' eh_proj / enorm / hnorm / shared_head.norm. With
  *    no mtp_num_hidden_layers (or 0) the MTP layers are those mtp.layers.N
- *    seen; none at all stops the converter (its assert), refused here;
+ *    seen; none at all stops the converter (its assert), refused here
+ *    (not with --no-mtp, which drops the mtp.* tensors; --mtp drops all
+ *    others but the embeddings, output norm and head, hf_mtp.c);
  *  - hparams: TextModel's keys (block_count with the MTP layers, rope
  *    sections where rope_parameters has mrope_section), general.file_type,
  *    the expert feed-forward lengths (Qwen2MoeModel), nextn_predict_layers,
@@ -53,7 +61,9 @@
         if (rc_ < 0) return rc_; \
     } while (0)
 
-static int is_qwen35(const hf_arch *a) { return a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE; }
+static int is_qwen35(const hf_arch *a) {
+    return a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT;
+}
 
 /* ---- PyTorch's exp ---------------------------------------------------------- */
 
@@ -138,10 +148,20 @@ int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err) {
     static const char *const from[] = { "fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm" };
     static const char *const to[] = { "eh_proj", "enorm", "hnorm", "shared_head.norm" };
     uint64_t seen = 0;
+    unsigned char *drop = f->mtp_mode != HF_MTP_ALL ? calloc(f->n_tensors + 1, 1) : NULL;
+    if (f->mtp_mode != HF_MTP_ALL && drop == NULL) return anvil__nomem(err);
     for (size_t i = 0; i < f->n_tensors; ++i) {
         char *nm = f->tensors[i].name;
         const char *s = strncmp(nm, "model.mtp.", 10) == 0 ? nm + 6 : nm;
-        if (strncmp(s, "mtp.", 4) != 0) continue;
+        const int mtp = strncmp(s, "mtp.", 4) == 0;
+        if (drop != NULL) { /* --no-mtp: the mtp.* ones; --mtp: all others but the shared ones */
+            drop[i] = f->mtp_mode == HF_MTP_NONE
+                          ? mtp
+                          : !mtp && !hf_mtp_keep_shared(nm) && strcmp(nm, "norm.weight") != 0 &&
+                                strcmp(nm, "embed_tokens.weight") != 0;
+            if (drop[i]) continue;
+        }
+        if (!mtp) continue;
         const char *p1 = s + 4, *d1 = strchr(p1, '.');
         const char *d2 = d1 != NULL ? strchr(d1 + 1, '.') : NULL;
         char out[512];
@@ -165,17 +185,22 @@ int hf_qwen35_filter(const hf_arch *a, hf_folder *f, anvil_error *err) {
         }
         if (!out[0] && strlen(s) < sizeof out) snprintf(out, sizeof out, "%s", s);
         char *dup = strdup(out);
-        if (dup == NULL) return anvil__nomem(err);
+        if (dup == NULL) {
+            free(drop);
+            return anvil__nomem(err);
+        }
         free(nm);
         f->tensors[i].name = dup;
     }
+    if (drop != NULL) hf_mtp_compact(f, drop);
+    free(drop);
     f->mtp_seen = seen;
-    if (n_mtp == 0 && seen == 0) {
+    if (n_mtp == 0 && seen == 0 && f->mtp_mode != HF_MTP_NONE) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s/config.json: %s has no mtp_num_hidden_layers and the checkpoint no "
-                                "mtp.layers.N tensors: convert_hf_to_gguf.py's Qwen3.5 class needs the "
+                                "mtp.layers.N tensors: convert_hf_to_gguf.py's class for it needs the "
                                 "multi-token-prediction layer (it stops on an assert); use a checkpoint that "
-                                "ships it",
+                                "ships it, or convert with --no-mtp",
                                 f->dir, a->hf_name);
     }
     return ANVIL_OK;
@@ -192,6 +217,7 @@ static int read_cfg(const hf_arch *a, const hf_folder *f, q35_cfg *c, anvil_erro
     RET_IF(hf_cfg_u32(f, f->config, "num_hidden_layers", a->hf_name, 1, &c->n_main, err));
     RET_IF(hf_cfg_u32(f, f->config, "mtp_num_hidden_layers", a->hf_name, 0, &c->n_mtp, err));
     if (c->n_mtp == 0) c->n_mtp = (uint32_t)f->mtp_seen;
+    if (f->mtp_mode == HF_MTP_NONE) c->n_mtp = 0; /* --no-mtp: block_count without them, no nextn key */
     if ((uint64_t)c->n_main + c->n_mtp > UINT32_MAX)
         return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: the layer count overflows with the MTP layers",
                                 f->dir);
@@ -214,58 +240,6 @@ static int set_u32(const hf_arch *a, anvil_gguf_writer *w, const char *suffix, u
     char key[128];
     snprintf(key, sizeof key, "%s.%s", a->gguf_name, suffix);
     return anvil_gguf_writer_set_u32(w, key, v, err);
-}
-
-/* TextModel's rope_parameters: config's rope_parameters, else rope_scaling;
- * null or empty is {}. NULL when that is not an object. */
-static const anvil_json_value *rope_params(const hf_folder *f) {
-    const anvil_json_value *rp = anvil__json_get(f->config, "rope_parameters");
-    if (rp == NULL) rp = anvil__json_get(f->config, "rope_scaling");
-    return rp != NULL && rp->kind == ANVIL_JSON_OBJECT_BEGIN ? rp : NULL;
-}
-
-/* self.rope_parameters.get("partial_rotary_factor", 0.25), with the top
- * level's partial_rotary_factor / rope_pct / rope_percent mirrored in. */
-static int partial_factor(const hf_folder *f, double *out, anvil_error *err) {
-    *out = 0.25;
-    const anvil_json_value *rp = rope_params(f);
-    if (rp != NULL && anvil__json_get(rp, "partial_rotary_factor") != NULL) {
-        const int rc = hf_cfg_num(f, rp, "partial_rotary_factor", out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
-    if (rp != NULL && (anvil__json_get(rp, "full_attention") != NULL || anvil__json_get(rp, "sliding_attention")))
-        return ANVIL_OK;
-    static const char *const keys[] = { "partial_rotary_factor", "rope_pct", "rope_percent", NULL };
-    for (size_t i = 0; keys[i] != NULL; ++i) {
-        if (anvil__json_get(f->config, keys[i]) == NULL) continue;
-        const int rc = hf_cfg_num(f, f->config, keys[i], out, err);
-        return rc < 0 ? rc : ANVIL_OK;
-    }
-    return ANVIL_OK;
-}
-
-static int rope_dims(const hf_arch *a, const hf_folder *f, uint32_t *out, anvil_error *err) {
-    uint32_t head_dim = 0, hidden = 0, heads = 0;
-    const int has_hd = hf_cfg_u32(f, f->config, "head_dim", a->hf_name, 0, &head_dim, err);
-    RET_IF(has_hd);
-    if (!has_hd) {
-        RET_IF(hf_cfg_u32(f, f->config, "hidden_size", a->hf_name, 1, &hidden, err));
-        RET_IF(hf_cfg_u32(f, f->config, "num_attention_heads", a->hf_name, 1, &heads, err));
-        if (heads == 0)
-            return anvil__error_set(err, ANVIL_E_FORMAT, "%s/config.json: num_attention_heads is 0", f->dir);
-        head_dim = hidden / heads;
-    }
-    double factor = 0.25;
-    RET_IF(partial_factor(f, &factor, err));
-    const double d = (double)head_dim * factor;
-    if (!(d >= 0.0 && d < 4294967296.0)) {
-        return anvil__error_set(err, ANVIL_E_FORMAT,
-                                "%s/config.json: head_dim %u times partial_rotary_factor %g is not a rope "
-                                "dimension count",
-                                f->dir, head_dim, factor);
-    }
-    *out = (uint32_t)d;
-    return ANVIL_OK;
 }
 
 /* layer_types: 1 when given (types[b]: 1 linear attention), 0 absent. */
@@ -307,7 +281,7 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
     RET_IF(has_shared_ff =
                hf_cfg_u32(f, f->config, "shared_expert_intermediate_size", a->hf_name, 0, &shared_ff, err));
     RET_IF(interval_of(a, f, &iv, err));
-    RET_IF(rope_dims(a, f, &rope_d, err));
+    RET_IF(hf_cfg_rope_dims(f, a->hf_name, 0.25, &rope_d, err));
     if ((uint64_t)c.dv * c.nv > UINT32_MAX) {
         return anvil__error_set(err, ANVIL_E_FORMAT,
                                 "%s/config.json: linear_value_head_dim %u times linear_num_value_heads %u "
@@ -337,8 +311,10 @@ int hf_qwen35_hparams(const hf_arch *a, const hf_folder *f, uint32_t ftype, anvi
     free(types);
     if (rc == ANVIL_OK) rc = set_u32(a, w, "full_attention_interval", iv, err);
     if (rc == ANVIL_OK) rc = set_u32(a, w, "rope.dimension_count", rope_d, err);
-    const anvil_json_value *rp = rope_params(f);
-    if (rc == ANVIL_OK && (rp == NULL || anvil__json_get(rp, "mrope_section") == NULL)) {
+    const anvil_json_value *rp = hf_cfg_rope_params(f);
+    /* _Qwen35MRopeMixin (not Qwen3-Next) */
+    if (rc == ANVIL_OK && a->id != HF_ARCH_QWEN3NEXT &&
+        (rp == NULL || anvil__json_get(rp, "mrope_section") == NULL)) {
         static const int32_t sections[4] = { 11, 11, 10, 0 }; /* _QWEN35_DEFAULT_MROPE_SECTION */
         snprintf(key, sizeof key, "%s.rope.dimension_sections", a->gguf_name);
         rc = anvil_gguf_writer_set_array(w, key, ANVIL_GGUF_TYPE_I32, sections, 4, err);
@@ -429,7 +405,43 @@ static int plain_tensor(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
     }
     o->neg_exp = a_log;
     o->shift = norm ? 1.0f : 0.0f;
-    return plan_reorder(f, s, c, o, err);
+    /* _LinearAttentionVReorderBase is Qwen3.5's, not Qwen3NextModel's */
+    return a->id == HF_ARCH_QWEN3NEXT ? ANVIL_OK : plan_reorder(f, s, c, o, err);
+}
+
+/* Qwen3NextModel.modify_tensors' in_proj_qkvz: [q, k, v, z] per key-head
+ * group split into attn_qkv (q of all groups, then k, then v) and
+ * attn_gate (z): two row gathers of the one source (hf_convert.c). */
+static int qkvz_tensors(const hf_arch *a, const hf_folder *f, const q35_cfg *c, size_t i, hf_out_tensor *o,
+                        anvil_error *err) {
+    const hf_src_tensor *s = &f->tensors[i];
+    const anvil_st_tensor *t = s->st;
+    RET_IF(hf_src_check(f, s, err));
+    const uint64_t vd = (uint64_t)(c->nv / c->nk) * c->dv, per = 2ull * c->dk + 2 * vd;
+    if (t->rank != 2 || t->shape[0] != c->nk * per) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "%s/%s: tensor \"%s\" has %llu rows where config.json implies %llu (%u key-head "
+                                "groups of 2 x %u + 2 x %llu); the checkpoint does not fit its linear_* head counts",
+                                f->dir, f->part_names[s->part], s->name,
+                                (unsigned long long)(t->rank ? t->shape[0] : 0), (unsigned long long)(c->nk * per),
+                                c->nk, c->dk, (unsigned long long)vd);
+    }
+    const unsigned long n_blocks = (unsigned long)c->n_main + c->n_mtp;
+    char base[512], nm[560];
+    snprintf(base, sizeof base, "%.*s", (int)(strlen(s->name) - strlen("in_proj_qkvz.weight")), s->name);
+    for (int z = 0; z < 2; ++z) {
+        hf_out_fill(f, i, &o[z]);
+        o[z].ne[1] = z ? c->nk * vd : c->nk * (2ull * c->dk + vd);
+        o[z].n_elements = o[z].ne[0] * o[z].ne[1];
+        o[z].qz_k = c->nk, o[z].qz_dk = c->dk, o[z].qz_vd = vd, o[z].qz_z = z;
+        /* the names format_tensor_name gives ATTN_QKV / ATTN_GATE, through the table */
+        snprintf(nm, sizeof nm, "%s%s", base, z ? "in_proj_z.weight" : "in_proj_qkv.weight");
+        if (hf_table_map_tensor(a->gguf_name, nm, n_blocks, o[z].name, sizeof o[z].name) != 0) {
+            return anvil__error_set(err, ANVIL_E_UNSUPPORTED, "%s/%s: cannot map tensor \"%s\" to a %s GGUF tensor",
+                                    f->dir, f->part_names[s->part], s->name, a->gguf_name);
+        }
+    }
+    return ANVIL_OK;
 }
 
 /* The tensors a layer below num_hidden_layers must end with. */
@@ -447,6 +459,15 @@ static const need k_linear[] = { { "attn_qkv.weight", "linear_attn.in_proj_qkv.w
                                  { "ssm_a", "linear_attn.A_log" },
                                  { "ssm_norm.weight", "linear_attn.norm.weight" },
                                  { "ssm_out.weight", "linear_attn.out_proj.weight" } };
+/* Qwen3-Next: in_proj_qkvz split in two (qkvz_tensors), in_proj_ba as is */
+static const need k_linear_next[] = { { "attn_qkv.weight", "linear_attn.in_proj_qkvz.weight" },
+                                      { "attn_gate.weight", "linear_attn.in_proj_qkvz.weight" },
+                                      { "ssm_ba.weight", "linear_attn.in_proj_ba.weight" },
+                                      { "ssm_conv1d.weight", "linear_attn.conv1d.weight" },
+                                      { "ssm_dt.bias", "linear_attn.dt_bias" },
+                                      { "ssm_a", "linear_attn.A_log" },
+                                      { "ssm_norm.weight", "linear_attn.norm.weight" },
+                                      { "ssm_out.weight", "linear_attn.out_proj.weight" } };
 static const need k_full[] = {
     { "attn_q.weight", "self_attn.q_proj.weight" },      { "attn_k.weight", "self_attn.k_proj.weight" },
     { "attn_v.weight", "self_attn.v_proj.weight" },      { "attn_output.weight", "self_attn.o_proj.weight" },
@@ -493,13 +514,16 @@ static int check_layers(const hf_arch *a, const hf_folder *f, const q35_cfg *c, 
     int rc = layer_types(f, c, types, err);
     const int has_types = rc > 0;
     rc = rc < 0 ? rc : ANVIL_OK;
-    const int moe = a->id == HF_ARCH_QWEN35MOE;
+    const int moe = a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT;
+    const int next = a->id == HF_ARCH_QWEN3NEXT;
     for (uint64_t b = 0; b < c->n_main && rc == ANVIL_OK; ++b) {
         /* Qwen3_5TextConfig: linear unless (b + 1) % full_attention_interval == 0 */
         const int linear = has_types ? types[b] : (iv == 0 || (b + 1) % iv != 0);
         const char *what = linear ? "linear attention" : "full attention";
         rc = check_group(f, sorted, n, b, k_common, 2, what, err);
-        if (rc == ANVIL_OK && linear) rc = check_group(f, sorted, n, b, k_linear, 9, what, err);
+        if (rc == ANVIL_OK && linear)
+            rc = next ? check_group(f, sorted, n, b, k_linear_next, 8, what, err)
+                      : check_group(f, sorted, n, b, k_linear, 9, what, err);
         if (rc == ANVIL_OK && !linear) rc = check_group(f, sorted, n, b, k_full, 6, what, err);
         if (rc == ANVIL_OK) rc = check_group(f, sorted, n, b, moe ? k_moe : k_dense, moe ? 4 : 3, what, err);
     }
@@ -529,11 +553,15 @@ int hf_qwen35_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, si
             if (taken < 0) rc = taken;
             if (taken != 0) continue;
         }
+        if (rc == ANVIL_OK && hf_ends_with(nm, ".linear_attn.in_proj_qkvz.weight")) {
+            if ((rc = qkvz_tensors(a, f, &c, i, &ts[n], err)) == ANVIL_OK) n += 2;
+            continue;
+        }
         if (rc == ANVIL_OK && (rc = plain_tensor(a, f, &c, i, &ts[n], err)) == ANVIL_OK) n++;
     }
     if (rc == ANVIL_OK && moe != NULL) rc = hf_moe_done(moe, err);
     hf_moe_free(moe);
-    if (rc == ANVIL_OK) rc = check_layers(a, f, &c, ts, n, err);
+    if (rc == ANVIL_OK && f->mtp_mode != HF_MTP_ONLY) rc = check_layers(a, f, &c, ts, n, err); /* --mtp: none */
     if (rc != ANVIL_OK) {
         hf_plan_free(ts, cap);
         return rc;

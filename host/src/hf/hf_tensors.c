@@ -272,7 +272,8 @@ int hf_arch_plan(const hf_arch *a, const hf_folder *f, hf_out_tensor **out, size
     if (a->id == HF_ARCH_GPTOSS) return hf_gptoss_plan(a, f, out, n_out, err);
     if (a->id == HF_ARCH_DEEPSEEK2) return hf_deepseek_plan(a, f, out, n_out, err);
     if (a->id == HF_ARCH_GLM4MOE) return hf_glm4moe_plan(a, f, out, n_out, err);
-    if (a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE) return hf_qwen35_plan(a, f, out, n_out, err);
+    if (a->id == HF_ARCH_QWEN35 || a->id == HF_ARCH_QWEN35MOE || a->id == HF_ARCH_QWEN3NEXT)
+        return hf_qwen35_plan(a, f, out, n_out, err);
     *out = NULL;
     *n_out = 0;
     uint64_t n_blocks = 0;
