@@ -17,6 +17,14 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COLD_SWEEP_AVX2 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+#else
+#define COLD_SWEEP_AVX2 0
+#endif
+
 /* In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
  * a candidate (the neighbour searches) or a trial scale (the sweep's
  * rounding, keys and fit sums). */
@@ -174,6 +182,66 @@ static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, 
     return __builtin_convertvector(b, f32x4) * down;
 }
 
+#if COLD_SWEEP_AVX2
+/* best_in_lanes on AVX2, eight candidates per vector: lane k scores
+ * candidates k, k + 8, ... An element's term w (scale (2l + 1) - x)^2
+ * depends on its code l only, so its 8 (IQ3) or 3 (IQ2) values are
+ * computed once, each by ggml's expression, into a table that each
+ * candidate's lane indexes by its code (vpermps on 3-bit codes, vpermilps
+ * on 2-bit ones, from the list's packed codes: one load of eight, shifted
+ * per element), summed in element order from 0: the same floats as ggml's
+ * d2. Each lane keeps its first strictly smallest score (lanes past the
+ * list's end never take one); the winner is the smallest score, ties to
+ * the earliest candidate: ggml's first strictly best. */
+AVX2 static inline int best8_avx2(const cold_lattice *lat, int dims, int levels, const uint16_t *cand, const float *x,
+                                  const float *w, float scale, int8_t *L) {
+    const int count = cand[0];
+    const uint16_t *packed = cold_packed_codes(lat, cand);
+    const __m256 odd = levels == 8 ? _mm256_setr_ps(1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f)
+                                   : _mm256_setr_ps(1.0f, 3.0f, 5.0f, 5.0f, 1.0f, 3.0f, 5.0f, 5.0f);
+    const __m256 so = _mm256_mul_ps(_mm256_set1_ps(scale), odd);
+    __m256 tab[8];
+    for (int i = 0; i < dims; ++i) {
+        const __m256 diff = _mm256_sub_ps(so, _mm256_set1_ps(x[i]));
+        tab[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w[i]), diff), diff);
+    }
+    __m256 best = _mm256_set1_ps(FLT_MAX);
+    __m256i at = _mm256_setzero_si256();
+    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i eight = _mm256_set1_epi32(8), vcount = _mm256_set1_epi32(count);
+    for (int j = 0; j < count; j += 8) {
+        /* past the list's end: the next words (or the padding), never chosen */
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(packed + j)));
+        __m256 d2 = _mm256_setzero_ps();
+        for (int i = 0; i < dims; ++i) {
+            d2 = _mm256_add_ps(d2, levels == 8 ? _mm256_permutevar8x32_ps(tab[i], _mm256_srli_epi32(u, 3 * i))
+                                               : _mm256_permutevar_ps(tab[i], _mm256_srli_epi32(u, 2 * i)));
+        }
+        const __m256i better = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d2, best, _CMP_LT_OQ)),
+                                                _mm256_cmpgt_epi32(vcount, pos));
+        best = _mm256_blendv_ps(best, d2, _mm256_castsi256_ps(better));
+        at = _mm256_blendv_epi8(at, pos, better);
+        pos = _mm256_add_epi32(pos, eight);
+    }
+    /* the smallest score (no NaN: lanes only take scores below FLT_MAX),
+     * then the smallest position among the lanes that hold it */
+    __m256 m = _mm256_min_ps(best, _mm256_permute2f128_ps(best, best, 1));
+    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
+    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
+    if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
+        return -1;
+    }
+    const __m256i tie = _mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ));
+    __m256i a = _mm256_blendv_epi8(_mm256_set1_epi32(0x7FFFFFFF), at, tie);
+    a = _mm256_min_epi32(a, _mm256_permute2x128_si256(a, a, 1));
+    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0x4E));
+    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0xB1));
+    const int g = cand[1 + _mm256_cvtsi256_si32(a)];
+    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
+    return g;
+}
+#endif
+
 /* ggml's iq3_find_best_neighbour / iq2_find_best_neighbour on a lattice
  * with lane blocks: the candidate (of the list cand) whose odd values
  * scale * (2l + 1) are closest to x in w-weighted squared error, in list
@@ -183,6 +251,11 @@ static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, 
 static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
                                                                const uint16_t *cand, const float *x, const float *w,
                                                                float scale, int8_t *L, int levels, int wide) {
+#if COLD_SWEEP_AVX2
+    if (wide) {
+        return best8_avx2(lat, dims, levels, cand, x, w, scale, L);
+    }
+#endif
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
     lane_best lb;
@@ -415,8 +488,7 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
     }
 SWEEP_SHAPES(SWEEP_PORTABLE)
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define COLD_SWEEP_AVX2 1
+#if COLD_SWEEP_AVX2
 #define SWEEP_AVX2(n, dims, levels)                                                             \
     __attribute__((target("avx2"))) static int sweep_avx2_##n##_##dims##_##levels(SWEEP_ARGS) { \
         return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);     \
@@ -434,7 +506,6 @@ int anvil_cold_has_avx2(void) {
     return h;
 }
 #else
-#define COLD_SWEEP_AVX2 0
 int anvil_cold_has_avx2(void) { return 0; }
 #endif
 
@@ -471,6 +542,21 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
 int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                               float max, float scale0, int8_t *L, float *scale_out) {
     return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 0);
+}
+
+int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                                 float scale, int8_t *L, int simd) {
+    if (!lat->lanes || lat->dims > 8) {
+        return -1;
+    }
+#if COLD_SWEEP_AVX2
+    if (simd && anvil_cold_has_avx2()) {
+        return best8_avx2(lat, lat->dims, lat->levels, cand, x, w, scale, L);
+    }
+#else
+    (void)simd;
+#endif
+    return best_in_lanes(lat, lat->dims, cand, x, w, scale, L, lat->levels, 0);
 }
 
 void anvil_cold_stable_order(const float *x, int n, int *idx) {

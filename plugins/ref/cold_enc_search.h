@@ -68,6 +68,16 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
 int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                               float max, float scale0, int8_t *L, float *scale_out);
 
+/* The sweep's neighbour search (ggml's iq3_find_best_neighbour /
+ * iq2_find_best_neighbour) on a lattice with lane blocks, alone: among the
+ * candidates cand, the first with the smallest w-weighted squared error of
+ * scale (2l + 1) against x; its codes to L and its grid index returned, -1
+ * when none scores below FLT_MAX. simd 1: the path the sweep selects at
+ * run time (AVX2 where the CPU has it), 0: the portable one. For the tests
+ * that check the two agree. */
+int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                                 float scale, int8_t *L, int simd);
+
 /* A group through the sweep to what is stored of it, as every sweep-based
  * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from
  * scale0; a negative scale made positive with the group's sign bits
