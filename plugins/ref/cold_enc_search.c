@@ -348,126 +348,18 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
 }
 
 #define MAX_TRIALS 32 /* 2 steps + 1 <= 31 */
-#define TRIAL_VECS (MAX_TRIALS / COLD_LANES)
 
-/* The sweep with the shape as constants (n elements in groups of dims
- * codes of `levels` levels), so that each instance is specialised.
- *
- * The trials are independent until the best is chosen, so they run side
- * by side, trial t in lane t % 4 of vector t / 4: each element's codes of
- * every trial, the groups' keys, the snaps of the off-grid groups (one
- * group of one trial at a time), and the fit sums, each lane summing in
- * element order as ggml's one trial does. Then the best trial is chosen
- * in trial order with ggml's test. */
-static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int n, int dims, int levels,
-                                                       const float *xval, const float *weight, const float *waux,
-                                                       float max, float scale0, int8_t *L, float *scale_out,
-                                                       int wide) {
-    const cold_lattice *lat = p->lat;
-    const int groups = n / dims;
-    const int trials = 2 * p->steps + 1;
-    const int vecs = (trials + COLD_LANES - 1) / COLD_LANES;
-    float this_scale[MAX_TRIALS];
-    f32x4 id[TRIAL_VECS];
-    for (int t = 0; t < vecs * COLD_LANES; ++t) {
-        /* lanes past the last trial repeat it (computed, never used) */
-        const int is = (t < trials ? t : trials - 1) - p->steps;
-        const float idt = ((float)(2 * p->max_q - 1) + (float)is * p->step) / max;
-        id[t / COLD_LANES][t % COLD_LANES] = idt;
-        this_scale[t] = 1.0f / idt;
-    }
-    i32x4 code[32][TRIAL_VECS]; /* code[i][v]: element i's code in trials 4v .. 4v + 3 */
-    /* ggml's nearest_int(0.5 (id x - 1)) (anvil_nearest_int's trick, bit
-     * for bit), clamped to [0, max_q - 1] */
-    const i32x4 zero = { 0 };
-    const i32x4 top = zero + (p->max_q - 1);
-    for (int i = 0; i < n; ++i) {
-        for (int v = 0; v < vecs; ++v) {
-            const f32x4 r = 0.5f * (id[v] * xval[i] - 1.0f) + 12582912.f;
-            i32x4 l = ((i32x4)r & 0x007fffff) - 0x00400000;
-            l = PICK_I32(l < top, l, top);
-            code[i][v] = PICK_I32(l > zero, l, zero);
-        }
-    }
-    uint8_t on_grid_aux[MAX_TRIALS][8];
-    for (int k = 0; k < groups; ++k) {
-        for (int v = 0; v < vecs; ++v) {
-            i32x4 key = code[dims * k + dims - 1][v];
-            for (int i = dims - 2; i >= 0; --i) {
-                key = key * levels + code[dims * k + i][v];
-            }
-            for (int c = 0; c < COLD_LANES && COLD_LANES * v + c < trials; ++c) {
-                const int t = COLD_LANES * v + c;
-                const int32_t m = lat->map[key[c]];
-                on_grid_aux[t][k] = m >= 0;
-                if (m >= 0) {
-                    continue;
-                }
-                int8_t l[8];
-                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k, waux + dims * k,
-                                            this_scale[t], l, levels, wide);
-                if (g < 0) {
-                    return ANVIL_E_UNSUPPORTED;
-                }
-                for (int i = 0; i < dims; ++i) {
-                    code[dims * k + i][v][c] = l[i];
-                }
-            }
-        }
-    }
-    f32x4 sumqx[TRIAL_VECS], sumq2[TRIAL_VECS];
-    for (int v = 0; v < vecs; ++v) {
-        f32x4 sx = { 0 }, s2 = { 0 };
-        for (int i = 0; i < n; ++i) {
-            const float w = weight[i];
-            const f32x4 q = __builtin_convertvector(2 * code[i][v] + 1, f32x4);
-            sx += w * xval[i] * q;
-            s2 += w * q * q;
-        }
-        sumqx[v] = sx;
-        sumq2[v] = s2;
-    }
-
-    float best = 0.0f;
-    float scale = scale0;
-    const int best_t = cold_fit_scan((const float *)sumqx, (const float *)sumq2, trials, &best, &scale);
-    int on_grid[8];
-    for (int k = 0; k < groups; ++k) {
-        on_grid[k] = best_t >= 0 ? on_grid_aux[best_t][k] : p->start_on_grid;
-    }
-    for (int i = 0; i < n; ++i) {
-        /* the codes when no trial is accepted: 0 */
-        L[i] = best_t >= 0 ? (int8_t)code[i][best_t / COLD_LANES][best_t % COLD_LANES] : 0;
-    }
-
-    int off_grid = 0;
-    for (int k = 0; k < groups; ++k) {
-        off_grid += !on_grid[k];
-    }
-    if ((off_grid > 0 || p->refine == COLD_REFINE_ALWAYS) && scale > 0) {
-        const float idf = 1.0f / scale;
-        for (int k = 0; k < groups; ++k) {
-            if (on_grid[k] && p->refine == COLD_REFINE_OFF_GRID) {
-                continue;
-            }
-            int8_t *l = L + dims * k;
-            for (int i = 0; i < dims; ++i) {
-                const int c = anvil_nearest_int(0.5f * (idf * xval[dims * k + i] - 1.0f));
-                l[i] = (int8_t)(c < p->max_q - 1 ? (c > 0 ? c : 0) : p->max_q - 1);
-            }
-            if (snap_group(lat, dims, xval + dims * k, waux + dims * k, scale, l, wide) < 0) {
-                return ANVIL_E_UNSUPPORTED;
-            }
-        }
-        float sx, s2;
-        fit_sums(xval, weight, L, n, &sx, &s2);
-        if (s2 > 0) {
-            scale = sx / s2;
-        }
-    }
-    *scale_out = scale;
-    return ANVIL_OK;
-}
+/* sweep4 (4 trials per vector) and sweep8 (8), from one body. */
+#define SWEEP_FN sweep4
+#define SWEEP_W 4
+#include "ref/cold_enc_sweep_body.h"
+#undef SWEEP_FN
+#undef SWEEP_W
+#define SWEEP_FN sweep8
+#define SWEEP_W 8
+#include "ref/cold_enc_sweep_body.h"
+#undef SWEEP_FN
+#undef SWEEP_W
 
 /* The sweep's shapes, each as one function per instruction set: the
  * portable one (generic vectors on the build's baseline) and, on x86, an
@@ -482,16 +374,16 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
     const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max, float scale0, \
         int8_t *L, float *scale_out
 
-#define SWEEP_PORTABLE(n, dims, levels)                                                     \
-    static int sweep_##n##_##dims##_##levels(SWEEP_ARGS) {                                  \
-        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 0); \
+#define SWEEP_PORTABLE(n, dims, levels)                                                      \
+    static int sweep_##n##_##dims##_##levels(SWEEP_ARGS) {                                   \
+        return sweep4(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 0); \
     }
 SWEEP_SHAPES(SWEEP_PORTABLE)
 
 #if COLD_SWEEP_AVX2
 #define SWEEP_AVX2(n, dims, levels)                                                             \
     __attribute__((target("avx2"))) static int sweep_avx2_##n##_##dims##_##levels(SWEEP_ARGS) { \
-        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);     \
+        return sweep8(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);    \
     }
 SWEEP_SHAPES(SWEEP_AVX2)
 
