@@ -30,7 +30,9 @@
  *            weights; and the sweep lattices' neighbour search on the same
  *            kinds of groups, on ties by construction (zero scale, values
  *            midway between levels, equal or zero weights) and on every
- *            list with the codes a lane past its end would read at error 0
+ *            list with the codes a lane past its end would read at error 0;
+ *            and IQ2_XXS's first scale (make_qp_quants: eight trial grids
+ *            side by side on AVX2) on the same kinds of groups
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -51,6 +53,7 @@
 #include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_tables.h"
+#include "ref/kquants_search.h"
 #include "test_env.h"
 
 #define ROW 512 /* two super-blocks */
@@ -818,6 +821,39 @@ static void test_lanes_isas(void) {
     CU_ASSERT(firsts > found / 4 && firsts < found);     /* ties to the first, and later winners */
 }
 
+/* make_qp_quants (IQ2_XXS's first scale; the K-quants' sub-block scales):
+ * its eight trial grids on the selected path (AVX2: one lane each) against
+ * the portable loop, the same codes and scale bits. */
+static void test_fit_positive_isas(void) {
+    uint32_t seed = 0x3c6ef372u;
+    int fits = 0, moved = 0;
+    for (int g = 0; g < 20000; ++g) {
+        const int kind = g % 8, n = g % 3 ? 32 : 8, nmax = g % 3 ? 4 : 63;
+        float x[32], w[32];
+        for (int i = 0; i < n; ++i) {
+            x[i] = fabsf(iq1_hostile(&seed, kind, i));
+            w[i] = iq1_hostile_weight(&seed, g / 8);
+        }
+        if (g % 5 == 0) {
+            x[g % n] = -x[g % n]; /* IQ2_XXS's parity flip: one negated magnitude */
+        }
+        uint8_t la[32], lb[32];
+        memset(la, 0xAA, sizeof la);
+        memset(lb, 0x55, sizeof lb);
+        const float sa = anvil_kq_fit_positive_isa(n, nmax, x, la, w, 1);
+        const float sb = anvil_kq_fit_positive_isa(n, nmax, x, lb, w, 0);
+        CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
+        CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)n), 0);
+        fits++;
+        float max = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            max = x[i] > max ? x[i] : max;
+        }
+        moved += sb != 0.0f && sb != max / (float)nmax;
+    }
+    CU_ASSERT(moved > fits / 2); /* the trials and refinements did move the scale */
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         return 1;
@@ -834,5 +870,6 @@ int main(void) {
     CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
     CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
     CU_add_test(s, "isas: the sweep's neighbour search, selected path equals portable", test_lanes_isas);
+    CU_add_test(s, "isas: make_qp_quants' trial grids, selected path equals portable", test_fit_positive_isas);
     return test_run_cunit();
 }
