@@ -488,37 +488,38 @@ void anvil_cold_stable_order(const float *x, int n, int *idx) {
 }
 
 uint8_t anvil_cold_split_signs(const float *x, float *xval) {
-    uint8_t s = 0;
-    for (int i = 0; i < 8; ++i) {
-        if (x[i] >= 0) {
-            xval[i] = x[i];
-        } else {
-            xval[i] = -x[i];
-            s |= (uint8_t)(1u << i);
+    /* four at a time, by selects: x where x >= 0 (false for NaN), else -x
+     * (the sign bit flipped, as the scalar negation), with the bit set */
+    unsigned s = 0;
+    for (int h = 0; h < 2; ++h) {
+        f32x4 v;
+        memcpy(&v, x + 4 * h, sizeof v);
+        const i32x4 keep = v >= (f32x4){ 0 };
+        const f32x4 r = PICK_F32(keep, v, -v);
+        memcpy(xval + 4 * h, &r, sizeof r);
+        for (int i = 0; i < 4; ++i) {
+            s |= (unsigned)(keep[i] == 0) << (4 * h + i);
         }
     }
-    return s;
+    return (uint8_t)s;
 }
 
 uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *xval) {
     uint8_t s = anvil_cold_split_signs(x, xval);
-    int nflip = 0;
-    for (int i = 0; i < 8; ++i) {
-        nflip += (s >> i) & 1;
+    /* The element with the smallest weight x^2 (the first of equals; a NaN
+     * never replaces), flipped where the count of negatives is odd: found
+     * either way, applied by select (no branch on the data). */
+    int imin = 0;
+    float min = weight[0] * x[0] * x[0];
+    for (int i = 1; i < 8; ++i) {
+        const float ax = weight[i] * x[i] * x[i];
+        const int lt = ax < min;
+        min = lt ? ax : min;
+        imin = lt ? i : imin;
     }
-    if (nflip % 2) {
-        int imin = 0;
-        float min = weight[0] * x[0] * x[0];
-        for (int i = 1; i < 8; ++i) {
-            const float ax = weight[i] * x[i] * x[i];
-            if (ax < min) {
-                min = ax;
-                imin = i;
-            }
-        }
-        xval[imin] = -xval[imin];
-        s ^= (uint8_t)(1u << imin);
-    }
+    const unsigned odd = (unsigned)__builtin_popcount(s) & 1u;
+    xval[imin] = odd ? -xval[imin] : xval[imin];
+    s ^= (uint8_t)(odd << imin);
     return s & 127;
 }
 
