@@ -7,11 +7,11 @@
 # llama.cpp's own convert_hf_to_gguf.py, and anvil's imatrix on the
 # calibration text (512-token chunks, as ../shared/testdata/quality).
 #
-#   scripts/train-quality-models.sh [NAME ...]   (default: A B C D E)
+#   scripts/train-quality-models.sh [NAME ...]   (default: A B C D E F)
 #
 # Writes /work/models/<dir>/ (MODELS_DIR): train.txt calib.txt heldout.txt
 # spm.model model.pt hf/ model.f16.gguf imatrix.gguf train.log. Not in git
-# (several MB each). D and E are the held-out models: look at them last.
+# (several MB each). D, E and F are the held-out models: look at them last.
 # Environment: MODELS_DIR, MINUTES (training minutes, default 5), THREADS (1:
 # on a machine shared by many jobs torch's second thread costs more than it
 # gives), BATCH (sequences of 256 tokens a step, default 2: more steps in few
@@ -25,6 +25,8 @@
 #   C  perl-tied5      Perl modules in /usr/share/perl  tied,   5 layers, h 256, ff 768, 4/2 heads
 #   D  cmake-untied6   CMake modules /usr/share/cmake*  untied, 6 layers, h 256, ff 640, 4/2 heads
 #   E  manroff-tied4   man page roff sources            tied,   4 layers, h 320, ff 864, 4/2 heads
+#   F  js-qwen3-tied6  JavaScript in /usr/lib/node_modules, Qwen3 (q/k norms, rope base 1e6; trained by
+#                      scripts/train_tiny_qwen3.py), tied, 6 layers, h 256, ff 704, 4/2 heads
 # File split: files in sorted path order, index i: i%20==0 -> held-out,
 # i%20==1 -> calibration, else training; caps 80 KB held-out, 100 KB
 # calibration, 4 MB training (files cut at whole lines is not attempted:
@@ -51,6 +53,7 @@ list_files() {
     D) find /usr/share/cmake-* -type f \( -name '*.cmake' -o -name 'CMakeLists.txt' \) | LC_ALL=C sort ;;
     E) find /usr/share/man/man1 /usr/share/man/man3 /usr/share/man/man5 /usr/share/man/man8 \
            -type f -name '*.gz' | LC_ALL=C sort ;;
+    F) find /usr/lib/node_modules -type f -name '*.js' ! -name '*.min.js' | LC_ALL=C sort ;;
     esac
 }
 
@@ -78,14 +81,15 @@ for k in caps:
 ' "$2"
 }
 
-# shape NAME: dir tied layers hidden inter heads kv seed
+# shape NAME: dir tied layers hidden inter heads kv seed arch
 shape() {
     case $1 in
-    A) echo "docs-en-tied6 --tied 6 256 768 4 2 11" ;;
-    B) echo "c-hdr-192x8 - 8 192 512 4 2 12" ;;
-    C) echo "perl-tied5 --tied 5 256 768 4 2 13" ;;
-    D) echo "cmake-untied6 - 6 256 640 4 2 14" ;;
-    E) echo "manroff-tied4 --tied 4 320 864 4 2 15" ;;
+    A) echo "docs-en-tied6 --tied 6 256 768 4 2 11 llama" ;;
+    B) echo "c-hdr-192x8 - 8 192 512 4 2 12 llama" ;;
+    C) echo "perl-tied5 --tied 5 256 768 4 2 13 llama" ;;
+    D) echo "cmake-untied6 - 6 256 640 4 2 14 llama" ;;
+    E) echo "manroff-tied4 --tied 4 320 864 4 2 15 llama" ;;
+    F) echo "js-qwen3-tied6 --tied 6 256 704 4 2 16 qwen3" ;;
     *) echo "unknown model $1" >&2; exit 1 ;;
     esac
 }
@@ -93,7 +97,9 @@ shape() {
 build_one() {
     # shellcheck disable=SC2046
     set -- "$1" $(shape "$1")
-    name=$1 dir=$MODELS_DIR/$2 tied=$3 layers=$4 hidden=$5 inter=$6 heads=$7 kv=$8 seed=$9
+    name=$1 dir=$MODELS_DIR/$2 tied=$3 layers=$4 hidden=$5 inter=$6 heads=$7 kv=$8 seed=$9 arch=${10}
+    trainer="$TOOLS/train-tiny/train_tiny.py"
+    [ "$arch" = qwen3 ] && trainer="$(dirname "$0")/train_tiny_qwen3.py"
     [ "$tied" = - ] && tied=""
     mkdir -p "$dir"
     echo "== $name -> $dir ($(date -u +%H:%M:%S))"
@@ -110,14 +116,14 @@ spm.SentencePieceTrainer.train(input=sys.argv[1], model_prefix=sys.argv[2], voca
 ' "$dir/train.txt" "$dir/spm"
     fi
     # shellcheck disable=SC2086
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PY "$TOOLS/train-tiny/train_tiny.py" \
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $PY "$trainer" \
         "$dir/train.txt" "$dir/spm.model" "$dir/model.pt" --hidden "$hidden" --inter "$inter" \
         --layers "$layers" --heads "$heads" --kv "$kv" $tied --minutes "$MINUTES" --batch "$BATCH" \
         --threads "$THREADS" --seed "$seed" > "$dir/train.log" 2>&1
     tail -n 1 "$dir/train.log"
     rm -rf "$dir/hf"
     # shellcheck disable=SC2086
-    $PY "$TOOLS/hf-oracle/make_hf.py" "$dir/hf" --arch llama --hidden "$hidden" --inter "$inter" \
+    $PY "$TOOLS/hf-oracle/make_hf.py" "$dir/hf" --arch "$arch" --hidden "$hidden" --inter "$inter" \
         --layers "$layers" --heads "$heads" --kv "$kv" --tok "spm:$dir/spm.model" --dtype f32 \
         $tied --weights "$dir/model.pt" > /dev/null
     $PY "$TOOLS/hf-oracle/convert_here.py" "$dir/hf" --outtype f16 --outfile "$dir/model.f16.gguf" \
@@ -127,5 +133,5 @@ spm.SentencePieceTrainer.train(input=sys.argv[1], model_prefix=sys.argv[2], voca
     echo "== $name done ($(date -u +%H:%M:%S))"
 }
 
-[ $# -eq 0 ] && set -- A B C D E
+[ $# -eq 0 ] && set -- A B C D E F
 for m in "$@"; do build_one "$m"; done

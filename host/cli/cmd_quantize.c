@@ -128,7 +128,7 @@ const char cli_help_quantize[] =
     "\n"
     "measuring (docs/SENSITIVITY.md):\n"
     "  anvil quantize --measure TEXT [--chunks N (4)] [--ctx N (256)] [--threads N]\n"
-    "                 [--imatrix F] IN.gguf [-o OUT.sens (IN.gguf.sens)]\n"
+    "                 [--imatrix F] [--target-rows N] IN.gguf [-o OUT.sens (IN.gguf.sens)]\n"
     "                              per weight tensor the mean KL divergence of the output when\n"
     "                              it alone carries Q4_K's error (same bytes for any --threads)\n";
 
@@ -335,7 +335,8 @@ static int check_args(const qz_args *a) {
     if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
         return cli_usage_error("quantize", "give --target-size or --target-bpw, not both");
     }
-    if (!target && (a->o.target_weights != NULL || a->o.target_sample_rows != 0 || a->plan_out != NULL)) {
+    if (!target && (a->o.target_weights != NULL || (a->o.target_sample_rows != 0 && a->measure == NULL) ||
+                    a->plan_out != NULL)) {
         return cli_usage_error("quantize", "--target-weights, --target-rows and --plan-out go with --target-size "
                                            "or --target-bpw");
     }
@@ -588,7 +589,34 @@ static int measure_only(anvil_ctx *ctx, qz_args *a) {
     size_t len = 0;
     const cli_sens_opts so = sens_opts(a);
     int rc = out != NULL ? load_imatrix(a, &im, &err) : ANVIL_E_NOMEM;
-    if (rc == ANVIL_OK) rc = cli_sens_measure(ctx, in, a->measure, im, &so, &json, &len, &err);
+    /* The candidates' relative errors, as --target-size measures them with
+     * this importance matrix and --target-rows: stored in the file (version
+     * 3) so that a plan with the same inputs measures nothing. */
+    anvil_quantize_cache *errs = rc == ANVIL_OK ? anvil_quantize_cache_new() : NULL;
+    if (rc == ANVIL_OK && errs == NULL) {
+        snprintf(err.message, sizeof err.message, "out of memory");
+        rc = err.code = ANVIL_E_NOMEM;
+    }
+    anvil_gguf *src = NULL;
+    if (rc == ANVIL_OK) rc = anvil_gguf_open(&src, in, ctx, 0, &err);
+    if (rc == ANVIL_OK) {
+        anvil_quantize_options po;
+        anvil_quantize_options_init(&po);
+        po.imatrix = im;
+        po.imatrix_path = a->imatrix_path;
+        po.threads = a->o.threads;
+        po.dry_run = 1;
+        po.skip_quality = 1;
+        po.target_size = (uint64_t)1 << 62; /* every candidate fits: measured, none chosen for */
+        po.target_sample_rows = a->o.target_sample_rows;
+        po.target_cache = errs;
+        anvil_transcode *tp = NULL;
+        rc = anvil_quantize_plan(&tp, ctx, src, "measure.gguf", &po, &err);
+        anvil_transcode_free(tp);
+    }
+    anvil_gguf_close(src);
+    if (rc == ANVIL_OK) rc = cli_sens_measure(ctx, in, a->measure, im, &so, errs, &json, &len, &err);
+    anvil_quantize_cache_free(errs);
     if (rc == ANVIL_OK) rc = cli_write_file_atomic(out, json, len, &err);
     if (rc == ANVIL_OK && !a->quiet) printf("measured %s on %s: %s\n", in, a->measure, out);
     free(json);
@@ -605,7 +633,7 @@ static int load_sens(anvil_ctx *ctx, const qz_args *a, const anvil_imatrix *im, 
     int rc;
     if (a->calibrate != NULL) {
         const cli_sens_opts so = sens_opts(a);
-        rc = cli_sens_measure(ctx, a->pos[0], a->calibrate, im, &so, (char **)&data, &len, err);
+        rc = cli_sens_measure(ctx, a->pos[0], a->calibrate, im, &so, NULL, (char **)&data, &len, err);
     } else {
         rc = cli_read_file(a->sens_path, &data, &len, err);
     }

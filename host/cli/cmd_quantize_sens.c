@@ -265,7 +265,8 @@ static void sens_close(sens_run *r) {
 }
 
 int cli_sens_measure(anvil_ctx *ctx, const char *model_path, const char *text_path, const anvil_imatrix *im,
-                     const cli_sens_opts *o, char **json, size_t *json_len, anvil_error *err) {
+                     const cli_sens_opts *o, const anvil_quantize_cache *errs, char **json, size_t *json_len,
+                     anvil_error *err) {
     *json = NULL;
     *json_len = 0;
     sens_run r;
@@ -286,9 +287,9 @@ int cli_sens_measure(anvil_ctx *ctx, const char *model_path, const char *text_pa
     }
     if (rc == ANVIL_OK) {
         cli_buf_add(&b,
-                    "{\n  \"format\": \"anvil-sensitivity\",\n  \"version\": 2,\n  \"model\": {\"tensors\": %zu, "
+                    "{\n  \"format\": \"anvil-sensitivity\",\n  \"version\": %d,\n  \"model\": {\"tensors\": %zu, "
                     "\"fnv1a\": \"%016" PRIx64 "\"},\n  \"text\": {\"name\": ",
-                    nt, mh);
+                    errs != NULL ? 3 : 2, nt, mh);
         const char *base = strrchr(text_path, '/');
         json_str(&b, base ? base + 1 : text_path);
         cli_buf_add(&b, ", \"bytes\": %zu, \"fnv1a\": \"%016" PRIx64 "\", \"tokens\": %zu},\n", text_len,
@@ -344,7 +345,19 @@ int cli_sens_measure(anvil_ctx *ctx, const char *model_path, const char *text_pa
             cli_buf_add(&b, "%s{\"ref\": \"%s\", \"kld\": %.9g}", k > 1 ? ", " : "", anvil_type_name(ctx, refs[k]),
                         kld[k]);
         }
-        cli_buf_add(&b, "]}");
+        cli_buf_add(&b, "]");
+        const size_t el = anvil_quantize_cache_err_json(errs, ctx, t->name, NULL, 0);
+        if (el > 0) {
+            char *ej = malloc(el + 1);
+            if (ej == NULL) {
+                b.failed = 1;
+            } else {
+                anvil_quantize_cache_err_json(errs, ctx, t->name, ej, el + 1);
+                cli_buf_add(&b, ", \"err\": %s", ej);
+                free(ej);
+            }
+        }
+        cli_buf_add(&b, "}");
         if (o->progress) {
             fprintf(stderr, "  %-32s kld %.6g", t->name, kld[0]);
             for (size_t k = 1; k < n_ref; ++k) fprintf(stderr, ", %s %.6g", anvil_type_name(ctx, refs[k]), kld[k]);

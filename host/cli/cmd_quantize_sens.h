@@ -17,9 +17,12 @@ typedef struct cli_sens_opts {
     int progress;  /* one line per tensor on stderr */
 } cli_sens_opts;
 
-/* Measure model_path on text_path (im may be NULL); *json is malloc'd. */
+/* Measure model_path on text_path (im may be NULL); *json is malloc'd.
+ * With errs (the candidates' relative errors a target plan measured), the
+ * file is version 3 and each tensor errs holds gets its "err" member. */
 int cli_sens_measure(anvil_ctx *ctx, const char *model_path, const char *text_path, const anvil_imatrix *im,
-                     const cli_sens_opts *o, char **json, size_t *json_len, anvil_error *err);
+                     const cli_sens_opts *o, const anvil_quantize_cache *errs, char **json, size_t *json_len,
+                     anvil_error *err);
 
 /* The mean KL divergence on text_path's chunks (as cli_sens_measure cuts
  * them) of each plan's file against the model: every matrix of the forward

@@ -27,6 +27,7 @@
 #include "ref/cold_enc_lattice.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "anvil/status.h"
@@ -80,8 +81,10 @@ static const lattice_spec specs[COLD_LATTICE_COUNT] = {
 };
 
 static cold_lattice lattices[COLD_LATTICE_COUNT];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int init_status = ANVIL_E_INTERNAL;
+/* Each lattice built on first use, one build at a time (build_one's scratch
+ * tables are static): 0 not yet, 1 built, 2 failed its self-check. */
+static pthread_mutex_t build_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int built[COLD_LATTICE_COUNT];
 
 /* Level code of one codebook entry; -1 for a value the format cannot hold. */
 static int entry_code(enum cold_lattice_id id, int g, int i) {
@@ -296,26 +299,37 @@ int anvil_ref_cold_codebook_check(void) {
     return ANVIL_OK;
 }
 
-static void build_all(void) {
-    for (int id = 0; id < COLD_LATTICE_COUNT; ++id) {
-        const int rc = build_one((enum cold_lattice_id)id);
-        if (rc != ANVIL_OK) {
-            init_status = rc;
-            return;
-        }
+int anvil_ref_cold_lattice_init_one(enum cold_lattice_id id) {
+    if ((unsigned)id >= COLD_LATTICE_COUNT) {
+        return ANVIL_E_INTERNAL;
     }
-    init_status = ANVIL_OK;
+    int state = atomic_load_explicit(&built[id], memory_order_acquire);
+    if (state == 0) {
+        if (pthread_mutex_lock(&build_mu) != 0) {
+            return ANVIL_E_INTERNAL;
+        }
+        state = atomic_load_explicit(&built[id], memory_order_relaxed);
+        if (state == 0) {
+            state = build_one(id) == ANVIL_OK ? 1 : 2;
+            atomic_store_explicit(&built[id], state, memory_order_release);
+        }
+        pthread_mutex_unlock(&build_mu);
+    }
+    return state == 1 ? ANVIL_OK : ANVIL_E_INTERNAL;
 }
 
 int anvil_ref_cold_lattice_init(void) {
-    if (pthread_once(&once, build_all) != 0) {
-        return ANVIL_E_INTERNAL;
+    for (int id = 0; id < COLD_LATTICE_COUNT; ++id) {
+        const int rc = anvil_ref_cold_lattice_init_one((enum cold_lattice_id)id);
+        if (rc != ANVIL_OK) {
+            return rc;
+        }
     }
-    return init_status;
+    return ANVIL_OK;
 }
 
 const cold_lattice *anvil_ref_cold_lattice(enum cold_lattice_id id) {
-    if ((unsigned)id >= COLD_LATTICE_COUNT || anvil_ref_cold_lattice_init() != ANVIL_OK) {
+    if ((unsigned)id >= COLD_LATTICE_COUNT || anvil_ref_cold_lattice_init_one(id) != ANVIL_OK) {
         return NULL;
     }
     return &lattices[id];

@@ -12,6 +12,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "anvil/numeric.h"
 #include "anvil/status.h"
@@ -524,7 +525,22 @@ uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *
 }
 
 int anvil_cold_lattice_ready(const char *name, char *msg, size_t msg_size) {
-    const int rc = anvil_ref_cold_lattice_init();
+    /* the lattice the encoder of that name searches: built on first use */
+    static const struct {
+        const char *name;
+        enum cold_lattice_id id;
+    } uses[] = {
+        { "iq1_s", COLD_LATTICE_IQ1 },    { "iq1_m", COLD_LATTICE_IQ1 },  { "iq2_xxs", COLD_LATTICE_IQ2XXS },
+        { "iq2_xs", COLD_LATTICE_IQ2XS }, { "iq2_s", COLD_LATTICE_IQ2S }, { "iq3_xxs", COLD_LATTICE_IQ3XXS },
+        { "iq3_s", COLD_LATTICE_IQ3S },
+    };
+    int rc = ANVIL_E_INTERNAL;
+    size_t u = 0;
+    while (u < sizeof uses / sizeof uses[0] && strcmp(uses[u].name, name) != 0) {
+        ++u;
+    }
+    rc = u < sizeof uses / sizeof uses[0] ? anvil_ref_cold_lattice_init_one(uses[u].id)
+                                          : anvil_ref_cold_lattice_init();
     if (rc != ANVIL_OK) {
         anvil_ref_message(msg, msg_size, "%s: the lattice search tables failed their self-check", name);
     }

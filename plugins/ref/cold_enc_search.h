@@ -176,8 +176,9 @@ static inline const uint16_t *cold_candidates(const cold_lattice *lat, int32_t v
  * comparisons per 32 elements. */
 void anvil_cold_stable_order(const float *x, int n, int *idx);
 
-/* Builds the search tables (once) for encoder `name`: ANVIL_OK, or
- * ANVIL_E_INTERNAL with a message when they fail their self-check. */
+/* Builds the search tables (once) of the lattice encoder `name` searches
+ * (all six for a name it does not know): ANVIL_OK, or ANVIL_E_INTERNAL with
+ * a message when they fail their self-check. */
 int anvil_cold_lattice_ready(const char *name, char *msg, size_t msg_size);
 
 /* The refusal where ggml's search overflows and dies: ANVIL_E_UNSUPPORTED,

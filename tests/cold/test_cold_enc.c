@@ -158,6 +158,9 @@ static void test_threads_first_init(void) {
     CU_ASSERT_PTR_NOT_NULL(a);
     CU_ASSERT_PTR_EQUAL(anvil_ref_cold_lattice(COLD_LATTICE_IQ1), a);
     CU_ASSERT_PTR_NULL(anvil_ref_cold_lattice(COLD_LATTICE_COUNT));
+    /* one lattice at a time (each encoder builds only its own) */
+    CU_ASSERT_EQUAL(anvil_ref_cold_lattice_init_one(COLD_LATTICE_IQ3S), ANVIL_OK);
+    CU_ASSERT_NOT_EQUAL(anvil_ref_cold_lattice_init_one(COLD_LATTICE_COUNT), ANVIL_OK);
 }
 
 /* ---- tables -------------------------------------------------------------- */

@@ -21,7 +21,13 @@
  *    than the line predicts moves bytes away from the low-bit types;
  *    target_min_bpw floors every choice; a measurement cache gives the same
  *    plans, floored or not; a preset's plan file lists every tensor it
- *    encodes.
+ *    encodes;
+ *  - version 3's stored errors: the parser on good and hostile "err"
+ *    members; a plan with the errors a cache measured is the plan measuring
+ *    gives; altered values under their key are taken (the plan moves), and
+ *    ignored under another key (another --target-rows: all 30 tensors,
+ *    measured again, the plan a version 2 file gives, and a warning saying
+ *    so; another importance matrix entry: that one tensor).
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -81,7 +87,7 @@ static void test_parse(void) {
     CU_ASSERT_EQUAL(parse("{\"format\":\"other\",\"version\":1}", &err), ANVIL_E_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "not a sensitivity file"));
     CU_ASSERT_EQUAL(
-        parse("{\"format\":\"anvil-sensitivity\",\"version\":3,\"chunks\":4,\"ctx\":256,\"tensors\":[" ENT("a",
+        parse("{\"format\":\"anvil-sensitivity\",\"version\":4,\"chunks\":4,\"ctx\":256,\"tensors\":[" ENT("a",
                                                                                                            "1") "]}",
               &err),
         ANVIL_E_FORMAT);
@@ -129,6 +135,89 @@ static void test_parse_v2(void) {
     CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[3]") "]}", &err), ANVIL_E_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'a': ref must be a type name"));
     CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[{\"ref\":\"\",\"kld\":1}]") "]}", &err), ANVIL_E_FORMAT);
+}
+
+#define HEAD3 "{\"format\":\"anvil-sensitivity\",\"version\":3,\"chunks\":4,\"ctx\":256,\"tensors\":["
+#define ENT3(n, err) ENT2(n, "0.5", "[{\"ref\":\"iq2_xs\",\"kld\":2}]") "," ERRENT(n, err)
+#define ERRENT(n, err) \
+    "{\"name\":\"" n   \
+    "x\",\"shape\":[256,2048],\"ref\":\"q4_K\",\"kld\":1,\"low\":[{\"ref\":\"q2_K\",\"kld\":3}]" err "}"
+
+/* Version 3: each entry's optional stored errors, checked as hostile input. */
+static void test_parse_v3(void) {
+    anvil_error err;
+    anvil_quantize_sens *s = NULL;
+    const char *good = HEAD3 ENT3(
+        "a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\",\"q8_0\"],\"relerr\":[0.001,0]}") "]}";
+    CU_ASSERT_EQUAL_FATAL(anvil_quantize_sens_parse(&s, good, strlen(good), &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_version(s), 3);
+    CU_ASSERT_EQUAL(anvil_quantize_sens_count(s), 2);
+    anvil_quantize_sens_free(s);
+    /* no "err" at all: a version 3 file without stored errors */
+    CU_ASSERT_EQUAL(parse(HEAD3 ENT3("a", "") "]}", &err), ANVIL_OK);
+    /* the key: 16 lowercase hex digits */
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcde\",\"types\":[\"q4_K\"],\"relerr\":[1]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "'ax': err must be"));
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789ABCDEF\",\"types\":[\"q4_K\"],\"relerr\":[1]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdeg\",\"types\":[\"q4_K\"],\"relerr\":[1]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD3 ENT3("a", ",\"err\":{\"types\":[\"q4_K\"],\"relerr\":[1]}") "]}", &err),
+                    ANVIL_E_FORMAT);
+    /* arrays of different lengths, empty, not arrays */
+    CU_ASSERT_EQUAL(parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\",\"q8_0\"],"
+                                          "\"relerr\":[1]}") "]}",
+                          &err),
+                    ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[],\"relerr\":[]}") "]}", &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":\"q4_K\",\"relerr\":1}") "]}", &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD3 ENT3("a", ",\"err\":[1]") "]}", &err), ANVIL_E_FORMAT);
+    /* a value: negative, not finite, not a number; a type: not a string, twice */
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\"],\"relerr\":[-1]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "err.relerr[0] a finite number >= 0"));
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\"],\"relerr\":[1e999]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\"],\"relerr\":[\"1\"]}") "]}",
+              &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(
+        parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[7],\"relerr\":[1]}") "]}", &err),
+        ANVIL_E_FORMAT);
+    CU_ASSERT_EQUAL(parse(HEAD3 ENT3("a", ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[\"q4_K\",\"q4_K\"],"
+                                          "\"relerr\":[1,2]}") "]}",
+                          &err),
+                    ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "names type 'q4_K' twice"));
+    /* 65 types: over the limit */
+    char big[8192];
+    size_t n = (size_t)snprintf(big, sizeof big, "%s", HEAD3 ENT2("a", "0.5", "[{\"ref\":\"iq2_xs\",\"kld\":2}]"));
+    n -= 1; /* reopen the entry */
+    n += (size_t)snprintf(big + n, sizeof big - n, ",\"err\":{\"key\":\"0123456789abcdef\",\"types\":[");
+    for (int i = 0; i < 65; ++i) n += (size_t)snprintf(big + n, sizeof big - n, "%s\"t%d\"", i ? "," : "", i);
+    n += (size_t)snprintf(big + n, sizeof big - n, "],\"relerr\":[");
+    for (int i = 0; i < 65; ++i) n += (size_t)snprintf(big + n, sizeof big - n, "%s1", i ? "," : "");
+    snprintf(big + n, sizeof big - n, "]}}]}");
+    CU_ASSERT_EQUAL(parse(big, &err), ANVIL_E_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "1 .. 64 type names"));
+    /* a version 2 file's "err" is not read */
+    CU_ASSERT_EQUAL(parse(HEAD2 ENT2("a", "1", "[{\"ref\":\"q2_K\",\"kld\":1}]") "]}", &err), ANVIL_OK);
 }
 
 /* The curve through (r_i, k_i): linear to r_0, log-log linear beyond. */
@@ -314,6 +403,7 @@ static char *sens_doc(const anvil_gguf *g, const char *skip, const char *extra) 
 }
 
 static anvil_quantize_cache *g_cache; /* target_cache of the plans, or NULL */
+static uint64_t g_rows = 32;          /* target_sample_rows of the plans */
 
 static int plan_min(const char *model, const anvil_imatrix *im, const char *doc, double min_bpw, anvil_transcode **t,
                     anvil_gguf **g, anvil_error *err) {
@@ -326,7 +416,7 @@ static int plan_min(const char *model, const anvil_imatrix *im, const char *doc,
     o.target_size = 2226976; /* Q3_K_M's size */
     o.imatrix = im;
     o.skip_quality = 1;
-    o.target_sample_rows = 32;
+    o.target_sample_rows = g_rows;
     o.sensitivity = s;
     o.target_min_bpw = min_bpw;
     o.target_cache = g_cache;
@@ -486,15 +576,147 @@ static void test_plan(void) {
     anvil_imatrix_free(im);
 }
 
+/* doc (a version 2 document of sens_doc_v) as version 3, each tensor's
+ * stored errors from cache c; bad: every stored value replaced by one that
+ * grows with the type's size (the key and types kept), so that a plan that
+ * takes them chooses otherwise. */
+static char *doc_v3(const char *doc, const anvil_gguf *g, const anvil_quantize_cache *c, int bad) {
+    size_t cap = strlen(doc) + (1 << 20), len = 0;
+    char *d = malloc(cap);
+    const char *v = strstr(doc, "\"version\":2");
+    if (d == NULL || v == NULL) {
+        free(d);
+        return NULL;
+    }
+    len += (size_t)snprintf(d, cap, "%.*s\"version\":3", (int)(v - doc), doc);
+    const char *p = v + strlen("\"version\":2");
+    for (;;) {
+        const char *q = strstr(p, "{\"name\":\"");
+        if (q == NULL) break;
+        const char *ne = strchr(q + 9, '"');
+        const char *end = strstr(q, "]}"); /* the entry's low array closes */
+        if (ne == NULL || end == NULL) break;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(ne - (q + 9)), q + 9);
+        len += (size_t)snprintf(d + len, cap - len, "%.*s", (int)(end + 1 - p), p);
+        char ej[8192];
+        const size_t el = anvil_quantize_cache_err_json(c, ctx(), name, ej, sizeof ej);
+        CU_ASSERT(el > 0 && el < sizeof ej);
+        char *re = strstr(ej, "\"relerr\": [");
+        if (bad && re != NULL) {
+            size_t n = 1;
+            for (const char *x = re; *x; ++x) n += *x == ',';
+            char *w = re + strlen("\"relerr\": [");
+            for (size_t i = 0; i < n; ++i) w += sprintf(w, "%s%g", i ? ", " : "", 1e-3 * (double)(i + 1));
+            sprintf(w, "]}");
+        }
+        len += (size_t)snprintf(d + len, cap - len, ",\"err\":%s", ej);
+        p = end + 1;
+    }
+    snprintf(d + len, cap - len, "%s", p);
+    (void)g;
+    return d;
+}
+
+/* Tensors whose types differ between plans a and b. */
+static size_t n_differ(const anvil_transcode *a, const anvil_transcode *b) {
+    size_t n = 0;
+    for (size_t i = 0; i < anvil_transcode_count(a); ++i)
+        n += anvil_transcode_tensor_at(a, i)->dst_type != anvil_transcode_tensor_at(b, i)->dst_type;
+    return n;
+}
+
+/* The plan's warning about stored errors measured on other inputs, or NULL. */
+static const char *stale_warning(const anvil_transcode *t) {
+    for (size_t i = 0; i < anvil_transcode_warning_count(t); ++i) {
+        const char *w = strstr(anvil_transcode_warning_at(t, i), "stored errors of");
+        if (w != NULL) return w;
+    }
+    return NULL;
+}
+
+/* Version 3: the errors --measure stores are taken only where their key is
+ * the plan's (same model rows, importance matrix, --target-rows); taken,
+ * the plan is the one measuring gives; stale, they are measured again. */
+static void test_stored(void) {
+    char model[1024], imp[1024];
+    if (shared("quality/tiny-code-llama.f16.gguf", model, sizeof model) == NULL ||
+        shared("quality/tiny-code-llama.imatrix.gguf", imp, sizeof imp) == NULL) {
+        return;
+    }
+    anvil_error err;
+    anvil_imatrix *im = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_imatrix_load(&im, imp, &err), ANVIL_OK);
+    anvil_gguf *g0 = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_gguf_open(&g0, model, ctx(), 0, &err), ANVIL_OK);
+    char *doc2 = sens_doc_v(g0, NULL, NULL, 100.0);
+    /* the measuring plan (rows 32), its errors into the cache */
+    anvil_quantize_cache *c = anvil_quantize_cache_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    g_cache = c;
+    anvil_transcode *ta = NULL, *tb = NULL, *tx = NULL, *ty = NULL;
+    anvil_gguf *ga = NULL, *gb = NULL, *gx = NULL, *gy = NULL;
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, doc2, &ta, &ga, &err), ANVIL_OK);
+    g_cache = NULL;
+    CU_ASSERT_EQUAL(anvil_quantize_cache_err_json(c, ctx(), "no.such.tensor", NULL, 0), 0);
+    char *good = doc_v3(doc2, g0, c, 0), *bad = doc_v3(doc2, g0, c, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(good);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    CU_ASSERT_PTR_NOT_NULL(strstr(good, "\"err\":{\"key\": \""));
+    /* the stored values: the same plan as measuring, no warning */
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, good, &tb, &gb, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(n_differ(ta, tb), 0);
+    CU_ASSERT_PTR_NULL(stale_warning(tb));
+    /* altered values under the right key are taken (so the check below can fail) */
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, bad, &tx, &gx, &err), ANVIL_OK);
+    const size_t moved = n_differ(ta, tx);
+    CU_ASSERT(moved > 0);
+    CU_ASSERT_PTR_NULL(stale_warning(tx));
+    anvil_transcode_free(tx), anvil_gguf_close(gx), tx = NULL, gx = NULL;
+    anvil_transcode_free(tb), anvil_gguf_close(gb), tb = NULL, gb = NULL;
+    /* another --target-rows: every key differs, the altered values are not
+     * used: the plan a version 2 file gives, and the plan says so */
+    g_rows = 16;
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, doc2, &tb, &gb, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im, bad, &tx, &gx, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL(n_differ(tb, tx), 0);
+    const char *w = stale_warning(tx);
+    CU_ASSERT_PTR_NOT_NULL(w);
+    CU_ASSERT_PTR_NOT_NULL(w != NULL ? strstr(w, "of 30 of 30 tensors were measured on another model") : NULL);
+    g_rows = 32;
+    anvil_transcode_free(tx), anvil_gguf_close(gx), tx = NULL, gx = NULL;
+    /* another importance matrix (one entry left out): that tensor's key
+     * differs, it alone is measured again */
+    anvil_imatrix *im2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(anvil_imatrix_load(&im2, imp, &err), ANVIL_OK);
+    const char *ex[] = { "blk.1.ffn_down.weight" };
+    CU_ASSERT_EQUAL_FATAL(anvil_imatrix_filter(im2, NULL, 0, ex, 1, &err), ANVIL_OK);
+    CU_ASSERT_EQUAL_FATAL(plan_with(model, im2, good, &ty, &gy, &err), ANVIL_OK);
+    w = stale_warning(ty);
+    CU_ASSERT_PTR_NOT_NULL(w != NULL ? strstr(w, "of 1 of 30 tensors") : NULL);
+    anvil_transcode_free(ty), anvil_gguf_close(gy);
+    anvil_imatrix_free(im2);
+    anvil_transcode_free(tb), anvil_gguf_close(gb);
+    anvil_transcode_free(ta), anvil_gguf_close(ga);
+    anvil_quantize_cache_free(c);
+    free(good);
+    free(bad);
+    free(doc2);
+    anvil_gguf_close(g0);
+    anvil_imatrix_free(im);
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite("quantize_sens", NULL, NULL);
     CU_add_test(s, "sensitivity file: good and hostile", test_parse);
     CU_add_test(s, "sensitivity file version 2: low-bit points", test_parse_v2);
+    CU_add_test(s, "sensitivity file version 3: stored errors", test_parse_v3);
     CU_add_test(s, "response curve through the points", test_curve);
     CU_add_test(s, "eval_layers restart = eval, set_weight restores", test_layers);
     CU_add_test(s, "tied embedding: one tensor, both roles", test_tied);
     CU_add_test(s, "target plan with measured weights", test_plan);
+    CU_add_test(s, "stored errors: used only under their key", test_stored);
     const int rc = test_run_cunit();
     anvil_ctx_close(g_ctx);
     test_tmpdir_cleanup();

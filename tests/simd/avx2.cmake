@@ -14,4 +14,5 @@ target_compile_definitions(test_avx2 PRIVATE
   SB_PLUGIN_PATH="${ANVIL_PLUGIN_OUTPUT_DIR}/backend-avx2.so"
   ANVIL_PLUGIN_DIR="${ANVIL_PLUGIN_OUTPUT_DIR}"
   ANVIL_CLI="$<TARGET_FILE:anvil_cli>")
+set_tests_properties(test_avx2 PROPERTIES COST 105)
 add_dependencies(test_avx2 backend-avx2 backend-scalar codec-q8_0 codec-kquants codec-ternary codec-cold codec-ptqtp anvil_cli)

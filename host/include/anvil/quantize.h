@@ -214,6 +214,13 @@ typedef struct anvil_quantize_options {
 typedef struct anvil_quantize_cache anvil_quantize_cache;
 ANVIL_API anvil_quantize_cache *anvil_quantize_cache_new(void);
 ANVIL_API void anvil_quantize_cache_free(anvil_quantize_cache *c);
+/* The relative errors the cache holds for tensor name, every candidate type
+ * measured, as a sensitivity file's version 3 "err" member (docs/
+ * SENSITIVITY.md): {"key": "...", "types": [...], "relerr": [...]} (numbers
+ * that round-trip exactly), into buf as snprintf would; the length it
+ * needs back, 0 when the cache has none for the tensor. */
+ANVIL_API size_t anvil_quantize_cache_err_json(const anvil_quantize_cache *c, const struct anvil_ctx *ctx,
+                                               const char *name, char *buf, size_t size);
 
 /* A sensitivity file (docs/SENSITIVITY.md): per weight tensor the mean KL
  * divergence of the model's output when that tensor alone carries a

@@ -149,6 +149,11 @@ const char *qz_arch_name(size_t i);
 
 /* quantize_sens.c: a parsed sensitivity file, sorted by name. */
 #define QZ_SENS_MAX_LOW 3
+#define QZ_SENS_MAX_ERR 64
+typedef struct qz_sens_err {
+    char type[32];
+    double relerr;
+} qz_sens_err;
 typedef struct qz_sens_entry {
     char name[256];
     char ref[32];
@@ -159,11 +164,17 @@ typedef struct qz_sens_entry {
     size_t n_low;
     char low_ref[QZ_SENS_MAX_LOW][32];
     double low_kld[QZ_SENS_MAX_LOW];
+    /* version 3: the candidates' relative errors measured by --measure
+     * (n_err 0: none stored), valid only for err_key: the key of the
+     * measurement's inputs (quantize_target.c, qz_err_key) */
+    uint64_t err_key;
+    size_t n_err;
+    qz_sens_err *err;
 } qz_sens_entry;
 struct anvil_quantize_sens {
     qz_sens_entry *e;
     size_t n;
-    int version; /* 1: one reference type (linear response); 2: two (a fitted curve) */
+    int version; /* 1: one reference type (linear response); 2: two (a fitted curve); 3: errors stored */
 };
 const qz_sens_entry *qz_sens_find(const anvil_quantize_sens *s, const char *name);
 /* Every entry names a tensor of src with its shape, else an error naming it. */

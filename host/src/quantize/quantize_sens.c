@@ -5,14 +5,18 @@
  *
  * Contract:
  *  - The document is strict JSON (base/json_tree.c): an object with
- *    "format": "anvil-sensitivity", "version": 1 or 2, "chunks" and "ctx"
+ *    "format": "anvil-sensitivity", "version": 1, 2 or 3, "chunks" and "ctx"
  *    (integers 1 .. 2^20), and "tensors": an array of 1 .. 2^20 objects,
  *    each "name" (1-255 bytes, unique), "shape" (1-4 integers 1 .. 2^40),
  *    "ref" (a type name the context knows is checked at use), "kld" (a
  *    finite number >= 0); version 2 adds to each "low": an array of 1 ..
  *    QZ_SENS_MAX_LOW objects {"ref": a type name, "kld": finite, >= 0},
- *    the low-bit reference points. Other members are informational and
- *    ignored (a version 1 file's "low" too).
+ *    the low-bit reference points; version 3 adds to each, optionally,
+ *    "err": {"key": 16 lowercase hex digits, "types": [1 .. QZ_SENS_MAX_ERR
+ *    unique type names], "relerr": [as many finite numbers >= 0]}, the
+ *    candidates' relative errors --measure measured (used only where the
+ *    key matches the plan's inputs, quantize_target.c). Other members are
+ *    informational and ignored (a version 1 file's "low" too).
  *  - Every error says which member of which entry is wrong and what is
  *    expected; nothing is kept from a refused file.
  */
@@ -64,6 +68,54 @@ static int parse_type(const anvil_json_value *e, const char *key, const char *na
     return ANVIL_OK;
 }
 
+/* Version 3's optional "err": {"key": 16 hex digits, "types": [names],
+ * "relerr": [numbers]}, the two arrays of the same length 1 ..
+ * QZ_SENS_MAX_ERR, the names unique. */
+static int parse_err(const anvil_json_value *ev, qz_sens_entry *out, anvil_error *err) {
+    const char *key = ev->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_str(anvil__json_get(ev, "key")) : NULL;
+    const anvil_json_value *ty = ev->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(ev, "types") : NULL;
+    const anvil_json_value *re = ev->kind == ANVIL_JSON_OBJECT_BEGIN ? anvil__json_get(ev, "relerr") : NULL;
+    uint64_t k = 0;
+    int ok = key != NULL && strlen(key) == 16;
+    for (size_t i = 0; ok && i < 16; ++i) {
+        const char c = key[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        ok = d >= 0;
+        k = (k << 4) | (uint64_t)(d >= 0 ? d : 0);
+    }
+    ok = ok && ty != NULL && re != NULL && ty->kind == ANVIL_JSON_ARRAY_BEGIN && re->kind == ANVIL_JSON_ARRAY_BEGIN &&
+         ty->n_items >= 1 && ty->n_items <= QZ_SENS_MAX_ERR && re->n_items == ty->n_items;
+    if (!ok) {
+        return anvil__error_set(err, ANVIL_E_FORMAT,
+                                "sensitivity file: tensor '%s': err must be {\"key\": 16 lowercase hex digits, "
+                                "\"types\": [1 .. %d type names], \"relerr\": [as many numbers]} (version 3)",
+                                out->name, QZ_SENS_MAX_ERR);
+    }
+    out->err = calloc(ty->n_items, sizeof *out->err);
+    if (out->err == NULL) return anvil__nomem(err);
+    out->err_key = k;
+    for (size_t i = 0; i < ty->n_items; ++i) {
+        const char *tn = anvil__json_str(ty->items[i]);
+        const double v = anvil__json_is_number(re->items[i]) ? anvil__json_f64(re->items[i]) : NAN;
+        if (tn == NULL || tn[0] == '\0' || strlen(tn) >= sizeof out->err[i].type || !isfinite(v) || !(v >= 0.0)) {
+            return anvil__error_set(err, ANVIL_E_FORMAT,
+                                    "sensitivity file: tensor '%s': err.types[%zu] must be a type name and "
+                                    "err.relerr[%zu] a finite number >= 0",
+                                    out->name, i, i);
+        }
+        for (size_t j = 0; j < i; ++j) {
+            if (strcmp(out->err[j].type, tn) == 0) {
+                return anvil__error_set(err, ANVIL_E_FORMAT,
+                                        "sensitivity file: tensor '%s': err names type '%s' twice", out->name, tn);
+            }
+        }
+        memcpy(out->err[i].type, tn, strlen(tn) + 1);
+        out->err[i].relerr = v;
+        out->n_err = i + 1;
+    }
+    return ANVIL_OK;
+}
+
 static int parse_entry(const anvil_json_value *e, size_t i, int version, qz_sens_entry *out, anvil_error *err) {
     if (e->kind != ANVIL_JSON_OBJECT_BEGIN) {
         return anvil__error_set(err, ANVIL_E_FORMAT, "sensitivity file: tensors[%zu] is not an object", i);
@@ -106,7 +158,9 @@ static int parse_entry(const anvil_json_value *e, size_t i, int version, qz_sens
         if (rc == ANVIL_OK) rc = parse_kld(lo->items[k], "kld", out->name, &out->low_kld[k], err);
     }
     out->n_low = lo->n_items;
-    return rc;
+    if (rc != ANVIL_OK || version < 3) return rc;
+    const anvil_json_value *ev = anvil__json_get(e, "err");
+    return ev == NULL ? ANVIL_OK : parse_err(ev, out, err);
 }
 
 ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *data, size_t len, anvil_error *err) {
@@ -128,7 +182,7 @@ ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *d
                               "quantize --measure");
     }
     int64_t v = 0;
-    if (rc == ANVIL_OK) rc = get_int(root, "version", 1, 2, &v, err);
+    if (rc == ANVIL_OK) rc = get_int(root, "version", 1, 3, &v, err);
     if (rc == ANVIL_OK) s->version = (int)v;
     if (rc == ANVIL_OK) rc = get_int(root, "chunks", 1, 1 << 20, &v, err);
     if (rc == ANVIL_OK) rc = get_int(root, "ctx", 2, 1 << 20, &v, err);
@@ -142,10 +196,11 @@ ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *d
         s->e = calloc(ts->n_items, sizeof *s->e);
         if (s->e == NULL) rc = anvil__nomem(err);
     }
-    for (size_t i = 0; rc == ANVIL_OK && i < ts->n_items; ++i)
+    for (size_t i = 0; rc == ANVIL_OK && i < ts->n_items; ++i) {
+        s->n = i + 1; /* freed from here on */
         rc = parse_entry(ts->items[i], i, s->version, &s->e[i], err);
+    }
     if (rc == ANVIL_OK) {
-        s->n = ts->n_items;
         qsort(s->e, s->n, sizeof *s->e, name_cmp);
         for (size_t i = 1; rc == ANVIL_OK && i < s->n; ++i) {
             if (strcmp(s->e[i - 1].name, s->e[i].name) == 0) {
@@ -165,6 +220,7 @@ ANVIL_API int anvil_quantize_sens_parse(anvil_quantize_sens **out, const void *d
 
 ANVIL_API void anvil_quantize_sens_free(anvil_quantize_sens *s) {
     if (s == NULL) return;
+    for (size_t i = 0; s->e != NULL && i < s->n; ++i) free(s->e[i].err);
     free(s->e);
     free(s);
 }

@@ -33,6 +33,11 @@
  *    lands in its own slot and they are added in a fixed order.
  *  - With a cache (anvil_quantize_cache), a (tensor, type, sample) measured
  *    by an earlier plan of the same source is taken from it: the same value.
+ *  - A version 3 sensitivity file's stored errors of a tensor (--measure
+ *    measured them as here, printed to round-trip exactly) are taken instead
+ *    of measuring only when their key is qz_err_key of this plan's inputs:
+ *    the same values, so the same choice; a mismatch is measured again and
+ *    the plan's note says how many.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -315,7 +320,8 @@ typedef struct qz_cache_entry {
     uint32_t type;
     const float *imatrix;
     uint64_t rows;
-    double err; /* relative error, before any weight */
+    uint64_t key; /* qz_err_key of the measurement */
+    double err;   /* relative error, before any weight */
 } qz_cache_entry;
 
 struct anvil_quantize_cache {
@@ -365,7 +371,7 @@ static int cache_get(const anvil_quantize_cache *c, const char *name, uint32_t t
 
 /* Best effort: a failed allocation leaves the entry out. */
 static void cache_put(anvil_quantize_cache *c, const char *name, uint32_t type, const float *im, uint64_t rows,
-                      double err) {
+                      uint64_t key, double err) {
     if (c == NULL) return;
     if ((c->n + 1) * 2 > c->cap) {
         const size_t cap = c->cap ? c->cap * 2 : 256;
@@ -382,6 +388,7 @@ static void cache_put(anvil_quantize_cache *c, const char *name, uint32_t type, 
     }
     qz_cache_entry *e = cache_slot(c, name, type, im, rows);
     if (e->name != NULL) {
+        e->key = key;
         e->err = err;
         return;
     }
@@ -390,8 +397,55 @@ static void cache_put(anvil_quantize_cache *c, const char *name, uint32_t type, 
     e->type = type;
     e->imatrix = im;
     e->rows = rows;
+    e->key = key;
     e->err = err;
     c->n++;
+}
+
+ANVIL_API size_t anvil_quantize_cache_err_json(const anvil_quantize_cache *c, const anvil_ctx *ctx, const char *name,
+                                               char *buf, size_t size) {
+    if (size) buf[0] = '\0';
+    if (c == NULL || c->cap == 0 || name == NULL) return 0;
+    /* One pass: per candidate type the first entry of the tensor; then
+     * only those under the key of the first type's (a cache that served
+     * plans of other inputs holds others too). */
+    const qz_cache_entry *row[QZ_N_TYPES];
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) row[k] = NULL;
+    for (size_t i = 0; i < c->cap; ++i) {
+        const qz_cache_entry *e = &c->e[i];
+        if (e->name == NULL || strcmp(e->name, name) != 0) continue;
+        for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+            if (qz_types[k] == e->type && row[k] == NULL) row[k] = e;
+        }
+    }
+    size_t n = 0;
+    uint64_t key = 0;
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+        if (row[k] == NULL) continue;
+        if (n == 0) key = row[k]->key;
+        if (row[k]->key != key) row[k] = NULL;
+        else n++;
+    }
+    if (n == 0) return 0;
+    size_t len = 0;
+#define QZ_ADD(...)                                                                                       \
+    do {                                                                                                  \
+        const int w_ = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, __VA_ARGS__); \
+        len += w_ > 0 ? (size_t)w_ : 0;                                                                   \
+    } while (0)
+    QZ_ADD("{\"key\": \"%016" PRIx64 "\", \"types\": [", key);
+    size_t m = 0;
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+        if (row[k] != NULL) QZ_ADD("%s\"%s\"", m++ ? ", " : "", anvil_type_name(ctx, qz_types[k]));
+    }
+    QZ_ADD("], \"relerr\": [");
+    m = 0;
+    for (size_t k = 0; k < QZ_N_TYPES; ++k) {
+        if (row[k] != NULL) QZ_ADD("%s%.17g", m++ ? ", " : "", row[k]->err);
+    }
+    QZ_ADD("]}");
+#undef QZ_ADD
+    return len;
 }
 
 /* The rows measured: all of a small tensor, else an evenly spread sample. */
@@ -444,12 +498,17 @@ static float *norm_weights(const anvil_transcode *t, const anvil_transcode_tenso
     return w;
 }
 
+/* The k-th of ns sampled rows: every row, or evenly spread. */
+static uint64_t sample_row(const anvil_transcode_tensor *it, size_t ns, size_t k) {
+    return ns == it->n_rows ? k : ((2 * (uint64_t)k + 1) * it->n_rows) / (2 * (uint64_t)ns);
+}
+
 /* The sampled rows of it, from its bytes at base, as f32. */
 static int sample_rows(anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *base, size_t ns, float *x,
                        uint64_t *rows, anvil_error *err) {
     const uint64_t rbytes = it->src->row_bytes;
     for (size_t k = 0; k < ns; ++k) {
-        const uint64_t r = ns == it->n_rows ? k : ((2 * (uint64_t)k + 1) * it->n_rows) / (2 * (uint64_t)ns);
+        const uint64_t r = sample_row(it, ns, k);
         rows[k] = r;
         const uint8_t *p = base + r * rbytes;
         float *dst = x + k * it->row_len;
@@ -479,6 +538,80 @@ static int load_sample(anvil_transcode *t, const anvil_transcode_tensor *it, siz
     if (rc == ANVIL_OK) rc = sample_rows(t, it, base, ns, x, rows, err);
     free(buf);
     return rc;
+}
+
+/* The measuring method's version in qz_err_key: bump it when what
+ * measure_item_now computes changes (sampling, weights, grouping, an
+ * encoder's output), so that errors stored by an older anvil are measured
+ * again. */
+#define QZ_ERR_METHOD 1u
+
+/* 64-bit multiply-xorshift over little-endian words (not cryptographic: it
+ * tells a changed input from the one measured, not an adversary's). */
+static uint64_t key_mix(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (; n >= 8; n -= 8, b += 8) {
+        uint64_t w = 0;
+        for (int i = 7; i >= 0; --i) w = (w << 8) | b[i];
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 32;
+    }
+    for (; n > 0; --n, ++b) {
+        h = (h ^ *b) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static uint64_t key_u64(uint64_t h, uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = (unsigned char)(v >> (8 * i));
+    return key_mix(h, b, 8);
+}
+
+static uint64_t key_floats(uint64_t h, const float *f, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t u;
+        memcpy(&u, &f[i], sizeof u);
+        h = key_u64(h, u);
+    }
+    return h;
+}
+
+int qz_err_key(anvil_transcode *t, const anvil_transcode_tensor *it, uint64_t sample_rows, uint64_t *key,
+               anvil_error *err) {
+    const size_t ns = sample_count(it, sample_rows);
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    h = key_u64(h, QZ_ERR_METHOD);
+    h = key_u64(h, it->src_type);
+    h = key_u64(h, it->row_len);
+    h = key_u64(h, it->n_rows);
+    h = key_u64(h, ns);
+    uint8_t *buf = NULL;
+    uint64_t cap = 0;
+    const uint8_t *base = NULL;
+    int rc = tc_src_data(t, it->src, &buf, &cap, &base, err);
+    const uint64_t rbytes = it->src->row_bytes;
+    for (size_t k = 0; rc == ANVIL_OK && k < ns; ++k) {
+        const uint64_t r = sample_row(it, ns, k);
+        h = key_u64(h, r);
+        h = key_mix(h, base + r * rbytes, (size_t)rbytes);
+    }
+    free(buf);
+    if (rc != ANVIL_OK) return rc;
+    if (it->imatrix != NULL) {
+        const uint64_t per = it->src->ne[1] > 0 ? it->src->ne[1] : 1;
+        const uint64_t n_mat = (it->n_rows + per - 1) / per;
+        h = key_u64(h, 1);
+        h = key_floats(h, it->imatrix, (size_t)(n_mat * it->row_len));
+    } else {
+        float *nw = norm_weights(t, it);
+        h = key_u64(h, nw != NULL ? 2 : 3);
+        if (nw != NULL) h = key_floats(h, nw, (size_t)it->row_len);
+        free(nw);
+    }
+    *key = h;
+    return ANVIL_OK;
 }
 
 /* Measure every candidate of item it (cands[].type set) into cands[].err. */
@@ -559,10 +692,55 @@ static int measure_item_now(anvil_transcode *t, anvil_pool *pool, const anvil_tr
     return rc;
 }
 
-/* Each candidate's relative error (from rq->cache where it has it, the
- * rest measured and kept there) times the tensor's role weight. */
+/* The candidates in todo[0..*nt) that the sensitivity file's stored
+ * errors for it hold, when their key is this plan's: into cands (at[]) and
+ * the cache, and out of todo. *key gets the plan's key when computed
+ * (*have_key 1). count: this call counts into rq->stats. */
+static int take_stored(anvil_transcode *t, const anvil_transcode_tensor *it, qz_cand *cands, qz_cand *todo,
+                       size_t *at, size_t *nt, const qz_request *rq, int count, uint64_t *key, int *have_key,
+                       anvil_error *err) {
+    const qz_sens_entry *se = rq->sens != NULL ? qz_sens_find(rq->sens, it->name) : NULL;
+    if (se == NULL || se->n_err == 0) {
+        if (count && rq->stats != NULL && rq->sens != NULL && rq->sens->version >= 3) rq->stats->missing++;
+        return ANVIL_OK;
+    }
+    const int rc = qz_err_key(t, it, rq->sample_rows, key, err);
+    if (rc != ANVIL_OK) return rc;
+    *have_key = 1;
+    if (*key != se->err_key) {
+        if (count && rq->stats != NULL) rq->stats->stale++;
+        return ANVIL_OK;
+    }
+    uint32_t ids[QZ_SENS_MAX_ERR];
+    for (size_t m = 0; m < se->n_err; ++m) {
+        if (anvil_type_from_name(t->ctx, se->err[m].type, &ids[m], NULL) != ANVIL_OK) ids[m] = UINT32_MAX;
+    }
+    size_t keep = 0;
+    for (size_t k = 0; k < *nt; ++k) {
+        size_t m = 0;
+        while (m < se->n_err && ids[m] != todo[k].type) ++m;
+        if (m < se->n_err) {
+            cands[at[k]].err = se->err[m].relerr;
+            cache_put(rq->cache, it->name, todo[k].type, it->imatrix, rq->sample_rows, *key, se->err[m].relerr);
+        } else {
+            todo[keep] = todo[k];
+            at[keep++] = at[k];
+        }
+    }
+    if (count && rq->stats != NULL) {
+        if (keep == 0) rq->stats->stored++;
+        else rq->stats->missing++;
+    }
+    *nt = keep;
+    return ANVIL_OK;
+}
+
+/* Each candidate's relative error (from rq->cache where it has it, then
+ * from the sensitivity file's stored errors where their key is this
+ * plan's, the rest measured and kept in the cache) times the tensor's role
+ * weight. count: this call counts into rq->stats. */
 static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transcode_tensor *it, qz_cand *cands,
-                        size_t nc, const qz_request *rq, anvil_error *err) {
+                        size_t nc, const qz_request *rq, int count, anvil_error *err) {
     qz_cand *todo = malloc((nc ? nc : 1) * sizeof *todo);
     size_t *at = malloc((nc ? nc : 1) * sizeof *at);
     if (todo == NULL || at == NULL) {
@@ -577,10 +755,15 @@ static int measure_item(anvil_transcode *t, anvil_pool *pool, const anvil_transc
             at[nt++] = c;
         }
     }
-    int rc = nt > 0 ? measure_item_now(t, pool, it, todo, nt, rq, err) : ANVIL_OK;
+    uint64_t key = 0;
+    int have_key = 0;
+    int rc = nt > 0 ? take_stored(t, it, cands, todo, at, &nt, rq, count, &key, &have_key, err) : ANVIL_OK;
+    if (rc == ANVIL_OK && nt > 0) rc = measure_item_now(t, pool, it, todo, nt, rq, err);
+    if (rc == ANVIL_OK && nt > 0 && rq->cache != NULL && !have_key)
+        rc = qz_err_key(t, it, rq->sample_rows, &key, err);
     for (size_t k = 0; rc == ANVIL_OK && k < nt; ++k) {
         cands[at[k]].err = todo[k].err;
-        cache_put(rq->cache, it->name, todo[k].type, it->imatrix, rq->sample_rows, todo[k].err);
+        cache_put(rq->cache, it->name, todo[k].type, it->imatrix, rq->sample_rows, key, todo[k].err);
     }
     free(todo);
     free(at);
@@ -667,7 +850,7 @@ static int sens_weight(anvil_transcode *t, anvil_pool *pool, const anvil_transco
             kld[n++] = e->low_kld[i];
         }
     }
-    int rc = measure_item(t, pool, it, ref, n, rq, err);
+    int rc = measure_item(t, pool, it, ref, n, rq, 0, err);
     if (rc != ANVIL_OK) return rc;
     double r[1 + QZ_SENS_MAX_LOW];
     for (size_t i = 0; i < n; ++i) r[i] = ref[i].err;
@@ -714,7 +897,7 @@ static int build_items(anvil_transcode *t, const unsigned char *is_free, uint32_
                                   it->name, it->row_len);
             break;
         }
-        rc = measure_item(t, pool, it, q->cands, q->n, rq, err);
+        rc = measure_item(t, pool, it, q->cands, q->n, rq, 1, err);
         if (rc == ANVIL_OK && rq->sens != NULL) rc = sens_weight(t, pool, it, q, rq, err);
     }
     *n_free = nf;
@@ -812,8 +995,11 @@ int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
     qz_request rq_local = *rq;
     anvil_quantize_cache *own = NULL;
     if (rq->cache == NULL && rq->sens != NULL) rq_local.cache = own = anvil_quantize_cache_new();
+    qz_err_stats stats = { 0, 0, 0 };
+    rq_local.stats = &stats;
     int rc = build_items(t, is_free, align, &rq_local, items, map, &nf, err);
     anvil_quantize_cache_free(own);
+    if (rc == ANVIL_OK && rq->stats != NULL) *rq->stats = stats;
     const uint64_t fixed = fixed_bytes(t, is_free, header_bytes, align);
     uint64_t min_free = 0, max_free = 0, used = 0;
     for (size_t f = 0; rc == ANVIL_OK && f < nf; ++f) {
@@ -844,6 +1030,14 @@ int qz_choose(anvil_transcode *t, const unsigned char *is_free, uint64_t header_
                  "the target of %" PRIu64 " bytes is at least the largest file the candidates allow (%" PRIu64
                  " bytes, %s): the free tensors are written at full precision",
                  rq->target_bytes, fixed + max_free, tname(ANVIL_TYPE_F16));
+    }
+    if (rc == ANVIL_OK && stats.stale > 0 && note_size) {
+        const size_t l = strlen(note);
+        snprintf(note + l, note_size - l,
+                 "%sthe sensitivity file's stored errors of %zu of %zu tensors were measured on another model, "
+                 "importance matrix or --target-rows: measured again (measure with --measure and the same "
+                 "--imatrix and --target-rows to store them)",
+                 l ? "; " : "", stats.stale, nf);
     }
     if (rc == ANVIL_OK) rc = apply(t, items, map, nf, pred_err, err);
     free_items(items, t->n_items);

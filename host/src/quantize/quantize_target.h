@@ -41,6 +41,13 @@ typedef struct qz_item {
  * *used gets the chosen bytes. */
 int qz_allocate(qz_item *items, size_t n, uint64_t budget, uint64_t *min_bytes, uint64_t *used, anvil_error *err);
 
+/* What a plan did with a sensitivity file's stored errors (version 3):
+ * tensors whose every candidate came from it, tensors whose key did not
+ * match (measured again), tensors it had none for (measured). */
+typedef struct qz_err_stats {
+    size_t stored, stale, missing;
+} qz_err_stats;
+
 /* The request a quantize plan hands to qz_choose. */
 typedef struct qz_request {
     uint64_t target_bytes; /* the whole file's budget */
@@ -54,7 +61,15 @@ typedef struct qz_request {
     const struct anvil_quantize_sens *sens;
     double min_bpw;                     /* candidates of fewer bits per weight left out (0: none) */
     struct anvil_quantize_cache *cache; /* measured errors kept across plans, or NULL */
+    qz_err_stats *stats;                /* counted into when not NULL */
 } qz_request;
+
+/* The key of a tensor's candidate-error measurement: a 64-bit hash of every
+ * input the measured relative errors depend on (the measuring method's
+ * version, the tensor's type and shape, the rows sampled and their bytes,
+ * the importance matrix's entry or the norm weights standing in for it). */
+int qz_err_key(anvil_transcode *t, const anvil_transcode_tensor *it, uint64_t sample_rows, uint64_t *key,
+               anvil_error *err);
 
 /* Measure and choose the types of the items marked in is_free (the rest
  * are fixed), then set their dst_type/dst_bytes/why. header_bytes is the
