@@ -55,10 +55,12 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { ret
  * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
  * without lane blocks, more than 31 trials or 32 elements). On x86-64 CPUs
  * with AVX2 (checked once, at run time) it runs an AVX2 build of the same
- * lane code, whose candidate searches look each element's error up by code
- * from a table of the per-code errors (each computed by ggml's expression)
- * instead of recomputing it per candidate: the same floats, summed in the
- * same order, the same first-minimum choice. */
+ * lane code with 8 trials per vector (cold_enc_sweep_body.h), whose
+ * candidate searches score 8 candidates per vector, looking each element's
+ * error up by code (from the list's packed codes) in a table of the
+ * per-code errors (each computed by ggml's expression) instead of
+ * recomputing it per candidate: the same floats, summed in the same order,
+ * the same first-minimum choice. */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale);
 
