@@ -39,15 +39,16 @@
 #define IQ3_KEYS 4096 /* 8^4 */
 #define IQ2_KEYS 6561 /* 3^8 */
 
-/* Candidate-list storage per lattice, the exact totals (count word, entries
- * and lane blocks over all off-grid keys) for the committed codebooks. The build checks
- * them: a different total means the codebook changed. */
-#define NB_IQ3XXS 71129
-#define NB_IQ3S 87733
-#define NB_IQ2S 267709
-#define NB_IQ1 659955 /* each list followed by its packed codes (cold_lattice.packed) */
-#define NB_IQ2XXS 610134
-#define NB_IQ2XS 950682
+/* Candidate-list storage per lattice, the exact totals (count word, entries,
+ * lane blocks and packed codes over all off-grid keys) for the committed
+ * codebooks. The build checks them: a different total means the codebook
+ * changed. */
+#define NB_IQ3XXS 90114
+#define NB_IQ3S 112466
+#define NB_IQ2S 312425
+#define NB_IQ1 659955
+#define NB_IQ2XXS 723291
+#define NB_IQ2XS 1132403
 
 static uint8_t code_iq3xxs[256 * 4], code_iq3s[512 * 4], code_iq2s[1024 * 8], code_iq1[2048 * 8];
 static uint8_t code_iq2xxs[256 * 8], code_iq2xs[512 * 8];
@@ -55,10 +56,10 @@ static float odd_iq3xxs[256 * 4], odd_iq3s[512 * 4], odd_iq2s[1024 * 8], odd_iq1
 static float odd_iq2xxs[256 * 8], odd_iq2xs[512 * 8];
 static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map_iq1[IQ2_KEYS];
 static int32_t map_iq2xxs[IQ2_KEYS], map_iq2xs[IQ2_KEYS];
-static uint16_t nb_iq3xxs[NB_IQ3XXS], nb_iq3s[NB_IQ3S], nb_iq2s[NB_IQ2S];
 /* + 8: a search loads eight packed codes at a time, past a list's end */
+static uint16_t nb_iq3xxs[NB_IQ3XXS + 8], nb_iq3s[NB_IQ3S + 8], nb_iq2s[NB_IQ2S + 8];
 static uint16_t nb_iq1[NB_IQ1 + 8];
-static uint16_t nb_iq2xxs[NB_IQ2XXS], nb_iq2xs[NB_IQ2XS];
+static uint16_t nb_iq2xxs[NB_IQ2XXS + 8], nb_iq2xs[NB_IQ2XS + 8];
 
 typedef struct lattice_spec {
     int dims, levels, grid_size, nwant, keys;
@@ -139,7 +140,7 @@ static int build_one(enum cold_lattice_id id) {
     lat->map = s->map;
     lat->nb = s->nb;
     lat->lanes = s->lanes;
-    lat->packed = id == COLD_LATTICE_IQ1;
+    lat->packed = 1;
 
     /* Grid codes, and the map's on-grid entries. INT32_MIN marks "not yet". */
     for (int k = 0; k < s->keys; ++k) {
@@ -245,9 +246,8 @@ static int build_one(enum cold_lattice_id id) {
             }
         }
         const size_t lane_words = s->lanes ? (size_t)cold_lane_blocks(n_within) * (size_t)s->dims * COLD_LANES / 2
-                                  : lat->packed ? (size_t)n_within
-                                                : 0;
-        if (off + 1 + (size_t)n_within + lane_words > s->nb_size) {
+                                           : 0;
+        if (off + 1 + 2 * (size_t)n_within + lane_words > s->nb_size) {
             return ANVIL_E_INTERNAL;
         }
         s->map[key] = -(int32_t)(off + 1);
@@ -260,18 +260,17 @@ static int build_one(enum cold_lattice_id id) {
                 }
             }
         }
-        if (lat->packed) {
-            for (int j = 1; j <= n_within; ++j) {
-                unsigned u = 0;
-                for (int i = 0; i < 8; ++i) {
-                    u |= (unsigned)s->code[(size_t)list[j] * 8 + (size_t)i] << 2 * i;
-                }
-                s->nb[off++] = (uint16_t)u;
-            }
-        }
         if (s->lanes) {
             fill_lanes(s, list, (uint8_t *)(s->nb + off));
             off += lane_words;
+        }
+        const int bits = s->levels == 3 ? 2 : 3;
+        for (int j = 1; j <= n_within; ++j) {
+            unsigned u = 0;
+            for (int i = 0; i < s->dims; ++i) {
+                u |= (unsigned)s->code[(size_t)list[j] * (size_t)s->dims + (size_t)i] << bits * i;
+            }
+            s->nb[off++] = (uint16_t)u;
         }
     }
     return off == s->nb_size ? ANVIL_OK : ANVIL_E_INTERNAL;

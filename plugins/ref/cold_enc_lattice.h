@@ -60,12 +60,13 @@ typedef struct cold_lattice {
      * 4b .. 4b + 3 (the last candidate repeated past the end), so that the
      * search scores four candidates per vector without gathering. */
     int lanes;
-    /* 1 for the IQ1 lattice (8 codes of 3 levels, no lane blocks): each
-     * list of count candidates is followed by count words, the codes of
-     * its candidates two bits per element (element i at bits 2i, 2i + 1),
-     * so that a search loads eight candidates' codes at once from the
-     * cache lines of the list itself; 8 words of padding follow the last
-     * list. */
+    /* 1 (every lattice): each list also carries its candidates' codes
+     * packed, one word per candidate, element i's code at bits
+     * bits i .. bits i + bits - 1 (bits = 2 for 3 levels, 3 for 8), so that
+     * a search loads eight candidates' codes at once from the cache lines
+     * of the list itself (cold_packed_codes: right after the list on the
+     * IQ1 lattice, after its lane blocks on the others); 8 words of
+     * padding follow the last list. */
     int packed;
 } cold_lattice;
 
@@ -74,6 +75,13 @@ typedef struct cold_lattice {
 
 /* Lane blocks of a list of count candidates. */
 static inline int cold_lane_blocks(int count) { return (count + COLD_LANES - 1) / COLD_LANES; }
+
+/* The packed codes of the candidate list cand (see cold_lattice.packed). */
+static inline const uint16_t *cold_packed_codes(const cold_lattice *lat, const uint16_t *cand) {
+    const int count = cand[0];
+    const int lane_words = lat->lanes ? cold_lane_blocks(count) * lat->dims * COLD_LANES / 2 : 0;
+    return cand + 1 + count + lane_words;
+}
 
 /* Key of a code vector: base `levels` digits, element 0 lowest. Every
  * code must lie in [0, levels). */

@@ -18,6 +18,14 @@
 #include "anvil/status.h"
 #include "ref/checks.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COLD_SWEEP_AVX2 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+#else
+#define COLD_SWEEP_AVX2 0
+#endif
+
 /* In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
  * a candidate (the neighbour searches) or a trial scale (the sweep's
  * rounding, keys and fit sums). */
@@ -175,6 +183,66 @@ static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, 
     return __builtin_convertvector(b, f32x4) * down;
 }
 
+#if COLD_SWEEP_AVX2
+/* best_in_lanes on AVX2, eight candidates per vector: lane k scores
+ * candidates k, k + 8, ... An element's term w (scale (2l + 1) - x)^2
+ * depends on its code l only, so its 8 (IQ3) or 3 (IQ2) values are
+ * computed once, each by ggml's expression, into a table that each
+ * candidate's lane indexes by its code (vpermps on 3-bit codes, vpermilps
+ * on 2-bit ones, from the list's packed codes: one load of eight, shifted
+ * per element), summed in element order from 0: the same floats as ggml's
+ * d2. Each lane keeps its first strictly smallest score (lanes past the
+ * list's end never take one); the winner is the smallest score, ties to
+ * the earliest candidate: ggml's first strictly best. */
+AVX2 static inline int best8_avx2(const cold_lattice *lat, int dims, int levels, const uint16_t *cand, const float *x,
+                                  const float *w, float scale, int8_t *L) {
+    const int count = cand[0];
+    const uint16_t *packed = cold_packed_codes(lat, cand);
+    const __m256 odd = levels == 8 ? _mm256_setr_ps(1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f)
+                                   : _mm256_setr_ps(1.0f, 3.0f, 5.0f, 5.0f, 1.0f, 3.0f, 5.0f, 5.0f);
+    const __m256 so = _mm256_mul_ps(_mm256_set1_ps(scale), odd);
+    __m256 tab[8];
+    for (int i = 0; i < dims; ++i) {
+        const __m256 diff = _mm256_sub_ps(so, _mm256_set1_ps(x[i]));
+        tab[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w[i]), diff), diff);
+    }
+    __m256 best = _mm256_set1_ps(FLT_MAX);
+    __m256i at = _mm256_setzero_si256();
+    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i eight = _mm256_set1_epi32(8), vcount = _mm256_set1_epi32(count);
+    for (int j = 0; j < count; j += 8) {
+        /* past the list's end: the next words (or the padding), never chosen */
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(packed + j)));
+        __m256 d2 = _mm256_setzero_ps();
+        for (int i = 0; i < dims; ++i) {
+            d2 = _mm256_add_ps(d2, levels == 8 ? _mm256_permutevar8x32_ps(tab[i], _mm256_srli_epi32(u, 3 * i))
+                                               : _mm256_permutevar_ps(tab[i], _mm256_srli_epi32(u, 2 * i)));
+        }
+        const __m256i better = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d2, best, _CMP_LT_OQ)),
+                                                _mm256_cmpgt_epi32(vcount, pos));
+        best = _mm256_blendv_ps(best, d2, _mm256_castsi256_ps(better));
+        at = _mm256_blendv_epi8(at, pos, better);
+        pos = _mm256_add_epi32(pos, eight);
+    }
+    /* the smallest score (no NaN: lanes only take scores below FLT_MAX),
+     * then the smallest position among the lanes that hold it */
+    __m256 m = _mm256_min_ps(best, _mm256_permute2f128_ps(best, best, 1));
+    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
+    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
+    if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
+        return -1;
+    }
+    const __m256i tie = _mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ));
+    __m256i a = _mm256_blendv_epi8(_mm256_set1_epi32(0x7FFFFFFF), at, tie);
+    a = _mm256_min_epi32(a, _mm256_permute2x128_si256(a, a, 1));
+    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0x4E));
+    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0xB1));
+    const int g = cand[1 + _mm256_cvtsi256_si32(a)];
+    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
+    return g;
+}
+#endif
+
 /* ggml's iq3_find_best_neighbour / iq2_find_best_neighbour on a lattice
  * with lane blocks: the candidate (of the list cand) whose odd values
  * scale * (2l + 1) are closest to x in w-weighted squared error, in list
@@ -184,6 +252,11 @@ static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, 
 static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattice *lat, int dims,
                                                                const uint16_t *cand, const float *x, const float *w,
                                                                float scale, int8_t *L, int levels, int wide) {
+#if COLD_SWEEP_AVX2
+    if (wide) {
+        return best8_avx2(lat, dims, levels, cand, x, w, scale, L);
+    }
+#endif
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
     lane_best lb;
@@ -276,126 +349,18 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
 }
 
 #define MAX_TRIALS 32 /* 2 steps + 1 <= 31 */
-#define TRIAL_VECS (MAX_TRIALS / COLD_LANES)
 
-/* The sweep with the shape as constants (n elements in groups of dims
- * codes of `levels` levels), so that each instance is specialised.
- *
- * The trials are independent until the best is chosen, so they run side
- * by side, trial t in lane t % 4 of vector t / 4: each element's codes of
- * every trial, the groups' keys, the snaps of the off-grid groups (one
- * group of one trial at a time), and the fit sums, each lane summing in
- * element order as ggml's one trial does. Then the best trial is chosen
- * in trial order with ggml's test. */
-static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int n, int dims, int levels,
-                                                       const float *xval, const float *weight, const float *waux,
-                                                       float max, float scale0, int8_t *L, float *scale_out,
-                                                       int wide) {
-    const cold_lattice *lat = p->lat;
-    const int groups = n / dims;
-    const int trials = 2 * p->steps + 1;
-    const int vecs = (trials + COLD_LANES - 1) / COLD_LANES;
-    float this_scale[MAX_TRIALS];
-    f32x4 id[TRIAL_VECS];
-    for (int t = 0; t < vecs * COLD_LANES; ++t) {
-        /* lanes past the last trial repeat it (computed, never used) */
-        const int is = (t < trials ? t : trials - 1) - p->steps;
-        const float idt = ((float)(2 * p->max_q - 1) + (float)is * p->step) / max;
-        id[t / COLD_LANES][t % COLD_LANES] = idt;
-        this_scale[t] = 1.0f / idt;
-    }
-    i32x4 code[32][TRIAL_VECS]; /* code[i][v]: element i's code in trials 4v .. 4v + 3 */
-    /* ggml's nearest_int(0.5 (id x - 1)) (anvil_nearest_int's trick, bit
-     * for bit), clamped to [0, max_q - 1] */
-    const i32x4 zero = { 0 };
-    const i32x4 top = zero + (p->max_q - 1);
-    for (int i = 0; i < n; ++i) {
-        for (int v = 0; v < vecs; ++v) {
-            const f32x4 r = 0.5f * (id[v] * xval[i] - 1.0f) + 12582912.f;
-            i32x4 l = ((i32x4)r & 0x007fffff) - 0x00400000;
-            l = PICK_I32(l < top, l, top);
-            code[i][v] = PICK_I32(l > zero, l, zero);
-        }
-    }
-    uint8_t on_grid_aux[MAX_TRIALS][8];
-    for (int k = 0; k < groups; ++k) {
-        for (int v = 0; v < vecs; ++v) {
-            i32x4 key = code[dims * k + dims - 1][v];
-            for (int i = dims - 2; i >= 0; --i) {
-                key = key * levels + code[dims * k + i][v];
-            }
-            for (int c = 0; c < COLD_LANES && COLD_LANES * v + c < trials; ++c) {
-                const int t = COLD_LANES * v + c;
-                const int32_t m = lat->map[key[c]];
-                on_grid_aux[t][k] = m >= 0;
-                if (m >= 0) {
-                    continue;
-                }
-                int8_t l[8];
-                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k, waux + dims * k,
-                                            this_scale[t], l, levels, wide);
-                if (g < 0) {
-                    return ANVIL_E_UNSUPPORTED;
-                }
-                for (int i = 0; i < dims; ++i) {
-                    code[dims * k + i][v][c] = l[i];
-                }
-            }
-        }
-    }
-    f32x4 sumqx[TRIAL_VECS], sumq2[TRIAL_VECS];
-    for (int v = 0; v < vecs; ++v) {
-        f32x4 sx = { 0 }, s2 = { 0 };
-        for (int i = 0; i < n; ++i) {
-            const float w = weight[i];
-            const f32x4 q = __builtin_convertvector(2 * code[i][v] + 1, f32x4);
-            sx += w * xval[i] * q;
-            s2 += w * q * q;
-        }
-        sumqx[v] = sx;
-        sumq2[v] = s2;
-    }
-
-    float best = 0.0f;
-    float scale = scale0;
-    const int best_t = cold_fit_scan((const float *)sumqx, (const float *)sumq2, trials, &best, &scale);
-    int on_grid[8];
-    for (int k = 0; k < groups; ++k) {
-        on_grid[k] = best_t >= 0 ? on_grid_aux[best_t][k] : p->start_on_grid;
-    }
-    for (int i = 0; i < n; ++i) {
-        /* the codes when no trial is accepted: 0 */
-        L[i] = best_t >= 0 ? (int8_t)code[i][best_t / COLD_LANES][best_t % COLD_LANES] : 0;
-    }
-
-    int off_grid = 0;
-    for (int k = 0; k < groups; ++k) {
-        off_grid += !on_grid[k];
-    }
-    if ((off_grid > 0 || p->refine == COLD_REFINE_ALWAYS) && scale > 0) {
-        const float idf = 1.0f / scale;
-        for (int k = 0; k < groups; ++k) {
-            if (on_grid[k] && p->refine == COLD_REFINE_OFF_GRID) {
-                continue;
-            }
-            int8_t *l = L + dims * k;
-            for (int i = 0; i < dims; ++i) {
-                const int c = anvil_nearest_int(0.5f * (idf * xval[dims * k + i] - 1.0f));
-                l[i] = (int8_t)(c < p->max_q - 1 ? (c > 0 ? c : 0) : p->max_q - 1);
-            }
-            if (snap_group(lat, dims, xval + dims * k, waux + dims * k, scale, l, wide) < 0) {
-                return ANVIL_E_UNSUPPORTED;
-            }
-        }
-        float sx, s2;
-        fit_sums(xval, weight, L, n, &sx, &s2);
-        if (s2 > 0) {
-            scale = sx / s2;
-        }
-    }
-    *scale_out = scale;
-    return ANVIL_OK;
-}
+/* sweep4 (4 trials per vector) and sweep8 (8), from one body. */
+#define SWEEP_FN sweep4
+#define SWEEP_W 4
+#include "ref/cold_enc_sweep_body.h"
+#undef SWEEP_FN
+#undef SWEEP_W
+#define SWEEP_FN sweep8
+#define SWEEP_W 8
+#include "ref/cold_enc_sweep_body.h"
+#undef SWEEP_FN
+#undef SWEEP_W
 
 /* The sweep's shapes, each as one function per instruction set: the
  * portable one (generic vectors on the build's baseline) and, on x86, an
@@ -410,17 +375,16 @@ static inline __attribute__((always_inline)) int sweep(const cold_sweep *p, int 
     const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max, float scale0, \
         int8_t *L, float *scale_out
 
-#define SWEEP_PORTABLE(n, dims, levels)                                                     \
-    static int sweep_##n##_##dims##_##levels(SWEEP_ARGS) {                                  \
-        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 0); \
+#define SWEEP_PORTABLE(n, dims, levels)                                                      \
+    static int sweep_##n##_##dims##_##levels(SWEEP_ARGS) {                                   \
+        return sweep4(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 0); \
     }
 SWEEP_SHAPES(SWEEP_PORTABLE)
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define COLD_SWEEP_AVX2 1
+#if COLD_SWEEP_AVX2
 #define SWEEP_AVX2(n, dims, levels)                                                             \
     __attribute__((target("avx2"))) static int sweep_avx2_##n##_##dims##_##levels(SWEEP_ARGS) { \
-        return sweep(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);     \
+        return sweep8(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);    \
     }
 SWEEP_SHAPES(SWEEP_AVX2)
 
@@ -435,7 +399,6 @@ int anvil_cold_has_avx2(void) {
     return h;
 }
 #else
-#define COLD_SWEEP_AVX2 0
 int anvil_cold_has_avx2(void) { return 0; }
 #endif
 
@@ -472,6 +435,21 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
 int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                               float max, float scale0, int8_t *L, float *scale_out) {
     return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 0);
+}
+
+int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                                 float scale, int8_t *L, int simd) {
+    if (!lat->lanes || lat->dims > 8) {
+        return -1;
+    }
+#if COLD_SWEEP_AVX2
+    if (simd && anvil_cold_has_avx2()) {
+        return best8_avx2(lat, lat->dims, lat->levels, cand, x, w, scale, L);
+    }
+#else
+    (void)simd;
+#endif
+    return best_in_lanes(lat, lat->dims, cand, x, w, scale, L, lat->levels, 0);
 }
 
 void anvil_cold_stable_order(const float *x, int n, int *idx) {
@@ -511,37 +489,38 @@ void anvil_cold_stable_order(const float *x, int n, int *idx) {
 }
 
 uint8_t anvil_cold_split_signs(const float *x, float *xval) {
-    uint8_t s = 0;
-    for (int i = 0; i < 8; ++i) {
-        if (x[i] >= 0) {
-            xval[i] = x[i];
-        } else {
-            xval[i] = -x[i];
-            s |= (uint8_t)(1u << i);
+    /* four at a time, by selects: x where x >= 0 (false for NaN), else -x
+     * (the sign bit flipped, as the scalar negation), with the bit set */
+    unsigned s = 0;
+    for (int h = 0; h < 2; ++h) {
+        f32x4 v;
+        memcpy(&v, x + 4 * h, sizeof v);
+        const i32x4 keep = v >= (f32x4){ 0 };
+        const f32x4 r = PICK_F32(keep, v, -v);
+        memcpy(xval + 4 * h, &r, sizeof r);
+        for (int i = 0; i < 4; ++i) {
+            s |= (unsigned)(keep[i] == 0) << (4 * h + i);
         }
     }
-    return s;
+    return (uint8_t)s;
 }
 
 uint8_t anvil_cold_split_signs_even(const float *x, const float *weight, float *xval) {
     uint8_t s = anvil_cold_split_signs(x, xval);
-    int nflip = 0;
-    for (int i = 0; i < 8; ++i) {
-        nflip += (s >> i) & 1;
+    /* The element with the smallest weight x^2 (the first of equals; a NaN
+     * never replaces), flipped where the count of negatives is odd: found
+     * either way, applied by select (no branch on the data). */
+    int imin = 0;
+    float min = weight[0] * x[0] * x[0];
+    for (int i = 1; i < 8; ++i) {
+        const float ax = weight[i] * x[i] * x[i];
+        const int lt = ax < min;
+        min = lt ? ax : min;
+        imin = lt ? i : imin;
     }
-    if (nflip % 2) {
-        int imin = 0;
-        float min = weight[0] * x[0] * x[0];
-        for (int i = 1; i < 8; ++i) {
-            const float ax = weight[i] * x[i] * x[i];
-            if (ax < min) {
-                min = ax;
-                imin = i;
-            }
-        }
-        xval[imin] = -xval[imin];
-        s ^= (uint8_t)(1u << imin);
-    }
+    const unsigned odd = (unsigned)__builtin_popcount(s) & 1u;
+    xval[imin] = odd ? -xval[imin] : xval[imin];
+    s ^= (uint8_t)(odd << imin);
     return s & 127;
 }
 

@@ -55,10 +55,12 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { ret
  * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
  * without lane blocks, more than 31 trials or 32 elements). On x86-64 CPUs
  * with AVX2 (checked once, at run time) it runs an AVX2 build of the same
- * lane code, whose candidate searches look each element's error up by code
- * from a table of the per-code errors (each computed by ggml's expression)
- * instead of recomputing it per candidate: the same floats, summed in the
- * same order, the same first-minimum choice. */
+ * lane code with 8 trials per vector (cold_enc_sweep_body.h), whose
+ * candidate searches score 8 candidates per vector, looking each element's
+ * error up by code (from the list's packed codes) in a table of the
+ * per-code errors (each computed by ggml's expression) instead of
+ * recomputing it per candidate: the same floats, summed in the same order,
+ * the same first-minimum choice. */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale);
 
@@ -67,6 +69,16 @@ int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight
  * results, for the tests that check the two agree. */
 int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                               float max, float scale0, int8_t *L, float *scale_out);
+
+/* The sweep's neighbour search (ggml's iq3_find_best_neighbour /
+ * iq2_find_best_neighbour) on a lattice with lane blocks, alone: among the
+ * candidates cand, the first with the smallest w-weighted squared error of
+ * scale (2l + 1) against x; its codes to L and its grid index returned, -1
+ * when none scores below FLT_MAX. simd 1: the path the sweep selects at
+ * run time (AVX2 where the CPU has it), 0: the portable one. For the tests
+ * that check the two agree. */
+int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
+                                 float scale, int8_t *L, int simd);
 
 /* A group through the sweep to what is stored of it, as every sweep-based
  * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from

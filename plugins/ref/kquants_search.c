@@ -12,6 +12,13 @@
 
 #include "anvil/numeric.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KQ_AVX2 1
+#include <immintrin.h>
+#else
+#define KQ_AVX2 0
+#endif
+
 static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* The signed value of largest magnitude; the first one wins a tie. */
@@ -166,7 +173,59 @@ float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L, const f
     return scale;
 }
 
-float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+/* make_qp_quants' trial grids is = -4..-1, 1..4 (lane t: is = t - 4, then
+ * t - 3): each one's weighted squared error, summed in element order. */
+#define QP_TRIALS 8
+
+static void qp_trials(int n, int nmax, const float *x, const float *qw, const float *iscale, const float *scale,
+                      float *mse) {
+    for (int t = 0; t < QP_TRIALS; ++t) {
+        float e = 0;
+        for (int i = 0; i < n; ++i) {
+            int l = anvil_nearest_int(iscale[t] * x[i]);
+            l = l < nmax ? l : nmax;
+            const float diff = x[i] - scale[t] * (float)l;
+            e += qw[i] * diff * diff;
+        }
+        mse[t] = e;
+    }
+}
+
+#if KQ_AVX2
+/* The same, the eight trials in the lanes of one vector: each lane
+ * performs the scalar loop's operations (nearest_int's magic-number
+ * rounding, the clamp, the error term), in element order. */
+__attribute__((target("avx2"))) static void qp_trials_avx2(int n, int nmax, const float *x, const float *qw,
+                                                           const float *iscale, const float *scale, float *mse) {
+    const __m256 vi = _mm256_loadu_ps(iscale), vs = _mm256_loadu_ps(scale);
+    const __m256 magic = _mm256_set1_ps(12582912.f);
+    const __m256i mant = _mm256_set1_epi32(0x007fffff), half = _mm256_set1_epi32(0x00400000);
+    const __m256i top = _mm256_set1_epi32(nmax);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < n; ++i) {
+        const __m256 xi = _mm256_set1_ps(x[i]);
+        const __m256 r = _mm256_add_ps(_mm256_mul_ps(vi, xi), magic);
+        __m256i l = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(r), mant), half);
+        l = _mm256_min_epi32(l, top);
+        const __m256 diff = _mm256_sub_ps(xi, _mm256_mul_ps(vs, _mm256_cvtepi32_ps(l)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(qw[i]), diff), diff));
+    }
+    _mm256_storeu_ps(mse, acc);
+}
+
+static int kq_has_avx2(void) {
+    static int has = -1;
+    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+#endif
+
+static float fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw, int simd) {
     float max = 0;
     for (int i = 0; i < n; ++i) {
         max = max > x[i] ? max : x[i];
@@ -189,22 +248,25 @@ float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const f
         const float diff = x[i] - scale * (float)L[i];
         best_mse += qw[i] * diff * diff;
     }
-    for (int is = -4; is <= 4; ++is) {
-        if (is == 0) {
-            continue;
-        }
-        const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
-        const float scale_is = 1 / iscale_is;
-        float mse = 0;
-        for (int i = 0; i < n; ++i) {
-            int l = anvil_nearest_int(iscale_is * x[i]);
-            l = l < nmax ? l : nmax;
-            const float diff = x[i] - scale_is * (float)l;
-            mse += qw[i] * diff * diff;
-        }
-        if (mse < best_mse) {
-            best_mse = mse;
-            iscale = iscale_is;
+    float iscale_t[QP_TRIALS], scale_t[QP_TRIALS], mse[QP_TRIALS];
+    for (int t = 0; t < QP_TRIALS; ++t) {
+        const int is = t < QP_TRIALS / 2 ? t - 4 : t - 3;
+        iscale_t[t] = (0.1f * (float)is + (float)nmax) / max;
+        scale_t[t] = 1 / iscale_t[t];
+    }
+#if KQ_AVX2
+    if (simd && kq_has_avx2()) {
+        qp_trials_avx2(n, nmax, x, qw, iscale_t, scale_t, mse);
+    } else
+#endif
+    {
+        (void)simd;
+        qp_trials(n, nmax, x, qw, iscale_t, scale_t, mse);
+    }
+    for (int t = 0; t < QP_TRIALS; ++t) {
+        if (mse[t] < best_mse) {
+            best_mse = mse[t];
+            iscale = iscale_t[t];
         }
     }
     float sumlx = 0;
@@ -248,6 +310,14 @@ float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const f
         }
     }
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+    return fit_positive(n, nmax, x, L, qw, 1);
+}
+
+float anvil_kq_fit_positive_isa(int n, int nmax, const float *x, uint8_t *L, const float *qw, int simd) {
+    return fit_positive(n, nmax, x, L, qw, simd);
 }
 
 float anvil_kq_fit_symmetric_refined(int n, int nmax, const float *x, int8_t *L) {

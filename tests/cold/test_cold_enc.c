@@ -27,7 +27,12 @@
  *            bits for random groups of every sweep-based format; and the
  *            IQ1 searches' (cut points, grid candidates, stable order) on
  *            hostile groups: ties, zeros, denormals, huge values, zero
- *            weights
+ *            weights; and the sweep lattices' neighbour search on the same
+ *            kinds of groups, on ties by construction (zero scale, values
+ *            midway between levels, equal or zero weights) and on every
+ *            list with the codes a lane past its end would read at error 0;
+ *            and IQ2_XXS's first scale (make_qp_quants: eight trial grids
+ *            side by side on AVX2) on the same kinds of groups
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
@@ -48,6 +53,7 @@
 #include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_tables.h"
+#include "ref/kquants_search.h"
 #include "test_env.h"
 
 #define ROW 512 /* two super-blocks */
@@ -725,6 +731,132 @@ static void test_iq1_isas(void) {
     CU_ASSERT(found > cands / 2 && found < cands); /* candidates chosen, and refusals too */
 }
 
+/* The sweep lattices' neighbour search: the selected path (AVX2 where the
+ * CPU has it) against the portable one, the same grid index and codes. */
+static void test_lanes_isas(void) {
+    CU_ASSERT_EQUAL_FATAL(anvil_ref_cold_lattice_init(), ANVIL_OK);
+    static const enum cold_lattice_id ids[] = { COLD_LATTICE_IQ3XXS, COLD_LATTICE_IQ3S, COLD_LATTICE_IQ2S,
+                                                COLD_LATTICE_IQ2XXS, COLD_LATTICE_IQ2XS };
+    uint32_t seed = 0x6a09e667u;
+    int searches = 0, found = 0, firsts = 0, lists = 0;
+    for (size_t f = 0; f < sizeof ids / sizeof ids[0]; ++f) {
+        const cold_lattice *lat = anvil_ref_cold_lattice(ids[f]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(lat);
+        const int dims = lat->dims, levels = lat->levels;
+        for (int g = 0; g < 1600; ++g) {
+            int8_t L0[8];
+            int32_t v;
+            do {
+                for (int i = 0; i < dims; ++i) {
+                    L0[i] = (int8_t)((float)levels * isa_rand(&seed));
+                }
+                v = lat->map[cold_lattice_key(lat, L0)];
+            } while (v >= 0);
+            const int kind = g % 8;
+            const float scales[5] = { 0.5f, 1.0f, 0.0f, 1e-20f, 3e19f };
+            const float scale = kind == 1 ? 1.0f : scales[(g / 8) % 5];
+            float x[8], w[8];
+            for (int i = 0; i < dims; ++i) {
+                const float u = isa_rand(&seed);
+                if (kind == 0) { /* near the rounded point */
+                    x[i] = scale * ((float)(2 * L0[i] + 1) + 2 * u - 1);
+                } else if (kind == 1) { /* midway between levels: ties */
+                    x[i] = (float)(2 * (int)((float)levels * u));
+                } else {
+                    x[i] = fabsf(iq1_hostile(&seed, kind, i)) * (float)levels;
+                }
+                w[i] = iq1_hostile_weight(&seed, g / 8);
+            }
+            const uint16_t *cand = cold_candidates(lat, v);
+            int8_t la[8], lb[8];
+            memset(la, -1, sizeof la);
+            memset(lb, -2, sizeof lb);
+            const int ca = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, la, 1);
+            const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, lb, 0);
+            CU_ASSERT_EQUAL(ca, cb);
+            if (cb >= 0) {
+                CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)dims), 0);
+                found++;
+                firsts += cb == cand[1];
+            }
+            searches++;
+        }
+        /* Every list, x at the point whose codes the first lanes past its
+         * end read (the packed words after it, low 3 or 2 bits per element,
+         * code 3 of 3 levels reading code 2's error): a search that let
+         * such a lane score would find error 0 there. */
+        const int keys = levels == 8 ? 4096 : 6561, bits = levels == 8 ? 3 : 2;
+        for (int key = 0; key < keys; ++key) {
+            const int32_t v = lat->map[key];
+            if (v >= 0) {
+                continue;
+            }
+            const uint16_t *cand = cold_candidates(lat, v);
+            const uint16_t *packed = cold_packed_codes(lat, cand);
+            int packed_ok = lat->packed;
+            for (int j = 0; j < cand[0]; ++j) {
+                unsigned u = 0;
+                for (int i = 0; i < dims; ++i) {
+                    u |= (unsigned)lat->code[(size_t)cand[1 + j] * (size_t)dims + (size_t)i] << bits * i;
+                }
+                packed_ok &= packed[j] == u;
+            }
+            CU_ASSERT(packed_ok);
+            for (int k = cand[0]; k % 8 != 0; ++k) {
+                float x[8], w[8];
+                for (int i = 0; i < dims; ++i) {
+                    int c = (packed[k] >> bits * i) & (levels == 8 ? 7 : 3);
+                    c = c < levels ? c : levels - 1;
+                    x[i] = (float)(2 * c + 1);
+                    w[i] = 1.0f;
+                }
+                int8_t la[8], lb[8];
+                const int ca = anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, la, 1);
+                const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, lb, 0);
+                CU_ASSERT_EQUAL(ca, cb);
+                CU_ASSERT(cb >= 0);
+                lists++;
+            }
+        }
+    }
+    CU_ASSERT(lists > 10000);
+    CU_ASSERT(found > searches / 2 && found < searches); /* chosen, and refusals (overflow) too */
+    CU_ASSERT(firsts > found / 4 && firsts < found);     /* ties to the first, and later winners */
+}
+
+/* make_qp_quants (IQ2_XXS's first scale; the K-quants' sub-block scales):
+ * its eight trial grids on the selected path (AVX2: one lane each) against
+ * the portable loop, the same codes and scale bits. */
+static void test_fit_positive_isas(void) {
+    uint32_t seed = 0x3c6ef372u;
+    int fits = 0, moved = 0;
+    for (int g = 0; g < 20000; ++g) {
+        const int kind = g % 8, n = g % 3 ? 32 : 8, nmax = g % 3 ? 4 : 63;
+        float x[32], w[32];
+        for (int i = 0; i < n; ++i) {
+            x[i] = fabsf(iq1_hostile(&seed, kind, i));
+            w[i] = iq1_hostile_weight(&seed, g / 8);
+        }
+        if (g % 5 == 0) {
+            x[g % n] = -x[g % n]; /* IQ2_XXS's parity flip: one negated magnitude */
+        }
+        uint8_t la[32], lb[32];
+        memset(la, 0xAA, sizeof la);
+        memset(lb, 0x55, sizeof lb);
+        const float sa = anvil_kq_fit_positive_isa(n, nmax, x, la, w, 1);
+        const float sb = anvil_kq_fit_positive_isa(n, nmax, x, lb, w, 0);
+        CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
+        CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)n), 0);
+        fits++;
+        float max = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            max = x[i] > max ? x[i] : max;
+        }
+        moved += sb != 0.0f && sb != max / (float)nmax;
+    }
+    CU_ASSERT(moved > fits / 2); /* the trials and refinements did move the scale */
+}
+
 int main(void) {
     if (CU_initialize_registry() != CUE_SUCCESS) {
         return 1;
@@ -740,5 +872,7 @@ int main(void) {
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
     CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
     CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
+    CU_add_test(s, "isas: the sweep's neighbour search, selected path equals portable", test_lanes_isas);
+    CU_add_test(s, "isas: make_qp_quants' trial grids, selected path equals portable", test_fit_positive_isas);
     return test_run_cunit();
 }
