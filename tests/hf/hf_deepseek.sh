@@ -86,13 +86,7 @@ else
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-for d in "$G/fp8" "$DATA/bf16"; do
-    "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
-        "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" Q4_K_M >/dev/null 2>>"$T/err" &&
-        "$ANVIL" quantize --quiet "$d" "$T/one.gguf" Q4_K_M >/dev/null 2>>"$T/err" ||
-        { fail "quantize $(basename "$d"): $(head -3 "$T/err")"; continue; }
-    same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") Q4_K_M"
-done
+quantize_same "Q4_K_M" "$G/fp8" "$DATA/bf16"
 
 # ---- 4. bad input
 mk bad-rope --unset qk_rope_head_dim

@@ -16,6 +16,9 @@
 #   bad NAME TEXT...   convert of $G/bad-NAME exits 1, says each TEXT and
 #                   writes nothing
 #   edit FILE PYTHON   change a JSON file (j is its value) with PY
+#   quantize_same "TYPE..." DIR...   `anvil quantize DIR OUT TYPE` writes the
+#                   bytes of convert --outtype auto + anvil quantize (a DIR
+#                   that was not generated is skipped)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0 checks=0
@@ -108,5 +111,19 @@ mtp_refused() {
         rc=$?
         [ $rc = 1 ] && grep -qF -- "--mtp / --no-nextn are not supported for" "$T/err" && [ -z "$(ls -A "$T/out-mtp")" ] &&
             pass || fail "anvil convert $d $flag: exit $rc, $(cat "$T/err"), wrote $(ls "$T/out-mtp")"
+    done
+}
+quantize_same() {
+    local types=$1 d q
+    shift
+    for d in "$@"; do
+        [ -d "$d" ] || continue
+        for q in $types; do
+            "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
+                "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" $q >/dev/null 2>>"$T/err" &&
+                "$ANVIL" quantize --quiet "$d" "$T/one.gguf" $q >/dev/null 2>>"$T/err" ||
+                { fail "quantize $(basename "$d") $q: $(head -3 "$T/err")"; continue; }
+            same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") $q"
+        done
     done
 }

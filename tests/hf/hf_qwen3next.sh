@@ -81,16 +81,7 @@ else
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-for d in "$G/bf" "$DATA/bf16"; do
-    [ -d "$d" ] || continue
-    for q in Q8_0 Q4_K_M; do
-        "$ANVIL" convert "$d" "$T/auto.gguf" --quiet 2>"$T/err" &&
-            "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" $q >/dev/null 2>>"$T/err" &&
-            "$ANVIL" quantize --quiet "$d" "$T/one.gguf" $q >/dev/null 2>>"$T/err" ||
-            { fail "quantize $(basename "$d") $q: $(head -3 "$T/err")"; continue; }
-        same "$T/one.gguf" "$T/two.gguf" "quantize $(basename "$d") $q"
-    done
-done
+quantize_same "Q8_0 Q4_K_M" "$G/bf" "$DATA/bf16"
 
 # ---- 4. bad input
 mk bad-conv --unset linear_conv_kernel_dim
