@@ -38,6 +38,7 @@ int parity_cold(parity_ctx *pc) __attribute__((weak));
 int parity_gguf(parity_ctx *pc) __attribute__((weak));
 int parity_transcode(parity_ctx *pc) __attribute__((weak));
 int parity_backends(parity_ctx *pc) __attribute__((weak));
+int parity_backends_avx2(parity_ctx *pc) __attribute__((weak));
 int parity_imatrix(parity_ctx *pc) __attribute__((weak));
 int parity_quantize(parity_ctx *pc) __attribute__((weak));
 int parity_hf(parity_ctx *pc) __attribute__((weak));

@@ -39,6 +39,11 @@
  *
  * A backend that cannot run on this CPU is listed as skipped, with the
  * reason its score gives.
+ *
+ * Two families, so that make test's two parity processes share the work
+ * (scripts/parity-split.sh): "backends" is backend-avx512 (and its
+ * emulation), "backends_avx2" backend-avx2 and backend-scalar's portable
+ * encoders.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -63,12 +68,14 @@ typedef struct backend_build {
     const char *encoders_of; /* compare only the encoders of this variant, and no kernels; NULL: all */
 } backend_build;
 
-static const backend_build builds[] = {
-    { ANVIL_PLUGIN_DIR "/backend-avx2.so", 1, NULL },
+static const backend_build builds_avx512[] = {
     { ANVIL_PLUGIN_DIR "/backend-avx512.so", 2, NULL },
 #ifdef ANVIL_AVX512_EMU_PLUGIN
     { ANVIL_AVX512_EMU_PLUGIN, 2, NULL },
 #endif
+};
+static const backend_build builds_avx2[] = {
+    { ANVIL_PLUGIN_DIR "/backend-avx2.so", 1, NULL },
     { ANVIL_PLUGIN_DIR "/backend-scalar.so", 1, "portable" },
 };
 
@@ -302,7 +309,7 @@ static size_t check_encoder(parity_ctx *pc, const anvil_weight_encoder *e) {
     return bad;
 }
 
-int parity_backends(parity_ctx *pc) {
+static int check_builds(parity_ctx *pc, const backend_build *builds, size_t n_builds) {
     if (pc->oracle->portable == NULL) {
         printf("backends: ggml's portable CPU build (libggml-cpu-x64.so) not found: nothing to compare\n");
         return 1;
@@ -316,7 +323,7 @@ int parity_backends(parity_ctx *pc) {
     const anvil_cpu_info probe = *anvil_ctx_cpu(ctx);
     anvil_ctx_close(ctx);
     size_t failures = 0, checked_backends = 0;
-    for (size_t i = 0; i < sizeof builds / sizeof builds[0]; ++i) {
+    for (size_t i = 0; i < n_builds; ++i) {
         void *h = dlopen(builds[i].path, RTLD_NOW | RTLD_LOCAL);
         if (h == NULL) {
             printf("backends: %s not built here\n", builds[i].path);
@@ -389,4 +396,12 @@ int parity_backends(parity_ctx *pc) {
         printf("backends: no SIMD backend runs on this CPU\n");
     }
     return (int)failures;
+}
+
+int parity_backends(parity_ctx *pc) {
+    return check_builds(pc, builds_avx512, sizeof builds_avx512 / sizeof builds_avx512[0]);
+}
+
+int parity_backends_avx2(parity_ctx *pc) {
+    return check_builds(pc, builds_avx2, sizeof builds_avx2 / sizeof builds_avx2[0]);
 }

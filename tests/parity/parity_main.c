@@ -33,6 +33,7 @@ static family_fn family_by_name(const char *n) {
     if (strcmp(n, "gguf") == 0) return parity_gguf;
     if (strcmp(n, "transcode") == 0) return parity_transcode;
     if (strcmp(n, "backends") == 0) return parity_backends;
+    if (strcmp(n, "backends_avx2") == 0) return parity_backends_avx2;
     if (strcmp(n, "imatrix") == 0) return parity_imatrix;
     if (strcmp(n, "quantize") == 0) return parity_quantize;
     if (strcmp(n, "hf") == 0) return parity_hf;
@@ -41,8 +42,9 @@ static family_fn family_by_name(const char *n) {
     return NULL;
 }
 
-static const char *const all_families[] = { "q8_0",     "kquants", "ternary",  "cold", "gguf",    "transcode",
-                                            "backends", "imatrix", "quantize", "hf",   "forward", "imatrix_collect" };
+static const char *const all_families[] = { "q8_0",      "kquants",         "ternary",      "cold",     "gguf",
+                                            "transcode", "backends",        "imatrix",      "quantize", "hf",
+                                            "forward",   "imatrix_collect", "backends_avx2" };
 
 static int listed(const char *const *names, size_t n, const char *name) {
     for (size_t j = 0; j < n; ++j) {
@@ -109,15 +111,17 @@ int parity_close(float a, float b, float rel_tol, float abs_floor) {
 }
 
 static void usage(void) {
-    puts("usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--skip NAME]...\n"
-         "                    [--write-golden DIR]\n"
-         "                    [--oracle DIR] [--require-oracle] [--verbose]\n"
-         "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
-         "with llama.cpp's llama_model_quantize, both loaded by\n"
-         "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
-         "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward imatrix_collect\n"
-         "--family runs only the families named, --skip all but those named\n"
-         "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
+    puts(
+        "usage: anvil-parity [--rows N] [--seed S] [--family NAME]... [--skip NAME]...\n"
+        "                    [--write-golden DIR]\n"
+        "                    [--oracle DIR] [--require-oracle] [--verbose]\n"
+        "Compares anvil's encoders, decoders and dot products with ggml's, and anvil quantize\n"
+        "with llama.cpp's llama_model_quantize, both loaded by\n"
+        "dlopen from the npm package @node-llama-cpp/linux-x64@3.22.1.\n"
+        "families: q8_0 kquants ternary cold gguf transcode backends imatrix quantize hf forward imatrix_collect\n"
+        "          backends_avx2 (backends: backend-avx512; backends_avx2: backend-avx2, backend-scalar's encoders)\n"
+        "--family runs only the families named, --skip all but those named\n"
+        "exit: 0 pass, 1 mismatch, 77 ggml not found (1 with --require-oracle)");
 }
 
 int main(int argc, char **argv) {
