@@ -24,6 +24,7 @@
  * through to the next backend.
  */
 #include <immintrin.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -192,6 +193,33 @@ FINLINE void bf16_step(const uint8_t *w, size_t ws, const float *a, size_t as, _
     }
 }
 
+#if FLOAT_BF16
+/* The GEMM's activations, converted once per block of F_BLOCK_C rows instead
+ * of once per weight tile: row c of the block is ceil(n / 32) vectors of 32
+ * rounded values in pair order, the tail lanes zero (as the masked load of
+ * bf_act_load leaves them), so the tile below reads them as they are and
+ * every dot product is the same instruction sequence on the same values. */
+FINLINE void bf16_tile_pre(size_t n, const uint8_t *w, size_t ws, const bf_act *a, size_t as, float *y, size_t ys,
+                           const int R, const int C) {
+    __m512 acc[F_GEMV_R][F_TILE_C];
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    size_t i = 0, v = 0;
+    for (; i + 32 <= n; i += 32, ++v) {
+        F_UNROLL for (int r = 0; r < R; ++r) {
+            const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (size_t)r * ws + 2 * i);
+            F_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, a[(size_t)c * as + v]);
+        }
+    }
+    if (i < n) {
+        const __mmask32 m = (__mmask32)((1u << (n - i)) - 1);
+        F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c)
+            acc[r][c] = bf_step(acc[r][c], w + (size_t)r * ws + 2 * i, m, a[(size_t)c * as + v]);
+    }
+    F_UNROLL for (int r = 0; r < R; ++r) F_UNROLL for (int c = 0; c < C; ++c)
+        y[(size_t)c * ys + r] = f_sum(acc[r][c]);
+}
+#endif
+
 FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,
                        const int R, const int C) {
     __m512 acc[F_GEMV_R][F_TILE_C];
@@ -215,6 +243,22 @@ FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, si
     default: tile(n, w, ws, a, as, y, ys, R, F_TILE_C); break; \
     }
 
+/* One block of activation rows [c0, c1) against every weight row: 4-row
+ * tiles, then single rows; any(a_c, as_c, ...) takes the block's row c as
+ * A_ROW(c) with stride AS. */
+#define FLOAT_GEMM_BLOCK(any, A_ROW, AS)                                           \
+    for (size_t r = 0; r < nrows; r += F_TILE_R) {                                 \
+        const int R = nrows - r >= F_TILE_R ? F_TILE_R : 1;                        \
+        const size_t r_end = R == F_TILE_R ? r + F_TILE_R : nrows;                 \
+        for (size_t rr = r; rr < r_end; rr += (size_t)R) {                         \
+            for (size_t c = c0; c < c1; c += F_TILE_C) {                           \
+                const int C = c1 - c >= F_TILE_C ? F_TILE_C : (int)(c1 - c);       \
+                any(n, wb + rr * ws, ws, A_ROW(c), AS, y + c * ys + rr, ys, R, C); \
+            }                                                                      \
+        }                                                                          \
+        if (R == 1) break;                                                         \
+    }
+
 #define FLOAT_KERNELS(fmt, tile)                                                                                  \
     static void fmt##_any(size_t n, const uint8_t *w, size_t ws, const float *a, size_t as, float *y, size_t ys,  \
                           int R, int C) {                                                                         \
@@ -234,29 +278,66 @@ FINLINE void bf16_tile(size_t n, const uint8_t *w, size_t ws, const float *a, si
             tile(n, wb + r * ws, ws, (const float *)a, 0, y + r, 0, F_GEMV_R, 1);                                 \
         for (; r < nrows; ++r) tile(n, wb + r * ws, ws, (const float *)a, 0, y + r, 0, 1, 1);                     \
     }                                                                                                             \
-    static void fmt##_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws,       \
-                           const void *a, size_t as) {                                                            \
+    static void fmt##_gemm_tiles(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws, \
+                                 const void *a, size_t as) {                                                      \
         const uint8_t *wb = w;                                                                                    \
         const size_t af = as / sizeof(float);                                                                     \
         for (size_t c0 = 0; c0 < m; c0 += F_BLOCK_C) {                                                            \
             const size_t c1 = m - c0 < F_BLOCK_C ? m : c0 + F_BLOCK_C;                                            \
-            for (size_t r = 0; r < nrows; r += F_TILE_R) {                                                        \
-                const int R = nrows - r >= F_TILE_R ? F_TILE_R : 1;                                               \
-                const size_t r_end = R == F_TILE_R ? r + F_TILE_R : nrows;                                        \
-                for (size_t rr = r; rr < r_end; rr += (size_t)R) {                                                \
-                    for (size_t c = c0; c < c1; c += F_TILE_C) {                                                  \
-                        const int C = c1 - c >= F_TILE_C ? F_TILE_C : (int)(c1 - c);                              \
-                        fmt##_any(n, wb + rr * ws, ws, (const float *)a + c * af, af, y + c * ys + rr, ys, R, C); \
-                    }                                                                                             \
-                }                                                                                                 \
-                if (R == 1) break;                                                                                \
-            }                                                                                                     \
+            FLOAT_GEMM_BLOCK(fmt##_any, FLOAT_A_ROW, af)                                                          \
         }                                                                                                         \
     }
+#define FLOAT_A_ROW(c) ((const float *)a + (c)*af)
 
 FLOAT_KERNELS(f32, f32_tile)
 FLOAT_KERNELS(f16, f16_tile)
 FLOAT_KERNELS(bf16, bf16_tile)
+#define f32_gemm f32_gemm_tiles
+#define f16_gemm f16_gemm_tiles
+
+#if FLOAT_BF16
+static void bf16_pre_any(size_t n, const uint8_t *w, size_t ws, const bf_act *a, size_t as, float *y, size_t ys,
+                         int R, int C) {
+    if (R == F_TILE_R) {
+        TILE_CASES(bf16_tile_pre, F_TILE_R)
+    } else {
+        TILE_CASES(bf16_tile_pre, 1)
+    }
+}
+
+/* The tiles of bf16_gemm_tiles with the activations converted once per
+ * block (bf16_tile_pre); without memory for that, bf16_gemm_tiles. */
+static void bf16_gemm(size_t n, size_t nrows, size_t m, float *y, size_t ys, const void *w, size_t ws, const void *a,
+                      size_t as) {
+    const size_t nv = n / 32 + (n % 32 != 0);
+    bf_act *buf = nv <= SIZE_MAX / (F_BLOCK_C * sizeof(bf_act)) && nv > 0
+                      ? aligned_alloc(sizeof(bf_act), F_BLOCK_C * nv * sizeof(bf_act))
+                      : NULL;
+    if (buf == NULL) {
+        bf16_gemm_tiles(n, nrows, m, y, ys, w, ws, a, as);
+        return;
+    }
+    const uint8_t *wb = w;
+    const size_t af = as / sizeof(float);
+    for (size_t c0 = 0; c0 < m; c0 += F_BLOCK_C) {
+        const size_t c1 = m - c0 < F_BLOCK_C ? m : c0 + F_BLOCK_C;
+        for (size_t c = c0; c < c1; ++c) {
+            const float *ac = (const float *)a + c * af;
+            for (size_t v = 0; v < nv; ++v) {
+                const size_t left = n - 32 * v;
+                const __mmask32 mk = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1);
+                buf[(c - c0) * nv + v] = bf_act_load(ac + 32 * v, mk);
+            }
+        }
+#define BF_PRE_ROW(c) (buf + ((c)-c0) * nv)
+        FLOAT_GEMM_BLOCK(bf16_pre_any, BF_PRE_ROW, nv)
+#undef BF_PRE_ROW
+    }
+    free(buf);
+}
+#else
+#define bf16_gemm bf16_gemm_tiles
+#endif
 
 #define FLOAT_KERNEL(ident, wtype, fmt)                                      \
     static const anvil_kernel ident = { .struct_size = sizeof(anvil_kernel), \
