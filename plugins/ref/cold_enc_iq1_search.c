@@ -32,6 +32,9 @@
 #else
 #define COLD_IQ1_AVX2 0
 #endif
+#if defined(__aarch64__)
+#include "ref/enc_neon.h" /* aarch64: the candidate search in NEON, always on */
+#endif
 
 /* ---- IQ1_S: 32 elements, three-term sums ------------------------------- */
 
@@ -639,6 +642,11 @@ void anvil_cold_iq1m_split_isa(const float *xb, const float *weight, const int *
 
 int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                  float scale, const float val[3], int allow_simd) {
+#if defined(__aarch64__) && defined(ANVIL_ENC_NEON)
+    if (allow_simd && lat->packed) {
+        return anvil_enc_neon_iq1_candidate(cand, x, w, scale, val);
+    }
+#endif
 #if COLD_IQ1_AVX2
     if (allow_simd && lat->packed && anvil_cold_has_avx2()) {
         return iq1_candidate_avx2(cand, x, w, scale, val);

@@ -60,7 +60,8 @@ static inline void anvil_cold_iq1m_split(const float *xb, const float *weight, c
  * w-weighted squared error (summed in element order), the first in list
  * order on ties; -1 when none scores below FLT_MAX (ggml asserts there).
  * The AVX2 path looks each element's three possible errors up by code
- * (vpermilps) for eight candidates at once. */
+ * (vpermilps) for eight candidates at once; on aarch64 the NEON one
+ * (TBL, ref/enc_neon.h) does, always selected. */
 int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                  float scale, const float val[3], int allow_simd);
 

@@ -25,6 +25,14 @@
 #else
 #define COLD_SWEEP_AVX2 0
 #endif
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+/* aarch64: the NEON build of the sweep and its neighbour search
+ * (ref/enc_neon.h), always on (NEON is in the base architecture) */
+#include "ref/enc_neon.h"
+#define COLD_SWEEP_NEON 1
+#else
+#define COLD_SWEEP_NEON 0
+#endif
 
 /* In cold_f32x4 / cold_i32x4 vectors (cold_enc_search.h), a lane is either
  * a candidate (the neighbour searches) or a trial scale (the sweep's
@@ -257,6 +265,11 @@ static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattic
         return best8_avx2(lat, dims, levels, cand, x, w, scale, L);
     }
 #endif
+#if COLD_SWEEP_NEON
+    if (wide) {
+        return anvil_enc_neon_best_lanes(lat, dims, levels, cand, x, w, scale, L);
+    }
+#endif
     const int count = cand[0];
     const uint8_t *lane = (const uint8_t *)(cand + 1 + count);
     lane_best lb;
@@ -402,6 +415,15 @@ int anvil_cold_has_avx2(void) {
 int anvil_cold_has_avx2(void) { return 0; }
 #endif
 
+#if COLD_SWEEP_NEON
+/* aarch64: the same body, 4 trials per vector, its searches in NEON */
+#define SWEEP_NEON(n, dims, levels)                                                          \
+    static int sweep_neon_##n##_##dims##_##levels(SWEEP_ARGS) {                              \
+        return sweep4(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1); \
+    }
+SWEEP_SHAPES(SWEEP_NEON)
+#endif
+
 static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                           float scale0, int8_t *L, float *scale_out, int allow_simd) {
     const cold_lattice *lat = p->lat;
@@ -414,6 +436,12 @@ static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *w
     if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                   \
         return avx2 ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
                     : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
+    }
+#elif COLD_SWEEP_NEON
+#define SWEEP_PICK(n_, dims_, levels_)                                                                              \
+    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                         \
+        return allow_simd ? sweep_neon_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
+                          : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
     }
 #else
     (void)allow_simd;
@@ -445,6 +473,14 @@ int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, 
 #if COLD_SWEEP_AVX2
     if (simd && anvil_cold_has_avx2()) {
         return best8_avx2(lat, lat->dims, lat->levels, cand, x, w, scale, L);
+    }
+#elif COLD_SWEEP_NEON
+    /* the sweep's two shapes, as the sweep inlines them */
+    if (simd && lat->levels == 8 && lat->dims == 4) {
+        return anvil_enc_neon_best_lanes(lat, 4, 8, cand, x, w, scale, L);
+    }
+    if (simd && lat->levels == 3 && lat->dims == 8) {
+        return anvil_enc_neon_best_lanes(lat, 8, 3, cand, x, w, scale, L);
     }
 #else
     (void)simd;

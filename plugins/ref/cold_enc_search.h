@@ -60,12 +60,14 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { ret
  * error up by code (from the list's packed codes) in a table of the
  * per-code errors (each computed by ggml's expression) instead of
  * recomputing it per candidate: the same floats, summed in the same order,
- * the same first-minimum choice. */
+ * the same first-minimum choice. On aarch64 the same body runs with its
+ * candidate searches in NEON (ref/enc_neon.h: the errors looked up by TBL
+ * from the lists' lane blocks), always (NEON is baseline there). */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale);
 
 /* anvil_cold_sweep on the portable path only (generic vectors on the
- * build's baseline), never the run-time-selected AVX2 one: the same
+ * build's baseline), never the AVX2 or NEON one: the same
  * results, for the tests that check the two agree. */
 int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
                               float max, float scale0, int8_t *L, float *scale_out);
@@ -75,8 +77,8 @@ int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const floa
  * candidates cand, the first with the smallest w-weighted squared error of
  * scale (2l + 1) against x; its codes to L and its grid index returned, -1
  * when none scores below FLT_MAX. simd 1: the path the sweep selects at
- * run time (AVX2 where the CPU has it), 0: the portable one. For the tests
- * that check the two agree. */
+ * run time (AVX2 where the CPU has it, NEON on aarch64), 0: the portable
+ * one. For the tests that check the two agree. */
 int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                  float scale, int8_t *L, int simd);
 

@@ -18,6 +18,9 @@
 #else
 #define KQ_AVX2 0
 #endif
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#include "ref/enc_neon.h" /* aarch64: qp_trials in NEON, always on */
+#endif
 
 static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -257,6 +260,11 @@ static float fit_positive(int n, int nmax, const float *x, uint8_t *L, const flo
 #if KQ_AVX2
     if (simd && kq_has_avx2()) {
         qp_trials_avx2(n, nmax, x, qw, iscale_t, scale_t, mse);
+    } else
+#endif
+#if defined(ANVIL_ENC_NEON)
+        if (simd) {
+        anvil_enc_neon_qp_trials(n, nmax, x, qw, iscale_t, scale_t, mse);
     } else
 #endif
     {

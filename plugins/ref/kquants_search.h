@@ -47,9 +47,10 @@ float anvil_kq_fit_symmetric(int n, int nmax, const float *x, int8_t *L, const f
 float anvil_kq_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw);
 
 /* anvil_kq_fit_positive with its eight trial grids scored on the path the
- * CPU selects at run time (simd 1: AVX2 where the CPU has it, each trial
- * in a lane, the same floats) or the portable one (0): for the tests that
- * check the two agree. anvil_kq_fit_positive is simd 1. */
+ * CPU selects at run time (simd 1: AVX2 where the CPU has it, NEON on
+ * aarch64, each trial in a lane, the same floats) or the portable one (0):
+ * for the tests that check the two agree. anvil_kq_fit_positive is
+ * simd 1. */
 float anvil_kq_fit_positive_isa(int n, int nmax, const float *x, uint8_t *L, const float *qw, int simd);
 
 /* Symmetric fit refined code by code (ggml's make_q3_quants with do_rmse):

@@ -23,16 +23,18 @@
  *  plugin    codec-cold's init hook builds the tables (idempotent) and its
  *            seven lattice codecs encode exactly as the reference
  *  isas      the scale sweep's run-time-selected path (AVX2 where the CPU
- *            has it) against its portable path: the same codes and scale
- *            bits for random groups of every sweep-based format; and the
- *            IQ1 searches' (cut points, grid candidates, stable order) on
- *            hostile groups: ties, zeros, denormals, huge values, zero
- *            weights; and the sweep lattices' neighbour search on the same
- *            kinds of groups, on ties by construction (zero scale, values
- *            midway between levels, equal or zero weights) and on every
- *            list with the codes a lane past its end would read at error 0;
- *            and IQ2_XXS's first scale (make_qp_quants: eight trial grids
- *            side by side on AVX2) on the same kinds of groups
+ *            has it; NEON on aarch64, under qemu-aarch64 by
+ *            scripts/test-aarch64.sh) against its portable path: the
+ *            same codes and scale bits for random groups of every
+ *            sweep-based format; and the IQ1 searches' (cut points, grid
+ *            candidates, stable order) on hostile groups: ties, zeros,
+ *            denormals, huge values, zero weights; and the sweep
+ *            lattices' neighbour search on the same kinds of groups, on
+ *            ties by construction (zero scale, values midway between
+ *            levels, equal or zero weights) and on every list with the
+ *            codes a lane past its end would read at error 0; and
+ *            IQ2_XXS's first scale (make_qp_quants: eight trial grids side
+ *            by side on AVX2 or NEON) on the same kinds of groups
  */
 #include <CUnit/Basic.h>
 #include <dlfcn.h>
