@@ -12,7 +12,10 @@
  *    A block of fits is tested against the current best all at once; when
  *    none passes, the in-order scan would change nothing and is skipped,
  *    otherwise the block's fits are scanned in ggml's order
- *    (cold_fit_scan);
+ *    (cold_fit_scan).
+ *    Where the fits are in a safe range, the search first runs without
+ *    divisions, passing over the blocks that cannot hold ggml's choice
+ *    (iq1_search_fast: the bounds that make this exact are there);
  *  - candidates: each lane keeps its first strictly smallest score, then
  *    the lanes' bests are compared with ties to the earlier candidate:
  *    ggml's first strict minimum.
@@ -332,6 +335,139 @@ AVX2 static inline __attribute__((always_inline)) void fmt_block(int fmt, const 
 
 #define MAX_VECS (85 * 2) /* IQ1_S: 85 blocks of 2 variants; IQ1_M: 27 blocks of 4 */
 
+#define MAX_BLOCKS 85 /* as MAX_VECS, in blocks */
+
+/* The lanes of block (i1 row, i2) that are fits: all but in a row's last
+ * block. */
+AVX2 static inline __m256 live_lanes(int group, int i2) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(group + 1 - i2), lane));
+}
+
+/* The whole search without a division, where the fits are in a range that
+ * makes it exact (else 0, *best untouched, and the exact search decides):
+ * the prefix sums at most 2^30 in magnitude (tame 2: |sumqx| < 2^34,
+ * |sumq2| < 2^34), every sumq2 of the blocks (past-the-row lanes included)
+ * at least 2^-40, and U, the largest approximate value u = fl(sumqx^2)
+ * rcp(sumq2) (within 2^-11 of sumqx^2 / sumq2), in [2^-60, 2^60]. Then:
+ *  1. With L = U (1 - 2^-9), h is the first fit, in ggml's order, that
+ *     passes ggml's test against L (sumqx^2 > L sumq2, as ggml computes
+ *     them). Such a fit has u > L (1 - 2^-10): blocks whose largest u
+ *     (bmax) is below L (1 - 2^-8) hold none and are passed over.
+ *  2. Every fit f before h fails that test: fl(sumqx^2) <= fl(L sumq2),
+ *     L sumq2 >= 2^-101 a normal number, so v_f = fl(fl(sumqx / sumq2)
+ *     sumqx) <= L (1 + 5 2^-24) (or below 2^-86 < L where sumqx^2 is
+ *     below the normal range), at most B = L (1 + 2^-20): ggml's best on
+ *     reaching h is at most B. If h passes ggml's test against B
+ *     (checked: else 0), it passes against whatever ggml's best was
+ *     (rounding is monotonic), and ggml's state after it is known: best =
+ *     v_h, scale = sumqx_h / sumq2_h.
+ *  3. After h, ggml's best b never falls below v_h (1 - 2^-11) (a fit it
+ *     takes has v > b (1 - 5 2^-24), at most 1122 times), and a fit it
+ *     takes has sumqx^2 / sumq2 > b (1 - 2^-23), so u > v_h (1 - 2^-9):
+ *     blocks whose bmax is below v_h (1 - 2^-8) change nothing and are
+ *     passed over; the others are recomputed and scanned as ggml does.
+ * The fits are computed once for all, and again only for the few blocks
+ * near the largest value. */
+AVX2 static inline __attribute__((always_inline)) int iq1_search_fast(int fmt, const void *c, cold_iq1_split *best) {
+    const int group = fmt == FMT_IQ1S ? S_GROUP : M_GROUP, nv = fmt == FMT_IQ1S ? 2 : 4;
+    __m256 bmax[MAX_BLOCKS];
+    __m256 top = _mm256_setzero_ps(), qmin = _mm256_set1_ps(FLT_MAX);
+    int nb = 0;
+    for (int i1 = 0; i1 <= group; ++i1) {
+        for (int i2 = i1; i2 <= group; i2 += 8, ++nb) {
+            __m256 qx[4], q2[4];
+            fmt_block(fmt, c, i1, i2, qx, q2);
+            __m256 bm = _mm256_setzero_ps();
+            for (int v = 0; v < nv; ++v) {
+                const __m256 u = _mm256_mul_ps(_mm256_mul_ps(qx[v], qx[v]), _mm256_rcp_ps(q2[v]));
+                bm = _mm256_max_ps(bm, u);
+                qmin = _mm256_min_ps(qmin, q2[v]);
+            }
+            if (i2 + 8 > group + 1) {
+                bm = _mm256_and_ps(bm, live_lanes(group, i2));
+            }
+            bmax[nb] = bm;
+            top = _mm256_max_ps(top, bm);
+        }
+    }
+    float t[8], q[8];
+    _mm256_storeu_ps(t, top);
+    _mm256_storeu_ps(q, qmin);
+    float m = t[0], q2min = q[0];
+    for (int k = 1; k < 8; ++k) {
+        m = t[k] > m ? t[k] : m;
+        q2min = q[k] < q2min ? q[k] : q2min;
+    }
+    if (!(m >= 0x1p-60f && m <= 0x1p60f && q2min >= 0x1p-40f)) {
+        return 0;
+    }
+    const float L = m * (1.0f - 0x1p-9f), B = L * (1.0f + 0x1p-20f);
+    __m256 skip = _mm256_set1_ps(L * (1.0f - 0x1p-8f));
+    float best_score = -FLT_MAX;
+    int found = 0;
+    for (int i1 = 0, b = 0; i1 <= group; ++i1) {
+        for (int i2 = i1; i2 <= group; i2 += 8, ++b) {
+            if (_mm256_movemask_ps(_mm256_cmp_ps(bmax[b], skip, _CMP_GE_OQ)) == 0) {
+                continue;
+            }
+            __m256 qx[4], q2[4];
+            fmt_block(fmt, c, i1, i2, qx, q2);
+            unsigned live = lanes_live(group + 1 - i2);
+            if (!found) {
+                /* step 1: the first fit passing the test against L */
+                const __m256 vl = _mm256_set1_ps(L);
+                unsigned pass[4] = { 0, 0, 0, 0 }, any = 0;
+                for (int v = 0; v < nv; ++v) {
+                    pass[v] = (unsigned)_mm256_movemask_ps(fit_pass(qx[v], q2[v], vl));
+                    any |= pass[v];
+                }
+                any &= live;
+                if (any == 0) {
+                    continue;
+                }
+                const int l = __builtin_ctz(any);
+                float fx[4][8], f2[4][8];
+                for (int v = 0; v < nv; ++v) {
+                    _mm256_storeu_ps(fx[v], qx[v]);
+                    _mm256_storeu_ps(f2[v], q2[v]);
+                }
+                int gv = 0;
+                while (gv < nv - 1 && !(pass[gv] >> l & 1)) {
+                    ++gv;
+                }
+                /* step 2 */
+                const float gx = fx[gv][l], g2 = f2[gv][l];
+                if (!(g2 > 0 && gx * gx > B * g2)) {
+                    return 0;
+                }
+                best->scale = gx / g2;
+                best_score = best->scale * gx;
+                best->i1 = i1;
+                best->i2 = i2 + l;
+                best->variant = gv;
+                found = 1;
+                skip = _mm256_set1_ps(best_score * (1.0f - 0x1p-8f));
+                /* the rest of h's lane, then the later lanes */
+                for (int v = gv + 1; v < nv; ++v) {
+                    if (fit_one(fx[v][l], f2[v][l], &best_score, &best->scale)) {
+                        best->variant = v;
+                    }
+                }
+                live &= ~((2u << l) - 1);
+            }
+            /* step 3 */
+            const int got = fit_block(qx, q2, nv, live, &best_score, &best->scale);
+            if (got >= 0) {
+                best->i1 = i1;
+                best->i2 = i2 + got / nv;
+                best->variant = got % nv;
+            }
+        }
+    }
+    return found;
+}
+
 AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const void *c, int tame,
                                                                   cold_iq1_split *best) {
     const int group = fmt == FMT_IQ1S ? S_GROUP : M_GROUP, nv = fmt == FMT_IQ1S ? 2 : 4;
@@ -350,6 +486,9 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
                 }
             }
         }
+        return;
+    }
+    if (tame == 2 && iq1_search_fast(fmt, c, best)) {
         return;
     }
     __m256 vals[MAX_VECS], sqx[MAX_VECS], sq2[MAX_VECS];
@@ -491,24 +630,28 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
  * fit's sumqx and sumq2 (a few products of these with level values below
  * 1.13 in magnitude, or their squares, added) is finite, and so no value v
  * is NaN (a finite sumqx over a positive finite sumq2 times sumqx is a
- * number or an infinity). */
-static int all_tame(const float *v, int n) {
-    int ok = 1;
+ * number or an infinity); 2 when every one is at most 2^30 (the range of
+ * iq1_search_fast); 0 otherwise. */
+static int tame_level(const float *v, int n) {
+    int ok = 1, tight = 1;
     for (int i = 0; i < n; ++i) {
         ok &= fabsf(v[i]) <= 1e37f;
+        tight &= fabsf(v[i]) <= 0x1p30f;
     }
-    return ok;
+    return ok + (ok & tight);
 }
 
+static inline int min_level(int a, int b) { return a < b ? a : b; }
+
 AVX2 static void iq1s_search_avx2(const iq1s_ctx *c, cold_iq1_split *best) {
-    const int tame = all_tame(c->sumx, S_GROUP + 1) & all_tame(c->sumw, S_GROUP + 1);
+    const int tame = min_level(tame_level(c->sumx, S_GROUP + 1), tame_level(c->sumw, S_GROUP + 1));
     iq1_search(FMT_IQ1S, c, tame, best);
 }
 
 AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) {
-    int tame = 1;
+    int tame = 2;
     for (int h = 0; h < 2; ++h) {
-        tame &= all_tame(c->s->px[h], M_GROUP + 1) & all_tame(c->s->pw[h], M_GROUP + 1);
+        tame = min_level(tame, min_level(tame_level(c->s->px[h], M_GROUP + 1), tame_level(c->s->pw[h], M_GROUP + 1)));
     }
     iq1_search(FMT_IQ1M, c, tame, best);
 }
