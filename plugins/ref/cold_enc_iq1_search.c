@@ -28,6 +28,7 @@
 
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cpu_probe.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COLD_IQ1_AVX2 1
@@ -752,7 +753,7 @@ void anvil_cold_iq1s_split_isa(const float *xb, const float *weight, const int *
     iq1s_prefix(xb, weight, idx, sumx, sumw);
     *out = (cold_iq1_split){ -1, -1, -1, scale0 };
 #if COLD_IQ1_AVX2
-    if (allow_simd && anvil_cold_has_avx2()) {
+    if (allow_simd && anvil_ref_has_avx2()) {
         const iq1s_ctx c = { sumx, sumw, x_p, x_m };
         iq1s_search_avx2(&c, out);
         return;
@@ -769,7 +770,7 @@ void anvil_cold_iq1m_split_isa(const float *xb, const float *weight, const int *
     iq1m_prefix(xb, weight, idx, x_p, x_m, &s);
     *out = (cold_iq1_split){ -1, -1, -1, scale0 };
 #if COLD_IQ1_AVX2
-    if (allow_simd && anvil_cold_has_avx2()) {
+    if (allow_simd && anvil_ref_has_avx2()) {
         const iq1m_ctx c = { &s };
         iq1m_search_avx2(&c, out);
         return;
@@ -783,7 +784,7 @@ void anvil_cold_iq1m_split_isa(const float *xb, const float *weight, const int *
 int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
                                  float scale, const float val[3], int allow_simd) {
 #if COLD_IQ1_AVX2
-    if (allow_simd && lat->packed && anvil_cold_has_avx2()) {
+    if (allow_simd && lat->packed && anvil_ref_has_avx2()) {
         return iq1_candidate_avx2(cand, x, w, scale, val);
     }
 #else
@@ -794,7 +795,7 @@ int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, 
 
 void anvil_cold_stable_order_isa(const float *x, int n, int *idx, int allow_simd) {
 #if COLD_IQ1_AVX2
-    if (allow_simd && (n == 16 || n == 32) && anvil_cold_has_avx2()) {
+    if (allow_simd && (n == 16 || n == 32) && anvil_ref_has_avx2()) {
         stable_order_avx2(x, n, idx);
         return;
     }
