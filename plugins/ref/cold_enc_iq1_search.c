@@ -113,19 +113,20 @@ static inline float pick_f32(uint32_t m, float a, float b) {
 static void iq1m_prefix(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
                         iq1m_sums *s) {
     /* running sums per half in registers: the same additions in the same
-     * order */
+     * order. The other half's sum adds +0 instead, which leaves it as it
+     * is: a sum that starts at +0 is never -0 (x + -x and +0 + -0 round
+     * to +0), and x + +0 = x for every other x, NaN and infinities
+     * included. */
     float ax0 = 0.0f, ax1 = 0.0f, aw0 = 0.0f, aw1 = 0.0f;
     s->px[0][0] = s->px[1][0] = s->pw[0][0] = s->pw[1][0] = 0.0f;
     for (int j = 0; j < M_GROUP; ++j) {
         const int i = idx[j];
         const float dx = weight[i] * xb[i], dw = weight[i];
-        /* both sums computed, one kept: no branch on the element's half */
-        const float nx0 = ax0 + dx, nx1 = ax1 + dx, nw0 = aw0 + dw, nw1 = aw1 + dw;
         const uint32_t first = 0u - (uint32_t)(i < M_GROUP / 2);
-        ax0 = pick_f32(first, nx0, ax0);
-        aw0 = pick_f32(first, nw0, aw0);
-        ax1 = pick_f32(first, ax1, nx1);
-        aw1 = pick_f32(first, aw1, nw1);
+        ax0 = ax0 + pick_f32(first, dx, 0.0f);
+        aw0 = aw0 + pick_f32(first, dw, 0.0f);
+        ax1 = ax1 + pick_f32(first, 0.0f, dx);
+        aw1 = aw1 + pick_f32(first, 0.0f, dw);
         s->px[0][j + 1] = ax0;
         s->px[1][j + 1] = ax1;
         s->pw[0][j + 1] = aw0;
@@ -664,15 +665,28 @@ AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) {
  * list: one load of eight, shifted by two bits per element). */
 AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const float *w, float scale,
                                    const float val[3]) {
+    /* e[c] = w diff diff, diff = scale val[c] - x, for the eight elements
+     * at once, then element i's (e0, e1, e2, e2) put in both halves of
+     * tab[i] (a transposition) */
+    const __m256 xv = _mm256_loadu_ps(x), wv = _mm256_loadu_ps(w);
+    __m256 e[3];
+    for (int c = 0; c < 3; ++c) {
+        const __m256 diff = _mm256_sub_ps(_mm256_set1_ps(scale * val[c]), xv);
+        e[c] = _mm256_mul_ps(_mm256_mul_ps(wv, diff), diff);
+    }
     __m256 tab[8];
-    for (int i = 0; i < 8; ++i) {
-        float e[4];
-        for (int c = 0; c < 3; ++c) {
-            const float diff = scale * val[c] - x[i];
-            e[c] = w[i] * diff * diff;
+    {
+        const __m256 lo01 = _mm256_unpacklo_ps(e[0], e[1]), lo22 = _mm256_unpacklo_ps(e[2], e[2]);
+        const __m256 hi01 = _mm256_unpackhi_ps(e[0], e[1]), hi22 = _mm256_unpackhi_ps(e[2], e[2]);
+        /* r[k]: element k in the low half, element k + 4 in the high */
+        const __m256 r[4] = { _mm256_shuffle_ps(lo01, lo22, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm256_shuffle_ps(lo01, lo22, _MM_SHUFFLE(3, 2, 3, 2)),
+                              _mm256_shuffle_ps(hi01, hi22, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm256_shuffle_ps(hi01, hi22, _MM_SHUFFLE(3, 2, 3, 2)) };
+        for (int k = 0; k < 4; ++k) {
+            tab[k] = _mm256_permute2f128_ps(r[k], r[k], 0x00);
+            tab[k + 4] = _mm256_permute2f128_ps(r[k], r[k], 0x11);
         }
-        e[3] = e[2];
-        tab[i] = _mm256_broadcast_ps((const __m128 *)(const void *)e);
     }
     const int count = cand[0];
     const uint16_t *packed = cand + 1 + count;
@@ -715,25 +729,30 @@ AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const f
 }
 
 /* Ranks eight elements at a time: j's place is the count of elements below
- * x[j] plus the equal ones before it (as the portable path). */
+ * x[j] plus the equal ones before it (as the portable path): x[i] <= x[j]
+ * for i before j's vector, x[i] < x[j] after it, and within it (i < j and
+ * x[i] == x[j]) or x[i] < x[j] (ordered compares: <= is < or ==). */
 AVX2 static void stable_order_avx2(const float *x, int n, int *idx) {
     __m256i rank[4];
-    __m256 xj[4];
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const int nv = n / 8;
     for (int v = 0; v < nv; ++v) {
-        xj[v] = _mm256_loadu_ps(x + 8 * v);
-        rank[v] = _mm256_setzero_si256();
-    }
-    for (int i = 0; i < n; ++i) {
-        const __m256 xi = _mm256_set1_ps(x[i]);
-        const __m256i vi = _mm256_set1_epi32(i);
-        for (int v = 0; v < nv; ++v) {
-            const __m256i lt = _mm256_castps_si256(_mm256_cmp_ps(xi, xj[v], _CMP_LT_OQ));
-            const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(xi, xj[v], _CMP_EQ_OQ));
-            const __m256i after = _mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * v)), vi);
-            rank[v] = _mm256_sub_epi32(rank[v], _mm256_or_si256(lt, _mm256_and_si256(eq, after)));
+        const __m256 xj = _mm256_loadu_ps(x + 8 * v);
+        __m256i rk = _mm256_setzero_si256();
+        for (int i = 0; i < 8 * v; ++i) {
+            rk = _mm256_sub_epi32(rk, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(x[i]), xj, _CMP_LE_OQ)));
         }
+        for (int i = 8 * v; i < 8 * v + 8; ++i) {
+            const __m256 xi = _mm256_set1_ps(x[i]);
+            const __m256i lt = _mm256_castps_si256(_mm256_cmp_ps(xi, xj, _CMP_LT_OQ));
+            const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(xi, xj, _CMP_EQ_OQ));
+            const __m256i after = _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(i - 8 * v));
+            rk = _mm256_sub_epi32(rk, _mm256_or_si256(lt, _mm256_and_si256(eq, after)));
+        }
+        for (int i = 8 * v + 8; i < n; ++i) {
+            rk = _mm256_sub_epi32(rk, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(x[i]), xj, _CMP_LT_OQ)));
+        }
+        rank[v] = rk;
     }
     int r[32];
     for (int v = 0; v < nv; ++v) {
