@@ -824,6 +824,16 @@ void anvil_cold_stable_order_isa(const float *x, int n, int *idx, int allow_simd
     anvil_cold_stable_order(x, n, idx);
 }
 
+/* cold_lattice_key for the IQ1 grid (8 base-3 digits) as a tree of
+ * independent products rather than a chain: the same integer. */
+static inline int iq1_key(const cold_lattice *lat, const int8_t *l) {
+    if (lat->dims != 8 || lat->levels != 3) {
+        return cold_lattice_key(lat, l);
+    }
+    const int a = l[0] + 3 * l[1], b = l[2] + 3 * l[3], c = l[4] + 3 * l[5], d = l[6] + 3 * l[7];
+    return (a + 9 * b) + 81 * (c + 9 * d);
+}
+
 int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
                             const float *weight, const float *const *vals, float *scale, int *index, int allow_simd) {
     int all_on_grid = 1;
@@ -831,7 +841,7 @@ int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups
     for (int k = 0; k < groups && k < 4; ++k) {
         /* the lists (up to 2 x 73 + 1 words) fetched for all groups at
          * once: they are spread over 1.3 MB */
-        keys[k] = lat->map[cold_lattice_key(lat, L + 8 * k)];
+        keys[k] = lat->map[iq1_key(lat, L + 8 * k)];
         if (keys[k] < 0) {
             const char *list = (const char *)cold_candidates(lat, keys[k]);
             for (int b = 0; b < 320; b += 64) {
@@ -840,7 +850,7 @@ int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups
         }
     }
     for (int k = 0; k < groups; ++k) {
-        const int32_t v = k < 4 ? keys[k] : lat->map[cold_lattice_key(lat, L + 8 * k)];
+        const int32_t v = k < 4 ? keys[k] : lat->map[iq1_key(lat, L + 8 * k)];
         if (v >= 0) {
             index[k] = (int)v;
             continue;
