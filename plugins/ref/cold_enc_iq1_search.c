@@ -713,19 +713,21 @@ AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const f
         at = _mm256_blendv_epi8(at, pos, better);
         pos = _mm256_add_epi32(pos, eight);
     }
-    float b[8];
-    int a[8];
-    _mm256_storeu_ps(b, best);
-    _mm256_storeu_si256((__m256i *)(void *)a, at);
-    int j = -1;
-    float m = FLT_MAX;
-    for (int k = 0; k < 8; ++k) {
-        if (b[k] < m || (b[k] == m && j >= 0 && a[k] < j)) {
-            m = b[k];
-            j = a[k];
-        }
+    /* the smallest score over the lanes (no lane holds a NaN: a lane only
+     * takes a score below the one it has), then the earliest candidate
+     * among the lanes that hold it; none below FLT_MAX: -1 */
+    __m256 mn = _mm256_min_ps(best, _mm256_permute_ps(best, _MM_SHUFFLE(2, 3, 0, 1)));
+    mn = _mm256_min_ps(mn, _mm256_permute_ps(mn, _MM_SHUFFLE(1, 0, 3, 2)));
+    mn = _mm256_min_ps(mn, _mm256_permute2f128_ps(mn, mn, 0x01));
+    if (!(_mm_cvtss_f32(_mm256_castps256_ps128(mn)) < FLT_MAX)) {
+        return -1;
     }
-    return j < 0 ? -1 : cand[1 + j];
+    const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(best, mn, _CMP_EQ_OQ));
+    __m256i j = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), at, eq);
+    j = _mm256_min_epi32(j, _mm256_shuffle_epi32(j, _MM_SHUFFLE(2, 3, 0, 1)));
+    j = _mm256_min_epi32(j, _mm256_shuffle_epi32(j, _MM_SHUFFLE(1, 0, 3, 2)));
+    j = _mm256_min_epi32(j, _mm256_permute2x128_si256(j, j, 0x01));
+    return cand[1 + _mm256_cvtsi256_si32(j)];
 }
 
 /* Ranks eight elements at a time: j's place is the count of elements below
