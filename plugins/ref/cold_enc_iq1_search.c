@@ -12,7 +12,10 @@
  *    A block of fits is tested against the current best all at once; when
  *    none passes, the in-order scan would change nothing and is skipped,
  *    otherwise the block's fits are scanned in ggml's order
- *    (cold_fit_scan);
+ *    (cold_fit_scan).
+ *    Where the fits are in a safe range, the search first runs without
+ *    divisions, passing over the blocks that cannot hold ggml's choice
+ *    (iq1_search_fast: the bounds that make this exact are there);
  *  - candidates: each lane keeps its first strictly smallest score, then
  *    the lanes' bests are compared with ties to the earlier candidate:
  *    ggml's first strict minimum.
@@ -25,6 +28,7 @@
 
 #include "anvil/status.h"
 #include "ref/cold_enc_search.h"
+#include "ref/cpu_probe.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COLD_IQ1_AVX2 1
@@ -112,19 +116,20 @@ static inline float pick_f32(uint32_t m, float a, float b) {
 static void iq1m_prefix(const float *xb, const float *weight, const int *idx, const float *x_p, const float *x_m,
                         iq1m_sums *s) {
     /* running sums per half in registers: the same additions in the same
-     * order */
+     * order. The other half's sum adds +0 instead, which leaves it as it
+     * is: a sum that starts at +0 is never -0 (x + -x and +0 + -0 round
+     * to +0), and x + +0 = x for every other x, NaN and infinities
+     * included. */
     float ax0 = 0.0f, ax1 = 0.0f, aw0 = 0.0f, aw1 = 0.0f;
     s->px[0][0] = s->px[1][0] = s->pw[0][0] = s->pw[1][0] = 0.0f;
     for (int j = 0; j < M_GROUP; ++j) {
         const int i = idx[j];
         const float dx = weight[i] * xb[i], dw = weight[i];
-        /* both sums computed, one kept: no branch on the element's half */
-        const float nx0 = ax0 + dx, nx1 = ax1 + dx, nw0 = aw0 + dw, nw1 = aw1 + dw;
         const uint32_t first = 0u - (uint32_t)(i < M_GROUP / 2);
-        ax0 = pick_f32(first, nx0, ax0);
-        aw0 = pick_f32(first, nw0, aw0);
-        ax1 = pick_f32(first, ax1, nx1);
-        aw1 = pick_f32(first, aw1, nw1);
+        ax0 = ax0 + pick_f32(first, dx, 0.0f);
+        aw0 = aw0 + pick_f32(first, dw, 0.0f);
+        ax1 = ax1 + pick_f32(first, 0.0f, dx);
+        aw1 = aw1 + pick_f32(first, 0.0f, dw);
         s->px[0][j + 1] = ax0;
         s->px[1][j + 1] = ax1;
         s->pw[0][j + 1] = aw0;
@@ -335,6 +340,139 @@ AVX2 static inline __attribute__((always_inline)) void fmt_block(int fmt, const 
 
 #define MAX_VECS (85 * 2) /* IQ1_S: 85 blocks of 2 variants; IQ1_M: 27 blocks of 4 */
 
+#define MAX_BLOCKS 85 /* as MAX_VECS, in blocks */
+
+/* The lanes of block (i1 row, i2) that are fits: all but in a row's last
+ * block. */
+AVX2 static inline __m256 live_lanes(int group, int i2) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(group + 1 - i2), lane));
+}
+
+/* The whole search without a division, where the fits are in a range that
+ * makes it exact (else 0, *best untouched, and the exact search decides):
+ * the prefix sums at most 2^30 in magnitude (tame 2: |sumqx| < 2^34,
+ * |sumq2| < 2^34), every sumq2 of the blocks (past-the-row lanes included)
+ * at least 2^-40, and U, the largest approximate value u = fl(sumqx^2)
+ * rcp(sumq2) (within 2^-11 of sumqx^2 / sumq2), in [2^-60, 2^60]. Then:
+ *  1. With L = U (1 - 2^-9), h is the first fit, in ggml's order, that
+ *     passes ggml's test against L (sumqx^2 > L sumq2, as ggml computes
+ *     them). Such a fit has u > L (1 - 2^-10): blocks whose largest u
+ *     (bmax) is below L (1 - 2^-8) hold none and are passed over.
+ *  2. Every fit f before h fails that test: fl(sumqx^2) <= fl(L sumq2),
+ *     L sumq2 >= 2^-101 a normal number, so v_f = fl(fl(sumqx / sumq2)
+ *     sumqx) <= L (1 + 5 2^-24) (or below 2^-86 < L where sumqx^2 is
+ *     below the normal range), at most B = L (1 + 2^-20): ggml's best on
+ *     reaching h is at most B. If h passes ggml's test against B
+ *     (checked: else 0), it passes against whatever ggml's best was
+ *     (rounding is monotonic), and ggml's state after it is known: best =
+ *     v_h, scale = sumqx_h / sumq2_h.
+ *  3. After h, ggml's best b never falls below v_h (1 - 2^-11) (a fit it
+ *     takes has v > b (1 - 5 2^-24), at most 1122 times), and a fit it
+ *     takes has sumqx^2 / sumq2 > b (1 - 2^-23), so u > v_h (1 - 2^-9):
+ *     blocks whose bmax is below v_h (1 - 2^-8) change nothing and are
+ *     passed over; the others are recomputed and scanned as ggml does.
+ * The fits are computed once for all, and again only for the few blocks
+ * near the largest value. */
+AVX2 static inline __attribute__((always_inline)) int iq1_search_fast(int fmt, const void *c, cold_iq1_split *best) {
+    const int group = fmt == FMT_IQ1S ? S_GROUP : M_GROUP, nv = fmt == FMT_IQ1S ? 2 : 4;
+    __m256 bmax[MAX_BLOCKS];
+    __m256 top = _mm256_setzero_ps(), qmin = _mm256_set1_ps(FLT_MAX);
+    int nb = 0;
+    for (int i1 = 0; i1 <= group; ++i1) {
+        for (int i2 = i1; i2 <= group; i2 += 8, ++nb) {
+            __m256 qx[4], q2[4];
+            fmt_block(fmt, c, i1, i2, qx, q2);
+            __m256 bm = _mm256_setzero_ps();
+            for (int v = 0; v < nv; ++v) {
+                const __m256 u = _mm256_mul_ps(_mm256_mul_ps(qx[v], qx[v]), _mm256_rcp_ps(q2[v]));
+                bm = _mm256_max_ps(bm, u);
+                qmin = _mm256_min_ps(qmin, q2[v]);
+            }
+            if (i2 + 8 > group + 1) {
+                bm = _mm256_and_ps(bm, live_lanes(group, i2));
+            }
+            bmax[nb] = bm;
+            top = _mm256_max_ps(top, bm);
+        }
+    }
+    float t[8], q[8];
+    _mm256_storeu_ps(t, top);
+    _mm256_storeu_ps(q, qmin);
+    float m = t[0], q2min = q[0];
+    for (int k = 1; k < 8; ++k) {
+        m = t[k] > m ? t[k] : m;
+        q2min = q[k] < q2min ? q[k] : q2min;
+    }
+    if (!(m >= 0x1p-60f && m <= 0x1p60f && q2min >= 0x1p-40f)) {
+        return 0;
+    }
+    const float L = m * (1.0f - 0x1p-9f), B = L * (1.0f + 0x1p-20f);
+    __m256 skip = _mm256_set1_ps(L * (1.0f - 0x1p-8f));
+    float best_score = -FLT_MAX;
+    int found = 0;
+    for (int i1 = 0, b = 0; i1 <= group; ++i1) {
+        for (int i2 = i1; i2 <= group; i2 += 8, ++b) {
+            if (_mm256_movemask_ps(_mm256_cmp_ps(bmax[b], skip, _CMP_GE_OQ)) == 0) {
+                continue;
+            }
+            __m256 qx[4], q2[4];
+            fmt_block(fmt, c, i1, i2, qx, q2);
+            unsigned live = lanes_live(group + 1 - i2);
+            if (!found) {
+                /* step 1: the first fit passing the test against L */
+                const __m256 vl = _mm256_set1_ps(L);
+                unsigned pass[4] = { 0, 0, 0, 0 }, any = 0;
+                for (int v = 0; v < nv; ++v) {
+                    pass[v] = (unsigned)_mm256_movemask_ps(fit_pass(qx[v], q2[v], vl));
+                    any |= pass[v];
+                }
+                any &= live;
+                if (any == 0) {
+                    continue;
+                }
+                const int l = __builtin_ctz(any);
+                float fx[4][8], f2[4][8];
+                for (int v = 0; v < nv; ++v) {
+                    _mm256_storeu_ps(fx[v], qx[v]);
+                    _mm256_storeu_ps(f2[v], q2[v]);
+                }
+                int gv = 0;
+                while (gv < nv - 1 && !(pass[gv] >> l & 1)) {
+                    ++gv;
+                }
+                /* step 2 */
+                const float gx = fx[gv][l], g2 = f2[gv][l];
+                if (!(g2 > 0 && gx * gx > B * g2)) {
+                    return 0;
+                }
+                best->scale = gx / g2;
+                best_score = best->scale * gx;
+                best->i1 = i1;
+                best->i2 = i2 + l;
+                best->variant = gv;
+                found = 1;
+                skip = _mm256_set1_ps(best_score * (1.0f - 0x1p-8f));
+                /* the rest of h's lane, then the later lanes */
+                for (int v = gv + 1; v < nv; ++v) {
+                    if (fit_one(fx[v][l], f2[v][l], &best_score, &best->scale)) {
+                        best->variant = v;
+                    }
+                }
+                live &= ~((2u << l) - 1);
+            }
+            /* step 3 */
+            const int got = fit_block(qx, q2, nv, live, &best_score, &best->scale);
+            if (got >= 0) {
+                best->i1 = i1;
+                best->i2 = i2 + got / nv;
+                best->variant = got % nv;
+            }
+        }
+    }
+    return found;
+}
+
 AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const void *c, int tame,
                                                                   cold_iq1_split *best) {
     const int group = fmt == FMT_IQ1S ? S_GROUP : M_GROUP, nv = fmt == FMT_IQ1S ? 2 : 4;
@@ -353,6 +491,9 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
                 }
             }
         }
+        return;
+    }
+    if (tame == 2 && iq1_search_fast(fmt, c, best)) {
         return;
     }
     __m256 vals[MAX_VECS], sqx[MAX_VECS], sq2[MAX_VECS];
@@ -494,24 +635,28 @@ AVX2 static inline __attribute__((always_inline)) void iq1_search(int fmt, const
  * fit's sumqx and sumq2 (a few products of these with level values below
  * 1.13 in magnitude, or their squares, added) is finite, and so no value v
  * is NaN (a finite sumqx over a positive finite sumq2 times sumqx is a
- * number or an infinity). */
-static int all_tame(const float *v, int n) {
-    int ok = 1;
+ * number or an infinity); 2 when every one is at most 2^30 (the range of
+ * iq1_search_fast); 0 otherwise. */
+static int tame_level(const float *v, int n) {
+    int ok = 1, tight = 1;
     for (int i = 0; i < n; ++i) {
         ok &= fabsf(v[i]) <= 1e37f;
+        tight &= fabsf(v[i]) <= 0x1p30f;
     }
-    return ok;
+    return ok + (ok & tight);
 }
 
+static inline int min_level(int a, int b) { return a < b ? a : b; }
+
 AVX2 static void iq1s_search_avx2(const iq1s_ctx *c, cold_iq1_split *best) {
-    const int tame = all_tame(c->sumx, S_GROUP + 1) & all_tame(c->sumw, S_GROUP + 1);
+    const int tame = min_level(tame_level(c->sumx, S_GROUP + 1), tame_level(c->sumw, S_GROUP + 1));
     iq1_search(FMT_IQ1S, c, tame, best);
 }
 
 AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) {
-    int tame = 1;
+    int tame = 2;
     for (int h = 0; h < 2; ++h) {
-        tame &= all_tame(c->s->px[h], M_GROUP + 1) & all_tame(c->s->pw[h], M_GROUP + 1);
+        tame = min_level(tame, min_level(tame_level(c->s->px[h], M_GROUP + 1), tame_level(c->s->pw[h], M_GROUP + 1)));
     }
     iq1_search(FMT_IQ1M, c, tame, best);
 }
@@ -523,15 +668,28 @@ AVX2 static void iq1m_search_avx2(const iq1m_ctx *c, cold_iq1_split *best) {
  * list: one load of eight, shifted by two bits per element). */
 AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const float *w, float scale,
                                    const float val[3]) {
+    /* e[c] = w diff diff, diff = scale val[c] - x, for the eight elements
+     * at once, then element i's (e0, e1, e2, e2) put in both halves of
+     * tab[i] (a transposition) */
+    const __m256 xv = _mm256_loadu_ps(x), wv = _mm256_loadu_ps(w);
+    __m256 e[3];
+    for (int c = 0; c < 3; ++c) {
+        const __m256 diff = _mm256_sub_ps(_mm256_set1_ps(scale * val[c]), xv);
+        e[c] = _mm256_mul_ps(_mm256_mul_ps(wv, diff), diff);
+    }
     __m256 tab[8];
-    for (int i = 0; i < 8; ++i) {
-        float e[4];
-        for (int c = 0; c < 3; ++c) {
-            const float diff = scale * val[c] - x[i];
-            e[c] = w[i] * diff * diff;
+    {
+        const __m256 lo01 = _mm256_unpacklo_ps(e[0], e[1]), lo22 = _mm256_unpacklo_ps(e[2], e[2]);
+        const __m256 hi01 = _mm256_unpackhi_ps(e[0], e[1]), hi22 = _mm256_unpackhi_ps(e[2], e[2]);
+        /* r[k]: element k in the low half, element k + 4 in the high */
+        const __m256 r[4] = { _mm256_shuffle_ps(lo01, lo22, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm256_shuffle_ps(lo01, lo22, _MM_SHUFFLE(3, 2, 3, 2)),
+                              _mm256_shuffle_ps(hi01, hi22, _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm256_shuffle_ps(hi01, hi22, _MM_SHUFFLE(3, 2, 3, 2)) };
+        for (int k = 0; k < 4; ++k) {
+            tab[k] = _mm256_permute2f128_ps(r[k], r[k], 0x00);
+            tab[k + 4] = _mm256_permute2f128_ps(r[k], r[k], 0x11);
         }
-        e[3] = e[2];
-        tab[i] = _mm256_broadcast_ps((const __m128 *)(const void *)e);
     }
     const int count = cand[0];
     const uint16_t *packed = cand + 1 + count;
@@ -558,41 +716,48 @@ AVX2 static int iq1_candidate_avx2(const uint16_t *cand, const float *x, const f
         at = _mm256_blendv_epi8(at, pos, better);
         pos = _mm256_add_epi32(pos, eight);
     }
-    float b[8];
-    int a[8];
-    _mm256_storeu_ps(b, best);
-    _mm256_storeu_si256((__m256i *)(void *)a, at);
-    int j = -1;
-    float m = FLT_MAX;
-    for (int k = 0; k < 8; ++k) {
-        if (b[k] < m || (b[k] == m && j >= 0 && a[k] < j)) {
-            m = b[k];
-            j = a[k];
-        }
+    /* the smallest score over the lanes (no lane holds a NaN: a lane only
+     * takes a score below the one it has), then the earliest candidate
+     * among the lanes that hold it; none below FLT_MAX: -1 */
+    __m256 mn = _mm256_min_ps(best, _mm256_permute_ps(best, _MM_SHUFFLE(2, 3, 0, 1)));
+    mn = _mm256_min_ps(mn, _mm256_permute_ps(mn, _MM_SHUFFLE(1, 0, 3, 2)));
+    mn = _mm256_min_ps(mn, _mm256_permute2f128_ps(mn, mn, 0x01));
+    if (!(_mm_cvtss_f32(_mm256_castps256_ps128(mn)) < FLT_MAX)) {
+        return -1;
     }
-    return j < 0 ? -1 : cand[1 + j];
+    const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(best, mn, _CMP_EQ_OQ));
+    __m256i j = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), at, eq);
+    j = _mm256_min_epi32(j, _mm256_shuffle_epi32(j, _MM_SHUFFLE(2, 3, 0, 1)));
+    j = _mm256_min_epi32(j, _mm256_shuffle_epi32(j, _MM_SHUFFLE(1, 0, 3, 2)));
+    j = _mm256_min_epi32(j, _mm256_permute2x128_si256(j, j, 0x01));
+    return cand[1 + _mm256_cvtsi256_si32(j)];
 }
 
 /* Ranks eight elements at a time: j's place is the count of elements below
- * x[j] plus the equal ones before it (as the portable path). */
+ * x[j] plus the equal ones before it (as the portable path): x[i] <= x[j]
+ * for i before j's vector, x[i] < x[j] after it, and within it (i < j and
+ * x[i] == x[j]) or x[i] < x[j] (ordered compares: <= is < or ==). */
 AVX2 static void stable_order_avx2(const float *x, int n, int *idx) {
     __m256i rank[4];
-    __m256 xj[4];
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const int nv = n / 8;
     for (int v = 0; v < nv; ++v) {
-        xj[v] = _mm256_loadu_ps(x + 8 * v);
-        rank[v] = _mm256_setzero_si256();
-    }
-    for (int i = 0; i < n; ++i) {
-        const __m256 xi = _mm256_set1_ps(x[i]);
-        const __m256i vi = _mm256_set1_epi32(i);
-        for (int v = 0; v < nv; ++v) {
-            const __m256i lt = _mm256_castps_si256(_mm256_cmp_ps(xi, xj[v], _CMP_LT_OQ));
-            const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(xi, xj[v], _CMP_EQ_OQ));
-            const __m256i after = _mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * v)), vi);
-            rank[v] = _mm256_sub_epi32(rank[v], _mm256_or_si256(lt, _mm256_and_si256(eq, after)));
+        const __m256 xj = _mm256_loadu_ps(x + 8 * v);
+        __m256i rk = _mm256_setzero_si256();
+        for (int i = 0; i < 8 * v; ++i) {
+            rk = _mm256_sub_epi32(rk, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(x[i]), xj, _CMP_LE_OQ)));
         }
+        for (int i = 8 * v; i < 8 * v + 8; ++i) {
+            const __m256 xi = _mm256_set1_ps(x[i]);
+            const __m256i lt = _mm256_castps_si256(_mm256_cmp_ps(xi, xj, _CMP_LT_OQ));
+            const __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(xi, xj, _CMP_EQ_OQ));
+            const __m256i after = _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(i - 8 * v));
+            rk = _mm256_sub_epi32(rk, _mm256_or_si256(lt, _mm256_and_si256(eq, after)));
+        }
+        for (int i = 8 * v + 8; i < n; ++i) {
+            rk = _mm256_sub_epi32(rk, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(x[i]), xj, _CMP_LT_OQ)));
+        }
+        rank[v] = rk;
     }
     int r[32];
     for (int v = 0; v < nv; ++v) {
@@ -612,7 +777,7 @@ void anvil_cold_iq1s_split_isa(const float *xb, const float *weight, const int *
     iq1s_prefix(xb, weight, idx, sumx, sumw);
     *out = (cold_iq1_split){ -1, -1, -1, scale0 };
 #if COLD_IQ1_AVX2
-    if (allow_simd && anvil_cold_has_avx2()) {
+    if (allow_simd && anvil_ref_has_avx2()) {
         const iq1s_ctx c = { sumx, sumw, x_p, x_m };
         iq1s_search_avx2(&c, out);
         return;
@@ -629,7 +794,7 @@ void anvil_cold_iq1m_split_isa(const float *xb, const float *weight, const int *
     iq1m_prefix(xb, weight, idx, x_p, x_m, &s);
     *out = (cold_iq1_split){ -1, -1, -1, scale0 };
 #if COLD_IQ1_AVX2
-    if (allow_simd && anvil_cold_has_avx2()) {
+    if (allow_simd && anvil_ref_has_avx2()) {
         const iq1m_ctx c = { &s };
         iq1m_search_avx2(&c, out);
         return;
@@ -648,7 +813,7 @@ int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, 
     }
 #endif
 #if COLD_IQ1_AVX2
-    if (allow_simd && lat->packed && anvil_cold_has_avx2()) {
+    if (allow_simd && lat->packed && anvil_ref_has_avx2()) {
         return iq1_candidate_avx2(cand, x, w, scale, val);
     }
 #else
@@ -659,7 +824,7 @@ int anvil_cold_iq1_candidate_isa(const cold_lattice *lat, const uint16_t *cand, 
 
 void anvil_cold_stable_order_isa(const float *x, int n, int *idx, int allow_simd) {
 #if COLD_IQ1_AVX2
-    if (allow_simd && (n == 16 || n == 32) && anvil_cold_has_avx2()) {
+    if (allow_simd && (n == 16 || n == 32) && anvil_ref_has_avx2()) {
         stable_order_avx2(x, n, idx);
         return;
     }
@@ -669,6 +834,16 @@ void anvil_cold_stable_order_isa(const float *x, int n, int *idx, int allow_simd
     anvil_cold_stable_order(x, n, idx);
 }
 
+/* cold_lattice_key for the IQ1 grid (8 base-3 digits) as a tree of
+ * independent products rather than a chain: the same integer. */
+static inline int iq1_key(const cold_lattice *lat, const int8_t *l) {
+    if (lat->dims != 8 || lat->levels != 3) {
+        return cold_lattice_key(lat, l);
+    }
+    const int a = l[0] + 3 * l[1], b = l[2] + 3 * l[3], c = l[4] + 3 * l[5], d = l[6] + 3 * l[7];
+    return (a + 9 * b) + 81 * (c + 9 * d);
+}
+
 int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups, const float *xb,
                             const float *weight, const float *const *vals, float *scale, int *index, int allow_simd) {
     int all_on_grid = 1;
@@ -676,7 +851,7 @@ int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups
     for (int k = 0; k < groups && k < 4; ++k) {
         /* the lists (up to 2 x 73 + 1 words) fetched for all groups at
          * once: they are spread over 1.3 MB */
-        keys[k] = lat->map[cold_lattice_key(lat, L + 8 * k)];
+        keys[k] = lat->map[iq1_key(lat, L + 8 * k)];
         if (keys[k] < 0) {
             const char *list = (const char *)cold_candidates(lat, keys[k]);
             for (int b = 0; b < 320; b += 64) {
@@ -685,7 +860,7 @@ int anvil_cold_iq1_snap_isa(const cold_lattice *lat, const int8_t *L, int groups
         }
     }
     for (int k = 0; k < groups; ++k) {
-        const int32_t v = k < 4 ? keys[k] : lat->map[cold_lattice_key(lat, L + 8 * k)];
+        const int32_t v = k < 4 ? keys[k] : lat->map[iq1_key(lat, L + 8 * k)];
         if (v >= 0) {
             index[k] = (int)v;
             continue;

@@ -17,6 +17,7 @@
 #include "anvil/numeric.h"
 #include "anvil/status.h"
 #include "ref/checks.h"
+#include "ref/cpu_probe.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COLD_SWEEP_AVX2 1
@@ -401,18 +402,6 @@ SWEEP_SHAPES(SWEEP_PORTABLE)
     }
 SWEEP_SHAPES(SWEEP_AVX2)
 
-int anvil_cold_has_avx2(void) {
-    static int has = -1;
-    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
-    }
-    return h;
-}
-#else
-int anvil_cold_has_avx2(void) { return 0; }
 #endif
 
 #if COLD_SWEEP_NEON
@@ -431,7 +420,7 @@ static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *w
         return ANVIL_E_INTERNAL;
     }
 #if COLD_SWEEP_AVX2
-    const int avx2 = allow_simd && anvil_cold_has_avx2();
+    const int avx2 = allow_simd && anvil_ref_has_avx2();
 #define SWEEP_PICK(n_, dims_, levels_)                                                                        \
     if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                   \
         return avx2 ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
@@ -471,7 +460,7 @@ int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, 
         return -1;
     }
 #if COLD_SWEEP_AVX2
-    if (simd && anvil_cold_has_avx2()) {
+    if (simd && anvil_ref_has_avx2()) {
         return best8_avx2(lat, lat->dims, lat->levels, cand, x, w, scale, L);
     }
 #elif COLD_SWEEP_NEON

@@ -92,9 +92,6 @@ int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, 
 int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                            float scale0, uint8_t *signs, uint8_t sign_mask, int *idx, float *scale);
 
-/* 1 where the CPU (and OS) run AVX2, decided once; 0 off x86-64. */
-int anvil_cold_has_avx2(void);
-
 /* A sub-scale code l in [0, max] with scale ~ d (2l + 1), id = 1 / d. */
 static inline int cold_sub_scale(float id, float scale, int max) {
     int l = anvil_nearest_int(0.5f * (id * scale - 1));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "anvil/numeric.h"
+#include "ref/cpu_probe.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KQ_AVX2 1
@@ -216,16 +217,6 @@ __attribute__((target("avx2"))) static void qp_trials_avx2(int n, int nmax, cons
     _mm256_storeu_ps(mse, acc);
 }
 
-static int kq_has_avx2(void) {
-    static int has = -1;
-    int h = __atomic_load_n(&has, __ATOMIC_RELAXED);
-    if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx2") ? 1 : 0;
-        __atomic_store_n(&has, h, __ATOMIC_RELAXED);
-    }
-    return h;
-}
 #endif
 
 static float fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *qw, int simd) {
@@ -258,7 +249,7 @@ static float fit_positive(int n, int nmax, const float *x, uint8_t *L, const flo
         scale_t[t] = 1 / iscale_t[t];
     }
 #if KQ_AVX2
-    if (simd && kq_has_avx2()) {
+    if (simd && anvil_ref_has_avx2()) {
         qp_trials_avx2(n, nmax, x, qw, iscale_t, scale_t, mse);
     } else
 #endif

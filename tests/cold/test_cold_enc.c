@@ -733,6 +733,74 @@ static void test_iq1_isas(void) {
     CU_ASSERT(found > cands / 2 && found < cands); /* candidates chosen, and refusals too */
 }
 
+/* The IQ1 cut-point searches across scales: ordinary, few-level (tied)
+ * and near-tied groups, values and weights scaled by powers of two from
+ * 2^-75 to 2^45, so that the AVX2 search's division-free path (prefix sums
+ * up to 2^30, sumq2 from 2^-40, largest value in [2^-60, 2^60]) is taken,
+ * left at each edge of its range, and left where weights vanish (a zero
+ * half, a single weight, all zero): the selected path must equal the
+ * portable one, split and scale bit for bit. */
+static void test_iq1_scaled_isas(void) {
+    const float ds = anvil_cold_iq1s_delta, dm = anvil_cold_iq1m_delta;
+    const float sp[3] = { -1 + ds, ds, 1 + ds }, sm[3] = { -1 - ds, -ds, 1 - ds };
+    const float mp[3] = { -1 + dm, dm, 1 + dm }, mm[3] = { -1 - dm, -dm, 1 - dm };
+    uint32_t seed = 0x2545f491u;
+    int compared = 0, fitted = 0, differ = 0;
+    for (int g = 0; g < 600; ++g) {
+        const int n = g % 2 ? 16 : 32, shape = (g / 2) % 6;
+        float x0[32], w0[32];
+        for (int i = 0; i < n; ++i) {
+            const float u = isa_rand(&seed), sign = isa_rand(&seed) < 0.5f ? -1.0f : 1.0f;
+            switch (shape) {
+            case 0: x0[i] = sign * u; break;                               /* ordinary */
+            case 1: x0[i] = 0.25f * (float)((int)(5 * u) - 2); break;      /* few levels: ties */
+            case 2: x0[i] = sign * (0.5f + 1e-6f * (float)(i % 3)); break; /* near-ties */
+            case 3: x0[i] = (float)(i % 4) - 1.5f; break;                  /* repeats */
+            case 4: x0[i] = sign * u * u; break;                           /* ordinary, skewed */
+            default: x0[i] = u < 0.3f ? 0.0f : sign * (0.1f + u); break;   /* zeros */
+            }
+            w0[i] = 0.05f + isa_rand(&seed);
+        }
+        const int wshape = (g / 12) % 5;
+        for (int i = 0; i < n; ++i) {
+            if ((wshape == 1 && i < n / 2) || (wshape == 2 && i != 3) || wshape == 3) {
+                w0[i] = 0.0f; /* a zero half, a single weight, all zero */
+            } else if (wshape == 4) {
+                w0[i] = 1.0f; /* equal weights: exact ties */
+            }
+        }
+        int idx[32];
+        anvil_cold_stable_order_isa(x0, n, idx, 0);
+        for (int ex = -75; ex <= 45; ex += 5) {
+            for (int ew = -30; ew <= 30; ew += 20) {
+                float x[32], w[32], max = 0.0f;
+                for (int i = 0; i < n; ++i) {
+                    x[i] = ldexpf(x0[i], ex);
+                    w[i] = ldexpf(w0[i], ew);
+                    max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+                }
+                cold_iq1_split a, b;
+                if (n == 32) {
+                    anvil_cold_iq1s_split_isa(x, w, idx, sp, sm, max, &a, 1);
+                    anvil_cold_iq1s_split_isa(x, w, idx, sp, sm, max, &b, 0);
+                } else {
+                    anvil_cold_iq1m_split_isa(x, w, idx, mp, mm, max, &a, 1);
+                    anvil_cold_iq1m_split_isa(x, w, idx, mp, mm, max, &b, 0);
+                }
+                const int same = a.i1 == b.i1 && a.i2 == b.i2 && a.variant == b.variant &&
+                                 memcmp(&a.scale, &b.scale, sizeof a.scale) == 0;
+                CU_ASSERT(same);
+                differ += !same;
+                compared++;
+                fitted += b.variant >= 0;
+            }
+        }
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT_EQUAL(compared, 600 * 25 * 4);
+    CU_ASSERT(fitted > compared / 2); /* most searches found a fit */
+}
+
 /* The sweep lattices' neighbour search: the selected path (AVX2 where the
  * CPU has it) against the portable one, the same grid index and codes. */
 static void test_lanes_isas(void) {
@@ -874,6 +942,7 @@ int main(void) {
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
     CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
     CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
+    CU_add_test(s, "isas: the IQ1 searches across scales, selected path equals portable", test_iq1_scaled_isas);
     CU_add_test(s, "isas: the sweep's neighbour search, selected path equals portable", test_lanes_isas);
     CU_add_test(s, "isas: make_qp_quants' trial grids, selected path equals portable", test_fit_positive_isas);
     return test_run_cunit();
