@@ -101,8 +101,8 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     # F16 A_log: -exp(A_log) in float32 rounded to float16 (ssm_a stays F32)
     mk hf16 --dtype f16 --a-log-dtype same --lk-heads 2 --lv-heads 6 --seed 12
     mk mf16 --moe --fused --dtype f16 --a-log-dtype same --experts 3 --seed 13
-    convert_half qwen35 hf16 f32 f16 bf16 q8_0 auto mtp-f16 nomtp-q8_0
-    convert_half qwen35 mf16 f32 q8_0 auto
+    convert_half qwen35 hf16 f32 q8_0 auto mtp-f16 nomtp-q8_0
+    convert_half qwen35 mf16 auto
     run "$G/hf16.q8_0.gguf" "$G/hf16.q8_0.py.gguf"
     # F16 A_log values whose -exp leaves float16's range: 11.5 (-inf), 11.0 (-59872), -30 (-0)
     cp -r "$G/hf16" "$G/hfo" && $PY - "$G/hfo/model.safetensors" <<'PYEOF' || fail "hfo: A_log not patched"
@@ -114,7 +114,7 @@ o = 8 + n + json.loads(b[8:8 + n])["model.layers.0.linear_attn.A_log"]["data_off
 b[o:o + 6] = np.array([11.5, 11.0, -30.0], dtype="<f2").tobytes()
 open(sys.argv[1], "wb").write(b)
 PYEOF
-    convert_half qwen35 hfo f32 bf16
+    convert_half qwen35 hfo f32
     mtp_default_name vl qwen35 --vocab-only
     run "$G/bf.nomtp-q8_0.gguf" "$G/bf.nomtp-q8_0.py.gguf"
     run "$G/moe.nomtp-q8_0.gguf" "$G/moe.nomtp-q8_0.py.gguf"
