@@ -849,7 +849,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         rc = cli_usage_error("quantize",
                              "%s is for a Hugging Face folder (HF_DIR), as convert's; '%s' is no folder (a GGUF "
                              "is converted already: quantize it as it is)",
-                             a->mtp_only ? "--mtp" : "--no-mtp", a->pos[0]);
+                             a->mtp_only ? "--mtp" : "--no-mtp (--no-nextn)", a->pos[0]);
     }
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
