@@ -8,8 +8,9 @@
  * Face folder, HF_DIR/ggml-model-<TYPE>.gguf, inside it), the same
  * options and option syntax, the same bytes out. Options may also come after
  * the positional arguments. anvil's own: --json, --quiet, --no-quality,
- * --no-fallback, and the size target (--target-size/--target-bpw, with
- * --target-weights, --target-rows, --plan-out).
+ * --no-fallback, convert's --mtp/--no-mtp for HF_DIR, and the size target
+ * (--target-size/--target-bpw, with --target-weights, --target-rows,
+ * --plan-out).
  * Exit: 0 done, 1 the work failed, 2 a usage error.
  */
 #include <inttypes.h>
@@ -93,6 +94,13 @@ const char cli_help_quantize[] =
     "  --no-quality                skip the error figures (decode-back) for a faster run\n"
     "  --no-fallback               with a preset: refuse (exit 1, naming each tensor) instead of\n"
     "                              falling back to another type where rows do not divide its block\n"
+    "  --mtp                       HF_DIR only, as convert's --mtp (Glm4MoeForCausalLM,\n"
+    "                              Qwen3NextForCausalLM, the Qwen3.5 classes): the MTP\n"
+    "                              layers with the embeddings, output norm and head; the\n"
+    "                              bytes of convert --outtype auto --mtp + quantize; OUT\n"
+    "                              defaults to HF_DIR/mtp-ggml-model-<TYPE>.gguf\n"
+    "  --no-mtp, --no-nextn        HF_DIR only: those classes without their MTP layers\n"
+    "                              (convert --no-mtp); other classes refuse both (exit 1)\n"
     "size target (instead of TYPE; OUT defaults to <IN's folder>/ggml-model-target.gguf,\n"
     "HF_DIR/ggml-model-target.gguf for a folder):\n"
     "  --target-size SIZE          the output file takes at most SIZE bytes (K/M/G: powers of\n"
@@ -152,6 +160,7 @@ typedef struct qz_args {
     /* sensitivity (cmd_quantize_sens.c): --measure, --calibrate, --sensitivity */
     const char *measure, *calibrate, *sens_path, *sens_out, *verify;
     unsigned long long chunks, sens_ctx;
+    int mtp_only, no_mtp; /* convert's --mtp, --no-mtp (--no-nextn): HF_DIR only */
 } qz_args;
 
 /* A type given by an option must be one anvil can write. */
@@ -331,6 +340,13 @@ static int check_args(const qz_args *a) {
     if (a->n_include > 0 && a->n_exclude > 0) {
         return cli_usage_error("quantize", "--include-weights and --exclude-weights cannot be used together");
     }
+    if (a->mtp_only && a->no_mtp) {
+        return cli_usage_error("quantize", "--mtp and --no-mtp (--no-nextn) are mutually exclusive");
+    }
+    if ((a->mtp_only || a->no_mtp) && (a->measure || a->calibrate || a->verify)) {
+        return cli_usage_error("quantize", "--mtp and --no-mtp (--no-nextn) shape the model converted from HF_DIR; "
+                                           "--measure, --calibrate and --verify run IN itself: not together");
+    }
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
     if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
         return cli_usage_error("quantize", "give --target-size or --target-bpw, not both");
@@ -410,6 +426,10 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
             a->progress = 1;
         } else if (strcmp(o, "--no-fallback") == 0) {
             a->o.no_fallback = 1;
+        } else if (strcmp(o, "--mtp") == 0) {
+            a->mtp_only = 1;
+        } else if (strcmp(o, "--no-mtp") == 0 || strcmp(o, "--no-nextn") == 0) {
+            a->no_mtp = 1;
         } else if (v == NULL) {
             return cli_usage_error("quantize", "unknown option or missing value: '%s'", o);
         } else {
@@ -424,8 +444,10 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
 /* OUT's default, <dir>ggml-model-<what><ext>: dir is IN's folder for a
  * file (as llama-quantize), IN itself for a Hugging Face folder (where
  * convert_hf_to_gguf.py puts its default output: two sibling checkpoints
- * never write the same file). NULL when out of memory. */
-static char *default_out(const char *in, const char *what, const char *ext) {
+ * never write the same file); with --mtp <dir>mtp-ggml-model-<what><ext>
+ * (convert's mtp- prefix: the draft never replaces the model). NULL when
+ * out of memory. */
+static char *default_out(const char *in, int mtp, const char *what, const char *ext) {
     size_t dir;
     const char *sep = "";
     if (cli_is_dir(in)) {
@@ -437,9 +459,10 @@ static char *default_out(const char *in, const char *what, const char *ext) {
         if (bslash != NULL && (slash == NULL || bslash > slash)) slash = bslash;
         dir = slash ? (size_t)(slash - in + 1) : 0;
     }
-    const size_t n = dir + strlen(sep) + strlen("ggml-model-") + strlen(what) + strlen(ext) + 1;
+    const char *pre = mtp ? "mtp-" : "";
+    const size_t n = dir + strlen(sep) + strlen(pre) + strlen("ggml-model-") + strlen(what) + strlen(ext) + 1;
     char *out = malloc(n);
-    if (out != NULL) snprintf(out, n, "%.*s%sggml-model-%s%s", (int)dir, in, sep, what, ext);
+    if (out != NULL) snprintf(out, n, "%.*s%s%sggml-model-%s%s", (int)dir, in, sep, pre, what, ext);
     return out;
 }
 
@@ -460,7 +483,7 @@ static int positional_target(qz_args *a, char **out) {
         *out = strdup(a->pos[1]);
         k = 2;
     } else {
-        *out = default_out(in, "target", ".gguf");
+        *out = default_out(in, a->mtp_only, "target", ".gguf");
     }
     if (*out == NULL) return 1;
     if (a->n_pos > k) {
@@ -479,7 +502,7 @@ static int positional(qz_args *a, char **out, const anvil_quantize_preset **pres
     int k = 1;
     *preset = anvil_quantize_preset_find(a->pos[1]);
     if (*preset != NULL) {
-        *out = default_out(in, (*preset)->name, a->o.keep_split ? "" : ".gguf");
+        *out = default_out(in, a->mtp_only, (*preset)->name, a->o.keep_split ? "" : ".gguf");
         if (*out == NULL) return 1;
         k = 2;
     } else {
@@ -822,6 +845,12 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         return rc;
     }
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
+    if (rc == 0 && (a->mtp_only || a->no_mtp) && !cli_is_dir(a->pos[0])) {
+        rc = cli_usage_error("quantize",
+                             "%s is for a Hugging Face folder (HF_DIR), as convert's; '%s' is no folder (a GGUF "
+                             "is converted already: quantize it as it is)",
+                             a->mtp_only ? "--mtp" : "--no-mtp (--no-nextn)", a->pos[0]);
+    }
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
     const char *more[] = { a->imatrix_path };
@@ -876,7 +905,7 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     }
     if (status == ANVIL_OK && cli_is_dir(in)) {
         /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
-        status = anvil_hf_open_as_gguf(ctx, in, &src, &err);
+        status = anvil_hf_open_as_gguf_mtp(ctx, in, a->mtp_only, a->no_mtp, &src, &err);
     } else if (status == ANVIL_OK) {
         status = anvil_gguf_open(&src, in, ctx, 0, &err);
     }

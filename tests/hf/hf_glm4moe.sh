@@ -15,11 +15,16 @@
 #    auto and --vocab-only: bf16 (q/k norm, MTP), f16 (tied, 3 shards, no
 #    dense layer, scoring_func softmax: sigmoid written in its place), f32
 #    (no MTP key, partial_rotary_factor 0.25 in rope_parameters,
-#    norm_topk_prob false, no head_dim); a split output;
+#    norm_topk_prob false, no head_dim), f8 (block-scaled FP8, 48x48
+#    blocks over 64/32/96/128-wide weights: partial edge blocks; the MTP
+#    layer's weights FP8 too); a split output;
 #    llama.cpp runs the converted files; --mtp and --no-mtp (bf: with
 #    its MTP layer, half and wide: none), --mtp's default name
 #    (mtp-<Name>-<TYPE>.gguf), both refused for DeepseekV3ForCausalLM;
-# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize,
+#    also with --mtp and --no-mtp (= convert --mtp/--no-mtp + quantize),
+#    --mtp's default name, and its refusals (exit 2 for --mtp with
+#    --no-mtp or a GGUF IN, exit 1 for DeepseekV3ForCausalLM);
 # 4. bad input: config keys missing or mistyped, an expert missing or
 #    present twice, a GLM special token missing, an unknown pre-tokenizer:
 #    exit 1, the file and key or tensor named, nothing written.
@@ -65,11 +70,13 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk wide --dtype f32 --experts 8 --used 3 --shared 2 --unset num_nextn_predict_layers --unset head_dim \
         --unset partial_rotary_factor --set 'rope_parameters={"rope_type":"default","rope_theta":10000,"partial_rotary_factor":0.25}' \
         --unset rope_theta --unset rope_scaling --set 'norm_topk_prob=false' --seed 3
-    for d in bf half wide; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    mk f8 --qk-norm --mtp --fp8 48 --seed 4
+    for d in bf half wide f8; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
     # --mtp (the MTP layer, embeddings, output norm and head) and --no-mtp
     convert_both bf mtp-f32 mtp-q8_0 mtp-auto mtp-vocab nomtp-f16 nomtp-bf16 nomtp-q8_0 nomtp-vocab
     convert_both half mtp-bf16 nomtp-q8_0
     convert_both wide mtp-f16 nomtp-f32
+    convert_both f8 mtp-q8_0 mtp-auto nomtp-bf16 nomtp-auto
     mtp_default_name bf glm4 --outtype q8_0
     mtp_default_name bf glm4 --vocab-only
     cp -r "$HERE/deepseek/bf16" "$G/ds" && mtp_refused "$G/ds" deepseek-v3 # the converter refuses them too
@@ -77,6 +84,7 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/half.q8_0.gguf" "$G/half.q8_0.py.gguf"
     run "$G/wide.bf16.gguf" "$G/wide.bf16.py.gguf"
+    run "$G/f8.q8_0.gguf" "$G/f8.q8_0.py.gguf"
     # a split output: each part the converter's
     mkdir -p "$G/split.py" "$G/split.anvil"
     (cd "$G" && FORCE_PRE=glm4 $PY "$TOOLS/convert_here.py" bf --outtype q8_0 --split-max-tensors 9 --outfile "$G/split.py/o.gguf" > "$G/split.log" 2>&1) ||
@@ -87,10 +95,15 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
 else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
     mk bf --qk-norm --mtp --seed 1
+    mk f8 --qk-norm --mtp --fp8 48 --seed 4
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-quantize_same "Q8_0 Q4_K_M" "$G/bf" "$DATA/f16"
+quantize_same "Q8_0 Q4_K_M" "$G/bf" "$DATA/f16" "$G/f8"
+quantize_same_with --mtp "Q8_0 Q4_K_M" "$G/bf" "$G/f8"
+quantize_same_with --no-mtp "Q4_K_M" "$G/bf" "$G/f8"
+quantize_same_with --no-nextn "Q8_0" "$G/f8"
+cp -r "$HERE/deepseek/bf16" "$G/ds-q" && quantize_mtp_checks "$G/bf" "$G/ds-q"
 
 # ---- 4. bad input
 mk bad-nexp --unset n_routed_experts

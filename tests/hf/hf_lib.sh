@@ -127,3 +127,70 @@ quantize_same() {
         done
     done
 }
+# quantize HF_DIR with convert's --mtp / --no-mtp (for scripts with MTP classes):
+#   quantize_same_with "FLAG" "TYPE..." DIR...  as quantize_same, FLAG given
+#                   to both convert and `anvil quantize DIR`; the output must
+#                   differ from the one without FLAG (the flag did something)
+#   quantize_mtp_checks DIR REFUSED_DIR  `quantize --mtp DIR Q8_0` without
+#                   OUT writes DIR/mtp-ggml-model-Q8_0.gguf (and not
+#                   ggml-model-Q8_0.gguf); --mtp with --no-mtp, and --mtp on
+#                   a GGUF IN: exit 2; --mtp, --no-mtp, --no-nextn on
+#                   REFUSED_DIR (a class without MTP export): exit 1 with
+#                   convert's message, nothing written
+quantize_same_with() {
+    local flag=$1 types=$2 d q
+    shift 2
+    for d in "$@"; do
+        [ -d "$d" ] || continue
+        for q in $types; do
+            "$ANVIL" convert "$d" "$T/auto.gguf" $flag --quiet 2>"$T/err" &&
+                "$ANVIL" quantize --quiet "$T/auto.gguf" "$T/two.gguf" $q >/dev/null 2>>"$T/err" &&
+                "$ANVIL" quantize --quiet "$d" "$T/one.gguf" $q $flag >/dev/null 2>>"$T/err" &&
+                "$ANVIL" quantize --quiet "$d" "$T/plain.gguf" $q >/dev/null 2>>"$T/err" ||
+                { fail "quantize $flag $(basename "$d") $q: $(head -3 "$T/err")"; continue; }
+            same "$T/one.gguf" "$T/two.gguf" "quantize $flag $(basename "$d") $q"
+            cmp -s "$T/one.gguf" "$T/plain.gguf" && fail "quantize $flag $(basename "$d") $q: the same file as without $flag" || pass
+        done
+    done
+}
+quantize_mtp_checks() {
+    local d=$1 refused=$2 flag rc
+    rm -f "$d"/*.gguf
+    "$ANVIL" quantize --quiet --mtp "$d" Q8_0 >/dev/null 2>"$T/err" &&
+        [ -f "$d/mtp-ggml-model-Q8_0.gguf" ] && [ ! -e "$d/ggml-model-Q8_0.gguf" ] && pass ||
+        fail "quantize --mtp $(basename "$d") Q8_0 (default name): $(cat "$T/err"), wrote $(cd "$d" && ls -- *.gguf 2>/dev/null)"
+    "$ANVIL" convert "$d" "$T/m.gguf" --mtp --quiet 2>"$T/err" && "$ANVIL" quantize --quiet "$T/m.gguf" "$T/mq.gguf" Q8_0 >/dev/null 2>>"$T/err" &&
+        same "$d/mtp-ggml-model-Q8_0.gguf" "$T/mq.gguf" "quantize --mtp default name's bytes" || fail "convert --mtp + quantize: $(cat "$T/err")"
+    rm -f "$d"/*.gguf
+    "$ANVIL" quantize "$d" "$T/x.gguf" Q8_0 --mtp --no-nextn >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "mutually exclusive" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "quantize --mtp --no-nextn: exit $rc, $(cat "$T/err")"
+    "$ANVIL" quantize "$T/m.gguf" "$T/x.gguf" Q8_0 --no-mtp >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "Hugging Face folder" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "quantize GGUF --no-mtp: exit $rc, $(cat "$T/err")"
+    for flag in --mtp --no-mtp --no-nextn; do
+        rm -rf "$T/out-qmtp" && mkdir -p "$T/out-qmtp"
+        "$ANVIL" quantize "$refused" "$T/out-qmtp/a.gguf" Q4_K_M $flag >/dev/null 2>"$T/err"
+        rc=$?
+        [ $rc = 1 ] && grep -qF -- "--mtp / --no-nextn are not supported for" "$T/err" && [ -z "$(ls -A "$T/out-qmtp")" ] &&
+            pass || fail "quantize $(basename "$refused") $flag: exit $rc, $(cat "$T/err"), wrote $(ls "$T/out-qmtp")"
+    done
+}
+# convert_half PRE DIR OPTS...: for scripts that set G, PY, TOOLS: each OPT
+# by both converters, compared, for a checkpoint with an F16 A_log
+# (Qwen3NextModel.modify_tensors' -torch.exp on float16): the converter as
+# it is when its torch has a CPU exp for Half, else through half_exp.py
+# (PyTorch 2's Half exp: torch 1.13's float32 exp rounded to float16)
+convert_half() {
+    local pre=$1 d=$2 o wrap=
+    shift 2
+    (cd "$G" && FORCE_PRE=$pre $PY "$TOOLS/convert_here.py" $d --outtype f32 --outfile "$G/$d.probe.py.gguf" >"$G/$d.probe.log" 2>&1) ||
+        { grep -q "not implemented for 'Half'" "$G/$d.probe.log" && wrap="$HERE/half_exp.py"; } ||
+        { fail "convert_hf_to_gguf.py $d f32: $(tail -2 "$G/$d.probe.log")"; return; }
+    for o in "$@"; do
+        (cd "$G" && FORCE_PRE=$pre $PY $wrap "$TOOLS/convert_here.py" $d $(args_of $o) --outfile "$G/$d.$o.py.gguf" >"$G/$d.$o.log" 2>&1) ||
+            { fail "convert_hf_to_gguf.py $d $o: $(tail -2 "$G/$d.$o.log")"; continue; }
+        "$ANVIL" convert "$G/$d" "$G/$d.$o.gguf" $(args_of $o) --quiet 2>"$T/err" || { fail "anvil convert $d $o: $(cat "$T/err")"; continue; }
+        same "$G/$d.$o.gguf" "$G/$d.$o.py.gguf" "$d $o (F16 A_log${wrap:+, through half_exp.py})"
+    done
+}

@@ -24,7 +24,13 @@
 #    llama.cpp runs the converted files it can load (one MTP layer, equal
 #    key and value head dims); --mtp and --no-mtp on bf, half, wide, moe,
 #    vlm, --no-mtp on one without any MTP layer, --mtp's default name;
-# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+#    hf16 and mf16: F16 checkpoints with an F16 A_log (-exp in float32
+#    rounded to float16, as PyTorch 2's CPU kernel: Debian's torch 1.13
+#    has no Half exp, so the converter runs through half_exp.py when it
+#    fails without), dense with regrouped value heads and fused MoE, and
+#    A_log values whose -exp overflows (-inf) or underflows (-0) in f16;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize,
+#    also with --mtp and --no-mtp, --mtp's default name and its refusals;
 # 4. bad input: config keys missing or mistyped, value heads not a multiple
 #    of key heads, a linear-attention or full-attention tensor missing, a
 #    tensor of the wrong size for its head counts, no MTP layer, an expert
@@ -92,6 +98,23 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk none --mtp 0 --mtp-key 0 --seed 11
     convert_both none nomtp-q8_0 nomtp-vocab
     mtp_default_name bf qwen35 --outtype auto
+    # F16 A_log: -exp(A_log) in float32 rounded to float16 (ssm_a stays F32)
+    mk hf16 --dtype f16 --a-log-dtype same --lk-heads 2 --lv-heads 6 --seed 12
+    mk mf16 --moe --fused --dtype f16 --a-log-dtype same --experts 3 --seed 13
+    convert_half qwen35 hf16 f32 q8_0 auto mtp-f16 nomtp-q8_0
+    convert_half qwen35 mf16 auto
+    run "$G/hf16.q8_0.gguf" "$G/hf16.q8_0.py.gguf"
+    # F16 A_log values whose -exp leaves float16's range: 11.5 (-inf), 11.0 (-59872), -30 (-0)
+    cp -r "$G/hf16" "$G/hfo" && $PY - "$G/hfo/model.safetensors" <<'PYEOF' || fail "hfo: A_log not patched"
+import json, struct, sys
+import numpy as np
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+o = 8 + n + json.loads(b[8:8 + n])["model.layers.0.linear_attn.A_log"]["data_offsets"][0]
+b[o:o + 6] = np.array([11.5, 11.0, -30.0], dtype="<f2").tobytes()
+open(sys.argv[1], "wb").write(b)
+PYEOF
+    convert_half qwen35 hfo f32
     mtp_default_name vl qwen35 --vocab-only
     run "$G/bf.nomtp-q8_0.gguf" "$G/bf.nomtp-q8_0.py.gguf"
     run "$G/moe.nomtp-q8_0.gguf" "$G/moe.nomtp-q8_0.py.gguf"
@@ -111,10 +134,15 @@ else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
     mk bf --seed 1
     mk moe --moe --a-log-dtype same --seed 4
+    mk hf16 --dtype f16 --a-log-dtype same --lk-heads 2 --lv-heads 6 --seed 12
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-quantize_same "Q8_0 Q4_K_M" "$G/bf" "$G/moe" "$G/fp8" "$G/vl" "$DATA/f16"
+quantize_same "Q8_0 Q4_K_M" "$G/bf" "$G/moe" "$G/fp8" "$G/vl" "$DATA/f16" "$G/hf16"
+quantize_same_with --mtp "Q8_0 Q4_K_M" "$G/bf" "$G/moe" "$G/hf16"
+quantize_same_with --no-mtp "Q4_K_M" "$G/bf" "$G/moe"
+quantize_same_with --no-nextn "Q8_0" "$G/hf16"
+cp -r "$HERE/deepseek/bf16" "$G/ds-q" && quantize_mtp_checks "$G/hf16" "$G/ds-q"
 
 # ---- 4. bad input
 mk bad-conv --unset linear_conv_kernel_dim

@@ -15,8 +15,10 @@
 #    shards, layer_types given, equal head counts), wide (F32, 6 value heads on 2 key heads
 #    of other dims, two MTP layers, a 3-wide kernel); fused (the fused
 #    experts layout), fp8 (block-scaled FP8); --mtp and --no-mtp;
-#    llama.cpp runs what it can load;
-# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+#    hf16 (F16 with an F16 A_log, 4 value heads on 2 key heads: hf_lib.sh's
+#    convert_half); llama.cpp runs what it can load;
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize,
+#    also with --mtp and --no-mtp;
 # 4. bad input: a config key missing or mistyped, in_proj_qkvz of the wrong
 #    size for the head counts, a linear-attention tensor missing, a dense
 #    layer (mlp_only_layers: the converter's map has no dense FFN for
@@ -75,13 +77,19 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     # no MTP layer: the converter's assert, refused; --no-mtp converts it
     mk nomtp --mtp 0 --lk-dim 8 --lv-dim 8 --seed 4
     convert_both nomtp nomtp-f16
+    # F16 A_log: -exp(A_log) in float32 rounded to float16 (ssm_a stays F32)
+    mk hf16 --dtype f16 --a-log-dtype same --lk-heads 2 --lv-heads 4 --lk-dim 8 --lv-dim 8 --seed 8
+    convert_half qwen2 hf16 f32 bf16 q8_0 auto mtp-f16 nomtp-q8_0
+    run "$G/hf16.q8_0.gguf" "$G/hf16.q8_0.py.gguf"
 else
     echo "generated cases skipped: /usr/bin/python3 lacks torch/numpy/tqdm/yaml or no $LLAMA_SRC/convert_hf_to_gguf.py"
     mk bf --lk-dim 8 --lv-dim 8 --seed 1
 fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
-quantize_same "Q8_0 Q4_K_M" "$G/bf" "$DATA/bf16"
+quantize_same "Q8_0 Q4_K_M" "$G/bf" "$DATA/bf16" "$G/hf16"
+quantize_same_with --mtp "Q8_0" "$G/bf" "$G/hf16"
+quantize_same_with --no-mtp "Q4_K_M" "$G/bf"
 
 # ---- 4. bad input
 mk bad-conv --unset linear_conv_kernel_dim

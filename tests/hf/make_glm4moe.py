@@ -18,10 +18,13 @@ tokenizer_config.json as GLM-4.5's (eos and pad <|endoftext|>, no bos). vocab_si
 plus --pad.
 
 Weights are seeded random normals (std 0.02; norms 1 +- 0.1). No torch or transformers needed.
+--fp8 B: every 2-D self_attn/mlp weight but the router (also the MTP layer's eh_proj) as F8_E4M3 with an
+F32 <name>_scale_inv of B x B blocks (partial edge blocks where a dimension is no multiple of B),
+quantization_config fp8 with weight_block_size [B, B], as the block-scaled FP8 releases.
 usage: make_glm4moe.py OUTDIR --tok DIR [--vocab 384] [--pad 3] [--hidden 64] [--layers 2] [--dense 1]
        [--heads 4] [--kv-heads 2] [--head-dim 16] [--experts 4] [--used 2] [--shared 1] [--moe-inter 32]
        [--inter 96] [--dtype bf16|f16|f32] [--qk-norm] [--mtp] [--tied] [--shards N] [--seed S]
-       [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
+       [--fp8 B] [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
 """
 import argparse, json, os
 import numpy as np
@@ -32,7 +35,7 @@ ap.add_argument("out")
 ap.add_argument("--tok", required=True)
 for k, v in [("vocab", 384), ("pad", 3), ("hidden", 64), ("layers", 2), ("dense", 1), ("heads", 4),
              ("kv-heads", 2), ("head-dim", 16), ("experts", 4), ("used", 2), ("shared", 1), ("moe-inter", 32),
-             ("inter", 96), ("shards", 1), ("seed", 1)]:
+             ("inter", 96), ("shards", 1), ("seed", 1), ("fp8", 0)]:
     ap.add_argument("--" + k, type=int, default=v)
 ap.add_argument("--dtype", default="bf16")
 ap.add_argument("--qk-norm", action="store_true")
@@ -95,6 +98,9 @@ cfg = {"architectures": ["Glm4MoeForCausalLM"], "attention_bias": True, "attenti
        "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 1000000,
        "routed_scaling_factor": 2.5, "tie_word_embeddings": a.tied, "topk_group": 1, "torch_dtype": dt,
        "transformers_version": "4.57.1", "use_cache": True, "use_qk_norm": a.qk_norm, "vocab_size": V}
+if a.fp8:
+    cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                  "weight_block_size": [a.fp8, a.fp8]}
 for k in a.unset:
     cfg.pop(k, None)
 for kv in a.set:
@@ -148,6 +154,9 @@ if not a.tied:
 
 out = {k: st_write.encode(a.dtype, x) for k, x in W.items()}
 shapes = {k: list(W[k].shape) for k in W}
+if a.fp8:
+    shapes.update(st_write.fp8_blocks(out, W, a.fp8, rng, lambda k: (".self_attn." in k or ".mlp." in k or
+                                      k.endswith(".eh_proj.weight")) and not k.endswith("mlp.gate.weight")))
 for k in a.drop:
     del out[k]
 

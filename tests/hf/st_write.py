@@ -9,6 +9,12 @@ write_shards(out, tensors, shards, dup=None): tensors maps a name to
   with the index transformers writes), each file's tensors sorted by
   name; dup names a tensor written a second time, into a shard that does
   not hold it yet (a hostile case). Returns the total data bytes.
+fp8_blocks(out, W, B, rng, quant): each 2-D weight k of W for which
+  quant(k) holds stored as F8_E4M3 (round to nearest, saturating) with an
+  F32 <k without .weight>.weight_scale_inv of ceil(rows/B) x ceil(cols/B)
+  (partial edge blocks), DeepSeek-V3's release layout; other tensors are
+  left to the caller. Fills out (name -> (dtype, bytes)) and returns
+  {scale name: shape}.
 """
 import json, os, struct
 import numpy as np
@@ -51,3 +57,33 @@ def write_shards(out, tensors, shards, dup=None):
         with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}, f, indent=2)
     return total
+
+
+# E4M3FN: the 127 non-negative finite values by code 0x00..0x7E
+_E4M3 = np.array([(m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+                  for e in range(16) for m in range(8)][:127], dtype=np.float64)
+
+
+def to_e4m3(x):
+    ax = np.abs(x.astype(np.float64))
+    i = np.clip(np.searchsorted(_E4M3, ax), 1, 126)
+    lo, hi = _E4M3[i - 1], _E4M3[i]
+    code = np.where(ax - lo <= hi - ax, i - 1, i)
+    code = np.where(ax > _E4M3[126], 126, code)
+    return (code | np.where((x < 0) & (code != 0), 0x80, 0)).astype(np.uint8)
+
+
+def fp8_blocks(out, W, B, rng, quant):
+    shapes = {}
+    for k, x in W.items():
+        if x.ndim != 2 or not quant(k):
+            continue
+        r, c = x.shape
+        sr, sc = -(-r // B), -(-c // B)
+        s = (0.0013 + 0.00041 * rng.random((sr, sc))).astype(np.float32)   # not powers of two
+        full = np.repeat(np.repeat(s, B, 0), B, 1)[:r, :c]
+        out[k] = ("F8_E4M3", to_e4m3(x / full).tobytes())
+        name = k[:-len(".weight")] + ".weight_scale_inv"
+        out[name] = ("F32", s.astype("<f4").tobytes())
+        shapes[name] = [sr, sc]
+    return shapes

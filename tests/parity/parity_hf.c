@@ -9,7 +9,8 @@
  * checkpoints whose float weights have scales too; ANVIL_HF_FP8_PAIRS),
  * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
- * with an MTP layer and F16; ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
+ * with an MTP layer, F16, and block-scaled FP8 with an MTP layer;
+ * ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
  * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS), of tests/hf/qwen3next (Qwen3NextForCausalLM;
  * ANVIL_HF_QWEN3NEXT_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name: OUTTYPE or vocab, after

@@ -108,6 +108,14 @@ ANVIL_API int anvil_hf_output_check(const char *hf_dir, const char *out, anvil_e
  * lends its threads; it must outlive *out. */
 ANVIL_API int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, anvil_error *err);
 
+/* anvil_hf_open_as_gguf of the file `convert --outtype auto` writes with
+ * --mtp (mtp_only) or --no-mtp (no_mtp): the same checks and errors as
+ * anvil_hf_convert's for them (both set: ANVIL_E_INVALID_ARG; either for a
+ * class without MTP export: ANVIL_E_UNSUPPORTED naming it). Both 0: the
+ * same as anvil_hf_open_as_gguf. */
+ANVIL_API int anvil_hf_open_as_gguf_mtp(anvil_ctx *ctx, const char *hf_dir, int mtp_only, int no_mtp,
+                                        anvil_gguf **out, anvil_error *err);
+
 /* Part i (0-based) of n of a split output named like convert's:
  * "<path without .gguf>-00001-of-00003.gguf". */
 ANVIL_API int anvil_hf_part_path(char *buf, size_t cap, const char *path, uint32_t i, uint32_t n);

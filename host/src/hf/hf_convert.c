@@ -804,11 +804,18 @@ static void source_free(void *arg) {
 }
 
 int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, anvil_error *err) {
+    return anvil_hf_open_as_gguf_mtp(ctx, hf_dir, 0, 0, out, err);
+}
+
+int anvil_hf_open_as_gguf_mtp(anvil_ctx *ctx, const char *hf_dir, int mtp_only, int no_mtp, anvil_gguf **out,
+                              anvil_error *err) {
     if (out == NULL || hf_dir == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no folder given");
     *out = NULL;
     hf_source *s = calloc(1, sizeof *s);
     if (s == NULL) return anvil__nomem(err);
     anvil_hf_convert_options_init(&s->o);
+    s->o.mtp_only = mtp_only;
+    s->o.no_mtp = no_mtp;
     s->r.ctx = ctx;
     s->r.o = &s->o;
     s->r.as_source = 1;
