@@ -41,7 +41,7 @@ int hf_mtp_mode(const hf_arch *a, hf_folder *f, int mtp_only, int no_mtp, anvil_
                                 "%s/config.json: --mtp / --no-nextn are not supported for %s (convert_hf_to_gguf.py "
                                 "refuses them too): only Glm4MoeForCausalLM, Qwen3NextForCausalLM and the Qwen3.5 "
                                 "classes export "
-                                "their multi-token-prediction layers; convert without the flag",
+                                "their multi-token-prediction layers; run again without the flag",
                                 f->dir, a->hf_name);
     }
     f->mtp_mode = mtp_only ? HF_MTP_ONLY : HF_MTP_NONE;
