@@ -342,28 +342,51 @@ static int encode(const run *r, const hf_out_tensor *t, const float *x, uint64_t
     }
 }
 
-/* Drop n bytes of a source's mapping from this process once converted:
- * the mapping is read-only and file-backed, so this only frees memory (the
- * page cache keeps the bytes, and a later read of a page shared with the
- * next run faults it back in); RSS stays at one window's sources, not the
- * checkpoint. */
-static void release_bytes(const void *p, uint64_t n) {
-    if (p == NULL || n == 0) return;
+/* Drop bytes [off, off + n) of source tensor t's mapping from this process
+ * once converted: the mapping is read-only and file-backed, so this only
+ * frees memory (the page cache keeps the bytes; a page read again is
+ * faulted back in). The kernel maps the pages around each faulting one
+ * that are cached (fault-around, 64 KiB): RELEASE_MARGIN on each side,
+ * within the part's data, drops those too, or each tensor would keep its
+ * neighbours' edges and RSS would grow with the tensor count. RSS stays at
+ * one window's sources, not the checkpoint. */
+enum { RELEASE_MARGIN = 128u << 10 };
+
+static void release_range(const run *r, const anvil_st_tensor *t, uint64_t off, uint64_t n) {
+    if (t == NULL || t->data == NULL || n == 0) return;
+    uintptr_t lo = 0, hi = 0; /* the data of t's part */
+    const uintptr_t p = (uintptr_t)t->data;
+    for (size_t i = 0; i < r->f.n_parts && hi == 0; ++i) {
+        const anvil_st_tensor *first = anvil_st_tensor_at(r->f.parts[i], 0);
+        if (first == NULL || first->data == NULL) continue;
+        const uintptr_t b = (uintptr_t)first->data - (uintptr_t)first->begin;
+        const uintptr_t e = b + (uintptr_t)anvil_st_data_size(r->f.parts[i]);
+        if (p >= b && p < e) lo = b, hi = e;
+    }
+    if (hi == 0) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t b = (uintptr_t)p & ~(page - 1), e = ((uintptr_t)p + n + page - 1) & ~(page - 1);
-    (void)madvise((void *)b, e - b, MADV_DONTNEED);
+    uintptr_t a = p + (uintptr_t)off, z = p + (uintptr_t)(off + n);
+    a = a - lo > RELEASE_MARGIN ? a - RELEASE_MARGIN : lo;
+    z = hi - z > RELEASE_MARGIN ? z + RELEASE_MARGIN : hi;
+    /* the pages holding [a, z): all within the file's mapping (parts are
+     * mapped whole, from a page boundary: anvil_st_open) */
+    a &= ~(page - 1);
+    z = (z + page - 1) & ~(page - 1);
+    if (z > a) (void)madvise((void *)a, z - a, MADV_DONTNEED);
 }
 
-static void release_source(const anvil_st_tensor *t) { release_bytes(t->data, t->size); }
+static void release_source(const run *r, const anvil_st_tensor *t) {
+    if (t != NULL) release_range(r, t, 0, t->size);
+}
 
 /* Elements [at, at + n) of source tensor s. */
-static void release_elems(const anvil_st_tensor *s, uint64_t at, uint64_t n) {
+static void release_elems(const run *r, const anvil_st_tensor *s, uint64_t at, uint64_t n) {
     if (s->n_elements == 0 || s->size % s->n_elements != 0) {
-        release_source(s);
+        release_source(r, s);
         return;
     }
     const uint64_t es = s->size / s->n_elements;
-    release_bytes((const uint8_t *)s->data + at * es, n * es);
+    release_range(r, s, at * es, n * es);
 }
 
 /* A tensor is made as tasks, each one contiguous run of its output bytes,
@@ -400,16 +423,19 @@ struct tjob {
     /* the kinds' state */
     hf_reader rd;                  /* rows, strided */
     uint64_t per_chunk, row_bytes; /* rows: rows a task, output bytes a row */
+    uint64_t first, end;           /* rows: the rows made; pieces: the output elements made */
     sub_piece *subs;               /* pieces */
 };
 
 /* Where a tensor's bytes go: the part's writer, through buf (cap bytes),
- * or (w NULL) `whole`, the caller's buffer for the whole tensor. */
+ * or (w NULL) `whole`, the caller's buffer for output rows [row0, row0 +
+ * rows) of the tensor (all of them but for source_fill_rows). */
 typedef struct tsink {
     anvil_gguf_writer *w;
     uint8_t *buf;
     uint64_t cap;
     uint8_t *whole;
+    uint64_t row0, rows;
 } tsink;
 
 static void window_task(void *arg, size_t i) {
@@ -437,7 +463,7 @@ static int run_windows(tjob *j, tsink *s, anvil_error *err) {
         size_t k1 = k0 + 1;
         while (k1 < j->n_tasks && j->task_off(j, k1 + 1) - off0 <= cap) ++k1;
         const uint64_t n = j->task_off(j, k1) - off0;
-        if (s->whole != NULL) j->dst = s->whole + off0;
+        if (s->whole != NULL) j->dst = s->whole + (off0 - j->task_off(j, 0));
         else {
             if (n > s->cap) { /* one task larger than a window (a gpt-oss expert) */
                 free(s->buf);
@@ -524,15 +550,15 @@ static uint64_t row_source(const tjob *j, uint64_t x) {
 /* ---- rows: a tensor whose rows move (hf_out_tensor's row maps) ---- */
 
 static uint64_t rows_off(const tjob *j, size_t k) {
-    const uint64_t r0 = (uint64_t)k * j->per_chunk;
-    return (r0 < j->rd.rows ? r0 : j->rd.rows) * j->row_bytes;
+    const uint64_t r0 = j->first + (uint64_t)k * j->per_chunk;
+    return (r0 < j->end ? r0 : j->end) * j->row_bytes;
 }
 
 /* Task k: rows [k * per_chunk, ...) decoded (moved as the maps say),
  * checked for NaN/Inf, encoded. */
 static void rows_task(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rcp) {
-    const uint64_t L = j->rd.row_len, r0 = (uint64_t)k * j->per_chunk;
-    const uint64_t nr = j->rd.rows - r0 < j->per_chunk ? j->rd.rows - r0 : j->per_chunk;
+    const uint64_t L = j->rd.row_len, r0 = j->first + (uint64_t)k * j->per_chunk;
+    const uint64_t nr = j->end - r0 < j->per_chunk ? j->end - r0 : j->per_chunk;
     const hf_out_tensor *t = j->t;
     float *a = malloc(nr * L * sizeof *a + 1);
     float *row = t->vr_k > 0 && t->vr_cols ? malloc(L * sizeof *row + 1) : NULL;
@@ -562,15 +588,16 @@ static void rows_task(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rc
 
 /* The source rows the window's rows came from, as one span. */
 static void rows_release(const tjob *j, size_t k0, size_t k1) {
-    const uint64_t a = (uint64_t)k0 * j->per_chunk;
-    const uint64_t b = (uint64_t)k1 * j->per_chunk < j->rd.rows ? (uint64_t)k1 * j->per_chunk : j->rd.rows;
+    const uint64_t a = j->first + (uint64_t)k0 * j->per_chunk;
+    const uint64_t b = j->first + (uint64_t)k1 * j->per_chunk < j->end ? j->first + (uint64_t)k1 * j->per_chunk
+                                                                       : j->end;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (uint64_t x = a; x < b; ++x) {
         const uint64_t sr = row_source(j, x);
         lo = sr < lo ? sr : lo;
         hi = sr > hi ? sr : hi;
     }
-    if (lo <= hi) release_elems(j->rd.s->st, lo * j->rd.row_len, (hi - lo + 1) * j->rd.row_len);
+    if (lo <= hi) release_elems(j->r, j->rd.s->st, lo * j->rd.row_len, (hi - lo + 1) * j->rd.row_len);
 }
 
 static int convert_rows(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
@@ -580,7 +607,10 @@ static int convert_rows(const run *r, const hf_out_tensor *t, tsink *s, anvil_er
     if (rc == ANVIL_OK && t->n_elements / L < j.rd.rows) j.rd.rows = t->n_elements / L; /* the first rows */
     j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
     j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
-    j.n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);
+    /* output rows are source rows here (2-D, or rows of ne[0]... as the source's) */
+    j.first = s->row0 < j.rd.rows ? s->row0 : j.rd.rows;
+    j.end = s->rows < j.rd.rows - j.first ? j.first + s->rows : j.rd.rows;
+    j.n_tasks = (size_t)((j.end - j.first + j.per_chunk - 1) / j.per_chunk);
     if (rc == ANVIL_OK) rc = run_windows(&j, s, err);
     hf_reader_close(&j.rd);
     return rc;
@@ -594,7 +624,7 @@ static uint64_t subs_off(const tjob *j, size_t k) {
     const uint64_t rows = j->t->ne[0] ? j->t->n_elements / j->t->ne[0] : 0;
     if (rows == 0) return 0;
     const uint64_t row_bytes = tensor_bytes(j->t) / rows;
-    const uint64_t out = k < j->n_tasks ? j->subs[k].out : j->t->n_elements;
+    const uint64_t out = k < j->n_tasks ? j->subs[k].out : j->end;
     return out / j->t->ne[0] * row_bytes;
 }
 
@@ -635,30 +665,37 @@ static void subs_task(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rc
 
 static void subs_release(const tjob *j, size_t k0, size_t k1) {
     for (size_t k = k0; k < k1; ++k)
-        release_elems(j->r->f.tensors[j->subs[k].src].st, j->subs[k].off, j->subs[k].len);
+        release_elems(j->r, j->r->f.tensors[j->subs[k].src].st, j->subs[k].off, j->subs[k].len);
 }
 
 static int convert_subs(const run *r, const hf_out_tensor *t, const hf_piece *ps, size_t n, tsink *s,
                         anvil_error *err) {
     const uint64_t ne0 = t->ne[0] ? t->ne[0] : 1;
     const uint64_t most = CHUNK_ELEMS / ne0 > 0 ? CHUNK_ELEMS / ne0 * ne0 : ne0;
+    /* the output elements asked for: whole rows (a transposed piece whole) */
+    const uint64_t rows = t->n_elements / ne0, r0 = s->row0 < rows ? s->row0 : rows;
+    const uint64_t lo = r0 * ne0, hi = (s->rows < rows - r0 ? r0 + s->rows : rows) * ne0;
     size_t n_subs = 0;
-    for (size_t i = 0; i < n; ++i) n_subs += t->tr_rows > 0 ? 1 : (size_t)((ps[i].len + most - 1) / most);
+    for (size_t i = 0; i < n; ++i) n_subs += t->tr_rows > 0 ? 1 : (size_t)((ps[i].len + most - 1) / most) + 2;
     tjob j = { .r = r, .t = t, .task = subs_task, .task_off = subs_off, .release = subs_release };
     j.subs = malloc((n_subs + 1) * sizeof *j.subs);
     if (j.subs == NULL) return anvil__nomem(err);
+    j.end = hi;
     uint64_t out = 0;
     for (size_t i = 0; i < n; ++i) {
-        for (uint64_t at = 0; at < ps[i].len;) {
-            const uint64_t len = t->tr_rows > 0 || ps[i].len - at < most ? ps[i].len - at : most;
-            j.subs[j.n_tasks++] = (sub_piece){ ps[i].src, ps[i].off + at, len, out };
+        /* this piece's part of [lo, hi) */
+        const uint64_t a = lo > out ? (lo - out < ps[i].len ? lo - out : ps[i].len) : 0;
+        const uint64_t b = hi > out ? (hi - out < ps[i].len ? hi - out : ps[i].len) : 0;
+        for (uint64_t at = a; at < b;) {
+            const uint64_t len = t->tr_rows > 0 || b - at < most ? b - at : most;
+            j.subs[j.n_tasks++] = (sub_piece){ ps[i].src, ps[i].off + at, len, out + at };
             at += len;
-            out += len;
         }
+        out += ps[i].len;
     }
     const int rc = run_windows(&j, s, err);
     for (size_t i = 0; i < n; ++i)
-        if (r->f.tensors[ps[i].src].scale != NULL) release_source(r->f.tensors[ps[i].src].scale);
+        if (r->f.tensors[ps[i].src].scale != NULL) release_source(r, r->f.tensors[ps[i].src].scale);
     free(j.subs);
     return rc;
 }
@@ -696,8 +733,8 @@ static void mxfp4_release(const tjob *j, size_t e0, size_t e1) {
     const anvil_st_tensor *bt = j->r->f.tensors[j->t->src].st, *st = j->r->f.tensors[j->t->mx_scales].st;
     const uint64_t per = bt->shape[0] ? bt->n_elements / bt->shape[0] : 0;
     const uint64_t sper = st->shape[0] ? st->n_elements / st->shape[0] : 0;
-    release_elems(bt, e0 * per, (e1 - e0) * per);
-    release_elems(st, e0 * sper, (e1 - e0) * sper);
+    release_elems(j->r, bt, e0 * per, (e1 - e0) * per);
+    release_elems(j->r, st, e0 * sper, (e1 - e0) * sper);
 }
 
 static int convert_mxfp4(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
@@ -730,7 +767,7 @@ static void strided_task(tjob *j, size_t e, uint8_t *dst, anvil_error *err, int 
 static uint64_t strided_off(const tjob *j, size_t e) { return tensor_bytes(j->t) / j->rd.rows * e; }
 
 static void strided_release(const tjob *j, size_t e0, size_t e1) {
-    release_elems(j->rd.s->st, e0 * j->rd.row_len, (e1 - e0) * j->rd.row_len);
+    release_elems(j->r, j->rd.s->st, e0 * j->rd.row_len, (e1 - e0) * j->rd.row_len);
 }
 
 static int convert_strided(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
@@ -765,8 +802,8 @@ static int convert_tensor(const run *r, const hf_out_tensor *t, tsink *s, anvil_
         const hf_piece whole = { t->src, 0, t->n_elements };
         rc = convert_subs(r, t, &whole, 1, s, err);
     }
-    release_source(src->st);
-    if (src->scale != NULL) release_source(src->scale);
+    release_source(r, src->st);
+    if (src->scale != NULL) release_source(r, src->scale);
     return rc;
 }
 
@@ -802,7 +839,7 @@ static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_erro
 }
 
 static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
-    tsink s = { 0 };
+    tsink s = { .rows = UINT64_MAX };
     s.cap = window_cap(r);
     s.buf = malloc(s.cap + 1);
     int rc =
@@ -926,8 +963,40 @@ static int source_fill(void *arg, size_t i, void *dst, uint64_t n, anvil_error *
         return anvil__error_set(err, ANVIL_E_INTERNAL, "converted tensor %zu: no such tensor of %llu bytes", i,
                                 (unsigned long long)n);
     }
-    tsink sink = { .whole = dst };
+    tsink sink = { .whole = dst, .rows = UINT64_MAX };
     return convert_tensor(&s->r, &s->r.ts[i], &sink, err);
+}
+
+/* Tensors whose output rows convert_tensor makes a range of: a plain one,
+ * stacked experts or a fused half (not transposed per piece), and a 2-D
+ * one whose rows move (each output row one source row). */
+static int rows_ok(const hf_out_tensor *t, const run *r) {
+    if (t->generated != NULL || t->mxfp4 || t->strided || t->ne[0] == 0) return 0;
+    if (t->pieces != NULL) return t->tr_rows == 0;
+    if (t->permute_heads > 0 || t->vr_k > 0 || t->qz_k > 0) {
+        const anvil_st_tensor *st = r->f.tensors[t->src].st;
+        return t->n_dims == 2 && st->rank == 2 && st->shape[1] == t->ne[0] && !t->vr_cols;
+    }
+    return 1;
+}
+
+static int source_rows_ok(void *arg, size_t i) {
+    const hf_source *s = arg;
+    return i < s->r.n_ts && rows_ok(&s->r.ts[i], &s->r);
+}
+
+static int source_fill_rows(void *arg, size_t i, uint64_t row0, uint64_t n_rows, void *dst, uint64_t n,
+                            anvil_error *err) {
+    hf_source *s = arg;
+    const hf_out_tensor *t = i < s->r.n_ts ? &s->r.ts[i] : NULL;
+    const uint64_t rows = t != NULL && t->ne[0] ? t->n_elements / t->ne[0] : 0;
+    if (t == NULL || !rows_ok(t, &s->r) || row0 > rows || n_rows > rows - row0 ||
+        tensor_bytes(t) / rows * n_rows != n) {
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "converted tensor %zu: no rows %llu..+%llu of %llu bytes", i,
+                                (unsigned long long)row0, (unsigned long long)n_rows, (unsigned long long)n);
+    }
+    tsink sink = { .whole = dst, .row0 = row0, .rows = n_rows };
+    return convert_tensor(&s->r, t, &sink, err);
 }
 
 static void source_free(void *arg) {
@@ -957,6 +1026,7 @@ int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, 
     if (rc == ANVIL_OK) {
         rc = anvil__gguf_open_source(out, header, size, file_size, source_fill, source_free, s, ctx, err);
     }
+    if (rc == ANVIL_OK) anvil__gguf_source_rows(*out, source_fill_rows, source_rows_ok);
     free(header);
     anvil_gguf_writer_free(w);
     if (rc != ANVIL_OK) source_free(s);
