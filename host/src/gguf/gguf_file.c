@@ -493,6 +493,36 @@ int anvil__gguf_open_source(anvil_gguf **out, const void *header, size_t header_
 
 int anvil__gguf_has_source(const anvil_gguf *g) { return g != NULL && g->source.fill != NULL; }
 
+void anvil__gguf_source_rows(anvil_gguf *g, anvil__gguf_fill_rows_fn fill_rows, anvil__gguf_rows_ok_fn rows_ok) {
+    if (g != NULL && g->source.fill != NULL) {
+        g->source.fill_rows = fill_rows;
+        g->source.rows_ok = rows_ok;
+    }
+}
+
+static int own_tensor(const anvil_gguf *g, const anvil_gguf_tensor *t) {
+    return g != NULL && t != NULL && t >= g->tensors && t < g->tensors + g->n_tensors;
+}
+
+int anvil__gguf_can_fill_rows(const anvil_gguf *g, const anvil_gguf_tensor *t) {
+    return own_tensor(g, t) && g->source.fill_rows != NULL && g->source.rows_ok != NULL && t->ne[0] > 0 &&
+           g->source.rows_ok(g->source.arg, (size_t)(t - g->tensors));
+}
+
+int anvil__gguf_fill_rows(const anvil_gguf *g, const anvil_gguf_tensor *t, uint64_t row0, uint64_t n_rows, void *dst,
+                          anvil_error *err) {
+    if (!anvil__gguf_can_fill_rows(g, t)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil__gguf_fill_rows: not a tensor filled by rows");
+    }
+    const uint64_t rows = t->n_elements / t->ne[0];
+    if (row0 > rows || n_rows > rows - row0) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': rows %" PRIu64 "..+%" PRIu64 " of %" PRIu64,
+                                t->name, row0, n_rows, rows);
+    }
+    return g->source.fill_rows(g->source.arg, (size_t)(t - g->tensors), row0, n_rows, dst, t->n_bytes / rows * n_rows,
+                               err);
+}
+
 int anvil__gguf_fill(const anvil_gguf *g, const anvil_gguf_tensor *t, void *dst, anvil_error *err) {
     if (g == NULL || t == NULL || t < g->tensors || t >= g->tensors + g->n_tensors) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "anvil__gguf_fill: not a tensor of this file");

@@ -24,8 +24,17 @@
 /* Fill tensor `index` (directory order) into dst (n_bytes bytes). */
 typedef int (*anvil__gguf_fill_fn)(void *arg, size_t index, void *dst, uint64_t n_bytes, anvil_error *err);
 
+/* Optional: output rows [row0, row0 + n_rows) of tensor `index` (rows of
+ * ne[0] values, n_bytes in its stored type), for a tensor rows_ok says
+ * 1 for: what the whole fill would hold there. */
+typedef int (*anvil__gguf_fill_rows_fn)(void *arg, size_t index, uint64_t row0, uint64_t n_rows, void *dst,
+                                        uint64_t n_bytes, anvil_error *err);
+typedef int (*anvil__gguf_rows_ok_fn)(void *arg, size_t index);
+
 typedef struct anvil__gguf_source {
     anvil__gguf_fill_fn fill;
+    anvil__gguf_fill_rows_fn fill_rows; /* NULL: whole tensors only */
+    anvil__gguf_rows_ok_fn rows_ok;
     void (*free_arg)(void *arg);
     void *arg;
     uint8_t *header; /* owned copy of the header bytes */
@@ -37,6 +46,14 @@ typedef struct anvil__gguf_source {
 int anvil__gguf_open_source(anvil_gguf **out, const void *header, size_t header_size, uint64_t file_size,
                             anvil__gguf_fill_fn fill, void (*free_arg)(void *), void *arg, const anvil_ctx *ctx,
                             anvil_error *err);
+/* Give g's source (anvil__gguf_open_source) a row-range fill. */
+void anvil__gguf_source_rows(anvil_gguf *g, anvil__gguf_fill_rows_fn fill_rows, anvil__gguf_rows_ok_fn rows_ok);
+/* 1 when tensor t of g (source-filled) can be filled a range of rows at
+ * a time; then anvil__gguf_fill_rows puts rows [row0, row0 + n_rows) of
+ * it (n_rows * its row bytes) into dst. */
+int anvil__gguf_can_fill_rows(const anvil_gguf *g, const anvil_gguf_tensor *t);
+int anvil__gguf_fill_rows(const anvil_gguf *g, const anvil_gguf_tensor *t, uint64_t row0, uint64_t n_rows, void *dst,
+                          anvil_error *err);
 /* 1 when g's tensor data comes from a source (data pointers are NULL). */
 int anvil__gguf_has_source(const anvil_gguf *g);
 /* Tensor t of g (one of g's own) into dst: from its source, or copied

@@ -50,7 +50,8 @@ struct anvil_gguf_writer {
     gguf_name_index tensor_index;
     uint32_t alignment;
     gguf_wstate state;
-    size_t next; /* streaming: next tensor expected */
+    size_t next;      /* streaming: next tensor expected */
+    uint64_t partial; /* streaming: bytes of tensor `next` written by gguf_writer_stream_part */
     gguf_sink sink;
     anvil_gguf_progress_fn progress; /* after each tensor written; may be NULL */
     void *progress_arg;
@@ -73,6 +74,13 @@ int gguf_sink_write(gguf_sink *s, const void *data, uint64_t n, anvil_error *err
 int gguf_sink_flush(gguf_sink *s, anvil_error *err);
 int gguf_sink_commit(gguf_sink *s, anvil_error *err);
 void gguf_sink_discard(gguf_sink *s);
+
+/* Streaming a tensor in pieces (bounded memory): size bytes of tensor
+ * `next`, after the partial bytes already written; the tensor counts as
+ * written (padded, progress reported) once its last byte is. A piece past
+ * the tensor's end, or stream_tensor while one is partly written, is an
+ * error that aborts the stream, as for stream_tensor. */
+int gguf_writer_stream_part(anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err);
 
 /* Offsets of tensor i's data relative to the data section. */
 /* gguf_writer_output.c: close and remove a stream's temp file (writer free/abort). */

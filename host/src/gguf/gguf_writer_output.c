@@ -253,6 +253,7 @@ void gguf_writer_stream_cleanup(anvil_gguf_writer *w) {
         sink_discard(&w->sink);
         w->state = GGUF_W_BUILDING;
         w->next = 0;
+        w->partial = 0;
     }
 }
 
@@ -293,6 +294,7 @@ ANVIL_API int anvil_gguf_writer_stream_begin(anvil_gguf_writer *w, const char *p
     }
     w->state = GGUF_W_STREAMING;
     w->next = 0;
+    w->partial = 0;
     w->bytes_done = 0;
     w->bytes_total = 0;
     for (size_t i = 0; i < w->n_tensors; ++i) {
@@ -315,6 +317,11 @@ static int stream_one(anvil_gguf_writer *w, const void *data, uint64_t size, anv
                                 size, w->n_tensors);
     }
     const gguf_wtensor *t = &w->tensors[w->next];
+    if (w->partial != 0) {
+        return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
+                                "tensor '%s' (%zu of %zu) was written whole after %" PRIu64 " of its bytes", t->name,
+                                w->next + 1, w->n_tensors, w->partial);
+    }
     if (size != t->n_bytes) {
         return anvil__error_set(err, ANVIL_E_GGUF_WRITER,
                                 "tensor '%s' (%zu of %zu) is %" PRIu64 " bytes but %" PRIu64 " bytes were written",
@@ -347,6 +354,52 @@ ANVIL_API int anvil_gguf_writer_stream_tensor(anvil_gguf_writer *w, const void *
         return anvil__error_set(err, ANVIL_E_STATE, "no stream was begun");
     }
     const int rc = stream_one(w, data, size, err);
+    if (rc != ANVIL_OK) {
+        gguf_writer_stream_cleanup(w);
+    }
+    return rc;
+}
+
+int gguf_writer_stream_part(anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err) {
+    if (w == NULL) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG, "NULL writer");
+    }
+    if (w->state != GGUF_W_STREAMING) {
+        return anvil__error_set(err, ANVIL_E_STATE, "no stream was begun");
+    }
+    int rc = ANVIL_OK;
+    if (w->next >= w->n_tensors) {
+        rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
+                              "%" PRIu64
+                              " extra bytes were written, but all %zu declared tensors were already written",
+                              size, w->n_tensors);
+    } else if (size > w->tensors[w->next].n_bytes - w->partial) {
+        const gguf_wtensor *t = &w->tensors[w->next];
+        rc = anvil__error_set(err, ANVIL_E_GGUF_WRITER,
+                              "tensor '%s' (%zu of %zu) is %" PRIu64 " bytes but %" PRIu64 " bytes were written",
+                              t->name, w->next + 1, w->n_tensors, t->n_bytes, w->partial + size);
+    } else if (data == NULL && size > 0) {
+        rc = anvil__error_set(err, ANVIL_E_INVALID_ARG, "tensor '%s': NULL data", w->tensors[w->next].name);
+    }
+    if (rc == ANVIL_OK && size > 0) {
+        rc = sink_write(&w->sink, data, size, err);
+    }
+    if (rc == ANVIL_OK) {
+        w->partial += size;
+    }
+    const gguf_wtensor *t = rc == ANVIL_OK ? &w->tensors[w->next] : NULL;
+    if (t != NULL && w->partial == t->n_bytes) {
+        rc = sink_pad(&w->sink, w->alignment, err);
+        if (rc == ANVIL_OK) {
+            w->partial = 0;
+            w->next++;
+            w->bytes_done += t->n_bytes;
+            if (w->progress != NULL) {
+                const anvil_gguf_progress p = { w->next, w->n_tensors, w->bytes_done, w->bytes_total, t->name, 1, 1 };
+                w->progress(w->progress_arg, &p);
+            }
+        }
+    }
     if (rc != ANVIL_OK) {
         gguf_writer_stream_cleanup(w);
     }

@@ -342,27 +342,162 @@ static int encode(const run *r, const hf_out_tensor *t, const float *x, uint64_t
     }
 }
 
-/* Drop a source tensor's pages from this process once converted: the
- * mapping is read-only and file-backed, so this only frees memory (the page
- * cache keeps the bytes); RSS stays at a few tensors, not the checkpoint. */
-static void release_source(const anvil_st_tensor *t) {
+/* Drop bytes [off, off + n) of source tensor t's mapping from this process
+ * once converted: the mapping is read-only and file-backed, so this only
+ * frees memory (the page cache keeps the bytes; a page read again is
+ * faulted back in). The kernel maps the pages around each faulting one
+ * that are cached (fault-around, 64 KiB): RELEASE_MARGIN on each side,
+ * within the part's data, drops those too, or each tensor would keep its
+ * neighbours' edges and RSS would grow with the tensor count. RSS stays at
+ * one window's sources, not the checkpoint. */
+enum { RELEASE_MARGIN = 128u << 10 };
+
+static void release_range(const run *r, const anvil_st_tensor *t, uint64_t off, uint64_t n) {
+    if (t == NULL || t->data == NULL || n == 0) return;
+    uintptr_t lo = 0, hi = 0; /* the data of t's part */
+    const uintptr_t p = (uintptr_t)t->data;
+    for (size_t i = 0; i < r->f.n_parts && hi == 0; ++i) {
+        const anvil_st_tensor *first = anvil_st_tensor_at(r->f.parts[i], 0);
+        if (first == NULL || first->data == NULL) continue;
+        const uintptr_t b = (uintptr_t)first->data - (uintptr_t)first->begin;
+        const uintptr_t e = b + (uintptr_t)anvil_st_data_size(r->f.parts[i]);
+        if (p >= b && p < e) lo = b, hi = e;
+    }
+    if (hi == 0) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t b = (uintptr_t)t->data & ~(page - 1), e = ((uintptr_t)t->data + t->size + page - 1) & ~(page - 1);
-    if (t->size > 0) (void)madvise((void *)b, e - b, MADV_DONTNEED);
+    uintptr_t a = p + (uintptr_t)off, z = p + (uintptr_t)(off + n);
+    a = a - lo > RELEASE_MARGIN ? a - RELEASE_MARGIN : lo;
+    z = hi - z > RELEASE_MARGIN ? z + RELEASE_MARGIN : hi;
+    /* the pages holding [a, z): all within the file's mapping (parts are
+     * mapped whole, from a page boundary: anvil_st_open) */
+    a &= ~(page - 1);
+    z = (z + page - 1) & ~(page - 1);
+    if (z > a) (void)madvise((void *)a, z - a, MADV_DONTNEED);
 }
 
-enum { CHUNK_ELEMS = 1 << 20 }; /* f32 values a task decodes at a time (4 MiB) */
+static void release_source(const run *r, const anvil_st_tensor *t) {
+    if (t != NULL) release_range(r, t, 0, t->size);
+}
 
-/* One tensor's conversion split into tasks of whole rows. */
-typedef struct conv_job {
+/* Elements [at, at + n) of source tensor s. */
+static void release_elems(const run *r, const anvil_st_tensor *s, uint64_t at, uint64_t n) {
+    if (s->n_elements == 0 || s->size % s->n_elements != 0) {
+        release_source(r, s);
+        return;
+    }
+    const uint64_t es = s->size / s->n_elements;
+    release_range(r, s, at * es, n * es);
+}
+
+/* A tensor is made as tasks, each one contiguous run of its output bytes,
+ * in order; the tasks run a window at a time (on the context's threads),
+ * each window's bytes written out (or into the caller's whole-tensor
+ * buffer) and its sources released before the next. Memory is bounded by
+ * one window, whatever the tensor's size: WINDOW_BYTES of output (or one
+ * task's, when larger: CHUNK_ELEMS values, one expert for gpt-oss's), each
+ * running task's CHUNK_ELEMS f32 scratch, and the window's source pages. */
+enum { CHUNK_ELEMS = 1 << 20 };   /* f32 values a task decodes at a time (4 MiB) */
+enum { WINDOW_BYTES = 8u << 20 }; /* output bytes a window makes (at least; 2 tasks a thread) */
+
+/* A composed or plain tensor's run: n elements of source src from
+ * element off, making output elements from out on. */
+typedef struct sub_piece {
+    int src;
+    uint64_t off, len, out;
+} sub_piece;
+
+typedef struct tjob tjob;
+struct tjob {
     const run *r;
     const hf_out_tensor *t;
-    hf_reader rd;
-    uint64_t per_chunk, row_bytes;
+    size_t n_tasks;
+    void (*task)(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rc);
+    uint64_t (*task_off)(const tjob *j, size_t k); /* task k's first byte; k == n_tasks: the size */
+    void (*release)(const tjob *j, size_t k0, size_t k1);
+    /* the window being run */
+    size_t base;
     uint8_t *dst;
-    int *rc;           /* per task */
-    anvil_error *errs; /* per task */
-} conv_job;
+    uint64_t dst_off;
+    int *rc;
+    anvil_error *errs;
+    /* the kinds' state */
+    hf_reader rd;                  /* rows, strided */
+    uint64_t per_chunk, row_bytes; /* rows: rows a task, output bytes a row */
+    uint64_t first, end;           /* rows: the rows made; pieces: the output elements made */
+    sub_piece *subs;               /* pieces */
+};
+
+/* Where a tensor's bytes go: the part's writer, through buf (cap bytes),
+ * or (w NULL) `whole`, the caller's buffer for output rows [row0, row0 +
+ * rows) of the tensor (all of them but for source_fill_rows). */
+typedef struct tsink {
+    anvil_gguf_writer *w;
+    uint8_t *buf;
+    uint64_t cap;
+    uint8_t *whole;
+    uint64_t row0, rows;
+} tsink;
+
+static void window_task(void *arg, size_t i) {
+    tjob *j = arg;
+    const size_t k = j->base + i;
+    j->task(j, k, j->dst + (j->task_off(j, k) - j->dst_off), &j->errs[i], &j->rc[i]);
+}
+
+/* The largest number of bytes one window holds (the buffer run_windows
+ * needs). */
+static uint64_t window_cap(const run *r) {
+    const unsigned th = r->ctx != NULL ? anvil_ctx_threads(r->ctx) : 1;
+    const uint64_t w = (uint64_t)th * CHUNK_ELEMS * 4; /* two bf16 tasks a thread */
+    return w > WINDOW_BYTES ? w : WINDOW_BYTES;
+}
+
+static int run_windows(tjob *j, tsink *s, anvil_error *err) {
+    const run *r = j->r;
+    const uint64_t cap = window_cap(r);
+    j->rc = calloc(j->n_tasks + 1, sizeof *j->rc);
+    j->errs = calloc(j->n_tasks + 1, sizeof *j->errs);
+    int rc = j->rc == NULL || j->errs == NULL ? anvil__nomem(err) : ANVIL_OK;
+    for (size_t k0 = 0; k0 < j->n_tasks && rc == ANVIL_OK;) {
+        const uint64_t off0 = j->task_off(j, k0);
+        size_t k1 = k0 + 1;
+        while (k1 < j->n_tasks && j->task_off(j, k1 + 1) - off0 <= cap) ++k1;
+        const uint64_t n = j->task_off(j, k1) - off0;
+        if (s->whole != NULL) j->dst = s->whole + (off0 - j->task_off(j, 0));
+        else {
+            if (n > s->cap) { /* one task larger than a window (a gpt-oss expert) */
+                free(s->buf);
+                s->buf = malloc(n + 1);
+                s->cap = s->buf != NULL ? n : 0;
+                if (s->buf == NULL) {
+                    rc = anvil__error_set(err, ANVIL_E_NOMEM, "tensor %s: out of memory (%llu bytes)", j->t->name,
+                                          (unsigned long long)n);
+                    break;
+                }
+            }
+            j->dst = s->buf;
+        }
+        j->base = k0;
+        j->dst_off = off0;
+        if (r->ctx != NULL && k1 - k0 > 1) rc = anvil_ctx_run_tasks(r->ctx, k1 - k0, window_task, j);
+        else
+            for (size_t i = 0; i < k1 - k0; ++i) window_task(j, i);
+        for (size_t i = 0; i < k1 - k0 && rc == ANVIL_OK; ++i) {
+            if (j->rc[i] != ANVIL_OK) {
+                *err = j->errs[i];
+                rc = j->rc[i];
+            }
+        }
+        if (rc == ANVIL_OK && s->w != NULL) rc = gguf_writer_stream_part(s->w, j->dst, n, err);
+        if (j->release != NULL) j->release(j, k0, k1);
+        k0 = k1;
+    }
+    /* an empty tensor is written as such */
+    if (rc == ANVIL_OK && s->w != NULL && j->n_tasks == 0) rc = gguf_writer_stream_part(s->w, NULL, 0, err);
+    free(j->rc);
+    free(j->errs);
+    return rc;
+}
 
 /* Gemma's norms: data_torch + shift as prepare_tensors hands it to
  * modify_tensors -- bf16 already widened to float32 (the sum in float32),
@@ -402,28 +537,39 @@ static void neg_exp_values(float *a, uint64_t n, int dtype) {
     }
 }
 
-/* Task k: rows [k * per_chunk, ...) decoded (permuted for llama's Q/K),
- * checked for NaN/Inf, encoded into their place in dst. */
-static void conv_task(void *arg, size_t k) {
-    conv_job *j = arg;
-    const uint64_t L = j->rd.row_len, r0 = (uint64_t)k * j->per_chunk;
-    const uint64_t nr = j->rd.rows - r0 < j->per_chunk ? j->rd.rows - r0 : j->per_chunk;
-    float *a = malloc(nr * L * sizeof *a + 1);
-    if (a == NULL) {
-        j->rc[k] = anvil__nomem(&j->errs[k]);
-        return;
-    }
+/* Output row x's source row (llama's Q/K permutation, Qwen3.5's V heads,
+ * Qwen3-Next's split). */
+static uint64_t row_source(const tjob *j, uint64_t x) {
     const hf_out_tensor *t = j->t;
+    uint64_t sr = source_row(x, j->rd.rows, t->permute_heads);
+    if (t->vr_k > 0 && !t->vr_cols) sr = vr_source(t, sr);
+    if (t->qz_k > 0) sr = qz_source(t, sr);
+    return sr;
+}
+
+/* ---- rows: a tensor whose rows move (hf_out_tensor's row maps) ---- */
+
+static uint64_t rows_off(const tjob *j, size_t k) {
+    const uint64_t r0 = j->first + (uint64_t)k * j->per_chunk;
+    return (r0 < j->end ? r0 : j->end) * j->row_bytes;
+}
+
+/* Task k: rows [k * per_chunk, ...) decoded (moved as the maps say),
+ * checked for NaN/Inf, encoded. */
+static void rows_task(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rcp) {
+    const uint64_t L = j->rd.row_len, r0 = j->first + (uint64_t)k * j->per_chunk;
+    const uint64_t nr = j->end - r0 < j->per_chunk ? j->end - r0 : j->per_chunk;
+    const hf_out_tensor *t = j->t;
+    float *a = malloc(nr * L * sizeof *a + 1);
     float *row = t->vr_k > 0 && t->vr_cols ? malloc(L * sizeof *row + 1) : NULL;
-    if (t->vr_k > 0 && t->vr_cols && row == NULL) {
+    if (a == NULL || (t->vr_k > 0 && t->vr_cols && row == NULL)) {
         free(a);
-        j->rc[k] = anvil__nomem(&j->errs[k]);
+        free(row);
+        *rcp = anvil__nomem(err);
         return;
     }
     for (uint64_t i = 0; i < nr; ++i) {
-        uint64_t sr = source_row(r0 + i, j->rd.rows, t->permute_heads);
-        if (t->vr_k > 0 && !t->vr_cols) sr = vr_source(t, sr);
-        if (t->qz_k > 0) sr = qz_source(t, sr);
+        const uint64_t sr = row_source(j, r0 + i);
         if (row == NULL) {
             hf_reader_row(&j->rd, sr, a + i * L);
             continue;
@@ -432,42 +578,60 @@ static void conv_task(void *arg, size_t k) {
         for (uint64_t c = 0; c < L; ++c) a[i * L + c] = row[vr_source(t, c)];
     }
     free(row);
-    int rc = check_finite(j->r, j->t->src, a, nr * L, r0 * L, &j->errs[k]);
+    int rc = check_finite(j->r, t->src, a, nr * L, r0 * L, err);
     if (rc == ANVIL_OK && t->neg_exp) neg_exp_values(a, nr * L, j->rd.s->st->dtype);
-    if (rc == ANVIL_OK && j->t->shift != 0.0f) shift_values(a, nr * L, j->t->shift, j->rd.s->st->dtype);
-    if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, nr * L, j->dst + r0 * j->row_bytes, &j->errs[k]);
-    j->rc[k] = rc;
+    if (rc == ANVIL_OK && t->shift != 0.0f) shift_values(a, nr * L, t->shift, j->rd.s->st->dtype);
+    if (rc == ANVIL_OK) rc = encode(j->r, t, a, nr * L, dst, err);
+    *rcp = rc;
     free(a);
 }
 
-/* A composed tensor (hf_moe.c): piece k read from its source (the rows
- * that hold it, decoded as hf_reader does), checked, encoded at its place.
- * Every piece is whole rows of the output (a multiple of ne[0]). */
-typedef struct piece_job {
-    const run *r;
-    const hf_out_tensor *t;
-    uint8_t *dst;
-    int *rc;
-    anvil_error *errs;
-} piece_job;
-
-static int piece_read(const run *r, const hf_piece *p, float *a, anvil_error *err) {
-    hf_reader rd;
-    int rc = hf_reader_open(&rd, &r->f, &r->f.tensors[p->src], err);
-    const uint64_t L = rd.row_len;
-    float *row = rc == ANVIL_OK ? malloc(L * sizeof *row + 1) : NULL;
-    if (rc == ANVIL_OK && row == NULL) rc = anvil__nomem(err);
-    for (uint64_t at = p->off; rc == ANVIL_OK && at < p->off + p->len;) {
-        const uint64_t rw = at / L, c = at % L;
-        const uint64_t take = L - c < p->off + p->len - at ? L - c : p->off + p->len - at;
-        if (c == 0 && take == L) hf_reader_row(&rd, rw, a + (at - p->off));
-        else {
-            hf_reader_row(&rd, rw, row);
-            memcpy(a + (at - p->off), row + c, take * sizeof *row);
-        }
-        at += take;
+/* The source rows the window's rows came from, as one span. */
+static void rows_release(const tjob *j, size_t k0, size_t k1) {
+    const uint64_t a = j->first + (uint64_t)k0 * j->per_chunk;
+    const uint64_t b = j->first + (uint64_t)k1 * j->per_chunk < j->end ? j->first + (uint64_t)k1 * j->per_chunk
+                                                                       : j->end;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t x = a; x < b; ++x) {
+        const uint64_t sr = row_source(j, x);
+        lo = sr < lo ? sr : lo;
+        hi = sr > hi ? sr : hi;
     }
-    free(row);
+    if (lo <= hi) release_elems(j->r, j->rd.s->st, lo * j->rd.row_len, (hi - lo + 1) * j->rd.row_len);
+}
+
+static int convert_rows(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
+    tjob j = { .r = r, .t = t, .task = rows_task, .task_off = rows_off, .release = rows_release };
+    int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
+    const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
+    if (rc == ANVIL_OK && t->n_elements / L < j.rd.rows) j.rd.rows = t->n_elements / L; /* the first rows */
+    j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
+    j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
+    /* output rows are source rows here (2-D, or rows of ne[0]... as the source's) */
+    j.first = s->row0 < j.rd.rows ? s->row0 : j.rd.rows;
+    j.end = s->rows < j.rd.rows - j.first ? j.first + s->rows : j.rd.rows;
+    j.n_tasks = (size_t)((j.end - j.first + j.per_chunk - 1) / j.per_chunk);
+    if (rc == ANVIL_OK) rc = run_windows(&j, s, err);
+    hf_reader_close(&j.rd);
+    return rc;
+}
+
+/* ---- pieces: runs of sources in order (experts stacked, a fused gate_up
+ * halved, or a plain tensor as one run), each cut into runs of whole output
+ * rows of at most CHUNK_ELEMS values (a transposed one is kept whole) ---- */
+
+static uint64_t subs_off(const tjob *j, size_t k) {
+    const uint64_t rows = j->t->ne[0] ? j->t->n_elements / j->t->ne[0] : 0;
+    if (rows == 0) return 0;
+    const uint64_t row_bytes = tensor_bytes(j->t) / rows;
+    const uint64_t out = k < j->n_tasks ? j->subs[k].out : j->end;
+    return out / j->t->ne[0] * row_bytes;
+}
+
+static int sub_read(const run *r, const sub_piece *p, float *a, anvil_error *err) {
+    hf_reader rd;
+    const int rc = hf_reader_open(&rd, &r->f, &r->f.tensors[p->src], err);
+    if (rc == ANVIL_OK) hf_reader_span(&rd, p->off, p->len, a);
     hf_reader_close(&rd);
     return rc;
 }
@@ -484,156 +648,162 @@ static int transpose_piece(float *a, uint64_t rows, uint64_t len, anvil_error *e
     return ANVIL_OK;
 }
 
-static void piece_task(void *arg, size_t k) {
-    piece_job *j = arg;
-    const hf_piece *p = &j->t->pieces[k];
-    uint64_t before = 0;
-    for (size_t i = 0; i < k; ++i) before += j->t->pieces[i].len;
+static void subs_task(tjob *j, size_t k, uint8_t *dst, anvil_error *err, int *rcp) {
+    const sub_piece *p = &j->subs[k];
+    const hf_out_tensor *t = j->t;
+    const int dtype = j->r->f.tensors[p->src].st->dtype;
     float *a = malloc(p->len * sizeof *a + 1);
-    int rc = a != NULL ? piece_read(j->r, p, a, &j->errs[k]) : anvil__nomem(&j->errs[k]);
-    if (rc == ANVIL_OK) rc = check_finite(j->r, p->src, a, p->len, p->off, &j->errs[k]);
-    if (rc == ANVIL_OK && j->t->tr_rows > 0) rc = transpose_piece(a, j->t->tr_rows, p->len, &j->errs[k]);
-    const uint64_t row_bytes = tensor_bytes(j->t) / (j->t->n_elements / j->t->ne[0]);
-    if (rc == ANVIL_OK) rc = encode(j->r, j->t, a, p->len, j->dst + before / j->t->ne[0] * row_bytes, &j->errs[k]);
-    j->rc[k] = rc;
+    int rc = a != NULL ? sub_read(j->r, p, a, err) : anvil__nomem(err);
+    if (rc == ANVIL_OK) rc = check_finite(j->r, p->src, a, p->len, p->off, err);
+    if (rc == ANVIL_OK && t->neg_exp) neg_exp_values(a, p->len, dtype);
+    if (rc == ANVIL_OK && t->shift != 0.0f) shift_values(a, p->len, t->shift, dtype);
+    if (rc == ANVIL_OK && t->tr_rows > 0) rc = transpose_piece(a, t->tr_rows, p->len, err);
+    if (rc == ANVIL_OK) rc = encode(j->r, t, a, p->len, dst, err);
+    *rcp = rc;
     free(a);
 }
 
-static int convert_pieces(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
-    piece_job j = { .r = r, .t = t, .dst = dst };
-    j.rc = calloc(t->n_pieces + 1, sizeof *j.rc);
-    j.errs = calloc(t->n_pieces + 1, sizeof *j.errs);
-    int rc = j.rc == NULL || j.errs == NULL ? anvil__nomem(err) : ANVIL_OK;
-    if (rc == ANVIL_OK && r->ctx != NULL && t->n_pieces > 1)
-        rc = anvil_ctx_run_tasks(r->ctx, t->n_pieces, piece_task, &j);
-    else
-        for (size_t k = 0; k < t->n_pieces && rc == ANVIL_OK; ++k) piece_task(&j, k);
-    for (size_t k = 0; k < t->n_pieces && rc == ANVIL_OK; ++k) {
-        if (j.rc[k] != ANVIL_OK) {
-            *err = j.errs[k];
-            rc = j.rc[k];
+static void subs_release(const tjob *j, size_t k0, size_t k1) {
+    for (size_t k = k0; k < k1; ++k)
+        release_elems(j->r, j->r->f.tensors[j->subs[k].src].st, j->subs[k].off, j->subs[k].len);
+}
+
+static int convert_subs(const run *r, const hf_out_tensor *t, const hf_piece *ps, size_t n, tsink *s,
+                        anvil_error *err) {
+    const uint64_t ne0 = t->ne[0] ? t->ne[0] : 1;
+    const uint64_t most = CHUNK_ELEMS / ne0 > 0 ? CHUNK_ELEMS / ne0 * ne0 : ne0;
+    /* the output elements asked for: whole rows (a transposed piece whole) */
+    const uint64_t rows = t->n_elements / ne0, r0 = s->row0 < rows ? s->row0 : rows;
+    const uint64_t lo = r0 * ne0, hi = (s->rows < rows - r0 ? r0 + s->rows : rows) * ne0;
+    size_t n_subs = 0;
+    for (size_t i = 0; i < n; ++i) n_subs += t->tr_rows > 0 ? 1 : (size_t)((ps[i].len + most - 1) / most) + 2;
+    tjob j = { .r = r, .t = t, .task = subs_task, .task_off = subs_off, .release = subs_release };
+    j.subs = malloc((n_subs + 1) * sizeof *j.subs);
+    if (j.subs == NULL) return anvil__nomem(err);
+    j.end = hi;
+    uint64_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+        /* this piece's part of [lo, hi) */
+        const uint64_t a = lo > out ? (lo - out < ps[i].len ? lo - out : ps[i].len) : 0;
+        const uint64_t b = hi > out ? (hi - out < ps[i].len ? hi - out : ps[i].len) : 0;
+        for (uint64_t at = a; at < b;) {
+            const uint64_t len = t->tr_rows > 0 || b - at < most ? b - at : most;
+            j.subs[j.n_tasks++] = (sub_piece){ ps[i].src, ps[i].off + at, len, out + at };
+            at += len;
         }
+        out += ps[i].len;
     }
-    for (size_t k = 0; k < t->n_pieces; ++k) {
-        release_source(r->f.tensors[t->pieces[k].src].st);
-        if (r->f.tensors[t->pieces[k].src].scale != NULL) release_source(r->f.tensors[t->pieces[k].src].scale);
-    }
-    free(j.rc);
-    free(j.errs);
+    const int rc = run_windows(&j, s, err);
+    for (size_t i = 0; i < n; ++i)
+        if (r->f.tensors[ps[i].src].scale != NULL) release_source(r, r->f.tensors[ps[i].src].scale);
+    free(j.subs);
     return rc;
 }
 
-/* gpt-oss's MXFP4 experts (GptOssModel.repack_mxfp4): per 32-value block the
- * scale byte, then the 16 bytes of nibbles reordered as
+/* ---- gpt-oss's MXFP4 experts (GptOssModel.repack_mxfp4): per 32-value
+ * block the scale byte, then the 16 bytes of nibbles reordered as
  * transform_nibble_layout does: out[2j] = lo(b[j]) | lo(b[j+8]) << 4,
- * out[2j+1] = hi(b[j]) | hi(b[j+8]) << 4. Bytes moved, never inflated. */
-static int convert_mxfp4(const run *r, const hf_out_tensor *t, uint8_t *dst) {
-    const anvil_st_tensor *bt = r->f.tensors[t->src].st, *st = r->f.tensors[t->mx_scales].st;
+ * out[2j+1] = hi(b[j]) | hi(b[j+8]) << 4. Bytes moved, never inflated; a
+ * task an expert. ---- */
+
+static uint64_t expert_off(const tjob *j, size_t e) { return tensor_bytes(j->t) / j->t->ne[2] * e; }
+
+static void mxfp4_task(tjob *j, size_t e, uint8_t *dst, anvil_error *err, int *rcp) {
+    (void)err;
+    const hf_out_tensor *t = j->t;
+    const anvil_st_tensor *bt = j->r->f.tensors[t->src].st, *st = j->r->f.tensors[t->mx_scales].st;
     const uint8_t *B = bt->data, *S = st->data;
-    const uint64_t E = t->ne[2], R = t->ne[1], nb = t->ne[0] / 32, rs = bt->shape[1];
-    for (uint64_t e = 0; e < E; ++e) {
-        for (uint64_t row = 0; row < R; ++row) {
-            const uint64_t sr = e * rs + row * t->mx_step + t->mx_off;
-            uint8_t *o = dst + (e * R + row) * nb * 17;
-            for (uint64_t b = 0; b < nb; ++b, o += 17) {
-                const uint8_t *x = B + (sr * nb + b) * 16;
-                o[0] = S[sr * nb + b];
-                for (int j = 0; j < 8; ++j) {
-                    o[1 + 2 * j] = (uint8_t)((x[j] & 0x0F) | (x[j + 8] & 0x0F) << 4);
-                    o[2 + 2 * j] = (uint8_t)((x[j] >> 4) | (x[j + 8] >> 4) << 4);
-                }
+    const uint64_t R = t->ne[1], nb = t->ne[0] / 32, rs = bt->shape[1];
+    for (uint64_t row = 0; row < R; ++row) {
+        const uint64_t sr = e * rs + row * t->mx_step + t->mx_off;
+        uint8_t *o = dst + row * nb * 17;
+        for (uint64_t b = 0; b < nb; ++b, o += 17) {
+            const uint8_t *x = B + (sr * nb + b) * 16;
+            o[0] = S[sr * nb + b];
+            for (int q = 0; q < 8; ++q) {
+                o[1 + 2 * q] = (uint8_t)((x[q] & 0x0F) | (x[q + 8] & 0x0F) << 4);
+                o[2 + 2 * q] = (uint8_t)((x[q] >> 4) | (x[q + 8] >> 4) << 4);
             }
         }
     }
-    release_source(bt);
-    release_source(st);
-    return ANVIL_OK;
+    *rcp = ANVIL_OK;
 }
 
-/* gpt-oss's float experts: output expert e gathered from source expert e
- * (hf_out_tensor.strided: transposed, every other row or value). */
-typedef struct strided_job {
-    const run *r;
-    const hf_out_tensor *t;
-    hf_reader rd;
-    uint8_t *dst;
-    int *rc;
-    anvil_error *errs;
-} strided_job;
+static void mxfp4_release(const tjob *j, size_t e0, size_t e1) {
+    const anvil_st_tensor *bt = j->r->f.tensors[j->t->src].st, *st = j->r->f.tensors[j->t->mx_scales].st;
+    const uint64_t per = bt->shape[0] ? bt->n_elements / bt->shape[0] : 0;
+    const uint64_t sper = st->shape[0] ? st->n_elements / st->shape[0] : 0;
+    release_elems(j->r, bt, e0 * per, (e1 - e0) * per);
+    release_elems(j->r, st, e0 * sper, (e1 - e0) * sper);
+}
 
-static void strided_task(void *arg, size_t e) {
-    strided_job *j = arg;
+static int convert_mxfp4(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
+    tjob j = { .r = r, .t = t, .task = mxfp4_task, .task_off = expert_off, .release = mxfp4_release };
+    j.n_tasks = (size_t)t->ne[2];
+    return run_windows(&j, s, err);
+}
+
+/* ---- gpt-oss's float experts: output expert e gathered from source
+ * expert e (hf_out_tensor.strided: transposed, every other row or value);
+ * a task an expert ---- */
+
+static void strided_task(tjob *j, size_t e, uint8_t *dst, anvil_error *err, int *rcp) {
     const hf_out_tensor *t = j->t;
     const uint64_t C = t->ne[0], per = t->n_elements / j->rd.rows, R = per / C;
     float *src = malloc(j->rd.row_len * sizeof *src + 1), *a = malloc(per * sizeof *a + 1);
-    int rc = src && a ? ANVIL_OK : anvil__nomem(&j->errs[e]);
+    int rc = src && a ? ANVIL_OK : anvil__nomem(err);
     if (rc == ANVIL_OK) {
         hf_reader_row(&j->rd, e, src);
-        rc = check_finite(j->r, t->src, src, j->rd.row_len, e * j->rd.row_len, &j->errs[e]);
+        rc = check_finite(j->r, t->src, src, j->rd.row_len, e * j->rd.row_len, err);
     }
     for (uint64_t row = 0; rc == ANVIL_OK && row < R; ++row)
         for (uint64_t c = 0; c < C; ++c) a[row * C + c] = src[t->s_base + row * t->s_r + c * t->s_c];
-    if (rc == ANVIL_OK) rc = encode(j->r, t, a, per, j->dst + e * (tensor_bytes(t) / j->rd.rows), &j->errs[e]);
-    j->rc[e] = rc;
+    if (rc == ANVIL_OK) rc = encode(j->r, t, a, per, dst, err);
+    *rcp = rc;
     free(src);
     free(a);
 }
 
-static int convert_strided(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
-    strided_job j = { .r = r, .t = t, .dst = dst };
+static uint64_t strided_off(const tjob *j, size_t e) { return tensor_bytes(j->t) / j->rd.rows * e; }
+
+static void strided_release(const tjob *j, size_t e0, size_t e1) {
+    release_elems(j->r, j->rd.s->st, e0 * j->rd.row_len, (e1 - e0) * j->rd.row_len);
+}
+
+static int convert_strided(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
+    tjob j = { .r = r, .t = t, .task = strided_task, .task_off = strided_off, .release = strided_release };
     int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
-    if (rc != ANVIL_OK) return rc;
-    const size_t n = (size_t)j.rd.rows;
-    j.rc = calloc(n + 1, sizeof *j.rc);
-    j.errs = calloc(n + 1, sizeof *j.errs);
-    if (j.rc == NULL || j.errs == NULL) rc = anvil__nomem(err);
-    if (rc == ANVIL_OK && r->ctx != NULL && n > 1) rc = anvil_ctx_run_tasks(r->ctx, n, strided_task, &j);
-    else
-        for (size_t k = 0; k < n && rc == ANVIL_OK; ++k) strided_task(&j, k);
-    for (size_t k = 0; k < n && rc == ANVIL_OK; ++k) {
-        if (j.rc[k] != ANVIL_OK) {
-            *err = j.errs[k];
-            rc = j.rc[k];
-        }
-    }
-    free(j.rc);
-    free(j.errs);
+    j.n_tasks = (size_t)j.rd.rows;
+    if (rc == ANVIL_OK) rc = run_windows(&j, s, err);
     hf_reader_close(&j.rd);
-    release_source(r->f.tensors[t->src].st);
     return rc;
 }
 
-/* One tensor's bytes in its output type into dst; on the context's threads
- * when there is one. The bytes do not depend on the thread count. */
-static int convert_tensor(const run *r, const hf_out_tensor *t, void *dst, anvil_error *err) {
-    if (t->generated != NULL) return encode(r, t, t->generated, t->n_elements, dst, err);
-    if (t->pieces != NULL) return convert_pieces(r, t, dst, err);
-    if (t->mxfp4) return convert_mxfp4(r, t, dst);
-    if (t->strided) return convert_strided(r, t, dst, err);
-    conv_job j = { .r = r, .t = t, .dst = dst };
-    int rc = hf_reader_open(&j.rd, &r->f, &r->f.tensors[t->src], err);
-    const uint64_t L = j.rd.row_len ? j.rd.row_len : 1;
-    if (rc == ANVIL_OK && t->n_elements / L < j.rd.rows) j.rd.rows = t->n_elements / L; /* the first rows */
-    j.per_chunk = L >= CHUNK_ELEMS ? 1 : CHUNK_ELEMS / L;
-    j.row_bytes = j.rd.rows ? tensor_bytes(t) / j.rd.rows : 0;
-    const size_t n_tasks = (size_t)((j.rd.rows + j.per_chunk - 1) / j.per_chunk);
-    j.rc = calloc(n_tasks + 1, sizeof *j.rc);
-    j.errs = calloc(n_tasks + 1, sizeof *j.errs);
-    if (rc == ANVIL_OK && (j.rc == NULL || j.errs == NULL)) rc = anvil__nomem(err);
-    if (rc == ANVIL_OK && r->ctx != NULL && n_tasks > 1) rc = anvil_ctx_run_tasks(r->ctx, n_tasks, conv_task, &j);
-    else
-        for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) conv_task(&j, k);
-    for (size_t k = 0; k < n_tasks && rc == ANVIL_OK; ++k) {
-        if (j.rc[k] != ANVIL_OK) {
-            *err = j.errs[k];
-            rc = j.rc[k];
-        }
+/* One tensor's bytes in its output type, in order, to s; on the context's
+ * threads when there is one. The bytes do not depend on the thread count
+ * or the window size. */
+static int convert_tensor(const run *r, const hf_out_tensor *t, tsink *s, anvil_error *err) {
+    if (t->generated != NULL) {
+        const uint64_t n = tensor_bytes(t);
+        uint8_t *dst = s->whole != NULL ? s->whole : malloc(n + 1);
+        int rc = dst != NULL ? encode(r, t, t->generated, t->n_elements, dst, err) : anvil__nomem(err);
+        if (rc == ANVIL_OK && s->w != NULL) rc = gguf_writer_stream_part(s->w, dst, n, err);
+        if (dst != s->whole) free(dst);
+        return rc;
     }
-    free(j.rc);
-    free(j.errs);
-    hf_reader_close(&j.rd);
-    release_source(r->f.tensors[t->src].st);
-    if (r->f.tensors[t->src].scale != NULL) release_source(r->f.tensors[t->src].scale);
+    if (t->pieces != NULL) return convert_subs(r, t, t->pieces, t->n_pieces, s, err);
+    if (t->mxfp4) return convert_mxfp4(r, t, s, err);
+    if (t->strided) return convert_strided(r, t, s, err);
+    const hf_src_tensor *src = &r->f.tensors[t->src];
+    int rc;
+    if (t->permute_heads > 0 || t->vr_k > 0 || t->qz_k > 0) rc = convert_rows(r, t, s, err);
+    else {
+        /* a plain tensor: its first n_elements values as one run */
+        const hf_piece whole = { t->src, 0, t->n_elements };
+        rc = convert_subs(r, t, &whole, 1, s, err);
+    }
+    release_source(r, src->st);
+    if (src->scale != NULL) release_source(r, src->scale);
     return rc;
 }
 
@@ -669,13 +839,12 @@ static int part_path(const run *r, uint32_t p, char *buf, size_t cap, anvil_erro
 }
 
 static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
-    uint64_t max_bytes = 1;
-    for (size_t i = 0; i < r->n_ts; ++i)
-        max_bytes = tensor_bytes(&r->ts[i]) > max_bytes ? tensor_bytes(&r->ts[i]) : max_bytes;
-    void *dst = malloc(max_bytes);
-    int rc = dst ? ANVIL_OK
-                 : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte tensor)",
-                                    (unsigned long long)max_bytes);
+    tsink s = { .rows = UINT64_MAX };
+    s.cap = window_cap(r);
+    s.buf = malloc(s.cap + 1);
+    int rc =
+        s.buf ? ANVIL_OK
+              : anvil__error_set(err, ANVIL_E_NOMEM, "out of memory (a %llu-byte window)", (unsigned long long)s.cap);
     uint64_t done = 0, total = 0;
     for (size_t i = 0; i < r->n_ts; ++i) total += tensor_bytes(&r->ts[i]);
     size_t next = 0;
@@ -683,10 +852,10 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
         char path[4200];
         rc = part_path(r, p, path, sizeof path, err);
         if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_begin(w[p], path, err);
+        s.w = w[p];
         for (; next < r->n_ts && r->part_of[next] == p && rc == ANVIL_OK; ++next) {
             const hf_out_tensor *t = &r->ts[next];
-            rc = convert_tensor(r, t, dst, err);
-            if (rc == ANVIL_OK) rc = anvil_gguf_writer_stream_tensor(w[p], dst, tensor_bytes(t), err);
+            rc = convert_tensor(r, t, &s, err);
             done += tensor_bytes(t);
             if (rc == ANVIL_OK && r->o->progress != NULL) {
                 const anvil_gguf_progress pr = { next + 1, r->n_ts, done, total, t->name, p + 1, r->n_parts };
@@ -699,7 +868,7 @@ static int stream_parts(run *r, anvil_gguf_writer **w, anvil_error *err) {
         }
     }
     if (rc == ANVIL_OK && r->n_parts > 1) rc = anvil_gguf_writer_commit_set(w, r->n_parts, err);
-    free(dst);
+    free(s.buf);
     return rc;
 }
 
@@ -794,7 +963,40 @@ static int source_fill(void *arg, size_t i, void *dst, uint64_t n, anvil_error *
         return anvil__error_set(err, ANVIL_E_INTERNAL, "converted tensor %zu: no such tensor of %llu bytes", i,
                                 (unsigned long long)n);
     }
-    return convert_tensor(&s->r, &s->r.ts[i], dst, err);
+    tsink sink = { .whole = dst, .rows = UINT64_MAX };
+    return convert_tensor(&s->r, &s->r.ts[i], &sink, err);
+}
+
+/* Tensors whose output rows convert_tensor makes a range of: a plain one,
+ * stacked experts or a fused half (not transposed per piece), and a 2-D
+ * one whose rows move (each output row one source row). */
+static int rows_ok(const hf_out_tensor *t, const run *r) {
+    if (t->generated != NULL || t->mxfp4 || t->strided || t->ne[0] == 0) return 0;
+    if (t->pieces != NULL) return t->tr_rows == 0;
+    if (t->permute_heads > 0 || t->vr_k > 0 || t->qz_k > 0) {
+        const anvil_st_tensor *st = r->f.tensors[t->src].st;
+        return t->n_dims == 2 && st->rank == 2 && st->shape[1] == t->ne[0] && !t->vr_cols;
+    }
+    return 1;
+}
+
+static int source_rows_ok(void *arg, size_t i) {
+    const hf_source *s = arg;
+    return i < s->r.n_ts && rows_ok(&s->r.ts[i], &s->r);
+}
+
+static int source_fill_rows(void *arg, size_t i, uint64_t row0, uint64_t n_rows, void *dst, uint64_t n,
+                            anvil_error *err) {
+    hf_source *s = arg;
+    const hf_out_tensor *t = i < s->r.n_ts ? &s->r.ts[i] : NULL;
+    const uint64_t rows = t != NULL && t->ne[0] ? t->n_elements / t->ne[0] : 0;
+    if (t == NULL || !rows_ok(t, &s->r) || row0 > rows || n_rows > rows - row0 ||
+        tensor_bytes(t) / rows * n_rows != n) {
+        return anvil__error_set(err, ANVIL_E_INTERNAL, "converted tensor %zu: no rows %llu..+%llu of %llu bytes", i,
+                                (unsigned long long)row0, (unsigned long long)n_rows, (unsigned long long)n);
+    }
+    tsink sink = { .whole = dst, .row0 = row0, .rows = n_rows };
+    return convert_tensor(&s->r, t, &sink, err);
 }
 
 static void source_free(void *arg) {
@@ -831,6 +1033,7 @@ int anvil_hf_open_as_gguf_mtp(anvil_ctx *ctx, const char *hf_dir, int mtp_only, 
     if (rc == ANVIL_OK) {
         rc = anvil__gguf_open_source(out, header, size, file_size, source_fill, source_free, s, ctx, err);
     }
+    if (rc == ANVIL_OK) anvil__gguf_source_rows(*out, source_fill_rows, source_rows_ok);
     free(header);
     anvil_gguf_writer_free(w);
     if (rc != ANVIL_OK) source_free(s);

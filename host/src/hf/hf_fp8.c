@@ -145,6 +145,11 @@ int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, an
     const anvil_st_tensor *t = s->st;
     rd->rows = t->rank >= 1 ? t->shape[0] : 1;
     rd->row_len = rd->rows ? t->n_elements / rd->rows : 0;
+    /* the 256 FP8 values, looked up rather than decoded per element */
+    if (t->dtype == ANVIL_ST_F8_E4M3)
+        for (int v = 0; v < 256; ++v) rd->lut[v] = e4m3fn((uint8_t)v);
+    else if (t->dtype == ANVIL_ST_F8_E5M2)
+        for (int v = 0; v < 256; ++v) rd->lut[v] = e5m2((uint8_t)v);
     if (s->scale == NULL) return ANVIL_OK;
     rd->scale = malloc((size_t)s->scale->n_elements * sizeof *rd->scale + 1);
     if (rd->scale == NULL) return anvil__nomem(err);
@@ -156,44 +161,66 @@ void hf_reader_close(hf_reader *rd) {
     rd->scale = NULL;
 }
 
-/* Row `row` (row_len values) as f32: F32/F16/BF16 decoded exactly, FP8
- * times its block scale in float32 (dequant_simple). */
-void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
+/* n values from flat element `at` as f32, unscaled. */
+static void decode(const hf_reader *rd, uint64_t at, uint64_t n, float *dst) {
     const anvil_st_tensor *t = rd->s->st;
-    const uint64_t L = rd->row_len, base = row * L;
     const uint8_t *w = (const uint8_t *)t->data;
     switch (t->dtype) {
-    case ANVIL_ST_F32: memcpy(dst, w + base * 4, L * sizeof(float)); break;
+    case ANVIL_ST_F32: memcpy(dst, w + at * 4, n * sizeof(float)); break;
     case ANVIL_ST_F16:
-        for (uint64_t c = 0; c < L; ++c) {
+        for (uint64_t c = 0; c < n; ++c) {
             uint16_t h;
-            memcpy(&h, w + (base + c) * 2, 2);
+            memcpy(&h, w + (at + c) * 2, 2);
             dst[c] = anvil_fp16_to_fp32(h);
         }
         break;
     case ANVIL_ST_BF16:
-        for (uint64_t c = 0; c < L; ++c) {
+        for (uint64_t c = 0; c < n; ++c) {
             uint16_t h;
-            memcpy(&h, w + (base + c) * 2, 2);
+            memcpy(&h, w + (at + c) * 2, 2);
             dst[c] = anvil_bf16_to_fp32(h);
         }
         break;
-    case ANVIL_ST_F8_E4M3:
-        for (uint64_t c = 0; c < L; ++c) dst[c] = e4m3fn(w[base + c]);
-        break;
     default:
-        for (uint64_t c = 0; c < L; ++c) dst[c] = e5m2(w[base + c]);
+        for (uint64_t c = 0; c < n; ++c) dst[c] = rd->lut[w[at + c]];
         break;
     }
-    /* dequant_simple scales every weight that has a scale, whatever its
-     * dtype: weight.float() * scale, in float32 */
+}
+
+/* dequant_simple scales every weight that has a scale, whatever its
+ * dtype: weight.float() * scale, in float32. dst holds columns [c0, c0 + n)
+ * of row `row`. */
+static void scale_run(const hf_reader *rd, uint64_t row, uint64_t c0, uint64_t n, float *dst) {
     const anvil_st_tensor *sc = rd->s->scale;
-    if (sc == NULL) return;
     const uint64_t *blk = rd->f->fp8_block;
-    for (uint64_t c = 0; c < L; ++c) {
-        float k;
-        if (blk[0] != 0) k = rd->scale[(row / blk[0]) * sc->shape[1] + c / blk[1]];
-        else k = sc->n_elements == 1 ? rd->scale[0] : rd->scale[row];
-        dst[c] *= k;
+    if (blk[0] == 0) {
+        const float k = sc->n_elements == 1 ? rd->scale[0] : rd->scale[row];
+        for (uint64_t c = 0; c < n; ++c) dst[c] *= k;
+        return;
     }
+    const float *ks = rd->scale + (row / blk[0]) * sc->shape[1];
+    for (uint64_t c = 0; c < n;) {
+        const uint64_t col = c0 + c, end = (col / blk[1] + 1) * blk[1] - c0;
+        const uint64_t stop = end < n ? end : n;
+        const float k = ks[col / blk[1]];
+        for (; c < stop; ++c) dst[c] *= k;
+    }
+}
+
+void hf_reader_span(const hf_reader *rd, uint64_t at, uint64_t n, float *dst) {
+    decode(rd, at, n, dst);
+    if (rd->s->scale == NULL || n == 0) return;
+    const uint64_t L = rd->row_len;
+    for (uint64_t done = 0; done < n;) {
+        const uint64_t row = (at + done) / L, c = (at + done) % L;
+        const uint64_t take = L - c < n - done ? L - c : n - done;
+        scale_run(rd, row, c, take, dst + done);
+        done += take;
+    }
+}
+
+/* Row `row` (row_len values) as f32: F32/F16/BF16 decoded exactly, FP8
+ * times its block scale in float32 (dequant_simple). */
+void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst) {
+    hf_reader_span(rd, row * rd->row_len, rd->row_len, dst);
 }

@@ -71,10 +71,14 @@ typedef struct hf_reader {
     const hf_folder *f;
     const hf_src_tensor *s;
     uint64_t rows, row_len;
-    float *scale; /* FP8: the decoded scales */
+    float *scale;   /* FP8: the decoded scales */
+    float lut[256]; /* FP8: each byte's value */
 } hf_reader;
 int hf_reader_open(hf_reader *rd, const hf_folder *f, const hf_src_tensor *s, anvil_error *err);
 void hf_reader_row(const hf_reader *rd, uint64_t row, float *dst);
+/* n values from flat element `at` on (row-major), decoded and scaled as
+ * hf_reader_row's; any run, not only whole rows. */
+void hf_reader_span(const hf_reader *rd, uint64_t at, uint64_t n, float *dst);
 void hf_reader_close(hf_reader *rd);
 
 /* ---- config.json values (hf_config.c) ------------------------------------- */

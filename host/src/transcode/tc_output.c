@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "gguf_writer_internal.h"
 
 
 struct tc_output {
@@ -26,7 +27,8 @@ struct tc_output {
     const void *data;
     uint64_t size;
     const anvil_gguf *src;
-    int rc; /* first failure, ANVIL_OK until one */
+    int part; /* a part of the tensor (tc_output_put_part) */
+    int rc;   /* first failure, ANVIL_OK until one */
     anvil_error err;
 };
 
@@ -40,10 +42,12 @@ static void *output_main(void *arg) {
         const void *data = o->data;
         const uint64_t size = o->size;
         const anvil_gguf *src = o->src;
+        const int part = o->part;
         pthread_mutex_unlock(&o->lock);
         anvil_error e;
         anvil__error_clear(&e);
-        const int rc = anvil_gguf_writer_stream_tensor(w, data, size, &e);
+        const int rc = part ? gguf_writer_stream_part(w, data, size, &e)
+                            : anvil_gguf_writer_stream_tensor(w, data, size, &e);
         if (src != NULL && size > 0) anvil_gguf_release(src, data, (size_t)size, NULL); /* advice only */
         pthread_mutex_lock(&o->lock);
         if (rc != ANVIL_OK && o->rc == ANVIL_OK) {
@@ -78,8 +82,8 @@ static int idle_status(tc_output *o, anvil_error *err) {
     return o->rc;
 }
 
-int tc_output_put(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, const anvil_gguf *src,
-                  anvil_error *err) {
+static int put(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, const anvil_gguf *src, int part,
+               anvil_error *err) {
     pthread_mutex_lock(&o->lock);
     const int rc = idle_status(o, err);
     if (rc == ANVIL_OK) {
@@ -87,11 +91,21 @@ int tc_output_put(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t
         o->data = data;
         o->size = size;
         o->src = src;
+        o->part = part;
         o->busy = 1;
         pthread_cond_broadcast(&o->changed);
     }
     pthread_mutex_unlock(&o->lock);
     return rc;
+}
+
+int tc_output_put(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, const anvil_gguf *src,
+                  anvil_error *err) {
+    return put(o, w, data, size, src, 0, err);
+}
+
+int tc_output_put_part(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err) {
+    return put(o, w, data, size, NULL, 1, err);
 }
 
 int tc_output_wait(tc_output *o, anvil_error *err) {

@@ -20,6 +20,9 @@ tc_output *tc_output_start(void);
  * An earlier write's failure is returned here (err set), and nothing queued. */
 int tc_output_put(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, const anvil_gguf *src,
                   anvil_error *err);
+/* The same for `size` bytes of w's next tensor, after the parts already
+ * handed over (gguf_writer_stream_part): a tensor written slab by slab. */
+int tc_output_put_part(tc_output *o, anvil_gguf_writer *w, const void *data, uint64_t size, anvil_error *err);
 /* Wait until everything handed over is written; the first failure, if any. */
 int tc_output_wait(tc_output *o, anvil_error *err);
 /* Wait, stop and free the thread (NULL is fine). */

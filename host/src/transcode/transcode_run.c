@@ -56,6 +56,11 @@ typedef struct tensor_job {
     const anvil_transcode_tensor *it;
     const uint8_t *src;
     uint8_t *dst;
+    /* By rows (a source filled a range of rows at a time): src and dst
+     * hold the current slab, whose first bytes are these of the tensor;
+     * 0 and 0 otherwise. */
+    uint64_t src_base, dst_base;
+    int by_rows;
     uint64_t src_row_bytes, dst_row_bytes;
     uint64_t rows_per_chunk;
     size_t n_chunks;
@@ -164,8 +169,8 @@ static int do_chunk(tensor_job *j, size_t c, float *x, float *y, anvil_error *e)
     const uint64_t row0 = (uint64_t)c * j->rows_per_chunk;
     const uint64_t nr = it->n_rows - row0 < j->rows_per_chunk ? it->n_rows - row0 : j->rows_per_chunk;
     const size_t n = (size_t)(nr * it->row_len);
-    const uint8_t *s = j->src + row0 * j->src_row_bytes;
-    uint8_t *d = j->dst + row0 * j->dst_row_bytes;
+    const uint8_t *s = j->src + (row0 * j->src_row_bytes - j->src_base);
+    uint8_t *d = j->dst + (row0 * j->dst_row_bytes - j->dst_base);
     const size_t s_bytes = (size_t)(nr * j->src_row_bytes), d_bytes = (size_t)(nr * j->dst_row_bytes);
 
     int rc = ANVIL_OK;
@@ -277,9 +282,15 @@ typedef struct run_state {
     uint8_t *out[2];
     uint64_t out_cap[2];
     unsigned out_turn;
-    /* A source that is not a file: the converted tensor's source bytes. */
+    /* A source that is not a file: the converted tensor's source bytes
+     * (whole, or a slab of rows when the source fills rows). */
     uint8_t *in;
     uint64_t in_cap;
+    /* A tensor converted by rows: each slab's output, handed to the output
+     * thread as a part of the tensor; two in turn, as out[]. */
+    uint8_t *slab[2];
+    uint64_t slab_cap[2];
+    unsigned slab_turn;
 } run_state;
 
 static void report(run_state *rs, const anvil_transcode_tensor *it) {
@@ -370,8 +381,8 @@ static void free_scratch(tensor_job *j, unsigned slots) {
  * on the shape), its coders, the per-slot scratch; dst holds the whole
  * encoded tensor (it->dst_bytes). A tensor with no rows is not a job: the
  * caller writes nothing for it. */
-static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *src,
-                     int quality, uint8_t *dst, unsigned slots, anvil_error *err) {
+static int job_begin_as(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *src,
+                        int quality, uint8_t *dst, int by_rows, unsigned slots, anvil_error *err) {
     memset(j, 0, sizeof *j);
     j->ctx = t->ctx;
     j->hook = &t->opts.hook;
@@ -395,7 +406,8 @@ static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transc
     j->stats = calloc(j->n_chunks, sizeof *j->stats);
     j->x = calloc(slots, sizeof *j->x);
     j->y = calloc(slots, sizeof *j->y);
-    int ok = j->dst != NULL && j->stats != NULL && j->x != NULL && j->y != NULL;
+    j->by_rows = by_rows; /* dst is each slab's, set as it runs */
+    int ok = (j->dst != NULL || by_rows) && j->stats != NULL && j->x != NULL && j->y != NULL;
     for (unsigned s = 0; ok && s < slots; ++s) {
         j->x[s] = j->zero_copy ? NULL : malloc((size_t)chunk_elems * sizeof(float));
         j->y[s] = j->quality ? malloc((size_t)chunk_elems * sizeof(float)) : NULL;
@@ -412,6 +424,11 @@ static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transc
     return ANVIL_OK;
 }
 
+static int job_begin(tensor_job *j, const anvil_transcode *t, const anvil_transcode_tensor *it, const uint8_t *src,
+                     int quality, uint8_t *dst, unsigned slots, anvil_error *err) {
+    return job_begin_as(j, t, it, src, quality, dst, 0, slots, err);
+}
+
 static void job_end(tensor_job *j, unsigned slots) {
     pthread_mutex_destroy(&j->lock);
     free_scratch(j, slots);
@@ -420,12 +437,64 @@ static void job_end(tensor_job *j, unsigned slots) {
 /* Every chunk of the job on the pool, slab by slab of the source (read
  * ahead, released once done); rs, when given, hears the progress and reads
  * ahead into the next tensor. The first failing chunk's error is the one. */
+/* Grow *buf to at least n bytes (contents not kept). */
+static int grow(uint8_t **buf, uint64_t *cap, uint64_t n, const char *name, anvil_error *err) {
+    if (*buf != NULL && n <= *cap) return ANVIL_OK;
+    free(*buf);
+    *buf = n <= SIZE_MAX - 1 ? malloc((size_t)n + 1) : NULL;
+    *cap = *buf != NULL ? n : 0;
+    if (*buf == NULL) {
+        return anvil__error_set(err, ANVIL_E_NOMEM, "tensor '%s': out of memory for a %" PRIu64 "-byte slab", name,
+                                n);
+    }
+    return ANVIL_OK;
+}
+
+/* By rows: rows [r0, r1) of the source filled into rs->in, the slab's
+ * output buffer chosen (the one not in flight). */
+static int slab_begin(tensor_job *j, const anvil_gguf *g, run_state *rs, uint64_t r0, uint64_t r1, anvil_error *err) {
+    const anvil_transcode_tensor *it = j->it;
+    int rc = grow(&rs->in, &rs->in_cap, (r1 - r0) * j->src_row_bytes, it->name, err);
+    if (rc == ANVIL_OK) {
+        rc =
+            grow(&rs->slab[rs->slab_turn], &rs->slab_cap[rs->slab_turn], (r1 - r0) * j->dst_row_bytes, it->name, err);
+    }
+    if (rc == ANVIL_OK) rc = anvil__gguf_fill_rows(g, it->src, r0, r1 - r0, rs->in, err);
+    j->src = rs->in;
+    j->src_base = r0 * j->src_row_bytes;
+    j->dst = rs->slab[rs->slab_turn];
+    j->dst_base = r0 * j->dst_row_bytes;
+    return rc;
+}
+
 static int job_run(tensor_job *j, const anvil_gguf *g, anvil_pool *pool, unsigned slots, run_state *rs,
-                   anvil_error *err) {
+                   anvil_gguf_writer *w, anvil_error *err) {
     const anvil_transcode_tensor *it = j->it;
     const uint64_t chunk_src = j->rows_per_chunk * j->src_row_bytes;
     size_t per_slab = (size_t)(TC_SLAB_BYTES / chunk_src);
     if (per_slab == 0) per_slab = 1;
+    if (j->by_rows) {
+        for (size_t lo = 0; lo < j->n_chunks; lo += per_slab) {
+            const size_t hi = lo + per_slab < j->n_chunks ? lo + per_slab : j->n_chunks;
+            const uint64_t r0 = lo * j->rows_per_chunk;
+            const uint64_t r1 = hi == j->n_chunks ? it->n_rows : hi * j->rows_per_chunk;
+            int rc = slab_begin(j, g, rs, r0, r1, err);
+            if (rc != ANVIL_OK) return rc;
+            j->slab_end = hi;
+            atomic_store(&j->next, lo);
+            anvil__pool_run(pool, slots, chunk_task, j);
+            if (atomic_load(&j->fail_at) != SIZE_MAX) {
+                *err = j->fail;
+                return j->fail_rc;
+            }
+            rc = tc_output_put_part(rs->writer, w, j->dst, (r1 - r0) * j->dst_row_bytes, err);
+            if (rc != ANVIL_OK) return rc;
+            rs->slab_turn ^= 1u;
+            rs->bytes_done += (r1 - r0) * j->src_row_bytes;
+            report(rs, it);
+        }
+        return ANVIL_OK;
+    }
     prefetch(g, j->src, (per_slab < j->n_chunks ? per_slab * chunk_src : it->src_bytes));
     for (size_t lo = 0; lo < j->n_chunks; lo += per_slab) {
         const size_t hi = lo + per_slab < j->n_chunks ? lo + per_slab : j->n_chunks;
@@ -471,8 +540,29 @@ static void job_quality(const tensor_job *j, double *sse_out, double *sig_out, d
     *snr_db = sse > 0 ? 10.0 * log10(sig / sse) : INFINITY;
 }
 
+/* A tensor of a source that fills rows (a Hugging Face folder), with
+ * float source rows, converted slab by slab: neither its source nor its
+ * output is ever whole in memory. */
+static int write_by_rows(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
+    anvil_transcode *t = rs->t;
+    tensor_job j;
+    int rc = job_begin_as(&j, t, it, NULL, !t->opts.skip_quality, NULL, 1, rs->slots, err);
+    if (rc != ANVIL_OK) return rc;
+    rc = job_run(&j, t->src, rs->pool, rs->slots, rs, w, err);
+    if (rc == ANVIL_OK && j.quality) {
+        it->has_quality = 1;
+        job_quality(&j, &it->sum_sq_err, &it->sum_sq_signal, &it->max_abs, &it->rmse, &it->snr_db);
+    }
+    job_end(&j, rs->slots);
+    return rc;
+}
+
 static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_tensor *it, anvil_error *err) {
     anvil_transcode *t = rs->t;
+    if (anvil__gguf_can_fill_rows(t->src, it->src) && tc_is_float_type(it->src_type) && it->n_rows > 0 &&
+        it->row_len > 0 && it->dst_bytes <= SIZE_MAX) {
+        return write_by_rows(rs, w, it, err);
+    }
     const uint8_t *src = NULL;
     int rc = tc_src_data(t, it->src, &rs->in, &rs->in_cap, &src, err);
     if (rc == ANVIL_OK && t->check_src != NULL) rc = t->check_src(it, src, err);
@@ -490,7 +580,7 @@ static int write_converted(run_state *rs, anvil_gguf_writer *w, anvil_transcode_
     tensor_job j;
     rc = job_begin(&j, t, it, src, !t->opts.skip_quality, rs->out[turn], rs->slots, err);
     if (rc != ANVIL_OK) return rc;
-    rc = job_run(&j, t->src, rs->pool, rs->slots, rs, err);
+    rc = job_run(&j, t->src, rs->pool, rs->slots, rs, NULL, err);
     if (rc == ANVIL_OK) {
         rc = tc_output_put(rs->writer, w, j.dst, it->dst_bytes, NULL, err);
         rs->out_turn ^= 1u;
@@ -533,7 +623,7 @@ static void quality_as_one(const anvil_transcode *t, const anvil_transcode_tenso
     int rc = dst != NULL ? tc_src_data(t, it.src, &in, &in_cap, &src, &e) : ANVIL_E_NOMEM;
     if (rc == ANVIL_OK) rc = job_begin(&j, t, &it, src, 1, dst, slots, &e);
     if (rc == ANVIL_OK) {
-        rc = job_run(&j, t->src, pool, slots, NULL, &e);
+        rc = job_run(&j, t->src, pool, slots, NULL, NULL, &e);
         if (rc == ANVIL_OK) job_quality(&j, &q->sum_sq_err, &q->sum_sq_signal, &q->max_abs, &q->rmse, &q->snr_db);
         job_end(&j, slots);
     }
@@ -703,6 +793,8 @@ ANVIL_API int anvil_transcode_run(anvil_transcode *t, anvil_error *err) {
     anvil__pool_destroy(rs.pool);
     free(rs.out[0]);
     free(rs.out[1]);
+    free(rs.slab[0]);
+    free(rs.slab[1]);
     free(rs.in);
     if (rc != ANVIL_OK) return rc;
     rc = build_quality(t, err);
