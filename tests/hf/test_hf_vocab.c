@@ -182,6 +182,11 @@ static void test_bad_tokenizer_json(void) {
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     remove(p);
     expect_error(dir, "Qwen2ForCausalLM", ANVIL_E_NOT_FOUND, "no tokenizer.model and no tokenizer.json", NULL);
+    /* Kimi-K2's layout: named as such, not "no tokenizer" */
+    put_file(dir, "tiktoken.model", "IQ== 0\n", 7);
+    expect_error(dir, "Qwen2ForCausalLM", ANVIL_E_UNSUPPORTED, "badjson: a tiktoken tokenizer", "Kimi-K2");
+    snprintf(p, sizeof p, "%s/tiktoken.model", dir);
+    remove(p);
 }
 
 static void test_unknown_pre_tokenizer(void) {

@@ -547,6 +547,16 @@ static int glm_added_ids(hv_load *l, const char *const *contents, int64_t *ids, 
 }
 
 int hv_gpt2_vocab(hv_load *l, anvil_error *err) {
+    if (l->tok == NULL && hf_file_exists(l->dir, "tiktoken.model")) {
+        /* Kimi-K2's layout: the converter builds the vocabulary by running
+         * the checkpoint's own Python tokenizer (trust_remote_code). */
+        return anvil__error_set(
+            err, ANVIL_E_UNSUPPORTED,
+            "%s: a tiktoken tokenizer (tiktoken.model, no tokenizer.json; Kimi-K2's layout) is not "
+            "supported: convert_hf_to_gguf.py reads it through the checkpoint's own Python code; "
+            "use it for this model",
+            l->dir);
+    }
     if (l->tok == NULL) {
         return anvil__error_set(err, ANVIL_E_NOT_FOUND,
                                 "%s: no tokenizer.model and no tokenizer.json: anvil convert needs one "
