@@ -29,6 +29,22 @@ enum { H = 1024, I = 768, E = 48, HEADS = 8, KV = 2, HD = 128, VOCAB = 346 };
 /* peak RSS bounds, KiB */
 enum { CONVERT_BOUND = 48 * 1024, QUANTIZE_BOUND = 80 * 1024 };
 
+/* Under AddressSanitizer (the asan stage builds this test and the CLI
+ * with it) RSS holds shadow memory and the allocator's quarantine, not
+ * the program's working set: there the commands still run and their
+ * outputs are checked, and the RSS is only printed. The release build's
+ * run (ctest stage) enforces the bounds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_BOUNDED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_BOUNDED 0
+#endif
+#endif
+#ifndef RSS_BOUNDED
+#define RSS_BOUNDED 1
+#endif
+
 static int failures;
 
 #define CHECK(c, ...)                                            \
@@ -212,7 +228,8 @@ int main(int argc, char **argv) {
         /* the whole model, bf16, is in the file: the bound is not met by writing less */
         CHECK(file_size(out) > (uint64_t)3 * E * I * H * 2, "convert wrote %llu bytes",
               (unsigned long long)file_size(out));
-        CHECK(rss > 0 && rss <= CONVERT_BOUND, "anvil convert peak RSS %ld KiB, bound %d KiB", rss, CONVERT_BOUND);
+        CHECK(rss > 0 && (!RSS_BOUNDED || rss <= CONVERT_BOUND), "anvil convert peak RSS %ld KiB, bound %d KiB", rss,
+              CONVERT_BOUND);
         printf("anvil convert: peak RSS %ld KiB (bound %d), output %llu bytes\n", rss, CONVERT_BOUND,
                (unsigned long long)file_size(out));
         remove(out);
@@ -221,8 +238,8 @@ int main(int argc, char **argv) {
         CHECK(rc == 0, "anvil quantize exited %d", rc);
         CHECK(file_size(q) > (uint64_t)3 * E * I * H / 32 * 34, "quantize wrote %llu bytes",
               (unsigned long long)file_size(q));
-        CHECK(rss > 0 && rss <= QUANTIZE_BOUND, "anvil quantize HF_DIR peak RSS %ld KiB, bound %d KiB", rss,
-              QUANTIZE_BOUND);
+        CHECK(rss > 0 && (!RSS_BOUNDED || rss <= QUANTIZE_BOUND),
+              "anvil quantize HF_DIR peak RSS %ld KiB, bound %d KiB", rss, QUANTIZE_BOUND);
         printf("anvil quantize HF_DIR Q8_0: peak RSS %ld KiB (bound %d), output %llu bytes\n", rss, QUANTIZE_BOUND,
                (unsigned long long)file_size(q));
     }
