@@ -154,17 +154,7 @@ W["model.norm.weight"] = norm(H)
 if not a.tied:
     W["lm_head.weight"] = rnd(V, H)
 
-# E4M3FN: the 127 non-negative finite values by code 0x00..0x7E
-E4M3 = np.array([(m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
-                 for e in range(16) for m in range(8)][:127], dtype=np.float64)
-
-def to_e4m3(x):
-    ax = np.abs(x.astype(np.float64))
-    i = np.clip(np.searchsorted(E4M3, ax), 1, 126)
-    lo, hi = E4M3[i - 1], E4M3[i]
-    code = np.where(ax - lo <= hi - ax, i - 1, i)
-    code = np.where(ax > E4M3[126], 126, code)
-    return (code | np.where((x < 0) & (code != 0), 0x80, 0)).astype(np.uint8)
+to_e4m3 = st_write.to_e4m3
 
 out = {}
 B = a.fp8
