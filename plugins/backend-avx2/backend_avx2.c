@@ -29,6 +29,7 @@
 #include "anvil/backend.h"
 #include "avx2_kernels.h"
 #include "ref/backend_init.h"
+#include "ref/cpu_probe.h"
 
 /* What the kernel files were compiled for (-mavx2 -mfma -mf16c -mbmi2). */
 static const anvil_cpu_need required[] = {
@@ -66,7 +67,7 @@ static anvil_backend backend = {
 static const anvil_backend *const backends[] = { &backend };
 
 static int avx2_init(const anvil_host_services *host, char *err, size_t err_size) {
-    (void)host; /* the score reads the CPU features; nothing to pick here */
+    anvil_ref_cpu_from_host(host); /* the encoders' searches; the score reads the CPU features */
     static const anvil_act_quantizer *const *const quantizer_tables[] = { anvil_avx2_quantizers };
     static const anvil_kernel *const *const kernel_tables[] = {
         anvil_avx2_kernels_q8_0, anvil_avx2_kernels_q4_q5, anvil_avx2_kernels_kquants, anvil_avx2_kernels_ternary,

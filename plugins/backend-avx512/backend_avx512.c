@@ -32,6 +32,7 @@
 #include "anvil/backend.h"
 #include "avx512_kernels.h"
 #include "ref/backend_init.h"
+#include "ref/cpu_probe.h"
 
 
 #if AVX512_EMULATED
@@ -114,6 +115,7 @@ static const struct {
 static int avx512_init(const anvil_host_services *host, char *err, size_t err_size) {
     const anvil_cpu_info *cpu = NULL;
     if (ANVIL_HAS_FIELD(host, anvil_host_services, cpu)) cpu = host->cpu;
+    anvil_ref_cpu_from_host(host);
     /* Without AVX-512 the backend scores 0 and is skipped; the plain tables
      * are filled anyway so the descriptor is well formed. */
     const int v = has_vnni(cpu) ? 1 : 0;

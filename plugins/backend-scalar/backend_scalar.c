@@ -19,6 +19,7 @@
 #include "anvil/backend.h"
 #include "kernel_tables.h"
 #include "ref/backend_init.h"
+#include "ref/cpu_probe.h"
 
 static anvil_ref_backend_lists lists;
 
@@ -40,7 +41,7 @@ static anvil_backend backend = {
 static const anvil_backend *const backends[] = { &backend };
 
 static int scalar_init(const anvil_host_services *host, char *err, size_t err_size) {
-    (void)host;
+    anvil_ref_cpu_from_host(host);
     static const anvil_act_quantizer *const *const quantizer_tables[] = {
         anvil_scalar_quantizers_q8_0, anvil_scalar_quantizers_kquants, anvil_scalar_quantizers_ternary,
         anvil_scalar_quantizers_cold, anvil_scalar_quantizers_ptqtp,

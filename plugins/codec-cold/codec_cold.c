@@ -39,6 +39,7 @@
 #include "anvil/codec.h"
 #include "ref/cold.h"
 #include "ref/cold_enc_grid.h"
+#include "ref/cpu_probe.h"
 
 #define NOTE_IMATRIX "needs an importance matrix (ggml encodes it only with one)"
 
@@ -107,7 +108,7 @@ static const anvil_codec *const codecs[] = {
 /* Checks the codebooks the lattice search tables are built from (the
  * tables themselves are built on first use; see above). */
 static int cold_init(const anvil_host_services *host, char *err, size_t err_size) {
-    (void)host;
+    anvil_ref_cpu_from_host(host);
     const int rc = anvil_ref_cold_codebook_check();
     if (rc != ANVIL_OK && err != NULL && err_size > 0) {
         snprintf(err, err_size,

@@ -19,6 +19,7 @@
 #include "anvil/blocks.h"
 #include "anvil/codec.h"
 #include "ref/kquants.h"
+#include "ref/cpu_probe.h"
 #include "ref/q8_k.h"
 
 #define KQ_CODEC(ident, type, nm, blk, flg, enc, dec, rows) \
@@ -53,6 +54,15 @@ static const anvil_codec *const codecs[] = {
     &codec_q2_K, &codec_q3_K, &codec_q4_K, &codec_q5_K, &codec_q6_K, &codec_q8_K,
 };
 
+/* The encoders' searches use AVX2 only where the host's CPU features
+ * (ANVIL_CPU_MASK applied) have it. */
+static int kquants_init(const anvil_host_services *host, char *err, size_t err_size) {
+    (void)err;
+    (void)err_size;
+    anvil_ref_cpu_from_host(host);
+    return ANVIL_OK;
+}
+
 static const anvil_plugin_desc desc = {
     .struct_size = sizeof(anvil_plugin_desc),
     .abi_major = ANVIL_ABI_MAJOR,
@@ -64,6 +74,7 @@ static const anvil_plugin_desc desc = {
     .description = "k-quants: Q2_K Q3_K Q4_K Q5_K Q6_K and the Q8_K activation format",
     .n_codecs = sizeof codecs / sizeof codecs[0],
     .codecs = codecs,
+    .init = kquants_init,
 };
 
 ANVIL_PLUGIN_ENTRY(&desc)

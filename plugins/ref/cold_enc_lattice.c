@@ -56,10 +56,10 @@ static float odd_iq3xxs[256 * 4], odd_iq3s[512 * 4], odd_iq2s[1024 * 8], odd_iq1
 static float odd_iq2xxs[256 * 8], odd_iq2xs[512 * 8];
 static int32_t map_iq3xxs[IQ3_KEYS], map_iq3s[IQ3_KEYS], map_iq2s[IQ2_KEYS], map_iq1[IQ2_KEYS];
 static int32_t map_iq2xxs[IQ2_KEYS], map_iq2xs[IQ2_KEYS];
-/* + 8: a search loads eight packed codes at a time, past a list's end */
-static uint16_t nb_iq3xxs[NB_IQ3XXS + 8], nb_iq3s[NB_IQ3S + 8], nb_iq2s[NB_IQ2S + 8];
-static uint16_t nb_iq1[NB_IQ1 + 8];
-static uint16_t nb_iq2xxs[NB_IQ2XXS + 8], nb_iq2xs[NB_IQ2XS + 8];
+/* + 16: a search loads sixteen packed codes at a time, past a list's end */
+static uint16_t nb_iq3xxs[NB_IQ3XXS + 16], nb_iq3s[NB_IQ3S + 16], nb_iq2s[NB_IQ2S + 16];
+static uint16_t nb_iq1[NB_IQ1 + 16];
+static uint16_t nb_iq2xxs[NB_IQ2XXS + 16], nb_iq2xs[NB_IQ2XS + 16];
 
 typedef struct lattice_spec {
     int dims, levels, grid_size, nwant, keys;

@@ -65,7 +65,7 @@ typedef struct cold_lattice {
      * bits i .. bits i + bits - 1 (bits = 2 for 3 levels, 3 for 8), so that
      * a search loads eight candidates' codes at once from the cache lines
      * of the list itself (cold_packed_codes: right after the list on the
-     * IQ1 lattice, after its lane blocks on the others); 8 words of
+     * IQ1 lattice, after its lane blocks on the others); 16 words of
      * padding follow the last list. */
     int packed;
 } cold_lattice;

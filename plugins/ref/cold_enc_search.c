@@ -23,6 +23,7 @@
 #define COLD_SWEEP_AVX2 1
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2")))
+#define AVX512 __attribute__((target("avx512f")))
 #else
 #define COLD_SWEEP_AVX2 0
 #endif
@@ -215,38 +216,145 @@ AVX2 static inline int best8_avx2(const cold_lattice *lat, int dims, int levels,
         const __m256 diff = _mm256_sub_ps(so, _mm256_set1_ps(x[i]));
         tab[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w[i]), diff), diff);
     }
-    __m256 best = _mm256_set1_ps(FLT_MAX);
-    __m256i at = _mm256_setzero_si256();
-    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i eight = _mm256_set1_epi32(8), vcount = _mm256_set1_epi32(count);
-    for (int j = 0; j < count; j += 8) {
-        /* past the list's end: the next words (or the padding), never chosen */
-        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(packed + j)));
+    const __m256 flt_max = _mm256_set1_ps(FLT_MAX);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int first;
+    if (count <= 8) {
+        /* one vector: candidate k in lane k; the first lane of the
+         * smallest score that is below FLT_MAX (the others, FLT_MAX,
+         * cannot equal it) */
+        const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)packed));
         __m256 d2 = _mm256_setzero_ps();
         for (int i = 0; i < dims; ++i) {
             d2 = _mm256_add_ps(d2, levels == 8 ? _mm256_permutevar8x32_ps(tab[i], _mm256_srli_epi32(u, 3 * i))
                                                : _mm256_permutevar_ps(tab[i], _mm256_srli_epi32(u, 2 * i)));
         }
-        const __m256i better = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d2, best, _CMP_LT_OQ)),
-                                                _mm256_cmpgt_epi32(vcount, pos));
-        best = _mm256_blendv_ps(best, d2, _mm256_castsi256_ps(better));
-        at = _mm256_blendv_epi8(at, pos, better);
-        pos = _mm256_add_epi32(pos, eight);
+        const __m256 live = _mm256_and_ps(_mm256_cmp_ps(d2, flt_max, _CMP_LT_OQ),
+                                          _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), lane)));
+        const __m256 v = _mm256_blendv_ps(flt_max, d2, live);
+        __m256 m = _mm256_min_ps(v, _mm256_permute2f128_ps(v, v, 1));
+        m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
+        m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
+        if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
+            return -1;
+        }
+        first = __builtin_ctz((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, m, _CMP_EQ_OQ)));
+    } else {
+        const __m256i eight = _mm256_set1_epi32(8), vcount = _mm256_set1_epi32(count);
+        __m256 best = flt_max;
+        __m256i at = lane, pos = lane;
+        for (int j = 0; j < count; j += 8) {
+            /* past the list's end: the next words (or the padding), never chosen */
+            const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(packed + j)));
+            __m256 d2 = _mm256_setzero_ps();
+            for (int i = 0; i < dims; ++i) {
+                d2 = _mm256_add_ps(d2, levels == 8 ? _mm256_permutevar8x32_ps(tab[i], _mm256_srli_epi32(u, 3 * i))
+                                                   : _mm256_permutevar_ps(tab[i], _mm256_srli_epi32(u, 2 * i)));
+            }
+            const __m256i better = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d2, best, _CMP_LT_OQ)),
+                                                    _mm256_cmpgt_epi32(vcount, pos));
+            best = _mm256_blendv_ps(best, d2, _mm256_castsi256_ps(better));
+            at = _mm256_blendv_epi8(at, pos, better);
+            pos = _mm256_add_epi32(pos, eight);
+        }
+        /* the smallest score (no NaN: lanes only take scores below
+         * FLT_MAX), then the smallest position among the lanes that hold
+         * it: one lane but for exact ties */
+        __m256 m = _mm256_min_ps(best, _mm256_permute2f128_ps(best, best, 1));
+        m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
+        m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
+        if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
+            return -1;
+        }
+        unsigned tie = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(best, m, _CMP_EQ_OQ));
+        int32_t pos_of[8];
+        _mm256_storeu_si256((__m256i *)(void *)pos_of, at);
+        first = pos_of[__builtin_ctz(tie)];
+        for (tie &= tie - 1; tie != 0; tie &= tie - 1) {
+            const int p = pos_of[__builtin_ctz(tie)];
+            first = p < first ? p : first;
+        }
     }
-    /* the smallest score (no NaN: lanes only take scores below FLT_MAX),
-     * then the smallest position among the lanes that hold it */
-    __m256 m = _mm256_min_ps(best, _mm256_permute2f128_ps(best, best, 1));
-    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
-    m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
-    if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
-        return -1;
+    const int g = cand[1 + first];
+    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
+    return g;
+}
+
+/* best8_avx2 on AVX-512F, sixteen candidates per vector: one pass holds
+ * the 86 % of IQ3_XXS lists that have at most 16. vpermps on 16 lanes
+ * reads 4 index bits, one or two more than a code has: the table repeats
+ * every 8 (3-bit codes) or 4 (2-bit) entries, so those bits (the next
+ * element's) select the same entry. A candidate's score starts from its
+ * first term, not 0 + it: they differ only where that term is -0 (a -0
+ * weight), and -0 and +0 compare equal. */
+AVX512 static inline int best16_avx512(const cold_lattice *lat, int dims, int levels, const uint16_t *cand,
+                                       const float *x, const float *w, float scale, int8_t *L) {
+    const int count = cand[0];
+    /* the sweep's lattices carry lane blocks (sweep_dispatch checks):
+     * the packed codes follow them */
+    const uint16_t *packed = cand + 1 + count + cold_lane_blocks(count) * dims * COLD_LANES / 2;
+    const __m512 odd = levels == 8 ? _mm512_setr_ps(1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f, 1.0f, 3.0f,
+                                                    5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f)
+                                   : _mm512_setr_ps(1.0f, 3.0f, 5.0f, 5.0f, 1.0f, 3.0f, 5.0f, 5.0f, 1.0f, 3.0f, 5.0f,
+                                                    5.0f, 1.0f, 3.0f, 5.0f, 5.0f);
+    const unsigned bits = levels == 8 ? 3 : 2;
+    const __m512 so = _mm512_mul_ps(_mm512_set1_ps(scale), odd);
+    __m512 tab[8];
+    for (int i = 0; i < dims; ++i) {
+        const __m512 diff = _mm512_sub_ps(so, _mm512_set1_ps(x[i]));
+        tab[i] = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(w[i]), diff), diff);
     }
-    const __m256i tie = _mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ));
-    __m256i a = _mm256_blendv_epi8(_mm256_set1_epi32(0x7FFFFFFF), at, tie);
-    a = _mm256_min_epi32(a, _mm256_permute2x128_si256(a, a, 1));
-    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0x4E));
-    a = _mm256_min_epi32(a, _mm256_shuffle_epi32(a, 0xB1));
-    const int g = cand[1 + _mm256_cvtsi256_si32(a)];
+    const __m512 flt_max = _mm512_set1_ps(FLT_MAX);
+    int first;
+    if (count <= 16) {
+        /* one vector: candidate k in lane k; the first lane of the
+         * smallest score that is below FLT_MAX */
+        const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)packed));
+        __m512 d2 = _mm512_permutexvar_ps(u, tab[0]);
+        for (int i = 1; i < dims; ++i) {
+            d2 = _mm512_add_ps(d2, _mm512_permutexvar_ps(_mm512_srli_epi32(u, bits * (unsigned)i), tab[i]));
+        }
+        const __mmask16 live = _mm512_mask_cmp_ps_mask((__mmask16)((1u << count) - 1u), d2, flt_max, _CMP_LT_OQ);
+        if (live == 0) {
+            return -1;
+        }
+        const float m = _mm512_mask_reduce_min_ps(live, d2);
+        first = __builtin_ctz(_mm512_mask_cmp_ps_mask(live, d2, _mm512_set1_ps(m), _CMP_EQ_OQ));
+    } else {
+        const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m512i vcount = _mm512_set1_epi32(count);
+        __m512 best = flt_max;
+        __m512i at = lane;
+        for (int j = 0; j < count; j += 16) {
+            /* past the list's end: the next words (or the padding), never chosen */
+            const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(packed + j)));
+            __m512 d2 = _mm512_permutexvar_ps(u, tab[0]);
+            for (int i = 1; i < dims; ++i) {
+                d2 = _mm512_add_ps(d2, _mm512_permutexvar_ps(_mm512_srli_epi32(u, bits * (unsigned)i), tab[i]));
+            }
+            const __m512i pos = _mm512_add_epi32(lane, _mm512_set1_epi32(j));
+            const __mmask16 better =
+                _mm512_mask_cmp_ps_mask(_mm512_cmplt_epi32_mask(pos, vcount), d2, best, _CMP_LT_OQ);
+            best = _mm512_mask_mov_ps(best, better, d2);
+            at = _mm512_mask_mov_epi32(at, better, pos);
+        }
+        /* the smallest score (no NaN: lanes only take scores below
+         * FLT_MAX), then the smallest position among the lanes that hold
+         * it: one lane but for exact ties */
+        const float m = _mm512_reduce_min_ps(best);
+        if (!(m < FLT_MAX)) {
+            return -1;
+        }
+        unsigned tie = _mm512_cmp_ps_mask(best, _mm512_set1_ps(m), _CMP_EQ_OQ);
+        int32_t pos_of[16];
+        _mm512_storeu_si512((void *)pos_of, at);
+        first = pos_of[__builtin_ctz(tie)];
+        for (tie &= tie - 1; tie != 0; tie &= tie - 1) {
+            const int p = pos_of[__builtin_ctz(tie)];
+            first = p < first ? p : first;
+        }
+    }
+    const int g = cand[1 + first];
     memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
     return g;
 }
@@ -262,6 +370,9 @@ static inline __attribute__((always_inline)) int best_in_lanes(const cold_lattic
                                                                const uint16_t *cand, const float *x, const float *w,
                                                                float scale, int8_t *L, int levels, int wide) {
 #if COLD_SWEEP_AVX2
+    if (wide == 2) {
+        return best16_avx512(lat, dims, levels, cand, x, w, scale, L);
+    }
     if (wide) {
         return best8_avx2(lat, dims, levels, cand, x, w, scale, L);
     }
@@ -375,6 +486,13 @@ static void fit_sums(const float *xval, const float *weight, const int8_t *L, in
 #include "ref/cold_enc_sweep_body.h"
 #undef SWEEP_FN
 #undef SWEEP_W
+#if COLD_SWEEP_AVX2
+#define SWEEP_FN sweep16
+#define SWEEP_W 16
+#include "ref/cold_enc_sweep_body.h"
+#undef SWEEP_FN
+#undef SWEEP_W
+#endif
 
 /* The sweep's shapes, each as one function per instruction set: the
  * portable one (generic vectors on the build's baseline) and, on x86, an
@@ -401,6 +519,11 @@ SWEEP_SHAPES(SWEEP_PORTABLE)
         return sweep8(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 1);    \
     }
 SWEEP_SHAPES(SWEEP_AVX2)
+#define SWEEP_AVX512(n, dims, levels)                                                                \
+    __attribute__((target("avx512f"))) static int sweep_avx512_##n##_##dims##_##levels(SWEEP_ARGS) { \
+        return sweep16(p, n, dims, levels, xval, weight, waux, max, scale0, L, scale_out, 2);        \
+    }
+SWEEP_SHAPES(SWEEP_AVX512)
 
 #endif
 
@@ -413,27 +536,51 @@ SWEEP_SHAPES(SWEEP_AVX2)
 SWEEP_SHAPES(SWEEP_NEON)
 #endif
 
-static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
-                          float scale0, int8_t *L, float *scale_out, int allow_simd) {
+int anvil_cold_isa_runs(cold_isa isa) {
+    switch (isa) {
+    case COLD_ISA_PORTABLE:
+    case COLD_ISA_BEST: return 1;
+    case COLD_ISA_SIMD: return COLD_SWEEP_NEON || (COLD_SWEEP_AVX2 && anvil_ref_has_avx2());
+    case COLD_ISA_WIDE: return COLD_SWEEP_AVX2 && anvil_ref_has_avx512();
+    }
+    return 0;
+}
+
+/* The widest of isa's paths that runs here (COLD_ISA_BEST: the widest of
+ * all); -1 for a path this CPU or build lacks. */
+static int isa_pick(cold_isa isa) {
+    if (isa == COLD_ISA_BEST) {
+        return anvil_cold_isa_runs(COLD_ISA_WIDE)   ? COLD_ISA_WIDE
+               : anvil_cold_isa_runs(COLD_ISA_SIMD) ? COLD_ISA_SIMD
+                                                    : COLD_ISA_PORTABLE;
+    }
+    return anvil_cold_isa_runs(isa) ? (int)isa : -1;
+}
+
+int anvil_cold_sweep_isa(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                         float scale0, int8_t *L, float *scale_out, cold_isa isa) {
     const cold_lattice *lat = p->lat;
-    if (!lat->lanes || 2 * p->steps + 1 > MAX_TRIALS || p->n > 32 || p->n / lat->dims > 8) {
+    const int use = isa_pick(isa);
+    if (use < 0 || !lat->lanes || 2 * p->steps + 1 > MAX_TRIALS || p->n > 32 || p->n / lat->dims > 8) {
         return ANVIL_E_INTERNAL;
     }
 #if COLD_SWEEP_AVX2
-    const int avx2 = allow_simd && anvil_ref_has_avx2();
-#define SWEEP_PICK(n_, dims_, levels_)                                                                        \
-    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                   \
-        return avx2 ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
-                    : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
+#define SWEEP_PICK(n_, dims_, levels_)                                                                         \
+    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                    \
+        return use == COLD_ISA_WIDE                                                                            \
+                   ? sweep_avx512_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
+               : use == COLD_ISA_SIMD                                                                          \
+                   ? sweep_avx2_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out)   \
+                   : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);       \
     }
 #elif COLD_SWEEP_NEON
-#define SWEEP_PICK(n_, dims_, levels_)                                                                              \
-    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                         \
-        return allow_simd ? sweep_neon_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
-                          : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
+#define SWEEP_PICK(n_, dims_, levels_)                                                                       \
+    if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                                  \
+        return use == COLD_ISA_SIMD                                                                          \
+                   ? sweep_neon_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out) \
+                   : sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out);     \
     }
 #else
-    (void)allow_simd;
 #define SWEEP_PICK(n_, dims_, levels_)                                                             \
     if (lat->dims == (dims_) && lat->levels == (levels_) && p->n == (n_)) {                        \
         return sweep_##n_##_##dims_##_##levels_(p, xval, weight, waux, max, scale0, L, scale_out); \
@@ -446,33 +593,34 @@ static int sweep_dispatch(const cold_sweep *p, const float *xval, const float *w
 
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale_out) {
-    return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 1);
-}
-
-int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                              float max, float scale0, int8_t *L, float *scale_out) {
-    return sweep_dispatch(p, xval, weight, waux, max, scale0, L, scale_out, 0);
+    return anvil_cold_sweep_isa(p, xval, weight, waux, max, scale0, L, scale_out, COLD_ISA_BEST);
 }
 
 int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
-                                 float scale, int8_t *L, int simd) {
-    if (!lat->lanes || lat->dims > 8) {
+                                 float scale, int8_t *L, cold_isa isa) {
+    const int use = isa_pick(isa);
+    if (use < 0 || !lat->lanes || lat->dims > 8) {
         return -1;
     }
 #if COLD_SWEEP_AVX2
-    if (simd && anvil_ref_has_avx2()) {
+    /* the sweep's two shapes, as the sweep inlines them */
+    if (use == COLD_ISA_WIDE && lat->levels == 8 && lat->dims == 4) {
+        return best16_avx512(lat, 4, 8, cand, x, w, scale, L);
+    }
+    if (use == COLD_ISA_WIDE && lat->levels == 3 && lat->dims == 8) {
+        return best16_avx512(lat, 8, 3, cand, x, w, scale, L);
+    }
+    if (use == COLD_ISA_SIMD) {
         return best8_avx2(lat, lat->dims, lat->levels, cand, x, w, scale, L);
     }
 #elif COLD_SWEEP_NEON
     /* the sweep's two shapes, as the sweep inlines them */
-    if (simd && lat->levels == 8 && lat->dims == 4) {
+    if (use == COLD_ISA_SIMD && lat->levels == 8 && lat->dims == 4) {
         return anvil_enc_neon_best_lanes(lat, 4, 8, cand, x, w, scale, L);
     }
-    if (simd && lat->levels == 3 && lat->dims == 8) {
+    if (use == COLD_ISA_SIMD && lat->levels == 3 && lat->dims == 8) {
         return anvil_enc_neon_best_lanes(lat, 8, 3, cand, x, w, scale, L);
     }
-#else
-    (void)simd;
 #endif
     return best_in_lanes(lat, lat->dims, cand, x, w, scale, L, lat->levels, 0);
 }

@@ -46,6 +46,19 @@ typedef struct cold_sweep {
  * but IQ2_XXS, which starts from make_qp_quants' scale: anvil_kq_fit_positive). */
 static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { return max / (float)(2 * p->max_q - 1); }
 
+/* The instruction sets the sweep and its neighbour searches have paths
+ * for. Every path gives the same results (the tests compare them). */
+typedef enum cold_isa {
+    COLD_ISA_PORTABLE, /* generic vectors on the build's baseline */
+    COLD_ISA_SIMD,     /* 8 lanes on AVX2 (x86-64), NEON on aarch64 */
+    COLD_ISA_WIDE,     /* 16 lanes on AVX-512F (x86-64) */
+    COLD_ISA_BEST      /* the widest that runs here: what the encoders use */
+} cold_isa;
+
+/* 1 where the path runs on this CPU and build (AVX2 and AVX-512F as the
+ * host's CPU features allow: ref/cpu_probe.h), else 0. */
+int anvil_cold_isa_runs(cold_isa isa);
+
 /* Runs the sweep from scale0 (the scale kept when no trial wins). On
  * ANVIL_OK, L[0..n) holds the level codes of on-grid points (all 0 when
  * no trial won and nothing was refined) and *scale the fitted scale (it
@@ -53,34 +66,35 @@ static inline float cold_sweep_first_scale(const cold_sweep *p, float max) { ret
  * ANVIL_E_UNSUPPORTED where ggml's search fails its assertion (no
  * candidate scores below FLT_MAX: the squared errors overflowed or are
  * NaN); ANVIL_E_INTERNAL for a shape it was not built for (a lattice
- * without lane blocks, more than 31 trials or 32 elements). On x86-64 CPUs
- * with AVX2 (checked once, at run time) it runs an AVX2 build of the same
- * lane code with 8 trials per vector (cold_enc_sweep_body.h), whose
- * candidate searches score 8 candidates per vector, looking each element's
- * error up by code (from the list's packed codes) in a table of the
- * per-code errors (each computed by ggml's expression) instead of
- * recomputing it per candidate: the same floats, summed in the same order,
- * the same first-minimum choice. On aarch64 the same body runs with its
- * candidate searches in NEON (ref/enc_neon.h: the errors looked up by TBL
- * from the lists' lane blocks), always (NEON is baseline there). */
+ * without lane blocks, more than 31 trials or 32 elements). The paths:
+ * - AVX2: the same lane code with 8 trials per vector
+ *   (cold_enc_sweep_body.h), whose candidate searches score 8 candidates
+ *   per vector, looking each element's error up by code (from the list's
+ *   packed codes) in a table of the per-code errors (each computed by
+ *   ggml's expression) instead of recomputing it per candidate: the same
+ *   floats, summed in the same order, the same first-minimum choice.
+ * - AVX-512F: 16 trials per vector and 16 candidates per search vector
+ *   (one vector holds 86 % of IQ3_XXS's lists).
+ * - aarch64: the 4-trial body with its candidate searches in NEON
+ *   (ref/enc_neon.h: the errors looked up by TBL from the lists' lane
+ *   blocks), always (NEON is baseline there). */
 int anvil_cold_sweep(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
                      float scale0, int8_t *L, float *scale);
 
-/* anvil_cold_sweep on the portable path only (generic vectors on the
- * build's baseline), never the AVX2 or NEON one: the same
- * results, for the tests that check the two agree. */
-int anvil_cold_sweep_portable(const cold_sweep *p, const float *xval, const float *weight, const float *waux,
-                              float max, float scale0, int8_t *L, float *scale_out);
+/* anvil_cold_sweep on one path (COLD_ISA_BEST: anvil_cold_sweep's):
+ * ANVIL_E_INTERNAL where it does not run here (anvil_cold_isa_runs). For
+ * the tests that check the paths agree. */
+int anvil_cold_sweep_isa(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,
+                         float scale0, int8_t *L, float *scale_out, cold_isa isa);
 
 /* The sweep's neighbour search (ggml's iq3_find_best_neighbour /
- * iq2_find_best_neighbour) on a lattice with lane blocks, alone: among the
- * candidates cand, the first with the smallest w-weighted squared error of
- * scale (2l + 1) against x; its codes to L and its grid index returned, -1
- * when none scores below FLT_MAX. simd 1: the path the sweep selects at
- * run time (AVX2 where the CPU has it, NEON on aarch64), 0: the portable
- * one. For the tests that check the two agree. */
+ * iq2_find_best_neighbour) on a lattice with lane blocks, alone, on one
+ * path: among the candidates cand, the first with the smallest w-weighted
+ * squared error of scale (2l + 1) against x; its codes to L and its grid
+ * index returned, -1 when none scores below FLT_MAX or the path does not
+ * run here. For the tests that check the paths agree. */
 int anvil_cold_best_in_lanes_isa(const cold_lattice *lat, const uint16_t *cand, const float *x, const float *w,
-                                 float scale, int8_t *L, int simd);
+                                 float scale, int8_t *L, cold_isa isa);
 
 /* A group through the sweep to what is stored of it, as every sweep-based
  * encoder (ggml's quantize_row_<t>_impl) finishes one: the sweep from

@@ -52,6 +52,11 @@ static inline __attribute__((always_inline)) int SWEEP_FN(const cold_sweep *p, i
     }
     uint8_t on_grid_aux[MAX_TRIALS][8];
     for (int k = 0; k < groups; ++k) {
+        /* the trials whose group k is off the grid, listed first (no
+         * branch per trial), then snapped one after another */
+        int off_t[MAX_TRIALS];
+        int32_t off_m[MAX_TRIALS];
+        int n_off = 0;
         for (int v = 0; v < vecs; ++v) {
             vi key = code[dims * k + dims - 1][v];
             for (int i = dims - 2; i >= 0; --i) {
@@ -61,18 +66,22 @@ static inline __attribute__((always_inline)) int SWEEP_FN(const cold_sweep *p, i
                 const int t = SWEEP_W * v + c;
                 const int32_t m = lat->map[key[c]];
                 on_grid_aux[t][k] = m >= 0;
-                if (m >= 0) {
-                    continue;
-                }
-                int8_t l[8];
-                const int g = best_in_lanes(lat, dims, cold_candidates(lat, m), xval + dims * k, waux + dims * k,
-                                            this_scale[t], l, levels, wide);
-                if (g < 0) {
-                    return ANVIL_E_UNSUPPORTED;
-                }
-                for (int i = 0; i < dims; ++i) {
-                    code[dims * k + i][v][c] = l[i];
-                }
+                off_t[n_off] = t;
+                off_m[n_off] = m;
+                n_off += m < 0;
+            }
+        }
+        for (int o = 0; o < n_off; ++o) {
+            const unsigned t = (unsigned)off_t[o];
+            int8_t l[8];
+            const int g = best_in_lanes(lat, dims, cold_candidates(lat, off_m[o]), xval + dims * k, waux + dims * k,
+                                        this_scale[t], l, levels, wide);
+            if (g < 0) {
+                return ANVIL_E_UNSUPPORTED;
+            }
+            for (int i = 0; i < dims; ++i) {
+                /* code[e] is one row of trials: lane t % W of vector t / W */
+                ((int32_t *)(void *)code[dims * k + i])[t] = l[i];
             }
         }
     }

@@ -581,7 +581,7 @@ static void test_sweep_isas(void) {
         { anvil_ref_cold_lattice(COLD_LATTICE_IQ2S), 16, 3, 0.1f, 9, 1, COLD_REFINE_OFF_GRID },
     };
     uint32_t seed = 0x2545f491u;
-    int compared = 0, moved = 0;
+    int compared = 0, moved = 0, groups = 0;
     for (size_t f = 0; f < sizeof sweeps / sizeof sweeps[0]; ++f) {
         const cold_sweep *p = &sweeps[f];
         for (int g = 0; g < 2000; ++g) {
@@ -599,20 +599,30 @@ static void test_sweep_isas(void) {
                 continue;
             }
             const float scale0 = cold_sweep_first_scale(p, max);
-            int8_t la[32], lb[32];
-            float sa = -1.0f, sb = -2.0f;
-            const int ra = anvil_cold_sweep(p, xval, weight, waux, max, scale0, la, &sa);
-            const int rb = anvil_cold_sweep_portable(p, xval, weight, waux, max, scale0, lb, &sb);
-            CU_ASSERT_EQUAL(ra, ANVIL_OK);
-            CU_ASSERT_EQUAL(ra, rb);
-            CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)p->n), 0);
-            CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
-            compared++;
-            moved += sa != scale0;
+            int8_t lb[32];
+            float sb = -2.0f;
+            const int rb = anvil_cold_sweep_isa(p, xval, weight, waux, max, scale0, lb, &sb, COLD_ISA_PORTABLE);
+            CU_ASSERT_EQUAL(rb, ANVIL_OK);
+            groups++;
+            moved += sb != scale0;
+            /* every SIMD path this CPU runs, and the encoders' choice */
+            for (int isa = COLD_ISA_SIMD; isa <= COLD_ISA_BEST; ++isa) {
+                if (!anvil_cold_isa_runs((cold_isa)isa)) {
+                    continue;
+                }
+                int8_t la[32];
+                float sa = -1.0f;
+                const int ra = anvil_cold_sweep_isa(p, xval, weight, waux, max, scale0, la, &sa, (cold_isa)isa);
+                CU_ASSERT_EQUAL(ra, rb);
+                CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)p->n), 0);
+                CU_ASSERT_EQUAL(memcmp(&sa, &sb, sizeof sa), 0);
+                compared++;
+            }
         }
     }
+    /* the portable path against at least the encoders' choice */
     CU_ASSERT(compared > 9000);
-    CU_ASSERT(moved > compared / 2); /* the sweeps did fit new scales */
+    CU_ASSERT(moved > groups / 2); /* the sweeps did fit new scales */
 }
 
 /* A hostile value of kind k: ties, zeros, denormals, huge, one sign. */
@@ -801,8 +811,9 @@ static void test_iq1_scaled_isas(void) {
     CU_ASSERT(fitted > compared / 2); /* most searches found a fit */
 }
 
-/* The sweep lattices' neighbour search: the selected path (AVX2 where the
- * CPU has it) against the portable one, the same grid index and codes. */
+/* The sweep lattices' neighbour search: each path this CPU runs (AVX2,
+ * AVX-512F; NEON on aarch64) against the portable one, the same grid index
+ * and codes. */
 static void test_lanes_isas(void) {
     CU_ASSERT_EQUAL_FATAL(anvil_ref_cold_lattice_init(), ANVIL_OK);
     static const enum cold_lattice_id ids[] = { COLD_LATTICE_IQ3XXS, COLD_LATTICE_IQ3S, COLD_LATTICE_IQ2S,
@@ -841,11 +852,16 @@ static void test_lanes_isas(void) {
             int8_t la[8], lb[8];
             memset(la, -1, sizeof la);
             memset(lb, -2, sizeof lb);
-            const int ca = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, la, 1);
-            const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, lb, 0);
-            CU_ASSERT_EQUAL(ca, cb);
+            const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, lb, COLD_ISA_PORTABLE);
+            for (int isa = COLD_ISA_SIMD; isa <= COLD_ISA_WIDE; ++isa) {
+                if (anvil_cold_isa_runs((cold_isa)isa)) {
+                    const int ca = anvil_cold_best_in_lanes_isa(lat, cand, x, w, scale, la, (cold_isa)isa);
+                    CU_ASSERT_EQUAL(ca, cb);
+                    CU_ASSERT(cb < 0 || memcmp(la, lb, (size_t)dims) == 0);
+                    memset(la, -1, sizeof la);
+                }
+            }
             if (cb >= 0) {
-                CU_ASSERT_EQUAL(memcmp(la, lb, (size_t)dims), 0);
                 found++;
                 firsts += cb == cand[1];
             }
@@ -872,7 +888,7 @@ static void test_lanes_isas(void) {
                 packed_ok &= packed[j] == u;
             }
             CU_ASSERT(packed_ok);
-            for (int k = cand[0]; k % 8 != 0; ++k) {
+            for (int k = cand[0]; k % 16 != 0; ++k) { /* the 16-lane search reads up to 16 */
                 float x[8], w[8];
                 for (int i = 0; i < dims; ++i) {
                     int c = (packed[k] >> bits * i) & (levels == 8 ? 7 : 3);
@@ -881,10 +897,13 @@ static void test_lanes_isas(void) {
                     w[i] = 1.0f;
                 }
                 int8_t la[8], lb[8];
-                const int ca = anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, la, 1);
-                const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, lb, 0);
-                CU_ASSERT_EQUAL(ca, cb);
+                const int cb = anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, lb, COLD_ISA_PORTABLE);
                 CU_ASSERT(cb >= 0);
+                for (int isa = COLD_ISA_SIMD; isa <= COLD_ISA_WIDE; ++isa) {
+                    if (anvil_cold_isa_runs((cold_isa)isa)) {
+                        CU_ASSERT_EQUAL(anvil_cold_best_in_lanes_isa(lat, cand, x, w, 1.0f, la, (cold_isa)isa), cb);
+                    }
+                }
                 lists++;
             }
         }
@@ -940,10 +959,10 @@ int main(void) {
     CU_add_test(s, "refusals: overflow where ggml aborts, length, NaN", test_refuse_overflow);
     CU_add_test(s, "known: zeros, sign fields, IQ3_S cursor after a zero group", test_known_blocks);
     CU_add_test(s, "plugin: init hook, encoders equal the reference", test_plugin_init_and_encode);
-    CU_add_test(s, "isas: the sweep's selected path equals its portable path", test_sweep_isas);
+    CU_add_test(s, "isas: the sweep on each path this CPU runs equals its portable path", test_sweep_isas);
     CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
     CU_add_test(s, "isas: the IQ1 searches across scales, selected path equals portable", test_iq1_scaled_isas);
-    CU_add_test(s, "isas: the sweep's neighbour search, selected path equals portable", test_lanes_isas);
+    CU_add_test(s, "isas: the sweep's neighbour search, each path equals portable", test_lanes_isas);
     CU_add_test(s, "isas: make_qp_quants' trial grids, selected path equals portable", test_fit_positive_isas);
     return test_run_cunit();
 }
