@@ -5,8 +5,9 @@
 # against llama.cpp's convert_hf_to_gguf.py, byte for byte:
 # 1. the committed pairs of DS_DATA (tests/hf/deepseek: a BF16 and a
 #    block-scaled FP8 checkpoint, each with what the real converter wrote
-#    at --outtype q8_0 and --vocab-only, FP8 also at --outtype f16 with and
-#    without --fp8-as-q8), and llama.cpp runs each; with
+#    at --outtype q8_0 and --vocab-only, FP8 also at --outtype f16, and a
+#    partly-FP8 one with --fp8-as-q8 --outtype f16), and llama.cpp runs
+#    each; with
 #    --pairs-only that is all (no Python: the unit suite's check);
 # 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
 #    by make_deepseek.py converted by both for --outtype f32 f16 bf16 q8_0

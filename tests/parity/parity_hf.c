@@ -7,7 +7,7 @@
  * Gemma3ForCausalLM; ANVIL_HF_GEMMA_PAIRS), of tests/hf/phi3
  * (Phi3ForCausalLM; ANVIL_HF_PHI3_PAIRS) and of tests/hf/fp8 (FP8
  * checkpoints whose float weights have scales too; ANVIL_HF_FP8_PAIRS),
- * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
+ * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8, partly FP8 with --fp8-as-q8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
  * with an MTP layer, F16, and block-scaled FP8 with an MTP layer;
  * ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
