@@ -19,7 +19,7 @@
 const char cli_help_convert[] =
     "usage: anvil convert HF_DIR [OUT.gguf] [--outtype f32|f16|bf16|q8_0|auto] [--vocab-only]\n"
     "                     [--split-max-size S | --split-max-tensors N] [--no-tensor-first-split]\n"
-    "                     [--mtp | --no-mtp] [--model-name NAME] [--metadata FILE.json]\n"
+    "                     [--mtp | --no-mtp] [--fp8-as-q8] [--model-name NAME] [--metadata FILE.json]\n"
     "                     [--dry-run] [--json] [--progress] [--quiet]\n"
     "\n"
     "Convert a Hugging Face checkpoint folder (config.json, *.safetensors shards with\n"
@@ -49,7 +49,13 @@ const char cli_help_convert[] =
     "                           default name HF_DIR/mtp-<Name>-<TYPE>.gguf\n"
     "  --no-mtp, --no-nextn     those classes without their MTP layers (block_count and\n"
     "                           nextn_predict_layers as without them); other classes refuse\n"
-    "                           both, as convert_hf_to_gguf.py does"
+    "                           both, as convert_hf_to_gguf.py does\n"
+    "  --fp8-as-q8              tensors made from a weight dequantized from FP8 (one with a\n"
+    "                           *_scale_inv; stacked experts: the layer's last expert tensor\n"
+    "                           read decides) are written Q8_0 whatever --outtype is (1-D ones\n"
+    "                           and norms stay F32, rows not a multiple of 32 F16);\n"
+    "                           general.file_type stays --outtype's, as convert_hf_to_gguf.py\n"
+    "                           writes it\n"
     "  --split-max-size S       start a new part when the next tensor would take a part's\n"
     "                           tensor bytes over S (K, M, G = 1e3, 1e6, 1e9 bytes)\n"
     "  --split-max-tensors N    at most N tensors a part\n"
@@ -122,6 +128,8 @@ static int parse_args(int argc, char **argv, convert_args *a) {
             a->o.mtp_only = 1;
         } else if (strcmp(o, "--no-mtp") == 0 || strcmp(o, "--no-nextn") == 0) {
             a->o.no_mtp = 1;
+        } else if (strcmp(o, "--fp8-as-q8") == 0) {
+            a->o.fp8_as_q8 = 1;
         } else if (strcmp(o, "--no-tensor-first-split") == 0) {
             a->o.no_tensor_first_split = 1;
         } else if (strcmp(o, "--dry-run") == 0) {

@@ -8,7 +8,7 @@
  * Face folder, HF_DIR/ggml-model-<TYPE>.gguf, inside it), the same
  * options and option syntax, the same bytes out. Options may also come after
  * the positional arguments. anvil's own: --json, --quiet, --no-quality,
- * --no-fallback, convert's --mtp/--no-mtp for HF_DIR, and the size target
+ * --no-fallback, convert's --mtp/--no-mtp/--fp8-as-q8 for HF_DIR, and the size target
  * (--target-size/--target-bpw, with --target-weights, --target-rows,
  * --plan-out).
  * Exit: 0 done, 1 the work failed, 2 a usage error.
@@ -101,6 +101,10 @@ const char cli_help_quantize[] =
     "                              defaults to HF_DIR/mtp-ggml-model-<TYPE>.gguf\n"
     "  --no-mtp, --no-nextn        HF_DIR only: those classes without their MTP layers\n"
     "                              (convert --no-mtp); other classes refuse both (exit 1)\n"
+    "  --fp8-as-q8                 HF_DIR only: the bytes of convert --outtype auto --fp8-as-q8\n"
+    "                              + quantize: the weights dequantized from FP8 come in as Q8_0,\n"
+    "                              so a TYPE that changes them needs --allow-requantize (two\n"
+    "                              quantization errors stack); Q8_0 keeps them as they are\n"
     "size target (instead of TYPE; OUT defaults to <IN's folder>/ggml-model-target.gguf,\n"
     "HF_DIR/ggml-model-target.gguf for a folder):\n"
     "  --target-size SIZE          the output file takes at most SIZE bytes (K/M/G: powers of\n"
@@ -161,6 +165,7 @@ typedef struct qz_args {
     const char *measure, *calibrate, *sens_path, *sens_out, *verify;
     unsigned long long chunks, sens_ctx;
     int mtp_only, no_mtp; /* convert's --mtp, --no-mtp (--no-nextn): HF_DIR only */
+    int fp8_as_q8;        /* convert's --fp8-as-q8: HF_DIR only */
 } qz_args;
 
 /* A type given by an option must be one anvil can write. */
@@ -343,9 +348,10 @@ static int check_args(const qz_args *a) {
     if (a->mtp_only && a->no_mtp) {
         return cli_usage_error("quantize", "--mtp and --no-mtp (--no-nextn) are mutually exclusive");
     }
-    if ((a->mtp_only || a->no_mtp) && (a->measure || a->calibrate || a->verify)) {
-        return cli_usage_error("quantize", "--mtp and --no-mtp (--no-nextn) shape the model converted from HF_DIR; "
-                                           "--measure, --calibrate and --verify run IN itself: not together");
+    if ((a->mtp_only || a->no_mtp || a->fp8_as_q8) && (a->measure || a->calibrate || a->verify)) {
+        return cli_usage_error("quantize", "--mtp, --no-mtp (--no-nextn) and --fp8-as-q8 shape the model converted "
+                                           "from HF_DIR; --measure, --calibrate and --verify run IN itself: not "
+                                           "together");
     }
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
     if (a->o.target_size > 0 && a->o.target_bpw > 0.0) {
@@ -430,6 +436,8 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, qz_args *a) {
             a->mtp_only = 1;
         } else if (strcmp(o, "--no-mtp") == 0 || strcmp(o, "--no-nextn") == 0) {
             a->no_mtp = 1;
+        } else if (strcmp(o, "--fp8-as-q8") == 0) {
+            a->fp8_as_q8 = 1;
         } else if (v == NULL) {
             return cli_usage_error("quantize", "unknown option or missing value: '%s'", o);
         } else {
@@ -845,11 +853,14 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
         return rc;
     }
     const int target = a->o.target_size > 0 || a->o.target_bpw > 0.0;
-    if (rc == 0 && (a->mtp_only || a->no_mtp) && !cli_is_dir(a->pos[0])) {
+    if (rc == 0 && (a->mtp_only || a->no_mtp || a->fp8_as_q8) && !cli_is_dir(a->pos[0])) {
         rc = cli_usage_error("quantize",
                              "%s is for a Hugging Face folder (HF_DIR), as convert's; '%s' is no folder (a GGUF "
                              "is converted already: quantize it as it is)",
-                             a->mtp_only ? "--mtp" : "--no-mtp (--no-nextn)", a->pos[0]);
+                             a->mtp_only ? "--mtp"
+                             : a->no_mtp ? "--no-mtp (--no-nextn)"
+                                         : "--fp8-as-q8",
+                             a->pos[0]);
     }
     if (rc == 0) rc = target ? positional_target(a, &out) : positional(a, &out, &preset);
     int replaces = 0;
@@ -905,7 +916,12 @@ int cmd_quantize(cli_globals *g, int argc, char **argv) {
     }
     if (status == ANVIL_OK && cli_is_dir(in)) {
         /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
-        status = anvil_hf_open_as_gguf_mtp(ctx, in, a->mtp_only, a->no_mtp, &src, &err);
+        anvil_hf_convert_options ho;
+        anvil_hf_convert_options_init(&ho);
+        ho.mtp_only = a->mtp_only;
+        ho.no_mtp = a->no_mtp;
+        ho.fp8_as_q8 = a->fp8_as_q8;
+        status = anvil_hf_open_as_gguf_opts(ctx, in, &ho, &src, &err);
     } else if (status == ANVIL_OK) {
         status = anvil_gguf_open(&src, in, ctx, 0, &err);
     }

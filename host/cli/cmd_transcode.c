@@ -30,7 +30,7 @@
 #define MAX_RULES 256
 
 const char cli_help_transcode[] =
-    "usage: anvil transcode --from IN.gguf --out OUT.gguf --dtype T [options]\n"
+    "usage: anvil transcode --from IN.gguf|HF_DIR --out OUT.gguf --dtype T [options]\n"
     "\n"
     "Quantize a float model's matrix weights into a block format, out of core: the\n"
     "output header is written first, then one tensor at a time is read, encoded on\n"
@@ -51,6 +51,12 @@ const char cli_help_transcode[] =
     "                            HF_DIR --outtype auto` would write it, converted tensor\n"
     "                            by tensor as it is encoded (no intermediate file; not\n"
     "                            with --vs-ggml)\n"
+    "  --mtp                     --from HF_DIR only, as convert's --mtp (Glm4MoeForCausalLM,\n"
+    "                            Qwen3NextForCausalLM, the Qwen3.5 classes): the MTP layers\n"
+    "                            with the embeddings, output norm and head; the bytes of\n"
+    "                            convert --outtype auto --mtp + transcode\n"
+    "  --no-mtp, --no-nextn      --from HF_DIR only: those classes without their MTP layers\n"
+    "                            (convert --no-mtp); other classes refuse both (exit 1)\n"
     "  --out OUT.gguf            output, written atomically (complete or not at all);\n"
     "                            '-' (stdout), a device or a FIFO is written into\n"
     "  --dtype T                 target for matrix weights (q4_K, q8_0, iq4_xs, f16, ...)\n"
@@ -109,8 +115,9 @@ typedef struct tc_args {
     anvil_transcode_options opts;
     anvil_transcode_rule rules[MAX_RULES];
     int dry_run, json, quiet, vs_ggml, progress;
-    const char *ptqtp;   /* --ptqtp K (2, 3, 2s, 3s), or NULL */
-    const char *compare; /* --compare's type list, or NULL */
+    int mtp_only, no_mtp; /* convert's --mtp, --no-mtp (--no-nextn): --from HF_DIR only */
+    const char *ptqtp;    /* --ptqtp K (2, 3, 2s, 3s), or NULL */
+    const char *compare;  /* --compare's type list, or NULL */
 } tc_args;
 
 /* --ptqtp K: the matrix type is ptqtpK, which the codec-ptqtp plugin defines. */
@@ -211,6 +218,10 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
                 a->quiet = 1;
             } else if (strcmp(o, "--progress") == 0) {
                 a->progress = 1;
+            } else if (strcmp(o, "--mtp") == 0) {
+                a->mtp_only = 1;
+            } else if (strcmp(o, "--no-mtp") == 0 || strcmp(o, "--no-nextn") == 0) {
+                a->no_mtp = 1;
             } else {
                 return cli_usage_error("transcode", "unknown or incomplete option '%s'", o);
             }
@@ -222,6 +233,9 @@ static int parse_args(anvil_ctx *ctx, int argc, char **argv, tc_args *a) {
     }
     if (a->opts.split_max_tensors != 0 && a->opts.split_max_bytes != 0) {
         return cli_usage_error("transcode", "give --split-max-size or --split-max-tensors, not both (as gguf-split)");
+    }
+    if (a->mtp_only && a->no_mtp) {
+        return cli_usage_error("transcode", "--mtp and --no-mtp (--no-nextn) are mutually exclusive");
     }
     const int prc = resolve_ptqtp(ctx, a);
     if (prc != 0) return prc;
@@ -707,6 +721,12 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
                              "(%s) there is none: convert it first (anvil convert), or drop --vs-ggml",
                              a.from);
     }
+    if (rc == 0 && !from_dir && (a.mtp_only || a.no_mtp)) {
+        rc = cli_usage_error("transcode",
+                             "%s is for a Hugging Face folder (--from HF_DIR), as convert's; '%s' is no folder (a "
+                             "GGUF is converted already: transcode it as it is)",
+                             a.mtp_only ? "--mtp" : "--no-mtp (--no-nextn)", a.from);
+    }
     int same = 0;
     if (rc == 0) rc = cli_output_not_input("transcode", a.out, a.from, NULL, 0);
     if (rc == 0) rc = cli_check_output("transcode", a.out, a.from, &same);
@@ -728,7 +748,7 @@ int cmd_transcode(cli_globals *g, int argc, char **argv) {
         a.opts.progress_arg = &ps;
     }
     /* a Hugging Face folder: converted (--outtype auto) tensor by tensor as the run reads it */
-    int status = from_dir ? anvil_hf_open_as_gguf(ctx, a.from, &src, &err)
+    int status = from_dir ? anvil_hf_open_as_gguf_mtp(ctx, a.from, a.mtp_only, a.no_mtp, &src, &err)
                           : anvil_gguf_open(&src, a.from, ctx, 0, &err);
     if (status == ANVIL_OK) status = anvil_transcode_plan(&t, ctx, src, a.out, &a.opts, &err);
     if (status == ANVIL_OK && !a.dry_run) status = anvil_transcode_run(t, &err);

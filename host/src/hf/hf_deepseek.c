@@ -164,6 +164,7 @@ static int split_kv_b(const hf_arch *a, const hf_folder *f, size_t i, uint64_t n
         for (uint32_t h = 0; h < heads; ++h)
             o->pieces[h] = (hf_piece){ (int)i, h * per + (k == 0 ? 0 : (uint64_t)nope * c), rows * c };
         o->src = -1;
+        o->yield_src = (int)i;
         o->n_dims = 3;
         o->ne[0] = k == 0 ? rows : c;
         o->ne[1] = k == 0 ? c : rows;

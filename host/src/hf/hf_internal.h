@@ -168,6 +168,10 @@ typedef struct hf_piece {
 typedef struct hf_out_tensor {
     char name[64];
     int src; /* index into hf_folder.tensors, -1 for a generated one */
+    /* a composed tensor (pieces): the source tensor current when convert
+     * yields it (the name its tensor_force_quant sees: stacked experts,
+     * the layer's last expert tensor visited) */
+    int yield_src;
     uint32_t n_dims;
     uint64_t ne[4]; /* ggml order (innermost first) */
     uint64_t n_elements;

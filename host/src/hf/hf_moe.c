@@ -162,8 +162,10 @@ static int out_name(hf_out_tensor *o, uint64_t layer, int w) {
     return n > 0 && (size_t)n < sizeof o->name ? 0 : -1;
 }
 
-/* The layer's three stacked tensors, each [n_exp, rows, cols]. */
-static int emit_stacked(hf_moe_state *st, uint64_t layer, hf_out_tensor *ts, size_t *n, anvil_error *err) {
+/* The layer's three stacked tensors, each [n_exp, rows, cols], yielded
+ * when source tensor `last` (the layer's last expert tensor) is visited. */
+static int emit_stacked(hf_moe_state *st, uint64_t layer, size_t last, hf_out_tensor *ts, size_t *n,
+                        anvil_error *err) {
     const w_name *ws = st->a->id == HF_ARCH_MIXTRAL ? k_mixtral_w : k_qwen_w;
     for (int k = 0; k < N_W; ++k) {
         const int w = ws[k].w;
@@ -191,6 +193,7 @@ static int emit_stacked(hf_moe_state *st, uint64_t layer, hf_out_tensor *ts, siz
         }
         if (out_name(o, layer, w) != 0) return anvil__error_set(err, ANVIL_E_INTERNAL, "tensor name too long");
         o->src = -1;
+        o->yield_src = (int)last;
         o->n_dims = 3;
         o->ne[0] = c0;
         o->ne[1] = r0;
@@ -246,6 +249,7 @@ static int take_fused(hf_moe_state *st, size_t i, uint64_t layer, int kind, hf_o
                                 : (hf_piece){ (int)i, e * 2 * slab + (uint64_t)k * slab, slab };
         if (out_name(o, layer, outs[k]) != 0) return anvil__error_set(err, ANVIL_E_INTERNAL, "tensor name too long");
         o->src = -1;
+        o->yield_src = (int)i;
         o->n_dims = 3;
         o->ne[0] = cols;
         o->ne[1] = rows;
@@ -280,7 +284,7 @@ int hf_moe_take(hf_moe_state *st, size_t i, hf_out_tensor *ts, size_t *n, anvil_
         *c = (int)i; /* the folder holds each name once */
         if (++st->seen[layer] < N_W * st->n_exp) return 1;
         st->seen[layer] = 0;
-        int rc = emit_stacked(st, layer, ts, n, err);
+        int rc = emit_stacked(st, layer, i, ts, n, err);
         return rc == ANVIL_OK ? 1 : rc;
     }
     return anvil__error_set(
