@@ -735,8 +735,68 @@ int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, 
     return ANVIL_E_UNSUPPORTED;
 }
 
-float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
-                             uint8_t *signs) {
+/* ggml's MAX chain from xval[0] over n values. */
+static float max_chain(const float *xval, int n) {
+    float max = xval[0];
+    for (int i = 1; i < n; ++i) {
+        max = cold_max(max, xval[i]);
+    }
+    return max;
+}
+
+#if COLD_SWEEP_AVX2
+/* anvil_cold_group_setup for n = 16 or 32 on AVX-512F, 16 elements per
+ * vector, every value as the portable path computes it: sqrt (IEEE, as
+ * sqrtf), the select of x or -x (x >= 0 is false for NaN), the even-parity
+ * flip at the first smallest weight x^2 of each 8 (a NaN never replaces;
+ * a NaN first element keeps index 0), found by a min within each half
+ * vector and the first equal lane. The MAX chain equals the vector maximum
+ * unless a value is NaN or the maximum is a zero (its sign then follows
+ * the chain's order): those take the chain. */
+AVX512 static float group_setup_avx512(const float *xb, const float *weight, int n, int even, float *waux,
+                                       float *xval, uint8_t *signs) {
+    const __m512i sign_bit = _mm512_set1_epi32(INT32_MIN);
+    const __m512 inf = _mm512_set1_ps(INFINITY);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    int nan_seen = 0;
+    for (int h = 0; h < n / 16; ++h) {
+        const __m512 x = _mm512_loadu_ps(xb + 16 * h), w = _mm512_loadu_ps(weight + 16 * h);
+        _mm512_storeu_ps(waux + 16 * h, _mm512_sqrt_ps(w));
+        const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+        __m512i r =
+            _mm512_mask_blend_epi32(keep, _mm512_xor_si512(_mm512_castps_si512(x), sign_bit), _mm512_castps_si512(x));
+        unsigned neg = (unsigned)(uint16_t)~keep;
+        if (even) {
+            const __m512 v = _mm512_mul_ps(_mm512_mul_ps(w, x), x);
+            const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            const __m512 vr = _mm512_mask_blend_ps(nan, v, inf);
+            __m512 m = _mm512_min_ps(vr, _mm512_shuffle_f32x4(vr, vr, _MM_SHUFFLE(2, 3, 0, 1)));
+            m = _mm512_min_ps(m, _mm512_permute_ps(m, 0x4E));
+            m = _mm512_min_ps(m, _mm512_permute_ps(m, 0xB1));
+            const unsigned first = _mm512_mask_cmp_ps_mask((__mmask16)~nan, vr, m, _CMP_EQ_OQ);
+            uint32_t flip = 0;
+            for (int k = 0; k < 2; ++k) {
+                const unsigned s8 = (neg >> (8 * k)) & 0xFFu, f8 = (first >> (8 * k)) & 0xFFu;
+                const unsigned imin = (nan >> (8 * k)) & 1u || f8 == 0 ? 0u : (unsigned)__builtin_ctz(f8);
+                flip |= ((unsigned)__builtin_popcount(s8) & 1u) << (8 * k + imin);
+            }
+            r = _mm512_mask_xor_epi32(r, (__mmask16)flip, r, sign_bit);
+            neg ^= flip;
+        }
+        const __m512 rf = _mm512_castsi512_ps(r);
+        _mm512_storeu_ps(xval + 16 * h, rf);
+        signs[2 * h] = (uint8_t)(neg & (even ? 127u : 255u));
+        signs[2 * h + 1] = (uint8_t)((neg >> 8) & (even ? 127u : 255u));
+        nan_seen |= _mm512_cmp_ps_mask(rf, rf, _CMP_UNORD_Q) != 0;
+        vmax = _mm512_max_ps(vmax, rf);
+    }
+    const float max = _mm512_reduce_max_ps(vmax);
+    return nan_seen || max == 0.0f ? max_chain(xval, n) : max;
+}
+#endif
+
+static float group_setup_portable(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                                  uint8_t *signs) {
     for (int i = 0; i < n; ++i) {
         waux[i] = sqrtf(weight[i]);
     }
@@ -744,11 +804,23 @@ float anvil_cold_group_setup(const float *xb, const float *weight, int n, int ev
         signs[k] = even ? anvil_cold_split_signs_even(xb + 8 * k, weight + 8 * k, xval + 8 * k)
                         : anvil_cold_split_signs(xb + 8 * k, xval + 8 * k);
     }
-    float max = xval[0];
-    for (int i = 1; i < n; ++i) {
-        max = cold_max(max, xval[i]);
+    return max_chain(xval, n);
+}
+
+float anvil_cold_group_setup_isa(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                                 uint8_t *signs, cold_isa isa) {
+#if COLD_SWEEP_AVX2
+    if ((n == 16 || n == 32) && isa_pick(isa) == COLD_ISA_WIDE) {
+        return group_setup_avx512(xb, weight, n, even, waux, xval, signs);
     }
-    return max;
+#endif
+    (void)isa;
+    return group_setup_portable(xb, weight, n, even, waux, xval, signs);
+}
+
+float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                             uint8_t *signs) {
+    return anvil_cold_group_setup_isa(xb, weight, n, even, waux, xval, signs, COLD_ISA_BEST);
 }
 
 int anvil_cold_sweep_group(const cold_sweep *p, const float *xval, const float *weight, const float *waux, float max,

@@ -211,6 +211,12 @@ int anvil_cold_refuse_overflow(const char *name, size_t ibl, int group, int ib, 
 float anvil_cold_group_setup(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
                              uint8_t *signs);
 
+/* anvil_cold_group_setup on one path: COLD_ISA_WIDE, AVX-512F 16 elements
+ * at a time (n 16 or 32, where it runs), else the portable one. The same
+ * results: for the tests that check the two agree. */
+float anvil_cold_group_setup_isa(const float *xb, const float *weight, int n, int even, float *waux, float *xval,
+                                 uint8_t *signs, cold_isa isa);
+
 /* Splits the signs off a group of 8: xval = |x|, bit i of the result set
  * when x[i] < 0 (IQ3_S and IQ2_S store all 8 bits). */
 uint8_t anvil_cold_split_signs(const float *x, float *xval);

@@ -30,12 +30,21 @@ static inline __attribute__((always_inline)) int SWEEP_FN(const cold_sweep *p, i
     const int vecs = (trials + SWEEP_W - 1) / SWEEP_W;
     float this_scale[MAX_TRIALS];
     vf id[MAX_TRIALS / SWEEP_W];
-    for (int t = 0; t < vecs * SWEEP_W; ++t) {
-        /* lanes past the last trial repeat it (computed, never used) */
-        const int is = (t < trials ? t : trials - 1) - p->steps;
-        const float idt = ((float)(2 * p->max_q - 1) + (float)is * p->step) / max;
-        id[t / SWEEP_W][t % SWEEP_W] = idt;
-        this_scale[t] = 1.0f / idt;
+    vi lane;
+    for (int c = 0; c < SWEEP_W; ++c) {
+        lane[c] = c;
+    }
+    for (int v = 0; v < vecs; ++v) {
+        /* trial t = W v + lane; lanes past the last trial repeat it
+         * (computed, never used); each lane is ggml's one-trial
+         * (2 max_q - 1 + is step) / max, and its reciprocal */
+        const vi t = lane + SWEEP_W * v;
+        const vi last = (vi){ 0 } + (trials - 1);
+        const vi is = PICK_I32(t < last, t, last) - p->steps;
+        const vf idt = ((float)(2 * p->max_q - 1) + __builtin_convertvector(is, vf) * p->step) / max;
+        id[v] = idt;
+        const vf sc = 1.0f / idt;
+        memcpy(this_scale + SWEEP_W * v, &sc, sizeof sc);
     }
     vi code[32][MAX_TRIALS / SWEEP_W]; /* code[i][v]: element i's code in trials W v .. W v + W - 1 */
     /* ggml's nearest_int(0.5 (id x - 1)) (anvil_nearest_int's trick, bit

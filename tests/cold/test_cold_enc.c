@@ -55,6 +55,7 @@
 #include "ref/cold_enc_lattice.h"
 #include "ref/cold_enc_search.h"
 #include "ref/cold_tables.h"
+#include "ref/cpu_probe.h"
 #include "ref/kquants_search.h"
 #include "test_env.h"
 
@@ -913,6 +914,82 @@ static void test_lanes_isas(void) {
     CU_ASSERT(firsts > found / 4 && firsts < found);     /* ties to the first, and later winners */
 }
 
+/* The sweep encoders' group setup (square roots, sign split, the even
+ * parity's flip, the MAX chain) on the AVX-512F path against the portable
+ * one, bit for bit: hostile values (ties, +-0, NaN and zero weights, a NaN
+ * first weight x^2, all-zero groups, a NaN value) for n = 16 and 32, with
+ * and without the even parity. */
+static void test_group_setup_isas(void) {
+    uint32_t seed = 0x3c6ef372u;
+    int compared = 0, flipped = 0, zero_max = 0;
+    for (int g = 0; g < 4000; ++g) {
+        const int n = g % 2 ? 32 : 16, even = (g / 2) % 2, kind = (g / 4) % 8;
+        float x[32], w[32];
+        for (int i = 0; i < n; ++i) {
+            x[i] = kind == 5 ? (isa_rand(&seed) < 0.5f ? 0.0f : -0.0f) : iq1_hostile(&seed, kind == 4 ? 0 : kind, i);
+            w[i] = iq1_hostile_weight(&seed, g / 32);
+        }
+        if (g % 97 == 0) {
+            w[8 * (g % 4 % (n / 8))] = NAN; /* a NaN first weight x^2 of some 8 */
+        }
+        if (g % 89 == 0) {
+            w[g % n] = -0.0f;
+        }
+        if (g % 211 == 0) {
+            x[g % n] = NAN; /* refused before the encoders; the two paths still agree */
+        }
+        float wa[32], xa[32], wb[32], xb[32];
+        uint8_t sa[4] = { 0 }, sb[4] = { 0 };
+        const float ma = anvil_cold_group_setup_isa(x, w, n, even, wa, xa, sa, COLD_ISA_WIDE);
+        const float mb = anvil_cold_group_setup_isa(x, w, n, even, wb, xb, sb, COLD_ISA_PORTABLE);
+        CU_ASSERT_EQUAL(memcmp(&ma, &mb, sizeof ma), 0);
+        CU_ASSERT_EQUAL(memcmp(wa, wb, sizeof(float) * (size_t)n), 0);
+        CU_ASSERT_EQUAL(memcmp(xa, xb, sizeof(float) * (size_t)n), 0);
+        CU_ASSERT_EQUAL(memcmp(sa, sb, (size_t)n / 8), 0);
+        compared++;
+        for (int i = 0; i < n; ++i) {
+            flipped += even && xb[i] < 0;
+        }
+        zero_max += mb == 0.0f;
+    }
+    CU_ASSERT_EQUAL(compared, 4000);
+    CU_ASSERT(flipped > 500);  /* the parity flips were exercised */
+    CU_ASSERT(zero_max > 100); /* and the MAX chain's zeros */
+}
+
+/* The host's CPU features (ANVIL_CPU_MASK applied), passed on by a
+ * plugin's init, hide the SIMD paths they lack; without the field, or off
+ * x86-64, nothing changes. Restores the CPU's own view at the end. */
+static void test_cpu_from_host(void) {
+    const int simd = anvil_cold_isa_runs(COLD_ISA_SIMD), wide = anvil_cold_isa_runs(COLD_ISA_WIDE);
+    anvil_cpu_info cpu = { .struct_size = sizeof cpu, .arch = ANVIL_ARCH_X86_64, .features = ~ANVIL_CPU_AVX512F };
+    anvil_host_services host = { .struct_size = sizeof host, .cpu = &cpu };
+    anvil_ref_cpu_from_host(&host);
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_WIDE), 0);
+    CU_ASSERT_EQUAL(anvil_ref_has_avx512(), 0);
+#if defined(__x86_64__)
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_SIMD), simd);
+    cpu.features = ~(ANVIL_CPU_AVX2 | ANVIL_CPU_AVX512F);
+    anvil_ref_cpu_from_host(&host);
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_SIMD), 0);
+    CU_ASSERT_EQUAL(anvil_ref_has_avx2(), 0);
+#endif
+    /* no field, NULL, another architecture: no change */
+    anvil_host_services old_host = { .struct_size = offsetof(anvil_host_services, cpu) };
+    anvil_ref_cpu_from_host(&old_host);
+    anvil_ref_cpu_from_host(NULL);
+    cpu.arch = ANVIL_ARCH_AARCH64;
+    cpu.features = ~0ull;
+    anvil_ref_cpu_from_host(&host);
+#if defined(__x86_64__)
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_SIMD), 0);
+#endif
+    cpu.arch = ANVIL_ARCH_X86_64;
+    anvil_ref_cpu_from_host(&host);
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_SIMD), simd);
+    CU_ASSERT_EQUAL(anvil_cold_isa_runs(COLD_ISA_WIDE), wide);
+}
+
 /* make_qp_quants (IQ2_XXS's first scale; the K-quants' sub-block scales):
  * its eight trial grids on the selected path (AVX2: one lane each) against
  * the portable loop, the same codes and scale bits. */
@@ -963,6 +1040,8 @@ int main(void) {
     CU_add_test(s, "isas: the IQ1 searches' selected paths equal their portable paths", test_iq1_isas);
     CU_add_test(s, "isas: the IQ1 searches across scales, selected path equals portable", test_iq1_scaled_isas);
     CU_add_test(s, "isas: the sweep's neighbour search, each path equals portable", test_lanes_isas);
+    CU_add_test(s, "isas: the host's CPU features hide the paths they lack", test_cpu_from_host);
+    CU_add_test(s, "isas: the sweep encoders' group setup, AVX-512F equals portable", test_group_setup_isas);
     CU_add_test(s, "isas: make_qp_quants' trial grids, selected path equals portable", test_fit_positive_isas);
     return test_run_cunit();
 }
