@@ -193,6 +193,25 @@ static inline __attribute__((always_inline)) f32x4 lane_bytes(const uint8_t *p, 
     return __builtin_convertvector(b, f32x4) * down;
 }
 
+/* The searches' last step where several lanes hold the smallest score
+ * (the lanes set in tie, pos_of[lane] the list position of each lane's
+ * first best): the earliest of those positions. */
+static inline int first_of_ties(const int32_t *pos_of, unsigned tie) {
+    int first = pos_of[__builtin_ctz(tie)];
+    for (tie &= tie - 1; tie != 0; tie &= tie - 1) {
+        const int p = pos_of[__builtin_ctz(tie)];
+        first = p < first ? p : first;
+    }
+    return first;
+}
+
+/* The candidate at list position first: its codes to L, its grid index. */
+static inline int take_candidate(const cold_lattice *lat, int dims, const uint16_t *cand, int first, int8_t *L) {
+    const int g = cand[1 + first];
+    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
+    return g;
+}
+
 #if COLD_SWEEP_AVX2
 /* best_in_lanes on AVX2, eight candidates per vector: lane k scores
  * candidates k, k + 8, ... An element's term w (scale (2l + 1) - x)^2
@@ -266,18 +285,11 @@ AVX2 static inline int best8_avx2(const cold_lattice *lat, int dims, int levels,
         if (!(_mm256_cvtss_f32(m) < FLT_MAX)) {
             return -1;
         }
-        unsigned tie = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(best, m, _CMP_EQ_OQ));
         int32_t pos_of[8];
         _mm256_storeu_si256((__m256i *)(void *)pos_of, at);
-        first = pos_of[__builtin_ctz(tie)];
-        for (tie &= tie - 1; tie != 0; tie &= tie - 1) {
-            const int p = pos_of[__builtin_ctz(tie)];
-            first = p < first ? p : first;
-        }
+        first = first_of_ties(pos_of, (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(best, m, _CMP_EQ_OQ)));
     }
-    const int g = cand[1 + first];
-    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
-    return g;
+    return take_candidate(lat, dims, cand, first, L);
 }
 
 /* best8_avx2 on AVX-512F, sixteen candidates per vector: one pass holds
@@ -290,8 +302,8 @@ AVX2 static inline int best8_avx2(const cold_lattice *lat, int dims, int levels,
 AVX512 static inline int best16_avx512(const cold_lattice *lat, int dims, int levels, const uint16_t *cand,
                                        const float *x, const float *w, float scale, int8_t *L) {
     const int count = cand[0];
-    /* the sweep's lattices carry lane blocks (sweep_dispatch checks):
-     * the packed codes follow them */
+    /* the sweep's lattices carry lane blocks (anvil_cold_sweep_isa
+     * checks): the packed codes follow them */
     const uint16_t *packed = cand + 1 + count + cold_lane_blocks(count) * dims * COLD_LANES / 2;
     const __m512 odd = levels == 8 ? _mm512_setr_ps(1.0f, 3.0f, 5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f, 1.0f, 3.0f,
                                                     5.0f, 7.0f, 9.0f, 11.0f, 13.0f, 15.0f)
@@ -345,18 +357,11 @@ AVX512 static inline int best16_avx512(const cold_lattice *lat, int dims, int le
         if (!(m < FLT_MAX)) {
             return -1;
         }
-        unsigned tie = _mm512_cmp_ps_mask(best, _mm512_set1_ps(m), _CMP_EQ_OQ);
         int32_t pos_of[16];
         _mm512_storeu_si512((void *)pos_of, at);
-        first = pos_of[__builtin_ctz(tie)];
-        for (tie &= tie - 1; tie != 0; tie &= tie - 1) {
-            const int p = pos_of[__builtin_ctz(tie)];
-            first = p < first ? p : first;
-        }
+        first = first_of_ties(pos_of, _mm512_cmp_ps_mask(best, _mm512_set1_ps(m), _CMP_EQ_OQ));
     }
-    const int g = cand[1 + first];
-    memcpy(L, lat->code + (size_t)g * (size_t)dims, (size_t)dims);
-    return g;
+    return take_candidate(lat, dims, cand, first, L);
 }
 #endif
 
